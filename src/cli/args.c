@@ -1,0 +1,222 @@
+/* Argument parsing for tfx-node. */
+#include "args.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "log.h"
+
+static const char *const commands[] = {"local", "train", "status", "config", "model", "plan",
+                                       "export", "inspect", "predict", NULL};
+
+static const char usage[] =
+    "usage: tfx-node [COMMAND] [OPTIONS]\n"
+    "\n"
+    "Without a command, runs the role that TF_CONFIG (or --role/--index) names: chief|master, worker or ps.\n"
+    "\n"
+    "commands:\n"
+    "  local    --config X [--workers N] [--ps M] [--run-dir D] [--max-steps N]   a whole cluster on loopback\n"
+    "  train    --config X [--run-dir D] [--max-steps N]        single-process training\n"
+    "  status   --address HOST:PORT                             ask a running node for its role and state\n"
+    "  config   --config X                                      print the resolved experiment\n"
+    "  model    --config X                                      print the layer table\n"
+    "  plan     --config X --ps N                               print the placement plan\n"
+    "  export   --run-dir RUN --out DIR                         safetensors model directory\n"
+    "  inspect  RUN|CHECKPOINT_DIR|EXPORT_DIR [--var NAME]      list variables (or print one)\n"
+    "  predict  --run-dir RUN|--export DIR --input IDX [--output FILE] [--keys probabilities,classes]\n"
+    "\n"
+    "options:\n"
+    "  --role=ROLE --index=N   override TF_CONFIG's task\n"
+    "  --tf-config=FILE        read TF_CONFIG from a file instead of the environment\n"
+    "  --config=FILE           the experiment JSON\n"
+    "  --set KEY=VALUE         override one experiment option (repeatable), e.g. --set optimizer.learning_rate=0.05\n"
+    "  --run-dir=DIR           run directory (metrics.jsonl, config.json, checkpoints/); default tfx-run\n"
+    "  --bind=HOST             bind on HOST instead of all interfaces\n"
+    "  --fresh                 do not resume from the run directory's newest checkpoint\n"
+    "  --log-level=LEVEL       debug|info|warn|error\n"
+    "  --help, --version, --help-options (the experiment option table)\n";
+
+static int is_command(const char *s) {
+  for (int i = 0; commands[i]; i++) {
+    if (!strcmp(s, commands[i])) return 1;
+  }
+  return 0;
+}
+
+static char *slurp_text(const char *path, tfx_err *err) {
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    tfx_err_sys(err, TFX_ECONFIG, "open %s", path);
+    return NULL;
+  }
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *buf = malloc((size_t)n + 1);
+  if (buf && fread(buf, 1, (size_t)n, f) == (size_t)n) {
+    buf[n] = '\0';
+  } else {
+    free(buf);
+    buf = NULL;
+    tfx_err_sys(err, TFX_ECONFIG, "read %s", path);
+  }
+  fclose(f);
+  return buf;
+}
+
+typedef struct raw {
+  const char *role, *index, *tf_config, *config, *log_level, *max_steps, *workers, *ps;
+  const char *sets[64];
+  int n_sets;
+} raw;
+
+static int set_str(char *dst, size_t n, const char *v, const char *flag, tfx_err *err) {
+  if (strlen(v) >= n) return tfx_err_set(err, TFX_EINVAL, "%s: value too long", flag);
+  strcpy(dst, v);
+  return TFX_OK;
+}
+
+/* Stores one --flag value; returns TFX_EINVAL for unknown flags. */
+static int take_flag(tfx_args *a, raw *r, const char *flag, const char *v, tfx_err *err) {
+  tfx_cli_opts *c = &a->cli;
+  if (!strcmp(flag, "role")) r->role = v;
+  else if (!strcmp(flag, "index")) r->index = v;
+  else if (!strcmp(flag, "tf-config")) r->tf_config = v;
+  else if (!strcmp(flag, "config")) r->config = v;
+  else if (!strcmp(flag, "log-level")) r->log_level = v;
+  else if (!strcmp(flag, "max-steps")) r->max_steps = v;
+  else if (!strcmp(flag, "workers")) r->workers = v;
+  else if (!strcmp(flag, "ps")) r->ps = v;
+  else if (!strcmp(flag, "set")) {
+    if (r->n_sets == 64) return tfx_err_set(err, TFX_EINVAL, "--set: at most 64");
+    r->sets[r->n_sets++] = v;
+  } else if (!strcmp(flag, "run-dir")) return set_str(a->node.run_dir, sizeof a->node.run_dir, v, flag, err);
+  else if (!strcmp(flag, "bind")) return set_str(a->node.bind_host, sizeof a->node.bind_host, v, flag, err);
+  else if (!strcmp(flag, "address")) return set_str(c->address, sizeof c->address, v, flag, err);
+  else if (!strcmp(flag, "input")) return set_str(c->input, sizeof c->input, v, flag, err);
+  else if (!strcmp(flag, "output")) return set_str(c->output, sizeof c->output, v, flag, err);
+  else if (!strcmp(flag, "out")) return set_str(c->out_dir, sizeof c->out_dir, v, flag, err);
+  else if (!strcmp(flag, "export")) return set_str(c->target, sizeof c->target, v, flag, err);
+  else if (!strcmp(flag, "keys")) return set_str(c->keys, sizeof c->keys, v, flag, err);
+  else if (!strcmp(flag, "var")) return set_str(c->var, sizeof c->var, v, flag, err);
+  else return tfx_err_set(err, TFX_EINVAL, "unknown option --%s (see --help)", flag);
+  return TFX_OK;
+}
+
+static int parse_int(const char *s, const char *flag, long lo, long hi, long *out, tfx_err *err) {
+  char *end;
+  long v = strtol(s, &end, 10);
+  if (!*s || *end || v < lo || v > hi) return tfx_err_set(err, TFX_EINVAL, "--%s: '%s' is not an integer in %ld..%ld", flag, s, lo, hi);
+  *out = v;
+  return TFX_OK;
+}
+
+static int scan(tfx_args *a, raw *r, int argc, char **argv, tfx_err *err) {
+  for (int i = 1; i < argc; i++) {
+    const char *arg = argv[i];
+    if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) return fputs(usage, stdout), a->done = 1, TFX_OK;
+    if (!strcmp(arg, "--version")) return printf("tfx-node %s (protocol 1)\n", TFX_VERSION), a->done = 1, TFX_OK;
+    if (!strcmp(arg, "--help-options")) return tfx_config_print_options(), a->done = 1, TFX_OK;
+    if (!strcmp(arg, "--fresh")) {
+      a->node.resume = 0;
+      continue;
+    }
+    if (strncmp(arg, "--", 2)) {
+      if (!a->command && is_command(arg)) a->command = arg;
+      else if (a->command && !strcmp(a->command, "inspect") && !a->cli.target[0]) set_str(a->cli.target, sizeof a->cli.target, arg, "inspect", err);
+      else return tfx_err_set(err, TFX_EINVAL, "unexpected argument '%s' (see --help)", arg);
+      continue;
+    }
+    char flag[64];
+    const char *eq = strchr(arg + 2, '='), *val;
+    snprintf(flag, sizeof flag, "%.*s", eq ? (int)(eq - arg - 2) : (int)strlen(arg + 2), arg + 2);
+    if (eq) val = eq + 1;
+    else if (i + 1 < argc) val = argv[++i];
+    else return tfx_err_set(err, TFX_EINVAL, "--%s needs a value", flag);
+    int rc = take_flag(a, r, flag, val, err);
+    if (rc) return rc;
+  }
+  return TFX_OK;
+}
+
+static int load_cluster(tfx_args *a, const raw *r, tfx_err *err) {
+  char *text = NULL;
+  const char *json = getenv("TF_CONFIG");
+  if (r->tf_config) {
+    if (!(text = slurp_text(r->tf_config, err))) return TFX_ECONFIG;
+    json = text;
+  }
+  int rc = TFX_OK;
+  if (json && *json) rc = tfx_cluster_parse(json, &a->node.cluster, err);
+  free(text);
+  if (rc || !a->node.cluster) return rc;
+  a->node.role = tfx_cluster_task_role(a->node.cluster);
+  a->node.index = tfx_cluster_task_index(a->node.cluster);
+  return TFX_OK;
+}
+
+static int apply_role(tfx_args *a, const raw *r, tfx_err *err) {
+  tfx_node *n = &a->node;
+  long idx = n->index;
+  int rc;
+  if (r->index && (rc = parse_int(r->index, "index", 0, 1 << 20, &idx, err))) return rc;
+  tfx_role role = n->role;
+  if (r->role && tfx_role_parse(r->role, &role)) return tfx_err_set(err, TFX_ECONFIG, "--role '%s': want chief, master, worker or ps", r->role);
+  if (a->command) return TFX_OK;
+  if (!n->cluster) {
+    return tfx_err_set(err, TFX_ECONFIG, "no TF_CONFIG: give a cluster (TF_CONFIG or --tf-config) or a command such as 'local' (see --help)");
+  }
+  if ((r->role || r->index) && (rc = tfx_cluster_set_task(n->cluster, role, (int)idx, err))) return rc;
+  if (tfx_cluster_task_role(n->cluster) == TFX_ROLE_NONE) return tfx_err_set(err, TFX_ECONFIG, "TF_CONFIG names no task and no --role was given");
+  n->role = tfx_cluster_task_role(n->cluster);
+  n->index = tfx_cluster_task_index(n->cluster);
+  return TFX_OK;
+}
+
+static int load_experiment(tfx_args *a, const raw *r, tfx_err *err) {
+  int rc;
+  if (r->config && (rc = tfx_config_load(&a->node.cfg, r->config, err))) return rc;
+  if (r->config) set_str(a->node.config_path, sizeof a->node.config_path, r->config, "config", err);
+  for (int i = 0; i < r->n_sets; i++) {
+    if ((rc = tfx_config_set(&a->node.cfg, r->sets[i], err))) return rc;
+  }
+  long v = 0;
+  if (r->max_steps && (rc = parse_int(r->max_steps, "max-steps", 1, 2000000000L, &v, err))) return rc;
+  if (r->max_steps) a->cli.max_steps = v;
+  if (r->workers && (rc = parse_int(r->workers, "workers", 1, 256, &v, err))) return rc;
+  if (r->workers) a->cli.workers = (int)v;
+  if (r->ps && (rc = parse_int(r->ps, "ps", 1, 256, &v, err))) return rc;
+  if (r->ps) a->cli.ps = (int)v;
+  int needs = !a->command || (strcmp(a->command, "status") && strcmp(a->command, "inspect"));
+  if (needs && !r->config && a->command && strcmp(a->command, "export") && strcmp(a->command, "predict")) {
+    return tfx_err_set(err, TFX_ECONFIG, "%s needs --config EXPERIMENT.json", a->command);
+  }
+  return needs && r->config ? tfx_config_validate(&a->node.cfg, err) : TFX_OK;
+}
+
+int tfx_args_parse(tfx_args *a, int argc, char **argv, tfx_err *err) {
+  raw r;
+  memset(a, 0, sizeof *a);
+  memset(&r, 0, sizeof r);
+  tfx_config_init(&a->node.cfg);
+  a->node.resume = 1;
+  a->cli.workers = 2, a->cli.ps = 2;
+  strcpy(a->node.run_dir, "tfx-run");
+  ssize_t n = readlink("/proc/self/exe", a->self_exe, sizeof a->self_exe - 1);
+  if (n > 0) a->self_exe[n] = '\0';
+  int rc = scan(a, &r, argc, argv, err);
+  if (rc || a->done) return rc;
+  tfx_log_level level;
+  if (r.log_level && tfx_log_parse_level(r.log_level, &level)) return tfx_err_set(err, TFX_EINVAL, "--log-level '%s'", r.log_level);
+  if (r.log_level) tfx_log_set_level(level);
+  if ((rc = load_cluster(a, &r, err)) || (rc = apply_role(a, &r, err)) || (rc = load_experiment(a, &r, err))) return rc;
+  tfx_log_init(a->command ? a->command : tfx_role_name(a->node.role), a->command ? 0 : a->node.index);
+  return TFX_OK;
+}
+
+void tfx_args_fini(tfx_args *a) {
+  tfx_cluster_destroy(a->node.cluster);
+  a->node.cluster = NULL;
+}

@@ -1,0 +1,39 @@
+/* The commands of tfx-node besides the cluster roles: local, train, status, config, model, plan, export,
+ * inspect, predict. Each returns a tfx code; main maps TFX_ECONFIG/TFX_EINVAL to exit 2, others to 1. */
+#ifndef TFX_CLI_H
+#define TFX_CLI_H
+
+#include <stdint.h>
+
+#include "node.h"
+
+typedef struct tfx_cli_opts {
+  char address[300];   /* status */
+  char input[512];     /* predict */
+  char output[512];    /* predict */
+  char out_dir[512];   /* export */
+  char keys[128];      /* predict */
+  char target[512];    /* inspect */
+  char var[128];       /* inspect --var */
+  int workers, ps;     /* local, plan */
+  int64_t max_steps;   /* train, local: override (0 = from config) */
+} tfx_cli_opts;
+
+/* Trains in one process (the reference for distributed runs); writes metrics, config and checkpoints. */
+int tfx_train_run(tfx_node *n, const tfx_cli_opts *o, tfx_err *err);
+/* Starts master, ps and workers as real processes on loopback and supervises them. */
+int tfx_local_run(tfx_node *n, const tfx_cli_opts *o, const char *self_exe, tfx_err *err);
+/* Asks a running node for its role, state and uptime; prints them. */
+int tfx_status_run(const tfx_cli_opts *o, tfx_err *err);
+/* Prints the model's layer table. */
+int tfx_model_cmd(const tfx_node *n, tfx_err *err);
+/* Prints the placement plan for o->ps parameter servers. */
+int tfx_plan_cmd(const tfx_node *n, const tfx_cli_opts *o, tfx_err *err);
+/* Exports the newest checkpoint of a run as a safetensors model directory. */
+int tfx_export_run(const tfx_node *n, const tfx_cli_opts *o, tfx_err *err);
+/* Lists the variables of a run, checkpoint or export. */
+int tfx_inspect_run(const tfx_cli_opts *o, tfx_err *err);
+/* Batch inference on an IDX file with a run's newest checkpoint or an export. */
+int tfx_predict_run(const tfx_node *n, const tfx_cli_opts *o, tfx_err *err);
+
+#endif

@@ -1,0 +1,228 @@
+/* The single-process trainer: the same model, data pipeline and update rules as the cluster, in one loop. */
+#include <cblas.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ckpt.h"
+#include "cli.h"
+#include "dataset.h"
+#include "evaluate.h"
+#include "log.h"
+#include "metrics.h"
+#include "model.h"
+#include "net.h"
+#include "optim.h"
+#include "progress.h"
+
+typedef struct trainer {
+  tfx_config cfg;
+  tfx_model *model, *eval_model;
+  tfx_optim opt;
+  float *slots[2 * TFX_MAX_LAYERS][2];
+  float *acc[2 * TFX_MAX_LAYERS];
+  tfx_dataset *train, *eval;
+  tfx_batcher *batcher;
+  tfx_metrics *metrics;
+  float *x;
+  int32_t *y;
+  int64_t step;
+  const char *run_dir;
+} trainer;
+
+static void trainer_free(trainer *t) {
+  for (int i = 0; t->model && i < tfx_model_nvars(t->model); i++) free(t->slots[i][0]), free(t->slots[i][1]), free(t->acc[i]);
+  tfx_model_destroy(t->model);
+  tfx_model_destroy(t->eval_model);
+  tfx_batcher_destroy(t->batcher);
+  tfx_dataset_destroy(t->train);
+  tfx_dataset_destroy(t->eval);
+  tfx_metrics_close(t->metrics);
+  free(t->x);
+  free(t->y);
+}
+
+/* Saves variables and slots as a one-shard checkpoint (ps-0) with its manifest. */
+static int save(trainer *t, tfx_err *err) {
+  int nv = tfx_model_nvars(t->model), ns = tfx_optim_slots(&t->opt), n = 0;
+  tfx_ckpt_entry *e = calloc((size_t)nv * 3, sizeof *e);
+  if (!e) return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  for (int i = 0; i < nv; i++) {
+    tfx_var *v = tfx_model_var(t->model, i);
+    for (int s = -1; s < ns; s++, n++) {
+      if (s < 0) snprintf(e[n].name, sizeof e[n].name, "%s", v->name);
+      else snprintf(e[n].name, sizeof e[n].name, "%s@%s", v->name, tfx_optim_slot_name(s));
+      e[n].rank = v->rank;
+      memcpy(e[n].dims, v->shape, sizeof v->shape);
+      e[n].row_begin = 0, e[n].row_end = v->shape[0], e[n].version = (uint64_t)t->step;
+      e[n].count = v->count, e[n].data = s < 0 ? v->value : t->slots[i][s];
+    }
+  }
+  char dir[1100], path[1200];
+  tfx_ckpt_dir(t->run_dir, t->step, dir, sizeof dir);
+  snprintf(path, sizeof path, "%s/ps-0.shard", dir);
+  uint32_t crc;
+  uint64_t bytes;
+  int rc = tfx_mkdirs(dir, err);
+  if (!rc) rc = tfx_ckpt_write(path, t->step, e, n, &crc, &bytes, err);
+  if (!rc) rc = tfx_ckpt_write_manifest(dir, t->step, 1, &crc, &bytes, err);
+  free(e);
+  if (!rc) tfx_ckpt_prune(t->run_dir, t->cfg.keep_max);
+  if (!rc) tfx_log(TFX_LOG_INFO, "TRAIN-CKPT", "checkpoint at step %lld: %s", (long long)t->step, dir);
+  return rc;
+}
+
+static int restore(trainer *t, tfx_err *err) {
+  char dir[1100], path[1200];
+  int64_t step;
+  if (tfx_ckpt_latest(t->run_dir, &step, dir, sizeof dir, NULL)) return TFX_OK;
+  snprintf(path, sizeof path, "%s/ps-0.shard", dir);
+  tfx_ckpt *c;
+  int rc = tfx_ckpt_read(path, &c, err);
+  if (rc) return rc;
+  for (int i = 0; i < tfx_model_nvars(t->model) && !rc; i++) {
+    tfx_var *v = tfx_model_var(t->model, i);
+    const tfx_ckpt_entry *e = tfx_ckpt_find(c, v->name);
+    if (!e || e->count != v->count) {
+      rc = tfx_err_set(err, TFX_ESHAPE, "%s: variable %s missing or of another size", path, v->name);
+      break;
+    }
+    memcpy(v->value, e->data, sizeof(float) * v->count);
+    for (int s = 0; s < tfx_optim_slots(&t->opt); s++) {
+      char name[200];
+      snprintf(name, sizeof name, "%s@%s", v->name, tfx_optim_slot_name(s));
+      const tfx_ckpt_entry *se = tfx_ckpt_find(c, name);
+      if (se && se->count == v->count) memcpy(t->slots[i][s], se->data, sizeof(float) * v->count);
+    }
+  }
+  if (!rc) {
+    t->step = step;
+    tfx_log(TFX_LOG_INFO, "TRAIN-RESUME", "resumed from %s at step %lld", dir, (long long)step);
+  }
+  tfx_ckpt_destroy(c);
+  return rc;
+}
+
+static int setup(trainer *t, tfx_err *err) {
+  const tfx_config *c = &t->cfg;
+  int rc, batch = c->batch_size;
+  if ((rc = tfx_model_create(c, batch, &t->model, err)) || (rc = tfx_model_create(c, 1000, &t->eval_model, err))) return rc;
+  tfx_model_init_vars(t->model, (uint64_t)c->seed);
+  tfx_optim_init(&t->opt, c);
+  for (int i = 0; i < tfx_model_nvars(t->model); i++) {
+    size_t n = tfx_model_var(t->model, i)->count;
+    for (int s = 0; s < tfx_optim_slots(&t->opt); s++) {
+      if (!(t->slots[i][s] = calloc(n, sizeof(float)))) return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+    }
+    if (c->accumulate > 1 && !(t->acc[i] = calloc(n, sizeof(float)))) return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  }
+  size_t dim = tfx_model_input_size(t->model);
+  if ((rc = tfx_dataset_load_idx(c->train_images, c->train_labels, c->data_scale, dim, &t->train, err)) ||
+      (rc = tfx_dataset_load_idx(c->eval_images, c->eval_labels, c->data_scale, dim, &t->eval, err)) ||
+      (rc = tfx_batcher_create(t->train, 0, 1, (uint64_t)c->seed, 1, &t->batcher, err))) {
+    return rc;
+  }
+  t->x = malloc(sizeof(float) * dim * (size_t)batch);
+  t->y = malloc(sizeof(int32_t) * (size_t)batch);
+  if (!t->x || !t->y) return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  if ((rc = tfx_mkdirs(t->run_dir, err)) || (rc = tfx_metrics_open(t->run_dir, &t->metrics, err))) return rc;
+  char *json = tfx_config_to_json(c), path[1100];
+  snprintf(path, sizeof path, "%s/config.json", t->run_dir);
+  rc = tfx_write_file(path, json, err);
+  free(json);
+  if (!rc) rc = restore(t, err);
+  if (!rc) tfx_batcher_skip(t->batcher, t->step * c->accumulate, batch);
+  return rc;
+}
+
+static void evaluate(trainer *t, double *acc) {
+  for (int i = 0; i < tfx_model_nvars(t->model); i++) {
+    tfx_var *v = tfx_model_var(t->model, i);
+    memcpy(tfx_model_var(t->eval_model, i)->value, v->value, sizeof(float) * v->count);
+  }
+  tfx_eval_result r;
+  tfx_evaluate(t->eval_model, t->eval, 1000, &r);
+  static const char *const names[] = {"loss", "accuracy", "top5_accuracy", "examples"};
+  double vals[] = {r.loss, r.accuracy, r.top5, (double)r.examples};
+  tfx_metrics_write(t->metrics, "eval", t->step, names, vals, 4);
+  tfx_log(TFX_LOG_INFO, "TRAIN-EVAL", "step %lld eval loss %.4f accuracy %.4f", (long long)t->step, r.loss, r.accuracy);
+  *acc = r.accuracy;
+}
+
+/* One optimizer step over `accumulate` minibatches; returns the mean loss and hits into *st. */
+static void step_once(trainer *t, tfx_step_stats *st) {
+  const tfx_config *c = &t->cfg;
+  int nv = tfx_model_nvars(t->model), k = c->accumulate;
+  tfx_step_stats sum = {0};
+  for (int a = 0; a < k; a++) {
+    tfx_batcher_next(t->batcher, c->batch_size, t->x, t->y);
+    tfx_model_forward(t->model, t->x, c->batch_size, 1, (uint64_t)t->step * (uint64_t)k + (uint64_t)a);
+    tfx_model_loss(t->model, t->y, c->batch_size, 1, st);
+    tfx_model_backward(t->model, t->x, c->batch_size);
+    sum.loss += st->loss / k, sum.correct += st->correct, sum.count += st->count;
+    for (int i = 0; k > 1 && i < nv; i++) {
+      tfx_var *v = tfx_model_var(t->model, i);
+      if (a == 0) memset(t->acc[i], 0, sizeof(float) * v->count);
+      cblas_saxpy((int)v->count, 1.0f / (float)k, v->grad, 1, t->acc[i], 1);
+      if (a == k - 1) memcpy(v->grad, t->acc[i], sizeof(float) * v->count);
+    }
+  }
+  tfx_model_clip(t->model, c->clip_value, c->clip_norm);
+  for (int i = 0; i < nv; i++) {
+    tfx_var *v = tfx_model_var(t->model, i);
+    tfx_optim_apply(&t->opt, t->step, v->value, v->grad, 1.0f, t->slots[i], v->count);
+  }
+  *st = sum;
+}
+
+static int loop(trainer *t, int64_t max_steps, tfx_err *err) {
+  const tfx_config *c = &t->cfg;
+  tfx_progress prog;
+  tfx_progress_init(&prog, t->step, max_steps);
+  double acc = NAN, loss_sum = 0, hits = 0, seen = 0, steps = 0;
+  if (c->validate_first && t->step == 0) evaluate(t, &acc);
+  while (t->step < max_steps && !tfx_stop_requested()) {
+    tfx_step_stats st;
+    step_once(t, &st);
+    t->step++;
+    if (!isfinite(st.loss) || st.loss > c->thres_loss) {
+      return tfx_err_set(err, TFX_ELOSS, "training loss %g at step %lld exceeds thres_loss %g; the last good checkpoint is kept",
+                         st.loss, (long long)t->step, c->thres_loss);
+    }
+    loss_sum += st.loss, hits += st.correct, seen += st.count, steps++;
+    if (t->step % c->report_every == 0 || t->step == max_steps) {
+      static const char *const names[] = {"loss", "accuracy", "examples_per_sec", "learning_rate"};
+      double eps = tfx_progress_rate(&prog, t->step) * c->batch_size * c->accumulate;
+      double vals[] = {loss_sum / steps, hits / seen, eps, tfx_optim_lr(&t->opt, t->step)};
+      tfx_metrics_write(t->metrics, "train", t->step, names, vals, 4);
+      tfx_progress_show(&prog, t->step, vals[0], acc, eps);
+      loss_sum = hits = seen = steps = 0;
+    }
+    if (c->eval_every_steps && t->step % c->eval_every_steps == 0 && t->step < max_steps) evaluate(t, &acc);
+    if (c->ckpt_every_steps && t->step % c->ckpt_every_steps == 0 && t->step < max_steps) {
+      int rc = save(t, err);
+      if (rc) return rc;
+    }
+  }
+  evaluate(t, &acc);
+  tfx_progress_done(&prog, t->step, acc);
+  return save(t, err);
+}
+
+int tfx_train_run(tfx_node *n, const tfx_cli_opts *o, tfx_err *err) {
+  trainer t;
+  memset(&t, 0, sizeof t);
+  t.cfg = n->cfg;
+  t.run_dir = n->run_dir;
+  openblas_set_num_threads(t.cfg.threads);
+  int64_t max_steps = o->max_steps > 0 ? o->max_steps : t.cfg.max_steps;
+  int rc = setup(&t, err);
+  if (!rc) {
+    int64_t start = tfx_now_ms();
+    rc = loop(&t, max_steps, err);
+    if (!rc) tfx_log(TFX_LOG_INFO, "TRAIN-DONE", "trained to step %lld in %.1f s", (long long)t.step, (tfx_now_ms() - start) / 1000.0);
+  }
+  trainer_free(&t);
+  return rc;
+}

@@ -1,0 +1,411 @@
+/* The experiment option table and its json-c reader and writer. */
+#include "config.h"
+
+#include <json-c/json.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef enum opt_type { OPT_INT, OPT_I64, OPT_DBL, OPT_STR, OPT_BOOL } opt_type;
+
+typedef struct option {
+  const char *path;
+  opt_type type;
+  size_t offset, size;
+  double min, max;
+  const char *def;
+  const char *help;
+} option;
+
+#define O(field) offsetof(tfx_config, field), sizeof(((tfx_config *)0)->field)
+#define FMNIST "/usr/share/datasets/fashion-mnist/"
+#define BIG 1e18
+
+static const option options[] = {
+    {"model.loss", OPT_STR, O(loss), 0, 0, "softmax_cross_entropy", "softmax_cross_entropy | sigmoid_cross_entropy | mse"},
+    {"data.train.images", OPT_STR, O(train_images), 0, 0, FMNIST "train-images-idx3-ubyte.gz", "IDX images (.gz ok)"},
+    {"data.train.labels", OPT_STR, O(train_labels), 0, 0, FMNIST "train-labels-idx1-ubyte.gz", "IDX labels"},
+    {"data.eval.images", OPT_STR, O(eval_images), 0, 0, FMNIST "t10k-images-idx3-ubyte.gz", "IDX images"},
+    {"data.eval.labels", OPT_STR, O(eval_labels), 0, 0, FMNIST "t10k-labels-idx1-ubyte.gz", "IDX labels"},
+    {"data.scale", OPT_DBL, O(data_scale), 0, BIG, "0.00392156862745098", "pixel multiplier"},
+    {"optimizer.name", OPT_STR, O(optimizer), 0, 0, "adam", "sgd | momentum | adagrad | rmsprop | adam | adamw"},
+    {"optimizer.learning_rate", OPT_DBL, O(learning_rate), 0, 10, "0.001", "base learning rate"},
+    {"optimizer.momentum", OPT_DBL, O(momentum), 0, 1, "0.9", "momentum / rmsprop decay"},
+    {"optimizer.nesterov", OPT_BOOL, O(nesterov), 0, 1, "false", "Nesterov momentum"},
+    {"optimizer.beta1", OPT_DBL, O(beta1), 0, 1, "0.9", "Adam beta1"},
+    {"optimizer.beta2", OPT_DBL, O(beta2), 0, 1, "0.999", "Adam beta2"},
+    {"optimizer.epsilon", OPT_DBL, O(epsilon), 0, 1, "1e-7", "Adam/Adagrad/RMSProp epsilon"},
+    {"optimizer.weight_decay", OPT_DBL, O(weight_decay), 0, 1, "0", "L2 (AdamW: decoupled) weight decay"},
+    {"optimizer.schedule", OPT_STR, O(schedule), 0, 0, "constant", "constant | exponential | step | cosine"},
+    {"optimizer.decay_rate", OPT_DBL, O(decay_rate), 0, 1, "0.5", "exponential/step decay factor"},
+    {"optimizer.decay_steps", OPT_I64, O(decay_steps), 1, BIG, "1000", "steps per decay"},
+    {"optimizer.warmup_steps", OPT_I64, O(warmup_steps), 0, BIG, "0", "linear warmup steps"},
+    {"training.mode", OPT_STR, O(mode), 0, 0, "sync", "sync | async | ssp"},
+    {"training.max_steps", OPT_I64, O(max_steps), 1, BIG, "1000", "absolute global step to stop at"},
+    {"training.batch_size", OPT_INT, O(batch_size), 1, 65536, "64", "per-worker minibatch"},
+    {"training.replicas_to_aggregate", OPT_INT, O(replicas_to_aggregate), 0, 1024, "0", "sync: 0 = all workers"},
+    {"training.staleness", OPT_INT, O(staleness), 0, 1000000, "4", "ssp: max steps ahead of the slowest"},
+    {"training.accumulate", OPT_INT, O(accumulate), 1, 1024, "1", "minibatches per push"},
+    {"training.report_every", OPT_INT, O(report_every), 1, 1000000, "100", "steps between metric reports"},
+    {"training.threads", OPT_INT, O(threads), 1, 256, "1", "OpenBLAS threads per process"},
+    {"training.seed", OPT_I64, O(seed), 0, BIG, "42", "experiment seed"},
+    {"training.thres_loss", OPT_DBL, O(thres_loss), 0, BIG, "1e6", "abort when the training loss exceeds this"},
+    {"training.clip_norm", OPT_DBL, O(clip_norm), 0, BIG, "0", "clip gradients by global norm (0: off)"},
+    {"training.clip_value", OPT_DBL, O(clip_value), 0, BIG, "0", "clip gradients by value (0: off)"},
+    {"placement.strategy", OPT_STR, O(strategy), 0, 0, "round_robin", "round_robin | greedy_bytes"},
+    {"placement.min_slice_bytes", OPT_I64, O(min_slice_bytes), 0, BIG, "0", "partition variables above this (0: off)"},
+    {"placement.max_shards", OPT_INT, O(max_shards), 1, 1024, "1", "max slices per variable"},
+    {"checkpoint.every_steps", OPT_I64, O(ckpt_every_steps), 0, BIG, "1000", "0: only at the end"},
+    {"checkpoint.keep_max", OPT_INT, O(keep_max), 1, 1000, "3", "checkpoints kept"},
+    {"eval.every_steps", OPT_I64, O(eval_every_steps), 0, BIG, "500", "0: only at the end"},
+    {"eval.validate_first", OPT_BOOL, O(validate_first), 0, 1, "false", "evaluate at step 0"},
+    {"cluster.register_timeout_s", OPT_INT, O(register_timeout_s), 1, 86400, "60", "wait for peers"},
+    {"cluster.request_timeout_s", OPT_INT, O(request_timeout_s), 1, 86400, "60", "deadline of one request"},
+};
+#define N_OPTIONS (sizeof options / sizeof options[0])
+
+#define L(field) offsetof(tfx_layer_spec, field), sizeof(((tfx_layer_spec *)0)->field)
+static const option layer_options[] = {
+    {"type", OPT_STR, L(type), 0, 0, "", ""},
+    {"name", OPT_STR, L(name), 0, 0, "", ""},
+    {"activation", OPT_STR, L(activation), 0, 0, "none", ""},
+    {"padding", OPT_STR, L(padding), 0, 0, "valid", ""},
+    {"initializer", OPT_STR, L(initializer), 0, 0, "", ""},
+    {"units", OPT_INT, L(units), 1, 1 << 24, "1", ""},
+    {"filters", OPT_INT, L(filters), 1, 1 << 16, "1", ""},
+    {"kernel_size", OPT_INT, L(kernel_size), 1, 64, "3", ""},
+    {"strides", OPT_INT, L(strides), 1, 64, "1", ""},
+    {"pool_size", OPT_INT, L(pool_size), 1, 64, "2", ""},
+    {"rate", OPT_DBL, L(rate), 0, 1, "0", ""},
+};
+#define N_LAYER_OPTIONS (sizeof layer_options / sizeof layer_options[0])
+
+static const option *find(const option *table, size_t n, const char *path) {
+  for (size_t i = 0; i < n; i++) {
+    if (strcmp(table[i].path, path) == 0) return &table[i];
+  }
+  return NULL;
+}
+
+static int set_string(void *base, const option *o, const char *s, const char *where, tfx_err *err) {
+  if (strlen(s) >= o->size) return tfx_err_set(err, TFX_ECONFIG, "%s: value too long", where);
+  strcpy((char *)base + o->offset, s);
+  return TFX_OK;
+}
+
+static int set_number(void *base, const option *o, double v, const char *where, tfx_err *err) {
+  if (!(v >= o->min && v <= o->max)) {
+    return tfx_err_set(err, TFX_ECONFIG, "%s: %g out of range [%g, %g]", where, v, o->min, o->max);
+  }
+  char *p = (char *)base + o->offset;
+  if (o->type == OPT_DBL) {
+    *(double *)p = v;
+  } else if (o->type == OPT_I64) {
+    *(int64_t *)p = (int64_t)v;
+  } else {
+    *(int *)p = (int)v;
+  }
+  return TFX_OK;
+}
+
+/* Sets one option from a JSON value, checking the type; `where` names the key in errors. */
+static int set_json(void *base, const option *o, json_object *v, const char *where, tfx_err *err) {
+  json_type t = json_object_get_type(v);
+  switch (o->type) {
+    case OPT_STR:
+      if (t != json_type_string) return tfx_err_set(err, TFX_ECONFIG, "%s: expected a string", where);
+      return set_string(base, o, json_object_get_string(v), where, err);
+    case OPT_BOOL:
+      if (t != json_type_boolean) return tfx_err_set(err, TFX_ECONFIG, "%s: expected true or false", where);
+      *(int *)((char *)base + o->offset) = json_object_get_boolean(v);
+      return TFX_OK;
+    case OPT_DBL:
+      if (t != json_type_double && t != json_type_int) {
+        return tfx_err_set(err, TFX_ECONFIG, "%s: expected a number", where);
+      }
+      return set_number(base, o, json_object_get_double(v), where, err);
+    default:
+      if (t != json_type_int) return tfx_err_set(err, TFX_ECONFIG, "%s: expected an integer", where);
+      return set_number(base, o, (double)json_object_get_int64(v), where, err);
+  }
+}
+
+static int set_default(void *base, const option *o) {
+  json_object *v = NULL;
+  if (o->type == OPT_STR) {
+    v = json_object_new_string(o->def);
+  } else if (o->type == OPT_BOOL) {
+    v = json_object_new_boolean(strcmp(o->def, "true") == 0);
+  } else if (o->type == OPT_DBL) {
+    v = json_object_new_double(strtod(o->def, NULL));
+  } else {
+    v = json_object_new_int64(strtoll(o->def, NULL, 10));
+  }
+  int rc = set_json(base, o, v, o->path, NULL);
+  json_object_put(v);
+  return rc;
+}
+
+static void layer_defaults(tfx_layer_spec *l) {
+  memset(l, 0, sizeof *l);
+  for (size_t i = 0; i < N_LAYER_OPTIONS; i++) set_default(l, &layer_options[i]);
+}
+
+void tfx_config_init(tfx_config *cfg) {
+  memset(cfg, 0, sizeof *cfg);
+  for (size_t i = 0; i < N_OPTIONS; i++) set_default(cfg, &options[i]);
+  cfg->input_shape[0] = 28;
+  cfg->input_shape[1] = 28;
+  cfg->input_shape[2] = 1;
+  cfg->input_rank = 3;
+}
+
+static int parse_layer(tfx_layer_spec *l, json_object *obj, int i, tfx_err *err) {
+  char where[96];
+  if (!json_object_is_type(obj, json_type_object)) {
+    return tfx_err_set(err, TFX_ECONFIG, "model.layers[%d]: expected an object", i);
+  }
+  layer_defaults(l);
+  json_object_object_foreach(obj, key, val) {
+    snprintf(where, sizeof where, "model.layers[%d].%s", i, key);
+    const option *o = find(layer_options, N_LAYER_OPTIONS, key);
+    if (!o) return tfx_err_set(err, TFX_ECONFIG, "%s: unknown key", where);
+    int rc = set_json(l, o, val, where, err);
+    if (rc) return rc;
+  }
+  if (!l->type[0]) return tfx_err_set(err, TFX_ECONFIG, "model.layers[%d].type: missing", i);
+  return TFX_OK;
+}
+
+static int parse_layers(tfx_config *cfg, json_object *arr, tfx_err *err) {
+  if (!json_object_is_type(arr, json_type_array)) {
+    return tfx_err_set(err, TFX_ECONFIG, "model.layers: expected a list of layers");
+  }
+  size_t n = json_object_array_length(arr);
+  if (n > TFX_MAX_LAYERS) return tfx_err_set(err, TFX_ECONFIG, "model.layers: %zu layers, at most %d", n, TFX_MAX_LAYERS);
+  tfx_layer_spec tmp[TFX_MAX_LAYERS];
+  for (size_t i = 0; i < n; i++) {
+    int rc = parse_layer(&tmp[i], json_object_array_get_idx(arr, i), (int)i, err);
+    if (rc) return rc;
+  }
+  memcpy(cfg->layers, tmp, n * sizeof tmp[0]);
+  cfg->n_layers = (int)n;
+  return TFX_OK;
+}
+
+static int parse_shape(tfx_config *cfg, json_object *arr, tfx_err *err) {
+  size_t n = json_object_is_type(arr, json_type_array) ? json_object_array_length(arr) : 0;
+  if (n < 1 || n > 3) return tfx_err_set(err, TFX_ECONFIG, "model.input_shape: expected 1 to 3 positive integers");
+  int shape[3];
+  for (size_t i = 0; i < n; i++) {
+    json_object *d = json_object_array_get_idx(arr, i);
+    if (!json_object_is_type(d, json_type_int) || json_object_get_int(d) < 1) {
+      return tfx_err_set(err, TFX_ECONFIG, "model.input_shape[%zu]: expected a positive integer", i);
+    }
+    shape[i] = json_object_get_int(d);
+  }
+  memcpy(cfg->input_shape, shape, n * sizeof(int));
+  cfg->input_rank = (int)n;
+  return TFX_OK;
+}
+
+static int is_section(const char *path) {
+  size_t n = strlen(path);
+  for (size_t i = 0; i < N_OPTIONS; i++) {
+    if (strncmp(options[i].path, path, n) == 0 && options[i].path[n] == '.') return 1;
+  }
+  return strcmp(path, "model") == 0;
+}
+
+static int set_path(tfx_config *cfg, const char *path, json_object *val, tfx_err *err);
+
+static int parse_object(tfx_config *cfg, json_object *obj, const char *prefix, tfx_err *err) {
+  json_object_object_foreach(obj, key, val) {
+    char path[256];
+    snprintf(path, sizeof path, "%s%s%s", prefix, *prefix ? "." : "", key);
+    int rc = set_path(cfg, path, val, err);
+    if (rc) return rc;
+  }
+  return TFX_OK;
+}
+
+static int set_path(tfx_config *cfg, const char *path, json_object *val, tfx_err *err) {
+  if (strcmp(path, "model.layers") == 0) return parse_layers(cfg, val, err);
+  if (strcmp(path, "model.input_shape") == 0) return parse_shape(cfg, val, err);
+  if (strcmp(path, "name") == 0 || strcmp(path, "description") == 0) return TFX_OK;
+  if (is_section(path)) {
+    if (!json_object_is_type(val, json_type_object)) {
+      return tfx_err_set(err, TFX_ECONFIG, "%s: expected an object (a section)", path);
+    }
+    return parse_object(cfg, val, path, err);
+  }
+  const option *o = find(options, N_OPTIONS, path);
+  if (!o) return tfx_err_set(err, TFX_ECONFIG, "unknown key '%s'", path);
+  return set_json(cfg, o, val, path, err);
+}
+
+static json_object *parse_text(const char *json, const char *origin, tfx_err *err) {
+  json_tokener *tok = json_tokener_new();
+  if (!tok) {
+    tfx_err_set(err, TFX_ENOMEM, "out of memory");
+    return NULL;
+  }
+  json_object *root = json_tokener_parse_ex(tok, json, (int)strlen(json));
+  enum json_tokener_error jerr = json_tokener_get_error(tok);
+  if (!root || jerr != json_tokener_success) {
+    tfx_err_set(err, TFX_ECONFIG, "%s: malformed JSON at offset %zu: %s", origin, json_tokener_get_parse_end(tok),
+                jerr == json_tokener_continue ? "unexpected end of input" : json_tokener_error_desc(jerr));
+    json_object_put(root);
+    root = NULL;
+  }
+  json_tokener_free(tok);
+  return root;
+}
+
+int tfx_config_parse(tfx_config *cfg, const char *json, const char *origin, tfx_err *err) {
+  json_object *root = parse_text(json, origin, err);
+  if (!root) return err ? err->code : TFX_ECONFIG;
+  int rc = TFX_OK;
+  if (!json_object_is_type(root, json_type_object)) {
+    rc = tfx_err_set(err, TFX_ECONFIG, "%s: expected a JSON object", origin);
+  } else {
+    tfx_config next = *cfg;
+    rc = parse_object(&next, root, "", err);
+    if (!rc) *cfg = next;
+  }
+  json_object_put(root);
+  return rc;
+}
+
+int tfx_config_load(tfx_config *cfg, const char *path, tfx_err *err) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return tfx_err_sys(err, TFX_ECONFIG, "experiment '%s'", path);
+  char *buf = NULL;
+  size_t cap = 0, len = 0, n;
+  int rc = TFX_OK;
+  do {
+    if (len + 4096 + 1 > cap) {
+      char *grown = realloc(buf, cap = cap * 2 + 8192);
+      if (!grown) {
+        rc = tfx_err_set(err, TFX_ENOMEM, "out of memory reading '%s'", path);
+        break;
+      }
+      buf = grown;
+    }
+    n = fread(buf + len, 1, 4096, f);
+    len += n;
+  } while (n > 0);
+  fclose(f);
+  if (!rc) {
+    buf[len] = '\0';
+    rc = tfx_config_parse(cfg, buf, path, err);
+  }
+  free(buf);
+  return rc;
+}
+
+int tfx_config_set(tfx_config *cfg, const char *assignment, tfx_err *err) {
+  const char *eq = strchr(assignment, '=');
+  if (!eq || eq == assignment) return tfx_err_set(err, TFX_ECONFIG, "--set '%s': expected key=value", assignment);
+  char path[256];
+  snprintf(path, sizeof path, "%.*s", (int)(eq - assignment), assignment);
+  json_object *val = parse_text(eq + 1, path, NULL);
+  if (!val) val = json_object_new_string(eq + 1);
+  tfx_config next = *cfg;
+  int rc = set_path(&next, path, val, err);
+  if (!rc) *cfg = next;
+  json_object_put(val);
+  return rc;
+}
+
+static const char *const modes[] = {"sync", "async", "ssp", NULL};
+static const char *const optimizers[] = {"sgd", "momentum", "adagrad", "rmsprop", "adam", "adamw", NULL};
+static const char *const schedules[] = {"constant", "exponential", "step", "cosine", NULL};
+static const char *const strategies[] = {"round_robin", "greedy_bytes", NULL};
+static const char *const losses[] = {"softmax_cross_entropy", "sigmoid_cross_entropy", "mse", NULL};
+
+static int one_of(const char *v, const char *const *allowed, const char *key, tfx_err *err) {
+  for (int i = 0; allowed[i]; i++) {
+    if (strcmp(v, allowed[i]) == 0) return TFX_OK;
+  }
+  return tfx_err_set(err, TFX_ECONFIG, "%s: unknown value '%s'", key, v);
+}
+
+int tfx_config_validate(const tfx_config *cfg, tfx_err *err) {
+  int rc;
+  if ((rc = one_of(cfg->mode, modes, "training.mode", err))) return rc;
+  if ((rc = one_of(cfg->optimizer, optimizers, "optimizer.name", err))) return rc;
+  if ((rc = one_of(cfg->schedule, schedules, "optimizer.schedule", err))) return rc;
+  if ((rc = one_of(cfg->strategy, strategies, "placement.strategy", err))) return rc;
+  if ((rc = one_of(cfg->loss, losses, "model.loss", err))) return rc;
+  if (cfg->n_layers == 0) return tfx_err_set(err, TFX_ECONFIG, "model.layers: the model has no layers");
+  return TFX_OK;
+}
+
+static json_object *section(json_object *root, const char *path, char *leaf, size_t n) {
+  TFX_ASSERT(strlen(path) < 256);
+  json_object *node = root, *next;
+  char buf[256];
+  snprintf(buf, sizeof buf, "%s", path);
+  char *part = buf, *dot;
+  while ((dot = strchr(part, '.'))) {
+    *dot = '\0';
+    if (!json_object_object_get_ex(node, part, &next)) {
+      next = json_object_new_object();
+      json_object_object_add(node, part, next);
+    }
+    node = next;
+    part = dot + 1;
+  }
+  snprintf(leaf, n, "%s", part);
+  return node;
+}
+
+static json_object *value_json(const void *base, const option *o) {
+  const char *p = (const char *)base + o->offset;
+  switch (o->type) {
+    case OPT_STR: return json_object_new_string(p);
+    case OPT_BOOL: return json_object_new_boolean(*(const int *)p);
+    case OPT_DBL: return json_object_new_double(*(const double *)p);
+    case OPT_I64: return json_object_new_int64(*(const int64_t *)p);
+    default: return json_object_new_int(*(const int *)p);
+  }
+}
+
+static json_object *layers_json(const tfx_config *cfg) {
+  json_object *arr = json_object_new_array();
+  for (int i = 0; i < cfg->n_layers; i++) {
+    json_object *l = json_object_new_object();
+    for (size_t k = 0; k < N_LAYER_OPTIONS; k++) {
+      json_object_object_add(l, layer_options[k].path, value_json(&cfg->layers[i], &layer_options[k]));
+    }
+    json_object_array_add(arr, l);
+  }
+  return arr;
+}
+
+char *tfx_config_to_json(const tfx_config *cfg) {
+  json_object *root = json_object_new_object(), *model = json_object_new_object(), *shape = json_object_new_array();
+  for (int i = 0; i < cfg->input_rank; i++) json_object_array_add(shape, json_object_new_int(cfg->input_shape[i]));
+  json_object_object_add(model, "input_shape", shape);
+  json_object_object_add(model, "layers", layers_json(cfg));
+  json_object_object_add(root, "model", model);
+  char leaf[256];
+  for (size_t i = 0; i < N_OPTIONS; i++) {
+    json_object *node = section(root, options[i].path, leaf, sizeof leaf);
+    json_object_object_add(node, leaf, value_json(cfg, &options[i]));
+  }
+  char *s = strdup(json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED));
+  json_object_put(root);
+  return s;
+}
+
+void tfx_config_print_options(void) {
+  printf("%-34s %-7s %-24s %s\n", "option", "type", "default", "meaning");
+  static const char *const tnames[] = {"int", "int", "number", "string", "bool"};
+  for (size_t i = 0; i < N_OPTIONS; i++) {
+    const option *o = &options[i];
+    printf("%-34s %-7s %-24.24s %s\n", o->path, tnames[o->type], o->def, o->help);
+  }
+}

@@ -1,0 +1,79 @@
+/* The experiment: one JSON file in sections (model, data, optimizer, training, placement, checkpoint, eval)
+ * read into a plain tfx_config. One option table (path, type, bounds, default) drives parsing, validation,
+ * --set overrides and printing. Unknown keys are errors that name the key. json-c never leaves config.c.
+ * tfx_config is a plain value owned by the caller (tfx_config_init fills defaults; nothing to free). */
+#ifndef TFX_CONFIG_H
+#define TFX_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "err.h"
+
+#define TFX_MAX_LAYERS 32
+#define TFX_PATH_MAX 512
+
+typedef struct tfx_layer_spec {
+  char type[24];        /* dense, conv2d, max_pool2d, avg_pool2d, flatten, relu, ..., dropout */
+  char name[64];        /* auto-named type_N when empty */
+  char activation[16];  /* fused activation of dense/conv2d: none, relu, tanh, sigmoid, leaky_relu */
+  char padding[8];      /* same | valid */
+  char initializer[24]; /* kernel initializer */
+  int units, filters, kernel_size, strides, pool_size;
+  double rate;          /* dropout rate, leaky_relu alpha */
+} tfx_layer_spec;
+
+typedef struct tfx_config {
+  /* model */
+  int input_shape[3];
+  int input_rank;
+  tfx_layer_spec layers[TFX_MAX_LAYERS];
+  int n_layers;
+  char loss[32];
+  /* data */
+  char train_images[TFX_PATH_MAX], train_labels[TFX_PATH_MAX];
+  char eval_images[TFX_PATH_MAX], eval_labels[TFX_PATH_MAX];
+  double data_scale;
+  /* optimizer */
+  char optimizer[16];
+  double learning_rate, momentum, beta1, beta2, epsilon, weight_decay;
+  int nesterov;
+  char schedule[16];
+  double decay_rate;
+  int64_t decay_steps, warmup_steps;
+  /* training */
+  char mode[8];
+  int64_t max_steps;
+  int batch_size, replicas_to_aggregate, staleness, accumulate, report_every, threads;
+  int64_t seed;
+  double thres_loss, clip_norm, clip_value;
+  /* placement */
+  char strategy[16];
+  int64_t min_slice_bytes;
+  int max_shards;
+  /* checkpoint */
+  int64_t ckpt_every_steps;
+  int keep_max;
+  /* eval */
+  int64_t eval_every_steps;
+  int validate_first;
+  /* cluster timing */
+  int register_timeout_s, request_timeout_s;
+} tfx_config;
+
+/* Fills cfg with every default of the option table. */
+void tfx_config_init(tfx_config *cfg);
+/* Reads a JSON text over cfg (later sources override earlier ones); errors name the key path. */
+int tfx_config_parse(tfx_config *cfg, const char *json, const char *origin, tfx_err *err);
+/* Reads the file at path over cfg. */
+int tfx_config_load(tfx_config *cfg, const char *path, tfx_err *err);
+/* Applies one "section.key=value" override, type-checked like the file. */
+int tfx_config_set(tfx_config *cfg, const char *assignment, tfx_err *err);
+/* Checks cross-field rules (mode names, layer types, positive sizes). */
+int tfx_config_validate(const tfx_config *cfg, tfx_err *err);
+/* The resolved experiment as pretty JSON; caller owns; free with free(). */
+char *tfx_config_to_json(const tfx_config *cfg);
+/* Writes the option table (path, type, default, bounds) to stdout for --help. */
+void tfx_config_print_options(void);
+
+#endif

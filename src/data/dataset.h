@@ -1,0 +1,43 @@
+/* Datasets in memory (features as float32, integer labels), read from IDX files (the MNIST family, plain or
+ * gzip through zlib), and a batcher: seeded shuffle per epoch, deterministic sharding across N workers by
+ * record index, batches that wrap into the next epoch. Errors name the file and the offset. */
+#ifndef TFX_DATASET_H
+#define TFX_DATASET_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "err.h"
+
+typedef struct tfx_dataset {
+  size_t n;       /* examples */
+  size_t dim;     /* floats per example */
+  float *x;       /* [n, dim] */
+  int32_t *y;     /* [n] */
+} tfx_dataset;
+
+typedef struct tfx_batcher tfx_batcher;
+
+/* Reads an IDX file (u8 data, any rank); caller owns *data (free()); dims[0..*rank) get the shape. */
+int tfx_idx_read(const char *path, uint8_t **data, int *rank, int64_t dims[4], tfx_err *err);
+/* Loads images and labels IDX files, scaling pixels by `scale`; caller owns *out; free with
+ * tfx_dataset_destroy. The images' per-example size must equal expect_dim (0: any). */
+int tfx_dataset_load_idx(const char *images, const char *labels, double scale, size_t expect_dim,
+                         tfx_dataset **out, tfx_err *err);
+/* Frees a dataset; NULL does nothing. */
+void tfx_dataset_destroy(tfx_dataset *d);
+
+/* A batcher over shard `index` of `count` (records i with i % count == index); caller owns; free with
+ * tfx_batcher_destroy. The dataset is borrowed and must outlive the batcher. */
+int tfx_batcher_create(const tfx_dataset *d, int index, int count, uint64_t seed, int shuffle, tfx_batcher **out,
+                       tfx_err *err);
+/* Frees a batcher; NULL does nothing. */
+void tfx_batcher_destroy(tfx_batcher *b);
+/* Copies the next `batch` examples into x [batch, dim] and y [batch]; wraps (and reshuffles) at epoch end. */
+void tfx_batcher_next(tfx_batcher *b, int batch, float *x, int32_t *y);
+/* Skips ahead as if `batches` batches of size `batch` were taken (resume). */
+void tfx_batcher_skip(tfx_batcher *b, int64_t batches, int batch);
+/* Completed epochs so far. */
+int64_t tfx_batcher_epoch(const tfx_batcher *b);
+
+#endif

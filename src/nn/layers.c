@@ -1,0 +1,235 @@
+/* Forward and backward of every layer kind, on OpenBLAS sgemm. */
+#include <cblas.h>
+#include <float.h>
+#include <math.h>
+#include <string.h>
+
+#include "init.h"
+#include "nn_impl.h"
+
+static void act_forward(act a, float alpha, float *y, size_t n) {
+  switch (a) {
+    case A_RELU: for (size_t i = 0; i < n; i++) y[i] = y[i] > 0 ? y[i] : 0; break;
+    case A_TANH: for (size_t i = 0; i < n; i++) y[i] = tanhf(y[i]); break;
+    case A_SIGMOID: for (size_t i = 0; i < n; i++) y[i] = 1.0f / (1.0f + expf(-y[i])); break;
+    case A_LEAKY: for (size_t i = 0; i < n; i++) y[i] = y[i] > 0 ? y[i] : alpha * y[i]; break;
+    default: break;
+  }
+}
+
+/* dy *= f'(x), written in terms of the output y. */
+static void act_backward(act a, float alpha, const float *y, float *dy, size_t n) {
+  switch (a) {
+    case A_RELU: for (size_t i = 0; i < n; i++) dy[i] = y[i] > 0 ? dy[i] : 0; break;
+    case A_TANH: for (size_t i = 0; i < n; i++) dy[i] *= 1 - y[i] * y[i]; break;
+    case A_SIGMOID: for (size_t i = 0; i < n; i++) dy[i] *= y[i] * (1 - y[i]); break;
+    case A_LEAKY: for (size_t i = 0; i < n; i++) dy[i] = y[i] > 0 ? dy[i] : alpha * dy[i]; break;
+    default: break;
+  }
+}
+
+static void add_bias(float *y, const float *b, int rows, int cols) {
+  for (int r = 0; r < rows; r++) {
+    float *row = y + (size_t)r * cols;
+    for (int c = 0; c < cols; c++) row[c] += b[c];
+  }
+}
+
+static void bias_grad(const float *dy, float *db, int rows, int cols) {
+  memset(db, 0, sizeof(float) * (size_t)cols);
+  for (int r = 0; r < rows; r++) {
+    const float *row = dy + (size_t)r * cols;
+    for (int c = 0; c < cols; c++) db[c] += row[c];
+  }
+}
+
+/* y = act(x W + b); a matrix product over the whole batch. */
+static void dense_forward(layer *l, const float *in, int batch) {
+  int n_in = layer_in_size(l), n_out = l->oc;
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, batch, n_out, n_in, 1.0f, in, n_in, l->w->value, n_out,
+              0.0f, l->out, n_out);
+  add_bias(l->out, l->b->value, batch, n_out);
+  act_forward(l->act, l->alpha, l->out, (size_t)batch * n_out);
+}
+
+static void dense_backward(layer *l, const float *in, float *din, int batch) {
+  int n_in = layer_in_size(l), n_out = l->oc;
+  act_backward(l->act, l->alpha, l->out, l->dout, (size_t)batch * n_out);
+  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n_in, n_out, batch, 1.0f, in, n_in, l->dout, n_out, 0.0f,
+              l->w->grad, n_out);
+  bias_grad(l->dout, l->b->grad, batch, n_out);
+  if (din) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, batch, n_in, n_out, 1.0f, l->dout, n_out, l->w->value,
+                n_out, 0.0f, din, n_in);
+  }
+}
+
+/* Unfolds NHWC input patches: one row per output pixel, columns (ky, kx, c). */
+static void im2col(const layer *l, const float *in, int batch, float *cols) {
+  int kkc = l->k * l->k * l->ic;
+  for (int b = 0; b < batch; b++) {
+    const float *img = in + (size_t)b * layer_in_size(l);
+    for (int oy = 0; oy < l->oh; oy++) {
+      for (int ox = 0; ox < l->ow; ox++) {
+        float *row = cols + ((size_t)(b * l->oh + oy) * l->ow + ox) * kkc;
+        for (int ky = 0; ky < l->k; ky++) {
+          int iy = oy * l->stride + ky - l->pad_t;
+          for (int kx = 0; kx < l->k; kx++) {
+            int ix = ox * l->stride + kx - l->pad_l;
+            float *dst = row + (ky * l->k + kx) * l->ic;
+            if (iy < 0 || iy >= l->ih || ix < 0 || ix >= l->iw) {
+              memset(dst, 0, sizeof(float) * (size_t)l->ic);
+            } else {
+              memcpy(dst, img + ((size_t)iy * l->iw + ix) * l->ic, sizeof(float) * (size_t)l->ic);
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+/* Folds column gradients back onto the input gradient (accumulating overlaps). */
+static void col2im(const layer *l, const float *cols, int batch, float *din) {
+  int kkc = l->k * l->k * l->ic;
+  memset(din, 0, sizeof(float) * (size_t)batch * layer_in_size(l));
+  for (int b = 0; b < batch; b++) {
+    float *img = din + (size_t)b * layer_in_size(l);
+    for (int oy = 0; oy < l->oh; oy++) {
+      for (int ox = 0; ox < l->ow; ox++) {
+        const float *row = cols + ((size_t)(b * l->oh + oy) * l->ow + ox) * kkc;
+        for (int ky = 0; ky < l->k; ky++) {
+          int iy = oy * l->stride + ky - l->pad_t;
+          if (iy < 0 || iy >= l->ih) continue;
+          for (int kx = 0; kx < l->k; kx++) {
+            int ix = ox * l->stride + kx - l->pad_l;
+            if (ix < 0 || ix >= l->iw) continue;
+            const float *src = row + (ky * l->k + kx) * l->ic;
+            float *dst = img + ((size_t)iy * l->iw + ix) * l->ic;
+            for (int c = 0; c < l->ic; c++) dst[c] += src[c];
+          }
+        }
+      }
+    }
+  }
+}
+
+static void conv_forward(layer *l, const float *in, int batch) {
+  int rows = batch * l->oh * l->ow, kkc = l->k * l->k * l->ic;
+  im2col(l, in, batch, l->cols);
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, l->oc, kkc, 1.0f, l->cols, kkc, l->w->value, l->oc,
+              0.0f, l->out, l->oc);
+  add_bias(l->out, l->b->value, rows, l->oc);
+  act_forward(l->act, l->alpha, l->out, (size_t)rows * l->oc);
+}
+
+static void conv_backward(layer *l, const float *in, float *din, int batch) {
+  int rows = batch * l->oh * l->ow, kkc = l->k * l->k * l->ic;
+  act_backward(l->act, l->alpha, l->out, l->dout, (size_t)rows * l->oc);
+  im2col(l, in, batch, l->cols);
+  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, kkc, l->oc, rows, 1.0f, l->cols, kkc, l->dout, l->oc, 0.0f,
+              l->w->grad, l->oc);
+  bias_grad(l->dout, l->b->grad, rows, l->oc);
+  if (!din) return;
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, kkc, l->oc, 1.0f, l->dout, l->oc, l->w->value, l->oc,
+              0.0f, l->cols, kkc);
+  col2im(l, l->cols, batch, din);
+}
+
+/* Max or average pooling, window = stride = pool, 'valid'. */
+static void pool_forward(layer *l, const float *in, int batch) {
+  int p = l->pool, max = l->kind == L_MAXPOOL;
+  for (int b = 0; b < batch; b++) {
+    const float *img = in + (size_t)b * layer_in_size(l);
+    for (int oy = 0; oy < l->oh; oy++) {
+      for (int ox = 0; ox < l->ow; ox++) {
+        for (int c = 0; c < l->oc; c++) {
+          float best = max ? -FLT_MAX : 0;
+          int arg = 0;
+          for (int dy = 0; dy < p; dy++) {
+            for (int dx = 0; dx < p; dx++) {
+              int idx = ((oy * p + dy) * l->iw + ox * p + dx) * l->ic + c;
+              if (!max) best += img[idx];
+              else if (img[idx] > best) best = img[idx], arg = idx;
+            }
+          }
+          size_t o = (size_t)b * layer_out_size(l) + ((size_t)oy * l->ow + ox) * l->oc + c;
+          l->out[o] = max ? best : best / (float)(p * p);
+          l->argmax[o] = arg;
+        }
+      }
+    }
+  }
+}
+
+static void pool_backward(layer *l, float *din, int batch) {
+  int p = l->pool, in_size = layer_in_size(l), out_size = layer_out_size(l);
+  memset(din, 0, sizeof(float) * (size_t)batch * in_size);
+  for (int b = 0; b < batch; b++) {
+    float *img = din + (size_t)b * in_size;
+    for (int o = 0; o < out_size; o++) {
+      float g = l->dout[(size_t)b * out_size + o];
+      if (l->kind == L_MAXPOOL) {
+        img[l->argmax[(size_t)b * out_size + o]] += g;
+        continue;
+      }
+      int c = o % l->oc, ox = (o / l->oc) % l->ow, oy = o / (l->oc * l->ow);
+      for (int dy = 0; dy < p; dy++) {
+        for (int dx = 0; dx < p; dx++) img[((oy * p + dy) * l->iw + ox * p + dx) * l->ic + c] += g / (float)(p * p);
+      }
+    }
+  }
+}
+
+static void dropout_forward(layer *l, const float *in, int batch, int training, uint64_t step) {
+  size_t n = (size_t)batch * layer_in_size(l);
+  if (!training || l->rate <= 0) {
+    memcpy(l->out, in, sizeof(float) * n);
+    for (size_t i = 0; i < n; i++) l->mask[i] = 1.0f;
+    return;
+  }
+  uint64_t key = l->seed ^ (step * 0x9E3779B97F4A7C15ULL);
+  float keep = 1.0f - l->rate, scale = 1.0f / keep;
+  for (size_t i = 0; i < n; i++) {
+    l->mask[i] = tfx_rand_uniform(key, i) < keep ? scale : 0.0f;
+    l->out[i] = in[i] * l->mask[i];
+  }
+}
+
+void tfx_layer_forward(layer *l, const float *in, int batch, int training, uint64_t step) {
+  size_t n = (size_t)batch * layer_out_size(l);
+  switch (l->kind) {
+    case L_DENSE: dense_forward(l, in, batch); break;
+    case L_CONV: conv_forward(l, in, batch); break;
+    case L_MAXPOOL:
+    case L_AVGPOOL: pool_forward(l, in, batch); break;
+    case L_DROPOUT: dropout_forward(l, in, batch, training, step); break;
+    case L_ACT:
+      memcpy(l->out, in, sizeof(float) * n);
+      act_forward(l->act, l->alpha, l->out, n);
+      break;
+    case L_FLATTEN: memcpy(l->out, in, sizeof(float) * n); break;
+  }
+}
+
+void tfx_layer_backward(layer *l, const float *in, float *din, int batch) {
+  size_t n = (size_t)batch * layer_out_size(l);
+  switch (l->kind) {
+    case L_DENSE: dense_backward(l, in, din, batch); break;
+    case L_CONV: conv_backward(l, in, din, batch); break;
+    case L_MAXPOOL:
+    case L_AVGPOOL:
+      if (din) pool_backward(l, din, batch);
+      break;
+    case L_DROPOUT:
+      if (din) for (size_t i = 0; i < n; i++) din[i] = l->dout[i] * l->mask[i];
+      break;
+    case L_ACT:
+      act_backward(l->act, l->alpha, l->out, l->dout, n);
+      if (din) memcpy(din, l->dout, sizeof(float) * n);
+      break;
+    case L_FLATTEN:
+      if (din) memcpy(din, l->dout, sizeof(float) * n);
+      break;
+  }
+}

@@ -1,0 +1,354 @@
+/* Models from the experiment's layer list: shape inference, variables, step buffers, loss. */
+#include "model.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "init.h"
+#include "nn_impl.h"
+
+struct tfx_model {
+  layer layers[TFX_MAX_LAYERS];
+  int n_layers;
+  tfx_var vars[2 * TFX_MAX_LAYERS];
+  int n_vars;
+  int max_batch;
+  int loss; /* 0 softmax CE, 1 sigmoid CE, 2 MSE */
+  float *probs;
+};
+
+static int parse_act(const char *s, act *out) {
+  static const char *const names[] = {"none", "relu", "tanh", "sigmoid", "leaky_relu"};
+  for (int i = 0; i < 5; i++) {
+    if (strcmp(s, names[i]) == 0) return *out = (act)i, 1;
+  }
+  if (strcmp(s, "linear") == 0 || strcmp(s, "") == 0) return *out = A_NONE, 1;
+  return 0;
+}
+
+static int parse_kind(const char *type, lkind *kind, act *a) {
+  static const struct { const char *name; lkind kind; } kinds[] = {
+      {"dense", L_DENSE}, {"conv2d", L_CONV}, {"max_pool2d", L_MAXPOOL}, {"avg_pool2d", L_AVGPOOL},
+      {"flatten", L_FLATTEN}, {"dropout", L_DROPOUT}};
+  for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+    if (strcmp(type, kinds[i].name) == 0) return *kind = kinds[i].kind, 1;
+  }
+  if (parse_act(type, a) && *a != A_NONE) return *kind = L_ACT, 1;
+  return 0;
+}
+
+static tfx_var *add_var(tfx_model *m, const layer *l, const char *suffix, int rank, const int64_t *shape,
+                        const char *init, int64_t fan_in, int64_t fan_out) {
+  tfx_var *v = &m->vars[m->n_vars++];
+  snprintf(v->name, sizeof v->name, "%s/%s", l->name, suffix);
+  v->rank = rank;
+  v->count = 1;
+  for (int i = 0; i < rank; i++) v->count *= (size_t)(v->shape[i] = shape[i]);
+  v->trainable = 1;
+  snprintf(v->init, sizeof v->init, "%s", init);
+  v->fan_in = fan_in;
+  v->fan_out = fan_out;
+  return v;
+}
+
+static void fmt_shape(const layer *l, int out, char *buf, size_t n) {
+  if ((out ? l->out_rank : l->in_rank) == 1) {
+    snprintf(buf, n, "[%d]", out ? l->oc : l->ih * l->iw * l->ic);
+  } else {
+    snprintf(buf, n, "[%d, %d, %d]", out ? l->oh : l->ih, out ? l->ow : l->iw, out ? l->oc : l->ic);
+  }
+}
+
+static int need_rank(const layer *l, int rank, tfx_err *err) {
+  if (l->in_rank == rank) return TFX_OK;
+  char got[48];
+  fmt_shape(l, 0, got, sizeof got);
+  return tfx_err_set(err, TFX_ESHAPE, "layer %s: expected rank-%d input%s, got %s", l->name, rank,
+                     rank == 1 ? " (add a flatten layer)" : "", got);
+}
+
+static int shape_dense(tfx_model *m, layer *l, const tfx_layer_spec *s, tfx_err *err) {
+  int rc = need_rank(l, 1, err);
+  if (rc) return rc;
+  int n_in = layer_in_size(l);
+  l->out_rank = 1, l->oh = 1, l->ow = 1, l->oc = s->units;
+  int64_t ws[2] = {n_in, s->units}, bs[1] = {s->units};
+  l->w = add_var(m, l, "kernel", 2, ws, s->initializer[0] ? s->initializer : "glorot_uniform", n_in, s->units);
+  l->b = add_var(m, l, "bias", 1, bs, "zeros", n_in, s->units);
+  return TFX_OK;
+}
+
+static int shape_conv(tfx_model *m, layer *l, const tfx_layer_spec *s, tfx_err *err) {
+  int rc = need_rank(l, 3, err);
+  if (rc) return rc;
+  l->k = s->kernel_size, l->stride = s->strides, l->out_rank = 3, l->oc = s->filters;
+  if (strcmp(s->padding, "same") == 0) {
+    l->oh = (l->ih + l->stride - 1) / l->stride, l->ow = (l->iw + l->stride - 1) / l->stride;
+    int ph = (l->oh - 1) * l->stride + l->k - l->ih, pw = (l->ow - 1) * l->stride + l->k - l->iw;
+    l->pad_t = ph > 0 ? ph / 2 : 0, l->pad_l = pw > 0 ? pw / 2 : 0;
+  } else if (strcmp(s->padding, "valid") == 0) {
+    if (l->ih < l->k || l->iw < l->k) {
+      return tfx_err_set(err, TFX_ESHAPE, "layer %s: kernel %d larger than input %dx%d", l->name, l->k, l->ih, l->iw);
+    }
+    l->oh = (l->ih - l->k) / l->stride + 1, l->ow = (l->iw - l->k) / l->stride + 1;
+  } else {
+    return tfx_err_set(err, TFX_ECONFIG, "layer %s: padding '%s' (want same or valid)", l->name, s->padding);
+  }
+  int64_t ws[4] = {l->k, l->k, l->ic, l->oc}, bs[1] = {l->oc};
+  int64_t fan_in = (int64_t)l->k * l->k * l->ic, fan_out = (int64_t)l->k * l->k * l->oc;
+  l->w = add_var(m, l, "kernel", 4, ws, s->initializer[0] ? s->initializer : "glorot_uniform", fan_in, fan_out);
+  l->b = add_var(m, l, "bias", 1, bs, "zeros", fan_in, fan_out);
+  return TFX_OK;
+}
+
+static int shape_pool(layer *l, const tfx_layer_spec *s, tfx_err *err) {
+  int rc = need_rank(l, 3, err);
+  if (rc) return rc;
+  l->pool = s->pool_size;
+  if (l->ih < l->pool || l->iw < l->pool) {
+    return tfx_err_set(err, TFX_ESHAPE, "layer %s: pool %d larger than input %dx%d", l->name, l->pool, l->ih, l->iw);
+  }
+  l->out_rank = 3, l->oh = l->ih / l->pool, l->ow = l->iw / l->pool, l->oc = l->ic;
+  return TFX_OK;
+}
+
+/* Infers the output shape of layer l (input shape already set) and declares its variables. */
+static int shape_layer(tfx_model *m, layer *l, const tfx_layer_spec *s, tfx_err *err) {
+  l->out_rank = l->in_rank, l->oh = l->ih, l->ow = l->iw, l->oc = l->ic;
+  switch (l->kind) {
+    case L_DENSE: return shape_dense(m, l, s, err);
+    case L_CONV: return shape_conv(m, l, s, err);
+    case L_MAXPOOL:
+    case L_AVGPOOL: return shape_pool(l, s, err);
+    case L_FLATTEN: l->out_rank = 1, l->oh = 1, l->ow = 1, l->oc = layer_in_size(l); return TFX_OK;
+    default: return TFX_OK;
+  }
+}
+
+static int build_layer(tfx_model *m, int i, const tfx_layer_spec *s, const layer *prev, const tfx_config *cfg,
+                       int *counts, tfx_err *err) {
+  layer *l = &m->layers[i];
+  if (!parse_kind(s->type, &l->kind, &l->act)) {
+    return tfx_err_set(err, TFX_ECONFIG, "model.layers[%d]: unknown layer type '%s'", i, s->type);
+  }
+  if (l->kind != L_ACT && !parse_act(s->activation, &l->act)) {
+    return tfx_err_set(err, TFX_ECONFIG, "model.layers[%d]: unknown activation '%s'", i, s->activation);
+  }
+  if (s->name[0]) snprintf(l->name, sizeof l->name, "%s", s->name);
+  else snprintf(l->name, sizeof l->name, "%s_%d", s->type, ++counts[l->kind]);
+  if (s->initializer[0] && tfx_init_check(s->initializer, err)) return TFX_ECONFIG;
+  l->alpha = l->act == A_LEAKY ? (float)(s->rate > 0 ? s->rate : 0.2) : 0;
+  l->rate = (float)s->rate;
+  l->seed = (uint64_t)cfg->seed ^ tfx_hash_str(l->name);
+  if (prev) {
+    l->in_rank = prev->out_rank, l->ih = prev->oh, l->iw = prev->ow, l->ic = prev->oc;
+  } else {
+    l->in_rank = cfg->input_rank == 1 ? 1 : 3;
+    l->ih = cfg->input_rank == 3 ? cfg->input_shape[0] : 1;
+    l->iw = cfg->input_rank >= 2 ? cfg->input_shape[cfg->input_rank == 3 ? 1 : 0] : 1;
+    l->ic = cfg->input_shape[cfg->input_rank - 1];
+  }
+  return shape_layer(m, l, s, err);
+}
+
+static int alloc_buffers(tfx_model *m) {
+  size_t B = (size_t)m->max_batch;
+  for (int i = 0; i < m->n_vars; i++) {
+    tfx_var *v = &m->vars[i];
+    if (!(v->value = calloc(v->count, sizeof(float))) || !(v->grad = calloc(v->count, sizeof(float)))) return -1;
+  }
+  for (int i = 0; i < m->n_layers; i++) {
+    layer *l = &m->layers[i];
+    size_t n = B * (size_t)layer_out_size(l);
+    if (!(l->out = calloc(n, sizeof(float))) || !(l->dout = calloc(n, sizeof(float)))) return -1;
+    if (l->kind == L_CONV && !(l->cols = malloc(sizeof(float) * B * l->oh * l->ow * l->k * l->k * l->ic))) return -1;
+    if ((l->kind == L_MAXPOOL || l->kind == L_AVGPOOL) && !(l->argmax = malloc(sizeof(int32_t) * n))) return -1;
+    if (l->kind == L_DROPOUT && !(l->mask = malloc(sizeof(float) * n))) return -1;
+  }
+  m->probs = malloc(sizeof(float) * B * tfx_model_output_size(m));
+  return m->probs ? 0 : -1;
+}
+
+int tfx_model_create(const tfx_config *cfg, int max_batch, tfx_model **out, tfx_err *err) {
+  tfx_model *m = calloc(1, sizeof *m);
+  int counts[8] = {0}, rc = TFX_OK;
+  if (!m) return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  if (cfg->n_layers < 1) {
+    rc = tfx_err_set(err, TFX_ECONFIG, "model.layers: the model has no layers");
+    goto fail;
+  }
+  m->max_batch = max_batch;
+  m->loss = strcmp(cfg->loss, "sigmoid_cross_entropy") == 0 ? 1 : strcmp(cfg->loss, "mse") == 0 ? 2 : 0;
+  for (int i = 0; i < cfg->n_layers; i++) {
+    if ((rc = build_layer(m, i, &cfg->layers[i], i ? &m->layers[i - 1] : NULL, cfg, counts, err))) goto fail;
+    m->n_layers = i + 1;
+  }
+  if (m->layers[m->n_layers - 1].out_rank != 1) {
+    rc = tfx_err_set(err, TFX_ESHAPE, "layer %s: the last layer must output class scores (rank 1)",
+                     m->layers[m->n_layers - 1].name);
+    goto fail;
+  }
+  if (alloc_buffers(m)) {
+    rc = tfx_err_set(err, TFX_ENOMEM, "out of memory for batch %d", max_batch);
+    goto fail;
+  }
+  *out = m;
+  return TFX_OK;
+fail:
+  tfx_model_destroy(m);
+  return rc;
+}
+
+void tfx_model_destroy(tfx_model *m) {
+  if (!m) return;
+  for (int i = 0; i < m->n_vars; i++) free(m->vars[i].value), free(m->vars[i].grad);
+  for (int i = 0; i < m->n_layers; i++) {
+    layer *l = &m->layers[i];
+    free(l->out), free(l->dout), free(l->cols), free(l->argmax), free(l->mask);
+  }
+  free(m->probs);
+  free(m);
+}
+
+void tfx_model_init_vars(tfx_model *m, uint64_t seed) {
+  for (int i = 0; i < m->n_vars; i++) {
+    tfx_var *v = &m->vars[i];
+    tfx_init_fill(v->init, v->name, seed, v->fan_in, v->fan_out, 0, v->count, v->value);
+  }
+}
+
+int tfx_model_nvars(const tfx_model *m) { return m->n_vars; }
+
+tfx_var *tfx_model_var(tfx_model *m, int i) { return &m->vars[i]; }
+
+tfx_var *tfx_model_find_var(tfx_model *m, const char *name) {
+  for (int i = 0; i < m->n_vars; i++) {
+    if (strcmp(m->vars[i].name, name) == 0) return &m->vars[i];
+  }
+  return NULL;
+}
+
+size_t tfx_model_input_size(const tfx_model *m) { return (size_t)layer_in_size(&m->layers[0]); }
+
+size_t tfx_model_output_size(const tfx_model *m) { return (size_t)m->layers[m->n_layers - 1].oc; }
+
+const float *tfx_model_forward(tfx_model *m, const float *x, int batch, int training, uint64_t step) {
+  const float *in = x;
+  for (int i = 0; i < m->n_layers; i++) {
+    tfx_layer_forward(&m->layers[i], in, batch, training, step);
+    in = m->layers[i].out;
+  }
+  return in;
+}
+
+static void softmax_rows(const float *z, float *p, int batch, int c) {
+  for (int b = 0; b < batch; b++) {
+    const float *zr = z + (size_t)b * c;
+    float *pr = p + (size_t)b * c, mx = zr[0], sum = 0;
+    for (int j = 1; j < c; j++) mx = zr[j] > mx ? zr[j] : mx;
+    for (int j = 0; j < c; j++) sum += pr[j] = expf(zr[j] - mx);
+    for (int j = 0; j < c; j++) pr[j] /= sum;
+  }
+}
+
+static void count_hits(const float *z, const int32_t *labels, int batch, int c, tfx_step_stats *st) {
+  for (int b = 0; b < batch; b++) {
+    const float *zr = z + (size_t)b * c;
+    int above = 0;
+    for (int j = 0; j < c; j++) above += zr[j] > zr[labels[b]];
+    st->correct += above == 0;
+    st->top5 += above < 5;
+  }
+}
+
+/* Per-example loss and d(mean loss)/dz for one row. */
+static double row_loss(int kind, const float *z, const float *p, int label, int c, float *dz, float inv_b) {
+  double loss = 0;
+  for (int j = 0; j < c; j++) {
+    float t = j == label ? 1.0f : 0.0f;
+    if (kind == 0) {
+      if (dz) dz[j] = (p[j] - t) * inv_b;
+    } else if (kind == 1) {
+      float s = 1.0f / (1.0f + expf(-z[j]));
+      loss += fmaxf(z[j], 0) - z[j] * t + log1pf(expf(-fabsf(z[j])));
+      if (dz) dz[j] = (s - t) * inv_b;
+    } else {
+      loss += 0.5 * (z[j] - t) * (z[j] - t);
+      if (dz) dz[j] = (z[j] - t) * inv_b;
+    }
+  }
+  if (kind == 0) loss = -log(fmax(p[label], 1e-30));
+  return loss;
+}
+
+void tfx_model_loss(tfx_model *m, const int32_t *labels, int batch, int grad, tfx_step_stats *st) {
+  layer *last = &m->layers[m->n_layers - 1];
+  int c = last->oc;
+  softmax_rows(last->out, m->probs, batch, c);
+  double total = 0;
+  for (int b = 0; b < batch; b++) {
+    int y = labels[b] >= 0 && labels[b] < c ? labels[b] : 0;
+    total += row_loss(m->loss, last->out + (size_t)b * c, m->probs + (size_t)b * c, y, c,
+                      grad ? last->dout + (size_t)b * c : NULL, 1.0f / (float)batch);
+  }
+  memset(st, 0, sizeof *st);
+  st->loss = total / batch;
+  st->count = batch;
+  count_hits(last->out, labels, batch, c, st);
+}
+
+void tfx_model_backward(tfx_model *m, const float *x, int batch) {
+  for (int i = m->n_layers - 1; i >= 0; i--) {
+    const float *in = i ? m->layers[i - 1].out : x;
+    float *din = i ? m->layers[i - 1].dout : NULL;
+    tfx_layer_backward(&m->layers[i], in, din, batch);
+  }
+}
+
+void tfx_model_probabilities(const tfx_model *m, int batch, float *out) {
+  memcpy(out, m->probs, sizeof(float) * (size_t)batch * tfx_model_output_size(m));
+}
+
+size_t tfx_model_param_count(const tfx_model *m) {
+  size_t n = 0;
+  for (int i = 0; i < m->n_vars; i++) n += m->vars[i].count;
+  return n;
+}
+
+void tfx_model_print(const tfx_model *m, FILE *f) {
+  fprintf(f, "%-16s %-12s %-16s %-28s %10s %12s\n", "layer", "type", "output", "variables", "params", "bytes");
+  static const char *const kinds[] = {"dense", "conv2d", "max_pool2d", "avg_pool2d", "flatten", "activation", "dropout"};
+  for (int i = 0; i < m->n_layers; i++) {
+    const layer *l = &m->layers[i];
+    char shape[48], vars[128] = "-";
+    size_t params = 0;
+    fmt_shape(l, 1, shape, sizeof shape);
+    if (l->w) {
+      snprintf(vars, sizeof vars, "%s, bias", strrchr(l->w->name, '/') + 1);
+      params = l->w->count + l->b->count;
+    }
+    fprintf(f, "%-16s %-12s %-16s %-28s %10zu %12zu\n", l->name, kinds[l->kind], shape, vars, params, params * 4);
+  }
+  size_t total = tfx_model_param_count(m);
+  fprintf(f, "total: %d variables, %zu parameters, %zu bytes\n", m->n_vars, total, total * 4);
+}
+
+double tfx_model_clip(tfx_model *m, double clip_value, double clip_norm) {
+  double sq = 0;
+  for (int i = 0; i < m->n_vars; i++) {
+    tfx_var *v = &m->vars[i];
+    for (size_t j = 0; j < v->count; j++) {
+      if (clip_value > 0) v->grad[j] = fmaxf(fminf(v->grad[j], (float)clip_value), (float)-clip_value);
+      sq += (double)v->grad[j] * v->grad[j];
+    }
+  }
+  double norm = sqrt(sq);
+  if (clip_norm > 0 && norm > clip_norm) {
+    float s = (float)(clip_norm / norm);
+    for (int i = 0; i < m->n_vars; i++) {
+      for (size_t j = 0; j < m->vars[i].count; j++) m->vars[i].grad[j] *= s;
+    }
+  }
+  return norm;
+}

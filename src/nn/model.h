@@ -1,0 +1,67 @@
+/* A model: a sequence of layers built from the experiment's model section, its variables (stable names,
+ * shapes, trainable flags) and its step buffers, allocated once for a maximum batch and reused: forward,
+ * loss and backward never allocate. A model is owned by one thread. Errors: TFX_ECONFIG / TFX_ESHAPE naming
+ * the layer and the mismatch. */
+#ifndef TFX_MODEL_H
+#define TFX_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "config.h"
+
+typedef struct tfx_var {
+  char name[96];
+  int rank;
+  int64_t shape[4];
+  size_t count;
+  int trainable;
+  char init[32];
+  int64_t fan_in, fan_out;
+  float *value; /* owned by the model */
+  float *grad;  /* owned by the model */
+} tfx_var;
+
+typedef struct tfx_model tfx_model;
+
+typedef struct tfx_step_stats {
+  double loss;      /* mean over the batch */
+  int correct;      /* argmax hits */
+  int top5;         /* top-5 hits */
+  int count;
+} tfx_step_stats;
+
+/* Builds and shape-checks the model for batches up to max_batch; caller owns *out; free with
+ * tfx_model_destroy. */
+int tfx_model_create(const tfx_config *cfg, int max_batch, tfx_model **out, tfx_err *err);
+/* Frees the model; NULL does nothing. */
+void tfx_model_destroy(tfx_model *m);
+/* Initializes every variable from the seed and its name. */
+void tfx_model_init_vars(tfx_model *m, uint64_t seed);
+/* The number of variables. */
+int tfx_model_nvars(const tfx_model *m);
+/* The i-th variable (borrowed from the model). */
+tfx_var *tfx_model_var(tfx_model *m, int i);
+/* The variable with this name (borrowed), or NULL. */
+tfx_var *tfx_model_find_var(tfx_model *m, const char *name);
+/* The number of float inputs per example, and the number of classes (outputs) per example. */
+size_t tfx_model_input_size(const tfx_model *m);
+/* The number of outputs per example. */
+size_t tfx_model_output_size(const tfx_model *m);
+/* Runs the forward pass on x [batch, input] (borrowed); returns the logits (borrowed from the model). */
+const float *tfx_model_forward(tfx_model *m, const float *x, int batch, int training, uint64_t step);
+/* Loss and accuracy of the last forward against labels; with grad != 0 also seeds backward. */
+void tfx_model_loss(tfx_model *m, const int32_t *labels, int batch, int grad, tfx_step_stats *st);
+/* Backward pass after forward+loss: writes every variable's grad (overwrites). */
+void tfx_model_backward(tfx_model *m, const float *x, int batch);
+/* Softmax probabilities of the last forward into out [batch, classes]. */
+void tfx_model_probabilities(const tfx_model *m, int batch, float *out);
+/* Prints the layer table: output shapes, variables, parameter counts, bytes. */
+void tfx_model_print(const tfx_model *m, FILE *f);
+/* The total number of parameters. */
+size_t tfx_model_param_count(const tfx_model *m);
+/* Clips every trainable grad by value (if > 0) then by global norm (if > 0); returns the norm before. */
+double tfx_model_clip(tfx_model *m, double clip_value, double clip_norm);
+
+#endif

@@ -1,0 +1,113 @@
+/* SGD, momentum (Nesterov), Adagrad, RMSProp, Adam, AdamW and the learning-rate schedules. */
+#include "optim.h"
+
+#include <math.h>
+#include <string.h>
+
+void tfx_optim_init(tfx_optim *o, const tfx_config *cfg) {
+  static const char *const kinds[] = {"sgd", "momentum", "adagrad", "rmsprop", "adam", "adamw"};
+  static const char *const scheds[] = {"constant", "exponential", "step", "cosine"};
+  memset(o, 0, sizeof *o);
+  for (int i = 0; i < 6; i++) {
+    if (strcmp(cfg->optimizer, kinds[i]) == 0) o->kind = (tfx_opt_kind)i;
+  }
+  for (int i = 0; i < 4; i++) {
+    if (strcmp(cfg->schedule, scheds[i]) == 0) o->schedule = (tfx_schedule)i;
+  }
+  o->lr = cfg->learning_rate;
+  o->momentum = cfg->momentum;
+  o->beta1 = cfg->beta1;
+  o->beta2 = cfg->beta2;
+  o->epsilon = cfg->epsilon;
+  o->weight_decay = cfg->weight_decay;
+  o->decay_rate = cfg->decay_rate;
+  o->nesterov = cfg->nesterov;
+  o->decay_steps = cfg->decay_steps;
+  o->warmup_steps = cfg->warmup_steps;
+  o->total_steps = cfg->max_steps;
+}
+
+int tfx_optim_slots(const tfx_optim *o) {
+  switch (o->kind) {
+    case TFX_OPT_SGD: return 0;
+    case TFX_OPT_ADAM:
+    case TFX_OPT_ADAMW: return 2;
+    default: return 1;
+  }
+}
+
+const char *tfx_optim_slot_name(int i) { return i == 0 ? "m" : "v"; }
+
+double tfx_optim_lr(const tfx_optim *o, int64_t step) {
+  double lr = o->lr, s = (double)step;
+  switch (o->schedule) {
+    case TFX_SCHED_EXPONENTIAL: lr *= pow(o->decay_rate, s / (double)o->decay_steps); break;
+    case TFX_SCHED_STEP: lr *= pow(o->decay_rate, floor(s / (double)o->decay_steps)); break;
+    case TFX_SCHED_COSINE: {
+      double t = o->total_steps > 0 ? fmin(s / (double)o->total_steps, 1.0) : 0;
+      lr *= 0.5 * (1.0 + cos(3.141592653589793 * t));
+      break;
+    }
+    default: break;
+  }
+  if (o->warmup_steps > 0 && step < o->warmup_steps) lr *= (s + 1) / (double)o->warmup_steps;
+  return lr;
+}
+
+static void sgd(float *w, const float *g, float scale, float lr, float wd, size_t n) {
+  for (size_t i = 0; i < n; i++) w[i] -= lr * (scale * g[i] + wd * w[i]);
+}
+
+static void momentum(const tfx_optim *o, float *w, const float *g, float scale, float lr, float *m, size_t n) {
+  float mu = (float)o->momentum, wd = (float)o->weight_decay;
+  for (size_t i = 0; i < n; i++) {
+    float gi = scale * g[i] + wd * w[i];
+    m[i] = mu * m[i] + gi;
+    w[i] -= lr * (o->nesterov ? gi + mu * m[i] : m[i]);
+  }
+}
+
+static void adagrad(const tfx_optim *o, float *w, const float *g, float scale, float lr, float *a, size_t n) {
+  float eps = (float)o->epsilon, wd = (float)o->weight_decay;
+  for (size_t i = 0; i < n; i++) {
+    float gi = scale * g[i] + wd * w[i];
+    a[i] += gi * gi;
+    w[i] -= lr * gi / (sqrtf(a[i]) + eps);
+  }
+}
+
+static void rmsprop(const tfx_optim *o, float *w, const float *g, float scale, float lr, float *a, size_t n) {
+  float rho = (float)o->momentum, eps = (float)o->epsilon, wd = (float)o->weight_decay;
+  for (size_t i = 0; i < n; i++) {
+    float gi = scale * g[i] + wd * w[i];
+    a[i] = rho * a[i] + (1 - rho) * gi * gi;
+    w[i] -= lr * gi / (sqrtf(a[i]) + eps);
+  }
+}
+
+static void adam(const tfx_optim *o, int64_t step, float *w, const float *g, float scale, float lr, float *m,
+                 float *v, size_t n) {
+  float b1 = (float)o->beta1, b2 = (float)o->beta2, eps = (float)o->epsilon;
+  double t = (double)step + 1;
+  float alpha = (float)(lr * sqrt(1 - pow(o->beta2, t)) / (1 - pow(o->beta1, t)));
+  int decoupled = o->kind == TFX_OPT_ADAMW;
+  float wd = (float)o->weight_decay, dwd = decoupled ? lr * wd : 0, l2 = decoupled ? 0 : wd;
+  for (size_t i = 0; i < n; i++) {
+    float gi = scale * g[i] + l2 * w[i];
+    m[i] = b1 * m[i] + (1 - b1) * gi;
+    v[i] = b2 * v[i] + (1 - b2) * gi * gi;
+    w[i] -= alpha * m[i] / (sqrtf(v[i]) + eps) + dwd * w[i];
+  }
+}
+
+void tfx_optim_apply(const tfx_optim *o, int64_t step, float *w, const float *g, float scale, float *const *slots,
+                     size_t n) {
+  float lr = (float)tfx_optim_lr(o, step);
+  switch (o->kind) {
+    case TFX_OPT_SGD: sgd(w, g, scale, lr, (float)o->weight_decay, n); break;
+    case TFX_OPT_MOMENTUM: momentum(o, w, g, scale, lr, slots[0], n); break;
+    case TFX_OPT_ADAGRAD: adagrad(o, w, g, scale, lr, slots[0], n); break;
+    case TFX_OPT_RMSPROP: rmsprop(o, w, g, scale, lr, slots[0], n); break;
+    default: adam(o, step, w, g, scale, lr, slots[0], slots[1], n); break;
+  }
+}

@@ -1,0 +1,49 @@
+/* Optimizer update rules as pure functions on (variable, gradient, slots, step), and learning-rate schedules.
+ * The parameter server and the single-process trainer both call these: the math lives here once.
+ * Thread-safe (no state besides the arguments). */
+#ifndef TFX_OPTIM_H
+#define TFX_OPTIM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+
+typedef enum tfx_opt_kind {
+  TFX_OPT_SGD,
+  TFX_OPT_MOMENTUM,
+  TFX_OPT_ADAGRAD,
+  TFX_OPT_RMSPROP,
+  TFX_OPT_ADAM,
+  TFX_OPT_ADAMW,
+} tfx_opt_kind;
+
+typedef enum tfx_schedule {
+  TFX_SCHED_CONSTANT,
+  TFX_SCHED_EXPONENTIAL,
+  TFX_SCHED_STEP,
+  TFX_SCHED_COSINE,
+} tfx_schedule;
+
+typedef struct tfx_optim {
+  tfx_opt_kind kind;
+  tfx_schedule schedule;
+  double lr, momentum, beta1, beta2, epsilon, weight_decay, decay_rate;
+  int nesterov;
+  int64_t decay_steps, warmup_steps, total_steps;
+} tfx_optim;
+
+/* Fills o from the experiment's optimizer section (validated beforehand by tfx_config_validate). */
+void tfx_optim_init(tfx_optim *o, const tfx_config *cfg);
+/* The number of slot arrays (each the size of the variable) the rule needs: 0, 1 or 2. */
+int tfx_optim_slots(const tfx_optim *o);
+/* The names of the slots ("m", "v"); static. */
+const char *tfx_optim_slot_name(int i);
+/* The learning rate at a global step (schedule and warmup applied). */
+double tfx_optim_lr(const tfx_optim *o, int64_t step);
+/* Applies one update in place: w -= rule(scale * g) at global step `step`; slots (borrowed) as many as
+ * tfx_optim_slots, each of n floats, zero-initialized before the first step. */
+void tfx_optim_apply(const tfx_optim *o, int64_t step, float *w, const float *g, float scale, float *const *slots,
+                     size_t n);
+
+#endif
