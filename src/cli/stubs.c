@@ -1,8 +1,4 @@
 #include "cli.h"
-int tfx_local_run(tfx_node *n, const tfx_cli_opts *o, const char *self_exe, tfx_err *err) { (void)n; (void)o; (void)self_exe; return tfx_err_set(err, TFX_ESTATE, "todo"); }
-int tfx_status_run(const tfx_cli_opts *o, tfx_err *err) { (void)o; return tfx_err_set(err, TFX_ESTATE, "todo"); }
-int tfx_model_cmd(const tfx_node *n, tfx_err *err) { (void)n; return tfx_err_set(err, TFX_ESTATE, "todo"); }
-int tfx_plan_cmd(const tfx_node *n, const tfx_cli_opts *o, tfx_err *err) { (void)n; (void)o; return tfx_err_set(err, TFX_ESTATE, "todo"); }
 int tfx_export_run(const tfx_node *n, const tfx_cli_opts *o, tfx_err *err) { (void)n; (void)o; return tfx_err_set(err, TFX_ESTATE, "todo"); }
 int tfx_inspect_run(const tfx_cli_opts *o, tfx_err *err) { (void)o; return tfx_err_set(err, TFX_ESTATE, "todo"); }
 int tfx_predict_run(const tfx_node *n, const tfx_cli_opts *o, tfx_err *err) { (void)n; (void)o; return tfx_err_set(err, TFX_ESTATE, "todo"); }

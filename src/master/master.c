@@ -1,3 +1,148 @@
+/* The master (chief): startup, plan, metrics, evaluation, checkpoints, stop. */
 #include "master.h"
-int tfx_master_run(tfx_node *n, tfx_err *err) { (void)n; return tfx_err_set(err, TFX_ESTATE, "todo"); }
-int tfx_master_print_plan(const tfx_config *cfg, int n_ps, FILE *f, tfx_err *err) { (void)cfg; (void)n_ps; (void)f; return tfx_err_set(err, TFX_ESTATE, "todo"); }
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ckpt.h"
+#include "dataset.h"
+#include "evaluate.h"
+#include "log.h"
+#include "master_impl.h"
+#include "metrics.h"
+#include "net.h"
+#include "plan.h"
+#include "progress.h"
+#include "psclient.h"
+
+static int open_clients(master *m, tfx_role role, tfx_client ***out, int n, tfx_err *err) {
+  *out = calloc((size_t)n + 1, sizeof **out);
+  if (!*out) return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  for (int i = 0; i < n; i++) {
+    char ep[320];
+    int rc = tfx_address_endpoint(tfx_cluster_address(m->n->cluster, role, i), 0, NULL, ep, sizeof ep, err);
+    if (!rc) rc = tfx_client_create(ep, &(*out)[i], err);
+    if (rc) return rc;
+  }
+  return TFX_OK;
+}
+
+static int setup(master *m, tfx_err *err) {
+  tfx_node *n = m->n;
+  if (!n->config_path[0]) return tfx_err_set(err, TFX_ECONFIG, "the master needs --config EXPERIMENT.json");
+  m->cfg = n->cfg;
+  m->n_ps = tfx_cluster_count(n->cluster, TFX_ROLE_PS);
+  m->n_workers = tfx_cluster_count(n->cluster, TFX_ROLE_WORKER);
+  if (m->n_ps < 1 || m->n_workers < 1) return tfx_err_set(err, TFX_ECONFIG, "TF_CONFIG: the cluster needs at least one ps and one worker");
+  int rc;
+  if ((rc = tfx_model_create(&m->cfg, 1000, &m->model, err)) || (rc = tfx_plan_build(&m->cfg, m->model, m->n_ps, &m->plan, err))) return rc;
+  if ((rc = tfx_dataset_load_idx(m->cfg.eval_images, m->cfg.eval_labels, m->cfg.data_scale, tfx_model_input_size(m->model), &m->eval, err))) return rc;
+  if ((rc = tfx_mkdirs(n->run_dir, err)) || (rc = tfx_metrics_open(n->run_dir, &m->metrics, err))) return rc;
+  m->config_json = tfx_config_to_json(&m->cfg);
+  char path[1100], ep[320];
+  snprintf(path, sizeof path, "%s/config.json", n->run_dir);
+  if ((rc = tfx_write_file(path, m->config_json, err))) return rc;
+  rc = tfx_address_endpoint(tfx_cluster_address(n->cluster, TFX_ROLE_MASTER, 0), 1, n->bind_host, ep, sizeof ep, err);
+  if (!rc) rc = tfx_server_open(ep, &m->sock, err);
+  if (!rc) rc = open_clients(m, TFX_ROLE_PS, &m->ps, m->n_ps, err);
+  if (!rc) rc = open_clients(m, TFX_ROLE_WORKER, &m->workers, m->n_workers, err);
+  m->ps_up = calloc((size_t)m->n_ps, sizeof(int));
+  m->registered = calloc((size_t)m->n_workers, sizeof(int));
+  m->ps_version = calloc((size_t)m->n_ps, sizeof(int64_t));
+  if (!rc && (!m->ps_up || !m->registered || !m->ps_version)) rc = tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  if (!rc) tfx_log(TFX_LOG_INFO, "MASTER-START", "listening on %s; %d ps, %d worker(s), mode %s", ep, m->n_ps, m->n_workers, m->cfg.mode);
+  return rc;
+}
+
+/* Sends one request to every ps and collects the replies; on_reply (may be NULL) sees each. */
+int master_call_ps(master *m, tfx_envelope *req, int timeout_ms, void (*on_reply)(master *, int, const tfx_envelope *),
+                   tfx_err *err) {
+  int rc = TFX_OK;
+  for (int p = 0; p < m->n_ps && !rc; p++) rc = tfx_client_send(m->ps[p], req, NULL, 0, err);
+  for (int p = 0; p < m->n_ps && !rc; p++) {
+    tfx_inmsg r;
+    rc = tfx_client_recv(m->ps[p], &r, timeout_ms, err);
+    if (!rc && on_reply) on_reply(m, p, r.env);
+    tfx_inmsg_fini(&r);
+  }
+  return rc;
+}
+
+static void note_version(master *m, int p, const tfx_envelope *e) { m->ps_version[p] = e->step; }
+
+/* Reads every ps's version; global_step is the smallest. */
+int master_poll_versions(master *m, tfx_err *err) {
+  tfx_envelope env;
+  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_STATUS);
+  int rc = master_call_ps(m, &env, m->cfg.request_timeout_s * 1000, note_version, err);
+  if (rc) return rc;
+  int64_t lo = m->ps_version[0], hi = lo;
+  for (int p = 1; p < m->n_ps; p++) {
+    lo = m->ps_version[p] < lo ? m->ps_version[p] : lo;
+    hi = m->ps_version[p] > hi ? m->ps_version[p] : hi;
+  }
+  m->global_step = lo, m->max_version = hi;
+  return TFX_OK;
+}
+
+void master_evaluate(master *m) {
+  tfx_psclient *pc = NULL;
+  tfx_err err;
+  int64_t version = 0;
+  int rc = tfx_psclient_create(m->n->cluster, m->plan.ptrs, (size_t)m->plan.n, m->model, m->cfg.request_timeout_s * 1000, &pc, &err);
+  if (!rc) rc = tfx_psclient_pull(pc, 0, &version, &err);
+  tfx_psclient_destroy(pc);
+  if (rc) {
+    tfx_log(TFX_LOG_WARN, "MASTER-EVAL-FAIL", "cannot pull the variables: %s", err.msg);
+    return;
+  }
+  tfx_eval_result r;
+  tfx_evaluate(m->model, m->eval, 1000, &r);
+  static const char *const names[] = {"loss", "accuracy", "top5_accuracy", "examples"};
+  double vals[] = {r.loss, r.accuracy, r.top5, (double)r.examples};
+  tfx_metrics_write(m->metrics, "eval", version, names, vals, 4);
+  m->last_acc = r.accuracy;
+  tfx_log(TFX_LOG_INFO, "MASTER-EVAL", "step %lld: eval loss %.4f accuracy %.4f over %zu examples", (long long)version, r.loss, r.accuracy, r.examples);
+}
+
+static void cleanup(master *m) {
+  for (int p = 0; m->ps && p < m->n_ps; p++) tfx_client_destroy(m->ps[p]);
+  for (int w = 0; m->workers && w < m->n_workers; w++) tfx_client_destroy(m->workers[w]);
+  free(m->ps), free(m->workers), free(m->ps_up), free(m->registered), free(m->ps_version);
+  tfx_net_close(m->sock);
+  tfx_plan_fini(&m->plan);
+  tfx_model_destroy(m->model);
+  tfx_dataset_destroy(m->eval);
+  tfx_metrics_close(m->metrics);
+  free(m->config_json);
+}
+
+int tfx_master_run(tfx_node *n, tfx_err *err) {
+  master m;
+  memset(&m, 0, sizeof m);
+  m.n = n;
+  m.last_acc = NAN;
+  tfx_wire_set_sender(TFX__ROLE__ROLE_MASTER, n->index);
+  int rc = setup(&m, err);
+  if (!rc) rc = master_wait_cluster(&m, err);
+  if (!rc) rc = master_init_ps(&m, err);
+  if (!rc) rc = master_loop(&m, err);
+  master_stop_all(&m);
+  cleanup(&m);
+  return rc;
+}
+
+int tfx_master_print_plan(const tfx_config *cfg, int n_ps, FILE *f, tfx_err *err) {
+  tfx_model *model;
+  tfx_plan plan;
+  int rc = tfx_model_create(cfg, 1, &model, err);
+  if (rc) return rc;
+  rc = tfx_plan_build(cfg, model, n_ps, &plan, err);
+  if (!rc) tfx_plan_print(&plan, f);
+  tfx_plan_fini(&plan);
+  tfx_model_destroy(model);
+  return rc;
+}

@@ -1,2 +1,274 @@
+/* The parameter server: a poll loop over one ROUTER socket that owns every shard. */
 #include "ps.h"
-int tfx_ps_run(tfx_node *n, tfx_err *err) { (void)n; return tfx_err_set(err, TFX_ESTATE, "todo"); }
+
+#include <cblas.h>
+#include <math.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ckpt.h"
+#include "init.h"
+#include "log.h"
+#include "net.h"
+#include "optim.h"
+#include "ps_impl.h"
+
+/* A reference-counted value buffer: sent in place by ZeroMQ, copied on write when a send is in flight. */
+static vbuf *vbuf_create(size_t count) {
+  vbuf *b = malloc(sizeof *b + sizeof(float) * (count ? count : 1));
+  if (b) atomic_init(&b->refs, 1);
+  return b;
+}
+
+static void vbuf_release(void *data, void *hint) {
+  (void)data;
+  vbuf *b = hint;
+  if (b && atomic_fetch_sub(&b->refs, 1) == 1) free(b);
+}
+
+/* Makes the shard's value buffer private before writing to it. */
+int ps_own_value(shard *s) {
+  if (atomic_load(&s->value->refs) == 1) return 0;
+  vbuf *b = vbuf_create(s->count);
+  if (!b) return -1;
+  memcpy(b->data, s->value->data, sizeof(float) * s->count);
+  vbuf_release(NULL, s->value);
+  s->value = b;
+  return 0;
+}
+
+static void free_shards(ps_state *p) {
+  for (int i = 0; i < p->n_shards; i++) {
+    shard *s = &p->shards[i];
+    vbuf_release(NULL, s->value);
+    free(s->slots[0]), free(s->slots[1]), free(s->acc);
+  }
+  free(p->shards);
+  p->shards = NULL;
+  p->n_shards = 0;
+}
+
+static int make_shard(ps_state *p, shard *s, const Tfx__Shard *m, tfx_err *err) {
+  if (m->n_shape < 1 || m->n_shape > 4 || m->row_begin < 0 || m->row_end > m->shape[0] || m->row_begin >= m->row_end) {
+    return tfx_err_set(err, TFX_EPROTO, "plan shard '%.64s': bad shape or rows %lld..%lld", m->key,
+                       (long long)m->row_begin, (long long)m->row_end);
+  }
+  snprintf(s->key, sizeof s->key, "%s", m->key);
+  snprintf(s->var, sizeof s->var, "%s", m->var);
+  s->rank = (int)m->n_shape;
+  size_t row = 1;
+  for (int d = 0; d < s->rank; d++) s->shape[d] = m->shape[d], row *= d ? (size_t)m->shape[d] : 1;
+  s->row_begin = m->row_begin, s->row_end = m->row_end, s->trainable = m->trainable;
+  s->row_size = row;
+  s->count = row * (size_t)(m->row_end - m->row_begin);
+  if (!(s->value = vbuf_create(s->count))) return tfx_err_set(err, TFX_ENOMEM, "out of memory for '%s'", s->key);
+  for (int k = 0; k < tfx_optim_slots(&p->opt); k++) {
+    if (!(s->slots[k] = calloc(s->count, sizeof(float)))) return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  }
+  if (!(s->acc = calloc(s->count, sizeof(float)))) return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  const char *init = m->init && *m->init ? m->init : "zeros";
+  if (tfx_init_check(init, err)) return TFX_EPROTO;
+  tfx_init_fill(init, s->var, (uint64_t)p->cfg.seed, m->fan_in, m->fan_out, (size_t)m->row_begin * row, s->count,
+                s->value->data);
+  return TFX_OK;
+}
+
+static int restore_shards(ps_state *p, const char *path, tfx_err *err) {
+  tfx_ckpt *c;
+  int rc = tfx_ckpt_read(path, &c, err);
+  if (rc) return rc;
+  for (int i = 0; i < p->n_shards && !rc; i++) {
+    shard *s = &p->shards[i];
+    const tfx_ckpt_entry *e = tfx_ckpt_find(c, s->key);
+    if (!e || e->count != s->count || e->row_begin != s->row_begin) {
+      rc = tfx_err_set(err, TFX_ESHAPE, "%s: shard '%s' missing or of another shape", path, s->key);
+      break;
+    }
+    memcpy(s->value->data, e->data, sizeof(float) * s->count);
+    for (int k = 0; k < tfx_optim_slots(&p->opt); k++) {
+      char name[200];
+      snprintf(name, sizeof name, "%s@%s", s->key, tfx_optim_slot_name(k));
+      const tfx_ckpt_entry *se = tfx_ckpt_find(c, name);
+      if (se && se->count == s->count) memcpy(s->slots[k], se->data, sizeof(float) * s->count);
+    }
+  }
+  if (!rc) p->version = c->step;
+  tfx_ckpt_destroy(c);
+  return rc;
+}
+
+/* MSG_INIT: (re)builds every shard from the plan, fresh or from a checkpoint shard. */
+static int handle_init(ps_state *p, const tfx_envelope *e, tfx_err *err) {
+  tfx_config cfg;
+  tfx_config_init(&cfg);
+  int rc = tfx_config_parse(&cfg, e->text ? e->text : "", "init experiment", err);
+  if (rc) return rc;
+  free_shards(p);
+  p->cfg = cfg;
+  tfx_optim_init(&p->opt, &cfg);
+  p->shards = calloc(e->n_shards ? e->n_shards : 1, sizeof *p->shards);
+  if (!p->shards) return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  for (size_t i = 0; i < e->n_shards; i++) {
+    p->n_shards = (int)i + 1;
+    if ((rc = make_shard(p, &p->shards[i], e->shards[i], err))) goto fail;
+  }
+  p->version = 0;
+  if (e->path && *e->path && (rc = restore_shards(p, e->path, err))) goto fail;
+  ps_sync_reset(p, (int)e->flag);
+  p->initialized = 1;
+  tfx_log(TFX_LOG_INFO, "PS-INIT", "%d shard(s), %zu bytes, mode %s, step %lld%s%s", p->n_shards, ps_bytes(p),
+          cfg.mode, (long long)p->version, e->path && *e->path ? " restored from " : "", e->path ? e->path : "");
+  return TFX_OK;
+fail:
+  free_shards(p);
+  p->initialized = 0;
+  return rc;
+}
+
+size_t ps_bytes(const ps_state *p) {
+  size_t n = 0;
+  for (int i = 0; i < p->n_shards; i++) n += p->shards[i].count * sizeof(float);
+  return n;
+}
+
+shard *ps_find(ps_state *p, const char *key) {
+  for (int i = 0; i < p->n_shards; i++) {
+    if (strcmp(p->shards[i].key, key) == 0) return &p->shards[i];
+  }
+  return NULL;
+}
+
+/* Sends the values of the requested shards (all when names is empty), in place. */
+int ps_send_values(ps_state *p, const zmq_msg_t *identity, uint64_t request_id, char **names, size_t n_names,
+                   tfx_err *err) {
+  int n = n_names ? (int)n_names : p->n_shards, rc;
+  Tfx__Tensor *metas = calloc((size_t)n, sizeof *metas);
+  Tfx__Tensor **ptrs = calloc((size_t)n, sizeof *ptrs);
+  tfx_payload *pl = calloc((size_t)n, sizeof *pl);
+  int64_t *shapes = calloc((size_t)n * 4, sizeof *shapes);
+  if (!metas || !ptrs || !pl || !shapes) {
+    rc = tfx_err_set(err, TFX_ENOMEM, "out of memory");
+    goto done;
+  }
+  for (int i = 0; i < n; i++) {
+    shard *s = n_names ? ps_find(p, names[i]) : &p->shards[i];
+    if (!s) {
+      rc = tfx_err_set(err, TFX_ENOTFOUND, "pull: unknown variable '%.64s'", names[i]);
+      goto done;
+    }
+    tfx__tensor__init(&metas[i]);
+    metas[i].name = s->key;
+    memcpy(shapes + 4 * i, s->shape, sizeof s->shape);
+    shapes[4 * i] = s->row_end - s->row_begin;
+    metas[i].shape = shapes + 4 * i, metas[i].n_shape = (size_t)s->rank;
+    metas[i].nbytes = s->count * sizeof(float), metas[i].version = (uint64_t)p->version;
+    ptrs[i] = &metas[i];
+    atomic_fetch_add(&s->value->refs, 1);
+    pl[i] = (tfx_payload){s->value->data, s->count * sizeof(float), 0, vbuf_release, s->value};
+  }
+  tfx_envelope env;
+  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_REPLY);
+  env.request_id = request_id, env.step = p->version, env.n_tensors = (size_t)n, env.tensors = ptrs;
+  rc = tfx_wire_send(p->sock, identity, &env, pl, n, err);
+  /* A failed send may have taken some payloads; the rest keep their extra reference until the next init,
+   * which is a bounded leak only on a broken socket. */
+  p->stats.pulls++;
+done:
+  free(metas), free(ptrs), free(pl), free(shapes);
+  return rc;
+}
+
+static int reply_simple(ps_state *p, const tfx_inmsg *m, int64_t step, int64_t flag, const char *path, tfx_err *err) {
+  tfx_envelope env;
+  tfx_reply_init(&env, m);
+  env.step = step, env.flag = flag, env.path = (char *)(path ? path : "");
+  return tfx_wire_send(p->sock, &m->identity, &env, NULL, 0, err);
+}
+
+static int handle_status(ps_state *p, const tfx_inmsg *m, tfx_err *err) {
+  const char *names[] = {"uptime_s", "shards", "bytes", "pushes_applied", "stale_dropped", "rejected",
+                         "pulls_served", "bad_frames", "version"};
+  double vals[] = {(tfx_now_ms() - p->start_ms) / 1000.0, p->n_shards, (double)ps_bytes(p), (double)p->stats.applied,
+                   (double)p->stats.stale, (double)p->stats.rejected, (double)p->stats.pulls,
+                   (double)p->stats.bad_frames, (double)p->version};
+  Tfx__KeyValue kv[9], *kvp[9];
+  for (int i = 0; i < 9; i++) {
+    tfx__key_value__init(&kv[i]);
+    kv[i].key = (char *)names[i], kv[i].value = vals[i], kvp[i] = &kv[i];
+  }
+  tfx_envelope env;
+  tfx_reply_init(&env, m);
+  env.text = (char *)(p->initialized ? "serving" : "waiting-for-plan");
+  env.step = p->version, env.stats = kvp, env.n_stats = 9;
+  return tfx_wire_send(p->sock, &m->identity, &env, NULL, 0, err);
+}
+
+static int handle(ps_state *p, tfx_inmsg *m, tfx_err *err) {
+  const tfx_envelope *e = m->env;
+  int rc;
+  switch (e->type) {
+    case TFX__MSG_TYPE__MSG_STATUS: return handle_status(p, m, err);
+    case TFX__MSG_TYPE__MSG_INIT:
+      if ((rc = handle_init(p, e, err))) return rc;
+      return reply_simple(p, m, p->version, 0, NULL, err);
+    case TFX__MSG_TYPE__MSG_STOP:
+      p->stopping = 1;
+      return reply_simple(p, m, p->version, 0, NULL, err);
+    default: break;
+  }
+  if (!p->initialized) return tfx_err_set(err, TFX_ESTATE, "no plan yet: the master has not initialized this ps");
+  switch (e->type) {
+    case TFX__MSG_TYPE__MSG_PULL: return ps_pull(p, m, err);
+    case TFX__MSG_TYPE__MSG_PUSH: return ps_push(p, m, err);
+    case TFX__MSG_TYPE__MSG_CHECKPOINT: return ps_checkpoint_request(p, m, err);
+    default: return tfx_err_set(err, TFX_EPROTO, "message type %d is not for a ps", e->type);
+  }
+}
+
+static void serve_one(ps_state *p) {
+  tfx_inmsg m;
+  tfx_err err;
+  tfx_err_clear(&err);
+  int rc = tfx_wire_recv(p->sock, 1, &m, &err);
+  if (rc) {
+    if (p->stats.bad_frames++ < 10) tfx_log(TFX_LOG_WARN, "PS-BAD-FRAME", "dropped: %s", err.msg);
+  } else {
+    rc = handle(p, &m, &err);
+    if (rc) {
+      p->stats.rejected++;
+      if (p->stats.rejected < 20) tfx_log(TFX_LOG_WARN, "PS-REJECT", "%s", err.msg);
+    }
+  }
+  if (rc && rc != TFX_EPEER) tfx_server_reply_error(p->sock, &m, rc, err.msg, NULL);
+  tfx_inmsg_fini(&m);
+}
+
+int tfx_ps_run(tfx_node *n, tfx_err *err) {
+  ps_state p;
+  memset(&p, 0, sizeof p);
+  char ep[320];
+  const char *addr = tfx_cluster_address(n->cluster, TFX_ROLE_PS, n->index);
+  int rc = tfx_address_endpoint(addr, 1, n->bind_host, ep, sizeof ep, err);
+  if (rc || (rc = tfx_server_open(ep, &p.sock, err))) return rc;
+  tfx_wire_set_sender(TFX__ROLE__ROLE_PS, n->index);
+  openblas_set_num_threads(1);
+  p.node = n;
+  p.start_ms = tfx_now_ms();
+  tfx_config_init(&p.cfg);
+  tfx_log(TFX_LOG_INFO, "PS-START", "listening on %s", ep);
+  while (!p.stopping && !tfx_stop_requested()) {
+    zmq_pollitem_t item = {p.sock, 0, ZMQ_POLLIN, 0};
+    int ready = zmq_poll(&item, 1, 100);
+    if (ready > 0) serve_one(&p);
+    ps_expire_pulls(&p);
+  }
+  tfx_log(TFX_LOG_INFO, "PS-STOP", "stopping at step %lld: %llu pushes applied, %llu stale dropped, %llu rejected",
+          (long long)p.version, (unsigned long long)p.stats.applied, (unsigned long long)p.stats.stale,
+          (unsigned long long)p.stats.rejected);
+  ps_drop_pending(&p);
+  tfx_net_close(p.sock);
+  free_shards(&p);
+  return TFX_OK;
+}

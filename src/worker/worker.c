@@ -1,2 +1,205 @@
+/* The worker: register, then pull -> forward/backward -> push on its data shard. */
 #include "worker.h"
-int tfx_worker_run(tfx_node *n, tfx_err *err) { (void)n; return tfx_err_set(err, TFX_ESTATE, "todo"); }
+
+#include <cblas.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "dataset.h"
+#include "log.h"
+#include "net.h"
+#include "psclient.h"
+
+typedef struct worker {
+  tfx_node *n;
+  tfx_config cfg;
+  void *sock;              /* ROUTER: status and stop */
+  tfx_client *master;
+  tfx_inmsg plan;          /* the register reply: plan + experiment */
+  tfx_model *model;
+  tfx_psclient *ps;
+  tfx_dataset *data;
+  tfx_batcher *batcher;
+  float *x, **acc;
+  int32_t *y;
+  int64_t version, start_ms, steps;
+  int stop;
+} worker;
+
+static int reply_status(worker *w, const tfx_inmsg *m) {
+  tfx_envelope env;
+  tfx_reply_init(&env, m);
+  Tfx__KeyValue kv[2], *kvp[2] = {&kv[0], &kv[1]};
+  tfx__key_value__init(&kv[0]), tfx__key_value__init(&kv[1]);
+  kv[0].key = "uptime_s", kv[0].value = (tfx_now_ms() - w->start_ms) / 1000.0;
+  kv[1].key = "local_steps", kv[1].value = (double)w->steps;
+  env.text = (char *)(w->model ? "training" : "registering");
+  env.step = w->version, env.stats = kvp, env.n_stats = 2;
+  return tfx_wire_send(w->sock, &m->identity, &env, NULL, 0, NULL);
+}
+
+/* Answers status queries and takes STOP, without blocking. */
+static void serve_control(worker *w) {
+  zmq_pollitem_t item = {w->sock, 0, ZMQ_POLLIN, 0};
+  while (zmq_poll(&item, 1, 0) > 0) {
+    tfx_inmsg m;
+    tfx_err err;
+    if (tfx_wire_recv(w->sock, 1, &m, &err) == TFX_OK) {
+      if (m.env->type == TFX__MSG_TYPE__MSG_STOP) w->stop = 1;
+      if (m.env->type == TFX__MSG_TYPE__MSG_STATUS || m.env->type == TFX__MSG_TYPE__MSG_STOP) reply_status(w, &m);
+      else tfx_server_reply_error(w->sock, &m, TFX_EPROTO, "a worker answers only STATUS and STOP", NULL);
+    } else {
+      tfx_server_reply_error(w->sock, &m, TFX_EPROTO, err.msg, NULL);
+    }
+    tfx_inmsg_fini(&m);
+  }
+}
+
+/* Registers until the master answers start (flag 1) or stop (flag 2), within the deadline. */
+static int register_with_master(worker *w, tfx_err *err) {
+  int64_t deadline = tfx_now_ms() + (int64_t)w->cfg.register_timeout_s * 1000, last_log = 0;
+  while (!tfx_stop_requested()) {
+    serve_control(w);
+    tfx_envelope env;
+    tfx_wire_request(&env, TFX__MSG_TYPE__MSG_REGISTER);
+    tfx_err cerr;
+    int rc = tfx_client_call(w->master, &env, NULL, 0, &w->plan, 1000, &cerr);
+    if (rc == TFX_OK && w->plan.env->flag == 1) return TFX_OK;
+    if (rc == TFX_OK && w->plan.env->flag == 2) return w->stop = 1, TFX_OK;
+    tfx_inmsg_fini(&w->plan);
+    if (rc == TFX_EPEER) tfx_client_reset(w->master, NULL);
+    if (tfx_now_ms() > deadline) {
+      return tfx_err_set(err, TFX_EPEER, "master at %s did not start the run within %d s", tfx_client_endpoint(w->master), w->cfg.register_timeout_s);
+    }
+    if (tfx_now_ms() - last_log > 5000) {
+      last_log = tfx_now_ms();
+      tfx_log(TFX_LOG_INFO, "WORKER-WAIT", "waiting for the master at %s to start the run", tfx_client_endpoint(w->master));
+    }
+    usleep(200000);
+  }
+  return tfx_err_set(err, TFX_EINTR, "stopped while registering");
+}
+
+static int setup(worker *w, tfx_err *err) {
+  const tfx_envelope *p = w->plan.env;
+  tfx_config_init(&w->cfg);
+  int rc = tfx_config_parse(&w->cfg, p->text ? p->text : "", "experiment from the master", err);
+  if (rc || (rc = tfx_model_create(&w->cfg, w->cfg.batch_size, &w->model, err))) return rc;
+  rc = tfx_psclient_create(w->n->cluster, p->shards, p->n_shards, w->model, w->cfg.request_timeout_s * 1000, &w->ps, err);
+  if (rc) return rc;
+  size_t dim = tfx_model_input_size(w->model);
+  int n_workers = tfx_cluster_count(w->n->cluster, TFX_ROLE_WORKER);
+  if ((rc = tfx_dataset_load_idx(w->cfg.train_images, w->cfg.train_labels, w->cfg.data_scale, dim, &w->data, err)) ||
+      (rc = tfx_batcher_create(w->data, w->n->index, n_workers, (uint64_t)w->cfg.seed, 1, &w->batcher, err))) {
+    return rc;
+  }
+  int64_t done = strcmp(w->cfg.mode, "sync") == 0 ? p->step : p->step / n_workers;
+  tfx_batcher_skip(w->batcher, done * w->cfg.accumulate, w->cfg.batch_size);
+  w->x = malloc(sizeof(float) * dim * (size_t)w->cfg.batch_size);
+  w->y = malloc(sizeof(int32_t) * (size_t)w->cfg.batch_size);
+  w->acc = calloc((size_t)tfx_model_nvars(w->model), sizeof(float *));
+  if (!w->x || !w->y || !w->acc) return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  for (int i = 0; w->cfg.accumulate > 1 && i < tfx_model_nvars(w->model); i++) {
+    if (!(w->acc[i] = calloc(tfx_model_var(w->model, i)->count, sizeof(float)))) return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  }
+  w->version = p->step;
+  return TFX_OK;
+}
+
+/* Forward/backward over `accumulate` minibatches; leaves the mean grads in the model. */
+static void compute(worker *w, tfx_step_stats *st) {
+  int k = w->cfg.accumulate, nv = tfx_model_nvars(w->model), b = w->cfg.batch_size;
+  tfx_step_stats sum = {0};
+  for (int a = 0; a < k; a++) {
+    tfx_batcher_next(w->batcher, b, w->x, w->y);
+    tfx_model_forward(w->model, w->x, b, 1, ((uint64_t)w->version * 1024 + (uint64_t)w->n->index) * (uint64_t)k + (uint64_t)a);
+    tfx_model_loss(w->model, w->y, b, 1, st);
+    tfx_model_backward(w->model, w->x, b);
+    sum.loss += st->loss / k, sum.correct += st->correct, sum.count += st->count;
+    for (int i = 0; k > 1 && i < nv; i++) {
+      tfx_var *v = tfx_model_var(w->model, i);
+      if (a == 0) memset(w->acc[i], 0, sizeof(float) * v->count);
+      cblas_saxpy((int)v->count, 1.0f / (float)k, v->grad, 1, w->acc[i], 1);
+      if (a == k - 1) memcpy(v->grad, w->acc[i], sizeof(float) * v->count);
+    }
+  }
+  tfx_model_clip(w->model, w->cfg.clip_value, w->cfg.clip_norm);
+  *st = sum;
+}
+
+static int report(worker *w, double loss, double acc, double eps, tfx_err *err) {
+  const char *names[] = {"loss", "accuracy", "examples_per_sec"};
+  double vals[] = {loss, acc, eps};
+  Tfx__KeyValue kv[3], *kvp[3];
+  for (int i = 0; i < 3; i++) tfx__key_value__init(&kv[i]), kv[i].key = (char *)names[i], kv[i].value = vals[i], kvp[i] = &kv[i];
+  tfx_envelope env;
+  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_REPORT);
+  env.step = w->version, env.stats = kvp, env.n_stats = 3;
+  tfx_inmsg m;
+  int rc = tfx_client_call(w->master, &env, NULL, 0, &m, w->cfg.request_timeout_s * 1000, err);
+  if (!rc && m.env->flag == 1) w->stop = 1;
+  tfx_inmsg_fini(&m);
+  return rc;
+}
+
+static int train(worker *w, tfx_err *err) {
+  int sync = strcmp(w->cfg.mode, "sync") == 0, rc;
+  double loss = 0, hits = 0, seen = 0, n = 0;
+  int64_t t0 = tfx_now_ms(), pulled = -1;
+  while (!w->stop && !tfx_stop_requested()) {
+    if ((rc = tfx_psclient_pull(w->ps, sync && pulled >= 0 ? pulled + 1 : 0, &w->version, err))) return rc;
+    pulled = w->version;
+    if (w->version >= w->cfg.max_steps) break;
+    tfx_step_stats st;
+    compute(w, &st);
+    if (!isfinite(st.loss) || st.loss > w->cfg.thres_loss) {
+      report(w, st.loss, 0, 0, NULL);
+      return tfx_err_set(err, TFX_ELOSS, "training loss %g at step %lld exceeds thres_loss %g", st.loss, (long long)w->version, w->cfg.thres_loss);
+    }
+    if ((rc = tfx_psclient_push(w->ps, w->version, NULL, err))) return rc;
+    w->steps++, loss += st.loss, hits += st.correct, seen += st.count, n++;
+    if (w->steps % w->cfg.report_every == 0) {
+      double eps = seen / ((tfx_now_ms() - t0 + 1) / 1000.0);
+      if ((rc = report(w, loss / n, hits / seen, eps, err))) return rc;
+      loss = hits = seen = n = 0, t0 = tfx_now_ms();
+    }
+    serve_control(w);
+  }
+  tfx_log(TFX_LOG_INFO, "WORKER-DONE", "stopped at global step %lld after %lld local steps", (long long)w->version, (long long)w->steps);
+  return TFX_OK;
+}
+
+static void cleanup(worker *w) {
+  for (int i = 0; w->acc && w->model && i < tfx_model_nvars(w->model); i++) free(w->acc[i]);
+  free(w->acc), free(w->x), free(w->y);
+  tfx_psclient_destroy(w->ps);
+  tfx_batcher_destroy(w->batcher);
+  tfx_dataset_destroy(w->data);
+  tfx_model_destroy(w->model);
+  tfx_inmsg_fini(&w->plan);
+  tfx_client_destroy(w->master);
+  tfx_net_close(w->sock);
+}
+
+int tfx_worker_run(tfx_node *n, tfx_err *err) {
+  worker w;
+  memset(&w, 0, sizeof w);
+  w.n = n, w.cfg = n->cfg, w.start_ms = tfx_now_ms();
+  tfx_wire_set_sender(TFX__ROLE__ROLE_WORKER, n->index);
+  openblas_set_num_threads(n->cfg.threads);
+  char ep[320], mep[320];
+  const char *maddr = tfx_cluster_address(n->cluster, TFX_ROLE_MASTER, 0);
+  if (!maddr) return tfx_err_set(err, TFX_ECONFIG, "TF_CONFIG names no chief; worker 0 as chief is not supported yet");
+  int rc = tfx_address_endpoint(tfx_cluster_address(n->cluster, TFX_ROLE_WORKER, n->index), 1, n->bind_host, ep, sizeof ep, err);
+  if (!rc) rc = tfx_address_endpoint(maddr, 0, NULL, mep, sizeof mep, err);
+  if (!rc) rc = tfx_server_open(ep, &w.sock, err);
+  if (!rc) rc = tfx_client_create(mep, &w.master, err);
+  if (!rc) rc = register_with_master(&w, err);
+  if (!rc && !w.stop) rc = setup(&w, err);
+  if (!rc && !w.stop) rc = train(&w, err);
+  cleanup(&w);
+  return rc;
+}

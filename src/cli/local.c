@@ -1,0 +1,178 @@
+/* tfx-node local: a whole cluster as real processes on loopback, supervised until the master finishes. */
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "ckpt.h"
+#include "cli.h"
+#include "log.h"
+#include "metrics.h"
+#include "net.h"
+
+typedef struct child {
+  pid_t pid;
+  tfx_role role;
+  int index, status, exited;
+} child;
+
+/* Picks n distinct free loopback ports (all held open while choosing, so they differ). */
+static int free_ports(int n, int *ports, tfx_err *err) {
+  int *fds = calloc((size_t)n, sizeof(int)), rc = TFX_OK;
+  for (int i = 0; i < n && !rc; i++) {
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof a;
+    fds[i] = socket(AF_INET, SOCK_STREAM, 0);
+    if (fds[i] < 0 || bind(fds[i], (struct sockaddr *)&a, sizeof a) || getsockname(fds[i], (struct sockaddr *)&a, &len)) {
+      rc = tfx_err_sys(err, TFX_ESYS, "choosing a free port");
+    } else {
+      ports[i] = ntohs(a.sin_port);
+    }
+  }
+  for (int i = 0; i < n; i++) {
+    if (fds[i] > 0) close(fds[i]);
+  }
+  free(fds);
+  return rc;
+}
+
+static int build_cluster(int n_ps, int n_workers, tfx_cluster **out, tfx_err *err) {
+  int total = 1 + n_ps + n_workers, ports[600], rc;
+  if ((rc = free_ports(total, ports, err))) return rc;
+  tfx_cluster *c = tfx_cluster_create();
+  if (!c) return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  for (int i = 0; i < total && !rc; i++) {
+    char addr[32];
+    snprintf(addr, sizeof addr, "127.0.0.1:%d", ports[i]);
+    rc = tfx_cluster_add(c, i == 0 ? TFX_ROLE_MASTER : i <= n_ps ? TFX_ROLE_PS : TFX_ROLE_WORKER, addr, err);
+  }
+  if (rc) tfx_cluster_destroy(c);
+  else *out = c;
+  return rc;
+}
+
+static void exec_child(const tfx_node *n, const tfx_cluster *c, const child *ch, const char *self, const char *exp) {
+  char *tfc = tfx_cluster_to_json(c, ch->role, ch->index), log[1200];
+  setenv("TF_CONFIG", tfc, 1);
+  snprintf(log, sizeof log, "%s/logs/%s-%d.log", n->run_dir, tfx_role_name(ch->role), ch->index);
+  int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+  if (fd >= 0) {
+    dup2(fd, STDERR_FILENO);
+    if (ch->role != TFX_ROLE_MASTER) dup2(fd, STDOUT_FILENO);
+    close(fd);
+  }
+  char *argv[] = {"tfx-node", "--config", (char *)exp, "--run-dir", (char *)n->run_dir, n->resume ? NULL : "--fresh", NULL};
+  execv(self, argv);
+  fprintf(stderr, "exec %s: %s\n", self, strerror(errno));
+  _exit(127);
+}
+
+static int spawn_all(const tfx_node *n, const tfx_cluster *c, child *kids, int total, const char *self, const char *exp,
+                     tfx_err *err) {
+  for (int i = 0; i < total; i++) {
+    pid_t pid = fork();
+    if (pid < 0) return tfx_err_sys(err, TFX_ESYS, "fork");
+    if (pid == 0) exec_child(n, c, &kids[i], self, exp);
+    kids[i].pid = pid;
+    tfx_log(TFX_LOG_INFO, "LOCAL-SPAWN", "%s %d: pid %d at %s", tfx_role_name(kids[i].role), kids[i].index, (int)pid,
+            tfx_cluster_address(c, kids[i].role, kids[i].index));
+  }
+  return TFX_OK;
+}
+
+static void signal_all(child *kids, int total, int sig) {
+  for (int i = 0; i < total; i++) {
+    if (kids[i].pid > 0 && !kids[i].exited) kill(kids[i].pid, sig);
+  }
+}
+
+/* Reaps exited children; returns the index of one that failed, or -1. */
+static int reap(child *kids, int total) {
+  int status, failed = -1;
+  pid_t pid;
+  while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+    for (int i = 0; i < total; i++) {
+      if (kids[i].pid != pid) continue;
+      kids[i].exited = 1;
+      kids[i].status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      if (kids[i].status && !(kids[i].role != TFX_ROLE_MASTER && kids[i].status == 128 + SIGTERM)) failed = i;
+    }
+  }
+  return failed;
+}
+
+static int all_exited(const child *kids, int total) {
+  for (int i = 0; i < total; i++) {
+    if (!kids[i].exited) return 0;
+  }
+  return 1;
+}
+
+/* Waits up to ms for every child, then kills what is left. */
+static void drain(child *kids, int total, int ms) {
+  for (int64_t end = tfx_now_ms() + ms; !all_exited(kids, total) && tfx_now_ms() < end;) {
+    reap(kids, total);
+    usleep(50000);
+  }
+  signal_all(kids, total, SIGKILL);
+  while (!all_exited(kids, total) && waitpid(-1, NULL, 0) > 0) reap(kids, total);
+  for (int i = 0; i < total; i++) kids[i].exited = 1;
+}
+
+static int supervise(const tfx_node *n, child *kids, int total, tfx_err *err) {
+  int forwarded = 0;
+  for (;;) {
+    int failed = reap(kids, total);
+    if (failed >= 0) {
+      child *k = &kids[failed];
+      signal_all(kids, total, SIGTERM);
+      drain(kids, total, 5000);
+      return tfx_err_set(err, TFX_EPEER, "%s %d exited with status %d (see %s/logs/%s-%d.log)", tfx_role_name(k->role), k->index, k->status,
+                         n->run_dir, tfx_role_name(k->role), k->index);
+    }
+    if (kids[0].exited) {
+      drain(kids, total, 10000);
+      return TFX_OK;
+    }
+    if (tfx_stop_requested() && !forwarded) {
+      forwarded = 1;
+      tfx_log(TFX_LOG_INFO, "LOCAL-SIGNAL", "stopping: the master checkpoints, then the cluster stops");
+      kill(kids[0].pid, SIGTERM);
+    }
+    usleep(100000);
+  }
+}
+
+int tfx_local_run(tfx_node *n, const tfx_cli_opts *o, const char *self, tfx_err *err) {
+  if (!n->config_path[0]) return tfx_err_set(err, TFX_ECONFIG, "local needs --config EXPERIMENT.json");
+  if (o->max_steps > 0) n->cfg.max_steps = o->max_steps;
+  char logs[1100], exp[1100];
+  snprintf(logs, sizeof logs, "%s/logs", n->run_dir);
+  snprintf(exp, sizeof exp, "%s/experiment.json", n->run_dir);
+  tfx_cluster *c = NULL;
+  int rc = tfx_mkdirs(logs, err);
+  char *json = rc ? NULL : tfx_config_to_json(&n->cfg);
+  if (!rc) rc = tfx_write_file(exp, json, err);
+  free(json);
+  if (!rc) rc = build_cluster(o->ps, o->workers, &c, err);
+  if (rc) return rc;
+  int total = 1 + o->ps + o->workers;
+  child *kids = calloc((size_t)total, sizeof *kids);
+  for (int i = 0; kids && i < total; i++) {
+    kids[i].role = i == 0 ? TFX_ROLE_MASTER : i <= o->ps ? TFX_ROLE_PS : TFX_ROLE_WORKER;
+    kids[i].index = i == 0 ? 0 : i <= o->ps ? i - 1 : i - 1 - o->ps;
+  }
+  tfx_log(TFX_LOG_INFO, "LOCAL-START", "1 master, %d ps, %d worker(s); run directory %s", o->ps, o->workers, n->run_dir);
+  rc = kids ? spawn_all(n, c, kids, total, self, exp, err) : tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  if (!rc) rc = supervise(n, kids, total, err);
+  else if (kids) signal_all(kids, total, SIGKILL), drain(kids, total, 1000);
+  free(kids);
+  tfx_cluster_destroy(c);
+  return rc;
+}

@@ -1,0 +1,50 @@
+/* Declarations private to src/master: the master's state and its phases. */
+#ifndef TFX_MASTER_IMPL_H
+#define TFX_MASTER_IMPL_H
+
+#include "dataset.h"
+#include "master.h"
+#include "metrics.h"
+#include "model.h"
+#include "net.h"
+#include "plan.h"
+#include "progress.h"
+
+typedef struct master {
+  tfx_node *n;
+  tfx_config cfg;
+  void *sock;
+  tfx_client **ps, **workers;
+  int n_ps, n_workers, running, finished;
+  int *ps_up, *registered;
+  int64_t *ps_version, global_step, max_version, start_step, next_eval, next_ckpt;
+  tfx_plan plan;
+  tfx_model *model;
+  tfx_dataset *eval;
+  tfx_metrics *metrics;
+  tfx_progress progress;
+  char *config_json;
+  double last_acc, last_loss;
+  int abort_code;
+  char abort_msg[256];
+} master;
+
+/* Sends req to every ps, collects each reply (on_reply may be NULL). */
+int master_call_ps(master *m, tfx_envelope *req, int timeout_ms, void (*on_reply)(master *, int, const tfx_envelope *),
+                   tfx_err *err);
+/* Refreshes every ps's version; global_step = the smallest, max_version = the largest. */
+int master_poll_versions(master *m, tfx_err *err);
+/* Pulls the variables and evaluates on the eval set; writes an eval line. */
+void master_evaluate(master *m);
+/* Waits (bounded) until every ps answers and every worker registered, naming who is missing. */
+int master_wait_cluster(master *m, tfx_err *err);
+/* Sends each ps its part of the plan, fresh or restored from the newest complete checkpoint. */
+int master_init_ps(master *m, tfx_err *err);
+/* Serves workers and drives evaluation and checkpoints until max_steps. */
+int master_loop(master *m, tfx_err *err);
+/* Asks every ps to write its shard at step >= at, then writes the manifest. */
+int master_checkpoint(master *m, int64_t at, tfx_err *err);
+/* Sends STOP to every worker and ps (best effort). */
+void master_stop_all(master *m);
+
+#endif

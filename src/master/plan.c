@@ -1,0 +1,120 @@
+/* Round-robin and greedy placement with axis-0 partitioning. */
+#include "plan.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int parts_of(const tfx_config *cfg, const tfx_var *v) {
+  size_t bytes = v->count * sizeof(float);
+  if (cfg->min_slice_bytes <= 0 || bytes <= (size_t)cfg->min_slice_bytes) return 1;
+  size_t parts = (bytes + (size_t)cfg->min_slice_bytes - 1) / (size_t)cfg->min_slice_bytes;
+  if (parts > (size_t)cfg->max_shards) parts = (size_t)cfg->max_shards;
+  if (parts > (size_t)v->shape[0]) parts = (size_t)v->shape[0];
+  return (int)parts;
+}
+
+static int least_loaded(const size_t *load, int n_ps) {
+  int best = 0;
+  for (int p = 1; p < n_ps; p++) best = load[p] < load[best] ? p : best;
+  return best;
+}
+
+/* Fills shard record k for part `part` of `parts` of variable v. */
+static void fill(tfx_plan *plan, int k, const tfx_var *v, int part, int parts, int ps) {
+  Tfx__Shard *s = &plan->shards[k];
+  tfx__shard__init(s);
+  int64_t rows = v->shape[0];
+  s->var = strdup(v->name);
+  if (parts == 1) {
+    s->key = strdup(v->name);
+  } else {
+    char key[160];
+    snprintf(key, sizeof key, "%s/part_%d", v->name, part);
+    s->key = strdup(key);
+  }
+  s->ps = ps;
+  s->shape = plan->shapes + 4 * k, s->n_shape = (size_t)v->rank;
+  memcpy(s->shape, v->shape, sizeof(int64_t) * (size_t)v->rank);
+  s->row_begin = rows * part / parts, s->row_end = rows * (part + 1) / parts;
+  s->trainable = v->trainable;
+  s->init = strdup(v->init);
+  s->fan_in = v->fan_in, s->fan_out = v->fan_out;
+  plan->ptrs[k] = s;
+}
+
+static int order_by_bytes(const void *a, const void *b) {
+  const tfx_var *x = *(tfx_var *const *)a, *y = *(tfx_var *const *)b;
+  if (x->count != y->count) return x->count < y->count ? 1 : -1;
+  return strcmp(x->name, y->name);
+}
+
+int tfx_plan_build(const tfx_config *cfg, tfx_model *m, int n_ps, tfx_plan *plan, tfx_err *err) {
+  memset(plan, 0, sizeof *plan);
+  if (n_ps < 1) return tfx_err_set(err, TFX_ECONFIG, "placement: the cluster has no ps");
+  int nv = tfx_model_nvars(m), total = 0, greedy = strcmp(cfg->strategy, "greedy_bytes") == 0;
+  tfx_var **order = calloc((size_t)nv, sizeof *order);
+  size_t *load = calloc((size_t)n_ps, sizeof *load);
+  for (int i = 0; order && i < nv; i++) order[i] = tfx_model_var(m, i), total += parts_of(cfg, order[i]);
+  plan->shards = calloc((size_t)total + 1, sizeof *plan->shards);
+  plan->ptrs = calloc((size_t)total + 1, sizeof *plan->ptrs);
+  plan->shapes = calloc((size_t)total * 4 + 4, sizeof *plan->shapes);
+  if (!order || !load || !plan->shards || !plan->ptrs || !plan->shapes) {
+    free(order), free(load), tfx_plan_fini(plan);
+    return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  }
+  if (greedy) qsort(order, (size_t)nv, sizeof *order, order_by_bytes);
+  int k = 0, next = 0;
+  for (int i = 0; i < nv; i++) {
+    int parts = parts_of(cfg, order[i]);
+    for (int part = 0; part < parts; part++, k++) {
+      int ps = greedy ? least_loaded(load, n_ps) : next++ % n_ps;
+      fill(plan, k, order[i], part, parts, ps);
+      load[ps] += (size_t)(plan->shards[k].row_end - plan->shards[k].row_begin) * (order[i]->count / (size_t)order[i]->shape[0]) * 4;
+    }
+  }
+  plan->n = k, plan->n_ps = n_ps;
+  free(order), free(load);
+  return TFX_OK;
+}
+
+void tfx_plan_fini(tfx_plan *plan) {
+  for (int i = 0; plan->shards && i < plan->n; i++) {
+    free(plan->shards[i].key), free(plan->shards[i].var), free(plan->shards[i].init);
+  }
+  free(plan->shards), free(plan->ptrs), free(plan->shapes);
+  memset(plan, 0, sizeof *plan);
+}
+
+Tfx__Shard **tfx_plan_for_ps(const tfx_plan *plan, int ps, size_t *n) {
+  Tfx__Shard **out = calloc((size_t)plan->n + 1, sizeof *out);
+  *n = 0;
+  for (int i = 0; out && i < plan->n; i++) {
+    if (plan->shards[i].ps == ps) out[(*n)++] = &plan->shards[i];
+  }
+  return out;
+}
+
+static size_t shard_bytes(const Tfx__Shard *s) {
+  size_t row = 1;
+  for (size_t d = 1; d < s->n_shape; d++) row *= (size_t)s->shape[d];
+  return row * (size_t)(s->row_end - s->row_begin) * sizeof(float);
+}
+
+void tfx_plan_print(const tfx_plan *plan, FILE *f) {
+  size_t max = 0, sum = 0;
+  for (int p = 0; p < plan->n_ps; p++) {
+    size_t bytes = 0;
+    fprintf(f, "ps %d:\n", p);
+    for (int i = 0; i < plan->n; i++) {
+      const Tfx__Shard *s = &plan->shards[i];
+      if (s->ps != p) continue;
+      bytes += shard_bytes(s);
+      fprintf(f, "  %-32s rows %lld..%lld  %10zu bytes\n", s->key, (long long)s->row_begin, (long long)s->row_end, shard_bytes(s));
+    }
+    fprintf(f, "  total %zu bytes\n", bytes);
+    max = bytes > max ? bytes : max;
+    sum += bytes;
+  }
+  double mean = (double)sum / plan->n_ps;
+  fprintf(f, "imbalance (max/mean): %.3f\n", mean > 0 ? (double)max / mean : 1.0);
+}

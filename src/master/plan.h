@@ -1,0 +1,30 @@
+/* The device setter: places each variable, or each axis-0 slice of a large one, on a parameter server.
+ * Strategies: round_robin (TensorFlow's default, in variable order) and greedy_bytes (largest first, to the
+ * least-loaded ps); variables larger than min_slice_bytes are partitioned into at most max_shards slices
+ * (TensorFlow's min_max_variable_partitioner). Deterministic. A tfx_plan owns its shard records. */
+#ifndef TFX_PLAN_H
+#define TFX_PLAN_H
+
+#include <stdio.h>
+
+#include "config.h"
+#include "model.h"
+#include "wire.h"
+
+typedef struct tfx_plan {
+  Tfx__Shard *shards;
+  Tfx__Shard **ptrs;  /* for envelopes */
+  int64_t *shapes;    /* 4 per shard */
+  int n, n_ps;
+} tfx_plan;
+
+/* Places the model's variables on n_ps servers; caller owns *plan; release with tfx_plan_fini. */
+int tfx_plan_build(const tfx_config *cfg, tfx_model *m, int n_ps, tfx_plan *plan, tfx_err *err);
+/* Releases the plan's memory. */
+void tfx_plan_fini(tfx_plan *plan);
+/* The shards of one ps, as a new pointer array (caller frees with free(); pointees borrowed). */
+Tfx__Shard **tfx_plan_for_ps(const tfx_plan *plan, int ps, size_t *n);
+/* Prints per ps the variables/slices and bytes, and the imbalance (max/mean). */
+void tfx_plan_print(const tfx_plan *plan, FILE *f);
+
+#endif

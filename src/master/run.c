@@ -1,0 +1,283 @@
+/* The master's phases: wait for the cluster, initialize, run, checkpoint, stop. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ckpt.h"
+#include "log.h"
+#include "master_impl.h"
+
+static int reply_register(master *m, const tfx_inmsg *in) {
+  tfx_envelope env;
+  tfx_reply_init(&env, in);
+  env.flag = m->finished ? 2 : m->running ? 1 : 0;
+  if (m->running && !m->finished) {
+    env.text = m->config_json, env.step = m->start_step;
+    env.shards = m->plan.ptrs, env.n_shards = (size_t)m->plan.n;
+  }
+  return tfx_wire_send(m->sock, &in->identity, &env, NULL, 0, NULL);
+}
+
+static double stat_of(const tfx_envelope *e, const char *key) {
+  for (size_t i = 0; i < e->n_stats; i++) {
+    if (!strcmp(e->stats[i]->key, key)) return e->stats[i]->value;
+  }
+  return NAN;
+}
+
+static void on_report(master *m, const tfx_inmsg *in) {
+  const tfx_envelope *e = in->env;
+  double loss = stat_of(e, "loss"), acc = stat_of(e, "accuracy"), eps = stat_of(e, "examples_per_sec");
+  static const char *const names[] = {"loss", "accuracy", "examples_per_sec", "worker"};
+  double vals[] = {loss, acc, eps, e->sender_index};
+  tfx_metrics_write(m->metrics, "train", e->step, names, vals, 4);
+  m->last_loss = loss;
+  if (!isfinite(loss) || loss > m->cfg.thres_loss) {
+    m->abort_code = TFX_ELOSS;
+    snprintf(m->abort_msg, sizeof m->abort_msg, "worker %d reported training loss %g at step %lld (thres_loss %g)",
+             e->sender_index, loss, (long long)e->step, m->cfg.thres_loss);
+  }
+  tfx_progress_show(&m->progress, e->step, loss, m->last_acc, eps * m->n_workers);
+}
+
+static int reply_status(master *m, const tfx_inmsg *in) {
+  tfx_envelope env;
+  tfx_reply_init(&env, in);
+  Tfx__KeyValue kv[3], *kvp[3];
+  const char *names[] = {"uptime_s", "workers_registered", "last_eval_accuracy"};
+  int reg = 0;
+  for (int w = 0; w < m->n_workers; w++) reg += m->registered[w];
+  double vals[] = {(tfx_now_ms() - m->progress.start_ms) / 1000.0, reg, m->last_acc};
+  for (int i = 0; i < 3; i++) tfx__key_value__init(&kv[i]), kv[i].key = (char *)names[i], kv[i].value = vals[i], kvp[i] = &kv[i];
+  env.text = (char *)(m->finished ? "finished" : m->running ? "training" : "waiting-for-cluster");
+  env.step = m->global_step, env.stats = kvp, env.n_stats = 3;
+  return tfx_wire_send(m->sock, &in->identity, &env, NULL, 0, NULL);
+}
+
+/* Handles one message on the master's ROUTER. */
+static void serve_one(master *m) {
+  tfx_inmsg in;
+  tfx_err err;
+  if (tfx_wire_recv(m->sock, 1, &in, &err)) {
+    tfx_log(TFX_LOG_WARN, "MASTER-BAD-FRAME", "dropped: %s", err.msg);
+    tfx_server_reply_error(m->sock, &in, TFX_EPROTO, err.msg, NULL);
+    tfx_inmsg_fini(&in);
+    return;
+  }
+  const tfx_envelope *e = in.env;
+  int w = e->sender_index;
+  if (e->type == TFX__MSG_TYPE__MSG_REGISTER && e->sender_role == TFX__ROLE__ROLE_WORKER && w >= 0 && w < m->n_workers) {
+    if (!m->registered[w]) tfx_log(TFX_LOG_INFO, "MASTER-REGISTER", "worker %d registered", w);
+    m->registered[w] = 1;
+    reply_register(m, &in);
+  } else if (e->type == TFX__MSG_TYPE__MSG_REPORT) {
+    on_report(m, &in);
+    tfx_envelope env;
+    tfx_reply_init(&env, &in);
+    env.flag = m->finished || m->abort_code;
+    tfx_wire_send(m->sock, &in.identity, &env, NULL, 0, NULL);
+  } else if (e->type == TFX__MSG_TYPE__MSG_STATUS) {
+    reply_status(m, &in);
+  } else {
+    tfx_server_reply_error(m->sock, &in, TFX_EPROTO, "unexpected message for the master", NULL);
+  }
+  tfx_inmsg_fini(&in);
+}
+
+static void serve(master *m, int timeout_ms) {
+  zmq_pollitem_t item = {m->sock, 0, ZMQ_POLLIN, 0};
+  if (zmq_poll(&item, 1, timeout_ms) > 0) {
+    while (zmq_poll(&item, 1, 0) > 0) serve_one(m);
+  }
+}
+
+static void probe_ps(master *m) {
+  for (int p = 0; p < m->n_ps; p++) {
+    if (m->ps_up[p]) continue;
+    tfx_envelope env;
+    tfx_inmsg r;
+    tfx_wire_request(&env, TFX__MSG_TYPE__MSG_STATUS);
+    if (tfx_client_call(m->ps[p], &env, NULL, 0, &r, 200, NULL) == TFX_OK) {
+      m->ps_up[p] = 1;
+      tfx_log(TFX_LOG_INFO, "MASTER-PS-UP", "ps %d at %s answers", p, tfx_client_endpoint(m->ps[p]));
+    }
+    tfx_inmsg_fini(&r);
+  }
+}
+
+static int missing(master *m, char *buf, size_t n) {
+  int count = 0;
+  size_t len = 0;
+  buf[0] = '\0';
+  for (int p = 0; p < m->n_ps; p++) {
+    if (!m->ps_up[p] && len < n) count++, len += (size_t)snprintf(buf + len, n - len, "%sps %d (%s)", count > 1 ? ", " : "", p, tfx_cluster_address(m->n->cluster, TFX_ROLE_PS, p));
+  }
+  for (int w = 0; w < m->n_workers; w++) {
+    if (!m->registered[w] && len < n) count++, len += (size_t)snprintf(buf + len, n - len, "%sworker %d (%s)", count > 1 ? ", " : "", w, tfx_cluster_address(m->n->cluster, TFX_ROLE_WORKER, w));
+  }
+  return count;
+}
+
+int master_wait_cluster(master *m, tfx_err *err) {
+  int64_t start = tfx_now_ms(), deadline = start + (int64_t)m->cfg.register_timeout_s * 1000, last_log = start;
+  char who[1024];
+  tfx_progress_init(&m->progress, 0, m->cfg.max_steps);
+  while (!tfx_stop_requested()) {
+    probe_ps(m);
+    serve(m, 100);
+    if (!missing(m, who, sizeof who)) return TFX_OK;
+    if (tfx_now_ms() > deadline) {
+      return tfx_err_set(err, TFX_EPEER, "gave up after %d s waiting for: %s", m->cfg.register_timeout_s, who);
+    }
+    if (tfx_now_ms() - last_log >= 3000) {
+      last_log = tfx_now_ms();
+      tfx_log(TFX_LOG_INFO, "MASTER-WAIT", "still waiting for: %s", who);
+    }
+  }
+  return tfx_err_set(err, TFX_EINTR, "stopped while waiting for the cluster");
+}
+
+static int init_one(master *m, int p, const char *restore_dir, tfx_err *err) {
+  size_t n;
+  Tfx__Shard **mine = tfx_plan_for_ps(&m->plan, p, &n);
+  if (!mine) return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  char path[1200] = "";
+  if (restore_dir) snprintf(path, sizeof path, "%s/ps-%d.shard", restore_dir, p);
+  tfx_envelope env;
+  tfx_inmsg r;
+  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_INIT);
+  env.text = m->config_json, env.shards = mine, env.n_shards = n, env.path = path, env.flag = m->n_workers;
+  int rc = tfx_client_call(m->ps[p], &env, NULL, 0, &r, m->cfg.request_timeout_s * 1000, err);
+  tfx_inmsg_fini(&r);
+  free(mine);
+  return rc;
+}
+
+int master_init_ps(master *m, tfx_err *err) {
+  char dir[1100];
+  int64_t step = 0;
+  int have = m->n->resume && tfx_ckpt_latest(m->n->run_dir, &step, dir, sizeof dir, NULL) == TFX_OK, nps = 0;
+  if (have && (tfx_ckpt_verify(dir, &step, &nps, err) || nps != m->n_ps)) {
+    return tfx_err_set(err, TFX_ECONFIG, "%s: checkpoint has %d shard(s) but the cluster has %d ps", dir, nps, m->n_ps);
+  }
+  for (int p = 0; p < m->n_ps; p++) {
+    int rc = init_one(m, p, have ? dir : NULL, err);
+    if (rc) return rc;
+  }
+  m->start_step = have ? step : 0;
+  m->global_step = m->start_step;
+  int64_t ev = m->cfg.eval_every_steps, ck = m->cfg.ckpt_every_steps;
+  m->next_eval = ev ? (m->start_step / ev + 1) * ev : INT64_MAX;
+  m->next_ckpt = ck ? (m->start_step / ck + 1) * ck : INT64_MAX;
+  m->running = 1;
+  tfx_progress_init(&m->progress, m->start_step, m->cfg.max_steps);
+  if (have) tfx_log(TFX_LOG_INFO, "MASTER-RESUME", "resuming from %s at step %lld", dir, (long long)step);
+  else tfx_log(TFX_LOG_INFO, "MASTER-FRESH", "fresh start: %d shard(s) on %d ps", m->plan.n, m->n_ps);
+  return TFX_OK;
+}
+
+typedef struct ckpt_acc {
+  uint32_t crc[1024];
+  uint64_t bytes[1024];
+  int64_t step[1024];
+} ckpt_acc;
+
+static ckpt_acc *acc_now;
+
+static void on_ckpt_reply(master *m, int p, const tfx_envelope *e) {
+  (void)m;
+  if (p >= 1024) return;
+  acc_now->crc[p] = (uint32_t)stat_of(e, "crc32");
+  acc_now->bytes[p] = (uint64_t)stat_of(e, "bytes");
+  acc_now->step[p] = e->step;
+}
+
+int master_checkpoint(master *m, int64_t at, tfx_err *err) {
+  char dir[1100];
+  tfx_ckpt_dir(m->n->run_dir, at, dir, sizeof dir);
+  int rc = tfx_mkdirs(dir, err);
+  if (rc) return rc;
+  ckpt_acc *acc = calloc(1, sizeof *acc);
+  if (!acc || m->n_ps > 1024) return free(acc), tfx_err_set(err, TFX_ENOMEM, "checkpoint bookkeeping");
+  acc_now = acc;
+  tfx_envelope env;
+  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_CHECKPOINT);
+  env.step = at, env.path = dir;
+  rc = master_call_ps(m, &env, m->cfg.request_timeout_s * 1000, on_ckpt_reply, err);
+  for (int p = 0; !rc && p < m->n_ps; p++) {
+    if (acc->step[p] != acc->step[0] && !strcmp(m->cfg.mode, "sync")) {
+      rc = tfx_err_set(err, TFX_ESTATE, "checkpoint %lld: ps 0 wrote step %lld, ps %d step %lld; discarded", (long long)at, (long long)acc->step[0], p, (long long)acc->step[p]);
+    }
+  }
+  if (!rc) rc = tfx_ckpt_write_manifest(dir, at, m->n_ps, acc->crc, acc->bytes, err);
+  free(acc);
+  if (rc) return rc;
+  tfx_ckpt_prune(m->n->run_dir, m->cfg.keep_max);
+  tfx_log(TFX_LOG_INFO, "MASTER-CKPT", "checkpoint at step %lld: %s", (long long)at, dir);
+  return TFX_OK;
+}
+
+static void periodic(master *m) {
+  if (m->global_step >= m->next_eval) {
+    master_evaluate(m);
+    while (m->next_eval <= m->global_step) m->next_eval += m->cfg.eval_every_steps;
+  }
+  if (m->global_step >= m->next_ckpt && m->global_step < m->cfg.max_steps) {
+    tfx_err err;
+    int64_t at = m->max_version + (strcmp(m->cfg.mode, "sync") ? 0 : 2);
+    if (at >= m->cfg.max_steps) at = m->cfg.max_steps;
+    if (master_checkpoint(m, at, &err)) tfx_log(TFX_LOG_WARN, "MASTER-CKPT-FAIL", "%s", err.msg);
+    while (m->next_ckpt <= m->global_step) m->next_ckpt += m->cfg.ckpt_every_steps;
+  }
+}
+
+/* Stops the workers, then checkpoints where the ps stand and evaluates. */
+static int finish(master *m, tfx_err *err) {
+  m->finished = 1;
+  for (int w = 0; w < m->n_workers; w++) {
+    tfx_envelope env;
+    tfx_inmsg r;
+    tfx_wire_request(&env, TFX__MSG_TYPE__MSG_STOP);
+    tfx_client_call(m->workers[w], &env, NULL, 0, &r, 500, NULL);
+    tfx_inmsg_fini(&r);
+  }
+  int rc = master_poll_versions(m, err);
+  if (!rc) rc = master_checkpoint(m, m->max_version, err);
+  master_evaluate(m);
+  tfx_progress_done(&m->progress, m->global_step, m->last_acc);
+  return rc;
+}
+
+int master_loop(master *m, tfx_err *err) {
+  if (m->cfg.validate_first && m->start_step == 0) master_evaluate(m);
+  int64_t last_poll = 0;
+  while (!tfx_stop_requested() && !m->abort_code) {
+    serve(m, 50);
+    if (tfx_now_ms() - last_poll < 200) continue;
+    last_poll = tfx_now_ms();
+    int rc = master_poll_versions(m, err);
+    if (rc) return rc;
+    if (m->global_step >= m->cfg.max_steps) return finish(m, err);
+    periodic(m);
+  }
+  if (m->abort_code) {
+    m->finished = 1;
+    return tfx_err_set(err, m->abort_code, "%s; the last good checkpoint is kept", m->abort_msg);
+  }
+  tfx_log(TFX_LOG_INFO, "MASTER-SIGNAL", "stop requested: checkpointing and stopping the cluster");
+  return finish(m, err);
+}
+
+void master_stop_all(master *m) {
+  m->finished = 1;
+  for (int i = 0; i < m->n_workers + m->n_ps; i++) {
+    tfx_client *c = i < m->n_workers ? (m->workers ? m->workers[i] : NULL) : (m->ps ? m->ps[i - m->n_workers] : NULL);
+    if (!c) continue;
+    tfx_envelope env;
+    tfx_inmsg r;
+    tfx_wire_request(&env, TFX__MSG_TYPE__MSG_STOP);
+    tfx_client_call(c, &env, NULL, 0, &r, 300, NULL);
+    tfx_inmsg_fini(&r);
+  }
+}

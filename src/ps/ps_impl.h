@@ -1,0 +1,87 @@
+/* Declarations private to src/ps: shard and server state, and the update / pull / checkpoint handlers. */
+#ifndef TFX_PS_IMPL_H
+#define TFX_PS_IMPL_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "net.h"
+#include "optim.h"
+#include "ps.h"
+
+#define PS_MAX_WORKERS 1024
+
+typedef struct vbuf {
+  atomic_int refs;
+  float data[];
+} vbuf;
+
+typedef struct shard {
+  char key[128], var[96];
+  int rank, trainable;
+  int64_t shape[4], row_begin, row_end;
+  size_t count, row_size;
+  vbuf *value;
+  float *slots[2];
+  float *acc;
+} shard;
+
+typedef struct pending_pull {
+  zmq_msg_t identity;
+  uint64_t request_id;
+  int64_t min_version, deadline;
+  int worker;
+  char **names;
+  size_t n_names;
+} pending_pull;
+
+typedef struct ps_state {
+  tfx_node *node;
+  void *sock;
+  tfx_config cfg;
+  tfx_optim opt;
+  int initialized, stopping;
+  shard *shards;
+  int n_shards;
+  int64_t version, start_ms;
+  int n_workers, replicas, n_acc;
+  uint8_t contributed[PS_MAX_WORKERS];
+  int64_t clock[PS_MAX_WORKERS];
+  pending_pull *pending;
+  int n_pending, cap_pending;
+  int ckpt_pending;
+  int64_t ckpt_step;
+  char ckpt_dir[1024];
+  zmq_msg_t ckpt_identity;
+  uint64_t ckpt_request;
+  float *scratch;
+  size_t scratch_size;
+  struct {
+    uint64_t applied, stale, rejected, pulls, bad_frames;
+  } stats;
+} ps_state;
+
+/* Makes a shard's value buffer private (copy on write) before an update; -1 when out of memory. */
+int ps_own_value(shard *s);
+/* Bytes of variable values held. */
+size_t ps_bytes(const ps_state *p);
+/* The shard with this key (borrowed), or NULL. */
+shard *ps_find(ps_state *p, const char *key);
+/* Replies to a pull with the values of the named shards (all if none named), sent in place. */
+int ps_send_values(ps_state *p, const zmq_msg_t *identity, uint64_t request_id, char **names, size_t n_names,
+                   tfx_err *err);
+/* Resets the sync accumulators and worker clocks for n_workers workers. */
+void ps_sync_reset(ps_state *p, int n_workers);
+/* MSG_PULL: answers now, or parks the request until its version (or the staleness bound) is reached. */
+int ps_pull(ps_state *p, tfx_inmsg *m, tfx_err *err);
+/* MSG_PUSH: validates every tensor first, then accumulates (sync) or applies (async, ssp). */
+int ps_push(ps_state *p, tfx_inmsg *m, tfx_err *err);
+/* MSG_CHECKPOINT: writes the shard once the version reaches the requested step. */
+int ps_checkpoint_request(ps_state *p, tfx_inmsg *m, tfx_err *err);
+/* Answers parked pulls whose deadline passed with TFX_EPEER. */
+void ps_expire_pulls(ps_state *p);
+/* Drops every parked request (shutdown). */
+void ps_drop_pending(ps_state *p);
+
+#endif

@@ -1,0 +1,289 @@
+/* Pulls, pushes (sync / async / bounded staleness) and shard checkpoints of the parameter server. */
+#include <cblas.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ckpt.h"
+#include "log.h"
+#include "ps_impl.h"
+
+static int is_sync(const ps_state *p) { return strcmp(p->cfg.mode, "sync") == 0; }
+static int is_ssp(const ps_state *p) { return strcmp(p->cfg.mode, "ssp") == 0; }
+
+void ps_sync_reset(ps_state *p, int n_workers) {
+  p->n_workers = n_workers > 0 && n_workers <= PS_MAX_WORKERS ? n_workers : 1;
+  p->replicas = p->cfg.replicas_to_aggregate > 0 ? p->cfg.replicas_to_aggregate : p->n_workers;
+  p->n_acc = 0;
+  memset(p->contributed, 0, sizeof p->contributed);
+  for (int i = 0; i < PS_MAX_WORKERS; i++) p->clock[i] = p->version;
+  for (int i = 0; i < p->n_shards; i++) memset(p->shards[i].acc, 0, sizeof(float) * p->shards[i].count);
+}
+
+static int64_t min_clock(const ps_state *p) {
+  int64_t m = p->clock[0];
+  for (int i = 1; i < p->n_workers; i++) m = p->clock[i] < m ? p->clock[i] : m;
+  return m;
+}
+
+static int pull_ready(const ps_state *p, int64_t min_version, int worker) {
+  if (p->version < min_version) return 0;
+  if (!is_ssp(p) || worker < 0 || worker >= p->n_workers) return 1;
+  return p->clock[worker] <= min_clock(p) + p->cfg.staleness;
+}
+
+static void free_pending(pending_pull *q) {
+  zmq_msg_close(&q->identity);
+  for (size_t i = 0; i < q->n_names; i++) free(q->names[i]);
+  free(q->names);
+}
+
+static int park(ps_state *p, tfx_inmsg *m, tfx_err *err) {
+  if (p->n_pending == p->cap_pending) {
+    int cap = p->cap_pending * 2 + 8;
+    if (cap > 4 * PS_MAX_WORKERS) return tfx_err_set(err, TFX_ESTATE, "too many parked pulls");
+    pending_pull *g = realloc(p->pending, sizeof *g * (size_t)cap);
+    if (!g) return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+    p->pending = g, p->cap_pending = cap;
+  }
+  pending_pull *q = &p->pending[p->n_pending];
+  memset(q, 0, sizeof *q);
+  zmq_msg_init(&q->identity);
+  zmq_msg_copy(&q->identity, &m->identity);
+  q->request_id = m->env->request_id, q->min_version = m->env->step, q->worker = m->env->sender_index;
+  q->deadline = tfx_now_ms() + (int64_t)p->cfg.request_timeout_s * 1000;
+  q->names = calloc(m->env->n_names + 1, sizeof(char *));
+  for (size_t i = 0; q->names && i < m->env->n_names; i++) q->names[i] = strdup(m->env->names[i]), q->n_names++;
+  p->n_pending++;
+  return TFX_OK;
+}
+
+int ps_pull(ps_state *p, tfx_inmsg *m, tfx_err *err) {
+  const tfx_envelope *e = m->env;
+  if (pull_ready(p, e->step, e->sender_index)) {
+    return ps_send_values(p, &m->identity, e->request_id, e->names, e->n_names, err);
+  }
+  return park(p, m, err);
+}
+
+static void remove_pending(ps_state *p, int i) {
+  free_pending(&p->pending[i]);
+  p->pending[i] = p->pending[--p->n_pending];
+}
+
+static void write_checkpoint(ps_state *p);
+
+/* After an update: answers parked pulls that became ready and a parked checkpoint. */
+static void service(ps_state *p) {
+  if (p->ckpt_pending && p->version >= p->ckpt_step) write_checkpoint(p);
+  for (int i = 0; i < p->n_pending;) {
+    pending_pull *q = &p->pending[i];
+    if (!pull_ready(p, q->min_version, q->worker)) {
+      i++;
+      continue;
+    }
+    tfx_err err;
+    if (ps_send_values(p, &q->identity, q->request_id, q->names, q->n_names, &err)) {
+      tfx_log(TFX_LOG_WARN, "PS-PULL-FAIL", "%s", err.msg);
+    }
+    remove_pending(p, i);
+  }
+}
+
+void ps_expire_pulls(ps_state *p) {
+  int64_t now = tfx_now_ms();
+  for (int i = 0; i < p->n_pending;) {
+    pending_pull *q = &p->pending[i];
+    if (q->deadline > now) {
+      i++;
+      continue;
+    }
+    char text[160];
+    snprintf(text, sizeof text, "pull for version %lld timed out: the ps is at %lld", (long long)q->min_version,
+             (long long)p->version);
+    tfx_envelope env;
+    tfx_wire_request(&env, TFX__MSG_TYPE__MSG_REPLY);
+    env.request_id = q->request_id, env.code = TFX_EPEER, env.error = text;
+    tfx_wire_send(p->sock, &q->identity, &env, NULL, 0, NULL);
+    tfx_log(TFX_LOG_WARN, "PS-PULL-TIMEOUT", "worker %d: %s", q->worker, text);
+    remove_pending(p, i);
+  }
+}
+
+void ps_drop_pending(ps_state *p) {
+  while (p->n_pending) remove_pending(p, p->n_pending - 1);
+  free(p->pending);
+  p->pending = NULL;
+  p->cap_pending = 0;
+  if (p->ckpt_pending) zmq_msg_close(&p->ckpt_identity);
+  p->ckpt_pending = 0;
+  free(p->scratch);
+  p->scratch = NULL;
+}
+
+/* The gradient bytes of tensor i, 4-byte aligned (copied to scratch only if the frame is not). */
+static const float *grad_data(ps_state *p, const tfx_inmsg *m, int part) {
+  size_t size;
+  const void *data = tfx_inmsg_part(m, part, &size);
+  if (((uintptr_t)data & 3) == 0) return data;
+  if (p->scratch_size < size) {
+    free(p->scratch);
+    p->scratch = malloc(size);
+    p->scratch_size = p->scratch ? size : 0;
+  }
+  if (!p->scratch) return NULL;
+  memcpy(p->scratch, data, size);
+  return p->scratch;
+}
+
+/* Checks every tensor of a push before anything changes. */
+static int validate_push(ps_state *p, const tfx_inmsg *m, shard **targets, tfx_err *err) {
+  const tfx_envelope *e = m->env;
+  int part = 0;
+  for (size_t i = 0; i < e->n_tensors; i++) {
+    const Tfx__Tensor *t = e->tensors[i];
+    shard *s = ps_find(p, t->name);
+    if (!s) return tfx_err_set(err, TFX_ENOTFOUND, "push: unknown variable '%.64s'", t->name);
+    if (!s->trainable) return tfx_err_set(err, TFX_EINVAL, "push: '%s' is not trainable", s->key);
+    if (t->dtype != TFX__DTYPE__DTYPE_FLOAT32 || t->n_rows || t->nbytes != s->count * sizeof(float)) {
+      return tfx_err_set(err, TFX_ESHAPE, "push: '%s' expects %zu float32 values (%lld rows), got %llu bytes",
+                         s->key, s->count, (long long)(s->row_end - s->row_begin), (unsigned long long)t->nbytes);
+    }
+    size_t size;
+    const float *g = tfx_inmsg_part(m, part++, &size);
+    float sum = 0;
+    for (size_t k = 0; k < size / 4; k++) {
+      float v;
+      memcpy(&v, (const char *)g + 4 * k, 4);
+      sum += v * 0.0f;
+    }
+    if (!isfinite(sum)) return tfx_err_set(err, TFX_EINVAL, "push: '%s' carries NaN or Inf; rejected", s->key);
+    targets[i] = s;
+  }
+  return TFX_OK;
+}
+
+static int apply_one(ps_state *p, shard *s, const float *g, float scale) {
+  if (ps_own_value(s)) return -1;
+  tfx_optim_apply(&p->opt, p->version, s->value->data, g, scale, s->slots, s->count);
+  return 0;
+}
+
+static void apply_accumulated(ps_state *p) {
+  float scale = 1.0f / (float)p->n_acc;
+  for (int i = 0; i < p->n_shards; i++) {
+    shard *s = &p->shards[i];
+    if (!s->trainable) continue;
+    apply_one(p, s, s->acc, scale);
+    memset(s->acc, 0, sizeof(float) * s->count);
+  }
+  p->version++;
+  p->stats.applied++;
+  p->n_acc = 0;
+  memset(p->contributed, 0, sizeof p->contributed);
+}
+
+static int push_sync(ps_state *p, const tfx_inmsg *m, shard **targets, int *stale, tfx_err *err) {
+  const tfx_envelope *e = m->env;
+  int w = e->sender_index;
+  if (e->step > p->version) {
+    return tfx_err_set(err, TFX_ESTATE, "push from worker %d for step %lld, but the ps is at step %lld", w,
+                       (long long)e->step, (long long)p->version);
+  }
+  if (e->step < p->version || (w >= 0 && w < PS_MAX_WORKERS && p->contributed[w])) {
+    p->stats.stale++;
+    *stale = 1;
+    return TFX_OK;
+  }
+  for (size_t i = 0; i < e->n_tensors; i++) {
+    const float *g = grad_data(p, m, (int)i);
+    if (!g) return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+    cblas_saxpy((int)targets[i]->count, 1.0f, g, 1, targets[i]->acc, 1);
+  }
+  if (w >= 0 && w < PS_MAX_WORKERS) p->contributed[w] = 1;
+  if (++p->n_acc >= p->replicas) apply_accumulated(p);
+  return TFX_OK;
+}
+
+static int push_async(ps_state *p, const tfx_inmsg *m, shard **targets, tfx_err *err) {
+  const tfx_envelope *e = m->env;
+  for (size_t i = 0; i < e->n_tensors; i++) {
+    const float *g = grad_data(p, m, (int)i);
+    if (!g || apply_one(p, targets[i], g, 1.0f)) return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  }
+  p->version++;
+  p->stats.applied++;
+  if (e->sender_index >= 0 && e->sender_index < PS_MAX_WORKERS) p->clock[e->sender_index]++;
+  return TFX_OK;
+}
+
+int ps_push(ps_state *p, tfx_inmsg *m, tfx_err *err) {
+  shard *stack[64], **targets = m->env->n_tensors <= 64 ? stack : calloc(m->env->n_tensors, sizeof *targets);
+  if (!targets) return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  int stale = 0, rc = validate_push(p, m, targets, err);
+  if (!rc) rc = is_sync(p) ? push_sync(p, m, targets, &stale, err) : push_async(p, m, targets, err);
+  if (targets != stack) free(targets);
+  if (rc) return rc;
+  tfx_envelope env;
+  tfx_reply_init(&env, m);
+  env.step = p->version, env.flag = stale;
+  rc = tfx_wire_send(p->sock, &m->identity, &env, NULL, 0, err);
+  service(p);
+  return rc;
+}
+
+static int write_shard(ps_state *p, int64_t step, const char *path, uint32_t *crc, uint64_t *bytes, tfx_err *err) {
+  int ns = tfx_optim_slots(&p->opt), n = 0;
+  tfx_ckpt_entry *e = calloc((size_t)p->n_shards * 3 + 1, sizeof *e);
+  if (!e) return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  for (int i = 0; i < p->n_shards; i++) {
+    shard *s = &p->shards[i];
+    for (int k = -1; k < ns; k++, n++) {
+      if (k < 0) snprintf(e[n].name, sizeof e[n].name, "%s", s->key);
+      else snprintf(e[n].name, sizeof e[n].name, "%s@%s", s->key, tfx_optim_slot_name(k));
+      e[n].rank = s->rank;
+      memcpy(e[n].dims, s->shape, sizeof s->shape);
+      e[n].row_begin = s->row_begin, e[n].row_end = s->row_end, e[n].version = (uint64_t)p->version;
+      e[n].count = s->count, e[n].data = k < 0 ? s->value->data : s->slots[k];
+    }
+  }
+  int rc = tfx_ckpt_write(path, step, e, n, crc, bytes, err);
+  free(e);
+  return rc;
+}
+
+static void write_checkpoint(ps_state *p) {
+  char path[1200];
+  snprintf(path, sizeof path, "%s/ps-%d.shard", p->ckpt_dir, p->node->index);
+  uint32_t crc = 0;
+  uint64_t bytes = 0;
+  tfx_err err;
+  tfx_err_clear(&err);
+  int rc = tfx_mkdirs(p->ckpt_dir, &err);
+  if (!rc) rc = write_shard(p, p->ckpt_step, path, &crc, &bytes, &err);
+  tfx_envelope env;
+  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_REPLY);
+  Tfx__KeyValue kv[2], *kvp[2] = {&kv[0], &kv[1]};
+  tfx__key_value__init(&kv[0]), tfx__key_value__init(&kv[1]);
+  kv[0].key = "crc32", kv[0].value = crc, kv[1].key = "bytes", kv[1].value = (double)bytes;
+  env.request_id = p->ckpt_request, env.step = p->version, env.path = path, env.stats = kvp, env.n_stats = 2;
+  if (rc) env.code = rc, env.error = err.msg;
+  tfx_wire_send(p->sock, &p->ckpt_identity, &env, NULL, 0, NULL);
+  if (rc) tfx_log(TFX_LOG_ERROR, "PS-CKPT-FAIL", "%s", err.msg);
+  else tfx_log(TFX_LOG_INFO, "PS-CKPT", "wrote %s at step %lld", path, (long long)p->version);
+  zmq_msg_close(&p->ckpt_identity);
+  p->ckpt_pending = 0;
+}
+
+int ps_checkpoint_request(ps_state *p, tfx_inmsg *m, tfx_err *err) {
+  const tfx_envelope *e = m->env;
+  if (!e->path || !*e->path) return tfx_err_set(err, TFX_EINVAL, "checkpoint: no directory given");
+  if (p->ckpt_pending) zmq_msg_close(&p->ckpt_identity);
+  snprintf(p->ckpt_dir, sizeof p->ckpt_dir, "%s", e->path);
+  p->ckpt_step = e->step, p->ckpt_request = e->request_id, p->ckpt_pending = 1;
+  zmq_msg_init(&p->ckpt_identity);
+  zmq_msg_copy(&p->ckpt_identity, &m->identity);
+  if (p->version >= p->ckpt_step) write_checkpoint(p);
+  return TFX_OK;
+}

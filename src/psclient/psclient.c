@@ -1,0 +1,191 @@
+/* Pull and push across every ps of the plan. */
+#include "psclient.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "net.h"
+
+typedef struct slot {
+  char key[128];
+  tfx_var *var;
+  size_t offset, count; /* in floats */
+  int64_t shape[4];
+  int rank;
+} slot;
+
+typedef struct ps_link {
+  tfx_client *client;
+  slot *slots;
+  int n;
+  Tfx__Tensor *metas;
+  Tfx__Tensor **ptrs;
+  tfx_payload *payloads;
+  int n_push;
+} ps_link;
+
+struct tfx_psclient {
+  ps_link *ps;
+  int n_ps;
+  int timeout_ms;
+  uint64_t bytes;
+};
+
+static int map_shard(const Tfx__Shard *s, tfx_model *m, slot *out, tfx_err *err) {
+  tfx_var *v = tfx_model_find_var(m, s->var);
+  if (!v) return tfx_err_set(err, TFX_ESHAPE, "plan shard '%.64s': the model has no variable '%.64s'", s->key, s->var);
+  if ((int)s->n_shape != v->rank || s->row_begin < 0 || s->row_end > v->shape[0] || s->row_begin >= s->row_end) {
+    return tfx_err_set(err, TFX_ESHAPE, "plan shard '%.64s': does not fit variable %s", s->key, v->name);
+  }
+  for (int d = 0; d < v->rank; d++) {
+    if (s->shape[d] != v->shape[d]) return tfx_err_set(err, TFX_ESHAPE, "plan shard '%.64s': dim %d is %lld, variable has %lld", s->key, d, (long long)s->shape[d], (long long)v->shape[d]);
+  }
+  size_t row = v->count / (size_t)v->shape[0];
+  snprintf(out->key, sizeof out->key, "%s", s->key);
+  out->var = v, out->rank = v->rank;
+  out->offset = row * (size_t)s->row_begin, out->count = row * (size_t)(s->row_end - s->row_begin);
+  memcpy(out->shape, v->shape, sizeof v->shape);
+  out->shape[0] = s->row_end - s->row_begin;
+  return TFX_OK;
+}
+
+/* Prepares the push envelope of one ps once: metas and in-place payloads over the grad buffers. */
+static int prepare_push(ps_link *l, tfx_err *err) {
+  l->metas = calloc((size_t)l->n + 1, sizeof *l->metas);
+  l->ptrs = calloc((size_t)l->n + 1, sizeof *l->ptrs);
+  l->payloads = calloc((size_t)l->n + 1, sizeof *l->payloads);
+  if (!l->metas || !l->ptrs || !l->payloads) return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  for (int i = 0; i < l->n; i++) {
+    slot *s = &l->slots[i];
+    if (!s->var->trainable) continue;
+    Tfx__Tensor *t = &l->metas[l->n_push];
+    tfx__tensor__init(t);
+    t->name = s->key, t->shape = s->shape, t->n_shape = (size_t)s->rank, t->nbytes = s->count * sizeof(float);
+    l->ptrs[l->n_push] = t;
+    l->payloads[l->n_push] = (tfx_payload){s->var->grad + s->offset, s->count * sizeof(float), 0, NULL, NULL};
+    l->n_push++;
+  }
+  return TFX_OK;
+}
+
+static int add_shard(tfx_psclient *c, const Tfx__Shard *s, tfx_model *m, tfx_err *err) {
+  if (s->ps < 0 || s->ps >= c->n_ps) return tfx_err_set(err, TFX_ESHAPE, "plan shard '%.64s': ps %d of %d", s->key, s->ps, c->n_ps);
+  ps_link *l = &c->ps[s->ps];
+  slot *g = realloc(l->slots, sizeof *g * (size_t)(l->n + 1));
+  if (!g) return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  l->slots = g;
+  int rc = map_shard(s, m, &l->slots[l->n], err);
+  if (!rc) l->n++;
+  return rc;
+}
+
+int tfx_psclient_create(const tfx_cluster *cluster, Tfx__Shard *const *shards, size_t n_shards, tfx_model *model,
+                        int timeout_ms, tfx_psclient **out, tfx_err *err) {
+  tfx_psclient *c = calloc(1, sizeof *c);
+  int rc = TFX_OK;
+  if (!c) return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  c->n_ps = tfx_cluster_count(cluster, TFX_ROLE_PS);
+  c->timeout_ms = timeout_ms;
+  if (!(c->ps = calloc((size_t)c->n_ps + 1, sizeof *c->ps))) {
+    free(c);
+    return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  }
+  for (size_t i = 0; i < n_shards && !rc; i++) rc = add_shard(c, shards[i], model, err);
+  for (int p = 0; p < c->n_ps && !rc; p++) {
+    char ep[320];
+    if (!c->ps[p].n) continue;
+    rc = tfx_address_endpoint(tfx_cluster_address(cluster, TFX_ROLE_PS, p), 0, NULL, ep, sizeof ep, err);
+    if (!rc) rc = tfx_client_create(ep, &c->ps[p].client, err);
+    if (!rc) rc = prepare_push(&c->ps[p], err);
+  }
+  if (rc) {
+    tfx_psclient_destroy(c);
+    return rc;
+  }
+  *out = c;
+  return TFX_OK;
+}
+
+void tfx_psclient_destroy(tfx_psclient *c) {
+  if (!c) return;
+  for (int p = 0; p < c->n_ps; p++) {
+    ps_link *l = &c->ps[p];
+    tfx_client_destroy(l->client);
+    free(l->slots), free(l->metas), free(l->ptrs), free(l->payloads);
+  }
+  free(c->ps);
+  free(c);
+}
+
+static const slot *find_slot(const ps_link *l, const char *key) {
+  for (int i = 0; i < l->n; i++) {
+    if (strcmp(l->slots[i].key, key) == 0) return &l->slots[i];
+  }
+  return NULL;
+}
+
+/* Copies every tensor of a pull reply into its variable, checking names and sizes. */
+static int take_values(tfx_psclient *c, const ps_link *l, const tfx_inmsg *m, tfx_err *err) {
+  int part = 0;
+  for (size_t i = 0; i < m->env->n_tensors; i++) {
+    const Tfx__Tensor *t = m->env->tensors[i];
+    const slot *s = find_slot(l, t->name);
+    size_t size = 0;
+    const void *data = t->nbytes ? tfx_inmsg_part(m, part++, &size) : NULL;
+    if (!s || size != s->count * sizeof(float)) {
+      return tfx_err_set(err, TFX_ESHAPE, "%s: pull reply tensor '%.64s' unknown or of %zu bytes",
+                         tfx_client_endpoint(l->client), t->name, size);
+    }
+    memcpy(s->var->value + s->offset, data, size);
+    c->bytes += size;
+  }
+  return TFX_OK;
+}
+
+int tfx_psclient_pull(tfx_psclient *c, int64_t min_version, int64_t *version, tfx_err *err) {
+  int rc = TFX_OK;
+  c->bytes = 0;
+  for (int p = 0; p < c->n_ps && !rc; p++) {
+    if (!c->ps[p].client) continue;
+    tfx_envelope env;
+    tfx_wire_request(&env, TFX__MSG_TYPE__MSG_PULL);
+    env.step = min_version;
+    rc = tfx_client_send(c->ps[p].client, &env, NULL, 0, err);
+  }
+  int64_t lowest = INT64_MAX;
+  for (int p = 0; p < c->n_ps && !rc; p++) {
+    if (!c->ps[p].client) continue;
+    tfx_inmsg m;
+    rc = tfx_client_recv(c->ps[p].client, &m, c->timeout_ms, err);
+    if (!rc) rc = take_values(c, &c->ps[p], &m, err);
+    if (!rc && m.env->step < lowest) lowest = m.env->step;
+    tfx_inmsg_fini(&m);
+  }
+  if (!rc) *version = lowest == INT64_MAX ? 0 : lowest;
+  return rc;
+}
+
+int tfx_psclient_push(tfx_psclient *c, int64_t step, int *stale, tfx_err *err) {
+  int rc = TFX_OK, n_stale = 0;
+  for (int p = 0; p < c->n_ps && !rc; p++) {
+    ps_link *l = &c->ps[p];
+    if (!l->client || !l->n_push) continue;
+    tfx_envelope env;
+    tfx_wire_request(&env, TFX__MSG_TYPE__MSG_PUSH);
+    env.step = step, env.tensors = l->ptrs, env.n_tensors = (size_t)l->n_push;
+    rc = tfx_client_send(l->client, &env, l->payloads, l->n_push, err);
+  }
+  for (int p = 0; p < c->n_ps && !rc; p++) {
+    ps_link *l = &c->ps[p];
+    if (!l->client || !l->n_push) continue;
+    tfx_inmsg m;
+    rc = tfx_client_recv(l->client, &m, c->timeout_ms, err);
+    if (!rc) n_stale += m.env->flag != 0;
+    tfx_inmsg_fini(&m);
+  }
+  if (!rc && stale) *stale = n_stale;
+  return rc;
+}
+
+uint64_t tfx_psclient_bytes(const tfx_psclient *c) { return c->bytes; }

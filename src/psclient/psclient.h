@@ -1,0 +1,30 @@
+/* The client side of the parameter-server protocol, shared by workers (pull, push) and the master (pull for
+ * evaluation): maps each shard of the placement plan onto a model variable (axis-0 slices are contiguous row
+ * ranges, so a slice is a byte range of the variable) and talks to every ps in parallel: requests go out to
+ * all of them first, then the replies are collected. Owned by one thread. */
+#ifndef TFX_PSCLIENT_H
+#define TFX_PSCLIENT_H
+
+#include <stdint.h>
+
+#include "cluster.h"
+#include "model.h"
+#include "wire.h"
+
+typedef struct tfx_psclient tfx_psclient;
+
+/* Connects to every ps of the cluster and maps the plan's shards onto the model's variables (model borrowed;
+ * must outlive the client). Caller owns *out; free with tfx_psclient_destroy. TFX_ESHAPE when a shard does
+ * not fit its variable. */
+int tfx_psclient_create(const tfx_cluster *cluster, Tfx__Shard *const *shards, size_t n_shards, tfx_model *model,
+                        int timeout_ms, tfx_psclient **out, tfx_err *err);
+/* Closes every socket and frees the client; NULL does nothing. */
+void tfx_psclient_destroy(tfx_psclient *c);
+/* Pulls every shard at version >= min_version into the model's values; *version gets the smallest version. */
+int tfx_psclient_pull(tfx_psclient *c, int64_t min_version, int64_t *version, tfx_err *err);
+/* Pushes the model's trainable grads, tagged with `step`; *stale gets how many ps dropped them as stale. */
+int tfx_psclient_push(tfx_psclient *c, int64_t step, int *stale, tfx_err *err);
+/* Bytes moved by the last pull and push. */
+uint64_t tfx_psclient_bytes(const tfx_psclient *c);
+
+#endif
