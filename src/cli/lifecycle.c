@@ -1,0 +1,166 @@
+/* export, inspect and predict: the trainer's life cycle on a run directory or an export. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <zlib.h>
+
+#include "ckpt.h"
+#include "cli.h"
+#include "dataset.h"
+#include "log.h"
+#include "metrics.h"
+#include "safetensors.h"
+#include "weights.h"
+
+static int exists(const char *dir, const char *file) {
+  char p[1200];
+  struct stat st;
+  snprintf(p, sizeof p, "%s/%s", dir, file);
+  return stat(p, &st) == 0;
+}
+
+static char *read_text(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *s = malloc((size_t)n + 1);
+  if (s && fread(s, 1, (size_t)n, f) == (size_t)n) s[n] = '\0';
+  else free(s), s = NULL;
+  fclose(f);
+  return s;
+}
+
+static int write_export(const tfx_weights *ws, const char *config, const char *dir, tfx_err *err) {
+  const char **names = calloc((size_t)ws->n + 1, sizeof *names);
+  int *ranks = calloc((size_t)ws->n + 1, sizeof *ranks);
+  const int64_t **shapes = calloc((size_t)ws->n + 1, sizeof *shapes);
+  const float **data = calloc((size_t)ws->n + 1, sizeof *data);
+  int rc = names && ranks && shapes && data ? TFX_OK : tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  for (int i = 0; !rc && i < ws->n; i++) names[i] = ws->w[i].name, ranks[i] = ws->w[i].rank, shapes[i] = ws->w[i].shape, data[i] = ws->w[i].data;
+  char step[32], hash[16], path[1200], meta[2048];
+  snprintf(step, sizeof step, "%lld", (long long)ws->step);
+  snprintf(hash, sizeof hash, "%08lx", crc32(0, (const Bytef *)config, (uInt)strlen(config)));
+  const char *kv[] = {"format", "pt", "tfx_step", step, "tfx_config_crc32", hash};
+  snprintf(path, sizeof path, "%s/model.safetensors", dir);
+  if (!rc) rc = tfx_st_write(path, names, ranks, shapes, data, ws->n, kv, 3, err);
+  snprintf(path, sizeof path, "%s/model.json", dir);
+  if (!rc) rc = tfx_write_file(path, config, err);
+  snprintf(meta, sizeof meta, "{\"step\": %lld, \"variables\": %d, \"config_crc32\": \"%s\", \"exported_at\": %lld, \"source\": \"%s\"}\n",
+           (long long)ws->step, ws->n, hash, (long long)time(NULL), ws->source);
+  snprintf(path, sizeof path, "%s/metadata.json", dir);
+  if (!rc) rc = tfx_write_file(path, meta, err);
+  free(names), free(ranks), free(shapes), free(data);
+  return rc;
+}
+
+int tfx_export_run(const tfx_node *n, const tfx_cli_opts *o, tfx_err *err) {
+  if (!o->out_dir[0]) return tfx_err_set(err, TFX_EINVAL, "export needs --out DIR");
+  char cfgpath[1100], dir[1200];
+  snprintf(cfgpath, sizeof cfgpath, "%s/config.json", n->run_dir);
+  char *config = read_text(cfgpath);
+  if (!config) return tfx_err_sys(err, TFX_ENOTFOUND, "%s", cfgpath);
+  tfx_weights ws;
+  int rc = tfx_weights_from_run(n->run_dir, &ws, err);
+  snprintf(dir, sizeof dir, "%s/%lld", o->out_dir, (long long)time(NULL));
+  if (!rc && !(rc = tfx_mkdirs(dir, err)) && !(rc = write_export(&ws, config, dir, err))) {
+    printf("exported step %lld (%d variables) to %s\n", (long long)ws.step, ws.n, dir);
+  }
+  if (!rc) tfx_weights_fini(&ws);
+  free(config);
+  return rc;
+}
+
+static int load_any(const char *target, tfx_weights *ws, tfx_err *err) {
+  if (exists(target, "model.safetensors")) return tfx_weights_from_export(target, ws, err);
+  if (exists(target, "manifest.json")) return tfx_weights_from_checkpoint(target, ws, err);
+  return tfx_weights_from_run(target, ws, err);
+}
+
+static void print_values(const tfx_weight *w) {
+  for (size_t i = 0; i < w->count; i++) printf("%.7g%s", w->data[i], (i + 1) % 8 == 0 || i + 1 == w->count ? "\n" : " ");
+}
+
+int tfx_inspect_run(const tfx_cli_opts *o, tfx_err *err) {
+  if (!o->target[0]) return tfx_err_set(err, TFX_EINVAL, "inspect needs RUN_DIR, CHECKPOINT_DIR or EXPORT_DIR");
+  tfx_weights ws;
+  int rc = load_any(o->target, &ws, err), found = 0;
+  if (rc) return rc;
+  if (!o->var[0]) printf("source %s step %lld\n%-36s %-20s %-6s %12s  %s\n", ws.source, (long long)ws.step, "variable", "shape", "dtype", "bytes", "held by");
+  for (int i = 0; i < ws.n; i++) {
+    const tfx_weight *w = &ws.w[i];
+    char shape[96] = "[";
+    for (int d = 0; d < w->rank; d++) snprintf(shape + strlen(shape), sizeof shape - strlen(shape), "%s%lld", d ? ", " : "", (long long)w->shape[d]);
+    strcat(shape, "]");
+    if (!o->var[0]) printf("%-36s %-20s %-6s %12zu  %s\n", w->name, shape, "F32", w->count * 4, w->holders);
+    else if (!strcmp(o->var, w->name)) found = 1, printf("%s %s float32\n", w->name, shape), print_values(w);
+  }
+  if (o->var[0] && !found) rc = tfx_err_set(err, TFX_ENOTFOUND, "%s: no variable '%s'", ws.source, o->var);
+  tfx_weights_fini(&ws);
+  return rc;
+}
+
+static void write_row(FILE *out, size_t index, const float *p, int classes, int want_probs, int want_class) {
+  int best = 0;
+  for (int j = 1; j < classes; j++) best = p[j] > p[best] ? j : best;
+  fprintf(out, "{\"index\": %zu", index);
+  if (want_class) fprintf(out, ", \"class\": %d", best);
+  if (want_probs) {
+    fputs(", \"probabilities\": [", out);
+    for (int j = 0; j < classes; j++) fprintf(out, "%s%.6g", j ? ", " : "", p[j]);
+    fputs("]", out);
+  }
+  fputs("}\n", out);
+}
+
+static int predict_all(tfx_model *m, const tfx_config *cfg, const tfx_cli_opts *o, FILE *out, tfx_err *err) {
+  uint8_t *raw;
+  int rank;
+  int64_t dims[4];
+  int rc = tfx_idx_read(o->input, &raw, &rank, dims, err);
+  if (rc) return rc;
+  size_t dim = 1, n = (size_t)dims[0], in = tfx_model_input_size(m), classes = tfx_model_output_size(m);
+  for (int i = 1; i < rank; i++) dim *= (size_t)dims[i];
+  float *x = malloc(sizeof(float) * in * 1000), *p = malloc(sizeof(float) * classes * 1000);
+  int32_t *y = calloc(1000, sizeof(int32_t));
+  if (dim != in) rc = tfx_err_set(err, TFX_ESHAPE, "%s: %zu values per example, the model's input takes %zu", o->input, dim, in);
+  else if (!x || !p || !y) rc = tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  int probs = !o->keys[0] || strstr(o->keys, "probabilities") != NULL, cls = !o->keys[0] || strstr(o->keys, "classes") != NULL;
+  for (size_t i = 0; !rc && i < n; i += 1000) {
+    int b = (int)(n - i < 1000 ? n - i : 1000);
+    for (size_t k = 0; k < (size_t)b * in; k++) x[k] = (float)(raw[i * in + k] * cfg->data_scale);
+    tfx_step_stats st;
+    tfx_model_forward(m, x, b, 0, 0);
+    tfx_model_loss(m, y, b, 0, &st);
+    tfx_model_probabilities(m, b, p);
+    for (int r = 0; r < b; r++) write_row(out, i + (size_t)r, p + (size_t)r * classes, (int)classes, probs, cls);
+  }
+  free(raw), free(x), free(p), free(y);
+  return rc;
+}
+
+int tfx_predict_run(const tfx_node *n, const tfx_cli_opts *o, tfx_err *err) {
+  if (!o->input[0]) return tfx_err_set(err, TFX_EINVAL, "predict needs --input FILE (IDX images)");
+  const char *src = o->target[0] ? o->target : n->run_dir;
+  char cfgpath[1100];
+  snprintf(cfgpath, sizeof cfgpath, "%s/%s", src, o->target[0] ? "model.json" : "config.json");
+  tfx_config cfg;
+  tfx_config_init(&cfg);
+  tfx_weights ws;
+  tfx_model *m = NULL;
+  int rc = tfx_config_load(&cfg, cfgpath, err);
+  if (!rc) rc = o->target[0] ? tfx_weights_from_export(src, &ws, err) : tfx_weights_from_run(src, &ws, err);
+  if (rc) return rc;
+  if (!(rc = tfx_model_create(&cfg, 1000, &m, err)) && !(rc = tfx_weights_load_model(&ws, m, err))) {
+    FILE *out = o->output[0] ? fopen(o->output, "w") : stdout;
+    if (!out) rc = tfx_err_sys(err, TFX_ESYS, "open %s", o->output);
+    else rc = predict_all(m, &cfg, o, out, err);
+    if (out && out != stdout && fclose(out) && !rc) rc = tfx_err_sys(err, TFX_ESYS, "write %s", o->output);
+  }
+  tfx_model_destroy(m);
+  tfx_weights_fini(&ws);
+  return rc;
+}
