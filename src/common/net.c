@@ -30,6 +30,8 @@ void *tfx_net_context(void) {
   return context;
 }
 
+void tfx_net_forget_context(void) { context = NULL; }
+
 void tfx_net_shutdown(void) {
   if (context) zmq_ctx_term(context);
   context = NULL;

@@ -10,6 +10,8 @@ typedef struct tfx_client tfx_client;
 
 /* The process's ZeroMQ context, created on first use; owned by the module, freed by tfx_net_shutdown. */
 void *tfx_net_context(void);
+/* In a forked child: drops the parent's context without touching it (a new one is made on next use). */
+void tfx_net_forget_context(void);
 /* Destroys the context (after every socket is closed). */
 void tfx_net_shutdown(void);
 /* Opens a ROUTER bound to the endpoint; caller owns *sock; close with tfx_net_close. */

@@ -53,7 +53,7 @@ static int park(ps_state *p, tfx_inmsg *m, tfx_err *err) {
   zmq_msg_copy(&q->identity, &m->identity);
   q->request_id = m->env->request_id, q->min_version = m->env->step, q->worker = m->env->sender_index;
   q->deadline = tfx_now_ms() + (int64_t)p->cfg.request_timeout_s * 1000;
-  q->names = calloc(m->env->n_names + 1, sizeof(char *));
+  q->names = calloc(m->env->n_names + 1, sizeof(char *));  /* a push-pull names none: all shards */
   for (size_t i = 0; q->names && i < m->env->n_names; i++) q->names[i] = strdup(m->env->names[i]), q->n_names++;
   p->n_pending++;
   return TFX_OK;
@@ -137,6 +137,22 @@ static const float *grad_data(ps_state *p, const tfx_inmsg *m, int part) {
   return p->scratch;
 }
 
+/* Nonzero when no value is NaN or Inf (exponent bits all ones); vectorizes on aligned data. */
+static int all_finite(const void *data, size_t n) {
+  uint32_t bad = 0;
+  if (((uintptr_t)data & 3) == 0) {
+    const uint32_t *u = data;
+    for (size_t i = 0; i < n; i++) bad |= (u[i] & 0x7f800000u) == 0x7f800000u;
+    return !bad;
+  }
+  for (size_t i = 0; i < n; i++) {
+    uint32_t v;
+    memcpy(&v, (const char *)data + 4 * i, 4);
+    bad |= (v & 0x7f800000u) == 0x7f800000u;
+  }
+  return !bad;
+}
+
 /* Checks every tensor of a push before anything changes. */
 static int validate_push(ps_state *p, const tfx_inmsg *m, shard **targets, tfx_err *err) {
   const tfx_envelope *e = m->env;
@@ -151,14 +167,8 @@ static int validate_push(ps_state *p, const tfx_inmsg *m, shard **targets, tfx_e
                          s->key, s->count, (long long)(s->row_end - s->row_begin), (unsigned long long)t->nbytes);
     }
     size_t size;
-    const float *g = tfx_inmsg_part(m, part++, &size);
-    float sum = 0;
-    for (size_t k = 0; k < size / 4; k++) {
-      float v;
-      memcpy(&v, (const char *)g + 4 * k, 4);
-      sum += v * 0.0f;
-    }
-    if (!isfinite(sum)) return tfx_err_set(err, TFX_EINVAL, "push: '%s' carries NaN or Inf; rejected", s->key);
+    const void *g = tfx_inmsg_part(m, part++, &size);
+    if (!all_finite(g, size / 4)) return tfx_err_set(err, TFX_EINVAL, "push: '%s' carries NaN or Inf; rejected", s->key);
     targets[i] = s;
   }
   return TFX_OK;
@@ -218,6 +228,23 @@ static int push_async(ps_state *p, const tfx_inmsg *m, shard **targets, tfx_err 
   return TFX_OK;
 }
 
+/* A push with flag 1 is a push-pull: its reply carries every value at version >= step + 1 (sync) or the
+ * latest (async, ssp), parked like a pull until then. Otherwise the reply is a bare acknowledgement. */
+static int answer_push(ps_state *p, tfx_inmsg *m, int stale, tfx_err *err) {
+  const tfx_envelope *e = m->env;
+  if (e->flag & 1) {
+    int64_t want = is_sync(p) ? e->step + 1 : 0;
+    if (pull_ready(p, want, e->sender_index)) return ps_send_values(p, &m->identity, e->request_id, NULL, 0, err);
+    int rc = park(p, m, err);
+    if (!rc) p->pending[p->n_pending - 1].min_version = want;
+    return rc;
+  }
+  tfx_envelope env;
+  tfx_reply_init(&env, m);
+  env.step = p->version, env.flag = stale;
+  return tfx_wire_send(p->sock, &m->identity, &env, NULL, 0, err);
+}
+
 int ps_push(ps_state *p, tfx_inmsg *m, tfx_err *err) {
   shard *stack[64], **targets = m->env->n_tensors <= 64 ? stack : calloc(m->env->n_tensors, sizeof *targets);
   if (!targets) return tfx_err_set(err, TFX_ENOMEM, "out of memory");
@@ -225,10 +252,7 @@ int ps_push(ps_state *p, tfx_inmsg *m, tfx_err *err) {
   if (!rc) rc = is_sync(p) ? push_sync(p, m, targets, &stale, err) : push_async(p, m, targets, err);
   if (targets != stack) free(targets);
   if (rc) return rc;
-  tfx_envelope env;
-  tfx_reply_init(&env, m);
-  env.step = p->version, env.flag = stale;
-  rc = tfx_wire_send(p->sock, &m->identity, &env, NULL, 0, err);
+  rc = answer_push(p, m, stale, err);
   service(p);
   return rc;
 }

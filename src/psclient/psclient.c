@@ -166,16 +166,22 @@ int tfx_psclient_pull(tfx_psclient *c, int64_t min_version, int64_t *version, tf
   return rc;
 }
 
-int tfx_psclient_push(tfx_psclient *c, int64_t step, int *stale, tfx_err *err) {
-  int rc = TFX_OK, n_stale = 0;
+/* Sends every ps its gradients; flag 1 asks for the updated values in the reply. */
+static int send_pushes(tfx_psclient *c, int64_t step, int flag, tfx_err *err) {
+  int rc = TFX_OK;
   for (int p = 0; p < c->n_ps && !rc; p++) {
     ps_link *l = &c->ps[p];
-    if (!l->client || !l->n_push) continue;
+    if (!l->client || (!l->n_push && !flag)) continue;
     tfx_envelope env;
     tfx_wire_request(&env, TFX__MSG_TYPE__MSG_PUSH);
-    env.step = step, env.tensors = l->ptrs, env.n_tensors = (size_t)l->n_push;
+    env.step = step, env.tensors = l->ptrs, env.n_tensors = (size_t)l->n_push, env.flag = flag;
     rc = tfx_client_send(l->client, &env, l->payloads, l->n_push, err);
   }
+  return rc;
+}
+
+int tfx_psclient_push(tfx_psclient *c, int64_t step, int *stale, tfx_err *err) {
+  int rc = send_pushes(c, step, 0, err), n_stale = 0;
   for (int p = 0; p < c->n_ps && !rc; p++) {
     ps_link *l = &c->ps[p];
     if (!l->client || !l->n_push) continue;
@@ -185,6 +191,22 @@ int tfx_psclient_push(tfx_psclient *c, int64_t step, int *stale, tfx_err *err) {
     tfx_inmsg_fini(&m);
   }
   if (!rc && stale) *stale = n_stale;
+  return rc;
+}
+
+int tfx_psclient_push_pull(tfx_psclient *c, int64_t step, int64_t *version, tfx_err *err) {
+  int rc = send_pushes(c, step, 1, err);
+  int64_t lowest = INT64_MAX;
+  c->bytes = 0;
+  for (int p = 0; p < c->n_ps && !rc; p++) {
+    if (!c->ps[p].client) continue;
+    tfx_inmsg m;
+    rc = tfx_client_recv(c->ps[p].client, &m, c->timeout_ms, err);
+    if (!rc) rc = take_values(c, &c->ps[p], &m, err);
+    if (!rc && m.env->step < lowest) lowest = m.env->step;
+    tfx_inmsg_fini(&m);
+  }
+  if (!rc) *version = lowest == INT64_MAX ? 0 : lowest;
   return rc;
 }
 

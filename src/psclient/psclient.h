@@ -24,6 +24,9 @@ void tfx_psclient_destroy(tfx_psclient *c);
 int tfx_psclient_pull(tfx_psclient *c, int64_t min_version, int64_t *version, tfx_err *err);
 /* Pushes the model's trainable grads, tagged with `step`; *stale gets how many ps dropped them as stale. */
 int tfx_psclient_push(tfx_psclient *c, int64_t step, int *stale, tfx_err *err);
+/* Pushes the grads tagged `step` and receives the updated values in the same round trip: at version >= step+1
+ * in sync mode (the ps answers once the step is applied), the latest otherwise. *version as in pull. */
+int tfx_psclient_push_pull(tfx_psclient *c, int64_t step, int64_t *version, tfx_err *err);
 /* Bytes moved by the last pull and push. */
 uint64_t tfx_psclient_bytes(const tfx_psclient *c);
 

@@ -148,22 +148,26 @@ static int report(worker *w, double loss, double acc, double eps, tfx_err *err) 
 static int train(worker *w, tfx_err *err) {
   int sync = strcmp(w->cfg.mode, "sync") == 0, rc;
   double loss = 0, hits = 0, seen = 0, n = 0;
-  int64_t t0 = tfx_now_ms(), pulled = -1;
-  while (!w->stop && !tfx_stop_requested()) {
-    if ((rc = tfx_psclient_pull(w->ps, sync && pulled >= 0 ? pulled + 1 : 0, &w->version, err))) return rc;
-    pulled = w->version;
-    if (w->version >= w->cfg.max_steps) break;
+  int64_t t0 = tfx_now_ms();
+  (void)sync;
+  if ((rc = tfx_psclient_pull(w->ps, 0, &w->version, err))) return rc;
+  while (!w->stop && !tfx_stop_requested() && w->version < w->cfg.max_steps) {
     tfx_step_stats st;
     compute(w, &st);
     if (!isfinite(st.loss) || st.loss > w->cfg.thres_loss) {
       report(w, st.loss, 0, 0, NULL);
       return tfx_err_set(err, TFX_ELOSS, "training loss %g at step %lld exceeds thres_loss %g", st.loss, (long long)w->version, w->cfg.thres_loss);
     }
-    if ((rc = tfx_psclient_push(w->ps, w->version, NULL, err))) return rc;
+    int64_t step = w->version;
+    if ((rc = tfx_psclient_push_pull(w->ps, step, &w->version, err))) return rc;
     w->steps++, loss += st.loss, hits += st.correct, seen += st.count, n++;
     if (w->steps % w->cfg.report_every == 0) {
       double eps = seen / ((tfx_now_ms() - t0 + 1) / 1000.0);
-      if ((rc = report(w, loss / n, hits / seen, eps, err))) return rc;
+      int64_t now = w->version;
+      w->version = step;
+      rc = report(w, loss / n, hits / seen, eps, err);
+      w->version = now;
+      if (rc) return rc;
       loss = hits = seen = n = 0, t0 = tfx_now_ms();
     }
     serve_control(w);

@@ -1,0 +1,148 @@
+/* Helpers of bench/datapath: real ps processes, initialized with a plan, driven by forked worker processes. */
+#ifndef TFX_BENCH_CLUSTER_H
+#define TFX_BENCH_CLUSTER_H
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include "plan.h"
+
+static int kernel_port(void) {
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t len = sizeof a;
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  bind(fd, (struct sockaddr *)&a, sizeof a);
+  getsockname(fd, (struct sockaddr *)&a, &len);
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+static tfx_cluster *bench_cluster(int n_ps, int n_workers) {
+  tfx_cluster *c = tfx_cluster_create();
+  char addr[32];
+  snprintf(addr, sizeof addr, "127.0.0.1:%d", kernel_port());
+  tfx_cluster_add(c, TFX_ROLE_MASTER, addr, NULL);
+  for (int i = 0; i < n_ps + n_workers; i++) {
+    snprintf(addr, sizeof addr, "127.0.0.1:%d", kernel_port());
+    tfx_cluster_add(c, i < n_ps ? TFX_ROLE_PS : TFX_ROLE_WORKER, addr, NULL);
+  }
+  return c;
+}
+
+static pid_t spawn_ps(tfx_cluster *c, int i) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    char *tfc = tfx_cluster_to_json(c, TFX_ROLE_PS, i);
+    setenv("TF_CONFIG", tfc, 1);
+    execl(tfx_node, "tfx-node", "--log-level", "warn", (char *)NULL);
+    _exit(127);
+  }
+  return pid;
+}
+
+static int init_ps(tfx_cluster *c, const tfx_config *cfg, tfx_plan *plan, int n_ps, int n_workers) {
+  char *json = tfx_config_to_json(cfg);
+  int rc = 0;
+  for (int p = 0; p < n_ps && !rc; p++) {
+    char ep[320];
+    tfx_client *cl;
+    tfx_address_endpoint(tfx_cluster_address(c, TFX_ROLE_PS, p), 0, NULL, ep, sizeof ep, NULL);
+    tfx_client_create(ep, &cl, NULL);
+    size_t n;
+    Tfx__Shard **mine = tfx_plan_for_ps(plan, p, &n);
+    tfx_envelope env;
+    tfx_inmsg r;
+    tfx_wire_request(&env, TFX__MSG_TYPE__MSG_INIT);
+    env.text = json, env.shards = mine, env.n_shards = n, env.flag = n_workers;
+    tfx_err err;
+    rc = tfx_client_call(cl, &env, NULL, 0, &r, 20000, &err);
+    if (rc) fprintf(stderr, "init ps %d: %s\n", p, err.msg);
+    tfx_inmsg_fini(&r);
+    free(mine);
+    tfx_client_destroy(cl);
+  }
+  free(json);
+  return rc;
+}
+
+/* One worker process: push+pull round trips for `seconds`; writes (count, elapsed_us) to fd. */
+static void worker_loop(tfx_cluster *c, const tfx_config *cfg, tfx_plan *plan, double seconds, int fd) {
+  tfx_net_forget_context();
+  tfx_model *m;
+  tfx_psclient *pc;
+  tfx_err err;
+  if (tfx_model_create(cfg, 1, &m, &err) || tfx_psclient_create(c, plan->ptrs, (size_t)plan->n, m, 30000, &pc, &err)) {
+    fprintf(stderr, "worker: %s\n", err.msg);
+    _exit(1);
+  }
+  int64_t version = 0, t0 = 0;
+  double n = 0;
+  for (long i = -3;; i++) {
+    if (i == 0) t0 = tfx_now_ms();
+    if (tfx_psclient_push_pull(pc, version, &version, &err)) {
+      fprintf(stderr, "worker: %s\n", err.msg);
+      _exit(1);
+    }
+    if (i >= 0) n++;
+    if (i >= 0 && tfx_now_ms() - t0 > seconds * 1000) break;
+  }
+  double out[2] = {n, (double)(tfx_now_ms() - t0) * 1000.0};
+  if (write(fd, out, sizeof out) != sizeof out) _exit(1);
+  tfx_psclient_destroy(pc);
+  tfx_model_destroy(m);
+  _exit(0);
+}
+
+/* Mean µs of one push+pull round trip per worker, with n_ps ps and n_workers concurrent workers. */
+static double tfx_round_trip_us(const tfx_config *cfg, int n_ps, int n_workers, double seconds, double *agg_gbps) {
+  tfx_cluster *c = bench_cluster(n_ps, n_workers);
+  pid_t ps[16], workers[64];
+  for (int p = 0; p < n_ps; p++) ps[p] = spawn_ps(c, p);
+  tfx_model *m;
+  tfx_plan plan;
+  tfx_model_create(cfg, 1, &m, NULL);
+  tfx_plan_build(cfg, m, n_ps, &plan, NULL);
+  double us = -1, total_bytes = (double)tfx_model_param_count(m) * 4;
+  tfx_model_destroy(m);
+  if (init_ps(c, cfg, &plan, n_ps, n_workers) == 0) {
+    int fds[2];
+    if (pipe(fds)) return -1;
+    for (int w = 0; w < n_workers; w++) {
+      if ((workers[w] = fork()) == 0) worker_loop(c, cfg, &plan, seconds, fds[1]);
+    }
+    double sum_us = 0, sum_rate = 0;
+    for (int w = 0; w < n_workers; w++) {
+      double r[2] = {0, 1};
+      if (read(fds[0], r, sizeof r) == sizeof r) sum_us += r[1] / r[0], sum_rate += r[0] / (r[1] / 1e6);
+      waitpid(workers[w], NULL, 0);
+    }
+    close(fds[0]), close(fds[1]);
+    us = sum_us / n_workers;
+    if (agg_gbps) *agg_gbps = sum_rate * 2 * total_bytes / 1e9;
+  }
+  for (int p = 0; p < n_ps; p++) kill(ps[p], SIGTERM);
+  for (int p = 0; p < n_ps; p++) waitpid(ps[p], NULL, 0);
+  tfx_plan_fini(&plan);
+  tfx_cluster_destroy(c);
+  return us;
+}
+
+static void bench_scaling(double seconds) {
+  tfx_config cfg;
+  double gbps = 0, us;
+  one_variable(&cfg, 4 << 20);
+  cfg.min_slice_bytes = 2 << 20, cfg.max_shards = 2;
+  us = tfx_round_trip_us(&cfg, 2, 2, seconds, &gbps);
+  printf("scaling ps=2 workers=2 size=%d tfx_us=%.1f aggregate_gbps=%.2f\n", 4 << 20, us, gbps);
+  for (int n_ps = 1; n_ps <= 8; n_ps *= 2) {
+    one_variable(&cfg, 64 << 20);
+    cfg.min_slice_bytes = n_ps > 1 ? (64 << 20) / n_ps : 0, cfg.max_shards = n_ps;
+    strcpy(cfg.strategy, "greedy_bytes");
+    us = tfx_round_trip_us(&cfg, n_ps, 8, seconds * 2, &gbps);
+    printf("scaling ps=%d workers=8 size=%d tfx_us=%.1f aggregate_gbps=%.2f\n", n_ps, 64 << 20, us, gbps);
+    fflush(stdout);
+  }
+}
+
+#endif

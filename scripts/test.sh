@@ -1,0 +1,13 @@
+#!/bin/bash
+# The test command: installs dependencies, builds with AddressSanitizer + UBSan, runs every unit and
+# integration test (CTest), and prints the summary. Usage: bash scripts/test.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install-deps.sh
+BUILD=${TFX_TEST_BUILD:-build-test}
+cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTFX_SANITIZE=ON >/dev/null
+cmake --build "$BUILD" -j"$(nproc)"
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+cd "$BUILD"
+ctest --output-on-failure -j2 --timeout 900

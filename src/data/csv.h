@@ -1,0 +1,24 @@
+/* CSV datasets: one example per line, comma-separated numeric cells, one of which is the integer label.
+ *
+ * The first line may be a header of column names. The label column is named by its header name or by its
+ * 0-based index as a decimal string (negative counts from the end: "-1" is the last column); a header name
+ * that looks like a number wins over the index. Every other column is a float feature, in file order. Cells may be
+ * double-quoted ("" inside quotes is a quote) and padded with blanks; blank lines, CRLF line ends and a UTF-8
+ * byte-order mark are accepted. Every row must have as many cells as the first.
+ *
+ * Ownership: the dataset is the caller's (tfx_dataset_destroy). Thread-safety: no shared state. Errors:
+ * TFX_EINVAL (NULL arguments), TFX_ENOTFOUND / TFX_ESYS (open, read), TFX_ECONFIG (unknown or out-of-range label
+ * column, fewer than two columns), TFX_ECORRUPT (a cell that is not a finite number, a label that is not an
+ * int32, a row of the wrong width, an unterminated quote, no data rows; the message names the file, the 1-based
+ * line and column and, with a header, the column's name), TFX_ENOMEM. */
+#ifndef TFX_CSV_H
+#define TFX_CSV_H
+
+#include "dataset.h"
+#include "err.h"
+
+/* Loads a CSV file; label_column is a header name or an index string; caller owns *out; free with
+ * tfx_dataset_destroy. */
+int tfx_csv_load(const char *path, const char *label_column, int has_header, tfx_dataset **out, tfx_err *err);
+
+#endif

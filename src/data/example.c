@@ -1,0 +1,289 @@
+/* tf.train.Example decoding through protobuf-c, and the TFRecord-of-Examples dataset loader. */
+#include "example.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "example.pb-c.h"
+#include "tfrecord.h"
+
+typedef Tensorflow__Features__FeatureEntry entry_t;
+
+struct tfx_example {
+  Tensorflow__Example *msg;
+};
+
+/* A feature's values seen through its kind: n values (bytes: n bytes of its single value) at p. */
+typedef struct view {
+  tfx_feature_kind kind;
+  size_t n;
+  const void *p;
+} view;
+
+/* What the loader was asked for, and the dataset it grows. */
+typedef struct loader {
+  const char *path, *feature_key, *label_key;
+  double scale;
+  char where[320]; /* "path: record N at offset O", for messages */
+  float *x;
+  int32_t *y;
+  size_t n, cap, dim;
+} loader;
+
+int tfx_example_unpack(const uint8_t *data, size_t len, tfx_example **out, tfx_err *err) {
+  if (!data && len) return tfx_err_set(err, TFX_EINVAL, "tf.train.Example: NULL data of %zu bytes", len);
+  tfx_example *ex = calloc(1, sizeof *ex);
+  if (!ex) return tfx_err_set(err, TFX_ENOMEM, "tf.train.Example: out of memory");
+  ex->msg = tensorflow__example__unpack(NULL, len, data);
+  if (!ex->msg) {
+    free(ex);
+    return tfx_err_set(err, TFX_EPROTO, "tf.train.Example: unpack failed (%zu bytes)", len);
+  }
+  *out = ex;
+  return TFX_OK;
+}
+
+void tfx_example_destroy(tfx_example *ex) {
+  if (!ex) return;
+  tensorflow__example__free_unpacked(ex->msg, NULL);
+  free(ex);
+}
+
+size_t tfx_example_size(const tfx_example *ex) {
+  return ex->msg->features ? ex->msg->features->n_feature : 0;
+}
+
+const char *tfx_example_key(const tfx_example *ex, size_t i) {
+  if (i >= tfx_example_size(ex)) return NULL;
+  return ex->msg->features->feature[i]->key;
+}
+
+/* The last entry called `name` (protobuf maps keep the last duplicate), or NULL. */
+static const entry_t *lookup(const tfx_example *ex, const char *name) {
+  for (size_t i = tfx_example_size(ex); i-- > 0;) {
+    const entry_t *e = ex->msg->features->feature[i];
+    if (e->key && strcmp(e->key, name) == 0) return e;
+  }
+  return NULL;
+}
+
+static void view_of(const Tensorflow__Feature *f, view *v) {
+  *v = (view){TFX_FEATURE_KIND_NONE, 0, NULL};
+  if (!f) return;
+  switch (f->kind_case) {
+    case TENSORFLOW__FEATURE__KIND_BYTES_LIST:
+      *v = (view){TFX_FEATURE_KIND_BYTES, f->bytes_list->n_value, f->bytes_list->value};
+      break;
+    case TENSORFLOW__FEATURE__KIND_FLOAT_LIST:
+      *v = (view){TFX_FEATURE_KIND_FLOAT, f->float_list->n_value, f->float_list->value};
+      break;
+    case TENSORFLOW__FEATURE__KIND_INT64_LIST:
+      *v = (view){TFX_FEATURE_KIND_INT64, f->int64_list->n_value, f->int64_list->value};
+      break;
+    default:
+      break;
+  }
+}
+
+int tfx_example_find(const tfx_example *ex, const char *name, tfx_feature_kind *kind, size_t *count, tfx_err *err) {
+  const entry_t *e = name ? lookup(ex, name) : NULL;
+  if (!e) return tfx_err_set(err, TFX_ENOTFOUND, "tf.train.Example: no feature '%s'", name ? name : "(null)");
+  view v = {0};
+  view_of(e->value, &v);
+  *kind = v.kind, *count = v.n;
+  return TFX_OK;
+}
+
+/* The view of feature `name`, which must be of kind `want`; a Feature with no list set reads as an empty list
+ * of any kind, as TensorFlow's parser treats it. */
+static int get(const tfx_example *ex, const char *name, tfx_feature_kind want, view *v, tfx_err *err) {
+  const entry_t *e = name ? lookup(ex, name) : NULL;
+  if (!e) return tfx_err_set(err, TFX_ENOTFOUND, "tf.train.Example: no feature '%s'", name ? name : "(null)");
+  view_of(e->value, v);
+  if (v->kind != want && v->kind != TFX_FEATURE_KIND_NONE) {
+    return tfx_err_set(err, TFX_EINVAL, "tf.train.Example: feature '%s' is a %s, not a %s", name,
+                       tfx_feature_kind_name(v->kind), tfx_feature_kind_name(want));
+  }
+  return TFX_OK;
+}
+
+int tfx_example_floats(const tfx_example *ex, const char *name, const float **values, size_t *n, tfx_err *err) {
+  view v = {0};
+  int rc = get(ex, name, TFX_FEATURE_KIND_FLOAT, &v, err);
+  if (rc) return rc;
+  *values = v.n ? v.p : NULL, *n = v.n;
+  return TFX_OK;
+}
+
+int tfx_example_int64s(const tfx_example *ex, const char *name, const int64_t **values, size_t *n, tfx_err *err) {
+  view v = {0};
+  int rc = get(ex, name, TFX_FEATURE_KIND_INT64, &v, err);
+  if (rc) return rc;
+  *values = v.n ? v.p : NULL, *n = v.n;
+  return TFX_OK;
+}
+
+int tfx_example_bytes(const tfx_example *ex, const char *name, size_t i, const uint8_t **data, size_t *len,
+                      tfx_err *err) {
+  view v = {0};
+  int rc = get(ex, name, TFX_FEATURE_KIND_BYTES, &v, err);
+  if (rc) return rc;
+  if (i >= v.n) {
+    return tfx_err_set(err, TFX_EINVAL, "tf.train.Example: feature '%s' has %zu bytes values, no index %zu", name, v.n,
+                       i);
+  }
+  const ProtobufCBinaryData *b = (const ProtobufCBinaryData *)v.p + i;
+  *data = b->len ? b->data : (const uint8_t *)"", *len = b->len;
+  return TFX_OK;
+}
+
+const char *tfx_feature_kind_name(tfx_feature_kind kind) {
+  switch (kind) {
+    case TFX_FEATURE_KIND_BYTES:
+      return "bytes_list";
+    case TFX_FEATURE_KIND_FLOAT:
+      return "float_list";
+    case TFX_FEATURE_KIND_INT64:
+      return "int64_list";
+    default:
+      return "empty feature";
+  }
+}
+
+/* TFX_ECONFIG naming a key that the record lacks, with the keys it has. */
+static int missing(const loader *l, const tfx_example *ex, const char *what, const char *key, tfx_err *err) {
+  char have[160] = "";
+  size_t used = 0;
+  for (size_t i = 0; i < tfx_example_size(ex) && used < sizeof have; i++) {
+    int k = snprintf(have + used, sizeof have - used, "%s'%s'", i ? ", " : "", tfx_example_key(ex, i));
+    used += k > 0 ? (size_t)k : 0;
+  }
+  return tfx_err_set(err, TFX_ECONFIG, "%s: no %s feature '%s' (it has %s)", l->where, what, key,
+                     used ? have : "no features");
+}
+
+/* The x values of one record: a float or int64 list, or the bytes of a one-value bytes_list. */
+static int feature_view(const loader *l, const tfx_example *ex, view *v, tfx_err *err) {
+  const entry_t *e = lookup(ex, l->feature_key);
+  if (!e) return missing(l, ex, "input", l->feature_key, err);
+  view_of(e->value, v);
+  if (v->kind == TFX_FEATURE_KIND_BYTES) {
+    if (v->n != 1) {
+      return tfx_err_set(err, TFX_ESHAPE, "%s: bytes feature '%s' has %zu values, want 1", l->where, l->feature_key,
+                         v->n);
+    }
+    const ProtobufCBinaryData *b = v->p;
+    v->n = b->len, v->p = b->data;
+  }
+  if (v->n == 0) return tfx_err_set(err, TFX_ESHAPE, "%s: feature '%s' is empty", l->where, l->feature_key);
+  if (l->dim && v->n != l->dim) {
+    return tfx_err_set(err, TFX_ESHAPE, "%s: feature '%s' has %zu values, the first record had %zu", l->where,
+                       l->feature_key, v->n, l->dim);
+  }
+  return TFX_OK;
+}
+
+/* The label of one record: a single int64, or a single integral float, within int32. */
+static int label_value(const loader *l, const tfx_example *ex, int32_t *y, tfx_err *err) {
+  const entry_t *e = lookup(ex, l->label_key);
+  if (!e) return missing(l, ex, "label", l->label_key, err);
+  view v = {0};
+  view_of(e->value, &v);
+  if (v.kind != TFX_FEATURE_KIND_INT64 && v.kind != TFX_FEATURE_KIND_FLOAT) {
+    return tfx_err_set(err, TFX_ECONFIG, "%s: label feature '%s' is a %s, want an int64_list or float_list", l->where,
+                       l->label_key, tfx_feature_kind_name(v.kind));
+  }
+  if (v.n != 1)
+    return tfx_err_set(err, TFX_ESHAPE, "%s: label feature '%s' has %zu values, want 1", l->where, l->label_key, v.n);
+  int ok;
+  double d;
+  if (v.kind == TFX_FEATURE_KIND_INT64) {
+    int64_t i = *(const int64_t *)v.p;
+    ok = i >= INT32_MIN && i <= INT32_MAX, d = (double)i;
+  } else {
+    d = *(const float *)v.p;
+    ok = d == floor(d) && d >= INT32_MIN && d <= INT32_MAX;
+  }
+  if (!ok) return tfx_err_set(err, TFX_ECORRUPT, "%s: label %g is not an int32", l->where, d);
+  *y = (int32_t)d;
+  return TFX_OK;
+}
+
+/* Makes room for one more example of l->dim floats. */
+static int grow(loader *l, tfx_err *err) {
+  if (l->n < l->cap) return TFX_OK;
+  size_t cap = l->cap ? 2 * l->cap : 64;
+  if (cap > SIZE_MAX / sizeof(float) / l->dim) return tfx_err_set(err, TFX_ENOMEM, "%s: dataset too large", l->path);
+  float *x = realloc(l->x, sizeof(float) * cap * l->dim);
+  if (x) l->x = x;
+  int32_t *y = x ? realloc(l->y, sizeof(int32_t) * cap) : NULL;
+  if (!y) return tfx_err_set(err, TFX_ENOMEM, "%s: out of memory at %zu examples", l->path, l->n);
+  l->y = y, l->cap = cap;
+  return TFX_OK;
+}
+
+static void copy_values(const view *v, double scale, float *dst) {
+  for (size_t i = 0; i < v->n; i++) {
+    double d = v->kind == TFX_FEATURE_KIND_FLOAT   ? ((const float *)v->p)[i]
+               : v->kind == TFX_FEATURE_KIND_INT64 ? (double)((const int64_t *)v->p)[i]
+                                                   : ((const uint8_t *)v->p)[i];
+    dst[i] = (float)(d * scale);
+  }
+}
+
+/* Decodes one record and appends its example. */
+static int add_record(loader *l, const uint8_t *data, size_t len, tfx_err *err) {
+  tfx_example *ex = NULL;
+  tfx_err e = {0};
+  int rc = tfx_example_unpack(data, len, &ex, &e);
+  if (rc) return tfx_err_set(err, rc, "%s: %s", l->where, e.msg);
+  view v = {0};
+  int32_t y = 0;
+  if ((rc = feature_view(l, ex, &v, err)) || (rc = label_value(l, ex, &y, err))) goto done;
+  if (!l->dim) l->dim = v.n;
+  if ((rc = grow(l, err))) goto done;
+  copy_values(&v, l->scale, l->x + l->n * l->dim);
+  l->y[l->n++] = y;
+done:
+  tfx_example_destroy(ex);
+  return rc;
+}
+
+/* Streams every record of the open reader into the loader. */
+static int read_all(loader *l, tfx_tfrecord_reader *r, tfx_err *err) {
+  for (;;) {
+    const uint8_t *data = NULL;
+    size_t len = 0;
+    uint64_t at = tfx_tfrecord_reader_offset(r), index = tfx_tfrecord_reader_count(r);
+    int rc = tfx_tfrecord_reader_next(r, &data, &len, err);
+    if (rc || !data) return rc;
+    snprintf(l->where, sizeof l->where, "%s: record %llu at offset %llu", l->path, (unsigned long long)index,
+             (unsigned long long)at);
+    if ((rc = add_record(l, data, len, err))) return rc;
+  }
+}
+
+int tfx_example_load(const char *path, const char *feature_key, const char *label_key, double scale, tfx_dataset **out,
+                     tfx_err *err) {
+  if (!path || !feature_key || !label_key || !out) {
+    return tfx_err_set(err, TFX_EINVAL, "example load: NULL path, feature key, label key or out");
+  }
+  loader l = {.path = path, .feature_key = feature_key, .label_key = label_key, .scale = scale};
+  tfx_tfrecord_reader *r = NULL;
+  tfx_dataset *d = NULL;
+  int rc = tfx_tfrecord_reader_open(path, &r, err);
+  if (!rc) rc = read_all(&l, r, err);
+  if (!rc && l.n == 0) rc = tfx_err_set(err, TFX_ECORRUPT, "%s: no records", path);
+  if (!rc && !(d = calloc(1, sizeof *d))) rc = tfx_err_set(err, TFX_ENOMEM, "%s: out of memory", path);
+  tfx_tfrecord_reader_close(r);
+  if (rc) {
+    free(l.x);
+    free(l.y);
+    return rc;
+  }
+  d->n = l.n, d->dim = l.dim, d->x = l.x, d->y = l.y;
+  *out = d;
+  return TFX_OK;
+}

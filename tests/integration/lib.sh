@@ -1,0 +1,51 @@
+# Helpers for the integration tests. Each test runs in its own temp dir, in its own process group, with a
+# watchdog that kills the group after TFX_TEST_TIMEOUT seconds; ports are chosen by the kernel (bind to 0).
+set -u
+: "${TFX_NODE:?set TFX_NODE to the tfx-node binary}"
+SRC=${TFX_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+EXAMPLE=$SRC/examples/fashion_mnist_mlp.json
+WORK=$(mktemp -d /tmp/tfx-it.XXXXXX)
+PIDS=()
+cleanup() { for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done; rm -rf "$WORK"; }
+trap cleanup EXIT
+fail() { echo "FAIL: $*"; for f in "$WORK"/*.log "$WORK"/run*/logs/*.log; do [ -f "$f" ] && { echo "--- $f"; tail -20 "$f"; }; done; exit 1; }
+pass() { echo "PASS: $*"; exit 0; }
+
+# free_port: a TCP port on 127.0.0.1 that the kernel just handed out.
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
+
+# experiment OUT KEY=VALUE...: a copy of the MLP example with dotted keys set (values are JSON).
+experiment() {
+  local out=$1; shift
+  python3 - "$EXAMPLE" "$out" "$@" <<'PY'
+import json, sys
+src, dst, *sets = sys.argv[1:]
+exp = json.load(open(src))
+for item in sets:
+    key, _, raw = item.partition("=")
+    try: val = json.loads(raw)
+    except ValueError: val = raw
+    node = exp
+    *parents, leaf = key.split(".")
+    for p in parents: node = node.setdefault(p, {})
+    node[leaf] = val
+json.dump(exp, open(dst, "w"), indent=1)
+PY
+}
+
+# metric FILE KIND FIELD: the FIELD of the last line of KIND in a metrics.jsonl ("none" if absent).
+metric() {
+  python3 - "$1" "$2" "$3" <<'PY'
+import json, sys
+path, kind, field = sys.argv[1:]
+val = None
+for line in open(path):
+    rec = json.loads(line)
+    if rec.get("kind") == kind and field in rec: val = rec[field]
+print("none" if val is None else val)
+PY
+}
+
+# ge A B: exit 0 if A >= B (floats).
+ge() { python3 -c "import sys; sys.exit(0 if '$1' != 'none' and float('$1') >= float('$2') else 1)"; }
+le() { python3 -c "import sys; sys.exit(0 if '$1' != 'none' and float('$1') <= float('$2') else 1)"; }

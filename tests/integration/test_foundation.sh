@@ -1,0 +1,38 @@
+#!/bin/bash
+# TF_CONFIG errors exit 2 naming the field; a ps from a Kubeflow-shaped TF_CONFIG answers status, survives
+# random and truncated frames (counted, no crash, no state change) and exits 0 on SIGTERM.
+. "$(dirname "$0")/lib.sh"
+expect_config_error() {
+  local want=$1 tfc=$2 out rc
+  out=$(TF_CONFIG=$tfc timeout 10 "$TFX_NODE" 2>&1); rc=$?
+  [ "$rc" = 2 ] || fail "TF_CONFIG $tfc: exit $rc, want 2 ($out)"
+  echo "$out" | grep -q "$want" || fail "TF_CONFIG $tfc: message lacks '$want': $out"
+}
+expect_config_error "index 3 out of range" '{"cluster":{"ps":["127.0.0.1:1"]},"task":{"type":"ps","index":3}}'
+expect_config_error "malformed JSON at offset" '{"cluster":{"ps":["127.0.0.1:1"]},"task":{"type":"ps","index":0'
+expect_config_error "port 'x'" '{"cluster":{"ps":["127.0.0.1:x"]},"task":{"type":"ps","index":0}}'
+expect_config_error "unknown job" '{"cluster":{"gpu":["127.0.0.1:1"]},"task":{"type":"ps","index":0}}'
+expect_config_error "duplicate address" '{"cluster":{"ps":["h:1","h:1"]},"task":{"type":"ps","index":0}}'
+expect_config_error "may not both" '{"cluster":{"chief":["a:1"],"master":["b:1"],"ps":["c:1"]},"task":{"type":"ps","index":0}}'
+expect_config_error "no such job" '{"cluster":{"ps":["c:1"]},"task":{"type":"worker","index":0}}'
+"$TFX_NODE" --version | grep -q "tfx-node" || fail "--version"
+"$TFX_NODE" --help | grep -q "local" || fail "--help"
+
+p0=$(free_port); p1=$(free_port); p2=$(free_port)
+tfc="{\"cluster\":{\"chief\":[\"127.0.0.1:$p0\"],\"ps\":[\"127.0.0.1:$p1\"],\"worker\":[\"127.0.0.1:$p2\"]},\"task\":{\"type\":\"ps\",\"index\":0},\"environment\":\"cloud\"}"
+TF_CONFIG=$tfc "$TFX_NODE" >"$WORK/ps.log" 2>&1 &
+pid=$!; PIDS+=($pid)
+for _ in $(seq 1 50); do "$TFX_NODE" status --address "127.0.0.1:$p1" >"$WORK/status.txt" 2>&1 && break; sleep 0.2; done
+grep -q "role=ps index=0 state=waiting-for-plan" "$WORK/status.txt" || fail "status: $(cat "$WORK/status.txt")"
+"$TFX_FUZZER" "127.0.0.1:$p1" 500 >"$WORK/fuzz.log" 2>&1 || fail "fuzzer: $(tail -1 "$WORK/fuzz.log")"
+kill -0 "$pid" || fail "ps died under random frames"
+"$TFX_NODE" status --address "127.0.0.1:$p1" >"$WORK/status2.txt" 2>&1 || fail "ps stopped answering after random frames"
+grep -q "bad_frames=[1-9]" "$WORK/status2.txt" || fail "bad frames not counted: $(cat "$WORK/status2.txt")"
+grep -q "shards=0" "$WORK/status2.txt" || fail "random frames changed state: $(cat "$WORK/status2.txt")"
+kill -TERM "$pid"
+for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+kill -0 "$pid" 2>/dev/null && fail "ps still running 5 s after SIGTERM"
+wait "$pid"; rc=$?
+[ "$rc" = 0 ] || fail "ps exited $rc after SIGTERM"
+grep -q "PS-STOP" "$WORK/ps.log" || fail "no PS-STOP log line"
+pass "foundation"

@@ -1,0 +1,23 @@
+#!/bin/bash
+# tfx-node local: sync, async and sync with a backup worker each train (a real signal in 300 steps), with
+# 5+ real processes; bad experiment keys are rejected with exit 2 naming the key.
+. "$(dirname "$0")/lib.sh"
+run_mode() {
+  local name=$1 workers=$2; shift 2
+  experiment "$WORK/$name.json" training.max_steps=300 eval.every_steps=0 training.report_every=100 "$@"
+  "$TFX_NODE" local --config "$WORK/$name.json" --workers "$workers" --run-dir "$WORK/run-$name" >"$WORK/$name.log" 2>&1 \
+    || fail "$name: $(tail -2 "$WORK/$name.log")"
+  local acc; acc=$(metric "$WORK/run-$name/metrics.jsonl" eval accuracy)
+  ge "$acc" 0.75 || fail "$name: accuracy $acc < 0.75 after 300 steps"
+  echo "$name: accuracy $acc"
+}
+run_mode sync 2 training.mode=sync
+run_mode async 2 training.mode=async
+run_mode backup 3 training.mode=sync training.replicas_to_aggregate=2
+grep -h "PS-STOP" "$WORK"/run-backup/logs/ps-*.log | grep -q "[1-9][0-9]* stale dropped" || fail "backup worker: no stale gradient dropped"
+grep -q "PS-STOP stopping at step 300" "$WORK/run-sync/logs/ps-0.log" || fail "sync: ps did not stop at step 300"
+experiment "$WORK/bad.json" training.bogus=1
+out=$("$TFX_NODE" local --config "$WORK/bad.json" --run-dir "$WORK/run-bad" 2>&1); rc=$?
+[ "$rc" = 2 ] || fail "unknown key: exit $rc, want 2"
+echo "$out" | grep -q "training.bogus" || fail "unknown key not named: $out"
+pass "local sync / async / backup"

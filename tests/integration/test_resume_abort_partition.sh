@@ -1,0 +1,28 @@
+#!/bin/bash
+# Resume after stopping the whole cluster continues the global step; thres_loss aborts with a clear error and
+# keeps the last checkpoint; a partitioned variable trains like an unpartitioned one.
+. "$(dirname "$0")/lib.sh"
+experiment "$WORK/exp.json" training.max_steps=200 eval.every_steps=0 checkpoint.every_steps=100 training.report_every=50
+"$TFX_NODE" local --config "$WORK/exp.json" --run-dir "$WORK/run" >"$WORK/first.log" 2>&1 || fail "first run"
+acc1=$(metric "$WORK/run/metrics.jsonl" eval accuracy)
+"$TFX_NODE" local --config "$WORK/exp.json" --run-dir "$WORK/run" --max-steps 400 >"$WORK/second.log" 2>&1 || fail "resumed run"
+grep -q "MASTER-RESUME resuming from .*ckpt-000000000200 at step 200" "$WORK/run/logs/master-0.log" || fail "master did not resume at 200"
+acc2=$(metric "$WORK/run/metrics.jsonl" eval accuracy); step2=$(metric "$WORK/run/metrics.jsonl" eval step)
+[ "$step2" = 400 ] || fail "resumed run ended at step $step2, want 400"
+ge "$acc2" "$(python3 -c "print($acc1 - 0.01)")" || fail "accuracy dropped after resume: $acc1 -> $acc2"
+echo "resume: step 200 accuracy $acc1 -> step 400 accuracy $acc2"
+
+experiment "$WORK/boom.json" training.max_steps=200 optimizer.name='"sgd"' optimizer.learning_rate=9 training.thres_loss=20 training.report_every=1
+"$TFX_NODE" local --config "$WORK/boom.json" --run-dir "$WORK/boom" >"$WORK/boom.log" 2>&1 && fail "exploding loss did not abort"
+grep -q "thres_loss" "$WORK"/boom/logs/*.log "$WORK/boom.log" || fail "abort message does not name thres_loss"
+
+experiment "$WORK/part.json" training.max_steps=300 eval.every_steps=0 placement.min_slice_bytes=200000 placement.max_shards=2 placement.strategy='"greedy_bytes"'
+"$TFX_NODE" plan --config "$WORK/part.json" --ps 2 >"$WORK/plan.txt" || fail "plan"
+grep -q "dense_1/kernel/part_1" "$WORK/plan.txt" || fail "dense_1/kernel not partitioned: $(cat "$WORK/plan.txt")"
+experiment "$WORK/whole.json" training.max_steps=300 eval.every_steps=0
+"$TFX_NODE" local --config "$WORK/part.json" --run-dir "$WORK/run-part" >"$WORK/part.log" 2>&1 || fail "partitioned run"
+"$TFX_NODE" local --config "$WORK/whole.json" --run-dir "$WORK/run-whole" >"$WORK/whole.log" 2>&1 || fail "unpartitioned run"
+lp=$(metric "$WORK/run-part/metrics.jsonl" eval loss); lw=$(metric "$WORK/run-whole/metrics.jsonl" eval loss)
+python3 -c "import sys; sys.exit(0 if abs($lp - $lw) < 1e-3 else 1)" || fail "partitioned loss $lp differs from unpartitioned $lw"
+"$TFX_NODE" inspect "$WORK/run-part" | grep "dense_1/kernel " | grep -q "ps 0,1\|ps 1,0" || fail "inspect does not show the kernel on both ps"
+pass "resume, thres_loss abort, partitioning (loss $lp vs $lw)"

@@ -1,0 +1,40 @@
+#!/bin/bash
+# Single-process training learns (loss threshold), writes metrics/config/checkpoint; export writes a valid
+# safetensors file equal to the checkpoint; inspect lists every variable; predict agrees with evaluate.
+. "$(dirname "$0")/lib.sh"
+run=$WORK/run
+"$TFX_NODE" train --config "$EXAMPLE" --run-dir "$run" --max-steps 300 >"$WORK/train.log" 2>&1 || fail "train: $(tail -1 "$WORK/train.log")"
+loss=$(metric "$run/metrics.jsonl" train loss); acc=$(metric "$run/metrics.jsonl" eval accuracy)
+le "$loss" 0.75 || fail "train loss after 300 steps is $loss, want <= 0.75"
+ge "$acc" 0.78 || fail "eval accuracy after 300 steps is $acc, want >= 0.78"
+[ -f "$run/config.json" ] || fail "no config.json"
+ls "$run"/checkpoints/ckpt-000000000300/manifest.json >/dev/null || fail "no checkpoint at step 300"
+"$TFX_NODE" export --run-dir "$run" --out "$WORK/export" >"$WORK/export.log" 2>&1 || fail "export: $(cat "$WORK/export.log")"
+exp=$(ls -d "$WORK"/export/*/ | head -1)
+python3 - "$exp/model.safetensors" <<'PY' || fail "safetensors file malformed"
+import json, struct, sys
+data = open(sys.argv[1], "rb").read()
+(n,) = struct.unpack("<Q", data[:8]); header = json.loads(data[8:8 + n])
+names = sorted(k for k in header if k != "__metadata__")
+assert names == ["dense_1/bias", "dense_1/kernel", "dense_2/bias", "dense_2/kernel", "dense_3/bias", "dense_3/kernel"], names
+assert header["dense_1/kernel"]["shape"] == [784, 256]
+PY
+"$TFX_NODE" inspect "$run" >"$WORK/inspect.txt" 2>&1 || fail "inspect run"
+for v in dense_1/kernel dense_1/bias dense_2/kernel dense_2/bias dense_3/kernel dense_3/bias; do
+  grep -q "^$v " "$WORK/inspect.txt" || fail "inspect does not list $v"
+done
+"$TFX_NODE" inspect "$run" --var dense_3/bias >"$WORK/v_ckpt.txt" 2>&1 || fail "inspect --var"
+"$TFX_NODE" inspect "$exp" --var dense_3/bias >"$WORK/v_exp.txt" 2>&1 || fail "inspect export --var"
+cmp -s "$WORK/v_ckpt.txt" "$WORK/v_exp.txt" || fail "export values differ from the checkpoint"
+imgs=/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz
+"$TFX_NODE" predict --export "$exp" --input "$imgs" --output "$WORK/pred.jsonl" --keys classes >"$WORK/pred.log" 2>&1 || fail "predict: $(tail -1 "$WORK/pred.log")"
+[ "$(grep -c . "$WORK/pred.jsonl")" = 10000 ] || fail "predict rows"
+pacc=$(python3 - "$WORK/pred.jsonl" <<'PY'
+import gzip, json, sys
+labels = gzip.open("/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz").read()[8:]
+rows = [json.loads(l) for l in open(sys.argv[1])]
+print(sum(r["class"] == labels[r["index"]] for r in rows) / len(rows))
+PY
+)
+python3 -c "import sys; sys.exit(0 if abs($pacc - $acc) < 1e-3 else 1)" || fail "predict accuracy $pacc != eval accuracy $acc"
+pass "train -> export -> inspect -> predict (loss $loss, accuracy $acc)"
