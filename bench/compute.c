@@ -45,7 +45,7 @@ typedef struct opts {
   int threads[8];
   int n_threads;
   double seconds, ceiling_seconds;
-  int spec, ftz, ceiling, verbose;
+  int spec, info, ftz, ceiling, verbose;
   const char *models[8];
   int n_models;
 } opts;
@@ -295,9 +295,9 @@ static int bench_steps(const tfx_config *cfg, const char *name, const opts *o, i
   long calls;
   double rate = measure(train_step, &s, o->seconds, &calls), per = 1e3 / (double)s.step;
   printf("tfx model=%s batch=%d threads=%d ex_s=%.1f step_ms=%.4f fwd_ms=%.4f loss_ms=%.4f bwd_ms=%.4f "
-         "adam_ms=%.4f steps=%ld params=%zu\n",
+         "adam_ms=%.4f steps=%ld params=%zu fp=%s\n",
          name, o->batch, threads, rate * o->batch, 1e3 / rate, s.phase[0] * per, s.phase[1] * per,
-         s.phase[2] * per, s.phase[3] * per, calls, tfx_model_param_count(s.m));
+         s.phase[2] * per, s.phase[3] * per, calls, tfx_model_param_count(s.m), o->ftz ? "ftz" : "default");
   step_fini(&s);
   return 0;
 }
@@ -319,6 +319,8 @@ static int parse_args(int argc, char **argv, opts *o) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (strcmp(a, "--spec") == 0) {
       o->spec = 1;
+    } else if (strcmp(a, "--info") == 0) {
+      o->info = 1;
     } else if (strcmp(a, "--ftz") == 0) {
       o->ftz = 1;
     } else if (strcmp(a, "--no-ceiling") == 0) {
@@ -339,6 +341,7 @@ static int parse_args(int argc, char **argv, opts *o) {
       return -1;
     }
   }
+  if (o->info) return 0;
   return o->n_models > 0 && (!o->spec || o->n_models == 1) ? 0 : -1;
 }
 
@@ -355,17 +358,17 @@ static int print_spec(const tfx_config *cfg) {
  * one that runs everything but OpenBLAS's workers (those started when the library loaded, before main). */
 static void set_ftz(void) { _mm_setcsr(_mm_getcsr() | _MM_FLUSH_ZERO_ON | _MM_DENORMALS_ZERO_ON); }
 
-/* Prints the environment line: OpenBLAS build and kernel, floating-point mode. */
-static void print_info(const opts *o) {
-  printf("info openblas=\"%s\" corename=%s fp=%s batch=%d pool=%d\n", openblas_get_config(), openblas_get_corename(),
-         o->ftz ? "ftz+daz" : "default", o->batch, POOL);
+/* Prints the environment line: the OpenBLAS build and the kernel it picked for this CPU. */
+static void print_info(void) {
+  printf("info openblas=\"%s\" corename=%s pool=%d\n", openblas_get_config(), openblas_get_corename(), POOL);
 }
 
 static void usage(const char *argv0) {
   fprintf(stderr,
           "usage: %s [--batch N] [--threads 1,2] [--seconds S] [--ceiling-seconds S] [--no-ceiling] [--ftz]\n"
-          "       [--verbose] [--spec] NAME=CONFIG.json|cnn ...\n",
-          argv0);
+          "       [--verbose] [--spec] NAME=CONFIG.json|cnn ...\n"
+          "       %s --info\n",
+          argv0, argv0);
 }
 
 int main(int argc, char **argv) {
@@ -376,8 +379,11 @@ int main(int argc, char **argv) {
   }
   static tfx_config cfg;
   verbose = o.verbose;
+  if (o.info) {
+    print_info();
+    return 0;
+  }
   if (o.ftz) set_ftz();
-  if (!o.spec) print_info(&o);
   for (int i = 0; i < o.n_models; i++) {
     char name[64];
     tfx_err err = {0};

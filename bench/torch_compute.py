@@ -141,14 +141,17 @@ def main():
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--seconds", type=float, default=3.0)
     ap.add_argument("--ftz", action="store_true", help="flush denormals to zero (torch.set_flush_denormal)")
-    ap.add_argument("models", nargs="+", help="NAME=SPEC.json")
+    ap.add_argument("--info", action="store_true", help="print the versions and exit")
+    ap.add_argument("models", nargs="*", help="NAME=SPEC.json")
     a = ap.parse_args()
+    if a.info:
+        print(f"info torch={torch.__version__} python={sys.version.split()[0]} "
+              f"onednn={torch.backends.mkldnn.is_available()} openblas_threads_settable={openblas_threads(1) is not None}")
+        return 0
     ftz = a.ftz and torch.set_flush_denormal(True)
     if a.ftz and not ftz:
         raise SystemExit("torch_compute: this CPU cannot flush denormals")
-    print(f"info torch={torch.__version__} fp={'ftz+daz' if ftz else 'default'} batch={a.batch} pool={POOL}",
-          flush=True)
-    wait = os.environ.get("OMP_WAIT_POLICY", "default").lower()
+    wait, fp = os.environ.get("OMP_WAIT_POLICY", "default").lower(), "ftz" if ftz else "default"
     for arg in a.models:
         name, path = arg.split("=", 1)
         with open(path) as f:
@@ -161,7 +164,7 @@ def main():
             per = 1e3 / step.n
             ph = " ".join(f"{k}_ms={v * per:.4f}" for k, v in zip(("fwd", "loss", "bwd", "adam"), step.phase))
             print(f"torch model={name} batch={a.batch} threads={t} ex_s={rate * a.batch:.1f} step_ms={1e3 / rate:.4f} "
-                  f"{ph} steps={calls} openblas_threads={blas} omp_wait_policy={wait}", flush=True)
+                  f"{ph} steps={calls} openblas_threads={blas} omp_wait_policy={wait} fp={fp}", flush=True)
     return 0
 
 

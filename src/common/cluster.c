@@ -193,7 +193,7 @@ int tfx_cluster_parse(const char *json, tfx_cluster **out, tfx_err *err) {
   json_object *root = NULL;
   int rc = TFX_ENOMEM;
   if (!tok || !c) goto fail;
-  root = json_tokener_parse_ex(tok, json, (int)strlen(json));
+  root = json_tokener_parse_ex(tok, json, -1);
   enum json_tokener_error jerr = json_tokener_get_error(tok);
   if (!root || jerr != json_tokener_success) {
     rc = tfx_err_set(err, TFX_ECONFIG, "TF_CONFIG: malformed JSON at offset %zu: %s",

@@ -251,7 +251,7 @@ static json_object *parse_text(const char *json, const char *origin, tfx_err *er
     tfx_err_set(err, TFX_ENOMEM, "out of memory");
     return NULL;
   }
-  json_object *root = json_tokener_parse_ex(tok, json, (int)strlen(json));
+  json_object *root = json_tokener_parse_ex(tok, json, -1);
   enum json_tokener_error jerr = json_tokener_get_error(tok);
   if (!root || jerr != json_tokener_success) {
     tfx_err_set(err, TFX_ECONFIG, "%s: malformed JSON at offset %zu: %s", origin, json_tokener_get_parse_end(tok),

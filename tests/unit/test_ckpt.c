@@ -24,7 +24,9 @@ static void setup(void) {
   cr_assert_not_null(mkdtemp(tmp));
 }
 
-static void teardown(void) { nftw(tmp, rm_entry, 16, FTW_DEPTH | FTW_PHYS); }
+static void teardown(void) {
+  nftw(tmp, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
 
 TestSuite(ckpt, .init = setup, .fini = teardown);
 
@@ -86,7 +88,9 @@ Test(ckpt, shard_round_trip) {
   uint32_t crc = 0;
   uint64_t bytes = 0;
   write_sample(path, 1200, &crc, &bytes);
-  cr_assert(!exists(strcat(strcpy((char[160]){0}, path), ".tmp")), "the .tmp file must be renamed away");
+  char tmp_file[160];
+  snprintf(tmp_file, sizeof tmp_file, "%s.tmp", path);
+  cr_assert(!exists(tmp_file), "the .tmp file must be renamed away");
 
   uint32_t file_crc = 0;
   uint64_t file_bytes = 0;

@@ -12,12 +12,12 @@
 #define EXAMPLE TFX_SOURCE_DIR "/examples/fashion_mnist_mlp.json"
 
 /* Asserts rc == want and that err's message contains fragment. */
-#define assert_fails(rc, want, err, fragment)                                                                   \
-  do {                                                                                                         \
-    int rc_ = (rc);                                                                                            \
-    cr_assert_eq(rc_, (want), "rc %d, want %d (%s)", rc_, (want), (err).msg);                                  \
-    cr_assert_eq((err).code, (want));                                                                          \
-    cr_assert(strstr((err).msg, (fragment)) != NULL, "message '%s' lacks '%s'", (err).msg, (fragment));       \
+#define assert_fails(rc, want, err, fragment)                                                           \
+  do {                                                                                                  \
+    int rc_ = (rc);                                                                                     \
+    cr_assert_eq(rc_, (want), "rc %d, want %d (%s)", rc_, (want), (err).msg);                           \
+    cr_assert_eq((err).code, (want));                                                                   \
+    cr_assert(strstr((err).msg, (fragment)) != NULL, "message '%s' lacks '%s'", (err).msg, (fragment)); \
   } while (0)
 
 static void assert_same_config(const tfx_config *a, const tfx_config *b) {
@@ -207,9 +207,9 @@ Test(config, later_sources_override_earlier_ones) {
   tfx_err err = {0};
   tfx_config_init(&c);
   cr_assert_eq(tfx_config_load(&c, EXAMPLE, &err), TFX_OK, "%s", err.msg);
-  cr_assert_eq(tfx_config_parse(&c, "{\"training\": {\"batch_size\": 128}, \"optimizer\": {\"name\": \"sgd\"}}",
-                                "second", &err),
-               TFX_OK, "%s", err.msg);
+  cr_assert_eq(
+      tfx_config_parse(&c, "{\"training\": {\"batch_size\": 128}, \"optimizer\": {\"name\": \"sgd\"}}", "second", &err),
+      TFX_OK, "%s", err.msg);
   cr_assert_eq(c.batch_size, 128);
   cr_assert_str_eq(c.optimizer, "sgd");
   cr_assert_eq(c.max_steps, 6000, "keys the second source leaves out keep the first source's values");
@@ -261,7 +261,8 @@ Test(config, type_errors_name_the_key_and_the_expected_type) {
       {"{\"model\": {\"layers\": {\"type\": \"dense\"}}}", "model.layers: expected a list"},
       {"{\"model\": {\"layers\": [{\"type\": \"flatten\"}, 7]}}", "model.layers[1]: expected an object"},
       {"{\"model\": {\"layers\": [{\"units\": 3}]}}", "model.layers[0].type: missing"},
-      {"{\"model\": {\"layers\": [{\"type\": \"dense\", \"units\": \"3\"}]}}", "model.layers[0].units: expected an integer"},
+      {"{\"model\": {\"layers\": [{\"type\": \"dense\", \"units\": \"3\"}]}}",
+       "model.layers[0].units: expected an integer"},
       {"{\"model\": {\"input_shape\": [28, 0]}}", "model.input_shape[1]"},
       {"{\"model\": {\"input_shape\": [28, 2.5]}}", "model.input_shape[1]"},
       {"{\"model\": {\"input_shape\": [1, 2, 3, 4]}}", "1 to 3"},
@@ -344,8 +345,7 @@ Test(config, set_strings_and_json_values) {
   cr_assert_eq(tfx_config_set(&c, "model.input_shape=[32, 32, 3]", &err), TFX_OK, "%s", err.msg);
   cr_assert_eq(c.input_rank, 3);
   cr_assert_eq(c.input_shape[2], 3);
-  cr_assert_eq(tfx_config_set(&c, "model.layers=[{\"type\": \"flatten\"}, {\"type\": \"dense\", \"units\": 10}]",
-                              &err),
+  cr_assert_eq(tfx_config_set(&c, "model.layers=[{\"type\": \"flatten\"}, {\"type\": \"dense\", \"units\": 10}]", &err),
                TFX_OK, "%s", err.msg);
   cr_assert_eq(c.n_layers, 2);
   cr_assert_eq(c.layers[1].units, 10);
@@ -426,10 +426,17 @@ Test(config, validate_names_the_bad_field) {
 }
 
 Test(config, validate_accepts_every_listed_name) {
-  const char *sets[] = {"training.mode=async", "training.mode=ssp", "optimizer.name=momentum", "optimizer.name=adagrad",
-                        "optimizer.name=rmsprop", "optimizer.name=adamw", "optimizer.schedule=exponential",
-                        "optimizer.schedule=step", "placement.strategy=greedy_bytes",
-                        "model.loss=sigmoid_cross_entropy", "model.loss=mse"};
+  const char *sets[] = {"training.mode=async",
+                        "training.mode=ssp",
+                        "optimizer.name=momentum",
+                        "optimizer.name=adagrad",
+                        "optimizer.name=rmsprop",
+                        "optimizer.name=adamw",
+                        "optimizer.schedule=exponential",
+                        "optimizer.schedule=step",
+                        "placement.strategy=greedy_bytes",
+                        "model.loss=sigmoid_cross_entropy",
+                        "model.loss=mse"};
   tfx_config c;
   tfx_err err = {0};
   tfx_config_init(&c);
@@ -497,8 +504,8 @@ Test(config, print_options_lists_every_option) {
   tfx_config_print_options();
   stdout = saved;
   fclose(mem);
-  const char *keys[] = {"optimizer.learning_rate", "training.batch_size", "placement.min_slice_bytes",
-                        "cluster.request_timeout_s", "data.train.images", "eval.validate_first"};
+  const char *keys[] = {"optimizer.learning_rate",   "training.batch_size", "placement.min_slice_bytes",
+                        "cluster.request_timeout_s", "data.train.images",   "eval.validate_first"};
   for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
     cr_expect(strstr(buf, keys[i]) != NULL, "--help-options lacks %s", keys[i]);
   }

@@ -23,7 +23,9 @@ static void setup(void) {
   cr_assert_not_null(mkdtemp(tmp));
 }
 
-static void teardown(void) { nftw(tmp, rm_entry, 16, FTW_DEPTH | FTW_PHYS); }
+static void teardown(void) {
+  nftw(tmp, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
 
 TestSuite(dataset, .init = setup, .fini = teardown);
 
@@ -67,8 +69,8 @@ static uint8_t *slurp(const char *path, size_t *len) {
 }
 
 /* 5 images of 3x2 pixels and their labels. */
-static const uint8_t pixels[30] = {0,  1,  2,  3,  4,  5,  10, 20, 30, 40, 50, 60, 255, 254, 253,
-                                   252, 251, 250, 7, 7, 7, 7, 7, 7, 100, 0, 100, 0, 100, 0};
+static const uint8_t pixels[30] = {0,   1,   2,   3, 4, 5, 10, 20, 30, 40,  50, 60,  255, 254, 253,
+                                   252, 251, 250, 7, 7, 7, 7,  7,  7,  100, 0,  100, 0,   100, 0};
 static const uint8_t labels[5] = {3, 1, 4, 1, 5};
 
 static void write_pair(const char *images, const char *labs, int gz) {

@@ -38,7 +38,7 @@ static stats stats_of(const float *v, size_t n) {
   return s;
 }
 
-static const char *const random_specs[] = {"uniform:0.3", "normal:0.5",     "truncated_normal:2", "glorot_uniform",
+static const char *const random_specs[] = {"uniform:0.3",   "normal:0.5", "truncated_normal:2", "glorot_uniform",
                                            "glorot_normal", "he_uniform", "he_normal"};
 #define N_RANDOM (sizeof random_specs / sizeof random_specs[0])
 
@@ -128,8 +128,8 @@ Test(init, uniform_and_he_uniform_bounds) {
   const double he = sqrt(6.0 / 100.0);
   u = fill("he_uniform", "x", 1, 100, 7, 0, N);
   s = stats_of(u, N);
-  cr_assert(s.min >= -he * (1 + 1e-6) && s.max <= he * (1 + 1e-6) && s.max > 0.999 * he, "[%g, %g] vs %g", s.min,
-            s.max, he);
+  cr_assert(s.min >= -he * (1 + 1e-6) && s.max <= he * (1 + 1e-6) && s.max > 0.999 * he, "[%g, %g] vs %g", s.min, s.max,
+            he);
   free(u);
 }
 
@@ -140,8 +140,8 @@ static void assert_moments(const char *spec, int64_t fan_in, int64_t fan_out, do
   cr_assert_lt(fabs(s.mean), 0.02 * std, "%s: mean %g", spec, s.mean);
   cr_assert_lt(fabs(s.std / std - 1), 0.02, "%s: std %g, want %g", spec, s.std, std);
   if (bound > 0) {
-    cr_assert(s.min >= -bound * (1 + 1e-6) && s.max <= bound * (1 + 1e-6), "%s: [%g, %g] beyond %g", spec, s.min,
-              s.max, bound);
+    cr_assert(s.min >= -bound * (1 + 1e-6) && s.max <= bound * (1 + 1e-6), "%s: [%g, %g] beyond %g", spec, s.min, s.max,
+              bound);
     cr_assert_gt(s.max, 0.98 * bound, "%s: max %g, the truncation bound is %g", spec, s.max, bound);
   } else {
     cr_assert_gt(s.max, 3.5 * std, "%s: an untruncated normal reaches 4 std in 100k draws (max %g)", spec, s.max);
@@ -152,9 +152,13 @@ static void assert_moments(const char *spec, int64_t fan_in, int64_t fan_out, do
 /* The standard deviation of a unit normal truncated to [-2, 2] (TensorFlow's truncated_normal). */
 #define TRUNC_STD 0.87962566103423978
 
-Test(init, normal_mean_and_std) { assert_moments("normal:0.5", 1, 1, 0.5, 0); }
+Test(init, normal_mean_and_std) {
+  assert_moments("normal:0.5", 1, 1, 0.5, 0);
+}
 
-Test(init, truncated_normal_mean_std_and_bound) { assert_moments("truncated_normal:2", 1, 1, 2 * TRUNC_STD, 4); }
+Test(init, truncated_normal_mean_std_and_bound) {
+  assert_moments("truncated_normal:2", 1, 1, 2 * TRUNC_STD, 4);
+}
 
 Test(init, glorot_normal_has_variance_2_over_fan_in_plus_fan_out) {
   /* Keras: a truncated normal whose scale is divided by TRUNC_STD so the variance is exactly 2 / (in + out). */
@@ -168,8 +172,9 @@ Test(init, he_normal_has_variance_2_over_fan_in) {
 }
 
 Test(init, check_accepts_and_rejects) {
-  const char *good[] = {"zeros", "ones", "constant:0.1", "uniform:0.5", "uniform", "normal:1", "normal",
-                        "truncated_normal:0.02", "glorot_uniform", "glorot_normal", "he_uniform", "he_normal"};
+  const char *good[] = {"zeros",          "ones",          "constant:0.1", "uniform:0.5",
+                        "uniform",        "normal:1",      "normal",       "truncated_normal:0.02",
+                        "glorot_uniform", "glorot_normal", "he_uniform",   "he_normal"};
   for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
     tfx_err err = {0};
     cr_assert_eq(tfx_init_check(good[i], &err), TFX_OK, "%s: %s", good[i], err.msg);

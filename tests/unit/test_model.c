@@ -17,9 +17,10 @@
 
 #define EPS 1e-3        /* finite-difference step; also for whole models with kinks (relu, max) */
 #define SMOOTH_EPS 3e-3 /* for smooth whole models, whose float32 loss carries the rounding of every layer */
-#define TOL 1e-2       /* relative error allowed between backward and central differences */
-#define FLOOR 5e-2     /* below this, gradients are compared absolutely: TOL * FLOOR = 5e-4, a few times the
-                        * float32 rounding noise of a central difference at these steps */
+#define TOL 1e-2        /* relative error allowed between backward and central differences */
+#define FLOOR                                                                                              \
+  5e-2               /* below this, gradients are compared absolutely: TOL * FLOOR = 5e-4, a few times the \
+                      * float32 rounding noise of a central difference at these steps */
 #define STEP 5       /* the step passed to forward (dropout masks depend on it) */
 #define MAX_CHECK 60 /* elements checked per array */
 
@@ -32,7 +33,9 @@ static double uniform01(void) {
   return (double)(rng >> 11) / 9007199254740992.0;
 }
 
-static double gauss(void) { return sqrt(-2 * log(uniform01() + 1e-300)) * cos(2 * M_PI * uniform01()); }
+static double gauss(void) {
+  return sqrt(-2 * log(uniform01() + 1e-300)) * cos(2 * M_PI * uniform01());
+}
 
 static void fill_gauss(float *p, size_t n, double scale) {
   for (size_t i = 0; i < n; i++) p[i] = (float)(scale * gauss());
@@ -547,7 +550,8 @@ Test(model, conv_backward_matches_an_exact_reference) {
     }
     for (size_t j = 0; j < t.w.count; j++) cr_assert_float_eq(t.w.grad[j], dw[j], 1e-4, "case %zu: kernel[%zu]", i, j);
     for (int f = 0; f < F; f++) cr_assert_float_eq(t.b.grad[f], db[f], 1e-4, "case %zu: bias[%d]", i, f);
-    for (size_t j = 0; j < (size_t)B * h * wd * C; j++) cr_assert_float_eq(t.din[j], dx[j], 1e-4, "case %zu: input[%zu]", i, j);
+    for (size_t j = 0; j < (size_t)B * h * wd * C; j++)
+      cr_assert_float_eq(t.din[j], dx[j], 1e-4, "case %zu: input[%zu]", i, j);
     free(dw), free(db), free(dx);
     lt_free(&t);
   }
@@ -804,16 +808,35 @@ Test(model, create_errors) {
     tfx_config c;
     base(&c, 3, 28, 28, 1, "softmax_cross_entropy");
     switch (i) {
-      case 0: add(&c, "flatten"), conv(&c, 2, 3, 1, "same", "none"); break;
-      case 1: conv(&c, 2, 3, 1, "same", "none"); break;
-      case 2: add(&c, "densee"); break;
-      case 3: add(&c, "flatten"), dense(&c, 3, "gelu"); break;
-      case 4: conv(&c, 2, 3, 1, "full", "none"), add(&c, "flatten"); break;
-      case 5: c.input_shape[0] = c.input_shape[1] = 4, conv(&c, 2, 5, 1, "valid", "none"), add(&c, "flatten"); break;
-      case 6: c.input_shape[0] = c.input_shape[1] = 4, add(&c, "max_pool2d")->pool_size = 8, add(&c, "flatten"); break;
-      case 7: add(&c, "flatten"), snprintf(dense(&c, 3, "none")->initializer, 24, "xavier"); break;
-      case 8: break;
-      case 9: snprintf(dense(&c, 3, "none")->name, 64, "logits"); break;
+      case 0:
+        add(&c, "flatten"), conv(&c, 2, 3, 1, "same", "none");
+        break;
+      case 1:
+        conv(&c, 2, 3, 1, "same", "none");
+        break;
+      case 2:
+        add(&c, "densee");
+        break;
+      case 3:
+        add(&c, "flatten"), dense(&c, 3, "gelu");
+        break;
+      case 4:
+        conv(&c, 2, 3, 1, "full", "none"), add(&c, "flatten");
+        break;
+      case 5:
+        c.input_shape[0] = c.input_shape[1] = 4, conv(&c, 2, 5, 1, "valid", "none"), add(&c, "flatten");
+        break;
+      case 6:
+        c.input_shape[0] = c.input_shape[1] = 4, add(&c, "max_pool2d")->pool_size = 8, add(&c, "flatten");
+        break;
+      case 7:
+        add(&c, "flatten"), snprintf(dense(&c, 3, "none")->initializer, 24, "xavier");
+        break;
+      case 8:
+        break;
+      case 9:
+        snprintf(dense(&c, 3, "none")->name, 64, "logits");
+        break;
     }
     tfx_model *m = NULL;
     tfx_err err = {0};
@@ -840,9 +863,10 @@ Test(model, variables_of_the_example_mlp) {
     int rank;
     int64_t d0, d1, fan_in, fan_out;
     const char *init;
-  } want[] = {{"dense_1/kernel", 2, 784, 256, 784, 256, "glorot_uniform"}, {"dense_1/bias", 1, 256, 0, 784, 256, "zeros"},
-              {"dense_2/kernel", 2, 256, 128, 256, 128, "glorot_uniform"}, {"dense_2/bias", 1, 128, 0, 256, 128, "zeros"},
-              {"dense_3/kernel", 2, 128, 10, 128, 10, "glorot_uniform"},   {"dense_3/bias", 1, 10, 0, 128, 10, "zeros"}};
+  } want[] = {
+      {"dense_1/kernel", 2, 784, 256, 784, 256, "glorot_uniform"}, {"dense_1/bias", 1, 256, 0, 784, 256, "zeros"},
+      {"dense_2/kernel", 2, 256, 128, 256, 128, "glorot_uniform"}, {"dense_2/bias", 1, 128, 0, 256, 128, "zeros"},
+      {"dense_3/kernel", 2, 128, 10, 128, 10, "glorot_uniform"},   {"dense_3/bias", 1, 10, 0, 128, 10, "zeros"}};
   for (int i = 0; i < 6; i++) {
     tfx_var *v = tfx_model_var(m, i);
     cr_assert_str_eq(v->name, want[i].name);
@@ -1043,8 +1067,8 @@ Test(model, training_on_fashion_mnist_learns) {
   }
   tfx_dataset *d = NULL;
   tfx_err err = {0};
-  cr_assert_eq(tfx_dataset_load_idx(FMNIST "t10k-images-idx3-ubyte.gz", FMNIST "t10k-labels-idx1-ubyte.gz",
-                                    1.0 / 255, 784, &d, &err),
+  cr_assert_eq(tfx_dataset_load_idx(FMNIST "t10k-images-idx3-ubyte.gz", FMNIST "t10k-labels-idx1-ubyte.gz", 1.0 / 255,
+                                    784, &d, &err),
                TFX_OK, "%s", err.msg);
   tfx_config cfg;
   base(&cfg, 3, 28, 28, 1, "softmax_cross_entropy");

@@ -257,8 +257,9 @@ static tfx_optim sched(const char *schedule, double lr, double rate, int64_t dec
   return o;
 }
 
-#define assert_lr(o, step, want) \
-  cr_assert_float_eq(tfx_optim_lr(&(o), (step)), (want), 1e-12, "step %lld: lr %.15g, want %.15g", (long long)(step), tfx_optim_lr(&(o), (step)), (double)(want))
+#define assert_lr(o, step, want)                                                                                      \
+  cr_assert_float_eq(tfx_optim_lr(&(o), (step)), (want), 1e-12, "step %lld: lr %.15g, want %.15g", (long long)(step), \
+                     tfx_optim_lr(&(o), (step)), (double)(want))
 
 Test(optim, constant_schedule) {
   tfx_optim o = sched("constant", 0.01, 0.5, 10, 0, 100);

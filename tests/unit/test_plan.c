@@ -21,7 +21,9 @@ static void setup(void) {
   cr_assert_eq(tfx_model_create(&cfg, 1, &model, &err), TFX_OK, "%s", err.msg);
 }
 
-static void teardown(void) { tfx_model_destroy(model); }
+static void teardown(void) {
+  tfx_model_destroy(model);
+}
 
 TestSuite(plan, .init = setup, .fini = teardown);
 
@@ -99,7 +101,8 @@ Test(plan, round_robin_places_variables_in_order) {
   build("round_robin", 0, 1, 2, &p);
   cr_assert_eq(p.n, 6);
   cr_assert_eq(p.n_ps, 2);
-  const char *keys[] = {"dense_1/kernel", "dense_1/bias", "dense_2/kernel", "dense_2/bias", "dense_3/kernel", "dense_3/bias"};
+  const char *keys[] = {"dense_1/kernel", "dense_1/bias",   "dense_2/kernel",
+                        "dense_2/bias",   "dense_3/kernel", "dense_3/bias"};
   for (int k = 0; k < 6; k++) {
     cr_assert_str_eq(p.shards[k].key, keys[k]);
     cr_assert_str_eq(p.shards[k].var, keys[k]);
@@ -118,7 +121,8 @@ Test(plan, greedy_bytes_puts_the_largest_first_on_the_least_loaded) {
   build("greedy_bytes", 0, 1, 2, &p);
   cr_assert_eq(p.n, 6);
   /* Largest first: dense_1/kernel (802816 B) fills ps 0; everything else is smaller than it in total. */
-  const char *order[] = {"dense_1/kernel", "dense_2/kernel", "dense_3/kernel", "dense_1/bias", "dense_2/bias", "dense_3/bias"};
+  const char *order[] = {"dense_1/kernel", "dense_2/kernel", "dense_3/kernel",
+                         "dense_1/bias",   "dense_2/bias",   "dense_3/bias"};
   const int ps[] = {0, 1, 1, 1, 1, 1};
   for (int k = 0; k < 6; k++) {
     cr_assert_str_eq(p.shards[k].key, order[k]);

@@ -27,7 +27,9 @@ static void setup(void) {
   cr_assert_not_null(mkdtemp(tmp));
 }
 
-static void teardown(void) { nftw(tmp, rm_entry, 16, FTW_DEPTH | FTW_PHYS); }
+static void teardown(void) {
+  nftw(tmp, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
 
 TestSuite(safetensors, .init = setup, .fini = teardown);
 
@@ -163,8 +165,8 @@ Test(safetensors, dtype_sizes) {
   const struct {
     const char *dtype;
     size_t size;
-  } want[] = {{"F64", 8}, {"F32", 4}, {"F16", 2}, {"BF16", 2}, {"I64", 8}, {"I32", 4},
-              {"I16", 2}, {"I8", 1},  {"U8", 1},  {"BOOL", 1}, {"f32", 0}, {"", 0}, {"F128", 0}};
+  } want[] = {{"F64", 8}, {"F32", 4}, {"F16", 2},  {"BF16", 2}, {"I64", 8}, {"I32", 4}, {"I16", 2},
+              {"I8", 1},  {"U8", 1},  {"BOOL", 1}, {"f32", 0},  {"", 0},    {"F128", 0}};
   for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
     cr_expect_eq(tfx_st_dtype_size(want[i].dtype), want[i].size, "%s", want[i].dtype);
   }
@@ -276,7 +278,8 @@ static void check_real_file(const char *dir) {
     json_object *shape = get(wt, "shape"), *offs = get(wt, "data_offsets");
     cr_assert_eq((size_t)t->rank, json_object_array_length(shape), "%s rank", t->name);
     for (int k = 0; k < t->rank; k++) {
-      cr_assert_eq(t->shape[k], json_object_get_int64(json_object_array_get_idx(shape, (size_t)k)), "%s dim %d", t->name, k);
+      cr_assert_eq(t->shape[k], json_object_get_int64(json_object_array_get_idx(shape, (size_t)k)), "%s dim %d",
+                   t->name, k);
     }
     cr_assert_eq((int64_t)t->begin, json_object_get_int64(json_object_array_get_idx(offs, 0)), "%s", t->name);
     cr_assert_eq((int64_t)t->end, json_object_get_int64(json_object_array_get_idx(offs, 1)), "%s", t->name);
@@ -302,11 +305,17 @@ static void check_real_file(const char *dir) {
   json_object_put(want);
 }
 
-Test(safetensors, real_fluxml_numpy) { check_real_file("fluxml_numpy"); }
+Test(safetensors, real_fluxml_numpy) {
+  check_real_file("fluxml_numpy");
+}
 
-Test(safetensors, real_fluxml_torch_metadata) { check_real_file("fluxml_torch_metadata"); }
+Test(safetensors, real_fluxml_torch_metadata) {
+  check_real_file("fluxml_torch_metadata");
+}
 
-Test(safetensors, real_hf_samples_overall) { check_real_file("hf_samples_overall"); }
+Test(safetensors, real_hf_samples_overall) {
+  check_real_file("hf_samples_overall");
+}
 
 Test(safetensors, every_real_directory_is_covered) {
   const char *known[] = {"fluxml_numpy", "fluxml_torch_metadata", "hf_samples_overall"};
@@ -430,8 +439,8 @@ Test(safetensors, a_shape_whose_product_overflows_is_rejected) {
   char path[128];
   snprintf(path, sizeof path, "%s/overflow.safetensors", tmp);
   /* 2^62 * 4 elements wrap to 0 in size_t: with offsets [0, 0] the entry looks like an empty tensor. */
-  write_raw(path, "{\"w\": {\"dtype\": \"F32\", \"shape\": [4611686018427387904, 4], \"data_offsets\": [0, 0]}}",
-            NULL, 0);
+  write_raw(path, "{\"w\": {\"dtype\": \"F32\", \"shape\": [4611686018427387904, 4], \"data_offsets\": [0, 0]}}", NULL,
+            0);
   tfx_st_file *f = NULL;
   tfx_err err = {0};
   int rc = tfx_st_read(path, &f, &err);

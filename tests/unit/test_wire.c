@@ -9,7 +9,9 @@
 #include "net.h"
 #include "wire.h"
 
-static void teardown(void) { tfx_wire_set_sender(TFX__ROLE__ROLE_NONE, 0); }
+static void teardown(void) {
+  tfx_wire_set_sender(TFX__ROLE__ROLE_NONE, 0);
+}
 
 /* Socket tests close their sockets and call tfx_net_shutdown themselves: after a failed assertion sockets may
  * still be open, and zmq_ctx_term would then block; the timeout bounds any hang. */
@@ -126,8 +128,8 @@ static int repack(const tfx_envelope *env, const size_t *parts, int n_parts, tfx
 }
 
 #define assert_proto_error(rc, err, fragment)                                                   \
-  do {                                                                                         \
-    cr_assert_eq((rc), TFX_EPROTO, "rc %d (%s)", (rc), (err).msg);                             \
+  do {                                                                                          \
+    cr_assert_eq((rc), TFX_EPROTO, "rc %d (%s)", (rc), (err).msg);                              \
     cr_assert(strstr((err).msg, (fragment)) != NULL, "'%s' lacks '%s'", (err).msg, (fragment)); \
   } while (0)
 
@@ -412,8 +414,8 @@ Test(wire, push_over_tcp_with_two_payloads_and_an_error_reply) {
   cr_assert_null(tfx_inmsg_part(&m, 2, &size));
   cr_assert_null(tfx_inmsg_part(&m, -1, &size));
 
-  cr_assert_eq(tfx_server_reply_error(server, &m, TFX_ENOTFOUND, "no variable 'dense_9/kernel'", &err), TFX_OK,
-               "%s", err.msg);
+  cr_assert_eq(tfx_server_reply_error(server, &m, TFX_ENOTFOUND, "no variable 'dense_9/kernel'", &err), TFX_OK, "%s",
+               err.msg);
   tfx_inmsg_fini(&m);
   tfx_inmsg_fini(&m); /* finishing twice is fine */
 
