@@ -156,7 +156,7 @@ static int alloc_buffers(tfx_model *m) {
   size_t B = (size_t)m->max_batch;
   for (int i = 0; i < m->n_vars; i++) {
     tfx_var *v = &m->vars[i];
-    if (!(v->value = calloc(v->count, sizeof(float))) || !(v->grad = calloc(v->count, sizeof(float)))) return -1;
+    if (!(v->storage = v->value = calloc(v->count, sizeof(float))) || !(v->grad = calloc(v->count, sizeof(float)))) return -1;
   }
   for (int i = 0; i < m->n_layers; i++) {
     layer *l = &m->layers[i];
@@ -202,7 +202,7 @@ fail:
 
 void tfx_model_destroy(tfx_model *m) {
   if (!m) return;
-  for (int i = 0; i < m->n_vars; i++) free(m->vars[i].value), free(m->vars[i].grad);
+  for (int i = 0; i < m->n_vars; i++) free(m->vars[i].storage), free(m->vars[i].grad);
   for (int i = 0; i < m->n_layers; i++) {
     layer *l = &m->layers[i];
     free(l->out), free(l->dout), free(l->cols), free(l->argmax), free(l->mask);

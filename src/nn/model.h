@@ -19,8 +19,10 @@ typedef struct tfx_var {
   int trainable;
   char init[32];
   int64_t fan_in, fan_out;
-  float *value; /* owned by the model */
-  float *grad;  /* owned by the model */
+  float *value;   /* the values the model computes with: storage, or borrowed read-only memory (a received
+                     frame used in place, see tfx_psclient) */
+  float *storage; /* owned by the model */
+  float *grad;    /* owned by the model */
 } tfx_var;
 
 typedef struct tfx_model tfx_model;

@@ -29,8 +29,9 @@ static void vbuf_release(void *data, void *hint) {
 }
 
 /* Makes the shard's value buffer private before writing to it. */
-int ps_own_value(shard *s) {
+int ps_own_value(ps_state *p, shard *s) {
   if (atomic_load(&s->value->refs) == 1) return 0;
+  p->stats.cow_copies++;
   vbuf *b = vbuf_create(s->count);
   if (!b) return -1;
   memcpy(b->data, s->value->data, sizeof(float) * s->count);
@@ -264,9 +265,9 @@ int tfx_ps_run(tfx_node *n, tfx_err *err) {
     if (ready > 0) serve_one(&p);
     ps_expire_pulls(&p);
   }
-  tfx_log(TFX_LOG_INFO, "PS-STOP", "stopping at step %lld: %llu pushes applied, %llu stale dropped, %llu rejected",
+  tfx_log(TFX_LOG_INFO, "PS-STOP", "stopping at step %lld: %llu pushes applied, %llu stale dropped, %llu rejected, %llu copied on write",
           (long long)p.version, (unsigned long long)p.stats.applied, (unsigned long long)p.stats.stale,
-          (unsigned long long)p.stats.rejected);
+          (unsigned long long)p.stats.rejected, (unsigned long long)p.stats.cow_copies);
   ps_drop_pending(&p);
   tfx_net_close(p.sock);
   free_shards(&p);

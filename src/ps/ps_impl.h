@@ -58,12 +58,12 @@ typedef struct ps_state {
   float *scratch;
   size_t scratch_size;
   struct {
-    uint64_t applied, stale, rejected, pulls, bad_frames;
+    uint64_t applied, stale, rejected, pulls, bad_frames, cow_copies;
   } stats;
 } ps_state;
 
 /* Makes a shard's value buffer private (copy on write) before an update; -1 when out of memory. */
-int ps_own_value(shard *s);
+int ps_own_value(ps_state *p, shard *s);
 /* Bytes of variable values held. */
 size_t ps_bytes(const ps_state *p);
 /* The shard with this key (borrowed), or NULL. */

@@ -175,7 +175,7 @@ static int validate_push(ps_state *p, const tfx_inmsg *m, shard **targets, tfx_e
 }
 
 static int apply_one(ps_state *p, shard *s, const float *g, float scale) {
-  if (ps_own_value(s)) return -1;
+  if (ps_own_value(p, s)) return -1;
   tfx_optim_apply(&p->opt, p->version, s->value->data, g, scale, s->slots, s->count);
   return 0;
 }

@@ -17,6 +17,7 @@ typedef struct slot {
 
 typedef struct ps_link {
   tfx_client *client;
+  tfx_inmsg held; /* the last reply: whole-variable values are used in place from its frames */
   slot *slots;
   int n;
   Tfx__Tensor *metas;
@@ -31,6 +32,8 @@ struct tfx_psclient {
   int timeout_ms;
   uint64_t bytes;
 };
+
+static void release_held(ps_link *l);
 
 static int map_shard(const Tfx__Shard *s, tfx_model *m, slot *out, tfx_err *err) {
   tfx_var *v = tfx_model_find_var(m, s->var);
@@ -111,6 +114,7 @@ void tfx_psclient_destroy(tfx_psclient *c) {
   if (!c) return;
   for (int p = 0; p < c->n_ps; p++) {
     ps_link *l = &c->ps[p];
+    release_held(l);
     tfx_client_destroy(l->client);
     free(l->slots), free(l->metas), free(l->ptrs), free(l->payloads);
   }
@@ -125,8 +129,18 @@ static const slot *find_slot(const ps_link *l, const char *key) {
   return NULL;
 }
 
-/* Copies every tensor of a pull reply into its variable, checking names and sizes. */
-static int take_values(tfx_psclient *c, const ps_link *l, const tfx_inmsg *m, tfx_err *err) {
+/* Points variables back at their own storage, copying values that were borrowed from frames. */
+static void release_held(ps_link *l) {
+  for (int i = 0; i < l->n; i++) {
+    tfx_var *v = l->slots[i].var;
+    if (v->value != v->storage) memcpy(v->storage, v->value, sizeof(float) * v->count), v->value = v->storage;
+  }
+  tfx_inmsg_fini(&l->held);
+}
+
+/* Takes every tensor of a pull reply into its variable, checking names and sizes: a whole, aligned variable
+ * is used in place from the frame (no copy; the frame is held until the next reply), a slice is copied. */
+static int take_values(tfx_psclient *c, ps_link *l, tfx_inmsg *m, tfx_err *err) {
   int part = 0;
   for (size_t i = 0; i < m->env->n_tensors; i++) {
     const Tfx__Tensor *t = m->env->tensors[i];
@@ -137,10 +151,29 @@ static int take_values(tfx_psclient *c, const ps_link *l, const tfx_inmsg *m, tf
       return tfx_err_set(err, TFX_ESHAPE, "%s: pull reply tensor '%.64s' unknown or of %zu bytes",
                          tfx_client_endpoint(l->client), t->name, size);
     }
-    memcpy(s->var->value + s->offset, data, size);
+    if (s->count == s->var->count && ((uintptr_t)data & 63) == 0) {
+      s->var->value = (float *)data;
+    } else {
+      if (s->var->value != s->var->storage) s->var->value = s->var->storage;
+      memcpy(s->var->value + s->offset, data, size);
+    }
     c->bytes += size;
   }
   return TFX_OK;
+}
+
+/* Receives a values reply from ps p into the model; the previous reply is released only now. */
+static int recv_values(tfx_psclient *c, int p, int64_t *lowest, tfx_err *err) {
+  ps_link *l = &c->ps[p];
+  tfx_inmsg m;
+  int rc = tfx_client_recv(l->client, &m, c->timeout_ms, err);
+  if (rc) return tfx_inmsg_fini(&m), rc;
+  for (int i = 0; i < l->n; i++) l->slots[i].var->value = l->slots[i].var->storage;
+  rc = take_values(c, l, &m, err);
+  if (!rc && m.env->step < *lowest) *lowest = m.env->step;
+  tfx_inmsg_fini(&l->held);
+  l->held = m;
+  return rc;
 }
 
 int tfx_psclient_pull(tfx_psclient *c, int64_t min_version, int64_t *version, tfx_err *err) {
@@ -155,12 +188,7 @@ int tfx_psclient_pull(tfx_psclient *c, int64_t min_version, int64_t *version, tf
   }
   int64_t lowest = INT64_MAX;
   for (int p = 0; p < c->n_ps && !rc; p++) {
-    if (!c->ps[p].client) continue;
-    tfx_inmsg m;
-    rc = tfx_client_recv(c->ps[p].client, &m, c->timeout_ms, err);
-    if (!rc) rc = take_values(c, &c->ps[p], &m, err);
-    if (!rc && m.env->step < lowest) lowest = m.env->step;
-    tfx_inmsg_fini(&m);
+    if (c->ps[p].client) rc = recv_values(c, p, &lowest, err);
   }
   if (!rc) *version = lowest == INT64_MAX ? 0 : lowest;
   return rc;
@@ -199,12 +227,7 @@ int tfx_psclient_push_pull(tfx_psclient *c, int64_t step, int64_t *version, tfx_
   int64_t lowest = INT64_MAX;
   c->bytes = 0;
   for (int p = 0; p < c->n_ps && !rc; p++) {
-    if (!c->ps[p].client) continue;
-    tfx_inmsg m;
-    rc = tfx_client_recv(c->ps[p].client, &m, c->timeout_ms, err);
-    if (!rc) rc = take_values(c, &c->ps[p], &m, err);
-    if (!rc && m.env->step < lowest) lowest = m.env->step;
-    tfx_inmsg_fini(&m);
+    if (c->ps[p].client) rc = recv_values(c, p, &lowest, err);
   }
   if (!rc) *version = lowest == INT64_MAX ? 0 : lowest;
   return rc;
