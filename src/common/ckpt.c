@@ -35,7 +35,8 @@ typedef struct writer {
 } writer;
 
 static void put(writer *w, const void *p, size_t n) {
-  if (w->failed) return;
+  /* n == 0: nothing to write, and crc32(crc, NULL, 0) would return 0, not crc. */
+  if (w->failed || n == 0) return;
   if (fwrite(p, 1, n, w->f) != n) w->failed = 1;
   w->crc = crc32(w->crc, p, (uInt)n);
 }

@@ -54,6 +54,9 @@ void tfx_cluster_destroy(tfx_cluster *c) {
 
 static int parse_port(const char *p, const char *address, tfx_err *err) {
   if (!*p) return tfx_err_set(err, TFX_ECONFIG, "address '%s': missing port", address);
+  if (strspn(p, "0123456789") != strlen(p)) {
+    return tfx_err_set(err, TFX_ECONFIG, "address '%s': port '%s' is not a number in 1..65535", address, p);
+  }
   char *end;
   long port = strtol(p, &end, 10);
   if (*end || port < 1 || port > 65535) {
@@ -78,7 +81,11 @@ static int split_address(const char *address, char *host, size_t hn, const char 
     }
   }
   size_t len = (size_t)(colon - address);
-  if (len == 0 || len >= hn) return tfx_err_set(err, TFX_ECONFIG, "address '%s': bad host", address);
+  const char *allowed = address[0] == '[' ? "[]0123456789abcdefABCDEF:.%"
+                                          : "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_";
+  if (len == 0 || len >= hn || strspn(address, allowed) < len) {
+    return tfx_err_set(err, TFX_ECONFIG, "address '%.200s': bad host", address);
+  }
   memcpy(host, address, len);
   host[len] = '\0';
   *port = colon + 1;
@@ -195,10 +202,11 @@ int tfx_cluster_parse(const char *json, tfx_cluster **out, tfx_err *err) {
   if (!tok || !c) goto fail;
   root = json_tokener_parse_ex(tok, json, -1);
   enum json_tokener_error jerr = json_tokener_get_error(tok);
-  if (!root || jerr != json_tokener_success) {
-    rc = tfx_err_set(err, TFX_ECONFIG, "TF_CONFIG: malformed JSON at offset %zu: %s",
-                     json_tokener_get_parse_end(tok),
-                     jerr == json_tokener_continue ? "unexpected end of input" : json_tokener_error_desc(jerr));
+  size_t end = json_tokener_get_parse_end(tok);
+  if (root && jerr == json_tokener_success) end += strspn(json + end, " \t\r\n");
+  if (!root || jerr != json_tokener_success || json[end]) {
+    rc = tfx_err_set(err, TFX_ECONFIG, "TF_CONFIG: malformed JSON at offset %zu: %s", end,
+                     jerr == json_tokener_success ? "unexpected text after the object" : json_tokener_error_desc(jerr));
     goto fail;
   }
   if ((rc = parse_root(c, root, err))) goto fail;

@@ -125,9 +125,14 @@ static int set_json(void *base, const option *o, json_object *v, const char *whe
         return tfx_err_set(err, TFX_ECONFIG, "%s: expected a number", where);
       }
       return set_number(base, o, json_object_get_double(v), where, err);
-    default:
+    default: {
       if (t != json_type_int) return tfx_err_set(err, TFX_ECONFIG, "%s: expected an integer", where);
-      return set_number(base, o, (double)json_object_get_int64(v), where, err);
+      /* Range-check in double, store the exact int64: a double would round integers above 2^53. */
+      int64_t i = json_object_get_int64(v);
+      int rc = set_number(base, o, (double)i, where, err);
+      if (!rc && o->type == OPT_I64) *(int64_t *)((char *)base + o->offset) = i;
+      return rc;
+    }
   }
 }
 
@@ -251,11 +256,14 @@ static json_object *parse_text(const char *json, const char *origin, tfx_err *er
     tfx_err_set(err, TFX_ENOMEM, "out of memory");
     return NULL;
   }
+  /* -1: json-c reads up to and including the NUL, which completes a bare number or literal ("32", "true"). */
   json_object *root = json_tokener_parse_ex(tok, json, -1);
   enum json_tokener_error jerr = json_tokener_get_error(tok);
-  if (!root || jerr != json_tokener_success) {
-    tfx_err_set(err, TFX_ECONFIG, "%s: malformed JSON at offset %zu: %s", origin, json_tokener_get_parse_end(tok),
-                jerr == json_tokener_continue ? "unexpected end of input" : json_tokener_error_desc(jerr));
+  size_t end = json_tokener_get_parse_end(tok);
+  if (root && jerr == json_tokener_success) end += strspn(json + end, " \t\r\n");
+  if (!root || jerr != json_tokener_success || json[end]) {
+    tfx_err_set(err, TFX_ECONFIG, "%s: malformed JSON at offset %zu: %s", origin, end,
+                jerr == json_tokener_success ? "unexpected text after the value" : json_tokener_error_desc(jerr));
     json_object_put(root);
     root = NULL;
   }

@@ -10,7 +10,8 @@
 
 size_t tfx_st_dtype_size(const char *dtype) {
   static const struct { const char *name; size_t size; } sizes[] = {
-      {"F64", 8}, {"F32", 4}, {"F16", 2}, {"BF16", 2}, {"I64", 8}, {"I32", 4}, {"I16", 2}, {"I8", 1}, {"U8", 1}, {"BOOL", 1}};
+      {"F64", 8}, {"F32", 4}, {"F16", 2}, {"BF16", 2}, {"I64", 8}, {"I32", 4}, {"I16", 2}, {"I8", 1}, {"U8", 1}, {"BOOL", 1},
+      {"U64", 8}, {"U32", 4}, {"U16", 2}, {"F8_E4M3", 1}, {"F8_E5M2", 1}};
   for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
     if (!strcmp(dtype, sizes[i].name)) return sizes[i].size;
   }
@@ -84,6 +85,9 @@ static int parse_entry(const char *path, const char *name, json_object *v, size_
   for (int d = 0; d < t->rank; d++) {
     t->shape[d] = json_object_get_int64(json_object_array_get_idx(shape, (size_t)d));
     if (t->shape[d] < 0) return tfx_err_set(err, TFX_ECORRUPT, "%s: tensor '%s': negative dim", path, name);
+    if (t->shape[d] > 0 && count > data_size / (size_t)t->shape[d]) {
+      return tfx_err_set(err, TFX_ECORRUPT, "%s: tensor '%s': shape larger than the %zu data bytes", path, name, data_size);
+    }
     count *= (size_t)t->shape[d];
   }
   int64_t b = json_object_get_int64(json_object_array_get_idx(offs, 0)), e = json_object_get_int64(json_object_array_get_idx(offs, 1));

@@ -42,9 +42,21 @@ static int read_header(gzFile f, const char *path, int *rank, int64_t dims[4], s
   for (int i = 0; i < *rank; i++) {
     dims[i] = (int64_t)raw[4 * i] << 24 | raw[4 * i + 1] << 16 | raw[4 * i + 2] << 8 | raw[4 * i + 3];
     if (dims[i] <= 0 || dims[i] > (1 << 28)) return tfx_err_set(err, TFX_ECORRUPT, "%s: offset %d: dim %lld", path, 4 + 4 * i, (long long)dims[i]);
+    if (*count > ((size_t)1 << 34) / (size_t)dims[i]) {
+      return tfx_err_set(err, TFX_ECORRUPT, "%s: offset %d: the dims hold too many elements (too large)", path, 4 + 4 * i);
+    }
     *count *= (size_t)dims[i];
   }
-  if (*count > ((size_t)1 << 34)) return tfx_err_set(err, TFX_ECORRUPT, "%s: %zu elements is too large", path, *count);
+  return TFX_OK;
+}
+
+/* Reads past the data so that zlib reaches the end of a gzip stream and checks its CRC32 and length. */
+static int check_end(gzFile f, const char *path, size_t off, tfx_err *err) {
+  char extra;
+  int errnum = Z_OK;
+  gzread(f, &extra, 1);
+  const char *msg = gzerror(f, &errnum);
+  if (errnum != Z_OK) return tfx_err_set(err, TFX_ECORRUPT, "%s: offset %zu: %s", path, off, msg);
   return TFX_OK;
 }
 
@@ -56,6 +68,7 @@ int tfx_idx_read(const char *path, uint8_t **data, int *rank, int64_t dims[4], t
   uint8_t *buf = NULL;
   if (!rc && !(buf = malloc(count))) rc = tfx_err_set(err, TFX_ENOMEM, "%s: out of memory", path);
   if (!rc) rc = read_exact(f, buf, count, path, 4 + 4 * (size_t)*rank, err);
+  if (!rc) rc = check_end(f, path, 4 + 4 * (size_t)*rank + count, err);
   gzclose(f);
   if (rc) {
     free(buf);

@@ -57,6 +57,20 @@ static int setup(master *m, tfx_err *err) {
   return rc;
 }
 
+/* Waits for ps p's reply while still serving the master's own socket, so workers blocked on a report or a
+ * registration are answered and never wait on the ps that waits on them. */
+static int await_ps(master *m, int p, tfx_inmsg *r, int timeout_ms, tfx_err *err) {
+  int64_t deadline = tfx_now_ms() + timeout_ms;
+  for (;;) {
+    zmq_pollitem_t items[2] = {{tfx_client_socket(m->ps[p]), 0, ZMQ_POLLIN, 0}, {m->sock, 0, ZMQ_POLLIN, 0}};
+    int64_t left = deadline - tfx_now_ms();
+    if (left <= 0) return tfx_err_set(err, TFX_EPEER, "%s: no reply within %d ms", tfx_client_endpoint(m->ps[p]), timeout_ms);
+    if (zmq_poll(items, m->sock ? 2 : 1, (long)left) < 0 && tfx_stop_requested()) return tfx_err_set(err, TFX_EINTR, "interrupted");
+    if (m->sock && (items[1].revents & ZMQ_POLLIN)) master_serve_pending(m);
+    if (items[0].revents & ZMQ_POLLIN) return tfx_client_recv(m->ps[p], r, (int)(left > 1 ? left : 1), err);
+  }
+}
+
 /* Sends one request to every ps and collects the replies; on_reply (may be NULL) sees each. */
 int master_call_ps(master *m, tfx_envelope *req, int timeout_ms, void (*on_reply)(master *, int, const tfx_envelope *),
                    tfx_err *err) {
@@ -64,7 +78,8 @@ int master_call_ps(master *m, tfx_envelope *req, int timeout_ms, void (*on_reply
   for (int p = 0; p < m->n_ps && !rc; p++) rc = tfx_client_send(m->ps[p], req, NULL, 0, err);
   for (int p = 0; p < m->n_ps && !rc; p++) {
     tfx_inmsg r;
-    rc = tfx_client_recv(m->ps[p], &r, timeout_ms, err);
+    memset(&r, 0, sizeof r);
+    rc = await_ps(m, p, &r, timeout_ms, err);
     if (!rc && on_reply) on_reply(m, p, r.env);
     tfx_inmsg_fini(&r);
   }

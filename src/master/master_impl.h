@@ -29,7 +29,9 @@ typedef struct master {
   char abort_msg[256];
 } master;
 
-/* Sends req to every ps, collects each reply (on_reply may be NULL). */
+/* Serves every message waiting on the master's socket, without blocking. */
+void master_serve_pending(master *m);
+/* Sends req to every ps, collects each reply (on_reply may be NULL), serving the master's socket meanwhile. */
 int master_call_ps(master *m, tfx_envelope *req, int timeout_ms, void (*on_reply)(master *, int, const tfx_envelope *),
                    tfx_err *err);
 /* Refreshes every ps's version; global_step = the smallest, max_version = the largest. */

@@ -92,6 +92,11 @@ static void serve(master *m, int timeout_ms) {
   }
 }
 
+void master_serve_pending(master *m) {
+  zmq_pollitem_t item = {m->sock, 0, ZMQ_POLLIN, 0};
+  while (zmq_poll(&item, 1, 0) > 0) serve_one(m);
+}
+
 static void probe_ps(master *m) {
   for (int p = 0; p < m->n_ps; p++) {
     if (m->ps_up[p]) continue;
@@ -225,7 +230,7 @@ static void periodic(master *m) {
   }
   if (m->global_step >= m->next_ckpt && m->global_step < m->cfg.max_steps) {
     tfx_err err;
-    int64_t at = m->max_version + (strcmp(m->cfg.mode, "sync") ? 0 : 2);
+    int64_t at = m->max_version;
     if (at >= m->cfg.max_steps) at = m->cfg.max_steps;
     if (master_checkpoint(m, at, &err)) tfx_log(TFX_LOG_WARN, "MASTER-CKPT-FAIL", "%s", err.msg);
     while (m->next_ckpt <= m->global_step) m->next_ckpt += m->cfg.ckpt_every_steps;

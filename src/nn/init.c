@@ -13,7 +13,7 @@ static uint64_t splitmix(uint64_t x) {
 }
 
 uint64_t tfx_hash_str(const char *s) {
-  uint64_t h = 1469598103934665603ULL;
+  uint64_t h = 14695981039346656037ULL;
   for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ULL;
   return h;
 }
@@ -59,6 +59,11 @@ static kind parse(const char *spec, int64_t fan_in, int64_t fan_out, double *sca
 
 int tfx_init_check(const char *spec, tfx_err *err) {
   double s = 0;
+  const char *colon = strchr(spec, ':');
+  char *end = NULL;
+  if (colon && (strtod(colon + 1, &end), end == colon + 1 || *end)) {
+    return tfx_err_set(err, TFX_ECONFIG, "unknown initializer '%s' (the argument is not a number)", spec);
+  }
   if (parse(spec, 1, 1, &s) == K_BAD) return tfx_err_set(err, TFX_ECONFIG, "unknown initializer '%s'", spec);
   return TFX_OK;
 }

@@ -255,6 +255,7 @@ static void softmax_rows(const float *z, float *p, int batch, int c) {
 static void count_hits(const float *z, const int32_t *labels, int batch, int c, tfx_step_stats *st) {
   for (int b = 0; b < batch; b++) {
     const float *zr = z + (size_t)b * c;
+    if (labels[b] < 0 || labels[b] >= c) continue; /* an unknown class is never a hit */
     int above = 0;
     for (int j = 0; j < c; j++) above += zr[j] > zr[labels[b]];
     st->correct += above == 0;

