@@ -1,0 +1,280 @@
+/* Drives a real `tfx-node --role=ps` through its protocol and checks the update semantics exactly.
+ * Usage: tfx-ps-driver TFX_NODE CASE   with CASE one of async-sum, sync, ssp, optim, reject, checkpoint.
+ * Prints "ok: ..." and exits 0, or "FAIL: ..." and exits 1. */
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "ckpt.h"
+#include "cluster.h"
+#include "config.h"
+#include "log.h"
+#include "net.h"
+#include "optim.h"
+
+#define N 1000
+static const char *tfx_node;
+static char endpoint[64], run_dir[256];
+static pid_t ps_pid;
+
+#define CHECK(cond, ...) do { if (!(cond)) { printf("FAIL: " __VA_ARGS__); printf("\n"); stop_ps(); exit(1); } } while (0)
+
+static void stop_ps(void) {
+  if (ps_pid > 0) kill(ps_pid, SIGTERM), waitpid(ps_pid, NULL, 0);
+  ps_pid = 0;
+}
+
+static void start_ps(void) {
+  int port = 0;
+  void *s = zmq_socket(tfx_net_context(), ZMQ_ROUTER);
+  char ep[64];
+  size_t len = sizeof ep;
+  zmq_bind(s, "tcp://127.0.0.1:*"), zmq_getsockopt(s, ZMQ_LAST_ENDPOINT, ep, &len);
+  port = atoi(strrchr(ep, ':') + 1);
+  zmq_close(s);
+  usleep(50000);
+  char tfc[256];
+  snprintf(tfc, sizeof tfc, "{\"cluster\":{\"ps\":[\"127.0.0.1:%d\"]},\"task\":{\"type\":\"ps\",\"index\":0}}", port);
+  snprintf(endpoint, sizeof endpoint, "tcp://127.0.0.1:%d", port);
+  if ((ps_pid = fork()) == 0) {
+    setenv("TF_CONFIG", tfc, 1);
+    execl(tfx_node, "tfx-node", "--log-level", "warn", (char *)NULL);
+    _exit(127);
+  }
+}
+
+static tfx_client *connect_ps(void) {
+  tfx_client *c;
+  tfx_err err;
+  CHECK(tfx_client_create(endpoint, &c, &err) == 0, "connect: %s", err.msg);
+  return c;
+}
+
+/* INIT with one variable "v" of N zeros; restore from `path` when given. */
+static int init_ps(tfx_client *c, const char *mode, const char *opt, int workers, int replicas, int staleness,
+                   const char *path, tfx_err *err) {
+  char json[512];
+  snprintf(json, sizeof json, "{\"training\": {\"mode\": \"%s\", \"replicas_to_aggregate\": %d, \"staleness\": %d},"
+           " \"optimizer\": {\"name\": \"%s\", \"learning_rate\": %s}}", mode, replicas, staleness, opt,
+           strcmp(opt, "sgd") ? "0.01" : "1");
+  Tfx__Shard sh, *shp = &sh;
+  int64_t shape[1] = {N};
+  tfx__shard__init(&sh);
+  sh.key = sh.var = "v", sh.shape = shape, sh.n_shape = 1, sh.row_end = N, sh.trainable = 1, sh.init = "zeros";
+  tfx_envelope env;
+  tfx_inmsg r;
+  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_INIT);
+  env.text = json, env.shards = &shp, env.n_shards = 1, env.flag = workers, env.path = (char *)(path ? path : "");
+  int rc = tfx_client_call(c, &env, NULL, 0, &r, 20000, err);
+  tfx_inmsg_fini(&r);
+  return rc;
+}
+
+/* Pushes g as worker w for `step`; *stale gets the ps's stale flag. */
+static int push(tfx_client *c, int w, int64_t step, const float *g, const char *name, size_t n, int *stale, tfx_err *err) {
+  Tfx__Tensor t, *tp = &t;
+  int64_t shape[1] = {(int64_t)n};
+  tfx__tensor__init(&t);
+  t.name = (char *)name, t.shape = shape, t.n_shape = 1, t.nbytes = n * 4;
+  tfx_payload pl = {g, n * 4, 1, NULL, NULL};
+  tfx_envelope env;
+  tfx_inmsg r;
+  tfx_wire_set_sender(TFX__ROLE__ROLE_WORKER, w);
+  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_PUSH);
+  env.step = step, env.tensors = &tp, env.n_tensors = 1;
+  int rc = tfx_client_call(c, &env, &pl, 1, &r, 20000, err);
+  if (!rc && stale) *stale = (int)r.env->flag;
+  tfx_inmsg_fini(&r);
+  return rc;
+}
+
+/* Pulls v at version >= min into out; returns the code (TFX_EPEER on timeout_ms). */
+static int pull(tfx_client *c, int w, int64_t min, float *out, int64_t *version, int timeout_ms, tfx_err *err) {
+  tfx_envelope env;
+  tfx_inmsg r;
+  tfx_wire_set_sender(TFX__ROLE__ROLE_WORKER, w);
+  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_PULL);
+  env.step = min;
+  int rc = tfx_client_call(c, &env, NULL, 0, &r, timeout_ms, err);
+  size_t size = 0;
+  const void *data = rc ? NULL : tfx_inmsg_part(&r, 0, &size);
+  if (!rc && size == N * 4) memcpy(out, data, size);
+  if (!rc && version) *version = r.env->step;
+  tfx_inmsg_fini(&r);
+  return rc;
+}
+
+static void fill(float *g, float v) { for (int i = 0; i < N; i++) g[i] = v; }
+
+static void case_async_sum(void) {
+  enum { PUSHERS = 16, PUSHES = 25 };
+  tfx_client *c = connect_ps();
+  tfx_err err;
+  CHECK(init_ps(c, "async", "sgd", PUSHERS, 0, 0, NULL, &err) == 0, "init: %s", err.msg);
+  for (int w = 0; w < PUSHERS; w++) {
+    if (fork() == 0) {
+      tfx_net_forget_context();
+      tfx_client *pc = connect_ps();
+      float g[N];
+      fill(g, (float)(w + 1));
+      for (int k = 0; k < PUSHES; k++) {
+        if (push(pc, w, 0, g, "v", N, NULL, &err)) _exit(1);
+      }
+      tfx_client_destroy(pc);
+      _exit(0);
+    }
+  }
+  int status, failed = 0;
+  for (int w = 0; w < PUSHERS; w++) wait(&status), failed += !WIFEXITED(status) || WEXITSTATUS(status);
+  CHECK(!failed, "%d pusher process(es) failed", failed);
+  float v[N];
+  int64_t version;
+  CHECK(pull(c, 0, 0, v, &version, 10000, &err) == 0, "pull: %s", err.msg);
+  float want = -(float)(PUSHERS * (PUSHERS + 1) / 2 * PUSHES);
+  for (int i = 0; i < N; i++) CHECK(v[i] == want, "v[%d] = %g, want %g (an update was lost or doubled)", i, v[i], want);
+  CHECK(version == PUSHERS * PUSHES, "version %lld, want %d", (long long)version, PUSHERS * PUSHES);
+  printf("ok: %d concurrent pusher processes x %d pushes, exact sum %g, version %lld\n", PUSHERS, PUSHES, want, (long long)version);
+  tfx_client_destroy(c);
+}
+
+static void case_sync(void) {
+  tfx_client *c = connect_ps();
+  tfx_err err;
+  float g1[N], g2[N], v[N];
+  int stale = -1;
+  int64_t version;
+  fill(g1, 2), fill(g2, 4);
+  CHECK(init_ps(c, "sync", "sgd", 2, 0, 0, NULL, &err) == 0, "init: %s", err.msg);
+  CHECK(push(c, 0, 0, g1, "v", N, &stale, &err) == 0 && stale == 0, "push w0: %s", err.msg);
+  CHECK(pull(c, 0, 1, v, &version, 300, &err) == TFX_EPEER, "pull for step 1 answered before the 2nd replica pushed");
+  CHECK(push(c, 0, 0, g1, "v", N, &stale, &err) == 0 && stale == 1, "a second push by the same worker was not dropped");
+  CHECK(push(c, 1, 0, g2, "v", N, &stale, &err) == 0 && stale == 0, "push w1: %s", err.msg);
+  CHECK(pull(c, 0, 1, v, &version, 5000, &err) == 0 && version == 1, "pull step 1: %s", err.msg);
+  CHECK(v[0] == -3.0f && v[N - 1] == -3.0f, "sync average: v = %g, want -3", v[0]);
+  CHECK(push(c, 1, 0, g2, "v", N, &stale, &err) == 0 && stale == 1, "stale gradient (step 0 at step 1) not dropped");
+  CHECK(push(c, 0, 5, g2, "v", N, &stale, &err) == TFX_ESTATE, "push from the future accepted");
+  /* Backup workers: 3 workers, 2 replicas to aggregate: the third push of a step is dropped. */
+  CHECK(init_ps(c, "sync", "sgd", 3, 2, 0, NULL, &err) == 0, "re-init: %s", err.msg);
+  push(c, 0, 0, g1, "v", N, &stale, &err);
+  push(c, 1, 0, g2, "v", N, &stale, &err);
+  CHECK(push(c, 2, 0, g2, "v", N, &stale, &err) == 0 && stale == 1, "backup worker's late gradient not dropped");
+  CHECK(pull(c, 2, 1, v, &version, 5000, &err) == 0 && v[0] == -3.0f, "backup: v = %g, want -3", v[0]);
+  printf("ok: sync waits for replicas_to_aggregate, averages, drops stale/duplicate/backup gradients\n");
+  tfx_client_destroy(c);
+}
+
+static void case_ssp(void) {
+  tfx_client *c = connect_ps();
+  tfx_err err;
+  float g[N], v[N];
+  int64_t version;
+  fill(g, 1);
+  CHECK(init_ps(c, "ssp", "sgd", 2, 0, 1, NULL, &err) == 0, "init: %s", err.msg);
+  CHECK(push(c, 0, 0, g, "v", N, NULL, &err) == 0, "push: %s", err.msg);
+  CHECK(pull(c, 0, 0, v, &version, 2000, &err) == 0, "worker 0 one step ahead must not block: %s", err.msg);
+  CHECK(push(c, 0, 1, g, "v", N, NULL, &err) == 0, "push: %s", err.msg);
+  CHECK(pull(c, 0, 0, v, &version, 300, &err) == TFX_EPEER, "worker 0 two steps ahead (staleness 1) was not blocked");
+  CHECK(push(c, 1, 0, g, "v", N, NULL, &err) == 0, "push w1: %s", err.msg);
+  CHECK(pull(c, 0, 0, v, &version, 2000, &err) == 0 && v[0] == -3.0f, "after the slow worker caught up: %s v=%g", err.msg, v[0]);
+  printf("ok: bounded staleness blocks a worker 2 steps ahead and releases it when the slowest advances\n");
+  tfx_client_destroy(c);
+}
+
+static void case_optim(void) {
+  const char *opts[] = {"momentum", "adagrad", "rmsprop", "adam", "adamw"};
+  for (int o = 0; o < 5; o++) {
+    tfx_client *c = connect_ps();
+    tfx_err err;
+    CHECK(init_ps(c, "async", opts[o], 1, 0, 0, NULL, &err) == 0, "init: %s", err.msg);
+    tfx_config cfg;
+    tfx_config_init(&cfg);
+    strcpy(cfg.optimizer, opts[o]), cfg.learning_rate = 0.01;
+    tfx_optim opt;
+    tfx_optim_init(&opt, &cfg);
+    float w[N] = {0}, m[N] = {0}, s2[N] = {0}, g[N], v[N];
+    float *slots[2] = {m, s2};
+    for (int step = 0; step < 5; step++) {
+      for (int i = 0; i < N; i++) g[i] = sinf((float)(i + step));
+      CHECK(push(c, 0, step, g, "v", N, NULL, &err) == 0, "push: %s", err.msg);
+      tfx_optim_apply(&opt, step, w, g, 1.0f, slots, N);
+    }
+    CHECK(pull(c, 0, 0, v, NULL, 5000, &err) == 0, "pull: %s", err.msg);
+    for (int i = 0; i < N; i++) CHECK(v[i] == w[i], "%s: ps %g != single-process %g at %d", opts[o], v[i], w[i], i);
+    tfx_client_destroy(c);
+  }
+  printf("ok: momentum, adagrad, rmsprop, adam, adamw at the ps equal the single-process rule bit for bit\n");
+}
+
+static void case_reject(void) {
+  tfx_client *c = connect_ps();
+  tfx_err err;
+  float g[N], v[N];
+  fill(g, 1);
+  CHECK(init_ps(c, "async", "sgd", 1, 0, 0, NULL, &err) == 0, "init: %s", err.msg);
+  CHECK(push(c, 0, 0, g, "w", N, NULL, &err) == TFX_ENOTFOUND && strstr(err.msg, "'w'"), "unknown variable: %s", err.msg);
+  CHECK(push(c, 0, 0, g, "v", N - 1, NULL, &err) == TFX_ESHAPE && strstr(err.msg, "'v'"), "wrong shape: %s", err.msg);
+  g[7] = NAN;
+  CHECK(push(c, 0, 0, g, "v", N, NULL, &err) == TFX_EINVAL && strstr(err.msg, "NaN"), "NaN: %s", err.msg);
+  g[7] = INFINITY;
+  CHECK(push(c, 0, 0, g, "v", N, NULL, &err) == TFX_EINVAL, "Inf: %s", err.msg);
+  CHECK(pull(c, 0, 0, v, NULL, 5000, &err) == 0, "pull: %s", err.msg);
+  for (int i = 0; i < N; i++) CHECK(v[i] == 0.0f, "rejected pushes changed v[%d] to %g", i, v[i]);
+  printf("ok: unknown variable, wrong shape, NaN and Inf rejected by name; nothing changed\n");
+  tfx_client_destroy(c);
+}
+
+static void case_checkpoint(void) {
+  tfx_client *c = connect_ps();
+  tfx_err err;
+  float g[N], v[N], back[N];
+  for (int i = 0; i < N; i++) g[i] = (float)i;
+  CHECK(init_ps(c, "async", "adam", 1, 0, 0, NULL, &err) == 0, "init: %s", err.msg);
+  for (int s = 0; s < 3; s++) push(c, 0, s, g, "v", N, NULL, &err);
+  CHECK(pull(c, 0, 0, v, NULL, 5000, &err) == 0, "pull: %s", err.msg);
+  char dir[300], shard[400];
+  snprintf(dir, sizeof dir, "%s/ckpt", run_dir);
+  tfx_envelope env;
+  tfx_inmsg r;
+  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_CHECKPOINT);
+  env.step = 3, env.path = dir;
+  CHECK(tfx_client_call(c, &env, NULL, 0, &r, 10000, &err) == 0, "checkpoint: %s", err.msg);
+  tfx_inmsg_fini(&r);
+  snprintf(shard, sizeof shard, "%s/ps-0.shard", dir);
+  CHECK(init_ps(c, "async", "adam", 1, 0, 0, shard, &err) == 0, "restore: %s", err.msg);
+  int64_t version;
+  CHECK(pull(c, 0, 0, back, &version, 5000, &err) == 0 && version == 3, "pull after restore: version %lld", (long long)version);
+  CHECK(memcmp(v, back, sizeof v) == 0, "restored values differ");
+  FILE *f = fopen(shard, "r+b");
+  fseek(f, 200, SEEK_SET), fputc(0x5a, f), fclose(f);
+  CHECK(init_ps(c, "async", "adam", 1, 0, 0, shard, &err) == TFX_ECORRUPT && strstr(err.msg, "ps-0.shard"), "bit flip: %s", err.msg);
+  CHECK(truncate(shard, 100) == 0, "truncate");
+  CHECK(init_ps(c, "async", "adam", 1, 0, 0, shard, &err) == TFX_ECORRUPT && strstr(err.msg, "file has"), "truncated: %s", err.msg);
+  printf("ok: shard checkpoint round trip (values, slots, version); bit flip and truncation refused\n");
+  tfx_client_destroy(c);
+}
+
+int main(int argc, char **argv) {
+  if (argc != 3) return fprintf(stderr, "usage: %s TFX_NODE CASE\n", argv[0]), 2;
+  tfx_node = argv[1];
+  snprintf(run_dir, sizeof run_dir, "/tmp/tfx-ps-driver.XXXXXX");
+  if (!mkdtemp(run_dir)) return 2;
+  tfx_log_set_level(TFX_LOG_WARN);
+  start_ps();
+  const char *cs = argv[2];
+  if (!strcmp(cs, "async-sum")) case_async_sum();
+  else if (!strcmp(cs, "sync")) case_sync();
+  else if (!strcmp(cs, "ssp")) case_ssp();
+  else if (!strcmp(cs, "optim")) case_optim();
+  else if (!strcmp(cs, "reject")) case_reject();
+  else if (!strcmp(cs, "checkpoint")) case_checkpoint();
+  else CHECK(0, "unknown case %s", cs);
+  stop_ps();
+  tfx_net_shutdown();
+  char cmd[400];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", run_dir);
+  return system(cmd) == 0 ? 0 : 1;
+}
