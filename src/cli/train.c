@@ -27,7 +27,7 @@ typedef struct trainer {
   tfx_metrics *metrics;
   float *x;
   int32_t *y;
-  int64_t step;
+  int64_t step, last_ckpt_ms;
   const char *run_dir;
 } trainer;
 
@@ -200,7 +200,9 @@ static int loop(trainer *t, int64_t max_steps, tfx_err *err) {
       loss_sum = hits = seen = steps = 0;
     }
     if (c->eval_every_steps && t->step % c->eval_every_steps == 0 && t->step < max_steps) evaluate(t, &acc);
-    if (c->ckpt_every_steps && t->step % c->ckpt_every_steps == 0 && t->step < max_steps) {
+    int by_time = c->ckpt_every_secs > 0 && tfx_now_ms() - t->last_ckpt_ms >= c->ckpt_every_secs * 1000;
+    if (((c->ckpt_every_steps && t->step % c->ckpt_every_steps == 0) || by_time) && t->step < max_steps) {
+      t->last_ckpt_ms = tfx_now_ms();
       int rc = save(t, err);
       if (rc) return rc;
     }
@@ -218,6 +220,8 @@ int tfx_train_run(tfx_node *n, const tfx_cli_opts *o, tfx_err *err) {
   openblas_set_num_threads(t.cfg.threads);
   int64_t max_steps = o->max_steps > 0 ? o->max_steps : t.cfg.max_steps;
   int rc = setup(&t, err);
+  if (!rc && t.cfg.steps > 0) max_steps = t.step + t.cfg.steps;
+  t.last_ckpt_ms = tfx_now_ms();
   if (!rc) {
     int64_t start = tfx_now_ms();
     rc = loop(&t, max_steps, err);

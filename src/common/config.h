@@ -43,7 +43,7 @@ typedef struct tfx_config {
   int64_t decay_steps, warmup_steps;
   /* training */
   char mode[8];
-  int64_t max_steps;
+  int64_t max_steps, steps;
   int batch_size, replicas_to_aggregate, staleness, accumulate, report_every, threads;
   int64_t seed;
   double thres_loss, clip_norm, clip_value;
@@ -52,7 +52,7 @@ typedef struct tfx_config {
   int64_t min_slice_bytes;
   int max_shards;
   /* checkpoint */
-  int64_t ckpt_every_steps;
+  int64_t ckpt_every_steps, ckpt_every_secs;
   int keep_max;
   /* eval */
   int64_t eval_every_steps;

@@ -17,7 +17,7 @@ typedef struct master {
   tfx_client **ps, **workers;
   int n_ps, n_workers, running, finished;
   int *ps_up, *registered;
-  int64_t *ps_version, global_step, max_version, start_step, next_eval, next_ckpt;
+  int64_t *ps_version, global_step, max_version, start_step, next_eval, next_ckpt, last_ckpt_ms;
   tfx_plan plan;
   tfx_model *model;
   tfx_dataset *eval;

@@ -172,6 +172,13 @@ int master_init_ps(master *m, tfx_err *err) {
   }
   m->start_step = have ? step : 0;
   m->global_step = m->start_step;
+  if (m->cfg.steps > 0) {
+    /* Relative training (Estimator's `steps`): the workers get the absolute step through the experiment. */
+    m->cfg.max_steps = m->start_step + m->cfg.steps;
+    free(m->config_json);
+    m->config_json = tfx_config_to_json(&m->cfg);
+  }
+  m->last_ckpt_ms = tfx_now_ms();
   int64_t ev = m->cfg.eval_every_steps, ck = m->cfg.ckpt_every_steps;
   m->next_eval = ev ? (m->start_step / ev + 1) * ev : INT64_MAX;
   m->next_ckpt = ck ? (m->start_step / ck + 1) * ck : INT64_MAX;
@@ -228,7 +235,9 @@ static void periodic(master *m) {
     master_evaluate(m);
     while (m->next_eval <= m->global_step) m->next_eval += m->cfg.eval_every_steps;
   }
-  if (m->global_step >= m->next_ckpt && m->global_step < m->cfg.max_steps) {
+  int by_time = m->cfg.ckpt_every_secs > 0 && tfx_now_ms() - m->last_ckpt_ms >= m->cfg.ckpt_every_secs * 1000;
+  if ((m->global_step >= m->next_ckpt || by_time) && m->global_step < m->cfg.max_steps) {
+    m->last_ckpt_ms = tfx_now_ms();
     tfx_err err;
     int64_t at = m->max_version;
     if (at >= m->cfg.max_steps) at = m->cfg.max_steps;

@@ -9,6 +9,10 @@ le "$loss" 0.75 || fail "train loss after 300 steps is $loss, want <= 0.75"
 ge "$acc" 0.78 || fail "eval accuracy after 300 steps is $acc, want >= 0.78"
 [ -f "$run/config.json" ] || fail "no config.json"
 ls "$run"/checkpoints/ckpt-000000000300/manifest.json >/dev/null || fail "no checkpoint at step 300"
+"$TFX_NODE" train --config "$EXAMPLE" --run-dir "$run" --set training.steps=50 >"$WORK/more.log" 2>&1 || fail "relative steps: $(tail -1 "$WORK/more.log")"
+grep -q "TRAIN-RESUME resumed from .* at step 300" "$WORK/more.log" || fail "second train did not resume at 300"
+[ "$(metric "$run/metrics.jsonl" eval step)" = 350 ] || fail "training.steps=50 from step 300 did not stop at 350"
+acc=$(metric "$run/metrics.jsonl" eval accuracy)
 "$TFX_NODE" export --run-dir "$run" --out "$WORK/export" >"$WORK/export.log" 2>&1 || fail "export: $(cat "$WORK/export.log")"
 exp=$(ls -d "$WORK"/export/*/ | head -1)
 python3 - "$exp/model.safetensors" <<'PY' || fail "safetensors file malformed"
