@@ -44,7 +44,7 @@ typedef struct tfx_config {
   /* training */
   char mode[8];
   int64_t max_steps, steps;
-  int batch_size, replicas_to_aggregate, staleness, accumulate, report_every, threads;
+  int batch_size, replicas_to_aggregate, staleness, accumulate, report_every, threads, ps_apply_threads;
   int64_t seed;
   double thres_loss, clip_norm, clip_value;
   /* placement */

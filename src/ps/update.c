@@ -1,5 +1,6 @@
 /* Pulls, pushes (sync / async / bounded staleness) and shard checkpoints of the parameter server. */
 #include <cblas.h>
+#include <pthread.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -153,6 +154,30 @@ static int all_finite(const void *data, size_t n) {
   return !bad;
 }
 
+typedef struct finite_part {
+  const char *data;
+  size_t n;
+  int ok;
+} finite_part;
+
+static void *finite_range(void *arg) {
+  finite_part *f = arg;
+  f->ok = all_finite(f->data, f->n);
+  return NULL;
+}
+
+/* all_finite over a large tensor, split between this thread and a helper. */
+static int all_finite_parallel(const void *data, size_t n, int threads) {
+  if (threads < 2 || n < PS_PARALLEL_MIN) return all_finite(data, n);
+  size_t half = n / 2 / 16 * 16;
+  finite_part head = {data, half, 0}, tail = {(const char *)data + 4 * half, n - half, 0};
+  pthread_t helper;
+  if (pthread_create(&helper, NULL, finite_range, &tail)) return all_finite(data, n);
+  finite_range(&head);
+  pthread_join(helper, NULL);
+  return head.ok && tail.ok;
+}
+
 /* Checks every tensor of a push before anything changes. */
 static int validate_push(ps_state *p, const tfx_inmsg *m, shard **targets, tfx_err *err) {
   const tfx_envelope *e = m->env;
@@ -168,15 +193,41 @@ static int validate_push(ps_state *p, const tfx_inmsg *m, shard **targets, tfx_e
     }
     size_t size;
     const void *g = tfx_inmsg_part(m, part++, &size);
-    if (!all_finite(g, size / 4)) return tfx_err_set(err, TFX_EINVAL, "push: '%s' carries NaN or Inf; rejected", s->key);
+    if (!all_finite_parallel(g, size / 4, p->cfg.ps_apply_threads)) return tfx_err_set(err, TFX_EINVAL, "push: '%s' carries NaN or Inf; rejected", s->key);
     targets[i] = s;
   }
   return TFX_OK;
 }
 
+/* A contiguous part of one shard's update, run on a helper thread for large shards. */
+typedef struct apply_part {
+  const tfx_optim *opt;
+  int64_t step;
+  shard *s;
+  const float *g;
+  float scale;
+  size_t begin, end;
+} apply_part;
+
+static void *apply_range(void *arg) {
+  apply_part *a = arg;
+  float *slots[2] = {a->s->slots[0] ? a->s->slots[0] + a->begin : NULL, a->s->slots[1] ? a->s->slots[1] + a->begin : NULL};
+  tfx_optim_apply(a->opt, a->step, a->s->value->data + a->begin, a->g + a->begin, a->scale, slots, a->end - a->begin);
+  return NULL;
+}
+
+/* Applies g to a shard; elements are independent, so a large shard is split between this thread and a helper
+ * (the cores are otherwise idle while the workers wait for this reply). */
 static int apply_one(ps_state *p, shard *s, const float *g, float scale) {
   if (ps_own_value(p, s)) return -1;
-  tfx_optim_apply(&p->opt, p->version, s->value->data, g, scale, s->slots, s->count);
+  apply_part whole = {&p->opt, p->version, s, g, scale, 0, s->count};
+  pthread_t helper;
+  if (p->cfg.ps_apply_threads < 2 || s->count < PS_PARALLEL_MIN) return apply_range(&whole), 0;
+  apply_part tail = whole;
+  whole.end = tail.begin = s->count / 2 / 16 * 16;
+  if (pthread_create(&helper, NULL, apply_range, &tail)) return apply_range(&tail), apply_range(&whole), 0;
+  apply_range(&whole);
+  pthread_join(helper, NULL);
   return 0;
 }
 
