@@ -115,8 +115,10 @@ int main(int argc, char **argv) {
   printf("# datapath: push+pull of one float32 tensor, worker <-> ps on loopback, vs raw ZeroMQ echo and memcpy\n");
   printf("# OPENBLAS_CORETYPE=%s OPENBLAS_L2_SIZE=%s\n", getenv("OPENBLAS_CORETYPE") ? getenv("OPENBLAS_CORETYPE") : "-",
          getenv("OPENBLAS_L2_SIZE") ? getenv("OPENBLAS_L2_SIZE") : "-");
-  const size_t sizes[] = {4096, 1 << 20, 4 << 20, 16 << 20};
-  for (int i = 0; i < 4; i++) {
+  size_t sizes[] = {4096, 1 << 20, 4 << 20, 16 << 20};
+  int n_sizes = 4;
+  if (argc > 3) sizes[0] = (size_t)atol(argv[3]), n_sizes = 1; /* one size only, for profiling */
+  for (int i = 0; i < n_sizes; i++) {
     tfx_config cfg;
     one_variable(&cfg, sizes[i]);
     double tfx = tfx_round_trip_us(&cfg, 1, 1, seconds_per_case, NULL);
@@ -125,7 +127,7 @@ int main(int argc, char **argv) {
            mc, 2.0 * (double)sizes[i] / tfx / 1e3, 2.0 * (double)sizes[i] / raw / 1e3, raw / tfx);
     fflush(stdout);
   }
-  bench_scaling(seconds_per_case);
+  if (argc <= 3) bench_scaling(seconds_per_case);
   tfx_net_shutdown();
   return 0;
 }

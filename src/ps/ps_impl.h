@@ -11,7 +11,7 @@
 #include "ps.h"
 
 #define PS_MAX_WORKERS 1024
-#define PS_PARALLEL_MIN (256 * 1024) /* floats: shards this large are updated by two threads */
+#define PS_PARALLEL_MIN (1024 * 1024) /* floats: shards this large are updated by two threads */
 
 typedef struct vbuf {
   atomic_int refs;

@@ -151,7 +151,7 @@ static int take_values(tfx_psclient *c, ps_link *l, tfx_inmsg *m, tfx_err *err) 
       return tfx_err_set(err, TFX_ESHAPE, "%s: pull reply tensor '%.64s' unknown or of %zu bytes",
                          tfx_client_endpoint(l->client), t->name, size);
     }
-    if (s->count == s->var->count && ((uintptr_t)data & 63) == 0) {
+    if (s->count == s->var->count && ((uintptr_t)data & 3) == 0) {
       s->var->value = (float *)data;
     } else {
       if (s->var->value != s->var->storage) s->var->value = s->var->storage;
