@@ -14,7 +14,8 @@ static const char *const commands[] = {"local", "train", "status", "config", "mo
 static const char usage[] =
     "usage: tfx-node [COMMAND] [OPTIONS]\n"
     "\n"
-    "Without a command, runs the role that TF_CONFIG (or --role/--index) names: chief|master, worker or ps.\n"
+    "Without a command, runs the role that TF_CONFIG (or --role/--index) names: chief|master, worker or ps;\n"
+    "with no TF_CONFIG and a --config, trains in this process (local mode, like `train`).\n"
     "\n"
     "commands:\n"
     "  local    --config X [--workers N] [--ps M] [--run-dir D] [--max-steps N]   a whole cluster on loopback\n"
@@ -165,8 +166,12 @@ static int apply_role(tfx_args *a, const raw *r, tfx_err *err) {
   tfx_role role = n->role;
   if (r->role && tfx_role_parse(r->role, &role)) return tfx_err_set(err, TFX_ECONFIG, "--role '%s': want chief, master, worker or ps", r->role);
   if (a->command) return TFX_OK;
+  if (!n->cluster && r->config && !r->role) {
+    a->command = "train"; /* no TF_CONFIG means local mode, as in TensorFlow: train in this process */
+    return TFX_OK;
+  }
   if (!n->cluster) {
-    return tfx_err_set(err, TFX_ECONFIG, "no TF_CONFIG: give a cluster (TF_CONFIG or --tf-config) or a command such as 'local' (see --help)");
+    return tfx_err_set(err, TFX_ECONFIG, "no TF_CONFIG: give a cluster (TF_CONFIG or --tf-config), an experiment to train locally (--config), or a command such as 'local' (see --help)");
   }
   if ((r->role || r->index) && (rc = tfx_cluster_set_task(n->cluster, role, (int)idx, err))) return rc;
   if (tfx_cluster_task_role(n->cluster) == TFX_ROLE_NONE) return tfx_err_set(err, TFX_ECONFIG, "TF_CONFIG names no task and no --role was given");

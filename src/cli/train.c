@@ -171,7 +171,7 @@ static void step_once(trainer *t, tfx_step_stats *st) {
   tfx_model_clip(t->model, c->clip_value, c->clip_norm);
   for (int i = 0; i < nv; i++) {
     tfx_var *v = tfx_model_var(t->model, i);
-    tfx_optim_apply(&t->opt, t->step, v->value, v->grad, 1.0f, t->slots[i], v->count);
+    if (v->trainable) tfx_optim_apply(&t->opt, t->step, v->value, v->grad, 1.0f, t->slots[i], v->count);
   }
   *st = sum;
 }

@@ -43,6 +43,7 @@ typedef struct tfx_config {
   int64_t decay_steps, warmup_steps;
   /* training */
   char mode[8];
+  char trainable[512];  /* comma-separated variable-name prefixes to train; empty: all */
   int64_t max_steps, steps;
   int batch_size, replicas_to_aggregate, staleness, accumulate, report_every, threads, ps_apply_threads;
   int64_t seed;

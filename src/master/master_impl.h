@@ -16,7 +16,8 @@ typedef struct master {
   void *sock;
   tfx_client **ps, **workers;
   int n_ps, n_workers, running, finished;
-  int *ps_up, *registered;
+  int *ps_up, *registered, *hb_pending, *hb_warned;
+  int64_t *hb_sent, *hb_seen;
   int64_t *ps_version, global_step, max_version, start_step, next_eval, next_ckpt, last_ckpt_ms;
   tfx_plan plan;
   tfx_model *model;

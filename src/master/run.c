@@ -246,6 +246,38 @@ static void periodic(master *m) {
   }
 }
 
+/* Heartbeats: a STATUS to every worker every 2 s, answered between its steps; a worker silent for longer than
+ * the request deadline is named in a log line (once until it answers again). */
+static void heartbeat(master *m) {
+  int64_t now = tfx_now_ms();
+  for (int w = 0; w < m->n_workers; w++) {
+    tfx_client *c = m->workers[w];
+    zmq_pollitem_t item = {tfx_client_socket(c), 0, ZMQ_POLLIN, 0};
+    if (m->hb_pending[w] && zmq_poll(&item, 1, 0) > 0) {
+      tfx_inmsg r;
+      if (tfx_client_recv(c, &r, 1, NULL) == TFX_OK) {
+        if (m->hb_warned[w]) tfx_log(TFX_LOG_INFO, "MASTER-WORKER-BACK", "worker %d answers again", w);
+        m->hb_pending[w] = m->hb_warned[w] = 0, m->hb_seen[w] = now;
+      }
+      tfx_inmsg_fini(&r);
+    }
+    if (m->hb_pending[w] && now - m->hb_sent[w] > (int64_t)m->cfg.request_timeout_s * 1000 && !m->hb_warned[w]) {
+      m->hb_warned[w] = 1;
+      tfx_log(TFX_LOG_WARN, "MASTER-WORKER-SILENT", "worker %d (%s) has not answered a heartbeat for %d s", w,
+              tfx_cluster_address(m->n->cluster, TFX_ROLE_WORKER, w), m->cfg.request_timeout_s);
+    }
+    if (!m->hb_pending[w] && now - m->hb_sent[w] >= 2000) {
+      tfx_envelope env;
+      tfx_wire_request(&env, TFX__MSG_TYPE__MSG_STATUS);
+      if (tfx_client_send(c, &env, NULL, 0, NULL) == TFX_OK) m->hb_pending[w] = 1, m->hb_sent[w] = now;
+    } else if (m->hb_pending[w] && m->hb_warned[w] && now - m->hb_sent[w] >= 2000) {
+      tfx_envelope env;
+      tfx_wire_request(&env, TFX__MSG_TYPE__MSG_STATUS);
+      if (tfx_client_send(c, &env, NULL, 0, NULL) == TFX_OK) m->hb_sent[w] = now;
+    }
+  }
+}
+
 /* Stops the workers, then checkpoints where the ps stand and evaluates. */
 static int finish(master *m, tfx_err *err) {
   m->finished = 1;
@@ -273,6 +305,7 @@ int master_loop(master *m, tfx_err *err) {
     int rc = master_poll_versions(m, err);
     if (rc) return rc;
     if (m->global_step >= m->cfg.max_steps) return finish(m, err);
+    heartbeat(m);
     periodic(m);
   }
   if (m->abort_code) {

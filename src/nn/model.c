@@ -152,6 +152,19 @@ static int build_layer(tfx_model *m, int i, const tfx_layer_spec *s, const layer
   return shape_layer(m, l, s, err);
 }
 
+/* Marks variables trainable when their name starts with one of the comma-separated prefixes (all if empty). */
+static void select_trainable(tfx_model *m, const char *prefixes) {
+  for (int i = 0; i < m->n_vars && *prefixes; i++) {
+    tfx_var *v = &m->vars[i];
+    v->trainable = 0;
+    for (const char *p = prefixes; *p;) {
+      size_t n = strcspn(p, ",");
+      if (n && strncmp(v->name, p, n) == 0) v->trainable = 1;
+      p += n + (p[n] == ',');
+    }
+  }
+}
+
 static int alloc_buffers(tfx_model *m) {
   size_t B = (size_t)m->max_batch;
   for (int i = 0; i < m->n_vars; i++) {
@@ -189,6 +202,7 @@ int tfx_model_create(const tfx_config *cfg, int max_batch, tfx_model **out, tfx_
                      m->layers[m->n_layers - 1].name);
     goto fail;
   }
+  select_trainable(m, cfg->trainable);
   if (alloc_buffers(m)) {
     rc = tfx_err_set(err, TFX_ENOMEM, "out of memory for batch %d", max_batch);
     goto fail;
