@@ -115,6 +115,9 @@ static int setup(trainer *t, tfx_err *err) {
     for (int s = 0; s < tfx_optim_slots(&t->opt); s++) {
       if (!(t->slots[i][s] = calloc(n, sizeof(float)))) return tfx_err_set(err, TFX_ENOMEM, "out of memory");
     }
+    if (c->accumulate > 1 && tfx_model_var(t->model, i)->sparse) {
+      return tfx_err_set(err, TFX_ECONFIG, "training.accumulate > 1 with the row-sparse variable %s is not supported", tfx_model_var(t->model, i)->name);
+    }
     if (c->accumulate > 1 && !(t->acc[i] = calloc(n, sizeof(float)))) return tfx_err_set(err, TFX_ENOMEM, "out of memory");
   }
   size_t dim = tfx_model_input_size(t->model);
@@ -171,7 +174,12 @@ static void step_once(trainer *t, tfx_step_stats *st) {
   tfx_model_clip(t->model, c->clip_value, c->clip_norm);
   for (int i = 0; i < nv; i++) {
     tfx_var *v = tfx_model_var(t->model, i);
-    if (v->trainable) tfx_optim_apply(&t->opt, t->step, v->value, v->grad, 1.0f, t->slots[i], v->count);
+    if (!v->trainable) continue;
+    if (v->sparse) {
+      tfx_optim_apply_rows(&t->opt, t->step, v->value, v->grad, 1.0f, t->slots[i], v->rows, v->n_rows, v->count / (size_t)v->shape[0]);
+    } else {
+      tfx_optim_apply(&t->opt, t->step, v->value, v->grad, 1.0f, t->slots[i], v->count);
+    }
   }
   *st = sum;
 }

@@ -82,6 +82,7 @@ static const option layer_options[] = {
     {"strides", OPT_INT, L(strides), 1, 64, "1", ""},
     {"pool_size", OPT_INT, L(pool_size), 1, 64, "2", ""},
     {"rate", OPT_DBL, L(rate), 0, 1, "0", ""},
+    {"input_dim", OPT_INT, L(input_dim), 1, 1 << 30, "1", ""},
 };
 #define N_LAYER_OPTIONS (sizeof layer_options / sizeof layer_options[0])
 

@@ -19,7 +19,7 @@ typedef struct tfx_layer_spec {
   char activation[16];  /* fused activation of dense/conv2d: none, relu, tanh, sigmoid, leaky_relu */
   char padding[8];      /* same | valid */
   char initializer[24]; /* kernel initializer */
-  int units, filters, kernel_size, strides, pool_size;
+  int units, filters, kernel_size, strides, pool_size, input_dim; /* input_dim: embedding vocabulary */
   double rate;          /* dropout rate, leaky_relu alpha */
 } tfx_layer_spec;
 

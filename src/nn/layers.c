@@ -2,6 +2,7 @@
 #include <cblas.h>
 #include <float.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "init.h"
@@ -196,6 +197,52 @@ static void dropout_forward(layer *l, const float *in, int batch, int training, 
   }
 }
 
+/* Gathers one table row per input position (ids clamped into the table). */
+static void embed_forward(layer *l, const float *in, int batch) {
+  int n = layer_in_size(l), d = l->oc / n;
+  for (int i = 0; i < batch * n; i++) {
+    float f = in[i];
+    int id = f >= 0 && f < (float)l->vocab ? (int)f : (f >= (float)l->vocab ? l->vocab - 1 : 0);
+    l->ids[i] = id;
+    memcpy(l->out + (size_t)i * d, l->w->value + (size_t)id * d, sizeof(float) * (size_t)d);
+  }
+}
+
+static int cmp_i32(const void *a, const void *b) {
+  int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+  return (x > y) - (x < y);
+}
+
+static size_t find_row(const int64_t *rows, size_t n, int64_t id) {
+  size_t lo = 0, hi = n;
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    if (rows[mid] < id) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/* Row-sparse gradient: the touched rows, ascending, and one summed gradient row each. */
+static void embed_backward(layer *l, float *din, int batch) {
+  int n = layer_in_size(l), d = l->oc / n, total = batch * n;
+  int32_t *sorted = l->ids + total;
+  memcpy(sorted, l->ids, sizeof(int32_t) * (size_t)total);
+  qsort(sorted, (size_t)total, sizeof(int32_t), cmp_i32);
+  tfx_var *v = l->w;
+  v->n_rows = 0;
+  for (int i = 0; i < total; i++) {
+    if (!v->n_rows || v->rows[v->n_rows - 1] != sorted[i]) v->rows[v->n_rows++] = sorted[i];
+  }
+  memset(v->grad, 0, sizeof(float) * v->n_rows * (size_t)d);
+  for (int i = 0; i < total; i++) {
+    float *g = v->grad + find_row(v->rows, v->n_rows, l->ids[i]) * (size_t)d;
+    const float *dy = l->dout + (size_t)i * d;
+    for (int k = 0; k < d; k++) g[k] += dy[k];
+  }
+  if (din) memset(din, 0, sizeof(float) * (size_t)total);
+}
+
 void tfx_layer_forward(layer *l, const float *in, int batch, int training, uint64_t step) {
   size_t n = (size_t)batch * layer_out_size(l);
   switch (l->kind) {
@@ -209,6 +256,7 @@ void tfx_layer_forward(layer *l, const float *in, int batch, int training, uint6
       act_forward(l->act, l->alpha, l->out, n);
       break;
     case L_FLATTEN: memcpy(l->out, in, sizeof(float) * n); break;
+    case L_EMBED: embed_forward(l, in, batch); break;
   }
 }
 
@@ -231,5 +279,6 @@ void tfx_layer_backward(layer *l, const float *in, float *din, int batch) {
     case L_FLATTEN:
       if (din) memcpy(din, l->dout, sizeof(float) * n);
       break;
+    case L_EMBED: embed_backward(l, din, batch); break;
   }
 }

@@ -30,7 +30,7 @@ static int parse_act(const char *s, act *out) {
 static int parse_kind(const char *type, lkind *kind, act *a) {
   static const struct { const char *name; lkind kind; } kinds[] = {
       {"dense", L_DENSE}, {"conv2d", L_CONV}, {"max_pool2d", L_MAXPOOL}, {"avg_pool2d", L_AVGPOOL},
-      {"flatten", L_FLATTEN}, {"dropout", L_DROPOUT}};
+      {"flatten", L_FLATTEN}, {"dropout", L_DROPOUT}, {"embedding", L_EMBED}};
   for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
     if (strcmp(type, kinds[i].name) == 0) return *kind = kinds[i].kind, 1;
   }
@@ -113,6 +113,18 @@ static int shape_pool(layer *l, const tfx_layer_spec *s, tfx_err *err) {
   return TFX_OK;
 }
 
+/* Embedding: each of the n input values is a row id of a [input_dim, units] table; output [n * units]. */
+static int shape_embed(tfx_model *m, layer *l, const tfx_layer_spec *s, tfx_err *err) {
+  int rc = need_rank(l, 1, err);
+  if (rc) return rc;
+  int n = layer_in_size(l);
+  l->vocab = s->input_dim, l->out_rank = 1, l->oh = 1, l->ow = 1, l->oc = n * s->units;
+  int64_t ws[2] = {s->input_dim, s->units};
+  l->w = add_var(m, l, "embeddings", 2, ws, s->initializer[0] ? s->initializer : "uniform:0.05", s->input_dim, s->units);
+  l->w->sparse = 1;
+  return TFX_OK;
+}
+
 /* Infers the output shape of layer l (input shape already set) and declares its variables. */
 static int shape_layer(tfx_model *m, layer *l, const tfx_layer_spec *s, tfx_err *err) {
   l->out_rank = l->in_rank, l->oh = l->ih, l->ow = l->iw, l->oc = l->ic;
@@ -122,6 +134,7 @@ static int shape_layer(tfx_model *m, layer *l, const tfx_layer_spec *s, tfx_err 
     case L_MAXPOOL:
     case L_AVGPOOL: return shape_pool(l, s, err);
     case L_FLATTEN: l->out_rank = 1, l->oh = 1, l->ow = 1, l->oc = layer_in_size(l); return TFX_OK;
+    case L_EMBED: return shape_embed(m, l, s, err);
     default: return TFX_OK;
   }
 }
@@ -169,7 +182,15 @@ static int alloc_buffers(tfx_model *m) {
   size_t B = (size_t)m->max_batch;
   for (int i = 0; i < m->n_vars; i++) {
     tfx_var *v = &m->vars[i];
-    if (!(v->storage = v->value = calloc(v->count, sizeof(float))) || !(v->grad = calloc(v->count, sizeof(float)))) return -1;
+    size_t grad = v->count;
+    if (v->sparse) {
+      size_t width = v->count / (size_t)v->shape[0], touched = B * (size_t)layer_in_size(&m->layers[0]) * 64;
+      for (int k = 0; k < m->n_layers; k++) if (m->layers[k].w == v) touched = B * (size_t)layer_in_size(&m->layers[k]);
+      if (touched > (size_t)v->shape[0]) touched = (size_t)v->shape[0];
+      grad = touched * width;
+      if (!(v->rows = calloc(touched, sizeof(int64_t)))) return -1;
+    }
+    if (!(v->storage = v->value = calloc(v->count, sizeof(float))) || !(v->grad = calloc(grad, sizeof(float)))) return -1;
   }
   for (int i = 0; i < m->n_layers; i++) {
     layer *l = &m->layers[i];
@@ -178,6 +199,7 @@ static int alloc_buffers(tfx_model *m) {
     if (l->kind == L_CONV && !(l->cols = malloc(sizeof(float) * B * l->oh * l->ow * l->k * l->k * l->ic))) return -1;
     if ((l->kind == L_MAXPOOL || l->kind == L_AVGPOOL) && !(l->argmax = malloc(sizeof(int32_t) * n))) return -1;
     if (l->kind == L_DROPOUT && !(l->mask = malloc(sizeof(float) * n))) return -1;
+    if (l->kind == L_EMBED && !(l->ids = malloc(2 * sizeof(int32_t) * B * (size_t)layer_in_size(l)))) return -1;
   }
   m->probs = malloc(sizeof(float) * B * tfx_model_output_size(m));
   return m->probs ? 0 : -1;
@@ -216,10 +238,10 @@ fail:
 
 void tfx_model_destroy(tfx_model *m) {
   if (!m) return;
-  for (int i = 0; i < m->n_vars; i++) free(m->vars[i].storage), free(m->vars[i].grad);
+  for (int i = 0; i < m->n_vars; i++) free(m->vars[i].storage), free(m->vars[i].grad), free(m->vars[i].rows);
   for (int i = 0; i < m->n_layers; i++) {
     layer *l = &m->layers[i];
-    free(l->out), free(l->dout), free(l->cols), free(l->argmax), free(l->mask);
+    free(l->out), free(l->dout), free(l->cols), free(l->argmax), free(l->mask), free(l->ids);
   }
   free(m->probs);
   free(m);
@@ -233,6 +255,10 @@ void tfx_model_init_vars(tfx_model *m, uint64_t seed) {
 }
 
 int tfx_model_nvars(const tfx_model *m) { return m->n_vars; }
+
+size_t tfx_var_grad_count(const tfx_var *v) {
+  return v->sparse ? v->n_rows * (v->count / (size_t)v->shape[0]) : v->count;
+}
 
 tfx_var *tfx_model_var(tfx_model *m, int i) { return &m->vars[i]; }
 
@@ -333,15 +359,15 @@ size_t tfx_model_param_count(const tfx_model *m) {
 
 void tfx_model_print(const tfx_model *m, FILE *f) {
   fprintf(f, "%-16s %-12s %-16s %-28s %10s %12s\n", "layer", "type", "output", "variables", "params", "bytes");
-  static const char *const kinds[] = {"dense", "conv2d", "max_pool2d", "avg_pool2d", "flatten", "activation", "dropout"};
+  static const char *const kinds[] = {"dense", "conv2d", "max_pool2d", "avg_pool2d", "flatten", "activation", "dropout", "embedding"};
   for (int i = 0; i < m->n_layers; i++) {
     const layer *l = &m->layers[i];
     char shape[48], vars[128] = "-";
     size_t params = 0;
     fmt_shape(l, 1, shape, sizeof shape);
     if (l->w) {
-      snprintf(vars, sizeof vars, "%s, bias", strrchr(l->w->name, '/') + 1);
-      params = l->w->count + l->b->count;
+      snprintf(vars, sizeof vars, "%s%s", strrchr(l->w->name, '/') + 1, l->b ? ", bias" : " (row-sparse)");
+      params = l->w->count + (l->b ? l->b->count : 0);
     }
     fprintf(f, "%-16s %-12s %-16s %-28s %10zu %12zu\n", l->name, kinds[l->kind], shape, vars, params, params * 4);
   }
@@ -353,7 +379,7 @@ double tfx_model_clip(tfx_model *m, double clip_value, double clip_norm) {
   double sq = 0;
   for (int i = 0; i < m->n_vars; i++) {
     tfx_var *v = &m->vars[i];
-    for (size_t j = 0; j < v->count; j++) {
+    for (size_t j = 0; j < tfx_var_grad_count(v); j++) {
       if (clip_value > 0) v->grad[j] = fmaxf(fminf(v->grad[j], (float)clip_value), (float)-clip_value);
       sq += (double)v->grad[j] * v->grad[j];
     }
@@ -362,7 +388,7 @@ double tfx_model_clip(tfx_model *m, double clip_value, double clip_norm) {
   if (clip_norm > 0 && norm > clip_norm) {
     float s = (float)(clip_norm / norm);
     for (int i = 0; i < m->n_vars; i++) {
-      for (size_t j = 0; j < m->vars[i].count; j++) m->vars[i].grad[j] *= s;
+      for (size_t j = 0; j < tfx_var_grad_count(&m->vars[i]); j++) m->vars[i].grad[j] *= s;
     }
   }
   return norm;

@@ -22,7 +22,10 @@ typedef struct tfx_var {
   float *value;   /* the values the model computes with: storage, or borrowed read-only memory (a received
                      frame used in place, see tfx_psclient) */
   float *storage; /* owned by the model */
-  float *grad;    /* owned by the model */
+  float *grad;    /* owned by the model; for a sparse variable only the rows listed in `rows` */
+  int sparse;      /* row-sparse gradient (embedding tables): grad holds n_rows rows, never the whole table */
+  int64_t *rows;   /* sparse: the touched rows, ascending (owned by the model) */
+  size_t n_rows;
 } tfx_var;
 
 typedef struct tfx_model tfx_model;
@@ -43,6 +46,8 @@ void tfx_model_destroy(tfx_model *m);
 void tfx_model_init_vars(tfx_model *m, uint64_t seed);
 /* The number of variables. */
 int tfx_model_nvars(const tfx_model *m);
+/* The number of gradient values a variable holds now (all, or the touched rows of a sparse one). */
+size_t tfx_var_grad_count(const tfx_var *v);
 /* The i-th variable (borrowed from the model). */
 tfx_var *tfx_model_var(tfx_model *m, int i);
 /* The variable with this name (borrowed), or NULL. */

@@ -6,7 +6,7 @@
 
 #include "model.h"
 
-typedef enum lkind { L_DENSE, L_CONV, L_MAXPOOL, L_AVGPOOL, L_FLATTEN, L_ACT, L_DROPOUT } lkind;
+typedef enum lkind { L_DENSE, L_CONV, L_MAXPOOL, L_AVGPOOL, L_FLATTEN, L_ACT, L_DROPOUT, L_EMBED } lkind;
 typedef enum act { A_NONE, A_RELU, A_TANH, A_SIGMOID, A_LEAKY } act;
 
 typedef struct layer {
@@ -22,6 +22,8 @@ typedef struct layer {
   float *cols;       /* conv: im2col, then its gradient */
   int32_t *argmax;   /* max pool: the input index of each output */
   float *mask;       /* dropout: the kept-and-scaled mask */
+  int vocab;         /* embedding: rows of the table; l->oc / (ih*iw*ic) is its width */
+  int32_t *ids;      /* embedding: the clamped row of each input position */
   uint64_t seed;
 } layer;
 

@@ -111,3 +111,12 @@ void tfx_optim_apply(const tfx_optim *o, int64_t step, float *w, const float *g,
     default: adam(o, step, w, g, scale, lr, slots[0], slots[1], n); break;
   }
 }
+
+void tfx_optim_apply_rows(const tfx_optim *o, int64_t step, float *w, const float *g, float scale, float *const *slots,
+                          const int64_t *rows, size_t n_rows, size_t width) {
+  for (size_t k = 0; k < n_rows; k++) {
+    size_t off = (size_t)rows[k] * width;
+    float *row_slots[2] = {slots[0] ? slots[0] + off : NULL, slots[1] ? slots[1] + off : NULL};
+    tfx_optim_apply(o, step, w + off, g + k * width, scale, row_slots, width);
+  }
+}

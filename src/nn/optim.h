@@ -46,4 +46,9 @@ double tfx_optim_lr(const tfx_optim *o, int64_t step);
 void tfx_optim_apply(const tfx_optim *o, int64_t step, float *w, const float *g, float scale, float *const *slots,
                      size_t n);
 
+/* Applies a row-sparse gradient: g holds n_rows rows of `width` values for the listed rows of w (and of each
+ * slot); row ids are relative to w. Rows not listed are left alone (lazy update). */
+void tfx_optim_apply_rows(const tfx_optim *o, int64_t step, float *w, const float *g, float scale, float *const *slots,
+                          const int64_t *rows, size_t n_rows, size_t width);
+
 #endif

@@ -187,9 +187,16 @@ static int validate_push(ps_state *p, const tfx_inmsg *m, shard **targets, tfx_e
     shard *s = ps_find(p, t->name);
     if (!s) return tfx_err_set(err, TFX_ENOTFOUND, "push: unknown variable '%.64s'", t->name);
     if (!s->trainable) return tfx_err_set(err, TFX_EINVAL, "push: '%s' is not trainable", s->key);
-    if (t->dtype != TFX__DTYPE__DTYPE_FLOAT32 || t->n_rows || t->nbytes != s->count * sizeof(float)) {
+    size_t want = t->n_rows ? t->n_rows * s->row_size * sizeof(float) : s->count * sizeof(float);
+    if (t->dtype != TFX__DTYPE__DTYPE_FLOAT32 || t->nbytes != want || t->n_rows > (size_t)(s->row_end - s->row_begin)) {
       return tfx_err_set(err, TFX_ESHAPE, "push: '%s' expects %zu float32 values (%lld rows), got %llu bytes",
                          s->key, s->count, (long long)(s->row_end - s->row_begin), (unsigned long long)t->nbytes);
+    }
+    for (size_t k = 0; k < t->n_rows; k++) {
+      if (t->rows[k] < s->row_begin || t->rows[k] >= s->row_end || (k && t->rows[k] <= t->rows[k - 1])) {
+        return tfx_err_set(err, TFX_ESHAPE, "push: '%s' row %lld is outside rows %lld..%lld or out of order", s->key,
+                           (long long)t->rows[k], (long long)s->row_begin, (long long)s->row_end);
+      }
     }
     size_t size;
     const void *g = tfx_inmsg_part(m, part++, &size);
@@ -231,6 +238,16 @@ static int apply_one(ps_state *p, shard *s, const float *g, float scale) {
   return 0;
 }
 
+/* Applies a row-sparse gradient to the listed rows only (lazy update of the slots too). */
+static int apply_rows(ps_state *p, shard *s, const float *g, const Tfx__Tensor *t) {
+  if (ps_own_value(p, s)) return -1;
+  for (size_t k = 0; k < t->n_rows; k++) {
+    int64_t local = t->rows[k] - s->row_begin;
+    tfx_optim_apply_rows(&p->opt, p->version, s->value->data, g + k * s->row_size, 1.0f, s->slots, &local, 1, s->row_size);
+  }
+  return 0;
+}
+
 static void apply_accumulated(ps_state *p) {
   float scale = 1.0f / (float)p->n_acc;
   for (int i = 0; i < p->n_shards; i++) {
@@ -259,8 +276,13 @@ static int push_sync(ps_state *p, const tfx_inmsg *m, shard **targets, int *stal
   }
   for (size_t i = 0; i < e->n_tensors; i++) {
     const float *g = grad_data(p, m, (int)i);
+    const Tfx__Tensor *t = e->tensors[i];
+    shard *s = targets[i];
     if (!g) return tfx_err_set(err, TFX_ENOMEM, "out of memory");
-    cblas_saxpy((int)targets[i]->count, 1.0f, g, 1, targets[i]->acc, 1);
+    if (!t->n_rows) cblas_saxpy((int)s->count, 1.0f, g, 1, s->acc, 1);
+    for (size_t k = 0; k < t->n_rows; k++) {
+      cblas_saxpy((int)s->row_size, 1.0f, g + k * s->row_size, 1, s->acc + (size_t)(t->rows[k] - s->row_begin) * s->row_size, 1);
+    }
   }
   if (w >= 0 && w < PS_MAX_WORKERS) p->contributed[w] = 1;
   if (++p->n_acc >= p->replicas) apply_accumulated(p);
@@ -271,7 +293,9 @@ static int push_async(ps_state *p, const tfx_inmsg *m, shard **targets, tfx_err 
   const tfx_envelope *e = m->env;
   for (size_t i = 0; i < e->n_tensors; i++) {
     const float *g = grad_data(p, m, (int)i);
-    if (!g || apply_one(p, targets[i], g, 1.0f)) return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+    const Tfx__Tensor *t = e->tensors[i];
+    int bad = !g || (t->n_rows ? apply_rows(p, targets[i], g, t) : apply_one(p, targets[i], g, 1.0f));
+    if (bad) return tfx_err_set(err, TFX_ENOMEM, "out of memory");
   }
   p->version++;
   p->stats.applied++;

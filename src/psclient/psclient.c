@@ -11,6 +11,7 @@ typedef struct slot {
   char key[128];
   tfx_var *var;
   size_t offset, count; /* in floats */
+  int64_t row_begin, row_end;
   int64_t shape[4];
   int rank;
 } slot;
@@ -46,30 +47,58 @@ static int map_shard(const Tfx__Shard *s, tfx_model *m, slot *out, tfx_err *err)
   }
   size_t row = v->count / (size_t)v->shape[0];
   snprintf(out->key, sizeof out->key, "%s", s->key);
-  out->var = v, out->rank = v->rank;
+  out->var = v, out->rank = v->rank, out->row_begin = s->row_begin, out->row_end = s->row_end;
   out->offset = row * (size_t)s->row_begin, out->count = row * (size_t)(s->row_end - s->row_begin);
   memcpy(out->shape, v->shape, sizeof v->shape);
   out->shape[0] = s->row_end - s->row_begin;
   return TFX_OK;
 }
 
-/* Prepares the push envelope of one ps once: metas and in-place payloads over the grad buffers. */
+/* Allocates the push envelope arrays of one ps (filled by fill_push before every push). */
 static int prepare_push(ps_link *l, tfx_err *err) {
   l->metas = calloc((size_t)l->n + 1, sizeof *l->metas);
   l->ptrs = calloc((size_t)l->n + 1, sizeof *l->ptrs);
   l->payloads = calloc((size_t)l->n + 1, sizeof *l->payloads);
   if (!l->metas || !l->ptrs || !l->payloads) return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  for (int i = 0; i < l->n; i++) l->n_push += l->slots[i].var->trainable;
+  return TFX_OK;
+}
+
+static size_t lower_bound(const int64_t *rows, size_t n, int64_t x) {
+  size_t lo = 0, hi = n;
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    if (rows[mid] < x) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/* Describes this step's gradients of one ps, in place over the grad buffers: dense slices whole, row-sparse
+ * ones as the touched rows that fall in the slice (a contiguous run of the ascending row list). */
+static int fill_push(ps_link *l) {
+  int n = 0;
   for (int i = 0; i < l->n; i++) {
     slot *s = &l->slots[i];
-    if (!s->var->trainable) continue;
-    Tfx__Tensor *t = &l->metas[l->n_push];
+    tfx_var *v = s->var;
+    if (!v->trainable) continue;
+    Tfx__Tensor *t = &l->metas[n];
     tfx__tensor__init(t);
-    t->name = s->key, t->shape = s->shape, t->n_shape = (size_t)s->rank, t->nbytes = s->count * sizeof(float);
-    l->ptrs[l->n_push] = t;
-    l->payloads[l->n_push] = (tfx_payload){s->var->grad + s->offset, s->count * sizeof(float), 0, NULL, NULL};
-    l->n_push++;
+    t->name = s->key, t->shape = s->shape, t->n_shape = (size_t)s->rank;
+    const float *g = v->grad + s->offset;
+    size_t bytes = s->count * sizeof(float);
+    if (v->sparse) {
+      size_t width = v->count / (size_t)v->shape[0], lo = lower_bound(v->rows, v->n_rows, s->row_begin);
+      size_t hi = lower_bound(v->rows, v->n_rows, s->row_end);
+      if (hi == lo) continue;
+      t->rows = v->rows + lo, t->n_rows = hi - lo;
+      g = v->grad + lo * width, bytes = (hi - lo) * width * sizeof(float);
+    }
+    t->nbytes = bytes;
+    l->ptrs[n] = t;
+    l->payloads[n++] = (tfx_payload){g, bytes, 0, NULL, NULL};
   }
-  return TFX_OK;
+  return n;
 }
 
 static int add_shard(tfx_psclient *c, const Tfx__Shard *s, tfx_model *m, tfx_err *err) {
@@ -200,10 +229,11 @@ static int send_pushes(tfx_psclient *c, int64_t step, int flag, tfx_err *err) {
   for (int p = 0; p < c->n_ps && !rc; p++) {
     ps_link *l = &c->ps[p];
     if (!l->client || (!l->n_push && !flag)) continue;
+    int n = fill_push(l);
     tfx_envelope env;
     tfx_wire_request(&env, TFX__MSG_TYPE__MSG_PUSH);
-    env.step = step, env.tensors = l->ptrs, env.n_tensors = (size_t)l->n_push, env.flag = flag;
-    rc = tfx_client_send(l->client, &env, l->payloads, l->n_push, err);
+    env.step = step, env.tensors = l->ptrs, env.n_tensors = (size_t)n, env.flag = flag;
+    rc = tfx_client_send(l->client, &env, l->payloads, n, err);
   }
   return rc;
 }

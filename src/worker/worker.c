@@ -103,6 +103,7 @@ static int setup(worker *w, tfx_err *err) {
   w->acc = calloc((size_t)tfx_model_nvars(w->model), sizeof(float *));
   if (!w->x || !w->y || !w->acc) return tfx_err_set(err, TFX_ENOMEM, "out of memory");
   for (int i = 0; w->cfg.accumulate > 1 && i < tfx_model_nvars(w->model); i++) {
+    if (tfx_model_var(w->model, i)->sparse) return tfx_err_set(err, TFX_ECONFIG, "training.accumulate > 1 with a row-sparse variable is not supported");
     if (!(w->acc[i] = calloc(tfx_model_var(w->model, i)->count, sizeof(float)))) return tfx_err_set(err, TFX_ENOMEM, "out of memory");
   }
   w->version = p->step;

@@ -227,6 +227,40 @@ static void case_reject(void) {
   tfx_client_destroy(c);
 }
 
+/* Pushes rows (global ids) of v with one value each row... v is a [N] vector: one float per row. */
+static int push_rows(tfx_client *c, const int64_t *rows, size_t n, const float *g, tfx_err *err) {
+  Tfx__Tensor t, *tp = &t;
+  int64_t shape[1] = {N};
+  tfx__tensor__init(&t);
+  t.name = "v", t.shape = shape, t.n_shape = 1, t.nbytes = n * 4, t.rows = (int64_t *)rows, t.n_rows = n;
+  tfx_payload pl = {g, n * 4, 1, NULL, NULL};
+  tfx_envelope env;
+  tfx_inmsg r;
+  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_PUSH);
+  env.tensors = &tp, env.n_tensors = 1;
+  int rc = tfx_client_call(c, &env, &pl, 1, &r, 20000, err);
+  tfx_inmsg_fini(&r);
+  return rc;
+}
+
+static void case_sparse(void) {
+  tfx_client *c = connect_ps();
+  tfx_err err;
+  float v[N], g[2] = {1, 2};
+  int64_t rows[2] = {3, 7}, bad[2] = {3, N}, unordered[2] = {7, 3};
+  CHECK(init_ps(c, "async", "sgd", 1, 0, 0, NULL, &err) == 0, "init: %s", err.msg);
+  CHECK(push_rows(c, rows, 2, g, &err) == 0, "row-sparse push: %s", err.msg);
+  CHECK(push_rows(c, bad, 2, g, &err) == TFX_ESHAPE && strstr(err.msg, "row"), "row out of range: %s", err.msg);
+  CHECK(push_rows(c, unordered, 2, g, &err) == TFX_ESHAPE, "unordered rows accepted");
+  CHECK(pull(c, 0, 0, v, NULL, 5000, &err) == 0, "pull: %s", err.msg);
+  for (int i = 0; i < N; i++) {
+    float want = i == 3 ? -1.0f : i == 7 ? -2.0f : 0.0f;
+    CHECK(v[i] == want, "v[%d] = %g, want %g (only the pushed rows may change)", i, v[i], want);
+  }
+  printf("ok: row-sparse push updates only the listed rows; out-of-range and unordered rows rejected\n");
+  tfx_client_destroy(c);
+}
+
 static void case_checkpoint(void) {
   tfx_client *c = connect_ps();
   tfx_err err;
@@ -271,6 +305,7 @@ int main(int argc, char **argv) {
   else if (!strcmp(cs, "optim")) case_optim();
   else if (!strcmp(cs, "reject")) case_reject();
   else if (!strcmp(cs, "checkpoint")) case_checkpoint();
+  else if (!strcmp(cs, "sparse")) case_sparse();
   else CHECK(0, "unknown case %s", cs);
   stop_ps();
   tfx_net_shutdown();

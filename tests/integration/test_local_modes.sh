@@ -16,6 +16,8 @@ run_mode async 2 training.mode=async
 run_mode backup 3 training.mode=sync training.replicas_to_aggregate=2
 grep -h "PS-STOP" "$WORK"/run-backup/logs/ps-*.log | grep -q "[1-9][0-9]* stale dropped" || fail "backup worker: no stale gradient dropped"
 grep -q "PS-STOP stopping at step 300" "$WORK/run-sync/logs/ps-0.log" || fail "sync: ps did not stop at step 300"
+EXAMPLE=$SRC/examples/fashion_mnist_embedding.json run_mode embedding 2 training.mode=sync
+EXAMPLE=$SRC/examples/fashion_mnist_embedding.json "$TFX_NODE" plan --config "$SRC/examples/fashion_mnist_embedding.json" --ps 2 | grep -q "embedding_1/embeddings/part_1" || fail "embedding table not partitioned"
 MIN_ACC=0.5 run_mode frozen 2 training.mode=sync 'training.trainable="dense_2,dense_3"' training.max_steps=100
 "$TFX_NODE" inspect "$WORK/run-frozen" --var dense_1/bias | tail -n +2 | tr ' ' '\n' | grep -v '^0$' | grep -q . && fail "a variable outside training.trainable changed"
 experiment "$WORK/bad.json" training.bogus=1

@@ -3,7 +3,7 @@
 # concurrent pusher processes, sync aggregation / stale drops / backup workers, bounded staleness, optimizer math
 # equal to the single-process rule, rejection of bad pushes, shard checkpoint round trip and corrupt restores.
 . "$(dirname "$0")/lib.sh"
-for c in async-sum sync ssp optim reject checkpoint; do
+for c in async-sum sync ssp optim reject checkpoint sparse; do
   out=$(timeout 120 "$TFX_PS_DRIVER" "$TFX_NODE" "$c" 2>&1) || fail "$c: $out"
   echo "$out" | tail -1
 done
