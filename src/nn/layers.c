@@ -243,6 +243,47 @@ static void embed_backward(layer *l, float *din, int batch) {
   if (din) memset(din, 0, sizeof(float) * (size_t)total);
 }
 
+#define BN_EPS 1e-3f
+
+/* Batch norm forward: batch statistics (and moving averages) when training, moving statistics otherwise. */
+static void bn_forward(layer *l, const float *in, int batch, int training) {
+  int c = l->ic, rows = batch * l->ih * l->iw;
+  float *mean = l->bn, *inv = l->bn + c, mom = l->rate > 0 ? l->rate : 0.99f;
+  for (int k = 0; k < c; k++) {
+    double s = 0, q = 0;
+    for (int r = 0; training && r < rows; r++) s += in[(size_t)r * c + k];
+    for (int r = 0; training && r < rows; r++) q += (in[(size_t)r * c + k] - s / rows) * (in[(size_t)r * c + k] - s / rows);
+    float mu = training ? (float)(s / rows) : l->mmean->value[k], var = training ? (float)(q / rows) : l->mvar->value[k];
+    mean[k] = mu, inv[k] = 1.0f / sqrtf(var + BN_EPS);
+    if (training) {
+      l->mmean->value[k] = mom * l->mmean->value[k] + (1 - mom) * mu;
+      l->mvar->value[k] = mom * l->mvar->value[k] + (1 - mom) * var;
+    }
+  }
+  for (int r = 0; r < rows; r++) {
+    for (int k = 0; k < c; k++) {
+      size_t i = (size_t)r * c + k;
+      l->mask[i] = (in[i] - mean[k]) * inv[k];
+      l->out[i] = l->w->value[k] * l->mask[i] + l->b->value[k];
+    }
+  }
+}
+
+static void bn_backward(layer *l, float *din, int batch) {
+  int c = l->ic, rows = batch * l->ih * l->iw;
+  float *dg = l->w->grad, *db = l->b->grad, *inv = l->bn + c;
+  memset(dg, 0, sizeof(float) * (size_t)c), memset(db, 0, sizeof(float) * (size_t)c);
+  for (int r = 0; r < rows; r++) {
+    for (int k = 0; k < c; k++) db[k] += l->dout[(size_t)r * c + k], dg[k] += l->dout[(size_t)r * c + k] * l->mask[(size_t)r * c + k];
+  }
+  for (int r = 0; din && r < rows; r++) {
+    for (int k = 0; k < c; k++) {
+      size_t i = (size_t)r * c + k;
+      din[i] = l->w->value[k] * inv[k] / (float)rows * ((float)rows * l->dout[i] - db[k] - l->mask[i] * dg[k]);
+    }
+  }
+}
+
 void tfx_layer_forward(layer *l, const float *in, int batch, int training, uint64_t step) {
   size_t n = (size_t)batch * layer_out_size(l);
   switch (l->kind) {
@@ -257,6 +298,7 @@ void tfx_layer_forward(layer *l, const float *in, int batch, int training, uint6
       break;
     case L_FLATTEN: memcpy(l->out, in, sizeof(float) * n); break;
     case L_EMBED: embed_forward(l, in, batch); break;
+    case L_BN: bn_forward(l, in, batch, training); break;
   }
 }
 
@@ -280,5 +322,6 @@ void tfx_layer_backward(layer *l, const float *in, float *din, int batch) {
       if (din) memcpy(din, l->dout, sizeof(float) * n);
       break;
     case L_EMBED: embed_backward(l, din, batch); break;
+    case L_BN: bn_backward(l, din, batch); break;
   }
 }

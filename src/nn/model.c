@@ -30,7 +30,7 @@ static int parse_act(const char *s, act *out) {
 static int parse_kind(const char *type, lkind *kind, act *a) {
   static const struct { const char *name; lkind kind; } kinds[] = {
       {"dense", L_DENSE}, {"conv2d", L_CONV}, {"max_pool2d", L_MAXPOOL}, {"avg_pool2d", L_AVGPOOL},
-      {"flatten", L_FLATTEN}, {"dropout", L_DROPOUT}, {"embedding", L_EMBED}};
+      {"flatten", L_FLATTEN}, {"dropout", L_DROPOUT}, {"embedding", L_EMBED}, {"batch_norm", L_BN}};
   for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
     if (strcmp(type, kinds[i].name) == 0) return *kind = kinds[i].kind, 1;
   }
@@ -125,6 +125,17 @@ static int shape_embed(tfx_model *m, layer *l, const tfx_layer_spec *s, tfx_err 
   return TFX_OK;
 }
 
+/* Batch norm over the last axis (channels, or features of a rank-1 input): gamma, beta, moving mean/variance. */
+static void shape_bn(tfx_model *m, layer *l) {
+  int64_t cs[1] = {l->ic};
+  l->w = add_var(m, l, "gamma", 1, cs, "ones", l->ic, l->ic);
+  l->b = add_var(m, l, "beta", 1, cs, "zeros", l->ic, l->ic);
+  l->mmean = add_var(m, l, "moving_mean", 1, cs, "zeros", l->ic, l->ic);
+  l->mvar = add_var(m, l, "moving_variance", 1, cs, "ones", l->ic, l->ic);
+  l->mmean->trainable = l->mvar->trainable = 0;
+  l->mmean->assign = l->mvar->assign = 1;
+}
+
 /* Infers the output shape of layer l (input shape already set) and declares its variables. */
 static int shape_layer(tfx_model *m, layer *l, const tfx_layer_spec *s, tfx_err *err) {
   l->out_rank = l->in_rank, l->oh = l->ih, l->ow = l->iw, l->oc = l->ic;
@@ -135,6 +146,10 @@ static int shape_layer(tfx_model *m, layer *l, const tfx_layer_spec *s, tfx_err 
     case L_AVGPOOL: return shape_pool(l, s, err);
     case L_FLATTEN: l->out_rank = 1, l->oh = 1, l->ow = 1, l->oc = layer_in_size(l); return TFX_OK;
     case L_EMBED: return shape_embed(m, l, s, err);
+    case L_BN:
+      if (l->in_rank == 1) l->ic = l->ih * l->iw * l->ic, l->ih = l->iw = 1, l->oc = l->ic;
+      shape_bn(m, l);
+      return TFX_OK;
     default: return TFX_OK;
   }
 }
@@ -169,6 +184,7 @@ static int build_layer(tfx_model *m, int i, const tfx_layer_spec *s, const layer
 static void select_trainable(tfx_model *m, const char *prefixes) {
   for (int i = 0; i < m->n_vars && *prefixes; i++) {
     tfx_var *v = &m->vars[i];
+    if (v->assign) continue;
     v->trainable = 0;
     for (const char *p = prefixes; *p;) {
       size_t n = strcspn(p, ",");
@@ -199,6 +215,7 @@ static int alloc_buffers(tfx_model *m) {
     if (l->kind == L_CONV && !(l->cols = malloc(sizeof(float) * B * l->oh * l->ow * l->k * l->k * l->ic))) return -1;
     if ((l->kind == L_MAXPOOL || l->kind == L_AVGPOOL) && !(l->argmax = malloc(sizeof(int32_t) * n))) return -1;
     if (l->kind == L_DROPOUT && !(l->mask = malloc(sizeof(float) * n))) return -1;
+    if (l->kind == L_BN && (!(l->mask = malloc(sizeof(float) * n)) || !(l->bn = calloc(2 * (size_t)l->ic, sizeof(float))))) return -1;
     if (l->kind == L_EMBED && !(l->ids = malloc(2 * sizeof(int32_t) * B * (size_t)layer_in_size(l)))) return -1;
   }
   m->probs = malloc(sizeof(float) * B * tfx_model_output_size(m));
@@ -241,7 +258,7 @@ void tfx_model_destroy(tfx_model *m) {
   for (int i = 0; i < m->n_vars; i++) free(m->vars[i].storage), free(m->vars[i].grad), free(m->vars[i].rows);
   for (int i = 0; i < m->n_layers; i++) {
     layer *l = &m->layers[i];
-    free(l->out), free(l->dout), free(l->cols), free(l->argmax), free(l->mask), free(l->ids);
+    free(l->out), free(l->dout), free(l->cols), free(l->argmax), free(l->mask), free(l->ids), free(l->bn);
   }
   free(m->probs);
   free(m);
@@ -359,15 +376,16 @@ size_t tfx_model_param_count(const tfx_model *m) {
 
 void tfx_model_print(const tfx_model *m, FILE *f) {
   fprintf(f, "%-16s %-12s %-16s %-28s %10s %12s\n", "layer", "type", "output", "variables", "params", "bytes");
-  static const char *const kinds[] = {"dense", "conv2d", "max_pool2d", "avg_pool2d", "flatten", "activation", "dropout", "embedding"};
+  static const char *const kinds[] = {"dense", "conv2d", "max_pool2d", "avg_pool2d", "flatten", "activation", "dropout", "embedding", "batch_norm"};
   for (int i = 0; i < m->n_layers; i++) {
     const layer *l = &m->layers[i];
     char shape[48], vars[128] = "-";
     size_t params = 0;
     fmt_shape(l, 1, shape, sizeof shape);
     if (l->w) {
-      snprintf(vars, sizeof vars, "%s%s", strrchr(l->w->name, '/') + 1, l->b ? ", bias" : " (row-sparse)");
-      params = l->w->count + (l->b ? l->b->count : 0);
+      snprintf(vars, sizeof vars, "%s%s", strrchr(l->w->name, '/') + 1,
+               l->kind == L_BN ? ", beta, moving mean/var" : l->b ? ", bias" : " (row-sparse)");
+      params = l->w->count + (l->b ? l->b->count : 0) + (l->mmean ? 2 * l->mmean->count : 0);
     }
     fprintf(f, "%-16s %-12s %-16s %-28s %10zu %12zu\n", l->name, kinds[l->kind], shape, vars, params, params * 4);
   }

@@ -6,7 +6,7 @@
 
 #include "model.h"
 
-typedef enum lkind { L_DENSE, L_CONV, L_MAXPOOL, L_AVGPOOL, L_FLATTEN, L_ACT, L_DROPOUT, L_EMBED } lkind;
+typedef enum lkind { L_DENSE, L_CONV, L_MAXPOOL, L_AVGPOOL, L_FLATTEN, L_ACT, L_DROPOUT, L_EMBED, L_BN } lkind;
 typedef enum act { A_NONE, A_RELU, A_TANH, A_SIGMOID, A_LEAKY } act;
 
 typedef struct layer {
@@ -18,6 +18,8 @@ typedef struct layer {
   int out_rank, oh, ow, oc;
   int k, stride, pad_t, pad_l, pool;
   tfx_var *w, *b;
+  tfx_var *mmean, *mvar; /* batch norm: moving statistics (assigned, not optimized) */
+  float *bn;             /* batch norm: per channel mean and 1/std of the last training batch */
   float *out, *dout; /* [batch, out_size], owned by the model */
   float *cols;       /* conv: im2col, then its gradient */
   int32_t *argmax;   /* max pool: the input index of each output */

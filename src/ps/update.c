@@ -186,7 +186,7 @@ static int validate_push(ps_state *p, const tfx_inmsg *m, shard **targets, tfx_e
     const Tfx__Tensor *t = e->tensors[i];
     shard *s = ps_find(p, t->name);
     if (!s) return tfx_err_set(err, TFX_ENOTFOUND, "push: unknown variable '%.64s'", t->name);
-    if (!s->trainable) return tfx_err_set(err, TFX_EINVAL, "push: '%s' is not trainable", s->key);
+    if (!s->trainable && t->n_rows) return tfx_err_set(err, TFX_EINVAL, "push: '%s' is assigned whole, not by rows", s->key);
     size_t want = t->n_rows ? t->n_rows * s->row_size * sizeof(float) : s->count * sizeof(float);
     if (t->dtype != TFX__DTYPE__DTYPE_FLOAT32 || t->nbytes != want || t->n_rows > (size_t)(s->row_end - s->row_begin)) {
       return tfx_err_set(err, TFX_ESHAPE, "push: '%s' expects %zu float32 values (%lld rows), got %llu bytes",
@@ -238,6 +238,13 @@ static int apply_one(ps_state *p, shard *s, const float *g, float scale) {
   return 0;
 }
 
+/* A push to a non-trainable shard (batch-norm moving statistics) carries values: they are assigned. */
+static int assign_values(ps_state *p, shard *s, const float *values) {
+  if (ps_own_value(p, s)) return -1;
+  memcpy(s->value->data, values, sizeof(float) * s->count);
+  return 0;
+}
+
 /* Applies a row-sparse gradient to the listed rows only (lazy update of the slots too). */
 static int apply_rows(ps_state *p, shard *s, const float *g, const Tfx__Tensor *t) {
   if (ps_own_value(p, s)) return -1;
@@ -279,6 +286,10 @@ static int push_sync(ps_state *p, const tfx_inmsg *m, shard **targets, int *stal
     const Tfx__Tensor *t = e->tensors[i];
     shard *s = targets[i];
     if (!g) return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+    if (!s->trainable) {
+      if (assign_values(p, s, g)) return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+      continue;
+    }
     if (!t->n_rows) cblas_saxpy((int)s->count, 1.0f, g, 1, s->acc, 1);
     for (size_t k = 0; k < t->n_rows; k++) {
       cblas_saxpy((int)s->row_size, 1.0f, g + k * s->row_size, 1, s->acc + (size_t)(t->rows[k] - s->row_begin) * s->row_size, 1);
@@ -294,7 +305,8 @@ static int push_async(ps_state *p, const tfx_inmsg *m, shard **targets, tfx_err 
   for (size_t i = 0; i < e->n_tensors; i++) {
     const float *g = grad_data(p, m, (int)i);
     const Tfx__Tensor *t = e->tensors[i];
-    int bad = !g || (t->n_rows ? apply_rows(p, targets[i], g, t) : apply_one(p, targets[i], g, 1.0f));
+    int bad = !g || (!targets[i]->trainable ? assign_values(p, targets[i], g)
+                     : t->n_rows ? apply_rows(p, targets[i], g, t) : apply_one(p, targets[i], g, 1.0f));
     if (bad) return tfx_err_set(err, TFX_ENOMEM, "out of memory");
   }
   p->version++;

@@ -60,7 +60,7 @@ static int prepare_push(ps_link *l, tfx_err *err) {
   l->ptrs = calloc((size_t)l->n + 1, sizeof *l->ptrs);
   l->payloads = calloc((size_t)l->n + 1, sizeof *l->payloads);
   if (!l->metas || !l->ptrs || !l->payloads) return tfx_err_set(err, TFX_ENOMEM, "out of memory");
-  for (int i = 0; i < l->n; i++) l->n_push += l->slots[i].var->trainable;
+  for (int i = 0; i < l->n; i++) l->n_push += l->slots[i].var->trainable || l->slots[i].var->assign;
   return TFX_OK;
 }
 
@@ -81,11 +81,11 @@ static int fill_push(ps_link *l) {
   for (int i = 0; i < l->n; i++) {
     slot *s = &l->slots[i];
     tfx_var *v = s->var;
-    if (!v->trainable) continue;
+    if (!v->trainable && !v->assign) continue;
     Tfx__Tensor *t = &l->metas[n];
     tfx__tensor__init(t);
     t->name = s->key, t->shape = s->shape, t->n_shape = (size_t)s->rank;
-    const float *g = v->grad + s->offset;
+    const float *g = (v->assign ? v->value : v->grad) + s->offset; /* statistics travel as values to assign */
     size_t bytes = s->count * sizeof(float);
     if (v->sparse) {
       size_t width = v->count / (size_t)v->shape[0], lo = lower_bound(v->rows, v->n_rows, s->row_begin);
@@ -180,7 +180,7 @@ static int take_values(tfx_psclient *c, ps_link *l, tfx_inmsg *m, tfx_err *err) 
       return tfx_err_set(err, TFX_ESHAPE, "%s: pull reply tensor '%.64s' unknown or of %zu bytes",
                          tfx_client_endpoint(l->client), t->name, size);
     }
-    if (s->count == s->var->count && ((uintptr_t)data & 3) == 0) {
+    if (s->count == s->var->count && !s->var->assign && ((uintptr_t)data & 3) == 0) {
       s->var->value = (float *)data;
     } else {
       if (s->var->value != s->var->storage) s->var->value = s->var->storage;

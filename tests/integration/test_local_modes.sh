@@ -18,6 +18,8 @@ grep -h "PS-STOP" "$WORK"/run-backup/logs/ps-*.log | grep -q "[1-9][0-9]* stale 
 grep -q "PS-STOP stopping at step 300" "$WORK/run-sync/logs/ps-0.log" || fail "sync: ps did not stop at step 300"
 EXAMPLE=$SRC/examples/fashion_mnist_embedding.json run_mode embedding 2 training.mode=sync
 EXAMPLE=$SRC/examples/fashion_mnist_embedding.json "$TFX_NODE" plan --config "$SRC/examples/fashion_mnist_embedding.json" --ps 2 | grep -q "embedding_1/embeddings/part_1" || fail "embedding table not partitioned"
+run_mode batchnorm 2 training.mode=sync 'model.layers=[{"type":"flatten"},{"type":"dense","units":128},{"type":"batch_norm"},{"type":"relu"},{"type":"dense","units":10}]'
+"$TFX_NODE" inspect "$WORK/run-batchnorm" --var batch_norm_1/moving_mean | tail -n +2 | tr ' ' '\n' | grep -v '^0$' | grep -q . || fail "moving statistics were not assigned at the ps"
 MIN_ACC=0.5 run_mode frozen 2 training.mode=sync 'training.trainable="dense_2,dense_3"' training.max_steps=100
 "$TFX_NODE" inspect "$WORK/run-frozen" --var dense_1/bias | tail -n +2 | tr ' ' '\n' | grep -v '^0$' | grep -q . && fail "a variable outside training.trainable changed"
 experiment "$WORK/bad.json" training.bogus=1
