@@ -224,7 +224,7 @@ static int alloc_buffers(tfx_model *m) {
 
 int tfx_model_create(const tfx_config *cfg, int max_batch, tfx_model **out, tfx_err *err) {
   tfx_model *m = calloc(1, sizeof *m);
-  int counts[8] = {0}, rc = TFX_OK;
+  int counts[16] = {0}, rc = TFX_OK;
   if (!m) return tfx_err_set(err, TFX_ENOMEM, "out of memory");
   if (cfg->n_layers < 1) {
     rc = tfx_err_set(err, TFX_ECONFIG, "model.layers: the model has no layers");
