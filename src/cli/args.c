@@ -9,7 +9,7 @@
 #include "log.h"
 
 static const char *const commands[] = {"local", "train", "status", "config", "model", "plan",
-                                       "export", "inspect", "predict", NULL};
+                                       "export", "inspect", "predict", "evaluate", NULL};
 
 static const char usage[] =
     "usage: tfx-node [COMMAND] [OPTIONS]\n"
@@ -24,6 +24,7 @@ static const char usage[] =
     "  config   --config X                                      print the resolved experiment\n"
     "  model    --config X                                      print the layer table\n"
     "  plan     --config X --ps N                               print the placement plan\n"
+    "  evaluate --run-dir RUN [--checkpoint STEP|DIR] [--steps N]  evaluate a checkpoint on the eval set\n"
     "  export   --run-dir RUN --out DIR                         safetensors model directory\n"
     "  inspect  RUN|CHECKPOINT_DIR|EXPORT_DIR [--var NAME]      list variables (or print one)\n"
     "  predict  --run-dir RUN|--export DIR --input IDX [--output FILE] [--keys probabilities,classes]\n"
@@ -102,6 +103,8 @@ static int take_flag(tfx_args *a, raw *r, const char *flag, const char *v, tfx_e
   else if (!strcmp(flag, "export")) return set_str(c->target, sizeof c->target, v, flag, err);
   else if (!strcmp(flag, "keys")) return set_str(c->keys, sizeof c->keys, v, flag, err);
   else if (!strcmp(flag, "var")) return set_str(c->var, sizeof c->var, v, flag, err);
+  else if (!strcmp(flag, "checkpoint")) return set_str(c->checkpoint, sizeof c->checkpoint, v, flag, err);
+  else if (!strcmp(flag, "steps")) c->steps = atoll(v);
   else return tfx_err_set(err, TFX_EINVAL, "unknown option --%s (see --help)", flag);
   return TFX_OK;
 }
@@ -195,7 +198,8 @@ static int load_experiment(tfx_args *a, const raw *r, tfx_err *err) {
   if (r->ps && (rc = parse_int(r->ps, "ps", 1, 256, &v, err))) return rc;
   if (r->ps) a->cli.ps = (int)v;
   int needs = !a->command || (strcmp(a->command, "status") && strcmp(a->command, "inspect"));
-  if (needs && !r->config && a->command && strcmp(a->command, "export") && strcmp(a->command, "predict")) {
+  if (needs && !r->config && a->command && strcmp(a->command, "export") && strcmp(a->command, "predict") &&
+      strcmp(a->command, "evaluate")) {
     return tfx_err_set(err, TFX_ECONFIG, "%s needs --config EXPERIMENT.json", a->command);
   }
   return needs && r->config ? tfx_config_validate(&a->node.cfg, err) : TFX_OK;

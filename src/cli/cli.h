@@ -17,6 +17,8 @@ typedef struct tfx_cli_opts {
   char var[128];       /* inspect --var */
   int workers, ps;     /* local, plan */
   int64_t max_steps;   /* train, local: override (0 = from config) */
+  char checkpoint[512]; /* evaluate: a step or a checkpoint directory */
+  int64_t steps;       /* evaluate: batches of 1000 (0 = the whole set) */
 } tfx_cli_opts;
 
 /* Trains in one process (the reference for distributed runs); writes metrics, config and checkpoints. */
@@ -33,6 +35,8 @@ int tfx_plan_cmd(const tfx_node *n, const tfx_cli_opts *o, tfx_err *err);
 int tfx_export_run(const tfx_node *n, const tfx_cli_opts *o, tfx_err *err);
 /* Lists the variables of a run, checkpoint or export. */
 int tfx_inspect_run(const tfx_cli_opts *o, tfx_err *err);
+/* Evaluates the newest (or a given) checkpoint on the eval set; appends an eval line to metrics.jsonl. */
+int tfx_evaluate_run(const tfx_node *n, const tfx_cli_opts *o, tfx_err *err);
 /* Batch inference on an IDX file with a run's newest checkpoint or an export. */
 int tfx_predict_run(const tfx_node *n, const tfx_cli_opts *o, tfx_err *err);
 

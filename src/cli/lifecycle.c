@@ -13,6 +13,8 @@
 #include "metrics.h"
 #include "safetensors.h"
 #include "weights.h"
+#include "evaluate.h"
+#include "model.h"
 
 static int exists(const char *dir, const char *file) {
   char p[1200];
@@ -160,6 +162,45 @@ int tfx_predict_run(const tfx_node *n, const tfx_cli_opts *o, tfx_err *err) {
     else rc = predict_all(m, &cfg, o, out, err);
     if (out && out != stdout && fclose(out) && !rc) rc = tfx_err_sys(err, TFX_ESYS, "write %s", o->output);
   }
+  tfx_model_destroy(m);
+  tfx_weights_fini(&ws);
+  return rc;
+}
+
+/* Loads the weights to evaluate: --checkpoint STEP (or a checkpoint directory), else the newest. */
+static int load_for_eval(const tfx_node *n, const tfx_cli_opts *o, tfx_weights *ws, tfx_err *err) {
+  if (!o->checkpoint[0]) return tfx_weights_from_run(n->run_dir, ws, err);
+  char *end, dir[1100];
+  long long step = strtoll(o->checkpoint, &end, 10);
+  if (*end) return tfx_weights_from_checkpoint(o->checkpoint, ws, err);
+  tfx_ckpt_dir(n->run_dir, step, dir, sizeof dir);
+  return tfx_weights_from_checkpoint(dir, ws, err);
+}
+
+int tfx_evaluate_run(const tfx_node *n, const tfx_cli_opts *o, tfx_err *err) {
+  char cfgpath[1100];
+  snprintf(cfgpath, sizeof cfgpath, "%s/config.json", n->run_dir);
+  tfx_config cfg;
+  tfx_config_init(&cfg);
+  int rc = tfx_config_load(&cfg, cfgpath, err);
+  tfx_weights ws;
+  if (rc || (rc = load_for_eval(n, o, &ws, err))) return rc;
+  tfx_model *m = NULL;
+  tfx_dataset *d = NULL;
+  tfx_metrics *mt = NULL;
+  if (!(rc = tfx_model_create(&cfg, 1000, &m, err)) && !(rc = tfx_weights_load_model(&ws, m, err)) &&
+      !(rc = tfx_dataset_load_idx(cfg.eval_images, cfg.eval_labels, cfg.data_scale, tfx_model_input_size(m), &d, err))) {
+    if (o->steps > 0 && (size_t)o->steps * 1000 < d->n) d->n = (size_t)o->steps * 1000; /* N batches of 1000 */
+    tfx_eval_result r;
+    tfx_evaluate(m, d, 1000, &r);
+    printf("step %lld: eval loss %.4f accuracy %.4f top5 %.4f over %zu examples (%s)\n", (long long)ws.step, r.loss,
+           r.accuracy, r.top5, r.examples, ws.source);
+    static const char *const names[] = {"loss", "accuracy", "top5_accuracy", "examples"};
+    double vals[] = {r.loss, r.accuracy, r.top5, (double)r.examples};
+    if (!(rc = tfx_metrics_open(n->run_dir, &mt, err))) tfx_metrics_write(mt, "eval", ws.step, names, vals, 4);
+  }
+  tfx_metrics_close(mt);
+  tfx_dataset_destroy(d);
   tfx_model_destroy(m);
   tfx_weights_fini(&ws);
   return rc;

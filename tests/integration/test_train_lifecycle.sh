@@ -13,6 +13,9 @@ ls "$run"/checkpoints/ckpt-000000000300/manifest.json >/dev/null || fail "no che
 grep -q "TRAIN-RESUME resumed from .* at step 300" "$WORK/more.log" || fail "second train did not resume at 300"
 [ "$(metric "$run/metrics.jsonl" eval step)" = 350 ] || fail "training.steps=50 from step 300 did not stop at 350"
 acc=$(metric "$run/metrics.jsonl" eval accuracy)
+"$TFX_NODE" evaluate --run-dir "$run" >"$WORK/eval.txt" 2>&1 || fail "evaluate: $(cat "$WORK/eval.txt")"
+grep -q "step 350: eval .* accuracy $(python3 -c "print('%.4f' % $acc)")" "$WORK/eval.txt" || fail "evaluate disagrees with the run's last eval ($acc): $(cat "$WORK/eval.txt")"
+"$TFX_NODE" evaluate --run-dir "$run" --checkpoint 300 --steps 2 | grep -q "step 300: .* over 2000 examples" || fail "evaluate --checkpoint 300 --steps 2"
 "$TFX_NODE" export --run-dir "$run" --out "$WORK/export" >"$WORK/export.log" 2>&1 || fail "export: $(cat "$WORK/export.log")"
 exp=$(ls -d "$WORK"/export/*/ | head -1)
 python3 - "$exp/model.safetensors" <<'PY' || fail "safetensors file malformed"
