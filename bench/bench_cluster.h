@@ -121,6 +121,11 @@ static double tfx_round_trip_us(const tfx_config *cfg, int n_ps, int n_workers, 
     us = sum_us / n_workers;
     if (agg_gbps) *agg_gbps = sum_rate * 2 * total_bytes / 1e9;
   }
+  for (int p = 0; p < n_ps && getenv("TFX_BENCH_LOG"); p++) {
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "%s status --address %s", tfx_node, tfx_cluster_address(c, TFX_ROLE_PS, p));
+    if (system(cmd)) fprintf(stderr, "status failed\n");
+  }
   for (int p = 0; p < n_ps; p++) kill(ps[p], SIGTERM);
   for (int p = 0; p < n_ps; p++) waitpid(ps[p], NULL, 0);
   tfx_plan_fini(&plan);

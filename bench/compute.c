@@ -137,8 +137,10 @@ static int load_config(const char *arg, tfx_config *cfg, char *name, size_t name
 /* Appends one gemm of the given row-major shape with its own random operands (as each layer has its own). */
 static int add_gemm(gemm *g, int *n, int ta, int tb, int m, int nn, int k, uint64_t *rng) {
   gemm *x = &g[(*n)++];
-  *x = (gemm){ta, tb, m, nn, k, malloc(sizeof(float) * (size_t)m * k), malloc(sizeof(float) * (size_t)k * nn),
-              malloc(sizeof(float) * (size_t)m * nn)};
+  x->ta = ta, x->tb = tb, x->m = m, x->n = nn, x->k = k;
+  x->a = malloc(sizeof(float) * (size_t)m * k);
+  x->b = malloc(sizeof(float) * (size_t)k * nn);
+  x->c = malloc(sizeof(float) * (size_t)m * nn);
   if (!x->a || !x->b || !x->c) return -1;
   fill_uniform(x->a, (size_t)m * k, rng);
   fill_uniform(x->b, (size_t)k * nn, rng);
@@ -187,8 +189,8 @@ static void run_gemms(void *ctx) {
   const gemm *g = ctx;
   for (; g->a; g++) {
     int lda = g->ta ? g->m : g->k, ldb = g->tb ? g->k : g->n;
-    cblas_sgemm(CblasRowMajor, g->ta ? CblasTrans : CblasNoTrans, g->tb ? CblasTrans : CblasNoTrans, g->m, g->n,
-                g->k, 1.0f, g->a, lda, g->b, ldb, 0.0f, g->c, g->n);
+    cblas_sgemm(CblasRowMajor, g->ta ? CblasTrans : CblasNoTrans, g->tb ? CblasTrans : CblasNoTrans, g->m, g->n, g->k,
+                1.0f, g->a, lda, g->b, ldb, 0.0f, g->c, g->n);
   }
 }
 
@@ -221,9 +223,10 @@ static int bench_ceiling(const tfx_config *cfg, const char *name, const opts *o,
   }
   long calls;
   double rate = measure(run_gemms, g, o->ceiling_seconds, &calls);
-  printf("sgemm model=%s batch=%d threads=%d gflops=%.2f pass_ms=%.4f ceiling_ex_s=%.1f gemm_mflop=%.2f "
-         "calls=%d passes=%ld\n",
-         name, o->batch, threads, flops * rate * 1e-9, 1e3 / rate, rate * o->batch, flops * 1e-6, n, calls);
+  printf(
+      "sgemm model=%s batch=%d threads=%d gflops=%.2f pass_ms=%.4f ceiling_ex_s=%.1f gemm_mflop=%.2f "
+      "calls=%d passes=%ld\n",
+      name, o->batch, threads, flops * rate * 1e-9, 1e3 / rate, rate * o->batch, flops * 1e-6, n, calls);
   if (verbose) print_gemm_times(g, n);
   free_gemms(g, n);
   return 0;
@@ -294,10 +297,11 @@ static int bench_steps(const tfx_config *cfg, const char *name, const opts *o, i
   }
   long calls;
   double rate = measure(train_step, &s, o->seconds, &calls), per = 1e3 / (double)s.step;
-  printf("tfx model=%s batch=%d threads=%d ex_s=%.1f step_ms=%.4f fwd_ms=%.4f loss_ms=%.4f bwd_ms=%.4f "
-         "adam_ms=%.4f steps=%ld params=%zu fp=%s\n",
-         name, o->batch, threads, rate * o->batch, 1e3 / rate, s.phase[0] * per, s.phase[1] * per,
-         s.phase[2] * per, s.phase[3] * per, calls, tfx_model_param_count(s.m), o->ftz ? "ftz" : "default");
+  printf(
+      "tfx model=%s batch=%d threads=%d ex_s=%.1f step_ms=%.4f fwd_ms=%.4f loss_ms=%.4f bwd_ms=%.4f "
+      "adam_ms=%.4f steps=%ld params=%zu fp=%s\n",
+      name, o->batch, threads, rate * o->batch, 1e3 / rate, s.phase[0] * per, s.phase[1] * per, s.phase[2] * per,
+      s.phase[3] * per, calls, tfx_model_param_count(s.m), o->ftz ? "ftz" : "default");
   step_fini(&s);
   return 0;
 }
@@ -356,7 +360,9 @@ static int print_spec(const tfx_config *cfg) {
 
 /* Flushes denormal results to zero (FTZ) and reads denormal inputs as zero (DAZ) on this thread, which is the
  * one that runs everything but OpenBLAS's workers (those started when the library loaded, before main). */
-static void set_ftz(void) { _mm_setcsr(_mm_getcsr() | _MM_FLUSH_ZERO_ON | _MM_DENORMALS_ZERO_ON); }
+static void set_ftz(void) {
+  _mm_setcsr(_mm_getcsr() | _MM_FLUSH_ZERO_ON | _MM_DENORMALS_ZERO_ON);
+}
 
 /* Prints the environment line: the OpenBLAS build and the kernel it picked for this CPU. */
 static void print_info(void) {

@@ -98,8 +98,8 @@ static void one_variable(tfx_config *cfg, size_t size) {
   char json[512];
   snprintf(json, sizeof json,
            "{\"model\": {\"input_shape\": [%zu], \"layers\": [{\"type\": \"dense\", \"units\": 1}]},"
-           " \"training\": {\"mode\": \"async\"}, \"optimizer\": {\"name\": \"sgd\", \"learning_rate\": 1e-9}}",
-           size / 4);
+           " \"training\": {\"mode\": \"async\", \"ps_apply_threads\": %d}, \"optimizer\": {\"name\": \"sgd\", \"learning_rate\": 1e-9}}",
+           size / 4, getenv("TFX_BENCH_APPLY_THREADS") ? atoi(getenv("TFX_BENCH_APPLY_THREADS")) : 1);
   tfx_config_init(cfg);
   tfx_err err;
   if (tfx_config_parse(cfg, json, "bench", &err)) fprintf(stderr, "bench config: %s\n", err.msg), exit(1);

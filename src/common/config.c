@@ -51,7 +51,7 @@ static const option options[] = {
     {"training.accumulate", OPT_INT, O(accumulate), 1, 1024, "1", "minibatches per push"},
     {"training.report_every", OPT_INT, O(report_every), 1, 1000000, "100", "steps between metric reports"},
     {"training.threads", OPT_INT, O(threads), 1, 256, "1", "OpenBLAS threads per process"},
-    {"training.ps_apply_threads", OPT_INT, O(ps_apply_threads), 1, 2, "2", "threads a ps uses to update one large shard"},
+    {"training.ps_apply_threads", OPT_INT, O(ps_apply_threads), 1, 2, "1", "threads a ps uses to update one large shard"},
     {"training.seed", OPT_I64, O(seed), 0, BIG, "42", "experiment seed"},
     {"training.thres_loss", OPT_DBL, O(thres_loss), 0, BIG, "1e6", "abort when the training loss exceeds this"},
     {"training.clip_norm", OPT_DBL, O(clip_norm), 0, BIG, "0", "clip gradients by global norm (0: off)"},

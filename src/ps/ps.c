@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "ckpt.h"
 #include "init.h"
@@ -190,19 +191,20 @@ static int reply_simple(ps_state *p, const tfx_inmsg *m, int64_t step, int64_t f
 
 static int handle_status(ps_state *p, const tfx_inmsg *m, tfx_err *err) {
   const char *names[] = {"uptime_s", "shards", "bytes", "pushes_applied", "stale_dropped", "rejected",
-                         "pulls_served", "bad_frames", "version"};
+                         "pulls_served", "bad_frames", "version", "busy_us_per_message"};
   double vals[] = {(tfx_now_ms() - p->start_ms) / 1000.0, p->n_shards, (double)ps_bytes(p), (double)p->stats.applied,
                    (double)p->stats.stale, (double)p->stats.rejected, (double)p->stats.pulls,
-                   (double)p->stats.bad_frames, (double)p->version};
-  Tfx__KeyValue kv[9], *kvp[9];
-  for (int i = 0; i < 9; i++) {
+                   (double)p->stats.bad_frames, (double)p->version,
+                   p->stats.handled ? p->stats.busy_us / (double)p->stats.handled : 0};
+  Tfx__KeyValue kv[10], *kvp[10];
+  for (int i = 0; i < 10; i++) {
     tfx__key_value__init(&kv[i]);
     kv[i].key = (char *)names[i], kv[i].value = vals[i], kvp[i] = &kv[i];
   }
   tfx_envelope env;
   tfx_reply_init(&env, m);
   env.text = (char *)(p->initialized ? "serving" : "waiting-for-plan");
-  env.step = p->version, env.stats = kvp, env.n_stats = 9;
+  env.step = p->version, env.stats = kvp, env.n_stats = 10;
   return tfx_wire_send(p->sock, &m->identity, &env, NULL, 0, err);
 }
 
@@ -228,7 +230,14 @@ static int handle(ps_state *p, tfx_inmsg *m, tfx_err *err) {
   }
 }
 
+static double now_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
 static void serve_one(ps_state *p) {
+  double t0 = now_us();
   tfx_inmsg m;
   tfx_err err;
   tfx_err_clear(&err);
@@ -244,6 +253,8 @@ static void serve_one(ps_state *p) {
   }
   if (rc && rc != TFX_EPEER) tfx_server_reply_error(p->sock, &m, rc, err.msg, NULL);
   tfx_inmsg_fini(&m);
+  p->stats.busy_us += now_us() - t0;
+  p->stats.handled++;
 }
 
 int tfx_ps_run(tfx_node *n, tfx_err *err) {

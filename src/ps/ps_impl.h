@@ -59,7 +59,8 @@ typedef struct ps_state {
   float *scratch;
   size_t scratch_size;
   struct {
-    uint64_t applied, stale, rejected, pulls, bad_frames, cow_copies;
+    uint64_t applied, stale, rejected, pulls, bad_frames, cow_copies, handled;
+    double busy_us; /* time spent handling messages (decode to reply sent) */
   } stats;
 } ps_state;
 
