@@ -29,18 +29,36 @@ static void act_backward(act a, float alpha, const float *y, float *dy, size_t n
   }
 }
 
-static void add_bias(float *y, const float *b, int rows, int cols) {
-  for (int r = 0; r < rows; r++) {
-    float *row = y + (size_t)r * cols;
-    for (int c = 0; c < cols; c++) row[c] += b[c];
+/* Rows per block of the fused bias/activation passes: a block stays in L1 between its two sub-passes. */
+#define ROW_BLOCK_FLOATS 2048
+
+/* y = act(y + b) row by row in L1-sized blocks: one trip through memory instead of two. */
+static void bias_act_forward(const layer *l, float *y, int rows, int cols) {
+  int step = cols < ROW_BLOCK_FLOATS ? ROW_BLOCK_FLOATS / cols : 1;
+  for (int r0 = 0; r0 < rows; r0 += step) {
+    int n = rows - r0 < step ? rows - r0 : step;
+    float *blk = y + (size_t)r0 * cols;
+    for (int r = 0; r < n; r++) {
+      float *row = blk + (size_t)r * cols;
+      const float *b = l->b->value;
+      for (int c = 0; c < cols; c++) row[c] += b[c];
+    }
+    act_forward(l->act, l->alpha, blk, (size_t)n * cols);
   }
 }
 
-static void bias_grad(const float *dy, float *db, int rows, int cols) {
+/* dy *= act'(y), then db = column sums of dy, in L1-sized blocks of rows. */
+static void act_bias_backward(const layer *l, float *dy, float *db, int rows, int cols) {
+  int step = cols < ROW_BLOCK_FLOATS ? ROW_BLOCK_FLOATS / cols : 1;
   memset(db, 0, sizeof(float) * (size_t)cols);
-  for (int r = 0; r < rows; r++) {
-    const float *row = dy + (size_t)r * cols;
-    for (int c = 0; c < cols; c++) db[c] += row[c];
+  for (int r0 = 0; r0 < rows; r0 += step) {
+    int n = rows - r0 < step ? rows - r0 : step;
+    float *blk = dy + (size_t)r0 * cols;
+    act_backward(l->act, l->alpha, l->out + (size_t)r0 * cols, blk, (size_t)n * cols);
+    for (int r = 0; r < n; r++) {
+      const float *row = blk + (size_t)r * cols;
+      for (int c = 0; c < cols; c++) db[c] += row[c];
+    }
   }
 }
 
@@ -49,66 +67,72 @@ static void dense_forward(layer *l, const float *in, int batch) {
   int n_in = layer_in_size(l), n_out = l->oc;
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, batch, n_out, n_in, 1.0f, in, n_in, l->w->value, n_out,
               0.0f, l->out, n_out);
-  add_bias(l->out, l->b->value, batch, n_out);
-  act_forward(l->act, l->alpha, l->out, (size_t)batch * n_out);
+  bias_act_forward(l, l->out, batch, n_out);
 }
 
 static void dense_backward(layer *l, const float *in, float *din, int batch) {
   int n_in = layer_in_size(l), n_out = l->oc;
-  act_backward(l->act, l->alpha, l->out, l->dout, (size_t)batch * n_out);
+  act_bias_backward(l, l->dout, l->b->grad, batch, n_out);
   cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n_in, n_out, batch, 1.0f, in, n_in, l->dout, n_out, 0.0f,
               l->w->grad, n_out);
-  bias_grad(l->dout, l->b->grad, batch, n_out);
   if (din) {
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, batch, n_in, n_out, 1.0f, l->dout, n_out, l->w->value,
                 n_out, 0.0f, din, n_in);
   }
 }
 
-/* Unfolds NHWC input patches: one row per output pixel, columns (ky, kx, c). */
+/* The kernel columns [kx0, kx1) of output column ox that fall inside the image (the rest is padding), and the
+ * input column of kx = 0. Within one kernel row those columns are contiguous in NHWC memory. */
+static int kx_range(const layer *l, int ox, int *kx0, int *kx1) {
+  int x0 = ox * l->stride - l->pad_l;
+  *kx0 = x0 < 0 ? -x0 : 0;
+  *kx1 = x0 + l->k > l->iw ? l->iw - x0 : l->k;
+  return x0;
+}
+
+/* Unfolds NHWC input patches: one row per output pixel, columns (ky, kx, c); each kernel row is one copy of
+ * its in-image run and zeros for the padding. */
 static void im2col(const layer *l, const float *in, int batch, float *cols) {
-  int kkc = l->k * l->k * l->ic;
+  int k = l->k, ic = l->ic, kc = k * ic;
   for (int b = 0; b < batch; b++) {
     const float *img = in + (size_t)b * layer_in_size(l);
     for (int oy = 0; oy < l->oh; oy++) {
       for (int ox = 0; ox < l->ow; ox++) {
-        float *row = cols + ((size_t)(b * l->oh + oy) * l->ow + ox) * kkc;
-        for (int ky = 0; ky < l->k; ky++) {
+        float *row = cols + ((size_t)(b * l->oh + oy) * l->ow + ox) * k * kc;
+        int kx0, kx1, x0 = kx_range(l, ox, &kx0, &kx1);
+        for (int ky = 0; ky < k; ky++) {
           int iy = oy * l->stride + ky - l->pad_t;
-          for (int kx = 0; kx < l->k; kx++) {
-            int ix = ox * l->stride + kx - l->pad_l;
-            float *dst = row + (ky * l->k + kx) * l->ic;
-            if (iy < 0 || iy >= l->ih || ix < 0 || ix >= l->iw) {
-              memset(dst, 0, sizeof(float) * (size_t)l->ic);
-            } else {
-              memcpy(dst, img + ((size_t)iy * l->iw + ix) * l->ic, sizeof(float) * (size_t)l->ic);
-            }
+          float *dst = row + ky * kc;
+          if (iy < 0 || iy >= l->ih || kx1 <= kx0) {
+            memset(dst, 0, sizeof(float) * (size_t)kc);
+            continue;
           }
+          const float *src = img + ((size_t)iy * l->iw + x0) * ic;
+          for (int j = 0; j < kx0 * ic; j++) dst[j] = 0;
+          for (int j = kx0 * ic; j < kx1 * ic; j++) dst[j] = src[j];
+          for (int j = kx1 * ic; j < kc; j++) dst[j] = 0;
         }
       }
     }
   }
 }
 
-/* Folds column gradients back onto the input gradient (accumulating overlaps). */
+/* Folds column gradients back onto the input gradient (accumulating overlaps), one in-image run per kernel row. */
 static void col2im(const layer *l, const float *cols, int batch, float *din) {
-  int kkc = l->k * l->k * l->ic;
+  int k = l->k, ic = l->ic, kc = k * ic;
   memset(din, 0, sizeof(float) * (size_t)batch * layer_in_size(l));
   for (int b = 0; b < batch; b++) {
     float *img = din + (size_t)b * layer_in_size(l);
     for (int oy = 0; oy < l->oh; oy++) {
       for (int ox = 0; ox < l->ow; ox++) {
-        const float *row = cols + ((size_t)(b * l->oh + oy) * l->ow + ox) * kkc;
-        for (int ky = 0; ky < l->k; ky++) {
+        const float *row = cols + ((size_t)(b * l->oh + oy) * l->ow + ox) * k * kc;
+        int kx0, kx1, x0 = kx_range(l, ox, &kx0, &kx1);
+        for (int ky = 0; ky < k; ky++) {
           int iy = oy * l->stride + ky - l->pad_t;
           if (iy < 0 || iy >= l->ih) continue;
-          for (int kx = 0; kx < l->k; kx++) {
-            int ix = ox * l->stride + kx - l->pad_l;
-            if (ix < 0 || ix >= l->iw) continue;
-            const float *src = row + (ky * l->k + kx) * l->ic;
-            float *dst = img + ((size_t)iy * l->iw + ix) * l->ic;
-            for (int c = 0; c < l->ic; c++) dst[c] += src[c];
-          }
+          const float *src = row + ky * kc;
+          float *dst = img + ((size_t)iy * l->iw + x0) * ic;
+          for (int j = kx0 * ic; j < kx1 * ic; j++) dst[j] += src[j];
         }
       }
     }
@@ -120,63 +144,80 @@ static void conv_forward(layer *l, const float *in, int batch) {
   im2col(l, in, batch, l->cols);
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, l->oc, kkc, 1.0f, l->cols, kkc, l->w->value, l->oc,
               0.0f, l->out, l->oc);
-  add_bias(l->out, l->b->value, rows, l->oc);
-  act_forward(l->act, l->alpha, l->out, (size_t)rows * l->oc);
+  bias_act_forward(l, l->out, rows, l->oc);
 }
 
 static void conv_backward(layer *l, const float *in, float *din, int batch) {
   int rows = batch * l->oh * l->ow, kkc = l->k * l->k * l->ic;
-  act_backward(l->act, l->alpha, l->out, l->dout, (size_t)rows * l->oc);
-  im2col(l, in, batch, l->cols);
+  (void)in; /* l->cols still holds the forward pass's im2col of in */
+  act_bias_backward(l, l->dout, l->b->grad, rows, l->oc);
   cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, kkc, l->oc, rows, 1.0f, l->cols, kkc, l->dout, l->oc, 0.0f,
               l->w->grad, l->oc);
-  bias_grad(l->dout, l->b->grad, rows, l->oc);
   if (!din) return;
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, kkc, l->oc, 1.0f, l->dout, l->oc, l->w->value, l->oc,
               0.0f, l->cols, kkc);
   col2im(l, l->cols, batch, din);
 }
 
-/* Max or average pooling, window = stride = pool, 'valid'. */
+/* Max or average pooling, window = stride = pool, 'valid'; channels innermost so each step is a vector op. */
 static void pool_forward(layer *l, const float *in, int batch) {
-  int p = l->pool, max = l->kind == L_MAXPOOL;
+  int p = l->pool, C = l->oc, max = l->kind == L_MAXPOOL;
+  float inv = 1.0f / (float)(p * p);
   for (int b = 0; b < batch; b++) {
     const float *img = in + (size_t)b * layer_in_size(l);
     for (int oy = 0; oy < l->oh; oy++) {
       for (int ox = 0; ox < l->ow; ox++) {
-        for (int c = 0; c < l->oc; c++) {
-          float best = max ? -FLT_MAX : 0;
-          int arg = 0;
-          for (int dy = 0; dy < p; dy++) {
-            for (int dx = 0; dx < p; dx++) {
-              int idx = ((oy * p + dy) * l->iw + ox * p + dx) * l->ic + c;
-              if (!max) best += img[idx];
-              else if (img[idx] > best) best = img[idx], arg = idx;
+        size_t o = (size_t)b * layer_out_size(l) + ((size_t)oy * l->ow + ox) * C;
+        float *y = l->out + o;
+        int32_t *arg = l->argmax + o;
+        for (int c = 0; c < C; c++) y[c] = max ? -FLT_MAX : 0, arg[c] = 0;
+        for (int dy = 0; dy < p; dy++) {
+          for (int dx = 0; dx < p; dx++) {
+            int base = ((oy * p + dy) * l->iw + ox * p + dx) * l->ic;
+            const float *x = img + base;
+            if (!max) {
+              for (int c = 0; c < C; c++) y[c] += x[c];
+              continue;
+            }
+            for (int c = 0; c < C; c++) {
+              int gt = x[c] > y[c];
+              y[c] = gt ? x[c] : y[c];
+              arg[c] = gt ? base + c : arg[c];
             }
           }
-          size_t o = (size_t)b * layer_out_size(l) + ((size_t)oy * l->ow + ox) * l->oc + c;
-          l->out[o] = max ? best : best / (float)(p * p);
-          l->argmax[o] = arg;
         }
+        if (!max) for (int c = 0; c < C; c++) y[c] *= inv;
+      }
+    }
+  }
+}
+
+/* Writes every input gradient of one pooling window: the max's position gets g (max) or each g / p^2 (avg). */
+static void pool_window_backward(const layer *l, const float *g, const int32_t *arg, float *img, int oy, int ox) {
+  int p = l->pool, C = l->oc;
+  float inv = 1.0f / (float)(p * p);
+  for (int dy = 0; dy < p; dy++) {
+    for (int dx = 0; dx < p; dx++) {
+      int base = ((oy * p + dy) * l->iw + ox * p + dx) * l->ic;
+      float *d = img + base;
+      if (l->kind == L_MAXPOOL) {
+        for (int c = 0; c < C; c++) d[c] = arg[c] == base + c ? g[c] : 0;
+      } else {
+        for (int c = 0; c < C; c++) d[c] = g[c] * inv;
       }
     }
   }
 }
 
 static void pool_backward(layer *l, float *din, int batch) {
-  int p = l->pool, in_size = layer_in_size(l), out_size = layer_out_size(l);
-  memset(din, 0, sizeof(float) * (size_t)batch * in_size);
+  int in_size = layer_in_size(l), out_size = layer_out_size(l);
+  /* Windows tile the input except a right or bottom remainder, which gets no gradient. */
+  if (l->ih % l->pool || l->iw % l->pool) memset(din, 0, sizeof(float) * (size_t)batch * in_size);
   for (int b = 0; b < batch; b++) {
-    float *img = din + (size_t)b * in_size;
-    for (int o = 0; o < out_size; o++) {
-      float g = l->dout[(size_t)b * out_size + o];
-      if (l->kind == L_MAXPOOL) {
-        img[l->argmax[(size_t)b * out_size + o]] += g;
-        continue;
-      }
-      int c = o % l->oc, ox = (o / l->oc) % l->ow, oy = o / (l->oc * l->ow);
-      for (int dy = 0; dy < p; dy++) {
-        for (int dx = 0; dx < p; dx++) img[((oy * p + dy) * l->iw + ox * p + dx) * l->ic + c] += g / (float)(p * p);
+    for (int oy = 0; oy < l->oh; oy++) {
+      for (int ox = 0; ox < l->ow; ox++) {
+        size_t o = (size_t)b * out_size + ((size_t)oy * l->ow + ox) * l->oc;
+        pool_window_backward(l, l->dout + o, l->argmax + o, din + (size_t)b * in_size, oy, ox);
       }
     }
   }

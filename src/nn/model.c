@@ -357,9 +357,12 @@ void tfx_model_loss(tfx_model *m, const int32_t *labels, int batch, int grad, tf
 }
 
 void tfx_model_backward(tfx_model *m, const float *x, int batch) {
-  for (int i = m->n_layers - 1; i >= 0; i--) {
+  /* Below the first layer with variables nothing needs a gradient: stop there, and skip its input gradient. */
+  int first = 0;
+  while (first < m->n_layers - 1 && !m->layers[first].w) first++;
+  for (int i = m->n_layers - 1; i >= first; i--) {
     const float *in = i ? m->layers[i - 1].out : x;
-    float *din = i ? m->layers[i - 1].dout : NULL;
+    float *din = i > first ? m->layers[i - 1].dout : NULL;
     tfx_layer_backward(&m->layers[i], in, din, batch);
   }
 }

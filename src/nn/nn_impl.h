@@ -35,7 +35,8 @@ static inline int layer_out_size(const layer *l) { return l->oh * l->ow * l->oc;
 
 /* Forward of one layer on in [batch, in_size] into l->out. */
 void tfx_layer_forward(layer *l, const float *in, int batch, int training, uint64_t step);
-/* Backward of one layer: reads l->dout (and may overwrite it), writes grads and, if din, the input grad. */
+/* Backward of one layer: reads l->dout (and may overwrite it), writes grads and, if din, the input grad.
+ * Must follow this layer's forward on the same `in`: conv reuses the im2col columns that forward left in l->cols. */
 void tfx_layer_backward(layer *l, const float *in, float *din, int batch);
 
 #endif

@@ -1,6 +1,7 @@
 /* SGD, momentum (Nesterov), Adagrad, RMSProp, Adam, AdamW and the learning-rate schedules. */
 #include "optim.h"
 
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -94,8 +95,11 @@ static void adam(const tfx_optim *o, int64_t step, float *w, const float *g, flo
   float wd = (float)o->weight_decay, dwd = decoupled ? lr * wd : 0, l2 = decoupled ? 0 : wd;
   for (size_t i = 0; i < n; i++) {
     float gi = scale * g[i] + l2 * w[i];
-    m[i] = b1 * m[i] + (1 - b1) * gi;
-    v[i] = b2 * v[i] + (1 - b2) * gi * gi;
+    float mi = b1 * m[i] + (1 - b1) * gi, vi = b2 * v[i] + (1 - b2) * gi * gi;
+    /* Flush moments below FLT_MIN: a decaying moment would otherwise sit at a denormal for good (0.9 * m
+     * rounds back to m there), and every step would pay the FPU's slow denormal path on it. */
+    m[i] = fabsf(mi) < FLT_MIN ? 0.0f : mi;
+    v[i] = vi < FLT_MIN ? 0.0f : vi;
     w[i] -= alpha * m[i] / (sqrtf(v[i]) + eps) + dwd * w[i];
   }
 }
