@@ -63,7 +63,8 @@ static void momentum(const tfx_optim *o, float *w, const float *g, float scale, 
   float mu = (float)o->momentum, wd = (float)o->weight_decay;
   for (size_t i = 0; i < n; i++) {
     float gi = scale * g[i] + wd * w[i];
-    m[i] = mu * m[i] + gi;
+    float mi = mu * m[i] + gi;
+    m[i] = fabsf(mi) < FLT_MIN ? 0.0f : mi; /* no denormal moments (see adam) */
     w[i] -= lr * (o->nesterov ? gi + mu * m[i] : m[i]);
   }
 }
@@ -81,7 +82,8 @@ static void rmsprop(const tfx_optim *o, float *w, const float *g, float scale, f
   float rho = (float)o->momentum, eps = (float)o->epsilon, wd = (float)o->weight_decay;
   for (size_t i = 0; i < n; i++) {
     float gi = scale * g[i] + wd * w[i];
-    a[i] = rho * a[i] + (1 - rho) * gi * gi;
+    float ai = rho * a[i] + (1 - rho) * gi * gi;
+    a[i] = ai < FLT_MIN ? 0.0f : ai; /* no denormal moments (see adam) */
     w[i] -= lr * gi / (sqrtf(a[i]) + eps);
   }
 }
