@@ -2,6 +2,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "args.h"
@@ -17,7 +19,31 @@ static int exit_code(int rc) {
   return rc == TFX_ECONFIG || rc == TFX_EINVAL || rc == TFX_ESHAPE ? 2 : 1;
 }
 
+/* TensorFlow's rule for a cluster without a chief: worker 0 takes the chief's duties. Worker 0 forks the
+ * master, which binds worker 0's address (the worker then opens no control socket of its own). */
+static int worker_as_chief(tfx_node *n, tfx_err *err) {
+  if (!n->config_path[0]) return tfx_err_set(err, TFX_ECONFIG, "TF_CONFIG has no chief, so worker 0 takes its duties and needs --config EXPERIMENT.json");
+  pid_t pid = fork();
+  if (pid < 0) return tfx_err_sys(err, TFX_ESYS, "fork the chief");
+  if (pid == 0) {
+    tfx_log_init("master", 0);
+    tfx_err merr;
+    int rc = tfx_master_run(n, &merr);
+    if (rc) tfx_log(TFX_LOG_ERROR, "NODE-FAIL", "%s: %s", tfx_errname(rc), merr.msg);
+    tfx_net_shutdown();
+    _exit(rc ? 1 : 0);
+  }
+  tfx_log(TFX_LOG_INFO, "WORKER-CHIEF", "no chief in TF_CONFIG: worker 0 runs the chief's duties in pid %d", (int)pid);
+  int rc = tfx_worker_run(n, err), status = 0;
+  if (rc) kill(pid, SIGTERM);
+  if (waitpid(pid, &status, 0) == pid && !rc && (!WIFEXITED(status) || WEXITSTATUS(status))) {
+    rc = tfx_err_set(err, TFX_EPEER, "the chief run by worker 0 (pid %d) failed", (int)pid);
+  }
+  return rc;
+}
+
 static int run_role(tfx_node *n, tfx_err *err) {
+  if (n->role == TFX_ROLE_WORKER && tfx_cluster_promote_worker0(n->cluster) && n->index == 0) return worker_as_chief(n, err);
   switch (n->role) {
     case TFX_ROLE_PS: return tfx_ps_run(n, err);
     case TFX_ROLE_WORKER: return tfx_worker_run(n, err);

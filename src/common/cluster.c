@@ -222,6 +222,15 @@ fail:
   return rc;
 }
 
+int tfx_cluster_promote_worker0(tfx_cluster *c) {
+  if (c->count[TFX_ROLE_MASTER] || !c->count[TFX_ROLE_WORKER]) return 0;
+  char **list = malloc(sizeof(char *));
+  if (!list || !(list[0] = strdup(c->addr[TFX_ROLE_WORKER][0]))) return free(list), 0;
+  c->addr[TFX_ROLE_MASTER] = list;
+  c->count[TFX_ROLE_MASTER] = 1;
+  return 1;
+}
+
 int tfx_cluster_set_task(tfx_cluster *c, tfx_role role, int index, tfx_err *err) {
   if (role <= TFX_ROLE_NONE || role >= TFX_ROLE_COUNT) {
     return tfx_err_set(err, TFX_ECONFIG, "task: no role given");

@@ -29,6 +29,9 @@ tfx_cluster *tfx_cluster_create(void);
 void tfx_cluster_destroy(tfx_cluster *c);
 /* Appends an address to a job (validated); the cluster copies it. */
 int tfx_cluster_add(tfx_cluster *c, tfx_role role, const char *address, tfx_err *err);
+/* When the cluster has no chief, makes worker 0's address the chief's (TensorFlow: worker 0 takes the chief's
+ * duties). Returns 1 if it did, 0 if there is a chief already or no worker. */
+int tfx_cluster_promote_worker0(tfx_cluster *c);
 /* Sets (overrides) this process's task, checking that the job exists and the index is in range. */
 int tfx_cluster_set_task(tfx_cluster *c, tfx_role role, int index, tfx_err *err);
 /* The number of tasks of a job. */

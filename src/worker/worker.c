@@ -43,6 +43,7 @@ static int reply_status(worker *w, const tfx_inmsg *m) {
 
 /* Answers status queries and takes STOP, without blocking. */
 static void serve_control(worker *w) {
+  if (!w->sock) return; /* worker 0 acting as chief: its address belongs to the master */
   zmq_pollitem_t item = {w->sock, 0, ZMQ_POLLIN, 0};
   while (zmq_poll(&item, 1, 0) > 0) {
     tfx_inmsg m;
@@ -197,10 +198,11 @@ int tfx_worker_run(tfx_node *n, tfx_err *err) {
   openblas_set_num_threads(n->cfg.threads);
   char ep[320], mep[320];
   const char *maddr = tfx_cluster_address(n->cluster, TFX_ROLE_MASTER, 0);
-  if (!maddr) return tfx_err_set(err, TFX_ECONFIG, "TF_CONFIG names no chief; worker 0 as chief is not supported yet");
   int rc = tfx_address_endpoint(tfx_cluster_address(n->cluster, TFX_ROLE_WORKER, n->index), 1, n->bind_host, ep, sizeof ep, err);
   if (!rc) rc = tfx_address_endpoint(maddr, 0, NULL, mep, sizeof mep, err);
-  if (!rc) rc = tfx_server_open(ep, &w.sock, err);
+  /* Worker 0 acting as chief (no chief in TF_CONFIG): its address is the master's; no control socket. */
+  int is_chief = !strcmp(maddr, tfx_cluster_address(n->cluster, TFX_ROLE_WORKER, n->index));
+  if (!rc && !is_chief) rc = tfx_server_open(ep, &w.sock, err);
   if (!rc) rc = tfx_client_create(mep, &w.master, err);
   if (!rc) rc = register_with_master(&w, err);
   if (!rc && !w.stop) rc = setup(&w, err);
