@@ -48,6 +48,7 @@ static int run_role(tfx_node *n, tfx_err *err) {
     case TFX_ROLE_PS: return tfx_ps_run(n, err);
     case TFX_ROLE_WORKER: return tfx_worker_run(n, err);
     case TFX_ROLE_MASTER: return tfx_master_run(n, err);
+    case TFX_ROLE_EVALUATOR: return tfx_evaluator_run(n, err);
     default: return tfx_err_set(err, TFX_ECONFIG, "role '%s' cannot run here (the chief evaluates)", tfx_role_name(n->role));
   }
 }

@@ -23,6 +23,8 @@ typedef struct tfx_cli_opts {
 
 /* Trains in one process (the reference for distributed runs); writes metrics, config and checkpoints. */
 int tfx_train_run(tfx_node *n, const tfx_cli_opts *o, tfx_err *err);
+/* The evaluator task: evaluates every new checkpoint of the run directory until max_steps. */
+int tfx_evaluator_run(tfx_node *n, tfx_err *err);
 /* Starts master, ps and workers as real processes on loopback and supervises them. */
 int tfx_local_run(tfx_node *n, const tfx_cli_opts *o, const char *self_exe, tfx_err *err);
 /* Asks a running node for its role, state and uptime; prints them. */

@@ -231,7 +231,7 @@ int master_checkpoint(master *m, int64_t at, tfx_err *err) {
 }
 
 static void periodic(master *m) {
-  if (m->global_step >= m->next_eval) {
+  if (m->global_step >= m->next_eval && tfx_cluster_count(m->n->cluster, TFX_ROLE_EVALUATOR) == 0) {
     master_evaluate(m);
     while (m->next_eval <= m->global_step) m->next_eval += m->cfg.eval_every_steps;
   }
@@ -290,7 +290,7 @@ static int finish(master *m, tfx_err *err) {
   }
   int rc = master_poll_versions(m, err);
   if (!rc) rc = master_checkpoint(m, m->max_version, err);
-  master_evaluate(m);
+  if (tfx_cluster_count(m->n->cluster, TFX_ROLE_EVALUATOR) == 0) master_evaluate(m); /* else the evaluator does */
   tfx_progress_done(&m->progress, m->global_step, m->last_acc);
   return rc;
 }

@@ -1,0 +1,28 @@
+#!/bin/bash
+# TF_CONFIG with an evaluator task: the evaluator (outside the training cluster) evaluates every checkpoint the
+# run writes, the chief does not evaluate, and the evaluator stops after the checkpoint at max_steps.
+. "$(dirname "$0")/lib.sh"
+experiment "$WORK/exp.json" training.max_steps=200 checkpoint.every_steps=100 eval.every_steps=100 training.report_every=50
+c0=$(free_port); p0=$(free_port); w0=$(free_port); e0=$(free_port)
+cluster="\"cluster\":{\"chief\":[\"127.0.0.1:$c0\"],\"ps\":[\"127.0.0.1:$p0\"],\"worker\":[\"127.0.0.1:$w0\"],\"evaluator\":[\"127.0.0.1:$e0\"]}"
+start() { # start NAME TYPE ARGS...
+  local name=$1 type=$2; shift 2
+  TF_CONFIG="{$cluster,\"task\":{\"type\":\"$type\",\"index\":0}}" "$TFX_NODE" --run-dir "$WORK/run" "$@" >"$WORK/$name.log" 2>&1 &
+  PIDS+=($!)
+}
+start evaluator evaluator --config "$WORK/exp.json"
+start chief chief --config "$WORK/exp.json"
+start ps ps
+start worker worker
+for _ in $(seq 1 50); do "$TFX_NODE" status --address "127.0.0.1:$e0" 2>/dev/null | grep -q "role=evaluator" && break; sleep 0.2; done
+for i in 0 1 2 3; do
+  wait "${PIDS[$i]}"; rc=$?
+  [ "$rc" = 0 ] || fail "process $i exited $rc"
+done
+python3 - "$WORK/run/metrics.jsonl" <<'PY' || fail "eval lines are not the evaluator's"
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1]) if '"eval"' in l]
+assert ev and all(r.get("evaluator") == 0 for r in ev), ev
+assert ev[-1]["step"] == 200 and ev[-1]["accuracy"] > 0.6, ev[-1]
+PY
+pass "evaluator task evaluated the checkpoints up to step 200"
