@@ -7,6 +7,7 @@
 #include "ckpt.h"
 #include "cli.h"
 #include "dataset.h"
+#include "source.h"
 #include "evaluate.h"
 #include "log.h"
 #include "metrics.h"
@@ -79,7 +80,7 @@ int tfx_evaluator_run(tfx_node *n, tfx_err *err) {
   int rc = tfx_address_endpoint(tfx_cluster_address(n->cluster, TFX_ROLE_EVALUATOR, n->index), 1, n->bind_host, ep, sizeof ep, err);
   if (!rc) rc = tfx_server_open(ep, &e.sock, err);
   if (!rc) rc = tfx_model_create(&n->cfg, 1000, &e.model, err);
-  if (!rc) rc = tfx_dataset_load_idx(n->cfg.eval_images, n->cfg.eval_labels, n->cfg.data_scale, tfx_model_input_size(e.model), &e.data, err);
+  if (!rc) rc = tfx_dataset_load_config(&n->cfg, 1, tfx_model_input_size(e.model), &e.data, err);
   if (!rc) rc = tfx_mkdirs(n->run_dir, err);
   if (!rc) rc = tfx_metrics_open(n->run_dir, &e.metrics, err);
   if (!rc) tfx_log(TFX_LOG_INFO, "EVALUATOR-START", "watching %s/checkpoints until step %lld", n->run_dir, (long long)n->cfg.max_steps);

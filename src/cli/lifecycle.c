@@ -9,6 +9,7 @@
 #include "ckpt.h"
 #include "cli.h"
 #include "dataset.h"
+#include "source.h"
 #include "log.h"
 #include "metrics.h"
 #include "safetensors.h"
@@ -189,7 +190,7 @@ int tfx_evaluate_run(const tfx_node *n, const tfx_cli_opts *o, tfx_err *err) {
   tfx_dataset *d = NULL;
   tfx_metrics *mt = NULL;
   if (!(rc = tfx_model_create(&cfg, 1000, &m, err)) && !(rc = tfx_weights_load_model(&ws, m, err)) &&
-      !(rc = tfx_dataset_load_idx(cfg.eval_images, cfg.eval_labels, cfg.data_scale, tfx_model_input_size(m), &d, err))) {
+      !(rc = tfx_dataset_load_config(&cfg, 1, tfx_model_input_size(m), &d, err))) {
     if (o->steps > 0 && (size_t)o->steps * 1000 < d->n) d->n = (size_t)o->steps * 1000; /* N batches of 1000 */
     tfx_eval_result r;
     tfx_evaluate(m, d, 1000, &r);

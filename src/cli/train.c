@@ -8,6 +8,7 @@
 #include "ckpt.h"
 #include "cli.h"
 #include "dataset.h"
+#include "source.h"
 #include "evaluate.h"
 #include "log.h"
 #include "metrics.h"
@@ -121,8 +122,8 @@ static int setup(trainer *t, tfx_err *err) {
     if (c->accumulate > 1 && !(t->acc[i] = calloc(n, sizeof(float)))) return tfx_err_set(err, TFX_ENOMEM, "out of memory");
   }
   size_t dim = tfx_model_input_size(t->model);
-  if ((rc = tfx_dataset_load_idx(c->train_images, c->train_labels, c->data_scale, dim, &t->train, err)) ||
-      (rc = tfx_dataset_load_idx(c->eval_images, c->eval_labels, c->data_scale, dim, &t->eval, err)) ||
+  if ((rc = tfx_dataset_load_config(c, 0, dim, &t->train, err)) ||
+      (rc = tfx_dataset_load_config(c, 1, dim, &t->eval, err)) ||
       (rc = tfx_batcher_create(t->train, 0, 1, (uint64_t)c->seed, 1, &t->batcher, err))) {
     return rc;
   }

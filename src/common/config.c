@@ -28,7 +28,12 @@ static const option options[] = {
     {"data.train.labels", OPT_STR, O(train_labels), 0, 0, FMNIST "train-labels-idx1-ubyte.gz", "IDX labels"},
     {"data.eval.images", OPT_STR, O(eval_images), 0, 0, FMNIST "t10k-images-idx3-ubyte.gz", "IDX images"},
     {"data.eval.labels", OPT_STR, O(eval_labels), 0, 0, FMNIST "t10k-labels-idx1-ubyte.gz", "IDX labels"},
-    {"data.scale", OPT_DBL, O(data_scale), 0, BIG, "0.00392156862745098", "pixel multiplier"},
+    {"data.scale", OPT_DBL, O(data_scale), 0, BIG, "0.00392156862745098", "feature multiplier"},
+    {"data.format", OPT_STR, O(data_format), 0, 0, "idx", "idx (images + labels) | csv | libsvm | tfrecord (the *.images path is the file)"},
+    {"data.label_column", OPT_STR, O(label_column), 0, 0, "-1", "csv: label column, header name or index (-1: last)"},
+    {"data.header", OPT_BOOL, O(data_header), 0, 1, "true", "csv: the first line is a header"},
+    {"data.feature_key", OPT_STR, O(feature_key), 0, 0, "image", "tfrecord: the Example feature holding the inputs"},
+    {"data.label_key", OPT_STR, O(label_key), 0, 0, "label", "tfrecord: the Example feature holding the label"},
     {"optimizer.name", OPT_STR, O(optimizer), 0, 0, "adam", "sgd | momentum | adagrad | rmsprop | adam | adamw"},
     {"optimizer.learning_rate", OPT_DBL, O(learning_rate), 0, 10, "0.001", "base learning rate"},
     {"optimizer.momentum", OPT_DBL, O(momentum), 0, 1, "0.9", "momentum / rmsprop decay"},
@@ -337,6 +342,7 @@ static const char *const optimizers[] = {"sgd", "momentum", "adagrad", "rmsprop"
 static const char *const schedules[] = {"constant", "exponential", "step", "cosine", NULL};
 static const char *const strategies[] = {"round_robin", "greedy_bytes", NULL};
 static const char *const losses[] = {"softmax_cross_entropy", "sigmoid_cross_entropy", "mse", NULL};
+static const char *const formats[] = {"idx", "csv", "libsvm", "tfrecord", NULL};
 
 static int one_of(const char *v, const char *const *allowed, const char *key, tfx_err *err) {
   for (int i = 0; allowed[i]; i++) {
@@ -352,6 +358,7 @@ int tfx_config_validate(const tfx_config *cfg, tfx_err *err) {
   if ((rc = one_of(cfg->schedule, schedules, "optimizer.schedule", err))) return rc;
   if ((rc = one_of(cfg->strategy, strategies, "placement.strategy", err))) return rc;
   if ((rc = one_of(cfg->loss, losses, "model.loss", err))) return rc;
+  if ((rc = one_of(cfg->data_format, formats, "data.format", err))) return rc;
   if (cfg->n_layers == 0) return tfx_err_set(err, TFX_ECONFIG, "model.layers: the model has no layers");
   return TFX_OK;
 }

@@ -34,6 +34,10 @@ typedef struct tfx_config {
   char train_images[TFX_PATH_MAX], train_labels[TFX_PATH_MAX];
   char eval_images[TFX_PATH_MAX], eval_labels[TFX_PATH_MAX];
   double data_scale;
+  char data_format[16];          /* idx | csv | libsvm | tfrecord */
+  char label_column[64];         /* csv: header name or index */
+  int data_header;               /* csv: first line is a header */
+  char feature_key[64], label_key[64]; /* tfrecord: tf.train.Example feature names */
   /* optimizer */
   char optimizer[16];
   double learning_rate, momentum, beta1, beta2, epsilon, weight_decay;

@@ -9,6 +9,7 @@
 
 #include "ckpt.h"
 #include "dataset.h"
+#include "source.h"
 #include "evaluate.h"
 #include "log.h"
 #include "master_impl.h"
@@ -39,7 +40,7 @@ static int setup(master *m, tfx_err *err) {
   if (m->n_ps < 1 || m->n_workers < 1) return tfx_err_set(err, TFX_ECONFIG, "TF_CONFIG: the cluster needs at least one ps and one worker");
   int rc;
   if ((rc = tfx_model_create(&m->cfg, 1000, &m->model, err)) || (rc = tfx_plan_build(&m->cfg, m->model, m->n_ps, &m->plan, err))) return rc;
-  if ((rc = tfx_dataset_load_idx(m->cfg.eval_images, m->cfg.eval_labels, m->cfg.data_scale, tfx_model_input_size(m->model), &m->eval, err))) return rc;
+  if ((rc = tfx_dataset_load_config(&m->cfg, 1, tfx_model_input_size(m->model), &m->eval, err))) return rc;
   if ((rc = tfx_mkdirs(n->run_dir, err)) || (rc = tfx_metrics_open(n->run_dir, &m->metrics, err))) return rc;
   m->config_json = tfx_config_to_json(&m->cfg);
   char path[1100], ep[320];

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "dataset.h"
+#include "source.h"
 #include "log.h"
 #include "net.h"
 #include "psclient.h"
@@ -93,7 +94,7 @@ static int setup(worker *w, tfx_err *err) {
   if (rc) return rc;
   size_t dim = tfx_model_input_size(w->model);
   int n_workers = tfx_cluster_count(w->n->cluster, TFX_ROLE_WORKER);
-  if ((rc = tfx_dataset_load_idx(w->cfg.train_images, w->cfg.train_labels, w->cfg.data_scale, dim, &w->data, err)) ||
+  if ((rc = tfx_dataset_load_config(&w->cfg, 0, dim, &w->data, err)) ||
       (rc = tfx_batcher_create(w->data, w->n->index, n_workers, (uint64_t)w->cfg.seed, 1, &w->batcher, err))) {
     return rc;
   }

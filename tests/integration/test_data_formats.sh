@@ -1,0 +1,37 @@
+#!/bin/bash
+# The experiment's data.format: the same Fashion-MNIST subset as CSV and as LibSVM trains the MLP (single
+# process and a local cluster); a file whose examples do not fit the model's input is refused by name.
+. "$(dirname "$0")/lib.sh"
+python3 - "$WORK" <<'PY'
+import gzip, sys
+work = sys.argv[1]
+def load(kind, n):
+    img = gzip.open(f"/usr/share/datasets/fashion-mnist/{kind}-images-idx3-ubyte.gz").read()[16:16 + 784 * n]
+    lab = gzip.open(f"/usr/share/datasets/fashion-mnist/{kind}-labels-idx1-ubyte.gz").read()[8:8 + n]
+    return [img[i * 784:(i + 1) * 784] for i in range(n)], lab
+for kind, n in (("train", 6000), ("t10k", 1000)):
+    x, y = load(kind, n)
+    with open(f"{work}/{kind}.csv", "w") as f:
+        f.write(",".join(f"p{i}" for i in range(784)) + ",label\n")
+        for row, lab in zip(x, y):
+            f.write(",".join(map(str, row)) + f",{lab}\n")
+    with open(f"{work}/{kind}.svm", "w") as f:
+        for row, lab in zip(x, y):
+            f.write(str(lab) + "".join(f" {i + 1}:{v}" for i, v in enumerate(row) if v) + "\n")
+PY
+for fmt in csv libsvm; do
+  ext=$([ $fmt = csv ] && echo csv || echo svm)
+  experiment "$WORK/$fmt.json" data.format="\"$fmt\"" data.train.images="\"$WORK/train.$ext\"" data.eval.images="\"$WORK/t10k.$ext\"" \
+    data.label_column='"label"' training.max_steps=300 eval.every_steps=0 model.input_shape='[784]'
+  "$TFX_NODE" train --config "$WORK/$fmt.json" --run-dir "$WORK/run-$fmt" >"$WORK/$fmt.log" 2>&1 || fail "$fmt train: $(tail -1 "$WORK/$fmt.log")"
+  acc=$(metric "$WORK/run-$fmt/metrics.jsonl" eval accuracy)
+  ge "$acc" 0.7 || fail "$fmt: accuracy $acc"
+  echo "$fmt single process: accuracy $acc"
+done
+"$TFX_NODE" local --config "$WORK/csv.json" --run-dir "$WORK/run-csv-local" >"$WORK/csv-local.log" 2>&1 || fail "csv local: $(tail -1 "$WORK/csv-local.log")"
+ge "$(metric "$WORK/run-csv-local/metrics.jsonl" eval accuracy)" 0.7 || fail "csv local accuracy"
+experiment "$WORK/bad.json" data.format='"csv"' data.train.images="\"$WORK/train.csv\"" data.eval.images="\"$WORK/t10k.csv\"" data.label_column='"label"' model.input_shape='[100]'
+out=$("$TFX_NODE" train --config "$WORK/bad.json" --run-dir "$WORK/run-bad" 2>&1); rc=$?
+[ "$rc" = 2 ] || fail "mismatched input: exit $rc, want 2"
+echo "$out" | grep -q "784 values per example, the model's input takes 100" || fail "mismatch not named: $out"
+pass "csv and libsvm data formats"
