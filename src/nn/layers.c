@@ -8,6 +8,26 @@
 #include "init.h"
 #include "nn_impl.h"
 
+/* Softmax over each example's row of `width` values, in place. */
+static void softmax_forward(float *y, size_t rows, size_t width) {
+  for (size_t r = 0; r < rows; r++) {
+    float *v = y + r * width, mx = v[0], sum = 0;
+    for (size_t j = 1; j < width; j++) mx = v[j] > mx ? v[j] : mx;
+    for (size_t j = 0; j < width; j++) sum += v[j] = expf(v[j] - mx);
+    for (size_t j = 0; j < width; j++) v[j] /= sum;
+  }
+}
+
+/* dx = y * (dy - sum(dy * y)) per row, in place in dy. */
+static void softmax_backward(const float *y, float *dy, size_t rows, size_t width) {
+  for (size_t r = 0; r < rows; r++) {
+    const float *v = y + r * width;
+    float *g = dy + r * width, dot = 0;
+    for (size_t j = 0; j < width; j++) dot += g[j] * v[j];
+    for (size_t j = 0; j < width; j++) g[j] = v[j] * (g[j] - dot);
+  }
+}
+
 static void act_forward(act a, float alpha, float *y, size_t n) {
   switch (a) {
     case A_RELU: for (size_t i = 0; i < n; i++) y[i] = y[i] > 0 ? y[i] : 0; break;
@@ -335,7 +355,8 @@ void tfx_layer_forward(layer *l, const float *in, int batch, int training, uint6
     case L_DROPOUT: dropout_forward(l, in, batch, training, step); break;
     case L_ACT:
       memcpy(l->out, in, sizeof(float) * n);
-      act_forward(l->act, l->alpha, l->out, n);
+      if (l->act == A_SOFTMAX) softmax_forward(l->out, (size_t)batch, (size_t)layer_out_size(l));
+      else act_forward(l->act, l->alpha, l->out, n);
       break;
     case L_FLATTEN: memcpy(l->out, in, sizeof(float) * n); break;
     case L_EMBED: embed_forward(l, in, batch); break;
@@ -356,7 +377,8 @@ void tfx_layer_backward(layer *l, const float *in, float *din, int batch) {
       if (din) for (size_t i = 0; i < n; i++) din[i] = l->dout[i] * l->mask[i];
       break;
     case L_ACT:
-      act_backward(l->act, l->alpha, l->out, l->dout, n);
+      if (l->act == A_SOFTMAX) softmax_backward(l->out, l->dout, (size_t)batch, (size_t)layer_out_size(l));
+      else act_backward(l->act, l->alpha, l->out, l->dout, n);
       if (din) memcpy(din, l->dout, sizeof(float) * n);
       break;
     case L_FLATTEN:

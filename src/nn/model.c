@@ -19,8 +19,8 @@ struct tfx_model {
 };
 
 static int parse_act(const char *s, act *out) {
-  static const char *const names[] = {"none", "relu", "tanh", "sigmoid", "leaky_relu"};
-  for (int i = 0; i < 5; i++) {
+  static const char *const names[] = {"none", "relu", "tanh", "sigmoid", "leaky_relu", "softmax"};
+  for (int i = 0; i < 6; i++) {
     if (strcmp(s, names[i]) == 0) return *out = (act)i, 1;
   }
   if (strcmp(s, "linear") == 0 || strcmp(s, "") == 0) return *out = A_NONE, 1;
@@ -162,6 +162,9 @@ static int build_layer(tfx_model *m, int i, const tfx_layer_spec *s, const layer
   }
   if (l->kind != L_ACT && !parse_act(s->activation, &l->act)) {
     return tfx_err_set(err, TFX_ECONFIG, "model.layers[%d]: unknown activation '%s'", i, s->activation);
+  }
+  if (l->kind != L_ACT && l->act == A_SOFTMAX) {
+    return tfx_err_set(err, TFX_ECONFIG, "model.layers[%d]: softmax is a layer of its own ({\"type\": \"softmax\"})", i);
   }
   if (s->name[0]) snprintf(l->name, sizeof l->name, "%s", s->name);
   else snprintf(l->name, sizeof l->name, "%s_%d", s->type, ++counts[l->kind]);

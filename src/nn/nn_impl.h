@@ -7,7 +7,7 @@
 #include "model.h"
 
 typedef enum lkind { L_DENSE, L_CONV, L_MAXPOOL, L_AVGPOOL, L_FLATTEN, L_ACT, L_DROPOUT, L_EMBED, L_BN } lkind;
-typedef enum act { A_NONE, A_RELU, A_TANH, A_SIGMOID, A_LEAKY } act;
+typedef enum act { A_NONE, A_RELU, A_TANH, A_SIGMOID, A_LEAKY, A_SOFTMAX } act;
 
 typedef struct layer {
   lkind kind;
