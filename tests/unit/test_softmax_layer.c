@@ -1,4 +1,4 @@
-/* The softmax layer: rows sum to 1, and the gradient through it matches finite differences; softmax as a
+/* The softmax layer: the gradient through it matches finite differences; softmax as a
  * fused activation is refused with a message pointing to the layer. */
 #include <criterion/criterion.h>
 #include <math.h>
