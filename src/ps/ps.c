@@ -144,8 +144,8 @@ shard *ps_find(ps_state *p, const char *key) {
 
 /* Sends the values of the requested shards (all when names is empty), in place. */
 int ps_send_values(ps_state *p, const zmq_msg_t *identity, uint64_t request_id, char **names, size_t n_names,
-                   tfx_err *err) {
-  int n = n_names ? (int)n_names : p->n_shards, rc;
+                   int changed_only, tfx_err *err) {
+  int n = n_names ? (int)n_names : p->n_shards, rc, k = 0;
   Tfx__Tensor *metas = calloc((size_t)n, sizeof *metas);
   Tfx__Tensor **ptrs = calloc((size_t)n, sizeof *ptrs);
   tfx_payload *pl = calloc((size_t)n, sizeof *pl);
@@ -160,16 +160,18 @@ int ps_send_values(ps_state *p, const zmq_msg_t *identity, uint64_t request_id, 
       rc = tfx_err_set(err, TFX_ENOTFOUND, "pull: unknown variable '%.64s'", names[i]);
       goto done;
     }
-    tfx__tensor__init(&metas[i]);
-    metas[i].name = s->key;
-    memcpy(shapes + 4 * i, s->shape, sizeof s->shape);
-    shapes[4 * i] = s->row_end - s->row_begin;
-    metas[i].shape = shapes + 4 * i, metas[i].n_shape = (size_t)s->rank;
-    metas[i].nbytes = s->count * sizeof(float), metas[i].version = (uint64_t)p->version;
-    ptrs[i] = &metas[i];
+    if (changed_only && !s->trainable && !s->assigned) continue;
+    tfx__tensor__init(&metas[k]);
+    metas[k].name = s->key;
+    memcpy(shapes + 4 * k, s->shape, sizeof s->shape);
+    shapes[4 * k] = s->row_end - s->row_begin;
+    metas[k].shape = shapes + 4 * k, metas[k].n_shape = (size_t)s->rank;
+    metas[k].nbytes = s->count * sizeof(float), metas[k].version = (uint64_t)p->version;
+    ptrs[k] = &metas[k];
     atomic_fetch_add(&s->value->refs, 1);
-    pl[i] = (tfx_payload){s->value->data, s->count * sizeof(float), 0, vbuf_release, s->value};
+    pl[k++] = (tfx_payload){s->value->data, s->count * sizeof(float), 0, vbuf_release, s->value};
   }
+  n = k;
   tfx_envelope env;
   tfx_wire_request(&env, TFX__MSG_TYPE__MSG_REPLY);
   env.request_id = request_id, env.step = p->version, env.n_tensors = (size_t)n, env.tensors = ptrs;

@@ -23,6 +23,7 @@ typedef struct shard {
   int rank, trainable;
   int64_t shape[4], row_begin, row_end;
   size_t count, row_size;
+  int assigned; /* a non-trainable shard that received values (batch-norm statistics) */
   vbuf *value;
   float *slots[2];
   float *acc;
@@ -35,6 +36,7 @@ typedef struct pending_pull {
   int worker;
   char **names;
   size_t n_names;
+  int changed_only;
 } pending_pull;
 
 typedef struct ps_state {
@@ -70,9 +72,10 @@ int ps_own_value(ps_state *p, shard *s);
 size_t ps_bytes(const ps_state *p);
 /* The shard with this key (borrowed), or NULL. */
 shard *ps_find(ps_state *p, const char *key);
-/* Replies to a pull with the values of the named shards (all if none named), sent in place. */
+/* Replies to a pull with the values of the named shards (all if none named), sent in place; with changed_only,
+ * shards that never change (frozen by training.trainable) are left out. */
 int ps_send_values(ps_state *p, const zmq_msg_t *identity, uint64_t request_id, char **names, size_t n_names,
-                   tfx_err *err);
+                   int changed_only, tfx_err *err);
 /* Resets the sync accumulators and worker clocks for n_workers workers. */
 void ps_sync_reset(ps_state *p, int n_workers);
 /* MSG_PULL: answers now, or parks the request until its version (or the staleness bound) is reached. */

@@ -63,7 +63,7 @@ static int park(ps_state *p, tfx_inmsg *m, tfx_err *err) {
 int ps_pull(ps_state *p, tfx_inmsg *m, tfx_err *err) {
   const tfx_envelope *e = m->env;
   if (pull_ready(p, e->step, e->sender_index)) {
-    return ps_send_values(p, &m->identity, e->request_id, e->names, e->n_names, err);
+    return ps_send_values(p, &m->identity, e->request_id, e->names, e->n_names, 0, err);
   }
   return park(p, m, err);
 }
@@ -85,7 +85,7 @@ static void service(ps_state *p) {
       continue;
     }
     tfx_err err;
-    if (ps_send_values(p, &q->identity, q->request_id, q->names, q->n_names, &err)) {
+    if (ps_send_values(p, &q->identity, q->request_id, q->names, q->n_names, q->changed_only, &err)) {
       tfx_log(TFX_LOG_WARN, "PS-PULL-FAIL", "%s", err.msg);
     }
     remove_pending(p, i);
@@ -241,6 +241,7 @@ static int apply_one(ps_state *p, shard *s, const float *g, float scale) {
 /* A push to a non-trainable shard (batch-norm moving statistics) carries values: they are assigned. */
 static int assign_values(ps_state *p, shard *s, const float *values) {
   if (ps_own_value(p, s)) return -1;
+  s->assigned = 1;
   memcpy(s->value->data, values, sizeof(float) * s->count);
   return 0;
 }
@@ -321,9 +322,9 @@ static int answer_push(ps_state *p, tfx_inmsg *m, int stale, tfx_err *err) {
   const tfx_envelope *e = m->env;
   if (e->flag & 1) {
     int64_t want = is_sync(p) ? e->step + 1 : 0;
-    if (pull_ready(p, want, e->sender_index)) return ps_send_values(p, &m->identity, e->request_id, NULL, 0, err);
+    if (pull_ready(p, want, e->sender_index)) return ps_send_values(p, &m->identity, e->request_id, NULL, 0, 1, err);
     int rc = park(p, m, err);
-    if (!rc) p->pending[p->n_pending - 1].min_version = want;
+    if (!rc) p->pending[p->n_pending - 1].min_version = want, p->pending[p->n_pending - 1].changed_only = 1;
     return rc;
   }
   tfx_envelope env;

@@ -12,6 +12,7 @@ typedef struct slot {
   tfx_var *var;
   size_t offset, count; /* in floats */
   int64_t row_begin, row_end;
+  int fresh; /* set by the last reply */
   int64_t shape[4];
   int rank;
 } slot;
@@ -151,7 +152,7 @@ void tfx_psclient_destroy(tfx_psclient *c) {
   free(c);
 }
 
-static const slot *find_slot(const ps_link *l, const char *key) {
+static slot *find_slot(ps_link *l, const char *key) {
   for (int i = 0; i < l->n; i++) {
     if (strcmp(l->slots[i].key, key) == 0) return &l->slots[i];
   }
@@ -173,13 +174,14 @@ static int take_values(tfx_psclient *c, ps_link *l, tfx_inmsg *m, tfx_err *err) 
   int part = 0;
   for (size_t i = 0; i < m->env->n_tensors; i++) {
     const Tfx__Tensor *t = m->env->tensors[i];
-    const slot *s = find_slot(l, t->name);
+    slot *s = find_slot(l, t->name);
     size_t size = 0;
     const void *data = t->nbytes ? tfx_inmsg_part(m, part++, &size) : NULL;
     if (!s || size != s->count * sizeof(float)) {
       return tfx_err_set(err, TFX_ESHAPE, "%s: pull reply tensor '%.64s' unknown or of %zu bytes",
                          tfx_client_endpoint(l->client), t->name, size);
     }
+    s->fresh = 1;
     if (s->count == s->var->count && !s->var->assign && ((uintptr_t)data & 3) == 0) {
       s->var->value = (float *)data;
     } else {
@@ -197,8 +199,13 @@ static int recv_values(tfx_psclient *c, int p, int64_t *lowest, tfx_err *err) {
   tfx_inmsg m;
   int rc = tfx_client_recv(l->client, &m, c->timeout_ms, err);
   if (rc) return tfx_inmsg_fini(&m), rc;
-  for (int i = 0; i < l->n; i++) l->slots[i].var->value = l->slots[i].var->storage;
+  for (int i = 0; i < l->n; i++) l->slots[i].fresh = 0;
   rc = take_values(c, l, &m, err);
+  for (int i = 0; i < l->n; i++) {
+    tfx_var *v = l->slots[i].var;
+    /* Left out of this reply (unchanged) but living in the previous reply's frame: keep it in storage. */
+    if (!l->slots[i].fresh && v->value != v->storage) memcpy(v->storage, v->value, sizeof(float) * v->count), v->value = v->storage;
+  }
   if (!rc && m.env->step < *lowest) *lowest = m.env->step;
   tfx_inmsg_fini(&l->held);
   l->held = m;
