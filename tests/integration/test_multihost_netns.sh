@@ -21,16 +21,19 @@ MADE=()                          # namespaces this run created, deleted by the t
 
 netns_cleanup() {
   local ns p
-  for ns in "${MADE[@]}"; do     # kill what still runs inside our namespaces (by pid), then drop them
-    for p in $(ip netns pids "$ns" 2>/dev/null); do kill -9 "$p" 2>/dev/null; done
-  done
-  for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
-  for ns in "${MADE[@]}"; do ip netns del "$ns" 2>/dev/null; done
+  trap '' TERM INT HUP           # a second signal must not cut the cleanup short
+  { for ns in "${MADE[@]}"; do   # kill what still runs inside our namespaces (by pid), then drop them
+      for p in $(ip netns pids "$ns"); do kill -9 "$p"; done
+    done
+    for p in "${PIDS[@]}"; do kill -9 "$p"; wait "$p"; done
+  } 2>/dev/null                  # (quiet: bash's "Killed" notices)
+  for ns in "${MADE[@]}"; do [ -e "/run/netns/$ns" ] && ip netns del "$ns"; done
 }
-trap 'netns_cleanup 2>/dev/null; cleanup' EXIT
+trap 'netns_cleanup; cleanup' EXIT
 trap 'exit 143' TERM INT HUP     # run the EXIT trap on a watchdog's signal too
 
-mkns() { ip netns add "$1" 2>"$WORK/netns.err" && MADE+=("$1"); }
+# mkns NAME: recorded before it exists, so that a signal between the two cannot leak it.
+mkns() { MADE+=("$1"); ip netns add "$1" 2>"$WORK/netns.err" || { unset 'MADE[-1]'; return 1; }; }
 mkns "$BR" || skip "cannot create a network namespace: $(cat "$WORK/netns.err")"
 ip -n "$BR" link add br0 type bridge 2>"$WORK/netns.err" || skip "no bridge support: $(cat "$WORK/netns.err")"
 ip -n "$BR" link set lo up && ip -n "$BR" link set br0 up || fail "bring up the bridge"
