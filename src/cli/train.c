@@ -9,6 +9,7 @@
 #include "cli.h"
 #include "dataset.h"
 #include "source.h"
+#include "step.h"
 #include "evaluate.h"
 #include "log.h"
 #include "metrics.h"
@@ -157,22 +158,10 @@ static void evaluate(trainer *t, double *acc) {
 /* One optimizer step over `accumulate` minibatches; returns the mean loss and hits into *st. */
 static void step_once(trainer *t, tfx_step_stats *st) {
   const tfx_config *c = &t->cfg;
-  int nv = tfx_model_nvars(t->model), k = c->accumulate;
-  tfx_step_stats sum = {0};
-  for (int a = 0; a < k; a++) {
-    tfx_batcher_next(t->batcher, c->batch_size, t->x, t->y);
-    tfx_model_forward(t->model, t->x, c->batch_size, 1, (uint64_t)t->step * (uint64_t)k + (uint64_t)a);
-    tfx_model_loss(t->model, t->y, c->batch_size, 1, st);
-    tfx_model_backward(t->model, t->x, c->batch_size);
-    sum.loss += st->loss / k, sum.correct += st->correct, sum.count += st->count;
-    for (int i = 0; k > 1 && i < nv; i++) {
-      tfx_var *v = tfx_model_var(t->model, i);
-      if (a == 0) memset(t->acc[i], 0, sizeof(float) * v->count);
-      cblas_saxpy((int)v->count, 1.0f / (float)k, v->grad, 1, t->acc[i], 1);
-      if (a == k - 1) memcpy(v->grad, t->acc[i], sizeof(float) * v->count);
-    }
-  }
-  tfx_model_clip(t->model, c->clip_value, c->clip_norm);
+  int nv = tfx_model_nvars(t->model);
+  tfx_grad_step g = {c->batch_size, c->accumulate, c->clip_value, c->clip_norm, t->x, t->y, t->acc};
+  tfx_step_stats sum;
+  tfx_compute_gradients(t->model, t->batcher, &g, (uint64_t)t->step, &sum);
   for (int i = 0; i < nv; i++) {
     tfx_var *v = tfx_model_var(t->model, i);
     if (!v->trainable) continue;

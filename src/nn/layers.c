@@ -274,16 +274,6 @@ static int cmp_i32(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-static size_t find_row(const int64_t *rows, size_t n, int64_t id) {
-  size_t lo = 0, hi = n;
-  while (lo < hi) {
-    size_t mid = (lo + hi) / 2;
-    if (rows[mid] < id) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
-}
-
 /* Row-sparse gradient: the touched rows, ascending, and one summed gradient row each. */
 static void embed_backward(layer *l, float *din, int batch) {
   int n = layer_in_size(l), d = l->oc / n, total = batch * n;
@@ -297,7 +287,7 @@ static void embed_backward(layer *l, float *din, int batch) {
   }
   memset(v->grad, 0, sizeof(float) * v->n_rows * (size_t)d);
   for (int i = 0; i < total; i++) {
-    float *g = v->grad + find_row(v->rows, v->n_rows, l->ids[i]) * (size_t)d;
+    float *g = v->grad + tfx_rows_lower_bound(v->rows, v->n_rows, l->ids[i]) * (size_t)d;
     const float *dy = l->dout + (size_t)i * d;
     for (int k = 0; k < d; k++) g[k] += dy[k];
   }

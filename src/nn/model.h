@@ -48,6 +48,8 @@ void tfx_model_destroy(tfx_model *m);
 void tfx_model_init_vars(tfx_model *m, uint64_t seed);
 /* The number of variables. */
 int tfx_model_nvars(const tfx_model *m);
+/* The first index of the ascending rows[0..n) whose value is >= x (n if none). */
+size_t tfx_rows_lower_bound(const int64_t *rows, size_t n, int64_t x);
 /* The number of gradient values a variable holds now (all, or the touched rows of a sparse one). */
 size_t tfx_var_grad_count(const tfx_var *v);
 /* The i-th variable (borrowed from the model). */

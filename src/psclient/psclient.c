@@ -65,16 +65,6 @@ static int prepare_push(ps_link *l, tfx_err *err) {
   return TFX_OK;
 }
 
-static size_t lower_bound(const int64_t *rows, size_t n, int64_t x) {
-  size_t lo = 0, hi = n;
-  while (lo < hi) {
-    size_t mid = (lo + hi) / 2;
-    if (rows[mid] < x) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
-}
-
 /* Describes this step's gradients of one ps, in place over the grad buffers: dense slices whole, row-sparse
  * ones as the touched rows that fall in the slice (a contiguous run of the ascending row list). */
 static int fill_push(ps_link *l) {
@@ -89,8 +79,8 @@ static int fill_push(ps_link *l) {
     const float *g = (v->assign ? v->value : v->grad) + s->offset; /* statistics travel as values to assign */
     size_t bytes = s->count * sizeof(float);
     if (v->sparse) {
-      size_t width = v->count / (size_t)v->shape[0], lo = lower_bound(v->rows, v->n_rows, s->row_begin);
-      size_t hi = lower_bound(v->rows, v->n_rows, s->row_end);
+      size_t width = v->count / (size_t)v->shape[0], lo = tfx_rows_lower_bound(v->rows, v->n_rows, s->row_begin);
+      size_t hi = tfx_rows_lower_bound(v->rows, v->n_rows, s->row_end);
       if (hi == lo) continue;
       t->rows = v->rows + lo, t->n_rows = hi - lo;
       g = v->grad + lo * width, bytes = (hi - lo) * width * sizeof(float);

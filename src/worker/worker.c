@@ -10,6 +10,7 @@
 
 #include "dataset.h"
 #include "source.h"
+#include "step.h"
 #include "log.h"
 #include "net.h"
 #include "psclient.h"
@@ -114,23 +115,9 @@ static int setup(worker *w, tfx_err *err) {
 
 /* Forward/backward over `accumulate` minibatches; leaves the mean grads in the model. */
 static void compute(worker *w, tfx_step_stats *st) {
-  int k = w->cfg.accumulate, nv = tfx_model_nvars(w->model), b = w->cfg.batch_size;
-  tfx_step_stats sum = {0};
-  for (int a = 0; a < k; a++) {
-    tfx_batcher_next(w->batcher, b, w->x, w->y);
-    tfx_model_forward(w->model, w->x, b, 1, ((uint64_t)w->version * 1024 + (uint64_t)w->n->index) * (uint64_t)k + (uint64_t)a);
-    tfx_model_loss(w->model, w->y, b, 1, st);
-    tfx_model_backward(w->model, w->x, b);
-    sum.loss += st->loss / k, sum.correct += st->correct, sum.count += st->count;
-    for (int i = 0; k > 1 && i < nv; i++) {
-      tfx_var *v = tfx_model_var(w->model, i);
-      if (a == 0) memset(w->acc[i], 0, sizeof(float) * v->count);
-      cblas_saxpy((int)v->count, 1.0f / (float)k, v->grad, 1, w->acc[i], 1);
-      if (a == k - 1) memcpy(v->grad, w->acc[i], sizeof(float) * v->count);
-    }
-  }
-  tfx_model_clip(w->model, w->cfg.clip_value, w->cfg.clip_norm);
-  *st = sum;
+  const tfx_config *c = &w->cfg;
+  tfx_grad_step g = {c->batch_size, c->accumulate, c->clip_value, c->clip_norm, w->x, w->y, w->acc};
+  tfx_compute_gradients(w->model, w->batcher, &g, (uint64_t)w->version * 1024 + (uint64_t)w->n->index, st);
 }
 
 static int report(worker *w, double loss, double acc, double eps, tfx_err *err) {
