@@ -17,13 +17,6 @@
 #include "evaluate.h"
 #include "model.h"
 
-static int exists(const char *dir, const char *file) {
-  char p[1200];
-  struct stat st;
-  snprintf(p, sizeof p, "%s/%s", dir, file);
-  return stat(p, &st) == 0;
-}
-
 static char *read_text(const char *path) {
   FILE *f = fopen(path, "rb");
   if (!f) return NULL;
@@ -77,12 +70,6 @@ int tfx_export_run(const tfx_node *n, const tfx_cli_opts *o, tfx_err *err) {
   return rc;
 }
 
-static int load_any(const char *target, tfx_weights *ws, tfx_err *err) {
-  if (exists(target, "model.safetensors")) return tfx_weights_from_export(target, ws, err);
-  if (exists(target, "manifest.json")) return tfx_weights_from_checkpoint(target, ws, err);
-  return tfx_weights_from_run(target, ws, err);
-}
-
 static void print_values(const tfx_weight *w) {
   for (size_t i = 0; i < w->count; i++) printf("%.7g%s", w->data[i], (i + 1) % 8 == 0 || i + 1 == w->count ? "\n" : " ");
 }
@@ -90,7 +77,7 @@ static void print_values(const tfx_weight *w) {
 int tfx_inspect_run(const tfx_cli_opts *o, tfx_err *err) {
   if (!o->target[0]) return tfx_err_set(err, TFX_EINVAL, "inspect needs RUN_DIR, CHECKPOINT_DIR or EXPORT_DIR");
   tfx_weights ws;
-  int rc = load_any(o->target, &ws, err), found = 0;
+  int rc = tfx_weights_from_any(o->target, &ws, err), found = 0;
   if (rc) return rc;
   if (!o->var[0]) printf("source %s step %lld\n%-36s %-20s %-6s %12s  %s\n", ws.source, (long long)ws.step, "variable", "shape", "dtype", "bytes", "held by");
   for (int i = 0; i < ws.n; i++) {

@@ -10,6 +10,7 @@
 #include "dataset.h"
 #include "source.h"
 #include "step.h"
+#include "warmstart.h"
 #include "evaluate.h"
 #include "log.h"
 #include "metrics.h"
@@ -111,6 +112,9 @@ static int setup(trainer *t, tfx_err *err) {
   int rc, batch = c->batch_size;
   if ((rc = tfx_model_create(c, batch, &t->model, err)) || (rc = tfx_model_create(c, 1000, &t->eval_model, err))) return rc;
   tfx_model_init_vars(t->model, (uint64_t)c->seed);
+  char dir[1100];
+  int64_t at;
+  if (c->warm_from[0] && tfx_ckpt_latest(t->run_dir, &at, dir, sizeof dir, NULL) != TFX_OK && (rc = tfx_warm_start(c, t->model, NULL, err))) return rc;
   tfx_optim_init(&t->opt, c);
   for (int i = 0; i < tfx_model_nvars(t->model); i++) {
     size_t n = tfx_model_var(t->model, i)->count;

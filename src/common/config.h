@@ -59,6 +59,8 @@ typedef struct tfx_config {
   /* checkpoint */
   int64_t ckpt_every_steps, ckpt_every_secs;
   int keep_max;
+  /* warm start */
+  char warm_from[TFX_PATH_MAX], warm_restore[512], warm_rename[1024];
   /* eval */
   int64_t eval_every_steps;
   int validate_first;

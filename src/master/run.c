@@ -7,6 +7,7 @@
 #include "ckpt.h"
 #include "log.h"
 #include "master_impl.h"
+#include "warmstart.h"
 
 static int reply_register(master *m, const tfx_inmsg *in) {
   tfx_envelope env;
@@ -159,10 +160,47 @@ static int init_one(master *m, int p, const char *restore_dir, tfx_err *err) {
   return rc;
 }
 
+/* Warm start of a fresh distributed run: fresh values plus the warm-started ones, written as checkpoint 0 in the
+ * plan's shards, which every ps then restores (so the ps need no new message for it). */
+static int write_warm_checkpoint(master *m, char *dir, size_t n, tfx_err *err) {
+  tfx_model_init_vars(m->model, (uint64_t)m->cfg.seed);
+  int rc = tfx_warm_start(&m->cfg, m->model, NULL, err);
+  tfx_ckpt_dir(m->n->run_dir, 0, dir, n);
+  if (rc || (rc = tfx_mkdirs(dir, err))) return rc;
+  uint32_t crc[1024];
+  uint64_t bytes[1024];
+  tfx_ckpt_entry *e = calloc((size_t)m->plan.n + 1, sizeof *e);
+  if (!e || m->n_ps > 1024) return free(e), tfx_err_set(err, TFX_ENOMEM, "warm start bookkeeping");
+  for (int p = 0; p < m->n_ps && !rc; p++) {
+    int k = 0;
+    for (int i = 0; i < m->plan.n; i++) {
+      const Tfx__Shard *s = &m->plan.shards[i];
+      tfx_var *v = tfx_model_find_var(m->model, s->var);
+      if (s->ps != p || !v) continue;
+      size_t row = v->count / (size_t)v->shape[0];
+      snprintf(e[k].name, sizeof e[k].name, "%s", s->key);
+      e[k].rank = v->rank, memcpy(e[k].dims, v->shape, sizeof v->shape);
+      e[k].row_begin = s->row_begin, e[k].row_end = s->row_end;
+      e[k].count = row * (size_t)(s->row_end - s->row_begin), e[k].data = v->value + row * (size_t)s->row_begin;
+      k++;
+    }
+    char path[1200];
+    snprintf(path, sizeof path, "%s/ps-%d.shard", dir, p);
+    rc = tfx_ckpt_write(path, 0, e, k, &crc[p], &bytes[p], err);
+  }
+  free(e);
+  return rc ? rc : tfx_ckpt_write_manifest(dir, 0, m->n_ps, crc, bytes, err);
+}
+
 int master_init_ps(master *m, tfx_err *err) {
   char dir[1100];
   int64_t step = 0;
   int have = m->n->resume && tfx_ckpt_latest(m->n->run_dir, &step, dir, sizeof dir, NULL) == TFX_OK, nps = 0;
+  if (!have && m->cfg.warm_from[0]) {
+    int rc = write_warm_checkpoint(m, dir, sizeof dir, err);
+    if (rc) return rc;
+    have = 1, step = 0;
+  }
   if (have && (tfx_ckpt_verify(dir, &step, &nps, err) || nps != m->n_ps)) {
     return tfx_err_set(err, TFX_ECONFIG, "%s: checkpoint has %d shard(s) but the cluster has %d ps", dir, nps, m->n_ps);
   }

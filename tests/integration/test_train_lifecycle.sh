@@ -44,4 +44,14 @@ print(sum(r["class"] == labels[r["index"]] for r in rows) / len(rows))
 PY
 )
 python3 -c "import sys; sys.exit(0 if abs($pacc - $acc) < 1e-3 else 1)" || fail "predict accuracy $pacc != eval accuracy $acc"
+# Warm start: dense_1 from this run (learning rate 0 keeps the values as taken), everything else fresh.
+"$TFX_NODE" train --config "$EXAMPLE" --run-dir "$WORK/warm" --max-steps 1 --set warm_start.from="$run" \
+  --set warm_start.to_restore=dense_1 --set optimizer.learning_rate=0 >"$WORK/warm.log" 2>&1 || fail "warm start: $(tail -1 "$WORK/warm.log")"
+grep -q "WARM-START took 2 variable(s)" "$WORK/warm.log" || fail "warm start did not take dense_1's 2 variables"
+cmp -s <("$TFX_NODE" inspect "$run" --var dense_1/kernel) <("$TFX_NODE" inspect "$WORK/warm" --var dense_1/kernel) || fail "warm-started dense_1/kernel differs from the source"
+"$TFX_NODE" inspect "$WORK/warm" --var dense_3/bias | tail -n +2 | tr ' ' '\n' | grep -v '^0$' | grep -q . && fail "dense_3 was not initialized fresh"
+out=$("$TFX_NODE" train --config "$EXAMPLE" --run-dir "$WORK/warm-bad" --max-steps 1 --set warm_start.from="$run" \
+  --set warm_start.rename=dense_3/bias:dense_2/bias 2>&1); rc=$?
+[ "$rc" = 2 ] || fail "warm start with a mismatched rename: exit $rc, want 2"
+echo "$out" | grep -q "dense_3/bias has 10 values .* dense_2/bias has 128" || fail "mismatch not named: $out"
 pass "train -> export -> inspect -> predict (loss $loss, accuracy $acc)"

@@ -30,6 +30,8 @@ int tfx_weights_from_checkpoint(const char *dir, tfx_weights *ws, tfx_err *err);
 int tfx_weights_from_run(const char *run_dir, tfx_weights *ws, tfx_err *err);
 /* Reads an export directory's model.safetensors. */
 int tfx_weights_from_export(const char *dir, tfx_weights *ws, tfx_err *err);
+/* Gathers from an export directory, a checkpoint directory or a run directory, whichever path is. */
+int tfx_weights_from_any(const char *path, tfx_weights *ws, tfx_err *err);
 /* Releases the weights. */
 void tfx_weights_fini(tfx_weights *ws);
 /* Copies every model variable from ws by name; TFX_ESHAPE naming a missing or mis-shaped one. */

@@ -124,3 +124,16 @@ int tfx_weights_load_model(const tfx_weights *ws, tfx_model *m, tfx_err *err) {
   }
   return TFX_OK;
 }
+
+static int has_file(const char *dir, const char *file) {
+  char p[1200];
+  struct stat st;
+  snprintf(p, sizeof p, "%s/%s", dir, file);
+  return stat(p, &st) == 0;
+}
+
+int tfx_weights_from_any(const char *path, tfx_weights *ws, tfx_err *err) {
+  if (has_file(path, "model.safetensors")) return tfx_weights_from_export(path, ws, err);
+  if (has_file(path, "manifest.json")) return tfx_weights_from_checkpoint(path, ws, err);
+  return tfx_weights_from_run(path, ws, err);
+}
