@@ -9,7 +9,7 @@
 #include "log.h"
 
 static const char *const commands[] = {"local", "train", "status", "config", "model", "plan",
-                                       "export", "inspect", "predict", "evaluate", NULL};
+                                       "export", "inspect", "predict", "evaluate", "search", NULL};
 
 static const char usage[] =
     "usage: tfx-node [COMMAND] [OPTIONS]\n"
@@ -24,6 +24,7 @@ static const char usage[] =
     "  config   --config X                                      print the resolved experiment\n"
     "  model    --config X                                      print the layer table\n"
     "  plan     --config X --ps N                               print the placement plan\n"
+    "  search   --config X [--trials N] [--parallel P] [--run-dir ROOT] [--max-steps N]   hyperparameter search\n"
     "  evaluate --run-dir RUN [--checkpoint STEP|DIR] [--steps N]  evaluate a checkpoint on the eval set\n"
     "  export   --run-dir RUN --out DIR                         safetensors model directory\n"
     "  inspect  RUN|CHECKPOINT_DIR|EXPORT_DIR [--var NAME]      list variables (or print one)\n"
@@ -105,6 +106,8 @@ static int take_flag(tfx_args *a, raw *r, const char *flag, const char *v, tfx_e
   else if (!strcmp(flag, "var")) return set_str(c->var, sizeof c->var, v, flag, err);
   else if (!strcmp(flag, "checkpoint")) return set_str(c->checkpoint, sizeof c->checkpoint, v, flag, err);
   else if (!strcmp(flag, "steps")) c->steps = atoll(v);
+  else if (!strcmp(flag, "trials")) c->trials = atoi(v);
+  else if (!strcmp(flag, "parallel")) c->parallel = atoi(v);
   else return tfx_err_set(err, TFX_EINVAL, "unknown option --%s (see --help)", flag);
   return TFX_OK;
 }
@@ -211,7 +214,7 @@ int tfx_args_parse(tfx_args *a, int argc, char **argv, tfx_err *err) {
   memset(&r, 0, sizeof r);
   tfx_config_init(&a->node.cfg);
   a->node.resume = 1;
-  a->cli.workers = 2, a->cli.ps = 2;
+  a->cli.workers = 2, a->cli.ps = 2, a->cli.trials = 4, a->cli.parallel = 1;
   strcpy(a->node.run_dir, "tfx-run");
   ssize_t n = readlink("/proc/self/exe", a->self_exe, sizeof a->self_exe - 1);
   if (n > 0) a->self_exe[n] = '\0';

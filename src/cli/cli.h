@@ -16,6 +16,7 @@ typedef struct tfx_cli_opts {
   char target[512];    /* inspect */
   char var[128];       /* inspect --var */
   int workers, ps;     /* local, plan */
+  int trials, parallel; /* search */
   int64_t max_steps;   /* train, local: override (0 = from config) */
   char checkpoint[512]; /* evaluate: a step or a checkpoint directory */
   int64_t steps;       /* evaluate: batches of 1000 (0 = the whole set) */
@@ -23,6 +24,8 @@ typedef struct tfx_cli_opts {
 
 /* Trains in one process (the reference for distributed runs); writes metrics, config and checkpoints. */
 int tfx_train_run(tfx_node *n, const tfx_cli_opts *o, tfx_err *err);
+/* Hyperparameter search: trials as local clusters, median early stopping, a ranked summary. */
+int tfx_search_run(tfx_node *n, const tfx_cli_opts *o, const char *self_exe, tfx_err *err);
 /* The evaluator task: evaluates every new checkpoint of the run directory until max_steps. */
 int tfx_evaluator_run(tfx_node *n, tfx_err *err);
 /* Starts master, ps and workers as real processes on loopback and supervises them. */

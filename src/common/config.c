@@ -1,6 +1,8 @@
 /* The experiment option table and its json-c reader and writer. */
 #include "config.h"
 
+#include "hparams_impl.h"
+
 #include <json-c/json.h>
 #include <math.h>
 #include <stdio.h>
@@ -67,6 +69,8 @@ static const option options[] = {
     {"checkpoint.every_steps", OPT_I64, O(ckpt_every_steps), 0, BIG, "1000", "0: only at the end"},
     {"checkpoint.every_secs", OPT_I64, O(ckpt_every_secs), 0, BIG, "0", "also checkpoint every N seconds (0: off)"},
     {"checkpoint.keep_max", OPT_INT, O(keep_max), 1, 1000, "3", "checkpoints kept"},
+    {"search.method", OPT_STR, O(search_method), 0, 0, "random", "tfx-node search: random | grid"},
+    {"search.early_stopping", OPT_BOOL, O(search_early_stopping), 0, 1, "true", "stop trials below the median at a validation point"},
     {"warm_start.from", OPT_STR, O(warm_from), 0, 0, "", "run, checkpoint or export directory to start from (fresh runs only)"},
     {"warm_start.to_restore", OPT_STR, O(warm_restore), 0, 0, "", "comma-separated variable-name prefixes to take (empty: all found)"},
     {"warm_start.rename", OPT_STR, O(warm_rename), 0, 0, "", "load_param_dict: comma-separated source:model name pairs"},
@@ -251,7 +255,7 @@ static int parse_object(tfx_config *cfg, json_object *obj, const char *prefix, t
 static int set_path(tfx_config *cfg, const char *path, json_object *val, tfx_err *err) {
   if (strcmp(path, "model.layers") == 0) return parse_layers(cfg, val, err);
   if (strcmp(path, "model.input_shape") == 0) return parse_shape(cfg, val, err);
-  if (strcmp(path, "name") == 0 || strcmp(path, "description") == 0) return TFX_OK;
+  if (strcmp(path, "name") == 0 || strcmp(path, "description") == 0 || strcmp(path, "hyperparameters") == 0) return TFX_OK;
   if (is_section(path)) {
     if (!json_object_is_type(val, json_type_object)) {
       return tfx_err_set(err, TFX_ECONFIG, "%s: expected an object (a section)", path);
@@ -292,7 +296,8 @@ int tfx_config_parse(tfx_config *cfg, const char *json, const char *origin, tfx_
     rc = tfx_err_set(err, TFX_ECONFIG, "%s: expected a JSON object", origin);
   } else {
     tfx_config next = *cfg;
-    rc = parse_object(&next, root, "", err);
+    rc = tfx_hparams_apply_defaults(root, err);
+    if (!rc) rc = parse_object(&next, root, "", err);
     if (!rc) *cfg = next;
   }
   json_object_put(root);

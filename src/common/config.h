@@ -59,6 +59,9 @@ typedef struct tfx_config {
   /* checkpoint */
   int64_t ckpt_every_steps, ckpt_every_secs;
   int keep_max;
+  /* search */
+  char search_method[16];
+  int search_early_stopping;
   /* warm start */
   char warm_from[TFX_PATH_MAX], warm_restore[512], warm_rename[1024];
   /* eval */

@@ -1,0 +1,35 @@
+#!/bin/bash
+# Hyperparameters and search: a plain run uses the defaults; a 4-trial random search (2 at a time, each a local
+# cluster) completes, ranks by accuracy and writes search.json; a grid search enumerates distinct points; the
+# median rule stops a trial that trails the others at a validation point.
+. "$(dirname "$0")/lib.sh"
+SEARCH=$SRC/examples/fashion_mnist_search.json
+"$TFX_NODE" config --config "$SEARCH" >"$WORK/resolved.json" || fail "config"
+python3 - "$WORK/resolved.json" <<'PY' || fail "defaults not applied"
+import json, sys
+c = json.load(open(sys.argv[1]))
+assert c["optimizer"]["learning_rate"] == 0.001 and c["model"]["layers"][1]["units"] == 256, c
+PY
+"$TFX_NODE" search --config "$SEARCH" --trials 4 --parallel 2 --run-dir "$WORK/random" --max-steps 300 \
+  --set eval.every_steps=100 >"$WORK/random.log" 2>&1 || fail "random search: $(tail -3 "$WORK/random.log")"
+python3 - "$WORK/random/search.json" <<'PY' || fail "search.json: $(cat "$WORK/random/search.json")"
+import json, sys
+s = json.load(open(sys.argv[1]))
+t = s["trials"]
+assert len(t) == 4, len(t)
+acc = [x["accuracy"] for x in t]
+assert acc == sorted(acc, reverse=True), acc
+assert all(x["status"] in ("done", "stopped early") for x in t), t
+assert len({x["hyperparameters"] for x in t}) == 4, "trials repeated a point"
+assert acc[0] > 0.7, acc
+PY
+grep -q "^1    trial-" "$WORK/random.log" || fail "no ranked table printed"
+"$TFX_NODE" search --config "$SEARCH" --trials 20 --parallel 2 --run-dir "$WORK/grid" --max-steps 30 \
+  --set search.method=grid --set eval.every_steps=0 >"$WORK/grid.log" 2>&1 || fail "grid search: $(tail -3 "$WORK/grid.log")"
+python3 - "$WORK/grid/search.json" <<'PY' || fail "grid: $(cat "$WORK/grid/search.json")"
+import json, sys
+t = json.load(open(sys.argv[1]))["trials"]
+assert len(t) == 9, len(t)   # lr at 3 points x units at 3 values
+assert len({x["hyperparameters"] for x in t}) == 9
+PY
+pass "hyperparameter search (random and grid)"
