@@ -72,7 +72,8 @@ static int below_median(trial *all, int n, int k, int64_t max_steps) {
 }
 
 static int start_trial(trial *t, const char *self, const tfx_cli_opts *o, const tfx_node *n) {
-  char exp[1200], log[1200], steps[32];
+  char exp[1200], log[1200], steps[32], workers[16], ps[16];
+  snprintf(workers, sizeof workers, "%d", o->workers), snprintf(ps, sizeof ps, "%d", o->ps);
   snprintf(exp, sizeof exp, "%s/trial.json", t->dir);
   snprintf(log, sizeof log, "%s.log", t->dir);
   snprintf(steps, sizeof steps, "%lld", (long long)(o->max_steps > 0 ? o->max_steps : n->cfg.max_steps));
@@ -80,7 +81,8 @@ static int start_trial(trial *t, const char *self, const tfx_cli_opts *o, const 
   if (t->pid == 0) {
     FILE *f = freopen(log, "w", stdout);
     if (f) dup2(fileno(stdout), STDERR_FILENO);
-    execl(self, "tfx-node", "local", "--config", exp, "--run-dir", t->dir, "--max-steps", steps, (char *)NULL);
+    execl(self, "tfx-node", "local", "--config", exp, "--run-dir", t->dir, "--max-steps", steps, "--workers", workers,
+          "--ps", ps, (char *)NULL);
     _exit(127);
   }
   t->state = 1;
