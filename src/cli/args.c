@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "plugin.h"
 
 static const char *const commands[] = {"local", "train", "status", "config", "model", "plan",
                                        "export", "inspect", "predict", "evaluate", "search", NULL};
@@ -205,6 +206,14 @@ static int load_experiment(tfx_args *a, const raw *r, tfx_err *err) {
       strcmp(a->command, "evaluate")) {
     return tfx_err_set(err, TFX_ECONFIG, "%s needs --config EXPERIMENT.json", a->command);
   }
+  if (needs && r->config && a->node.cfg.plugin[0]) {
+    char base[512];
+    snprintf(base, sizeof base, "%s", r->config);
+    char *slash = strrchr(base, '/');
+    if (slash) *slash = '\0'; else strcpy(base, ".");
+    int prc = tfx_plugin_load(&a->node.cfg, base, &a->node.plugin, err);
+    if (prc) return prc;
+  }
   return needs && r->config ? tfx_config_validate(&a->node.cfg, err) : TFX_OK;
 }
 
@@ -229,6 +238,8 @@ int tfx_args_parse(tfx_args *a, int argc, char **argv, tfx_err *err) {
 }
 
 void tfx_args_fini(tfx_args *a) {
+  tfx_plugin_close(a->node.plugin);
+  a->node.plugin = NULL;
   tfx_cluster_destroy(a->node.cluster);
   a->node.cluster = NULL;
 }

@@ -10,6 +10,8 @@
 #include "dataset.h"
 #include "source.h"
 #include "step.h"
+#include "plugin.h"
+#include <tfx/plugin.h>
 #include "warmstart.h"
 #include "evaluate.h"
 #include "log.h"
@@ -32,6 +34,8 @@ typedef struct trainer {
   int32_t *y;
   int64_t step, last_ckpt_ms;
   const char *run_dir;
+  struct tfx_plugin_handle *plugin;
+  int stop;
 } trainer;
 
 static void trainer_free(trainer *t) {
@@ -73,6 +77,7 @@ static int save(trainer *t, tfx_err *err) {
   free(e);
   if (!rc) tfx_ckpt_prune(t->run_dir, t->cfg.keep_max);
   if (!rc) tfx_log(TFX_LOG_INFO, "TRAIN-CKPT", "checkpoint at step %lld: %s", (long long)t->step, dir);
+  if (!rc) t->stop |= tfx_plugin_hook(t->plugin, TFX_HOOK_CHECKPOINT, t->step, NAN, NAN, t->run_dir);
   return rc;
 }
 
@@ -156,6 +161,7 @@ static void evaluate(trainer *t, double *acc) {
   double vals[] = {r.loss, r.accuracy, r.top5, (double)r.examples};
   tfx_metrics_write(t->metrics, "eval", t->step, names, vals, 4);
   tfx_log(TFX_LOG_INFO, "TRAIN-EVAL", "step %lld eval loss %.4f accuracy %.4f", (long long)t->step, r.loss, r.accuracy);
+  t->stop |= tfx_plugin_hook(t->plugin, TFX_HOOK_EVAL, t->step, r.loss, r.accuracy, t->run_dir);
   *acc = r.accuracy;
 }
 
@@ -184,7 +190,8 @@ static int loop(trainer *t, int64_t max_steps, tfx_err *err) {
   tfx_progress_init(&prog, t->step, max_steps);
   double acc = NAN, loss_sum = 0, hits = 0, seen = 0, steps = 0;
   if (c->validate_first && t->step == 0) evaluate(t, &acc);
-  while (t->step < max_steps && !tfx_stop_requested()) {
+  t->stop |= tfx_plugin_hook(t->plugin, TFX_HOOK_TRAIN_BEGIN, t->step, NAN, NAN, t->run_dir);
+  while (t->step < max_steps && !tfx_stop_requested() && !t->stop) {
     tfx_step_stats st;
     step_once(t, &st);
     t->step++;
@@ -199,6 +206,7 @@ static int loop(trainer *t, int64_t max_steps, tfx_err *err) {
       double vals[] = {loss_sum / steps, hits / seen, eps, tfx_optim_lr(&t->opt, t->step)};
       tfx_metrics_write(t->metrics, "train", t->step, names, vals, 4);
       tfx_progress_show(&prog, t->step, vals[0], acc, eps);
+      t->stop |= tfx_plugin_hook(t->plugin, TFX_HOOK_STEP, t->step, vals[0], vals[1], t->run_dir);
       loss_sum = hits = seen = steps = 0;
     }
     if (c->eval_every_steps && t->step % c->eval_every_steps == 0 && t->step < max_steps) evaluate(t, &acc);
@@ -211,7 +219,9 @@ static int loop(trainer *t, int64_t max_steps, tfx_err *err) {
   }
   evaluate(t, &acc);
   tfx_progress_done(&prog, t->step, acc);
-  return save(t, err);
+  int rc = save(t, err);
+  tfx_plugin_hook(t->plugin, TFX_HOOK_TRAIN_END, t->step, NAN, acc, t->run_dir);
+  return rc;
 }
 
 int tfx_train_run(tfx_node *n, const tfx_cli_opts *o, tfx_err *err) {
@@ -219,6 +229,7 @@ int tfx_train_run(tfx_node *n, const tfx_cli_opts *o, tfx_err *err) {
   memset(&t, 0, sizeof t);
   t.cfg = n->cfg;
   t.run_dir = n->run_dir;
+  t.plugin = n->plugin;
   openblas_set_num_threads(t.cfg.threads);
   int64_t max_steps = o->max_steps > 0 ? o->max_steps : t.cfg.max_steps;
   int rc = setup(&t, err);

@@ -26,6 +26,7 @@ typedef struct option {
 
 static const option options[] = {
     {"model.loss", OPT_STR, O(loss), 0, 0, "softmax_cross_entropy", "softmax_cross_entropy | sigmoid_cross_entropy | mse"},
+    {"model.plugin", OPT_STR, O(plugin), 0, 0, "", "shared object whose tfx_plugin_entry builds the model and hooks the run"},
     {"data.train.images", OPT_STR, O(train_images), 0, 0, FMNIST "train-images-idx3-ubyte.gz", "IDX images (.gz ok)"},
     {"data.train.labels", OPT_STR, O(train_labels), 0, 0, FMNIST "train-labels-idx1-ubyte.gz", "IDX labels"},
     {"data.eval.images", OPT_STR, O(eval_images), 0, 0, FMNIST "t10k-images-idx3-ubyte.gz", "IDX images"},
@@ -255,6 +256,12 @@ static int parse_object(tfx_config *cfg, json_object *obj, const char *prefix, t
 static int set_path(tfx_config *cfg, const char *path, json_object *val, tfx_err *err) {
   if (strcmp(path, "model.layers") == 0) return parse_layers(cfg, val, err);
   if (strcmp(path, "model.input_shape") == 0) return parse_shape(cfg, val, err);
+  if (strcmp(path, "model.params") == 0) {
+    const char *text = json_object_to_json_string_ext(val, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+    if (strlen(text) >= sizeof cfg->plugin_params) return tfx_err_set(err, TFX_ECONFIG, "model.params: too long");
+    strcpy(cfg->plugin_params, text);
+    return TFX_OK;
+  }
   if (strcmp(path, "name") == 0 || strcmp(path, "description") == 0 || strcmp(path, "hyperparameters") == 0) return TFX_OK;
   if (is_section(path)) {
     if (!json_object_is_type(val, json_type_object)) {
@@ -345,6 +352,16 @@ int tfx_config_set(tfx_config *cfg, const char *assignment, tfx_err *err) {
   return rc;
 }
 
+int tfx_config_add_layer_json(tfx_config *cfg, const char *json, tfx_err *err) {
+  if (cfg->n_layers >= TFX_MAX_LAYERS) return tfx_err_set(err, TFX_ECONFIG, "model: more than %d layers", TFX_MAX_LAYERS);
+  json_object *obj = parse_text(json, "plugin layer", err);
+  if (!obj) return TFX_ECONFIG;
+  int rc = parse_layer(&cfg->layers[cfg->n_layers], obj, cfg->n_layers, err);
+  if (!rc) cfg->n_layers++;
+  json_object_put(obj);
+  return rc;
+}
+
 static const char *const modes[] = {"sync", "async", "ssp", NULL};
 static const char *const optimizers[] = {"sgd", "momentum", "adagrad", "rmsprop", "adam", "adamw", NULL};
 static const char *const schedules[] = {"constant", "exponential", "step", "cosine", NULL};
@@ -367,7 +384,7 @@ int tfx_config_validate(const tfx_config *cfg, tfx_err *err) {
   if ((rc = one_of(cfg->strategy, strategies, "placement.strategy", err))) return rc;
   if ((rc = one_of(cfg->loss, losses, "model.loss", err))) return rc;
   if ((rc = one_of(cfg->data_format, formats, "data.format", err))) return rc;
-  if (cfg->n_layers == 0) return tfx_err_set(err, TFX_ECONFIG, "model.layers: the model has no layers");
+  if (cfg->n_layers == 0 && !cfg->plugin[0]) return tfx_err_set(err, TFX_ECONFIG, "model.layers: the model has no layers");
   return TFX_OK;
 }
 
@@ -418,13 +435,15 @@ char *tfx_config_to_json(const tfx_config *cfg) {
   for (int i = 0; i < cfg->input_rank; i++) json_object_array_add(shape, json_object_new_int(cfg->input_shape[i]));
   json_object_object_add(model, "input_shape", shape);
   json_object_object_add(model, "layers", layers_json(cfg));
+  json_object *params = cfg->plugin_params[0] ? json_tokener_parse(cfg->plugin_params) : NULL;
+  if (params) json_object_object_add(model, "params", params);
   json_object_object_add(root, "model", model);
   char leaf[256];
   for (size_t i = 0; i < N_OPTIONS; i++) {
     json_object *node = section(root, options[i].path, leaf, sizeof leaf);
     json_object_object_add(node, leaf, value_json(cfg, &options[i]));
   }
-  char *s = strdup(json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED));
+  char *s = strdup(json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE));
   json_object_put(root);
   return s;
 }

@@ -30,6 +30,8 @@ typedef struct tfx_config {
   tfx_layer_spec layers[TFX_MAX_LAYERS];
   int n_layers;
   char loss[32];
+  char plugin[TFX_PATH_MAX];   /* model.plugin: a shared object that builds the model (see include/tfx/plugin.h) */
+  char plugin_params[2048];    /* model.params as JSON text */
   /* data */
   char train_images[TFX_PATH_MAX], train_labels[TFX_PATH_MAX];
   char eval_images[TFX_PATH_MAX], eval_labels[TFX_PATH_MAX];
@@ -83,6 +85,8 @@ int tfx_config_set(tfx_config *cfg, const char *assignment, tfx_err *err);
 int tfx_config_validate(const tfx_config *cfg, tfx_err *err);
 /* The resolved experiment as pretty JSON; caller owns; free with free(). */
 char *tfx_config_to_json(const tfx_config *cfg);
+/* Appends one layer given as a JSON object (as in model.layers). */
+int tfx_config_add_layer_json(tfx_config *cfg, const char *json, tfx_err *err);
 /* Writes the option table (path, type, default, bounds) to stdout for --help. */
 void tfx_config_print_options(void);
 

@@ -13,6 +13,8 @@
 #include "evaluate.h"
 #include "log.h"
 #include "master_impl.h"
+#include "plugin.h"
+#include <tfx/plugin.h>
 #include "metrics.h"
 #include "net.h"
 #include "plan.h"
@@ -125,6 +127,7 @@ void master_evaluate(master *m) {
   double vals[] = {r.loss, r.accuracy, r.top5, (double)r.examples};
   tfx_metrics_write(m->metrics, "eval", version, names, vals, 4);
   m->last_acc = r.accuracy;
+  m->hook_stop |= tfx_plugin_hook(m->n->plugin, TFX_HOOK_EVAL, version, r.loss, r.accuracy, m->n->run_dir);
   tfx_log(TFX_LOG_INFO, "MASTER-EVAL", "step %lld: eval loss %.4f accuracy %.4f over %zu examples", (long long)version, r.loss, r.accuracy, r.examples);
 }
 

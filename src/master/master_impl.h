@@ -26,7 +26,7 @@ typedef struct master {
   tfx_progress progress;
   char *config_json;
   double last_acc, last_loss;
-  int abort_code;
+  int abort_code, hook_stop;
   char abort_msg[256];
 } master;
 

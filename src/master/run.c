@@ -7,6 +7,8 @@
 #include "ckpt.h"
 #include "log.h"
 #include "master_impl.h"
+#include "plugin.h"
+#include <tfx/plugin.h>
 #include "warmstart.h"
 
 static int reply_register(master *m, const tfx_inmsg *in) {
@@ -40,6 +42,7 @@ static void on_report(master *m, const tfx_inmsg *in) {
              e->sender_index, loss, (long long)e->step, m->cfg.thres_loss);
   }
   tfx_progress_show(&m->progress, e->step, loss, m->last_acc, eps * m->n_workers);
+  m->hook_stop |= tfx_plugin_hook(m->n->plugin, TFX_HOOK_STEP, e->step, loss, acc, m->n->run_dir);
 }
 
 static int reply_status(master *m, const tfx_inmsg *in) {
@@ -265,6 +268,7 @@ int master_checkpoint(master *m, int64_t at, tfx_err *err) {
   if (rc) return rc;
   tfx_ckpt_prune(m->n->run_dir, m->cfg.keep_max);
   tfx_log(TFX_LOG_INFO, "MASTER-CKPT", "checkpoint at step %lld: %s", (long long)at, dir);
+  m->hook_stop |= tfx_plugin_hook(m->n->plugin, TFX_HOOK_CHECKPOINT, at, NAN, NAN, m->n->run_dir);
   return TFX_OK;
 }
 
@@ -330,10 +334,12 @@ static int finish(master *m, tfx_err *err) {
   if (!rc) rc = master_checkpoint(m, m->max_version, err);
   if (tfx_cluster_count(m->n->cluster, TFX_ROLE_EVALUATOR) == 0) master_evaluate(m); /* else the evaluator does */
   tfx_progress_done(&m->progress, m->global_step, m->last_acc);
+  tfx_plugin_hook(m->n->plugin, TFX_HOOK_TRAIN_END, m->global_step, m->last_loss, m->last_acc, m->n->run_dir);
   return rc;
 }
 
 int master_loop(master *m, tfx_err *err) {
+  m->hook_stop |= tfx_plugin_hook(m->n->plugin, TFX_HOOK_TRAIN_BEGIN, m->start_step, NAN, NAN, m->n->run_dir);
   if (m->cfg.validate_first && m->start_step == 0) master_evaluate(m);
   int64_t last_poll = 0;
   while (!tfx_stop_requested() && !m->abort_code) {
@@ -343,6 +349,10 @@ int master_loop(master *m, tfx_err *err) {
     int rc = master_poll_versions(m, err);
     if (rc) return rc;
     if (m->global_step >= m->cfg.max_steps) return finish(m, err);
+    if (m->hook_stop) {
+      tfx_log(TFX_LOG_INFO, "MASTER-HOOK-STOP", "a plugin hook asked to stop at step %lld", (long long)m->global_step);
+      return finish(m, err);
+    }
     heartbeat(m);
     periodic(m);
   }

@@ -1,0 +1,103 @@
+/* dlopen'ed model plugins and their hooks. The builder functions are exported by tfx-node (ENABLE_EXPORTS). */
+#include "plugin.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include <tfx/plugin.h>
+
+struct tfx_plugin_handle {
+  void *so;
+  const tfx_plugin *api;
+  char path[TFX_PATH_MAX];
+};
+
+struct tfx_builder {
+  tfx_config *cfg;
+  tfx_err *err;
+};
+
+int tfx_builder_input(tfx_builder *b, int rank, const int *shape) {
+  if (rank < 1 || rank > 3) return tfx_err_set(b->err, TFX_ECONFIG, "plugin: input rank %d (want 1 to 3)", rank);
+  for (int i = 0; i < rank; i++) {
+    if (shape[i] < 1) return tfx_err_set(b->err, TFX_ECONFIG, "plugin: input dim %d is %d", i, shape[i]);
+    b->cfg->input_shape[i] = shape[i];
+  }
+  b->cfg->input_rank = rank;
+  return TFX_OK;
+}
+
+int tfx_builder_layer(tfx_builder *b, const char *layer_json) {
+  return tfx_config_add_layer_json(b->cfg, layer_json ? layer_json : "", b->err);
+}
+
+int tfx_builder_loss(tfx_builder *b, const char *loss) {
+  if (!loss || strlen(loss) >= sizeof b->cfg->loss) return tfx_err_set(b->err, TFX_ECONFIG, "plugin: bad loss");
+  strcpy(b->cfg->loss, loss);
+  return TFX_OK;
+}
+
+static void *open_so(const char *name, const char *base_dir, char *path, size_t n) {
+  snprintf(path, n, "%s", name);
+  void *so = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (!so && name[0] != '/' && base_dir && *base_dir) {
+    snprintf(path, n, "%s/%s", base_dir, name);
+    so = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  }
+  return so;
+}
+
+static int build(tfx_plugin_handle *h, tfx_config *cfg, tfx_err *err) {
+  tfx_config next = *cfg;
+  next.n_layers = 0;
+  tfx_builder b = {&next, err};
+  tfx_err_clear(err);
+  int rc = h->api->build ? h->api->build(&b, cfg->plugin_params[0] ? cfg->plugin_params : "{}") : -1;
+  if (rc) {
+    if (!err || err->code == TFX_OK) tfx_err_set(err, TFX_ECONFIG, "plugin %s: build returned %d", h->path, rc);
+    return TFX_ECONFIG;
+  }
+  if ((rc = tfx_config_validate(&next, err))) return rc;
+  *cfg = next;
+  return TFX_OK;
+}
+
+int tfx_plugin_load(tfx_config *cfg, const char *base_dir, tfx_plugin_handle **out, tfx_err *err) {
+  tfx_plugin_handle *h = calloc(1, sizeof *h);
+  if (!h) return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  int rc = TFX_OK;
+  if (!(h->so = open_so(cfg->plugin, base_dir, h->path, sizeof h->path))) {
+    rc = tfx_err_set(err, TFX_ECONFIG, "model.plugin '%s': cannot load: %s", cfg->plugin, dlerror());
+  } else {
+    const tfx_plugin *(*entry)(void) = (const tfx_plugin *(*)(void))dlsym(h->so, "tfx_plugin_entry");
+    h->api = entry ? entry() : NULL;
+    if (!h->api) rc = tfx_err_set(err, TFX_ECONFIG, "model.plugin %s: no tfx_plugin_entry (or it returned NULL)", h->path);
+    else if (h->api->abi_version != TFX_PLUGIN_ABI_VERSION)
+      rc = tfx_err_set(err, TFX_ECONFIG, "model.plugin %s: ABI version %d, this tfx-node speaks %d", h->path, h->api->abi_version, TFX_PLUGIN_ABI_VERSION);
+    else rc = build(h, cfg, err);
+  }
+  if (rc) return tfx_plugin_close(h), rc;
+  char *abs = realpath(h->path, NULL); /* so that processes started elsewhere find the same file */
+  if (abs && strlen(abs) < sizeof cfg->plugin) strcpy(cfg->plugin, abs);
+  free(abs);
+  tfx_log(TFX_LOG_INFO, "PLUGIN-LOAD", "%s (%s): %d layers", h->path, h->api->name ? h->api->name : "?", cfg->n_layers);
+  *out = h;
+  return TFX_OK;
+}
+
+int tfx_plugin_hook(tfx_plugin_handle *h, int event, long long step, double loss, double accuracy, const char *run_dir) {
+  if (!h || !h->api->hook) return 0;
+  tfx_hook_info info = {(tfx_hook_event)event, step, loss, accuracy, run_dir};
+  int stop = h->api->hook(&info);
+  if (stop) tfx_log(TFX_LOG_INFO, "PLUGIN-STOP", "%s asked to stop at step %lld", h->path, step);
+  return stop;
+}
+
+void tfx_plugin_close(tfx_plugin_handle *h) {
+  if (!h) return;
+  if (h->so) dlclose(h->so);
+  free(h);
+}
