@@ -26,7 +26,7 @@ static const char usage[] =
     "  model    --config X                                      print the layer table\n"
     "  plan     --config X --ps N                               print the placement plan\n"
     "  search   --config X [--trials N] [--parallel P] [--run-dir ROOT] [--max-steps N]   hyperparameter search\n"
-    "  evaluate --run-dir RUN [--checkpoint STEP|DIR] [--steps N]  evaluate a checkpoint on the eval set\n"
+    "  evaluate --run-dir RUN [--checkpoint STEP|DIR] [--data NAME] [--steps N]  evaluate a checkpoint\n"
     "  export   --run-dir RUN --out DIR                         safetensors model directory\n"
     "  inspect  RUN|CHECKPOINT_DIR|EXPORT_DIR [--var NAME]      list variables (or print one)\n"
     "  predict  --run-dir RUN|--export DIR --input IDX [--output FILE] [--keys probabilities,classes]\n"
@@ -108,6 +108,7 @@ static int take_flag(tfx_args *a, raw *r, const char *flag, const char *v, tfx_e
   else if (!strcmp(flag, "checkpoint")) return set_str(c->checkpoint, sizeof c->checkpoint, v, flag, err);
   else if (!strcmp(flag, "steps")) c->steps = atoll(v);
   else if (!strcmp(flag, "trials")) c->trials = atoi(v);
+  else if (!strcmp(flag, "data")) return set_str(c->data, sizeof c->data, v, flag, err);
   else if (!strcmp(flag, "parallel")) c->parallel = atoi(v);
   else return tfx_err_set(err, TFX_EINVAL, "unknown option --%s (see --help)", flag);
   return TFX_OK;

@@ -20,6 +20,7 @@ typedef struct tfx_cli_opts {
   int64_t max_steps;   /* train, local: override (0 = from config) */
   char checkpoint[512]; /* evaluate: a step or a checkpoint directory */
   int64_t steps;       /* evaluate: batches of 1000 (0 = the whole set) */
+  char data[32];       /* evaluate: a validation set's name (default: the eval set) */
 } tfx_cli_opts;
 
 /* Trains in one process (the reference for distributed runs); writes metrics, config and checkpoints. */

@@ -171,6 +171,13 @@ int tfx_evaluate_run(const tfx_node *n, const tfx_cli_opts *o, tfx_err *err) {
   tfx_config cfg;
   tfx_config_init(&cfg);
   int rc = tfx_config_load(&cfg, cfgpath, err);
+  for (int i = 0; !rc && o->data[0] && strcmp(o->data, "eval"); i++) {
+    if (i == cfg.n_valsets) return tfx_err_set(err, TFX_ENOTFOUND, "--data %s: the run has no such validation set", o->data);
+    if (strcmp(cfg.valsets[i].name, o->data)) continue;
+    snprintf(cfg.eval_images, sizeof cfg.eval_images, "%s", cfg.valsets[i].images);
+    snprintf(cfg.eval_labels, sizeof cfg.eval_labels, "%s", cfg.valsets[i].labels);
+    break;
+  }
   tfx_weights ws;
   if (rc || (rc = load_for_eval(n, o, &ws, err))) return rc;
   tfx_model *m = NULL;

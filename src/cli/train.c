@@ -27,7 +27,7 @@ typedef struct trainer {
   tfx_optim opt;
   float *slots[2 * TFX_MAX_LAYERS][2];
   float *acc[2 * TFX_MAX_LAYERS];
-  tfx_dataset *train, *eval;
+  tfx_dataset *train, *eval, *valsets[TFX_MAX_VALSETS];
   tfx_batcher *batcher;
   tfx_metrics *metrics;
   float *x;
@@ -45,6 +45,7 @@ static void trainer_free(trainer *t) {
   tfx_batcher_destroy(t->batcher);
   tfx_dataset_destroy(t->train);
   tfx_dataset_destroy(t->eval);
+  for (int i = 0; i < TFX_MAX_VALSETS; i++) tfx_dataset_destroy(t->valsets[i]);
   tfx_metrics_close(t->metrics);
   free(t->x);
   free(t->y);
@@ -137,6 +138,12 @@ static int setup(trainer *t, tfx_err *err) {
       (rc = tfx_batcher_create(t->train, 0, 1, (uint64_t)c->seed, 1, &t->batcher, err))) {
     return rc;
   }
+  for (int i = 0; i < c->n_valsets; i++) {
+    tfx_config vc = *c;
+    snprintf(vc.eval_images, sizeof vc.eval_images, "%s", c->valsets[i].images);
+    snprintf(vc.eval_labels, sizeof vc.eval_labels, "%s", c->valsets[i].labels);
+    if ((rc = tfx_dataset_load_config(&vc, 1, dim, &t->valsets[i], err))) return rc;
+  }
   t->x = malloc(sizeof(float) * dim * (size_t)batch);
   t->y = malloc(sizeof(int32_t) * (size_t)batch);
   if (!t->x || !t->y) return tfx_err_set(err, TFX_ENOMEM, "out of memory");
@@ -165,6 +172,26 @@ static void evaluate(trainer *t, double *acc) {
   *acc = r.accuracy;
 }
 
+/* Evaluates the named validation sets due at this step (every one with force) on the current weights. */
+static void validate(trainer *t, int force) {
+  for (int i = 0; i < t->cfg.n_valsets; i++) {
+    const tfx_valset *v = &t->cfg.valsets[i];
+    int due = force || (t->step > 0 && v->every_steps && t->step % v->every_steps == 0) || (v->first && t->step == 0);
+    if (!due) continue;
+    for (int k = 0; k < tfx_model_nvars(t->model); k++) {
+      tfx_var *src = tfx_model_var(t->model, k);
+      memcpy(tfx_model_var(t->eval_model, k)->value, src->value, sizeof(float) * src->count);
+    }
+    tfx_eval_result r;
+    tfx_evaluate_agg(t->eval_model, t->valsets[i], 1000, (size_t)v->batches * 1000, v->agg, &r);
+    char kind[64];
+    snprintf(kind, sizeof kind, "validation.%s", v->name);
+    static const char *const names[] = {"loss", "accuracy", "top5_accuracy", "examples"};
+    double vals[] = {r.loss, r.accuracy, r.top5, (double)r.examples};
+    tfx_metrics_write(t->metrics, kind, t->step, names, vals, 4);
+  }
+}
+
 /* One optimizer step over `accumulate` minibatches; returns the mean loss and hits into *st. */
 static void step_once(trainer *t, tfx_step_stats *st) {
   const tfx_config *c = &t->cfg;
@@ -190,6 +217,7 @@ static int loop(trainer *t, int64_t max_steps, tfx_err *err) {
   tfx_progress_init(&prog, t->step, max_steps);
   double acc = NAN, loss_sum = 0, hits = 0, seen = 0, steps = 0;
   if (c->validate_first && t->step == 0) evaluate(t, &acc);
+  if (t->step == 0) validate(t, 0);
   t->stop |= tfx_plugin_hook(t->plugin, TFX_HOOK_TRAIN_BEGIN, t->step, NAN, NAN, t->run_dir);
   while (t->step < max_steps && !tfx_stop_requested() && !t->stop) {
     tfx_step_stats st;
@@ -210,6 +238,7 @@ static int loop(trainer *t, int64_t max_steps, tfx_err *err) {
       loss_sum = hits = seen = steps = 0;
     }
     if (c->eval_every_steps && t->step % c->eval_every_steps == 0 && t->step < max_steps) evaluate(t, &acc);
+    if (t->step < max_steps) validate(t, 0);
     int by_time = c->ckpt_every_secs > 0 && tfx_now_ms() - t->last_ckpt_ms >= c->ckpt_every_secs * 1000;
     if (((c->ckpt_every_steps && t->step % c->ckpt_every_steps == 0) || by_time) && t->step < max_steps) {
       t->last_ckpt_ms = tfx_now_ms();
@@ -218,6 +247,7 @@ static int loop(trainer *t, int64_t max_steps, tfx_err *err) {
     }
   }
   evaluate(t, &acc);
+  validate(t, 1);
   tfx_progress_done(&prog, t->step, acc);
   int rc = save(t, err);
   tfx_plugin_hook(t->plugin, TFX_HOOK_TRAIN_END, t->step, NAN, acc, t->run_dir);

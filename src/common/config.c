@@ -99,6 +99,18 @@ static const option layer_options[] = {
 };
 #define N_LAYER_OPTIONS (sizeof layer_options / sizeof layer_options[0])
 
+#define V(field) offsetof(tfx_valset, field), sizeof(((tfx_valset *)0)->field)
+static const option valset_options[] = {
+    {"name", OPT_STR, V(name), 0, 0, "", ""},
+    {"images", OPT_STR, V(images), 0, 0, "", ""},
+    {"labels", OPT_STR, V(labels), 0, 0, "", ""},
+    {"every_steps", OPT_I64, V(every_steps), 0, BIG, "500", ""},
+    {"batches", OPT_INT, V(batches), 0, 1 << 20, "0", ""},
+    {"agg", OPT_STR, V(agg), 0, 0, "mean", ""},
+    {"first", OPT_BOOL, V(first), 0, 1, "false", ""},
+};
+#define N_VALSET_OPTIONS (sizeof valset_options / sizeof valset_options[0])
+
 static const option *find(const option *table, size_t n, const char *path) {
   for (size_t i = 0; i < n; i++) {
     if (strcmp(table[i].path, path) == 0) return &table[i];
@@ -217,6 +229,40 @@ static int parse_layers(tfx_config *cfg, json_object *arr, tfx_err *err) {
   return TFX_OK;
 }
 
+static int parse_valset(tfx_valset *v, json_object *obj, int i, tfx_err *err) {
+  char where[96];
+  if (!json_object_is_type(obj, json_type_object)) return tfx_err_set(err, TFX_ECONFIG, "validation[%d]: expected an object", i);
+  memset(v, 0, sizeof *v);
+  for (size_t k = 0; k < N_VALSET_OPTIONS; k++) set_default(v, &valset_options[k]);
+  json_object_object_foreach(obj, key, val) {
+    snprintf(where, sizeof where, "validation[%d].%s", i, key);
+    const option *o = find(valset_options, N_VALSET_OPTIONS, key);
+    if (!o) return tfx_err_set(err, TFX_ECONFIG, "%s: unknown key", where);
+    int rc = set_json(v, o, val, where, err);
+    if (rc) return rc;
+  }
+  if (!v->name[0] || !v->images[0] || !v->labels[0]) return tfx_err_set(err, TFX_ECONFIG, "validation[%d]: name, images and labels are required", i);
+  if (strcmp(v->agg, "mean") && strcmp(v->agg, "min") && strcmp(v->agg, "max") && strcmp(v->agg, "sum")) {
+    return tfx_err_set(err, TFX_ECONFIG, "validation[%d].agg: '%s' (want mean, min, max or sum)", i, v->agg);
+  }
+  return TFX_OK;
+}
+
+static int parse_valsets(tfx_config *cfg, json_object *arr, tfx_err *err) {
+  size_t n = json_object_is_type(arr, json_type_array) ? json_object_array_length(arr) : 0;
+  if (!json_object_is_type(arr, json_type_array) || n > TFX_MAX_VALSETS) {
+    return tfx_err_set(err, TFX_ECONFIG, "validation: expected a list of at most %d sets", TFX_MAX_VALSETS);
+  }
+  tfx_valset tmp[TFX_MAX_VALSETS];
+  for (size_t i = 0; i < n; i++) {
+    int rc = parse_valset(&tmp[i], json_object_array_get_idx(arr, i), (int)i, err);
+    if (rc) return rc;
+  }
+  memcpy(cfg->valsets, tmp, n * sizeof tmp[0]);
+  cfg->n_valsets = (int)n;
+  return TFX_OK;
+}
+
 static int parse_shape(tfx_config *cfg, json_object *arr, tfx_err *err) {
   size_t n = json_object_is_type(arr, json_type_array) ? json_object_array_length(arr) : 0;
   if (n < 1 || n > 3) return tfx_err_set(err, TFX_ECONFIG, "model.input_shape: expected 1 to 3 positive integers");
@@ -256,6 +302,7 @@ static int parse_object(tfx_config *cfg, json_object *obj, const char *prefix, t
 static int set_path(tfx_config *cfg, const char *path, json_object *val, tfx_err *err) {
   if (strcmp(path, "model.layers") == 0) return parse_layers(cfg, val, err);
   if (strcmp(path, "model.input_shape") == 0) return parse_shape(cfg, val, err);
+  if (strcmp(path, "validation") == 0) return parse_valsets(cfg, val, err);
   if (strcmp(path, "model.params") == 0) {
     const char *text = json_object_to_json_string_ext(val, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
     if (strlen(text) >= sizeof cfg->plugin_params) return tfx_err_set(err, TFX_ECONFIG, "model.params: too long");
@@ -438,6 +485,13 @@ char *tfx_config_to_json(const tfx_config *cfg) {
   json_object *params = cfg->plugin_params[0] ? json_tokener_parse(cfg->plugin_params) : NULL;
   if (params) json_object_object_add(model, "params", params);
   json_object_object_add(root, "model", model);
+  json_object *vals = json_object_new_array();
+  for (int i = 0; i < cfg->n_valsets; i++) {
+    json_object *v = json_object_new_object();
+    for (size_t k = 0; k < N_VALSET_OPTIONS; k++) json_object_object_add(v, valset_options[k].path, value_json(&cfg->valsets[i], &valset_options[k]));
+    json_object_array_add(vals, v);
+  }
+  json_object_object_add(root, "validation", vals);
   char leaf[256];
   for (size_t i = 0; i < N_OPTIONS; i++) {
     json_object *node = section(root, options[i].path, leaf, sizeof leaf);

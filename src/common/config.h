@@ -23,6 +23,19 @@ typedef struct tfx_layer_spec {
   double rate;          /* dropout rate, leaky_relu alpha */
 } tfx_layer_spec;
 
+#define TFX_MAX_VALSETS 8
+
+/* A named validation set (tfutils validation targets, Determined's validation): its own files, frequency,
+ * number of batches of 1000 (0: the whole set) and aggregation of per-batch metrics. */
+typedef struct tfx_valset {
+  char name[32];
+  char images[TFX_PATH_MAX], labels[TFX_PATH_MAX];
+  int64_t every_steps;
+  int batches;
+  char agg[8];      /* mean (example-weighted) | min | max | sum */
+  int first;        /* also at step 0 */
+} tfx_valset;
+
 typedef struct tfx_config {
   /* model */
   int input_shape[3];
@@ -66,6 +79,9 @@ typedef struct tfx_config {
   int search_early_stopping;
   /* warm start */
   char warm_from[TFX_PATH_MAX], warm_restore[512], warm_rename[1024];
+  /* validation: named sets besides eval */
+  tfx_valset valsets[TFX_MAX_VALSETS];
+  int n_valsets;
   /* eval */
   int64_t eval_every_steps;
   int validate_first;

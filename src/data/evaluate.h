@@ -14,4 +14,9 @@ typedef struct tfx_eval_result {
  * batch size `batch`; writes example-weighted means into *out. */
 void tfx_evaluate(tfx_model *m, const tfx_dataset *d, int batch, tfx_eval_result *out);
 
+/* As tfx_evaluate over the first max_examples (0: all), aggregating per-batch loss and accuracy by agg:
+ * "mean" (example-weighted), "min", "max" or "sum". */
+void tfx_evaluate_agg(tfx_model *m, const tfx_dataset *d, int batch, size_t max_examples, const char *agg,
+                      tfx_eval_result *out);
+
 #endif

@@ -43,6 +43,12 @@ static int setup(master *m, tfx_err *err) {
   int rc;
   if ((rc = tfx_model_create(&m->cfg, 1000, &m->model, err)) || (rc = tfx_plan_build(&m->cfg, m->model, m->n_ps, &m->plan, err))) return rc;
   if ((rc = tfx_dataset_load_config(&m->cfg, 1, tfx_model_input_size(m->model), &m->eval, err))) return rc;
+  for (int i = 0; i < m->cfg.n_valsets; i++) {
+    tfx_config vc = m->cfg;
+    snprintf(vc.eval_images, sizeof vc.eval_images, "%s", m->cfg.valsets[i].images);
+    snprintf(vc.eval_labels, sizeof vc.eval_labels, "%s", m->cfg.valsets[i].labels);
+    if ((rc = tfx_dataset_load_config(&vc, 1, tfx_model_input_size(m->model), &m->valsets[i], err))) return rc;
+  }
   if ((rc = tfx_mkdirs(n->run_dir, err)) || (rc = tfx_metrics_open(n->run_dir, &m->metrics, err))) return rc;
   m->config_json = tfx_config_to_json(&m->cfg);
   char path[1100], ep[320];
@@ -131,6 +137,32 @@ void master_evaluate(master *m) {
   tfx_log(TFX_LOG_INFO, "MASTER-EVAL", "step %lld: eval loss %.4f accuracy %.4f over %zu examples", (long long)version, r.loss, r.accuracy, r.examples);
 }
 
+void master_validate(master *m, int force) {
+  int due = 0;
+  for (int i = 0; i < m->cfg.n_valsets; i++) due |= force || m->global_step >= m->next_val[i];
+  if (!due) return;
+  tfx_psclient *pc = NULL;
+  tfx_err err;
+  int64_t version = 0;
+  int rc = tfx_psclient_create(m->n->cluster, m->plan.ptrs, (size_t)m->plan.n, m->model, m->cfg.request_timeout_s * 1000, &pc, &err);
+  if (!rc) rc = tfx_psclient_pull(pc, 0, &version, &err);
+  tfx_psclient_destroy(pc);
+  for (int i = 0; !rc && i < m->cfg.n_valsets; i++) {
+    const tfx_valset *v = &m->cfg.valsets[i];
+    if (!force && m->global_step < m->next_val[i]) continue;
+    while (m->next_val[i] <= m->global_step) m->next_val[i] = v->every_steps ? m->next_val[i] + v->every_steps : INT64_MAX;
+    tfx_eval_result r;
+    tfx_evaluate_agg(m->model, m->valsets[i], 1000, (size_t)v->batches * 1000, v->agg, &r);
+    char line[64];
+    snprintf(line, sizeof line, "validation.%s", v->name);
+    static const char *const names[] = {"loss", "accuracy", "top5_accuracy", "examples"};
+    double vals[] = {r.loss, r.accuracy, r.top5, (double)r.examples};
+    tfx_metrics_write(m->metrics, line, version, names, vals, 4);
+    tfx_log(TFX_LOG_INFO, "MASTER-VALIDATE", "step %lld %s: loss %.4f accuracy %.4f (%s over %zu)", (long long)version, v->name, r.loss, r.accuracy, v->agg, r.examples);
+  }
+  if (rc) tfx_log(TFX_LOG_WARN, "MASTER-VALIDATE-FAIL", "cannot pull the variables: %s", err.msg);
+}
+
 static void cleanup(master *m) {
   for (int p = 0; m->ps && p < m->n_ps; p++) tfx_client_destroy(m->ps[p]);
   for (int w = 0; m->workers && w < m->n_workers; w++) tfx_client_destroy(m->workers[w]);
@@ -140,6 +172,7 @@ static void cleanup(master *m) {
   tfx_plan_fini(&m->plan);
   tfx_model_destroy(m->model);
   tfx_dataset_destroy(m->eval);
+  for (int i = 0; i < TFX_MAX_VALSETS; i++) tfx_dataset_destroy(m->valsets[i]);
   tfx_metrics_close(m->metrics);
   free(m->config_json);
 }

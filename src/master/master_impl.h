@@ -22,6 +22,8 @@ typedef struct master {
   tfx_plan plan;
   tfx_model *model;
   tfx_dataset *eval;
+  tfx_dataset *valsets[TFX_MAX_VALSETS];
+  int64_t next_val[TFX_MAX_VALSETS];
   tfx_metrics *metrics;
   tfx_progress progress;
   char *config_json;
@@ -39,6 +41,9 @@ int master_call_ps(master *m, tfx_envelope *req, int timeout_ms, void (*on_reply
 int master_poll_versions(master *m, tfx_err *err);
 /* Pulls the variables and evaluates on the eval set; writes an eval line. */
 void master_evaluate(master *m);
+/* Pulls the variables and evaluates the named validation sets that are due (all with force); writes
+ * "validation" lines. */
+void master_validate(master *m, int force);
 /* Waits (bounded) until every ps answers and every worker registered, naming who is missing. */
 int master_wait_cluster(master *m, tfx_err *err);
 /* Sends each ps its part of the plan, fresh or restored from the newest complete checkpoint. */

@@ -223,6 +223,10 @@ int master_init_ps(master *m, tfx_err *err) {
   int64_t ev = m->cfg.eval_every_steps, ck = m->cfg.ckpt_every_steps;
   m->next_eval = ev ? (m->start_step / ev + 1) * ev : INT64_MAX;
   m->next_ckpt = ck ? (m->start_step / ck + 1) * ck : INT64_MAX;
+  for (int i = 0; i < m->cfg.n_valsets; i++) {
+    int64_t every = m->cfg.valsets[i].every_steps;
+    m->next_val[i] = m->cfg.valsets[i].first && m->start_step == 0 ? 0 : every ? (m->start_step / every + 1) * every : INT64_MAX;
+  }
   m->running = 1;
   tfx_progress_init(&m->progress, m->start_step, m->cfg.max_steps);
   if (have) tfx_log(TFX_LOG_INFO, "MASTER-RESUME", "resuming from %s at step %lld", dir, (long long)step);
@@ -273,6 +277,7 @@ int master_checkpoint(master *m, int64_t at, tfx_err *err) {
 }
 
 static void periodic(master *m) {
+  master_validate(m, 0);
   if (m->global_step >= m->next_eval && tfx_cluster_count(m->n->cluster, TFX_ROLE_EVALUATOR) == 0) {
     master_evaluate(m);
     while (m->next_eval <= m->global_step) m->next_eval += m->cfg.eval_every_steps;
@@ -333,6 +338,7 @@ static int finish(master *m, tfx_err *err) {
   int rc = master_poll_versions(m, err);
   if (!rc) rc = master_checkpoint(m, m->max_version, err);
   if (tfx_cluster_count(m->n->cluster, TFX_ROLE_EVALUATOR) == 0) master_evaluate(m); /* else the evaluator does */
+  master_validate(m, 1);
   tfx_progress_done(&m->progress, m->global_step, m->last_acc);
   tfx_plugin_hook(m->n->plugin, TFX_HOOK_TRAIN_END, m->global_step, m->last_loss, m->last_acc, m->n->run_dir);
   return rc;
@@ -340,7 +346,7 @@ static int finish(master *m, tfx_err *err) {
 
 int master_loop(master *m, tfx_err *err) {
   m->hook_stop |= tfx_plugin_hook(m->n->plugin, TFX_HOOK_TRAIN_BEGIN, m->start_step, NAN, NAN, m->n->run_dir);
-  if (m->cfg.validate_first && m->start_step == 0) master_evaluate(m);
+  if (m->cfg.validate_first && m->start_step == 0) master_evaluate(m), master_validate(m, 1);
   int64_t last_poll = 0;
   while (!tfx_stop_requested() && !m->abort_code) {
     serve(m, 50);
