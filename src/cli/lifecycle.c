@@ -93,9 +93,17 @@ int tfx_inspect_run(const tfx_cli_opts *o, tfx_err *err) {
   return rc;
 }
 
-static void write_row(FILE *out, size_t index, const float *p, int classes, int want_probs, int want_class) {
+/* One prediction row as a JSON line, or a CSV row (index,class,p0,...). */
+static void write_row(FILE *out, int csv, size_t index, const float *p, int classes, int want_probs, int want_class) {
   int best = 0;
   for (int j = 1; j < classes; j++) best = p[j] > p[best] ? j : best;
+  if (csv) {
+    fprintf(out, "%zu", index);
+    if (want_class) fprintf(out, ",%d", best);
+    for (int j = 0; want_probs && j < classes; j++) fprintf(out, ",%.6g", p[j]);
+    fputc('\n', out);
+    return;
+  }
   fprintf(out, "{\"index\": %zu", index);
   if (want_class) fprintf(out, ", \"class\": %d", best);
   if (want_probs) {
@@ -106,29 +114,63 @@ static void write_row(FILE *out, size_t index, const float *p, int classes, int 
   fputs("}\n", out);
 }
 
-static int predict_all(tfx_model *m, const tfx_config *cfg, const tfx_cli_opts *o, FILE *out, tfx_err *err) {
+/* The input examples, scaled as in training: IDX images (no labels needed) or, when the run's data.format says
+ * so, CSV / LibSVM / TFRecord files (their label column or feature is read and ignored). */
+static int load_inputs(const tfx_config *cfg, const char *input, size_t dim, tfx_dataset **out, tfx_err *err) {
+  if (strcmp(cfg->data_format, "idx")) {
+    tfx_config c = *cfg;
+    snprintf(c.eval_images, sizeof c.eval_images, "%s", input);
+    return tfx_dataset_load_config(&c, 1, dim, out, err);
+  }
   uint8_t *raw;
   int rank;
   int64_t dims[4];
-  int rc = tfx_idx_read(o->input, &raw, &rank, dims, err);
+  int rc = tfx_idx_read(input, &raw, &rank, dims, err);
   if (rc) return rc;
-  size_t dim = 1, n = (size_t)dims[0], in = tfx_model_input_size(m), classes = tfx_model_output_size(m);
-  for (int i = 1; i < rank; i++) dim *= (size_t)dims[i];
-  float *x = malloc(sizeof(float) * in * 1000), *p = malloc(sizeof(float) * classes * 1000);
+  size_t per = 1;
+  for (int i = 1; i < rank; i++) per *= (size_t)dims[i];
+  tfx_dataset *d = calloc(1, sizeof *d);
+  if (per != dim) rc = tfx_err_set(err, TFX_ESHAPE, "%s: %zu values per example, the model's input takes %zu", input, per, dim);
+  else if (!d || !(d->x = malloc(sizeof(float) * per * (size_t)dims[0])) || !(d->y = calloc((size_t)dims[0], sizeof(int32_t))))
+    rc = tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  if (!rc) {
+    d->n = (size_t)dims[0], d->dim = per;
+    for (size_t i = 0; i < d->n * per; i++) d->x[i] = (float)(raw[i] * cfg->data_scale);
+    *out = d;
+  } else {
+    tfx_dataset_destroy(d);
+  }
+  free(raw);
+  return rc;
+}
+
+static int predict_all(tfx_model *m, const tfx_config *cfg, const tfx_cli_opts *o, FILE *out, tfx_err *err) {
+  size_t in = tfx_model_input_size(m), classes = tfx_model_output_size(m);
+  tfx_dataset *d = NULL;
+  int rc = load_inputs(cfg, o->input, in, &d, err);
+  if (rc) return rc;
+  float *p = malloc(sizeof(float) * classes * 1000);
   int32_t *y = calloc(1000, sizeof(int32_t));
-  if (dim != in) rc = tfx_err_set(err, TFX_ESHAPE, "%s: %zu values per example, the model's input takes %zu", o->input, dim, in);
-  else if (!x || !p || !y) rc = tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  if (!p || !y) rc = tfx_err_set(err, TFX_ENOMEM, "out of memory");
   int probs = !o->keys[0] || strstr(o->keys, "probabilities") != NULL, cls = !o->keys[0] || strstr(o->keys, "classes") != NULL;
-  for (size_t i = 0; !rc && i < n; i += 1000) {
-    int b = (int)(n - i < 1000 ? n - i : 1000);
-    for (size_t k = 0; k < (size_t)b * in; k++) x[k] = (float)(raw[i * in + k] * cfg->data_scale);
+  size_t len = strlen(o->output);
+  int csv = len > 4 && !strcmp(o->output + len - 4, ".csv");
+  if (!rc && csv) {
+    fputs("index", out);
+    if (cls) fputs(",class", out);
+    for (size_t j = 0; probs && j < classes; j++) fprintf(out, ",p%zu", j);
+    fputc('\n', out);
+  }
+  for (size_t i = 0; !rc && i < d->n; i += 1000) {
+    int b = (int)(d->n - i < 1000 ? d->n - i : 1000);
     tfx_step_stats st;
-    tfx_model_forward(m, x, b, 0, 0);
+    tfx_model_forward(m, d->x + i * in, b, 0, 0);
     tfx_model_loss(m, y, b, 0, &st);
     tfx_model_probabilities(m, b, p);
-    for (int r = 0; r < b; r++) write_row(out, i + (size_t)r, p + (size_t)r * classes, (int)classes, probs, cls);
+    for (int r = 0; r < b; r++) write_row(out, csv, i + (size_t)r, p + (size_t)r * classes, (int)classes, probs, cls);
   }
-  free(raw), free(x), free(p), free(y);
+  tfx_dataset_destroy(d);
+  free(p), free(y);
   return rc;
 }
 

@@ -30,6 +30,9 @@ for fmt in csv libsvm; do
 done
 "$TFX_NODE" local --config "$WORK/csv.json" --run-dir "$WORK/run-csv-local" >"$WORK/csv-local.log" 2>&1 || fail "csv local: $(tail -1 "$WORK/csv-local.log")"
 ge "$(metric "$WORK/run-csv-local/metrics.jsonl" eval accuracy)" 0.7 || fail "csv local accuracy"
+"$TFX_NODE" predict --run-dir "$WORK/run-libsvm" --input "$WORK/t10k.svm" --output "$WORK/pred.csv" >"$WORK/pred.log" 2>&1 || fail "predict on LibSVM: $(tail -1 "$WORK/pred.log")"
+[ "$(head -1 "$WORK/pred.csv" | cut -d, -f1-3)" = "index,class,p0" ] || fail "CSV predictions lack their header"
+[ "$(tail -n +2 "$WORK/pred.csv" | grep -c .)" = 1000 ] || fail "CSV predictions: want 1000 rows"
 experiment "$WORK/bad.json" data.format='"csv"' data.train.images="\"$WORK/train.csv\"" data.eval.images="\"$WORK/t10k.csv\"" data.label_column='"label"' model.input_shape='[100]'
 out=$("$TFX_NODE" train --config "$WORK/bad.json" --run-dir "$WORK/run-bad" 2>&1); rc=$?
 [ "$rc" = 2 ] || fail "mismatched input: exit $rc, want 2"
