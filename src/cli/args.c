@@ -214,6 +214,9 @@ static int load_experiment(tfx_args *a, const raw *r, tfx_err *err) {
     if (slash) *slash = '\0'; else strcpy(base, ".");
     int prc = tfx_plugin_load(&a->node.cfg, base, &a->node.plugin, err);
     if (prc) return prc;
+  } else if (needs && r->config) {
+    int hrc = tfx_hooks_create(&a->node.cfg, &a->node.plugin, err);
+    if (hrc) return hrc;
   }
   return needs && r->config ? tfx_config_validate(&a->node.cfg, err) : TFX_OK;
 }

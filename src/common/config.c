@@ -52,6 +52,7 @@ static const option options[] = {
     {"training.mode", OPT_STR, O(mode), 0, 0, "sync", "sync | async | ssp"},
     {"training.max_steps", OPT_I64, O(max_steps), 1, BIG, "1000", "absolute global step to stop at"},
     {"training.steps", OPT_I64, O(steps), 0, BIG, "0", "train this many more steps from where the run stands (0: off)"},
+    {"training.hooks", OPT_STR, O(hooks), 0, 0, "", "built-in hooks: stop_at_step:N, nan_guard, log_every:N (comma-separated)"},
     {"training.trainable", OPT_STR, O(trainable), 0, 0, "", "train only variables whose names start with one of these comma-separated prefixes"},
     {"training.batch_size", OPT_INT, O(batch_size), 1, 65536, "64", "per-worker minibatch"},
     {"training.replicas_to_aggregate", OPT_INT, O(replicas_to_aggregate), 0, 1024, "0", "sync: 0 = all workers"},

@@ -45,6 +45,7 @@ typedef struct tfx_config {
   char loss[32];
   char plugin[TFX_PATH_MAX];   /* model.plugin: a shared object that builds the model (see include/tfx/plugin.h) */
   char plugin_params[2048];    /* model.params as JSON text */
+  char hooks[256];             /* built-in hooks: stop_at_step:N, nan_guard, log_every:N (comma-separated) */
   /* data */
   char train_images[TFX_PATH_MAX], train_labels[TFX_PATH_MAX];
   char eval_images[TFX_PATH_MAX], eval_labels[TFX_PATH_MAX];

@@ -2,6 +2,7 @@
 #include "plugin.h"
 
 #include <dlfcn.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,9 +12,51 @@
 
 struct tfx_plugin_handle {
   void *so;
-  const tfx_plugin *api;
+  const tfx_plugin *api;  /* NULL: built-in hooks only */
   char path[TFX_PATH_MAX];
+  long long stop_at_step, log_every, last_logged;
+  int nan_guard;
 };
+
+/* Parses training.hooks into h. */
+static int parse_hooks(tfx_plugin_handle *h, const char *spec, tfx_err *err) {
+  for (const char *p = spec; *p;) {
+    size_t n = strcspn(p, ",");
+    char item[64];
+    snprintf(item, sizeof item, "%.*s", (int)(n < 63 ? n : 63), p);
+    if (!strncmp(item, "stop_at_step:", 13)) h->stop_at_step = atoll(item + 13);
+    else if (!strncmp(item, "log_every:", 10)) h->log_every = atoll(item + 10);
+    else if (!strcmp(item, "nan_guard")) h->nan_guard = 1;
+    else if (n) return tfx_err_set(err, TFX_ECONFIG, "training.hooks: unknown hook '%s' (want stop_at_step:N, nan_guard, log_every:N)", item);
+    p += n + (p[n] == ',');
+  }
+  return TFX_OK;
+}
+
+int tfx_hooks_create(const tfx_config *cfg, tfx_plugin_handle **out, tfx_err *err) {
+  *out = NULL;
+  if (!cfg->hooks[0]) return TFX_OK;
+  tfx_plugin_handle *h = calloc(1, sizeof *h);
+  if (!h) return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  int rc = parse_hooks(h, cfg->hooks, err);
+  if (rc) return free(h), rc;
+  *out = h;
+  return TFX_OK;
+}
+
+/* The built-in hooks: nonzero to stop. */
+static int builtin(tfx_plugin_handle *h, int event, long long step, double loss, double accuracy) {
+  if (event != TFX_HOOK_STEP && event != TFX_HOOK_EVAL) return 0;
+  if (h->log_every > 0 && step / h->log_every > h->last_logged / h->log_every) {
+    h->last_logged = step;
+    tfx_log(TFX_LOG_INFO, "HOOK-LOG", "step %lld %s loss %.4f accuracy %.4f", step, event == TFX_HOOK_EVAL ? "eval" : "train", loss, accuracy);
+  }
+  if (h->nan_guard && event == TFX_HOOK_STEP && !isfinite(loss)) {
+    tfx_log(TFX_LOG_ERROR, "HOOK-NAN", "training loss is %g at step %lld: stopping", loss, step);
+    return 1;
+  }
+  return h->stop_at_step > 0 && step >= h->stop_at_step;
+}
 
 struct tfx_builder {
   tfx_config *cfg;
@@ -68,8 +111,9 @@ static int build(tfx_plugin_handle *h, tfx_config *cfg, tfx_err *err) {
 int tfx_plugin_load(tfx_config *cfg, const char *base_dir, tfx_plugin_handle **out, tfx_err *err) {
   tfx_plugin_handle *h = calloc(1, sizeof *h);
   if (!h) return tfx_err_set(err, TFX_ENOMEM, "out of memory");
-  int rc = TFX_OK;
-  if (!(h->so = open_so(cfg->plugin, base_dir, h->path, sizeof h->path))) {
+  int rc = parse_hooks(h, cfg->hooks, err);
+  if (rc) {
+  } else if (!(h->so = open_so(cfg->plugin, base_dir, h->path, sizeof h->path))) {
     rc = tfx_err_set(err, TFX_ECONFIG, "model.plugin '%s': cannot load: %s", cfg->plugin, dlerror());
   } else {
     const tfx_plugin *(*entry)(void) = (const tfx_plugin *(*)(void))dlsym(h->so, "tfx_plugin_entry");
@@ -89,10 +133,14 @@ int tfx_plugin_load(tfx_config *cfg, const char *base_dir, tfx_plugin_handle **o
 }
 
 int tfx_plugin_hook(tfx_plugin_handle *h, int event, long long step, double loss, double accuracy, const char *run_dir) {
-  if (!h || !h->api->hook) return 0;
+  if (!h) return 0;
+  int stop = builtin(h, event, step, loss, accuracy);
+  if (!h->api || !h->api->hook) return stop;
   tfx_hook_info info = {(tfx_hook_event)event, step, loss, accuracy, run_dir};
-  int stop = h->api->hook(&info);
-  if (stop) tfx_log(TFX_LOG_INFO, "PLUGIN-STOP", "%s asked to stop at step %lld", h->path, step);
+  if (h->api->hook(&info)) {
+    tfx_log(TFX_LOG_INFO, "PLUGIN-STOP", "%s asked to stop at step %lld", h->path, step);
+    stop = 1;
+  }
   return stop;
 }
 
