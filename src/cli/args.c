@@ -49,24 +49,21 @@ static int is_command(const char *s) {
   return 0;
 }
 
+/* The whole text of a file, pipes included; caller owns; free with free(). */
 static char *slurp_text(const char *path, tfx_err *err) {
   FILE *f = fopen(path, "rb");
-  if (!f) {
-    tfx_err_sys(err, TFX_ECONFIG, "open %s", path);
-    return NULL;
-  }
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *buf = malloc((size_t)n + 1);
-  if (buf && fread(buf, 1, (size_t)n, f) == (size_t)n) {
-    buf[n] = '\0';
-  } else {
-    free(buf);
-    buf = NULL;
-    tfx_err_sys(err, TFX_ECONFIG, "read %s", path);
+  if (!f) return tfx_err_sys(err, TFX_ECONFIG, "open %s", path), NULL;
+  size_t cap = 8192, len = 0, got;
+  char *buf = malloc(cap), *grown;
+  while (buf && (got = fread(buf + len, 1, cap - len - 1, f)) > 0) {
+    len += got;
+    if (cap - len > 1) continue;
+    if (cap > (64u << 20) || !(grown = realloc(buf, cap *= 2))) free(buf), buf = NULL;
+    else buf = grown;
   }
   fclose(f);
+  if (!buf) return tfx_err_set(err, TFX_ECONFIG, "read %s: too large or out of memory", path), NULL;
+  buf[len] = '\0';
   return buf;
 }
 

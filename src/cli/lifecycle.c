@@ -17,15 +17,19 @@
 #include "evaluate.h"
 #include "model.h"
 
+/* The whole text of a file (regular or not); caller owns; free with free(). NULL when unreadable. */
 static char *read_text(const char *path) {
   FILE *f = fopen(path, "rb");
   if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *s = malloc((size_t)n + 1);
-  if (s && fread(s, 1, (size_t)n, f) == (size_t)n) s[n] = '\0';
-  else free(s), s = NULL;
+  size_t cap = 8192, len = 0, got;
+  char *s = malloc(cap), *grown;
+  while (s && (got = fread(s + len, 1, cap - len - 1, f)) > 0) {
+    len += got;
+    if (cap - len > 1) continue;
+    if (!(grown = realloc(s, cap *= 2))) free(s), s = NULL;
+    else s = grown;
+  }
+  if (s) s[len] = '\0';
   fclose(f);
   return s;
 }
@@ -65,7 +69,7 @@ int tfx_export_run(const tfx_node *n, const tfx_cli_opts *o, tfx_err *err) {
   if (!rc && !(rc = tfx_mkdirs(dir, err)) && !(rc = write_export(&ws, config, dir, err))) {
     printf("exported step %lld (%d variables) to %s\n", (long long)ws.step, ws.n, dir);
   }
-  if (!rc) tfx_weights_fini(&ws);
+  tfx_weights_fini(&ws); /* zeroed by a failed read, so always safe */
   free(config);
   return rc;
 }
@@ -83,8 +87,10 @@ int tfx_inspect_run(const tfx_cli_opts *o, tfx_err *err) {
   for (int i = 0; i < ws.n; i++) {
     const tfx_weight *w = &ws.w[i];
     char shape[96] = "[";
-    for (int d = 0; d < w->rank; d++) snprintf(shape + strlen(shape), sizeof shape - strlen(shape), "%s%lld", d ? ", " : "", (long long)w->shape[d]);
-    strcat(shape, "]");
+    for (int d = 0; d < w->rank && strlen(shape) < sizeof shape - 2; d++) {
+      snprintf(shape + strlen(shape), sizeof shape - strlen(shape) - 1, "%s%lld", d ? ", " : "", (long long)w->shape[d]);
+    }
+    strncat(shape, "]", sizeof shape - strlen(shape) - 1);
     if (!o->var[0]) printf("%-36s %-20s %-6s %12zu  %s\n", w->name, shape, "F32", w->count * 4, w->holders);
     else if (!strcmp(o->var, w->name)) found = 1, printf("%s %s float32\n", w->name, shape), print_values(w);
   }

@@ -35,7 +35,7 @@ typedef struct trainer {
   int64_t step, last_ckpt_ms;
   const char *run_dir;
   struct tfx_plugin_handle *plugin;
-  int stop;
+  int stop, resume;
 } trainer;
 
 static void trainer_free(trainer *t) {
@@ -85,7 +85,7 @@ static int save(trainer *t, tfx_err *err) {
 static int restore(trainer *t, tfx_err *err) {
   char dir[1100], path[1200];
   int64_t step;
-  if (tfx_ckpt_latest(t->run_dir, &step, dir, sizeof dir, NULL)) return TFX_OK;
+  if (!t->resume || tfx_ckpt_latest(t->run_dir, &step, dir, sizeof dir, NULL)) return TFX_OK;
   snprintf(path, sizeof path, "%s/ps-0.shard", dir);
   tfx_ckpt *c;
   int rc = tfx_ckpt_read(path, &c, err);
@@ -260,6 +260,7 @@ int tfx_train_run(tfx_node *n, const tfx_cli_opts *o, tfx_err *err) {
   t.cfg = n->cfg;
   t.run_dir = n->run_dir;
   t.plugin = n->plugin;
+  t.resume = n->resume;
   openblas_set_num_threads(t.cfg.threads);
   int64_t max_steps = o->max_steps > 0 ? o->max_steps : t.cfg.max_steps;
   int rc = setup(&t, err);

@@ -38,14 +38,14 @@ static void put(writer *w, const void *p, size_t n) {
   /* n == 0: nothing to write, and crc32(crc, NULL, 0) would return 0, not crc. */
   if (w->failed || n == 0) return;
   if (fwrite(p, 1, n, w->f) != n) w->failed = 1;
-  w->crc = crc32(w->crc, p, (uInt)n);
+  w->crc = crc32_z(w->crc, p, n);
 }
 
 static void put_entry(writer *w, const tfx_ckpt_entry *e) {
   uint16_t nl = (uint16_t)strlen(e->name);
   uint32_t rank = (uint32_t)e->rank;
   uint64_t nbytes = e->count * sizeof(float);
-  uint32_t dcrc = (uint32_t)crc32(0, (const Bytef *)e->data, (uInt)nbytes);
+  uint32_t dcrc = (uint32_t)crc32_z(0, (const Bytef *)e->data, (z_size_t)nbytes);
   put(w, &nl, 2);
   put(w, e->name, nl);
   put(w, &rank, 4);
@@ -153,7 +153,7 @@ static int read_entry(reader *r, tfx_ckpt_entry *e, tfx_err *err) {
     return tfx_err_set(err, TFX_ECORRUPT, "%s: '%s' claims %llu bytes at offset %zu, file has %zu left", r->path,
                        e->name, (unsigned long long)nbytes, r->off, r->len - r->off);
   }
-  if ((uint32_t)crc32(0, r->p + r->off, (uInt)nbytes) != dcrc) {
+  if ((uint32_t)crc32_z(0, r->p + r->off, (z_size_t)nbytes) != dcrc) {
     return tfx_err_set(err, TFX_ECORRUPT, "%s: '%s' checksum mismatch at offset %zu", r->path, e->name, r->off);
   }
   e->count = nbytes / 4;
@@ -180,7 +180,7 @@ static int read_body(reader *r, tfx_ckpt *c, tfx_err *err) {
     c->n = (int)i + 1;
     if ((rc = read_entry(r, &c->entries[i], err))) return rc;
   }
-  uint32_t want = (uint32_t)crc32(0, r->p, (uInt)r->off), total = 0;
+  uint32_t want = (uint32_t)crc32_z(0, r->p, r->off), total = 0;
   if ((rc = take(r, magic, 8, "trailer", err)) || (rc = take(r, &total, 4, "trailer", err))) return rc;
   if (memcmp(magic, end_magic, 8) || total != want || r->off != r->len) {
     return tfx_err_set(err, TFX_ECORRUPT, "%s: bad trailer at offset %zu", r->path, r->off - 12);
@@ -241,7 +241,7 @@ int tfx_file_crc32(const char *path, uint32_t *crc, uint64_t *bytes, tfx_err *er
   size_t len;
   int rc = slurp(path, &buf, &len, err);
   if (rc) return rc;
-  *crc = (uint32_t)crc32(0, buf, (uInt)len);
+  *crc = (uint32_t)crc32_z(0, buf, len);
   *bytes = len;
   free(buf);
   return TFX_OK;

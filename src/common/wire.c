@@ -156,6 +156,18 @@ const void *tfx_inmsg_part(const tfx_inmsg *m, int i, size_t *size) {
   return zmq_msg_data(&m->parts[i]);
 }
 
+/* Discards the rest of a multipart message, so its frames are not taken for the next one. */
+static void drain(void *sock) {
+  int more = 1;
+  while (more) {
+    zmq_msg_t m;
+    zmq_msg_init(&m);
+    if (zmq_msg_recv(&m, sock, 0) < 0) more = 0;
+    else more = zmq_msg_more(&m);
+    zmq_msg_close(&m);
+  }
+}
+
 /* Receives every frame of one message: frames[0] is the envelope. */
 static int recv_frames(void *sock, zmq_msg_t **frames, int *n, tfx_err *err) {
   int cap = 4, count = 0, more = 1;
@@ -163,10 +175,11 @@ static int recv_frames(void *sock, zmq_msg_t **frames, int *n, tfx_err *err) {
   if (!f) return tfx_err_set(err, TFX_ENOMEM, "out of memory");
   while (more) {
     if (count == cap) {
-      zmq_msg_t *g = count < TFX_MAX_PARTS + 2 ? realloc(f, sizeof *f * (size_t)(cap *= 2)) : NULL;
+      zmq_msg_t *g = cap < TFX_MAX_PARTS + 2 ? realloc(f, sizeof *f * (size_t)(cap *= 2)) : NULL;
       if (!g) {
         for (int i = 0; i < count; i++) zmq_msg_close(&f[i]);
         free(f);
+        drain(sock);
         return tfx_err_set(err, TFX_EPROTO, "message with more than %d frames", TFX_MAX_PARTS);
       }
       f = g;

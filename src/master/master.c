@@ -40,6 +40,10 @@ static int setup(master *m, tfx_err *err) {
   m->n_ps = tfx_cluster_count(n->cluster, TFX_ROLE_PS);
   m->n_workers = tfx_cluster_count(n->cluster, TFX_ROLE_WORKER);
   if (m->n_ps < 1 || m->n_workers < 1) return tfx_err_set(err, TFX_ECONFIG, "TF_CONFIG: the cluster needs at least one ps and one worker");
+  if (!strcmp(m->cfg.mode, "sync") && m->cfg.replicas_to_aggregate > m->n_workers) {
+    return tfx_err_set(err, TFX_ECONFIG, "training.replicas_to_aggregate %d exceeds the %d worker(s): no step could ever complete",
+                       m->cfg.replicas_to_aggregate, m->n_workers);
+  }
   int rc;
   if ((rc = tfx_model_create(&m->cfg, 1000, &m->model, err)) || (rc = tfx_plan_build(&m->cfg, m->model, m->n_ps, &m->plan, err))) return rc;
   if ((rc = tfx_dataset_load_config(&m->cfg, 1, tfx_model_input_size(m->model), &m->eval, err))) return rc;
@@ -79,13 +83,13 @@ static int await_ps(master *m, int p, tfx_inmsg *r, int timeout_ms, tfx_err *err
     int64_t left = deadline - tfx_now_ms();
     if (left <= 0) return tfx_err_set(err, TFX_EPEER, "%s: no reply within %d ms", tfx_client_endpoint(m->ps[p]), timeout_ms);
     if (zmq_poll(items, m->sock ? 2 : 1, (long)left) < 0 && tfx_stop_requested()) return tfx_err_set(err, TFX_EINTR, "interrupted");
-    if (m->sock && (items[1].revents & ZMQ_POLLIN)) master_serve_pending(m);
+    if (m->sock && (items[1].revents & ZMQ_POLLIN)) tfx_master_serve_pending(m);
     if (items[0].revents & ZMQ_POLLIN) return tfx_client_recv(m->ps[p], r, (int)(left > 1 ? left : 1), err);
   }
 }
 
 /* Sends one request to every ps and collects the replies; on_reply (may be NULL) sees each. */
-int master_call_ps(master *m, tfx_envelope *req, int timeout_ms, void (*on_reply)(master *, int, const tfx_envelope *),
+int tfx_master_call_ps(master *m, tfx_envelope *req, int timeout_ms, void (*on_reply)(master *, int, const tfx_envelope *),
                    tfx_err *err) {
   int rc = TFX_OK;
   for (int p = 0; p < m->n_ps && !rc; p++) rc = tfx_client_send(m->ps[p], req, NULL, 0, err);
@@ -102,10 +106,10 @@ int master_call_ps(master *m, tfx_envelope *req, int timeout_ms, void (*on_reply
 static void note_version(master *m, int p, const tfx_envelope *e) { m->ps_version[p] = e->step; }
 
 /* Reads every ps's version; global_step is the smallest. */
-int master_poll_versions(master *m, tfx_err *err) {
+int tfx_master_poll_versions(master *m, tfx_err *err) {
   tfx_envelope env;
   tfx_wire_request(&env, TFX__MSG_TYPE__MSG_STATUS);
-  int rc = master_call_ps(m, &env, m->cfg.request_timeout_s * 1000, note_version, err);
+  int rc = tfx_master_call_ps(m, &env, m->cfg.request_timeout_s * 1000, note_version, err);
   if (rc) return rc;
   int64_t lo = m->ps_version[0], hi = lo;
   for (int p = 1; p < m->n_ps; p++) {
@@ -116,7 +120,7 @@ int master_poll_versions(master *m, tfx_err *err) {
   return TFX_OK;
 }
 
-void master_evaluate(master *m) {
+void tfx_master_evaluate(master *m) {
   tfx_psclient *pc = NULL;
   tfx_err err;
   int64_t version = 0;
@@ -137,7 +141,7 @@ void master_evaluate(master *m) {
   tfx_log(TFX_LOG_INFO, "MASTER-EVAL", "step %lld: eval loss %.4f accuracy %.4f over %zu examples", (long long)version, r.loss, r.accuracy, r.examples);
 }
 
-void master_validate(master *m, int force) {
+void tfx_master_validate(master *m, int force) {
   int due = 0;
   for (int i = 0; i < m->cfg.n_valsets; i++) due |= force || m->global_step >= m->next_val[i];
   if (!due) return;
@@ -184,10 +188,10 @@ int tfx_master_run(tfx_node *n, tfx_err *err) {
   m.last_acc = NAN;
   tfx_wire_set_sender(TFX__ROLE__ROLE_MASTER, n->index);
   int rc = setup(&m, err);
-  if (!rc) rc = master_wait_cluster(&m, err);
-  if (!rc) rc = master_init_ps(&m, err);
-  if (!rc) rc = master_loop(&m, err);
-  master_stop_all(&m);
+  if (!rc) rc = tfx_master_wait_cluster(&m, err);
+  if (!rc) rc = tfx_master_init_ps(&m, err);
+  if (!rc) rc = tfx_master_loop(&m, err);
+  tfx_master_stop_all(&m);
   cleanup(&m);
   return rc;
 }

@@ -33,26 +33,26 @@ typedef struct master {
 } master;
 
 /* Serves every message waiting on the master's socket, without blocking. */
-void master_serve_pending(master *m);
+void tfx_master_serve_pending(master *m);
 /* Sends req to every ps, collects each reply (on_reply may be NULL), serving the master's socket meanwhile. */
-int master_call_ps(master *m, tfx_envelope *req, int timeout_ms, void (*on_reply)(master *, int, const tfx_envelope *),
+int tfx_master_call_ps(master *m, tfx_envelope *req, int timeout_ms, void (*on_reply)(master *, int, const tfx_envelope *),
                    tfx_err *err);
 /* Refreshes every ps's version; global_step = the smallest, max_version = the largest. */
-int master_poll_versions(master *m, tfx_err *err);
+int tfx_master_poll_versions(master *m, tfx_err *err);
 /* Pulls the variables and evaluates on the eval set; writes an eval line. */
-void master_evaluate(master *m);
+void tfx_master_evaluate(master *m);
 /* Pulls the variables and evaluates the named validation sets that are due (all with force); writes
  * "validation" lines. */
-void master_validate(master *m, int force);
+void tfx_master_validate(master *m, int force);
 /* Waits (bounded) until every ps answers and every worker registered, naming who is missing. */
-int master_wait_cluster(master *m, tfx_err *err);
+int tfx_master_wait_cluster(master *m, tfx_err *err);
 /* Sends each ps its part of the plan, fresh or restored from the newest complete checkpoint. */
-int master_init_ps(master *m, tfx_err *err);
+int tfx_master_init_ps(master *m, tfx_err *err);
 /* Serves workers and drives evaluation and checkpoints until max_steps. */
-int master_loop(master *m, tfx_err *err);
+int tfx_master_loop(master *m, tfx_err *err);
 /* Asks every ps to write its shard at step >= at, then writes the manifest. */
-int master_checkpoint(master *m, int64_t at, tfx_err *err);
+int tfx_master_checkpoint(master *m, int64_t at, tfx_err *err);
 /* Sends STOP to every worker and ps (best effort). */
-void master_stop_all(master *m);
+void tfx_master_stop_all(master *m);
 
 #endif

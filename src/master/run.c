@@ -32,6 +32,12 @@ static double stat_of(const tfx_envelope *e, const char *key) {
 static void on_report(master *m, const tfx_inmsg *in) {
   const tfx_envelope *e = in->env;
   double loss = stat_of(e, "loss"), acc = stat_of(e, "accuracy"), eps = stat_of(e, "examples_per_sec");
+  int has_loss = 0;
+  for (size_t i = 0; i < e->n_stats; i++) has_loss |= !strcmp(e->stats[i]->key, "loss");
+  if (!has_loss) {
+    tfx_log(TFX_LOG_WARN, "MASTER-BAD-REPORT", "report from %d without a loss: dropped", e->sender_index);
+    return;
+  }
   static const char *const names[] = {"loss", "accuracy", "examples_per_sec", "worker"};
   double vals[] = {loss, acc, eps, e->sender_index};
   tfx_metrics_write(m->metrics, "train", e->step, names, vals, 4);
@@ -96,7 +102,7 @@ static void serve(master *m, int timeout_ms) {
   }
 }
 
-void master_serve_pending(master *m) {
+void tfx_master_serve_pending(master *m) {
   zmq_pollitem_t item = {m->sock, 0, ZMQ_POLLIN, 0};
   while (zmq_poll(&item, 1, 0) > 0) serve_one(m);
 }
@@ -128,7 +134,7 @@ static int missing(master *m, char *buf, size_t n) {
   return count;
 }
 
-int master_wait_cluster(master *m, tfx_err *err) {
+int tfx_master_wait_cluster(master *m, tfx_err *err) {
   int64_t start = tfx_now_ms(), deadline = start + (int64_t)m->cfg.register_timeout_s * 1000, last_log = start;
   char who[1024];
   tfx_progress_init(&m->progress, 0, m->cfg.max_steps);
@@ -195,7 +201,7 @@ static int write_warm_checkpoint(master *m, char *dir, size_t n, tfx_err *err) {
   return rc ? rc : tfx_ckpt_write_manifest(dir, 0, m->n_ps, crc, bytes, err);
 }
 
-int master_init_ps(master *m, tfx_err *err) {
+int tfx_master_init_ps(master *m, tfx_err *err) {
   char dir[1100];
   int64_t step = 0;
   int have = m->n->resume && tfx_ckpt_latest(m->n->run_dir, &step, dir, sizeof dir, NULL) == TFX_OK, nps = 0;
@@ -245,14 +251,18 @@ static ckpt_acc *acc_now;
 static void on_ckpt_reply(master *m, int p, const tfx_envelope *e) {
   (void)m;
   if (p >= 1024) return;
-  acc_now->crc[p] = (uint32_t)stat_of(e, "crc32");
-  acc_now->bytes[p] = (uint64_t)stat_of(e, "bytes");
+  double crc = stat_of(e, "crc32"), bytes = stat_of(e, "bytes");
+  acc_now->crc[p] = isfinite(crc) ? (uint32_t)crc : 0;
+  acc_now->bytes[p] = isfinite(bytes) ? (uint64_t)bytes : 0;
   acc_now->step[p] = e->step;
 }
 
-int master_checkpoint(master *m, int64_t at, tfx_err *err) {
+int tfx_master_checkpoint(master *m, int64_t at, tfx_err *err) {
   char dir[1100];
+  int64_t have_step;
+  int have_ps;
   tfx_ckpt_dir(m->n->run_dir, at, dir, sizeof dir);
+  if (tfx_ckpt_verify(dir, &have_step, &have_ps, NULL) == TFX_OK) return TFX_OK; /* already complete: keep it */
   int rc = tfx_mkdirs(dir, err);
   if (rc) return rc;
   ckpt_acc *acc = calloc(1, sizeof *acc);
@@ -261,7 +271,7 @@ int master_checkpoint(master *m, int64_t at, tfx_err *err) {
   tfx_envelope env;
   tfx_wire_request(&env, TFX__MSG_TYPE__MSG_CHECKPOINT);
   env.step = at, env.path = dir;
-  rc = master_call_ps(m, &env, m->cfg.request_timeout_s * 1000, on_ckpt_reply, err);
+  rc = tfx_master_call_ps(m, &env, m->cfg.request_timeout_s * 1000, on_ckpt_reply, err);
   for (int p = 0; !rc && p < m->n_ps; p++) {
     if (acc->step[p] != acc->step[0] && !strcmp(m->cfg.mode, "sync")) {
       rc = tfx_err_set(err, TFX_ESTATE, "checkpoint %lld: ps 0 wrote step %lld, ps %d step %lld; discarded", (long long)at, (long long)acc->step[0], p, (long long)acc->step[p]);
@@ -277,18 +287,18 @@ int master_checkpoint(master *m, int64_t at, tfx_err *err) {
 }
 
 static void periodic(master *m) {
-  master_validate(m, 0);
+  tfx_master_validate(m, 0);
   if (m->global_step >= m->next_eval && tfx_cluster_count(m->n->cluster, TFX_ROLE_EVALUATOR) == 0) {
-    master_evaluate(m);
+    tfx_master_evaluate(m);
     while (m->next_eval <= m->global_step) m->next_eval += m->cfg.eval_every_steps;
   }
   int by_time = m->cfg.ckpt_every_secs > 0 && tfx_now_ms() - m->last_ckpt_ms >= m->cfg.ckpt_every_secs * 1000;
   if ((m->global_step >= m->next_ckpt || by_time) && m->global_step < m->cfg.max_steps) {
     m->last_ckpt_ms = tfx_now_ms();
     tfx_err err;
-    int64_t at = m->max_version;
+    int64_t at = m->max_version + (strcmp(m->cfg.mode, "sync") ? 0 : 1); /* sync: the next step, written exactly */
     if (at >= m->cfg.max_steps) at = m->cfg.max_steps;
-    if (master_checkpoint(m, at, &err)) tfx_log(TFX_LOG_WARN, "MASTER-CKPT-FAIL", "%s", err.msg);
+    if (tfx_master_checkpoint(m, at, &err)) tfx_log(TFX_LOG_WARN, "MASTER-CKPT-FAIL", "%s", err.msg);
     while (m->next_ckpt <= m->global_step) m->next_ckpt += m->cfg.ckpt_every_steps;
   }
 }
@@ -335,24 +345,24 @@ static int finish(master *m, tfx_err *err) {
     tfx_client_call(m->workers[w], &env, NULL, 0, &r, 500, NULL);
     tfx_inmsg_fini(&r);
   }
-  int rc = master_poll_versions(m, err);
-  if (!rc) rc = master_checkpoint(m, m->max_version, err);
-  if (tfx_cluster_count(m->n->cluster, TFX_ROLE_EVALUATOR) == 0) master_evaluate(m); /* else the evaluator does */
-  master_validate(m, 1);
+  int rc = tfx_master_poll_versions(m, err);
+  if (!rc) rc = tfx_master_checkpoint(m, m->max_version, err);
+  if (tfx_cluster_count(m->n->cluster, TFX_ROLE_EVALUATOR) == 0) tfx_master_evaluate(m); /* else the evaluator does */
+  tfx_master_validate(m, 1);
   tfx_progress_done(&m->progress, m->global_step, m->last_acc);
   tfx_plugin_hook(m->n->plugin, TFX_HOOK_TRAIN_END, m->global_step, m->last_loss, m->last_acc, m->n->run_dir);
   return rc;
 }
 
-int master_loop(master *m, tfx_err *err) {
+int tfx_master_loop(master *m, tfx_err *err) {
   m->hook_stop |= tfx_plugin_hook(m->n->plugin, TFX_HOOK_TRAIN_BEGIN, m->start_step, NAN, NAN, m->n->run_dir);
-  if (m->cfg.validate_first && m->start_step == 0) master_evaluate(m), master_validate(m, 1);
+  if (m->cfg.validate_first && m->start_step == 0) tfx_master_evaluate(m), tfx_master_validate(m, 1);
   int64_t last_poll = 0;
   while (!tfx_stop_requested() && !m->abort_code) {
     serve(m, 50);
     if (tfx_now_ms() - last_poll < 200) continue;
     last_poll = tfx_now_ms();
-    int rc = master_poll_versions(m, err);
+    int rc = tfx_master_poll_versions(m, err);
     if (rc) return rc;
     if (m->global_step >= m->cfg.max_steps) return finish(m, err);
     if (m->hook_stop) {
@@ -370,7 +380,7 @@ int master_loop(master *m, tfx_err *err) {
   return finish(m, err);
 }
 
-void master_stop_all(master *m) {
+void tfx_master_stop_all(master *m) {
   m->finished = 1;
   for (int i = 0; i < m->n_workers + m->n_ps; i++) {
     tfx_client *c = i < m->n_workers ? (m->workers ? m->workers[i] : NULL) : (m->ps ? m->ps[i - m->n_workers] : NULL);

@@ -8,6 +8,8 @@
 #include "init.h"
 #include "nn_impl.h"
 
+#define TFX_MAX_LAYER_VALUES (1 << 28) /* per example: keeps every int size computation exact */
+
 struct tfx_model {
   layer layers[TFX_MAX_LAYERS];
   int n_layers;
@@ -180,7 +182,19 @@ static int build_layer(tfx_model *m, int i, const tfx_layer_spec *s, const layer
     l->iw = cfg->input_rank >= 2 ? cfg->input_shape[cfg->input_rank == 3 ? 1 : 0] : 1;
     l->ic = cfg->input_shape[cfg->input_rank - 1];
   }
-  return shape_layer(m, l, s, err);
+  if ((int64_t)l->ih * l->iw * l->ic > TFX_MAX_LAYER_VALUES) {
+    return tfx_err_set(err, TFX_ESHAPE, "layer %s: input of %lld values per example (at most %d)", l->name,
+                       (long long)l->ih * l->iw * l->ic, TFX_MAX_LAYER_VALUES);
+  }
+  if ((l->kind == L_DENSE || l->kind == L_EMBED) && (int64_t)layer_in_size(l) * s->units > TFX_MAX_LAYER_VALUES) {
+    return tfx_err_set(err, TFX_ESHAPE, "layer %s: %lld x %d is too large", l->name, (long long)layer_in_size(l), s->units);
+  }
+  int rc = shape_layer(m, l, s, err);
+  if (!rc && (int64_t)l->oh * l->ow * l->oc > TFX_MAX_LAYER_VALUES) {
+    rc = tfx_err_set(err, TFX_ESHAPE, "layer %s: output of %lld values per example (at most %d)", l->name,
+                     (long long)l->oh * l->ow * l->oc, TFX_MAX_LAYER_VALUES);
+  }
+  return rc;
 }
 
 /* Marks variables trainable when their name starts with one of the comma-separated prefixes (all if empty). */

@@ -30,7 +30,7 @@ static void vbuf_release(void *data, void *hint) {
 }
 
 /* Makes the shard's value buffer private before writing to it. */
-int ps_own_value(ps_state *p, shard *s) {
+int tfx_ps_own_value(ps_state *p, shard *s) {
   if (atomic_load(&s->value->refs) == 1) return 0;
   p->stats.cow_copies++;
   vbuf *b = vbuf_create(s->count);
@@ -56,6 +56,14 @@ static int make_shard(ps_state *p, shard *s, const Tfx__Shard *m, tfx_err *err) 
   if (m->n_shape < 1 || m->n_shape > 4 || m->row_begin < 0 || m->row_end > m->shape[0] || m->row_begin >= m->row_end) {
     return tfx_err_set(err, TFX_EPROTO, "plan shard '%.64s': bad shape or rows %lld..%lld", m->key,
                        (long long)m->row_begin, (long long)m->row_end);
+  }
+  uint64_t total = 1;
+  for (size_t d = 0; d < m->n_shape; d++) {
+    if (m->shape[d] < 1 || (uint64_t)m->shape[d] > (TFX_MAX_FRAME / 4) / total) {
+      return tfx_err_set(err, TFX_EPROTO, "plan shard '%.64s': dim %zu = %lld (each dim >= 1, at most %zu values)", m->key, d,
+                         (long long)m->shape[d], TFX_MAX_FRAME / 4);
+    }
+    total *= (uint64_t)m->shape[d];
   }
   snprintf(s->key, sizeof s->key, "%s", m->key);
   snprintf(s->var, sizeof s->var, "%s", m->var);
@@ -107,35 +115,37 @@ static int handle_init(ps_state *p, const tfx_envelope *e, tfx_err *err) {
   tfx_config_init(&cfg);
   int rc = tfx_config_parse(&cfg, e->text ? e->text : "", "init experiment", err);
   if (rc) return rc;
-  free_shards(p);
-  p->cfg = cfg;
-  tfx_optim_init(&p->opt, &cfg);
-  p->shards = calloc(e->n_shards ? e->n_shards : 1, sizeof *p->shards);
-  if (!p->shards) return tfx_err_set(err, TFX_ENOMEM, "out of memory");
-  for (size_t i = 0; i < e->n_shards; i++) {
-    p->n_shards = (int)i + 1;
-    if ((rc = make_shard(p, &p->shards[i], e->shards[i], err))) goto fail;
+  /* Build the new state aside: a bad plan or shard leaves the current one untouched. */
+  ps_state next = *p;
+  next.cfg = cfg;
+  tfx_optim_init(&next.opt, &cfg);
+  next.n_shards = 0, next.version = 0;
+  if (!(next.shards = calloc(e->n_shards ? e->n_shards : 1, sizeof *next.shards))) return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  for (size_t i = 0; i < e->n_shards && !rc; i++) {
+    next.n_shards = (int)i + 1;
+    rc = make_shard(&next, &next.shards[i], e->shards[i], err);
   }
-  p->version = 0;
-  if (e->path && *e->path && (rc = restore_shards(p, e->path, err))) goto fail;
-  ps_sync_reset(p, (int)e->flag);
+  if (!rc && e->path && *e->path) rc = restore_shards(&next, e->path, err);
+  if (rc) {
+    free_shards(&next);
+    return rc;
+  }
+  free_shards(p);
+  p->cfg = next.cfg, p->opt = next.opt, p->shards = next.shards, p->n_shards = next.n_shards, p->version = next.version;
+  tfx_ps_sync_reset(p, (int)e->flag);
   p->initialized = 1;
-  tfx_log(TFX_LOG_INFO, "PS-INIT", "%d shard(s), %zu bytes, mode %s, step %lld%s%s", p->n_shards, ps_bytes(p),
+  tfx_log(TFX_LOG_INFO, "PS-INIT", "%d shard(s), %zu bytes, mode %s, step %lld%s%s", p->n_shards, tfx_ps_bytes(p),
           cfg.mode, (long long)p->version, e->path && *e->path ? " restored from " : "", e->path ? e->path : "");
   return TFX_OK;
-fail:
-  free_shards(p);
-  p->initialized = 0;
-  return rc;
 }
 
-size_t ps_bytes(const ps_state *p) {
+size_t tfx_ps_bytes(const ps_state *p) {
   size_t n = 0;
   for (int i = 0; i < p->n_shards; i++) n += p->shards[i].count * sizeof(float);
   return n;
 }
 
-shard *ps_find(ps_state *p, const char *key) {
+shard *tfx_ps_find(ps_state *p, const char *key) {
   for (int i = 0; i < p->n_shards; i++) {
     if (strcmp(p->shards[i].key, key) == 0) return &p->shards[i];
   }
@@ -143,7 +153,7 @@ shard *ps_find(ps_state *p, const char *key) {
 }
 
 /* Sends the values of the requested shards (all when names is empty), in place. */
-int ps_send_values(ps_state *p, const zmq_msg_t *identity, uint64_t request_id, char **names, size_t n_names,
+int tfx_ps_send_values(ps_state *p, const zmq_msg_t *identity, uint64_t request_id, char **names, size_t n_names,
                    int changed_only, tfx_err *err) {
   int n = n_names ? (int)n_names : p->n_shards, rc, k = 0;
   Tfx__Tensor *metas = calloc((size_t)n, sizeof *metas);
@@ -154,12 +164,14 @@ int ps_send_values(ps_state *p, const zmq_msg_t *identity, uint64_t request_id, 
     rc = tfx_err_set(err, TFX_ENOMEM, "out of memory");
     goto done;
   }
-  for (int i = 0; i < n; i++) {
-    shard *s = n_names ? ps_find(p, names[i]) : &p->shards[i];
-    if (!s) {
+  for (size_t i = 0; i < n_names; i++) {
+    if (!tfx_ps_find(p, names[i])) {
       rc = tfx_err_set(err, TFX_ENOTFOUND, "pull: unknown variable '%.64s'", names[i]);
-      goto done;
+      goto done; /* before any reference is taken */
     }
+  }
+  for (int i = 0; i < n; i++) {
+    shard *s = n_names ? tfx_ps_find(p, names[i]) : &p->shards[i];
     if (changed_only && !s->trainable && !s->assigned) continue;
     tfx__tensor__init(&metas[k]);
     metas[k].name = s->key;
@@ -194,7 +206,7 @@ static int reply_simple(ps_state *p, const tfx_inmsg *m, int64_t step, int64_t f
 static int handle_status(ps_state *p, const tfx_inmsg *m, tfx_err *err) {
   const char *names[] = {"uptime_s", "shards", "bytes", "pushes_applied", "stale_dropped", "rejected",
                          "pulls_served", "bad_frames", "version", "busy_us_per_message"};
-  double vals[] = {(tfx_now_ms() - p->start_ms) / 1000.0, p->n_shards, (double)ps_bytes(p), (double)p->stats.applied,
+  double vals[] = {(tfx_now_ms() - p->start_ms) / 1000.0, p->n_shards, (double)tfx_ps_bytes(p), (double)p->stats.applied,
                    (double)p->stats.stale, (double)p->stats.rejected, (double)p->stats.pulls,
                    (double)p->stats.bad_frames, (double)p->version,
                    p->stats.handled ? p->stats.busy_us / (double)p->stats.handled : 0};
@@ -225,9 +237,9 @@ static int handle(ps_state *p, tfx_inmsg *m, tfx_err *err) {
   }
   if (!p->initialized) return tfx_err_set(err, TFX_ESTATE, "no plan yet: the master has not initialized this ps");
   switch (e->type) {
-    case TFX__MSG_TYPE__MSG_PULL: return ps_pull(p, m, err);
-    case TFX__MSG_TYPE__MSG_PUSH: return ps_push(p, m, err);
-    case TFX__MSG_TYPE__MSG_CHECKPOINT: return ps_checkpoint_request(p, m, err);
+    case TFX__MSG_TYPE__MSG_PULL: return tfx_ps_pull(p, m, err);
+    case TFX__MSG_TYPE__MSG_PUSH: return tfx_ps_push(p, m, err);
+    case TFX__MSG_TYPE__MSG_CHECKPOINT: return tfx_ps_checkpoint_request(p, m, err);
     default: return tfx_err_set(err, TFX_EPROTO, "message type %d is not for a ps", e->type);
   }
 }
@@ -245,12 +257,16 @@ static void serve_one(ps_state *p) {
   tfx_err_clear(&err);
   int rc = tfx_wire_recv(p->sock, 1, &m, &err);
   if (rc) {
-    if (p->stats.bad_frames++ < 10) tfx_log(TFX_LOG_WARN, "PS-BAD-FRAME", "dropped: %s", err.msg);
+    char safe[600];
+    tfx_log_escape(err.msg, strlen(err.msg), safe, sizeof safe);
+    if (p->stats.bad_frames++ < 10) tfx_log(TFX_LOG_WARN, "PS-BAD-FRAME", "dropped: %s", safe);
   } else {
     rc = handle(p, &m, &err);
     if (rc) {
       p->stats.rejected++;
-      if (p->stats.rejected < 20) tfx_log(TFX_LOG_WARN, "PS-REJECT", "%s", err.msg);
+      char safe[600];
+      tfx_log_escape(err.msg, strlen(err.msg), safe, sizeof safe);
+      if (p->stats.rejected < 20) tfx_log(TFX_LOG_WARN, "PS-REJECT", "%s", safe);
     }
   }
   if (rc && rc != TFX_EPEER) tfx_server_reply_error(p->sock, &m, rc, err.msg, NULL);
@@ -276,12 +292,12 @@ int tfx_ps_run(tfx_node *n, tfx_err *err) {
     zmq_pollitem_t item = {p.sock, 0, ZMQ_POLLIN, 0};
     int ready = zmq_poll(&item, 1, 100);
     if (ready > 0) serve_one(&p);
-    ps_expire_pulls(&p);
+    tfx_ps_expire_pulls(&p);
   }
   tfx_log(TFX_LOG_INFO, "PS-STOP", "stopping at step %lld: %llu pushes applied, %llu stale dropped, %llu rejected, %llu copied on write",
           (long long)p.version, (unsigned long long)p.stats.applied, (unsigned long long)p.stats.stale,
           (unsigned long long)p.stats.rejected, (unsigned long long)p.stats.cow_copies);
-  ps_drop_pending(&p);
+  tfx_ps_drop_pending(&p);
   tfx_net_close(p.sock);
   free_shards(&p);
   return TFX_OK;

@@ -67,26 +67,26 @@ typedef struct ps_state {
 } ps_state;
 
 /* Makes a shard's value buffer private (copy on write) before an update; -1 when out of memory. */
-int ps_own_value(ps_state *p, shard *s);
+int tfx_ps_own_value(ps_state *p, shard *s);
 /* Bytes of variable values held. */
-size_t ps_bytes(const ps_state *p);
+size_t tfx_ps_bytes(const ps_state *p);
 /* The shard with this key (borrowed), or NULL. */
-shard *ps_find(ps_state *p, const char *key);
+shard *tfx_ps_find(ps_state *p, const char *key);
 /* Replies to a pull with the values of the named shards (all if none named), sent in place; with changed_only,
  * shards that never change (frozen by training.trainable) are left out. */
-int ps_send_values(ps_state *p, const zmq_msg_t *identity, uint64_t request_id, char **names, size_t n_names,
+int tfx_ps_send_values(ps_state *p, const zmq_msg_t *identity, uint64_t request_id, char **names, size_t n_names,
                    int changed_only, tfx_err *err);
 /* Resets the sync accumulators and worker clocks for n_workers workers. */
-void ps_sync_reset(ps_state *p, int n_workers);
+void tfx_ps_sync_reset(ps_state *p, int n_workers);
 /* MSG_PULL: answers now, or parks the request until its version (or the staleness bound) is reached. */
-int ps_pull(ps_state *p, tfx_inmsg *m, tfx_err *err);
+int tfx_ps_pull(ps_state *p, tfx_inmsg *m, tfx_err *err);
 /* MSG_PUSH: validates every tensor first, then accumulates (sync) or applies (async, ssp). */
-int ps_push(ps_state *p, tfx_inmsg *m, tfx_err *err);
+int tfx_ps_push(ps_state *p, tfx_inmsg *m, tfx_err *err);
 /* MSG_CHECKPOINT: writes the shard once the version reaches the requested step. */
-int ps_checkpoint_request(ps_state *p, tfx_inmsg *m, tfx_err *err);
+int tfx_ps_checkpoint_request(ps_state *p, tfx_inmsg *m, tfx_err *err);
 /* Answers parked pulls whose deadline passed with TFX_EPEER. */
-void ps_expire_pulls(ps_state *p);
+void tfx_ps_expire_pulls(ps_state *p);
 /* Drops every parked request (shutdown). */
-void ps_drop_pending(ps_state *p);
+void tfx_ps_drop_pending(ps_state *p);
 
 #endif

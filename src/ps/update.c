@@ -13,7 +13,7 @@
 static int is_sync(const ps_state *p) { return strcmp(p->cfg.mode, "sync") == 0; }
 static int is_ssp(const ps_state *p) { return strcmp(p->cfg.mode, "ssp") == 0; }
 
-void ps_sync_reset(ps_state *p, int n_workers) {
+void tfx_ps_sync_reset(ps_state *p, int n_workers) {
   p->n_workers = n_workers > 0 && n_workers <= PS_MAX_WORKERS ? n_workers : 1;
   p->replicas = p->cfg.replicas_to_aggregate > 0 ? p->cfg.replicas_to_aggregate : p->n_workers;
   p->n_acc = 0;
@@ -26,6 +26,11 @@ static int64_t min_clock(const ps_state *p) {
   int64_t m = p->clock[0];
   for (int i = 1; i < p->n_workers; i++) m = p->clock[i] < m ? p->clock[i] : m;
   return m;
+}
+
+/* The worker index of a request, or -1 for anyone else (the master's evaluation pulls are not clocked). */
+static int worker_of(const tfx_envelope *e) {
+  return e->sender_role == TFX__ROLE__ROLE_WORKER ? e->sender_index : -1;
 }
 
 static int pull_ready(const ps_state *p, int64_t min_version, int worker) {
@@ -52,18 +57,21 @@ static int park(ps_state *p, tfx_inmsg *m, tfx_err *err) {
   memset(q, 0, sizeof *q);
   zmq_msg_init(&q->identity);
   zmq_msg_copy(&q->identity, &m->identity);
-  q->request_id = m->env->request_id, q->min_version = m->env->step, q->worker = m->env->sender_index;
+  q->request_id = m->env->request_id, q->min_version = m->env->step, q->worker = worker_of(m->env);
   q->deadline = tfx_now_ms() + (int64_t)p->cfg.request_timeout_s * 1000;
   q->names = calloc(m->env->n_names + 1, sizeof(char *));  /* a push-pull names none: all shards */
-  for (size_t i = 0; q->names && i < m->env->n_names; i++) q->names[i] = strdup(m->env->names[i]), q->n_names++;
+  for (size_t i = 0; q->names && i < m->env->n_names; i++) {
+    if (!(q->names[q->n_names] = strdup(m->env->names[i]))) break;
+    q->n_names++;
+  }
   p->n_pending++;
   return TFX_OK;
 }
 
-int ps_pull(ps_state *p, tfx_inmsg *m, tfx_err *err) {
+int tfx_ps_pull(ps_state *p, tfx_inmsg *m, tfx_err *err) {
   const tfx_envelope *e = m->env;
-  if (pull_ready(p, e->step, e->sender_index)) {
-    return ps_send_values(p, &m->identity, e->request_id, e->names, e->n_names, 0, err);
+  if (pull_ready(p, e->step, worker_of(e))) {
+    return tfx_ps_send_values(p, &m->identity, e->request_id, e->names, e->n_names, 0, err);
   }
   return park(p, m, err);
 }
@@ -77,7 +85,7 @@ static void write_checkpoint(ps_state *p);
 
 /* After an update: answers parked pulls that became ready and a parked checkpoint. */
 static void service(ps_state *p) {
-  if (p->ckpt_pending && p->version >= p->ckpt_step) write_checkpoint(p);
+  if (p->ckpt_pending && (p->version == p->ckpt_step || (!is_sync(p) && p->version > p->ckpt_step))) write_checkpoint(p);
   for (int i = 0; i < p->n_pending;) {
     pending_pull *q = &p->pending[i];
     if (!pull_ready(p, q->min_version, q->worker)) {
@@ -85,14 +93,14 @@ static void service(ps_state *p) {
       continue;
     }
     tfx_err err;
-    if (ps_send_values(p, &q->identity, q->request_id, q->names, q->n_names, q->changed_only, &err)) {
+    if (tfx_ps_send_values(p, &q->identity, q->request_id, q->names, q->n_names, q->changed_only, &err)) {
       tfx_log(TFX_LOG_WARN, "PS-PULL-FAIL", "%s", err.msg);
     }
     remove_pending(p, i);
   }
 }
 
-void ps_expire_pulls(ps_state *p) {
+void tfx_ps_expire_pulls(ps_state *p) {
   int64_t now = tfx_now_ms();
   for (int i = 0; i < p->n_pending;) {
     pending_pull *q = &p->pending[i];
@@ -112,7 +120,7 @@ void ps_expire_pulls(ps_state *p) {
   }
 }
 
-void ps_drop_pending(ps_state *p) {
+void tfx_ps_drop_pending(ps_state *p) {
   while (p->n_pending) remove_pending(p, p->n_pending - 1);
   free(p->pending);
   p->pending = NULL;
@@ -184,7 +192,7 @@ static int validate_push(ps_state *p, const tfx_inmsg *m, shard **targets, tfx_e
   int part = 0;
   for (size_t i = 0; i < e->n_tensors; i++) {
     const Tfx__Tensor *t = e->tensors[i];
-    shard *s = ps_find(p, t->name);
+    shard *s = tfx_ps_find(p, t->name);
     if (!s) return tfx_err_set(err, TFX_ENOTFOUND, "push: unknown variable '%.64s'", t->name);
     if (!s->trainable && t->n_rows) return tfx_err_set(err, TFX_EINVAL, "push: '%s' is assigned whole, not by rows", s->key);
     size_t want = t->n_rows ? t->n_rows * s->row_size * sizeof(float) : s->count * sizeof(float);
@@ -226,7 +234,7 @@ static void *apply_range(void *arg) {
 /* Applies g to a shard; elements are independent, so a large shard is split between this thread and a helper
  * (the cores are otherwise idle while the workers wait for this reply). */
 static int apply_one(ps_state *p, shard *s, const float *g, float scale) {
-  if (ps_own_value(p, s)) return -1;
+  if (tfx_ps_own_value(p, s)) return -1;
   apply_part whole = {&p->opt, p->version, s, g, scale, 0, s->count};
   pthread_t helper;
   if (p->cfg.ps_apply_threads < 2 || s->count < PS_PARALLEL_MIN) return apply_range(&whole), 0;
@@ -240,7 +248,7 @@ static int apply_one(ps_state *p, shard *s, const float *g, float scale) {
 
 /* A push to a non-trainable shard (batch-norm moving statistics) carries values: they are assigned. */
 static int assign_values(ps_state *p, shard *s, const float *values) {
-  if (ps_own_value(p, s)) return -1;
+  if (tfx_ps_own_value(p, s)) return -1;
   s->assigned = 1;
   memcpy(s->value->data, values, sizeof(float) * s->count);
   return 0;
@@ -248,7 +256,7 @@ static int assign_values(ps_state *p, shard *s, const float *values) {
 
 /* Applies a row-sparse gradient to the listed rows only (lazy update of the slots too). */
 static int apply_rows(ps_state *p, shard *s, const float *g, const Tfx__Tensor *t) {
-  if (ps_own_value(p, s)) return -1;
+  if (tfx_ps_own_value(p, s)) return -1;
   for (size_t k = 0; k < t->n_rows; k++) {
     int64_t local = t->rows[k] - s->row_begin;
     tfx_optim_apply_rows(&p->opt, p->version, s->value->data, g + k * s->row_size, 1.0f, s->slots, &local, 1, s->row_size);
@@ -261,7 +269,7 @@ static void apply_accumulated(ps_state *p) {
   for (int i = 0; i < p->n_shards; i++) {
     shard *s = &p->shards[i];
     if (!s->trainable) continue;
-    apply_one(p, s, s->acc, scale);
+    if (apply_one(p, s, s->acc, scale)) tfx_log(TFX_LOG_ERROR, "PS-NOMEM", "'%s': out of memory copying for an update; not applied", s->key);
     memset(s->acc, 0, sizeof(float) * s->count);
   }
   p->version++;
@@ -272,7 +280,7 @@ static void apply_accumulated(ps_state *p) {
 
 static int push_sync(ps_state *p, const tfx_inmsg *m, shard **targets, int *stale, tfx_err *err) {
   const tfx_envelope *e = m->env;
-  int w = e->sender_index;
+  int w = worker_of(e);
   if (e->step > p->version) {
     return tfx_err_set(err, TFX_ESTATE, "push from worker %d for step %lld, but the ps is at step %lld", w,
                        (long long)e->step, (long long)p->version);
@@ -312,7 +320,8 @@ static int push_async(ps_state *p, const tfx_inmsg *m, shard **targets, tfx_err 
   }
   p->version++;
   p->stats.applied++;
-  if (e->sender_index >= 0 && e->sender_index < PS_MAX_WORKERS) p->clock[e->sender_index]++;
+  int w = worker_of(e);
+  if (w >= 0 && w < PS_MAX_WORKERS) p->clock[w]++;
   return TFX_OK;
 }
 
@@ -322,7 +331,7 @@ static int answer_push(ps_state *p, tfx_inmsg *m, int stale, tfx_err *err) {
   const tfx_envelope *e = m->env;
   if (e->flag & 1) {
     int64_t want = is_sync(p) ? e->step + 1 : 0;
-    if (pull_ready(p, want, e->sender_index)) return ps_send_values(p, &m->identity, e->request_id, NULL, 0, 1, err);
+    if (pull_ready(p, want, worker_of(e))) return tfx_ps_send_values(p, &m->identity, e->request_id, NULL, 0, 1, err);
     int rc = park(p, m, err);
     if (!rc) p->pending[p->n_pending - 1].min_version = want, p->pending[p->n_pending - 1].changed_only = 1;
     return rc;
@@ -333,7 +342,7 @@ static int answer_push(ps_state *p, tfx_inmsg *m, int stale, tfx_err *err) {
   return tfx_wire_send(p->sock, &m->identity, &env, NULL, 0, err);
 }
 
-int ps_push(ps_state *p, tfx_inmsg *m, tfx_err *err) {
+int tfx_ps_push(ps_state *p, tfx_inmsg *m, tfx_err *err) {
   shard *stack[64], **targets = m->env->n_tensors <= 64 ? stack : calloc(m->env->n_tensors, sizeof *targets);
   if (!targets) return tfx_err_set(err, TFX_ENOMEM, "out of memory");
   int stale = 0, rc = validate_push(p, m, targets, err);
@@ -388,7 +397,7 @@ static void write_checkpoint(ps_state *p) {
   p->ckpt_pending = 0;
 }
 
-int ps_checkpoint_request(ps_state *p, tfx_inmsg *m, tfx_err *err) {
+int tfx_ps_checkpoint_request(ps_state *p, tfx_inmsg *m, tfx_err *err) {
   const tfx_envelope *e = m->env;
   if (!e->path || !*e->path) return tfx_err_set(err, TFX_EINVAL, "checkpoint: no directory given");
   if (p->ckpt_pending) zmq_msg_close(&p->ckpt_identity);
@@ -396,6 +405,12 @@ int ps_checkpoint_request(ps_state *p, tfx_inmsg *m, tfx_err *err) {
   p->ckpt_step = e->step, p->ckpt_request = e->request_id, p->ckpt_pending = 1;
   zmq_msg_init(&p->ckpt_identity);
   zmq_msg_copy(&p->ckpt_identity, &m->identity);
+  if (is_sync(p) && p->version > p->ckpt_step) {
+    /* The values of that step are gone: say so rather than label later values with it. */
+    zmq_msg_close(&p->ckpt_identity);
+    p->ckpt_pending = 0;
+    return tfx_err_set(err, TFX_ESTATE, "checkpoint at step %lld: this ps is already at step %lld", (long long)e->step, (long long)p->version);
+  }
   if (p->version >= p->ckpt_step) write_checkpoint(p);
   return TFX_OK;
 }

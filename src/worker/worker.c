@@ -170,6 +170,12 @@ static void cleanup(worker *w) {
   for (int i = 0; w->acc && w->model && i < tfx_model_nvars(w->model); i++) free(w->acc[i]);
   free(w->acc), free(w->x), free(w->y);
   tfx_psclient_destroy(w->ps);
+  tfx_client_destroy(w->master);
+  w->master = NULL;
+  tfx_net_close(w->sock);
+  w->sock = NULL;
+  /* Gradients are sent in place: end ZeroMQ (every socket is closed) before their buffers are freed. */
+  tfx_net_shutdown();
   tfx_batcher_destroy(w->batcher);
   tfx_dataset_destroy(w->data);
   tfx_model_destroy(w->model);
