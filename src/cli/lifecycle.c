@@ -34,14 +34,27 @@ static char *read_text(const char *path) {
   return s;
 }
 
-static int write_export(const tfx_weights *ws, const char *config, const char *dir, tfx_err *err) {
+/* The last eval line of a run's metrics.jsonl (without its newline) into out, or "null". */
+static void last_eval(const char *run_dir, char *out, size_t n) {
+  char path[1100], line[1024];
+  snprintf(path, sizeof path, "%s/metrics.jsonl", run_dir);
+  snprintf(out, n, "null");
+  FILE *f = fopen(path, "r");
+  while (f && fgets(line, sizeof line, f)) {
+    if (strstr(line, "\"kind\": \"eval\"")) line[strcspn(line, "\n")] = '\0', snprintf(out, n, "%s", line);
+  }
+  if (f) fclose(f);
+}
+
+static int write_export(const tfx_weights *ws, const char *config, const char *dir, const char *run_dir, tfx_err *err) {
   const char **names = calloc((size_t)ws->n + 1, sizeof *names);
   int *ranks = calloc((size_t)ws->n + 1, sizeof *ranks);
   const int64_t **shapes = calloc((size_t)ws->n + 1, sizeof *shapes);
   const float **data = calloc((size_t)ws->n + 1, sizeof *data);
   int rc = names && ranks && shapes && data ? TFX_OK : tfx_err_set(err, TFX_ENOMEM, "out of memory");
   for (int i = 0; !rc && i < ws->n; i++) names[i] = ws->w[i].name, ranks[i] = ws->w[i].rank, shapes[i] = ws->w[i].shape, data[i] = ws->w[i].data;
-  char step[32], hash[16], path[1200], meta[2048];
+  char step[32], hash[16], path[1200], meta[3072], metrics[1024];
+  last_eval(run_dir, metrics, sizeof metrics);
   snprintf(step, sizeof step, "%lld", (long long)ws->step);
   snprintf(hash, sizeof hash, "%08lx", crc32(0, (const Bytef *)config, (uInt)strlen(config)));
   const char *kv[] = {"format", "pt", "tfx_step", step, "tfx_config_crc32", hash};
@@ -49,8 +62,8 @@ static int write_export(const tfx_weights *ws, const char *config, const char *d
   if (!rc) rc = tfx_st_write(path, names, ranks, shapes, data, ws->n, kv, 3, err);
   snprintf(path, sizeof path, "%s/model.json", dir);
   if (!rc) rc = tfx_write_file(path, config, err);
-  snprintf(meta, sizeof meta, "{\"step\": %lld, \"variables\": %d, \"config_crc32\": \"%s\", \"exported_at\": %lld, \"source\": \"%s\"}\n",
-           (long long)ws->step, ws->n, hash, (long long)time(NULL), ws->source);
+  snprintf(meta, sizeof meta, "{\"step\": %lld, \"variables\": %d, \"config_crc32\": \"%s\", \"exported_at\": %lld, \"source\": \"%s\", \"last_eval\": %s}\n",
+           (long long)ws->step, ws->n, hash, (long long)time(NULL), ws->source, metrics);
   snprintf(path, sizeof path, "%s/metadata.json", dir);
   if (!rc) rc = tfx_write_file(path, meta, err);
   free(names), free(ranks), free(shapes), free(data);
@@ -66,7 +79,7 @@ int tfx_export_run(const tfx_node *n, const tfx_cli_opts *o, tfx_err *err) {
   tfx_weights ws;
   int rc = tfx_weights_from_run(n->run_dir, &ws, err);
   snprintf(dir, sizeof dir, "%s/%lld", o->out_dir, (long long)time(NULL));
-  if (!rc && !(rc = tfx_mkdirs(dir, err)) && !(rc = write_export(&ws, config, dir, err))) {
+  if (!rc && !(rc = tfx_mkdirs(dir, err)) && !(rc = write_export(&ws, config, dir, n->run_dir, err))) {
     printf("exported step %lld (%d variables) to %s\n", (long long)ws.step, ws.n, dir);
   }
   tfx_weights_fini(&ws); /* zeroed by a failed read, so always safe */

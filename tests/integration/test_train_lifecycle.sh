@@ -26,6 +26,12 @@ names = sorted(k for k in header if k != "__metadata__")
 assert names == ["dense_1/bias", "dense_1/kernel", "dense_2/bias", "dense_2/kernel", "dense_3/bias", "dense_3/kernel"], names
 assert header["dense_1/kernel"]["shape"] == [784, 256]
 PY
+python3 - "$exp/metadata.json" "$acc" <<'PY' || fail "export metadata: $(cat "$exp/metadata.json")"
+import json, sys
+m = json.load(open(sys.argv[1]))
+assert m["step"] == 350 and m["variables"] == 6 and len(m["config_crc32"]) == 8, m
+assert abs(m["last_eval"]["accuracy"] - float(sys.argv[2])) < 1e-6, m
+PY
 "$TFX_NODE" inspect "$run" >"$WORK/inspect.txt" 2>&1 || fail "inspect run"
 for v in dense_1/kernel dense_1/bias dense_2/kernel dense_2/bias dense_3/kernel dense_3/bias; do
   grep -q "^$v " "$WORK/inspect.txt" || fail "inspect does not list $v"
