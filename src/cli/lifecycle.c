@@ -34,14 +34,16 @@ static char *read_text(const char *path) {
   return s;
 }
 
-/* The last eval line of a run's metrics.jsonl (without its newline) into out, or "null". */
-static void last_eval(const char *run_dir, char *out, size_t n) {
+/* The last eval line of a run's metrics.jsonl at `step` (without its newline) into out, or "null". */
+static void last_eval(const char *run_dir, int64_t step, char *out, size_t n) {
+  char want[48];
+  snprintf(want, sizeof want, "\"step\": %lld,", (long long)step);
   char path[1100], line[1024];
   snprintf(path, sizeof path, "%s/metrics.jsonl", run_dir);
   snprintf(out, n, "null");
   FILE *f = fopen(path, "r");
   while (f && fgets(line, sizeof line, f)) {
-    if (strstr(line, "\"kind\": \"eval\"")) line[strcspn(line, "\n")] = '\0', snprintf(out, n, "%s", line);
+    if (strstr(line, "\"kind\": \"eval\"") && strstr(line, want)) line[strcspn(line, "\n")] = '\0', snprintf(out, n, "%s", line);
   }
   if (f) fclose(f);
 }
@@ -54,7 +56,7 @@ static int write_export(const tfx_weights *ws, const char *config, const char *d
   int rc = names && ranks && shapes && data ? TFX_OK : tfx_err_set(err, TFX_ENOMEM, "out of memory");
   for (int i = 0; !rc && i < ws->n; i++) names[i] = ws->w[i].name, ranks[i] = ws->w[i].rank, shapes[i] = ws->w[i].shape, data[i] = ws->w[i].data;
   char step[32], hash[16], path[1200], meta[3072], metrics[1024];
-  last_eval(run_dir, metrics, sizeof metrics);
+  last_eval(run_dir, ws->step, metrics, sizeof metrics);
   snprintf(step, sizeof step, "%lld", (long long)ws->step);
   snprintf(hash, sizeof hash, "%08lx", crc32(0, (const Bytef *)config, (uInt)strlen(config)));
   const char *kv[] = {"format", "pt", "tfx_step", step, "tfx_config_crc32", hash};
