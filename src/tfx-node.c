@@ -65,6 +65,7 @@ static int dispatch(tfx_args *a, tfx_err *err) {
   if (!strcmp(cmd, "inspect")) return tfx_inspect_run(&a->cli, err);
   if (!strcmp(cmd, "predict")) return tfx_predict_run(&a->node, &a->cli, err);
   if (!strcmp(cmd, "evaluate")) return tfx_evaluate_run(&a->node, &a->cli, err);
+  if (!strcmp(cmd, "runs")) return tfx_runs_run(&a->cli, err);
   if (!strcmp(cmd, "search")) return tfx_search_run(&a->node, &a->cli, a->self_exe, err);
   if (!strcmp(cmd, "config")) {
     char *json = tfx_config_to_json(&a->node.cfg);

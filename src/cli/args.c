@@ -10,7 +10,7 @@
 #include "plugin.h"
 
 static const char *const commands[] = {"local", "train", "status", "config", "model", "plan",
-                                       "export", "inspect", "predict", "evaluate", "search", NULL};
+                                       "export", "inspect", "predict", "evaluate", "search", "runs", NULL};
 
 static const char usage[] =
     "usage: tfx-node [COMMAND] [OPTIONS]\n"
@@ -25,6 +25,7 @@ static const char usage[] =
     "  config   --config X                                      print the resolved experiment\n"
     "  model    --config X                                      print the layer table\n"
     "  plan     --config X --ps N                               print the placement plan\n"
+    "  runs     [--root DIR]                                    list the runs below DIR (default runs)\n"
     "  search   --config X [--trials N] [--parallel P] [--run-dir ROOT] [--max-steps N]   hyperparameter search\n"
     "  evaluate --run-dir RUN [--checkpoint STEP|DIR] [--data NAME] [--steps N]  evaluate a checkpoint\n"
     "  export   --run-dir RUN --out DIR                         safetensors model directory\n"
@@ -106,6 +107,7 @@ static int take_flag(tfx_args *a, raw *r, const char *flag, const char *v, tfx_e
   else if (!strcmp(flag, "steps")) c->steps = atoll(v);
   else if (!strcmp(flag, "trials")) c->trials = atoi(v);
   else if (!strcmp(flag, "data")) return set_str(c->data, sizeof c->data, v, flag, err);
+  else if (!strcmp(flag, "root")) return set_str(c->target, sizeof c->target, v, flag, err);
   else if (!strcmp(flag, "parallel")) c->parallel = atoi(v);
   else return tfx_err_set(err, TFX_EINVAL, "unknown option --%s (see --help)", flag);
   return TFX_OK;
@@ -199,7 +201,7 @@ static int load_experiment(tfx_args *a, const raw *r, tfx_err *err) {
   if (r->workers) a->cli.workers = (int)v;
   if (r->ps && (rc = parse_int(r->ps, "ps", 1, 256, &v, err))) return rc;
   if (r->ps) a->cli.ps = (int)v;
-  int needs = !a->command || (strcmp(a->command, "status") && strcmp(a->command, "inspect"));
+  int needs = !a->command || (strcmp(a->command, "status") && strcmp(a->command, "inspect") && strcmp(a->command, "runs"));
   if (needs && !r->config && a->command && strcmp(a->command, "export") && strcmp(a->command, "predict") &&
       strcmp(a->command, "evaluate")) {
     return tfx_err_set(err, TFX_ECONFIG, "%s needs --config EXPERIMENT.json", a->command);

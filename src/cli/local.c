@@ -152,6 +152,10 @@ static int supervise(const tfx_node *n, child *kids, int total, tfx_err *err) {
 int tfx_local_run(tfx_node *n, const tfx_cli_opts *o, const char *self, tfx_err *err) {
   if (!n->config_path[0]) return tfx_err_set(err, TFX_ECONFIG, "local needs --config EXPERIMENT.json");
   if (o->max_steps > 0) n->cfg.max_steps = o->max_steps;
+  if (!n->cfg.http_port) {
+    int port = 0;
+    if (free_ports(1, &port, err) == TFX_OK) n->cfg.http_port = port; /* the master's /metrics, /status and / */
+  }
   char logs[1100], exp[1100];
   snprintf(logs, sizeof logs, "%s/logs", n->run_dir);
   snprintf(exp, sizeof exp, "%s/experiment.json", n->run_dir);
@@ -169,6 +173,10 @@ int tfx_local_run(tfx_node *n, const tfx_cli_opts *o, const char *self, tfx_err 
     kids[i].index = i == 0 ? 0 : i <= o->ps ? i - 1 : i - 1 - o->ps;
   }
   tfx_log(TFX_LOG_INFO, "LOCAL-START", "1 master, %d ps, %d worker(s); run directory %s", o->ps, o->workers, n->run_dir);
+  if (n->cfg.http_port) {
+    printf("tfx: live page, /metrics and /status at http://127.0.0.1:%d/\n", n->cfg.http_port);
+    fflush(stdout);
+  }
   rc = kids ? spawn_all(n, c, kids, total, self, exp, err) : tfx_err_set(err, TFX_ENOMEM, "out of memory");
   if (!rc) rc = supervise(n, kids, total, err);
   else if (kids) signal_all(kids, total, SIGKILL), drain(kids, total, 1000);

@@ -14,6 +14,7 @@
 #include <tfx/plugin.h>
 #include "warmstart.h"
 #include "evaluate.h"
+#include "events.h"
 #include "log.h"
 #include "metrics.h"
 #include "model.h"
@@ -30,6 +31,7 @@ typedef struct trainer {
   tfx_dataset *train, *eval, *valsets[TFX_MAX_VALSETS];
   tfx_batcher *batcher;
   tfx_metrics *metrics;
+  tfx_events *events;
   float *x;
   int32_t *y;
   int64_t step, last_ckpt_ms;
@@ -37,6 +39,12 @@ typedef struct trainer {
   struct tfx_plugin_handle *plugin;
   int stop, resume;
 } trainer;
+
+/* A metrics line and the same scalars in the TensorBoard event file. */
+static void record(trainer *t, const char *kind, int64_t step, const char *const *names, const double *values, int n) {
+  tfx_metrics_write(t->metrics, kind, step, names, values, n);
+  tfx_events_write(t->events, kind, step, names, values, n);
+}
 
 static void trainer_free(trainer *t) {
   for (int i = 0; t->model && i < tfx_model_nvars(t->model); i++) free(t->slots[i][0]), free(t->slots[i][1]), free(t->acc[i]);
@@ -47,6 +55,7 @@ static void trainer_free(trainer *t) {
   tfx_dataset_destroy(t->eval);
   for (int i = 0; i < TFX_MAX_VALSETS; i++) tfx_dataset_destroy(t->valsets[i]);
   tfx_metrics_close(t->metrics);
+  tfx_events_close(t->events);
   free(t->x);
   free(t->y);
 }
@@ -147,7 +156,10 @@ static int setup(trainer *t, tfx_err *err) {
   t->x = malloc(sizeof(float) * dim * (size_t)batch);
   t->y = malloc(sizeof(int32_t) * (size_t)batch);
   if (!t->x || !t->y) return tfx_err_set(err, TFX_ENOMEM, "out of memory");
-  if ((rc = tfx_mkdirs(t->run_dir, err)) || (rc = tfx_metrics_open(t->run_dir, &t->metrics, err))) return rc;
+  if ((rc = tfx_mkdirs(t->run_dir, err)) || (rc = tfx_metrics_open(t->run_dir, &t->metrics, err)) ||
+      (rc = tfx_events_open(t->run_dir, &t->events, err))) {
+    return rc;
+  }
   char *json = tfx_config_to_json(c), path[1100];
   snprintf(path, sizeof path, "%s/config.json", t->run_dir);
   rc = tfx_write_file(path, json, err);
@@ -166,7 +178,7 @@ static void evaluate(trainer *t, double *acc) {
   tfx_evaluate(t->eval_model, t->eval, 1000, &r);
   static const char *const names[] = {"loss", "accuracy", "top5_accuracy", "examples"};
   double vals[] = {r.loss, r.accuracy, r.top5, (double)r.examples};
-  tfx_metrics_write(t->metrics, "eval", t->step, names, vals, 4);
+  record(t, "eval", t->step, names, vals, 4);
   tfx_log(TFX_LOG_INFO, "TRAIN-EVAL", "step %lld eval loss %.4f accuracy %.4f", (long long)t->step, r.loss, r.accuracy);
   t->stop |= tfx_plugin_hook(t->plugin, TFX_HOOK_EVAL, t->step, r.loss, r.accuracy, t->run_dir);
   *acc = r.accuracy;
@@ -188,7 +200,7 @@ static void validate(trainer *t, int force) {
     snprintf(kind, sizeof kind, "validation.%s", v->name);
     static const char *const names[] = {"loss", "accuracy", "top5_accuracy", "examples"};
     double vals[] = {r.loss, r.accuracy, r.top5, (double)r.examples};
-    tfx_metrics_write(t->metrics, kind, t->step, names, vals, 4);
+    record(t, kind, t->step, names, vals, 4);
   }
 }
 
@@ -232,7 +244,7 @@ static int loop(trainer *t, int64_t max_steps, tfx_err *err) {
       static const char *const names[] = {"loss", "accuracy", "examples_per_sec", "learning_rate"};
       double eps = tfx_progress_rate(&prog, t->step) * c->batch_size * c->accumulate;
       double vals[] = {loss_sum / steps, hits / seen, eps, tfx_optim_lr(&t->opt, t->step)};
-      tfx_metrics_write(t->metrics, "train", t->step, names, vals, 4);
+      record(t, "train", t->step, names, vals, 4);
       tfx_progress_show(&prog, t->step, vals[0], acc, eps);
       t->stop |= tfx_plugin_hook(t->plugin, TFX_HOOK_STEP, t->step, vals[0], vals[1], t->run_dir);
       loss_sum = hits = seen = steps = 0;

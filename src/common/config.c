@@ -78,6 +78,7 @@ static const option options[] = {
     {"warm_start.rename", OPT_STR, O(warm_rename), 0, 0, "", "load_param_dict: comma-separated source:model name pairs"},
     {"eval.every_steps", OPT_I64, O(eval_every_steps), 0, BIG, "500", "0: only at the end"},
     {"eval.validate_first", OPT_BOOL, O(validate_first), 0, 1, "false", "evaluate at step 0"},
+    {"observe.http_port", OPT_INT, O(http_port), 0, 65535, "0", "the master serves /metrics, /status and / here (0: off)"},
     {"cluster.register_timeout_s", OPT_INT, O(register_timeout_s), 1, 86400, "60", "wait for peers"},
     {"cluster.request_timeout_s", OPT_INT, O(request_timeout_s), 1, 86400, "60", "deadline of one request"},
 };

@@ -86,6 +86,8 @@ typedef struct tfx_config {
   /* eval */
   int64_t eval_every_steps;
   int validate_first;
+  /* observe */
+  int http_port;   /* the master's HTTP port for /metrics, /status and / (0: off) */
   /* cluster timing */
   int register_timeout_s, request_timeout_s;
 } tfx_config;

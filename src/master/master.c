@@ -11,6 +11,7 @@
 #include "dataset.h"
 #include "source.h"
 #include "evaluate.h"
+#include "events.h"
 #include "log.h"
 #include "master_impl.h"
 #include "plugin.h"
@@ -53,7 +54,10 @@ static int setup(master *m, tfx_err *err) {
     snprintf(vc.eval_labels, sizeof vc.eval_labels, "%s", m->cfg.valsets[i].labels);
     if ((rc = tfx_dataset_load_config(&vc, 1, tfx_model_input_size(m->model), &m->valsets[i], err))) return rc;
   }
-  if ((rc = tfx_mkdirs(n->run_dir, err)) || (rc = tfx_metrics_open(n->run_dir, &m->metrics, err))) return rc;
+  if ((rc = tfx_mkdirs(n->run_dir, err)) || (rc = tfx_metrics_open(n->run_dir, &m->metrics, err)) ||
+      (rc = tfx_events_open(n->run_dir, &m->events, err))) {
+    return rc;
+  }
   m->config_json = tfx_config_to_json(&m->cfg);
   char path[1100], ep[320];
   snprintf(path, sizeof path, "%s/config.json", n->run_dir);
@@ -103,7 +107,11 @@ int tfx_master_call_ps(master *m, tfx_envelope *req, int timeout_ms, void (*on_r
   return rc;
 }
 
-static void note_version(master *m, int p, const tfx_envelope *e) { m->ps_version[p] = e->step; }
+static void note_version(master *m, int p, const tfx_envelope *e) {
+  tfx_master_lock(m, 1);
+  m->ps_version[p] = e->step;
+  tfx_master_lock(m, 0);
+}
 
 /* Reads every ps's version; global_step is the smallest. */
 int tfx_master_poll_versions(master *m, tfx_err *err) {
@@ -117,6 +125,7 @@ int tfx_master_poll_versions(master *m, tfx_err *err) {
     hi = m->ps_version[p] > hi ? m->ps_version[p] : hi;
   }
   m->global_step = lo, m->max_version = hi;
+  tfx_master_observe(m, "step", lo, NAN, NAN, NAN);
   return TFX_OK;
 }
 
@@ -135,8 +144,9 @@ void tfx_master_evaluate(master *m) {
   tfx_evaluate(m->model, m->eval, 1000, &r);
   static const char *const names[] = {"loss", "accuracy", "top5_accuracy", "examples"};
   double vals[] = {r.loss, r.accuracy, r.top5, (double)r.examples};
-  tfx_metrics_write(m->metrics, "eval", version, names, vals, 4);
+  tfx_master_record(m, "eval", version, names, vals, 4);
   m->last_acc = r.accuracy;
+  tfx_master_observe(m, "eval", version, r.loss, r.accuracy, NAN);
   m->hook_stop |= tfx_plugin_hook(m->n->plugin, TFX_HOOK_EVAL, version, r.loss, r.accuracy, m->n->run_dir);
   tfx_log(TFX_LOG_INFO, "MASTER-EVAL", "step %lld: eval loss %.4f accuracy %.4f over %zu examples", (long long)version, r.loss, r.accuracy, r.examples);
 }
@@ -161,10 +171,15 @@ void tfx_master_validate(master *m, int force) {
     snprintf(line, sizeof line, "validation.%s", v->name);
     static const char *const names[] = {"loss", "accuracy", "top5_accuracy", "examples"};
     double vals[] = {r.loss, r.accuracy, r.top5, (double)r.examples};
-    tfx_metrics_write(m->metrics, line, version, names, vals, 4);
+    tfx_master_record(m, line, version, names, vals, 4);
     tfx_log(TFX_LOG_INFO, "MASTER-VALIDATE", "step %lld %s: loss %.4f accuracy %.4f (%s over %zu)", (long long)version, v->name, r.loss, r.accuracy, v->agg, r.examples);
   }
   if (rc) tfx_log(TFX_LOG_WARN, "MASTER-VALIDATE-FAIL", "cannot pull the variables: %s", err.msg);
+}
+
+void tfx_master_record(master *m, const char *kind, int64_t step, const char *const *names, const double *values, int n) {
+  tfx_metrics_write(m->metrics, kind, step, names, values, n);
+  tfx_events_write(m->events, kind, step, names, values, n);
 }
 
 static void cleanup(master *m) {
@@ -178,6 +193,7 @@ static void cleanup(master *m) {
   tfx_dataset_destroy(m->eval);
   for (int i = 0; i < TFX_MAX_VALSETS; i++) tfx_dataset_destroy(m->valsets[i]);
   tfx_metrics_close(m->metrics);
+  tfx_events_close(m->events);
   free(m->config_json);
 }
 
@@ -187,12 +203,16 @@ int tfx_master_run(tfx_node *n, tfx_err *err) {
   m.n = n;
   m.last_acc = NAN;
   tfx_wire_set_sender(TFX__ROLE__ROLE_MASTER, n->index);
+  tfx_master_observe_init(&m);
   int rc = setup(&m, err);
+  if (!rc) rc = tfx_master_observe_start(&m, err);
   if (!rc) rc = tfx_master_wait_cluster(&m, err);
   if (!rc) rc = tfx_master_init_ps(&m, err);
   if (!rc) rc = tfx_master_loop(&m, err);
   tfx_master_stop_all(&m);
+  tfx_master_observe_stop(&m);
   cleanup(&m);
+  pthread_mutex_destroy(&m.obs.lock);
   return rc;
 }
 

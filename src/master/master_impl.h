@@ -2,6 +2,8 @@
 #ifndef TFX_MASTER_IMPL_H
 #define TFX_MASTER_IMPL_H
 
+#include <pthread.h>
+
 #include "dataset.h"
 #include "master.h"
 #include "metrics.h"
@@ -9,6 +11,18 @@
 #include "net.h"
 #include "plan.h"
 #include "progress.h"
+
+#define OBS_POINTS 512
+
+/* What the HTTP thread may read, under `lock`: written by the master's thread as the run goes. */
+typedef struct observed {
+  pthread_mutex_t lock;
+  int64_t step, reports, checkpoints, last_ckpt_ms, start_ms;
+  double loss, accuracy, eval_loss, eval_accuracy, examples_per_sec;
+  int n_train, n_eval;
+  double train[OBS_POINTS][4]; /* step, loss, accuracy, seconds */
+  double eval[OBS_POINTS][3];  /* step, loss, accuracy */
+} observed;
 
 typedef struct master {
   tfx_node *n;
@@ -25,13 +39,28 @@ typedef struct master {
   tfx_dataset *valsets[TFX_MAX_VALSETS];
   int64_t next_val[TFX_MAX_VALSETS];
   tfx_metrics *metrics;
+  struct tfx_events *events;
+  struct tfx_http *http;
   tfx_progress progress;
   char *config_json;
   double last_acc, last_loss;
   int abort_code, hook_stop;
+  observed obs;
   char abort_msg[256];
 } master;
 
+/* Prepares the observed state (before anything else). */
+void tfx_master_observe_init(master *m);
+/* Takes (lock = 1) or releases the observed state's lock around writes the HTTP thread may read. */
+void tfx_master_lock(master *m, int lock);
+/* Starts the HTTP endpoint when observe.http_port is set (after setup). */
+int tfx_master_observe_start(master *m, tfx_err *err);
+/* Stops it. */
+void tfx_master_observe_stop(master *m);
+/* Records a training report / an evaluation / a checkpoint / the global step for the HTTP endpoint. */
+void tfx_master_observe(master *m, const char *kind, int64_t step, double loss, double accuracy, double eps);
+/* Appends a metrics line and the same scalars to the TensorBoard event file. */
+void tfx_master_record(master *m, const char *kind, int64_t step, const char *const *names, const double *values, int n);
 /* Serves every message waiting on the master's socket, without blocking. */
 void tfx_master_serve_pending(master *m);
 /* Sends req to every ps, collects each reply (on_reply may be NULL), serving the master's socket meanwhile. */

@@ -40,7 +40,7 @@ static void on_report(master *m, const tfx_inmsg *in) {
   }
   static const char *const names[] = {"loss", "accuracy", "examples_per_sec", "worker"};
   double vals[] = {loss, acc, eps, e->sender_index};
-  tfx_metrics_write(m->metrics, "train", e->step, names, vals, 4);
+  tfx_master_record(m, "train", e->step, names, vals, 4);
   m->last_loss = loss;
   if (!isfinite(loss) || loss > m->cfg.thres_loss) {
     m->abort_code = TFX_ELOSS;
@@ -48,6 +48,7 @@ static void on_report(master *m, const tfx_inmsg *in) {
              e->sender_index, loss, (long long)e->step, m->cfg.thres_loss);
   }
   tfx_progress_show(&m->progress, e->step, loss, m->last_acc, eps * m->n_workers);
+  tfx_master_observe(m, "train", e->step, loss, acc, eps * m->n_workers);
   m->hook_stop |= tfx_plugin_hook(m->n->plugin, TFX_HOOK_STEP, e->step, loss, acc, m->n->run_dir);
 }
 
@@ -79,7 +80,9 @@ static void serve_one(master *m) {
   int w = e->sender_index;
   if (e->type == TFX__MSG_TYPE__MSG_REGISTER && e->sender_role == TFX__ROLE__ROLE_WORKER && w >= 0 && w < m->n_workers) {
     if (!m->registered[w]) tfx_log(TFX_LOG_INFO, "MASTER-REGISTER", "worker %d registered", w);
+    tfx_master_lock(m, 1);
     m->registered[w] = 1;
+    tfx_master_lock(m, 0);
     reply_register(m, &in);
   } else if (e->type == TFX__MSG_TYPE__MSG_REPORT) {
     on_report(m, &in);
@@ -114,7 +117,9 @@ static void probe_ps(master *m) {
     tfx_inmsg r;
     tfx_wire_request(&env, TFX__MSG_TYPE__MSG_STATUS);
     if (tfx_client_call(m->ps[p], &env, NULL, 0, &r, 200, NULL) == TFX_OK) {
+      tfx_master_lock(m, 1);
       m->ps_up[p] = 1;
+      tfx_master_lock(m, 0);
       tfx_log(TFX_LOG_INFO, "MASTER-PS-UP", "ps %d at %s answers", p, tfx_client_endpoint(m->ps[p]));
     }
     tfx_inmsg_fini(&r);
@@ -282,6 +287,7 @@ int tfx_master_checkpoint(master *m, int64_t at, tfx_err *err) {
   if (rc) return rc;
   tfx_ckpt_prune(m->n->run_dir, m->cfg.keep_max);
   tfx_log(TFX_LOG_INFO, "MASTER-CKPT", "checkpoint at step %lld: %s", (long long)at, dir);
+  tfx_master_observe(m, "checkpoint", at, NAN, NAN, NAN);
   m->hook_stop |= tfx_plugin_hook(m->n->plugin, TFX_HOOK_CHECKPOINT, at, NAN, NAN, m->n->run_dir);
   return TFX_OK;
 }
@@ -314,12 +320,16 @@ static void heartbeat(master *m) {
       tfx_inmsg r;
       if (tfx_client_recv(c, &r, 1, NULL) == TFX_OK) {
         if (m->hb_warned[w]) tfx_log(TFX_LOG_INFO, "MASTER-WORKER-BACK", "worker %d answers again", w);
+        tfx_master_lock(m, 1);
         m->hb_pending[w] = m->hb_warned[w] = 0, m->hb_seen[w] = now;
+        tfx_master_lock(m, 0);
       }
       tfx_inmsg_fini(&r);
     }
     if (m->hb_pending[w] && now - m->hb_sent[w] > (int64_t)m->cfg.request_timeout_s * 1000 && !m->hb_warned[w]) {
+      tfx_master_lock(m, 1);
       m->hb_warned[w] = 1;
+      tfx_master_lock(m, 0);
       tfx_log(TFX_LOG_WARN, "MASTER-WORKER-SILENT", "worker %d (%s) has not answered a heartbeat for %d s", w,
               tfx_cluster_address(m->n->cluster, TFX_ROLE_WORKER, w), m->cfg.request_timeout_s);
     }

@@ -1,0 +1,78 @@
+#!/bin/bash
+# Watching a run: during `tfx-node local` the master serves /metrics (Prometheus text format: checked by
+# promtool when installed, else by a strict parser here), /status (JSON with the cluster and the plan) and /
+# (the live page); the run leaves a TensorBoard event file that an independent decoder (below, straight from
+# the TFRecord and protobuf wire formats) reads back equal to metrics.jsonl; `tfx-node runs` lists the run.
+. "$(dirname "$0")/lib.sh"
+experiment "$WORK/exp.json" training.max_steps=1500 eval.every_steps=500 training.report_every=100
+"$TFX_NODE" local --config "$WORK/exp.json" --run-dir "$WORK/runs/r1" >"$WORK/local.log" 2>&1 &
+PIDS+=($!)
+url=""
+for _ in $(seq 1 100); do url=$(grep -o 'http://127.0.0.1:[0-9]*' "$WORK/local.log" | head -1); [ -n "$url" ] && break; sleep 0.2; done
+[ -n "$url" ] || fail "local printed no address"
+for _ in $(seq 1 50); do curl -sf "$url/metrics" >"$WORK/metrics.txt" && grep -q '^tfx_global_step{role="master",index="0"} [1-9]' "$WORK/metrics.txt" && break; sleep 0.2; done
+grep -q '^tfx_global_step{role="master",index="0"} [1-9]' "$WORK/metrics.txt" || fail "/metrics has no global step: $(head -5 "$WORK/metrics.txt")"
+if command -v promtool >/dev/null; then promtool check metrics <"$WORK/metrics.txt" || fail "promtool rejects /metrics"; fi
+python3 - "$WORK/metrics.txt" <<'PY' || fail "/metrics is not valid exposition text"
+import re, sys
+seen_type = {}
+for line in open(sys.argv[1]):
+    line = line.rstrip("\n")
+    if line.startswith("# HELP "): continue
+    m = re.match(r"# TYPE ([a-z_][a-z0-9_]*) (gauge|counter)$", line)
+    if m: seen_type[m.group(1)] = m.group(2); continue
+    m = re.match(r'([a-z_][a-z0-9_]*)\{role="master",index="0"\} (NaN|[-+0-9.eE]+)$', line)
+    assert m, line
+    assert m.group(1) in seen_type, line
+    assert (seen_type[m.group(1)] == "counter") == m.group(1).endswith("_total"), line
+PY
+curl -sf "$url/status" | python3 -c "
+import json, sys
+s = json.load(sys.stdin)
+assert s['role'] == 'master' and len(s['ps']) == 2 and len(s['workers']) == 2 and s['plan'], s" || fail "/status"
+curl -sf "$url/" | grep -q "<canvas" || fail "/ is not the page"
+wait "${PIDS[0]}" || fail "local run failed: $(tail -1 "$WORK/local.log")"
+ev=$(ls "$WORK"/runs/r1/events.out.tfevents.* | head -1)
+[ -n "$ev" ] || fail "no event file"
+python3 - "$ev" "$WORK/runs/r1/metrics.jsonl" <<'PY' || fail "event file does not match metrics.jsonl"
+import json, struct, sys
+def varint(b, i):
+    v = s = 0
+    while True:
+        c = b[i]; i += 1; v |= (c & 0x7f) << s; s += 7
+        if c < 0x80: return v, i
+def fields(b):
+    i = 0
+    while i < len(b):
+        key, i = varint(b, i); f, t = key >> 3, key & 7
+        if t == 0: v, i = varint(b, i)
+        elif t == 1: v = b[i:i + 8]; i += 8
+        elif t == 5: v = b[i:i + 4]; i += 4
+        elif t == 2: n, i = varint(b, i); v = b[i:i + n]; i += n
+        else: raise ValueError(t)
+        yield f, v
+data = open(sys.argv[1], "rb").read(); i = 0; events = []
+while i < len(data):
+    (n,) = struct.unpack("<Q", data[i:i + 8]); payload = data[i + 12:i + 12 + n]; i += 12 + n + 4
+    ev = {"scalars": {}}
+    for f, v in fields(payload):
+        if f == 2: ev["step"] = v
+        if f == 3: ev["version"] = v.decode()
+        if f == 5:
+            for sf, sv in fields(v):
+                tag = val = None
+                for vf, vv in fields(sv):
+                    if vf == 1: tag = vv.decode()
+                    if vf == 2: val = struct.unpack("<f", vv)[0]
+                ev["scalars"][tag] = val
+    events.append(ev)
+assert events[0].get("version") == "brain.Event:2", events[0]
+evals = [e for e in events if "eval/accuracy" in e["scalars"]]
+lines = [json.loads(l) for l in open(sys.argv[2]) if '"kind": "eval"' in l]
+assert len(evals) == len(lines) >= 3, (len(evals), len(lines))
+for e, l in zip(evals, lines):
+    assert e.get("step", 0) == l["step"] and abs(e["scalars"]["eval/accuracy"] - l["accuracy"]) < 1e-6, (e, l)
+assert any("train/loss" in e["scalars"] for e in events)
+PY
+"$TFX_NODE" runs --root "$WORK/runs" | grep -q "^r1 .* 1500 " || fail "runs does not list r1: $("$TFX_NODE" runs --root "$WORK/runs")"
+pass "metrics endpoint, status, page, TensorBoard events, runs"
