@@ -14,8 +14,10 @@
 #include "ps.h"
 #include "worker.h"
 
+/* 0 ok, 2 bad input (nothing to retry), 3 the run was aborted on purpose (exploding loss), 1 anything else. */
 static int exit_code(int rc) {
   if (rc == TFX_OK) return 0;
+  if (rc == TFX_ELOSS) return 3;
   return rc == TFX_ECONFIG || rc == TFX_EINVAL || rc == TFX_ESHAPE ? 2 : 1;
 }
 

@@ -16,10 +16,13 @@
 #include "metrics.h"
 #include "net.h"
 
+#define RESTART_BUDGET 5
+
 typedef struct child {
   pid_t pid;
   tfx_role role;
-  int index, status, exited;
+  int index, status, exited, failed, restarts;
+  int64_t restart_at; /* 0: not waiting to restart */
 } child;
 
 /* Picks n distinct free loopback ports (all held open while choosing, so they differ). */
@@ -92,19 +95,18 @@ static void signal_all(child *kids, int total, int sig) {
   }
 }
 
-/* Reaps exited children; returns the index of one that failed, or -1. */
-static int reap(child *kids, int total) {
-  int status, failed = -1;
+/* Reaps exited children, marking those that failed (a non-zero status, or a signal other than our SIGTERM). */
+static void reap(child *kids, int total) {
+  int status;
   pid_t pid;
   while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
     for (int i = 0; i < total; i++) {
       if (kids[i].pid != pid) continue;
       kids[i].exited = 1;
       kids[i].status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-      if (kids[i].status && !(kids[i].role != TFX_ROLE_MASTER && kids[i].status == 128 + SIGTERM)) failed = i;
+      kids[i].failed = kids[i].status && !(kids[i].role != TFX_ROLE_MASTER && kids[i].status == 128 + SIGTERM);
     }
   }
-  return failed;
 }
 
 static int all_exited(const child *kids, int total) {
@@ -125,20 +127,55 @@ static void drain(child *kids, int total, int ms) {
   for (int i = 0; i < total; i++) kids[i].exited = 1;
 }
 
-static int supervise(const tfx_node *n, child *kids, int total, tfx_err *err) {
-  int forwarded = 0;
-  for (;;) {
-    int failed = reap(kids, total);
-    if (failed >= 0) {
-      child *k = &kids[failed];
-      signal_all(kids, total, SIGTERM);
-      drain(kids, total, 5000);
-      return tfx_err_set(err, TFX_EPEER, "%s %d exited with status %d (see %s/logs/%s-%d.log)", tfx_role_name(k->role), k->index, k->status,
-                         n->run_dir, tfx_role_name(k->role), k->index);
+typedef struct cluster_run {
+  const tfx_node *n;
+  const tfx_cluster *c;
+  const char *self, *exp;
+  child *kids;
+  int total;
+} cluster_run;
+
+/* A failed process is restarted with the same role and address after a backoff (0.5 s doubling), at most
+ * RESTART_BUDGET times; returns the index of one whose budget is spent, or -1. */
+static int handle_failures(cluster_run *r) {
+  for (int i = 0; i < r->total; i++) {
+    child *k = &r->kids[i];
+    if (k->failed && !k->restart_at) {
+      /* Bad input (2) or an aborted run (3) would only fail again: no restart. */
+      if (k->restarts >= RESTART_BUDGET || k->status == 2 || k->status == 3) return i;
+      k->restart_at = tfx_now_ms() + (500LL << k->restarts);
+      tfx_log(TFX_LOG_WARN, "LOCAL-RESTART", "%s %d exited with status %d (see %s/logs/%s-%d.log); restarting (%d of %d)",
+              tfx_role_name(k->role), k->index, k->status, r->n->run_dir, tfx_role_name(k->role), k->index, k->restarts + 1, RESTART_BUDGET);
     }
-    if (kids[0].exited) {
-      drain(kids, total, 10000);
+    if (k->restart_at && tfx_now_ms() >= k->restart_at) {
+      pid_t pid = fork();
+      if (pid == 0) exec_child(r->n, r->c, k, r->self, r->exp);
+      if (pid > 0) k->pid = pid, k->exited = k->failed = 0, k->restart_at = 0, k->restarts++;
+    }
+  }
+  return -1;
+}
+
+static int supervise(cluster_run *r, tfx_err *err) {
+  int forwarded = 0;
+  child *kids = r->kids;
+  for (;;) {
+    reap(kids, r->total);
+    int spent = forwarded ? -1 : handle_failures(r);
+    if (spent >= 0) {
+      child *k = &kids[spent];
+      signal_all(kids, r->total, SIGTERM);
+      drain(kids, r->total, 5000);
+      return tfx_err_set(err, TFX_EPEER, "%s %d failed %d times, last with status %d (see %s/logs/%s-%d.log)", tfx_role_name(k->role),
+                         k->index, k->restarts + 1, k->status, r->n->run_dir, tfx_role_name(k->role), k->index);
+    }
+    if (kids[0].exited && !kids[0].failed) {
+      drain(kids, r->total, 10000);
       return TFX_OK;
+    }
+    if (forwarded && kids[0].exited) {
+      drain(kids, r->total, 5000);
+      return tfx_err_set(err, TFX_EINTR, "stopped by a signal");
     }
     if (tfx_stop_requested() && !forwarded) {
       forwarded = 1;
@@ -178,7 +215,8 @@ int tfx_local_run(tfx_node *n, const tfx_cli_opts *o, const char *self, tfx_err 
     fflush(stdout);
   }
   rc = kids ? spawn_all(n, c, kids, total, self, exp, err) : tfx_err_set(err, TFX_ENOMEM, "out of memory");
-  if (!rc) rc = supervise(n, kids, total, err);
+  cluster_run run = {n, c, self, exp, kids, total};
+  if (!rc) rc = supervise(&run, err);
   else if (kids) signal_all(kids, total, SIGKILL), drain(kids, total, 1000);
   free(kids);
   tfx_cluster_destroy(c);

@@ -111,14 +111,23 @@ static void note_version(master *m, int p, const tfx_envelope *e) {
   tfx_master_lock(m, 1);
   m->ps_version[p] = e->step;
   tfx_master_lock(m, 0);
+  if (m->running && e->text && !strcmp(e->text, "waiting-for-plan")) m->ps_lost = 1;
 }
 
 /* Reads every ps's version; global_step is the smallest. */
 int tfx_master_poll_versions(master *m, tfx_err *err) {
   tfx_envelope env;
   tfx_wire_request(&env, TFX__MSG_TYPE__MSG_STATUS);
+  m->ps_lost = 0;
   int rc = tfx_master_call_ps(m, &env, m->cfg.request_timeout_s * 1000, note_version, err);
   if (rc) return rc;
+  if (m->ps_lost) {
+    /* A ps came back empty (restarted): every ps rolls back to the newest complete checkpoint, so that the
+     * cluster is at one consistent step; workers that were ahead fail their next push and re-register. */
+    tfx_log(TFX_LOG_WARN, "MASTER-PS-LOST", "a ps lost its state: rolling every ps back to the newest checkpoint");
+    if ((rc = tfx_master_init_ps(m, err))) return rc;
+    return tfx_master_poll_versions(m, err);
+  }
   int64_t lo = m->ps_version[0], hi = lo;
   for (int p = 1; p < m->n_ps; p++) {
     lo = m->ps_version[p] < lo ? m->ps_version[p] : lo;

@@ -44,7 +44,7 @@ typedef struct master {
   tfx_progress progress;
   char *config_json;
   double last_acc, last_loss;
-  int abort_code, hook_stop;
+  int abort_code, hook_stop, ps_lost;
   observed obs;
   char abort_msg[256];
 } master;

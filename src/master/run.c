@@ -16,7 +16,7 @@ static int reply_register(master *m, const tfx_inmsg *in) {
   tfx_reply_init(&env, in);
   env.flag = m->finished ? 2 : m->running ? 1 : 0;
   if (m->running && !m->finished) {
-    env.text = m->config_json, env.step = m->start_step;
+    env.text = m->config_json, env.step = m->global_step;
     env.shards = m->plan.ptrs, env.n_shards = (size_t)m->plan.n;
   }
   return tfx_wire_send(m->sock, &in->identity, &env, NULL, 0, NULL);
@@ -85,6 +85,12 @@ static void serve_one(master *m) {
     tfx_master_lock(m, 0);
     reply_register(m, &in);
   } else if (e->type == TFX__MSG_TYPE__MSG_REPORT) {
+    if (e->sender_role == TFX__ROLE__ROLE_WORKER && w >= 0 && w < m->n_workers && !m->registered[w]) {
+      /* A worker that registered with an earlier master (this one was restarted). */
+      tfx_master_lock(m, 1);
+      m->registered[w] = 1;
+      tfx_master_lock(m, 0);
+    }
     on_report(m, &in);
     tfx_envelope env;
     tfx_reply_init(&env, &in);

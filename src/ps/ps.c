@@ -130,6 +130,7 @@ static int handle_init(ps_state *p, const tfx_envelope *e, tfx_err *err) {
     free_shards(&next);
     return rc;
   }
+  tfx_ps_fail_pending(p, "the ps was re-initialized (rolled back to a checkpoint)");
   free_shards(p);
   p->cfg = next.cfg, p->opt = next.opt, p->shards = next.shards, p->n_shards = next.n_shards, p->version = next.version;
   tfx_ps_sync_reset(p, (int)e->flag);

@@ -86,6 +86,8 @@ int tfx_ps_push(ps_state *p, tfx_inmsg *m, tfx_err *err);
 int tfx_ps_checkpoint_request(ps_state *p, tfx_inmsg *m, tfx_err *err);
 /* Answers parked pulls whose deadline passed with TFX_EPEER. */
 void tfx_ps_expire_pulls(ps_state *p);
+/* Answers every parked pull with TFX_ESTATE and the text (re-initialization). */
+void tfx_ps_fail_pending(ps_state *p, const char *text);
 /* Drops every parked request (shutdown). */
 void tfx_ps_drop_pending(ps_state *p);
 

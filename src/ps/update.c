@@ -120,6 +120,17 @@ void tfx_ps_expire_pulls(ps_state *p) {
   }
 }
 
+void tfx_ps_fail_pending(ps_state *p, const char *text) {
+  while (p->n_pending) {
+    pending_pull *q = &p->pending[p->n_pending - 1];
+    tfx_envelope env;
+    tfx_wire_request(&env, TFX__MSG_TYPE__MSG_REPLY);
+    env.request_id = q->request_id, env.code = TFX_ESTATE, env.error = (char *)text;
+    tfx_wire_send(p->sock, &q->identity, &env, NULL, 0, NULL);
+    remove_pending(p, p->n_pending - 1);
+  }
+}
+
 void tfx_ps_drop_pending(ps_state *p) {
   while (p->n_pending) remove_pending(p, p->n_pending - 1);
   free(p->pending);
