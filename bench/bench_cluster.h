@@ -35,7 +35,8 @@ static pid_t spawn_ps(tfx_cluster *c, int i) {
   if (pid == 0) {
     char *tfc = tfx_cluster_to_json(c, TFX_ROLE_PS, i);
     setenv("TF_CONFIG", tfc, 1);
-    execl(tfx_node, "tfx-node", "--log-level", getenv("TFX_BENCH_LOG") ? getenv("TFX_BENCH_LOG") : "warn", (char *)NULL);
+    execl(tfx_node, "tfx-node", "--log-level", getenv("TFX_BENCH_LOG") ? getenv("TFX_BENCH_LOG") : "warn",
+          (char *)NULL);
     _exit(127);
   }
   return pid;

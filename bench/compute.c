@@ -88,7 +88,9 @@ static int cmp_double(const void *a, const void *b) {
 static double measure(run_fn fn, void *ctx, double seconds, long *calls) {
   double rates[MAX_ROUNDS], start = now_s();
   int n = 0;
-  for (int i = 0; i < 3 || now_s() - start < seconds / 4; i++) fn(ctx);
+  for (int i = 0; i < 3 || now_s() - start < seconds / 4; i++) {
+    fn(ctx);
+  }
   *calls = 0;
   start = now_s();
   while (n < MAX_ROUNDS && (n < 3 || now_s() - start < seconds)) {
@@ -98,7 +100,9 @@ static double measure(run_fn fn, void *ctx, double seconds, long *calls) {
       fn(ctx), k++;
     } while ((t1 = now_s()) - t0 < ROUND_S);
     rates[n++] = (double)k / (t1 - t0);
-    if (verbose) fprintf(stderr, "round %d: %ld calls, %.2f/s\n", n, k, rates[n - 1]);
+    if (verbose) {
+      fprintf(stderr, "round %d: %ld calls, %.2f/s\n", n, k, rates[n - 1]);
+    }
     *calls += k;
   }
   qsort(rates, (size_t)n, sizeof rates[0], cmp_double);
@@ -141,7 +145,9 @@ static int add_gemm(gemm *g, int *n, int ta, int tb, int m, int nn, int k, uint6
   x->a = malloc(sizeof(float) * (size_t)m * k);
   x->b = malloc(sizeof(float) * (size_t)k * nn);
   x->c = malloc(sizeof(float) * (size_t)m * nn);
-  if (!x->a || !x->b || !x->c) return -1;
+  if (!x->a || !x->b || !x->c) {
+    return -1;
+  }
   fill_uniform(x->a, (size_t)m * k, rng);
   fill_uniform(x->b, (size_t)k * nn, rng);
   return 0;
@@ -150,7 +156,9 @@ static int add_gemm(gemm *g, int *n, int ta, int tb, int m, int nn, int k, uint6
 /* Appends a weight layer's sgemm calls: forward (rows x in) (in x out), the weight gradient (in x rows)
  * (rows x out) and, when need_dx, the input gradient (rows x out) (out x in). */
 static int plan_layer(gemm *g, int *n, int rows, int in, int out, int need_dx, uint64_t *rng) {
-  if (add_gemm(g, n, 0, 0, rows, out, in, rng) || add_gemm(g, n, 1, 0, in, out, rows, rng)) return -1;
+  if (add_gemm(g, n, 0, 0, rows, out, in, rng) || add_gemm(g, n, 1, 0, in, out, rows, rng)) {
+    return -1;
+  }
   return need_dx ? add_gemm(g, n, 0, 1, rows, in, out, rng) : 0;
 }
 
@@ -176,10 +184,14 @@ static double plan_gemms(const tfx_config *cfg, int batch, gemm *g, int *n, uint
     } else if (strstr(s->type, "pool2d")) {
       h /= s->pool_size, w /= s->pool_size;
     }
-    if (!out) continue;
+    if (!out) {
+      continue;
+    }
     flops += 2.0 * rows * in * out * (2 + need_dx);
     below = 1;
-    if (plan_layer(g, n, rows, in, out, need_dx, rng)) return -1;
+    if (plan_layer(g, n, rows, in, out, need_dx, rng)) {
+      return -1;
+    }
   }
   return flops;
 }
@@ -206,7 +218,9 @@ static void print_gemm_times(gemm *g, int n) {
 }
 
 static void free_gemms(gemm *g, int n) {
-  for (int i = 0; i < n; i++) free(g[i].a), free(g[i].b), free(g[i].c);
+  for (int i = 0; i < n; i++) {
+    free(g[i].a), free(g[i].b), free(g[i].c);
+  }
 }
 
 /* Times the model's sgemm calls alone and prints the "sgemm" line. */
@@ -227,7 +241,9 @@ static int bench_ceiling(const tfx_config *cfg, const char *name, const opts *o,
       "sgemm model=%s batch=%d threads=%d gflops=%.2f pass_ms=%.4f ceiling_ex_s=%.1f gemm_mflop=%.2f "
       "calls=%d passes=%ld\n",
       name, o->batch, threads, flops * rate * 1e-9, 1e3 / rate, rate * o->batch, flops * 1e-6, n, calls);
-  if (verbose) print_gemm_times(g, n);
+  if (verbose) {
+    print_gemm_times(g, n);
+  }
   free_gemms(g, n);
   return 0;
 }
@@ -269,9 +285,13 @@ static int step_init(step_ctx *s, const tfx_config *cfg, const char *name, int b
   s->x = malloc(sizeof(float) * nx);
   s->y = malloc(sizeof(int32_t) * ny);
   s->slots = calloc(2 * nv, sizeof(float *));
-  if (!s->x || !s->y || !s->slots) return -1;
+  if (!s->x || !s->y || !s->slots) {
+    return -1;
+  }
   for (size_t i = 0; i < 2 * nv; i++) {
-    if (!(s->slots[i] = calloc(tfx_model_var(s->m, (int)(i / 2))->count, sizeof(float)))) return -1;
+    if (!(s->slots[i] = calloc(tfx_model_var(s->m, (int)(i / 2))->count, sizeof(float)))) {
+      return -1;
+    }
   }
   uint64_t rng = 42;
   fill_uniform(s->x, nx, &rng);
@@ -283,7 +303,9 @@ static int step_init(step_ctx *s, const tfx_config *cfg, const char *name, int b
 }
 
 static void step_fini(step_ctx *s) {
-  for (int i = 0; s->slots && i < 2 * tfx_model_nvars(s->m); i++) free(s->slots[i]);
+  for (int i = 0; s->slots && i < 2 * tfx_model_nvars(s->m); i++) {
+    free(s->slots[i]);
+  }
   free(s->slots), free(s->x), free(s->y);
   tfx_model_destroy(s->m);
 }
@@ -311,7 +333,9 @@ static int parse_threads(opts *o, const char *s) {
   o->n_threads = 0;
   for (char *end; *s && o->n_threads < 8; s = *end ? end + 1 : end) {
     long t = strtol(s, &end, 10);
-    if (end == s || t < 1 || t > 256) return -1;
+    if (end == s || t < 1 || t > 256) {
+      return -1;
+    }
     o->threads[o->n_threads++] = (int)t;
   }
   return o->n_threads ? 0 : -1;
@@ -345,14 +369,18 @@ static int parse_args(int argc, char **argv, opts *o) {
       return -1;
     }
   }
-  if (o->info) return 0;
+  if (o->info) {
+    return 0;
+  }
   return o->n_models > 0 && (!o->spec || o->n_models == 1) ? 0 : -1;
 }
 
 /* Prints the resolved experiment JSON of the model (for the PyTorch side). */
 static int print_spec(const tfx_config *cfg) {
   char *json = tfx_config_to_json(cfg);
-  if (!json) return -1;
+  if (!json) {
+    return -1;
+  }
   puts(json);
   free(json);
   return 0;
@@ -389,7 +417,9 @@ int main(int argc, char **argv) {
     print_info();
     return 0;
   }
-  if (o.ftz) set_ftz();
+  if (o.ftz) {
+    set_ftz();
+  }
   for (int i = 0; i < o.n_models; i++) {
     char name[64];
     tfx_err err = {0};
@@ -397,11 +427,17 @@ int main(int argc, char **argv) {
       fprintf(stderr, "compute: %s\n", err.msg);
       return 1;
     }
-    if (o.spec) return print_spec(&cfg) ? 1 : 0;
+    if (o.spec) {
+      return print_spec(&cfg) ? 1 : 0;
+    }
     for (int t = 0; t < o.n_threads; t++) {
       openblas_set_num_threads(o.threads[t]);
-      if (bench_steps(&cfg, name, &o, o.threads[t])) return 1;
-      if (o.ceiling && bench_ceiling(&cfg, name, &o, o.threads[t])) return 1;
+      if (bench_steps(&cfg, name, &o, o.threads[t])) {
+        return 1;
+      }
+      if (o.ceiling && bench_ceiling(&cfg, name, &o, o.threads[t])) {
+        return 1;
+      }
       fflush(stdout);
     }
   }

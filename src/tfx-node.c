@@ -1,8 +1,8 @@
 /* tfx-node: the single binary. Parses argv and TF_CONFIG and dispatches on the command or role. */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,28 +16,41 @@
 
 /* 0 ok, 2 bad input (nothing to retry), 3 the run was aborted on purpose (exploding loss), 1 anything else. */
 static int exit_code(int rc) {
-  if (rc == TFX_OK) return 0;
-  if (rc == TFX_ELOSS) return 3;
+  if (rc == TFX_OK) {
+    return 0;
+  }
+  if (rc == TFX_ELOSS) {
+    return 3;
+  }
   return rc == TFX_ECONFIG || rc == TFX_EINVAL || rc == TFX_ESHAPE ? 2 : 1;
 }
 
 /* TensorFlow's rule for a cluster without a chief: worker 0 takes the chief's duties. Worker 0 forks the
  * master, which binds worker 0's address (the worker then opens no control socket of its own). */
 static int worker_as_chief(tfx_node *n, tfx_err *err) {
-  if (!n->config_path[0]) return tfx_err_set(err, TFX_ECONFIG, "TF_CONFIG has no chief, so worker 0 takes its duties and needs --config EXPERIMENT.json");
+  if (!n->config_path[0]) {
+    return tfx_err_set(err, TFX_ECONFIG,
+                       "TF_CONFIG has no chief, so worker 0 takes its duties and needs --config EXPERIMENT.json");
+  }
   pid_t pid = fork();
-  if (pid < 0) return tfx_err_sys(err, TFX_ESYS, "fork the chief");
+  if (pid < 0) {
+    return tfx_err_sys(err, TFX_ESYS, "fork the chief");
+  }
   if (pid == 0) {
     tfx_log_init("master", 0);
     tfx_err merr;
     int rc = tfx_master_run(n, &merr);
-    if (rc) tfx_log(TFX_LOG_ERROR, "NODE-FAIL", "%s: %s", tfx_errname(rc), merr.msg);
+    if (rc) {
+      tfx_log(TFX_LOG_ERROR, "NODE-FAIL", "%s: %s", tfx_errname(rc), merr.msg);
+    }
     tfx_net_shutdown();
     _exit(rc ? 1 : 0);
   }
   tfx_log(TFX_LOG_INFO, "WORKER-CHIEF", "no chief in TF_CONFIG: worker 0 runs the chief's duties in pid %d", (int)pid);
   int rc = tfx_worker_run(n, err), status = 0;
-  if (rc) kill(pid, SIGTERM);
+  if (rc) {
+    kill(pid, SIGTERM);
+  }
   if (waitpid(pid, &status, 0) == pid && !rc && (!WIFEXITED(status) || WEXITSTATUS(status))) {
     rc = tfx_err_set(err, TFX_EPEER, "the chief run by worker 0 (pid %d) failed", (int)pid);
   }
@@ -45,30 +58,61 @@ static int worker_as_chief(tfx_node *n, tfx_err *err) {
 }
 
 static int run_role(tfx_node *n, tfx_err *err) {
-  if (n->role == TFX_ROLE_WORKER && tfx_cluster_promote_worker0(n->cluster) && n->index == 0) return worker_as_chief(n, err);
+  if (n->role == TFX_ROLE_WORKER && tfx_cluster_promote_worker0(n->cluster) && n->index == 0) {
+    return worker_as_chief(n, err);
+  }
   switch (n->role) {
-    case TFX_ROLE_PS: return tfx_ps_run(n, err);
-    case TFX_ROLE_WORKER: return tfx_worker_run(n, err);
-    case TFX_ROLE_MASTER: return tfx_master_run(n, err);
-    case TFX_ROLE_EVALUATOR: return tfx_evaluator_run(n, err);
-    default: return tfx_err_set(err, TFX_ECONFIG, "role '%s' cannot run here (the chief evaluates)", tfx_role_name(n->role));
+    case TFX_ROLE_PS:
+      return tfx_ps_run(n, err);
+    case TFX_ROLE_WORKER:
+      return tfx_worker_run(n, err);
+    case TFX_ROLE_MASTER:
+      return tfx_master_run(n, err);
+    case TFX_ROLE_EVALUATOR:
+      return tfx_evaluator_run(n, err);
+    default:
+      return tfx_err_set(err, TFX_ECONFIG, "role '%s' cannot run here (the chief evaluates)", tfx_role_name(n->role));
   }
 }
 
 static int dispatch(tfx_args *a, tfx_err *err) {
   const char *cmd = a->command;
-  if (!cmd) return run_role(&a->node, err);
-  if (!strcmp(cmd, "train")) return tfx_train_run(&a->node, &a->cli, err);
-  if (!strcmp(cmd, "local")) return tfx_local_run(&a->node, &a->cli, a->self_exe, err);
-  if (!strcmp(cmd, "status")) return tfx_status_run(&a->cli, err);
-  if (!strcmp(cmd, "model")) return tfx_model_cmd(&a->node, err);
-  if (!strcmp(cmd, "plan")) return tfx_plan_cmd(&a->node, &a->cli, err);
-  if (!strcmp(cmd, "export")) return tfx_export_run(&a->node, &a->cli, err);
-  if (!strcmp(cmd, "inspect")) return tfx_inspect_run(&a->cli, err);
-  if (!strcmp(cmd, "predict")) return tfx_predict_run(&a->node, &a->cli, err);
-  if (!strcmp(cmd, "evaluate")) return tfx_evaluate_run(&a->node, &a->cli, err);
-  if (!strcmp(cmd, "runs")) return tfx_runs_run(&a->cli, err);
-  if (!strcmp(cmd, "search")) return tfx_search_run(&a->node, &a->cli, a->self_exe, err);
+  if (!cmd) {
+    return run_role(&a->node, err);
+  }
+  if (!strcmp(cmd, "train")) {
+    return tfx_train_run(&a->node, &a->cli, err);
+  }
+  if (!strcmp(cmd, "local")) {
+    return tfx_local_run(&a->node, &a->cli, a->self_exe, err);
+  }
+  if (!strcmp(cmd, "status")) {
+    return tfx_status_run(&a->cli, err);
+  }
+  if (!strcmp(cmd, "model")) {
+    return tfx_model_cmd(&a->node, err);
+  }
+  if (!strcmp(cmd, "plan")) {
+    return tfx_plan_cmd(&a->node, &a->cli, err);
+  }
+  if (!strcmp(cmd, "export")) {
+    return tfx_export_run(&a->node, &a->cli, err);
+  }
+  if (!strcmp(cmd, "inspect")) {
+    return tfx_inspect_run(&a->cli, err);
+  }
+  if (!strcmp(cmd, "predict")) {
+    return tfx_predict_run(&a->node, &a->cli, err);
+  }
+  if (!strcmp(cmd, "evaluate")) {
+    return tfx_evaluate_run(&a->node, &a->cli, err);
+  }
+  if (!strcmp(cmd, "runs")) {
+    return tfx_runs_run(&a->cli, err);
+  }
+  if (!strcmp(cmd, "search")) {
+    return tfx_search_run(&a->node, &a->cli, a->self_exe, err);
+  }
   if (!strcmp(cmd, "config")) {
     char *json = tfx_config_to_json(&a->node.cfg);
     puts(json);

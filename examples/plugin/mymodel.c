@@ -57,4 +57,6 @@ static const tfx_plugin plugin = {
 #endif
     "pixel-embedding-mlp", build, hook};
 
-const tfx_plugin *tfx_plugin_entry(void) { return &plugin; }
+const tfx_plugin *tfx_plugin_entry(void) {
+  return &plugin;
+}

@@ -26,9 +26,9 @@ int tfx_builder_loss(tfx_builder *b, const char *loss);
 
 typedef enum tfx_hook_event {
   TFX_HOOK_TRAIN_BEGIN,
-  TFX_HOOK_STEP,        /* a training metrics report: step, loss, accuracy */
-  TFX_HOOK_EVAL,        /* an evaluation: step, loss, accuracy on the eval set */
-  TFX_HOOK_CHECKPOINT,  /* a complete checkpoint at step */
+  TFX_HOOK_STEP,       /* a training metrics report: step, loss, accuracy */
+  TFX_HOOK_EVAL,       /* an evaluation: step, loss, accuracy on the eval set */
+  TFX_HOOK_CHECKPOINT, /* a complete checkpoint at step */
   TFX_HOOK_TRAIN_END,
 } tfx_hook_event;
 
@@ -40,7 +40,7 @@ typedef struct tfx_hook_info {
 } tfx_hook_info;
 
 typedef struct tfx_plugin {
-  int abi_version;   /* TFX_PLUGIN_ABI_VERSION */
+  int abi_version; /* TFX_PLUGIN_ABI_VERSION */
   const char *name;
   /* Declares the model from params_json (the experiment's model.params, "{}" if absent); 0 on success. */
   int (*build)(tfx_builder *b, const char *params_json);

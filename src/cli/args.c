@@ -9,8 +9,8 @@
 #include "log.h"
 #include "plugin.h"
 
-static const char *const commands[] = {"local", "train", "status", "config", "model", "plan",
-                                       "export", "inspect", "predict", "evaluate", "search", "runs", NULL};
+static const char *const commands[] = {"local",   "train",   "status",   "config", "model", "plan", "export",
+                                       "inspect", "predict", "evaluate", "search", "runs",  NULL};
 
 static const char usage[] =
     "usage: tfx-node [COMMAND] [OPTIONS]\n"
@@ -45,7 +45,9 @@ static const char usage[] =
 
 static int is_command(const char *s) {
   for (int i = 0; commands[i]; i++) {
-    if (!strcmp(s, commands[i])) return 1;
+    if (!strcmp(s, commands[i])) {
+      return 1;
+    }
   }
   return 0;
 }
@@ -53,17 +55,26 @@ static int is_command(const char *s) {
 /* The whole text of a file, pipes included; caller owns; free with free(). */
 static char *slurp_text(const char *path, tfx_err *err) {
   FILE *f = fopen(path, "rb");
-  if (!f) return tfx_err_sys(err, TFX_ECONFIG, "open %s", path), NULL;
+  if (!f) {
+    return tfx_err_sys(err, TFX_ECONFIG, "open %s", path), NULL;
+  }
   size_t cap = 8192, len = 0, got;
   char *buf = malloc(cap), *grown;
   while (buf && (got = fread(buf + len, 1, cap - len - 1, f)) > 0) {
     len += got;
-    if (cap - len > 1) continue;
-    if (cap > (64u << 20) || !(grown = realloc(buf, cap *= 2))) free(buf), buf = NULL;
-    else buf = grown;
+    if (cap - len > 1) {
+      continue;
+    }
+    if (cap > (64u << 20) || !(grown = realloc(buf, cap *= 2))) {
+      free(buf), buf = NULL;
+    } else {
+      buf = grown;
+    }
   }
   fclose(f);
-  if (!buf) return tfx_err_set(err, TFX_ECONFIG, "read %s: too large or out of memory", path), NULL;
+  if (!buf) {
+    return tfx_err_set(err, TFX_ECONFIG, "read %s: too large or out of memory", path), NULL;
+  }
   buf[len] = '\0';
   return buf;
 }
@@ -75,7 +86,9 @@ typedef struct raw {
 } raw;
 
 static int set_str(char *dst, size_t n, const char *v, const char *flag, tfx_err *err) {
-  if (strlen(v) >= n) return tfx_err_set(err, TFX_EINVAL, "%s: value too long", flag);
+  if (strlen(v) >= n) {
+    return tfx_err_set(err, TFX_EINVAL, "%s: value too long", flag);
+  }
   strcpy(dst, v);
   return TFX_OK;
 }
@@ -83,40 +96,69 @@ static int set_str(char *dst, size_t n, const char *v, const char *flag, tfx_err
 /* Stores one --flag value; returns TFX_EINVAL for unknown flags. */
 static int take_flag(tfx_args *a, raw *r, const char *flag, const char *v, tfx_err *err) {
   tfx_cli_opts *c = &a->cli;
-  if (!strcmp(flag, "role")) r->role = v;
-  else if (!strcmp(flag, "index")) r->index = v;
-  else if (!strcmp(flag, "tf-config")) r->tf_config = v;
-  else if (!strcmp(flag, "config")) r->config = v;
-  else if (!strcmp(flag, "log-level")) r->log_level = v;
-  else if (!strcmp(flag, "max-steps")) r->max_steps = v;
-  else if (!strcmp(flag, "workers")) r->workers = v;
-  else if (!strcmp(flag, "ps")) r->ps = v;
-  else if (!strcmp(flag, "set")) {
-    if (r->n_sets == 64) return tfx_err_set(err, TFX_EINVAL, "--set: at most 64");
+  if (!strcmp(flag, "role")) {
+    r->role = v;
+  } else if (!strcmp(flag, "index")) {
+    r->index = v;
+  } else if (!strcmp(flag, "tf-config")) {
+    r->tf_config = v;
+  } else if (!strcmp(flag, "config")) {
+    r->config = v;
+  } else if (!strcmp(flag, "log-level")) {
+    r->log_level = v;
+  } else if (!strcmp(flag, "max-steps")) {
+    r->max_steps = v;
+  } else if (!strcmp(flag, "workers")) {
+    r->workers = v;
+  } else if (!strcmp(flag, "ps")) {
+    r->ps = v;
+  } else if (!strcmp(flag, "set")) {
+    if (r->n_sets == 64) {
+      return tfx_err_set(err, TFX_EINVAL, "--set: at most 64");
+    }
     r->sets[r->n_sets++] = v;
-  } else if (!strcmp(flag, "run-dir")) return set_str(a->node.run_dir, sizeof a->node.run_dir, v, flag, err);
-  else if (!strcmp(flag, "bind")) return set_str(a->node.bind_host, sizeof a->node.bind_host, v, flag, err);
-  else if (!strcmp(flag, "address")) return set_str(c->address, sizeof c->address, v, flag, err);
-  else if (!strcmp(flag, "input")) return set_str(c->input, sizeof c->input, v, flag, err);
-  else if (!strcmp(flag, "output")) return set_str(c->output, sizeof c->output, v, flag, err);
-  else if (!strcmp(flag, "out")) return set_str(c->out_dir, sizeof c->out_dir, v, flag, err);
-  else if (!strcmp(flag, "export")) return set_str(c->target, sizeof c->target, v, flag, err);
-  else if (!strcmp(flag, "keys")) return set_str(c->keys, sizeof c->keys, v, flag, err);
-  else if (!strcmp(flag, "var")) return set_str(c->var, sizeof c->var, v, flag, err);
-  else if (!strcmp(flag, "checkpoint")) return set_str(c->checkpoint, sizeof c->checkpoint, v, flag, err);
-  else if (!strcmp(flag, "steps")) c->steps = atoll(v);
-  else if (!strcmp(flag, "trials")) c->trials = atoi(v);
-  else if (!strcmp(flag, "data")) return set_str(c->data, sizeof c->data, v, flag, err);
-  else if (!strcmp(flag, "root")) return set_str(c->target, sizeof c->target, v, flag, err);
-  else if (!strcmp(flag, "parallel")) c->parallel = atoi(v);
-  else return tfx_err_set(err, TFX_EINVAL, "unknown option --%s (see --help)", flag);
+  } else if (!strcmp(flag, "run-dir")) {
+    return set_str(a->node.run_dir, sizeof a->node.run_dir, v, flag, err);
+  } else if (!strcmp(flag, "bind")) {
+    return set_str(a->node.bind_host, sizeof a->node.bind_host, v, flag, err);
+  } else if (!strcmp(flag, "address")) {
+    return set_str(c->address, sizeof c->address, v, flag, err);
+  } else if (!strcmp(flag, "input")) {
+    return set_str(c->input, sizeof c->input, v, flag, err);
+  } else if (!strcmp(flag, "output")) {
+    return set_str(c->output, sizeof c->output, v, flag, err);
+  } else if (!strcmp(flag, "out")) {
+    return set_str(c->out_dir, sizeof c->out_dir, v, flag, err);
+  } else if (!strcmp(flag, "export")) {
+    return set_str(c->target, sizeof c->target, v, flag, err);
+  } else if (!strcmp(flag, "keys")) {
+    return set_str(c->keys, sizeof c->keys, v, flag, err);
+  } else if (!strcmp(flag, "var")) {
+    return set_str(c->var, sizeof c->var, v, flag, err);
+  } else if (!strcmp(flag, "checkpoint")) {
+    return set_str(c->checkpoint, sizeof c->checkpoint, v, flag, err);
+  } else if (!strcmp(flag, "steps")) {
+    c->steps = atoll(v);
+  } else if (!strcmp(flag, "trials")) {
+    c->trials = atoi(v);
+  } else if (!strcmp(flag, "data")) {
+    return set_str(c->data, sizeof c->data, v, flag, err);
+  } else if (!strcmp(flag, "root")) {
+    return set_str(c->target, sizeof c->target, v, flag, err);
+  } else if (!strcmp(flag, "parallel")) {
+    c->parallel = atoi(v);
+  } else {
+    return tfx_err_set(err, TFX_EINVAL, "unknown option --%s (see --help)", flag);
+  }
   return TFX_OK;
 }
 
 static int parse_int(const char *s, const char *flag, long lo, long hi, long *out, tfx_err *err) {
   char *end;
   long v = strtol(s, &end, 10);
-  if (!*s || *end || v < lo || v > hi) return tfx_err_set(err, TFX_EINVAL, "--%s: '%s' is not an integer in %ld..%ld", flag, s, lo, hi);
+  if (!*s || *end || v < lo || v > hi) {
+    return tfx_err_set(err, TFX_EINVAL, "--%s: '%s' is not an integer in %ld..%ld", flag, s, lo, hi);
+  }
   *out = v;
   return TFX_OK;
 }
@@ -124,27 +166,43 @@ static int parse_int(const char *s, const char *flag, long lo, long hi, long *ou
 static int scan(tfx_args *a, raw *r, int argc, char **argv, tfx_err *err) {
   for (int i = 1; i < argc; i++) {
     const char *arg = argv[i];
-    if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) return fputs(usage, stdout), a->done = 1, TFX_OK;
-    if (!strcmp(arg, "--version")) return printf("tfx-node %s (protocol 1)\n", TFX_VERSION), a->done = 1, TFX_OK;
-    if (!strcmp(arg, "--help-options")) return tfx_config_print_options(), a->done = 1, TFX_OK;
+    if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
+      return fputs(usage, stdout), a->done = 1, TFX_OK;
+    }
+    if (!strcmp(arg, "--version")) {
+      return printf("tfx-node %s (protocol 1)\n", TFX_VERSION), a->done = 1, TFX_OK;
+    }
+    if (!strcmp(arg, "--help-options")) {
+      return tfx_config_print_options(), a->done = 1, TFX_OK;
+    }
     if (!strcmp(arg, "--fresh")) {
       a->node.resume = 0;
       continue;
     }
     if (strncmp(arg, "--", 2)) {
-      if (!a->command && is_command(arg)) a->command = arg;
-      else if (a->command && !strcmp(a->command, "inspect") && !a->cli.target[0]) set_str(a->cli.target, sizeof a->cli.target, arg, "inspect", err);
-      else return tfx_err_set(err, TFX_EINVAL, "unexpected argument '%s' (see --help)", arg);
+      if (!a->command && is_command(arg)) {
+        a->command = arg;
+      } else if (a->command && !strcmp(a->command, "inspect") && !a->cli.target[0]) {
+        set_str(a->cli.target, sizeof a->cli.target, arg, "inspect", err);
+      } else {
+        return tfx_err_set(err, TFX_EINVAL, "unexpected argument '%s' (see --help)", arg);
+      }
       continue;
     }
     char flag[64];
     const char *eq = strchr(arg + 2, '='), *val;
     snprintf(flag, sizeof flag, "%.*s", eq ? (int)(eq - arg - 2) : (int)strlen(arg + 2), arg + 2);
-    if (eq) val = eq + 1;
-    else if (i + 1 < argc) val = argv[++i];
-    else return tfx_err_set(err, TFX_EINVAL, "--%s needs a value", flag);
+    if (eq) {
+      val = eq + 1;
+    } else if (i + 1 < argc) {
+      val = argv[++i];
+    } else {
+      return tfx_err_set(err, TFX_EINVAL, "--%s needs a value", flag);
+    }
     int rc = take_flag(a, r, flag, val, err);
-    if (rc) return rc;
+    if (rc) {
+      return rc;
+    }
   }
   return TFX_OK;
 }
@@ -153,13 +211,19 @@ static int load_cluster(tfx_args *a, const raw *r, tfx_err *err) {
   char *text = NULL;
   const char *json = getenv("TF_CONFIG");
   if (r->tf_config) {
-    if (!(text = slurp_text(r->tf_config, err))) return TFX_ECONFIG;
+    if (!(text = slurp_text(r->tf_config, err))) {
+      return TFX_ECONFIG;
+    }
     json = text;
   }
   int rc = TFX_OK;
-  if (json && *json) rc = tfx_cluster_parse(json, &a->node.cluster, err);
+  if (json && *json) {
+    rc = tfx_cluster_parse(json, &a->node.cluster, err);
+  }
   free(text);
-  if (rc || !a->node.cluster) return rc;
+  if (rc || !a->node.cluster) {
+    return rc;
+  }
   a->node.role = tfx_cluster_task_role(a->node.cluster);
   a->node.index = tfx_cluster_task_index(a->node.cluster);
   return TFX_OK;
@@ -169,19 +233,31 @@ static int apply_role(tfx_args *a, const raw *r, tfx_err *err) {
   tfx_node *n = &a->node;
   long idx = n->index;
   int rc;
-  if (r->index && (rc = parse_int(r->index, "index", 0, 1 << 20, &idx, err))) return rc;
+  if (r->index && (rc = parse_int(r->index, "index", 0, 1 << 20, &idx, err))) {
+    return rc;
+  }
   tfx_role role = n->role;
-  if (r->role && tfx_role_parse(r->role, &role)) return tfx_err_set(err, TFX_ECONFIG, "--role '%s': want chief, master, worker or ps", r->role);
-  if (a->command) return TFX_OK;
+  if (r->role && tfx_role_parse(r->role, &role)) {
+    return tfx_err_set(err, TFX_ECONFIG, "--role '%s': want chief, master, worker or ps", r->role);
+  }
+  if (a->command) {
+    return TFX_OK;
+  }
   if (!n->cluster && r->config && !r->role) {
     a->command = "train"; /* no TF_CONFIG means local mode, as in TensorFlow: train in this process */
     return TFX_OK;
   }
   if (!n->cluster) {
-    return tfx_err_set(err, TFX_ECONFIG, "no TF_CONFIG: give a cluster (TF_CONFIG or --tf-config), an experiment to train locally (--config), or a command such as 'local' (see --help)");
+    return tfx_err_set(err, TFX_ECONFIG,
+                       "no TF_CONFIG: give a cluster (TF_CONFIG or --tf-config), an experiment to train locally "
+                       "(--config), or a command such as 'local' (see --help)");
   }
-  if ((r->role || r->index) && (rc = tfx_cluster_set_task(n->cluster, role, (int)idx, err))) return rc;
-  if (tfx_cluster_task_role(n->cluster) == TFX_ROLE_NONE) return tfx_err_set(err, TFX_ECONFIG, "TF_CONFIG names no task and no --role was given");
+  if ((r->role || r->index) && (rc = tfx_cluster_set_task(n->cluster, role, (int)idx, err))) {
+    return rc;
+  }
+  if (tfx_cluster_task_role(n->cluster) == TFX_ROLE_NONE) {
+    return tfx_err_set(err, TFX_ECONFIG, "TF_CONFIG names no task and no --role was given");
+  }
   n->role = tfx_cluster_task_role(n->cluster);
   n->index = tfx_cluster_task_index(n->cluster);
   return TFX_OK;
@@ -189,19 +265,38 @@ static int apply_role(tfx_args *a, const raw *r, tfx_err *err) {
 
 static int load_experiment(tfx_args *a, const raw *r, tfx_err *err) {
   int rc;
-  if (r->config && (rc = tfx_config_load(&a->node.cfg, r->config, err))) return rc;
-  if (r->config) set_str(a->node.config_path, sizeof a->node.config_path, r->config, "config", err);
+  if (r->config && (rc = tfx_config_load(&a->node.cfg, r->config, err))) {
+    return rc;
+  }
+  if (r->config) {
+    set_str(a->node.config_path, sizeof a->node.config_path, r->config, "config", err);
+  }
   for (int i = 0; i < r->n_sets; i++) {
-    if ((rc = tfx_config_set(&a->node.cfg, r->sets[i], err))) return rc;
+    if ((rc = tfx_config_set(&a->node.cfg, r->sets[i], err))) {
+      return rc;
+    }
   }
   long v = 0;
-  if (r->max_steps && (rc = parse_int(r->max_steps, "max-steps", 1, 2000000000L, &v, err))) return rc;
-  if (r->max_steps) a->cli.max_steps = v;
-  if (r->workers && (rc = parse_int(r->workers, "workers", 1, 256, &v, err))) return rc;
-  if (r->workers) a->cli.workers = (int)v;
-  if (r->ps && (rc = parse_int(r->ps, "ps", 1, 256, &v, err))) return rc;
-  if (r->ps) a->cli.ps = (int)v;
-  int needs = !a->command || (strcmp(a->command, "status") && strcmp(a->command, "inspect") && strcmp(a->command, "runs"));
+  if (r->max_steps && (rc = parse_int(r->max_steps, "max-steps", 1, 2000000000L, &v, err))) {
+    return rc;
+  }
+  if (r->max_steps) {
+    a->cli.max_steps = v;
+  }
+  if (r->workers && (rc = parse_int(r->workers, "workers", 1, 256, &v, err))) {
+    return rc;
+  }
+  if (r->workers) {
+    a->cli.workers = (int)v;
+  }
+  if (r->ps && (rc = parse_int(r->ps, "ps", 1, 256, &v, err))) {
+    return rc;
+  }
+  if (r->ps) {
+    a->cli.ps = (int)v;
+  }
+  int needs =
+      !a->command || (strcmp(a->command, "status") && strcmp(a->command, "inspect") && strcmp(a->command, "runs"));
   if (needs && !r->config && a->command && strcmp(a->command, "export") && strcmp(a->command, "predict") &&
       strcmp(a->command, "evaluate")) {
     return tfx_err_set(err, TFX_ECONFIG, "%s needs --config EXPERIMENT.json", a->command);
@@ -210,12 +305,20 @@ static int load_experiment(tfx_args *a, const raw *r, tfx_err *err) {
     char base[512];
     snprintf(base, sizeof base, "%s", r->config);
     char *slash = strrchr(base, '/');
-    if (slash) *slash = '\0'; else strcpy(base, ".");
+    if (slash) {
+      *slash = '\0';
+    } else {
+      strcpy(base, ".");
+    }
     int prc = tfx_plugin_load(&a->node.cfg, base, &a->node.plugin, err);
-    if (prc) return prc;
+    if (prc) {
+      return prc;
+    }
   } else if (needs && r->config) {
     int hrc = tfx_hooks_create(&a->node.cfg, &a->node.plugin, err);
-    if (hrc) return hrc;
+    if (hrc) {
+      return hrc;
+    }
   }
   return needs && r->config ? tfx_config_validate(&a->node.cfg, err) : TFX_OK;
 }
@@ -229,13 +332,23 @@ int tfx_args_parse(tfx_args *a, int argc, char **argv, tfx_err *err) {
   a->cli.workers = 2, a->cli.ps = 2, a->cli.trials = 4, a->cli.parallel = 1;
   strcpy(a->node.run_dir, "tfx-run");
   ssize_t n = readlink("/proc/self/exe", a->self_exe, sizeof a->self_exe - 1);
-  if (n > 0) a->self_exe[n] = '\0';
+  if (n > 0) {
+    a->self_exe[n] = '\0';
+  }
   int rc = scan(a, &r, argc, argv, err);
-  if (rc || a->done) return rc;
+  if (rc || a->done) {
+    return rc;
+  }
   tfx_log_level level;
-  if (r.log_level && tfx_log_parse_level(r.log_level, &level)) return tfx_err_set(err, TFX_EINVAL, "--log-level '%s'", r.log_level);
-  if (r.log_level) tfx_log_set_level(level);
-  if ((rc = load_cluster(a, &r, err)) || (rc = apply_role(a, &r, err)) || (rc = load_experiment(a, &r, err))) return rc;
+  if (r.log_level && tfx_log_parse_level(r.log_level, &level)) {
+    return tfx_err_set(err, TFX_EINVAL, "--log-level '%s'", r.log_level);
+  }
+  if (r.log_level) {
+    tfx_log_set_level(level);
+  }
+  if ((rc = load_cluster(a, &r, err)) || (rc = apply_role(a, &r, err)) || (rc = load_experiment(a, &r, err))) {
+    return rc;
+  }
   tfx_log_init(a->command ? a->command : tfx_role_name(a->node.role), a->command ? 0 : a->node.index);
   return TFX_OK;
 }

@@ -7,11 +7,11 @@
 #include "node.h"
 
 typedef struct tfx_args {
-  const char *command;   /* NULL: run the role of TF_CONFIG / --role */
+  const char *command; /* NULL: run the role of TF_CONFIG / --role */
   tfx_node node;
   tfx_cli_opts cli;
   char self_exe[1024];
-  int done;              /* --help or --version was answered */
+  int done; /* --help or --version was answered */
 } tfx_args;
 
 /* Parses argv into a (which owns node.cluster; release with tfx_args_fini). Errors exit 2 by convention. */

@@ -8,19 +8,19 @@
 #include "node.h"
 
 typedef struct tfx_cli_opts {
-  char address[300];   /* status */
-  char input[512];     /* predict */
-  char output[512];    /* predict */
-  char out_dir[512];   /* export */
-  char keys[128];      /* predict */
-  char target[512];    /* inspect */
-  char var[128];       /* inspect --var */
-  int workers, ps;     /* local, plan */
+  char address[300];    /* status */
+  char input[512];      /* predict */
+  char output[512];     /* predict */
+  char out_dir[512];    /* export */
+  char keys[128];       /* predict */
+  char target[512];     /* inspect */
+  char var[128];        /* inspect --var */
+  int workers, ps;      /* local, plan */
   int trials, parallel; /* search */
-  int64_t max_steps;   /* train, local: override (0 = from config) */
+  int64_t max_steps;    /* train, local: override (0 = from config) */
   char checkpoint[512]; /* evaluate: a step or a checkpoint directory */
-  int64_t steps;       /* evaluate: batches of 1000 (0 = the whole set) */
-  char data[32];       /* evaluate: a validation set's name (default: the eval set) */
+  int64_t steps;        /* evaluate: batches of 1000 (0 = the whole set) */
+  char data[32];        /* evaluate: a validation set's name (default: the eval set) */
 } tfx_cli_opts;
 
 /* Trains in one process (the reference for distributed runs); writes metrics, config and checkpoints. */

@@ -7,11 +7,11 @@
 #include "ckpt.h"
 #include "cli.h"
 #include "dataset.h"
-#include "source.h"
 #include "evaluate.h"
 #include "log.h"
 #include "metrics.h"
 #include "net.h"
+#include "source.h"
 #include "weights.h"
 
 typedef struct evaluator {
@@ -43,14 +43,17 @@ static void answer_status(evaluator *e) {
 static int evaluate_new(evaluator *e, const char *dir, tfx_err *err) {
   tfx_weights ws;
   int rc = tfx_weights_from_checkpoint(dir, &ws, err);
-  if (!rc) rc = tfx_weights_load_model(&ws, e->model, err);
+  if (!rc) {
+    rc = tfx_weights_load_model(&ws, e->model, err);
+  }
   if (!rc) {
     tfx_eval_result r;
     tfx_evaluate(e->model, e->data, 1000, &r);
     static const char *const names[] = {"loss", "accuracy", "top5_accuracy", "examples", "evaluator"};
     double vals[] = {r.loss, r.accuracy, r.top5, (double)r.examples, e->n->index};
     tfx_metrics_write(e->metrics, "eval", ws.step, names, vals, 5);
-    tfx_log(TFX_LOG_INFO, "EVALUATOR-EVAL", "step %lld: eval loss %.4f accuracy %.4f", (long long)ws.step, r.loss, r.accuracy);
+    tfx_log(TFX_LOG_INFO, "EVALUATOR-EVAL", "step %lld: eval loss %.4f accuracy %.4f", (long long)ws.step, r.loss,
+            r.accuracy);
     e->last = ws.step;
   }
   tfx_weights_fini(&ws);
@@ -61,30 +64,54 @@ static int loop(evaluator *e, tfx_err *err) {
   const tfx_config *cfg = &e->n->cfg;
   while (!tfx_stop_requested() && e->last < cfg->max_steps) {
     zmq_pollitem_t item = {e->sock, 0, ZMQ_POLLIN, 0};
-    if (zmq_poll(&item, 1, 1000) > 0) answer_status(e);
+    if (zmq_poll(&item, 1, 1000) > 0) {
+      answer_status(e);
+    }
     char dir[1100];
     int64_t step;
-    if (tfx_ckpt_latest(e->n->run_dir, &step, dir, sizeof dir, NULL) || step <= e->last) continue;
+    if (tfx_ckpt_latest(e->n->run_dir, &step, dir, sizeof dir, NULL) || step <= e->last) {
+      continue;
+    }
     tfx_err eerr;
-    if (evaluate_new(e, dir, &eerr)) tfx_log(TFX_LOG_WARN, "EVALUATOR-SKIP", "%s", eerr.msg), e->last = step;
+    if (evaluate_new(e, dir, &eerr)) {
+      tfx_log(TFX_LOG_WARN, "EVALUATOR-SKIP", "%s", eerr.msg), e->last = step;
+    }
   }
   (void)err;
   return TFX_OK;
 }
 
 int tfx_evaluator_run(tfx_node *n, tfx_err *err) {
-  if (!n->config_path[0]) return tfx_err_set(err, TFX_ECONFIG, "the evaluator needs --config EXPERIMENT.json");
+  if (!n->config_path[0]) {
+    return tfx_err_set(err, TFX_ECONFIG, "the evaluator needs --config EXPERIMENT.json");
+  }
   evaluator e = {n, NULL, NULL, NULL, NULL, -1, tfx_now_ms()};
   char ep[320];
   tfx_wire_set_sender(TFX__ROLE__ROLE_EVALUATOR, n->index);
-  int rc = tfx_address_endpoint(tfx_cluster_address(n->cluster, TFX_ROLE_EVALUATOR, n->index), 1, n->bind_host, ep, sizeof ep, err);
-  if (!rc) rc = tfx_server_open(ep, &e.sock, err);
-  if (!rc) rc = tfx_model_create(&n->cfg, 1000, &e.model, err);
-  if (!rc) rc = tfx_dataset_load_config(&n->cfg, 1, tfx_model_input_size(e.model), &e.data, err);
-  if (!rc) rc = tfx_mkdirs(n->run_dir, err);
-  if (!rc) rc = tfx_metrics_open(n->run_dir, &e.metrics, err);
-  if (!rc) tfx_log(TFX_LOG_INFO, "EVALUATOR-START", "watching %s/checkpoints until step %lld", n->run_dir, (long long)n->cfg.max_steps);
-  if (!rc) rc = loop(&e, err);
+  int rc = tfx_address_endpoint(tfx_cluster_address(n->cluster, TFX_ROLE_EVALUATOR, n->index), 1, n->bind_host, ep,
+                                sizeof ep, err);
+  if (!rc) {
+    rc = tfx_server_open(ep, &e.sock, err);
+  }
+  if (!rc) {
+    rc = tfx_model_create(&n->cfg, 1000, &e.model, err);
+  }
+  if (!rc) {
+    rc = tfx_dataset_load_config(&n->cfg, 1, tfx_model_input_size(e.model), &e.data, err);
+  }
+  if (!rc) {
+    rc = tfx_mkdirs(n->run_dir, err);
+  }
+  if (!rc) {
+    rc = tfx_metrics_open(n->run_dir, &e.metrics, err);
+  }
+  if (!rc) {
+    tfx_log(TFX_LOG_INFO, "EVALUATOR-START", "watching %s/checkpoints until step %lld", n->run_dir,
+            (long long)n->cfg.max_steps);
+  }
+  if (!rc) {
+    rc = loop(&e, err);
+  }
   tfx_metrics_close(e.metrics);
   tfx_dataset_destroy(e.data);
   tfx_model_destroy(e.model);

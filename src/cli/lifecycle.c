@@ -9,27 +9,36 @@
 #include "ckpt.h"
 #include "cli.h"
 #include "dataset.h"
-#include "source.h"
+#include "evaluate.h"
 #include "log.h"
 #include "metrics.h"
-#include "safetensors.h"
-#include "weights.h"
-#include "evaluate.h"
 #include "model.h"
+#include "safetensors.h"
+#include "source.h"
+#include "weights.h"
 
 /* The whole text of a file (regular or not); caller owns; free with free(). NULL when unreadable. */
 static char *read_text(const char *path) {
   FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
+  if (!f) {
+    return NULL;
+  }
   size_t cap = 8192, len = 0, got;
   char *s = malloc(cap), *grown;
   while (s && (got = fread(s + len, 1, cap - len - 1, f)) > 0) {
     len += got;
-    if (cap - len > 1) continue;
-    if (!(grown = realloc(s, cap *= 2))) free(s), s = NULL;
-    else s = grown;
+    if (cap - len > 1) {
+      continue;
+    }
+    if (!(grown = realloc(s, cap *= 2))) {
+      free(s), s = NULL;
+    } else {
+      s = grown;
+    }
   }
-  if (s) s[len] = '\0';
+  if (s) {
+    s[len] = '\0';
+  }
   fclose(f);
   return s;
 }
@@ -43,9 +52,13 @@ static void last_eval(const char *run_dir, int64_t step, char *out, size_t n) {
   snprintf(out, n, "null");
   FILE *f = fopen(path, "r");
   while (f && fgets(line, sizeof line, f)) {
-    if (strstr(line, "\"kind\": \"eval\"") && strstr(line, want)) line[strcspn(line, "\n")] = '\0', snprintf(out, n, "%s", line);
+    if (strstr(line, "\"kind\": \"eval\"") && strstr(line, want)) {
+      line[strcspn(line, "\n")] = '\0', snprintf(out, n, "%s", line);
+    }
   }
-  if (f) fclose(f);
+  if (f) {
+    fclose(f);
+  }
 }
 
 static int write_export(const tfx_weights *ws, const char *config, const char *dir, const char *run_dir, tfx_err *err) {
@@ -54,30 +67,44 @@ static int write_export(const tfx_weights *ws, const char *config, const char *d
   const int64_t **shapes = calloc((size_t)ws->n + 1, sizeof *shapes);
   const float **data = calloc((size_t)ws->n + 1, sizeof *data);
   int rc = names && ranks && shapes && data ? TFX_OK : tfx_err_set(err, TFX_ENOMEM, "out of memory");
-  for (int i = 0; !rc && i < ws->n; i++) names[i] = ws->w[i].name, ranks[i] = ws->w[i].rank, shapes[i] = ws->w[i].shape, data[i] = ws->w[i].data;
+  for (int i = 0; !rc && i < ws->n; i++) {
+    names[i] = ws->w[i].name, ranks[i] = ws->w[i].rank, shapes[i] = ws->w[i].shape, data[i] = ws->w[i].data;
+  }
   char step[32], hash[16], path[1200], meta[3072], metrics[1024];
   last_eval(run_dir, ws->step, metrics, sizeof metrics);
   snprintf(step, sizeof step, "%lld", (long long)ws->step);
   snprintf(hash, sizeof hash, "%08lx", crc32(0, (const Bytef *)config, (uInt)strlen(config)));
   const char *kv[] = {"format", "pt", "tfx_step", step, "tfx_config_crc32", hash};
   snprintf(path, sizeof path, "%s/model.safetensors", dir);
-  if (!rc) rc = tfx_st_write(path, names, ranks, shapes, data, ws->n, kv, 3, err);
+  if (!rc) {
+    rc = tfx_st_write(path, names, ranks, shapes, data, ws->n, kv, 3, err);
+  }
   snprintf(path, sizeof path, "%s/model.json", dir);
-  if (!rc) rc = tfx_write_file(path, config, err);
-  snprintf(meta, sizeof meta, "{\"step\": %lld, \"variables\": %d, \"config_crc32\": \"%s\", \"exported_at\": %lld, \"source\": \"%s\", \"last_eval\": %s}\n",
+  if (!rc) {
+    rc = tfx_write_file(path, config, err);
+  }
+  snprintf(meta, sizeof meta,
+           "{\"step\": %lld, \"variables\": %d, \"config_crc32\": \"%s\", \"exported_at\": %lld, \"source\": \"%s\", "
+           "\"last_eval\": %s}\n",
            (long long)ws->step, ws->n, hash, (long long)time(NULL), ws->source, metrics);
   snprintf(path, sizeof path, "%s/metadata.json", dir);
-  if (!rc) rc = tfx_write_file(path, meta, err);
+  if (!rc) {
+    rc = tfx_write_file(path, meta, err);
+  }
   free(names), free(ranks), free(shapes), free(data);
   return rc;
 }
 
 int tfx_export_run(const tfx_node *n, const tfx_cli_opts *o, tfx_err *err) {
-  if (!o->out_dir[0]) return tfx_err_set(err, TFX_EINVAL, "export needs --out DIR");
+  if (!o->out_dir[0]) {
+    return tfx_err_set(err, TFX_EINVAL, "export needs --out DIR");
+  }
   char cfgpath[1100], dir[1200];
   snprintf(cfgpath, sizeof cfgpath, "%s/config.json", n->run_dir);
   char *config = read_text(cfgpath);
-  if (!config) return tfx_err_sys(err, TFX_ENOTFOUND, "%s", cfgpath);
+  if (!config) {
+    return tfx_err_sys(err, TFX_ENOTFOUND, "%s", cfgpath);
+  }
   tfx_weights ws;
   int rc = tfx_weights_from_run(n->run_dir, &ws, err);
   snprintf(dir, sizeof dir, "%s/%lld", o->out_dir, (long long)time(NULL));
@@ -90,26 +117,41 @@ int tfx_export_run(const tfx_node *n, const tfx_cli_opts *o, tfx_err *err) {
 }
 
 static void print_values(const tfx_weight *w) {
-  for (size_t i = 0; i < w->count; i++) printf("%.7g%s", w->data[i], (i + 1) % 8 == 0 || i + 1 == w->count ? "\n" : " ");
+  for (size_t i = 0; i < w->count; i++) {
+    printf("%.7g%s", w->data[i], (i + 1) % 8 == 0 || i + 1 == w->count ? "\n" : " ");
+  }
 }
 
 int tfx_inspect_run(const tfx_cli_opts *o, tfx_err *err) {
-  if (!o->target[0]) return tfx_err_set(err, TFX_EINVAL, "inspect needs RUN_DIR, CHECKPOINT_DIR or EXPORT_DIR");
+  if (!o->target[0]) {
+    return tfx_err_set(err, TFX_EINVAL, "inspect needs RUN_DIR, CHECKPOINT_DIR or EXPORT_DIR");
+  }
   tfx_weights ws;
   int rc = tfx_weights_from_any(o->target, &ws, err), found = 0;
-  if (rc) return rc;
-  if (!o->var[0]) printf("source %s step %lld\n%-36s %-20s %-6s %12s  %s\n", ws.source, (long long)ws.step, "variable", "shape", "dtype", "bytes", "held by");
+  if (rc) {
+    return rc;
+  }
+  if (!o->var[0]) {
+    printf("source %s step %lld\n%-36s %-20s %-6s %12s  %s\n", ws.source, (long long)ws.step, "variable", "shape",
+           "dtype", "bytes", "held by");
+  }
   for (int i = 0; i < ws.n; i++) {
     const tfx_weight *w = &ws.w[i];
     char shape[96] = "[";
     for (int d = 0; d < w->rank && strlen(shape) < sizeof shape - 2; d++) {
-      snprintf(shape + strlen(shape), sizeof shape - strlen(shape) - 1, "%s%lld", d ? ", " : "", (long long)w->shape[d]);
+      snprintf(shape + strlen(shape), sizeof shape - strlen(shape) - 1, "%s%lld", d ? ", " : "",
+               (long long)w->shape[d]);
     }
     strncat(shape, "]", sizeof shape - strlen(shape) - 1);
-    if (!o->var[0]) printf("%-36s %-20s %-6s %12zu  %s\n", w->name, shape, "F32", w->count * 4, w->holders);
-    else if (!strcmp(o->var, w->name)) found = 1, printf("%s %s float32\n", w->name, shape), print_values(w);
+    if (!o->var[0]) {
+      printf("%-36s %-20s %-6s %12zu  %s\n", w->name, shape, "F32", w->count * 4, w->holders);
+    } else if (!strcmp(o->var, w->name)) {
+      found = 1, printf("%s %s float32\n", w->name, shape), print_values(w);
+    }
   }
-  if (o->var[0] && !found) rc = tfx_err_set(err, TFX_ENOTFOUND, "%s: no variable '%s'", ws.source, o->var);
+  if (o->var[0] && !found) {
+    rc = tfx_err_set(err, TFX_ENOTFOUND, "%s: no variable '%s'", ws.source, o->var);
+  }
   tfx_weights_fini(&ws);
   return rc;
 }
@@ -117,19 +159,29 @@ int tfx_inspect_run(const tfx_cli_opts *o, tfx_err *err) {
 /* One prediction row as a JSON line, or a CSV row (index,class,p0,...). */
 static void write_row(FILE *out, int csv, size_t index, const float *p, int classes, int want_probs, int want_class) {
   int best = 0;
-  for (int j = 1; j < classes; j++) best = p[j] > p[best] ? j : best;
+  for (int j = 1; j < classes; j++) {
+    best = p[j] > p[best] ? j : best;
+  }
   if (csv) {
     fprintf(out, "%zu", index);
-    if (want_class) fprintf(out, ",%d", best);
-    for (int j = 0; want_probs && j < classes; j++) fprintf(out, ",%.6g", p[j]);
+    if (want_class) {
+      fprintf(out, ",%d", best);
+    }
+    for (int j = 0; want_probs && j < classes; j++) {
+      fprintf(out, ",%.6g", p[j]);
+    }
     fputc('\n', out);
     return;
   }
   fprintf(out, "{\"index\": %zu", index);
-  if (want_class) fprintf(out, ", \"class\": %d", best);
+  if (want_class) {
+    fprintf(out, ", \"class\": %d", best);
+  }
   if (want_probs) {
     fputs(", \"probabilities\": [", out);
-    for (int j = 0; j < classes; j++) fprintf(out, "%s%.6g", j ? ", " : "", p[j]);
+    for (int j = 0; j < classes; j++) {
+      fprintf(out, "%s%.6g", j ? ", " : "", p[j]);
+    }
     fputs("]", out);
   }
   fputs("}\n", out);
@@ -147,16 +199,25 @@ static int load_inputs(const tfx_config *cfg, const char *input, size_t dim, tfx
   int rank;
   int64_t dims[4];
   int rc = tfx_idx_read(input, &raw, &rank, dims, err);
-  if (rc) return rc;
+  if (rc) {
+    return rc;
+  }
   size_t per = 1;
-  for (int i = 1; i < rank; i++) per *= (size_t)dims[i];
+  for (int i = 1; i < rank; i++) {
+    per *= (size_t)dims[i];
+  }
   tfx_dataset *d = calloc(1, sizeof *d);
-  if (per != dim) rc = tfx_err_set(err, TFX_ESHAPE, "%s: %zu values per example, the model's input takes %zu", input, per, dim);
-  else if (!d || !(d->x = malloc(sizeof(float) * per * (size_t)dims[0])) || !(d->y = calloc((size_t)dims[0], sizeof(int32_t))))
+  if (per != dim) {
+    rc = tfx_err_set(err, TFX_ESHAPE, "%s: %zu values per example, the model's input takes %zu", input, per, dim);
+  } else if (!d || !(d->x = malloc(sizeof(float) * per * (size_t)dims[0])) ||
+             !(d->y = calloc((size_t)dims[0], sizeof(int32_t)))) {
     rc = tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  }
   if (!rc) {
     d->n = (size_t)dims[0], d->dim = per;
-    for (size_t i = 0; i < d->n * per; i++) d->x[i] = (float)(raw[i] * cfg->data_scale);
+    for (size_t i = 0; i < d->n * per; i++) {
+      d->x[i] = (float)(raw[i] * cfg->data_scale);
+    }
     *out = d;
   } else {
     tfx_dataset_destroy(d);
@@ -169,17 +230,26 @@ static int predict_all(tfx_model *m, const tfx_config *cfg, const tfx_cli_opts *
   size_t in = tfx_model_input_size(m), classes = tfx_model_output_size(m);
   tfx_dataset *d = NULL;
   int rc = load_inputs(cfg, o->input, in, &d, err);
-  if (rc) return rc;
+  if (rc) {
+    return rc;
+  }
   float *p = malloc(sizeof(float) * classes * 1000);
   int32_t *y = calloc(1000, sizeof(int32_t));
-  if (!p || !y) rc = tfx_err_set(err, TFX_ENOMEM, "out of memory");
-  int probs = !o->keys[0] || strstr(o->keys, "probabilities") != NULL, cls = !o->keys[0] || strstr(o->keys, "classes") != NULL;
+  if (!p || !y) {
+    rc = tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  }
+  int probs = !o->keys[0] || strstr(o->keys, "probabilities") != NULL,
+      cls = !o->keys[0] || strstr(o->keys, "classes") != NULL;
   size_t len = strlen(o->output);
   int csv = len > 4 && !strcmp(o->output + len - 4, ".csv");
   if (!rc && csv) {
     fputs("index", out);
-    if (cls) fputs(",class", out);
-    for (size_t j = 0; probs && j < classes; j++) fprintf(out, ",p%zu", j);
+    if (cls) {
+      fputs(",class", out);
+    }
+    for (size_t j = 0; probs && j < classes; j++) {
+      fprintf(out, ",p%zu", j);
+    }
     fputc('\n', out);
   }
   for (size_t i = 0; !rc && i < d->n; i += 1000) {
@@ -188,7 +258,9 @@ static int predict_all(tfx_model *m, const tfx_config *cfg, const tfx_cli_opts *
     tfx_model_forward(m, d->x + i * in, b, 0, 0);
     tfx_model_loss(m, y, b, 0, &st);
     tfx_model_probabilities(m, b, p);
-    for (int r = 0; r < b; r++) write_row(out, csv, i + (size_t)r, p + (size_t)r * classes, (int)classes, probs, cls);
+    for (int r = 0; r < b; r++) {
+      write_row(out, csv, i + (size_t)r, p + (size_t)r * classes, (int)classes, probs, cls);
+    }
   }
   tfx_dataset_destroy(d);
   free(p), free(y);
@@ -196,7 +268,9 @@ static int predict_all(tfx_model *m, const tfx_config *cfg, const tfx_cli_opts *
 }
 
 int tfx_predict_run(const tfx_node *n, const tfx_cli_opts *o, tfx_err *err) {
-  if (!o->input[0]) return tfx_err_set(err, TFX_EINVAL, "predict needs --input FILE (IDX images)");
+  if (!o->input[0]) {
+    return tfx_err_set(err, TFX_EINVAL, "predict needs --input FILE (IDX images)");
+  }
   const char *src = o->target[0] ? o->target : n->run_dir;
   char cfgpath[1100];
   snprintf(cfgpath, sizeof cfgpath, "%s/%s", src, o->target[0] ? "model.json" : "config.json");
@@ -205,13 +279,22 @@ int tfx_predict_run(const tfx_node *n, const tfx_cli_opts *o, tfx_err *err) {
   tfx_weights ws;
   tfx_model *m = NULL;
   int rc = tfx_config_load(&cfg, cfgpath, err);
-  if (!rc) rc = o->target[0] ? tfx_weights_from_export(src, &ws, err) : tfx_weights_from_run(src, &ws, err);
-  if (rc) return rc;
+  if (!rc) {
+    rc = o->target[0] ? tfx_weights_from_export(src, &ws, err) : tfx_weights_from_run(src, &ws, err);
+  }
+  if (rc) {
+    return rc;
+  }
   if (!(rc = tfx_model_create(&cfg, 1000, &m, err)) && !(rc = tfx_weights_load_model(&ws, m, err))) {
     FILE *out = o->output[0] ? fopen(o->output, "w") : stdout;
-    if (!out) rc = tfx_err_sys(err, TFX_ESYS, "open %s", o->output);
-    else rc = predict_all(m, &cfg, o, out, err);
-    if (out && out != stdout && fclose(out) && !rc) rc = tfx_err_sys(err, TFX_ESYS, "write %s", o->output);
+    if (!out) {
+      rc = tfx_err_sys(err, TFX_ESYS, "open %s", o->output);
+    } else {
+      rc = predict_all(m, &cfg, o, out, err);
+    }
+    if (out && out != stdout && fclose(out) && !rc) {
+      rc = tfx_err_sys(err, TFX_ESYS, "write %s", o->output);
+    }
   }
   tfx_model_destroy(m);
   tfx_weights_fini(&ws);
@@ -220,10 +303,14 @@ int tfx_predict_run(const tfx_node *n, const tfx_cli_opts *o, tfx_err *err) {
 
 /* Loads the weights to evaluate: --checkpoint STEP (or a checkpoint directory), else the newest. */
 static int load_for_eval(const tfx_node *n, const tfx_cli_opts *o, tfx_weights *ws, tfx_err *err) {
-  if (!o->checkpoint[0]) return tfx_weights_from_run(n->run_dir, ws, err);
+  if (!o->checkpoint[0]) {
+    return tfx_weights_from_run(n->run_dir, ws, err);
+  }
   char *end, dir[1100];
   long long step = strtoll(o->checkpoint, &end, 10);
-  if (*end) return tfx_weights_from_checkpoint(o->checkpoint, ws, err);
+  if (*end) {
+    return tfx_weights_from_checkpoint(o->checkpoint, ws, err);
+  }
   tfx_ckpt_dir(n->run_dir, step, dir, sizeof dir);
   return tfx_weights_from_checkpoint(dir, ws, err);
 }
@@ -235,27 +322,37 @@ int tfx_evaluate_run(const tfx_node *n, const tfx_cli_opts *o, tfx_err *err) {
   tfx_config_init(&cfg);
   int rc = tfx_config_load(&cfg, cfgpath, err);
   for (int i = 0; !rc && o->data[0] && strcmp(o->data, "eval"); i++) {
-    if (i == cfg.n_valsets) return tfx_err_set(err, TFX_ENOTFOUND, "--data %s: the run has no such validation set", o->data);
-    if (strcmp(cfg.valsets[i].name, o->data)) continue;
+    if (i == cfg.n_valsets) {
+      return tfx_err_set(err, TFX_ENOTFOUND, "--data %s: the run has no such validation set", o->data);
+    }
+    if (strcmp(cfg.valsets[i].name, o->data)) {
+      continue;
+    }
     snprintf(cfg.eval_images, sizeof cfg.eval_images, "%s", cfg.valsets[i].images);
     snprintf(cfg.eval_labels, sizeof cfg.eval_labels, "%s", cfg.valsets[i].labels);
     break;
   }
   tfx_weights ws;
-  if (rc || (rc = load_for_eval(n, o, &ws, err))) return rc;
+  if (rc || (rc = load_for_eval(n, o, &ws, err))) {
+    return rc;
+  }
   tfx_model *m = NULL;
   tfx_dataset *d = NULL;
   tfx_metrics *mt = NULL;
   if (!(rc = tfx_model_create(&cfg, 1000, &m, err)) && !(rc = tfx_weights_load_model(&ws, m, err)) &&
       !(rc = tfx_dataset_load_config(&cfg, 1, tfx_model_input_size(m), &d, err))) {
-    if (o->steps > 0 && (size_t)o->steps * 1000 < d->n) d->n = (size_t)o->steps * 1000; /* N batches of 1000 */
+    if (o->steps > 0 && (size_t)o->steps * 1000 < d->n) {
+      d->n = (size_t)o->steps * 1000; /* N batches of 1000 */
+    }
     tfx_eval_result r;
     tfx_evaluate(m, d, 1000, &r);
     printf("step %lld: eval loss %.4f accuracy %.4f top5 %.4f over %zu examples (%s)\n", (long long)ws.step, r.loss,
            r.accuracy, r.top5, r.examples, ws.source);
     static const char *const names[] = {"loss", "accuracy", "top5_accuracy", "examples"};
     double vals[] = {r.loss, r.accuracy, r.top5, (double)r.examples};
-    if (!(rc = tfx_metrics_open(n->run_dir, &mt, err))) tfx_metrics_write(mt, "eval", ws.step, names, vals, 4);
+    if (!(rc = tfx_metrics_open(n->run_dir, &mt, err))) {
+      tfx_metrics_write(mt, "eval", ws.step, names, vals, 4);
+    }
   }
   tfx_metrics_close(mt);
   tfx_dataset_destroy(d);

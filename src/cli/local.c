@@ -32,14 +32,17 @@ static int free_ports(int n, int *ports, tfx_err *err) {
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     socklen_t len = sizeof a;
     fds[i] = socket(AF_INET, SOCK_STREAM, 0);
-    if (fds[i] < 0 || bind(fds[i], (struct sockaddr *)&a, sizeof a) || getsockname(fds[i], (struct sockaddr *)&a, &len)) {
+    if (fds[i] < 0 || bind(fds[i], (struct sockaddr *)&a, sizeof a) ||
+        getsockname(fds[i], (struct sockaddr *)&a, &len)) {
       rc = tfx_err_sys(err, TFX_ESYS, "choosing a free port");
     } else {
       ports[i] = ntohs(a.sin_port);
     }
   }
   for (int i = 0; i < n; i++) {
-    if (fds[i] > 0) close(fds[i]);
+    if (fds[i] > 0) {
+      close(fds[i]);
+    }
   }
   free(fds);
   return rc;
@@ -47,16 +50,23 @@ static int free_ports(int n, int *ports, tfx_err *err) {
 
 static int build_cluster(int n_ps, int n_workers, tfx_cluster **out, tfx_err *err) {
   int total = 1 + n_ps + n_workers, ports[600], rc;
-  if ((rc = free_ports(total, ports, err))) return rc;
+  if ((rc = free_ports(total, ports, err))) {
+    return rc;
+  }
   tfx_cluster *c = tfx_cluster_create();
-  if (!c) return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  if (!c) {
+    return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  }
   for (int i = 0; i < total && !rc; i++) {
     char addr[32];
     snprintf(addr, sizeof addr, "127.0.0.1:%d", ports[i]);
     rc = tfx_cluster_add(c, i == 0 ? TFX_ROLE_MASTER : i <= n_ps ? TFX_ROLE_PS : TFX_ROLE_WORKER, addr, err);
   }
-  if (rc) tfx_cluster_destroy(c);
-  else *out = c;
+  if (rc) {
+    tfx_cluster_destroy(c);
+  } else {
+    *out = c;
+  }
   return rc;
 }
 
@@ -67,10 +77,13 @@ static void exec_child(const tfx_node *n, const tfx_cluster *c, const child *ch,
   int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
   if (fd >= 0) {
     dup2(fd, STDERR_FILENO);
-    if (ch->role != TFX_ROLE_MASTER) dup2(fd, STDOUT_FILENO);
+    if (ch->role != TFX_ROLE_MASTER) {
+      dup2(fd, STDOUT_FILENO);
+    }
     close(fd);
   }
-  char *argv[] = {"tfx-node", "--config", (char *)exp, "--run-dir", (char *)n->run_dir, n->resume ? NULL : "--fresh", NULL};
+  char *argv[] = {"tfx-node", "--config", (char *)exp, "--run-dir", (char *)n->run_dir, n->resume ? NULL : "--fresh",
+                  NULL};
   execv(self, argv);
   fprintf(stderr, "exec %s: %s\n", self, strerror(errno));
   _exit(127);
@@ -80,8 +93,12 @@ static int spawn_all(const tfx_node *n, const tfx_cluster *c, child *kids, int t
                      tfx_err *err) {
   for (int i = 0; i < total; i++) {
     pid_t pid = fork();
-    if (pid < 0) return tfx_err_sys(err, TFX_ESYS, "fork");
-    if (pid == 0) exec_child(n, c, &kids[i], self, exp);
+    if (pid < 0) {
+      return tfx_err_sys(err, TFX_ESYS, "fork");
+    }
+    if (pid == 0) {
+      exec_child(n, c, &kids[i], self, exp);
+    }
     kids[i].pid = pid;
     tfx_log(TFX_LOG_INFO, "LOCAL-SPAWN", "%s %d: pid %d at %s", tfx_role_name(kids[i].role), kids[i].index, (int)pid,
             tfx_cluster_address(c, kids[i].role, kids[i].index));
@@ -91,7 +108,9 @@ static int spawn_all(const tfx_node *n, const tfx_cluster *c, child *kids, int t
 
 static void signal_all(child *kids, int total, int sig) {
   for (int i = 0; i < total; i++) {
-    if (kids[i].pid > 0 && !kids[i].exited) kill(kids[i].pid, sig);
+    if (kids[i].pid > 0 && !kids[i].exited) {
+      kill(kids[i].pid, sig);
+    }
   }
 }
 
@@ -101,7 +120,9 @@ static void reap(child *kids, int total) {
   pid_t pid;
   while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
     for (int i = 0; i < total; i++) {
-      if (kids[i].pid != pid) continue;
+      if (kids[i].pid != pid) {
+        continue;
+      }
       kids[i].exited = 1;
       kids[i].status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
       kids[i].failed = kids[i].status && !(kids[i].role != TFX_ROLE_MASTER && kids[i].status == 128 + SIGTERM);
@@ -111,7 +132,9 @@ static void reap(child *kids, int total) {
 
 static int all_exited(const child *kids, int total) {
   for (int i = 0; i < total; i++) {
-    if (!kids[i].exited) return 0;
+    if (!kids[i].exited) {
+      return 0;
+    }
   }
   return 1;
 }
@@ -123,8 +146,12 @@ static void drain(child *kids, int total, int ms) {
     usleep(50000);
   }
   signal_all(kids, total, SIGKILL);
-  while (!all_exited(kids, total) && waitpid(-1, NULL, 0) > 0) reap(kids, total);
-  for (int i = 0; i < total; i++) kids[i].exited = 1;
+  while (!all_exited(kids, total) && waitpid(-1, NULL, 0) > 0) {
+    reap(kids, total);
+  }
+  for (int i = 0; i < total; i++) {
+    kids[i].exited = 1;
+  }
 }
 
 typedef struct cluster_run {
@@ -142,15 +169,22 @@ static int handle_failures(cluster_run *r) {
     child *k = &r->kids[i];
     if (k->failed && !k->restart_at) {
       /* Bad input (2) or an aborted run (3) would only fail again: no restart. */
-      if (k->restarts >= RESTART_BUDGET || k->status == 2 || k->status == 3) return i;
+      if (k->restarts >= RESTART_BUDGET || k->status == 2 || k->status == 3) {
+        return i;
+      }
       k->restart_at = tfx_now_ms() + (500LL << k->restarts);
-      tfx_log(TFX_LOG_WARN, "LOCAL-RESTART", "%s %d exited with status %d (see %s/logs/%s-%d.log); restarting (%d of %d)",
-              tfx_role_name(k->role), k->index, k->status, r->n->run_dir, tfx_role_name(k->role), k->index, k->restarts + 1, RESTART_BUDGET);
+      tfx_log(TFX_LOG_WARN, "LOCAL-RESTART",
+              "%s %d exited with status %d (see %s/logs/%s-%d.log); restarting (%d of %d)", tfx_role_name(k->role),
+              k->index, k->status, r->n->run_dir, tfx_role_name(k->role), k->index, k->restarts + 1, RESTART_BUDGET);
     }
     if (k->restart_at && tfx_now_ms() >= k->restart_at) {
       pid_t pid = fork();
-      if (pid == 0) exec_child(r->n, r->c, k, r->self, r->exp);
-      if (pid > 0) k->pid = pid, k->exited = k->failed = 0, k->restart_at = 0, k->restarts++;
+      if (pid == 0) {
+        exec_child(r->n, r->c, k, r->self, r->exp);
+      }
+      if (pid > 0) {
+        k->pid = pid, k->exited = k->failed = 0, k->restart_at = 0, k->restarts++;
+      }
     }
   }
   return -1;
@@ -166,8 +200,9 @@ static int supervise(cluster_run *r, tfx_err *err) {
       child *k = &kids[spent];
       signal_all(kids, r->total, SIGTERM);
       drain(kids, r->total, 5000);
-      return tfx_err_set(err, TFX_EPEER, "%s %d failed %d times, last with status %d (see %s/logs/%s-%d.log)", tfx_role_name(k->role),
-                         k->index, k->restarts + 1, k->status, r->n->run_dir, tfx_role_name(k->role), k->index);
+      return tfx_err_set(err, TFX_EPEER, "%s %d failed %d times, last with status %d (see %s/logs/%s-%d.log)",
+                         tfx_role_name(k->role), k->index, k->restarts + 1, k->status, r->n->run_dir,
+                         tfx_role_name(k->role), k->index);
     }
     if (kids[0].exited && !kids[0].failed) {
       drain(kids, r->total, 10000);
@@ -187,11 +222,17 @@ static int supervise(cluster_run *r, tfx_err *err) {
 }
 
 int tfx_local_run(tfx_node *n, const tfx_cli_opts *o, const char *self, tfx_err *err) {
-  if (!n->config_path[0]) return tfx_err_set(err, TFX_ECONFIG, "local needs --config EXPERIMENT.json");
-  if (o->max_steps > 0) n->cfg.max_steps = o->max_steps;
+  if (!n->config_path[0]) {
+    return tfx_err_set(err, TFX_ECONFIG, "local needs --config EXPERIMENT.json");
+  }
+  if (o->max_steps > 0) {
+    n->cfg.max_steps = o->max_steps;
+  }
   if (!n->cfg.http_port) {
     int port = 0;
-    if (free_ports(1, &port, err) == TFX_OK) n->cfg.http_port = port; /* the master's /metrics, /status and / */
+    if (free_ports(1, &port, err) == TFX_OK) {
+      n->cfg.http_port = port; /* the master's /metrics, /status and / */
+    }
   }
   char logs[1100], exp[1100];
   snprintf(logs, sizeof logs, "%s/logs", n->run_dir);
@@ -199,25 +240,35 @@ int tfx_local_run(tfx_node *n, const tfx_cli_opts *o, const char *self, tfx_err 
   tfx_cluster *c = NULL;
   int rc = tfx_mkdirs(logs, err);
   char *json = rc ? NULL : tfx_config_to_json(&n->cfg);
-  if (!rc) rc = tfx_write_file(exp, json, err);
+  if (!rc) {
+    rc = tfx_write_file(exp, json, err);
+  }
   free(json);
-  if (!rc) rc = build_cluster(o->ps, o->workers, &c, err);
-  if (rc) return rc;
+  if (!rc) {
+    rc = build_cluster(o->ps, o->workers, &c, err);
+  }
+  if (rc) {
+    return rc;
+  }
   int total = 1 + o->ps + o->workers;
   child *kids = calloc((size_t)total, sizeof *kids);
   for (int i = 0; kids && i < total; i++) {
     kids[i].role = i == 0 ? TFX_ROLE_MASTER : i <= o->ps ? TFX_ROLE_PS : TFX_ROLE_WORKER;
     kids[i].index = i == 0 ? 0 : i <= o->ps ? i - 1 : i - 1 - o->ps;
   }
-  tfx_log(TFX_LOG_INFO, "LOCAL-START", "1 master, %d ps, %d worker(s); run directory %s", o->ps, o->workers, n->run_dir);
+  tfx_log(TFX_LOG_INFO, "LOCAL-START", "1 master, %d ps, %d worker(s); run directory %s", o->ps, o->workers,
+          n->run_dir);
   if (n->cfg.http_port) {
     printf("tfx: live page, /metrics and /status at http://127.0.0.1:%d/\n", n->cfg.http_port);
     fflush(stdout);
   }
   rc = kids ? spawn_all(n, c, kids, total, self, exp, err) : tfx_err_set(err, TFX_ENOMEM, "out of memory");
   cluster_run run = {n, c, self, exp, kids, total};
-  if (!rc) rc = supervise(&run, err);
-  else if (kids) signal_all(kids, total, SIGKILL), drain(kids, total, 1000);
+  if (!rc) {
+    rc = supervise(&run, err);
+  } else if (kids) {
+    signal_all(kids, total, SIGKILL), drain(kids, total, 1000);
+  }
   free(kids);
   tfx_cluster_destroy(c);
   return rc;

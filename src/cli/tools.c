@@ -11,11 +11,17 @@ static const char *const role_names[] = {"none", "master", "worker", "ps", "eval
 
 int tfx_status_run(const tfx_cli_opts *o, tfx_err *err) {
   char ep[320];
-  if (!o->address[0]) return tfx_err_set(err, TFX_EINVAL, "status needs --address HOST:PORT");
+  if (!o->address[0]) {
+    return tfx_err_set(err, TFX_EINVAL, "status needs --address HOST:PORT");
+  }
   int rc = tfx_address_endpoint(o->address, 0, NULL, ep, sizeof ep, err);
   tfx_client *c = NULL;
-  if (!rc) rc = tfx_client_create(ep, &c, err);
-  if (rc) return rc;
+  if (!rc) {
+    rc = tfx_client_create(ep, &c, err);
+  }
+  if (rc) {
+    return rc;
+  }
   tfx_wire_set_sender(TFX__ROLE__ROLE_CLIENT, 0);
   tfx_envelope env;
   tfx_inmsg r;
@@ -25,7 +31,9 @@ int tfx_status_run(const tfx_cli_opts *o, tfx_err *err) {
     int role = r.env->sender_role >= 0 && r.env->sender_role <= 5 ? r.env->sender_role : 0;
     printf("address=%s role=%s index=%d state=%s step=%lld", o->address, role_names[role], r.env->sender_index,
            r.env->text ? r.env->text : "?", (long long)r.env->step);
-    for (size_t i = 0; i < r.env->n_stats; i++) printf(" %s=%g", r.env->stats[i]->key, r.env->stats[i]->value);
+    for (size_t i = 0; i < r.env->n_stats; i++) {
+      printf(" %s=%g", r.env->stats[i]->key, r.env->stats[i]->value);
+    }
     printf("\n");
   }
   tfx_inmsg_fini(&r);
@@ -36,7 +44,9 @@ int tfx_status_run(const tfx_cli_opts *o, tfx_err *err) {
 int tfx_model_cmd(const tfx_node *n, tfx_err *err) {
   tfx_model *m;
   int rc = tfx_model_create(&n->cfg, 1, &m, err);
-  if (rc) return rc;
+  if (rc) {
+    return rc;
+  }
   tfx_model_print(m, stdout);
   tfx_model_destroy(m);
   return TFX_OK;

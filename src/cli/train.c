@@ -4,15 +4,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <tfx/plugin.h>
 
 #include "ckpt.h"
 #include "cli.h"
 #include "dataset.h"
-#include "source.h"
-#include "step.h"
-#include "plugin.h"
-#include <tfx/plugin.h>
-#include "warmstart.h"
 #include "evaluate.h"
 #include "events.h"
 #include "log.h"
@@ -20,7 +16,11 @@
 #include "model.h"
 #include "net.h"
 #include "optim.h"
+#include "plugin.h"
 #include "progress.h"
+#include "source.h"
+#include "step.h"
+#include "warmstart.h"
 
 typedef struct trainer {
   tfx_config cfg;
@@ -47,13 +47,17 @@ static void record(trainer *t, const char *kind, int64_t step, const char *const
 }
 
 static void trainer_free(trainer *t) {
-  for (int i = 0; t->model && i < tfx_model_nvars(t->model); i++) free(t->slots[i][0]), free(t->slots[i][1]), free(t->acc[i]);
+  for (int i = 0; t->model && i < tfx_model_nvars(t->model); i++) {
+    free(t->slots[i][0]), free(t->slots[i][1]), free(t->acc[i]);
+  }
   tfx_model_destroy(t->model);
   tfx_model_destroy(t->eval_model);
   tfx_batcher_destroy(t->batcher);
   tfx_dataset_destroy(t->train);
   tfx_dataset_destroy(t->eval);
-  for (int i = 0; i < TFX_MAX_VALSETS; i++) tfx_dataset_destroy(t->valsets[i]);
+  for (int i = 0; i < TFX_MAX_VALSETS; i++) {
+    tfx_dataset_destroy(t->valsets[i]);
+  }
   tfx_metrics_close(t->metrics);
   tfx_events_close(t->events);
   free(t->x);
@@ -64,12 +68,17 @@ static void trainer_free(trainer *t) {
 static int save(trainer *t, tfx_err *err) {
   int nv = tfx_model_nvars(t->model), ns = tfx_optim_slots(&t->opt), n = 0;
   tfx_ckpt_entry *e = calloc((size_t)nv * 3, sizeof *e);
-  if (!e) return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  if (!e) {
+    return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  }
   for (int i = 0; i < nv; i++) {
     tfx_var *v = tfx_model_var(t->model, i);
     for (int s = -1; s < ns; s++, n++) {
-      if (s < 0) snprintf(e[n].name, sizeof e[n].name, "%s", v->name);
-      else snprintf(e[n].name, sizeof e[n].name, "%s@%s", v->name, tfx_optim_slot_name(s));
+      if (s < 0) {
+        snprintf(e[n].name, sizeof e[n].name, "%s", v->name);
+      } else {
+        snprintf(e[n].name, sizeof e[n].name, "%s@%s", v->name, tfx_optim_slot_name(s));
+      }
       e[n].rank = v->rank;
       memcpy(e[n].dims, v->shape, sizeof v->shape);
       e[n].row_begin = 0, e[n].row_end = v->shape[0], e[n].version = (uint64_t)t->step;
@@ -82,23 +91,37 @@ static int save(trainer *t, tfx_err *err) {
   uint32_t crc;
   uint64_t bytes;
   int rc = tfx_mkdirs(dir, err);
-  if (!rc) rc = tfx_ckpt_write(path, t->step, e, n, &crc, &bytes, err);
-  if (!rc) rc = tfx_ckpt_write_manifest(dir, t->step, 1, &crc, &bytes, err);
+  if (!rc) {
+    rc = tfx_ckpt_write(path, t->step, e, n, &crc, &bytes, err);
+  }
+  if (!rc) {
+    rc = tfx_ckpt_write_manifest(dir, t->step, 1, &crc, &bytes, err);
+  }
   free(e);
-  if (!rc) tfx_ckpt_prune(t->run_dir, t->cfg.keep_max);
-  if (!rc) tfx_log(TFX_LOG_INFO, "TRAIN-CKPT", "checkpoint at step %lld: %s", (long long)t->step, dir);
-  if (!rc) t->stop |= tfx_plugin_hook(t->plugin, TFX_HOOK_CHECKPOINT, t->step, NAN, NAN, t->run_dir);
+  if (!rc) {
+    tfx_ckpt_prune(t->run_dir, t->cfg.keep_max);
+  }
+  if (!rc) {
+    tfx_log(TFX_LOG_INFO, "TRAIN-CKPT", "checkpoint at step %lld: %s", (long long)t->step, dir);
+  }
+  if (!rc) {
+    t->stop |= tfx_plugin_hook(t->plugin, TFX_HOOK_CHECKPOINT, t->step, NAN, NAN, t->run_dir);
+  }
   return rc;
 }
 
 static int restore(trainer *t, tfx_err *err) {
   char dir[1100], path[1200];
   int64_t step;
-  if (!t->resume || tfx_ckpt_latest(t->run_dir, &step, dir, sizeof dir, NULL)) return TFX_OK;
+  if (!t->resume || tfx_ckpt_latest(t->run_dir, &step, dir, sizeof dir, NULL)) {
+    return TFX_OK;
+  }
   snprintf(path, sizeof path, "%s/ps-0.shard", dir);
   tfx_ckpt *c;
   int rc = tfx_ckpt_read(path, &c, err);
-  if (rc) return rc;
+  if (rc) {
+    return rc;
+  }
   for (int i = 0; i < tfx_model_nvars(t->model) && !rc; i++) {
     tfx_var *v = tfx_model_var(t->model, i);
     const tfx_ckpt_entry *e = tfx_ckpt_find(c, v->name);
@@ -111,7 +134,9 @@ static int restore(trainer *t, tfx_err *err) {
       char name[200];
       snprintf(name, sizeof name, "%s@%s", v->name, tfx_optim_slot_name(s));
       const tfx_ckpt_entry *se = tfx_ckpt_find(c, name);
-      if (se && se->count == v->count) memcpy(t->slots[i][s], se->data, sizeof(float) * v->count);
+      if (se && se->count == v->count) {
+        memcpy(t->slots[i][s], se->data, sizeof(float) * v->count);
+      }
     }
   }
   if (!rc) {
@@ -125,21 +150,31 @@ static int restore(trainer *t, tfx_err *err) {
 static int setup(trainer *t, tfx_err *err) {
   const tfx_config *c = &t->cfg;
   int rc, batch = c->batch_size;
-  if ((rc = tfx_model_create(c, batch, &t->model, err)) || (rc = tfx_model_create(c, 1000, &t->eval_model, err))) return rc;
+  if ((rc = tfx_model_create(c, batch, &t->model, err)) || (rc = tfx_model_create(c, 1000, &t->eval_model, err))) {
+    return rc;
+  }
   tfx_model_init_vars(t->model, (uint64_t)c->seed);
   char dir[1100];
   int64_t at;
-  if (c->warm_from[0] && tfx_ckpt_latest(t->run_dir, &at, dir, sizeof dir, NULL) != TFX_OK && (rc = tfx_warm_start(c, t->model, NULL, err))) return rc;
+  if (c->warm_from[0] && tfx_ckpt_latest(t->run_dir, &at, dir, sizeof dir, NULL) != TFX_OK &&
+      (rc = tfx_warm_start(c, t->model, NULL, err))) {
+    return rc;
+  }
   tfx_optim_init(&t->opt, c);
   for (int i = 0; i < tfx_model_nvars(t->model); i++) {
     size_t n = tfx_model_var(t->model, i)->count;
     for (int s = 0; s < tfx_optim_slots(&t->opt); s++) {
-      if (!(t->slots[i][s] = calloc(n, sizeof(float)))) return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+      if (!(t->slots[i][s] = calloc(n, sizeof(float)))) {
+        return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+      }
     }
     if (c->accumulate > 1 && tfx_model_var(t->model, i)->sparse) {
-      return tfx_err_set(err, TFX_ECONFIG, "training.accumulate > 1 with the row-sparse variable %s is not supported", tfx_model_var(t->model, i)->name);
+      return tfx_err_set(err, TFX_ECONFIG, "training.accumulate > 1 with the row-sparse variable %s is not supported",
+                         tfx_model_var(t->model, i)->name);
     }
-    if (c->accumulate > 1 && !(t->acc[i] = calloc(n, sizeof(float)))) return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+    if (c->accumulate > 1 && !(t->acc[i] = calloc(n, sizeof(float)))) {
+      return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+    }
   }
   size_t dim = tfx_model_input_size(t->model);
   if ((rc = tfx_dataset_load_config(c, 0, dim, &t->train, err)) ||
@@ -151,11 +186,15 @@ static int setup(trainer *t, tfx_err *err) {
     tfx_config vc = *c;
     snprintf(vc.eval_images, sizeof vc.eval_images, "%s", c->valsets[i].images);
     snprintf(vc.eval_labels, sizeof vc.eval_labels, "%s", c->valsets[i].labels);
-    if ((rc = tfx_dataset_load_config(&vc, 1, dim, &t->valsets[i], err))) return rc;
+    if ((rc = tfx_dataset_load_config(&vc, 1, dim, &t->valsets[i], err))) {
+      return rc;
+    }
   }
   t->x = malloc(sizeof(float) * dim * (size_t)batch);
   t->y = malloc(sizeof(int32_t) * (size_t)batch);
-  if (!t->x || !t->y) return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  if (!t->x || !t->y) {
+    return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  }
   if ((rc = tfx_mkdirs(t->run_dir, err)) || (rc = tfx_metrics_open(t->run_dir, &t->metrics, err)) ||
       (rc = tfx_events_open(t->run_dir, &t->events, err))) {
     return rc;
@@ -164,8 +203,12 @@ static int setup(trainer *t, tfx_err *err) {
   snprintf(path, sizeof path, "%s/config.json", t->run_dir);
   rc = tfx_write_file(path, json, err);
   free(json);
-  if (!rc) rc = restore(t, err);
-  if (!rc) tfx_batcher_skip(t->batcher, t->step * c->accumulate, batch);
+  if (!rc) {
+    rc = restore(t, err);
+  }
+  if (!rc) {
+    tfx_batcher_skip(t->batcher, t->step * c->accumulate, batch);
+  }
   return rc;
 }
 
@@ -189,7 +232,9 @@ static void validate(trainer *t, int force) {
   for (int i = 0; i < t->cfg.n_valsets; i++) {
     const tfx_valset *v = &t->cfg.valsets[i];
     int due = force || (t->step > 0 && v->every_steps && t->step % v->every_steps == 0) || (v->first && t->step == 0);
-    if (!due) continue;
+    if (!due) {
+      continue;
+    }
     for (int k = 0; k < tfx_model_nvars(t->model); k++) {
       tfx_var *src = tfx_model_var(t->model, k);
       memcpy(tfx_model_var(t->eval_model, k)->value, src->value, sizeof(float) * src->count);
@@ -213,9 +258,12 @@ static void step_once(trainer *t, tfx_step_stats *st) {
   tfx_compute_gradients(t->model, t->batcher, &g, (uint64_t)t->step, &sum);
   for (int i = 0; i < nv; i++) {
     tfx_var *v = tfx_model_var(t->model, i);
-    if (!v->trainable) continue;
+    if (!v->trainable) {
+      continue;
+    }
     if (v->sparse) {
-      tfx_optim_apply_rows(&t->opt, t->step, v->value, v->grad, 1.0f, t->slots[i], v->rows, v->n_rows, v->count / (size_t)v->shape[0]);
+      tfx_optim_apply_rows(&t->opt, t->step, v->value, v->grad, 1.0f, t->slots[i], v->rows, v->n_rows,
+                           v->count / (size_t)v->shape[0]);
     } else {
       tfx_optim_apply(&t->opt, t->step, v->value, v->grad, 1.0f, t->slots[i], v->count);
     }
@@ -228,15 +276,20 @@ static int loop(trainer *t, int64_t max_steps, tfx_err *err) {
   tfx_progress prog;
   tfx_progress_init(&prog, t->step, max_steps);
   double acc = NAN, loss_sum = 0, hits = 0, seen = 0, steps = 0;
-  if (c->validate_first && t->step == 0) evaluate(t, &acc);
-  if (t->step == 0) validate(t, 0);
+  if (c->validate_first && t->step == 0) {
+    evaluate(t, &acc);
+  }
+  if (t->step == 0) {
+    validate(t, 0);
+  }
   t->stop |= tfx_plugin_hook(t->plugin, TFX_HOOK_TRAIN_BEGIN, t->step, NAN, NAN, t->run_dir);
   while (t->step < max_steps && !tfx_stop_requested() && !t->stop) {
     tfx_step_stats st;
     step_once(t, &st);
     t->step++;
     if (!isfinite(st.loss) || st.loss > c->thres_loss) {
-      return tfx_err_set(err, TFX_ELOSS, "training loss %g at step %lld exceeds thres_loss %g; the last good checkpoint is kept",
+      return tfx_err_set(err, TFX_ELOSS,
+                         "training loss %g at step %lld exceeds thres_loss %g; the last good checkpoint is kept",
                          st.loss, (long long)t->step, c->thres_loss);
     }
     loss_sum += st.loss, hits += st.correct, seen += st.count, steps++;
@@ -249,13 +302,19 @@ static int loop(trainer *t, int64_t max_steps, tfx_err *err) {
       t->stop |= tfx_plugin_hook(t->plugin, TFX_HOOK_STEP, t->step, vals[0], vals[1], t->run_dir);
       loss_sum = hits = seen = steps = 0;
     }
-    if (c->eval_every_steps && t->step % c->eval_every_steps == 0 && t->step < max_steps) evaluate(t, &acc);
-    if (t->step < max_steps) validate(t, 0);
+    if (c->eval_every_steps && t->step % c->eval_every_steps == 0 && t->step < max_steps) {
+      evaluate(t, &acc);
+    }
+    if (t->step < max_steps) {
+      validate(t, 0);
+    }
     int by_time = c->ckpt_every_secs > 0 && tfx_now_ms() - t->last_ckpt_ms >= c->ckpt_every_secs * 1000;
     if (((c->ckpt_every_steps && t->step % c->ckpt_every_steps == 0) || by_time) && t->step < max_steps) {
       t->last_ckpt_ms = tfx_now_ms();
       int rc = save(t, err);
-      if (rc) return rc;
+      if (rc) {
+        return rc;
+      }
     }
   }
   evaluate(t, &acc);
@@ -276,12 +335,17 @@ int tfx_train_run(tfx_node *n, const tfx_cli_opts *o, tfx_err *err) {
   openblas_set_num_threads(t.cfg.threads);
   int64_t max_steps = o->max_steps > 0 ? o->max_steps : t.cfg.max_steps;
   int rc = setup(&t, err);
-  if (!rc && t.cfg.steps > 0) max_steps = t.step + t.cfg.steps;
+  if (!rc && t.cfg.steps > 0) {
+    max_steps = t.step + t.cfg.steps;
+  }
   t.last_ckpt_ms = tfx_now_ms();
   if (!rc) {
     int64_t start = tfx_now_ms();
     rc = loop(&t, max_steps, err);
-    if (!rc) tfx_log(TFX_LOG_INFO, "TRAIN-DONE", "trained to step %lld in %.1f s", (long long)t.step, (tfx_now_ms() - start) / 1000.0);
+    if (!rc) {
+      tfx_log(TFX_LOG_INFO, "TRAIN-DONE", "trained to step %lld in %.1f s", (long long)t.step,
+              (tfx_now_ms() - start) / 1000.0);
+    }
   }
   trainer_free(&t);
   return rc;

@@ -19,12 +19,18 @@ int tfx_mkdirs(const char *path, tfx_err *err) {
   char buf[1024];
   snprintf(buf, sizeof buf, "%s", path);
   for (char *p = buf + 1; *p; p++) {
-    if (*p != '/') continue;
+    if (*p != '/') {
+      continue;
+    }
     *p = '\0';
-    if (mkdir(buf, 0755) && errno != EEXIST) return tfx_err_sys(err, TFX_ESYS, "mkdir %s", buf);
+    if (mkdir(buf, 0755) && errno != EEXIST) {
+      return tfx_err_sys(err, TFX_ESYS, "mkdir %s", buf);
+    }
     *p = '/';
   }
-  if (mkdir(buf, 0755) && errno != EEXIST) return tfx_err_sys(err, TFX_ESYS, "mkdir %s", buf);
+  if (mkdir(buf, 0755) && errno != EEXIST) {
+    return tfx_err_sys(err, TFX_ESYS, "mkdir %s", buf);
+  }
   return TFX_OK;
 }
 
@@ -36,8 +42,12 @@ typedef struct writer {
 
 static void put(writer *w, const void *p, size_t n) {
   /* n == 0: nothing to write, and crc32(crc, NULL, 0) would return 0, not crc. */
-  if (w->failed || n == 0) return;
-  if (fwrite(p, 1, n, w->f) != n) w->failed = 1;
+  if (w->failed || n == 0) {
+    return;
+  }
+  if (fwrite(p, 1, n, w->f) != n) {
+    w->failed = 1;
+  }
   w->crc = crc32_z(w->crc, p, n);
 }
 
@@ -62,9 +72,15 @@ static int sync_dir(const char *path) {
   char dir[1024];
   snprintf(dir, sizeof dir, "%s", path);
   char *slash = strrchr(dir, '/');
-  if (slash) *slash = '\0'; else snprintf(dir, sizeof dir, ".");
+  if (slash) {
+    *slash = '\0';
+  } else {
+    snprintf(dir, sizeof dir, ".");
+  }
   int fd = open(dir, O_RDONLY | O_DIRECTORY);
-  if (fd < 0) return -1;
+  if (fd < 0) {
+    return -1;
+  }
   fsync(fd);
   close(fd);
   return 0;
@@ -88,18 +104,22 @@ static int commit_file(FILE *f, const char *tmp, const char *path, tfx_err *err)
   return TFX_OK;
 }
 
-int tfx_ckpt_write(const char *path, int64_t step, const tfx_ckpt_entry *entries, int n, uint32_t *crc,
-                   uint64_t *bytes, tfx_err *err) {
+int tfx_ckpt_write(const char *path, int64_t step, const tfx_ckpt_entry *entries, int n, uint32_t *crc, uint64_t *bytes,
+                   tfx_err *err) {
   char tmp[1100];
   snprintf(tmp, sizeof tmp, "%s.tmp", path);
   writer w = {fopen(tmp, "wb"), crc32(0, NULL, 0), 0};
-  if (!w.f) return tfx_err_sys(err, TFX_ESYS, "open %s", tmp);
+  if (!w.f) {
+    return tfx_err_sys(err, TFX_ESYS, "open %s", tmp);
+  }
   uint32_t version = 1, count = (uint32_t)n;
   put(&w, shard_magic, 8);
   put(&w, &version, 4);
   put(&w, &count, 4);
   put(&w, &step, 8);
-  for (int i = 0; i < n; i++) put_entry(&w, &entries[i]);
+  for (int i = 0; i < n; i++) {
+    put_entry(&w, &entries[i]);
+  }
   uint32_t total = (uint32_t)w.crc;
   put(&w, end_magic, 8);
   put(&w, &total, 4);
@@ -111,9 +131,15 @@ int tfx_ckpt_write(const char *path, int64_t step, const tfx_ckpt_entry *entries
   }
   long size = ftell(w.f);
   int rc = commit_file(w.f, tmp, path, err);
-  if (rc) return rc;
-  if (crc) *crc = (uint32_t)w.crc;
-  if (bytes) *bytes = (uint64_t)size;
+  if (rc) {
+    return rc;
+  }
+  if (crc) {
+    *crc = (uint32_t)w.crc;
+  }
+  if (bytes) {
+    *bytes = (uint64_t)size;
+  }
   return TFX_OK;
 }
 
@@ -137,12 +163,22 @@ static int read_entry(reader *r, tfx_ckpt_entry *e, tfx_err *err) {
   uint32_t rank = 0, dcrc = 0;
   uint64_t nbytes = 0;
   int rc;
-  if ((rc = take(r, &nl, 2, "name length", err))) return rc;
-  if (nl >= sizeof e->name) return tfx_err_set(err, TFX_ECORRUPT, "%s: name length %u at offset %zu", r->path, nl, r->off);
-  if ((rc = take(r, e->name, nl, "name", err))) return rc;
+  if ((rc = take(r, &nl, 2, "name length", err))) {
+    return rc;
+  }
+  if (nl >= sizeof e->name) {
+    return tfx_err_set(err, TFX_ECORRUPT, "%s: name length %u at offset %zu", r->path, nl, r->off);
+  }
+  if ((rc = take(r, e->name, nl, "name", err))) {
+    return rc;
+  }
   e->name[nl] = '\0';
-  if ((rc = take(r, &rank, 4, "rank", err))) return rc;
-  if (rank > 8) return tfx_err_set(err, TFX_ECORRUPT, "%s: '%s' rank %u at offset %zu", r->path, e->name, rank, r->off);
+  if ((rc = take(r, &rank, 4, "rank", err))) {
+    return rc;
+  }
+  if (rank > 8) {
+    return tfx_err_set(err, TFX_ECORRUPT, "%s: '%s' rank %u at offset %zu", r->path, e->name, rank, r->off);
+  }
   e->rank = (int)rank;
   if ((rc = take(r, e->dims, 8 * rank, "dims", err)) || (rc = take(r, &e->row_begin, 8, "rows", err)) ||
       (rc = take(r, &e->row_end, 8, "rows", err)) || (rc = take(r, &e->version, 8, "version", err)) ||
@@ -158,7 +194,9 @@ static int read_entry(reader *r, tfx_ckpt_entry *e, tfx_err *err) {
   }
   e->count = nbytes / 4;
   e->data = malloc(nbytes ? nbytes : 4);
-  if (!e->data) return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  if (!e->data) {
+    return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  }
   return take(r, e->data, nbytes, "data", err);
 }
 
@@ -166,22 +204,36 @@ static int read_body(reader *r, tfx_ckpt *c, tfx_err *err) {
   char magic[8];
   uint32_t version = 0, count = 0;
   int rc;
-  if ((rc = take(r, magic, 8, "magic", err))) return rc;
-  if (memcmp(magic, shard_magic, 8)) return tfx_err_set(err, TFX_ECORRUPT, "%s: not a tfx shard (bad magic)", r->path);
+  if ((rc = take(r, magic, 8, "magic", err))) {
+    return rc;
+  }
+  if (memcmp(magic, shard_magic, 8)) {
+    return tfx_err_set(err, TFX_ECORRUPT, "%s: not a tfx shard (bad magic)", r->path);
+  }
   if ((rc = take(r, &version, 4, "version", err)) || (rc = take(r, &count, 4, "count", err)) ||
       (rc = take(r, &c->step, 8, "step", err))) {
     return rc;
   }
-  if (version != 1) return tfx_err_set(err, TFX_ECORRUPT, "%s: format version %u, want 1", r->path, version);
-  if (count > 1000000) return tfx_err_set(err, TFX_ECORRUPT, "%s: %u entries", r->path, count);
+  if (version != 1) {
+    return tfx_err_set(err, TFX_ECORRUPT, "%s: format version %u, want 1", r->path, version);
+  }
+  if (count > 1000000) {
+    return tfx_err_set(err, TFX_ECORRUPT, "%s: %u entries", r->path, count);
+  }
   c->entries = calloc(count ? count : 1, sizeof *c->entries);
-  if (!c->entries) return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  if (!c->entries) {
+    return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  }
   for (uint32_t i = 0; i < count; i++) {
     c->n = (int)i + 1;
-    if ((rc = read_entry(r, &c->entries[i], err))) return rc;
+    if ((rc = read_entry(r, &c->entries[i], err))) {
+      return rc;
+    }
   }
   uint32_t want = (uint32_t)crc32_z(0, r->p, r->off), total = 0;
-  if ((rc = take(r, magic, 8, "trailer", err)) || (rc = take(r, &total, 4, "trailer", err))) return rc;
+  if ((rc = take(r, magic, 8, "trailer", err)) || (rc = take(r, &total, 4, "trailer", err))) {
+    return rc;
+  }
   if (memcmp(magic, end_magic, 8) || total != want || r->off != r->len) {
     return tfx_err_set(err, TFX_ECORRUPT, "%s: bad trailer at offset %zu", r->path, r->off - 12);
   }
@@ -190,7 +242,9 @@ static int read_body(reader *r, tfx_ckpt *c, tfx_err *err) {
 
 static int slurp(const char *path, uint8_t **buf, size_t *len, tfx_err *err) {
   FILE *f = fopen(path, "rb");
-  if (!f) return tfx_err_sys(err, errno == ENOENT ? TFX_ENOTFOUND : TFX_ESYS, "open %s", path);
+  if (!f) {
+    return tfx_err_sys(err, errno == ENOENT ? TFX_ENOTFOUND : TFX_ESYS, "open %s", path);
+  }
   fseek(f, 0, SEEK_END);
   long size = ftell(f);
   fseek(f, 0, SEEK_SET);
@@ -209,7 +263,9 @@ int tfx_ckpt_read(const char *path, tfx_ckpt **out, tfx_err *err) {
   uint8_t *buf;
   size_t len;
   int rc = slurp(path, &buf, &len, err);
-  if (rc) return rc;
+  if (rc) {
+    return rc;
+  }
   tfx_ckpt *c = calloc(1, sizeof *c);
   reader r = {buf, len, 0, path};
   rc = c ? read_body(&r, c, err) : tfx_err_set(err, TFX_ENOMEM, "out of memory");
@@ -223,15 +279,21 @@ int tfx_ckpt_read(const char *path, tfx_ckpt **out, tfx_err *err) {
 }
 
 void tfx_ckpt_destroy(tfx_ckpt *c) {
-  if (!c) return;
-  for (int i = 0; i < c->n; i++) free(c->entries[i].data);
+  if (!c) {
+    return;
+  }
+  for (int i = 0; i < c->n; i++) {
+    free(c->entries[i].data);
+  }
   free(c->entries);
   free(c);
 }
 
 const tfx_ckpt_entry *tfx_ckpt_find(const tfx_ckpt *c, const char *name) {
   for (int i = 0; i < c->n; i++) {
-    if (strcmp(c->entries[i].name, name) == 0) return &c->entries[i];
+    if (strcmp(c->entries[i].name, name) == 0) {
+      return &c->entries[i];
+    }
   }
   return NULL;
 }
@@ -240,7 +302,9 @@ int tfx_file_crc32(const char *path, uint32_t *crc, uint64_t *bytes, tfx_err *er
   uint8_t *buf;
   size_t len;
   int rc = slurp(path, &buf, &len, err);
-  if (rc) return rc;
+  if (rc) {
+    return rc;
+  }
   *crc = (uint32_t)crc32_z(0, buf, len);
   *bytes = len;
   free(buf);
@@ -289,7 +353,9 @@ static int verify_shard(const char *dir, json_object *s, tfx_err *err) {
   uint32_t c;
   uint64_t b;
   int rc = tfx_file_crc32(path, &c, &b, err);
-  if (rc) return rc;
+  if (rc) {
+    return rc;
+  }
   if (b != (uint64_t)json_object_get_int64(bytes) || c != (uint32_t)json_object_get_int64(crc)) {
     return tfx_err_set(err, TFX_ECORRUPT, "%s: size or checksum differs from the manifest", path);
   }
@@ -308,7 +374,9 @@ int tfx_ckpt_verify(const char *dir, int64_t *step, int *n_ps, tfx_err *err) {
     return rc;
   }
   size_t n = json_object_array_length(shards);
-  for (size_t i = 0; i < n && !rc; i++) rc = verify_shard(dir, json_object_array_get_idx(shards, i), err);
+  for (size_t i = 0; i < n && !rc; i++) {
+    rc = verify_shard(dir, json_object_array_get_idx(shards, i), err);
+  }
   if (!rc) {
     *step = json_object_get_int64(st);
     *n_ps = (int)n;
@@ -322,14 +390,20 @@ static int list_steps(const char *run_dir, int64_t **steps) {
   char path[1100];
   snprintf(path, sizeof path, "%s/checkpoints", run_dir);
   DIR *d = opendir(path);
-  if (!d) return 0;
+  if (!d) {
+    return 0;
+  }
   int n = 0, cap = 0;
   *steps = NULL;
   struct dirent *de;
   while ((de = readdir(d))) {
     long long s;
-    if (sscanf(de->d_name, "ckpt-%lld", &s) != 1) continue;
-    if (n == cap) *steps = realloc(*steps, sizeof **steps * (size_t)(cap = cap * 2 + 8));
+    if (sscanf(de->d_name, "ckpt-%lld", &s) != 1) {
+      continue;
+    }
+    if (n == cap) {
+      *steps = realloc(*steps, sizeof **steps * (size_t)(cap = cap * 2 + 8));
+    }
     (*steps)[n++] = s;
   }
   closedir(d);
@@ -364,10 +438,14 @@ int tfx_ckpt_latest(const char *run_dir, int64_t *step, char *dir, size_t n, tfx
 
 static void remove_dir(const char *dir) {
   DIR *d = opendir(dir);
-  if (!d) return;
+  if (!d) {
+    return;
+  }
   struct dirent *de;
   while ((de = readdir(d))) {
-    if (de->d_name[0] == '.') continue;
+    if (de->d_name[0] == '.') {
+      continue;
+    }
     char p[1400];
     snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
     unlink(p);

@@ -25,8 +25,8 @@ typedef struct tfx_ckpt_entry {
   int64_t dims[8];
   int64_t row_begin, row_end;
   uint64_t version;
-  size_t count;  /* float32 elements */
-  float *data;   /* borrowed when writing; owned by the tfx_ckpt when read */
+  size_t count; /* float32 elements */
+  float *data;  /* borrowed when writing; owned by the tfx_ckpt when read */
 } tfx_ckpt_entry;
 
 typedef struct tfx_ckpt {
@@ -36,8 +36,8 @@ typedef struct tfx_ckpt {
 } tfx_ckpt;
 
 /* Writes a shard atomically (tmp, fsync, rename); entries are borrowed. *crc gets the file checksum. */
-int tfx_ckpt_write(const char *path, int64_t step, const tfx_ckpt_entry *entries, int n, uint32_t *crc,
-                   uint64_t *bytes, tfx_err *err);
+int tfx_ckpt_write(const char *path, int64_t step, const tfx_ckpt_entry *entries, int n, uint32_t *crc, uint64_t *bytes,
+                   tfx_err *err);
 /* Reads and verifies a shard; caller owns *out; free with tfx_ckpt_destroy. Errors name file and offset. */
 int tfx_ckpt_read(const char *path, tfx_ckpt **out, tfx_err *err);
 /* Frees a shard read by tfx_ckpt_read; NULL does nothing. */

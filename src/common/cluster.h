@@ -54,7 +54,6 @@ const char *tfx_role_name(tfx_role role);
 
 /* Checks "host:port" (DNS name, IPv4 or [IPv6]) and writes its ZeroMQ endpoint to out: "tcp://host:port" to
  * connect, or "tcp://ANY:port" (ANY = * or bind_host) to bind. Returns 0 or TFX_ECONFIG naming the address. */
-int tfx_address_endpoint(const char *address, int bind, const char *bind_host, char *out, size_t n,
-                         tfx_err *err);
+int tfx_address_endpoint(const char *address, int bind, const char *bind_host, char *out, size_t n, tfx_err *err);
 
 #endif

@@ -1,13 +1,13 @@
 /* The experiment option table and its json-c reader and writer. */
 #include "config.h"
 
-#include "hparams_impl.h"
-
 #include <json-c/json.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "hparams_impl.h"
 
 typedef enum opt_type { OPT_INT, OPT_I64, OPT_DBL, OPT_STR, OPT_BOOL } opt_type;
 
@@ -25,14 +25,17 @@ typedef struct option {
 #define BIG 1e18
 
 static const option options[] = {
-    {"model.loss", OPT_STR, O(loss), 0, 0, "softmax_cross_entropy", "softmax_cross_entropy | sigmoid_cross_entropy | mse"},
-    {"model.plugin", OPT_STR, O(plugin), 0, 0, "", "shared object whose tfx_plugin_entry builds the model and hooks the run"},
+    {"model.loss", OPT_STR, O(loss), 0, 0, "softmax_cross_entropy",
+     "softmax_cross_entropy | sigmoid_cross_entropy | mse"},
+    {"model.plugin", OPT_STR, O(plugin), 0, 0, "",
+     "shared object whose tfx_plugin_entry builds the model and hooks the run"},
     {"data.train.images", OPT_STR, O(train_images), 0, 0, FMNIST "train-images-idx3-ubyte.gz", "IDX images (.gz ok)"},
     {"data.train.labels", OPT_STR, O(train_labels), 0, 0, FMNIST "train-labels-idx1-ubyte.gz", "IDX labels"},
     {"data.eval.images", OPT_STR, O(eval_images), 0, 0, FMNIST "t10k-images-idx3-ubyte.gz", "IDX images"},
     {"data.eval.labels", OPT_STR, O(eval_labels), 0, 0, FMNIST "t10k-labels-idx1-ubyte.gz", "IDX labels"},
     {"data.scale", OPT_DBL, O(data_scale), 0, BIG, "0.00392156862745098", "feature multiplier"},
-    {"data.format", OPT_STR, O(data_format), 0, 0, "idx", "idx (images + labels) | csv | libsvm | tfrecord (the *.images path is the file)"},
+    {"data.format", OPT_STR, O(data_format), 0, 0, "idx",
+     "idx (images + labels) | csv | libsvm | tfrecord (the *.images path is the file)"},
     {"data.label_column", OPT_STR, O(label_column), 0, 0, "-1", "csv: label column, header name or index (-1: last)"},
     {"data.header", OPT_BOOL, O(data_header), 0, 1, "true", "csv: the first line is a header"},
     {"data.feature_key", OPT_STR, O(feature_key), 0, 0, "image", "tfrecord: the Example feature holding the inputs"},
@@ -52,15 +55,18 @@ static const option options[] = {
     {"training.mode", OPT_STR, O(mode), 0, 0, "sync", "sync | async | ssp"},
     {"training.max_steps", OPT_I64, O(max_steps), 1, BIG, "1000", "absolute global step to stop at"},
     {"training.steps", OPT_I64, O(steps), 0, BIG, "0", "train this many more steps from where the run stands (0: off)"},
-    {"training.hooks", OPT_STR, O(hooks), 0, 0, "", "built-in hooks: stop_at_step:N, nan_guard, log_every:N (comma-separated)"},
-    {"training.trainable", OPT_STR, O(trainable), 0, 0, "", "train only variables whose names start with one of these comma-separated prefixes"},
+    {"training.hooks", OPT_STR, O(hooks), 0, 0, "",
+     "built-in hooks: stop_at_step:N, nan_guard, log_every:N (comma-separated)"},
+    {"training.trainable", OPT_STR, O(trainable), 0, 0, "",
+     "train only variables whose names start with one of these comma-separated prefixes"},
     {"training.batch_size", OPT_INT, O(batch_size), 1, 65536, "64", "per-worker minibatch"},
     {"training.replicas_to_aggregate", OPT_INT, O(replicas_to_aggregate), 0, 1024, "0", "sync: 0 = all workers"},
     {"training.staleness", OPT_INT, O(staleness), 0, 1000000, "4", "ssp: max steps ahead of the slowest"},
     {"training.accumulate", OPT_INT, O(accumulate), 1, 1024, "1", "minibatches per push"},
     {"training.report_every", OPT_INT, O(report_every), 1, 1000000, "100", "steps between metric reports"},
     {"training.threads", OPT_INT, O(threads), 1, 256, "1", "OpenBLAS threads per process"},
-    {"training.ps_apply_threads", OPT_INT, O(ps_apply_threads), 1, 2, "1", "threads a ps uses to update one large shard"},
+    {"training.ps_apply_threads", OPT_INT, O(ps_apply_threads), 1, 2, "1",
+     "threads a ps uses to update one large shard"},
     {"training.seed", OPT_I64, O(seed), 0, BIG, "42", "experiment seed"},
     {"training.thres_loss", OPT_DBL, O(thres_loss), 0, BIG, "1e6", "abort when the training loss exceeds this"},
     {"training.clip_norm", OPT_DBL, O(clip_norm), 0, BIG, "0", "clip gradients by global norm (0: off)"},
@@ -72,13 +78,18 @@ static const option options[] = {
     {"checkpoint.every_secs", OPT_I64, O(ckpt_every_secs), 0, BIG, "0", "also checkpoint every N seconds (0: off)"},
     {"checkpoint.keep_max", OPT_INT, O(keep_max), 1, 1000, "3", "checkpoints kept"},
     {"search.method", OPT_STR, O(search_method), 0, 0, "random", "tfx-node search: random | grid"},
-    {"search.early_stopping", OPT_BOOL, O(search_early_stopping), 0, 1, "true", "stop trials below the median at a validation point"},
-    {"warm_start.from", OPT_STR, O(warm_from), 0, 0, "", "run, checkpoint or export directory to start from (fresh runs only)"},
-    {"warm_start.to_restore", OPT_STR, O(warm_restore), 0, 0, "", "comma-separated variable-name prefixes to take (empty: all found)"},
-    {"warm_start.rename", OPT_STR, O(warm_rename), 0, 0, "", "load_param_dict: comma-separated source:model name pairs"},
+    {"search.early_stopping", OPT_BOOL, O(search_early_stopping), 0, 1, "true",
+     "stop trials below the median at a validation point"},
+    {"warm_start.from", OPT_STR, O(warm_from), 0, 0, "",
+     "run, checkpoint or export directory to start from (fresh runs only)"},
+    {"warm_start.to_restore", OPT_STR, O(warm_restore), 0, 0, "",
+     "comma-separated variable-name prefixes to take (empty: all found)"},
+    {"warm_start.rename", OPT_STR, O(warm_rename), 0, 0, "",
+     "load_param_dict: comma-separated source:model name pairs"},
     {"eval.every_steps", OPT_I64, O(eval_every_steps), 0, BIG, "500", "0: only at the end"},
     {"eval.validate_first", OPT_BOOL, O(validate_first), 0, 1, "false", "evaluate at step 0"},
-    {"observe.http_port", OPT_INT, O(http_port), 0, 65535, "0", "the master serves /metrics, /status and / here (0: off)"},
+    {"observe.http_port", OPT_INT, O(http_port), 0, 65535, "0",
+     "the master serves /metrics, /status and / here (0: off)"},
     {"cluster.register_timeout_s", OPT_INT, O(register_timeout_s), 1, 86400, "60", "wait for peers"},
     {"cluster.request_timeout_s", OPT_INT, O(request_timeout_s), 1, 86400, "60", "deadline of one request"},
 };
@@ -115,13 +126,17 @@ static const option valset_options[] = {
 
 static const option *find(const option *table, size_t n, const char *path) {
   for (size_t i = 0; i < n; i++) {
-    if (strcmp(table[i].path, path) == 0) return &table[i];
+    if (strcmp(table[i].path, path) == 0) {
+      return &table[i];
+    }
   }
   return NULL;
 }
 
 static int set_string(void *base, const option *o, const char *s, const char *where, tfx_err *err) {
-  if (strlen(s) >= o->size) return tfx_err_set(err, TFX_ECONFIG, "%s: value too long", where);
+  if (strlen(s) >= o->size) {
+    return tfx_err_set(err, TFX_ECONFIG, "%s: value too long", where);
+  }
   strcpy((char *)base + o->offset, s);
   return TFX_OK;
 }
@@ -146,10 +161,14 @@ static int set_json(void *base, const option *o, json_object *v, const char *whe
   json_type t = json_object_get_type(v);
   switch (o->type) {
     case OPT_STR:
-      if (t != json_type_string) return tfx_err_set(err, TFX_ECONFIG, "%s: expected a string", where);
+      if (t != json_type_string) {
+        return tfx_err_set(err, TFX_ECONFIG, "%s: expected a string", where);
+      }
       return set_string(base, o, json_object_get_string(v), where, err);
     case OPT_BOOL:
-      if (t != json_type_boolean) return tfx_err_set(err, TFX_ECONFIG, "%s: expected true or false", where);
+      if (t != json_type_boolean) {
+        return tfx_err_set(err, TFX_ECONFIG, "%s: expected true or false", where);
+      }
       *(int *)((char *)base + o->offset) = json_object_get_boolean(v);
       return TFX_OK;
     case OPT_DBL:
@@ -158,11 +177,15 @@ static int set_json(void *base, const option *o, json_object *v, const char *whe
       }
       return set_number(base, o, json_object_get_double(v), where, err);
     default: {
-      if (t != json_type_int) return tfx_err_set(err, TFX_ECONFIG, "%s: expected an integer", where);
+      if (t != json_type_int) {
+        return tfx_err_set(err, TFX_ECONFIG, "%s: expected an integer", where);
+      }
       /* Range-check in double, store the exact int64: a double would round integers above 2^53. */
       int64_t i = json_object_get_int64(v);
       int rc = set_number(base, o, (double)i, where, err);
-      if (!rc && o->type == OPT_I64) *(int64_t *)((char *)base + o->offset) = i;
+      if (!rc && o->type == OPT_I64) {
+        *(int64_t *)((char *)base + o->offset) = i;
+      }
       return rc;
     }
   }
@@ -186,12 +209,16 @@ static int set_default(void *base, const option *o) {
 
 static void layer_defaults(tfx_layer_spec *l) {
   memset(l, 0, sizeof *l);
-  for (size_t i = 0; i < N_LAYER_OPTIONS; i++) set_default(l, &layer_options[i]);
+  for (size_t i = 0; i < N_LAYER_OPTIONS; i++) {
+    set_default(l, &layer_options[i]);
+  }
 }
 
 void tfx_config_init(tfx_config *cfg) {
   memset(cfg, 0, sizeof *cfg);
-  for (size_t i = 0; i < N_OPTIONS; i++) set_default(cfg, &options[i]);
+  for (size_t i = 0; i < N_OPTIONS; i++) {
+    set_default(cfg, &options[i]);
+  }
   cfg->input_shape[0] = 28;
   cfg->input_shape[1] = 28;
   cfg->input_shape[2] = 1;
@@ -207,11 +234,17 @@ static int parse_layer(tfx_layer_spec *l, json_object *obj, int i, tfx_err *err)
   json_object_object_foreach(obj, key, val) {
     snprintf(where, sizeof where, "model.layers[%d].%s", i, key);
     const option *o = find(layer_options, N_LAYER_OPTIONS, key);
-    if (!o) return tfx_err_set(err, TFX_ECONFIG, "%s: unknown key", where);
+    if (!o) {
+      return tfx_err_set(err, TFX_ECONFIG, "%s: unknown key", where);
+    }
     int rc = set_json(l, o, val, where, err);
-    if (rc) return rc;
+    if (rc) {
+      return rc;
+    }
   }
-  if (!l->type[0]) return tfx_err_set(err, TFX_ECONFIG, "model.layers[%d].type: missing", i);
+  if (!l->type[0]) {
+    return tfx_err_set(err, TFX_ECONFIG, "model.layers[%d].type: missing", i);
+  }
   return TFX_OK;
 }
 
@@ -220,11 +253,15 @@ static int parse_layers(tfx_config *cfg, json_object *arr, tfx_err *err) {
     return tfx_err_set(err, TFX_ECONFIG, "model.layers: expected a list of layers");
   }
   size_t n = json_object_array_length(arr);
-  if (n > TFX_MAX_LAYERS) return tfx_err_set(err, TFX_ECONFIG, "model.layers: %zu layers, at most %d", n, TFX_MAX_LAYERS);
+  if (n > TFX_MAX_LAYERS) {
+    return tfx_err_set(err, TFX_ECONFIG, "model.layers: %zu layers, at most %d", n, TFX_MAX_LAYERS);
+  }
   tfx_layer_spec tmp[TFX_MAX_LAYERS];
   for (size_t i = 0; i < n; i++) {
     int rc = parse_layer(&tmp[i], json_object_array_get_idx(arr, i), (int)i, err);
-    if (rc) return rc;
+    if (rc) {
+      return rc;
+    }
   }
   memcpy(cfg->layers, tmp, n * sizeof tmp[0]);
   cfg->n_layers = (int)n;
@@ -233,17 +270,27 @@ static int parse_layers(tfx_config *cfg, json_object *arr, tfx_err *err) {
 
 static int parse_valset(tfx_valset *v, json_object *obj, int i, tfx_err *err) {
   char where[96];
-  if (!json_object_is_type(obj, json_type_object)) return tfx_err_set(err, TFX_ECONFIG, "validation[%d]: expected an object", i);
+  if (!json_object_is_type(obj, json_type_object)) {
+    return tfx_err_set(err, TFX_ECONFIG, "validation[%d]: expected an object", i);
+  }
   memset(v, 0, sizeof *v);
-  for (size_t k = 0; k < N_VALSET_OPTIONS; k++) set_default(v, &valset_options[k]);
+  for (size_t k = 0; k < N_VALSET_OPTIONS; k++) {
+    set_default(v, &valset_options[k]);
+  }
   json_object_object_foreach(obj, key, val) {
     snprintf(where, sizeof where, "validation[%d].%s", i, key);
     const option *o = find(valset_options, N_VALSET_OPTIONS, key);
-    if (!o) return tfx_err_set(err, TFX_ECONFIG, "%s: unknown key", where);
+    if (!o) {
+      return tfx_err_set(err, TFX_ECONFIG, "%s: unknown key", where);
+    }
     int rc = set_json(v, o, val, where, err);
-    if (rc) return rc;
+    if (rc) {
+      return rc;
+    }
   }
-  if (!v->name[0] || !v->images[0] || !v->labels[0]) return tfx_err_set(err, TFX_ECONFIG, "validation[%d]: name, images and labels are required", i);
+  if (!v->name[0] || !v->images[0] || !v->labels[0]) {
+    return tfx_err_set(err, TFX_ECONFIG, "validation[%d]: name, images and labels are required", i);
+  }
   if (strcmp(v->agg, "mean") && strcmp(v->agg, "min") && strcmp(v->agg, "max") && strcmp(v->agg, "sum")) {
     return tfx_err_set(err, TFX_ECONFIG, "validation[%d].agg: '%s' (want mean, min, max or sum)", i, v->agg);
   }
@@ -258,7 +305,9 @@ static int parse_valsets(tfx_config *cfg, json_object *arr, tfx_err *err) {
   tfx_valset tmp[TFX_MAX_VALSETS];
   for (size_t i = 0; i < n; i++) {
     int rc = parse_valset(&tmp[i], json_object_array_get_idx(arr, i), (int)i, err);
-    if (rc) return rc;
+    if (rc) {
+      return rc;
+    }
   }
   memcpy(cfg->valsets, tmp, n * sizeof tmp[0]);
   cfg->n_valsets = (int)n;
@@ -267,7 +316,9 @@ static int parse_valsets(tfx_config *cfg, json_object *arr, tfx_err *err) {
 
 static int parse_shape(tfx_config *cfg, json_object *arr, tfx_err *err) {
   size_t n = json_object_is_type(arr, json_type_array) ? json_object_array_length(arr) : 0;
-  if (n < 1 || n > 3) return tfx_err_set(err, TFX_ECONFIG, "model.input_shape: expected 1 to 3 positive integers");
+  if (n < 1 || n > 3) {
+    return tfx_err_set(err, TFX_ECONFIG, "model.input_shape: expected 1 to 3 positive integers");
+  }
   int shape[3];
   for (size_t i = 0; i < n; i++) {
     json_object *d = json_object_array_get_idx(arr, i);
@@ -284,7 +335,9 @@ static int parse_shape(tfx_config *cfg, json_object *arr, tfx_err *err) {
 static int is_section(const char *path) {
   size_t n = strlen(path);
   for (size_t i = 0; i < N_OPTIONS; i++) {
-    if (strncmp(options[i].path, path, n) == 0 && options[i].path[n] == '.') return 1;
+    if (strncmp(options[i].path, path, n) == 0 && options[i].path[n] == '.') {
+      return 1;
+    }
   }
   return strcmp(path, "model") == 0;
 }
@@ -296,22 +349,34 @@ static int parse_object(tfx_config *cfg, json_object *obj, const char *prefix, t
     char path[256];
     snprintf(path, sizeof path, "%s%s%s", prefix, *prefix ? "." : "", key);
     int rc = set_path(cfg, path, val, err);
-    if (rc) return rc;
+    if (rc) {
+      return rc;
+    }
   }
   return TFX_OK;
 }
 
 static int set_path(tfx_config *cfg, const char *path, json_object *val, tfx_err *err) {
-  if (strcmp(path, "model.layers") == 0) return parse_layers(cfg, val, err);
-  if (strcmp(path, "model.input_shape") == 0) return parse_shape(cfg, val, err);
-  if (strcmp(path, "validation") == 0) return parse_valsets(cfg, val, err);
+  if (strcmp(path, "model.layers") == 0) {
+    return parse_layers(cfg, val, err);
+  }
+  if (strcmp(path, "model.input_shape") == 0) {
+    return parse_shape(cfg, val, err);
+  }
+  if (strcmp(path, "validation") == 0) {
+    return parse_valsets(cfg, val, err);
+  }
   if (strcmp(path, "model.params") == 0) {
     const char *text = json_object_to_json_string_ext(val, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
-    if (strlen(text) >= sizeof cfg->plugin_params) return tfx_err_set(err, TFX_ECONFIG, "model.params: too long");
+    if (strlen(text) >= sizeof cfg->plugin_params) {
+      return tfx_err_set(err, TFX_ECONFIG, "model.params: too long");
+    }
     strcpy(cfg->plugin_params, text);
     return TFX_OK;
   }
-  if (strcmp(path, "name") == 0 || strcmp(path, "description") == 0 || strcmp(path, "hyperparameters") == 0) return TFX_OK;
+  if (strcmp(path, "name") == 0 || strcmp(path, "description") == 0 || strcmp(path, "hyperparameters") == 0) {
+    return TFX_OK;
+  }
   if (is_section(path)) {
     if (!json_object_is_type(val, json_type_object)) {
       return tfx_err_set(err, TFX_ECONFIG, "%s: expected an object (a section)", path);
@@ -319,7 +384,9 @@ static int set_path(tfx_config *cfg, const char *path, json_object *val, tfx_err
     return parse_object(cfg, val, path, err);
   }
   const option *o = find(options, N_OPTIONS, path);
-  if (!o) return tfx_err_set(err, TFX_ECONFIG, "unknown key '%s'", path);
+  if (!o) {
+    return tfx_err_set(err, TFX_ECONFIG, "unknown key '%s'", path);
+  }
   return set_json(cfg, o, val, path, err);
 }
 
@@ -333,7 +400,9 @@ static json_object *parse_text(const char *json, const char *origin, tfx_err *er
   json_object *root = json_tokener_parse_ex(tok, json, -1);
   enum json_tokener_error jerr = json_tokener_get_error(tok);
   size_t end = json_tokener_get_parse_end(tok);
-  if (root && jerr == json_tokener_success) end += strspn(json + end, " \t\r\n");
+  if (root && jerr == json_tokener_success) {
+    end += strspn(json + end, " \t\r\n");
+  }
   if (!root || jerr != json_tokener_success || json[end]) {
     tfx_err_set(err, TFX_ECONFIG, "%s: malformed JSON at offset %zu: %s", origin, end,
                 jerr == json_tokener_success ? "unexpected text after the value" : json_tokener_error_desc(jerr));
@@ -346,15 +415,21 @@ static json_object *parse_text(const char *json, const char *origin, tfx_err *er
 
 int tfx_config_parse(tfx_config *cfg, const char *json, const char *origin, tfx_err *err) {
   json_object *root = parse_text(json, origin, err);
-  if (!root) return err ? err->code : TFX_ECONFIG;
+  if (!root) {
+    return err ? err->code : TFX_ECONFIG;
+  }
   int rc = TFX_OK;
   if (!json_object_is_type(root, json_type_object)) {
     rc = tfx_err_set(err, TFX_ECONFIG, "%s: expected a JSON object", origin);
   } else {
     tfx_config next = *cfg;
     rc = tfx_hparams_apply_defaults(root, err);
-    if (!rc) rc = parse_object(&next, root, "", err);
-    if (!rc) *cfg = next;
+    if (!rc) {
+      rc = parse_object(&next, root, "", err);
+    }
+    if (!rc) {
+      *cfg = next;
+    }
   }
   json_object_put(root);
   return rc;
@@ -362,7 +437,9 @@ int tfx_config_parse(tfx_config *cfg, const char *json, const char *origin, tfx_
 
 int tfx_config_load(tfx_config *cfg, const char *path, tfx_err *err) {
   FILE *f = fopen(path, "rb");
-  if (!f) return tfx_err_sys(err, TFX_ECONFIG, "experiment '%s'", path);
+  if (!f) {
+    return tfx_err_sys(err, TFX_ECONFIG, "experiment '%s'", path);
+  }
   char *buf = NULL;
   size_t cap = 0, len = 0, n;
   int rc = TFX_OK;
@@ -389,24 +466,36 @@ int tfx_config_load(tfx_config *cfg, const char *path, tfx_err *err) {
 
 int tfx_config_set(tfx_config *cfg, const char *assignment, tfx_err *err) {
   const char *eq = strchr(assignment, '=');
-  if (!eq || eq == assignment) return tfx_err_set(err, TFX_ECONFIG, "--set '%s': expected key=value", assignment);
+  if (!eq || eq == assignment) {
+    return tfx_err_set(err, TFX_ECONFIG, "--set '%s': expected key=value", assignment);
+  }
   char path[256];
   snprintf(path, sizeof path, "%.*s", (int)(eq - assignment), assignment);
   json_object *val = parse_text(eq + 1, path, NULL);
-  if (!val) val = json_object_new_string(eq + 1);
+  if (!val) {
+    val = json_object_new_string(eq + 1);
+  }
   tfx_config next = *cfg;
   int rc = set_path(&next, path, val, err);
-  if (!rc) *cfg = next;
+  if (!rc) {
+    *cfg = next;
+  }
   json_object_put(val);
   return rc;
 }
 
 int tfx_config_add_layer_json(tfx_config *cfg, const char *json, tfx_err *err) {
-  if (cfg->n_layers >= TFX_MAX_LAYERS) return tfx_err_set(err, TFX_ECONFIG, "model: more than %d layers", TFX_MAX_LAYERS);
+  if (cfg->n_layers >= TFX_MAX_LAYERS) {
+    return tfx_err_set(err, TFX_ECONFIG, "model: more than %d layers", TFX_MAX_LAYERS);
+  }
   json_object *obj = parse_text(json, "plugin layer", err);
-  if (!obj) return TFX_ECONFIG;
+  if (!obj) {
+    return TFX_ECONFIG;
+  }
   int rc = parse_layer(&cfg->layers[cfg->n_layers], obj, cfg->n_layers, err);
-  if (!rc) cfg->n_layers++;
+  if (!rc) {
+    cfg->n_layers++;
+  }
   json_object_put(obj);
   return rc;
 }
@@ -420,20 +509,36 @@ static const char *const formats[] = {"idx", "csv", "libsvm", "tfrecord", NULL};
 
 static int one_of(const char *v, const char *const *allowed, const char *key, tfx_err *err) {
   for (int i = 0; allowed[i]; i++) {
-    if (strcmp(v, allowed[i]) == 0) return TFX_OK;
+    if (strcmp(v, allowed[i]) == 0) {
+      return TFX_OK;
+    }
   }
   return tfx_err_set(err, TFX_ECONFIG, "%s: unknown value '%s'", key, v);
 }
 
 int tfx_config_validate(const tfx_config *cfg, tfx_err *err) {
   int rc;
-  if ((rc = one_of(cfg->mode, modes, "training.mode", err))) return rc;
-  if ((rc = one_of(cfg->optimizer, optimizers, "optimizer.name", err))) return rc;
-  if ((rc = one_of(cfg->schedule, schedules, "optimizer.schedule", err))) return rc;
-  if ((rc = one_of(cfg->strategy, strategies, "placement.strategy", err))) return rc;
-  if ((rc = one_of(cfg->loss, losses, "model.loss", err))) return rc;
-  if ((rc = one_of(cfg->data_format, formats, "data.format", err))) return rc;
-  if (cfg->n_layers == 0 && !cfg->plugin[0]) return tfx_err_set(err, TFX_ECONFIG, "model.layers: the model has no layers");
+  if ((rc = one_of(cfg->mode, modes, "training.mode", err))) {
+    return rc;
+  }
+  if ((rc = one_of(cfg->optimizer, optimizers, "optimizer.name", err))) {
+    return rc;
+  }
+  if ((rc = one_of(cfg->schedule, schedules, "optimizer.schedule", err))) {
+    return rc;
+  }
+  if ((rc = one_of(cfg->strategy, strategies, "placement.strategy", err))) {
+    return rc;
+  }
+  if ((rc = one_of(cfg->loss, losses, "model.loss", err))) {
+    return rc;
+  }
+  if ((rc = one_of(cfg->data_format, formats, "data.format", err))) {
+    return rc;
+  }
+  if (cfg->n_layers == 0 && !cfg->plugin[0]) {
+    return tfx_err_set(err, TFX_ECONFIG, "model.layers: the model has no layers");
+  }
   return TFX_OK;
 }
 
@@ -459,11 +564,16 @@ static json_object *section(json_object *root, const char *path, char *leaf, siz
 static json_object *value_json(const void *base, const option *o) {
   const char *p = (const char *)base + o->offset;
   switch (o->type) {
-    case OPT_STR: return json_object_new_string(p);
-    case OPT_BOOL: return json_object_new_boolean(*(const int *)p);
-    case OPT_DBL: return json_object_new_double(*(const double *)p);
-    case OPT_I64: return json_object_new_int64(*(const int64_t *)p);
-    default: return json_object_new_int(*(const int *)p);
+    case OPT_STR:
+      return json_object_new_string(p);
+    case OPT_BOOL:
+      return json_object_new_boolean(*(const int *)p);
+    case OPT_DBL:
+      return json_object_new_double(*(const double *)p);
+    case OPT_I64:
+      return json_object_new_int64(*(const int64_t *)p);
+    default:
+      return json_object_new_int(*(const int *)p);
   }
 }
 
@@ -481,16 +591,22 @@ static json_object *layers_json(const tfx_config *cfg) {
 
 char *tfx_config_to_json(const tfx_config *cfg) {
   json_object *root = json_object_new_object(), *model = json_object_new_object(), *shape = json_object_new_array();
-  for (int i = 0; i < cfg->input_rank; i++) json_object_array_add(shape, json_object_new_int(cfg->input_shape[i]));
+  for (int i = 0; i < cfg->input_rank; i++) {
+    json_object_array_add(shape, json_object_new_int(cfg->input_shape[i]));
+  }
   json_object_object_add(model, "input_shape", shape);
   json_object_object_add(model, "layers", layers_json(cfg));
   json_object *params = cfg->plugin_params[0] ? json_tokener_parse(cfg->plugin_params) : NULL;
-  if (params) json_object_object_add(model, "params", params);
+  if (params) {
+    json_object_object_add(model, "params", params);
+  }
   json_object_object_add(root, "model", model);
   json_object *vals = json_object_new_array();
   for (int i = 0; i < cfg->n_valsets; i++) {
     json_object *v = json_object_new_object();
-    for (size_t k = 0; k < N_VALSET_OPTIONS; k++) json_object_object_add(v, valset_options[k].path, value_json(&cfg->valsets[i], &valset_options[k]));
+    for (size_t k = 0; k < N_VALSET_OPTIONS; k++) {
+      json_object_object_add(v, valset_options[k].path, value_json(&cfg->valsets[i], &valset_options[k]));
+    }
     json_object_array_add(vals, v);
   }
   json_object_object_add(root, "validation", vals);
@@ -499,7 +615,8 @@ char *tfx_config_to_json(const tfx_config *cfg) {
     json_object *node = section(root, options[i].path, leaf, sizeof leaf);
     json_object_object_add(node, leaf, value_json(cfg, &options[i]));
   }
-  char *s = strdup(json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE));
+  char *s = strdup(json_object_to_json_string_ext(
+      root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE));
   json_object_put(root);
   return s;
 }

@@ -20,7 +20,7 @@ typedef struct tfx_layer_spec {
   char padding[8];      /* same | valid */
   char initializer[24]; /* kernel initializer */
   int units, filters, kernel_size, strides, pool_size, input_dim; /* input_dim: embedding vocabulary */
-  double rate;          /* dropout rate, leaky_relu alpha */
+  double rate;                                                    /* dropout rate, leaky_relu alpha */
 } tfx_layer_spec;
 
 #define TFX_MAX_VALSETS 8
@@ -32,8 +32,8 @@ typedef struct tfx_valset {
   char images[TFX_PATH_MAX], labels[TFX_PATH_MAX];
   int64_t every_steps;
   int batches;
-  char agg[8];      /* mean (example-weighted) | min | max | sum */
-  int first;        /* also at step 0 */
+  char agg[8]; /* mean (example-weighted) | min | max | sum */
+  int first;   /* also at step 0 */
 } tfx_valset;
 
 typedef struct tfx_config {
@@ -43,16 +43,16 @@ typedef struct tfx_config {
   tfx_layer_spec layers[TFX_MAX_LAYERS];
   int n_layers;
   char loss[32];
-  char plugin[TFX_PATH_MAX];   /* model.plugin: a shared object that builds the model (see include/tfx/plugin.h) */
-  char plugin_params[2048];    /* model.params as JSON text */
-  char hooks[256];             /* built-in hooks: stop_at_step:N, nan_guard, log_every:N (comma-separated) */
+  char plugin[TFX_PATH_MAX]; /* model.plugin: a shared object that builds the model (see include/tfx/plugin.h) */
+  char plugin_params[2048];  /* model.params as JSON text */
+  char hooks[256];           /* built-in hooks: stop_at_step:N, nan_guard, log_every:N (comma-separated) */
   /* data */
   char train_images[TFX_PATH_MAX], train_labels[TFX_PATH_MAX];
   char eval_images[TFX_PATH_MAX], eval_labels[TFX_PATH_MAX];
   double data_scale;
-  char data_format[16];          /* idx | csv | libsvm | tfrecord */
-  char label_column[64];         /* csv: header name or index */
-  int data_header;               /* csv: first line is a header */
+  char data_format[16];                /* idx | csv | libsvm | tfrecord */
+  char label_column[64];               /* csv: header name or index */
+  int data_header;                     /* csv: first line is a header */
   char feature_key[64], label_key[64]; /* tfrecord: tf.train.Example feature names */
   /* optimizer */
   char optimizer[16];
@@ -63,7 +63,7 @@ typedef struct tfx_config {
   int64_t decay_steps, warmup_steps;
   /* training */
   char mode[8];
-  char trainable[512];  /* comma-separated variable-name prefixes to train; empty: all */
+  char trainable[512]; /* comma-separated variable-name prefixes to train; empty: all */
   int64_t max_steps, steps;
   int batch_size, replicas_to_aggregate, staleness, accumulate, report_every, threads, ps_apply_threads;
   int64_t seed;
@@ -87,7 +87,7 @@ typedef struct tfx_config {
   int64_t eval_every_steps;
   int validate_first;
   /* observe */
-  int http_port;   /* the master's HTTP port for /metrics, /status and / (0: off) */
+  int http_port; /* the master's HTTP port for /metrics, /status and / (0: off) */
   /* cluster timing */
   int register_timeout_s, request_timeout_s;
 } tfx_config;

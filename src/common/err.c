@@ -19,17 +19,23 @@ static const char *const names[] = {
 };
 
 const char *tfx_strerror(int code) {
-  if (code < 0 || code >= TFX_ERR_COUNT) return "unknown error";
+  if (code < 0 || code >= TFX_ERR_COUNT) {
+    return "unknown error";
+  }
   return texts[code];
 }
 
 const char *tfx_errname(int code) {
-  if (code < 0 || code >= TFX_ERR_COUNT) return "TFX_E?";
+  if (code < 0 || code >= TFX_ERR_COUNT) {
+    return "TFX_E?";
+  }
   return names[code];
 }
 
 static int vset(tfx_err *err, int code, int sys, const char *fmt, va_list ap) {
-  if (!err) return code;
+  if (!err) {
+    return code;
+  }
   err->code = code;
   err->sys_errno = sys;
   vsnprintf(err->msg, sizeof err->msg, fmt, ap);
@@ -58,7 +64,9 @@ int tfx_err_sys(tfx_err *err, int code, const char *fmt, ...) {
 }
 
 void tfx_err_clear(tfx_err *err) {
-  if (!err) return;
+  if (!err) {
+    return;
+  }
   err->code = TFX_OK;
   err->sys_errno = 0;
   err->msg[0] = '\0';

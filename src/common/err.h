@@ -6,26 +6,26 @@
 
 #include <stdarg.h>
 
-#define TFX_ERRORS(X)                                        \
-  X(TFX_OK, "ok")                                            \
-  X(TFX_EINVAL, "invalid argument")                          \
-  X(TFX_ECONFIG, "bad configuration")                        \
-  X(TFX_EPROTO, "protocol error")                            \
-  X(TFX_ESHAPE, "shape mismatch")                            \
-  X(TFX_EPEER, "peer unreachable or timed out")              \
-  X(TFX_ECORRUPT, "corrupt data")                            \
-  X(TFX_ESYS, "system error")                                \
-  X(TFX_ENOMEM, "out of memory")                             \
-  X(TFX_ENOTFOUND, "not found")                              \
-  X(TFX_ESTATE, "wrong state")                               \
-  X(TFX_ELOSS, "loss diverged")                              \
+#define TFX_ERRORS(X)                           \
+  X(TFX_OK, "ok")                               \
+  X(TFX_EINVAL, "invalid argument")             \
+  X(TFX_ECONFIG, "bad configuration")           \
+  X(TFX_EPROTO, "protocol error")               \
+  X(TFX_ESHAPE, "shape mismatch")               \
+  X(TFX_EPEER, "peer unreachable or timed out") \
+  X(TFX_ECORRUPT, "corrupt data")               \
+  X(TFX_ESYS, "system error")                   \
+  X(TFX_ENOMEM, "out of memory")                \
+  X(TFX_ENOTFOUND, "not found")                 \
+  X(TFX_ESTATE, "wrong state")                  \
+  X(TFX_ELOSS, "loss diverged")                 \
   X(TFX_EINTR, "interrupted")
 
 typedef enum tfx_code {
 #define TFX_ERR_ENUM(name, text) name,
   TFX_ERRORS(TFX_ERR_ENUM)
 #undef TFX_ERR_ENUM
-  TFX_ERR_COUNT
+      TFX_ERR_COUNT
 } tfx_code;
 
 typedef struct tfx_err {
@@ -46,9 +46,9 @@ int tfx_err_sys(tfx_err *err, int code, const char *fmt, ...) __attribute__((for
 void tfx_err_clear(tfx_err *err);
 
 /* Internal invariant check: only for programming errors, never for input. */
-#define TFX_ASSERT(cond)                                                   \
-  do {                                                                     \
-    if (!(cond)) tfx_assert_fail(#cond, __FILE__, __LINE__);               \
+#define TFX_ASSERT(cond)                                     \
+  do {                                                       \
+    if (!(cond)) tfx_assert_fail(#cond, __FILE__, __LINE__); \
   } while (0)
 /* Reports a broken invariant and aborts. */
 void tfx_assert_fail(const char *what, const char *file, int line) __attribute__((noreturn));

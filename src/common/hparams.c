@@ -31,8 +31,12 @@ static double num(json_object *spec, const char *key) {
 static int grid_points(json_object *spec) {
   json_object *values;
   const char *t = spec_type(spec);
-  if (!strcmp(t, "categorical")) return json_object_object_get_ex(spec, "values", &values) ? (int)json_object_array_length(values) : 0;
-  if (!strcmp(t, "int") && num(spec, "max") - num(spec, "min") < 2) return (int)(num(spec, "max") - num(spec, "min")) + 1;
+  if (!strcmp(t, "categorical")) {
+    return json_object_object_get_ex(spec, "values", &values) ? (int)json_object_array_length(values) : 0;
+  }
+  if (!strcmp(t, "int") && num(spec, "max") - num(spec, "min") < 2) {
+    return (int)(num(spec, "max") - num(spec, "min")) + 1;
+  }
   return strcmp(t, "constant") ? 3 : 1;
 }
 
@@ -41,10 +45,18 @@ static json_object *value_at(json_object *spec, double u) {
   const char *t = spec_type(spec);
   double lo = num(spec, "min"), hi = num(spec, "max");
   json_object *v;
-  if (!strcmp(t, "constant")) return json_object_object_get_ex(spec, "value", &v) ? json_object_get(v) : NULL;
-  if (!strcmp(t, "int")) return json_object_new_int64((int64_t)floor(lo + u * (hi - lo + 1 - 1e-9)));
-  if (!strcmp(t, "float")) return json_object_new_double(lo + u * (hi - lo));
-  if (!strcmp(t, "log_float") && lo > 0 && hi > 0) return json_object_new_double(exp(log(lo) + u * (log(hi) - log(lo))));
+  if (!strcmp(t, "constant")) {
+    return json_object_object_get_ex(spec, "value", &v) ? json_object_get(v) : NULL;
+  }
+  if (!strcmp(t, "int")) {
+    return json_object_new_int64((int64_t)floor(lo + u * (hi - lo + 1 - 1e-9)));
+  }
+  if (!strcmp(t, "float")) {
+    return json_object_new_double(lo + u * (hi - lo));
+  }
+  if (!strcmp(t, "log_float") && lo > 0 && hi > 0) {
+    return json_object_new_double(exp(log(lo) + u * (log(hi) - log(lo))));
+  }
   if (!strcmp(t, "categorical") && json_object_object_get_ex(spec, "values", &v) && json_object_array_length(v) > 0) {
     size_t n = json_object_array_length(v), k = (size_t)(u * (double)n);
     return json_object_get(json_object_array_get_idx(v, k < n ? k : n - 1));
@@ -55,7 +67,9 @@ static json_object *value_at(json_object *spec, double u) {
 /* The value a plain run uses: "default", else the constant, the lower bound or the first value. */
 static json_object *default_value(json_object *spec) {
   json_object *d;
-  if (json_object_object_get_ex(spec, "default", &d)) return json_object_get(d);
+  if (json_object_object_get_ex(spec, "default", &d)) {
+    return json_object_get(d);
+  }
   return value_at(spec, 0.0);
 }
 
@@ -66,7 +80,9 @@ static int substitute(json_object *node, json_object *values, tfx_err *err) {
       json_object *c = json_object_array_get_idx(node, i), *v;
       const char *s = json_object_is_type(c, json_type_string) ? json_object_get_string(c) : NULL;
       if (s && s[0] == '$') {
-        if (!json_object_object_get_ex(values, s + 1, &v)) return tfx_err_set(err, TFX_ECONFIG, "unknown hyperparameter '%s'", s);
+        if (!json_object_object_get_ex(values, s + 1, &v)) {
+          return tfx_err_set(err, TFX_ECONFIG, "unknown hyperparameter '%s'", s);
+        }
         json_object_array_put_idx(node, i, json_object_get(v));
       } else if (substitute(c, values, err)) {
         return TFX_ECONFIG;
@@ -77,7 +93,9 @@ static int substitute(json_object *node, json_object *values, tfx_err *err) {
       json_object *v;
       const char *s = json_object_is_type(c, json_type_string) ? json_object_get_string(c) : NULL;
       if (s && s[0] == '$') {
-        if (!json_object_object_get_ex(values, s + 1, &v)) return tfx_err_set(err, TFX_ECONFIG, "%s: unknown hyperparameter '%s'", key, s);
+        if (!json_object_object_get_ex(values, s + 1, &v)) {
+          return tfx_err_set(err, TFX_ECONFIG, "%s: unknown hyperparameter '%s'", key, s);
+        }
         json_object_object_add(node, key, json_object_get(v));
       } else if (substitute(c, values, err)) {
         return TFX_ECONFIG;
@@ -88,13 +106,15 @@ static int substitute(json_object *node, json_object *values, tfx_err *err) {
 }
 
 /* Builds NAME -> value for every spec with pick(spec, index, ctx); NULL (error set) on a bad spec. */
-static json_object *choose(json_object *hps, json_object *(*pick)(json_object *, int, void *), void *ctx, tfx_err *err) {
+static json_object *choose(json_object *hps, json_object *(*pick)(json_object *, int, void *), void *ctx,
+                           tfx_err *err) {
   json_object *values = json_object_new_object();
   int i = 0;
   json_object_object_foreach(hps, name, spec) {
     json_object *v = json_object_is_type(spec, json_type_object) ? pick(spec, i++, ctx) : NULL;
     if (!v) {
-      tfx_err_set(err, TFX_ECONFIG, "hyperparameters.%s: expected {type: constant|int|float|log_float|categorical, ...}", name);
+      tfx_err_set(err, TFX_ECONFIG,
+                  "hyperparameters.%s: expected {type: constant|int|float|log_float|categorical, ...}", name);
       json_object_put(values);
       return NULL;
     }
@@ -110,10 +130,16 @@ static json_object *pick_default(json_object *spec, int i, void *ctx) {
 
 int tfx_hparams_apply_defaults(json_object *root, tfx_err *err) {
   json_object *hps;
-  if (!json_object_object_get_ex(root, "hyperparameters", &hps)) return TFX_OK;
-  if (!json_object_is_type(hps, json_type_object)) return tfx_err_set(err, TFX_ECONFIG, "hyperparameters: expected an object");
+  if (!json_object_object_get_ex(root, "hyperparameters", &hps)) {
+    return TFX_OK;
+  }
+  if (!json_object_is_type(hps, json_type_object)) {
+    return tfx_err_set(err, TFX_ECONFIG, "hyperparameters: expected an object");
+  }
   json_object *values = choose(hps, pick_default, NULL, err);
-  if (!values) return TFX_ECONFIG;
+  if (!values) {
+    return TFX_ECONFIG;
+  }
   int rc = substitute(root, values, err);
   json_object_put(values);
   return rc;
@@ -127,7 +153,9 @@ typedef struct sampler {
 static json_object *pick_trial(json_object *spec, int i, void *ctx) {
   sampler *s = ctx;
   (void)i;
-  if (!s->grid) return value_at(spec, uniform(&s->state));
+  if (!s->grid) {
+    return value_at(spec, uniform(&s->state));
+  }
   int n = grid_points(spec), k = (s->trial / s->stride) % (n > 0 ? n : 1);
   s->stride *= n > 0 ? n : 1;
   return value_at(spec, n > 1 ? (double)k / (double)(n - 1) * (1 - 1e-9) : 0);
@@ -148,7 +176,9 @@ static char *summarize(json_object *values) {
   json_object_object_foreach(values, name, v) {
     len += (size_t)snprintf(buf + len, sizeof buf - len < 2 ? 0 : sizeof buf - len, "%s%s=%s", len ? " " : "", name,
                             json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN));
-    if (len >= sizeof buf) break;
+    if (len >= sizeof buf) {
+      break;
+    }
   }
   return strdup(buf);
 }
@@ -157,14 +187,21 @@ int tfx_hparams_trial(const char *experiment, const char *method, uint64_t seed,
                       tfx_err *err) {
   json_object *root = json_tokener_parse(experiment), *hps, *values = NULL;
   int rc = TFX_OK, grid = !strcmp(method, "grid");
-  if (!root || !json_object_object_get_ex(root, "hyperparameters", &hps) || !json_object_is_type(hps, json_type_object)) {
+  if (!root || !json_object_object_get_ex(root, "hyperparameters", &hps) ||
+      !json_object_is_type(hps, json_type_object)) {
     json_object_put(root);
     return tfx_err_set(err, TFX_ECONFIG, "search: the experiment declares no hyperparameters");
   }
-  if (grid && trial >= grid_size(hps)) rc = tfx_err_set(err, TFX_ENOTFOUND, "search: the grid has %d points", grid_size(hps));
+  if (grid && trial >= grid_size(hps)) {
+    rc = tfx_err_set(err, TFX_ENOTFOUND, "search: the grid has %d points", grid_size(hps));
+  }
   sampler s = {seed * 0x9E3779B97F4A7C15ULL + (uint64_t)trial * 0xD1B54A32D192ED03ULL + 1, grid, trial, 1};
-  if (!rc && !(values = choose(hps, pick_trial, &s, err))) rc = TFX_ECONFIG;
-  if (!rc) rc = substitute(root, values, err);
+  if (!rc && !(values = choose(hps, pick_trial, &s, err))) {
+    rc = TFX_ECONFIG;
+  }
+  if (!rc) {
+    rc = substitute(root, values, err);
+  }
   if (!rc) {
     json_object_object_del(root, "hyperparameters");
     *out = strdup(json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY));

@@ -20,7 +20,9 @@ void tfx_log_init(const char *role, int index) {
   log_index = index;
 }
 
-void tfx_log_set_level(tfx_log_level level) { min_level = level; }
+void tfx_log_set_level(tfx_log_level level) {
+  min_level = level;
+}
 
 int tfx_log_parse_level(const char *s, tfx_log_level *out) {
   static const char *const lower[] = {"debug", "info", "warn", "error"};
@@ -34,18 +36,22 @@ int tfx_log_parse_level(const char *s, tfx_log_level *out) {
 }
 
 void tfx_log(tfx_log_level level, const char *id, const char *fmt, ...) {
-  if (level < min_level) return;
+  if (level < min_level) {
+    return;
+  }
   char line[1024], when[32];
   struct timeval tv;
   struct tm tm;
   gettimeofday(&tv, NULL);
   gmtime_r(&tv.tv_sec, &tm);
   strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
-  int n = snprintf(line, sizeof line, "%s.%03ldZ %s:%d pid=%d %s %s ", when, (long)(tv.tv_usec / 1000),
-                   log_role, log_index, (int)getpid(), level_names[level], id);
+  int n = snprintf(line, sizeof line, "%s.%03ldZ %s:%d pid=%d %s %s ", when, (long)(tv.tv_usec / 1000), log_role,
+                   log_index, (int)getpid(), level_names[level], id);
   va_list ap;
   va_start(ap, fmt);
-  if (n > 0 && (size_t)n < sizeof line) vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
+  if (n > 0 && (size_t)n < sizeof line) {
+    vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
+  }
   va_end(ap);
   fprintf(stderr, "%s\n", line);
 }
@@ -60,5 +66,7 @@ void tfx_log_escape(const char *s, size_t len, char *out, size_t n) {
       j += (size_t)snprintf(out + j, n - j, "\\x%02x", c);
     }
   }
-  if (n) out[j < n ? j : n - 1] = '\0';
+  if (n) {
+    out[j < n ? j : n - 1] = '\0';
+  }
 }

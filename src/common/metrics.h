@@ -14,8 +14,8 @@ int tfx_metrics_open(const char *run_dir, tfx_metrics **out, tfx_err *err);
 /* Closes the file; NULL does nothing. */
 void tfx_metrics_close(tfx_metrics *m);
 /* Appends {"kind": kind, "step": step, "time": t, names[i]: values[i]...} and flushes. */
-void tfx_metrics_write(tfx_metrics *m, const char *kind, int64_t step, const char *const *names,
-                       const double *values, int n);
+void tfx_metrics_write(tfx_metrics *m, const char *kind, int64_t step, const char *const *names, const double *values,
+                       int n);
 /* Writes text to path atomically (tmp + rename). */
 int tfx_write_file(const char *path, const char *text, tfx_err *err);
 

@@ -25,15 +25,21 @@ int64_t tfx_now_ms(void) {
 void *tfx_net_context(void) {
   if (!context) {
     context = zmq_ctx_new();
-    if (context) zmq_ctx_set(context, ZMQ_IO_THREADS, 1);
+    if (context) {
+      zmq_ctx_set(context, ZMQ_IO_THREADS, 1);
+    }
   }
   return context;
 }
 
-void tfx_net_forget_context(void) { context = NULL; }
+void tfx_net_forget_context(void) {
+  context = NULL;
+}
 
 void tfx_net_shutdown(void) {
-  if (context) zmq_ctx_term(context);
+  if (context) {
+    zmq_ctx_term(context);
+  }
   context = NULL;
 }
 
@@ -49,7 +55,9 @@ static void set_common(void *sock) {
 
 int tfx_server_open(const char *endpoint, void **sock, tfx_err *err) {
   void *s = zmq_socket(tfx_net_context(), ZMQ_ROUTER);
-  if (!s) return tfx_err_sys(err, TFX_ESYS, "zmq_socket(ROUTER)");
+  if (!s) {
+    return tfx_err_sys(err, TFX_ESYS, "zmq_socket(ROUTER)");
+  }
   set_common(s);
   int hwm = 1000;
   zmq_setsockopt(s, ZMQ_SNDHWM, &hwm, sizeof hwm);
@@ -64,7 +72,9 @@ int tfx_server_open(const char *endpoint, void **sock, tfx_err *err) {
 }
 
 void tfx_net_close(void *sock) {
-  if (!sock) return;
+  if (!sock) {
+    return;
+  }
   int zero = 0;
   zmq_setsockopt(sock, ZMQ_LINGER, &zero, sizeof zero);
   zmq_close(sock);
@@ -76,7 +86,9 @@ void tfx_reply_init(tfx_envelope *env, const tfx_inmsg *m) {
 }
 
 int tfx_server_reply_error(void *sock, const tfx_inmsg *m, int code, const char *text, tfx_err *err) {
-  if (!m->has_identity) return TFX_OK;
+  if (!m->has_identity) {
+    return TFX_OK;
+  }
   tfx_envelope env;
   tfx_reply_init(&env, m);
   env.code = code;
@@ -86,7 +98,9 @@ int tfx_server_reply_error(void *sock, const tfx_inmsg *m, int code, const char 
 
 static int client_connect(tfx_client *c, tfx_err *err) {
   c->sock = zmq_socket(tfx_net_context(), ZMQ_DEALER);
-  if (!c->sock) return tfx_err_sys(err, TFX_ESYS, "zmq_socket(DEALER)");
+  if (!c->sock) {
+    return tfx_err_sys(err, TFX_ESYS, "zmq_socket(DEALER)");
+  }
   set_common(c->sock);
   int ivl = 100;
   zmq_setsockopt(c->sock, ZMQ_RECONNECT_IVL, &ivl, sizeof ivl);
@@ -101,7 +115,9 @@ static int client_connect(tfx_client *c, tfx_err *err) {
 
 int tfx_client_create(const char *endpoint, tfx_client **out, tfx_err *err) {
   tfx_client *c = calloc(1, sizeof *c);
-  if (!c) return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  if (!c) {
+    return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  }
   snprintf(c->endpoint, sizeof c->endpoint, "%s", endpoint);
   c->next_id = 1;
   int rc = client_connect(c, err);
@@ -114,7 +130,9 @@ int tfx_client_create(const char *endpoint, tfx_client **out, tfx_err *err) {
 }
 
 void tfx_client_destroy(tfx_client *c) {
-  if (!c) return;
+  if (!c) {
+    return;
+  }
   tfx_net_close(c->sock);
   free(c);
 }
@@ -125,9 +143,13 @@ int tfx_client_reset(tfx_client *c, tfx_err *err) {
   return client_connect(c, err);
 }
 
-const char *tfx_client_endpoint(const tfx_client *c) { return c->endpoint; }
+const char *tfx_client_endpoint(const tfx_client *c) {
+  return c->endpoint;
+}
 
-void *tfx_client_socket(const tfx_client *c) { return c->sock; }
+void *tfx_client_socket(const tfx_client *c) {
+  return c->sock;
+}
 
 int tfx_client_send(tfx_client *c, tfx_envelope *env, const tfx_payload *payloads, int n, tfx_err *err) {
   env->request_id = c->next_id++;
@@ -136,7 +158,9 @@ int tfx_client_send(tfx_client *c, tfx_envelope *env, const tfx_payload *payload
 }
 
 static int reply_code(tfx_client *c, tfx_inmsg *reply, tfx_err *err) {
-  if (reply->env->code == 0) return TFX_OK;
+  if (reply->env->code == 0) {
+    return TFX_OK;
+  }
   int code = reply->env->code > 0 && reply->env->code < TFX_ERR_COUNT ? reply->env->code : TFX_EPROTO;
   return tfx_err_set(err, code, "%s: %s", c->endpoint, reply->env->error ? reply->env->error : "error");
 }
@@ -148,8 +172,12 @@ int tfx_client_recv(tfx_client *c, tfx_inmsg *reply, int timeout_ms, tfx_err *er
     int64_t left = deadline - tfx_now_ms();
     zmq_pollitem_t item = {c->sock, 0, ZMQ_POLLIN, 0};
     int n = left > 0 ? zmq_poll(&item, 1, (long)left) : 0;
-    if (n < 0 && errno == EINTR) return tfx_err_set(err, TFX_EINTR, "%s: interrupted", c->endpoint);
-    if (n <= 0) return tfx_err_set(err, TFX_EPEER, "%s: no reply within %d ms", c->endpoint, timeout_ms);
+    if (n < 0 && errno == EINTR) {
+      return tfx_err_set(err, TFX_EINTR, "%s: interrupted", c->endpoint);
+    }
+    if (n <= 0) {
+      return tfx_err_set(err, TFX_EPEER, "%s: no reply within %d ms", c->endpoint, timeout_ms);
+    }
     tfx_err derr;
     int rc = tfx_wire_recv(c->sock, 0, reply, &derr);
     if (rc) {
@@ -166,6 +194,8 @@ int tfx_client_recv(tfx_client *c, tfx_inmsg *reply, int timeout_ms, tfx_err *er
 int tfx_client_call(tfx_client *c, tfx_envelope *env, const tfx_payload *payloads, int n, tfx_inmsg *reply,
                     int timeout_ms, tfx_err *err) {
   int rc = tfx_client_send(c, env, payloads, n, err);
-  if (rc) return rc;
+  if (rc) {
+    return rc;
+  }
   return tfx_client_recv(c, reply, timeout_ms, err);
 }

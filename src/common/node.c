@@ -21,6 +21,10 @@ void tfx_signals_install(void) {
   signal(SIGPIPE, SIG_IGN);
 }
 
-int tfx_stop_requested(void) { return stop_flag != 0; }
+int tfx_stop_requested(void) {
+  return stop_flag != 0;
+}
 
-void tfx_request_stop(void) { stop_flag = 1; }
+void tfx_request_stop(void) {
+  stop_flag = 1;
+}

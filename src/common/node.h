@@ -14,7 +14,7 @@ typedef struct tfx_node {
   char config_path[512];
   char run_dir[512];
   char bind_host[128];
-  int resume;           /* 1: restore the newest checkpoint of run_dir if any (default) */
+  int resume;                       /* 1: restore the newest checkpoint of run_dir if any (default) */
   struct tfx_plugin_handle *plugin; /* model.plugin, loaded by main when the experiment names one */
 } tfx_node;
 

@@ -6,13 +6,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <tfx/plugin.h>
 
 #include "log.h"
-#include <tfx/plugin.h>
 
 struct tfx_plugin_handle {
   void *so;
-  const tfx_plugin *api;  /* NULL: built-in hooks only */
+  const tfx_plugin *api; /* NULL: built-in hooks only */
   char path[TFX_PATH_MAX];
   long long stop_at_step, log_every, last_logged;
   int nan_guard;
@@ -24,10 +24,16 @@ static int parse_hooks(tfx_plugin_handle *h, const char *spec, tfx_err *err) {
     size_t n = strcspn(p, ",");
     char item[64];
     snprintf(item, sizeof item, "%.*s", (int)(n < 63 ? n : 63), p);
-    if (!strncmp(item, "stop_at_step:", 13)) h->stop_at_step = atoll(item + 13);
-    else if (!strncmp(item, "log_every:", 10)) h->log_every = atoll(item + 10);
-    else if (!strcmp(item, "nan_guard")) h->nan_guard = 1;
-    else if (n) return tfx_err_set(err, TFX_ECONFIG, "training.hooks: unknown hook '%s' (want stop_at_step:N, nan_guard, log_every:N)", item);
+    if (!strncmp(item, "stop_at_step:", 13)) {
+      h->stop_at_step = atoll(item + 13);
+    } else if (!strncmp(item, "log_every:", 10)) {
+      h->log_every = atoll(item + 10);
+    } else if (!strcmp(item, "nan_guard")) {
+      h->nan_guard = 1;
+    } else if (n) {
+      return tfx_err_set(err, TFX_ECONFIG,
+                         "training.hooks: unknown hook '%s' (want stop_at_step:N, nan_guard, log_every:N)", item);
+    }
     p += n + (p[n] == ',');
   }
   return TFX_OK;
@@ -35,21 +41,30 @@ static int parse_hooks(tfx_plugin_handle *h, const char *spec, tfx_err *err) {
 
 int tfx_hooks_create(const tfx_config *cfg, tfx_plugin_handle **out, tfx_err *err) {
   *out = NULL;
-  if (!cfg->hooks[0]) return TFX_OK;
+  if (!cfg->hooks[0]) {
+    return TFX_OK;
+  }
   tfx_plugin_handle *h = calloc(1, sizeof *h);
-  if (!h) return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  if (!h) {
+    return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  }
   int rc = parse_hooks(h, cfg->hooks, err);
-  if (rc) return free(h), rc;
+  if (rc) {
+    return free(h), rc;
+  }
   *out = h;
   return TFX_OK;
 }
 
 /* The built-in hooks: nonzero to stop. */
 static int builtin(tfx_plugin_handle *h, int event, long long step, double loss, double accuracy) {
-  if (event != TFX_HOOK_STEP && event != TFX_HOOK_EVAL) return 0;
+  if (event != TFX_HOOK_STEP && event != TFX_HOOK_EVAL) {
+    return 0;
+  }
   if (h->log_every > 0 && step / h->log_every > h->last_logged / h->log_every) {
     h->last_logged = step;
-    tfx_log(TFX_LOG_INFO, "HOOK-LOG", "step %lld %s loss %.4f accuracy %.4f", step, event == TFX_HOOK_EVAL ? "eval" : "train", loss, accuracy);
+    tfx_log(TFX_LOG_INFO, "HOOK-LOG", "step %lld %s loss %.4f accuracy %.4f", step,
+            event == TFX_HOOK_EVAL ? "eval" : "train", loss, accuracy);
   }
   if (h->nan_guard && event == TFX_HOOK_STEP && !isfinite(loss)) {
     tfx_log(TFX_LOG_ERROR, "HOOK-NAN", "training loss is %g at step %lld: stopping", loss, step);
@@ -64,9 +79,13 @@ struct tfx_builder {
 };
 
 int tfx_builder_input(tfx_builder *b, int rank, const int *shape) {
-  if (rank < 1 || rank > 3) return tfx_err_set(b->err, TFX_ECONFIG, "plugin: input rank %d (want 1 to 3)", rank);
+  if (rank < 1 || rank > 3) {
+    return tfx_err_set(b->err, TFX_ECONFIG, "plugin: input rank %d (want 1 to 3)", rank);
+  }
   for (int i = 0; i < rank; i++) {
-    if (shape[i] < 1) return tfx_err_set(b->err, TFX_ECONFIG, "plugin: input dim %d is %d", i, shape[i]);
+    if (shape[i] < 1) {
+      return tfx_err_set(b->err, TFX_ECONFIG, "plugin: input dim %d is %d", i, shape[i]);
+    }
     b->cfg->input_shape[i] = shape[i];
   }
   b->cfg->input_rank = rank;
@@ -78,7 +97,9 @@ int tfx_builder_layer(tfx_builder *b, const char *layer_json) {
 }
 
 int tfx_builder_loss(tfx_builder *b, const char *loss) {
-  if (!loss || strlen(loss) >= sizeof b->cfg->loss) return tfx_err_set(b->err, TFX_ECONFIG, "plugin: bad loss");
+  if (!loss || strlen(loss) >= sizeof b->cfg->loss) {
+    return tfx_err_set(b->err, TFX_ECONFIG, "plugin: bad loss");
+  }
   strcpy(b->cfg->loss, loss);
   return TFX_OK;
 }
@@ -100,17 +121,23 @@ static int build(tfx_plugin_handle *h, tfx_config *cfg, tfx_err *err) {
   tfx_err_clear(err);
   int rc = h->api->build ? h->api->build(&b, cfg->plugin_params[0] ? cfg->plugin_params : "{}") : -1;
   if (rc) {
-    if (!err || err->code == TFX_OK) tfx_err_set(err, TFX_ECONFIG, "plugin %s: build returned %d", h->path, rc);
+    if (!err || err->code == TFX_OK) {
+      tfx_err_set(err, TFX_ECONFIG, "plugin %s: build returned %d", h->path, rc);
+    }
     return TFX_ECONFIG;
   }
-  if ((rc = tfx_config_validate(&next, err))) return rc;
+  if ((rc = tfx_config_validate(&next, err))) {
+    return rc;
+  }
   *cfg = next;
   return TFX_OK;
 }
 
 int tfx_plugin_load(tfx_config *cfg, const char *base_dir, tfx_plugin_handle **out, tfx_err *err) {
   tfx_plugin_handle *h = calloc(1, sizeof *h);
-  if (!h) return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  if (!h) {
+    return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  }
   int rc = parse_hooks(h, cfg->hooks, err);
   if (rc) {
   } else if (!(h->so = open_so(cfg->plugin, base_dir, h->path, sizeof h->path))) {
@@ -118,24 +145,37 @@ int tfx_plugin_load(tfx_config *cfg, const char *base_dir, tfx_plugin_handle **o
   } else {
     const tfx_plugin *(*entry)(void) = (const tfx_plugin *(*)(void))dlsym(h->so, "tfx_plugin_entry");
     h->api = entry ? entry() : NULL;
-    if (!h->api) rc = tfx_err_set(err, TFX_ECONFIG, "model.plugin %s: no tfx_plugin_entry (or it returned NULL)", h->path);
-    else if (h->api->abi_version != TFX_PLUGIN_ABI_VERSION)
-      rc = tfx_err_set(err, TFX_ECONFIG, "model.plugin %s: ABI version %d, this tfx-node speaks %d", h->path, h->api->abi_version, TFX_PLUGIN_ABI_VERSION);
-    else rc = build(h, cfg, err);
+    if (!h->api) {
+      rc = tfx_err_set(err, TFX_ECONFIG, "model.plugin %s: no tfx_plugin_entry (or it returned NULL)", h->path);
+    } else if (h->api->abi_version != TFX_PLUGIN_ABI_VERSION) {
+      rc = tfx_err_set(err, TFX_ECONFIG, "model.plugin %s: ABI version %d, this tfx-node speaks %d", h->path,
+                       h->api->abi_version, TFX_PLUGIN_ABI_VERSION);
+    } else {
+      rc = build(h, cfg, err);
+    }
   }
-  if (rc) return tfx_plugin_close(h), rc;
+  if (rc) {
+    return tfx_plugin_close(h), rc;
+  }
   char *abs = realpath(h->path, NULL); /* so that processes started elsewhere find the same file */
-  if (abs && strlen(abs) < sizeof cfg->plugin) strcpy(cfg->plugin, abs);
+  if (abs && strlen(abs) < sizeof cfg->plugin) {
+    strcpy(cfg->plugin, abs);
+  }
   free(abs);
   tfx_log(TFX_LOG_INFO, "PLUGIN-LOAD", "%s (%s): %d layers", h->path, h->api->name ? h->api->name : "?", cfg->n_layers);
   *out = h;
   return TFX_OK;
 }
 
-int tfx_plugin_hook(tfx_plugin_handle *h, int event, long long step, double loss, double accuracy, const char *run_dir) {
-  if (!h) return 0;
+int tfx_plugin_hook(tfx_plugin_handle *h, int event, long long step, double loss, double accuracy,
+                    const char *run_dir) {
+  if (!h) {
+    return 0;
+  }
   int stop = builtin(h, event, step, loss, accuracy);
-  if (!h->api || !h->api->hook) return stop;
+  if (!h->api || !h->api->hook) {
+    return stop;
+  }
   tfx_hook_info info = {(tfx_hook_event)event, step, loss, accuracy, run_dir};
   if (h->api->hook(&info)) {
     tfx_log(TFX_LOG_INFO, "PLUGIN-STOP", "%s asked to stop at step %lld", h->path, step);
@@ -145,7 +185,11 @@ int tfx_plugin_hook(tfx_plugin_handle *h, int event, long long step, double loss
 }
 
 void tfx_plugin_close(tfx_plugin_handle *h) {
-  if (!h) return;
-  if (h->so) dlclose(h->so);
+  if (!h) {
+    return;
+  }
+  if (h->so) {
+    dlclose(h->so);
+  }
   free(h);
 }

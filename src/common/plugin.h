@@ -14,8 +14,8 @@ int tfx_plugin_load(tfx_config *cfg, const char *base_dir, tfx_plugin_handle **o
 /* Creates the hooks of an experiment without a plugin: the built-in ones of training.hooks (stop_at_step:N,
  * nan_guard, log_every:N). *out is NULL when there are none. Errors name the unknown hook. */
 int tfx_hooks_create(const tfx_config *cfg, tfx_plugin_handle **out, tfx_err *err);
-/* Calls the built-in hooks, then the plugin's hook (if any) for an event (a tfx_hook_event); returns nonzero if it asks to stop.
- * A NULL handle does nothing. */
+/* Calls the built-in hooks, then the plugin's hook (if any) for an event (a tfx_hook_event); returns nonzero if it asks
+ * to stop. A NULL handle does nothing. */
 int tfx_plugin_hook(tfx_plugin_handle *h, int event, long long step, double loss, double accuracy, const char *run_dir);
 /* Unloads the plugin; NULL does nothing. */
 void tfx_plugin_close(tfx_plugin_handle *h);

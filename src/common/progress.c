@@ -27,7 +27,9 @@ void tfx_progress_show(const tfx_progress *p, int64_t step, double loss, double 
   double per_step = step > p->start_step ? elapsed / (double)(step - p->start_step) : 0;
   double eta = per_step * (double)(p->max_steps - step);
   char accs[16] = "-";
-  if (!isnan(acc)) snprintf(accs, sizeof accs, "%.4f", acc);
+  if (!isnan(acc)) {
+    snprintf(accs, sizeof accs, "%.4f", acc);
+  }
   printf("%sstep %lld/%lld  loss %.4f  eval_acc %s  %.0f ex/s  ETA %.0fs%s", p->tty ? "\r\033[K" : "", (long long)step,
          (long long)p->max_steps, loss, accs, ex_per_s, eta, p->tty ? "" : "\n");
   fflush(stdout);

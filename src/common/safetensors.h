@@ -15,13 +15,13 @@ typedef struct tfx_st_tensor {
   char dtype[8];
   int rank;
   int64_t shape[8];
-  size_t begin, end;  /* byte offsets into the data section */
+  size_t begin, end; /* byte offsets into the data section */
 } tfx_st_tensor;
 
 typedef struct tfx_st_file {
   tfx_st_tensor *tensors;
   int n;
-  uint8_t *data;      /* the data section */
+  uint8_t *data; /* the data section */
   size_t data_size;
   char *metadata_json; /* "__metadata__" as JSON text, or NULL */
 } tfx_st_file;

@@ -23,16 +23,21 @@ void tfx_wire_request(tfx_envelope *env, Tfx__MsgType type) {
 
 size_t tfx_wire_dtype_size(int dtype) {
   switch (dtype) {
-    case TFX__DTYPE__DTYPE_FLOAT32: return 4;
-    case TFX__DTYPE__DTYPE_INT64: return 8;
-    default: return 0;
+    case TFX__DTYPE__DTYPE_FLOAT32:
+      return 4;
+    case TFX__DTYPE__DTYPE_INT64:
+      return 8;
+    default:
+      return 0;
   }
 }
 
 uint8_t *tfx_wire_pack(const tfx_envelope *env, size_t *len) {
   size_t n = tfx__envelope__get_packed_size(env);
   uint8_t *buf = malloc(n ? n : 1);
-  if (!buf) return NULL;
+  if (!buf) {
+    return NULL;
+  }
   *len = tfx__envelope__pack(env, buf);
   return buf;
 }
@@ -50,7 +55,9 @@ static int send_part(void *sock, zmq_msg_t *msg, int more, tfx_err *err) {
 static int send_payload(void *sock, const tfx_payload *p, int more, tfx_err *err) {
   zmq_msg_t msg;
   if (p->copy) {
-    if (zmq_msg_init_size(&msg, p->size)) return tfx_err_sys(err, TFX_ENOMEM, "payload of %zu bytes", p->size);
+    if (zmq_msg_init_size(&msg, p->size)) {
+      return tfx_err_sys(err, TFX_ENOMEM, "payload of %zu bytes", p->size);
+    }
     memcpy(zmq_msg_data(&msg), p->data, p->size);
   } else if (zmq_msg_init_data(&msg, (void *)p->data, p->size, p->release, p->hint)) {
     return tfx_err_sys(err, TFX_ENOMEM, "payload of %zu bytes", p->size);
@@ -65,22 +72,34 @@ int tfx_wire_send(void *sock, const zmq_msg_t *identity, const tfx_envelope *env
   if (identity) {
     zmq_msg_init(&msg);
     zmq_msg_copy(&msg, (zmq_msg_t *)identity);
-    if ((rc = send_part(sock, &msg, 1, err))) return rc;
+    if ((rc = send_part(sock, &msg, 1, err))) {
+      return rc;
+    }
   }
   size_t n = tfx__envelope__get_packed_size(env);
-  if (zmq_msg_init_size(&msg, n)) return tfx_err_sys(err, TFX_ENOMEM, "envelope of %zu bytes", n);
+  if (zmq_msg_init_size(&msg, n)) {
+    return tfx_err_sys(err, TFX_ENOMEM, "envelope of %zu bytes", n);
+  }
   tfx__envelope__pack(env, zmq_msg_data(&msg));
-  if ((rc = send_part(sock, &msg, n_payloads > 0, err))) return rc;
+  if ((rc = send_part(sock, &msg, n_payloads > 0, err))) {
+    return rc;
+  }
   for (int i = 0; i < n_payloads; i++) {
-    if ((rc = send_payload(sock, &payloads[i], i + 1 < n_payloads, err))) return rc;
+    if ((rc = send_payload(sock, &payloads[i], i + 1 < n_payloads, err))) {
+      return rc;
+    }
   }
   return TFX_OK;
 }
 
 static int check_tensor(const tfx_tensor_meta *t, int i, tfx_err *err) {
   size_t es = tfx_wire_dtype_size(t->dtype);
-  if (!es) return tfx_err_set(err, TFX_EPROTO, "tensor %d '%.64s': unknown dtype %d", i, t->name, t->dtype);
-  if (t->n_shape > 8) return tfx_err_set(err, TFX_EPROTO, "tensor %d '%.64s': rank %zu > 8", i, t->name, t->n_shape);
+  if (!es) {
+    return tfx_err_set(err, TFX_EPROTO, "tensor %d '%.64s': unknown dtype %d", i, t->name, t->dtype);
+  }
+  if (t->n_shape > 8) {
+    return tfx_err_set(err, TFX_EPROTO, "tensor %d '%.64s': rank %zu > 8", i, t->name, t->n_shape);
+  }
   uint64_t count = 1;
   for (size_t d = 0; d < t->n_shape; d++) {
     if (t->shape[d] < 0 || (t->shape[d] > 0 && count > TFX_MAX_FRAME / (uint64_t)t->shape[d])) {
@@ -103,8 +122,7 @@ static int check_tensor(const tfx_tensor_meta *t, int i, tfx_err *err) {
 /* Checks what protobuf cannot: version, type, and that tensors and frames agree. */
 static int validate(const tfx_envelope *env, const size_t *part_sizes, int n_parts, tfx_err *err) {
   if (env->version != TFX_PROTOCOL_VERSION) {
-    return tfx_err_set(err, TFX_EPROTO, "protocol version %u, this node speaks %d", env->version,
-                       TFX_PROTOCOL_VERSION);
+    return tfx_err_set(err, TFX_EPROTO, "protocol version %u, this node speaks %d", env->version, TFX_PROTOCOL_VERSION);
   }
   if (env->type <= TFX__MSG_TYPE__MSG_NONE || env->type > TFX__MSG_TYPE__MSG_REPLY) {
     return tfx_err_set(err, TFX_EPROTO, "unknown message type %d", env->type);
@@ -112,23 +130,30 @@ static int validate(const tfx_envelope *env, const size_t *part_sizes, int n_par
   int part = 0;
   for (size_t i = 0; i < env->n_tensors; i++) {
     int rc = check_tensor(env->tensors[i], (int)i, err);
-    if (rc) return rc;
-    if (env->tensors[i]->nbytes == 0) continue;
+    if (rc) {
+      return rc;
+    }
+    if (env->tensors[i]->nbytes == 0) {
+      continue;
+    }
     if (part >= n_parts || part_sizes[part] != env->tensors[i]->nbytes) {
-      return tfx_err_set(err, TFX_EPROTO, "tensor %zu '%.64s': frame of %zu bytes, want %llu", i,
-                         env->tensors[i]->name, part < n_parts ? part_sizes[part] : 0,
-                         (unsigned long long)env->tensors[i]->nbytes);
+      return tfx_err_set(err, TFX_EPROTO, "tensor %zu '%.64s': frame of %zu bytes, want %llu", i, env->tensors[i]->name,
+                         part < n_parts ? part_sizes[part] : 0, (unsigned long long)env->tensors[i]->nbytes);
     }
     part++;
   }
-  if (part != n_parts) return tfx_err_set(err, TFX_EPROTO, "%d data frames for %d tensors", n_parts, part);
+  if (part != n_parts) {
+    return tfx_err_set(err, TFX_EPROTO, "%d data frames for %d tensors", n_parts, part);
+  }
   return TFX_OK;
 }
 
 int tfx_wire_unpack(const uint8_t *buf, size_t len, const size_t *part_sizes, int n_parts, tfx_envelope **out,
                     tfx_err *err) {
   tfx_envelope *env = tfx__envelope__unpack(NULL, len, buf);
-  if (!env) return tfx_err_set(err, TFX_EPROTO, "Envelope: cannot decode %zu bytes", len);
+  if (!env) {
+    return tfx_err_set(err, TFX_EPROTO, "Envelope: cannot decode %zu bytes", len);
+  }
   int rc = validate(env, part_sizes, n_parts, err);
   if (rc) {
     tfx__envelope__free_unpacked(env, NULL);
@@ -139,19 +164,27 @@ int tfx_wire_unpack(const uint8_t *buf, size_t len, const size_t *part_sizes, in
 }
 
 void tfx_wire_free_envelope(tfx_envelope *env) {
-  if (env) tfx__envelope__free_unpacked(env, NULL);
+  if (env) {
+    tfx__envelope__free_unpacked(env, NULL);
+  }
 }
 
 void tfx_inmsg_fini(tfx_inmsg *m) {
-  if (m->has_identity) zmq_msg_close(&m->identity);
-  for (int i = 0; i < m->n_parts; i++) zmq_msg_close(&m->parts[i]);
+  if (m->has_identity) {
+    zmq_msg_close(&m->identity);
+  }
+  for (int i = 0; i < m->n_parts; i++) {
+    zmq_msg_close(&m->parts[i]);
+  }
   free(m->parts);
   tfx_wire_free_envelope(m->env);
   memset(m, 0, sizeof *m);
 }
 
 const void *tfx_inmsg_part(const tfx_inmsg *m, int i, size_t *size) {
-  if (i < 0 || i >= m->n_parts) return NULL;
+  if (i < 0 || i >= m->n_parts) {
+    return NULL;
+  }
   *size = zmq_msg_size(&m->parts[i]);
   return zmq_msg_data(&m->parts[i]);
 }
@@ -162,8 +195,11 @@ static void drain(void *sock) {
   while (more) {
     zmq_msg_t m;
     zmq_msg_init(&m);
-    if (zmq_msg_recv(&m, sock, 0) < 0) more = 0;
-    else more = zmq_msg_more(&m);
+    if (zmq_msg_recv(&m, sock, 0) < 0) {
+      more = 0;
+    } else {
+      more = zmq_msg_more(&m);
+    }
     zmq_msg_close(&m);
   }
 }
@@ -172,12 +208,16 @@ static void drain(void *sock) {
 static int recv_frames(void *sock, zmq_msg_t **frames, int *n, tfx_err *err) {
   int cap = 4, count = 0, more = 1;
   zmq_msg_t *f = malloc(sizeof *f * (size_t)cap);
-  if (!f) return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  if (!f) {
+    return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  }
   while (more) {
     if (count == cap) {
       zmq_msg_t *g = cap < TFX_MAX_PARTS + 2 ? realloc(f, sizeof *f * (size_t)(cap *= 2)) : NULL;
       if (!g) {
-        for (int i = 0; i < count; i++) zmq_msg_close(&f[i]);
+        for (int i = 0; i < count; i++) {
+          zmq_msg_close(&f[i]);
+        }
         free(f);
         drain(sock);
         return tfx_err_set(err, TFX_EPROTO, "message with more than %d frames", TFX_MAX_PARTS);
@@ -187,7 +227,9 @@ static int recv_frames(void *sock, zmq_msg_t **frames, int *n, tfx_err *err) {
     zmq_msg_init(&f[count]);
     if (zmq_msg_recv(&f[count], sock, 0) < 0) {
       int rc = tfx_err_sys(err, TFX_EPEER, "recv");
-      for (int i = 0; i <= count; i++) zmq_msg_close(&f[i]);
+      for (int i = 0; i <= count; i++) {
+        zmq_msg_close(&f[i]);
+      }
       free(f);
       return rc;
     }
@@ -203,7 +245,9 @@ int tfx_wire_recv(void *sock, int with_identity, tfx_inmsg *m, tfx_err *err) {
   memset(m, 0, sizeof *m);
   zmq_msg_t *f = NULL;
   int n = 0, rc = recv_frames(sock, &f, &n, err);
-  if (rc) return rc;
+  if (rc) {
+    return rc;
+  }
   int head = with_identity ? 1 : 0;
   if (n <= head) {
     rc = tfx_err_set(err, TFX_EPROTO, "message of %d frame(s) has no envelope", n);
@@ -214,10 +258,16 @@ int tfx_wire_recv(void *sock, int with_identity, tfx_inmsg *m, tfx_err *err) {
     rc = tfx_err_set(err, TFX_ENOMEM, "out of memory");
     goto fail;
   }
-  for (int i = head + 1; i < n; i++) ps[i - head - 1] = zmq_msg_size(&f[i]);
+  for (int i = head + 1; i < n; i++) {
+    ps[i - head - 1] = zmq_msg_size(&f[i]);
+  }
   rc = tfx_wire_unpack(zmq_msg_data(&f[head]), zmq_msg_size(&f[head]), ps, n - head - 1, &m->env, err);
-  if (ps != sizes) free(ps);
-  if (rc) goto fail;
+  if (ps != sizes) {
+    free(ps);
+  }
+  if (rc) {
+    goto fail;
+  }
   if (with_identity) {
     m->identity = f[0];
     m->has_identity = 1;
@@ -233,7 +283,9 @@ fail:
     m->identity = f[0];
     m->has_identity = 1;
   }
-  for (int i = with_identity ? 1 : 0; i < n; i++) zmq_msg_close(&f[i]);
+  for (int i = with_identity ? 1 : 0; i < n; i++) {
+    zmq_msg_close(&f[i]);
+  }
   free(f);
   return rc;
 }

@@ -32,13 +32,19 @@ static int next_line(csv *c, int *eof, tfx_err *err) {
   for (;;) {
     ssize_t len = getline(&c->line, &c->line_cap, c->f);
     if (len < 0) {
-      if (ferror(c->f)) return tfx_err_sys(err, TFX_ESYS, "%s: read error after line %zu", c->path, c->lineno);
+      if (ferror(c->f)) {
+        return tfx_err_sys(err, TFX_ESYS, "%s: read error after line %zu", c->path, c->lineno);
+      }
       *eof = 1;
       return TFX_OK;
     }
     c->lineno++;
-    while (len > 0 && (c->line[len - 1] == '\n' || c->line[len - 1] == '\r')) c->line[--len] = '\0';
-    if (c->lineno == 1 && strncmp(c->line, "\xEF\xBB\xBF", 3) == 0) memmove(c->line, c->line + 3, (size_t)len - 2);
+    while (len > 0 && (c->line[len - 1] == '\n' || c->line[len - 1] == '\r')) {
+      c->line[--len] = '\0';
+    }
+    if (c->lineno == 1 && strncmp(c->line, "\xEF\xBB\xBF", 3) == 0) {
+      memmove(c->line, c->line + 3, (size_t)len - 2);
+    }
     if (c->line[strspn(c->line, " \t")] != '\0') {
       *eof = 0;
       return TFX_OK;
@@ -50,7 +56,9 @@ static int push_cell(csv *c, char *cell, tfx_err *err) {
   if (c->ncells == c->cells_cap) {
     size_t cap = c->cells_cap ? 2 * c->cells_cap : 16;
     char **cells = realloc(c->cells, cap * sizeof *cells);
-    if (!cells) return tfx_err_set(err, TFX_ENOMEM, "%s: line %zu: out of memory", c->path, c->lineno);
+    if (!cells) {
+      return tfx_err_set(err, TFX_ENOMEM, "%s: line %zu: out of memory", c->path, c->lineno);
+    }
     c->cells = cells, c->cells_cap = cap;
   }
   c->cells[c->ncells++] = cell;
@@ -64,12 +72,18 @@ static int unquote(csv *c, char **r, char **w, tfx_err *err) {
       return tfx_err_set(err, TFX_ECORRUPT, "%s: line %zu, column %zu: unterminated quote", c->path, c->lineno,
                          c->ncells);
     }
-    if (**r == '"' && (*r)[1] != '"') break;
-    if (**r == '"') (*r)++;
+    if (**r == '"' && (*r)[1] != '"') {
+      break;
+    }
+    if (**r == '"') {
+      (*r)++;
+    }
     *(*w)++ = *(*r)++;
   }
   (*r)++;
-  while (is_blank(**r)) (*r)++;
+  while (is_blank(**r)) {
+    (*r)++;
+  }
   if (**r != ',' && **r != '\0') {
     return tfx_err_set(err, TFX_ECORRUPT, "%s: line %zu, column %zu: text after a closing quote", c->path, c->lineno,
                        c->ncells);
@@ -83,17 +97,25 @@ static int split(csv *c, char *line, tfx_err *err) {
   int rc;
   c->ncells = 0;
   for (;;) {
-    if ((rc = push_cell(c, w, err))) return rc;
+    if ((rc = push_cell(c, w, err))) {
+      return rc;
+    }
     char *q = r + strspn(r, " \t");
     if (*q == '"') {
       r = q + 1;
-      if ((rc = unquote(c, &r, &w, err))) return rc;
+      if ((rc = unquote(c, &r, &w, err))) {
+        return rc;
+      }
     } else {
-      while (*r && *r != ',') *w++ = *r++;
+      while (*r && *r != ',') {
+        *w++ = *r++;
+      }
     }
     int end = *r == '\0';
     *w++ = '\0';
-    if (end) return TFX_OK;
+    if (end) {
+      return TFX_OK;
+    }
     r++;
   }
 }
@@ -112,18 +134,27 @@ static const char *column_name(const csv *c, size_t col, char *buf, size_t n) {
 static char *trim(char *s) {
   s += strspn(s, " \t");
   size_t len = strlen(s);
-  while (len > 0 && is_blank(s[len - 1])) s[--len] = '\0';
+  while (len > 0 && is_blank(s[len - 1])) {
+    s[--len] = '\0';
+  }
   return s;
 }
 
 /* Keeps the header's cells as column names. */
 static int take_header(csv *c, tfx_err *err) {
-  if (!(c->header = strdup(c->line))) return tfx_err_set(err, TFX_ENOMEM, "%s: out of memory", c->path);
-  int rc = split(c, c->header, err);
-  if (rc) return rc;
-  if (!(c->names = malloc(c->ncells * sizeof *c->names)))
+  if (!(c->header = strdup(c->line))) {
     return tfx_err_set(err, TFX_ENOMEM, "%s: out of memory", c->path);
-  for (size_t i = 0; i < c->ncells; i++) c->names[i] = trim(c->cells[i]);
+  }
+  int rc = split(c, c->header, err);
+  if (rc) {
+    return rc;
+  }
+  if (!(c->names = malloc(c->ncells * sizeof *c->names))) {
+    return tfx_err_set(err, TFX_ENOMEM, "%s: out of memory", c->path);
+  }
+  for (size_t i = 0; i < c->ncells; i++) {
+    c->names[i] = trim(c->cells[i]);
+  }
   return TFX_OK;
 }
 
@@ -153,13 +184,21 @@ static int resolve_label(csv *c, const char *label, tfx_err *err) {
 
 /* Makes room for one more example. */
 static int grow(csv *c, tfx_err *err) {
-  if (c->n < c->cap) return TFX_OK;
+  if (c->n < c->cap) {
+    return TFX_OK;
+  }
   size_t cap = c->cap ? 2 * c->cap : 64;
-  if (cap > SIZE_MAX / sizeof(float) / c->dim) return tfx_err_set(err, TFX_ENOMEM, "%s: dataset too large", c->path);
+  if (cap > SIZE_MAX / sizeof(float) / c->dim) {
+    return tfx_err_set(err, TFX_ENOMEM, "%s: dataset too large", c->path);
+  }
   float *x = realloc(c->x, sizeof(float) * cap * c->dim);
-  if (x) c->x = x;
+  if (x) {
+    c->x = x;
+  }
   int32_t *y = x ? realloc(c->y, sizeof(int32_t) * cap) : NULL;
-  if (!y) return tfx_err_set(err, TFX_ENOMEM, "%s: out of memory at line %zu", c->path, c->lineno);
+  if (!y) {
+    return tfx_err_set(err, TFX_ENOMEM, "%s: out of memory at line %zu", c->path, c->lineno);
+  }
   c->y = y, c->cap = cap;
   return TFX_OK;
 }
@@ -168,10 +207,16 @@ static int grow(csv *c, tfx_err *err) {
 static int parse_cell(const char *cell, int want_int, double *out) {
   char *end;
   double v = want_int ? strtod(cell, &end) : strtof(cell, &end);
-  if (end == cell) return -1;
+  if (end == cell) {
+    return -1;
+  }
   end += strspn(end, " \t");
-  if (*end || !isfinite(v)) return -1;
-  if (want_int && (v != floor(v) || v < INT32_MIN || v > INT32_MAX)) return -1;
+  if (*end || !isfinite(v)) {
+    return -1;
+  }
+  if (want_int && (v != floor(v) || v < INT32_MIN || v > INT32_MAX)) {
+    return -1;
+  }
   *out = v;
   return 0;
 }
@@ -183,7 +228,9 @@ static int add_cells(csv *c, tfx_err *err) {
                        c->ncols);
   }
   int rc = grow(c, err);
-  if (rc) return rc;
+  if (rc) {
+    return rc;
+  }
   float *x = c->x + c->n * c->dim;
   for (size_t col = 0; col < c->ncols; col++) {
     double v;
@@ -214,22 +261,34 @@ static int add_row(csv *c, tfx_err *err) {
 static int start(csv *c, const char *label, int has_header, tfx_err *err) {
   int eof = 0;
   int rc = next_line(c, &eof, err);
-  if (!rc && eof) rc = tfx_err_set(err, TFX_ECORRUPT, "%s: empty file", c->path);
-  if (!rc && has_header) rc = take_header(c, err);
-  if (!rc && !has_header) rc = split(c, c->line, err);
-  if (rc) return rc;
+  if (!rc && eof) {
+    rc = tfx_err_set(err, TFX_ECORRUPT, "%s: empty file", c->path);
+  }
+  if (!rc && has_header) {
+    rc = take_header(c, err);
+  }
+  if (!rc && !has_header) {
+    rc = split(c, c->line, err);
+  }
+  if (rc) {
+    return rc;
+  }
   c->ncols = c->ncells;
   if (c->ncols < 2) {
     return tfx_err_set(err, TFX_ECONFIG, "%s: line %zu has %zu column; want a label and at least one feature", c->path,
                        c->lineno, c->ncols);
   }
   c->dim = c->ncols - 1;
-  if ((rc = resolve_label(c, label, err))) return rc;
+  if ((rc = resolve_label(c, label, err))) {
+    return rc;
+  }
   return has_header ? TFX_OK : add_cells(c, err);
 }
 
 static void release(csv *c) {
-  if (c->f) fclose(c->f);
+  if (c->f) {
+    fclose(c->f);
+  }
   free(c->line);
   free(c->cells);
   free(c->header);
@@ -239,15 +298,25 @@ static void release(csv *c) {
 }
 
 int tfx_csv_load(const char *path, const char *label_column, int has_header, tfx_dataset **out, tfx_err *err) {
-  if (!path || !label_column || !out) return tfx_err_set(err, TFX_EINVAL, "csv load: NULL path, label column or out");
+  if (!path || !label_column || !out) {
+    return tfx_err_set(err, TFX_EINVAL, "csv load: NULL path, label column or out");
+  }
   csv c = {.path = path};
-  if (!(c.f = fopen(path, "r"))) return tfx_err_sys(err, errno == ENOENT ? TFX_ENOTFOUND : TFX_ESYS, "open %s", path);
+  if (!(c.f = fopen(path, "r"))) {
+    return tfx_err_sys(err, errno == ENOENT ? TFX_ENOTFOUND : TFX_ESYS, "open %s", path);
+  }
   int eof = 0;
   int rc = start(&c, label_column, has_header, err);
-  while (!rc && !(rc = next_line(&c, &eof, err)) && !eof) rc = add_row(&c, err);
-  if (!rc && c.n == 0) rc = tfx_err_set(err, TFX_ECORRUPT, "%s: no data rows", path);
+  while (!rc && !(rc = next_line(&c, &eof, err)) && !eof) {
+    rc = add_row(&c, err);
+  }
+  if (!rc && c.n == 0) {
+    rc = tfx_err_set(err, TFX_ECORRUPT, "%s: no data rows", path);
+  }
   tfx_dataset *d = rc ? NULL : calloc(1, sizeof *d);
-  if (!rc && !d) rc = tfx_err_set(err, TFX_ENOMEM, "%s: out of memory", path);
+  if (!rc && !d) {
+    rc = tfx_err_set(err, TFX_ENOMEM, "%s: out of memory", path);
+  }
   if (rc) {
     release(&c);
     return rc;

@@ -21,7 +21,10 @@ static int read_exact(gzFile f, void *buf, size_t n, const char *path, size_t of
   while (got < n) {
     unsigned chunk = n - got > (1u << 30) ? 1u << 30 : (unsigned)(n - got);
     int r = gzread(f, (char *)buf + got, chunk);
-    if (r <= 0) return tfx_err_set(err, TFX_ECORRUPT, "%s: truncated at offset %zu (want %zu more bytes)", path, off + got, n - got);
+    if (r <= 0) {
+      return tfx_err_set(err, TFX_ECORRUPT, "%s: truncated at offset %zu (want %zu more bytes)", path, off + got,
+                         n - got);
+    }
     got += (size_t)r;
   }
   return TFX_OK;
@@ -30,20 +33,29 @@ static int read_exact(gzFile f, void *buf, size_t n, const char *path, size_t of
 static int read_header(gzFile f, const char *path, int *rank, int64_t dims[4], size_t *count, tfx_err *err) {
   uint8_t magic[4], raw[16];
   int rc = read_exact(f, magic, 4, path, 0, err);
-  if (rc) return rc;
+  if (rc) {
+    return rc;
+  }
   if (magic[0] || magic[1] || magic[2] != 0x08) {
     return tfx_err_set(err, TFX_ECORRUPT, "%s: offset 0: bad IDX magic %02x%02x%02x%02x (want unsigned byte data)",
                        path, magic[0], magic[1], magic[2], magic[3]);
   }
-  if (magic[3] < 1 || magic[3] > 4) return tfx_err_set(err, TFX_ECORRUPT, "%s: offset 3: rank %d", path, magic[3]);
+  if (magic[3] < 1 || magic[3] > 4) {
+    return tfx_err_set(err, TFX_ECORRUPT, "%s: offset 3: rank %d", path, magic[3]);
+  }
   *rank = magic[3];
-  if ((rc = read_exact(f, raw, 4 * (size_t)*rank, path, 4, err))) return rc;
+  if ((rc = read_exact(f, raw, 4 * (size_t)*rank, path, 4, err))) {
+    return rc;
+  }
   *count = 1;
   for (int i = 0; i < *rank; i++) {
     dims[i] = (int64_t)raw[4 * i] << 24 | raw[4 * i + 1] << 16 | raw[4 * i + 2] << 8 | raw[4 * i + 3];
-    if (dims[i] <= 0 || dims[i] > (1 << 28)) return tfx_err_set(err, TFX_ECORRUPT, "%s: offset %d: dim %lld", path, 4 + 4 * i, (long long)dims[i]);
+    if (dims[i] <= 0 || dims[i] > (1 << 28)) {
+      return tfx_err_set(err, TFX_ECORRUPT, "%s: offset %d: dim %lld", path, 4 + 4 * i, (long long)dims[i]);
+    }
     if (*count > ((size_t)1 << 34) / (size_t)dims[i]) {
-      return tfx_err_set(err, TFX_ECORRUPT, "%s: offset %d: the dims hold too many elements (too large)", path, 4 + 4 * i);
+      return tfx_err_set(err, TFX_ECORRUPT, "%s: offset %d: the dims hold too many elements (too large)", path,
+                         4 + 4 * i);
     }
     *count *= (size_t)dims[i];
   }
@@ -56,19 +68,29 @@ static int check_end(gzFile f, const char *path, size_t off, tfx_err *err) {
   int errnum = Z_OK;
   gzread(f, &extra, 1);
   const char *msg = gzerror(f, &errnum);
-  if (errnum != Z_OK) return tfx_err_set(err, TFX_ECORRUPT, "%s: offset %zu: %s", path, off, msg);
+  if (errnum != Z_OK) {
+    return tfx_err_set(err, TFX_ECORRUPT, "%s: offset %zu: %s", path, off, msg);
+  }
   return TFX_OK;
 }
 
 int tfx_idx_read(const char *path, uint8_t **data, int *rank, int64_t dims[4], tfx_err *err) {
   gzFile f = gzopen(path, "rb");
-  if (!f) return tfx_err_sys(err, errno == ENOENT ? TFX_ENOTFOUND : TFX_ESYS, "open %s", path);
+  if (!f) {
+    return tfx_err_sys(err, errno == ENOENT ? TFX_ENOTFOUND : TFX_ESYS, "open %s", path);
+  }
   size_t count = 0;
   int rc = read_header(f, path, rank, dims, &count, err);
   uint8_t *buf = NULL;
-  if (!rc && !(buf = malloc(count))) rc = tfx_err_set(err, TFX_ENOMEM, "%s: out of memory", path);
-  if (!rc) rc = read_exact(f, buf, count, path, 4 + 4 * (size_t)*rank, err);
-  if (!rc) rc = check_end(f, path, 4 + 4 * (size_t)*rank + count, err);
+  if (!rc && !(buf = malloc(count))) {
+    rc = tfx_err_set(err, TFX_ENOMEM, "%s: out of memory", path);
+  }
+  if (!rc) {
+    rc = read_exact(f, buf, count, path, 4 + 4 * (size_t)*rank, err);
+  }
+  if (!rc) {
+    rc = check_end(f, path, 4 + 4 * (size_t)*rank + count, err);
+  }
   gzclose(f);
   if (rc) {
     free(buf);
@@ -78,31 +100,42 @@ int tfx_idx_read(const char *path, uint8_t **data, int *rank, int64_t dims[4], t
   return TFX_OK;
 }
 
-int tfx_dataset_load_idx(const char *images, const char *labels, double scale, size_t expect_dim,
-                         tfx_dataset **out, tfx_err *err) {
+int tfx_dataset_load_idx(const char *images, const char *labels, double scale, size_t expect_dim, tfx_dataset **out,
+                         tfx_err *err) {
   uint8_t *img = NULL, *lab = NULL;
   int ri = 0, rl = 0, rc;
   int64_t di[4], dl[4];
   tfx_dataset *d = NULL;
-  if ((rc = tfx_idx_read(images, &img, &ri, di, err)) || (rc = tfx_idx_read(labels, &lab, &rl, dl, err))) goto done;
+  if ((rc = tfx_idx_read(images, &img, &ri, di, err)) || (rc = tfx_idx_read(labels, &lab, &rl, dl, err))) {
+    goto done;
+  }
   size_t dim = 1;
-  for (int i = 1; i < ri; i++) dim *= (size_t)di[i];
+  for (int i = 1; i < ri; i++) {
+    dim *= (size_t)di[i];
+  }
   if (rl != 1 || dl[0] != di[0]) {
-    rc = tfx_err_set(err, TFX_ESHAPE, "%s: %lld labels for %lld images in %s", labels, (long long)dl[0], (long long)di[0], images);
+    rc = tfx_err_set(err, TFX_ESHAPE, "%s: %lld labels for %lld images in %s", labels, (long long)dl[0],
+                     (long long)di[0], images);
     goto done;
   }
   if (expect_dim && dim != expect_dim) {
-    rc = tfx_err_set(err, TFX_ESHAPE, "%s: %zu values per example, the model's input takes %zu", images, dim, expect_dim);
+    rc = tfx_err_set(err, TFX_ESHAPE, "%s: %zu values per example, the model's input takes %zu", images, dim,
+                     expect_dim);
     goto done;
   }
   d = calloc(1, sizeof *d);
-  if (!d || !(d->x = malloc(sizeof(float) * dim * (size_t)di[0])) || !(d->y = malloc(sizeof(int32_t) * (size_t)di[0]))) {
+  if (!d || !(d->x = malloc(sizeof(float) * dim * (size_t)di[0])) ||
+      !(d->y = malloc(sizeof(int32_t) * (size_t)di[0]))) {
     rc = tfx_err_set(err, TFX_ENOMEM, "out of memory");
     goto done;
   }
   d->n = (size_t)di[0], d->dim = dim;
-  for (size_t i = 0; i < d->n * dim; i++) d->x[i] = (float)(img[i] * scale);
-  for (size_t i = 0; i < d->n; i++) d->y[i] = lab[i];
+  for (size_t i = 0; i < d->n * dim; i++) {
+    d->x[i] = (float)(img[i] * scale);
+  }
+  for (size_t i = 0; i < d->n; i++) {
+    d->y[i] = lab[i];
+  }
   *out = d;
   d = NULL;
 done:
@@ -113,14 +146,18 @@ done:
 }
 
 void tfx_dataset_destroy(tfx_dataset *d) {
-  if (!d) return;
+  if (!d) {
+    return;
+  }
   free(d->x);
   free(d->y);
   free(d);
 }
 
 static void reshuffle(tfx_batcher *b) {
-  if (!b->shuffle) return;
+  if (!b->shuffle) {
+    return;
+  }
   uint64_t key = b->seed ^ ((uint64_t)b->epoch * 0xD1B54A32D192ED03ULL);
   for (size_t i = b->n - 1; i > 0; i--) {
     size_t j = (size_t)(tfx_rand_uniform(key, i) * (double)(i + 1));
@@ -136,13 +173,17 @@ int tfx_batcher_create(const tfx_dataset *d, int index, int count, uint64_t seed
     return tfx_err_set(err, TFX_EINVAL, "shard %d of %d over %zu examples", index, count, d->n);
   }
   tfx_batcher *b = calloc(1, sizeof *b);
-  if (!b) return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  if (!b) {
+    return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  }
   b->n = (d->n - (size_t)index + (size_t)count - 1) / (size_t)count;
   if (!(b->order = malloc(sizeof(size_t) * b->n))) {
     free(b);
     return tfx_err_set(err, TFX_ENOMEM, "out of memory");
   }
-  for (size_t i = 0; i < b->n; i++) b->order[i] = (size_t)index + i * (size_t)count;
+  for (size_t i = 0; i < b->n; i++) {
+    b->order[i] = (size_t)index + i * (size_t)count;
+  }
   b->d = d, b->seed = seed ^ (uint64_t)index * 0x9E37ULL, b->shuffle = shuffle;
   reshuffle(b);
   *out = b;
@@ -150,7 +191,9 @@ int tfx_batcher_create(const tfx_dataset *d, int index, int count, uint64_t seed
 }
 
 void tfx_batcher_destroy(tfx_batcher *b) {
-  if (!b) return;
+  if (!b) {
+    return;
+  }
   free(b->order);
   free(b);
 }
@@ -174,7 +217,11 @@ void tfx_batcher_next(tfx_batcher *b, int batch, float *x, int32_t *y) {
 }
 
 void tfx_batcher_skip(tfx_batcher *b, int64_t batches, int batch) {
-  for (int64_t i = 0; i < batches * batch; i++) take_index(b);
+  for (int64_t i = 0; i < batches * batch; i++) {
+    take_index(b);
+  }
 }
 
-int64_t tfx_batcher_epoch(const tfx_batcher *b) { return b->epoch; }
+int64_t tfx_batcher_epoch(const tfx_batcher *b) {
+  return b->epoch;
+}

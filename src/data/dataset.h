@@ -10,10 +10,10 @@
 #include "err.h"
 
 typedef struct tfx_dataset {
-  size_t n;       /* examples */
-  size_t dim;     /* floats per example */
-  float *x;       /* [n, dim] */
-  int32_t *y;     /* [n] */
+  size_t n;   /* examples */
+  size_t dim; /* floats per example */
+  float *x;   /* [n, dim] */
+  int32_t *y; /* [n] */
 } tfx_dataset;
 
 typedef struct tfx_batcher tfx_batcher;
@@ -22,8 +22,8 @@ typedef struct tfx_batcher tfx_batcher;
 int tfx_idx_read(const char *path, uint8_t **data, int *rank, int64_t dims[4], tfx_err *err);
 /* Loads images and labels IDX files, scaling pixels by `scale`; caller owns *out; free with
  * tfx_dataset_destroy. The images' per-example size must equal expect_dim (0: any). */
-int tfx_dataset_load_idx(const char *images, const char *labels, double scale, size_t expect_dim,
-                         tfx_dataset **out, tfx_err *err);
+int tfx_dataset_load_idx(const char *images, const char *labels, double scale, size_t expect_dim, tfx_dataset **out,
+                         tfx_err *err);
 /* Frees a dataset; NULL does nothing. */
 void tfx_dataset_destroy(tfx_dataset *d);
 

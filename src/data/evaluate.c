@@ -22,10 +22,15 @@ void tfx_evaluate(tfx_model *m, const tfx_dataset *d, int batch, tfx_eval_result
 }
 
 static void fold(const char *agg, double *acc, double v, int first) {
-  if (first) *acc = v;
-  else if (!strcmp(agg, "min")) *acc = v < *acc ? v : *acc;
-  else if (!strcmp(agg, "max")) *acc = v > *acc ? v : *acc;
-  else *acc += v;
+  if (first) {
+    *acc = v;
+  } else if (!strcmp(agg, "min")) {
+    *acc = v < *acc ? v : *acc;
+  } else if (!strcmp(agg, "max")) {
+    *acc = v > *acc ? v : *acc;
+  } else {
+    *acc += v;
+  }
 }
 
 void tfx_evaluate_agg(tfx_model *m, const tfx_dataset *d, int batch, size_t max_examples, const char *agg,
@@ -39,7 +44,8 @@ void tfx_evaluate_agg(tfx_model *m, const tfx_dataset *d, int batch, size_t max_
     tfx_model_forward(m, d->x + i * d->dim, b, 0, 0);
     tfx_model_loss(m, d->y + i, b, 0, &st);
     double w = mean ? (double)b : 1.0;
-    fold(agg, &loss, st.loss * w, i == 0), fold(agg, &acc, (double)st.correct / b * w, i == 0), fold(agg, &top5, (double)st.top5 / b * w, i == 0);
+    fold(agg, &loss, st.loss * w, i == 0), fold(agg, &acc, (double)st.correct / b * w, i == 0),
+        fold(agg, &top5, (double)st.top5 / b * w, i == 0);
   }
   out->examples = n;
   out->loss = mean && n ? loss / (double)n : loss;

@@ -25,7 +25,9 @@ static double now(void) {
 static void put(tfx_events *e, Tensorflow__Event *ev) {
   size_t n = tensorflow__event__get_packed_size(ev);
   uint8_t *buf = malloc(n ? n : 1);
-  if (!buf) return;
+  if (!buf) {
+    return;
+  }
   tensorflow__event__pack(ev, buf);
   tfx_tfrecord_writer_write(e->w, buf, n, NULL);
   free(buf);
@@ -36,9 +38,13 @@ int tfx_events_open(const char *run_dir, tfx_events **out, tfx_err *err) {
   gethostname(host, sizeof host - 1);
   snprintf(path, sizeof path, "%s/events.out.tfevents.%lld.%s.%d.tfx", run_dir, (long long)now(), host, (int)getpid());
   tfx_events *e = calloc(1, sizeof *e);
-  if (!e) return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  if (!e) {
+    return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  }
   int rc = tfx_tfrecord_writer_open(path, &e->w, err);
-  if (rc) return free(e), rc;
+  if (rc) {
+    return free(e), rc;
+  }
   Tensorflow__Event ev;
   tensorflow__event__init(&ev);
   ev.wall_time = now();
@@ -49,13 +55,18 @@ int tfx_events_open(const char *run_dir, tfx_events **out, tfx_err *err) {
   return TFX_OK;
 }
 
-void tfx_events_write(tfx_events *e, const char *kind, int64_t step, const char *const *names, const double *values, int n) {
-  if (!e || n <= 0 || n > 32) return;
+void tfx_events_write(tfx_events *e, const char *kind, int64_t step, const char *const *names, const double *values,
+                      int n) {
+  if (!e || n <= 0 || n > 32) {
+    return;
+  }
   Tensorflow__Summary__Value vals[32], *ptrs[32];
   char tags[32][96];
   int k = 0;
   for (int i = 0; i < n; i++) {
-    if (!isfinite(values[i])) continue;
+    if (!isfinite(values[i])) {
+      continue;
+    }
     tensorflow__summary__value__init(&vals[k]);
     snprintf(tags[k], sizeof tags[k], "%s/%s", kind, names[i]);
     vals[k].tag = tags[k], vals[k].simple_value = (float)values[i];
@@ -74,7 +85,9 @@ void tfx_events_write(tfx_events *e, const char *kind, int64_t step, const char 
 }
 
 void tfx_events_close(tfx_events *e) {
-  if (!e) return;
+  if (!e) {
+    return;
+  }
   tfx_tfrecord_writer_close(e->w, NULL);
   free(e);
 }

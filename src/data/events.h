@@ -13,7 +13,8 @@ typedef struct tfx_events tfx_events;
 /* Creates the event file in run_dir; caller owns *out; close with tfx_events_close. */
 int tfx_events_open(const char *run_dir, tfx_events **out, tfx_err *err);
 /* Appends one Event at step with a scalar "kind/name" for each value (non-finite values are skipped), flushed. */
-void tfx_events_write(tfx_events *e, const char *kind, int64_t step, const char *const *names, const double *values, int n);
+void tfx_events_write(tfx_events *e, const char *kind, int64_t step, const char *const *names, const double *values,
+                      int n);
 /* Closes the file; NULL does nothing. */
 void tfx_events_close(tfx_events *e);
 

@@ -33,9 +33,13 @@ typedef struct loader {
 } loader;
 
 int tfx_example_unpack(const uint8_t *data, size_t len, tfx_example **out, tfx_err *err) {
-  if (!data && len) return tfx_err_set(err, TFX_EINVAL, "tf.train.Example: NULL data of %zu bytes", len);
+  if (!data && len) {
+    return tfx_err_set(err, TFX_EINVAL, "tf.train.Example: NULL data of %zu bytes", len);
+  }
   tfx_example *ex = calloc(1, sizeof *ex);
-  if (!ex) return tfx_err_set(err, TFX_ENOMEM, "tf.train.Example: out of memory");
+  if (!ex) {
+    return tfx_err_set(err, TFX_ENOMEM, "tf.train.Example: out of memory");
+  }
   ex->msg = tensorflow__example__unpack(NULL, len, data);
   if (!ex->msg) {
     free(ex);
@@ -46,7 +50,9 @@ int tfx_example_unpack(const uint8_t *data, size_t len, tfx_example **out, tfx_e
 }
 
 void tfx_example_destroy(tfx_example *ex) {
-  if (!ex) return;
+  if (!ex) {
+    return;
+  }
   tensorflow__example__free_unpacked(ex->msg, NULL);
   free(ex);
 }
@@ -56,7 +62,9 @@ size_t tfx_example_size(const tfx_example *ex) {
 }
 
 const char *tfx_example_key(const tfx_example *ex, size_t i) {
-  if (i >= tfx_example_size(ex)) return NULL;
+  if (i >= tfx_example_size(ex)) {
+    return NULL;
+  }
   return ex->msg->features->feature[i]->key;
 }
 
@@ -64,14 +72,18 @@ const char *tfx_example_key(const tfx_example *ex, size_t i) {
 static const entry_t *lookup(const tfx_example *ex, const char *name) {
   for (size_t i = tfx_example_size(ex); i-- > 0;) {
     const entry_t *e = ex->msg->features->feature[i];
-    if (e->key && strcmp(e->key, name) == 0) return e;
+    if (e->key && strcmp(e->key, name) == 0) {
+      return e;
+    }
   }
   return NULL;
 }
 
 static void view_of(const Tensorflow__Feature *f, view *v) {
   *v = (view){TFX_FEATURE_KIND_NONE, 0, NULL};
-  if (!f) return;
+  if (!f) {
+    return;
+  }
   switch (f->kind_case) {
     case TENSORFLOW__FEATURE__KIND_BYTES_LIST:
       *v = (view){TFX_FEATURE_KIND_BYTES, f->bytes_list->n_value, f->bytes_list->value};
@@ -89,7 +101,9 @@ static void view_of(const Tensorflow__Feature *f, view *v) {
 
 int tfx_example_find(const tfx_example *ex, const char *name, tfx_feature_kind *kind, size_t *count, tfx_err *err) {
   const entry_t *e = name ? lookup(ex, name) : NULL;
-  if (!e) return tfx_err_set(err, TFX_ENOTFOUND, "tf.train.Example: no feature '%s'", name ? name : "(null)");
+  if (!e) {
+    return tfx_err_set(err, TFX_ENOTFOUND, "tf.train.Example: no feature '%s'", name ? name : "(null)");
+  }
   view v = {0};
   view_of(e->value, &v);
   *kind = v.kind, *count = v.n;
@@ -100,7 +114,9 @@ int tfx_example_find(const tfx_example *ex, const char *name, tfx_feature_kind *
  * of any kind, as TensorFlow's parser treats it. */
 static int get(const tfx_example *ex, const char *name, tfx_feature_kind want, view *v, tfx_err *err) {
   const entry_t *e = name ? lookup(ex, name) : NULL;
-  if (!e) return tfx_err_set(err, TFX_ENOTFOUND, "tf.train.Example: no feature '%s'", name ? name : "(null)");
+  if (!e) {
+    return tfx_err_set(err, TFX_ENOTFOUND, "tf.train.Example: no feature '%s'", name ? name : "(null)");
+  }
   view_of(e->value, v);
   if (v->kind != want && v->kind != TFX_FEATURE_KIND_NONE) {
     return tfx_err_set(err, TFX_EINVAL, "tf.train.Example: feature '%s' is a %s, not a %s", name,
@@ -112,7 +128,9 @@ static int get(const tfx_example *ex, const char *name, tfx_feature_kind want, v
 int tfx_example_floats(const tfx_example *ex, const char *name, const float **values, size_t *n, tfx_err *err) {
   view v = {0};
   int rc = get(ex, name, TFX_FEATURE_KIND_FLOAT, &v, err);
-  if (rc) return rc;
+  if (rc) {
+    return rc;
+  }
   *values = v.n ? v.p : NULL, *n = v.n;
   return TFX_OK;
 }
@@ -120,7 +138,9 @@ int tfx_example_floats(const tfx_example *ex, const char *name, const float **va
 int tfx_example_int64s(const tfx_example *ex, const char *name, const int64_t **values, size_t *n, tfx_err *err) {
   view v = {0};
   int rc = get(ex, name, TFX_FEATURE_KIND_INT64, &v, err);
-  if (rc) return rc;
+  if (rc) {
+    return rc;
+  }
   *values = v.n ? v.p : NULL, *n = v.n;
   return TFX_OK;
 }
@@ -129,7 +149,9 @@ int tfx_example_bytes(const tfx_example *ex, const char *name, size_t i, const u
                       tfx_err *err) {
   view v = {0};
   int rc = get(ex, name, TFX_FEATURE_KIND_BYTES, &v, err);
-  if (rc) return rc;
+  if (rc) {
+    return rc;
+  }
   if (i >= v.n) {
     return tfx_err_set(err, TFX_EINVAL, "tf.train.Example: feature '%s' has %zu bytes values, no index %zu", name, v.n,
                        i);
@@ -167,7 +189,9 @@ static int missing(const loader *l, const tfx_example *ex, const char *what, con
 /* The x values of one record: a float or int64 list, or the bytes of a one-value bytes_list. */
 static int feature_view(const loader *l, const tfx_example *ex, view *v, tfx_err *err) {
   const entry_t *e = lookup(ex, l->feature_key);
-  if (!e) return missing(l, ex, "input", l->feature_key, err);
+  if (!e) {
+    return missing(l, ex, "input", l->feature_key, err);
+  }
   view_of(e->value, v);
   if (v->kind == TFX_FEATURE_KIND_BYTES) {
     if (v->n != 1) {
@@ -177,7 +201,9 @@ static int feature_view(const loader *l, const tfx_example *ex, view *v, tfx_err
     const ProtobufCBinaryData *b = v->p;
     v->n = b->len, v->p = b->data;
   }
-  if (v->n == 0) return tfx_err_set(err, TFX_ESHAPE, "%s: feature '%s' is empty", l->where, l->feature_key);
+  if (v->n == 0) {
+    return tfx_err_set(err, TFX_ESHAPE, "%s: feature '%s' is empty", l->where, l->feature_key);
+  }
   if (l->dim && v->n != l->dim) {
     return tfx_err_set(err, TFX_ESHAPE, "%s: feature '%s' has %zu values, the first record had %zu", l->where,
                        l->feature_key, v->n, l->dim);
@@ -188,15 +214,18 @@ static int feature_view(const loader *l, const tfx_example *ex, view *v, tfx_err
 /* The label of one record: a single int64, or a single integral float, within int32. */
 static int label_value(const loader *l, const tfx_example *ex, int32_t *y, tfx_err *err) {
   const entry_t *e = lookup(ex, l->label_key);
-  if (!e) return missing(l, ex, "label", l->label_key, err);
+  if (!e) {
+    return missing(l, ex, "label", l->label_key, err);
+  }
   view v = {0};
   view_of(e->value, &v);
   if (v.kind != TFX_FEATURE_KIND_INT64 && v.kind != TFX_FEATURE_KIND_FLOAT) {
     return tfx_err_set(err, TFX_ECONFIG, "%s: label feature '%s' is a %s, want an int64_list or float_list", l->where,
                        l->label_key, tfx_feature_kind_name(v.kind));
   }
-  if (v.n != 1)
+  if (v.n != 1) {
     return tfx_err_set(err, TFX_ESHAPE, "%s: label feature '%s' has %zu values, want 1", l->where, l->label_key, v.n);
+  }
   int ok;
   double d;
   if (v.kind == TFX_FEATURE_KIND_INT64) {
@@ -206,20 +235,30 @@ static int label_value(const loader *l, const tfx_example *ex, int32_t *y, tfx_e
     d = *(const float *)v.p;
     ok = d == floor(d) && d >= INT32_MIN && d <= INT32_MAX;
   }
-  if (!ok) return tfx_err_set(err, TFX_ECORRUPT, "%s: label %g is not an int32", l->where, d);
+  if (!ok) {
+    return tfx_err_set(err, TFX_ECORRUPT, "%s: label %g is not an int32", l->where, d);
+  }
   *y = (int32_t)d;
   return TFX_OK;
 }
 
 /* Makes room for one more example of l->dim floats. */
 static int grow(loader *l, tfx_err *err) {
-  if (l->n < l->cap) return TFX_OK;
+  if (l->n < l->cap) {
+    return TFX_OK;
+  }
   size_t cap = l->cap ? 2 * l->cap : 64;
-  if (cap > SIZE_MAX / sizeof(float) / l->dim) return tfx_err_set(err, TFX_ENOMEM, "%s: dataset too large", l->path);
+  if (cap > SIZE_MAX / sizeof(float) / l->dim) {
+    return tfx_err_set(err, TFX_ENOMEM, "%s: dataset too large", l->path);
+  }
   float *x = realloc(l->x, sizeof(float) * cap * l->dim);
-  if (x) l->x = x;
+  if (x) {
+    l->x = x;
+  }
   int32_t *y = x ? realloc(l->y, sizeof(int32_t) * cap) : NULL;
-  if (!y) return tfx_err_set(err, TFX_ENOMEM, "%s: out of memory at %zu examples", l->path, l->n);
+  if (!y) {
+    return tfx_err_set(err, TFX_ENOMEM, "%s: out of memory at %zu examples", l->path, l->n);
+  }
   l->y = y, l->cap = cap;
   return TFX_OK;
 }
@@ -238,12 +277,20 @@ static int add_record(loader *l, const uint8_t *data, size_t len, tfx_err *err) 
   tfx_example *ex = NULL;
   tfx_err e = {0};
   int rc = tfx_example_unpack(data, len, &ex, &e);
-  if (rc) return tfx_err_set(err, rc, "%s: %s", l->where, e.msg);
+  if (rc) {
+    return tfx_err_set(err, rc, "%s: %s", l->where, e.msg);
+  }
   view v = {0};
   int32_t y = 0;
-  if ((rc = feature_view(l, ex, &v, err)) || (rc = label_value(l, ex, &y, err))) goto done;
-  if (!l->dim) l->dim = v.n;
-  if ((rc = grow(l, err))) goto done;
+  if ((rc = feature_view(l, ex, &v, err)) || (rc = label_value(l, ex, &y, err))) {
+    goto done;
+  }
+  if (!l->dim) {
+    l->dim = v.n;
+  }
+  if ((rc = grow(l, err))) {
+    goto done;
+  }
   copy_values(&v, l->scale, l->x + l->n * l->dim);
   l->y[l->n++] = y;
 done:
@@ -258,10 +305,14 @@ static int read_all(loader *l, tfx_tfrecord_reader *r, tfx_err *err) {
     size_t len = 0;
     uint64_t at = tfx_tfrecord_reader_offset(r), index = tfx_tfrecord_reader_count(r);
     int rc = tfx_tfrecord_reader_next(r, &data, &len, err);
-    if (rc || !data) return rc;
+    if (rc || !data) {
+      return rc;
+    }
     snprintf(l->where, sizeof l->where, "%s: record %llu at offset %llu", l->path, (unsigned long long)index,
              (unsigned long long)at);
-    if ((rc = add_record(l, data, len, err))) return rc;
+    if ((rc = add_record(l, data, len, err))) {
+      return rc;
+    }
   }
 }
 
@@ -274,9 +325,15 @@ int tfx_example_load(const char *path, const char *feature_key, const char *labe
   tfx_tfrecord_reader *r = NULL;
   tfx_dataset *d = NULL;
   int rc = tfx_tfrecord_reader_open(path, &r, err);
-  if (!rc) rc = read_all(&l, r, err);
-  if (!rc && l.n == 0) rc = tfx_err_set(err, TFX_ECORRUPT, "%s: no records", path);
-  if (!rc && !(d = calloc(1, sizeof *d))) rc = tfx_err_set(err, TFX_ENOMEM, "%s: out of memory", path);
+  if (!rc) {
+    rc = read_all(&l, r, err);
+  }
+  if (!rc && l.n == 0) {
+    rc = tfx_err_set(err, TFX_ECORRUPT, "%s: no records", path);
+  }
+  if (!rc && !(d = calloc(1, sizeof *d))) {
+    rc = tfx_err_set(err, TFX_ENOMEM, "%s: out of memory", path);
+  }
   tfx_tfrecord_reader_close(r);
   if (rc) {
     free(l.x);

@@ -31,12 +31,20 @@ typedef struct svm {
 
 /* Grows *p (of *cap elements of `size` bytes) to hold at least `need`. */
 static int reserve(void **p, size_t *cap, size_t need, size_t size) {
-  if (need <= *cap) return 0;
+  if (need <= *cap) {
+    return 0;
+  }
   size_t c = *cap ? *cap : 64;
-  while (c < need) c *= 2;
-  if (c > SIZE_MAX / size) return -1;
+  while (c < need) {
+    c *= 2;
+  }
+  if (c > SIZE_MAX / size) {
+    return -1;
+  }
   void *q = realloc(*p, c * size);
-  if (!q) return -1;
+  if (!q) {
+    return -1;
+  }
   *p = q, *cap = c;
   return 0;
 }
@@ -58,33 +66,47 @@ static int parse_label(svm *s, const char *tok, tfx_err *err) {
 
 /* Parses "idx:val" (prev: the previous index of the line, 0 at first) and appends the entry. */
 static int parse_pair(svm *s, char *tok, size_t *prev, tfx_err *err) {
-  if (strncmp(tok, "qid:", 4) == 0) return TFX_OK;
+  if (strncmp(tok, "qid:", 4) == 0) {
+    return TFX_OK;
+  }
   char *end;
   errno = 0;
   unsigned long idx = tok[0] >= '0' && tok[0] <= '9' ? strtoul(tok, &end, 10) : 0;
-  if (idx == 0 || errno || *end != ':') return bad(s, tok, "want index:value with a 1-based index", err);
-  if (idx > MAX_INDEX) return bad(s, tok, "index too large", err);
-  if (idx <= *prev) return bad(s, tok, "indices must ascend within a line", err);
+  if (idx == 0 || errno || *end != ':') {
+    return bad(s, tok, "want index:value with a 1-based index", err);
+  }
+  if (idx > MAX_INDEX) {
+    return bad(s, tok, "index too large", err);
+  }
+  if (idx <= *prev) {
+    return bad(s, tok, "indices must ascend within a line", err);
+  }
   if (s->dim && idx > s->dim) {
     return tfx_err_set(err, TFX_ESHAPE, "%s: line %zu, column %zu: index %lu exceeds dim %zu", s->path, s->lineno,
                        (size_t)(tok - s->line) + 1, idx, s->dim);
   }
   char *val = end + 1;
   float v = strtof(val, &end);
-  if (end == val || *end || !isfinite(v)) return bad(s, tok, "the value is not a finite number", err);
+  if (end == val || *end || !isfinite(v)) {
+    return bad(s, tok, "the value is not a finite number", err);
+  }
   if (reserve((void **)&s->e, &s->e_cap, s->ne + 1, sizeof *s->e)) {
     return tfx_err_set(err, TFX_ENOMEM, "%s: line %zu: out of memory", s->path, s->lineno);
   }
   s->e[s->ne++] = (entry){idx - 1, v};
   *prev = idx;
-  if (idx > s->max_idx) s->max_idx = idx;
+  if (idx > s->max_idx) {
+    s->max_idx = idx;
+  }
   return TFX_OK;
 }
 
 /* Cuts the next blank-separated token out of *p in place; NULL when none is left. */
 static char *token(char **p) {
   char *t = *p + strspn(*p, " \t");
-  if (!*t) return NULL;
+  if (!*t) {
+    return NULL;
+  }
   char *end = t + strcspn(t, " \t");
   *p = *end ? end + 1 : end;
   *end = '\0';
@@ -96,7 +118,9 @@ static int add_line(svm *s, tfx_err *err) {
   char *p = s->line;
   p[strcspn(p, "#\r\n")] = '\0';
   char *tok = token(&p);
-  if (!tok) return TFX_OK;
+  if (!tok) {
+    return TFX_OK;
+  }
   if (reserve((void **)&s->y, &s->cap, s->n + 1, sizeof *s->y) ||
       reserve((void **)&s->start, &s->start_cap, s->n + 1, sizeof *s->start)) {
     return tfx_err_set(err, TFX_ENOMEM, "%s: line %zu: out of memory", s->path, s->lineno);
@@ -104,8 +128,12 @@ static int add_line(svm *s, tfx_err *err) {
   s->start[s->n] = s->ne;
   int rc = parse_label(s, tok, err);
   size_t prev = 0;
-  while (!rc && (tok = token(&p))) rc = parse_pair(s, tok, &prev, err);
-  if (!rc) s->n++;
+  while (!rc && (tok = token(&p))) {
+    rc = parse_pair(s, tok, &prev, err);
+  }
+  if (!rc) {
+    s->n++;
+  }
   return rc;
 }
 
@@ -114,22 +142,31 @@ static int read_all(svm *s, tfx_err *err) {
   for (;;) {
     ssize_t len = getline(&s->line, &s->line_cap, s->f);
     if (len < 0) {
-      if (ferror(s->f)) return tfx_err_sys(err, TFX_ESYS, "%s: read error after line %zu", s->path, s->lineno);
+      if (ferror(s->f)) {
+        return tfx_err_sys(err, TFX_ESYS, "%s: read error after line %zu", s->path, s->lineno);
+      }
       return TFX_OK;
     }
     s->lineno++;
     int rc = add_line(s, err);
-    if (rc) return rc;
+    if (rc) {
+      return rc;
+    }
   }
 }
 
 /* Builds the dense dataset from the sparse rows. */
 static int densify(svm *s, tfx_dataset **out, tfx_err *err) {
-  if (s->n == 0) return tfx_err_set(err, TFX_ECORRUPT, "%s: no examples", s->path);
+  if (s->n == 0) {
+    return tfx_err_set(err, TFX_ECORRUPT, "%s: no examples", s->path);
+  }
   size_t dim = s->dim ? s->dim : s->max_idx;
-  if (dim == 0) return tfx_err_set(err, TFX_ECONFIG, "%s: no feature index in any line and no dim given", s->path);
-  if (s->n > SIZE_MAX / sizeof(float) / dim)
+  if (dim == 0) {
+    return tfx_err_set(err, TFX_ECONFIG, "%s: no feature index in any line and no dim given", s->path);
+  }
+  if (s->n > SIZE_MAX / sizeof(float) / dim) {
     return tfx_err_set(err, TFX_ENOMEM, "%s: %zu x %zu is too large", s->path, s->n, dim);
+  }
   tfx_dataset *d = calloc(1, sizeof *d);
   float *x = calloc(s->n * dim, sizeof *x);
   if (!d || !x) {
@@ -139,7 +176,9 @@ static int densify(svm *s, tfx_dataset **out, tfx_err *err) {
   }
   for (size_t i = 0; i < s->n; i++) {
     size_t end = i + 1 < s->n ? s->start[i + 1] : s->ne;
-    for (size_t k = s->start[i]; k < end; k++) x[i * dim + s->e[k].idx] = s->e[k].val;
+    for (size_t k = s->start[i]; k < end; k++) {
+      x[i * dim + s->e[k].idx] = s->e[k].val;
+    }
   }
   d->n = s->n, d->dim = dim, d->x = x, d->y = s->y;
   s->y = NULL;
@@ -148,12 +187,20 @@ static int densify(svm *s, tfx_dataset **out, tfx_err *err) {
 }
 
 int tfx_libsvm_load(const char *path, size_t dim, tfx_dataset **out, tfx_err *err) {
-  if (!path || !out) return tfx_err_set(err, TFX_EINVAL, "libsvm load: NULL path or out");
-  if (dim > MAX_INDEX) return tfx_err_set(err, TFX_EINVAL, "%s: dim %zu is too large", path, dim);
+  if (!path || !out) {
+    return tfx_err_set(err, TFX_EINVAL, "libsvm load: NULL path or out");
+  }
+  if (dim > MAX_INDEX) {
+    return tfx_err_set(err, TFX_EINVAL, "%s: dim %zu is too large", path, dim);
+  }
   svm s = {.path = path, .dim = dim};
-  if (!(s.f = fopen(path, "r"))) return tfx_err_sys(err, errno == ENOENT ? TFX_ENOTFOUND : TFX_ESYS, "open %s", path);
+  if (!(s.f = fopen(path, "r"))) {
+    return tfx_err_sys(err, errno == ENOENT ? TFX_ENOTFOUND : TFX_ESYS, "open %s", path);
+  }
   int rc = read_all(&s, err);
-  if (!rc) rc = densify(&s, out, err);
+  if (!rc) {
+    rc = densify(&s, out, err);
+  }
   fclose(s.f);
   free(s.line);
   free(s.e);

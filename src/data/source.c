@@ -9,23 +9,35 @@
 
 static int load_other(const tfx_config *cfg, const char *path, size_t dim, tfx_dataset **out, tfx_err *err) {
   const char *f = cfg->data_format;
-  if (!strcmp(f, "csv")) return tfx_csv_load(path, cfg->label_column, cfg->data_header, out, err);
-  if (!strcmp(f, "libsvm")) return tfx_libsvm_load(path, dim, out, err);
+  if (!strcmp(f, "csv")) {
+    return tfx_csv_load(path, cfg->label_column, cfg->data_header, out, err);
+  }
+  if (!strcmp(f, "libsvm")) {
+    return tfx_libsvm_load(path, dim, out, err);
+  }
   return tfx_example_load(path, cfg->feature_key, cfg->label_key, 1.0, out, err);
 }
 
 int tfx_dataset_load_config(const tfx_config *cfg, int eval, size_t expect_dim, tfx_dataset **out, tfx_err *err) {
-  const char *images = eval ? cfg->eval_images : cfg->train_images, *labels = eval ? cfg->eval_labels : cfg->train_labels;
-  if (!strcmp(cfg->data_format, "idx")) return tfx_dataset_load_idx(images, labels, cfg->data_scale, expect_dim, out, err);
+  const char *images = eval ? cfg->eval_images : cfg->train_images,
+             *labels = eval ? cfg->eval_labels : cfg->train_labels;
+  if (!strcmp(cfg->data_format, "idx")) {
+    return tfx_dataset_load_idx(images, labels, cfg->data_scale, expect_dim, out, err);
+  }
   tfx_dataset *d;
   int rc = load_other(cfg, images, expect_dim, &d, err);
-  if (rc) return rc;
+  if (rc) {
+    return rc;
+  }
   if (expect_dim && d->dim != expect_dim) {
-    rc = tfx_err_set(err, TFX_ESHAPE, "%s: %zu values per example, the model's input takes %zu", images, d->dim, expect_dim);
+    rc = tfx_err_set(err, TFX_ESHAPE, "%s: %zu values per example, the model's input takes %zu", images, d->dim,
+                     expect_dim);
     tfx_dataset_destroy(d);
     return rc;
   }
-  for (size_t i = 0; i < d->n * d->dim; i++) d->x[i] = (float)(d->x[i] * cfg->data_scale);
+  for (size_t i = 0; i < d->n * d->dim; i++) {
+    d->x[i] = (float)(d->x[i] * cfg->data_scale);
+  }
   *out = d;
   return TFX_OK;
 }

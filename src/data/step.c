@@ -8,9 +8,13 @@
 static void accumulate(tfx_model *m, float **acc, int a, int k) {
   for (int i = 0; i < tfx_model_nvars(m); i++) {
     tfx_var *v = tfx_model_var(m, i);
-    if (a == 0) memset(acc[i], 0, sizeof(float) * v->count);
+    if (a == 0) {
+      memset(acc[i], 0, sizeof(float) * v->count);
+    }
     cblas_saxpy((int)v->count, 1.0f / (float)k, v->grad, 1, acc[i], 1);
-    if (a == k - 1) memcpy(v->grad, acc[i], sizeof(float) * v->count);
+    if (a == k - 1) {
+      memcpy(v->grad, acc[i], sizeof(float) * v->count);
+    }
   }
 }
 
@@ -23,7 +27,9 @@ void tfx_compute_gradients(tfx_model *m, tfx_batcher *b, const tfx_grad_step *g,
     tfx_model_loss(m, g->y, g->batch, 1, &one);
     tfx_model_backward(m, g->x, g->batch);
     sum.loss += one.loss / k, sum.correct += one.correct, sum.top5 += one.top5, sum.count += one.count;
-    if (k > 1) accumulate(m, g->acc, a, k);
+    if (k > 1) {
+      accumulate(m, g->acc, a, k);
+    }
   }
   tfx_model_clip(m, g->clip_value, g->clip_norm);
   *st = sum;

@@ -9,11 +9,11 @@
 #include "model.h"
 
 typedef struct tfx_grad_step {
-  int batch, accumulate;     /* minibatch size, minibatches per step */
+  int batch, accumulate; /* minibatch size, minibatches per step */
   double clip_value, clip_norm;
-  float *x;                  /* [batch, input] scratch, borrowed */
-  int32_t *y;                /* [batch] scratch, borrowed */
-  float **acc;               /* one buffer per variable when accumulate > 1 (dense variables only), borrowed */
+  float *x;    /* [batch, input] scratch, borrowed */
+  int32_t *y;  /* [batch] scratch, borrowed */
+  float **acc; /* one buffer per variable when accumulate > 1 (dense variables only), borrowed */
 } tfx_grad_step;
 
 /* Leaves the mean (then clipped) gradient of `accumulate` minibatches in the model's grads; dropout seeds come

@@ -67,7 +67,9 @@ static const uint32_t crc_table[256] = {
 uint32_t tfx_crc32c(uint32_t crc, const void *data, size_t n) {
   const uint8_t *p = data;
   crc = ~crc;
-  for (size_t i = 0; i < n; i++) crc = crc_table[(crc ^ p[i]) & 0xff] ^ (crc >> 8);
+  for (size_t i = 0; i < n; i++) {
+    crc = crc_table[(crc ^ p[i]) & 0xff] ^ (crc >> 8);
+  }
   return ~crc;
 }
 
@@ -89,7 +91,9 @@ static uint64_t get_u64(const uint8_t *p) {
 }
 
 static void put_u32(uint8_t *p, uint32_t v) {
-  for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
+  for (int i = 0; i < 4; i++) {
+    p[i] = (uint8_t)(v >> (8 * i));
+  }
 }
 
 static void put_u64(uint8_t *p, uint64_t v) {
@@ -98,9 +102,13 @@ static void put_u64(uint8_t *p, uint64_t v) {
 }
 
 int tfx_tfrecord_reader_open(const char *path, tfx_tfrecord_reader **out, tfx_err *err) {
-  if (!path || !out) return tfx_err_set(err, TFX_EINVAL, "tfrecord reader: NULL path or out");
+  if (!path || !out) {
+    return tfx_err_set(err, TFX_EINVAL, "tfrecord reader: NULL path or out");
+  }
   FILE *f = fopen(path, "rb");
-  if (!f) return tfx_err_sys(err, errno == ENOENT ? TFX_ENOTFOUND : TFX_ESYS, "open %s", path);
+  if (!f) {
+    return tfx_err_sys(err, errno == ENOENT ? TFX_ENOTFOUND : TFX_ESYS, "open %s", path);
+  }
   tfx_tfrecord_reader *r = calloc(1, sizeof *r);
   if (!r || !(r->path = strdup(path))) {
     fclose(f);
@@ -122,7 +130,9 @@ static int read_header(tfx_tfrecord_reader *r, uint64_t *len, int *eof, tfx_err 
     return tfx_err_sys(err, TFX_ESYS, "%s: read error at offset %llu", r->path, (unsigned long long)r->off);
   }
   *eof = got == 0;
-  if (*eof) return TFX_OK;
+  if (*eof) {
+    return TFX_OK;
+  }
   if (got < sizeof h) {
     return tfx_err_set(err, TFX_ECORRUPT, "%s: record %llu at offset %llu: truncated header (%zu of %d bytes)", r->path,
                        (unsigned long long)r->count, (unsigned long long)r->off, got, HEADER_BYTES);
@@ -140,18 +150,25 @@ static int read_header(tfx_tfrecord_reader *r, uint64_t *len, int *eof, tfx_err 
 /* Checks that a record of `len` data bytes fits in what is left of the file, and sizes the buffer for it. */
 static int reserve(tfx_tfrecord_reader *r, uint64_t len, tfx_err *err) {
   uint64_t left = MAX_UNSIZED_RECORD;
-  if (r->size != UINT64_MAX) left = r->size >= r->off + HEADER_BYTES ? r->size - r->off - HEADER_BYTES : 0;
+  if (r->size != UINT64_MAX) {
+    left = r->size >= r->off + HEADER_BYTES ? r->size - r->off - HEADER_BYTES : 0;
+  }
   if (len > left || left - len < FOOTER_BYTES) {
     return tfx_err_set(
         err, TFX_ECORRUPT, "%s: record %llu at offset %llu: truncated record (length %llu, %llu bytes left)", r->path,
         (unsigned long long)r->count, (unsigned long long)r->off, (unsigned long long)len, (unsigned long long)left);
   }
-  if (len + FOOTER_BYTES <= r->cap) return TFX_OK;
+  if (len + FOOTER_BYTES <= r->cap) {
+    return TFX_OK;
+  }
   size_t cap = r->cap ? r->cap : 4096;
-  while (cap < len + FOOTER_BYTES) cap *= 2;
+  while (cap < len + FOOTER_BYTES) {
+    cap *= 2;
+  }
   uint8_t *buf = realloc(r->buf, cap);
-  if (!buf)
+  if (!buf) {
     return tfx_err_set(err, TFX_ENOMEM, "%s: out of memory for a %llu-byte record", r->path, (unsigned long long)len);
+  }
   r->buf = buf, r->cap = cap;
   return TFX_OK;
 }
@@ -188,8 +205,12 @@ int tfx_tfrecord_reader_next(tfx_tfrecord_reader *r, const uint8_t **data, size_
     *data = NULL, *len = 0;
     return TFX_OK;
   }
-  if (!rc) rc = reserve(r, n, err);
-  if (!rc) rc = read_body(r, (size_t)n, err);
+  if (!rc) {
+    rc = reserve(r, n, err);
+  }
+  if (!rc) {
+    rc = read_body(r, (size_t)n, err);
+  }
   if (rc) {
     r->failed = 1;
     return rc;
@@ -213,17 +234,25 @@ const char *tfx_tfrecord_reader_path(const tfx_tfrecord_reader *r) {
 }
 
 void tfx_tfrecord_reader_close(tfx_tfrecord_reader *r) {
-  if (!r) return;
-  if (r->f) fclose(r->f);
+  if (!r) {
+    return;
+  }
+  if (r->f) {
+    fclose(r->f);
+  }
   free(r->buf);
   free(r->path);
   free(r);
 }
 
 int tfx_tfrecord_writer_open(const char *path, tfx_tfrecord_writer **out, tfx_err *err) {
-  if (!path || !out) return tfx_err_set(err, TFX_EINVAL, "tfrecord writer: NULL path or out");
+  if (!path || !out) {
+    return tfx_err_set(err, TFX_EINVAL, "tfrecord writer: NULL path or out");
+  }
   FILE *f = fopen(path, "wb");
-  if (!f) return tfx_err_sys(err, errno == ENOENT ? TFX_ENOTFOUND : TFX_ESYS, "create %s", path);
+  if (!f) {
+    return tfx_err_sys(err, errno == ENOENT ? TFX_ENOTFOUND : TFX_ESYS, "create %s", path);
+  }
   tfx_tfrecord_writer *w = calloc(1, sizeof *w);
   if (!w || !(w->path = strdup(path))) {
     fclose(f);
@@ -236,7 +265,9 @@ int tfx_tfrecord_writer_open(const char *path, tfx_tfrecord_writer **out, tfx_er
 }
 
 int tfx_tfrecord_writer_write(tfx_tfrecord_writer *w, const void *data, size_t len, tfx_err *err) {
-  if (!data && len) return tfx_err_set(err, TFX_EINVAL, "%s: NULL record of %zu bytes", w->path, len);
+  if (!data && len) {
+    return tfx_err_set(err, TFX_EINVAL, "%s: NULL record of %zu bytes", w->path, len);
+  }
   uint8_t h[HEADER_BYTES], foot[FOOTER_BYTES];
   put_u64(h, (uint64_t)len);
   put_u32(h + 8, tfx_crc32c_mask(tfx_crc32c(0, h, 8)));
@@ -250,10 +281,13 @@ int tfx_tfrecord_writer_write(tfx_tfrecord_writer *w, const void *data, size_t l
 }
 
 int tfx_tfrecord_writer_close(tfx_tfrecord_writer *w, tfx_err *err) {
-  if (!w) return TFX_OK;
+  if (!w) {
+    return TFX_OK;
+  }
   int rc = TFX_OK;
-  if (fclose(w->f) != 0)
+  if (fclose(w->f) != 0) {
     rc = tfx_err_sys(err, TFX_ESYS, "%s: close after %llu bytes", w->path, (unsigned long long)w->off);
+  }
   free(w->path);
   free(w);
   return rc;

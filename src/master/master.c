@@ -5,54 +5,72 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <tfx/plugin.h>
 #include <unistd.h>
 
 #include "ckpt.h"
 #include "dataset.h"
-#include "source.h"
 #include "evaluate.h"
 #include "events.h"
 #include "log.h"
 #include "master_impl.h"
-#include "plugin.h"
-#include <tfx/plugin.h>
 #include "metrics.h"
 #include "net.h"
 #include "plan.h"
+#include "plugin.h"
 #include "progress.h"
 #include "psclient.h"
+#include "source.h"
 
 static int open_clients(master *m, tfx_role role, tfx_client ***out, int n, tfx_err *err) {
   *out = calloc((size_t)n + 1, sizeof **out);
-  if (!*out) return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  if (!*out) {
+    return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  }
   for (int i = 0; i < n; i++) {
     char ep[320];
     int rc = tfx_address_endpoint(tfx_cluster_address(m->n->cluster, role, i), 0, NULL, ep, sizeof ep, err);
-    if (!rc) rc = tfx_client_create(ep, &(*out)[i], err);
-    if (rc) return rc;
+    if (!rc) {
+      rc = tfx_client_create(ep, &(*out)[i], err);
+    }
+    if (rc) {
+      return rc;
+    }
   }
   return TFX_OK;
 }
 
 static int setup(master *m, tfx_err *err) {
   tfx_node *n = m->n;
-  if (!n->config_path[0]) return tfx_err_set(err, TFX_ECONFIG, "the master needs --config EXPERIMENT.json");
+  if (!n->config_path[0]) {
+    return tfx_err_set(err, TFX_ECONFIG, "the master needs --config EXPERIMENT.json");
+  }
   m->cfg = n->cfg;
   m->n_ps = tfx_cluster_count(n->cluster, TFX_ROLE_PS);
   m->n_workers = tfx_cluster_count(n->cluster, TFX_ROLE_WORKER);
-  if (m->n_ps < 1 || m->n_workers < 1) return tfx_err_set(err, TFX_ECONFIG, "TF_CONFIG: the cluster needs at least one ps and one worker");
+  if (m->n_ps < 1 || m->n_workers < 1) {
+    return tfx_err_set(err, TFX_ECONFIG, "TF_CONFIG: the cluster needs at least one ps and one worker");
+  }
   if (!strcmp(m->cfg.mode, "sync") && m->cfg.replicas_to_aggregate > m->n_workers) {
-    return tfx_err_set(err, TFX_ECONFIG, "training.replicas_to_aggregate %d exceeds the %d worker(s): no step could ever complete",
+    return tfx_err_set(err, TFX_ECONFIG,
+                       "training.replicas_to_aggregate %d exceeds the %d worker(s): no step could ever complete",
                        m->cfg.replicas_to_aggregate, m->n_workers);
   }
   int rc;
-  if ((rc = tfx_model_create(&m->cfg, 1000, &m->model, err)) || (rc = tfx_plan_build(&m->cfg, m->model, m->n_ps, &m->plan, err))) return rc;
-  if ((rc = tfx_dataset_load_config(&m->cfg, 1, tfx_model_input_size(m->model), &m->eval, err))) return rc;
+  if ((rc = tfx_model_create(&m->cfg, 1000, &m->model, err)) ||
+      (rc = tfx_plan_build(&m->cfg, m->model, m->n_ps, &m->plan, err))) {
+    return rc;
+  }
+  if ((rc = tfx_dataset_load_config(&m->cfg, 1, tfx_model_input_size(m->model), &m->eval, err))) {
+    return rc;
+  }
   for (int i = 0; i < m->cfg.n_valsets; i++) {
     tfx_config vc = m->cfg;
     snprintf(vc.eval_images, sizeof vc.eval_images, "%s", m->cfg.valsets[i].images);
     snprintf(vc.eval_labels, sizeof vc.eval_labels, "%s", m->cfg.valsets[i].labels);
-    if ((rc = tfx_dataset_load_config(&vc, 1, tfx_model_input_size(m->model), &m->valsets[i], err))) return rc;
+    if ((rc = tfx_dataset_load_config(&vc, 1, tfx_model_input_size(m->model), &m->valsets[i], err))) {
+      return rc;
+    }
   }
   if ((rc = tfx_mkdirs(n->run_dir, err)) || (rc = tfx_metrics_open(n->run_dir, &m->metrics, err)) ||
       (rc = tfx_events_open(n->run_dir, &m->events, err))) {
@@ -61,11 +79,19 @@ static int setup(master *m, tfx_err *err) {
   m->config_json = tfx_config_to_json(&m->cfg);
   char path[1100], ep[320];
   snprintf(path, sizeof path, "%s/config.json", n->run_dir);
-  if ((rc = tfx_write_file(path, m->config_json, err))) return rc;
+  if ((rc = tfx_write_file(path, m->config_json, err))) {
+    return rc;
+  }
   rc = tfx_address_endpoint(tfx_cluster_address(n->cluster, TFX_ROLE_MASTER, 0), 1, n->bind_host, ep, sizeof ep, err);
-  if (!rc) rc = tfx_server_open(ep, &m->sock, err);
-  if (!rc) rc = open_clients(m, TFX_ROLE_PS, &m->ps, m->n_ps, err);
-  if (!rc) rc = open_clients(m, TFX_ROLE_WORKER, &m->workers, m->n_workers, err);
+  if (!rc) {
+    rc = tfx_server_open(ep, &m->sock, err);
+  }
+  if (!rc) {
+    rc = open_clients(m, TFX_ROLE_PS, &m->ps, m->n_ps, err);
+  }
+  if (!rc) {
+    rc = open_clients(m, TFX_ROLE_WORKER, &m->workers, m->n_workers, err);
+  }
   m->ps_up = calloc((size_t)m->n_ps, sizeof(int));
   m->registered = calloc((size_t)m->n_workers, sizeof(int));
   m->ps_version = calloc((size_t)m->n_ps, sizeof(int64_t));
@@ -73,8 +99,14 @@ static int setup(master *m, tfx_err *err) {
   m->hb_warned = calloc((size_t)m->n_workers, sizeof(int));
   m->hb_sent = calloc((size_t)m->n_workers, sizeof(int64_t));
   m->hb_seen = calloc((size_t)m->n_workers, sizeof(int64_t));
-  if (!rc && (!m->ps_up || !m->registered || !m->ps_version || !m->hb_pending || !m->hb_warned || !m->hb_sent || !m->hb_seen)) rc = tfx_err_set(err, TFX_ENOMEM, "out of memory");
-  if (!rc) tfx_log(TFX_LOG_INFO, "MASTER-START", "listening on %s; %d ps, %d worker(s), mode %s", ep, m->n_ps, m->n_workers, m->cfg.mode);
+  if (!rc && (!m->ps_up || !m->registered || !m->ps_version || !m->hb_pending || !m->hb_warned || !m->hb_sent ||
+              !m->hb_seen)) {
+    rc = tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  }
+  if (!rc) {
+    tfx_log(TFX_LOG_INFO, "MASTER-START", "listening on %s; %d ps, %d worker(s), mode %s", ep, m->n_ps, m->n_workers,
+            m->cfg.mode);
+  }
   return rc;
 }
 
@@ -85,23 +117,35 @@ static int await_ps(master *m, int p, tfx_inmsg *r, int timeout_ms, tfx_err *err
   for (;;) {
     zmq_pollitem_t items[2] = {{tfx_client_socket(m->ps[p]), 0, ZMQ_POLLIN, 0}, {m->sock, 0, ZMQ_POLLIN, 0}};
     int64_t left = deadline - tfx_now_ms();
-    if (left <= 0) return tfx_err_set(err, TFX_EPEER, "%s: no reply within %d ms", tfx_client_endpoint(m->ps[p]), timeout_ms);
-    if (zmq_poll(items, m->sock ? 2 : 1, (long)left) < 0 && tfx_stop_requested()) return tfx_err_set(err, TFX_EINTR, "interrupted");
-    if (m->sock && (items[1].revents & ZMQ_POLLIN)) tfx_master_serve_pending(m);
-    if (items[0].revents & ZMQ_POLLIN) return tfx_client_recv(m->ps[p], r, (int)(left > 1 ? left : 1), err);
+    if (left <= 0) {
+      return tfx_err_set(err, TFX_EPEER, "%s: no reply within %d ms", tfx_client_endpoint(m->ps[p]), timeout_ms);
+    }
+    if (zmq_poll(items, m->sock ? 2 : 1, (long)left) < 0 && tfx_stop_requested()) {
+      return tfx_err_set(err, TFX_EINTR, "interrupted");
+    }
+    if (m->sock && (items[1].revents & ZMQ_POLLIN)) {
+      tfx_master_serve_pending(m);
+    }
+    if (items[0].revents & ZMQ_POLLIN) {
+      return tfx_client_recv(m->ps[p], r, (int)(left > 1 ? left : 1), err);
+    }
   }
 }
 
 /* Sends one request to every ps and collects the replies; on_reply (may be NULL) sees each. */
-int tfx_master_call_ps(master *m, tfx_envelope *req, int timeout_ms, void (*on_reply)(master *, int, const tfx_envelope *),
-                   tfx_err *err) {
+int tfx_master_call_ps(master *m, tfx_envelope *req, int timeout_ms,
+                       void (*on_reply)(master *, int, const tfx_envelope *), tfx_err *err) {
   int rc = TFX_OK;
-  for (int p = 0; p < m->n_ps && !rc; p++) rc = tfx_client_send(m->ps[p], req, NULL, 0, err);
+  for (int p = 0; p < m->n_ps && !rc; p++) {
+    rc = tfx_client_send(m->ps[p], req, NULL, 0, err);
+  }
   for (int p = 0; p < m->n_ps && !rc; p++) {
     tfx_inmsg r;
     memset(&r, 0, sizeof r);
     rc = await_ps(m, p, &r, timeout_ms, err);
-    if (!rc && on_reply) on_reply(m, p, r.env);
+    if (!rc && on_reply) {
+      on_reply(m, p, r.env);
+    }
     tfx_inmsg_fini(&r);
   }
   return rc;
@@ -111,7 +155,9 @@ static void note_version(master *m, int p, const tfx_envelope *e) {
   tfx_master_lock(m, 1);
   m->ps_version[p] = e->step;
   tfx_master_lock(m, 0);
-  if (m->running && e->text && !strcmp(e->text, "waiting-for-plan")) m->ps_lost = 1;
+  if (m->running && e->text && !strcmp(e->text, "waiting-for-plan")) {
+    m->ps_lost = 1;
+  }
 }
 
 /* Reads every ps's version; global_step is the smallest. */
@@ -120,12 +166,16 @@ int tfx_master_poll_versions(master *m, tfx_err *err) {
   tfx_wire_request(&env, TFX__MSG_TYPE__MSG_STATUS);
   m->ps_lost = 0;
   int rc = tfx_master_call_ps(m, &env, m->cfg.request_timeout_s * 1000, note_version, err);
-  if (rc) return rc;
+  if (rc) {
+    return rc;
+  }
   if (m->ps_lost) {
     /* A ps came back empty (restarted): every ps rolls back to the newest complete checkpoint, so that the
      * cluster is at one consistent step; workers that were ahead fail their next push and re-register. */
     tfx_log(TFX_LOG_WARN, "MASTER-PS-LOST", "a ps lost its state: rolling every ps back to the newest checkpoint");
-    if ((rc = tfx_master_init_ps(m, err))) return rc;
+    if ((rc = tfx_master_init_ps(m, err))) {
+      return rc;
+    }
     return tfx_master_poll_versions(m, err);
   }
   int64_t lo = m->ps_version[0], hi = lo;
@@ -142,8 +192,11 @@ void tfx_master_evaluate(master *m) {
   tfx_psclient *pc = NULL;
   tfx_err err;
   int64_t version = 0;
-  int rc = tfx_psclient_create(m->n->cluster, m->plan.ptrs, (size_t)m->plan.n, m->model, m->cfg.request_timeout_s * 1000, &pc, &err);
-  if (!rc) rc = tfx_psclient_pull(pc, 0, &version, &err);
+  int rc = tfx_psclient_create(m->n->cluster, m->plan.ptrs, (size_t)m->plan.n, m->model,
+                               m->cfg.request_timeout_s * 1000, &pc, &err);
+  if (!rc) {
+    rc = tfx_psclient_pull(pc, 0, &version, &err);
+  }
   tfx_psclient_destroy(pc);
   if (rc) {
     tfx_log(TFX_LOG_WARN, "MASTER-EVAL-FAIL", "cannot pull the variables: %s", err.msg);
@@ -157,23 +210,35 @@ void tfx_master_evaluate(master *m) {
   m->last_acc = r.accuracy;
   tfx_master_observe(m, "eval", version, r.loss, r.accuracy, NAN);
   m->hook_stop |= tfx_plugin_hook(m->n->plugin, TFX_HOOK_EVAL, version, r.loss, r.accuracy, m->n->run_dir);
-  tfx_log(TFX_LOG_INFO, "MASTER-EVAL", "step %lld: eval loss %.4f accuracy %.4f over %zu examples", (long long)version, r.loss, r.accuracy, r.examples);
+  tfx_log(TFX_LOG_INFO, "MASTER-EVAL", "step %lld: eval loss %.4f accuracy %.4f over %zu examples", (long long)version,
+          r.loss, r.accuracy, r.examples);
 }
 
 void tfx_master_validate(master *m, int force) {
   int due = 0;
-  for (int i = 0; i < m->cfg.n_valsets; i++) due |= force || m->global_step >= m->next_val[i];
-  if (!due) return;
+  for (int i = 0; i < m->cfg.n_valsets; i++) {
+    due |= force || m->global_step >= m->next_val[i];
+  }
+  if (!due) {
+    return;
+  }
   tfx_psclient *pc = NULL;
   tfx_err err;
   int64_t version = 0;
-  int rc = tfx_psclient_create(m->n->cluster, m->plan.ptrs, (size_t)m->plan.n, m->model, m->cfg.request_timeout_s * 1000, &pc, &err);
-  if (!rc) rc = tfx_psclient_pull(pc, 0, &version, &err);
+  int rc = tfx_psclient_create(m->n->cluster, m->plan.ptrs, (size_t)m->plan.n, m->model,
+                               m->cfg.request_timeout_s * 1000, &pc, &err);
+  if (!rc) {
+    rc = tfx_psclient_pull(pc, 0, &version, &err);
+  }
   tfx_psclient_destroy(pc);
   for (int i = 0; !rc && i < m->cfg.n_valsets; i++) {
     const tfx_valset *v = &m->cfg.valsets[i];
-    if (!force && m->global_step < m->next_val[i]) continue;
-    while (m->next_val[i] <= m->global_step) m->next_val[i] = v->every_steps ? m->next_val[i] + v->every_steps : INT64_MAX;
+    if (!force && m->global_step < m->next_val[i]) {
+      continue;
+    }
+    while (m->next_val[i] <= m->global_step) {
+      m->next_val[i] = v->every_steps ? m->next_val[i] + v->every_steps : INT64_MAX;
+    }
     tfx_eval_result r;
     tfx_evaluate_agg(m->model, m->valsets[i], 1000, (size_t)v->batches * 1000, v->agg, &r);
     char line[64];
@@ -181,26 +246,36 @@ void tfx_master_validate(master *m, int force) {
     static const char *const names[] = {"loss", "accuracy", "top5_accuracy", "examples"};
     double vals[] = {r.loss, r.accuracy, r.top5, (double)r.examples};
     tfx_master_record(m, line, version, names, vals, 4);
-    tfx_log(TFX_LOG_INFO, "MASTER-VALIDATE", "step %lld %s: loss %.4f accuracy %.4f (%s over %zu)", (long long)version, v->name, r.loss, r.accuracy, v->agg, r.examples);
+    tfx_log(TFX_LOG_INFO, "MASTER-VALIDATE", "step %lld %s: loss %.4f accuracy %.4f (%s over %zu)", (long long)version,
+            v->name, r.loss, r.accuracy, v->agg, r.examples);
   }
-  if (rc) tfx_log(TFX_LOG_WARN, "MASTER-VALIDATE-FAIL", "cannot pull the variables: %s", err.msg);
+  if (rc) {
+    tfx_log(TFX_LOG_WARN, "MASTER-VALIDATE-FAIL", "cannot pull the variables: %s", err.msg);
+  }
 }
 
-void tfx_master_record(master *m, const char *kind, int64_t step, const char *const *names, const double *values, int n) {
+void tfx_master_record(master *m, const char *kind, int64_t step, const char *const *names, const double *values,
+                       int n) {
   tfx_metrics_write(m->metrics, kind, step, names, values, n);
   tfx_events_write(m->events, kind, step, names, values, n);
 }
 
 static void cleanup(master *m) {
-  for (int p = 0; m->ps && p < m->n_ps; p++) tfx_client_destroy(m->ps[p]);
-  for (int w = 0; m->workers && w < m->n_workers; w++) tfx_client_destroy(m->workers[w]);
+  for (int p = 0; m->ps && p < m->n_ps; p++) {
+    tfx_client_destroy(m->ps[p]);
+  }
+  for (int w = 0; m->workers && w < m->n_workers; w++) {
+    tfx_client_destroy(m->workers[w]);
+  }
   free(m->ps), free(m->workers), free(m->ps_up), free(m->registered), free(m->ps_version);
   free(m->hb_pending), free(m->hb_warned), free(m->hb_sent), free(m->hb_seen);
   tfx_net_close(m->sock);
   tfx_plan_fini(&m->plan);
   tfx_model_destroy(m->model);
   tfx_dataset_destroy(m->eval);
-  for (int i = 0; i < TFX_MAX_VALSETS; i++) tfx_dataset_destroy(m->valsets[i]);
+  for (int i = 0; i < TFX_MAX_VALSETS; i++) {
+    tfx_dataset_destroy(m->valsets[i]);
+  }
   tfx_metrics_close(m->metrics);
   tfx_events_close(m->events);
   free(m->config_json);
@@ -214,10 +289,18 @@ int tfx_master_run(tfx_node *n, tfx_err *err) {
   tfx_wire_set_sender(TFX__ROLE__ROLE_MASTER, n->index);
   tfx_master_observe_init(&m);
   int rc = setup(&m, err);
-  if (!rc) rc = tfx_master_observe_start(&m, err);
-  if (!rc) rc = tfx_master_wait_cluster(&m, err);
-  if (!rc) rc = tfx_master_init_ps(&m, err);
-  if (!rc) rc = tfx_master_loop(&m, err);
+  if (!rc) {
+    rc = tfx_master_observe_start(&m, err);
+  }
+  if (!rc) {
+    rc = tfx_master_wait_cluster(&m, err);
+  }
+  if (!rc) {
+    rc = tfx_master_init_ps(&m, err);
+  }
+  if (!rc) {
+    rc = tfx_master_loop(&m, err);
+  }
   tfx_master_stop_all(&m);
   tfx_master_observe_stop(&m);
   cleanup(&m);
@@ -229,9 +312,13 @@ int tfx_master_print_plan(const tfx_config *cfg, int n_ps, FILE *f, tfx_err *err
   tfx_model *model;
   tfx_plan plan;
   int rc = tfx_model_create(cfg, 1, &model, err);
-  if (rc) return rc;
+  if (rc) {
+    return rc;
+  }
   rc = tfx_plan_build(cfg, model, n_ps, &plan, err);
-  if (!rc) tfx_plan_print(&plan, f);
+  if (!rc) {
+    tfx_plan_print(&plan, f);
+  }
   tfx_plan_fini(&plan);
   tfx_model_destroy(model);
   return rc;

@@ -60,12 +60,13 @@ void tfx_master_observe_stop(master *m);
 /* Records a training report / an evaluation / a checkpoint / the global step for the HTTP endpoint. */
 void tfx_master_observe(master *m, const char *kind, int64_t step, double loss, double accuracy, double eps);
 /* Appends a metrics line and the same scalars to the TensorBoard event file. */
-void tfx_master_record(master *m, const char *kind, int64_t step, const char *const *names, const double *values, int n);
+void tfx_master_record(master *m, const char *kind, int64_t step, const char *const *names, const double *values,
+                       int n);
 /* Serves every message waiting on the master's socket, without blocking. */
 void tfx_master_serve_pending(master *m);
 /* Sends req to every ps, collects each reply (on_reply may be NULL), serving the master's socket meanwhile. */
-int tfx_master_call_ps(master *m, tfx_envelope *req, int timeout_ms, void (*on_reply)(master *, int, const tfx_envelope *),
-                   tfx_err *err);
+int tfx_master_call_ps(master *m, tfx_envelope *req, int timeout_ms,
+                       void (*on_reply)(master *, int, const tfx_envelope *), tfx_err *err);
 /* Refreshes every ps's version; global_step = the smallest, max_version = the largest. */
 int tfx_master_poll_versions(master *m, tfx_err *err);
 /* Pulls the variables and evaluates on the eval set; writes an eval line. */

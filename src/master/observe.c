@@ -28,22 +28,29 @@ static void put(buf *b, const char *fmt, ...) {
     }
     size_t cap = b->cap * 2 + 4096 + (n > 0 ? (size_t)n : 0);
     char *g = realloc(b->s, cap);
-    if (!g) return;
+    if (!g) {
+      return;
+    }
     b->s = g, b->cap = cap;
   }
 }
 
 static void gauge(buf *b, const master *m, const char *name, const char *help, const char *type, double v) {
   put(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
-  if (isnan(v)) put(b, "%s{role=\"master\",index=\"%d\"} NaN\n", name, m->n->index);
-  else put(b, "%s{role=\"master\",index=\"%d\"} %.17g\n", name, m->n->index, v);
+  if (isnan(v)) {
+    put(b, "%s{role=\"master\",index=\"%d\"} NaN\n", name, m->n->index);
+  } else {
+    put(b, "%s{role=\"master\",index=\"%d\"} %.17g\n", name, m->n->index, v);
+  }
 }
 
 static char *render_metrics(master *m) {
   buf b = {0};
   observed *o = &m->obs;
   int reg = 0;
-  for (int w = 0; w < m->n_workers; w++) reg += m->registered[w];
+  for (int w = 0; w < m->n_workers; w++) {
+    reg += m->registered[w];
+  }
   gauge(&b, m, "tfx_global_step", "Global training step (the smallest ps version).", "gauge", (double)o->step);
   gauge(&b, m, "tfx_max_steps", "The step the run stops at.", "gauge", (double)m->cfg.max_steps);
   gauge(&b, m, "tfx_train_loss", "Training loss of the last worker report.", "gauge", o->loss);
@@ -57,7 +64,8 @@ static char *render_metrics(master *m) {
   gauge(&b, m, "tfx_checkpoints_total", "Complete checkpoints written.", "counter", (double)o->checkpoints);
   gauge(&b, m, "tfx_seconds_since_checkpoint", "Seconds since the last complete checkpoint (or the start).", "gauge",
         (double)(tfx_now_ms() - (o->last_ckpt_ms ? o->last_ckpt_ms : o->start_ms)) / 1000.0);
-  gauge(&b, m, "tfx_uptime_seconds", "Seconds since the master started.", "gauge", (double)(tfx_now_ms() - o->start_ms) / 1000.0);
+  gauge(&b, m, "tfx_uptime_seconds", "Seconds since the master started.", "gauge",
+        (double)(tfx_now_ms() - o->start_ms) / 1000.0);
   return b.s;
 }
 
@@ -68,26 +76,36 @@ static const char *state_of(const master *m) {
 static char *render_status(master *m) {
   buf b = {0};
   observed *o = &m->obs;
-  put(&b, "{\"role\": \"master\", \"state\": \"%s\", \"step\": %lld, \"max_steps\": %lld, \"mode\": \"%s\", \"workers\": [",
+  put(&b,
+      "{\"role\": \"master\", \"state\": \"%s\", \"step\": %lld, \"max_steps\": %lld, \"mode\": \"%s\", \"workers\": [",
       state_of(m), (long long)o->step, (long long)m->cfg.max_steps, m->cfg.mode);
   for (int w = 0; w < m->n_workers; w++) {
     put(&b, "%s{\"index\": %d, \"address\": \"%s\", \"registered\": %s, \"silent\": %s}", w ? ", " : "", w,
-        tfx_cluster_address(m->n->cluster, TFX_ROLE_WORKER, w), m->registered[w] ? "true" : "false", m->hb_warned[w] ? "true" : "false");
+        tfx_cluster_address(m->n->cluster, TFX_ROLE_WORKER, w), m->registered[w] ? "true" : "false",
+        m->hb_warned[w] ? "true" : "false");
   }
   put(&b, "], \"ps\": [");
   for (int p = 0; p < m->n_ps; p++) {
     put(&b, "%s{\"index\": %d, \"address\": \"%s\", \"up\": %s, \"version\": %lld}", p ? ", " : "", p,
-        tfx_cluster_address(m->n->cluster, TFX_ROLE_PS, p), m->ps_up[p] ? "true" : "false", (long long)m->ps_version[p]);
+        tfx_cluster_address(m->n->cluster, TFX_ROLE_PS, p), m->ps_up[p] ? "true" : "false",
+        (long long)m->ps_version[p]);
   }
   put(&b, "], \"plan\": [");
   for (int i = 0; i < m->plan.n; i++) {
     const Tfx__Shard *s = &m->plan.shards[i];
-    put(&b, "%s{\"key\": \"%s\", \"ps\": %d, \"rows\": [%lld, %lld]}", i ? ", " : "", s->key, s->ps, (long long)s->row_begin, (long long)s->row_end);
+    put(&b, "%s{\"key\": \"%s\", \"ps\": %d, \"rows\": [%lld, %lld]}", i ? ", " : "", s->key, s->ps,
+        (long long)s->row_begin, (long long)s->row_end);
   }
   put(&b, "], \"history\": {\"train\": [");
-  for (int i = 0; i < o->n_train; i++) put(&b, "%s[%g, %g, %g, %g]", i ? ", " : "", o->train[i][0], isfinite(o->train[i][1]) ? o->train[i][1] : -1, o->train[i][2], o->train[i][3]);
+  for (int i = 0; i < o->n_train; i++) {
+    put(&b, "%s[%g, %g, %g, %g]", i ? ", " : "", o->train[i][0], isfinite(o->train[i][1]) ? o->train[i][1] : -1,
+        o->train[i][2], o->train[i][3]);
+  }
   put(&b, "], \"eval\": [");
-  for (int i = 0; i < o->n_eval; i++) put(&b, "%s[%g, %g, %g]", i ? ", " : "", o->eval[i][0], isfinite(o->eval[i][1]) ? o->eval[i][1] : -1, o->eval[i][2]);
+  for (int i = 0; i < o->n_eval; i++) {
+    put(&b, "%s[%g, %g, %g]", i ? ", " : "", o->eval[i][0], isfinite(o->eval[i][1]) ? o->eval[i][1] : -1,
+        o->eval[i][2]);
+  }
   put(&b, "]}}\n");
   return b.s;
 }
@@ -103,23 +121,31 @@ static const char page[] =
     "let xs=pts.map(p=>p[0]),ys=pts.map(p=>p[1]),x0=Math.min(...xs),x1=Math.max(...xs)||1,y0=Math.min(...ys),"
     "y1=Math.max(...ys);if(y1==y0)y1=y0+1;if(x1==x0)x1=x0+1;g.strokeStyle=color;g.lineWidth=2;g.beginPath();"
     "pts.forEach((p,i)=>{const x=30+(p[0]-x0)/(x1-x0)*(c.width-40),y=c.height-20-(p[1]-y0)/(y1-y0)*(c.height-40);"
-    "i?g.lineTo(x,y):g.moveTo(x,y)});g.stroke();g.fillText(y1.toPrecision(3),2,24);g.fillText(y0.toPrecision(3),2,c.height-20);}"
+    "i?g.lineTo(x,y):g.moveTo(x,y)});g.stroke();g.fillText(y1.toPrecision(3),2,24);g.fillText(y0.toPrecision(3),2,c."
+    "height-20);}"
     "async function tick(){const s=await (await fetch('/status')).json();document.getElementById('st').textContent="
-    "s.state+' step '+s.step+'/'+s.max_steps;const h=s.history;plot('loss','training loss',h.train.map(p=>[p[0],p[1]]),'#c33');"
+    "s.state+' step '+s.step+'/'+s.max_steps;const h=s.history;plot('loss','training "
+    "loss',h.train.map(p=>[p[0],p[1]]),'#c33');"
     "plot('acc','eval accuracy',h.eval.map(p=>[p[0],p[2]]),'#36c');let e=[];for(let i=1;i<h.train.length;i++)"
     "{const a=h.train[i-1],b=h.train[i];if(b[3]>a[3])e.push([b[3],(b[0]-a[0])/(b[3]-a[3])]);}"
     "plot('eps','steps/s against time',e,'#393');let t='<tr><th>task</th><th>address</th><th>state</th></tr>';"
-    "s.ps.forEach(p=>t+='<tr><td>ps '+p.index+'</td><td>'+p.address+'</td><td>'+(p.up?'up, version '+p.version:'down')+'</td></tr>');"
-    "s.workers.forEach(w=>t+='<tr><td>worker '+w.index+'</td><td>'+w.address+'</td><td>'+(w.registered?(w.silent?'silent':'training'):'missing')+'</td></tr>');"
+    "s.ps.forEach(p=>t+='<tr><td>ps '+p.index+'</td><td>'+p.address+'</td><td>'+(p.up?'up, version "
+    "'+p.version:'down')+'</td></tr>');"
+    "s.workers.forEach(w=>t+='<tr><td>worker "
+    "'+w.index+'</td><td>'+w.address+'</td><td>'+(w.registered?(w.silent?'silent':'training'):'missing')+'</td></tr>');"
     "document.getElementById('tab').innerHTML=t;}tick();setInterval(tick,2000);</script></body></html>\n";
 
 static char *render(const char *path, const char **type, void *ctx) {
   master *m = ctx;
   char *body = NULL;
   pthread_mutex_lock(&m->obs.lock);
-  if (!strcmp(path, "/metrics")) body = render_metrics(m), *type = "text/plain; version=0.0.4; charset=utf-8";
-  else if (!strcmp(path, "/status")) body = render_status(m), *type = "application/json";
-  else if (!strcmp(path, "/")) body = strdup(page), *type = "text/html; charset=utf-8";
+  if (!strcmp(path, "/metrics")) {
+    body = render_metrics(m), *type = "text/plain; version=0.0.4; charset=utf-8";
+  } else if (!strcmp(path, "/status")) {
+    body = render_status(m), *type = "application/json";
+  } else if (!strcmp(path, "/")) {
+    body = strdup(page), *type = "text/html; charset=utf-8";
+  }
   pthread_mutex_unlock(&m->obs.lock);
   return body;
 }
@@ -131,14 +157,21 @@ void tfx_master_observe_init(master *m) {
 }
 
 void tfx_master_lock(master *m, int lock) {
-  if (lock) pthread_mutex_lock(&m->obs.lock);
-  else pthread_mutex_unlock(&m->obs.lock);
+  if (lock) {
+    pthread_mutex_lock(&m->obs.lock);
+  } else {
+    pthread_mutex_unlock(&m->obs.lock);
+  }
 }
 
 int tfx_master_observe_start(master *m, tfx_err *err) {
-  if (!m->cfg.http_port) return TFX_OK;
+  if (!m->cfg.http_port) {
+    return TFX_OK;
+  }
   int rc = tfx_http_start(m->cfg.http_port, render, m, &m->http, err);
-  if (!rc) tfx_log(TFX_LOG_INFO, "MASTER-HTTP", "serving /metrics, /status and / at http://127.0.0.1:%d/", m->cfg.http_port);
+  if (!rc) {
+    tfx_log(TFX_LOG_INFO, "MASTER-HTTP", "serving /metrics, /status and / at http://127.0.0.1:%d/", m->cfg.http_port);
+  }
   return rc;
 }
 
@@ -152,11 +185,16 @@ void tfx_master_observe(master *m, const char *kind, int64_t step, double loss, 
   pthread_mutex_lock(&o->lock);
   if (!strcmp(kind, "train")) {
     o->loss = loss, o->accuracy = accuracy, o->examples_per_sec = eps, o->reports++;
-    int i = o->n_train < OBS_POINTS ? o->n_train++ : (memmove(o->train, o->train + 1, sizeof o->train[0] * (OBS_POINTS - 1)), OBS_POINTS - 1);
-    o->train[i][0] = (double)step, o->train[i][1] = loss, o->train[i][2] = accuracy, o->train[i][3] = (double)(tfx_now_ms() - o->start_ms) / 1000.0;
+    int i = o->n_train < OBS_POINTS
+                ? o->n_train++
+                : (memmove(o->train, o->train + 1, sizeof o->train[0] * (OBS_POINTS - 1)), OBS_POINTS - 1);
+    o->train[i][0] = (double)step, o->train[i][1] = loss, o->train[i][2] = accuracy,
+    o->train[i][3] = (double)(tfx_now_ms() - o->start_ms) / 1000.0;
   } else if (!strcmp(kind, "eval")) {
     o->eval_loss = loss, o->eval_accuracy = accuracy;
-    int i = o->n_eval < OBS_POINTS ? o->n_eval++ : (memmove(o->eval, o->eval + 1, sizeof o->eval[0] * (OBS_POINTS - 1)), OBS_POINTS - 1);
+    int i = o->n_eval < OBS_POINTS
+                ? o->n_eval++
+                : (memmove(o->eval, o->eval + 1, sizeof o->eval[0] * (OBS_POINTS - 1)), OBS_POINTS - 1);
     o->eval[i][0] = (double)step, o->eval[i][1] = loss, o->eval[i][2] = accuracy;
   } else if (!strcmp(kind, "checkpoint")) {
     o->checkpoints++, o->last_ckpt_ms = tfx_now_ms();

@@ -6,16 +6,24 @@
 
 static int parts_of(const tfx_config *cfg, const tfx_var *v) {
   size_t bytes = v->count * sizeof(float);
-  if (cfg->min_slice_bytes <= 0 || bytes <= (size_t)cfg->min_slice_bytes) return 1;
+  if (cfg->min_slice_bytes <= 0 || bytes <= (size_t)cfg->min_slice_bytes) {
+    return 1;
+  }
   size_t parts = (bytes + (size_t)cfg->min_slice_bytes - 1) / (size_t)cfg->min_slice_bytes;
-  if (parts > (size_t)cfg->max_shards) parts = (size_t)cfg->max_shards;
-  if (parts > (size_t)v->shape[0]) parts = (size_t)v->shape[0];
+  if (parts > (size_t)cfg->max_shards) {
+    parts = (size_t)cfg->max_shards;
+  }
+  if (parts > (size_t)v->shape[0]) {
+    parts = (size_t)v->shape[0];
+  }
   return (int)parts;
 }
 
 static int least_loaded(const size_t *load, int n_ps) {
   int best = 0;
-  for (int p = 1; p < n_ps; p++) best = load[p] < load[best] ? p : best;
+  for (int p = 1; p < n_ps; p++) {
+    best = load[p] < load[best] ? p : best;
+  }
   return best;
 }
 
@@ -44,17 +52,23 @@ static void fill(tfx_plan *plan, int k, const tfx_var *v, int part, int parts, i
 
 static int order_by_bytes(const void *a, const void *b) {
   const tfx_var *x = *(tfx_var *const *)a, *y = *(tfx_var *const *)b;
-  if (x->count != y->count) return x->count < y->count ? 1 : -1;
+  if (x->count != y->count) {
+    return x->count < y->count ? 1 : -1;
+  }
   return strcmp(x->name, y->name);
 }
 
 int tfx_plan_build(const tfx_config *cfg, tfx_model *m, int n_ps, tfx_plan *plan, tfx_err *err) {
   memset(plan, 0, sizeof *plan);
-  if (n_ps < 1) return tfx_err_set(err, TFX_ECONFIG, "placement: the cluster has no ps");
+  if (n_ps < 1) {
+    return tfx_err_set(err, TFX_ECONFIG, "placement: the cluster has no ps");
+  }
   int nv = tfx_model_nvars(m), total = 0, greedy = strcmp(cfg->strategy, "greedy_bytes") == 0;
   tfx_var **order = calloc((size_t)nv, sizeof *order);
   size_t *load = calloc((size_t)n_ps, sizeof *load);
-  for (int i = 0; order && i < nv; i++) order[i] = tfx_model_var(m, i), total += parts_of(cfg, order[i]);
+  for (int i = 0; order && i < nv; i++) {
+    order[i] = tfx_model_var(m, i), total += parts_of(cfg, order[i]);
+  }
   plan->shards = calloc((size_t)total + 1, sizeof *plan->shards);
   plan->ptrs = calloc((size_t)total + 1, sizeof *plan->ptrs);
   plan->shapes = calloc((size_t)total * 4 + 4, sizeof *plan->shapes);
@@ -62,14 +76,17 @@ int tfx_plan_build(const tfx_config *cfg, tfx_model *m, int n_ps, tfx_plan *plan
     free(order), free(load), tfx_plan_fini(plan);
     return tfx_err_set(err, TFX_ENOMEM, "out of memory");
   }
-  if (greedy) qsort(order, (size_t)nv, sizeof *order, order_by_bytes);
+  if (greedy) {
+    qsort(order, (size_t)nv, sizeof *order, order_by_bytes);
+  }
   int k = 0, next = 0;
   for (int i = 0; i < nv; i++) {
     int parts = parts_of(cfg, order[i]);
     for (int part = 0; part < parts; part++, k++) {
       int ps = greedy ? least_loaded(load, n_ps) : next++ % n_ps;
       fill(plan, k, order[i], part, parts, ps);
-      load[ps] += (size_t)(plan->shards[k].row_end - plan->shards[k].row_begin) * (order[i]->count / (size_t)order[i]->shape[0]) * 4;
+      load[ps] += (size_t)(plan->shards[k].row_end - plan->shards[k].row_begin) *
+                  (order[i]->count / (size_t)order[i]->shape[0]) * 4;
     }
   }
   plan->n = k, plan->n_ps = n_ps;
@@ -89,14 +106,18 @@ Tfx__Shard **tfx_plan_for_ps(const tfx_plan *plan, int ps, size_t *n) {
   Tfx__Shard **out = calloc((size_t)plan->n + 1, sizeof *out);
   *n = 0;
   for (int i = 0; out && i < plan->n; i++) {
-    if (plan->shards[i].ps == ps) out[(*n)++] = &plan->shards[i];
+    if (plan->shards[i].ps == ps) {
+      out[(*n)++] = &plan->shards[i];
+    }
   }
   return out;
 }
 
 static size_t shard_bytes(const Tfx__Shard *s) {
   size_t row = 1;
-  for (size_t d = 1; d < s->n_shape; d++) row *= (size_t)s->shape[d];
+  for (size_t d = 1; d < s->n_shape; d++) {
+    row *= (size_t)s->shape[d];
+  }
   return row * (size_t)(s->row_end - s->row_begin) * sizeof(float);
 }
 
@@ -107,9 +128,12 @@ void tfx_plan_print(const tfx_plan *plan, FILE *f) {
     fprintf(f, "ps %d:\n", p);
     for (int i = 0; i < plan->n; i++) {
       const Tfx__Shard *s = &plan->shards[i];
-      if (s->ps != p) continue;
+      if (s->ps != p) {
+        continue;
+      }
       bytes += shard_bytes(s);
-      fprintf(f, "  %-32s rows %lld..%lld  %10zu bytes\n", s->key, (long long)s->row_begin, (long long)s->row_end, shard_bytes(s));
+      fprintf(f, "  %-32s rows %lld..%lld  %10zu bytes\n", s->key, (long long)s->row_begin, (long long)s->row_end,
+              shard_bytes(s));
     }
     fprintf(f, "  total %zu bytes\n", bytes);
     max = bytes > max ? bytes : max;

@@ -13,8 +13,8 @@
 
 typedef struct tfx_plan {
   Tfx__Shard *shards;
-  Tfx__Shard **ptrs;  /* for envelopes */
-  int64_t *shapes;    /* 4 per shard */
+  Tfx__Shard **ptrs; /* for envelopes */
+  int64_t *shapes;   /* 4 per shard */
   int n, n_ps;
 } tfx_plan;
 

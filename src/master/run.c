@@ -3,12 +3,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <tfx/plugin.h>
 
 #include "ckpt.h"
 #include "log.h"
 #include "master_impl.h"
 #include "plugin.h"
-#include <tfx/plugin.h>
 #include "warmstart.h"
 
 static int reply_register(master *m, const tfx_inmsg *in) {
@@ -24,7 +24,9 @@ static int reply_register(master *m, const tfx_inmsg *in) {
 
 static double stat_of(const tfx_envelope *e, const char *key) {
   for (size_t i = 0; i < e->n_stats; i++) {
-    if (!strcmp(e->stats[i]->key, key)) return e->stats[i]->value;
+    if (!strcmp(e->stats[i]->key, key)) {
+      return e->stats[i]->value;
+    }
   }
   return NAN;
 }
@@ -33,7 +35,9 @@ static void on_report(master *m, const tfx_inmsg *in) {
   const tfx_envelope *e = in->env;
   double loss = stat_of(e, "loss"), acc = stat_of(e, "accuracy"), eps = stat_of(e, "examples_per_sec");
   int has_loss = 0;
-  for (size_t i = 0; i < e->n_stats; i++) has_loss |= !strcmp(e->stats[i]->key, "loss");
+  for (size_t i = 0; i < e->n_stats; i++) {
+    has_loss |= !strcmp(e->stats[i]->key, "loss");
+  }
   if (!has_loss) {
     tfx_log(TFX_LOG_WARN, "MASTER-BAD-REPORT", "report from %d without a loss: dropped", e->sender_index);
     return;
@@ -58,9 +62,13 @@ static int reply_status(master *m, const tfx_inmsg *in) {
   Tfx__KeyValue kv[3], *kvp[3];
   const char *names[] = {"uptime_s", "workers_registered", "last_eval_accuracy"};
   int reg = 0;
-  for (int w = 0; w < m->n_workers; w++) reg += m->registered[w];
+  for (int w = 0; w < m->n_workers; w++) {
+    reg += m->registered[w];
+  }
   double vals[] = {(tfx_now_ms() - m->progress.start_ms) / 1000.0, reg, m->last_acc};
-  for (int i = 0; i < 3; i++) tfx__key_value__init(&kv[i]), kv[i].key = (char *)names[i], kv[i].value = vals[i], kvp[i] = &kv[i];
+  for (int i = 0; i < 3; i++) {
+    tfx__key_value__init(&kv[i]), kv[i].key = (char *)names[i], kv[i].value = vals[i], kvp[i] = &kv[i];
+  }
   env.text = (char *)(m->finished ? "finished" : m->running ? "training" : "waiting-for-cluster");
   env.step = m->global_step, env.stats = kvp, env.n_stats = 3;
   return tfx_wire_send(m->sock, &in->identity, &env, NULL, 0, NULL);
@@ -78,8 +86,11 @@ static void serve_one(master *m) {
   }
   const tfx_envelope *e = in.env;
   int w = e->sender_index;
-  if (e->type == TFX__MSG_TYPE__MSG_REGISTER && e->sender_role == TFX__ROLE__ROLE_WORKER && w >= 0 && w < m->n_workers) {
-    if (!m->registered[w]) tfx_log(TFX_LOG_INFO, "MASTER-REGISTER", "worker %d registered", w);
+  if (e->type == TFX__MSG_TYPE__MSG_REGISTER && e->sender_role == TFX__ROLE__ROLE_WORKER && w >= 0 &&
+      w < m->n_workers) {
+    if (!m->registered[w]) {
+      tfx_log(TFX_LOG_INFO, "MASTER-REGISTER", "worker %d registered", w);
+    }
     tfx_master_lock(m, 1);
     m->registered[w] = 1;
     tfx_master_lock(m, 0);
@@ -107,18 +118,24 @@ static void serve_one(master *m) {
 static void serve(master *m, int timeout_ms) {
   zmq_pollitem_t item = {m->sock, 0, ZMQ_POLLIN, 0};
   if (zmq_poll(&item, 1, timeout_ms) > 0) {
-    while (zmq_poll(&item, 1, 0) > 0) serve_one(m);
+    while (zmq_poll(&item, 1, 0) > 0) {
+      serve_one(m);
+    }
   }
 }
 
 void tfx_master_serve_pending(master *m) {
   zmq_pollitem_t item = {m->sock, 0, ZMQ_POLLIN, 0};
-  while (zmq_poll(&item, 1, 0) > 0) serve_one(m);
+  while (zmq_poll(&item, 1, 0) > 0) {
+    serve_one(m);
+  }
 }
 
 static void probe_ps(master *m) {
   for (int p = 0; p < m->n_ps; p++) {
-    if (m->ps_up[p]) continue;
+    if (m->ps_up[p]) {
+      continue;
+    }
     tfx_envelope env;
     tfx_inmsg r;
     tfx_wire_request(&env, TFX__MSG_TYPE__MSG_STATUS);
@@ -137,10 +154,16 @@ static int missing(master *m, char *buf, size_t n) {
   size_t len = 0;
   buf[0] = '\0';
   for (int p = 0; p < m->n_ps; p++) {
-    if (!m->ps_up[p] && len < n) count++, len += (size_t)snprintf(buf + len, n - len, "%sps %d (%s)", count > 1 ? ", " : "", p, tfx_cluster_address(m->n->cluster, TFX_ROLE_PS, p));
+    if (!m->ps_up[p] && len < n) {
+      count++, len += (size_t)snprintf(buf + len, n - len, "%sps %d (%s)", count > 1 ? ", " : "", p,
+                                       tfx_cluster_address(m->n->cluster, TFX_ROLE_PS, p));
+    }
   }
   for (int w = 0; w < m->n_workers; w++) {
-    if (!m->registered[w] && len < n) count++, len += (size_t)snprintf(buf + len, n - len, "%sworker %d (%s)", count > 1 ? ", " : "", w, tfx_cluster_address(m->n->cluster, TFX_ROLE_WORKER, w));
+    if (!m->registered[w] && len < n) {
+      count++, len += (size_t)snprintf(buf + len, n - len, "%sworker %d (%s)", count > 1 ? ", " : "", w,
+                                       tfx_cluster_address(m->n->cluster, TFX_ROLE_WORKER, w));
+    }
   }
   return count;
 }
@@ -152,7 +175,9 @@ int tfx_master_wait_cluster(master *m, tfx_err *err) {
   while (!tfx_stop_requested()) {
     probe_ps(m);
     serve(m, 100);
-    if (!missing(m, who, sizeof who)) return TFX_OK;
+    if (!missing(m, who, sizeof who)) {
+      return TFX_OK;
+    }
     if (tfx_now_ms() > deadline) {
       return tfx_err_set(err, TFX_EPEER, "gave up after %d s waiting for: %s", m->cfg.register_timeout_s, who);
     }
@@ -167,9 +192,13 @@ int tfx_master_wait_cluster(master *m, tfx_err *err) {
 static int init_one(master *m, int p, const char *restore_dir, tfx_err *err) {
   size_t n;
   Tfx__Shard **mine = tfx_plan_for_ps(&m->plan, p, &n);
-  if (!mine) return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  if (!mine) {
+    return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  }
   char path[1200] = "";
-  if (restore_dir) snprintf(path, sizeof path, "%s/ps-%d.shard", restore_dir, p);
+  if (restore_dir) {
+    snprintf(path, sizeof path, "%s/ps-%d.shard", restore_dir, p);
+  }
   tfx_envelope env;
   tfx_inmsg r;
   tfx_wire_request(&env, TFX__MSG_TYPE__MSG_INIT);
@@ -186,17 +215,23 @@ static int write_warm_checkpoint(master *m, char *dir, size_t n, tfx_err *err) {
   tfx_model_init_vars(m->model, (uint64_t)m->cfg.seed);
   int rc = tfx_warm_start(&m->cfg, m->model, NULL, err);
   tfx_ckpt_dir(m->n->run_dir, 0, dir, n);
-  if (rc || (rc = tfx_mkdirs(dir, err))) return rc;
+  if (rc || (rc = tfx_mkdirs(dir, err))) {
+    return rc;
+  }
   uint32_t crc[1024];
   uint64_t bytes[1024];
   tfx_ckpt_entry *e = calloc((size_t)m->plan.n + 1, sizeof *e);
-  if (!e || m->n_ps > 1024) return free(e), tfx_err_set(err, TFX_ENOMEM, "warm start bookkeeping");
+  if (!e || m->n_ps > 1024) {
+    return free(e), tfx_err_set(err, TFX_ENOMEM, "warm start bookkeeping");
+  }
   for (int p = 0; p < m->n_ps && !rc; p++) {
     int k = 0;
     for (int i = 0; i < m->plan.n; i++) {
       const Tfx__Shard *s = &m->plan.shards[i];
       tfx_var *v = tfx_model_find_var(m->model, s->var);
-      if (s->ps != p || !v) continue;
+      if (s->ps != p || !v) {
+        continue;
+      }
       size_t row = v->count / (size_t)v->shape[0];
       snprintf(e[k].name, sizeof e[k].name, "%s", s->key);
       e[k].rank = v->rank, memcpy(e[k].dims, v->shape, sizeof v->shape);
@@ -218,7 +253,9 @@ int tfx_master_init_ps(master *m, tfx_err *err) {
   int have = m->n->resume && tfx_ckpt_latest(m->n->run_dir, &step, dir, sizeof dir, NULL) == TFX_OK, nps = 0;
   if (!have && m->cfg.warm_from[0]) {
     int rc = write_warm_checkpoint(m, dir, sizeof dir, err);
-    if (rc) return rc;
+    if (rc) {
+      return rc;
+    }
     have = 1, step = 0;
   }
   if (have && (tfx_ckpt_verify(dir, &step, &nps, err) || nps != m->n_ps)) {
@@ -226,7 +263,9 @@ int tfx_master_init_ps(master *m, tfx_err *err) {
   }
   for (int p = 0; p < m->n_ps; p++) {
     int rc = init_one(m, p, have ? dir : NULL, err);
-    if (rc) return rc;
+    if (rc) {
+      return rc;
+    }
   }
   m->start_step = have ? step : 0;
   m->global_step = m->start_step;
@@ -242,12 +281,17 @@ int tfx_master_init_ps(master *m, tfx_err *err) {
   m->next_ckpt = ck ? (m->start_step / ck + 1) * ck : INT64_MAX;
   for (int i = 0; i < m->cfg.n_valsets; i++) {
     int64_t every = m->cfg.valsets[i].every_steps;
-    m->next_val[i] = m->cfg.valsets[i].first && m->start_step == 0 ? 0 : every ? (m->start_step / every + 1) * every : INT64_MAX;
+    m->next_val[i] = m->cfg.valsets[i].first && m->start_step == 0 ? 0
+                     : every                                       ? (m->start_step / every + 1) * every
+                                                                   : INT64_MAX;
   }
   m->running = 1;
   tfx_progress_init(&m->progress, m->start_step, m->cfg.max_steps);
-  if (have) tfx_log(TFX_LOG_INFO, "MASTER-RESUME", "resuming from %s at step %lld", dir, (long long)step);
-  else tfx_log(TFX_LOG_INFO, "MASTER-FRESH", "fresh start: %d shard(s) on %d ps", m->plan.n, m->n_ps);
+  if (have) {
+    tfx_log(TFX_LOG_INFO, "MASTER-RESUME", "resuming from %s at step %lld", dir, (long long)step);
+  } else {
+    tfx_log(TFX_LOG_INFO, "MASTER-FRESH", "fresh start: %d shard(s) on %d ps", m->plan.n, m->n_ps);
+  }
   return TFX_OK;
 }
 
@@ -261,7 +305,9 @@ static ckpt_acc *acc_now;
 
 static void on_ckpt_reply(master *m, int p, const tfx_envelope *e) {
   (void)m;
-  if (p >= 1024) return;
+  if (p >= 1024) {
+    return;
+  }
   double crc = stat_of(e, "crc32"), bytes = stat_of(e, "bytes");
   acc_now->crc[p] = isfinite(crc) ? (uint32_t)crc : 0;
   acc_now->bytes[p] = isfinite(bytes) ? (uint64_t)bytes : 0;
@@ -273,11 +319,17 @@ int tfx_master_checkpoint(master *m, int64_t at, tfx_err *err) {
   int64_t have_step;
   int have_ps;
   tfx_ckpt_dir(m->n->run_dir, at, dir, sizeof dir);
-  if (tfx_ckpt_verify(dir, &have_step, &have_ps, NULL) == TFX_OK) return TFX_OK; /* already complete: keep it */
+  if (tfx_ckpt_verify(dir, &have_step, &have_ps, NULL) == TFX_OK) {
+    return TFX_OK; /* already complete: keep it */
+  }
   int rc = tfx_mkdirs(dir, err);
-  if (rc) return rc;
+  if (rc) {
+    return rc;
+  }
   ckpt_acc *acc = calloc(1, sizeof *acc);
-  if (!acc || m->n_ps > 1024) return free(acc), tfx_err_set(err, TFX_ENOMEM, "checkpoint bookkeeping");
+  if (!acc || m->n_ps > 1024) {
+    return free(acc), tfx_err_set(err, TFX_ENOMEM, "checkpoint bookkeeping");
+  }
   acc_now = acc;
   tfx_envelope env;
   tfx_wire_request(&env, TFX__MSG_TYPE__MSG_CHECKPOINT);
@@ -285,12 +337,17 @@ int tfx_master_checkpoint(master *m, int64_t at, tfx_err *err) {
   rc = tfx_master_call_ps(m, &env, m->cfg.request_timeout_s * 1000, on_ckpt_reply, err);
   for (int p = 0; !rc && p < m->n_ps; p++) {
     if (acc->step[p] != acc->step[0] && !strcmp(m->cfg.mode, "sync")) {
-      rc = tfx_err_set(err, TFX_ESTATE, "checkpoint %lld: ps 0 wrote step %lld, ps %d step %lld; discarded", (long long)at, (long long)acc->step[0], p, (long long)acc->step[p]);
+      rc = tfx_err_set(err, TFX_ESTATE, "checkpoint %lld: ps 0 wrote step %lld, ps %d step %lld; discarded",
+                       (long long)at, (long long)acc->step[0], p, (long long)acc->step[p]);
     }
   }
-  if (!rc) rc = tfx_ckpt_write_manifest(dir, at, m->n_ps, acc->crc, acc->bytes, err);
+  if (!rc) {
+    rc = tfx_ckpt_write_manifest(dir, at, m->n_ps, acc->crc, acc->bytes, err);
+  }
   free(acc);
-  if (rc) return rc;
+  if (rc) {
+    return rc;
+  }
   tfx_ckpt_prune(m->n->run_dir, m->cfg.keep_max);
   tfx_log(TFX_LOG_INFO, "MASTER-CKPT", "checkpoint at step %lld: %s", (long long)at, dir);
   tfx_master_observe(m, "checkpoint", at, NAN, NAN, NAN);
@@ -302,16 +359,24 @@ static void periodic(master *m) {
   tfx_master_validate(m, 0);
   if (m->global_step >= m->next_eval && tfx_cluster_count(m->n->cluster, TFX_ROLE_EVALUATOR) == 0) {
     tfx_master_evaluate(m);
-    while (m->next_eval <= m->global_step) m->next_eval += m->cfg.eval_every_steps;
+    while (m->next_eval <= m->global_step) {
+      m->next_eval += m->cfg.eval_every_steps;
+    }
   }
   int by_time = m->cfg.ckpt_every_secs > 0 && tfx_now_ms() - m->last_ckpt_ms >= m->cfg.ckpt_every_secs * 1000;
   if ((m->global_step >= m->next_ckpt || by_time) && m->global_step < m->cfg.max_steps) {
     m->last_ckpt_ms = tfx_now_ms();
     tfx_err err;
     int64_t at = m->max_version + (strcmp(m->cfg.mode, "sync") ? 0 : 1); /* sync: the next step, written exactly */
-    if (at >= m->cfg.max_steps) at = m->cfg.max_steps;
-    if (tfx_master_checkpoint(m, at, &err)) tfx_log(TFX_LOG_WARN, "MASTER-CKPT-FAIL", "%s", err.msg);
-    while (m->next_ckpt <= m->global_step) m->next_ckpt += m->cfg.ckpt_every_steps;
+    if (at >= m->cfg.max_steps) {
+      at = m->cfg.max_steps;
+    }
+    if (tfx_master_checkpoint(m, at, &err)) {
+      tfx_log(TFX_LOG_WARN, "MASTER-CKPT-FAIL", "%s", err.msg);
+    }
+    while (m->next_ckpt <= m->global_step) {
+      m->next_ckpt += m->cfg.ckpt_every_steps;
+    }
   }
 }
 
@@ -325,7 +390,9 @@ static void heartbeat(master *m) {
     if (m->hb_pending[w] && zmq_poll(&item, 1, 0) > 0) {
       tfx_inmsg r;
       if (tfx_client_recv(c, &r, 1, NULL) == TFX_OK) {
-        if (m->hb_warned[w]) tfx_log(TFX_LOG_INFO, "MASTER-WORKER-BACK", "worker %d answers again", w);
+        if (m->hb_warned[w]) {
+          tfx_log(TFX_LOG_INFO, "MASTER-WORKER-BACK", "worker %d answers again", w);
+        }
         tfx_master_lock(m, 1);
         m->hb_pending[w] = m->hb_warned[w] = 0, m->hb_seen[w] = now;
         tfx_master_lock(m, 0);
@@ -342,11 +409,15 @@ static void heartbeat(master *m) {
     if (!m->hb_pending[w] && now - m->hb_sent[w] >= 2000) {
       tfx_envelope env;
       tfx_wire_request(&env, TFX__MSG_TYPE__MSG_STATUS);
-      if (tfx_client_send(c, &env, NULL, 0, NULL) == TFX_OK) m->hb_pending[w] = 1, m->hb_sent[w] = now;
+      if (tfx_client_send(c, &env, NULL, 0, NULL) == TFX_OK) {
+        m->hb_pending[w] = 1, m->hb_sent[w] = now;
+      }
     } else if (m->hb_pending[w] && m->hb_warned[w] && now - m->hb_sent[w] >= 2000) {
       tfx_envelope env;
       tfx_wire_request(&env, TFX__MSG_TYPE__MSG_STATUS);
-      if (tfx_client_send(c, &env, NULL, 0, NULL) == TFX_OK) m->hb_sent[w] = now;
+      if (tfx_client_send(c, &env, NULL, 0, NULL) == TFX_OK) {
+        m->hb_sent[w] = now;
+      }
     }
   }
 }
@@ -362,8 +433,12 @@ static int finish(master *m, tfx_err *err) {
     tfx_inmsg_fini(&r);
   }
   int rc = tfx_master_poll_versions(m, err);
-  if (!rc) rc = tfx_master_checkpoint(m, m->max_version, err);
-  if (tfx_cluster_count(m->n->cluster, TFX_ROLE_EVALUATOR) == 0) tfx_master_evaluate(m); /* else the evaluator does */
+  if (!rc) {
+    rc = tfx_master_checkpoint(m, m->max_version, err);
+  }
+  if (tfx_cluster_count(m->n->cluster, TFX_ROLE_EVALUATOR) == 0) {
+    tfx_master_evaluate(m); /* else the evaluator does */
+  }
   tfx_master_validate(m, 1);
   tfx_progress_done(&m->progress, m->global_step, m->last_acc);
   tfx_plugin_hook(m->n->plugin, TFX_HOOK_TRAIN_END, m->global_step, m->last_loss, m->last_acc, m->n->run_dir);
@@ -372,15 +447,23 @@ static int finish(master *m, tfx_err *err) {
 
 int tfx_master_loop(master *m, tfx_err *err) {
   m->hook_stop |= tfx_plugin_hook(m->n->plugin, TFX_HOOK_TRAIN_BEGIN, m->start_step, NAN, NAN, m->n->run_dir);
-  if (m->cfg.validate_first && m->start_step == 0) tfx_master_evaluate(m), tfx_master_validate(m, 1);
+  if (m->cfg.validate_first && m->start_step == 0) {
+    tfx_master_evaluate(m), tfx_master_validate(m, 1);
+  }
   int64_t last_poll = 0;
   while (!tfx_stop_requested() && !m->abort_code) {
     serve(m, 50);
-    if (tfx_now_ms() - last_poll < 200) continue;
+    if (tfx_now_ms() - last_poll < 200) {
+      continue;
+    }
     last_poll = tfx_now_ms();
     int rc = tfx_master_poll_versions(m, err);
-    if (rc) return rc;
-    if (m->global_step >= m->cfg.max_steps) return finish(m, err);
+    if (rc) {
+      return rc;
+    }
+    if (m->global_step >= m->cfg.max_steps) {
+      return finish(m, err);
+    }
     if (m->hook_stop) {
       tfx_log(TFX_LOG_INFO, "MASTER-HOOK-STOP", "a plugin hook asked to stop at step %lld", (long long)m->global_step);
       return finish(m, err);
@@ -400,7 +483,9 @@ void tfx_master_stop_all(master *m) {
   m->finished = 1;
   for (int i = 0; i < m->n_workers + m->n_ps; i++) {
     tfx_client *c = i < m->n_workers ? (m->workers ? m->workers[i] : NULL) : (m->ps ? m->ps[i - m->n_workers] : NULL);
-    if (!c) continue;
+    if (!c) {
+      continue;
+    }
     tfx_envelope env;
     tfx_inmsg r;
     tfx_wire_request(&env, TFX__MSG_TYPE__MSG_STOP);

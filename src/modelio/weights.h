@@ -14,7 +14,7 @@ typedef struct tfx_weight {
   int64_t shape[8];
   size_t count;
   float *data;
-  char holders[64];  /* which ps held it: "ps 0" or "ps 0,1" */
+  char holders[64]; /* which ps held it: "ps 0" or "ps 0,1" */
 } tfx_weight;
 
 typedef struct tfx_weights {

@@ -14,7 +14,9 @@ static uint64_t splitmix(uint64_t x) {
 
 uint64_t tfx_hash_str(const char *s) {
   uint64_t h = 14695981039346656037ULL;
-  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+  for (; *s; s++) {
+    h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+  }
   return h;
 }
 
@@ -30,7 +32,9 @@ static double normal_at(uint64_t key, uint64_t i) {
 static double truncated_at(uint64_t key, uint64_t i) {
   for (uint64_t k = 0;; k++) {
     double v = normal_at(key ^ (k * 0x5851F42D4C957F2DULL), i);
-    if (fabs(v) <= 2.0) return v;
+    if (fabs(v) <= 2.0) {
+      return v;
+    }
   }
 }
 
@@ -43,16 +47,36 @@ static kind parse(const char *spec, int64_t fan_in, int64_t fan_out, double *sca
   double arg = colon ? atof(colon + 1) : 0;
   size_t n = colon ? (size_t)(colon - spec) : strlen(spec);
 #define IS(s) (n == strlen(s) && strncmp(spec, s, n) == 0)
-  if (IS("zeros")) return *scale = 0, K_ZEROS;
-  if (IS("ones")) return *scale = 1, K_CONST;
-  if (IS("constant")) return *scale = arg, K_CONST;
-  if (IS("uniform")) return *scale = colon ? arg : 0.05, K_UNIFORM;
-  if (IS("normal")) return *scale = colon ? arg : 0.05, K_NORMAL;
-  if (IS("truncated_normal")) return *scale = colon ? arg : 0.05, K_TRUNC;
-  if (IS("glorot_uniform")) return *scale = sqrt(6.0 / (fi + fo)), K_UNIFORM;
-  if (IS("glorot_normal")) return *scale = sqrt(2.0 / (fi + fo)) / 0.8796256610342398, K_TRUNC;
-  if (IS("he_uniform")) return *scale = sqrt(6.0 / fi), K_UNIFORM;
-  if (IS("he_normal")) return *scale = sqrt(2.0 / fi) / 0.8796256610342398, K_TRUNC;
+  if (IS("zeros")) {
+    return *scale = 0, K_ZEROS;
+  }
+  if (IS("ones")) {
+    return *scale = 1, K_CONST;
+  }
+  if (IS("constant")) {
+    return *scale = arg, K_CONST;
+  }
+  if (IS("uniform")) {
+    return *scale = colon ? arg : 0.05, K_UNIFORM;
+  }
+  if (IS("normal")) {
+    return *scale = colon ? arg : 0.05, K_NORMAL;
+  }
+  if (IS("truncated_normal")) {
+    return *scale = colon ? arg : 0.05, K_TRUNC;
+  }
+  if (IS("glorot_uniform")) {
+    return *scale = sqrt(6.0 / (fi + fo)), K_UNIFORM;
+  }
+  if (IS("glorot_normal")) {
+    return *scale = sqrt(2.0 / (fi + fo)) / 0.8796256610342398, K_TRUNC;
+  }
+  if (IS("he_uniform")) {
+    return *scale = sqrt(6.0 / fi), K_UNIFORM;
+  }
+  if (IS("he_normal")) {
+    return *scale = sqrt(2.0 / fi) / 0.8796256610342398, K_TRUNC;
+  }
 #undef IS
   return K_BAD;
 }
@@ -64,22 +88,32 @@ int tfx_init_check(const char *spec, tfx_err *err) {
   if (colon && (strtod(colon + 1, &end), end == colon + 1 || *end)) {
     return tfx_err_set(err, TFX_ECONFIG, "unknown initializer '%s' (the argument is not a number)", spec);
   }
-  if (parse(spec, 1, 1, &s) == K_BAD) return tfx_err_set(err, TFX_ECONFIG, "unknown initializer '%s'", spec);
+  if (parse(spec, 1, 1, &s) == K_BAD) {
+    return tfx_err_set(err, TFX_ECONFIG, "unknown initializer '%s'", spec);
+  }
   return TFX_OK;
 }
 
-void tfx_init_fill(const char *spec, const char *name, uint64_t seed, int64_t fan_in, int64_t fan_out,
-                   size_t offset, size_t count, float *out) {
+void tfx_init_fill(const char *spec, const char *name, uint64_t seed, int64_t fan_in, int64_t fan_out, size_t offset,
+                   size_t count, float *out) {
   double scale = 0;
   kind k = parse(spec, fan_in, fan_out, &scale);
   uint64_t key = splitmix(seed) ^ tfx_hash_str(name);
   for (size_t j = 0; j < count; j++) {
     uint64_t i = offset + j;
     double v = 0;
-    if (k == K_CONST) v = 1.0;
-    if (k == K_UNIFORM) v = 2.0 * tfx_rand_uniform(key, i) - 1.0;
-    if (k == K_NORMAL) v = normal_at(key, i);
-    if (k == K_TRUNC) v = truncated_at(key, i);
+    if (k == K_CONST) {
+      v = 1.0;
+    }
+    if (k == K_UNIFORM) {
+      v = 2.0 * tfx_rand_uniform(key, i) - 1.0;
+    }
+    if (k == K_NORMAL) {
+      v = normal_at(key, i);
+    }
+    if (k == K_TRUNC) {
+      v = truncated_at(key, i);
+    }
     out[j] = (float)(v * scale);
   }
 }

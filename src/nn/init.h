@@ -12,8 +12,8 @@
  * glorot_uniform, glorot_normal, he_uniform, he_normal. */
 int tfx_init_check(const char *spec, tfx_err *err);
 /* Writes elements [offset, offset+count) of the variable `name` initialized by spec into out. */
-void tfx_init_fill(const char *spec, const char *name, uint64_t seed, int64_t fan_in, int64_t fan_out,
-                   size_t offset, size_t count, float *out);
+void tfx_init_fill(const char *spec, const char *name, uint64_t seed, int64_t fan_in, int64_t fan_out, size_t offset,
+                   size_t count, float *out);
 /* A 64-bit hash of a string (FNV-1a). */
 uint64_t tfx_hash_str(const char *s);
 /* The counter-based random stream: a uniform in [0,1) for (key, counter). */

@@ -12,9 +12,15 @@
 static void softmax_forward(float *y, size_t rows, size_t width) {
   for (size_t r = 0; r < rows; r++) {
     float *v = y + r * width, mx = v[0], sum = 0;
-    for (size_t j = 1; j < width; j++) mx = v[j] > mx ? v[j] : mx;
-    for (size_t j = 0; j < width; j++) sum += v[j] = expf(v[j] - mx);
-    for (size_t j = 0; j < width; j++) v[j] /= sum;
+    for (size_t j = 1; j < width; j++) {
+      mx = v[j] > mx ? v[j] : mx;
+    }
+    for (size_t j = 0; j < width; j++) {
+      sum += v[j] = expf(v[j] - mx);
+    }
+    for (size_t j = 0; j < width; j++) {
+      v[j] /= sum;
+    }
   }
 }
 
@@ -23,29 +29,67 @@ static void softmax_backward(const float *y, float *dy, size_t rows, size_t widt
   for (size_t r = 0; r < rows; r++) {
     const float *v = y + r * width;
     float *g = dy + r * width, dot = 0;
-    for (size_t j = 0; j < width; j++) dot += g[j] * v[j];
-    for (size_t j = 0; j < width; j++) g[j] = v[j] * (g[j] - dot);
+    for (size_t j = 0; j < width; j++) {
+      dot += g[j] * v[j];
+    }
+    for (size_t j = 0; j < width; j++) {
+      g[j] = v[j] * (g[j] - dot);
+    }
   }
 }
 
 static void act_forward(act a, float alpha, float *y, size_t n) {
   switch (a) {
-    case A_RELU: for (size_t i = 0; i < n; i++) y[i] = y[i] > 0 ? y[i] : 0; break;
-    case A_TANH: for (size_t i = 0; i < n; i++) y[i] = tanhf(y[i]); break;
-    case A_SIGMOID: for (size_t i = 0; i < n; i++) y[i] = 1.0f / (1.0f + expf(-y[i])); break;
-    case A_LEAKY: for (size_t i = 0; i < n; i++) y[i] = y[i] > 0 ? y[i] : alpha * y[i]; break;
-    default: break;
+    case A_RELU:
+      for (size_t i = 0; i < n; i++) {
+        y[i] = y[i] > 0 ? y[i] : 0;
+      }
+      break;
+    case A_TANH:
+      for (size_t i = 0; i < n; i++) {
+        y[i] = tanhf(y[i]);
+      }
+      break;
+    case A_SIGMOID:
+      for (size_t i = 0; i < n; i++) {
+        y[i] = 1.0f / (1.0f + expf(-y[i]));
+      }
+      break;
+    case A_LEAKY:
+      for (size_t i = 0; i < n; i++) {
+        y[i] = y[i] > 0 ? y[i] : alpha * y[i];
+      }
+      break;
+    default:
+      break;
   }
 }
 
 /* dy *= f'(x), written in terms of the output y. */
 static void act_backward(act a, float alpha, const float *y, float *dy, size_t n) {
   switch (a) {
-    case A_RELU: for (size_t i = 0; i < n; i++) dy[i] = y[i] > 0 ? dy[i] : 0; break;
-    case A_TANH: for (size_t i = 0; i < n; i++) dy[i] *= 1 - y[i] * y[i]; break;
-    case A_SIGMOID: for (size_t i = 0; i < n; i++) dy[i] *= y[i] * (1 - y[i]); break;
-    case A_LEAKY: for (size_t i = 0; i < n; i++) dy[i] = y[i] > 0 ? dy[i] : alpha * dy[i]; break;
-    default: break;
+    case A_RELU:
+      for (size_t i = 0; i < n; i++) {
+        dy[i] = y[i] > 0 ? dy[i] : 0;
+      }
+      break;
+    case A_TANH:
+      for (size_t i = 0; i < n; i++) {
+        dy[i] *= 1 - y[i] * y[i];
+      }
+      break;
+    case A_SIGMOID:
+      for (size_t i = 0; i < n; i++) {
+        dy[i] *= y[i] * (1 - y[i]);
+      }
+      break;
+    case A_LEAKY:
+      for (size_t i = 0; i < n; i++) {
+        dy[i] = y[i] > 0 ? dy[i] : alpha * dy[i];
+      }
+      break;
+    default:
+      break;
   }
 }
 
@@ -61,7 +105,9 @@ static void bias_act_forward(const layer *l, float *y, int rows, int cols) {
     for (int r = 0; r < n; r++) {
       float *row = blk + (size_t)r * cols;
       const float *b = l->b->value;
-      for (int c = 0; c < cols; c++) row[c] += b[c];
+      for (int c = 0; c < cols; c++) {
+        row[c] += b[c];
+      }
     }
     act_forward(l->act, l->alpha, blk, (size_t)n * cols);
   }
@@ -77,7 +123,9 @@ static void act_bias_backward(const layer *l, float *dy, float *db, int rows, in
     act_backward(l->act, l->alpha, l->out + (size_t)r0 * cols, blk, (size_t)n * cols);
     for (int r = 0; r < n; r++) {
       const float *row = blk + (size_t)r * cols;
-      for (int c = 0; c < cols; c++) db[c] += row[c];
+      for (int c = 0; c < cols; c++) {
+        db[c] += row[c];
+      }
     }
   }
 }
@@ -85,8 +133,8 @@ static void act_bias_backward(const layer *l, float *dy, float *db, int rows, in
 /* y = act(x W + b); a matrix product over the whole batch. */
 static void dense_forward(layer *l, const float *in, int batch) {
   int n_in = layer_in_size(l), n_out = l->oc;
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, batch, n_out, n_in, 1.0f, in, n_in, l->w->value, n_out,
-              0.0f, l->out, n_out);
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, batch, n_out, n_in, 1.0f, in, n_in, l->w->value, n_out, 0.0f,
+              l->out, n_out);
   bias_act_forward(l, l->out, batch, n_out);
 }
 
@@ -96,8 +144,8 @@ static void dense_backward(layer *l, const float *in, float *din, int batch) {
   cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n_in, n_out, batch, 1.0f, in, n_in, l->dout, n_out, 0.0f,
               l->w->grad, n_out);
   if (din) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, batch, n_in, n_out, 1.0f, l->dout, n_out, l->w->value,
-                n_out, 0.0f, din, n_in);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, batch, n_in, n_out, 1.0f, l->dout, n_out, l->w->value, n_out,
+                0.0f, din, n_in);
   }
 }
 
@@ -128,9 +176,15 @@ static void im2col(const layer *l, const float *in, int batch, float *cols) {
             continue;
           }
           const float *src = img + ((size_t)iy * l->iw + x0) * ic;
-          for (int j = 0; j < kx0 * ic; j++) dst[j] = 0;
-          for (int j = kx0 * ic; j < kx1 * ic; j++) dst[j] = src[j];
-          for (int j = kx1 * ic; j < kc; j++) dst[j] = 0;
+          for (int j = 0; j < kx0 * ic; j++) {
+            dst[j] = 0;
+          }
+          for (int j = kx0 * ic; j < kx1 * ic; j++) {
+            dst[j] = src[j];
+          }
+          for (int j = kx1 * ic; j < kc; j++) {
+            dst[j] = 0;
+          }
         }
       }
     }
@@ -149,10 +203,14 @@ static void col2im(const layer *l, const float *cols, int batch, float *din) {
         int kx0, kx1, x0 = kx_range(l, ox, &kx0, &kx1);
         for (int ky = 0; ky < k; ky++) {
           int iy = oy * l->stride + ky - l->pad_t;
-          if (iy < 0 || iy >= l->ih) continue;
+          if (iy < 0 || iy >= l->ih) {
+            continue;
+          }
           const float *src = row + ky * kc;
           float *dst = img + ((size_t)iy * l->iw + x0) * ic;
-          for (int j = kx0 * ic; j < kx1 * ic; j++) dst[j] += src[j];
+          for (int j = kx0 * ic; j < kx1 * ic; j++) {
+            dst[j] += src[j];
+          }
         }
       }
     }
@@ -162,8 +220,8 @@ static void col2im(const layer *l, const float *cols, int batch, float *din) {
 static void conv_forward(layer *l, const float *in, int batch) {
   int rows = batch * l->oh * l->ow, kkc = l->k * l->k * l->ic;
   im2col(l, in, batch, l->cols);
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, l->oc, kkc, 1.0f, l->cols, kkc, l->w->value, l->oc,
-              0.0f, l->out, l->oc);
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, l->oc, kkc, 1.0f, l->cols, kkc, l->w->value, l->oc, 0.0f,
+              l->out, l->oc);
   bias_act_forward(l, l->out, rows, l->oc);
 }
 
@@ -173,9 +231,11 @@ static void conv_backward(layer *l, const float *in, float *din, int batch) {
   act_bias_backward(l, l->dout, l->b->grad, rows, l->oc);
   cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, kkc, l->oc, rows, 1.0f, l->cols, kkc, l->dout, l->oc, 0.0f,
               l->w->grad, l->oc);
-  if (!din) return;
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, kkc, l->oc, 1.0f, l->dout, l->oc, l->w->value, l->oc,
-              0.0f, l->cols, kkc);
+  if (!din) {
+    return;
+  }
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, kkc, l->oc, 1.0f, l->dout, l->oc, l->w->value, l->oc, 0.0f,
+              l->cols, kkc);
   col2im(l, l->cols, batch, din);
 }
 
@@ -190,13 +250,17 @@ static void pool_forward(layer *l, const float *in, int batch) {
         size_t o = (size_t)b * layer_out_size(l) + ((size_t)oy * l->ow + ox) * C;
         float *y = l->out + o;
         int32_t *arg = l->argmax + o;
-        for (int c = 0; c < C; c++) y[c] = max ? -FLT_MAX : 0, arg[c] = 0;
+        for (int c = 0; c < C; c++) {
+          y[c] = max ? -FLT_MAX : 0, arg[c] = 0;
+        }
         for (int dy = 0; dy < p; dy++) {
           for (int dx = 0; dx < p; dx++) {
             int base = ((oy * p + dy) * l->iw + ox * p + dx) * l->ic;
             const float *x = img + base;
             if (!max) {
-              for (int c = 0; c < C; c++) y[c] += x[c];
+              for (int c = 0; c < C; c++) {
+                y[c] += x[c];
+              }
               continue;
             }
             for (int c = 0; c < C; c++) {
@@ -206,7 +270,11 @@ static void pool_forward(layer *l, const float *in, int batch) {
             }
           }
         }
-        if (!max) for (int c = 0; c < C; c++) y[c] *= inv;
+        if (!max) {
+          for (int c = 0; c < C; c++) {
+            y[c] *= inv;
+          }
+        }
       }
     }
   }
@@ -221,9 +289,13 @@ static void pool_window_backward(const layer *l, const float *g, const int32_t *
       int base = ((oy * p + dy) * l->iw + ox * p + dx) * l->ic;
       float *d = img + base;
       if (l->kind == L_MAXPOOL) {
-        for (int c = 0; c < C; c++) d[c] = arg[c] == base + c ? g[c] : 0;
+        for (int c = 0; c < C; c++) {
+          d[c] = arg[c] == base + c ? g[c] : 0;
+        }
       } else {
-        for (int c = 0; c < C; c++) d[c] = g[c] * inv;
+        for (int c = 0; c < C; c++) {
+          d[c] = g[c] * inv;
+        }
       }
     }
   }
@@ -232,7 +304,9 @@ static void pool_window_backward(const layer *l, const float *g, const int32_t *
 static void pool_backward(layer *l, float *din, int batch) {
   int in_size = layer_in_size(l), out_size = layer_out_size(l);
   /* Windows tile the input except a right or bottom remainder, which gets no gradient. */
-  if (l->ih % l->pool || l->iw % l->pool) memset(din, 0, sizeof(float) * (size_t)batch * in_size);
+  if (l->ih % l->pool || l->iw % l->pool) {
+    memset(din, 0, sizeof(float) * (size_t)batch * in_size);
+  }
   for (int b = 0; b < batch; b++) {
     for (int oy = 0; oy < l->oh; oy++) {
       for (int ox = 0; ox < l->ow; ox++) {
@@ -247,7 +321,9 @@ static void dropout_forward(layer *l, const float *in, int batch, int training, 
   size_t n = (size_t)batch * layer_in_size(l);
   if (!training || l->rate <= 0) {
     memcpy(l->out, in, sizeof(float) * n);
-    for (size_t i = 0; i < n; i++) l->mask[i] = 1.0f;
+    for (size_t i = 0; i < n; i++) {
+      l->mask[i] = 1.0f;
+    }
     return;
   }
   uint64_t key = l->seed ^ (step * 0x9E3779B97F4A7C15ULL);
@@ -283,15 +359,21 @@ static void embed_backward(layer *l, float *din, int batch) {
   tfx_var *v = l->w;
   v->n_rows = 0;
   for (int i = 0; i < total; i++) {
-    if (!v->n_rows || v->rows[v->n_rows - 1] != sorted[i]) v->rows[v->n_rows++] = sorted[i];
+    if (!v->n_rows || v->rows[v->n_rows - 1] != sorted[i]) {
+      v->rows[v->n_rows++] = sorted[i];
+    }
   }
   memset(v->grad, 0, sizeof(float) * v->n_rows * (size_t)d);
   for (int i = 0; i < total; i++) {
     float *g = v->grad + tfx_rows_lower_bound(v->rows, v->n_rows, l->ids[i]) * (size_t)d;
     const float *dy = l->dout + (size_t)i * d;
-    for (int k = 0; k < d; k++) g[k] += dy[k];
+    for (int k = 0; k < d; k++) {
+      g[k] += dy[k];
+    }
   }
-  if (din) memset(din, 0, sizeof(float) * (size_t)total);
+  if (din) {
+    memset(din, 0, sizeof(float) * (size_t)total);
+  }
 }
 
 #define BN_EPS 1e-3f
@@ -302,9 +384,14 @@ static void bn_forward(layer *l, const float *in, int batch, int training) {
   float *mean = l->bn, *inv = l->bn + c, mom = l->rate > 0 ? l->rate : 0.99f;
   for (int k = 0; k < c; k++) {
     double s = 0, q = 0;
-    for (int r = 0; training && r < rows; r++) s += in[(size_t)r * c + k];
-    for (int r = 0; training && r < rows; r++) q += (in[(size_t)r * c + k] - s / rows) * (in[(size_t)r * c + k] - s / rows);
-    float mu = training ? (float)(s / rows) : l->mmean->value[k], var = training ? (float)(q / rows) : l->mvar->value[k];
+    for (int r = 0; training && r < rows; r++) {
+      s += in[(size_t)r * c + k];
+    }
+    for (int r = 0; training && r < rows; r++) {
+      q += (in[(size_t)r * c + k] - s / rows) * (in[(size_t)r * c + k] - s / rows);
+    }
+    float mu = training ? (float)(s / rows) : l->mmean->value[k],
+          var = training ? (float)(q / rows) : l->mvar->value[k];
     mean[k] = mu, inv[k] = 1.0f / sqrtf(var + BN_EPS);
     if (training) {
       l->mmean->value[k] = mom * l->mmean->value[k] + (1 - mom) * mu;
@@ -325,7 +412,9 @@ static void bn_backward(layer *l, float *din, int batch) {
   float *dg = l->w->grad, *db = l->b->grad, *inv = l->bn + c;
   memset(dg, 0, sizeof(float) * (size_t)c), memset(db, 0, sizeof(float) * (size_t)c);
   for (int r = 0; r < rows; r++) {
-    for (int k = 0; k < c; k++) db[k] += l->dout[(size_t)r * c + k], dg[k] += l->dout[(size_t)r * c + k] * l->mask[(size_t)r * c + k];
+    for (int k = 0; k < c; k++) {
+      db[k] += l->dout[(size_t)r * c + k], dg[k] += l->dout[(size_t)r * c + k] * l->mask[(size_t)r * c + k];
+    }
   }
   for (int r = 0; din && r < rows; r++) {
     for (int k = 0; k < c; k++) {
@@ -338,43 +427,81 @@ static void bn_backward(layer *l, float *din, int batch) {
 void tfx_layer_forward(layer *l, const float *in, int batch, int training, uint64_t step) {
   size_t n = (size_t)batch * layer_out_size(l);
   switch (l->kind) {
-    case L_DENSE: dense_forward(l, in, batch); break;
-    case L_CONV: conv_forward(l, in, batch); break;
+    case L_DENSE:
+      dense_forward(l, in, batch);
+      break;
+    case L_CONV:
+      conv_forward(l, in, batch);
+      break;
     case L_MAXPOOL:
-    case L_AVGPOOL: pool_forward(l, in, batch); break;
-    case L_DROPOUT: dropout_forward(l, in, batch, training, step); break;
+    case L_AVGPOOL:
+      pool_forward(l, in, batch);
+      break;
+    case L_DROPOUT:
+      dropout_forward(l, in, batch, training, step);
+      break;
     case L_ACT:
       memcpy(l->out, in, sizeof(float) * n);
-      if (l->act == A_SOFTMAX) softmax_forward(l->out, (size_t)batch, (size_t)layer_out_size(l));
-      else act_forward(l->act, l->alpha, l->out, n);
+      if (l->act == A_SOFTMAX) {
+        softmax_forward(l->out, (size_t)batch, (size_t)layer_out_size(l));
+      } else {
+        act_forward(l->act, l->alpha, l->out, n);
+      }
       break;
-    case L_FLATTEN: memcpy(l->out, in, sizeof(float) * n); break;
-    case L_EMBED: embed_forward(l, in, batch); break;
-    case L_BN: bn_forward(l, in, batch, training); break;
+    case L_FLATTEN:
+      memcpy(l->out, in, sizeof(float) * n);
+      break;
+    case L_EMBED:
+      embed_forward(l, in, batch);
+      break;
+    case L_BN:
+      bn_forward(l, in, batch, training);
+      break;
   }
 }
 
 void tfx_layer_backward(layer *l, const float *in, float *din, int batch) {
   size_t n = (size_t)batch * layer_out_size(l);
   switch (l->kind) {
-    case L_DENSE: dense_backward(l, in, din, batch); break;
-    case L_CONV: conv_backward(l, in, din, batch); break;
+    case L_DENSE:
+      dense_backward(l, in, din, batch);
+      break;
+    case L_CONV:
+      conv_backward(l, in, din, batch);
+      break;
     case L_MAXPOOL:
     case L_AVGPOOL:
-      if (din) pool_backward(l, din, batch);
+      if (din) {
+        pool_backward(l, din, batch);
+      }
       break;
     case L_DROPOUT:
-      if (din) for (size_t i = 0; i < n; i++) din[i] = l->dout[i] * l->mask[i];
+      if (din) {
+        for (size_t i = 0; i < n; i++) {
+          din[i] = l->dout[i] * l->mask[i];
+        }
+      }
       break;
     case L_ACT:
-      if (l->act == A_SOFTMAX) softmax_backward(l->out, l->dout, (size_t)batch, (size_t)layer_out_size(l));
-      else act_backward(l->act, l->alpha, l->out, l->dout, n);
-      if (din) memcpy(din, l->dout, sizeof(float) * n);
+      if (l->act == A_SOFTMAX) {
+        softmax_backward(l->out, l->dout, (size_t)batch, (size_t)layer_out_size(l));
+      } else {
+        act_backward(l->act, l->alpha, l->out, l->dout, n);
+      }
+      if (din) {
+        memcpy(din, l->dout, sizeof(float) * n);
+      }
       break;
     case L_FLATTEN:
-      if (din) memcpy(din, l->dout, sizeof(float) * n);
+      if (din) {
+        memcpy(din, l->dout, sizeof(float) * n);
+      }
       break;
-    case L_EMBED: embed_backward(l, din, batch); break;
-    case L_BN: bn_backward(l, din, batch); break;
+    case L_EMBED:
+      embed_backward(l, din, batch);
+      break;
+    case L_BN:
+      bn_backward(l, din, batch);
+      break;
   }
 }

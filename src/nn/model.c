@@ -23,20 +23,30 @@ struct tfx_model {
 static int parse_act(const char *s, act *out) {
   static const char *const names[] = {"none", "relu", "tanh", "sigmoid", "leaky_relu", "softmax"};
   for (int i = 0; i < 6; i++) {
-    if (strcmp(s, names[i]) == 0) return *out = (act)i, 1;
+    if (strcmp(s, names[i]) == 0) {
+      return *out = (act)i, 1;
+    }
   }
-  if (strcmp(s, "linear") == 0 || strcmp(s, "") == 0) return *out = A_NONE, 1;
+  if (strcmp(s, "linear") == 0 || strcmp(s, "") == 0) {
+    return *out = A_NONE, 1;
+  }
   return 0;
 }
 
 static int parse_kind(const char *type, lkind *kind, act *a) {
-  static const struct { const char *name; lkind kind; } kinds[] = {
-      {"dense", L_DENSE}, {"conv2d", L_CONV}, {"max_pool2d", L_MAXPOOL}, {"avg_pool2d", L_AVGPOOL},
-      {"flatten", L_FLATTEN}, {"dropout", L_DROPOUT}, {"embedding", L_EMBED}, {"batch_norm", L_BN}};
+  static const struct {
+    const char *name;
+    lkind kind;
+  } kinds[] = {{"dense", L_DENSE},     {"conv2d", L_CONV},     {"max_pool2d", L_MAXPOOL}, {"avg_pool2d", L_AVGPOOL},
+               {"flatten", L_FLATTEN}, {"dropout", L_DROPOUT}, {"embedding", L_EMBED},    {"batch_norm", L_BN}};
   for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
-    if (strcmp(type, kinds[i].name) == 0) return *kind = kinds[i].kind, 1;
+    if (strcmp(type, kinds[i].name) == 0) {
+      return *kind = kinds[i].kind, 1;
+    }
   }
-  if (parse_act(type, a) && *a != A_NONE) return *kind = L_ACT, 1;
+  if (parse_act(type, a) && *a != A_NONE) {
+    return *kind = L_ACT, 1;
+  }
   return 0;
 }
 
@@ -46,7 +56,9 @@ static tfx_var *add_var(tfx_model *m, const layer *l, const char *suffix, int ra
   snprintf(v->name, sizeof v->name, "%s/%s", l->name, suffix);
   v->rank = rank;
   v->count = 1;
-  for (int i = 0; i < rank; i++) v->count *= (size_t)(v->shape[i] = shape[i]);
+  for (int i = 0; i < rank; i++) {
+    v->count *= (size_t)(v->shape[i] = shape[i]);
+  }
   v->trainable = 1;
   snprintf(v->init, sizeof v->init, "%s", init);
   v->fan_in = fan_in;
@@ -63,7 +75,9 @@ static void fmt_shape(const layer *l, int out, char *buf, size_t n) {
 }
 
 static int need_rank(const layer *l, int rank, tfx_err *err) {
-  if (l->in_rank == rank) return TFX_OK;
+  if (l->in_rank == rank) {
+    return TFX_OK;
+  }
   char got[48];
   fmt_shape(l, 0, got, sizeof got);
   return tfx_err_set(err, TFX_ESHAPE, "layer %s: expected rank-%d input%s, got %s", l->name, rank,
@@ -72,7 +86,9 @@ static int need_rank(const layer *l, int rank, tfx_err *err) {
 
 static int shape_dense(tfx_model *m, layer *l, const tfx_layer_spec *s, tfx_err *err) {
   int rc = need_rank(l, 1, err);
-  if (rc) return rc;
+  if (rc) {
+    return rc;
+  }
   int n_in = layer_in_size(l);
   l->out_rank = 1, l->oh = 1, l->ow = 1, l->oc = s->units;
   int64_t ws[2] = {n_in, s->units}, bs[1] = {s->units};
@@ -83,7 +99,9 @@ static int shape_dense(tfx_model *m, layer *l, const tfx_layer_spec *s, tfx_err 
 
 static int shape_conv(tfx_model *m, layer *l, const tfx_layer_spec *s, tfx_err *err) {
   int rc = need_rank(l, 3, err);
-  if (rc) return rc;
+  if (rc) {
+    return rc;
+  }
   l->k = s->kernel_size, l->stride = s->strides, l->out_rank = 3, l->oc = s->filters;
   if (strcmp(s->padding, "same") == 0) {
     l->oh = (l->ih + l->stride - 1) / l->stride, l->ow = (l->iw + l->stride - 1) / l->stride;
@@ -106,7 +124,9 @@ static int shape_conv(tfx_model *m, layer *l, const tfx_layer_spec *s, tfx_err *
 
 static int shape_pool(layer *l, const tfx_layer_spec *s, tfx_err *err) {
   int rc = need_rank(l, 3, err);
-  if (rc) return rc;
+  if (rc) {
+    return rc;
+  }
   l->pool = s->pool_size;
   if (l->ih < l->pool || l->iw < l->pool) {
     return tfx_err_set(err, TFX_ESHAPE, "layer %s: pool %d larger than input %dx%d", l->name, l->pool, l->ih, l->iw);
@@ -118,11 +138,14 @@ static int shape_pool(layer *l, const tfx_layer_spec *s, tfx_err *err) {
 /* Embedding: each of the n input values is a row id of a [input_dim, units] table; output [n * units]. */
 static int shape_embed(tfx_model *m, layer *l, const tfx_layer_spec *s, tfx_err *err) {
   int rc = need_rank(l, 1, err);
-  if (rc) return rc;
+  if (rc) {
+    return rc;
+  }
   int n = layer_in_size(l);
   l->vocab = s->input_dim, l->out_rank = 1, l->oh = 1, l->ow = 1, l->oc = n * s->units;
   int64_t ws[2] = {s->input_dim, s->units};
-  l->w = add_var(m, l, "embeddings", 2, ws, s->initializer[0] ? s->initializer : "uniform:0.05", s->input_dim, s->units);
+  l->w =
+      add_var(m, l, "embeddings", 2, ws, s->initializer[0] ? s->initializer : "uniform:0.05", s->input_dim, s->units);
   l->w->sparse = 1;
   return TFX_OK;
 }
@@ -142,17 +165,26 @@ static void shape_bn(tfx_model *m, layer *l) {
 static int shape_layer(tfx_model *m, layer *l, const tfx_layer_spec *s, tfx_err *err) {
   l->out_rank = l->in_rank, l->oh = l->ih, l->ow = l->iw, l->oc = l->ic;
   switch (l->kind) {
-    case L_DENSE: return shape_dense(m, l, s, err);
-    case L_CONV: return shape_conv(m, l, s, err);
+    case L_DENSE:
+      return shape_dense(m, l, s, err);
+    case L_CONV:
+      return shape_conv(m, l, s, err);
     case L_MAXPOOL:
-    case L_AVGPOOL: return shape_pool(l, s, err);
-    case L_FLATTEN: l->out_rank = 1, l->oh = 1, l->ow = 1, l->oc = layer_in_size(l); return TFX_OK;
-    case L_EMBED: return shape_embed(m, l, s, err);
+    case L_AVGPOOL:
+      return shape_pool(l, s, err);
+    case L_FLATTEN:
+      l->out_rank = 1, l->oh = 1, l->ow = 1, l->oc = layer_in_size(l);
+      return TFX_OK;
+    case L_EMBED:
+      return shape_embed(m, l, s, err);
     case L_BN:
-      if (l->in_rank == 1) l->ic = l->ih * l->iw * l->ic, l->ih = l->iw = 1, l->oc = l->ic;
+      if (l->in_rank == 1) {
+        l->ic = l->ih * l->iw * l->ic, l->ih = l->iw = 1, l->oc = l->ic;
+      }
       shape_bn(m, l);
       return TFX_OK;
-    default: return TFX_OK;
+    default:
+      return TFX_OK;
   }
 }
 
@@ -166,11 +198,17 @@ static int build_layer(tfx_model *m, int i, const tfx_layer_spec *s, const layer
     return tfx_err_set(err, TFX_ECONFIG, "model.layers[%d]: unknown activation '%s'", i, s->activation);
   }
   if (l->kind != L_ACT && l->act == A_SOFTMAX) {
-    return tfx_err_set(err, TFX_ECONFIG, "model.layers[%d]: softmax is a layer of its own ({\"type\": \"softmax\"})", i);
+    return tfx_err_set(err, TFX_ECONFIG, "model.layers[%d]: softmax is a layer of its own ({\"type\": \"softmax\"})",
+                       i);
   }
-  if (s->name[0]) snprintf(l->name, sizeof l->name, "%s", s->name);
-  else snprintf(l->name, sizeof l->name, "%s_%d", s->type, ++counts[l->kind]);
-  if (s->initializer[0] && tfx_init_check(s->initializer, err)) return TFX_ECONFIG;
+  if (s->name[0]) {
+    snprintf(l->name, sizeof l->name, "%s", s->name);
+  } else {
+    snprintf(l->name, sizeof l->name, "%s_%d", s->type, ++counts[l->kind]);
+  }
+  if (s->initializer[0] && tfx_init_check(s->initializer, err)) {
+    return TFX_ECONFIG;
+  }
   l->alpha = l->act == A_LEAKY ? (float)(s->rate > 0 ? s->rate : 0.2) : 0;
   l->rate = (float)s->rate;
   l->seed = (uint64_t)cfg->seed ^ tfx_hash_str(l->name);
@@ -187,7 +225,8 @@ static int build_layer(tfx_model *m, int i, const tfx_layer_spec *s, const layer
                        (long long)l->ih * l->iw * l->ic, TFX_MAX_LAYER_VALUES);
   }
   if ((l->kind == L_DENSE || l->kind == L_EMBED) && (int64_t)layer_in_size(l) * s->units > TFX_MAX_LAYER_VALUES) {
-    return tfx_err_set(err, TFX_ESHAPE, "layer %s: %lld x %d is too large", l->name, (long long)layer_in_size(l), s->units);
+    return tfx_err_set(err, TFX_ESHAPE, "layer %s: %lld x %d is too large", l->name, (long long)layer_in_size(l),
+                       s->units);
   }
   int rc = shape_layer(m, l, s, err);
   if (!rc && (int64_t)l->oh * l->ow * l->oc > TFX_MAX_LAYER_VALUES) {
@@ -201,11 +240,15 @@ static int build_layer(tfx_model *m, int i, const tfx_layer_spec *s, const layer
 static void select_trainable(tfx_model *m, const char *prefixes) {
   for (int i = 0; i < m->n_vars && *prefixes; i++) {
     tfx_var *v = &m->vars[i];
-    if (v->assign) continue;
+    if (v->assign) {
+      continue;
+    }
     v->trainable = 0;
     for (const char *p = prefixes; *p;) {
       size_t n = strcspn(p, ",");
-      if (n && strncmp(v->name, p, n) == 0) v->trainable = 1;
+      if (n && strncmp(v->name, p, n) == 0) {
+        v->trainable = 1;
+      }
       p += n + (p[n] == ',');
     }
   }
@@ -218,22 +261,45 @@ static int alloc_buffers(tfx_model *m) {
     size_t grad = v->count;
     if (v->sparse) {
       size_t width = v->count / (size_t)v->shape[0], touched = B * (size_t)layer_in_size(&m->layers[0]) * 64;
-      for (int k = 0; k < m->n_layers; k++) if (m->layers[k].w == v) touched = B * (size_t)layer_in_size(&m->layers[k]);
-      if (touched > (size_t)v->shape[0]) touched = (size_t)v->shape[0];
+      for (int k = 0; k < m->n_layers; k++) {
+        if (m->layers[k].w == v) {
+          touched = B * (size_t)layer_in_size(&m->layers[k]);
+        }
+      }
+      if (touched > (size_t)v->shape[0]) {
+        touched = (size_t)v->shape[0];
+      }
       grad = touched * width;
-      if (!(v->rows = calloc(touched, sizeof(int64_t)))) return -1;
+      if (!(v->rows = calloc(touched, sizeof(int64_t)))) {
+        return -1;
+      }
     }
-    if (!(v->storage = v->value = calloc(v->count, sizeof(float))) || !(v->grad = calloc(grad, sizeof(float)))) return -1;
+    if (!(v->storage = v->value = calloc(v->count, sizeof(float))) || !(v->grad = calloc(grad, sizeof(float)))) {
+      return -1;
+    }
   }
   for (int i = 0; i < m->n_layers; i++) {
     layer *l = &m->layers[i];
     size_t n = B * (size_t)layer_out_size(l);
-    if (!(l->out = calloc(n, sizeof(float))) || !(l->dout = calloc(n, sizeof(float)))) return -1;
-    if (l->kind == L_CONV && !(l->cols = malloc(sizeof(float) * B * l->oh * l->ow * l->k * l->k * l->ic))) return -1;
-    if ((l->kind == L_MAXPOOL || l->kind == L_AVGPOOL) && !(l->argmax = malloc(sizeof(int32_t) * n))) return -1;
-    if (l->kind == L_DROPOUT && !(l->mask = malloc(sizeof(float) * n))) return -1;
-    if (l->kind == L_BN && (!(l->mask = malloc(sizeof(float) * n)) || !(l->bn = calloc(2 * (size_t)l->ic, sizeof(float))))) return -1;
-    if (l->kind == L_EMBED && !(l->ids = malloc(2 * sizeof(int32_t) * B * (size_t)layer_in_size(l)))) return -1;
+    if (!(l->out = calloc(n, sizeof(float))) || !(l->dout = calloc(n, sizeof(float)))) {
+      return -1;
+    }
+    if (l->kind == L_CONV && !(l->cols = malloc(sizeof(float) * B * l->oh * l->ow * l->k * l->k * l->ic))) {
+      return -1;
+    }
+    if ((l->kind == L_MAXPOOL || l->kind == L_AVGPOOL) && !(l->argmax = malloc(sizeof(int32_t) * n))) {
+      return -1;
+    }
+    if (l->kind == L_DROPOUT && !(l->mask = malloc(sizeof(float) * n))) {
+      return -1;
+    }
+    if (l->kind == L_BN &&
+        (!(l->mask = malloc(sizeof(float) * n)) || !(l->bn = calloc(2 * (size_t)l->ic, sizeof(float))))) {
+      return -1;
+    }
+    if (l->kind == L_EMBED && !(l->ids = malloc(2 * sizeof(int32_t) * B * (size_t)layer_in_size(l)))) {
+      return -1;
+    }
   }
   m->probs = malloc(sizeof(float) * B * tfx_model_output_size(m));
   return m->probs ? 0 : -1;
@@ -242,7 +308,9 @@ static int alloc_buffers(tfx_model *m) {
 int tfx_model_create(const tfx_config *cfg, int max_batch, tfx_model **out, tfx_err *err) {
   tfx_model *m = calloc(1, sizeof *m);
   int counts[16] = {0}, rc = TFX_OK;
-  if (!m) return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  if (!m) {
+    return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  }
   if (cfg->n_layers < 1) {
     rc = tfx_err_set(err, TFX_ECONFIG, "model.layers: the model has no layers");
     goto fail;
@@ -250,7 +318,9 @@ int tfx_model_create(const tfx_config *cfg, int max_batch, tfx_model **out, tfx_
   m->max_batch = max_batch;
   m->loss = strcmp(cfg->loss, "sigmoid_cross_entropy") == 0 ? 1 : strcmp(cfg->loss, "mse") == 0 ? 2 : 0;
   for (int i = 0; i < cfg->n_layers; i++) {
-    if ((rc = build_layer(m, i, &cfg->layers[i], i ? &m->layers[i - 1] : NULL, cfg, counts, err))) goto fail;
+    if ((rc = build_layer(m, i, &cfg->layers[i], i ? &m->layers[i - 1] : NULL, cfg, counts, err))) {
+      goto fail;
+    }
     m->n_layers = i + 1;
   }
   if (m->layers[m->n_layers - 1].out_rank != 1) {
@@ -271,8 +341,12 @@ fail:
 }
 
 void tfx_model_destroy(tfx_model *m) {
-  if (!m) return;
-  for (int i = 0; i < m->n_vars; i++) free(m->vars[i].storage), free(m->vars[i].grad), free(m->vars[i].rows);
+  if (!m) {
+    return;
+  }
+  for (int i = 0; i < m->n_vars; i++) {
+    free(m->vars[i].storage), free(m->vars[i].grad), free(m->vars[i].rows);
+  }
   for (int i = 0; i < m->n_layers; i++) {
     layer *l = &m->layers[i];
     free(l->out), free(l->dout), free(l->cols), free(l->argmax), free(l->mask), free(l->ids), free(l->bn);
@@ -288,14 +362,19 @@ void tfx_model_init_vars(tfx_model *m, uint64_t seed) {
   }
 }
 
-int tfx_model_nvars(const tfx_model *m) { return m->n_vars; }
+int tfx_model_nvars(const tfx_model *m) {
+  return m->n_vars;
+}
 
 size_t tfx_rows_lower_bound(const int64_t *rows, size_t n, int64_t x) {
   size_t lo = 0, hi = n;
   while (lo < hi) {
     size_t mid = (lo + hi) / 2;
-    if (rows[mid] < x) lo = mid + 1;
-    else hi = mid;
+    if (rows[mid] < x) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
   }
   return lo;
 }
@@ -304,18 +383,26 @@ size_t tfx_var_grad_count(const tfx_var *v) {
   return v->sparse ? v->n_rows * (v->count / (size_t)v->shape[0]) : v->count;
 }
 
-tfx_var *tfx_model_var(tfx_model *m, int i) { return &m->vars[i]; }
+tfx_var *tfx_model_var(tfx_model *m, int i) {
+  return &m->vars[i];
+}
 
 tfx_var *tfx_model_find_var(tfx_model *m, const char *name) {
   for (int i = 0; i < m->n_vars; i++) {
-    if (strcmp(m->vars[i].name, name) == 0) return &m->vars[i];
+    if (strcmp(m->vars[i].name, name) == 0) {
+      return &m->vars[i];
+    }
   }
   return NULL;
 }
 
-size_t tfx_model_input_size(const tfx_model *m) { return (size_t)layer_in_size(&m->layers[0]); }
+size_t tfx_model_input_size(const tfx_model *m) {
+  return (size_t)layer_in_size(&m->layers[0]);
+}
 
-size_t tfx_model_output_size(const tfx_model *m) { return (size_t)m->layers[m->n_layers - 1].oc; }
+size_t tfx_model_output_size(const tfx_model *m) {
+  return (size_t)m->layers[m->n_layers - 1].oc;
+}
 
 const float *tfx_model_forward(tfx_model *m, const float *x, int batch, int training, uint64_t step) {
   const float *in = x;
@@ -330,18 +417,28 @@ static void softmax_rows(const float *z, float *p, int batch, int c) {
   for (int b = 0; b < batch; b++) {
     const float *zr = z + (size_t)b * c;
     float *pr = p + (size_t)b * c, mx = zr[0], sum = 0;
-    for (int j = 1; j < c; j++) mx = zr[j] > mx ? zr[j] : mx;
-    for (int j = 0; j < c; j++) sum += pr[j] = expf(zr[j] - mx);
-    for (int j = 0; j < c; j++) pr[j] /= sum;
+    for (int j = 1; j < c; j++) {
+      mx = zr[j] > mx ? zr[j] : mx;
+    }
+    for (int j = 0; j < c; j++) {
+      sum += pr[j] = expf(zr[j] - mx);
+    }
+    for (int j = 0; j < c; j++) {
+      pr[j] /= sum;
+    }
   }
 }
 
 static void count_hits(const float *z, const int32_t *labels, int batch, int c, tfx_step_stats *st) {
   for (int b = 0; b < batch; b++) {
     const float *zr = z + (size_t)b * c;
-    if (labels[b] < 0 || labels[b] >= c) continue; /* an unknown class is never a hit */
+    if (labels[b] < 0 || labels[b] >= c) {
+      continue; /* an unknown class is never a hit */
+    }
     int above = 0;
-    for (int j = 0; j < c; j++) above += zr[j] > zr[labels[b]];
+    for (int j = 0; j < c; j++) {
+      above += zr[j] > zr[labels[b]];
+    }
     st->correct += above == 0;
     st->top5 += above < 5;
   }
@@ -353,17 +450,25 @@ static double row_loss(int kind, const float *z, const float *p, int label, int 
   for (int j = 0; j < c; j++) {
     float t = j == label ? 1.0f : 0.0f;
     if (kind == 0) {
-      if (dz) dz[j] = (p[j] - t) * inv_b;
+      if (dz) {
+        dz[j] = (p[j] - t) * inv_b;
+      }
     } else if (kind == 1) {
       float s = 1.0f / (1.0f + expf(-z[j]));
       loss += fmaxf(z[j], 0) - z[j] * t + log1pf(expf(-fabsf(z[j])));
-      if (dz) dz[j] = (s - t) * inv_b;
+      if (dz) {
+        dz[j] = (s - t) * inv_b;
+      }
     } else {
       loss += 0.5 * (z[j] - t) * (z[j] - t);
-      if (dz) dz[j] = (z[j] - t) * inv_b;
+      if (dz) {
+        dz[j] = (z[j] - t) * inv_b;
+      }
     }
   }
-  if (kind == 0) loss = -log(fmax(p[label], 1e-30));
+  if (kind == 0) {
+    loss = -log(fmax(p[label], 1e-30));
+  }
   return loss;
 }
 
@@ -386,7 +491,9 @@ void tfx_model_loss(tfx_model *m, const int32_t *labels, int batch, int grad, tf
 void tfx_model_backward(tfx_model *m, const float *x, int batch) {
   /* Below the first layer with variables nothing needs a gradient: stop there, and skip its input gradient. */
   int first = 0;
-  while (first < m->n_layers - 1 && !m->layers[first].w) first++;
+  while (first < m->n_layers - 1 && !m->layers[first].w) {
+    first++;
+  }
   for (int i = m->n_layers - 1; i >= first; i--) {
     const float *in = i ? m->layers[i - 1].out : x;
     float *din = i > first ? m->layers[i - 1].dout : NULL;
@@ -400,13 +507,16 @@ void tfx_model_probabilities(const tfx_model *m, int batch, float *out) {
 
 size_t tfx_model_param_count(const tfx_model *m) {
   size_t n = 0;
-  for (int i = 0; i < m->n_vars; i++) n += m->vars[i].count;
+  for (int i = 0; i < m->n_vars; i++) {
+    n += m->vars[i].count;
+  }
   return n;
 }
 
 void tfx_model_print(const tfx_model *m, FILE *f) {
   fprintf(f, "%-16s %-12s %-16s %-28s %10s %12s\n", "layer", "type", "output", "variables", "params", "bytes");
-  static const char *const kinds[] = {"dense", "conv2d", "max_pool2d", "avg_pool2d", "flatten", "activation", "dropout", "embedding", "batch_norm"};
+  static const char *const kinds[] = {"dense",      "conv2d",  "max_pool2d", "avg_pool2d", "flatten",
+                                      "activation", "dropout", "embedding",  "batch_norm"};
   for (int i = 0; i < m->n_layers; i++) {
     const layer *l = &m->layers[i];
     char shape[48], vars[128] = "-";
@@ -414,7 +524,9 @@ void tfx_model_print(const tfx_model *m, FILE *f) {
     fmt_shape(l, 1, shape, sizeof shape);
     if (l->w) {
       snprintf(vars, sizeof vars, "%s%s", strrchr(l->w->name, '/') + 1,
-               l->kind == L_BN ? ", beta, moving mean/var" : l->b ? ", bias" : " (row-sparse)");
+               l->kind == L_BN ? ", beta, moving mean/var"
+               : l->b          ? ", bias"
+                               : " (row-sparse)");
       params = l->w->count + (l->b ? l->b->count : 0) + (l->mmean ? 2 * l->mmean->count : 0);
     }
     fprintf(f, "%-16s %-12s %-16s %-28s %10zu %12zu\n", l->name, kinds[l->kind], shape, vars, params, params * 4);
@@ -428,7 +540,9 @@ double tfx_model_clip(tfx_model *m, double clip_value, double clip_norm) {
   for (int i = 0; i < m->n_vars; i++) {
     tfx_var *v = &m->vars[i];
     for (size_t j = 0; j < tfx_var_grad_count(v); j++) {
-      if (clip_value > 0) v->grad[j] = fmaxf(fminf(v->grad[j], (float)clip_value), (float)-clip_value);
+      if (clip_value > 0) {
+        v->grad[j] = fmaxf(fminf(v->grad[j], (float)clip_value), (float)-clip_value);
+      }
       sq += (double)v->grad[j] * v->grad[j];
     }
   }
@@ -436,7 +550,9 @@ double tfx_model_clip(tfx_model *m, double clip_value, double clip_norm) {
   if (clip_norm > 0 && norm > clip_norm) {
     float s = (float)(clip_norm / norm);
     for (int i = 0; i < m->n_vars; i++) {
-      for (size_t j = 0; j < tfx_var_grad_count(&m->vars[i]); j++) m->vars[i].grad[j] *= s;
+      for (size_t j = 0; j < tfx_var_grad_count(&m->vars[i]); j++) {
+        m->vars[i].grad[j] *= s;
+      }
     }
   }
   return norm;

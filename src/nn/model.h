@@ -23,19 +23,19 @@ typedef struct tfx_var {
                      frame used in place, see tfx_psclient) */
   float *storage; /* owned by the model */
   float *grad;    /* owned by the model; for a sparse variable only the rows listed in `rows` */
-  int assign;      /* not optimized but computed by the model (batch-norm moving statistics): pushed as values
-                     the ps assigns */
-  int sparse;      /* row-sparse gradient (embedding tables): grad holds n_rows rows, never the whole table */
-  int64_t *rows;   /* sparse: the touched rows, ascending (owned by the model) */
+  int assign;     /* not optimized but computed by the model (batch-norm moving statistics): pushed as values
+                    the ps assigns */
+  int sparse;     /* row-sparse gradient (embedding tables): grad holds n_rows rows, never the whole table */
+  int64_t *rows;  /* sparse: the touched rows, ascending (owned by the model) */
   size_t n_rows;
 } tfx_var;
 
 typedef struct tfx_model tfx_model;
 
 typedef struct tfx_step_stats {
-  double loss;      /* mean over the batch */
-  int correct;      /* argmax hits */
-  int top5;         /* top-5 hits */
+  double loss; /* mean over the batch */
+  int correct; /* argmax hits */
+  int top5;    /* top-5 hits */
   int count;
 } tfx_step_stats;
 

@@ -20,18 +20,22 @@ typedef struct layer {
   tfx_var *w, *b;
   tfx_var *mmean, *mvar; /* batch norm: moving statistics (assigned, not optimized) */
   float *bn;             /* batch norm: per channel mean and 1/std of the last training batch */
-  float *out, *dout; /* [batch, out_size], owned by the model */
-  float *cols;       /* conv: im2col, then its gradient */
-  int32_t *argmax;   /* max pool: the input index of each output */
-  float *mask;       /* dropout: the kept-and-scaled mask */
-  int vocab;         /* embedding: rows of the table; l->oc / (ih*iw*ic) is its width */
-  int32_t *ids;      /* embedding: the clamped row of each input position */
+  float *out, *dout;     /* [batch, out_size], owned by the model */
+  float *cols;           /* conv: im2col, then its gradient */
+  int32_t *argmax;       /* max pool: the input index of each output */
+  float *mask;           /* dropout: the kept-and-scaled mask */
+  int vocab;             /* embedding: rows of the table; l->oc / (ih*iw*ic) is its width */
+  int32_t *ids;          /* embedding: the clamped row of each input position */
   uint64_t seed;
 } layer;
 
 /* Elements per example of a layer's input and output. */
-static inline int layer_in_size(const layer *l) { return l->ih * l->iw * l->ic; }
-static inline int layer_out_size(const layer *l) { return l->oh * l->ow * l->oc; }
+static inline int layer_in_size(const layer *l) {
+  return l->ih * l->iw * l->ic;
+}
+static inline int layer_out_size(const layer *l) {
+  return l->oh * l->ow * l->oc;
+}
 
 /* Forward of one layer on in [batch, in_size] into l->out. */
 void tfx_layer_forward(layer *l, const float *in, int batch, int training, uint64_t step);

@@ -10,10 +10,14 @@ void tfx_optim_init(tfx_optim *o, const tfx_config *cfg) {
   static const char *const scheds[] = {"constant", "exponential", "step", "cosine"};
   memset(o, 0, sizeof *o);
   for (int i = 0; i < 6; i++) {
-    if (strcmp(cfg->optimizer, kinds[i]) == 0) o->kind = (tfx_opt_kind)i;
+    if (strcmp(cfg->optimizer, kinds[i]) == 0) {
+      o->kind = (tfx_opt_kind)i;
+    }
   }
   for (int i = 0; i < 4; i++) {
-    if (strcmp(cfg->schedule, scheds[i]) == 0) o->schedule = (tfx_schedule)i;
+    if (strcmp(cfg->schedule, scheds[i]) == 0) {
+      o->schedule = (tfx_schedule)i;
+    }
   }
   o->lr = cfg->learning_rate;
   o->momentum = cfg->momentum;
@@ -30,33 +34,47 @@ void tfx_optim_init(tfx_optim *o, const tfx_config *cfg) {
 
 int tfx_optim_slots(const tfx_optim *o) {
   switch (o->kind) {
-    case TFX_OPT_SGD: return 0;
+    case TFX_OPT_SGD:
+      return 0;
     case TFX_OPT_ADAM:
-    case TFX_OPT_ADAMW: return 2;
-    default: return 1;
+    case TFX_OPT_ADAMW:
+      return 2;
+    default:
+      return 1;
   }
 }
 
-const char *tfx_optim_slot_name(int i) { return i == 0 ? "m" : "v"; }
+const char *tfx_optim_slot_name(int i) {
+  return i == 0 ? "m" : "v";
+}
 
 double tfx_optim_lr(const tfx_optim *o, int64_t step) {
   double lr = o->lr, s = (double)step;
   switch (o->schedule) {
-    case TFX_SCHED_EXPONENTIAL: lr *= pow(o->decay_rate, s / (double)o->decay_steps); break;
-    case TFX_SCHED_STEP: lr *= pow(o->decay_rate, floor(s / (double)o->decay_steps)); break;
+    case TFX_SCHED_EXPONENTIAL:
+      lr *= pow(o->decay_rate, s / (double)o->decay_steps);
+      break;
+    case TFX_SCHED_STEP:
+      lr *= pow(o->decay_rate, floor(s / (double)o->decay_steps));
+      break;
     case TFX_SCHED_COSINE: {
       double t = o->total_steps > 0 ? fmin(s / (double)o->total_steps, 1.0) : 0;
       lr *= 0.5 * (1.0 + cos(3.141592653589793 * t));
       break;
     }
-    default: break;
+    default:
+      break;
   }
-  if (o->warmup_steps > 0 && step < o->warmup_steps) lr *= (s + 1) / (double)o->warmup_steps;
+  if (o->warmup_steps > 0 && step < o->warmup_steps) {
+    lr *= (s + 1) / (double)o->warmup_steps;
+  }
   return lr;
 }
 
 static void sgd(float *w, const float *g, float scale, float lr, float wd, size_t n) {
-  for (size_t i = 0; i < n; i++) w[i] -= lr * (scale * g[i] + wd * w[i]);
+  for (size_t i = 0; i < n; i++) {
+    w[i] -= lr * (scale * g[i] + wd * w[i]);
+  }
 }
 
 static void momentum(const tfx_optim *o, float *w, const float *g, float scale, float lr, float *m, size_t n) {
@@ -88,8 +106,8 @@ static void rmsprop(const tfx_optim *o, float *w, const float *g, float scale, f
   }
 }
 
-static void adam(const tfx_optim *o, int64_t step, float *w, const float *g, float scale, float lr, float *m,
-                 float *v, size_t n) {
+static void adam(const tfx_optim *o, int64_t step, float *w, const float *g, float scale, float lr, float *m, float *v,
+                 size_t n) {
   float b1 = (float)o->beta1, b2 = (float)o->beta2, eps = (float)o->epsilon;
   double t = (double)step + 1;
   float alpha = (float)(lr * sqrt(1 - pow(o->beta2, t)) / (1 - pow(o->beta1, t)));
@@ -110,11 +128,21 @@ void tfx_optim_apply(const tfx_optim *o, int64_t step, float *w, const float *g,
                      size_t n) {
   float lr = (float)tfx_optim_lr(o, step);
   switch (o->kind) {
-    case TFX_OPT_SGD: sgd(w, g, scale, lr, (float)o->weight_decay, n); break;
-    case TFX_OPT_MOMENTUM: momentum(o, w, g, scale, lr, slots[0], n); break;
-    case TFX_OPT_ADAGRAD: adagrad(o, w, g, scale, lr, slots[0], n); break;
-    case TFX_OPT_RMSPROP: rmsprop(o, w, g, scale, lr, slots[0], n); break;
-    default: adam(o, step, w, g, scale, lr, slots[0], slots[1], n); break;
+    case TFX_OPT_SGD:
+      sgd(w, g, scale, lr, (float)o->weight_decay, n);
+      break;
+    case TFX_OPT_MOMENTUM:
+      momentum(o, w, g, scale, lr, slots[0], n);
+      break;
+    case TFX_OPT_ADAGRAD:
+      adagrad(o, w, g, scale, lr, slots[0], n);
+      break;
+    case TFX_OPT_RMSPROP:
+      rmsprop(o, w, g, scale, lr, slots[0], n);
+      break;
+    default:
+      adam(o, step, w, g, scale, lr, slots[0], slots[1], n);
+      break;
   }
 }
 

@@ -19,22 +19,30 @@
 /* A reference-counted value buffer: sent in place by ZeroMQ, copied on write when a send is in flight. */
 static vbuf *vbuf_create(size_t count) {
   vbuf *b = malloc(sizeof *b + sizeof(float) * (count ? count : 1));
-  if (b) atomic_init(&b->refs, 1);
+  if (b) {
+    atomic_init(&b->refs, 1);
+  }
   return b;
 }
 
 static void vbuf_release(void *data, void *hint) {
   (void)data;
   vbuf *b = hint;
-  if (b && atomic_fetch_sub(&b->refs, 1) == 1) free(b);
+  if (b && atomic_fetch_sub(&b->refs, 1) == 1) {
+    free(b);
+  }
 }
 
 /* Makes the shard's value buffer private before writing to it. */
 int tfx_ps_own_value(ps_state *p, shard *s) {
-  if (atomic_load(&s->value->refs) == 1) return 0;
+  if (atomic_load(&s->value->refs) == 1) {
+    return 0;
+  }
   p->stats.cow_copies++;
   vbuf *b = vbuf_create(s->count);
-  if (!b) return -1;
+  if (!b) {
+    return -1;
+  }
   memcpy(b->data, s->value->data, sizeof(float) * s->count);
   vbuf_release(NULL, s->value);
   s->value = b;
@@ -60,8 +68,8 @@ static int make_shard(ps_state *p, shard *s, const Tfx__Shard *m, tfx_err *err) 
   uint64_t total = 1;
   for (size_t d = 0; d < m->n_shape; d++) {
     if (m->shape[d] < 1 || (uint64_t)m->shape[d] > (TFX_MAX_FRAME / 4) / total) {
-      return tfx_err_set(err, TFX_EPROTO, "plan shard '%.64s': dim %zu = %lld (each dim >= 1, at most %zu values)", m->key, d,
-                         (long long)m->shape[d], TFX_MAX_FRAME / 4);
+      return tfx_err_set(err, TFX_EPROTO, "plan shard '%.64s': dim %zu = %lld (each dim >= 1, at most %zu values)",
+                         m->key, d, (long long)m->shape[d], TFX_MAX_FRAME / 4);
     }
     total *= (uint64_t)m->shape[d];
   }
@@ -69,17 +77,27 @@ static int make_shard(ps_state *p, shard *s, const Tfx__Shard *m, tfx_err *err) 
   snprintf(s->var, sizeof s->var, "%s", m->var);
   s->rank = (int)m->n_shape;
   size_t row = 1;
-  for (int d = 0; d < s->rank; d++) s->shape[d] = m->shape[d], row *= d ? (size_t)m->shape[d] : 1;
+  for (int d = 0; d < s->rank; d++) {
+    s->shape[d] = m->shape[d], row *= d ? (size_t)m->shape[d] : 1;
+  }
   s->row_begin = m->row_begin, s->row_end = m->row_end, s->trainable = m->trainable;
   s->row_size = row;
   s->count = row * (size_t)(m->row_end - m->row_begin);
-  if (!(s->value = vbuf_create(s->count))) return tfx_err_set(err, TFX_ENOMEM, "out of memory for '%s'", s->key);
-  for (int k = 0; k < tfx_optim_slots(&p->opt); k++) {
-    if (!(s->slots[k] = calloc(s->count, sizeof(float)))) return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  if (!(s->value = vbuf_create(s->count))) {
+    return tfx_err_set(err, TFX_ENOMEM, "out of memory for '%s'", s->key);
   }
-  if (!(s->acc = calloc(s->count, sizeof(float)))) return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  for (int k = 0; k < tfx_optim_slots(&p->opt); k++) {
+    if (!(s->slots[k] = calloc(s->count, sizeof(float)))) {
+      return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+    }
+  }
+  if (!(s->acc = calloc(s->count, sizeof(float)))) {
+    return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  }
   const char *init = m->init && *m->init ? m->init : "zeros";
-  if (tfx_init_check(init, err)) return TFX_EPROTO;
+  if (tfx_init_check(init, err)) {
+    return TFX_EPROTO;
+  }
   tfx_init_fill(init, s->var, (uint64_t)p->cfg.seed, m->fan_in, m->fan_out, (size_t)m->row_begin * row, s->count,
                 s->value->data);
   return TFX_OK;
@@ -88,7 +106,9 @@ static int make_shard(ps_state *p, shard *s, const Tfx__Shard *m, tfx_err *err) 
 static int restore_shards(ps_state *p, const char *path, tfx_err *err) {
   tfx_ckpt *c;
   int rc = tfx_ckpt_read(path, &c, err);
-  if (rc) return rc;
+  if (rc) {
+    return rc;
+  }
   for (int i = 0; i < p->n_shards && !rc; i++) {
     shard *s = &p->shards[i];
     const tfx_ckpt_entry *e = tfx_ckpt_find(c, s->key);
@@ -101,10 +121,14 @@ static int restore_shards(ps_state *p, const char *path, tfx_err *err) {
       char name[200];
       snprintf(name, sizeof name, "%s@%s", s->key, tfx_optim_slot_name(k));
       const tfx_ckpt_entry *se = tfx_ckpt_find(c, name);
-      if (se && se->count == s->count) memcpy(s->slots[k], se->data, sizeof(float) * s->count);
+      if (se && se->count == s->count) {
+        memcpy(s->slots[k], se->data, sizeof(float) * s->count);
+      }
     }
   }
-  if (!rc) p->version = c->step;
+  if (!rc) {
+    p->version = c->step;
+  }
   tfx_ckpt_destroy(c);
   return rc;
 }
@@ -114,18 +138,24 @@ static int handle_init(ps_state *p, const tfx_envelope *e, tfx_err *err) {
   tfx_config cfg;
   tfx_config_init(&cfg);
   int rc = tfx_config_parse(&cfg, e->text ? e->text : "", "init experiment", err);
-  if (rc) return rc;
+  if (rc) {
+    return rc;
+  }
   /* Build the new state aside: a bad plan or shard leaves the current one untouched. */
   ps_state next = *p;
   next.cfg = cfg;
   tfx_optim_init(&next.opt, &cfg);
   next.n_shards = 0, next.version = 0;
-  if (!(next.shards = calloc(e->n_shards ? e->n_shards : 1, sizeof *next.shards))) return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  if (!(next.shards = calloc(e->n_shards ? e->n_shards : 1, sizeof *next.shards))) {
+    return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  }
   for (size_t i = 0; i < e->n_shards && !rc; i++) {
     next.n_shards = (int)i + 1;
     rc = make_shard(&next, &next.shards[i], e->shards[i], err);
   }
-  if (!rc && e->path && *e->path) rc = restore_shards(&next, e->path, err);
+  if (!rc && e->path && *e->path) {
+    rc = restore_shards(&next, e->path, err);
+  }
   if (rc) {
     free_shards(&next);
     return rc;
@@ -142,20 +172,24 @@ static int handle_init(ps_state *p, const tfx_envelope *e, tfx_err *err) {
 
 size_t tfx_ps_bytes(const ps_state *p) {
   size_t n = 0;
-  for (int i = 0; i < p->n_shards; i++) n += p->shards[i].count * sizeof(float);
+  for (int i = 0; i < p->n_shards; i++) {
+    n += p->shards[i].count * sizeof(float);
+  }
   return n;
 }
 
 shard *tfx_ps_find(ps_state *p, const char *key) {
   for (int i = 0; i < p->n_shards; i++) {
-    if (strcmp(p->shards[i].key, key) == 0) return &p->shards[i];
+    if (strcmp(p->shards[i].key, key) == 0) {
+      return &p->shards[i];
+    }
   }
   return NULL;
 }
 
 /* Sends the values of the requested shards (all when names is empty), in place. */
 int tfx_ps_send_values(ps_state *p, const zmq_msg_t *identity, uint64_t request_id, char **names, size_t n_names,
-                   int changed_only, tfx_err *err) {
+                       int changed_only, tfx_err *err) {
   int n = n_names ? (int)n_names : p->n_shards, rc, k = 0;
   Tfx__Tensor *metas = calloc((size_t)n, sizeof *metas);
   Tfx__Tensor **ptrs = calloc((size_t)n, sizeof *ptrs);
@@ -173,7 +207,9 @@ int tfx_ps_send_values(ps_state *p, const zmq_msg_t *identity, uint64_t request_
   }
   for (int i = 0; i < n; i++) {
     shard *s = n_names ? tfx_ps_find(p, names[i]) : &p->shards[i];
-    if (changed_only && !s->trainable && !s->assigned) continue;
+    if (changed_only && !s->trainable && !s->assigned) {
+      continue;
+    }
     tfx__tensor__init(&metas[k]);
     metas[k].name = s->key;
     memcpy(shapes + 4 * k, s->shape, sizeof s->shape);
@@ -205,11 +241,17 @@ static int reply_simple(ps_state *p, const tfx_inmsg *m, int64_t step, int64_t f
 }
 
 static int handle_status(ps_state *p, const tfx_inmsg *m, tfx_err *err) {
-  const char *names[] = {"uptime_s", "shards", "bytes", "pushes_applied", "stale_dropped", "rejected",
-                         "pulls_served", "bad_frames", "version", "busy_us_per_message"};
-  double vals[] = {(tfx_now_ms() - p->start_ms) / 1000.0, p->n_shards, (double)tfx_ps_bytes(p), (double)p->stats.applied,
-                   (double)p->stats.stale, (double)p->stats.rejected, (double)p->stats.pulls,
-                   (double)p->stats.bad_frames, (double)p->version,
+  const char *names[] = {"uptime_s", "shards",       "bytes",      "pushes_applied", "stale_dropped",
+                         "rejected", "pulls_served", "bad_frames", "version",        "busy_us_per_message"};
+  double vals[] = {(tfx_now_ms() - p->start_ms) / 1000.0,
+                   p->n_shards,
+                   (double)tfx_ps_bytes(p),
+                   (double)p->stats.applied,
+                   (double)p->stats.stale,
+                   (double)p->stats.rejected,
+                   (double)p->stats.pulls,
+                   (double)p->stats.bad_frames,
+                   (double)p->version,
                    p->stats.handled ? p->stats.busy_us / (double)p->stats.handled : 0};
   Tfx__KeyValue kv[10], *kvp[10];
   for (int i = 0; i < 10; i++) {
@@ -227,21 +269,31 @@ static int handle(ps_state *p, tfx_inmsg *m, tfx_err *err) {
   const tfx_envelope *e = m->env;
   int rc;
   switch (e->type) {
-    case TFX__MSG_TYPE__MSG_STATUS: return handle_status(p, m, err);
+    case TFX__MSG_TYPE__MSG_STATUS:
+      return handle_status(p, m, err);
     case TFX__MSG_TYPE__MSG_INIT:
-      if ((rc = handle_init(p, e, err))) return rc;
+      if ((rc = handle_init(p, e, err))) {
+        return rc;
+      }
       return reply_simple(p, m, p->version, 0, NULL, err);
     case TFX__MSG_TYPE__MSG_STOP:
       p->stopping = 1;
       return reply_simple(p, m, p->version, 0, NULL, err);
-    default: break;
+    default:
+      break;
   }
-  if (!p->initialized) return tfx_err_set(err, TFX_ESTATE, "no plan yet: the master has not initialized this ps");
+  if (!p->initialized) {
+    return tfx_err_set(err, TFX_ESTATE, "no plan yet: the master has not initialized this ps");
+  }
   switch (e->type) {
-    case TFX__MSG_TYPE__MSG_PULL: return tfx_ps_pull(p, m, err);
-    case TFX__MSG_TYPE__MSG_PUSH: return tfx_ps_push(p, m, err);
-    case TFX__MSG_TYPE__MSG_CHECKPOINT: return tfx_ps_checkpoint_request(p, m, err);
-    default: return tfx_err_set(err, TFX_EPROTO, "message type %d is not for a ps", e->type);
+    case TFX__MSG_TYPE__MSG_PULL:
+      return tfx_ps_pull(p, m, err);
+    case TFX__MSG_TYPE__MSG_PUSH:
+      return tfx_ps_push(p, m, err);
+    case TFX__MSG_TYPE__MSG_CHECKPOINT:
+      return tfx_ps_checkpoint_request(p, m, err);
+    default:
+      return tfx_err_set(err, TFX_EPROTO, "message type %d is not for a ps", e->type);
   }
 }
 
@@ -260,17 +312,23 @@ static void serve_one(ps_state *p) {
   if (rc) {
     char safe[600];
     tfx_log_escape(err.msg, strlen(err.msg), safe, sizeof safe);
-    if (p->stats.bad_frames++ < 10) tfx_log(TFX_LOG_WARN, "PS-BAD-FRAME", "dropped: %s", safe);
+    if (p->stats.bad_frames++ < 10) {
+      tfx_log(TFX_LOG_WARN, "PS-BAD-FRAME", "dropped: %s", safe);
+    }
   } else {
     rc = handle(p, &m, &err);
     if (rc) {
       p->stats.rejected++;
       char safe[600];
       tfx_log_escape(err.msg, strlen(err.msg), safe, sizeof safe);
-      if (p->stats.rejected < 20) tfx_log(TFX_LOG_WARN, "PS-REJECT", "%s", safe);
+      if (p->stats.rejected < 20) {
+        tfx_log(TFX_LOG_WARN, "PS-REJECT", "%s", safe);
+      }
     }
   }
-  if (rc && rc != TFX_EPEER) tfx_server_reply_error(p->sock, &m, rc, err.msg, NULL);
+  if (rc && rc != TFX_EPEER) {
+    tfx_server_reply_error(p->sock, &m, rc, err.msg, NULL);
+  }
   tfx_inmsg_fini(&m);
   p->stats.busy_us += now_us() - t0;
   p->stats.handled++;
@@ -282,7 +340,9 @@ int tfx_ps_run(tfx_node *n, tfx_err *err) {
   char ep[320];
   const char *addr = tfx_cluster_address(n->cluster, TFX_ROLE_PS, n->index);
   int rc = tfx_address_endpoint(addr, 1, n->bind_host, ep, sizeof ep, err);
-  if (rc || (rc = tfx_server_open(ep, &p.sock, err))) return rc;
+  if (rc || (rc = tfx_server_open(ep, &p.sock, err))) {
+    return rc;
+  }
   tfx_wire_set_sender(TFX__ROLE__ROLE_PS, n->index);
   openblas_set_num_threads(1);
   p.node = n;
@@ -292,10 +352,13 @@ int tfx_ps_run(tfx_node *n, tfx_err *err) {
   while (!p.stopping && !tfx_stop_requested()) {
     zmq_pollitem_t item = {p.sock, 0, ZMQ_POLLIN, 0};
     int ready = zmq_poll(&item, 1, 100);
-    if (ready > 0) serve_one(&p);
+    if (ready > 0) {
+      serve_one(&p);
+    }
     tfx_ps_expire_pulls(&p);
   }
-  tfx_log(TFX_LOG_INFO, "PS-STOP", "stopping at step %lld: %llu pushes applied, %llu stale dropped, %llu rejected, %llu copied on write",
+  tfx_log(TFX_LOG_INFO, "PS-STOP",
+          "stopping at step %lld: %llu pushes applied, %llu stale dropped, %llu rejected, %llu copied on write",
           (long long)p.version, (unsigned long long)p.stats.applied, (unsigned long long)p.stats.stale,
           (unsigned long long)p.stats.rejected, (unsigned long long)p.stats.cow_copies);
   tfx_ps_drop_pending(&p);

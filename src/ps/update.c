@@ -1,7 +1,7 @@
 /* Pulls, pushes (sync / async / bounded staleness) and shard checkpoints of the parameter server. */
 #include <cblas.h>
-#include <pthread.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,21 +10,31 @@
 #include "log.h"
 #include "ps_impl.h"
 
-static int is_sync(const ps_state *p) { return strcmp(p->cfg.mode, "sync") == 0; }
-static int is_ssp(const ps_state *p) { return strcmp(p->cfg.mode, "ssp") == 0; }
+static int is_sync(const ps_state *p) {
+  return strcmp(p->cfg.mode, "sync") == 0;
+}
+static int is_ssp(const ps_state *p) {
+  return strcmp(p->cfg.mode, "ssp") == 0;
+}
 
 void tfx_ps_sync_reset(ps_state *p, int n_workers) {
   p->n_workers = n_workers > 0 && n_workers <= PS_MAX_WORKERS ? n_workers : 1;
   p->replicas = p->cfg.replicas_to_aggregate > 0 ? p->cfg.replicas_to_aggregate : p->n_workers;
   p->n_acc = 0;
   memset(p->contributed, 0, sizeof p->contributed);
-  for (int i = 0; i < PS_MAX_WORKERS; i++) p->clock[i] = p->version;
-  for (int i = 0; i < p->n_shards; i++) memset(p->shards[i].acc, 0, sizeof(float) * p->shards[i].count);
+  for (int i = 0; i < PS_MAX_WORKERS; i++) {
+    p->clock[i] = p->version;
+  }
+  for (int i = 0; i < p->n_shards; i++) {
+    memset(p->shards[i].acc, 0, sizeof(float) * p->shards[i].count);
+  }
 }
 
 static int64_t min_clock(const ps_state *p) {
   int64_t m = p->clock[0];
-  for (int i = 1; i < p->n_workers; i++) m = p->clock[i] < m ? p->clock[i] : m;
+  for (int i = 1; i < p->n_workers; i++) {
+    m = p->clock[i] < m ? p->clock[i] : m;
+  }
   return m;
 }
 
@@ -34,23 +44,33 @@ static int worker_of(const tfx_envelope *e) {
 }
 
 static int pull_ready(const ps_state *p, int64_t min_version, int worker) {
-  if (p->version < min_version) return 0;
-  if (!is_ssp(p) || worker < 0 || worker >= p->n_workers) return 1;
+  if (p->version < min_version) {
+    return 0;
+  }
+  if (!is_ssp(p) || worker < 0 || worker >= p->n_workers) {
+    return 1;
+  }
   return p->clock[worker] <= min_clock(p) + p->cfg.staleness;
 }
 
 static void free_pending(pending_pull *q) {
   zmq_msg_close(&q->identity);
-  for (size_t i = 0; i < q->n_names; i++) free(q->names[i]);
+  for (size_t i = 0; i < q->n_names; i++) {
+    free(q->names[i]);
+  }
   free(q->names);
 }
 
 static int park(ps_state *p, tfx_inmsg *m, tfx_err *err) {
   if (p->n_pending == p->cap_pending) {
     int cap = p->cap_pending * 2 + 8;
-    if (cap > 4 * PS_MAX_WORKERS) return tfx_err_set(err, TFX_ESTATE, "too many parked pulls");
+    if (cap > 4 * PS_MAX_WORKERS) {
+      return tfx_err_set(err, TFX_ESTATE, "too many parked pulls");
+    }
     pending_pull *g = realloc(p->pending, sizeof *g * (size_t)cap);
-    if (!g) return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+    if (!g) {
+      return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+    }
     p->pending = g, p->cap_pending = cap;
   }
   pending_pull *q = &p->pending[p->n_pending];
@@ -59,9 +79,11 @@ static int park(ps_state *p, tfx_inmsg *m, tfx_err *err) {
   zmq_msg_copy(&q->identity, &m->identity);
   q->request_id = m->env->request_id, q->min_version = m->env->step, q->worker = worker_of(m->env);
   q->deadline = tfx_now_ms() + (int64_t)p->cfg.request_timeout_s * 1000;
-  q->names = calloc(m->env->n_names + 1, sizeof(char *));  /* a push-pull names none: all shards */
+  q->names = calloc(m->env->n_names + 1, sizeof(char *)); /* a push-pull names none: all shards */
   for (size_t i = 0; q->names && i < m->env->n_names; i++) {
-    if (!(q->names[q->n_names] = strdup(m->env->names[i]))) break;
+    if (!(q->names[q->n_names] = strdup(m->env->names[i]))) {
+      break;
+    }
     q->n_names++;
   }
   p->n_pending++;
@@ -85,7 +107,9 @@ static void write_checkpoint(ps_state *p);
 
 /* After an update: answers parked pulls that became ready and a parked checkpoint. */
 static void service(ps_state *p) {
-  if (p->ckpt_pending && (p->version == p->ckpt_step || (!is_sync(p) && p->version > p->ckpt_step))) write_checkpoint(p);
+  if (p->ckpt_pending && (p->version == p->ckpt_step || (!is_sync(p) && p->version > p->ckpt_step))) {
+    write_checkpoint(p);
+  }
   for (int i = 0; i < p->n_pending;) {
     pending_pull *q = &p->pending[i];
     if (!pull_ready(p, q->min_version, q->worker)) {
@@ -132,11 +156,15 @@ void tfx_ps_fail_pending(ps_state *p, const char *text) {
 }
 
 void tfx_ps_drop_pending(ps_state *p) {
-  while (p->n_pending) remove_pending(p, p->n_pending - 1);
+  while (p->n_pending) {
+    remove_pending(p, p->n_pending - 1);
+  }
   free(p->pending);
   p->pending = NULL;
   p->cap_pending = 0;
-  if (p->ckpt_pending) zmq_msg_close(&p->ckpt_identity);
+  if (p->ckpt_pending) {
+    zmq_msg_close(&p->ckpt_identity);
+  }
   p->ckpt_pending = 0;
   free(p->scratch);
   p->scratch = NULL;
@@ -146,13 +174,17 @@ void tfx_ps_drop_pending(ps_state *p) {
 static const float *grad_data(ps_state *p, const tfx_inmsg *m, int part) {
   size_t size;
   const void *data = tfx_inmsg_part(m, part, &size);
-  if (((uintptr_t)data & 3) == 0) return data;
+  if (((uintptr_t)data & 3) == 0) {
+    return data;
+  }
   if (p->scratch_size < size) {
     free(p->scratch);
     p->scratch = malloc(size);
     p->scratch_size = p->scratch ? size : 0;
   }
-  if (!p->scratch) return NULL;
+  if (!p->scratch) {
+    return NULL;
+  }
   memcpy(p->scratch, data, size);
   return p->scratch;
 }
@@ -162,7 +194,9 @@ static int all_finite(const void *data, size_t n) {
   uint32_t bad = 0;
   if (((uintptr_t)data & 3) == 0) {
     const uint32_t *u = data;
-    for (size_t i = 0; i < n; i++) bad |= (u[i] & 0x7f800000u) == 0x7f800000u;
+    for (size_t i = 0; i < n; i++) {
+      bad |= (u[i] & 0x7f800000u) == 0x7f800000u;
+    }
     return !bad;
   }
   for (size_t i = 0; i < n; i++) {
@@ -187,11 +221,15 @@ static void *finite_range(void *arg) {
 
 /* all_finite over a large tensor, split between this thread and a helper. */
 static int all_finite_parallel(const void *data, size_t n, int threads) {
-  if (threads < 2 || n < PS_PARALLEL_MIN) return all_finite(data, n);
+  if (threads < 2 || n < PS_PARALLEL_MIN) {
+    return all_finite(data, n);
+  }
   size_t half = n / 2 / 16 * 16;
   finite_part head = {data, half, 0}, tail = {(const char *)data + 4 * half, n - half, 0};
   pthread_t helper;
-  if (pthread_create(&helper, NULL, finite_range, &tail)) return all_finite(data, n);
+  if (pthread_create(&helper, NULL, finite_range, &tail)) {
+    return all_finite(data, n);
+  }
   finite_range(&head);
   pthread_join(helper, NULL);
   return head.ok && tail.ok;
@@ -204,12 +242,16 @@ static int validate_push(ps_state *p, const tfx_inmsg *m, shard **targets, tfx_e
   for (size_t i = 0; i < e->n_tensors; i++) {
     const Tfx__Tensor *t = e->tensors[i];
     shard *s = tfx_ps_find(p, t->name);
-    if (!s) return tfx_err_set(err, TFX_ENOTFOUND, "push: unknown variable '%.64s'", t->name);
-    if (!s->trainable && t->n_rows) return tfx_err_set(err, TFX_EINVAL, "push: '%s' is assigned whole, not by rows", s->key);
+    if (!s) {
+      return tfx_err_set(err, TFX_ENOTFOUND, "push: unknown variable '%.64s'", t->name);
+    }
+    if (!s->trainable && t->n_rows) {
+      return tfx_err_set(err, TFX_EINVAL, "push: '%s' is assigned whole, not by rows", s->key);
+    }
     size_t want = t->n_rows ? t->n_rows * s->row_size * sizeof(float) : s->count * sizeof(float);
     if (t->dtype != TFX__DTYPE__DTYPE_FLOAT32 || t->nbytes != want || t->n_rows > (size_t)(s->row_end - s->row_begin)) {
-      return tfx_err_set(err, TFX_ESHAPE, "push: '%s' expects %zu float32 values (%lld rows), got %llu bytes",
-                         s->key, s->count, (long long)(s->row_end - s->row_begin), (unsigned long long)t->nbytes);
+      return tfx_err_set(err, TFX_ESHAPE, "push: '%s' expects %zu float32 values (%lld rows), got %llu bytes", s->key,
+                         s->count, (long long)(s->row_end - s->row_begin), (unsigned long long)t->nbytes);
     }
     for (size_t k = 0; k < t->n_rows; k++) {
       if (t->rows[k] < s->row_begin || t->rows[k] >= s->row_end || (k && t->rows[k] <= t->rows[k - 1])) {
@@ -219,7 +261,9 @@ static int validate_push(ps_state *p, const tfx_inmsg *m, shard **targets, tfx_e
     }
     size_t size;
     const void *g = tfx_inmsg_part(m, part++, &size);
-    if (!all_finite_parallel(g, size / 4, p->cfg.ps_apply_threads)) return tfx_err_set(err, TFX_EINVAL, "push: '%s' carries NaN or Inf; rejected", s->key);
+    if (!all_finite_parallel(g, size / 4, p->cfg.ps_apply_threads)) {
+      return tfx_err_set(err, TFX_EINVAL, "push: '%s' carries NaN or Inf; rejected", s->key);
+    }
     targets[i] = s;
   }
   return TFX_OK;
@@ -237,7 +281,8 @@ typedef struct apply_part {
 
 static void *apply_range(void *arg) {
   apply_part *a = arg;
-  float *slots[2] = {a->s->slots[0] ? a->s->slots[0] + a->begin : NULL, a->s->slots[1] ? a->s->slots[1] + a->begin : NULL};
+  float *slots[2] = {a->s->slots[0] ? a->s->slots[0] + a->begin : NULL,
+                     a->s->slots[1] ? a->s->slots[1] + a->begin : NULL};
   tfx_optim_apply(a->opt, a->step, a->s->value->data + a->begin, a->g + a->begin, a->scale, slots, a->end - a->begin);
   return NULL;
 }
@@ -245,13 +290,19 @@ static void *apply_range(void *arg) {
 /* Applies g to a shard; elements are independent, so a large shard is split between this thread and a helper
  * (the cores are otherwise idle while the workers wait for this reply). */
 static int apply_one(ps_state *p, shard *s, const float *g, float scale) {
-  if (tfx_ps_own_value(p, s)) return -1;
+  if (tfx_ps_own_value(p, s)) {
+    return -1;
+  }
   apply_part whole = {&p->opt, p->version, s, g, scale, 0, s->count};
   pthread_t helper;
-  if (p->cfg.ps_apply_threads < 2 || s->count < PS_PARALLEL_MIN) return apply_range(&whole), 0;
+  if (p->cfg.ps_apply_threads < 2 || s->count < PS_PARALLEL_MIN) {
+    return apply_range(&whole), 0;
+  }
   apply_part tail = whole;
   whole.end = tail.begin = s->count / 2 / 16 * 16;
-  if (pthread_create(&helper, NULL, apply_range, &tail)) return apply_range(&tail), apply_range(&whole), 0;
+  if (pthread_create(&helper, NULL, apply_range, &tail)) {
+    return apply_range(&tail), apply_range(&whole), 0;
+  }
   apply_range(&whole);
   pthread_join(helper, NULL);
   return 0;
@@ -259,7 +310,9 @@ static int apply_one(ps_state *p, shard *s, const float *g, float scale) {
 
 /* A push to a non-trainable shard (batch-norm moving statistics) carries values: they are assigned. */
 static int assign_values(ps_state *p, shard *s, const float *values) {
-  if (tfx_ps_own_value(p, s)) return -1;
+  if (tfx_ps_own_value(p, s)) {
+    return -1;
+  }
   s->assigned = 1;
   memcpy(s->value->data, values, sizeof(float) * s->count);
   return 0;
@@ -267,10 +320,13 @@ static int assign_values(ps_state *p, shard *s, const float *values) {
 
 /* Applies a row-sparse gradient to the listed rows only (lazy update of the slots too). */
 static int apply_rows(ps_state *p, shard *s, const float *g, const Tfx__Tensor *t) {
-  if (tfx_ps_own_value(p, s)) return -1;
+  if (tfx_ps_own_value(p, s)) {
+    return -1;
+  }
   for (size_t k = 0; k < t->n_rows; k++) {
     int64_t local = t->rows[k] - s->row_begin;
-    tfx_optim_apply_rows(&p->opt, p->version, s->value->data, g + k * s->row_size, 1.0f, s->slots, &local, 1, s->row_size);
+    tfx_optim_apply_rows(&p->opt, p->version, s->value->data, g + k * s->row_size, 1.0f, s->slots, &local, 1,
+                         s->row_size);
   }
   return 0;
 }
@@ -279,8 +335,12 @@ static void apply_accumulated(ps_state *p) {
   float scale = 1.0f / (float)p->n_acc;
   for (int i = 0; i < p->n_shards; i++) {
     shard *s = &p->shards[i];
-    if (!s->trainable) continue;
-    if (apply_one(p, s, s->acc, scale)) tfx_log(TFX_LOG_ERROR, "PS-NOMEM", "'%s': out of memory copying for an update; not applied", s->key);
+    if (!s->trainable) {
+      continue;
+    }
+    if (apply_one(p, s, s->acc, scale)) {
+      tfx_log(TFX_LOG_ERROR, "PS-NOMEM", "'%s': out of memory copying for an update; not applied", s->key);
+    }
     memset(s->acc, 0, sizeof(float) * s->count);
   }
   p->version++;
@@ -305,18 +365,29 @@ static int push_sync(ps_state *p, const tfx_inmsg *m, shard **targets, int *stal
     const float *g = grad_data(p, m, (int)i);
     const Tfx__Tensor *t = e->tensors[i];
     shard *s = targets[i];
-    if (!g) return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+    if (!g) {
+      return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+    }
     if (!s->trainable) {
-      if (assign_values(p, s, g)) return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+      if (assign_values(p, s, g)) {
+        return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+      }
       continue;
     }
-    if (!t->n_rows) cblas_saxpy((int)s->count, 1.0f, g, 1, s->acc, 1);
+    if (!t->n_rows) {
+      cblas_saxpy((int)s->count, 1.0f, g, 1, s->acc, 1);
+    }
     for (size_t k = 0; k < t->n_rows; k++) {
-      cblas_saxpy((int)s->row_size, 1.0f, g + k * s->row_size, 1, s->acc + (size_t)(t->rows[k] - s->row_begin) * s->row_size, 1);
+      cblas_saxpy((int)s->row_size, 1.0f, g + k * s->row_size, 1,
+                  s->acc + (size_t)(t->rows[k] - s->row_begin) * s->row_size, 1);
     }
   }
-  if (w >= 0 && w < PS_MAX_WORKERS) p->contributed[w] = 1;
-  if (++p->n_acc >= p->replicas) apply_accumulated(p);
+  if (w >= 0 && w < PS_MAX_WORKERS) {
+    p->contributed[w] = 1;
+  }
+  if (++p->n_acc >= p->replicas) {
+    apply_accumulated(p);
+  }
   return TFX_OK;
 }
 
@@ -326,13 +397,18 @@ static int push_async(ps_state *p, const tfx_inmsg *m, shard **targets, tfx_err 
     const float *g = grad_data(p, m, (int)i);
     const Tfx__Tensor *t = e->tensors[i];
     int bad = !g || (!targets[i]->trainable ? assign_values(p, targets[i], g)
-                     : t->n_rows ? apply_rows(p, targets[i], g, t) : apply_one(p, targets[i], g, 1.0f));
-    if (bad) return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+                     : t->n_rows            ? apply_rows(p, targets[i], g, t)
+                                            : apply_one(p, targets[i], g, 1.0f));
+    if (bad) {
+      return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+    }
   }
   p->version++;
   p->stats.applied++;
   int w = worker_of(e);
-  if (w >= 0 && w < PS_MAX_WORKERS) p->clock[w]++;
+  if (w >= 0 && w < PS_MAX_WORKERS) {
+    p->clock[w]++;
+  }
   return TFX_OK;
 }
 
@@ -342,9 +418,13 @@ static int answer_push(ps_state *p, tfx_inmsg *m, int stale, tfx_err *err) {
   const tfx_envelope *e = m->env;
   if (e->flag & 1) {
     int64_t want = is_sync(p) ? e->step + 1 : 0;
-    if (pull_ready(p, want, worker_of(e))) return tfx_ps_send_values(p, &m->identity, e->request_id, NULL, 0, 1, err);
+    if (pull_ready(p, want, worker_of(e))) {
+      return tfx_ps_send_values(p, &m->identity, e->request_id, NULL, 0, 1, err);
+    }
     int rc = park(p, m, err);
-    if (!rc) p->pending[p->n_pending - 1].min_version = want, p->pending[p->n_pending - 1].changed_only = 1;
+    if (!rc) {
+      p->pending[p->n_pending - 1].min_version = want, p->pending[p->n_pending - 1].changed_only = 1;
+    }
     return rc;
   }
   tfx_envelope env;
@@ -355,11 +435,19 @@ static int answer_push(ps_state *p, tfx_inmsg *m, int stale, tfx_err *err) {
 
 int tfx_ps_push(ps_state *p, tfx_inmsg *m, tfx_err *err) {
   shard *stack[64], **targets = m->env->n_tensors <= 64 ? stack : calloc(m->env->n_tensors, sizeof *targets);
-  if (!targets) return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  if (!targets) {
+    return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  }
   int stale = 0, rc = validate_push(p, m, targets, err);
-  if (!rc) rc = is_sync(p) ? push_sync(p, m, targets, &stale, err) : push_async(p, m, targets, err);
-  if (targets != stack) free(targets);
-  if (rc) return rc;
+  if (!rc) {
+    rc = is_sync(p) ? push_sync(p, m, targets, &stale, err) : push_async(p, m, targets, err);
+  }
+  if (targets != stack) {
+    free(targets);
+  }
+  if (rc) {
+    return rc;
+  }
   rc = answer_push(p, m, stale, err);
   service(p);
   return rc;
@@ -368,12 +456,17 @@ int tfx_ps_push(ps_state *p, tfx_inmsg *m, tfx_err *err) {
 static int write_shard(ps_state *p, int64_t step, const char *path, uint32_t *crc, uint64_t *bytes, tfx_err *err) {
   int ns = tfx_optim_slots(&p->opt), n = 0;
   tfx_ckpt_entry *e = calloc((size_t)p->n_shards * 3 + 1, sizeof *e);
-  if (!e) return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  if (!e) {
+    return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  }
   for (int i = 0; i < p->n_shards; i++) {
     shard *s = &p->shards[i];
     for (int k = -1; k < ns; k++, n++) {
-      if (k < 0) snprintf(e[n].name, sizeof e[n].name, "%s", s->key);
-      else snprintf(e[n].name, sizeof e[n].name, "%s@%s", s->key, tfx_optim_slot_name(k));
+      if (k < 0) {
+        snprintf(e[n].name, sizeof e[n].name, "%s", s->key);
+      } else {
+        snprintf(e[n].name, sizeof e[n].name, "%s@%s", s->key, tfx_optim_slot_name(k));
+      }
       e[n].rank = s->rank;
       memcpy(e[n].dims, s->shape, sizeof s->shape);
       e[n].row_begin = s->row_begin, e[n].row_end = s->row_end, e[n].version = (uint64_t)p->version;
@@ -393,25 +486,36 @@ static void write_checkpoint(ps_state *p) {
   tfx_err err;
   tfx_err_clear(&err);
   int rc = tfx_mkdirs(p->ckpt_dir, &err);
-  if (!rc) rc = write_shard(p, p->ckpt_step, path, &crc, &bytes, &err);
+  if (!rc) {
+    rc = write_shard(p, p->ckpt_step, path, &crc, &bytes, &err);
+  }
   tfx_envelope env;
   tfx_wire_request(&env, TFX__MSG_TYPE__MSG_REPLY);
   Tfx__KeyValue kv[2], *kvp[2] = {&kv[0], &kv[1]};
   tfx__key_value__init(&kv[0]), tfx__key_value__init(&kv[1]);
   kv[0].key = "crc32", kv[0].value = crc, kv[1].key = "bytes", kv[1].value = (double)bytes;
   env.request_id = p->ckpt_request, env.step = p->version, env.path = path, env.stats = kvp, env.n_stats = 2;
-  if (rc) env.code = rc, env.error = err.msg;
+  if (rc) {
+    env.code = rc, env.error = err.msg;
+  }
   tfx_wire_send(p->sock, &p->ckpt_identity, &env, NULL, 0, NULL);
-  if (rc) tfx_log(TFX_LOG_ERROR, "PS-CKPT-FAIL", "%s", err.msg);
-  else tfx_log(TFX_LOG_INFO, "PS-CKPT", "wrote %s at step %lld", path, (long long)p->version);
+  if (rc) {
+    tfx_log(TFX_LOG_ERROR, "PS-CKPT-FAIL", "%s", err.msg);
+  } else {
+    tfx_log(TFX_LOG_INFO, "PS-CKPT", "wrote %s at step %lld", path, (long long)p->version);
+  }
   zmq_msg_close(&p->ckpt_identity);
   p->ckpt_pending = 0;
 }
 
 int tfx_ps_checkpoint_request(ps_state *p, tfx_inmsg *m, tfx_err *err) {
   const tfx_envelope *e = m->env;
-  if (!e->path || !*e->path) return tfx_err_set(err, TFX_EINVAL, "checkpoint: no directory given");
-  if (p->ckpt_pending) zmq_msg_close(&p->ckpt_identity);
+  if (!e->path || !*e->path) {
+    return tfx_err_set(err, TFX_EINVAL, "checkpoint: no directory given");
+  }
+  if (p->ckpt_pending) {
+    zmq_msg_close(&p->ckpt_identity);
+  }
   snprintf(p->ckpt_dir, sizeof p->ckpt_dir, "%s", e->path);
   p->ckpt_step = e->step, p->ckpt_request = e->request_id, p->ckpt_pending = 1;
   zmq_msg_init(&p->ckpt_identity);
@@ -420,8 +524,11 @@ int tfx_ps_checkpoint_request(ps_state *p, tfx_inmsg *m, tfx_err *err) {
     /* The values of that step are gone: say so rather than label later values with it. */
     zmq_msg_close(&p->ckpt_identity);
     p->ckpt_pending = 0;
-    return tfx_err_set(err, TFX_ESTATE, "checkpoint at step %lld: this ps is already at step %lld", (long long)e->step, (long long)p->version);
+    return tfx_err_set(err, TFX_ESTATE, "checkpoint at step %lld: this ps is already at step %lld", (long long)e->step,
+                       (long long)p->version);
   }
-  if (p->version >= p->ckpt_step) write_checkpoint(p);
+  if (p->version >= p->ckpt_step) {
+    write_checkpoint(p);
+  }
   return TFX_OK;
 }

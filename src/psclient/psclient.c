@@ -39,12 +39,17 @@ static void release_held(ps_link *l);
 
 static int map_shard(const Tfx__Shard *s, tfx_model *m, slot *out, tfx_err *err) {
   tfx_var *v = tfx_model_find_var(m, s->var);
-  if (!v) return tfx_err_set(err, TFX_ESHAPE, "plan shard '%.64s': the model has no variable '%.64s'", s->key, s->var);
+  if (!v) {
+    return tfx_err_set(err, TFX_ESHAPE, "plan shard '%.64s': the model has no variable '%.64s'", s->key, s->var);
+  }
   if ((int)s->n_shape != v->rank || s->row_begin < 0 || s->row_end > v->shape[0] || s->row_begin >= s->row_end) {
     return tfx_err_set(err, TFX_ESHAPE, "plan shard '%.64s': does not fit variable %s", s->key, v->name);
   }
   for (int d = 0; d < v->rank; d++) {
-    if (s->shape[d] != v->shape[d]) return tfx_err_set(err, TFX_ESHAPE, "plan shard '%.64s': dim %d is %lld, variable has %lld", s->key, d, (long long)s->shape[d], (long long)v->shape[d]);
+    if (s->shape[d] != v->shape[d]) {
+      return tfx_err_set(err, TFX_ESHAPE, "plan shard '%.64s': dim %d is %lld, variable has %lld", s->key, d,
+                         (long long)s->shape[d], (long long)v->shape[d]);
+    }
   }
   size_t row = v->count / (size_t)v->shape[0];
   snprintf(out->key, sizeof out->key, "%s", s->key);
@@ -60,8 +65,12 @@ static int prepare_push(ps_link *l, tfx_err *err) {
   l->metas = calloc((size_t)l->n + 1, sizeof *l->metas);
   l->ptrs = calloc((size_t)l->n + 1, sizeof *l->ptrs);
   l->payloads = calloc((size_t)l->n + 1, sizeof *l->payloads);
-  if (!l->metas || !l->ptrs || !l->payloads) return tfx_err_set(err, TFX_ENOMEM, "out of memory");
-  for (int i = 0; i < l->n; i++) l->n_push += l->slots[i].var->trainable || l->slots[i].var->assign;
+  if (!l->metas || !l->ptrs || !l->payloads) {
+    return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  }
+  for (int i = 0; i < l->n; i++) {
+    l->n_push += l->slots[i].var->trainable || l->slots[i].var->assign;
+  }
   return TFX_OK;
 }
 
@@ -72,7 +81,9 @@ static int fill_push(ps_link *l) {
   for (int i = 0; i < l->n; i++) {
     slot *s = &l->slots[i];
     tfx_var *v = s->var;
-    if (!v->trainable && !v->assign) continue;
+    if (!v->trainable && !v->assign) {
+      continue;
+    }
     Tfx__Tensor *t = &l->metas[n];
     tfx__tensor__init(t);
     t->name = s->key, t->shape = s->shape, t->n_shape = (size_t)s->rank;
@@ -81,7 +92,9 @@ static int fill_push(ps_link *l) {
     if (v->sparse) {
       size_t width = v->count / (size_t)v->shape[0], lo = tfx_rows_lower_bound(v->rows, v->n_rows, s->row_begin);
       size_t hi = tfx_rows_lower_bound(v->rows, v->n_rows, s->row_end);
-      if (hi == lo) continue;
+      if (hi == lo) {
+        continue;
+      }
       t->rows = v->rows + lo, t->n_rows = hi - lo;
       g = v->grad + lo * width, bytes = (hi - lo) * width * sizeof(float);
     }
@@ -93,13 +106,19 @@ static int fill_push(ps_link *l) {
 }
 
 static int add_shard(tfx_psclient *c, const Tfx__Shard *s, tfx_model *m, tfx_err *err) {
-  if (s->ps < 0 || s->ps >= c->n_ps) return tfx_err_set(err, TFX_ESHAPE, "plan shard '%.64s': ps %d of %d", s->key, s->ps, c->n_ps);
+  if (s->ps < 0 || s->ps >= c->n_ps) {
+    return tfx_err_set(err, TFX_ESHAPE, "plan shard '%.64s': ps %d of %d", s->key, s->ps, c->n_ps);
+  }
   ps_link *l = &c->ps[s->ps];
   slot *g = realloc(l->slots, sizeof *g * (size_t)(l->n + 1));
-  if (!g) return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  if (!g) {
+    return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  }
   l->slots = g;
   int rc = map_shard(s, m, &l->slots[l->n], err);
-  if (!rc) l->n++;
+  if (!rc) {
+    l->n++;
+  }
   return rc;
 }
 
@@ -107,20 +126,30 @@ int tfx_psclient_create(const tfx_cluster *cluster, Tfx__Shard *const *shards, s
                         int timeout_ms, tfx_psclient **out, tfx_err *err) {
   tfx_psclient *c = calloc(1, sizeof *c);
   int rc = TFX_OK;
-  if (!c) return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  if (!c) {
+    return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  }
   c->n_ps = tfx_cluster_count(cluster, TFX_ROLE_PS);
   c->timeout_ms = timeout_ms;
   if (!(c->ps = calloc((size_t)c->n_ps + 1, sizeof *c->ps))) {
     free(c);
     return tfx_err_set(err, TFX_ENOMEM, "out of memory");
   }
-  for (size_t i = 0; i < n_shards && !rc; i++) rc = add_shard(c, shards[i], model, err);
+  for (size_t i = 0; i < n_shards && !rc; i++) {
+    rc = add_shard(c, shards[i], model, err);
+  }
   for (int p = 0; p < c->n_ps && !rc; p++) {
     char ep[320];
-    if (!c->ps[p].n) continue;
+    if (!c->ps[p].n) {
+      continue;
+    }
     rc = tfx_address_endpoint(tfx_cluster_address(cluster, TFX_ROLE_PS, p), 0, NULL, ep, sizeof ep, err);
-    if (!rc) rc = tfx_client_create(ep, &c->ps[p].client, err);
-    if (!rc) rc = prepare_push(&c->ps[p], err);
+    if (!rc) {
+      rc = tfx_client_create(ep, &c->ps[p].client, err);
+    }
+    if (!rc) {
+      rc = prepare_push(&c->ps[p], err);
+    }
   }
   if (rc) {
     tfx_psclient_destroy(c);
@@ -131,7 +160,9 @@ int tfx_psclient_create(const tfx_cluster *cluster, Tfx__Shard *const *shards, s
 }
 
 void tfx_psclient_destroy(tfx_psclient *c) {
-  if (!c) return;
+  if (!c) {
+    return;
+  }
   for (int p = 0; p < c->n_ps; p++) {
     ps_link *l = &c->ps[p];
     release_held(l);
@@ -144,7 +175,9 @@ void tfx_psclient_destroy(tfx_psclient *c) {
 
 static slot *find_slot(ps_link *l, const char *key) {
   for (int i = 0; i < l->n; i++) {
-    if (strcmp(l->slots[i].key, key) == 0) return &l->slots[i];
+    if (strcmp(l->slots[i].key, key) == 0) {
+      return &l->slots[i];
+    }
   }
   return NULL;
 }
@@ -153,7 +186,9 @@ static slot *find_slot(ps_link *l, const char *key) {
 static void release_held(ps_link *l) {
   for (int i = 0; i < l->n; i++) {
     tfx_var *v = l->slots[i].var;
-    if (v->value != v->storage) memcpy(v->storage, v->value, sizeof(float) * v->count), v->value = v->storage;
+    if (v->value != v->storage) {
+      memcpy(v->storage, v->value, sizeof(float) * v->count), v->value = v->storage;
+    }
   }
   tfx_inmsg_fini(&l->held);
 }
@@ -175,7 +210,9 @@ static int take_values(tfx_psclient *c, ps_link *l, tfx_inmsg *m, tfx_err *err) 
     if (s->count == s->var->count && !s->var->assign && ((uintptr_t)data & 3) == 0) {
       s->var->value = (float *)data;
     } else {
-      if (s->var->value != s->var->storage) s->var->value = s->var->storage;
+      if (s->var->value != s->var->storage) {
+        s->var->value = s->var->storage;
+      }
       memcpy(s->var->value + s->offset, data, size);
     }
     c->bytes += size;
@@ -188,15 +225,23 @@ static int recv_values(tfx_psclient *c, int p, int64_t *lowest, tfx_err *err) {
   ps_link *l = &c->ps[p];
   tfx_inmsg m;
   int rc = tfx_client_recv(l->client, &m, c->timeout_ms, err);
-  if (rc) return tfx_inmsg_fini(&m), rc;
-  for (int i = 0; i < l->n; i++) l->slots[i].fresh = 0;
+  if (rc) {
+    return tfx_inmsg_fini(&m), rc;
+  }
+  for (int i = 0; i < l->n; i++) {
+    l->slots[i].fresh = 0;
+  }
   rc = take_values(c, l, &m, err);
   for (int i = 0; i < l->n; i++) {
     tfx_var *v = l->slots[i].var;
     /* Left out of this reply (unchanged) but living in the previous reply's frame: keep it in storage. */
-    if (!l->slots[i].fresh && v->value != v->storage) memcpy(v->storage, v->value, sizeof(float) * v->count), v->value = v->storage;
+    if (!l->slots[i].fresh && v->value != v->storage) {
+      memcpy(v->storage, v->value, sizeof(float) * v->count), v->value = v->storage;
+    }
   }
-  if (!rc && m.env->step < *lowest) *lowest = m.env->step;
+  if (!rc && m.env->step < *lowest) {
+    *lowest = m.env->step;
+  }
   tfx_inmsg_fini(&l->held);
   l->held = m;
   return rc;
@@ -206,7 +251,9 @@ int tfx_psclient_pull(tfx_psclient *c, int64_t min_version, int64_t *version, tf
   int rc = TFX_OK;
   c->bytes = 0;
   for (int p = 0; p < c->n_ps && !rc; p++) {
-    if (!c->ps[p].client) continue;
+    if (!c->ps[p].client) {
+      continue;
+    }
     tfx_envelope env;
     tfx_wire_request(&env, TFX__MSG_TYPE__MSG_PULL);
     env.step = min_version;
@@ -214,9 +261,13 @@ int tfx_psclient_pull(tfx_psclient *c, int64_t min_version, int64_t *version, tf
   }
   int64_t lowest = INT64_MAX;
   for (int p = 0; p < c->n_ps && !rc; p++) {
-    if (c->ps[p].client) rc = recv_values(c, p, &lowest, err);
+    if (c->ps[p].client) {
+      rc = recv_values(c, p, &lowest, err);
+    }
   }
-  if (!rc) *version = lowest == INT64_MAX ? 0 : lowest;
+  if (!rc) {
+    *version = lowest == INT64_MAX ? 0 : lowest;
+  }
   return rc;
 }
 
@@ -225,7 +276,9 @@ static int send_pushes(tfx_psclient *c, int64_t step, int flag, tfx_err *err) {
   int rc = TFX_OK;
   for (int p = 0; p < c->n_ps && !rc; p++) {
     ps_link *l = &c->ps[p];
-    if (!l->client || (!l->n_push && !flag)) continue;
+    if (!l->client || (!l->n_push && !flag)) {
+      continue;
+    }
     int n = fill_push(l);
     tfx_envelope env;
     tfx_wire_request(&env, TFX__MSG_TYPE__MSG_PUSH);
@@ -239,13 +292,19 @@ int tfx_psclient_push(tfx_psclient *c, int64_t step, int *stale, tfx_err *err) {
   int rc = send_pushes(c, step, 0, err), n_stale = 0;
   for (int p = 0; p < c->n_ps && !rc; p++) {
     ps_link *l = &c->ps[p];
-    if (!l->client || !l->n_push) continue;
+    if (!l->client || !l->n_push) {
+      continue;
+    }
     tfx_inmsg m;
     rc = tfx_client_recv(l->client, &m, c->timeout_ms, err);
-    if (!rc) n_stale += m.env->flag != 0;
+    if (!rc) {
+      n_stale += m.env->flag != 0;
+    }
     tfx_inmsg_fini(&m);
   }
-  if (!rc && stale) *stale = n_stale;
+  if (!rc && stale) {
+    *stale = n_stale;
+  }
   return rc;
 }
 
@@ -254,10 +313,16 @@ int tfx_psclient_push_pull(tfx_psclient *c, int64_t step, int64_t *version, tfx_
   int64_t lowest = INT64_MAX;
   c->bytes = 0;
   for (int p = 0; p < c->n_ps && !rc; p++) {
-    if (c->ps[p].client) rc = recv_values(c, p, &lowest, err);
+    if (c->ps[p].client) {
+      rc = recv_values(c, p, &lowest, err);
+    }
   }
-  if (!rc) *version = lowest == INT64_MAX ? 0 : lowest;
+  if (!rc) {
+    *version = lowest == INT64_MAX ? 0 : lowest;
+  }
   return rc;
 }
 
-uint64_t tfx_psclient_bytes(const tfx_psclient *c) { return c->bytes; }
+uint64_t tfx_psclient_bytes(const tfx_psclient *c) {
+  return c->bytes;
+}

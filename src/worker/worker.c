@@ -9,18 +9,18 @@
 #include <unistd.h>
 
 #include "dataset.h"
-#include "source.h"
-#include "step.h"
 #include "log.h"
 #include "net.h"
 #include "psclient.h"
+#include "source.h"
+#include "step.h"
 
 typedef struct worker {
   tfx_node *n;
   tfx_config cfg;
-  void *sock;              /* ROUTER: status and stop */
+  void *sock; /* ROUTER: status and stop */
   tfx_client *master;
-  tfx_inmsg plan;          /* the register reply: plan + experiment */
+  tfx_inmsg plan; /* the register reply: plan + experiment */
   tfx_model *model;
   tfx_psclient *ps;
   tfx_dataset *data;
@@ -45,15 +45,22 @@ static int reply_status(worker *w, const tfx_inmsg *m) {
 
 /* Answers status queries and takes STOP, without blocking. */
 static void serve_control(worker *w) {
-  if (!w->sock) return; /* worker 0 acting as chief: its address belongs to the master */
+  if (!w->sock) {
+    return; /* worker 0 acting as chief: its address belongs to the master */
+  }
   zmq_pollitem_t item = {w->sock, 0, ZMQ_POLLIN, 0};
   while (zmq_poll(&item, 1, 0) > 0) {
     tfx_inmsg m;
     tfx_err err;
     if (tfx_wire_recv(w->sock, 1, &m, &err) == TFX_OK) {
-      if (m.env->type == TFX__MSG_TYPE__MSG_STOP) w->stop = 1;
-      if (m.env->type == TFX__MSG_TYPE__MSG_STATUS || m.env->type == TFX__MSG_TYPE__MSG_STOP) reply_status(w, &m);
-      else tfx_server_reply_error(w->sock, &m, TFX_EPROTO, "a worker answers only STATUS and STOP", NULL);
+      if (m.env->type == TFX__MSG_TYPE__MSG_STOP) {
+        w->stop = 1;
+      }
+      if (m.env->type == TFX__MSG_TYPE__MSG_STATUS || m.env->type == TFX__MSG_TYPE__MSG_STOP) {
+        reply_status(w, &m);
+      } else {
+        tfx_server_reply_error(w->sock, &m, TFX_EPROTO, "a worker answers only STATUS and STOP", NULL);
+      }
     } else {
       tfx_server_reply_error(w->sock, &m, TFX_EPROTO, err.msg, NULL);
     }
@@ -70,16 +77,24 @@ static int register_with_master(worker *w, tfx_err *err) {
     tfx_wire_request(&env, TFX__MSG_TYPE__MSG_REGISTER);
     tfx_err cerr;
     int rc = tfx_client_call(w->master, &env, NULL, 0, &w->plan, 1000, &cerr);
-    if (rc == TFX_OK && w->plan.env->flag == 1) return TFX_OK;
-    if (rc == TFX_OK && w->plan.env->flag == 2) return w->stop = 1, TFX_OK;
+    if (rc == TFX_OK && w->plan.env->flag == 1) {
+      return TFX_OK;
+    }
+    if (rc == TFX_OK && w->plan.env->flag == 2) {
+      return w->stop = 1, TFX_OK;
+    }
     tfx_inmsg_fini(&w->plan);
-    if (rc == TFX_EPEER) tfx_client_reset(w->master, NULL);
+    if (rc == TFX_EPEER) {
+      tfx_client_reset(w->master, NULL);
+    }
     if (tfx_now_ms() > deadline) {
-      return tfx_err_set(err, TFX_EPEER, "master at %s did not start the run within %d s", tfx_client_endpoint(w->master), w->cfg.register_timeout_s);
+      return tfx_err_set(err, TFX_EPEER, "master at %s did not start the run within %d s",
+                         tfx_client_endpoint(w->master), w->cfg.register_timeout_s);
     }
     if (tfx_now_ms() - last_log > 5000) {
       last_log = tfx_now_ms();
-      tfx_log(TFX_LOG_INFO, "WORKER-WAIT", "waiting for the master at %s to start the run", tfx_client_endpoint(w->master));
+      tfx_log(TFX_LOG_INFO, "WORKER-WAIT", "waiting for the master at %s to start the run",
+              tfx_client_endpoint(w->master));
     }
     usleep(200000);
   }
@@ -90,9 +105,14 @@ static int setup(worker *w, tfx_err *err) {
   const tfx_envelope *p = w->plan.env;
   tfx_config_init(&w->cfg);
   int rc = tfx_config_parse(&w->cfg, p->text ? p->text : "", "experiment from the master", err);
-  if (rc || (rc = tfx_model_create(&w->cfg, w->cfg.batch_size, &w->model, err))) return rc;
-  rc = tfx_psclient_create(w->n->cluster, p->shards, p->n_shards, w->model, w->cfg.request_timeout_s * 1000, &w->ps, err);
-  if (rc) return rc;
+  if (rc || (rc = tfx_model_create(&w->cfg, w->cfg.batch_size, &w->model, err))) {
+    return rc;
+  }
+  rc = tfx_psclient_create(w->n->cluster, p->shards, p->n_shards, w->model, w->cfg.request_timeout_s * 1000, &w->ps,
+                           err);
+  if (rc) {
+    return rc;
+  }
   size_t dim = tfx_model_input_size(w->model);
   int n_workers = tfx_cluster_count(w->n->cluster, TFX_ROLE_WORKER);
   if ((rc = tfx_dataset_load_config(&w->cfg, 0, dim, &w->data, err)) ||
@@ -104,10 +124,16 @@ static int setup(worker *w, tfx_err *err) {
   w->x = malloc(sizeof(float) * dim * (size_t)w->cfg.batch_size);
   w->y = malloc(sizeof(int32_t) * (size_t)w->cfg.batch_size);
   w->acc = calloc((size_t)tfx_model_nvars(w->model), sizeof(float *));
-  if (!w->x || !w->y || !w->acc) return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  if (!w->x || !w->y || !w->acc) {
+    return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  }
   for (int i = 0; w->cfg.accumulate > 1 && i < tfx_model_nvars(w->model); i++) {
-    if (tfx_model_var(w->model, i)->sparse) return tfx_err_set(err, TFX_ECONFIG, "training.accumulate > 1 with a row-sparse variable is not supported");
-    if (!(w->acc[i] = calloc(tfx_model_var(w->model, i)->count, sizeof(float)))) return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+    if (tfx_model_var(w->model, i)->sparse) {
+      return tfx_err_set(err, TFX_ECONFIG, "training.accumulate > 1 with a row-sparse variable is not supported");
+    }
+    if (!(w->acc[i] = calloc(tfx_model_var(w->model, i)->count, sizeof(float)))) {
+      return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+    }
   }
   w->version = p->step;
   return TFX_OK;
@@ -124,13 +150,17 @@ static int report(worker *w, double loss, double acc, double eps, tfx_err *err) 
   const char *names[] = {"loss", "accuracy", "examples_per_sec"};
   double vals[] = {loss, acc, eps};
   Tfx__KeyValue kv[3], *kvp[3];
-  for (int i = 0; i < 3; i++) tfx__key_value__init(&kv[i]), kv[i].key = (char *)names[i], kv[i].value = vals[i], kvp[i] = &kv[i];
+  for (int i = 0; i < 3; i++) {
+    tfx__key_value__init(&kv[i]), kv[i].key = (char *)names[i], kv[i].value = vals[i], kvp[i] = &kv[i];
+  }
   tfx_envelope env;
   tfx_wire_request(&env, TFX__MSG_TYPE__MSG_REPORT);
   env.step = w->version, env.stats = kvp, env.n_stats = 3;
   tfx_inmsg m;
   int rc = tfx_client_call(w->master, &env, NULL, 0, &m, w->cfg.request_timeout_s * 1000, err);
-  if (!rc && m.env->flag == 1) w->stop = 1;
+  if (!rc && m.env->flag == 1) {
+    w->stop = 1;
+  }
   tfx_inmsg_fini(&m);
   return rc;
 }
@@ -140,16 +170,21 @@ static int train(worker *w, tfx_err *err) {
   double loss = 0, hits = 0, seen = 0, n = 0;
   int64_t t0 = tfx_now_ms();
   (void)sync;
-  if ((rc = tfx_psclient_pull(w->ps, 0, &w->version, err))) return rc;
+  if ((rc = tfx_psclient_pull(w->ps, 0, &w->version, err))) {
+    return rc;
+  }
   while (!w->stop && !tfx_stop_requested() && w->version < w->cfg.max_steps) {
     tfx_step_stats st;
     compute(w, &st);
     if (!isfinite(st.loss) || st.loss > w->cfg.thres_loss) {
       report(w, st.loss, 0, 0, NULL);
-      return tfx_err_set(err, TFX_ELOSS, "training loss %g at step %lld exceeds thres_loss %g", st.loss, (long long)w->version, w->cfg.thres_loss);
+      return tfx_err_set(err, TFX_ELOSS, "training loss %g at step %lld exceeds thres_loss %g", st.loss,
+                         (long long)w->version, w->cfg.thres_loss);
     }
     int64_t step = w->version;
-    if ((rc = tfx_psclient_push_pull(w->ps, step, &w->version, err))) return rc;
+    if ((rc = tfx_psclient_push_pull(w->ps, step, &w->version, err))) {
+      return rc;
+    }
     w->steps++, loss += st.loss, hits += st.correct, seen += st.count, n++;
     if (w->steps % w->cfg.report_every == 0) {
       double eps = seen / ((tfx_now_ms() - t0 + 1) / 1000.0);
@@ -157,17 +192,22 @@ static int train(worker *w, tfx_err *err) {
       w->version = step;
       rc = report(w, loss / n, hits / seen, eps, err);
       w->version = now;
-      if (rc) return rc;
+      if (rc) {
+        return rc;
+      }
       loss = hits = seen = n = 0, t0 = tfx_now_ms();
     }
     serve_control(w);
   }
-  tfx_log(TFX_LOG_INFO, "WORKER-DONE", "stopped at global step %lld after %lld local steps", (long long)w->version, (long long)w->steps);
+  tfx_log(TFX_LOG_INFO, "WORKER-DONE", "stopped at global step %lld after %lld local steps", (long long)w->version,
+          (long long)w->steps);
   return TFX_OK;
 }
 
 static void cleanup(worker *w) {
-  for (int i = 0; w->acc && w->model && i < tfx_model_nvars(w->model); i++) free(w->acc[i]);
+  for (int i = 0; w->acc && w->model && i < tfx_model_nvars(w->model); i++) {
+    free(w->acc[i]);
+  }
   free(w->acc), free(w->x), free(w->y);
   tfx_psclient_destroy(w->ps);
   tfx_client_destroy(w->master);
@@ -192,15 +232,28 @@ int tfx_worker_run(tfx_node *n, tfx_err *err) {
   openblas_set_num_threads(n->cfg.threads);
   char ep[320], mep[320];
   const char *maddr = tfx_cluster_address(n->cluster, TFX_ROLE_MASTER, 0);
-  int rc = tfx_address_endpoint(tfx_cluster_address(n->cluster, TFX_ROLE_WORKER, n->index), 1, n->bind_host, ep, sizeof ep, err);
-  if (!rc) rc = tfx_address_endpoint(maddr, 0, NULL, mep, sizeof mep, err);
+  int rc = tfx_address_endpoint(tfx_cluster_address(n->cluster, TFX_ROLE_WORKER, n->index), 1, n->bind_host, ep,
+                                sizeof ep, err);
+  if (!rc) {
+    rc = tfx_address_endpoint(maddr, 0, NULL, mep, sizeof mep, err);
+  }
   /* Worker 0 acting as chief (no chief in TF_CONFIG): its address is the master's; no control socket. */
   int is_chief = !strcmp(maddr, tfx_cluster_address(n->cluster, TFX_ROLE_WORKER, n->index));
-  if (!rc && !is_chief) rc = tfx_server_open(ep, &w.sock, err);
-  if (!rc) rc = tfx_client_create(mep, &w.master, err);
-  if (!rc) rc = register_with_master(&w, err);
-  if (!rc && !w.stop) rc = setup(&w, err);
-  if (!rc && !w.stop) rc = train(&w, err);
+  if (!rc && !is_chief) {
+    rc = tfx_server_open(ep, &w.sock, err);
+  }
+  if (!rc) {
+    rc = tfx_client_create(mep, &w.master, err);
+  }
+  if (!rc) {
+    rc = register_with_master(&w, err);
+  }
+  if (!rc && !w.stop) {
+    rc = setup(&w, err);
+  }
+  if (!rc && !w.stop) {
+    rc = train(&w, err);
+  }
   cleanup(&w);
   return rc;
 }

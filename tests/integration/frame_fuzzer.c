@@ -12,7 +12,9 @@
 static void send_junk(void *sock, unsigned *seed, int i) {
   uint8_t buf[512];
   size_t n = (size_t)(rand_r(seed) % (int)sizeof buf);
-  for (size_t k = 0; k < n; k++) buf[k] = (uint8_t)rand_r(seed);
+  for (size_t k = 0; k < n; k++) {
+    buf[k] = (uint8_t)rand_r(seed);
+  }
   if (i % 3 == 1) {
     /* A valid envelope announcing a tensor whose frame is missing or of the wrong size. */
     tfx_envelope env;
@@ -25,7 +27,9 @@ static void send_junk(void *sock, unsigned *seed, int i) {
     size_t len;
     uint8_t *packed = tfx_wire_pack(&env, &len);
     zmq_send(sock, packed, len / (size_t)(1 + i % 2), i % 2 ? 0 : ZMQ_SNDMORE);
-    if (!(i % 2)) zmq_send(sock, buf, n, 0);
+    if (!(i % 2)) {
+      zmq_send(sock, buf, n, 0);
+    }
     free(packed);
     return;
   }
@@ -33,7 +37,9 @@ static void send_junk(void *sock, unsigned *seed, int i) {
 }
 
 int main(int argc, char **argv) {
-  if (argc != 3) return fprintf(stderr, "usage: %s HOST:PORT N\n", argv[0]), 2;
+  if (argc != 3) {
+    return fprintf(stderr, "usage: %s HOST:PORT N\n", argv[0]), 2;
+  }
   char ep[320];
   tfx_err err;
   tfx_client *c;
@@ -42,13 +48,18 @@ int main(int argc, char **argv) {
   }
   unsigned seed = 12345;
   int n = atoi(argv[2]);
-  for (int i = 0; i < n; i++) send_junk(tfx_client_socket(c), &seed, i);
+  for (int i = 0; i < n; i++) {
+    send_junk(tfx_client_socket(c), &seed, i);
+  }
   tfx_envelope env;
   tfx_inmsg r;
   tfx_wire_request(&env, TFX__MSG_TYPE__MSG_STATUS);
   int rc = tfx_client_call(c, &env, NULL, 0, &r, 10000, &err);
-  if (rc) fprintf(stderr, "node did not answer after %d junk frames: %s\n", n, err.msg);
-  else printf("node answered after %d junk frames: state %s\n", n, r.env->text);
+  if (rc) {
+    fprintf(stderr, "node did not answer after %d junk frames: %s\n", n, err.msg);
+  } else {
+    printf("node answered after %d junk frames: state %s\n", n, r.env->text);
+  }
   tfx_inmsg_fini(&r);
   tfx_client_destroy(c);
   tfx_net_shutdown();

@@ -21,10 +21,20 @@ static const char *tfx_node;
 static char endpoint[64], run_dir[256];
 static pid_t ps_pid;
 
-#define CHECK(cond, ...) do { if (!(cond)) { printf("FAIL: " __VA_ARGS__); printf("\n"); stop_ps(); exit(1); } } while (0)
+#define CHECK(cond, ...)            \
+  do {                              \
+    if (!(cond)) {                  \
+      printf("FAIL: " __VA_ARGS__); \
+      printf("\n");                 \
+      stop_ps();                    \
+      exit(1);                      \
+    }                               \
+  } while (0)
 
 static void stop_ps(void) {
-  if (ps_pid > 0) kill(ps_pid, SIGTERM), waitpid(ps_pid, NULL, 0);
+  if (ps_pid > 0) {
+    kill(ps_pid, SIGTERM), waitpid(ps_pid, NULL, 0);
+  }
   ps_pid = 0;
 }
 
@@ -58,9 +68,10 @@ static tfx_client *connect_ps(void) {
 static int init_ps(tfx_client *c, const char *mode, const char *opt, int workers, int replicas, int staleness,
                    const char *path, tfx_err *err) {
   char json[512];
-  snprintf(json, sizeof json, "{\"training\": {\"mode\": \"%s\", \"replicas_to_aggregate\": %d, \"staleness\": %d},"
-           " \"optimizer\": {\"name\": \"%s\", \"learning_rate\": %s}}", mode, replicas, staleness, opt,
-           strcmp(opt, "sgd") ? "0.01" : "1");
+  snprintf(json, sizeof json,
+           "{\"training\": {\"mode\": \"%s\", \"replicas_to_aggregate\": %d, \"staleness\": %d},"
+           " \"optimizer\": {\"name\": \"%s\", \"learning_rate\": %s}}",
+           mode, replicas, staleness, opt, strcmp(opt, "sgd") ? "0.01" : "1");
   Tfx__Shard sh, *shp = &sh;
   int64_t shape[1] = {N};
   tfx__shard__init(&sh);
@@ -75,7 +86,8 @@ static int init_ps(tfx_client *c, const char *mode, const char *opt, int workers
 }
 
 /* Pushes g as worker w for `step`; *stale gets the ps's stale flag. */
-static int push(tfx_client *c, int w, int64_t step, const float *g, const char *name, size_t n, int *stale, tfx_err *err) {
+static int push(tfx_client *c, int w, int64_t step, const float *g, const char *name, size_t n, int *stale,
+                tfx_err *err) {
   Tfx__Tensor t, *tp = &t;
   int64_t shape[1] = {(int64_t)n};
   tfx__tensor__init(&t);
@@ -87,7 +99,9 @@ static int push(tfx_client *c, int w, int64_t step, const float *g, const char *
   tfx_wire_request(&env, TFX__MSG_TYPE__MSG_PUSH);
   env.step = step, env.tensors = &tp, env.n_tensors = 1;
   int rc = tfx_client_call(c, &env, &pl, 1, &r, 20000, err);
-  if (!rc && stale) *stale = (int)r.env->flag;
+  if (!rc && stale) {
+    *stale = (int)r.env->flag;
+  }
   tfx_inmsg_fini(&r);
   return rc;
 }
@@ -102,13 +116,21 @@ static int pull(tfx_client *c, int w, int64_t min, float *out, int64_t *version,
   int rc = tfx_client_call(c, &env, NULL, 0, &r, timeout_ms, err);
   size_t size = 0;
   const void *data = rc ? NULL : tfx_inmsg_part(&r, 0, &size);
-  if (!rc && size == N * 4) memcpy(out, data, size);
-  if (!rc && version) *version = r.env->step;
+  if (!rc && size == N * 4) {
+    memcpy(out, data, size);
+  }
+  if (!rc && version) {
+    *version = r.env->step;
+  }
   tfx_inmsg_fini(&r);
   return rc;
 }
 
-static void fill(float *g, float v) { for (int i = 0; i < N; i++) g[i] = v; }
+static void fill(float *g, float v) {
+  for (int i = 0; i < N; i++) {
+    g[i] = v;
+  }
+}
 
 static void case_async_sum(void) {
   enum { PUSHERS = 16, PUSHES = 25 };
@@ -122,22 +144,29 @@ static void case_async_sum(void) {
       float g[N];
       fill(g, (float)(w + 1));
       for (int k = 0; k < PUSHES; k++) {
-        if (push(pc, w, 0, g, "v", N, NULL, &err)) _exit(1);
+        if (push(pc, w, 0, g, "v", N, NULL, &err)) {
+          _exit(1);
+        }
       }
       tfx_client_destroy(pc);
       _exit(0);
     }
   }
   int status, failed = 0;
-  for (int w = 0; w < PUSHERS; w++) wait(&status), failed += !WIFEXITED(status) || WEXITSTATUS(status);
+  for (int w = 0; w < PUSHERS; w++) {
+    wait(&status), failed += !WIFEXITED(status) || WEXITSTATUS(status);
+  }
   CHECK(!failed, "%d pusher process(es) failed", failed);
   float v[N];
   int64_t version;
   CHECK(pull(c, 0, 0, v, &version, 10000, &err) == 0, "pull: %s", err.msg);
   float want = -(float)(PUSHERS * (PUSHERS + 1) / 2 * PUSHES);
-  for (int i = 0; i < N; i++) CHECK(v[i] == want, "v[%d] = %g, want %g (an update was lost or doubled)", i, v[i], want);
+  for (int i = 0; i < N; i++) {
+    CHECK(v[i] == want, "v[%d] = %g, want %g (an update was lost or doubled)", i, v[i], want);
+  }
   CHECK(version == PUSHERS * PUSHES, "version %lld, want %d", (long long)version, PUSHERS * PUSHES);
-  printf("ok: %d concurrent pusher processes x %d pushes, exact sum %g, version %lld\n", PUSHERS, PUSHES, want, (long long)version);
+  printf("ok: %d concurrent pusher processes x %d pushes, exact sum %g, version %lld\n", PUSHERS, PUSHES, want,
+         (long long)version);
   tfx_client_destroy(c);
 }
 
@@ -179,7 +208,8 @@ static void case_ssp(void) {
   CHECK(push(c, 0, 1, g, "v", N, NULL, &err) == 0, "push: %s", err.msg);
   CHECK(pull(c, 0, 0, v, &version, 300, &err) == TFX_EPEER, "worker 0 two steps ahead (staleness 1) was not blocked");
   CHECK(push(c, 1, 0, g, "v", N, NULL, &err) == 0, "push w1: %s", err.msg);
-  CHECK(pull(c, 0, 0, v, &version, 2000, &err) == 0 && v[0] == -3.0f, "after the slow worker caught up: %s v=%g", err.msg, v[0]);
+  CHECK(pull(c, 0, 0, v, &version, 2000, &err) == 0 && v[0] == -3.0f, "after the slow worker caught up: %s v=%g",
+        err.msg, v[0]);
   printf("ok: bounded staleness blocks a worker 2 steps ahead and releases it when the slowest advances\n");
   tfx_client_destroy(c);
 }
@@ -198,12 +228,16 @@ static void case_optim(void) {
     float w[N] = {0}, m[N] = {0}, s2[N] = {0}, g[N], v[N];
     float *slots[2] = {m, s2};
     for (int step = 0; step < 5; step++) {
-      for (int i = 0; i < N; i++) g[i] = sinf((float)(i + step));
+      for (int i = 0; i < N; i++) {
+        g[i] = sinf((float)(i + step));
+      }
       CHECK(push(c, 0, step, g, "v", N, NULL, &err) == 0, "push: %s", err.msg);
       tfx_optim_apply(&opt, step, w, g, 1.0f, slots, N);
     }
     CHECK(pull(c, 0, 0, v, NULL, 5000, &err) == 0, "pull: %s", err.msg);
-    for (int i = 0; i < N; i++) CHECK(v[i] == w[i], "%s: ps %g != single-process %g at %d", opts[o], v[i], w[i], i);
+    for (int i = 0; i < N; i++) {
+      CHECK(v[i] == w[i], "%s: ps %g != single-process %g at %d", opts[o], v[i], w[i], i);
+    }
     tfx_client_destroy(c);
   }
   printf("ok: momentum, adagrad, rmsprop, adam, adamw at the ps equal the single-process rule bit for bit\n");
@@ -215,14 +249,17 @@ static void case_reject(void) {
   float g[N], v[N];
   fill(g, 1);
   CHECK(init_ps(c, "async", "sgd", 1, 0, 0, NULL, &err) == 0, "init: %s", err.msg);
-  CHECK(push(c, 0, 0, g, "w", N, NULL, &err) == TFX_ENOTFOUND && strstr(err.msg, "'w'"), "unknown variable: %s", err.msg);
+  CHECK(push(c, 0, 0, g, "w", N, NULL, &err) == TFX_ENOTFOUND && strstr(err.msg, "'w'"), "unknown variable: %s",
+        err.msg);
   CHECK(push(c, 0, 0, g, "v", N - 1, NULL, &err) == TFX_ESHAPE && strstr(err.msg, "'v'"), "wrong shape: %s", err.msg);
   g[7] = NAN;
   CHECK(push(c, 0, 0, g, "v", N, NULL, &err) == TFX_EINVAL && strstr(err.msg, "NaN"), "NaN: %s", err.msg);
   g[7] = INFINITY;
   CHECK(push(c, 0, 0, g, "v", N, NULL, &err) == TFX_EINVAL, "Inf: %s", err.msg);
   CHECK(pull(c, 0, 0, v, NULL, 5000, &err) == 0, "pull: %s", err.msg);
-  for (int i = 0; i < N; i++) CHECK(v[i] == 0.0f, "rejected pushes changed v[%d] to %g", i, v[i]);
+  for (int i = 0; i < N; i++) {
+    CHECK(v[i] == 0.0f, "rejected pushes changed v[%d] to %g", i, v[i]);
+  }
   printf("ok: unknown variable, wrong shape, NaN and Inf rejected by name; nothing changed\n");
   tfx_client_destroy(c);
 }
@@ -265,9 +302,13 @@ static void case_checkpoint(void) {
   tfx_client *c = connect_ps();
   tfx_err err;
   float g[N], v[N], back[N];
-  for (int i = 0; i < N; i++) g[i] = (float)i;
+  for (int i = 0; i < N; i++) {
+    g[i] = (float)i;
+  }
   CHECK(init_ps(c, "async", "adam", 1, 0, 0, NULL, &err) == 0, "init: %s", err.msg);
-  for (int s = 0; s < 3; s++) push(c, 0, s, g, "v", N, NULL, &err);
+  for (int s = 0; s < 3; s++) {
+    push(c, 0, s, g, "v", N, NULL, &err);
+  }
   CHECK(pull(c, 0, 0, v, NULL, 5000, &err) == 0, "pull: %s", err.msg);
   char dir[300], shard[400];
   snprintf(dir, sizeof dir, "%s/ckpt", run_dir);
@@ -280,33 +321,49 @@ static void case_checkpoint(void) {
   snprintf(shard, sizeof shard, "%s/ps-0.shard", dir);
   CHECK(init_ps(c, "async", "adam", 1, 0, 0, shard, &err) == 0, "restore: %s", err.msg);
   int64_t version;
-  CHECK(pull(c, 0, 0, back, &version, 5000, &err) == 0 && version == 3, "pull after restore: version %lld", (long long)version);
+  CHECK(pull(c, 0, 0, back, &version, 5000, &err) == 0 && version == 3, "pull after restore: version %lld",
+        (long long)version);
   CHECK(memcmp(v, back, sizeof v) == 0, "restored values differ");
   FILE *f = fopen(shard, "r+b");
   fseek(f, 200, SEEK_SET), fputc(0x5a, f), fclose(f);
-  CHECK(init_ps(c, "async", "adam", 1, 0, 0, shard, &err) == TFX_ECORRUPT && strstr(err.msg, "ps-0.shard"), "bit flip: %s", err.msg);
+  CHECK(init_ps(c, "async", "adam", 1, 0, 0, shard, &err) == TFX_ECORRUPT && strstr(err.msg, "ps-0.shard"),
+        "bit flip: %s", err.msg);
   CHECK(truncate(shard, 100) == 0, "truncate");
-  CHECK(init_ps(c, "async", "adam", 1, 0, 0, shard, &err) == TFX_ECORRUPT && strstr(err.msg, "file has"), "truncated: %s", err.msg);
+  CHECK(init_ps(c, "async", "adam", 1, 0, 0, shard, &err) == TFX_ECORRUPT && strstr(err.msg, "file has"),
+        "truncated: %s", err.msg);
   printf("ok: shard checkpoint round trip (values, slots, version); bit flip and truncation refused\n");
   tfx_client_destroy(c);
 }
 
 int main(int argc, char **argv) {
-  if (argc != 3) return fprintf(stderr, "usage: %s TFX_NODE CASE\n", argv[0]), 2;
+  if (argc != 3) {
+    return fprintf(stderr, "usage: %s TFX_NODE CASE\n", argv[0]), 2;
+  }
   tfx_node = argv[1];
   snprintf(run_dir, sizeof run_dir, "/tmp/tfx-ps-driver.XXXXXX");
-  if (!mkdtemp(run_dir)) return 2;
+  if (!mkdtemp(run_dir)) {
+    return 2;
+  }
   tfx_log_set_level(TFX_LOG_WARN);
   start_ps();
   const char *cs = argv[2];
-  if (!strcmp(cs, "async-sum")) case_async_sum();
-  else if (!strcmp(cs, "sync")) case_sync();
-  else if (!strcmp(cs, "ssp")) case_ssp();
-  else if (!strcmp(cs, "optim")) case_optim();
-  else if (!strcmp(cs, "reject")) case_reject();
-  else if (!strcmp(cs, "checkpoint")) case_checkpoint();
-  else if (!strcmp(cs, "sparse")) case_sparse();
-  else CHECK(0, "unknown case %s", cs);
+  if (!strcmp(cs, "async-sum")) {
+    case_async_sum();
+  } else if (!strcmp(cs, "sync")) {
+    case_sync();
+  } else if (!strcmp(cs, "ssp")) {
+    case_ssp();
+  } else if (!strcmp(cs, "optim")) {
+    case_optim();
+  } else if (!strcmp(cs, "reject")) {
+    case_reject();
+  } else if (!strcmp(cs, "checkpoint")) {
+    case_checkpoint();
+  } else if (!strcmp(cs, "sparse")) {
+    case_sparse();
+  } else {
+    CHECK(0, "unknown case %s", cs);
+  }
   stop_ps();
   tfx_net_shutdown();
   char cmd[400];

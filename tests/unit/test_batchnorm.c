@@ -10,9 +10,13 @@ static tfx_model *bn_model(const char *shape, int lead) {
   tfx_config cfg;
   tfx_config_init(&cfg);
   char json[512];
-  snprintf(json, sizeof json, "{\"model\": {\"input_shape\": %s, \"layers\": [%s{\"type\": \"batch_norm\"}, {\"type\": \"flatten\"},"
-           " {\"type\": \"dense\", \"units\": 3, \"activation\": \"tanh\"}, {\"type\": \"dense\", \"units\": 2}]}}", shape,
-           !lead ? "" : strchr(shape, ',') ? "{\"type\": \"conv2d\", \"filters\": 3, \"kernel_size\": 1}, " : "{\"type\": \"dense\", \"units\": 4}, ");
+  snprintf(json, sizeof json,
+           "{\"model\": {\"input_shape\": %s, \"layers\": [%s{\"type\": \"batch_norm\"}, {\"type\": \"flatten\"},"
+           " {\"type\": \"dense\", \"units\": 3, \"activation\": \"tanh\"}, {\"type\": \"dense\", \"units\": 2}]}}",
+           shape,
+           !lead                ? ""
+           : strchr(shape, ',') ? "{\"type\": \"conv2d\", \"filters\": 3, \"kernel_size\": 1}, "
+                                : "{\"type\": \"dense\", \"units\": 4}, ");
   cr_assert_eq(tfx_config_parse(&cfg, json, "test", NULL), TFX_OK);
   tfx_model *m;
   cr_assert_eq(tfx_model_create(&cfg, 4, &m, NULL), TFX_OK);
@@ -36,7 +40,8 @@ static void check_param(tfx_model *m, tfx_var *v, const float *x, const int32_t 
     double down = loss_of(m, x, y);
     v->value[i] = keep;
     double fd = (up - down) / 2e-2;
-    cr_assert(fabs(fd - v->grad[i]) < 2e-3 + 2e-2 * fabs(fd), "%s[%zu]: backward %g, finite difference %g", v->name, i, v->grad[i], fd);
+    cr_assert(fabs(fd - v->grad[i]) < 2e-3 + 2e-2 * fabs(fd), "%s[%zu]: backward %g, finite difference %g", v->name, i,
+              v->grad[i], fd);
   }
 }
 
@@ -44,7 +49,9 @@ static void gradient_check(const char *shape, int n_in) {
   tfx_model *m = bn_model(shape, 1);
   float x[4 * 8];
   int32_t y[4] = {0, 1, 1, 0};
-  for (int i = 0; i < 4 * n_in; i++) x[i] = sinf((float)i * 1.7f) * 2 + (float)(i % 3);
+  for (int i = 0; i < 4 * n_in; i++) {
+    x[i] = sinf((float)i * 1.7f) * 2 + (float)(i % 3);
+  }
   tfx_step_stats st;
   tfx_model_forward(m, x, 4, 1, 0);
   tfx_model_loss(m, y, 4, 1, &st);
@@ -57,18 +64,25 @@ static void gradient_check(const char *shape, int n_in) {
   tfx_model_destroy(m);
 }
 
-Test(batchnorm, gradients_rank1) { gradient_check("[6]", 6); }
+Test(batchnorm, gradients_rank1) {
+  gradient_check("[6]", 6);
+}
 
-Test(batchnorm, gradients_rank3) { gradient_check("[2, 2, 2]", 8); }
+Test(batchnorm, gradients_rank3) {
+  gradient_check("[2, 2, 2]", 8);
+}
 
 Test(batchnorm, moving_statistics_are_assigned_not_trained) {
   tfx_model *m = bn_model("[2]", 0);
-  tfx_var *mm = tfx_model_find_var(m, "batch_norm_1/moving_mean"), *mv = tfx_model_find_var(m, "batch_norm_1/moving_variance");
+  tfx_var *mm = tfx_model_find_var(m, "batch_norm_1/moving_mean"),
+          *mv = tfx_model_find_var(m, "batch_norm_1/moving_variance");
   cr_assert(mm && mv && !mm->trainable && mm->assign && !mv->trainable && mv->assign);
   cr_assert(tfx_model_find_var(m, "batch_norm_1/gamma")->trainable);
   float x[8] = {10, 0, 12, 0, 14, 0, 16, 0};
   int32_t y[4] = {0, 1, 0, 1};
-  for (int i = 0; i < 500; i++) tfx_model_forward(m, x, 4, 1, (uint64_t)i);
+  for (int i = 0; i < 500; i++) {
+    tfx_model_forward(m, x, 4, 1, (uint64_t)i);
+  }
   double decay = pow(0.99, 500);
   cr_assert_float_eq(mm->value[0], 13.0 * (1 - decay), 1e-2, "moving mean %g", mm->value[0]);
   cr_assert_float_eq(mv->value[0], decay + 5.0 * (1 - decay), 1e-2, "moving variance %g", mv->value[0]);

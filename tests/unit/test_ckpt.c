@@ -38,8 +38,12 @@ typedef struct sample {
 
 static void sample_init(sample *s) {
   memset(s, 0, sizeof *s);
-  for (int i = 0; i < 12; i++) s->kernel[i] = (float)i * 0.25f - 1.0f, s->slot[i] = 1e-3f * (float)(i * i);
-  for (int i = 0; i < 5; i++) s->bias[i] = -2.0f * (float)i;
+  for (int i = 0; i < 12; i++) {
+    s->kernel[i] = (float)i * 0.25f - 1.0f, s->slot[i] = 1e-3f * (float)(i * i);
+  }
+  for (int i = 0; i < 5; i++) {
+    s->bias[i] = -2.0f * (float)i;
+  }
   snprintf(s->e[0].name, sizeof s->e[0].name, "dense_1/kernel");
   s->e[0].rank = 2, s->e[0].dims[0] = 3, s->e[0].dims[1] = 4;
   s->e[0].row_begin = 0, s->e[0].row_end = 3, s->e[0].version = 41, s->e[0].count = 12, s->e[0].data = s->kernel;
@@ -103,7 +107,9 @@ Test(ckpt, shard_round_trip) {
   const size_t names[3] = {14, 16, 19};
   const int ranks[3] = {2, 2, 1};
   const size_t data[3] = {48, 48, 20};
-  for (int i = 0; i < 3; i++) want += 2 + names[i] + 4 + 8 * (size_t)ranks[i] + 8 + 8 + 8 + 8 + 4 + data[i];
+  for (int i = 0; i < 3; i++) {
+    want += 2 + names[i] + 4 + 8 * (size_t)ranks[i] + 8 + 8 + 8 + 8 + 4 + data[i];
+  }
   cr_assert_eq(bytes, want);
 
   tfx_ckpt *c = NULL;
@@ -116,7 +122,9 @@ Test(ckpt, shard_round_trip) {
     const tfx_ckpt_entry *a = &s.e[i], *b = &c->entries[i];
     cr_assert_str_eq(b->name, a->name);
     cr_assert_eq(b->rank, a->rank);
-    for (int d = 0; d < a->rank; d++) cr_assert_eq(b->dims[d], a->dims[d]);
+    for (int d = 0; d < a->rank; d++) {
+      cr_assert_eq(b->dims[d], a->dims[d]);
+    }
     cr_assert_eq(b->row_begin, a->row_begin);
     cr_assert_eq(b->row_end, a->row_end);
     cr_assert_eq(b->version, a->version);
@@ -298,8 +306,12 @@ static void make_checkpoint(const char *run, int64_t step, int manifest, char *d
     snprintf(path, sizeof path, "%s/ps-%d.shard", dir, p);
     write_sample(path, step, &crc[p], &bytes[p]);
   }
-  if (manifest) cr_assert_eq(tfx_ckpt_write_manifest(dir, step, 2, crc, bytes, &err), TFX_OK, "%s", err.msg);
-  if (dir_out) strcpy(dir_out, dir);
+  if (manifest) {
+    cr_assert_eq(tfx_ckpt_write_manifest(dir, step, 2, crc, bytes, &err), TFX_OK, "%s", err.msg);
+  }
+  if (dir_out) {
+    strcpy(dir_out, dir);
+  }
 }
 
 Test(ckpt, dir_name_is_zero_padded) {
@@ -429,7 +441,9 @@ Test(ckpt, latest_picks_the_newest_complete_checkpoint) {
 Test(ckpt, prune_keeps_keep_max_newest_complete) {
   char run[128], dir[1100];
   snprintf(run, sizeof run, "%s/run", tmp);
-  for (int s = 1; s <= 5; s++) make_checkpoint(run, s * 100, 1, NULL);
+  for (int s = 1; s <= 5; s++) {
+    make_checkpoint(run, s * 100, 1, NULL);
+  }
   make_checkpoint(run, 50, 0, NULL);  /* older and incomplete: removed */
   make_checkpoint(run, 600, 0, NULL); /* newer and incomplete (being written): kept */
 

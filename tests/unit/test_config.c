@@ -24,7 +24,9 @@
 
 static void assert_same_config(const tfx_config *a, const tfx_config *b) {
   cr_assert_eq(a->input_rank, b->input_rank);
-  for (int i = 0; i < a->input_rank; i++) cr_assert_eq(a->input_shape[i], b->input_shape[i]);
+  for (int i = 0; i < a->input_rank; i++) {
+    cr_assert_eq(a->input_shape[i], b->input_shape[i]);
+  }
   cr_assert_eq(a->n_layers, b->n_layers);
   for (int i = 0; i < a->n_layers; i++) {
     const tfx_layer_spec *x = &a->layers[i], *y = &b->layers[i];
@@ -190,7 +192,9 @@ static json_object *at(json_object *root, const char *path) {
   snprintf(buf, sizeof buf, "%s", path);
   json_object *node = root;
   for (char *part = strtok(buf, "."); part && node; part = strtok(NULL, ".")) {
-    if (!json_object_object_get_ex(node, part, &node)) node = NULL;
+    if (!json_object_object_get_ex(node, part, &node)) {
+      node = NULL;
+    }
   }
   return node;
 }
@@ -277,7 +281,9 @@ Test(config, load_reads_files_larger_than_one_buffer) {
   cr_assert_geq(fd, 0);
   FILE *f = fdopen(fd, "w");
   fputs("{\"training\": {", f);
-  for (int i = 0; i < 40000; i++) fputc(' ', f);
+  for (int i = 0; i < 40000; i++) {
+    fputc(' ', f);
+  }
   fputs("\"batch_size\": 48}}", f);
   fclose(f);
   tfx_config c;
@@ -379,7 +385,9 @@ Test(config, range_errors_give_the_value_and_the_bounds) {
 
 Test(config, too_many_layers) {
   char json[4096] = "{\"model\": {\"layers\": [";
-  for (int i = 0; i < TFX_MAX_LAYERS + 1; i++) strcat(json, i ? ", {\"type\": \"relu\"}" : "{\"type\": \"relu\"}");
+  for (int i = 0; i < TFX_MAX_LAYERS + 1; i++) {
+    strcat(json, i ? ", {\"type\": \"relu\"}" : "{\"type\": \"relu\"}");
+  }
   strcat(json, "]}}");
   bad_case c = {json, "33 layers, at most 32"};
   assert_all_fail(&c, 1);

@@ -88,8 +88,12 @@ static void paths(char *images, char *labs, const char *suffix) {
 static void check_small(const tfx_dataset *d, double scale) {
   cr_assert_eq(d->n, 5);
   cr_assert_eq(d->dim, 6);
-  for (int i = 0; i < 30; i++) cr_assert_float_eq(d->x[i], pixels[i] * scale, 1e-6, "pixel %d", i);
-  for (int i = 0; i < 5; i++) cr_assert_eq(d->y[i], labels[i]);
+  for (int i = 0; i < 30; i++) {
+    cr_assert_float_eq(d->x[i], pixels[i] * scale, 1e-6, "pixel %d", i);
+  }
+  for (int i = 0; i < 5; i++) {
+    cr_assert_eq(d->y[i], labels[i]);
+  }
 }
 
 Test(dataset, load_plain_idx) {
@@ -126,7 +130,9 @@ Test(dataset, idx_read_gives_rank_dims_and_bytes) {
   char path[128];
   sprintf(path, "%s/r4.idx", tmp);
   uint8_t buf[256], data[24];
-  for (int i = 0; i < 24; i++) data[i] = (uint8_t)(i * 10);
+  for (int i = 0; i < 24; i++) {
+    data[i] = (uint8_t)(i * 10);
+  }
   const uint32_t dims[4] = {2, 3, 2, 2};
   write_file(path, buf, idx_bytes(buf, 4, dims, data), 0);
   uint8_t *out = NULL;
@@ -227,7 +233,9 @@ Test(dataset, gzip_trailer_is_verified) {
   uint8_t *raw = slurp(path, &len);
   int accepted = 0;
   for (size_t n = len - 10; n <= len; n++) {
-    if (n == len) raw[len - 8] ^= 0x01; /* whole file, but the stored CRC32 of the data is wrong */
+    if (n == len) {
+      raw[len - 8] ^= 0x01; /* whole file, but the stored CRC32 of the data is wrong */
+    }
     write_file(bad, raw, n, 0);
     uint8_t *out = NULL;
     int rank = 0;
@@ -335,7 +343,9 @@ static tfx_dataset *counting(size_t n) {
   tfx_dataset *d = calloc(1, sizeof *d);
   d->n = n, d->dim = 2;
   d->x = malloc(sizeof(float) * 2 * n), d->y = malloc(sizeof(int32_t) * n);
-  for (size_t i = 0; i < n; i++) d->x[2 * i] = (float)i, d->x[2 * i + 1] = -(float)i, d->y[i] = (int32_t)i;
+  for (size_t i = 0; i < n; i++) {
+    d->x[2 * i] = (float)i, d->x[2 * i + 1] = -(float)i, d->y[i] = (int32_t)i;
+  }
   return d;
 }
 
@@ -386,7 +396,9 @@ Test(dataset, unshuffled_order_and_wrap_at_epoch_end) {
   int32_t got[8];
   take(b, 8, 8, got); /* one batch across two epoch boundaries */
   const int32_t want[8] = {1, 4, 7, 1, 4, 7, 1, 4};
-  for (int i = 0; i < 8; i++) cr_assert_eq(got[i], want[i], "position %d", i);
+  for (int i = 0; i < 8; i++) {
+    cr_assert_eq(got[i], want[i], "position %d", i);
+  }
   cr_assert_eq(tfx_batcher_epoch(b), 2);
   tfx_batcher_destroy(b);
   tfx_dataset_destroy(d);
@@ -405,13 +417,19 @@ Test(dataset, shuffle_is_deterministic_per_seed_and_reshuffles_each_epoch) {
   cr_assert_eq(memcmp(a, b2, sizeof a), 0, "same seed, same sequence (whatever the batch size)");
   cr_assert_neq(memcmp(a, c, sizeof a), 0, "another seed, another sequence");
   int in_order = 0, same_as_epoch0 = 0;
-  for (int i = 0; i < 200; i++) in_order += a[i] == i, same_as_epoch0 += a[i] == a[200 + i];
+  for (int i = 0; i < 200; i++) {
+    in_order += a[i] == i, same_as_epoch0 += a[i] == a[200 + i];
+  }
   cr_assert_lt(in_order, 20, "epoch 0 is shuffled (%d fixed points)", in_order);
   cr_assert_lt(same_as_epoch0, 20, "epoch 1 is shuffled anew (%d positions unchanged)", same_as_epoch0);
   for (int e = 0; e < 2; e++) {
     int seen[200] = {0};
-    for (int i = 0; i < 200; i++) seen[a[200 * e + i]]++;
-    for (int i = 0; i < 200; i++) cr_assert_eq(seen[i], 1, "epoch %d is a permutation", e);
+    for (int i = 0; i < 200; i++) {
+      seen[a[200 * e + i]]++;
+    }
+    for (int i = 0; i < 200; i++) {
+      cr_assert_eq(seen[i], 1, "epoch %d is a permutation", e);
+    }
   }
   tfx_batcher_destroy(x), tfx_batcher_destroy(y), tfx_batcher_destroy(z);
   tfx_dataset_destroy(d);
@@ -457,7 +475,9 @@ Test(dataset, real_fashion_mnist_loads) {
   const char *files[] = {FMNIST "train-images-idx3-ubyte.gz", FMNIST "train-labels-idx1-ubyte.gz",
                          FMNIST "t10k-images-idx3-ubyte.gz", FMNIST "t10k-labels-idx1-ubyte.gz"};
   for (int i = 0; i < 4; i++) {
-    if (access(files[i], R_OK)) cr_skip_test("Fashion-MNIST is not installed: %s is missing", files[i]);
+    if (access(files[i], R_OK)) {
+      cr_skip_test("Fashion-MNIST is not installed: %s is missing", files[i]);
+    }
   }
   const size_t sizes[2] = {60000, 10000};
   const int32_t first_labels[2][4] = {{9, 0, 0, 3}, {9, 2, 1, 1}};
@@ -472,8 +492,12 @@ Test(dataset, real_fashion_mnist_loads) {
       cr_assert(d->y[i] >= 0 && d->y[i] < 10, "label %d", d->y[i]);
       per_class[d->y[i]]++;
     }
-    for (int c = 0; c < 10; c++) cr_assert_eq(per_class[c], sizes[s] / 10, "Fashion-MNIST is balanced (class %d)", c);
-    for (int i = 0; i < 4; i++) cr_assert_eq(d->y[i], first_labels[s][i], "label %d", i);
+    for (int c = 0; c < 10; c++) {
+      cr_assert_eq(per_class[c], sizes[s] / 10, "Fashion-MNIST is balanced (class %d)", c);
+    }
+    for (int i = 0; i < 4; i++) {
+      cr_assert_eq(d->y[i], first_labels[s][i], "label %d", i);
+    }
     double sum = 0;
     float lo = 1, hi = 0;
     for (size_t i = 0; i < d->n * d->dim; i++) {

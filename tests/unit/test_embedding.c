@@ -38,7 +38,9 @@ Test(embedding, sparse_gradient_matches_finite_differences) {
   tfx_model_backward(m, x, 2);
   int64_t want_rows[] = {0, 1, 4, 5};
   cr_assert_eq(t->n_rows, 4, "touched rows: %zu", t->n_rows);
-  for (int k = 0; k < 4; k++) cr_assert_eq(t->rows[k], want_rows[k]);
+  for (int k = 0; k < 4; k++) {
+    cr_assert_eq(t->rows[k], want_rows[k]);
+  }
   float saved[18];
   memcpy(saved, t->grad, sizeof(float) * 12);
   for (int k = 0; k < 4; k++) {
@@ -50,7 +52,8 @@ Test(embedding, sparse_gradient_matches_finite_differences) {
       double down = loss_at(m, x, y);
       *w = keep;
       double fd = (up - down) / 2e-2, g = saved[k * 3 + d];
-      cr_assert(fabs(fd - g) < 2e-3 + 1e-2 * fabs(fd), "row %lld dim %d: backward %g, finite difference %g", (long long)want_rows[k], d, g, fd);
+      cr_assert(fabs(fd - g) < 2e-3 + 1e-2 * fabs(fd), "row %lld dim %d: backward %g, finite difference %g",
+                (long long)want_rows[k], d, g, fd);
     }
   }
   /* Rows 2 and 3 were not touched: moving them must not change the loss. */
@@ -80,7 +83,9 @@ Test(embedding, lazy_row_update_leaves_other_rows) {
 Test(embedding, rejects_rank3_input) {
   tfx_config cfg;
   tfx_config_init(&cfg);
-  const char *json = "{\"model\": {\"input_shape\": [2, 2, 1], \"layers\": [{\"type\": \"embedding\", \"input_dim\": 4, \"units\": 2}]}}";
+  const char *json =
+      "{\"model\": {\"input_shape\": [2, 2, 1], \"layers\": [{\"type\": \"embedding\", \"input_dim\": 4, \"units\": "
+      "2}]}}";
   cr_assert_eq(tfx_config_parse(&cfg, json, "test", NULL), TFX_OK);
   tfx_model *m = NULL;
   tfx_err err;

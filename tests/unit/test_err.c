@@ -42,7 +42,9 @@ Test(err, every_code_has_its_name_and_text) {
 
 Test(err, ok_is_zero_and_errors_are_positive) {
   cr_assert_eq(TFX_OK, 0);
-  for (int i = 1; i < N_CODES; i++) cr_assert_gt(codes[i].code, 0);
+  for (int i = 1; i < N_CODES; i++) {
+    cr_assert_gt(codes[i].code, 0);
+  }
 }
 
 Test(err, out_of_range_codes_have_static_fallbacks) {

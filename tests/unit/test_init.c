@@ -14,7 +14,9 @@ static float *fill(const char *spec, const char *name, uint64_t seed, int64_t fa
                    size_t count) {
   float *v = malloc(sizeof(float) * (count ? count : 1));
   cr_assert_not_null(v);
-  for (size_t i = 0; i < count; i++) v[i] = NAN;
+  for (size_t i = 0; i < count; i++) {
+    v[i] = NAN;
+  }
   tfx_init_fill(spec, name, seed, fan_in, fan_out, offset, count, v);
   return v;
 }
@@ -33,7 +35,9 @@ static stats stats_of(const float *v, size_t n) {
     s.max = fmax(s.max, v[i]);
   }
   s.mean = sum / (double)n;
-  for (size_t i = 0; i < n; i++) sq += (v[i] - s.mean) * (v[i] - s.mean);
+  for (size_t i = 0; i < n; i++) {
+    sq += (v[i] - s.mean) * (v[i] - s.mean);
+  }
   s.std = sqrt(sq / (double)(n - 1));
   return s;
 }
@@ -57,7 +61,9 @@ Test(init, seed_and_name_change_the_values) {
     float *b = fill(random_specs[k], "dense_1/kernel", 43, 784, 256, 0, 1000);
     float *c = fill(random_specs[k], "dense_2/kernel", 42, 784, 256, 0, 1000);
     int same_b = 0, same_c = 0;
-    for (int i = 0; i < 1000; i++) same_b += a[i] == b[i], same_c += a[i] == c[i];
+    for (int i = 0; i < 1000; i++) {
+      same_b += a[i] == b[i], same_c += a[i] == c[i];
+    }
     cr_assert_lt(same_b, 10, "%s: %d equal elements across seeds", random_specs[k], same_b);
     cr_assert_lt(same_c, 10, "%s: %d equal elements across names", random_specs[k], same_c);
     free(a), free(b), free(c);
@@ -67,7 +73,9 @@ Test(init, seed_and_name_change_the_values) {
 Test(init, elements_are_not_correlated_with_their_neighbours) {
   float *v = fill("normal:1", "w", 7, 1, 1, 0, N);
   double c = 0;
-  for (int i = 1; i < N; i++) c += (double)v[i] * v[i - 1];
+  for (int i = 1; i < N; i++) {
+    c += (double)v[i] * v[i - 1];
+  }
   c /= N - 1;
   cr_assert_lt(fabs(c), 0.02, "lag-1 correlation %g", c);
   free(v);

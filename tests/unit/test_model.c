@@ -38,7 +38,9 @@ static double gauss(void) {
 }
 
 static void fill_gauss(float *p, size_t n, double scale) {
-  for (size_t i = 0; i < n; i++) p[i] = (float)(scale * gauss());
+  for (size_t i = 0; i < n; i++) {
+    p[i] = (float)(scale * gauss());
+  }
 }
 
 /* ---- building configs by hand ---- */
@@ -184,7 +186,9 @@ static tfx_model *random_model(const tfx_config *c, int batch, float **x, int32_
   *x = malloc(sizeof(float) * in * (size_t)batch);
   *y = malloc(sizeof(int32_t) * (size_t)batch);
   fill_gauss(*x, in * (size_t)batch, 1.0);
-  for (int b = 0; b < batch; b++) (*y)[b] = (int32_t)(b % (int)classes);
+  for (int b = 0; b < batch; b++) {
+    (*y)[b] = (int32_t)(b % (int)classes);
+  }
   return m;
 }
 
@@ -315,9 +319,15 @@ static void lt_alloc(lt *t, int batch) {
   t->batch = batch;
   l->out = calloc(nout, sizeof(float));
   l->dout = calloc(nout, sizeof(float));
-  if (l->kind == L_CONV) l->cols = calloc((size_t)batch * l->oh * l->ow * l->k * l->k * l->ic, sizeof(float));
-  if (l->kind == L_MAXPOOL || l->kind == L_AVGPOOL) l->argmax = calloc(nout, sizeof(int32_t));
-  if (l->kind == L_DROPOUT) l->mask = calloc(nout, sizeof(float));
+  if (l->kind == L_CONV) {
+    l->cols = calloc((size_t)batch * l->oh * l->ow * l->k * l->k * l->ic, sizeof(float));
+  }
+  if (l->kind == L_MAXPOOL || l->kind == L_AVGPOOL) {
+    l->argmax = calloc(nout, sizeof(int32_t));
+  }
+  if (l->kind == L_DROPOUT) {
+    l->mask = calloc(nout, sizeof(float));
+  }
   t->x = malloc(sizeof(float) * nin), t->din = malloc(sizeof(float) * nin), t->r = malloc(sizeof(float) * nout);
   fill_gauss(t->x, nin, 1.0);
   fill_gauss(t->r, nout, 1.0);
@@ -333,7 +343,9 @@ static void lt_alloc(lt *t, int batch) {
 static void lt_free(lt *t) {
   layer *l = &t->l;
   free(l->out), free(l->dout), free(l->cols), free(l->argmax), free(l->mask);
-  if (l->w) free(l->w->value), free(l->w->grad), free(l->b->value), free(l->b->grad);
+  if (l->w) {
+    free(l->w->value), free(l->w->grad), free(l->b->value), free(l->b->grad);
+  }
   free(t->x), free(t->din), free(t->r);
 }
 
@@ -361,8 +373,12 @@ static void lt_conv(lt *t, int ih, int iw, int ic, int filters, int k, int strid
   if (same) {
     l->oh = (ih + stride - 1) / stride, l->ow = (iw + stride - 1) / stride;
     l->pad_t = ((l->oh - 1) * stride + k - ih) / 2, l->pad_l = ((l->ow - 1) * stride + k - iw) / 2;
-    if (l->pad_t < 0) l->pad_t = 0;
-    if (l->pad_l < 0) l->pad_l = 0;
+    if (l->pad_t < 0) {
+      l->pad_t = 0;
+    }
+    if (l->pad_l < 0) {
+      l->pad_l = 0;
+    }
   } else {
     l->oh = (ih - k) / stride + 1, l->ow = (iw - k) / stride + 1;
   }
@@ -381,7 +397,9 @@ static double lt_loss(void *p) {
   tfx_layer_forward(&t->l, t->x, t->batch, t->training, STEP);
   double s = 0;
   size_t n = (size_t)t->batch * layer_out_size(&t->l);
-  for (size_t i = 0; i < n; i++) s += (double)t->r[i] * t->l.out[i];
+  for (size_t i = 0; i < n; i++) {
+    s += (double)t->r[i] * t->l.out[i];
+  }
   return s;
 }
 
@@ -536,7 +554,9 @@ Test(model, conv_backward_matches_an_exact_reference) {
             for (int ky = 0; ky < k; ky++) {
               for (int kx = 0; kx < k; kx++) {
                 int iy = oy * s + ky - l->pad_t, ix = ox * s + kx - l->pad_l;
-                if (iy < 0 || iy >= h || ix < 0 || ix >= wd) continue;
+                if (iy < 0 || iy >= h || ix < 0 || ix >= wd) {
+                  continue;
+                }
                 for (int c = 0; c < C; c++) {
                   size_t xi = (((size_t)b * h + iy) * wd + ix) * C + c, wi = (size_t)((ky * k + kx) * C + c) * F + f;
                   dw[wi] += r * t.x[xi];
@@ -548,10 +568,15 @@ Test(model, conv_backward_matches_an_exact_reference) {
         }
       }
     }
-    for (size_t j = 0; j < t.w.count; j++) cr_assert_float_eq(t.w.grad[j], dw[j], 1e-4, "case %zu: kernel[%zu]", i, j);
-    for (int f = 0; f < F; f++) cr_assert_float_eq(t.b.grad[f], db[f], 1e-4, "case %zu: bias[%d]", i, f);
-    for (size_t j = 0; j < (size_t)B * h * wd * C; j++)
+    for (size_t j = 0; j < t.w.count; j++) {
+      cr_assert_float_eq(t.w.grad[j], dw[j], 1e-4, "case %zu: kernel[%zu]", i, j);
+    }
+    for (int f = 0; f < F; f++) {
+      cr_assert_float_eq(t.b.grad[f], db[f], 1e-4, "case %zu: bias[%d]", i, f);
+    }
+    for (size_t j = 0; j < (size_t)B * h * wd * C; j++) {
       cr_assert_float_eq(t.din[j], dx[j], 1e-4, "case %zu: input[%zu]", i, j);
+    }
     free(dw), free(db), free(dx);
     lt_free(&t);
   }
@@ -564,13 +589,19 @@ static double conv_ref(const float *x, const float *w, const float *b, int h, in
                        int same, int b_i, int oy, int ox, int o) {
   int oh = same ? (h + s - 1) / s : (h - k) / s + 1, ow = same ? (wd + s - 1) / s : (wd - k) / s + 1;
   int pt = same ? ((oh - 1) * s + k - h) / 2 : 0, pl = same ? ((ow - 1) * s + k - wd) / 2 : 0;
-  if (pt < 0) pt = 0;
-  if (pl < 0) pl = 0;
+  if (pt < 0) {
+    pt = 0;
+  }
+  if (pl < 0) {
+    pl = 0;
+  }
   double acc = b[o];
   for (int ky = 0; ky < k; ky++) {
     for (int kx = 0; kx < k; kx++) {
       int iy = oy * s + ky - pt, ix = ox * s + kx - pl;
-      if (iy < 0 || iy >= h || ix < 0 || ix >= wd) continue;
+      if (iy < 0 || iy >= h || ix < 0 || ix >= wd) {
+        continue;
+      }
       for (int ci = 0; ci < c; ci++) {
         acc += (double)x[(((size_t)b_i * h + iy) * wd + ix) * c + ci] * w[((ky * k + kx) * c + ci) * f + o];
       }
@@ -684,7 +715,9 @@ static tfx_model *identity_model(const char *loss, int classes, int batch) {
   tfx_model *m = create(&cfg, batch);
   tfx_var *w = tfx_model_find_var(m, "dense_1/kernel");
   memset(w->value, 0, sizeof(float) * w->count);
-  for (int i = 0; i < classes; i++) w->value[i * classes + i] = 1;
+  for (int i = 0; i < classes; i++) {
+    w->value[i * classes + i] = 1;
+  }
   memset(tfx_model_find_var(m, "dense_1/bias")->value, 0, sizeof(float) * (size_t)classes);
   return m;
 }
@@ -695,8 +728,12 @@ Test(model, loss_values_and_accuracy) {
   double soft = 0, sig = 0, mse = 0;
   for (int b = 0; b < 2; b++) {
     double mx = -INFINITY, sum = 0;
-    for (int j = 0; j < 4; j++) mx = fmax(mx, z[b][j]);
-    for (int j = 0; j < 4; j++) sum += exp(z[b][j] - mx);
+    for (int j = 0; j < 4; j++) {
+      mx = fmax(mx, z[b][j]);
+    }
+    for (int j = 0; j < 4; j++) {
+      sum += exp(z[b][j] - mx);
+    }
     soft += -(z[b][y[b]] - mx - log(sum));
     for (int j = 0; j < 4; j++) {
       double t = j == y[b];
@@ -720,7 +757,9 @@ Test(model, loss_values_and_accuracy) {
     tfx_model_probabilities(m, 2, p);
     for (int b = 0; b < 2; b++) {
       double s = 0;
-      for (int j = 0; j < 4; j++) s += p[b * 4 + j];
+      for (int j = 0; j < 4; j++) {
+        s += p[b * 4 + j];
+      }
       cr_assert_float_eq(s, 1.0, 1e-6);
     }
     cr_assert_gt(p[0], p[1]);
@@ -873,7 +912,9 @@ Test(model, variables_of_the_example_mlp) {
     cr_assert_eq(tfx_model_find_var(m, want[i].name), v);
     cr_assert_eq(v->rank, want[i].rank, "%s", v->name);
     cr_assert_eq(v->shape[0], want[i].d0, "%s", v->name);
-    if (v->rank == 2) cr_assert_eq(v->shape[1], want[i].d1, "%s", v->name);
+    if (v->rank == 2) {
+      cr_assert_eq(v->shape[1], want[i].d1, "%s", v->name);
+    }
     cr_assert_eq(v->fan_in, want[i].fan_in, "%s", v->name);
     cr_assert_eq(v->fan_out, want[i].fan_out, "%s", v->name);
     cr_assert_str_eq(v->init, want[i].init, "%s", v->name);
@@ -888,7 +929,9 @@ Test(model, variables_of_the_example_mlp) {
   cr_assert_eq(memcmp(k->value, want_k, sizeof(float) * k->count), 0, "init_vars uses (seed, name) like tfx_init_fill");
   free(want_k);
   tfx_var *b = tfx_model_find_var(m, "dense_1/bias");
-  for (size_t i = 0; i < b->count; i++) cr_assert_eq(b->value[i], 0.0f);
+  for (size_t i = 0; i < b->count; i++) {
+    cr_assert_eq(b->value[i], 0.0f);
+  }
 
   char *buf = NULL;
   size_t len = 0;
@@ -948,7 +991,9 @@ Test(model, clip_by_value) {
   float out[6];
   grads_of(m, out);
   const float want[6] = {1, -1, 0.5f, -0.2f, 1, 0};
-  for (int i = 0; i < 6; i++) cr_assert_float_eq(out[i], want[i], 1e-7, "grad %d", i);
+  for (int i = 0; i < 6; i++) {
+    cr_assert_float_eq(out[i], want[i], 1e-7, "grad %d", i);
+  }
   cr_assert_float_eq(norm, sqrt(1 + 1 + 0.25 + 0.04 + 1), 1e-6, "the norm is measured after value clipping");
   tfx_model_destroy(m);
 }
@@ -1008,14 +1053,20 @@ static double train(tfx_model *m, const tfx_config *cfg, tfx_batcher *bt, int st
     tfx_model_forward(m, x, batch, 1, (uint64_t)s);
     tfx_model_loss(m, y, batch, 1, &st);
     tfx_model_backward(m, x, batch);
-    if (s == 0) *first = st.loss;
-    if (s >= steps - 20) tail += st.loss / 20;
+    if (s == 0) {
+      *first = st.loss;
+    }
+    if (s >= steps - 20) {
+      tail += st.loss / 20;
+    }
     for (int i = 0; i < nv; i++) {
       tfx_var *v = tfx_model_var(m, i);
       tfx_optim_apply(&o, s, v->value, v->grad, 1.0f, &slots[2 * i], v->count);
     }
   }
-  for (int i = 0; i < 2 * nv; i++) free(slots[i]);
+  for (int i = 0; i < 2 * nv; i++) {
+    free(slots[i]);
+  }
   free(slots), free(x), free(y);
   return tail;
 }
@@ -1028,7 +1079,9 @@ static tfx_dataset *blobs(size_t n, uint64_t seed) {
   for (size_t i = 0; i < n; i++) {
     int c = (int)(i % 4);
     d->y[i] = c;
-    for (int j = 0; j < 8; j++) d->x[i * 8 + j] = (float)(gauss() + (j == c ? 2.5 : j == c + 4 ? -2.5 : 0));
+    for (int j = 0; j < 8; j++) {
+      d->x[i * 8 + j] = (float)(gauss() + (j == c ? 2.5 : j == c + 4 ? -2.5 : 0));
+    }
   }
   return d;
 }

@@ -27,9 +27,13 @@ static tfx_optim make(const char *name, double lr) {
 /* Runs STEPS updates through tfx_optim_apply (float) and compares w after each step with want[step]. */
 static void run_and_compare(const tfx_optim *o, float scale, double want[STEPS][N], double tol) {
   float w[N], g[N], m[N] = {0}, v[N] = {0}, *slots[2] = {m, v};
-  for (int i = 0; i < N; i++) w[i] = (float)w0[i];
+  for (int i = 0; i < N; i++) {
+    w[i] = (float)w0[i];
+  }
   for (int s = 0; s < STEPS; s++) {
-    for (int i = 0; i < N; i++) g[i] = (float)grads[s][i];
+    for (int i = 0; i < N; i++) {
+      g[i] = (float)grads[s][i];
+    }
     tfx_optim_apply(o, s, w, g, scale, slots, N);
     for (int i = 0; i < N; i++) {
       double err = fabs(w[i] - want[s][i]);
@@ -85,7 +89,9 @@ Test(optim, sgd) {
   double w[N], want[STEPS][N];
   memcpy(w, w0, sizeof w);
   for (int s = 0; s < STEPS; s++) {
-    for (int i = 0; i < N; i++) w[i] -= 0.1 * grads[s][i], want[s][i] = w[i];
+    for (int i = 0; i < N; i++) {
+      w[i] -= 0.1 * grads[s][i], want[s][i] = w[i];
+    }
   }
   run_and_compare(&o, 1.0f, want, 1e-6);
 }
@@ -97,7 +103,9 @@ Test(optim, sgd_with_scale_and_l2_weight_decay) {
   double w[N], want[STEPS][N];
   memcpy(w, w0, sizeof w);
   for (int s = 0; s < STEPS; s++) {
-    for (int i = 0; i < N; i++) w[i] -= 0.1 * (0.25 * grads[s][i] + 0.01 * w[i]), want[s][i] = w[i];
+    for (int i = 0; i < N; i++) {
+      w[i] -= 0.1 * (0.25 * grads[s][i] + 0.01 * w[i]), want[s][i] = w[i];
+    }
   }
   run_and_compare(&o, 0.25f, want, 1e-6);
 }

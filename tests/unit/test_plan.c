@@ -37,7 +37,9 @@ static void build(const char *strategy, int64_t min_slice, int max_shards, int n
 
 static int64_t row_bytes(const Tfx__Shard *s) {
   int64_t r = 4;
-  for (size_t d = 1; d < s->n_shape; d++) r *= s->shape[d];
+  for (size_t d = 1; d < s->n_shape; d++) {
+    r *= s->shape[d];
+  }
   return r;
 }
 
@@ -51,13 +53,17 @@ static int assert_covers(const tfx_plan *p, int max_shards) {
     int parts = 0;
     for (int k = 0; k < p->n; k++) {
       const Tfx__Shard *s = &p->shards[k];
-      if (strcmp(s->var, v->name)) continue;
+      if (strcmp(s->var, v->name)) {
+        continue;
+      }
       cr_assert_eq(s->row_begin, next, "%s: shard %s starts at row %lld, want %lld", v->name, s->key,
                    (long long)s->row_begin, (long long)next);
       cr_assert_gt(s->row_end, s->row_begin, "%s: empty shard %s", v->name, s->key);
       next = s->row_end;
       cr_assert_eq(s->n_shape, (size_t)v->rank, "%s", s->key);
-      for (int d = 0; d < v->rank; d++) cr_assert_eq(s->shape[d], v->shape[d], "%s dim %d", s->key, d);
+      for (int d = 0; d < v->rank; d++) {
+        cr_assert_eq(s->shape[d], v->shape[d], "%s dim %d", s->key, d);
+      }
       cr_assert_str_eq(s->init, v->init);
       cr_assert_eq(s->fan_in, v->fan_in);
       cr_assert_eq(s->fan_out, v->fan_out);
@@ -73,7 +79,9 @@ static int assert_covers(const tfx_plan *p, int max_shards) {
     int part = 0;
     for (int k = 0; k < p->n; k++) {
       const Tfx__Shard *s = &p->shards[k];
-      if (strcmp(s->var, v->name)) continue;
+      if (strcmp(s->var, v->name)) {
+        continue;
+      }
       char want[200];
       if (parts == 1) {
         snprintf(want, sizeof want, "%s", v->name);
@@ -112,7 +120,9 @@ Test(plan, round_robin_places_variables_in_order) {
   tfx_plan_fini(&p);
 
   build("round_robin", 0, 1, 4, &p);
-  for (int k = 0; k < 6; k++) cr_assert_eq(p.shards[k].ps, k % 4);
+  for (int k = 0; k < 6; k++) {
+    cr_assert_eq(p.shards[k].ps, k % 4);
+  }
   tfx_plan_fini(&p);
 }
 
@@ -174,7 +184,9 @@ Test(plan, partitions_cover_exactly_for_many_settings) {
               want = want < v->shape[0] ? want : v->shape[0];
             }
             int64_t got = 0;
-            for (int k = 0; k < p.n; k++) got += !strcmp(p.shards[k].var, v->name);
+            for (int k = 0; k < p.n; k++) {
+              got += !strcmp(p.shards[k].var, v->name);
+            }
             cr_assert_eq(got, want, "%s with min_slice_bytes %lld, max_shards %d", v->name, (long long)slices[a],
                          shards[b]);
           }
@@ -183,7 +195,9 @@ Test(plan, partitions_cover_exactly_for_many_settings) {
             size_t n = 0;
             Tfx__Shard **mine = tfx_plan_for_ps(&p, ps, &n);
             cr_assert_not_null(mine);
-            for (size_t i = 0; i < n; i++) cr_assert_eq(mine[i]->ps, ps);
+            for (size_t i = 0; i < n; i++) {
+              cr_assert_eq(mine[i]->ps, ps);
+            }
             total += n;
             free(mine);
           }
@@ -200,7 +214,9 @@ Test(plan, slices_never_exceed_the_rows) {
   build("round_robin", 1, 1024, 2, &p); /* every variable wants 1024 parts: capped at its rows */
   int n = assert_covers(&p, 1024);
   cr_assert_eq(n, 784 + 256 + 256 + 128 + 128 + 10);
-  for (int k = 0; k < p.n; k++) cr_assert_eq(p.shards[k].row_end - p.shards[k].row_begin, 1);
+  for (int k = 0; k < p.n; k++) {
+    cr_assert_eq(p.shards[k].row_end - p.shards[k].row_begin, 1);
+  }
   tfx_plan_fini(&p);
 }
 
@@ -260,7 +276,9 @@ Test(plan, a_conv_kernel_splits_along_its_first_axis) {
   cr_assert_eq(tfx_plan_build(&c, m, 2, &p, &err), TFX_OK, "%s", err.msg);
   int kernel_parts = 0;
   for (int k = 0; k < p.n; k++) {
-    if (strcmp(p.shards[k].var, "conv2d_1/kernel")) continue;
+    if (strcmp(p.shards[k].var, "conv2d_1/kernel")) {
+      continue;
+    }
     cr_assert_eq(p.shards[k].n_shape, 4);
     cr_assert_eq(p.shards[k].row_end - p.shards[k].row_begin, 1, "one kernel row per slice");
     kernel_parts++;

@@ -83,8 +83,12 @@ static void assert_msg(const tfx_err *e, const char *fragment) {
 static void assert_fails(int rc, const tfx_err *e, int code, const char *frag1, const char *frag2) {
   cr_assert_eq(rc, code, "rc %s, want %s (%s)", tfx_errname(rc), tfx_errname(code), e->msg);
   cr_assert_eq(e->code, code);
-  if (frag1) assert_msg(e, frag1);
-  if (frag2) assert_msg(e, frag2);
+  if (frag1) {
+    assert_msg(e, frag1);
+  }
+  if (frag2) {
+    assert_msg(e, frag2);
+  }
 }
 
 /* ---------------------------------------------------------------------------------------------------------- */
@@ -115,8 +119,12 @@ Test(csv, header_label_by_name) {
   cr_assert_eq(d->dim, 2);
   const float x[] = {1, 2, 3.5f, -0.4f, 0, 1000};
   const int32_t y[] = {0, 1, 7};
-  for (int i = 0; i < 6; i++) cr_assert_float_eq(d->x[i], x[i], 0, "x[%d] = %g", i, d->x[i]);
-  for (int i = 0; i < 3; i++) cr_assert_eq(d->y[i], y[i]);
+  for (int i = 0; i < 6; i++) {
+    cr_assert_float_eq(d->x[i], x[i], 0, "x[%d] = %g", i, d->x[i]);
+  }
+  for (int i = 0; i < 3; i++) {
+    cr_assert_eq(d->y[i], y[i]);
+  }
   tfx_dataset_destroy(d);
 }
 
@@ -251,8 +259,12 @@ Test(libsvm, inferred_dim_comments_qid_and_blank_lines) {
   cr_assert_eq(d->dim, 4);
   const float x[] = {0.5f, 0, 2, 0, 0, 1, 0, 0, 0, 0, 0, -1.5f, 0, 0, 0, 0};
   const int32_t y[] = {1, -1, 1, 0};
-  for (int i = 0; i < 16; i++) cr_assert_float_eq(d->x[i], x[i], 0, "x[%d] = %g", i, d->x[i]);
-  for (int i = 0; i < 4; i++) cr_assert_eq(d->y[i], y[i]);
+  for (int i = 0; i < 16; i++) {
+    cr_assert_float_eq(d->x[i], x[i], 0, "x[%d] = %g", i, d->x[i]);
+  }
+  for (int i = 0; i < 4; i++) {
+    cr_assert_eq(d->y[i], y[i]);
+  }
   tfx_dataset_destroy(d);
 }
 
@@ -317,9 +329,13 @@ Test(tfrecord, crc32c_test_vectors) {
   cr_assert_eq(tfx_crc32c(0, buf, 32), 0x8A9136AAu);
   memset(buf, 0xff, sizeof buf);
   cr_assert_eq(tfx_crc32c(0, buf, 32), 0x62A8AB43u);
-  for (int i = 0; i < 32; i++) buf[i] = (uint8_t)i;
+  for (int i = 0; i < 32; i++) {
+    buf[i] = (uint8_t)i;
+  }
   cr_assert_eq(tfx_crc32c(0, buf, 32), 0x46DD794Eu);
-  for (int i = 0; i < 32; i++) buf[i] = (uint8_t)(31 - i);
+  for (int i = 0; i < 32; i++) {
+    buf[i] = (uint8_t)(31 - i);
+  }
   cr_assert_eq(tfx_crc32c(0, buf, 32), 0x113FDB5Cu);
   cr_assert_eq(tfx_crc32c(tfx_crc32c(0, "1234", 4), "56789", 5), 0xE3069283u); /* extends */
   cr_assert_eq(tfx_crc32c(0, NULL, 0), 0);
@@ -343,7 +359,9 @@ static const char *write_records(const char *name, const size_t *sizes, int n) {
   cr_assert_eq(tfx_tfrecord_writer_open(path, &w, &e), TFX_OK, "%s", e.msg);
   for (int i = 0; i < n; i++) {
     uint8_t *buf = malloc(sizes[i] + 1);
-    for (size_t j = 0; j < sizes[i]; j++) buf[j] = (uint8_t)(i * 31 + j);
+    for (size_t j = 0; j < sizes[i]; j++) {
+      buf[j] = (uint8_t)(i * 31 + j);
+    }
     cr_assert_eq(tfx_tfrecord_writer_write(w, buf, sizes[i], &e), TFX_OK, "%s", e.msg);
     free(buf);
   }
@@ -355,7 +373,9 @@ Test(tfrecord, writer_and_reader_round_trip) {
   const size_t sizes[] = {5, 0, 1, 5000, 100000, 3};
   const char *path = write_records("r.tfrecord", sizes, 6);
   long expect_size = 0;
-  for (int i = 0; i < 6; i++) expect_size += 16 + (long)sizes[i];
+  for (int i = 0; i < 6; i++) {
+    expect_size += 16 + (long)sizes[i];
+  }
   cr_assert_eq(file_size(path), expect_size);
   tfx_tfrecord_reader *r = NULL;
   tfx_err e = {0};
@@ -369,7 +389,9 @@ Test(tfrecord, writer_and_reader_round_trip) {
     cr_assert_eq(tfx_tfrecord_reader_next(r, &data, &len, &e), TFX_OK, "%s", e.msg);
     cr_assert_not_null(data, "record %d", i);
     cr_assert_eq(len, sizes[i]);
-    for (size_t j = 0; j < len; j++) cr_assert_eq(data[j], (uint8_t)(i * 31 + j));
+    for (size_t j = 0; j < len; j++) {
+      cr_assert_eq(data[j], (uint8_t)(i * 31 + j));
+    }
     off += 16 + sizes[i];
   }
   for (int again = 0; again < 2; again++) { /* a clean end stays the end */
@@ -409,7 +431,9 @@ static int read_until_error(const char *path, int *good, tfx_err *e) {
   const uint8_t *data = NULL;
   size_t len = 0;
   *good = 0;
-  while (!(rc = tfx_tfrecord_reader_next(r, &data, &len, e)) && data) (*good)++;
+  while (!(rc = tfx_tfrecord_reader_next(r, &data, &len, e)) && data) {
+    (*good)++;
+  }
   if (rc) { /* the reader stays failed */
     tfx_err again = {0};
     cr_assert_eq(tfx_tfrecord_reader_next(r, &data, &len, &again), TFX_ESTATE);
@@ -548,7 +572,9 @@ static uint8_t *pack_example(const spec *s, size_t ns, size_t *len) {
     } else if (s[k].kind == TFX_FEATURE_KIND_BYTES) {
       tensorflow__bytes_list__init(&bl[k]);
       cr_assert_leq(s[k].n, 8);
-      for (size_t j = 0; j < s[k].n; j++) bin[k][j] = (ProtobufCBinaryData){strlen(s[k].b[j]), (uint8_t *)s[k].b[j]};
+      for (size_t j = 0; j < s[k].n; j++) {
+        bin[k][j] = (ProtobufCBinaryData){strlen(s[k].b[j]), (uint8_t *)s[k].b[j]};
+      }
       bl[k].n_value = s[k].n, bl[k].value = bin[k];
       f[k].kind_case = TENSORFLOW__FEATURE__KIND_BYTES_LIST, f[k].bytes_list = &bl[k];
     }
@@ -591,10 +617,14 @@ Test(example, getters_by_name) {
   tfx_err e = {0};
   cr_assert_eq(tfx_example_floats(ex, "floats", &f, &n, &e), TFX_OK, "%s", e.msg);
   cr_assert_eq(n, 3);
-  for (size_t k = 0; k < 3; k++) cr_assert_eq(f[k], fv[k]);
+  for (size_t k = 0; k < 3; k++) {
+    cr_assert_eq(f[k], fv[k]);
+  }
   cr_assert_eq(tfx_example_int64s(ex, "ints", &i, &n, &e), TFX_OK, "%s", e.msg);
   cr_assert_eq(n, 4);
-  for (size_t k = 0; k < 4; k++) cr_assert_eq(i[k], iv[k]);
+  for (size_t k = 0; k < 4; k++) {
+    cr_assert_eq(i[k], iv[k]);
+  }
   for (size_t k = 0; k < 3; k++) {
     const uint8_t *data = NULL;
     size_t blen = 9;
@@ -696,10 +726,14 @@ static const char *write_examples(const char *name, int n, size_t dim, int as_by
     char raw[17] = {0};
     const char *rawp[] = {raw};
     int64_t y = r % 3;
-    for (size_t j = 0; j < dim; j++) x[j] = (float)(r * 10 + (int)j), raw[j] = (char)('a' + r + (int)j);
+    for (size_t j = 0; j < dim; j++) {
+      x[j] = (float)(r * 10 + (int)j), raw[j] = (char)('a' + r + (int)j);
+    }
     spec s[2] = {{"pixels", TFX_FEATURE_KIND_FLOAT, x, NULL, NULL, dim},
                  {"label", TFX_FEATURE_KIND_INT64, NULL, &y, NULL, 1}};
-    if (as_bytes) s[0] = (spec){"pixels", TFX_FEATURE_KIND_BYTES, NULL, NULL, rawp, 1};
+    if (as_bytes) {
+      s[0] = (spec){"pixels", TFX_FEATURE_KIND_BYTES, NULL, NULL, rawp, 1};
+    }
     size_t len = 0;
     uint8_t *buf = pack_example(s, 2, &len);
     cr_assert_eq(tfx_tfrecord_writer_write(w, buf, len, &e), TFX_OK, "%s", e.msg);
@@ -718,7 +752,9 @@ Test(example, load_float_features) {
   cr_assert_eq(d->dim, 4);
   for (size_t r = 0; r < 100; r++) {
     cr_assert_eq(d->y[r], (int32_t)(r % 3));
-    for (size_t j = 0; j < 4; j++) cr_assert_float_eq(d->x[r * 4 + j], (float)(r * 10 + j) * 0.5f, 0);
+    for (size_t j = 0; j < 4; j++) {
+      cr_assert_float_eq(d->x[r * 4 + j], (float)(r * 10 + j) * 0.5f, 0);
+    }
   }
   tfx_dataset_destroy(d);
 }
@@ -850,13 +886,17 @@ static int64_t jint(json_object *o, const char *key) {
 }
 
 static void hex(const uint8_t *p, size_t n, char *out) {
-  for (size_t i = 0; i < n; i++) sprintf(out + 2 * i, "%02x", p[i]);
+  for (size_t i = 0; i < n; i++) {
+    sprintf(out + 2 * i, "%02x", p[i]);
+  }
   out[2 * n] = '\0';
 }
 
 /* The frame (SOFn) of a JPEG: returns the marker, or -1 if none is found. */
 static int jpeg_sof(const uint8_t *p, size_t n, int *h, int *w, int *comp) {
-  if (n < 4 || p[0] != 0xff || p[1] != 0xd8) return -1;
+  if (n < 4 || p[0] != 0xff || p[1] != 0xd8) {
+    return -1;
+  }
   size_t i = 2;
   while (i + 4 <= n && p[i] == 0xff) {
     int m = p[i + 1];
@@ -865,7 +905,9 @@ static int jpeg_sof(const uint8_t *p, size_t n, int *h, int *w, int *comp) {
       continue;
     }
     if (m >= 0xc0 && m <= 0xcf && m != 0xc4 && m != 0xc8 && m != 0xcc) {
-      if (i + 10 > n) return -1;
+      if (i + 10 > n) {
+        return -1;
+      }
       *h = p[i + 5] << 8 | p[i + 6], *w = p[i + 7] << 8 | p[i + 8], *comp = p[i + 9];
       return m;
     }
@@ -911,13 +953,23 @@ static void check_feature(const tfx_example *ex, const char *name, json_object *
   cr_assert_eq(n, (size_t)jint(want, "len"), "%s", name);
   json_object *vals = jget(want, "values");
   cr_assert_eq(json_object_array_length(vals), n);
-  if (kind == TFX_FEATURE_KIND_FLOAT) cr_assert_eq(tfx_example_floats(ex, name, &f, &m, NULL), TFX_OK);
-  if (kind == TFX_FEATURE_KIND_INT64) cr_assert_eq(tfx_example_int64s(ex, name, &iv, &m, NULL), TFX_OK);
+  if (kind == TFX_FEATURE_KIND_FLOAT) {
+    cr_assert_eq(tfx_example_floats(ex, name, &f, &m, NULL), TFX_OK);
+  }
+  if (kind == TFX_FEATURE_KIND_INT64) {
+    cr_assert_eq(tfx_example_int64s(ex, name, &iv, &m, NULL), TFX_OK);
+  }
   for (size_t i = 0; i < n; i++) {
     json_object *v = json_object_array_get_idx(vals, i);
-    if (kind == TFX_FEATURE_KIND_FLOAT) cr_assert_eq(f[i], (float)json_object_get_double(v), "%s[%zu]", name, i);
-    if (kind == TFX_FEATURE_KIND_INT64) cr_assert_eq(iv[i], json_object_get_int64(v), "%s[%zu]", name, i);
-    if (kind == TFX_FEATURE_KIND_BYTES) check_bytes(ex, name, i, v);
+    if (kind == TFX_FEATURE_KIND_FLOAT) {
+      cr_assert_eq(f[i], (float)json_object_get_double(v), "%s[%zu]", name, i);
+    }
+    if (kind == TFX_FEATURE_KIND_INT64) {
+      cr_assert_eq(iv[i], json_object_get_int64(v), "%s[%zu]", name, i);
+    }
+    if (kind == TFX_FEATURE_KIND_BYTES) {
+      check_bytes(ex, name, i, v);
+    }
   }
 }
 
@@ -953,14 +1005,20 @@ static void schema_add(walk *w, const tfx_example *ex) {
   for (size_t k = 0; k < tfx_example_size(ex); k++) {
     const char *key = tfx_example_key(ex, k);
     size_t s = 0;
-    while (s < w->nschema && strcmp(w->schema[s].name, key) != 0) s++;
+    while (s < w->nschema && strcmp(w->schema[s].name, key) != 0) {
+      s++;
+    }
     cr_assert_lt(s, w->nschema, "record %zu: feature '%s' is not in the schema", w->count, key);
     tfx_feature_kind kind;
     size_t n = 0;
     cr_assert_eq(tfx_example_find(ex, key, &kind, &n, NULL), TFX_OK);
     seen *f = &w->schema[s];
-    if (f->present == 0 || n < f->min) f->min = n;
-    if (f->present == 0 || n > f->max) f->max = n;
+    if (f->present == 0 || n < f->min) {
+      f->min = n;
+    }
+    if (f->present == 0 || n > f->max) {
+      f->max = n;
+    }
     cr_assert(f->present == 0 || f->kind == kind, "record %zu: '%s' changed kind", w->count, key);
     f->kind = kind;
     f->present++;
@@ -969,7 +1027,9 @@ static void schema_add(walk *w, const tfx_example *ex) {
 
 static void schema_init(walk *w) {
   json_object *schema = NULL;
-  if (!json_object_object_get_ex(w->j, "feature_schema_over_all_records", &schema)) return;
+  if (!json_object_object_get_ex(w->j, "feature_schema_over_all_records", &schema)) {
+    return;
+  }
   json_object_object_foreach(schema, name, want) {
     (void)want;
     cr_assert_lt(w->nschema, 16);
@@ -979,7 +1039,9 @@ static void schema_init(walk *w) {
 
 static void schema_check(const walk *w) {
   json_object *schema = NULL;
-  if (!json_object_object_get_ex(w->j, "feature_schema_over_all_records", &schema)) return;
+  if (!json_object_object_get_ex(w->j, "feature_schema_over_all_records", &schema)) {
+    return;
+  }
   for (size_t s = 0; s < w->nschema; s++) {
     json_object *want = jget(schema, w->schema[s].name);
     json_object *types = jget(want, "types");
@@ -1014,7 +1076,9 @@ static void walk_record(walk *w, const uint8_t *data, size_t len) {
     return;
   }
   cr_assert_eq(rc, TFX_OK, "record %zu: %s", w->count, e.msg);
-  if (w->count == 0) check_first(ex, len, jget(w->j, "first_record"));
+  if (w->count == 0) {
+    check_first(ex, len, jget(w->j, "first_record"));
+  }
   schema_add(w, ex);
   tfx_example_destroy(ex);
 }
@@ -1042,9 +1106,12 @@ static void check_real(const char *dir, size_t records) {
   cr_assert_eq(w.count, (size_t)jint(w.j, "num_records"));
   cr_assert_eq(tfx_tfrecord_reader_offset(r), (uint64_t)jint(w.j, "file_size_bytes"));
   json_object *v = NULL;
-  if (json_object_object_get_ex(w.j, "total_payload_bytes", &v))
+  if (json_object_object_get_ex(w.j, "total_payload_bytes", &v)) {
     cr_assert_eq(w.total, (size_t)json_object_get_int64(v));
-  if (json_object_object_get_ex(w.j, "last_record", &v)) cr_assert_eq(w.last, (size_t)jint(v, "payload_bytes"));
+  }
+  if (json_object_object_get_ex(w.j, "last_record", &v)) {
+    cr_assert_eq(w.last, (size_t)jint(v, "payload_bytes"));
+  }
   schema_check(&w);
   tfx_tfrecord_reader_close(r);
   json_object_put(w.j);
@@ -1149,7 +1216,9 @@ Test(realworld, load_tutorial_file_as_dataset) {
   cr_assert_eq(d->dim, 1);
   cr_assert_eq(d->x[0], (float)-1.1237505674362183);
   cr_assert_eq(d->y[0], 2);
-  for (size_t i = 0; i < d->n; i++) cr_assert(d->y[i] >= 0 && d->y[i] <= 4, "y[%zu] = %d", i, d->y[i]);
+  for (size_t i = 0; i < d->n; i++) {
+    cr_assert(d->y[i] >= 0 && d->y[i] <= 4, "y[%zu] = %d", i, d->y[i]);
+  }
   tfx_dataset_destroy(d);
   d = NULL;
   cr_assert_eq(tfx_example_load(path, "feature2", "feature0", 1, &d, &e), TFX_ESHAPE); /* words of other lengths */

@@ -59,7 +59,9 @@ static void write_raw(const char *path, const char *header, const void *data, si
   cr_assert_not_null(f);
   fwrite(&hl, 8, 1, f);
   fwrite(header, 1, hl, f);
-  if (n) fwrite(data, 1, n, f);
+  if (n) {
+    fwrite(data, 1, n, f);
+  }
   fclose(f);
 }
 
@@ -79,8 +81,12 @@ static void sample_init(sample *s) {
   s->ranks[0] = 2, s->ranks[1] = 1, s->ranks[2] = 0;
   s->s0[0] = 2, s->s0[1] = 3, s->s1[0] = 3;
   s->shapes[0] = s->s0, s->shapes[1] = s->s1, s->shapes[2] = s->s2;
-  for (int i = 0; i < 6; i++) s->kernel[i] = (float)i / 7.0f - 0.5f;
-  for (int i = 0; i < 3; i++) s->bias[i] = -1e-20f * (float)(i + 1);
+  for (int i = 0; i < 6; i++) {
+    s->kernel[i] = (float)i / 7.0f - 0.5f;
+  }
+  for (int i = 0; i < 3; i++) {
+    s->bias[i] = -1e-20f * (float)(i + 1);
+  }
   s->scalar[0] = 6000.0f;
   s->data[0] = s->kernel, s->data[1] = s->bias, s->data[2] = s->scalar;
 }
@@ -188,24 +194,48 @@ static double e4m3_to_double(uint8_t b) {
 
 /* Element i of a tensor as a double, or NAN when the dtype is not decoded here. */
 static double element(const char *dtype, const uint8_t *p, size_t i) {
-  if (!strcmp(dtype, "F64")) return ((const double *)(const void *)p)[i];
-  if (!strcmp(dtype, "F32")) return ((const float *)(const void *)p)[i];
-  if (!strcmp(dtype, "F16")) return half_to_double(((const uint16_t *)(const void *)p)[i]);
+  if (!strcmp(dtype, "F64")) {
+    return ((const double *)(const void *)p)[i];
+  }
+  if (!strcmp(dtype, "F32")) {
+    return ((const float *)(const void *)p)[i];
+  }
+  if (!strcmp(dtype, "F16")) {
+    return half_to_double(((const uint16_t *)(const void *)p)[i]);
+  }
   if (!strcmp(dtype, "BF16")) {
     uint32_t bits = (uint32_t)((const uint16_t *)(const void *)p)[i] << 16;
     float f;
     memcpy(&f, &bits, 4);
     return f;
   }
-  if (!strcmp(dtype, "F8_E5M2")) return half_to_double((uint16_t)(p[i] << 8));
-  if (!strcmp(dtype, "F8_E4M3")) return e4m3_to_double(p[i]);
-  if (!strcmp(dtype, "I64")) return (double)((const int64_t *)(const void *)p)[i];
-  if (!strcmp(dtype, "I32")) return ((const int32_t *)(const void *)p)[i];
-  if (!strcmp(dtype, "I16")) return ((const int16_t *)(const void *)p)[i];
-  if (!strcmp(dtype, "I8")) return ((const int8_t *)(const void *)p)[i];
-  if (!strcmp(dtype, "U32")) return ((const uint32_t *)(const void *)p)[i];
-  if (!strcmp(dtype, "U16")) return ((const uint16_t *)(const void *)p)[i];
-  if (!strcmp(dtype, "U8") || !strcmp(dtype, "BOOL")) return p[i];
+  if (!strcmp(dtype, "F8_E5M2")) {
+    return half_to_double((uint16_t)(p[i] << 8));
+  }
+  if (!strcmp(dtype, "F8_E4M3")) {
+    return e4m3_to_double(p[i]);
+  }
+  if (!strcmp(dtype, "I64")) {
+    return (double)((const int64_t *)(const void *)p)[i];
+  }
+  if (!strcmp(dtype, "I32")) {
+    return ((const int32_t *)(const void *)p)[i];
+  }
+  if (!strcmp(dtype, "I16")) {
+    return ((const int16_t *)(const void *)p)[i];
+  }
+  if (!strcmp(dtype, "I8")) {
+    return ((const int8_t *)(const void *)p)[i];
+  }
+  if (!strcmp(dtype, "U32")) {
+    return ((const uint32_t *)(const void *)p)[i];
+  }
+  if (!strcmp(dtype, "U16")) {
+    return ((const uint16_t *)(const void *)p)[i];
+  }
+  if (!strcmp(dtype, "U8") || !strcmp(dtype, "BOOL")) {
+    return p[i];
+  }
   return NAN;
 }
 
@@ -218,7 +248,9 @@ static json_object *get(json_object *o, const char *key) {
 /* Compares a tensor's values with expected "values" or "values_first_8". */
 static void check_values(const tfx_st_file *f, const tfx_st_tensor *t, json_object *want_tensor) {
   json_object *vals = NULL;
-  if (!json_object_object_get_ex(want_tensor, "values", &vals)) vals = get(want_tensor, "values_first_8");
+  if (!json_object_object_get_ex(want_tensor, "values", &vals)) {
+    vals = get(want_tensor, "values_first_8");
+  }
   size_t n = json_object_array_length(vals);
   const uint8_t *p = f->data + t->begin;
   /* Copy into an aligned buffer: data offsets need not be aligned for the element type. */
@@ -245,7 +277,9 @@ static void check_real_file(const char *dir) {
   struct dirent *de;
   while ((de = readdir(d))) {
     size_t l = strlen(de->d_name);
-    if (l > 12 && !strcmp(de->d_name + l - 12, ".safetensors")) snprintf(path, sizeof path, "%s/%s", dpath, de->d_name);
+    if (l > 12 && !strcmp(de->d_name + l - 12, ".safetensors")) {
+      snprintf(path, sizeof path, "%s/%s", dpath, de->d_name);
+    }
   }
   closedir(d);
   cr_assert_neq(path[0], '\0', "no .safetensors file in %s", dpath);
@@ -324,9 +358,13 @@ Test(safetensors, every_real_directory_is_covered) {
   struct dirent *de;
   int seen = 0;
   while ((de = readdir(d))) {
-    if (de->d_name[0] == '.') continue;
+    if (de->d_name[0] == '.') {
+      continue;
+    }
     int found = 0;
-    for (size_t i = 0; i < 3; i++) found |= !strcmp(de->d_name, known[i]);
+    for (size_t i = 0; i < 3; i++) {
+      found |= !strcmp(de->d_name, known[i]);
+    }
     cr_expect(found, "new test data directory %s has no test here", de->d_name);
     seen++;
   }

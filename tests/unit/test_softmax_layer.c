@@ -14,7 +14,9 @@ static tfx_model *make(const char *layers, tfx_err *err, int *rc) {
   cr_assert_eq(tfx_config_parse(&cfg, json, "test", NULL), TFX_OK);
   tfx_model *m = NULL;
   *rc = tfx_model_create(&cfg, 3, &m, err);
-  if (!*rc) tfx_model_init_vars(m, 11);
+  if (!*rc) {
+    tfx_model_init_vars(m, 11);
+  }
   return m;
 }
 
@@ -27,11 +29,14 @@ static double loss_of(tfx_model *m, const float *x, const int32_t *y) {
 
 Test(softmax_layer, gradient_matches_finite_differences) {
   int rc;
-  tfx_model *m = make("[{\"type\": \"dense\", \"units\": 4}, {\"type\": \"softmax\"}, {\"type\": \"dense\", \"units\": 3}]", NULL, &rc);
+  tfx_model *m = make(
+      "[{\"type\": \"dense\", \"units\": 4}, {\"type\": \"softmax\"}, {\"type\": \"dense\", \"units\": 3}]", NULL, &rc);
   cr_assert_eq(rc, TFX_OK);
   float x[15];
   int32_t y[3] = {0, 2, 1};
-  for (int i = 0; i < 15; i++) x[i] = cosf((float)i) * 2;
+  for (int i = 0; i < 15; i++) {
+    x[i] = cosf((float)i) * 2;
+  }
   tfx_step_stats st;
   tfx_model_forward(m, x, 3, 1, 0);
   tfx_model_loss(m, y, 3, 1, &st);
@@ -45,7 +50,8 @@ Test(softmax_layer, gradient_matches_finite_differences) {
     double down = loss_of(m, x, y);
     k->value[i] = keep;
     double fd = (up - down) / 2e-2;
-    cr_assert(fabs(fd - k->grad[i]) < 1e-3 + 2e-2 * fabs(fd), "kernel[%zu]: backward %g, finite difference %g", i, k->grad[i], fd);
+    cr_assert(fabs(fd - k->grad[i]) < 1e-3 + 2e-2 * fabs(fd), "kernel[%zu]: backward %g, finite difference %g", i,
+              k->grad[i], fd);
   }
   tfx_model_destroy(m);
 }

@@ -32,8 +32,12 @@ static void sample_init(sample *s, int with_trailing_fields) {
   s->env.request_id = 77;
   s->env.step = 1234;
   s->env.text = "push from worker";
-  for (int i = 0; i < 6; i++) s->kernel[i] = 0.5f * (float)i - 1.0f;
-  for (int i = 0; i < 3; i++) s->bias[i] = 10.0f + (float)i;
+  for (int i = 0; i < 6; i++) {
+    s->kernel[i] = 0.5f * (float)i - 1.0f;
+  }
+  for (int i = 0; i < 3; i++) {
+    s->bias[i] = 10.0f + (float)i;
+  }
   s->s0[0] = 2, s->s0[1] = 3, s->s1[0] = 3;
   for (int i = 0; i < 2; i++) {
     tfx__tensor__init(&s->t[i]);
@@ -296,7 +300,9 @@ Test(wire, random_bytes_never_crash) {
   for (int iter = 0; iter < 4000; iter++) {
     size_t len = xorshift(&seed) % 200;
     uint8_t *buf = malloc(len ? len : 1);
-    for (size_t i = 0; i < len; i++) buf[i] = (uint8_t)xorshift(&seed);
+    for (size_t i = 0; i < len; i++) {
+      buf[i] = (uint8_t)xorshift(&seed);
+    }
     size_t parts[3] = {xorshift(&seed) % 64, xorshift(&seed) % 64, 4};
     int n_parts = (int)(xorshift(&seed) % 4);
     tfx_envelope *out = NULL;
@@ -326,7 +332,9 @@ Test(wire, mutated_envelopes_never_crash) {
     uint8_t *buf = malloc(len);
     memcpy(buf, orig, len);
     int flips = 1 + (int)(xorshift(&seed) % 4);
-    for (int f = 0; f < flips; f++) buf[xorshift(&seed) % len] ^= (uint8_t)(1u << (xorshift(&seed) % 8));
+    for (int f = 0; f < flips; f++) {
+      buf[xorshift(&seed) % len] ^= (uint8_t)(1u << (xorshift(&seed) % 8));
+    }
     tfx_envelope *out = NULL;
     tfx_err err = {0};
     int rc = tfx_wire_unpack(buf, len, sample_parts, 2, &out, &err);
@@ -334,7 +342,9 @@ Test(wire, mutated_envelopes_never_crash) {
       /* Accepted means validated: the tensors match the two frames. */
       size_t part = 0;
       for (size_t i = 0; i < out->n_tensors; i++) {
-        if (out->tensors[i]->nbytes == 0) continue;
+        if (out->tensors[i]->nbytes == 0) {
+          continue;
+        }
         cr_assert_lt(part, 2);
         cr_assert_eq(out->tensors[i]->nbytes, sample_parts[part]);
         part++;
