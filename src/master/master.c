@@ -16,6 +16,7 @@
 #include "master_impl.h"
 #include "metrics.h"
 #include "net.h"
+#include "notify.h"
 #include "plan.h"
 #include "plugin.h"
 #include "progress.h"

@@ -8,6 +8,7 @@
 #include "ckpt.h"
 #include "log.h"
 #include "master_impl.h"
+#include "notify.h"
 #include "plugin.h"
 #include "warmstart.h"
 
@@ -175,6 +176,7 @@ int tfx_master_wait_cluster(master *m, tfx_err *err) {
   while (!tfx_stop_requested()) {
     probe_ps(m);
     serve(m, 100);
+    tfx_notify_watchdog();
     if (!missing(m, who, sizeof who)) {
       return TFX_OK;
     }
@@ -447,6 +449,7 @@ static int finish(master *m, tfx_err *err) {
 
 int tfx_master_loop(master *m, tfx_err *err) {
   m->hook_stop |= tfx_plugin_hook(m->n->plugin, TFX_HOOK_TRAIN_BEGIN, m->start_step, NAN, NAN, m->n->run_dir);
+  tfx_notify_status("chief: training from step %lld", (long long)m->start_step);
   if (m->cfg.validate_first && m->start_step == 0) {
     tfx_master_evaluate(m), tfx_master_validate(m, 1);
   }
@@ -461,6 +464,8 @@ int tfx_master_loop(master *m, tfx_err *err) {
     if (rc) {
       return rc;
     }
+    tfx_notify_status("chief: step %lld of %lld, eval accuracy %.4f", (long long)m->global_step,
+                      (long long)m->cfg.max_steps, m->last_acc);
     if (m->global_step >= m->cfg.max_steps) {
       return finish(m, err);
     }

@@ -13,6 +13,7 @@
 #include "init.h"
 #include "log.h"
 #include "net.h"
+#include "notify.h"
 #include "optim.h"
 #include "ps_impl.h"
 
@@ -349,6 +350,7 @@ int tfx_ps_run(tfx_node *n, tfx_err *err) {
   p.start_ms = tfx_now_ms();
   tfx_config_init(&p.cfg);
   tfx_log(TFX_LOG_INFO, "PS-START", "listening on %s", ep);
+  tfx_notify_ready("ps: waiting for the plan");
   while (!p.stopping && !tfx_stop_requested()) {
     zmq_pollitem_t item = {p.sock, 0, ZMQ_POLLIN, 0};
     int ready = zmq_poll(&item, 1, 100);
@@ -356,7 +358,14 @@ int tfx_ps_run(tfx_node *n, tfx_err *err) {
       serve_one(&p);
     }
     tfx_ps_expire_pulls(&p);
+    if (p.initialized) {
+      tfx_notify_status("ps %d: step %lld, %d shard(s), %llu pushes applied", n->index, (long long)p.version,
+                        p.n_shards, (unsigned long long)p.stats.applied);
+    } else {
+      tfx_notify_watchdog();
+    }
   }
+  tfx_notify_stopping();
   tfx_log(TFX_LOG_INFO, "PS-STOP",
           "stopping at step %lld: %llu pushes applied, %llu stale dropped, %llu rejected, %llu copied on write",
           (long long)p.version, (unsigned long long)p.stats.applied, (unsigned long long)p.stats.stale,

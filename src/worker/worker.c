@@ -11,6 +11,7 @@
 #include "dataset.h"
 #include "log.h"
 #include "net.h"
+#include "notify.h"
 #include "psclient.h"
 #include "source.h"
 #include "step.h"
@@ -70,6 +71,7 @@ static void serve_control(worker *w) {
 
 /* Registers until the master answers start (flag 1) or stop (flag 2), within the deadline. */
 static int register_with_master(worker *w, tfx_err *err) {
+  tfx_notify_ready("worker: registering with the chief");
   int64_t deadline = tfx_now_ms() + (int64_t)w->cfg.register_timeout_s * 1000, last_log = 0;
   while (!tfx_stop_requested()) {
     serve_control(w);
@@ -96,6 +98,7 @@ static int register_with_master(worker *w, tfx_err *err) {
       tfx_log(TFX_LOG_INFO, "WORKER-WAIT", "waiting for the master at %s to start the run",
               tfx_client_endpoint(w->master));
     }
+    tfx_notify_watchdog();
     usleep(200000);
   }
   return tfx_err_set(err, TFX_EINTR, "stopped while registering");
@@ -173,6 +176,7 @@ static int train(worker *w, tfx_err *err) {
   if ((rc = tfx_psclient_pull(w->ps, 0, &w->version, err))) {
     return rc;
   }
+  tfx_notify_status("worker %d: training from step %lld", w->n->index, (long long)w->version);
   while (!w->stop && !tfx_stop_requested() && w->version < w->cfg.max_steps) {
     tfx_step_stats st;
     compute(w, &st);
@@ -198,7 +202,10 @@ static int train(worker *w, tfx_err *err) {
       loss = hits = seen = n = 0, t0 = tfx_now_ms();
     }
     serve_control(w);
+    tfx_notify_status("worker %d: global step %lld of %lld", w->n->index, (long long)w->version,
+                      (long long)w->cfg.max_steps);
   }
+  tfx_notify_stopping();
   tfx_log(TFX_LOG_INFO, "WORKER-DONE", "stopped at global step %lld after %lld local steps", (long long)w->version,
           (long long)w->steps);
   return TFX_OK;

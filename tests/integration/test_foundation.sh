@@ -35,4 +35,24 @@ kill -0 "$pid" 2>/dev/null && fail "ps still running 5 s after SIGTERM"
 wait "$pid"; rc=$?
 [ "$rc" = 0 ] || fail "ps exited $rc after SIGTERM"
 grep -q "PS-STOP" "$WORK/ps.log" || fail "no PS-STOP log line"
+# sd_notify: a ps under a (simulated) Type=notify unit says READY and reports its state.
+sock=$WORK/notify.sock
+python3 - "$sock" >"$WORK/notify.txt" <<'PY' &
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); s.bind(sys.argv[1]); s.settimeout(10)
+end = time.time() + 10
+while time.time() < end:
+    try: msg = s.recv(4096).decode()
+    except socket.timeout: break
+    print(msg.replace("\n", " | "), flush=True)
+    if "READY=1" in msg: break
+PY
+lpid=$!
+for _ in $(seq 1 50); do [ -S "$sock" ] && break; sleep 0.1; done
+p3=$(free_port)
+NOTIFY_SOCKET=$sock TF_CONFIG="{\"cluster\":{\"ps\":[\"127.0.0.1:$p3\"]},\"task\":{\"type\":\"ps\",\"index\":0}}" "$TFX_NODE" >"$WORK/ps2.log" 2>&1 &
+pid2=$!; PIDS+=($pid2)
+wait "$lpid"
+kill -TERM "$pid2"; wait "$pid2"
+grep -q "READY=1 | STATUS=ps: waiting for the plan" "$WORK/notify.txt" || fail "no sd_notify READY: $(cat "$WORK/notify.txt")"
 pass "foundation"
