@@ -107,6 +107,9 @@ static int dispatch(tfx_args *a, tfx_err *err) {
   if (!strcmp(cmd, "evaluate")) {
     return tfx_evaluate_run(&a->node, &a->cli, err);
   }
+  if (!strcmp(cmd, "report")) {
+    return tfx_report_run(&a->node, &a->cli, err);
+  }
   if (!strcmp(cmd, "runs")) {
     return tfx_runs_run(&a->cli, err);
   }

@@ -9,8 +9,8 @@
 #include "log.h"
 #include "plugin.h"
 
-static const char *const commands[] = {"local",   "train",   "status",   "config", "model", "plan", "export",
-                                       "inspect", "predict", "evaluate", "search", "runs",  NULL};
+static const char *const commands[] = {"local",   "train",   "status",   "config", "model", "plan",   "export",
+                                       "inspect", "predict", "evaluate", "search", "runs",  "report", NULL};
 
 static const char usage[] =
     "usage: tfx-node [COMMAND] [OPTIONS]\n"
@@ -25,6 +25,7 @@ static const char usage[] =
     "  config   --config X                                      print the resolved experiment\n"
     "  model    --config X                                      print the layer table\n"
     "  plan     --config X --ps N                               print the placement plan\n"
+    "  report   --run-dir RUN [--output FILE]                   static HTML report (plots, metrics, variables)\n"
     "  runs     [--root DIR]                                    list the runs below DIR (default runs)\n"
     "  search   --config X [--trials N] [--parallel P] [--run-dir ROOT] [--max-steps N]   hyperparameter search\n"
     "  evaluate --run-dir RUN [--checkpoint STEP|DIR] [--data NAME] [--steps N]  evaluate a checkpoint\n"
@@ -298,7 +299,7 @@ static int load_experiment(tfx_args *a, const raw *r, tfx_err *err) {
   int needs =
       !a->command || (strcmp(a->command, "status") && strcmp(a->command, "inspect") && strcmp(a->command, "runs"));
   if (needs && !r->config && a->command && strcmp(a->command, "export") && strcmp(a->command, "predict") &&
-      strcmp(a->command, "evaluate")) {
+      strcmp(a->command, "evaluate") && strcmp(a->command, "report")) {
     return tfx_err_set(err, TFX_ECONFIG, "%s needs --config EXPERIMENT.json", a->command);
   }
   if (needs && r->config && a->node.cfg.plugin[0]) {

@@ -27,6 +27,8 @@ typedef struct tfx_cli_opts {
 int tfx_train_run(tfx_node *n, const tfx_cli_opts *o, tfx_err *err);
 /* Hyperparameter search: trials as local clusters, median early stopping, a ranked summary. */
 int tfx_search_run(tfx_node *n, const tfx_cli_opts *o, const char *self_exe, tfx_err *err);
+/* Writes RUN/report.html (or --output): plots, final metrics, variables and their ps, the resolved config. */
+int tfx_report_run(const tfx_node *n, const tfx_cli_opts *o, tfx_err *err);
 /* Lists the runs below a root directory (--root) with their steps, last eval and newest checkpoint. */
 int tfx_runs_run(const tfx_cli_opts *o, tfx_err *err);
 /* The evaluator task: evaluates every new checkpoint of the run directory until max_steps. */

@@ -75,4 +75,12 @@ for e, l in zip(evals, lines):
 assert any("train/loss" in e["scalars"] for e in events)
 PY
 "$TFX_NODE" runs --root "$WORK/runs" | grep -q "^r1 .* 1500 " || fail "runs does not list r1: $("$TFX_NODE" runs --root "$WORK/runs")"
-pass "metrics endpoint, status, page, TensorBoard events, runs"
+"$TFX_NODE" report --run-dir "$WORK/runs/r1" >"$WORK/report.log" 2>&1 || fail "report: $(cat "$WORK/report.log")"
+python3 - "$WORK/runs/r1/report.html" <<'PY' || fail "report.html"
+import re, sys
+h = open(sys.argv[1]).read()
+lines = re.findall(r'<polyline[^>]*points="([^"]*)"', h)
+assert len(lines) == 2 and all(len(l.split()) >= 3 for l in lines), lines
+assert "dense_1/kernel" in h and "held by" in h and "max_steps" in h and "://" not in h.split("<body>")[1]
+PY
+pass "metrics endpoint, status, page, TensorBoard events, runs, report"
