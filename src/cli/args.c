@@ -40,6 +40,7 @@ static const char usage[] =
     "  --set KEY=VALUE         override one experiment option (repeatable), e.g. --set optimizer.learning_rate=0.05\n"
     "  --run-dir=DIR           run directory (metrics.jsonl, config.json, checkpoints/); default tfx-run\n"
     "  --bind=HOST             bind on HOST instead of all interfaces\n"
+    "  --http-port=N           serve /metrics (Prometheus) and /status (JSON) on port N\n"
     "  --fresh                 do not resume from the run directory's newest checkpoint\n"
     "  --log-level=LEVEL       debug|info|warn|error\n"
     "  --help, --version, --help-options (the experiment option table)\n";
@@ -144,6 +145,11 @@ static int take_flag(tfx_args *a, raw *r, const char *flag, const char *v, tfx_e
     c->trials = atoi(v);
   } else if (!strcmp(flag, "data")) {
     return set_str(c->data, sizeof c->data, v, flag, err);
+  } else if (!strcmp(flag, "http-port")) {
+    a->node.http_port = atoi(v);
+    if (a->node.http_port < 0 || a->node.http_port > 65535) {
+      return tfx_err_set(err, TFX_EINVAL, "--http-port %s: want 0..65535", v);
+    }
   } else if (!strcmp(flag, "root")) {
     return set_str(c->target, sizeof c->target, v, flag, err);
   } else if (!strcmp(flag, "parallel")) {

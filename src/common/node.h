@@ -15,6 +15,7 @@ typedef struct tfx_node {
   char run_dir[512];
   char bind_host[128];
   int resume;                       /* 1: restore the newest checkpoint of run_dir if any (default) */
+  int http_port;        /* --http-port: serve /metrics and /status (0: off; the chief also reads observe.http_port) */
   struct tfx_plugin_handle *plugin; /* model.plugin, loaded by main when the experiment names one */
 } tfx_node;
 

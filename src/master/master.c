@@ -47,6 +47,9 @@ static int setup(master *m, tfx_err *err) {
     return tfx_err_set(err, TFX_ECONFIG, "the master needs --config EXPERIMENT.json");
   }
   m->cfg = n->cfg;
+  if (n->http_port) {
+    m->cfg.http_port = n->http_port; /* --http-port wins over observe.http_port */
+  }
   m->n_ps = tfx_cluster_count(n->cluster, TFX_ROLE_PS);
   m->n_workers = tfx_cluster_count(n->cluster, TFX_ROLE_WORKER);
   if (m->n_ps < 1 || m->n_workers < 1) {

@@ -9,39 +9,13 @@
 #include "http.h"
 #include "log.h"
 #include "master_impl.h"
+#include "prom.h"
 
-typedef struct buf {
-  char *s;
-  size_t len, cap;
-} buf;
-
-static void put(buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void put(buf *b, const char *fmt, ...) {
-  va_list ap;
-  for (;;) {
-    va_start(ap, fmt);
-    int n = b->s ? vsnprintf(b->s + b->len, b->cap - b->len, fmt, ap) : -1;
-    va_end(ap);
-    if (n >= 0 && (size_t)n < b->cap - b->len) {
-      b->len += (size_t)n;
-      return;
-    }
-    size_t cap = b->cap * 2 + 4096 + (n > 0 ? (size_t)n : 0);
-    char *g = realloc(b->s, cap);
-    if (!g) {
-      return;
-    }
-    b->s = g, b->cap = cap;
-  }
-}
+typedef tfx_text buf;
+#define put tfx_text_put
 
 static void gauge(buf *b, const master *m, const char *name, const char *help, const char *type, double v) {
-  put(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
-  if (isnan(v)) {
-    put(b, "%s{role=\"master\",index=\"%d\"} NaN\n", name, m->n->index);
-  } else {
-    put(b, "%s{role=\"master\",index=\"%d\"} %.17g\n", name, m->n->index, v);
-  }
+  tfx_prom_metric(b, name, help, type, "master", m->n->index, v);
 }
 
 static char *render_metrics(master *m) {

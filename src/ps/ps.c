@@ -10,11 +10,13 @@
 #include <time.h>
 
 #include "ckpt.h"
+#include "http.h"
 #include "init.h"
 #include "log.h"
 #include "net.h"
 #include "notify.h"
 #include "optim.h"
+#include "prom.h"
 #include "ps_impl.h"
 
 /* A reference-counted value buffer: sent in place by ZeroMQ, copied on write when a send is in flight. */
@@ -335,6 +337,51 @@ static void serve_one(ps_state *p) {
   p->stats.handled++;
 }
 
+/* Copies the state the HTTP thread shows. */
+static void publish(ps_state *p) {
+  ps_view *v = &p->view;
+  pthread_mutex_lock(&v->lock);
+  v->version = p->version, v->shards = p->n_shards, v->initialized = p->initialized, v->bytes = (double)tfx_ps_bytes(p);
+  v->applied = (double)p->stats.applied, v->stale = (double)p->stats.stale, v->rejected = (double)p->stats.rejected;
+  v->pulls = (double)p->stats.pulls, v->bad_frames = (double)p->stats.bad_frames, v->busy_us = p->stats.busy_us;
+  v->handled = (double)p->stats.handled;
+  pthread_mutex_unlock(&v->lock);
+}
+
+static char *render(const char *path, const char **type, void *ctx) {
+  ps_state *p = ctx;
+  ps_view *v = &p->view;
+  tfx_text t = {0};
+  int i = p->node->index;
+  pthread_mutex_lock(&v->lock);
+  if (!strcmp(path, "/metrics")) {
+    *type = "text/plain; version=0.0.4; charset=utf-8";
+    tfx_prom_metric(&t, "tfx_ps_version", "Updates applied to this ps's variables (its step).", "gauge", "ps", i,
+                    (double)v->version);
+    tfx_prom_metric(&t, "tfx_ps_shards", "Variables or slices held.", "gauge", "ps", i, v->shards);
+    tfx_prom_metric(&t, "tfx_ps_bytes", "Bytes of variable values held.", "gauge", "ps", i, v->bytes);
+    tfx_prom_metric(&t, "tfx_ps_pushes_applied_total", "Gradient pushes applied.", "counter", "ps", i, v->applied);
+    tfx_prom_metric(&t, "tfx_ps_stale_dropped_total", "Stale or duplicate gradients dropped.", "counter", "ps", i,
+                    v->stale);
+    tfx_prom_metric(&t, "tfx_ps_rejected_total", "Requests rejected (bad names, shapes, NaN).", "counter", "ps", i,
+                    v->rejected);
+    tfx_prom_metric(&t, "tfx_ps_pulls_served_total", "Pulls answered.", "counter", "ps", i, v->pulls);
+    tfx_prom_metric(&t, "tfx_ps_bad_frames_total", "Malformed frames dropped.", "counter", "ps", i, v->bad_frames);
+    tfx_prom_metric(&t, "tfx_ps_busy_seconds_total", "Time spent handling messages.", "counter", "ps", i,
+                    v->busy_us / 1e6);
+    tfx_prom_metric(&t, "tfx_ps_messages_total", "Messages handled.", "counter", "ps", i, v->handled);
+    tfx_prom_metric(&t, "tfx_uptime_seconds", "Seconds since the process started.", "gauge", "ps", i,
+                    (double)(tfx_now_ms() - v->start_ms) / 1000.0);
+  } else if (!strcmp(path, "/status")) {
+    *type = "application/json";
+    tfx_text_put(
+        &t, "{\"role\": \"ps\", \"index\": %d, \"state\": \"%s\", \"step\": %lld, \"shards\": %d, \"bytes\": %.0f}\n",
+        i, v->initialized ? "serving" : "waiting-for-plan", (long long)v->version, v->shards, v->bytes);
+  }
+  pthread_mutex_unlock(&v->lock);
+  return t.s;
+}
+
 int tfx_ps_run(tfx_node *n, tfx_err *err) {
   ps_state p;
   memset(&p, 0, sizeof p);
@@ -349,6 +396,12 @@ int tfx_ps_run(tfx_node *n, tfx_err *err) {
   p.node = n;
   p.start_ms = tfx_now_ms();
   tfx_config_init(&p.cfg);
+  pthread_mutex_init(&p.view.lock, NULL);
+  p.view.start_ms = p.start_ms;
+  if (n->http_port && (rc = tfx_http_start(n->http_port, render, &p, &p.http, err))) {
+    tfx_net_close(p.sock);
+    return rc;
+  }
   tfx_log(TFX_LOG_INFO, "PS-START", "listening on %s", ep);
   tfx_notify_ready("ps: waiting for the plan");
   while (!p.stopping && !tfx_stop_requested()) {
@@ -358,6 +411,7 @@ int tfx_ps_run(tfx_node *n, tfx_err *err) {
       serve_one(&p);
     }
     tfx_ps_expire_pulls(&p);
+    publish(&p);
     if (p.initialized) {
       tfx_notify_status("ps %d: step %lld, %d shard(s), %llu pushes applied", n->index, (long long)p.version,
                         p.n_shards, (unsigned long long)p.stats.applied);
@@ -370,6 +424,8 @@ int tfx_ps_run(tfx_node *n, tfx_err *err) {
           "stopping at step %lld: %llu pushes applied, %llu stale dropped, %llu rejected, %llu copied on write",
           (long long)p.version, (unsigned long long)p.stats.applied, (unsigned long long)p.stats.stale,
           (unsigned long long)p.stats.rejected, (unsigned long long)p.stats.cow_copies);
+  tfx_http_stop(p.http);
+  pthread_mutex_destroy(&p.view.lock);
   tfx_ps_drop_pending(&p);
   tfx_net_close(p.sock);
   free_shards(&p);

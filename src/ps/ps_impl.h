@@ -2,6 +2,7 @@
 #ifndef TFX_PS_IMPL_H
 #define TFX_PS_IMPL_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 
@@ -39,6 +40,14 @@ typedef struct pending_pull {
   int changed_only;
 } pending_pull;
 
+/* What the HTTP thread reads (under lock), copied from the ps's state after every message. */
+typedef struct ps_view {
+  pthread_mutex_t lock;
+  int64_t version, start_ms;
+  int shards, initialized;
+  double bytes, applied, stale, rejected, pulls, bad_frames, busy_us, handled;
+} ps_view;
+
 typedef struct ps_state {
   tfx_node *node;
   void *sock;
@@ -59,6 +68,8 @@ typedef struct ps_state {
   zmq_msg_t ckpt_identity;
   uint64_t ckpt_request;
   float *scratch;
+  ps_view view;
+  struct tfx_http *http;
   size_t scratch_size;
   struct {
     uint64_t applied, stale, rejected, pulls, bad_frames, cow_copies, handled;

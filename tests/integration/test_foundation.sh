@@ -20,7 +20,8 @@ expect_config_error "no such job" '{"cluster":{"ps":["c:1"]},"task":{"type":"wor
 
 p0=$(free_port); p1=$(free_port); p2=$(free_port)
 tfc="{\"cluster\":{\"chief\":[\"127.0.0.1:$p0\"],\"ps\":[\"127.0.0.1:$p1\"],\"worker\":[\"127.0.0.1:$p2\"]},\"task\":{\"type\":\"ps\",\"index\":0},\"environment\":\"cloud\"}"
-TF_CONFIG=$tfc "$TFX_NODE" >"$WORK/ps.log" 2>&1 &
+hp=$(free_port)
+TF_CONFIG=$tfc "$TFX_NODE" --http-port "$hp" >"$WORK/ps.log" 2>&1 &
 pid=$!; PIDS+=($pid)
 for _ in $(seq 1 50); do "$TFX_NODE" status --address "127.0.0.1:$p1" >"$WORK/status.txt" 2>&1 && break; sleep 0.2; done
 grep -q "role=ps index=0 state=waiting-for-plan" "$WORK/status.txt" || fail "status: $(cat "$WORK/status.txt")"
@@ -29,6 +30,8 @@ kill -0 "$pid" || fail "ps died under random frames"
 "$TFX_NODE" status --address "127.0.0.1:$p1" >"$WORK/status2.txt" 2>&1 || fail "ps stopped answering after random frames"
 grep -q "bad_frames=[1-9]" "$WORK/status2.txt" || fail "bad frames not counted: $(cat "$WORK/status2.txt")"
 grep -q "shards=0" "$WORK/status2.txt" || fail "random frames changed state: $(cat "$WORK/status2.txt")"
+curl -sf "http://127.0.0.1:$hp/metrics" | grep -q '^tfx_ps_bad_frames_total{role="ps",index="0"} [1-9]' || fail "ps /metrics does not count the bad frames"
+curl -sf "http://127.0.0.1:$hp/status" | python3 -c "import json,sys; d=json.load(sys.stdin); assert d['role']=='ps' and d['state']=='waiting-for-plan', d" || fail "ps /status"
 kill -TERM "$pid"
 for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
 kill -0 "$pid" 2>/dev/null && fail "ps still running 5 s after SIGTERM"
