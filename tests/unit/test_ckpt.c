@@ -11,24 +11,13 @@
 #include <zlib.h>
 
 #include "ckpt.h"
-
-static char tmp[64];
-
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
-  (void)st, (void)flag, (void)ftw;
-  return remove(path);
-}
+#include "tmpdir.h"
 
 static void setup(void) {
-  snprintf(tmp, sizeof tmp, "/tmp/tfx-ckpt-XXXXXX");
-  cr_assert_not_null(mkdtemp(tmp));
+  tmpdir_create("ckpt");
 }
 
-static void teardown(void) {
-  nftw(tmp, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-TestSuite(ckpt, .init = setup, .fini = teardown);
+TestSuite(ckpt, .init = setup, .fini = tmpdir_remove);
 
 /* Three entries: a 3x4 kernel, its Adam slot, and rows 5..10 of a 10-row bias partitioned into slices. */
 typedef struct sample {

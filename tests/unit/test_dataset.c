@@ -10,24 +10,13 @@
 #include <zlib.h>
 
 #include "dataset.h"
-
-static char tmp[64];
-
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
-  (void)st, (void)flag, (void)ftw;
-  return remove(path);
-}
+#include "tmpdir.h"
 
 static void setup(void) {
-  snprintf(tmp, sizeof tmp, "/tmp/tfx-data-XXXXXX");
-  cr_assert_not_null(mkdtemp(tmp));
+  tmpdir_create("data");
 }
 
-static void teardown(void) {
-  nftw(tmp, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-TestSuite(dataset, .init = setup, .fini = teardown);
+TestSuite(dataset, .init = setup, .fini = tmpdir_remove);
 
 /* Builds an IDX image of unsigned bytes in memory: magic 00 00 08 rank, big-endian u32 dims, data. */
 static size_t idx_bytes(uint8_t *out, int rank, const uint32_t *dims, const uint8_t *data) {

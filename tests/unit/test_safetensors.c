@@ -12,26 +12,15 @@
 #include <unistd.h>
 
 #include "safetensors.h"
+#include "tmpdir.h"
 
 #define REAL TFX_TESTDATA "/realworld/safetensors"
 
-static char tmp[64];
-
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
-  (void)st, (void)flag, (void)ftw;
-  return remove(path);
-}
-
 static void setup(void) {
-  snprintf(tmp, sizeof tmp, "/tmp/tfx-st-XXXXXX");
-  cr_assert_not_null(mkdtemp(tmp));
+  tmpdir_create("st");
 }
 
-static void teardown(void) {
-  nftw(tmp, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-TestSuite(safetensors, .init = setup, .fini = teardown);
+TestSuite(safetensors, .init = setup, .fini = tmpdir_remove);
 
 static uint8_t *slurp(const char *path, size_t *len) {
   FILE *f = fopen(path, "rb");
