@@ -212,11 +212,16 @@ static int setup(trainer *t, tfx_err *err) {
   return rc;
 }
 
-static void evaluate(trainer *t, double *acc) {
+/* Copies the trained values into the evaluation model (which has its own, larger, batch buffers). */
+static void sync_eval_model(trainer *t) {
   for (int i = 0; i < tfx_model_nvars(t->model); i++) {
     tfx_var *v = tfx_model_var(t->model, i);
     memcpy(tfx_model_var(t->eval_model, i)->value, v->value, sizeof(float) * v->count);
   }
+}
+
+static void evaluate(trainer *t, double *acc) {
+  sync_eval_model(t);
   tfx_eval_result r;
   tfx_evaluate(t->eval_model, t->eval, 1000, &r);
   static const char *const names[] = {"loss", "accuracy", "top5_accuracy", "examples"};
@@ -235,10 +240,7 @@ static void validate(trainer *t, int force) {
     if (!due) {
       continue;
     }
-    for (int k = 0; k < tfx_model_nvars(t->model); k++) {
-      tfx_var *src = tfx_model_var(t->model, k);
-      memcpy(tfx_model_var(t->eval_model, k)->value, src->value, sizeof(float) * src->count);
-    }
+    sync_eval_model(t);
     tfx_eval_result r;
     tfx_evaluate_agg(t->eval_model, t->valsets[i], 1000, (size_t)v->batches * 1000, v->agg, &r);
     char kind[64];

@@ -192,16 +192,22 @@ int tfx_master_poll_versions(master *m, tfx_err *err) {
   return TFX_OK;
 }
 
-void tfx_master_evaluate(master *m) {
+/* Pulls every variable from the ps into the master's model, through the workers' client code. */
+static int pull_model(master *m, int64_t *version, tfx_err *err) {
   tfx_psclient *pc = NULL;
-  tfx_err err;
-  int64_t version = 0;
   int rc = tfx_psclient_create(m->n->cluster, m->plan.ptrs, (size_t)m->plan.n, m->model,
-                               m->cfg.request_timeout_s * 1000, &pc, &err);
+                               m->cfg.request_timeout_s * 1000, &pc, err);
   if (!rc) {
-    rc = tfx_psclient_pull(pc, 0, &version, &err);
+    rc = tfx_psclient_pull(pc, 0, version, err);
   }
   tfx_psclient_destroy(pc);
+  return rc;
+}
+
+void tfx_master_evaluate(master *m) {
+  tfx_err err;
+  int64_t version = 0;
+  int rc = pull_model(m, &version, &err);
   if (rc) {
     tfx_log(TFX_LOG_WARN, "MASTER-EVAL-FAIL", "cannot pull the variables: %s", err.msg);
     return;
@@ -226,15 +232,9 @@ void tfx_master_validate(master *m, int force) {
   if (!due) {
     return;
   }
-  tfx_psclient *pc = NULL;
   tfx_err err;
   int64_t version = 0;
-  int rc = tfx_psclient_create(m->n->cluster, m->plan.ptrs, (size_t)m->plan.n, m->model,
-                               m->cfg.request_timeout_s * 1000, &pc, &err);
-  if (!rc) {
-    rc = tfx_psclient_pull(pc, 0, &version, &err);
-  }
-  tfx_psclient_destroy(pc);
+  int rc = pull_model(m, &version, &err);
   for (int i = 0; !rc && i < m->cfg.n_valsets; i++) {
     const tfx_valset *v = &m->cfg.valsets[i];
     if (!force && m->global_step < m->next_val[i]) {
