@@ -51,25 +51,6 @@ static void write_sample(const char *path, int64_t step, uint32_t *crc, uint64_t
   cr_assert_eq(tfx_ckpt_write(path, step, s.e, 3, crc, bytes, &err), TFX_OK, "%s", err.msg);
 }
 
-static uint8_t *slurp(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  cr_assert_not_null(f, "%s", path);
-  fseek(f, 0, SEEK_END);
-  *len = (size_t)ftell(f);
-  fseek(f, 0, SEEK_SET);
-  uint8_t *buf = malloc(*len + 1);
-  cr_assert_eq(fread(buf, 1, *len, f), *len);
-  fclose(f);
-  return buf;
-}
-
-static void spit(const char *path, const uint8_t *buf, size_t len) {
-  FILE *f = fopen(path, "wb");
-  cr_assert_not_null(f, "%s", path);
-  cr_assert_eq(fwrite(buf, 1, len, f), len);
-  fclose(f);
-}
-
 static int exists(const char *path) {
   struct stat st;
   return stat(path, &st) == 0;

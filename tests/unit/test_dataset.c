@@ -45,18 +45,6 @@ static void write_file(const char *path, const uint8_t *buf, size_t n, int gz) {
   }
 }
 
-static uint8_t *slurp(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  cr_assert_not_null(f, "%s", path);
-  fseek(f, 0, SEEK_END);
-  *len = (size_t)ftell(f);
-  fseek(f, 0, SEEK_SET);
-  uint8_t *buf = malloc(*len + 1);
-  cr_assert_eq(fread(buf, 1, *len, f), *len);
-  fclose(f);
-  return buf;
-}
-
 /* 5 images of 3x2 pixels and their labels. */
 static const uint8_t pixels[30] = {0,   1,   2,   3, 4, 5, 10, 20, 30, 40,  50, 60,  255, 254, 253,
                                    252, 251, 250, 7, 7, 7, 7,  7,  7,  100, 0,  100, 0,   100, 0};

@@ -22,25 +22,6 @@ static void setup(void) {
 
 TestSuite(safetensors, .init = setup, .fini = tmpdir_remove);
 
-static uint8_t *slurp(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  cr_assert_not_null(f, "%s", path);
-  fseek(f, 0, SEEK_END);
-  *len = (size_t)ftell(f);
-  fseek(f, 0, SEEK_SET);
-  uint8_t *buf = malloc(*len + 1);
-  cr_assert_eq(fread(buf, 1, *len, f), *len);
-  fclose(f);
-  return buf;
-}
-
-static void spit(const char *path, const void *buf, size_t len) {
-  FILE *f = fopen(path, "wb");
-  cr_assert_not_null(f, "%s", path);
-  cr_assert_eq(fwrite(buf, 1, len, f), len);
-  fclose(f);
-}
-
 /* Writes a safetensors file with the given header text (length-prefixed) and data bytes. */
 static void write_raw(const char *path, const char *header, const void *data, size_t n) {
   uint64_t hl = strlen(header);
