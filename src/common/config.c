@@ -48,7 +48,10 @@ static const option options[] = {
     {"optimizer.beta2", OPT_DBL, O(beta2), 0, 1, "0.999", "Adam beta2"},
     {"optimizer.epsilon", OPT_DBL, O(epsilon), 0, 1, "1e-7", "Adam/Adagrad/RMSProp epsilon"},
     {"optimizer.weight_decay", OPT_DBL, O(weight_decay), 0, 1, "0", "L2 (AdamW: decoupled) weight decay"},
-    {"optimizer.schedule", OPT_STR, O(schedule), 0, 0, "constant", "constant | exponential | step | cosine"},
+    {"optimizer.schedule", OPT_STR, O(schedule), 0, 0, "constant",
+     "constant | exponential | step | cosine | piecewise"},
+    {"optimizer.boundaries", OPT_STR, O(boundaries), 0, 0, "", "piecewise: steps where the rate changes, [2000, 4000]"},
+    {"optimizer.values", OPT_STR, O(lr_values), 0, 0, "", "piecewise: rates before, between, after the boundaries"},
     {"optimizer.decay_rate", OPT_DBL, O(decay_rate), 0, 1, "0.5", "exponential/step decay factor"},
     {"optimizer.decay_steps", OPT_I64, O(decay_steps), 1, BIG, "1000", "steps per decay"},
     {"optimizer.warmup_steps", OPT_I64, O(warmup_steps), 0, BIG, "0", "linear warmup steps"},
@@ -344,6 +347,23 @@ static int is_section(const char *path) {
 
 static int set_path(tfx_config *cfg, const char *path, json_object *val, tfx_err *err);
 
+/* A JSON array of numbers stored as comma-separated text in a string option (optimizer.boundaries). */
+static int set_list(tfx_config *cfg, const option *o, json_object *arr, const char *where, tfx_err *err) {
+  char text[256] = "";
+  size_t len = 0;
+  for (size_t i = 0; i < json_object_array_length(arr); i++) {
+    json_object *v = json_object_array_get_idx(arr, i);
+    if (!json_object_is_type(v, json_type_int) && !json_object_is_type(v, json_type_double)) {
+      return tfx_err_set(err, TFX_ECONFIG, "%s[%zu]: expected a number", where, i);
+    }
+    len += (size_t)snprintf(text + len, sizeof text - len, "%s%.17g", i ? "," : "", json_object_get_double(v));
+    if (len >= sizeof text) {
+      return tfx_err_set(err, TFX_ECONFIG, "%s: too many entries", where);
+    }
+  }
+  return set_string(cfg, o, text, where, err);
+}
+
 static int parse_object(tfx_config *cfg, json_object *obj, const char *prefix, tfx_err *err) {
   json_object_object_foreach(obj, key, val) {
     char path[256];
@@ -386,6 +406,10 @@ static int set_path(tfx_config *cfg, const char *path, json_object *val, tfx_err
   const option *o = find(options, N_OPTIONS, path);
   if (!o) {
     return tfx_err_set(err, TFX_ECONFIG, "unknown key '%s'", path);
+  }
+  if (json_object_is_type(val, json_type_array) &&
+      (o->offset == offsetof(tfx_config, boundaries) || o->offset == offsetof(tfx_config, lr_values))) {
+    return set_list(cfg, o, val, path, err);
   }
   return set_json(cfg, o, val, path, err);
 }
@@ -502,7 +526,7 @@ int tfx_config_add_layer_json(tfx_config *cfg, const char *json, tfx_err *err) {
 
 static const char *const modes[] = {"sync", "async", "ssp", NULL};
 static const char *const optimizers[] = {"sgd", "momentum", "adagrad", "rmsprop", "adam", "adamw", NULL};
-static const char *const schedules[] = {"constant", "exponential", "step", "cosine", NULL};
+static const char *const schedules[] = {"constant", "exponential", "step", "cosine", "piecewise", NULL};
 static const char *const strategies[] = {"round_robin", "greedy_bytes", NULL};
 static const char *const losses[] = {"softmax_cross_entropy", "sigmoid_cross_entropy", "mse", NULL};
 static const char *const formats[] = {"idx", "csv", "libsvm", "tfrecord", NULL};
@@ -516,6 +540,62 @@ static int one_of(const char *v, const char *const *allowed, const char *key, tf
   return tfx_err_set(err, TFX_ECONFIG, "%s: unknown value '%s'", key, v);
 }
 
+/* Parses comma-separated numbers into out[0..*n); errors name the key and the entry. */
+static int parse_numbers(const char *text, const char *key, double *out, int max, int *n, tfx_err *err) {
+  *n = 0;
+  for (const char *p = text; *p;) {
+    char *end;
+    double v = strtod(p, &end);
+    if (end == p || !isfinite(v) || (*end && *end != ',')) {
+      return tfx_err_set(err, TFX_ECONFIG, "%s: entry %d ('%s') is not a number", key, *n, p);
+    }
+    if (*n == max) {
+      return tfx_err_set(err, TFX_ECONFIG, "%s: more than %d entries", key, max);
+    }
+    out[(*n)++] = v;
+    p = *end ? end + 1 : end;
+  }
+  return TFX_OK;
+}
+
+int tfx_config_piecewise(const tfx_config *cfg, int64_t bounds[TFX_MAX_PIECES], double values[TFX_MAX_PIECES + 1],
+                         int *n_bounds, tfx_err *err) {
+  double b[TFX_MAX_PIECES];
+  int nb, nv, rc;
+  if ((rc = parse_numbers(cfg->boundaries, "optimizer.boundaries", b, TFX_MAX_PIECES, &nb, err)) ||
+      (rc = parse_numbers(cfg->lr_values, "optimizer.values", values, TFX_MAX_PIECES + 1, &nv, err))) {
+    return rc;
+  }
+  if (nv != nb + 1) {
+    return tfx_err_set(err, TFX_ECONFIG, "optimizer.values: %d rates for %d boundaries (need one more rate)", nv,
+                       nb);
+  }
+  for (int i = 0; i < nb; i++) {
+    if (b[i] != floor(b[i]) || b[i] < 0 || (i && b[i] <= b[i - 1])) {
+      return tfx_err_set(err, TFX_ECONFIG, "optimizer.boundaries[%d] = %g: expected increasing steps >= 0", i,
+                         b[i]);
+    }
+    bounds[i] = (int64_t)b[i];
+  }
+  for (int i = 0; i < nv; i++) {
+    if (values[i] < 0) {
+      return tfx_err_set(err, TFX_ECONFIG, "optimizer.values[%d] = %g: a rate cannot be negative", i, values[i]);
+    }
+  }
+  *n_bounds = nb;
+  return TFX_OK;
+}
+
+static int validate_schedule(const tfx_config *cfg, tfx_err *err) {
+  if (strcmp(cfg->schedule, "piecewise") != 0) {
+    return TFX_OK;
+  }
+  int64_t bounds[TFX_MAX_PIECES];
+  double values[TFX_MAX_PIECES + 1];
+  int n;
+  return tfx_config_piecewise(cfg, bounds, values, &n, err);
+}
+
 int tfx_config_validate(const tfx_config *cfg, tfx_err *err) {
   int rc;
   if ((rc = one_of(cfg->mode, modes, "training.mode", err))) {
@@ -524,7 +604,7 @@ int tfx_config_validate(const tfx_config *cfg, tfx_err *err) {
   if ((rc = one_of(cfg->optimizer, optimizers, "optimizer.name", err))) {
     return rc;
   }
-  if ((rc = one_of(cfg->schedule, schedules, "optimizer.schedule", err))) {
+  if ((rc = one_of(cfg->schedule, schedules, "optimizer.schedule", err)) || (rc = validate_schedule(cfg, err))) {
     return rc;
   }
   if ((rc = one_of(cfg->strategy, strategies, "placement.strategy", err))) {

@@ -59,6 +59,7 @@ typedef struct tfx_config {
   double learning_rate, momentum, beta1, beta2, epsilon, weight_decay;
   int nesterov;
   char schedule[16];
+  char boundaries[256], lr_values[256]; /* piecewise: comma-separated steps and rates */
   double decay_rate;
   int64_t decay_steps, warmup_steps;
   /* training */
@@ -92,6 +93,12 @@ typedef struct tfx_config {
   int register_timeout_s, request_timeout_s;
 } tfx_config;
 
+#define TFX_MAX_PIECES 16
+
+/* Parses the piecewise schedule (optimizer.boundaries, optimizer.values) into bounds[*n_bounds] and
+ * values[*n_bounds + 1]; errors name the key and the bad entry. */
+int tfx_config_piecewise(const tfx_config *cfg, int64_t bounds[TFX_MAX_PIECES], double values[TFX_MAX_PIECES + 1],
+                         int *n_bounds, tfx_err *err);
 /* Fills cfg with every default of the option table. */
 void tfx_config_init(tfx_config *cfg);
 /* Reads a JSON text over cfg (later sources override earlier ones); errors name the key path. */

@@ -7,14 +7,14 @@
 
 void tfx_optim_init(tfx_optim *o, const tfx_config *cfg) {
   static const char *const kinds[] = {"sgd", "momentum", "adagrad", "rmsprop", "adam", "adamw"};
-  static const char *const scheds[] = {"constant", "exponential", "step", "cosine"};
+  static const char *const scheds[] = {"constant", "exponential", "step", "cosine", "piecewise"};
   memset(o, 0, sizeof *o);
   for (int i = 0; i < 6; i++) {
     if (strcmp(cfg->optimizer, kinds[i]) == 0) {
       o->kind = (tfx_opt_kind)i;
     }
   }
-  for (int i = 0; i < 4; i++) {
+  for (int i = 0; i < 5; i++) {
     if (strcmp(cfg->schedule, scheds[i]) == 0) {
       o->schedule = (tfx_schedule)i;
     }
@@ -30,6 +30,19 @@ void tfx_optim_init(tfx_optim *o, const tfx_config *cfg) {
   o->decay_steps = cfg->decay_steps;
   o->warmup_steps = cfg->warmup_steps;
   o->total_steps = cfg->max_steps;
+  if (o->schedule == TFX_SCHED_PIECEWISE && tfx_config_piecewise(cfg, o->bounds, o->values, &o->n_bounds, NULL)) {
+    o->schedule = TFX_SCHED_CONSTANT; /* unreachable after tfx_config_validate */
+  }
+}
+
+/* TF's PiecewiseConstantDecay: values[0] while step <= bounds[0], values[i] while bounds[i-1] < step <=
+ * bounds[i], the last value after the last boundary. */
+static double piecewise(const tfx_optim *o, int64_t step) {
+  int i = 0;
+  while (i < o->n_bounds && step > o->bounds[i]) {
+    i++;
+  }
+  return o->values[i];
 }
 
 int tfx_optim_slots(const tfx_optim *o) {
@@ -56,6 +69,9 @@ double tfx_optim_lr(const tfx_optim *o, int64_t step) {
       break;
     case TFX_SCHED_STEP:
       lr *= pow(o->decay_rate, floor(s / (double)o->decay_steps));
+      break;
+    case TFX_SCHED_PIECEWISE:
+      lr = piecewise(o, step);
       break;
     case TFX_SCHED_COSINE: {
       double t = o->total_steps > 0 ? fmin(s / (double)o->total_steps, 1.0) : 0;

@@ -23,6 +23,7 @@ typedef enum tfx_schedule {
   TFX_SCHED_EXPONENTIAL,
   TFX_SCHED_STEP,
   TFX_SCHED_COSINE,
+  TFX_SCHED_PIECEWISE,
 } tfx_schedule;
 
 typedef struct tfx_optim {
@@ -31,6 +32,9 @@ typedef struct tfx_optim {
   double lr, momentum, beta1, beta2, epsilon, weight_decay, decay_rate;
   int nesterov;
   int64_t decay_steps, warmup_steps, total_steps;
+  int n_bounds; /* piecewise: rate values[i] up to step bounds[i] (TF's PiecewiseConstantDecay) */
+  int64_t bounds[TFX_MAX_PIECES];
+  double values[TFX_MAX_PIECES + 1];
 } tfx_optim;
 
 /* Fills o from the experiment's optimizer section (validated beforehand by tfx_config_validate). */

@@ -309,6 +309,54 @@ Test(optim, cosine_schedule) {
   assert_lr(o, 5000, 0.0);
 }
 
+Test(optim, piecewise_schedule_from_json_lists) {
+  /* TF's PiecewiseConstantDecay: values[0] up to and including boundaries[0], then the next value. */
+  tfx_config cfg;
+  tfx_config_init(&cfg);
+  tfx_err err = {0};
+  cr_assert_eq(tfx_config_parse(&cfg,
+                                "{\"optimizer\": {\"schedule\": \"piecewise\", \"boundaries\": [100, 250],"
+                                " \"values\": [0.1, 0.01, 0.001]}, \"model\": {\"layers\": [{\"type\": \"dense\"}]}}",
+                                "test", &err),
+               TFX_OK, "%s", err.msg);
+  cr_assert_eq(tfx_config_validate(&cfg, &err), TFX_OK, "%s", err.msg);
+  tfx_optim o;
+  tfx_optim_init(&o, &cfg);
+  cr_assert_eq(o.schedule, TFX_SCHED_PIECEWISE);
+  assert_lr(o, 0, 0.1);
+  assert_lr(o, 100, 0.1);
+  assert_lr(o, 101, 0.01);
+  assert_lr(o, 250, 0.01);
+  assert_lr(o, 251, 0.001);
+  assert_lr(o, 100000, 0.001);
+}
+
+Test(optim, piecewise_schedule_errors_name_the_key) {
+  static const char *const bad[][2] = {
+      {"{\"optimizer\": {\"schedule\": \"piecewise\", \"boundaries\": [100], \"values\": [0.1]}}",
+       "optimizer.values: 1 rates for 1 boundaries"},
+      {"{\"optimizer\": {\"schedule\": \"piecewise\", \"boundaries\": [200, 100], \"values\": [1, 2, 3]}}",
+       "optimizer.boundaries[1] = 100"},
+      {"{\"optimizer\": {\"schedule\": \"piecewise\", \"boundaries\": [1.5], \"values\": [1, 2]}}",
+       "optimizer.boundaries[0] = 1.5"},
+      {"{\"optimizer\": {\"schedule\": \"piecewise\", \"boundaries\": [10], \"values\": [1, -2]}}",
+       "optimizer.values[1] = -2"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    tfx_config cfg;
+    tfx_config_init(&cfg);
+    tfx_err err = {0};
+    cr_assert_eq(tfx_config_parse(&cfg, bad[i][0], "test", &err), TFX_OK, "%s", err.msg);
+    cr_assert_neq(tfx_config_validate(&cfg, &err), TFX_OK, "case %zu accepted", i);
+    cr_assert(strstr(err.msg, bad[i][1]), "case %zu: '%s' lacks '%s'", i, err.msg, bad[i][1]);
+  }
+  tfx_config cfg;
+  tfx_config_init(&cfg);
+  tfx_err err = {0};
+  cr_assert_neq(tfx_config_parse(&cfg, "{\"optimizer\": {\"boundaries\": [1, \"x\"]}}", "test", &err), TFX_OK);
+  cr_assert(strstr(err.msg, "optimizer.boundaries[1]: expected a number"), "%s", err.msg);
+}
+
 Test(optim, linear_warmup) {
   /* Warmup multiplies by (step + 1) / warmup for step < warmup: the first step is not wasted at lr 0. */
   tfx_optim o = sched("constant", 0.1, 0.5, 10, 10, 1000);
