@@ -177,9 +177,8 @@ static int setup(trainer *t, tfx_err *err) {
     }
   }
   size_t dim = tfx_model_input_size(t->model);
-  if ((rc = tfx_dataset_load_config(c, 0, dim, &t->train, err)) ||
-      (rc = tfx_dataset_load_config(c, 1, dim, &t->eval, err)) ||
-      (rc = tfx_batcher_create(t->train, 0, 1, (uint64_t)c->seed, 1, &t->batcher, err))) {
+  if ((rc = tfx_train_input_open(c, 0, 1, dim, &t->train, &t->batcher, err)) ||
+      (rc = tfx_dataset_load_config(c, 1, dim, &t->eval, err))) {
     return rc;
   }
   for (int i = 0; i < c->n_valsets; i++) {
@@ -251,14 +250,16 @@ static void validate(trainer *t, int force) {
   }
 }
 
-/* One optimizer step over `accumulate` minibatches; returns the mean loss and hits into *st. */
-static void step_once(trainer *t, tfx_step_stats *st) {
+/* One optimizer step over `accumulate` minibatches; returns the mean loss and hits into *st. Fails, changing
+ * nothing, when the input failed (a streamed file turned out corrupt). */
+static int step_once(trainer *t, tfx_step_stats *st, tfx_err *err) {
   const tfx_config *c = &t->cfg;
   int nv = tfx_model_nvars(t->model);
   tfx_grad_step g = {c->batch_size, c->accumulate, c->clip_value, c->clip_norm, t->x, t->y, t->acc};
   tfx_step_stats sum;
   tfx_compute_gradients(t->model, t->batcher, &g, (uint64_t)t->step, &sum);
-  for (int i = 0; i < nv; i++) {
+  int rc = tfx_batcher_status(t->batcher, err);
+  for (int i = 0; !rc && i < nv; i++) {
     tfx_var *v = tfx_model_var(t->model, i);
     if (!v->trainable) {
       continue;
@@ -271,6 +272,7 @@ static void step_once(trainer *t, tfx_step_stats *st) {
     }
   }
   *st = sum;
+  return rc;
 }
 
 static int loop(trainer *t, int64_t max_steps, tfx_err *err) {
@@ -287,7 +289,10 @@ static int loop(trainer *t, int64_t max_steps, tfx_err *err) {
   t->stop |= tfx_plugin_hook(t->plugin, TFX_HOOK_TRAIN_BEGIN, t->step, NAN, NAN, t->run_dir);
   while (t->step < max_steps && !tfx_stop_requested() && !t->stop) {
     tfx_step_stats st;
-    step_once(t, &st);
+    int rc = step_once(t, &st, err);
+    if (rc) {
+      return rc;
+    }
     t->step++;
     if (!isfinite(st.loss) || st.loss > c->thres_loss) {
       return tfx_err_set(err, TFX_ELOSS,

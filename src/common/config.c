@@ -38,6 +38,10 @@ static const option options[] = {
      "idx (images + labels) | csv | libsvm | tfrecord (the *.images path is the file)"},
     {"data.label_column", OPT_STR, O(label_column), 0, 0, "-1", "csv: label column, header name or index (-1: last)"},
     {"data.header", OPT_BOOL, O(data_header), 0, 1, "true", "csv: the first line is a header"},
+    {"data.stream", OPT_BOOL, O(data_stream), 0, 1, "false",
+     "read the training files a window at a time (files larger than memory); images may be a glob or a list"},
+    {"data.shard_by", OPT_STR, O(shard_by), 0, 0, "record", "record | file: how workers split the training data"},
+    {"data.shuffle_buffer", OPT_INT, O(shuffle_buffer), 1, 1e8, "10000", "streaming: examples per shuffled window"},
     {"data.feature_key", OPT_STR, O(feature_key), 0, 0, "image", "tfrecord: the Example feature holding the inputs"},
     {"data.label_key", OPT_STR, O(label_key), 0, 0, "label", "tfrecord: the Example feature holding the label"},
     {"optimizer.name", OPT_STR, O(optimizer), 0, 0, "adam", "sgd | momentum | adagrad | rmsprop | adam | adamw"},
@@ -530,6 +534,7 @@ static const char *const schedules[] = {"constant", "exponential", "step", "cosi
 static const char *const strategies[] = {"round_robin", "greedy_bytes", NULL};
 static const char *const losses[] = {"softmax_cross_entropy", "sigmoid_cross_entropy", "mse", NULL};
 static const char *const formats[] = {"idx", "csv", "libsvm", "tfrecord", NULL};
+static const char *const shard_kinds[] = {"record", "file", NULL};
 
 static int one_of(const char *v, const char *const *allowed, const char *key, tfx_err *err) {
   for (int i = 0; allowed[i]; i++) {
@@ -613,7 +618,8 @@ int tfx_config_validate(const tfx_config *cfg, tfx_err *err) {
   if ((rc = one_of(cfg->loss, losses, "model.loss", err))) {
     return rc;
   }
-  if ((rc = one_of(cfg->data_format, formats, "data.format", err))) {
+  if ((rc = one_of(cfg->data_format, formats, "data.format", err)) ||
+      (rc = one_of(cfg->shard_by, shard_kinds, "data.shard_by", err))) {
     return rc;
   }
   if (cfg->n_layers == 0 && !cfg->plugin[0]) {

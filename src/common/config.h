@@ -54,6 +54,9 @@ typedef struct tfx_config {
   char label_column[64];               /* csv: header name or index */
   int data_header;                     /* csv: first line is a header */
   char feature_key[64], label_key[64]; /* tfrecord: tf.train.Example feature names */
+  int data_stream;                     /* read the training files a window at a time */
+  char shard_by[8];                    /* record | file */
+  int shuffle_buffer;                  /* examples per shuffled window when streaming */
   /* optimizer */
   char optimizer[16];
   double learning_rate, momentum, beta1, beta2, epsilon, weight_decay;

@@ -297,33 +297,74 @@ static void release(csv *c) {
   free(c->y);
 }
 
-int tfx_csv_load(const char *path, const char *label_column, int has_header, tfx_dataset **out, tfx_err *err) {
-  if (!path || !label_column || !out) {
-    return tfx_err_set(err, TFX_EINVAL, "csv load: NULL path, label column or out");
+/* Hands the rows read so far to a new dataset and starts the next chunk empty; *out NULL when none. */
+static int take_rows(csv *c, tfx_dataset **out, tfx_err *err) {
+  *out = NULL;
+  if (c->n == 0) {
+    return TFX_OK;
   }
-  csv c = {.path = path};
-  if (!(c.f = fopen(path, "r"))) {
-    return tfx_err_sys(err, errno == ENOENT ? TFX_ENOTFOUND : TFX_ESYS, "open %s", path);
+  tfx_dataset *d = calloc(1, sizeof *d);
+  if (!d) {
+    return tfx_err_set(err, TFX_ENOMEM, "%s: out of memory", c->path);
   }
-  int eof = 0;
-  int rc = start(&c, label_column, has_header, err);
-  while (!rc && !(rc = next_line(&c, &eof, err)) && !eof) {
-    rc = add_row(&c, err);
-  }
-  if (!rc && c.n == 0) {
-    rc = tfx_err_set(err, TFX_ECORRUPT, "%s: no data rows", path);
-  }
-  tfx_dataset *d = rc ? NULL : calloc(1, sizeof *d);
-  if (!rc && !d) {
-    rc = tfx_err_set(err, TFX_ENOMEM, "%s: out of memory", path);
-  }
-  if (rc) {
-    release(&c);
-    return rc;
-  }
-  d->n = c.n, d->dim = c.dim, d->x = c.x, d->y = c.y;
-  c.x = NULL, c.y = NULL;
-  release(&c);
+  d->n = c->n, d->dim = c->dim, d->x = c->x, d->y = c->y;
+  c->x = NULL, c->y = NULL, c->n = c->cap = 0;
   *out = d;
   return TFX_OK;
+}
+
+struct tfx_csv_reader {
+  csv c;
+  int eof;
+};
+
+int tfx_csv_open(const char *path, const char *label_column, int has_header, tfx_csv_reader **out, tfx_err *err) {
+  if (!path || !label_column || !out) {
+    return tfx_err_set(err, TFX_EINVAL, "csv open: NULL path, label column or out");
+  }
+  tfx_csv_reader *r = calloc(1, sizeof *r);
+  char *name = strdup(path);
+  if (!r || !name) {
+    free(r);
+    free(name);
+    return tfx_err_set(err, TFX_ENOMEM, "%s: out of memory", path);
+  }
+  r->c.path = name;
+  if (!(r->c.f = fopen(path, "r"))) {
+    tfx_csv_close(r);
+    return tfx_err_sys(err, errno == ENOENT ? TFX_ENOTFOUND : TFX_ESYS, "open %s", path);
+  }
+  int rc = start(&r->c, label_column, has_header, err);
+  if (rc) {
+    tfx_csv_close(r);
+    return rc;
+  }
+  *out = r;
+  return TFX_OK;
+}
+
+int tfx_csv_read(tfx_csv_reader *r, size_t max, tfx_dataset **out, tfx_err *err) {
+  int rc = TFX_OK;
+  while (!rc && !r->eof && r->c.n < max && !(rc = next_line(&r->c, &r->eof, err)) && !r->eof) {
+    rc = add_row(&r->c, err);
+  }
+  return rc ? rc : take_rows(&r->c, out, err);
+}
+
+void tfx_csv_close(tfx_csv_reader *r) {
+  if (r) {
+    free((char *)r->c.path);
+    release(&r->c);
+    free(r);
+  }
+}
+
+int tfx_csv_load(const char *path, const char *label_column, int has_header, tfx_dataset **out, tfx_err *err) {
+  tfx_csv_reader *r = NULL;
+  int rc = tfx_csv_open(path, label_column, has_header, &r, err);
+  if (!rc && !(rc = tfx_csv_read(r, SIZE_MAX, out, err)) && !*out) {
+    rc = tfx_err_set(err, TFX_ECORRUPT, "%s: no data rows", path);
+  }
+  tfx_csv_close(r);
+  return rc;
 }

@@ -17,6 +17,15 @@
 #include "dataset.h"
 #include "err.h"
 
+typedef struct tfx_csv_reader tfx_csv_reader;
+
+/* Opens a CSV file for reading in chunks (the header and label column are resolved now); caller owns *out;
+ * close with tfx_csv_close. */
+int tfx_csv_open(const char *path, const char *label_column, int has_header, tfx_csv_reader **out, tfx_err *err);
+/* Reads up to max more rows into a new dataset; caller owns *out (NULL at the end of the file). */
+int tfx_csv_read(tfx_csv_reader *r, size_t max, tfx_dataset **out, tfx_err *err);
+/* Closes the file and frees the reader; NULL does nothing. */
+void tfx_csv_close(tfx_csv_reader *r);
 /* Loads a CSV file; label_column is a header name or an index string; caller owns *out; free with
  * tfx_dataset_destroy. */
 int tfx_csv_load(const char *path, const char *label_column, int has_header, tfx_dataset **out, tfx_err *err);

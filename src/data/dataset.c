@@ -7,6 +7,7 @@
 #include <zlib.h>
 
 #include "init.h"
+#include "stream.h"
 
 struct tfx_batcher {
   const tfx_dataset *d;
@@ -14,6 +15,9 @@ struct tfx_batcher {
   uint64_t seed;
   int shuffle;
   int64_t epoch;
+  tfx_stream *stream; /* instead of d: examples read from files a window at a time */
+  int rc;             /* the stream's first error, kept until tfx_batcher_status reports it */
+  tfx_err err;
 };
 
 static int read_exact(gzFile f, void *buf, size_t n, const char *path, size_t off, tfx_err *err) {
@@ -145,6 +149,115 @@ done:
   return rc;
 }
 
+struct tfx_idx_reader {
+  gzFile img, lab;
+  char *images, *labels;
+  size_t dim, total, done, img_off, lab_off;
+  double scale;
+  uint8_t *buf;
+  size_t buf_cap;
+};
+
+/* Opens both files and checks that their headers agree with each other and with expect_dim. */
+static int idx_open_pair(tfx_idx_reader *r, size_t expect_dim, tfx_err *err) {
+  int ri, rl, rc;
+  int64_t di[4], dl[4];
+  size_t ci, cl;
+  if (!(r->img = gzopen(r->images, "rb")) || !(r->lab = gzopen(r->labels, "rb"))) {
+    return tfx_err_sys(err, errno == ENOENT ? TFX_ENOTFOUND : TFX_ESYS, "open %s", r->img ? r->labels : r->images);
+  }
+  if ((rc = read_header(r->img, r->images, &ri, di, &ci, err)) ||
+      (rc = read_header(r->lab, r->labels, &rl, dl, &cl, err))) {
+    return rc;
+  }
+  r->dim = ci / (size_t)di[0], r->total = (size_t)di[0];
+  r->img_off = 4 + 4 * (size_t)ri, r->lab_off = 4 + 4 * (size_t)rl;
+  if (rl != 1 || dl[0] != di[0]) {
+    return tfx_err_set(err, TFX_ESHAPE, "%s: %lld labels for %lld images in %s", r->labels, (long long)dl[0],
+                       (long long)di[0], r->images);
+  }
+  if (expect_dim && r->dim != expect_dim) {
+    return tfx_err_set(err, TFX_ESHAPE, "%s: %zu values per example, the model's input takes %zu", r->images, r->dim,
+                       expect_dim);
+  }
+  return TFX_OK;
+}
+
+int tfx_idx_open(const char *images, const char *labels, double scale, size_t expect_dim, tfx_idx_reader **out,
+                 tfx_err *err) {
+  tfx_idx_reader *r = calloc(1, sizeof *r);
+  if (!r || !(r->images = strdup(images)) || !(r->labels = strdup(labels))) {
+    tfx_idx_close(r);
+    return tfx_err_set(err, TFX_ENOMEM, "%s: out of memory", images);
+  }
+  r->scale = scale;
+  int rc = idx_open_pair(r, expect_dim, err);
+  if (rc) {
+    tfx_idx_close(r);
+    return rc;
+  }
+  *out = r;
+  return TFX_OK;
+}
+
+/* Reads n examples' pixels and labels into d (already sized). */
+static int idx_fill(tfx_idx_reader *r, tfx_dataset *d, size_t n, tfx_err *err) {
+  size_t bytes = n * r->dim;
+  if (bytes > r->buf_cap) {
+    uint8_t *b = realloc(r->buf, bytes);
+    if (!b) {
+      return tfx_err_set(err, TFX_ENOMEM, "%s: out of memory", r->images);
+    }
+    r->buf = b, r->buf_cap = bytes;
+  }
+  int rc = read_exact(r->img, r->buf, bytes, r->images, r->img_off + r->done * r->dim, err);
+  for (size_t i = 0; !rc && i < bytes; i++) {
+    d->x[i] = (float)(r->buf[i] * r->scale);
+  }
+  if (!rc && !(rc = read_exact(r->lab, r->buf, n, r->labels, r->lab_off + r->done, err))) {
+    for (size_t i = 0; i < n; i++) {
+      d->y[i] = r->buf[i];
+    }
+  }
+  return rc;
+}
+
+int tfx_idx_read_chunk(tfx_idx_reader *r, size_t max, tfx_dataset **out, tfx_err *err) {
+  *out = NULL;
+  size_t n = r->total - r->done < max ? r->total - r->done : max;
+  if (n == 0) {
+    return TFX_OK;
+  }
+  tfx_dataset *d = calloc(1, sizeof *d);
+  if (!d || !(d->x = malloc(sizeof(float) * n * r->dim)) || !(d->y = malloc(sizeof(int32_t) * n))) {
+    tfx_dataset_destroy(d);
+    return tfx_err_set(err, TFX_ENOMEM, "%s: out of memory for %zu examples", r->images, n);
+  }
+  d->n = n, d->dim = r->dim;
+  int rc = idx_fill(r, d, n, err);
+  if (rc) {
+    tfx_dataset_destroy(d);
+    return rc;
+  }
+  r->done += n;
+  *out = d;
+  return TFX_OK;
+}
+
+void tfx_idx_close(tfx_idx_reader *r) {
+  if (!r) {
+    return;
+  }
+  if (r->img) {
+    gzclose(r->img);
+  }
+  if (r->lab) {
+    gzclose(r->lab);
+  }
+  free(r->images), free(r->labels), free(r->buf);
+  free(r);
+}
+
 void tfx_dataset_destroy(tfx_dataset *d) {
   if (!d) {
     return;
@@ -190,10 +303,26 @@ int tfx_batcher_create(const tfx_dataset *d, int index, int count, uint64_t seed
   return TFX_OK;
 }
 
+int tfx_batcher_create_stream(tfx_stream *s, tfx_batcher **out, tfx_err *err) {
+  tfx_batcher *b = calloc(1, sizeof *b);
+  if (!b) {
+    tfx_stream_close(s);
+    return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  }
+  b->stream = s;
+  *out = b;
+  return TFX_OK;
+}
+
+int tfx_batcher_status(const tfx_batcher *b, tfx_err *err) {
+  return b->rc ? tfx_err_set(err, b->rc, "%s", b->err.msg) : TFX_OK;
+}
+
 void tfx_batcher_destroy(tfx_batcher *b) {
   if (!b) {
     return;
   }
+  tfx_stream_close(b->stream);
   free(b->order);
   free(b);
 }
@@ -207,7 +336,19 @@ static size_t take_index(tfx_batcher *b) {
   return b->order[b->pos++];
 }
 
+/* The streaming batch: after a read error, zeros (the caller checks tfx_batcher_status before using them). */
+static void stream_next(tfx_batcher *b, int batch, float *x, int32_t *y) {
+  if (!b->rc && !(b->rc = tfx_stream_next(b->stream, batch, x, y, &b->err))) {
+    return;
+  }
+  memset(y, 0, sizeof(int32_t) * (size_t)batch);
+}
+
 void tfx_batcher_next(tfx_batcher *b, int batch, float *x, int32_t *y) {
+  if (b->stream) {
+    stream_next(b, batch, x, y);
+    return;
+  }
   size_t dim = b->d->dim;
   for (int i = 0; i < batch; i++) {
     size_t k = take_index(b);
@@ -217,11 +358,15 @@ void tfx_batcher_next(tfx_batcher *b, int batch, float *x, int32_t *y) {
 }
 
 void tfx_batcher_skip(tfx_batcher *b, int64_t batches, int batch) {
+  if (b->stream) {
+    b->rc = b->rc ? b->rc : tfx_stream_skip(b->stream, batches * batch, &b->err);
+    return;
+  }
   for (int64_t i = 0; i < batches * batch; i++) {
     take_index(b);
   }
 }
 
 int64_t tfx_batcher_epoch(const tfx_batcher *b) {
-  return b->epoch;
+  return b->stream ? tfx_stream_epoch(b->stream) : b->epoch;
 }

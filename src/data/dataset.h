@@ -17,6 +17,7 @@ typedef struct tfx_dataset {
 } tfx_dataset;
 
 typedef struct tfx_batcher tfx_batcher;
+typedef struct tfx_stream tfx_stream;
 
 /* Reads an IDX file (u8 data, any rank); caller owns *data (free()); dims[0..*rank) get the shape. */
 int tfx_idx_read(const char *path, uint8_t **data, int *rank, int64_t dims[4], tfx_err *err);
@@ -24,6 +25,16 @@ int tfx_idx_read(const char *path, uint8_t **data, int *rank, int64_t dims[4], t
  * tfx_dataset_destroy. The images' per-example size must equal expect_dim (0: any). */
 int tfx_dataset_load_idx(const char *images, const char *labels, double scale, size_t expect_dim, tfx_dataset **out,
                          tfx_err *err);
+typedef struct tfx_idx_reader tfx_idx_reader;
+
+/* Opens an images/labels IDX pair for reading in chunks (headers checked now); caller owns *out; close with
+ * tfx_idx_close. */
+int tfx_idx_open(const char *images, const char *labels, double scale, size_t expect_dim, tfx_idx_reader **out,
+                 tfx_err *err);
+/* Reads up to max more examples into a new dataset; caller owns *out (NULL after the last example). */
+int tfx_idx_read_chunk(tfx_idx_reader *r, size_t max, tfx_dataset **out, tfx_err *err);
+/* Closes both files and frees the reader; NULL does nothing. */
+void tfx_idx_close(tfx_idx_reader *r);
 /* Frees a dataset; NULL does nothing. */
 void tfx_dataset_destroy(tfx_dataset *d);
 
@@ -31,6 +42,10 @@ void tfx_dataset_destroy(tfx_dataset *d);
  * tfx_batcher_destroy. The dataset is borrowed and must outlive the batcher. */
 int tfx_batcher_create(const tfx_dataset *d, int index, int count, uint64_t seed, int shuffle, tfx_batcher **out,
                        tfx_err *err);
+/* A batcher over a stream (stream.h), which it takes over (closed on error too); caller owns *out. */
+int tfx_batcher_create_stream(tfx_stream *s, tfx_batcher **out, tfx_err *err);
+/* TFX_OK, or the first error a streaming batcher met (a corrupt or vanished file); its batches since are zeros. */
+int tfx_batcher_status(const tfx_batcher *b, tfx_err *err);
 /* Frees a batcher; NULL does nothing. */
 void tfx_batcher_destroy(tfx_batcher *b);
 /* Copies the next `batch` examples into x [batch, dim] and y [batch]; wraps (and reshuffles) at epoch end. */

@@ -298,9 +298,9 @@ done:
   return rc;
 }
 
-/* Streams every record of the open reader into the loader. */
-static int read_all(loader *l, tfx_tfrecord_reader *r, tfx_err *err) {
-  for (;;) {
+/* Streams records of the open reader into the loader until it holds `max` examples or the file ends. */
+static int read_rows(loader *l, tfx_tfrecord_reader *r, size_t max, tfx_err *err) {
+  while (l->n < max) {
     const uint8_t *data = NULL;
     size_t len = 0;
     uint64_t at = tfx_tfrecord_reader_offset(r), index = tfx_tfrecord_reader_count(r);
@@ -314,33 +314,69 @@ static int read_all(loader *l, tfx_tfrecord_reader *r, tfx_err *err) {
       return rc;
     }
   }
+  return TFX_OK;
+}
+
+struct tfx_example_reader {
+  loader l;
+  tfx_tfrecord_reader *r;
+};
+
+int tfx_example_open(const char *path, const char *feature_key, const char *label_key, double scale,
+                     tfx_example_reader **out, tfx_err *err) {
+  if (!path || !feature_key || !label_key || !out) {
+    return tfx_err_set(err, TFX_EINVAL, "example open: NULL path, feature key, label key or out");
+  }
+  tfx_example_reader *er = calloc(1, sizeof *er);
+  char *name = strdup(path), *fk = strdup(feature_key), *lk = strdup(label_key);
+  if (!er || !name || !fk || !lk) {
+    free(er), free(name), free(fk), free(lk);
+    return tfx_err_set(err, TFX_ENOMEM, "%s: out of memory", path);
+  }
+  er->l = (loader){.path = name, .feature_key = fk, .label_key = lk, .scale = scale};
+  int rc = tfx_tfrecord_reader_open(path, &er->r, err);
+  if (rc) {
+    tfx_example_close(er);
+    return rc;
+  }
+  *out = er;
+  return TFX_OK;
+}
+
+int tfx_example_read(tfx_example_reader *er, size_t max, tfx_dataset **out, tfx_err *err) {
+  loader *l = &er->l;
+  *out = NULL;
+  int rc = read_rows(l, er->r, max, err);
+  if (rc || l->n == 0) {
+    return rc;
+  }
+  tfx_dataset *d = calloc(1, sizeof *d);
+  if (!d) {
+    return tfx_err_set(err, TFX_ENOMEM, "%s: out of memory", l->path);
+  }
+  d->n = l->n, d->dim = l->dim, d->x = l->x, d->y = l->y;
+  l->x = NULL, l->y = NULL, l->n = l->cap = 0; /* dim stays: every chunk has the first record's width */
+  *out = d;
+  return TFX_OK;
+}
+
+void tfx_example_close(tfx_example_reader *er) {
+  if (!er) {
+    return;
+  }
+  tfx_tfrecord_reader_close(er->r);
+  free((char *)er->l.path), free((char *)er->l.feature_key), free((char *)er->l.label_key);
+  free(er->l.x), free(er->l.y);
+  free(er);
 }
 
 int tfx_example_load(const char *path, const char *feature_key, const char *label_key, double scale, tfx_dataset **out,
                      tfx_err *err) {
-  if (!path || !feature_key || !label_key || !out) {
-    return tfx_err_set(err, TFX_EINVAL, "example load: NULL path, feature key, label key or out");
-  }
-  loader l = {.path = path, .feature_key = feature_key, .label_key = label_key, .scale = scale};
-  tfx_tfrecord_reader *r = NULL;
-  tfx_dataset *d = NULL;
-  int rc = tfx_tfrecord_reader_open(path, &r, err);
-  if (!rc) {
-    rc = read_all(&l, r, err);
-  }
-  if (!rc && l.n == 0) {
+  tfx_example_reader *er = NULL;
+  int rc = tfx_example_open(path, feature_key, label_key, scale, &er, err);
+  if (!rc && !(rc = tfx_example_read(er, SIZE_MAX, out, err)) && !*out) {
     rc = tfx_err_set(err, TFX_ECORRUPT, "%s: no records", path);
   }
-  if (!rc && !(d = calloc(1, sizeof *d))) {
-    rc = tfx_err_set(err, TFX_ENOMEM, "%s: out of memory", path);
-  }
-  tfx_tfrecord_reader_close(r);
-  if (rc) {
-    free(l.x);
-    free(l.y);
-    return rc;
-  }
-  d->n = l.n, d->dim = l.dim, d->x = l.x, d->y = l.y;
-  *out = d;
-  return TFX_OK;
+  tfx_example_close(er);
+  return rc;
 }

@@ -50,6 +50,16 @@ int tfx_example_bytes(const tfx_example *ex, const char *name, size_t i, const u
 /* The proto name of a kind ("float_list"); static. */
 const char *tfx_feature_kind_name(tfx_feature_kind kind);
 
+typedef struct tfx_example_reader tfx_example_reader;
+
+/* Opens a TFRecord file of Examples for reading in chunks (keys and scale as tfx_example_load); caller owns
+ * *out; close with tfx_example_close. */
+int tfx_example_open(const char *path, const char *feature_key, const char *label_key, double scale,
+                     tfx_example_reader **out, tfx_err *err);
+/* Reads up to max more Examples into a new dataset; caller owns *out (NULL at the end of the file). */
+int tfx_example_read(tfx_example_reader *er, size_t max, tfx_dataset **out, tfx_err *err);
+/* Closes the file and frees the reader; NULL does nothing. */
+void tfx_example_close(tfx_example_reader *er);
 /* Loads every Example of a TFRecord file into a dataset; caller owns *out; free with tfx_dataset_destroy.
  * x comes from `feature_key` (float_list or int64_list values, or the bytes of a one-value bytes_list read as
  * u8, e.g. raw pixels), multiplied by `scale`; every record must give as many values as the first. y comes from

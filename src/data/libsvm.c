@@ -137,14 +137,15 @@ static int add_line(svm *s, tfx_err *err) {
   return rc;
 }
 
-/* Reads every line of the file. */
-static int read_all(svm *s, tfx_err *err) {
-  for (;;) {
+/* Reads lines until `max` rows are held or the file ends (*eof). */
+static int read_rows(svm *s, size_t max, int *eof, tfx_err *err) {
+  while (s->n < max) {
     ssize_t len = getline(&s->line, &s->line_cap, s->f);
     if (len < 0) {
       if (ferror(s->f)) {
         return tfx_err_sys(err, TFX_ESYS, "%s: read error after line %zu", s->path, s->lineno);
       }
+      *eof = 1;
       return TFX_OK;
     }
     s->lineno++;
@@ -153,6 +154,7 @@ static int read_all(svm *s, tfx_err *err) {
       return rc;
     }
   }
+  return TFX_OK;
 }
 
 /* Builds the dense dataset from the sparse rows. */
@@ -186,25 +188,68 @@ static int densify(svm *s, tfx_dataset **out, tfx_err *err) {
   return TFX_OK;
 }
 
-int tfx_libsvm_load(const char *path, size_t dim, tfx_dataset **out, tfx_err *err) {
+struct tfx_libsvm_reader {
+  svm s;
+  int eof;
+};
+
+int tfx_libsvm_open(const char *path, size_t dim, tfx_libsvm_reader **out, tfx_err *err) {
   if (!path || !out) {
-    return tfx_err_set(err, TFX_EINVAL, "libsvm load: NULL path or out");
+    return tfx_err_set(err, TFX_EINVAL, "libsvm open: NULL path or out");
   }
   if (dim > MAX_INDEX) {
     return tfx_err_set(err, TFX_EINVAL, "%s: dim %zu is too large", path, dim);
   }
-  svm s = {.path = path, .dim = dim};
-  if (!(s.f = fopen(path, "r"))) {
+  tfx_libsvm_reader *r = calloc(1, sizeof *r);
+  char *name = strdup(path);
+  if (!r || !name) {
+    free(r);
+    free(name);
+    return tfx_err_set(err, TFX_ENOMEM, "%s: out of memory", path);
+  }
+  r->s.path = name, r->s.dim = dim;
+  if (!(r->s.f = fopen(path, "r"))) {
+    tfx_libsvm_close(r);
     return tfx_err_sys(err, errno == ENOENT ? TFX_ENOTFOUND : TFX_ESYS, "open %s", path);
   }
-  int rc = read_all(&s, err);
-  if (!rc) {
-    rc = densify(&s, out, err);
+  *out = r;
+  return TFX_OK;
+}
+
+int tfx_libsvm_read(tfx_libsvm_reader *r, size_t max, tfx_dataset **out, tfx_err *err) {
+  svm *s = &r->s;
+  *out = NULL;
+  int rc = r->eof ? TFX_OK : read_rows(s, max, &r->eof, err);
+  if (rc || s->n == 0) {
+    return rc;
   }
-  fclose(s.f);
-  free(s.line);
-  free(s.e);
-  free(s.start);
-  free(s.y);
+  rc = densify(s, out, err);
+  s->n = s->ne = 0; /* the next chunk starts empty; the entry buffers are reused, y was handed over */
+  s->cap = 0;
+  return rc;
+}
+
+void tfx_libsvm_close(tfx_libsvm_reader *r) {
+  if (!r) {
+    return;
+  }
+  if (r->s.f) {
+    fclose(r->s.f);
+  }
+  free((char *)r->s.path);
+  free(r->s.line);
+  free(r->s.e);
+  free(r->s.start);
+  free(r->s.y);
+  free(r);
+}
+
+int tfx_libsvm_load(const char *path, size_t dim, tfx_dataset **out, tfx_err *err) {
+  tfx_libsvm_reader *r = NULL;
+  int rc = tfx_libsvm_open(path, dim, &r, err);
+  if (!rc && !(rc = tfx_libsvm_read(r, SIZE_MAX, out, err)) && !*out) {
+    rc = tfx_err_set(err, TFX_ECORRUPT, "%s: no examples", path);
+  }
+  tfx_libsvm_close(r);
   return rc;
 }

@@ -18,6 +18,15 @@
 #include "dataset.h"
 #include "err.h"
 
+typedef struct tfx_libsvm_reader tfx_libsvm_reader;
+
+/* Opens a LibSVM file for reading in chunks (dim 0: each chunk's width is its largest index; give dim when
+ * streaming); caller owns *out; close with tfx_libsvm_close. */
+int tfx_libsvm_open(const char *path, size_t dim, tfx_libsvm_reader **out, tfx_err *err);
+/* Reads up to max more examples into a new dataset; caller owns *out (NULL at the end of the file). */
+int tfx_libsvm_read(tfx_libsvm_reader *r, size_t max, tfx_dataset **out, tfx_err *err);
+/* Closes the file and frees the reader; NULL does nothing. */
+void tfx_libsvm_close(tfx_libsvm_reader *r);
 /* Loads a LibSVM file with dim features (0: inferred); caller owns *out; free with tfx_dataset_destroy. */
 int tfx_libsvm_load(const char *path, size_t dim, tfx_dataset **out, tfx_err *err);
 

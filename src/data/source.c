@@ -6,6 +6,7 @@
 #include "csv.h"
 #include "example.h"
 #include "libsvm.h"
+#include "stream.h"
 
 static int load_other(const tfx_config *cfg, const char *path, size_t dim, tfx_dataset **out, tfx_err *err) {
   const char *f = cfg->data_format;
@@ -40,4 +41,20 @@ int tfx_dataset_load_config(const tfx_config *cfg, int eval, size_t expect_dim, 
   }
   *out = d;
   return TFX_OK;
+}
+
+int tfx_train_input_open(const tfx_config *cfg, int index, int count, size_t dim, tfx_dataset **data,
+                         tfx_batcher **out, tfx_err *err) {
+  *data = NULL;
+  if (cfg->data_stream || !strcmp(cfg->shard_by, "file")) {
+    tfx_stream *s = NULL;
+    int rc = tfx_stream_open(cfg, index, count, dim, &s, err);
+    return rc ? rc : tfx_batcher_create_stream(s, out, err);
+  }
+  int rc = tfx_dataset_load_config(cfg, 0, dim, data, err);
+  if (!rc && (rc = tfx_batcher_create(*data, index, count, (uint64_t)cfg->seed, 1, out, err))) {
+    tfx_dataset_destroy(*data);
+    *data = NULL;
+  }
+  return rc;
 }

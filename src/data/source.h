@@ -10,4 +10,9 @@
  * TFX_ESHAPE when an example's size differs from expect_dim (0: any). */
 int tfx_dataset_load_config(const tfx_config *cfg, int eval, size_t expect_dim, tfx_dataset **out, tfx_err *err);
 
+/* The training input of shard `index` of `count`: a batcher over the loaded train set (*data, caller owns), or,
+ * with data.stream or data.shard_by = file, over a stream of the files (*data NULL). Caller owns *out. */
+int tfx_train_input_open(const tfx_config *cfg, int index, int count, size_t dim, tfx_dataset **data,
+                         tfx_batcher **out, tfx_err *err);
+
 #endif

@@ -118,8 +118,7 @@ static int setup(worker *w, tfx_err *err) {
   }
   size_t dim = tfx_model_input_size(w->model);
   int n_workers = tfx_cluster_count(w->n->cluster, TFX_ROLE_WORKER);
-  if ((rc = tfx_dataset_load_config(&w->cfg, 0, dim, &w->data, err)) ||
-      (rc = tfx_batcher_create(w->data, w->n->index, n_workers, (uint64_t)w->cfg.seed, 1, &w->batcher, err))) {
+  if ((rc = tfx_train_input_open(&w->cfg, w->n->index, n_workers, dim, &w->data, &w->batcher, err))) {
     return rc;
   }
   int64_t done = strcmp(w->cfg.mode, "sync") == 0 ? p->step : p->step / n_workers;
@@ -180,6 +179,9 @@ static int train(worker *w, tfx_err *err) {
   while (!w->stop && !tfx_stop_requested() && w->version < w->cfg.max_steps) {
     tfx_step_stats st;
     compute(w, &st);
+    if ((rc = tfx_batcher_status(w->batcher, err))) {
+      return rc;
+    }
     if (!isfinite(st.loss) || st.loss > w->cfg.thres_loss) {
       report(w, st.loss, 0, 0, NULL);
       return tfx_err_set(err, TFX_ELOSS, "training loss %g at step %lld exceeds thres_loss %g", st.loss,

@@ -15,6 +15,12 @@ for kind, n in (("train", 6000), ("t10k", 1000)):
         f.write(",".join(f"p{i}" for i in range(784)) + ",label\n")
         for row, lab in zip(x, y):
             f.write(",".join(map(str, row)) + f",{lab}\n")
+    if kind == "train":  # the same rows as 4 shard files, for streaming and sharding by file
+        for k in range(4):
+            with open(f"{work}/train-{k}.csv", "w") as f:
+                f.write(",".join(f"p{i}" for i in range(784)) + ",label\n")
+                for row, lab in list(zip(x, y))[k::4]:
+                    f.write(",".join(map(str, row)) + f",{lab}\n")
     with open(f"{work}/{kind}.svm", "w") as f:
         for row, lab in zip(x, y):
             f.write(str(lab) + "".join(f" {i + 1}:{v}" for i, v in enumerate(row) if v) + "\n")
@@ -33,6 +39,20 @@ ge "$(metric "$WORK/run-csv-local/metrics.jsonl" eval accuracy)" 0.7 || fail "cs
 "$TFX_NODE" predict --run-dir "$WORK/run-libsvm" --input "$WORK/t10k.svm" --output "$WORK/pred.csv" >"$WORK/pred.log" 2>&1 || fail "predict on LibSVM: $(tail -1 "$WORK/pred.log")"
 [ "$(head -1 "$WORK/pred.csv" | cut -d, -f1-3)" = "index,class,p0" ] || fail "CSV predictions lack their header"
 [ "$(tail -n +2 "$WORK/pred.csv" | grep -c .)" = 1000 ] || fail "CSV predictions: want 1000 rows"
+# Streaming: the 4 shard files a window at a time, each of the 2 workers reading whole files of its own.
+experiment "$WORK/stream.json" data.format='"csv"' data.train.images="\"$WORK/train-*.csv\"" data.eval.images="\"$WORK/t10k.csv\"" \
+  data.label_column='"label"' data.stream=true data.shard_by='"file"' data.shuffle_buffer=500 training.max_steps=300 \
+  eval.every_steps=0 model.input_shape='[784]'
+"$TFX_NODE" local --config "$WORK/stream.json" --run-dir "$WORK/run-stream" >"$WORK/stream.log" 2>&1 || fail "streamed local: $(tail -1 "$WORK/stream.log")"
+acc=$(metric "$WORK/run-stream/metrics.jsonl" eval accuracy)
+ge "$acc" 0.7 || fail "streamed, sharded by file: accuracy $acc"
+echo "csv streamed, sharded by file over 2 workers: accuracy $acc"
+experiment "$WORK/stream5.json" data.format='"csv"' data.train.images="\"$WORK/train-*.csv\"" data.eval.images="\"$WORK/t10k.csv\"" \
+  data.label_column='"label"' data.shard_by='"file"' training.max_steps=10 model.input_shape='[784]'
+out=$("$TFX_NODE" local --workers 5 --config "$WORK/stream5.json" --run-dir "$WORK/run-stream5" 2>&1); rc=$?
+[ "$rc" != 0 ] || fail "5 workers over 4 files by file: exit 0"
+echo "$out" | grep -q "worker [0-9] failed 1 times, last with status 2" || fail "a worker's config error not reported: $(echo "$out" | tail -3)"
+grep -q "data.shard_by file: 4 file(s) for 5 workers" "$WORK"/run-stream5/logs/worker-*.log || fail "too few files not named in the worker logs"
 experiment "$WORK/bad.json" data.format='"csv"' data.train.images="\"$WORK/train.csv\"" data.eval.images="\"$WORK/t10k.csv\"" data.label_column='"label"' model.input_shape='[100]'
 out=$("$TFX_NODE" train --config "$WORK/bad.json" --run-dir "$WORK/run-bad" 2>&1); rc=$?
 [ "$rc" = 2 ] || fail "mismatched input: exit $rc, want 2"

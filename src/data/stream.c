@@ -1,0 +1,369 @@
+/* The streaming input: a list of files read one window at a time through the readers' chunk interfaces. */
+#include "stream.h"
+
+#include <glob.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "csv.h"
+#include "example.h"
+#include "init.h"
+#include "libsvm.h"
+
+typedef enum fmt { FMT_IDX, FMT_CSV, FMT_LIBSVM, FMT_TFRECORD } fmt;
+
+typedef struct file_list {
+  char **paths;
+  size_t n;
+} file_list;
+
+struct tfx_stream {
+  fmt format;
+  char label_column[64], feature_key[64], label_key[64];
+  int header;
+  double scale;
+  size_t dim, window;
+  int index, count, by_file;
+  uint64_t seed, file_seed; /* this worker's window shuffles; the file order every worker shares */
+  file_list images, labels; /* this shard's files; labels only for IDX */
+  size_t *order, next_file; /* file order of this epoch, and the next file to open */
+  void *reader;             /* the open file's reader, NULL between files */
+  uint64_t record;          /* records seen this epoch, for sharding by record */
+  int64_t epoch, kept;      /* completed epochs; examples this shard kept this epoch */
+  tfx_dataset *buf;         /* the current window, served in `perm` order */
+  size_t *perm, perm_cap, pos;
+};
+
+static void list_free(file_list *l) {
+  for (size_t i = 0; i < l->n; i++) {
+    free(l->paths[i]);
+  }
+  free(l->paths);
+  l->paths = NULL, l->n = 0;
+}
+
+static int list_add(file_list *l, const char *path, tfx_err *err) {
+  char **p = realloc(l->paths, (l->n + 1) * sizeof *p);
+  if (!p || !(p[l->n] = strdup(path))) {
+    if (p) {
+      l->paths = p;
+    }
+    return tfx_err_set(err, TFX_ENOMEM, "out of memory listing %s", path);
+  }
+  l->paths = p, l->n++;
+  return TFX_OK;
+}
+
+/* Expands one comma-separated entry: a glob pattern (sorted matches) or a plain path. */
+static int expand_one(file_list *l, const char *entry, tfx_err *err) {
+  if (!strpbrk(entry, "*?[")) {
+    return list_add(l, entry, err);
+  }
+  glob_t g;
+  int rc = glob(entry, 0, NULL, &g);
+  if (rc == GLOB_NOMATCH) {
+    globfree(&g);
+    return tfx_err_set(err, TFX_ENOTFOUND, "data: no file matches '%s'", entry);
+  }
+  for (size_t i = 0; !rc && i < g.gl_pathc; i++) {
+    rc = list_add(l, g.gl_pathv[i], err);
+  }
+  globfree(&g);
+  return rc ? (rc == GLOB_NOSPACE ? tfx_err_set(err, TFX_ENOMEM, "glob %s: out of memory", entry) : rc) : TFX_OK;
+}
+
+/* The files of a comma-separated list of paths and patterns, in order. */
+static int expand(file_list *l, const char *spec, tfx_err *err) {
+  char buf[TFX_PATH_MAX];
+  snprintf(buf, sizeof buf, "%s", spec);
+  int rc = TFX_OK;
+  for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok && !rc; tok = strtok_r(NULL, ",", &save)) {
+    rc = expand_one(l, tok, err);
+  }
+  if (!rc && l->n == 0) {
+    rc = tfx_err_set(err, TFX_ENOTFOUND, "data: '%s' names no file", spec);
+  }
+  return rc;
+}
+
+/* Keeps files index, index + count, ... of l (sharding by file). */
+static void keep_shard(file_list *l, int index, int count) {
+  size_t k = 0;
+  for (size_t i = 0; i < l->n; i++) {
+    if (i % (size_t)count == (size_t)index) {
+      l->paths[k++] = l->paths[i];
+    } else {
+      free(l->paths[i]);
+    }
+  }
+  l->n = k;
+}
+
+static int list_files(tfx_stream *s, const tfx_config *cfg, tfx_err *err) {
+  int rc = expand(&s->images, cfg->train_images, err);
+  if (!rc && s->format == FMT_IDX) {
+    rc = expand(&s->labels, cfg->train_labels, err);
+    if (!rc && s->labels.n != s->images.n) {
+      return tfx_err_set(err, TFX_ECONFIG, "data.train: %zu image files but %zu label files", s->images.n,
+                         s->labels.n);
+    }
+  }
+  if (rc || !s->by_file) {
+    return rc;
+  }
+  if (s->images.n < (size_t)s->count) {
+    return tfx_err_set(err, TFX_ECONFIG, "data.shard_by file: %zu file(s) for %d workers; every worker needs one",
+                       s->images.n, s->count);
+  }
+  keep_shard(&s->images, s->index, s->count);
+  if (s->format == FMT_IDX) {
+    keep_shard(&s->labels, s->index, s->count);
+  }
+  return TFX_OK;
+}
+
+static void close_reader(tfx_stream *s) {
+  if (!s->reader) {
+    return;
+  }
+  switch (s->format) {
+    case FMT_IDX:
+      tfx_idx_close(s->reader);
+      break;
+    case FMT_CSV:
+      tfx_csv_close(s->reader);
+      break;
+    case FMT_LIBSVM:
+      tfx_libsvm_close(s->reader);
+      break;
+    default:
+      tfx_example_close(s->reader);
+  }
+  s->reader = NULL;
+}
+
+static int open_reader(tfx_stream *s, size_t file, tfx_err *err) {
+  const char *path = s->images.paths[file];
+  switch (s->format) {
+    case FMT_IDX:
+      return tfx_idx_open(path, s->labels.paths[file], s->scale, s->dim, (tfx_idx_reader **)&s->reader, err);
+    case FMT_CSV:
+      return tfx_csv_open(path, s->label_column, s->header, (tfx_csv_reader **)&s->reader, err);
+    case FMT_LIBSVM:
+      return tfx_libsvm_open(path, s->dim, (tfx_libsvm_reader **)&s->reader, err);
+    default:
+      return tfx_example_open(path, s->feature_key, s->label_key, 1.0, (tfx_example_reader **)&s->reader, err);
+  }
+}
+
+static int read_chunk(tfx_stream *s, tfx_dataset **out, tfx_err *err) {
+  switch (s->format) {
+    case FMT_IDX:
+      return tfx_idx_read_chunk(s->reader, s->window, out, err);
+    case FMT_CSV:
+      return tfx_csv_read(s->reader, s->window, out, err);
+    case FMT_LIBSVM:
+      return tfx_libsvm_read(s->reader, s->window, out, err);
+    default:
+      return tfx_example_read(s->reader, s->window, out, err);
+  }
+}
+
+/* A new epoch's file order: shuffled from the experiment seed and the epoch number, the same on every worker
+ * (sharding by record counts records in this order). */
+static void shuffle_files(tfx_stream *s) {
+  size_t n = s->images.n;
+  for (size_t i = 0; i < n; i++) {
+    s->order[i] = i;
+  }
+  uint64_t key = s->file_seed ^ ((uint64_t)s->epoch * 0xA24BAED4963EE407ULL);
+  for (size_t i = n - 1; i > 0 && i < n; i--) {
+    size_t j = (size_t)(tfx_rand_uniform(key, i) * (double)(i + 1));
+    size_t t = s->order[i];
+    s->order[i] = s->order[j];
+    s->order[j] = t;
+  }
+  s->next_file = 0, s->record = 0, s->kept = 0;
+}
+
+/* Moves to the next file (or the next epoch after the last one) and opens it. */
+static int advance_file(tfx_stream *s, tfx_err *err) {
+  close_reader(s);
+  if (s->next_file == s->images.n) {
+    if (s->kept == 0) {
+      return tfx_err_set(err, TFX_ECONFIG, "data: shard %d of %d got no example from %zu file(s)", s->index, s->count,
+                         s->images.n);
+    }
+    s->epoch++;
+    shuffle_files(s);
+  }
+  return open_reader(s, s->order[s->next_file++], err);
+}
+
+/* Keeps this shard's records of the chunk (sharding by record), in place; checks their width. */
+static int filter_chunk(tfx_stream *s, tfx_dataset *d, size_t file, tfx_err *err) {
+  if (d->dim != s->dim) {
+    return tfx_err_set(err, TFX_ESHAPE, "%s: %zu values per example, the model's input takes %zu",
+                       s->images.paths[file], d->dim, s->dim);
+  }
+  size_t k = 0;
+  for (size_t i = 0; i < d->n; i++, s->record++) {
+    if (s->by_file || s->record % (uint64_t)s->count == (uint64_t)s->index) {
+      memmove(d->x + k * d->dim, d->x + i * d->dim, sizeof(float) * d->dim);
+      d->y[k++] = d->y[i];
+    }
+  }
+  d->n = k;
+  if (s->format != FMT_IDX && s->scale != 1.0) {
+    for (size_t i = 0; i < k * d->dim; i++) {
+      d->x[i] = (float)(d->x[i] * s->scale);
+    }
+  }
+  return TFX_OK;
+}
+
+/* Shuffles the window's serving order. */
+static int shuffle_window(tfx_stream *s, tfx_err *err) {
+  size_t n = s->buf->n;
+  if (n > s->perm_cap) {
+    size_t *p = realloc(s->perm, n * sizeof *p);
+    if (!p) {
+      return tfx_err_set(err, TFX_ENOMEM, "data: out of memory for a window of %zu", n);
+    }
+    s->perm = p, s->perm_cap = n;
+  }
+  for (size_t i = 0; i < n; i++) {
+    s->perm[i] = i;
+  }
+  uint64_t key = s->seed ^ (s->record * 0x9E3779B97F4A7C15ULL) ^ (uint64_t)s->epoch;
+  for (size_t i = n - 1; i > 0; i--) {
+    size_t j = (size_t)(tfx_rand_uniform(key, i) * (double)(i + 1));
+    size_t t = s->perm[i];
+    s->perm[i] = s->perm[j];
+    s->perm[j] = t;
+  }
+  s->pos = 0;
+  return TFX_OK;
+}
+
+/* Reads the next non-empty window of this shard's examples. */
+static int refill(tfx_stream *s, tfx_err *err) {
+  tfx_dataset_destroy(s->buf);
+  s->buf = NULL;
+  for (int rc;;) {
+    tfx_dataset *d = NULL;
+    if (!s->reader && (rc = advance_file(s, err))) {
+      return rc;
+    }
+    if ((rc = read_chunk(s, &d, err))) {
+      return rc;
+    }
+    if (!d) {
+      close_reader(s);
+      continue;
+    }
+    if ((rc = filter_chunk(s, d, s->order[s->next_file - 1], err)) || d->n == 0) {
+      tfx_dataset_destroy(d);
+      if (rc) {
+        return rc;
+      }
+      continue;
+    }
+    s->buf = d;
+    s->kept += (int64_t)d->n;
+    return shuffle_window(s, err);
+  }
+}
+
+/* The index in the window of the next example, refilling when the window is spent. */
+static int take(tfx_stream *s, size_t *k, tfx_err *err) {
+  if (!s->buf || s->pos == s->buf->n) {
+    int rc = refill(s, err);
+    if (rc) {
+      return rc;
+    }
+  }
+  *k = s->perm[s->pos++];
+  return TFX_OK;
+}
+
+int tfx_stream_next(tfx_stream *s, int batch, float *x, int32_t *y, tfx_err *err) {
+  for (int i = 0; i < batch; i++) {
+    size_t k;
+    int rc = take(s, &k, err);
+    if (rc) {
+      return rc;
+    }
+    memcpy(x + (size_t)i * s->dim, s->buf->x + k * s->dim, sizeof(float) * s->dim);
+    y[i] = s->buf->y[k];
+  }
+  return TFX_OK;
+}
+
+int tfx_stream_skip(tfx_stream *s, int64_t n, tfx_err *err) {
+  for (int64_t i = 0; i < n; i++) {
+    size_t k;
+    int rc = take(s, &k, err);
+    if (rc) {
+      return rc;
+    }
+  }
+  return TFX_OK;
+}
+
+static fmt format_of(const char *name) {
+  return !strcmp(name, "csv") ? FMT_CSV : !strcmp(name, "libsvm") ? FMT_LIBSVM : !strcmp(name, "tfrecord") ? FMT_TFRECORD : FMT_IDX;
+}
+
+int tfx_stream_open(const tfx_config *cfg, int index, int count, size_t dim, tfx_stream **out, tfx_err *err) {
+  if (count < 1 || index < 0 || index >= count || dim == 0) {
+    return tfx_err_set(err, TFX_EINVAL, "stream: shard %d of %d, dim %zu", index, count, dim);
+  }
+  tfx_stream *s = calloc(1, sizeof *s);
+  if (!s) {
+    return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  }
+  *s = (tfx_stream){.format = format_of(cfg->data_format), .header = cfg->data_header, .scale = cfg->data_scale,
+                    .dim = dim, .window = (size_t)cfg->shuffle_buffer, .index = index, .count = count,
+                    .by_file = !strcmp(cfg->shard_by, "file"), .seed = (uint64_t)cfg->seed ^ (uint64_t)index * 0x9E37ULL,
+                    .file_seed = (uint64_t)cfg->seed};
+  snprintf(s->label_column, sizeof s->label_column, "%s", cfg->label_column);
+  snprintf(s->feature_key, sizeof s->feature_key, "%s", cfg->feature_key);
+  snprintf(s->label_key, sizeof s->label_key, "%s", cfg->label_key);
+  int rc = list_files(s, cfg, err);
+  if (!rc && !(s->order = malloc(s->images.n * sizeof *s->order))) {
+    rc = tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  }
+  if (!rc) {
+    shuffle_files(s);
+    rc = refill(s, err);
+  }
+  if (rc) {
+    tfx_stream_close(s);
+    return rc;
+  }
+  *out = s;
+  return TFX_OK;
+}
+
+int64_t tfx_stream_epoch(const tfx_stream *s) {
+  return s->epoch;
+}
+
+size_t tfx_stream_files(const tfx_stream *s) {
+  return s->images.n;
+}
+
+void tfx_stream_close(tfx_stream *s) {
+  if (!s) {
+    return;
+  }
+  close_reader(s);
+  list_free(&s->images);
+  list_free(&s->labels);
+  tfx_dataset_destroy(s->buf);
+  free(s->order);
+  free(s->perm);
+  free(s);
+}

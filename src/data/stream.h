@@ -1,0 +1,40 @@
+/* Streaming input: the training files are read a window at a time, never loaded whole, so a dataset larger
+ * than memory trains. The files are data.train.images (a glob pattern such as "train-*.tfrecord" or a
+ * comma-separated list; for IDX, data.train.labels names the label files the same way, paired in sorted order).
+ *
+ * Sharding across `count` workers is deterministic: by record (worker i keeps the records whose index in the
+ * epoch is i modulo count) or by file (worker i reads files i, i + count, ...), data.shard_by. Shuffling is
+ * tf.data's: the file order is reshuffled every epoch from the seed, and the records are shuffled within a
+ * window of data.shuffle_buffer examples. The stream repeats for ever; epochs are counted.
+ *
+ * Ownership: the caller owns the stream. Thread-safety: one thread at a time. Errors: TFX_ENOTFOUND (no file
+ * matches), TFX_ECONFIG (fewer files than workers when sharding by file, unpaired IDX files, an empty shard),
+ * TFX_ESHAPE (a file whose examples do not fit the model's input), and every reader's error, naming the file and
+ * the offset or line. */
+#ifndef TFX_STREAM_H
+#define TFX_STREAM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "dataset.h"
+#include "err.h"
+
+typedef struct tfx_stream tfx_stream;
+
+/* Opens the training files of cfg for shard `index` of `count`, examples of `dim` floats; the first file is
+ * opened (and checked) now. Caller owns *out; close with tfx_stream_close. */
+int tfx_stream_open(const tfx_config *cfg, int index, int count, size_t dim, tfx_stream **out, tfx_err *err);
+/* Copies the next `batch` examples into x [batch, dim] and y [batch], crossing windows, files and epochs. */
+int tfx_stream_next(tfx_stream *s, int batch, float *x, int32_t *y, tfx_err *err);
+/* Skips `n` examples as if they were taken (resume). */
+int tfx_stream_skip(tfx_stream *s, int64_t n, tfx_err *err);
+/* Completed epochs so far. */
+int64_t tfx_stream_epoch(const tfx_stream *s);
+/* The number of files this shard reads. */
+size_t tfx_stream_files(const tfx_stream *s);
+/* Closes the open file and frees the stream; NULL does nothing. */
+void tfx_stream_close(tfx_stream *s);
+
+#endif

@@ -1,0 +1,299 @@
+/* Unit tests of src/data/stream.c: files written here (CSV, LibSVM, TFRecord of Examples) whose label is the
+ * record's global id, so every test can tell exactly which records each shard saw; and the real Fashion-MNIST
+ * IDX files streamed against the whole-file loader when they are installed. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "dataset.h"
+#include "example.pb-c.h"
+#include "source.h"
+#include "stream.h"
+#include "tfrecord.h"
+#include "tmpdir.h"
+
+#define FILES 3
+#define PER_FILE 40
+#define TOTAL (FILES * PER_FILE)
+
+static void setup(void) {
+  tmpdir_create("stream");
+}
+
+TestSuite(stream, .init = setup, .fini = tmpdir_remove);
+
+/* A config for the files written by the helpers below: format, pattern, window, sharding. */
+static tfx_config config(const char *format, const char *pattern, int window, const char *shard_by) {
+  tfx_config cfg;
+  tfx_config_init(&cfg);
+  snprintf(cfg.data_format, sizeof cfg.data_format, "%s", format);
+  snprintf(cfg.train_images, sizeof cfg.train_images, "%s/%s", tmp, pattern);
+  snprintf(cfg.shard_by, sizeof cfg.shard_by, "%s", shard_by);
+  cfg.data_stream = 1, cfg.shuffle_buffer = window, cfg.data_scale = 1.0, cfg.data_header = 0;
+  return cfg;
+}
+
+/* FILES CSV files part-K.csv: "id*0.5,id" per line (feature, label = the global record id). */
+static void write_csv(void) {
+  for (int f = 0; f < FILES; f++) {
+    char path[128];
+    snprintf(path, sizeof path, "%s/part-%d.csv", tmp, f);
+    FILE *out = fopen(path, "w");
+    cr_assert_not_null(out);
+    for (int i = 0; i < PER_FILE; i++) {
+      int id = f * PER_FILE + i;
+      fprintf(out, "%g,%d\n", id * 0.5, id);
+    }
+    fclose(out);
+  }
+}
+
+/* Takes n examples; checks each feature still matches its label (id * 0.5); counts the ids seen. */
+static void take(tfx_stream *s, int n, int *seen) {
+  float x[8];
+  int32_t y[8];
+  tfx_err err = {0};
+  for (int i = 0; i < n; i++) {
+    cr_assert_eq(tfx_stream_next(s, 1, x, y, &err), TFX_OK, "%s", err.msg);
+    cr_assert(y[0] >= 0 && y[0] < TOTAL, "label %d", y[0]);
+    cr_assert_float_eq(x[0], y[0] * 0.5f, 1e-6);
+    seen[y[0]]++;
+  }
+}
+
+Test(stream, record_sharding_splits_each_epoch_exactly) {
+  write_csv();
+  tfx_config cfg = config("csv", "part-*.csv", 7, "record");
+  int seen[TOTAL] = {0};
+  for (int w = 0; w < 2; w++) {
+    tfx_stream *s = NULL;
+    tfx_err err = {0};
+    cr_assert_eq(tfx_stream_open(&cfg, w, 2, 1, &s, &err), TFX_OK, "%s", err.msg);
+    cr_assert_eq(tfx_stream_files(s), FILES);
+    take(s, TOTAL / 2, seen);
+    cr_assert_eq(tfx_stream_epoch(s), 0);
+    take(s, 1, (int[TOTAL]){0}); /* the next example starts epoch 1 */
+    cr_assert_eq(tfx_stream_epoch(s), 1);
+    tfx_stream_close(s);
+  }
+  for (int id = 0; id < TOTAL; id++) {
+    cr_assert_eq(seen[id], 1, "record %d seen %d times in one epoch over two shards", id, seen[id]);
+  }
+}
+
+Test(stream, file_sharding_gives_each_worker_whole_files) {
+  write_csv();
+  tfx_config cfg = config("csv", "part-0.csv", 1000, "file");
+  snprintf(cfg.train_images, sizeof cfg.train_images, "%s/part-0.csv,%s/part-1.csv,%s/part-2.csv", tmp, tmp, tmp);
+  for (int w = 0; w < 2; w++) {
+    tfx_stream *s = NULL;
+    tfx_err err = {0};
+    cr_assert_eq(tfx_stream_open(&cfg, w, 2, 1, &s, &err), TFX_OK, "%s", err.msg);
+    size_t want_files = w == 0 ? 2 : 1;
+    cr_assert_eq(tfx_stream_files(s), want_files);
+    int seen[TOTAL] = {0};
+    take(s, (int)want_files * PER_FILE, seen);
+    for (int id = 0; id < TOTAL; id++) {
+      int file = id / PER_FILE, mine = file % 2 == w;
+      cr_assert_eq(seen[id], mine, "worker %d saw record %d (file %d) %d times", w, id, file, seen[id]);
+    }
+    tfx_stream_close(s);
+  }
+}
+
+Test(stream, shuffles_within_a_window_and_repeats_deterministically) {
+  write_csv();
+  tfx_config cfg = config("csv", "part-1.csv", 10, "record");
+  float x[PER_FILE];
+  int32_t a[PER_FILE], b[PER_FILE];
+  tfx_err err = {0};
+  for (int run = 0; run < 2; run++) {
+    tfx_stream *s = NULL;
+    cr_assert_eq(tfx_stream_open(&cfg, 0, 1, 1, &s, &err), TFX_OK, "%s", err.msg);
+    cr_assert_eq(tfx_stream_next(s, PER_FILE, x, run ? b : a, &err), TFX_OK, "%s", err.msg);
+    tfx_stream_close(s);
+  }
+  int in_order = 1;
+  for (int i = 0; i < PER_FILE; i++) {
+    cr_assert_eq(a[i], b[i], "same seed, different order at %d", i);
+    /* A window of 10 records: the i-th example comes from the i / 10-th window of the file. */
+    cr_assert_eq((a[i] - PER_FILE) / 10, i / 10, "example %d is record %d, outside its window", i, a[i]);
+    in_order &= a[i] == PER_FILE + i;
+  }
+  cr_assert(!in_order, "the window was not shuffled");
+}
+
+Test(stream, skip_continues_where_a_restart_left_off) {
+  write_csv();
+  tfx_config cfg = config("csv", "part-*.csv", 16, "record");
+  float x[64];
+  int32_t whole[50], rest[30];
+  tfx_err err = {0};
+  tfx_stream *s = NULL;
+  cr_assert_eq(tfx_stream_open(&cfg, 0, 1, 1, &s, &err), TFX_OK, "%s", err.msg);
+  cr_assert_eq(tfx_stream_next(s, 50, x, whole, &err), TFX_OK, "%s", err.msg);
+  tfx_stream_close(s);
+  cr_assert_eq(tfx_stream_open(&cfg, 0, 1, 1, &s, &err), TFX_OK, "%s", err.msg);
+  cr_assert_eq(tfx_stream_skip(s, 20, &err), TFX_OK, "%s", err.msg);
+  cr_assert_eq(tfx_stream_next(s, 30, x, rest, &err), TFX_OK, "%s", err.msg);
+  tfx_stream_close(s);
+  cr_assert_arr_eq(rest, whole + 20, sizeof rest);
+}
+
+Test(stream, libsvm_and_tfrecord_files_stream_too) {
+  char path[128];
+  snprintf(path, sizeof path, "%s/a.svm", tmp);
+  FILE *f = fopen(path, "w");
+  for (int i = 0; i < 30; i++) {
+    fprintf(f, "%d 1:%g 3:1\n", i, i * 0.5);
+  }
+  fclose(f);
+  tfx_config cfg = config("libsvm", "a.svm", 8, "record");
+  tfx_stream *s = NULL;
+  tfx_err err = {0};
+  cr_assert_eq(tfx_stream_open(&cfg, 0, 1, 3, &s, &err), TFX_OK, "%s", err.msg);
+  int seen[TOTAL] = {0};
+  float x[3];
+  int32_t y;
+  for (int i = 0; i < 30; i++) {
+    cr_assert_eq(tfx_stream_next(s, 1, x, &y, &err), TFX_OK, "%s", err.msg);
+    cr_assert(x[0] == y * 0.5f && x[1] == 0 && x[2] == 1, "record %d: %g %g %g", y, x[0], x[1], x[2]);
+    seen[y]++;
+  }
+  for (int i = 0; i < 30; i++) {
+    cr_assert_eq(seen[i], 1);
+  }
+  tfx_stream_close(s);
+
+  snprintf(path, sizeof path, "%s/a.tfrecord", tmp);
+  tfx_tfrecord_writer *w = NULL;
+  cr_assert_eq(tfx_tfrecord_writer_open(path, &w, &err), TFX_OK, "%s", err.msg);
+  for (int i = 0; i < 25; i++) {
+    float xv[2] = {(float)i, 2.0f * (float)i};
+    int64_t yv = i;
+    Tensorflow__FloatList fl = TENSORFLOW__FLOAT_LIST__INIT;
+    Tensorflow__Int64List il = TENSORFLOW__INT64_LIST__INIT;
+    Tensorflow__Feature fx = TENSORFLOW__FEATURE__INIT, fy = TENSORFLOW__FEATURE__INIT;
+    fl.n_value = 2, fl.value = xv, il.n_value = 1, il.value = &yv;
+    fx.kind_case = TENSORFLOW__FEATURE__KIND_FLOAT_LIST, fx.float_list = &fl;
+    fy.kind_case = TENSORFLOW__FEATURE__KIND_INT64_LIST, fy.int64_list = &il;
+    Tensorflow__Features__FeatureEntry ex = TENSORFLOW__FEATURES__FEATURE_ENTRY__INIT,
+                                       ey = TENSORFLOW__FEATURES__FEATURE_ENTRY__INIT, *es[2] = {&ex, &ey};
+    ex.key = "image", ex.value = &fx, ey.key = "label", ey.value = &fy;
+    Tensorflow__Features fs = TENSORFLOW__FEATURES__INIT;
+    fs.n_feature = 2, fs.feature = es;
+    Tensorflow__Example e = TENSORFLOW__EXAMPLE__INIT;
+    e.features = &fs;
+    uint8_t buf[256];
+    size_t len = tensorflow__example__pack(&e, buf);
+    cr_assert_eq(tfx_tfrecord_writer_write(w, buf, len, &err), TFX_OK, "%s", err.msg);
+  }
+  cr_assert_eq(tfx_tfrecord_writer_close(w, &err), TFX_OK, "%s", err.msg);
+  cfg = config("tfrecord", "*.tfrecord", 6, "record");
+  snprintf(cfg.feature_key, sizeof cfg.feature_key, "image");
+  snprintf(cfg.label_key, sizeof cfg.label_key, "label");
+  cfg.data_scale = 0.5;
+  cr_assert_eq(tfx_stream_open(&cfg, 1, 2, 2, &s, &err), TFX_OK, "%s", err.msg);
+  for (int i = 0; i < 12; i++) {
+    float xx[2];
+    cr_assert_eq(tfx_stream_next(s, 1, xx, &y, &err), TFX_OK, "%s", err.msg);
+    cr_assert(y % 2 == 1, "shard 1 of 2 got record %d", y);
+    cr_assert(xx[0] == 0.5f * (float)y && xx[1] == (float)y, "record %d: %g %g (scaled by 0.5)", y, xx[0], xx[1]);
+  }
+  tfx_stream_close(s);
+}
+
+/* Opens a stream that must fail with `code` and a message containing `frag`. */
+static void open_fails(const tfx_config *cfg, int count, size_t dim, int code, const char *frag) {
+  tfx_stream *s = NULL;
+  tfx_err err = {0};
+  int rc = tfx_stream_open(cfg, 0, count, dim, &s, &err);
+  cr_assert_eq(rc, code, "rc %d (%s), want %d", rc, err.msg, code);
+  cr_assert(strstr(err.msg, frag), "'%s' lacks '%s'", err.msg, frag);
+  cr_assert_null(s);
+}
+
+Test(stream, bad_inputs_are_named) {
+  write_csv();
+  tfx_config cfg = config("csv", "nothing-*.csv", 10, "record");
+  open_fails(&cfg, 1, 1, TFX_ENOTFOUND, "no file matches");
+  cfg = config("csv", "part-0.csv", 10, "file");
+  snprintf(cfg.train_images, sizeof cfg.train_images, "%s/part-0.csv,%s/part-1.csv", tmp, tmp);
+  open_fails(&cfg, 3, 1, TFX_ECONFIG, "2 file(s) for 3 workers");
+  cfg = config("csv", "part-0.csv", 10, "record");
+  open_fails(&cfg, 1, 4, TFX_ESHAPE, "part-0.csv: 1 values per example, the model's input takes 4");
+  char path[128];
+  snprintf(path, sizeof path, "%s/part-9.csv", tmp);
+  spit(path, "1,2\n3,x\n", 8);
+  cfg = config("csv", "part-9.csv", 10, "record");
+  open_fails(&cfg, 1, 1, TFX_ECORRUPT, "line 2");
+}
+
+Test(stream, a_file_that_goes_bad_mid_run_fails_the_batch_not_the_process) {
+  write_csv();
+  char path[128];
+  snprintf(path, sizeof path, "%s/part-1.csv", tmp);
+  FILE *f = fopen(path, "a");
+  fprintf(f, "oops\n");
+  fclose(f);
+  tfx_config cfg = config("csv", "part-1.csv", 10, "record");
+  tfx_batcher *b = NULL;
+  tfx_dataset *d = NULL;
+  tfx_err err = {0};
+  cr_assert_eq(tfx_train_input_open(&cfg, 0, 1, 1, &d, &b, &err), TFX_OK, "%s", err.msg);
+  cr_assert_null(d, "streaming loads no dataset");
+  float x[PER_FILE + 1];
+  int32_t y[PER_FILE + 1];
+  tfx_batcher_next(b, PER_FILE, x, y);
+  cr_assert_eq(tfx_batcher_status(b, &err), TFX_OK, "%s", err.msg);
+  tfx_batcher_next(b, 1, x, y);
+  cr_assert_eq(tfx_batcher_status(b, &err), TFX_ECORRUPT);
+  cr_assert(strstr(err.msg, "part-1.csv: line 41"), "%s", err.msg);
+  tfx_batcher_destroy(b);
+}
+
+Test(stream, real_fashion_mnist_streams_like_the_whole_file_loader) {
+  tfx_config cfg;
+  tfx_config_init(&cfg);
+  if (access(cfg.train_images, R_OK) != 0) {
+    cr_skip_test("Fashion-MNIST is not installed (%s)", cfg.train_images);
+  }
+  tfx_dataset *whole = NULL;
+  tfx_err err = {0};
+  cr_assert_eq(tfx_dataset_load_idx(cfg.eval_images, cfg.eval_labels, cfg.data_scale, 784, &whole, &err), TFX_OK);
+  snprintf(cfg.train_images, sizeof cfg.train_images, "%s", cfg.eval_images);
+  snprintf(cfg.train_labels, sizeof cfg.train_labels, "%s", cfg.eval_labels);
+  cfg.data_stream = 1, cfg.shuffle_buffer = 1000;
+  tfx_stream *s = NULL;
+  cr_assert_eq(tfx_stream_open(&cfg, 0, 1, 784, &s, &err), TFX_OK, "%s", err.msg);
+  static float x[100 * 784];
+  int32_t y[100];
+  long hist_stream[10] = {0}, hist_whole[10] = {0};
+  double sum_stream = 0, sum_whole = 0;
+  for (int b = 0; b < 100; b++) {
+    cr_assert_eq(tfx_stream_next(s, 100, x, y, &err), TFX_OK, "%s", err.msg);
+    for (int i = 0; i < 100; i++) {
+      hist_stream[y[i]]++;
+    }
+    for (int i = 0; i < 100 * 784; i++) {
+      sum_stream += x[i];
+    }
+  }
+  cr_assert_eq(tfx_stream_epoch(s), 0);
+  for (size_t i = 0; i < whole->n; i++) {
+    hist_whole[whole->y[i]]++;
+  }
+  for (size_t i = 0; i < whole->n * whole->dim; i++) {
+    sum_whole += whole->x[i];
+  }
+  for (int c = 0; c < 10; c++) {
+    cr_assert_eq(hist_stream[c], hist_whole[c], "class %d: %ld streamed, %ld loaded", c, hist_stream[c],
+                 hist_whole[c]);
+  }
+  cr_assert_float_eq(sum_stream, sum_whole, 1e-6 * sum_whole, "pixel sums differ");
+  tfx_stream_close(s);
+  tfx_dataset_destroy(whole);
+}
