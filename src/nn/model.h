@@ -35,7 +35,7 @@ typedef struct tfx_model tfx_model;
 typedef struct tfx_step_stats {
   double loss; /* mean over the batch */
   int correct; /* argmax hits */
-  int top5;    /* top-5 hits */
+  int top5;    /* top-K hits: K is model.metrics's top_K (5 when absent) */
   int count;
 } tfx_step_stats;
 
