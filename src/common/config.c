@@ -663,6 +663,21 @@ int tfx_config_set(tfx_config *cfg, const char *assignment, tfx_err *err) {
   return rc;
 }
 
+void tfx_config_layer_init(tfx_layer_spec *l) {
+  layer_defaults(l);
+}
+
+int tfx_config_add_layer(tfx_config *cfg, const tfx_layer_spec *l, tfx_err *err) {
+  if (cfg->n_layers >= TFX_MAX_LAYERS) {
+    return tfx_err_set(err, TFX_ECONFIG, "model: more than %d layers", TFX_MAX_LAYERS);
+  }
+  if (!l->type[0]) {
+    return tfx_err_set(err, TFX_ECONFIG, "model.layers[%d].type: missing", cfg->n_layers);
+  }
+  cfg->layers[cfg->n_layers++] = *l;
+  return TFX_OK;
+}
+
 int tfx_config_add_layer_json(tfx_config *cfg, const char *json, tfx_err *err) {
   if (cfg->n_layers >= TFX_MAX_LAYERS) {
     return tfx_err_set(err, TFX_ECONFIG, "model: more than %d layers", TFX_MAX_LAYERS);

@@ -123,6 +123,10 @@ int tfx_config_validate(const tfx_config *cfg, tfx_err *err);
 char *tfx_config_to_json(const tfx_config *cfg);
 /* Appends one layer given as a JSON object (as in model.layers). */
 int tfx_config_add_layer_json(tfx_config *cfg, const char *json, tfx_err *err);
+/* Fills a layer spec with the defaults of model.layers entries (type left empty). */
+void tfx_config_layer_init(tfx_layer_spec *l);
+/* Appends one layer spec (type set) to model.layers. */
+int tfx_config_add_layer(tfx_config *cfg, const tfx_layer_spec *l, tfx_err *err);
 /* Appends one model variable (as in model.variables) after checking its name and shape. */
 int tfx_config_add_variable(tfx_config *cfg, const tfx_var_spec *v, tfx_err *err);
 /* Writes the option table (path, type, default, bounds) to stdout for --help. */

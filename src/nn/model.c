@@ -520,6 +520,10 @@ void tfx_model_probabilities(const tfx_model *m, int batch, float *out) {
   memcpy(out, m->probs, sizeof(float) * (size_t)batch * tfx_model_output_size(m));
 }
 
+int tfx_model_top_k(const tfx_model *m) {
+  return m->top_k;
+}
+
 size_t tfx_model_param_count(const tfx_model *m) {
   size_t n = 0;
   for (int i = 0; i < m->n_vars; i++) {
