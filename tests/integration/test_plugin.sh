@@ -1,11 +1,15 @@
 #!/bin/bash
-# A model written in C as a plugin (examples/plugin, built with its own CMake file): the local cluster trains
-# it (its embedding table sliced over 2 ps: row-sparse pushes end to end), its hook sees every event and stops
-# the run at an accuracy; a missing plugin and a plugin of another ABI version are refused by name.
+# A model written in C as a plugin (examples/plugin, built with its own CMake file): a wide-and-deep model on
+# variables the plugin declares, a graph of ops (scale, matmul, lookup, dense, add, bias_add) whose backward tfx
+# derives. The local cluster trains it (the chief loads the plugin, workers get the graph as JSON; the lookup
+# table is sliced over 2 ps: row-sparse pushes end to end) to an accuracy; its hook sees every event and stops
+# the run; eval records carry the metrics the plugin named. A missing plugin, another ABI version, a failing
+# build, a 0 dimension and a shape that does not fit the input are refused by name with exit status 2.
 . "$(dirname "$0")/lib.sh"
 cmake -S "$SRC/examples/plugin" -B "$WORK/pb" >"$WORK/pb.log" 2>&1 && cmake --build "$WORK/pb" >>"$WORK/pb.log" 2>&1 || fail "plugin build: $(tail -5 "$WORK/pb.log")"
 EX=$SRC/examples/fashion_mnist_plugin.json
-"$TFX_NODE" local --config "$EX" --run-dir "$WORK/run" --set model.plugin="\"$WORK/pb/libmymodel.so\"" \
+SO=$WORK/pb/libmymodel.so
+"$TFX_NODE" local --config "$EX" --run-dir "$WORK/run" --set model.plugin="\"$SO\"" \
   --set "model.params={\"dim\": 8, \"hidden\": 64, \"stop_at\": 0.8, \"log\": \"$WORK/hooks.txt\"}" \
   --set eval.every_steps=200 >"$WORK/run.log" 2>&1 || fail "plugin run: $(tail -2 "$WORK/run.log")"
 for ev in train_begin step eval checkpoint train_end; do grep -q "^$ev " "$WORK/hooks.txt" || fail "hook never saw $ev: $(cat "$WORK/hooks.txt")"; done
@@ -13,9 +17,22 @@ grep -q "MASTER-HOOK-STOP" "$WORK/run/logs/master-0.log" || fail "the hook's sto
 step=$(metric "$WORK/run/metrics.jsonl" eval step); acc=$(metric "$WORK/run/metrics.jsonl" eval accuracy)
 [ "$step" -lt 2000 ] || fail "run did not stop early (step $step)"
 ge "$acc" 0.8 || fail "accuracy $acc at the stop"
-"$TFX_NODE" inspect "$WORK/run" | grep "embedding_1/embeddings " | grep -q "ps 0,1" || fail "embedding table not sliced over both ps"
-out=$("$TFX_NODE" model --config "$EX" --set model.plugin="\"$WORK/pb/libmymodel_badabi.so\"" 2>&1); rc=$?
-[ "$rc" = 2 ] && echo "$out" | grep -q "ABI version 2, this tfx-node speaks 1" || fail "wrong ABI: exit $rc: $out"
-out=$("$TFX_NODE" model --config "$EX" --set model.plugin='"/nonexistent/libx.so"' 2>&1); rc=$?
-[ "$rc" = 2 ] && echo "$out" | grep -q "cannot load" || fail "missing plugin: exit $rc: $out"
-pass "plugin model trained to $acc at step $step, stopped by its hook"
+top3=$(metric "$WORK/run/metrics.jsonl" eval top3_accuracy); top5=$(metric "$WORK/run/metrics.jsonl" eval top5_accuracy)
+ge "$top3" "$acc" && [ "$top5" = none ] || fail "eval records top3 $top3 / top5 $top5: the plugin named loss,accuracy,top_3"
+"$TFX_NODE" inspect "$WORK/run" >"$WORK/inspect.txt" || fail "inspect: $(cat "$WORK/inspect.txt")"
+grep "^deep/embeddings " "$WORK/inspect.txt" | grep -q "ps 0,1" || fail "lookup table not sliced over both ps: $(cat "$WORK/inspect.txt")"
+for v in wide/kernel logits/bias hidden/kernel deep/kernel; do grep -q "^$v " "$WORK/inspect.txt" || fail "no variable $v: $(cat "$WORK/inspect.txt")"; done
+
+refused() { # refused WHY EXPECTED SET...: tfx-node model exits 2 with EXPECTED in its message
+  local why=$1 want=$2; shift 2
+  out=$("$TFX_NODE" model --config "$EX" "$@" 2>&1); rc=$?
+  [ "$rc" = 2 ] && echo "$out" | grep -qF "$want" || fail "$why: exit $rc: $out"
+}
+refused "wrong ABI" "ABI version 3, this tfx-node speaks 2" --set model.plugin="\"$WORK/pb/libmymodel_badabi.so\""
+refused "missing plugin" "cannot load" --set model.plugin='"/nonexistent/libx.so"'
+refused "failing build" "libmymodel.so: build returned 7" --set model.plugin="\"$SO\"" --set 'model.params={"fail": "build"}'
+refused "0 dimension" "model.variables[1] 'deep/embeddings': shape '256,0'" --set model.plugin="\"$SO\"" \
+  --set 'model.params={"fail": "zero_dim"}'
+refused "shape mismatch" "layer wide: variable 'wide/kernel' has shape [100, 10], want [inputs, units] for a [784] input" \
+  --set model.plugin="\"$SO\"" --set 'model.params={"fail": "mismatch"}'
+pass "wide-and-deep plugin trained to $acc (top-3 $top3) at step $step, stopped by its hook; bad plugins refused"
