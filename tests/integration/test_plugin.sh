@@ -4,14 +4,18 @@
 # derives. The local cluster trains it (the chief loads the plugin, workers get the graph as JSON; the lookup
 # table is sliced over 2 ps: row-sparse pushes end to end) to an accuracy; its hook sees every event and stops
 # the run; eval records carry the metrics the plugin named. A missing plugin, another ABI version, a failing
-# build, a 0 dimension and a shape that does not fit the input are refused by name with exit status 2.
+# build, a 0 dimension and a shape that does not fit the input are refused by name with exit status 2. A
+# validation set reports the metrics its "metrics" object names, each with its own aggregation.
 . "$(dirname "$0")/lib.sh"
 cmake -S "$SRC/examples/plugin" -B "$WORK/pb" >"$WORK/pb.log" 2>&1 && cmake --build "$WORK/pb" >>"$WORK/pb.log" 2>&1 || fail "plugin build: $(tail -5 "$WORK/pb.log")"
 EX=$SRC/examples/fashion_mnist_plugin.json
 SO=$WORK/pb/libmymodel.so
+D=/usr/share/datasets/fashion-mnist
 "$TFX_NODE" local --config "$EX" --run-dir "$WORK/run" --set model.plugin="\"$SO\"" \
   --set "model.params={\"dim\": 8, \"hidden\": 64, \"stop_at\": 0.8, \"log\": \"$WORK/hooks.txt\"}" \
-  --set eval.every_steps=200 >"$WORK/run.log" 2>&1 || fail "plugin run: $(tail -2 "$WORK/run.log")"
+  --set eval.every_steps=200 --set "validation=[{\"name\": \"head\", \"images\": \"$D/t10k-images-idx3-ubyte.gz\",
+   \"labels\": \"$D/t10k-labels-idx1-ubyte.gz\", \"every_steps\": 100, \"batches\": 2,
+   \"metrics\": {\"accuracy\": \"min\", \"loss\": \"max\"}}]" >"$WORK/run.log" 2>&1 || fail "plugin run: $(tail -2 "$WORK/run.log")"
 for ev in train_begin step eval checkpoint train_end; do grep -q "^$ev " "$WORK/hooks.txt" || fail "hook never saw $ev: $(cat "$WORK/hooks.txt")"; done
 grep -q "MASTER-HOOK-STOP" "$WORK/run/logs/master-0.log" || fail "the hook's stop request was not honoured"
 step=$(metric "$WORK/run/metrics.jsonl" eval step); acc=$(metric "$WORK/run/metrics.jsonl" eval accuracy)
@@ -19,9 +23,20 @@ step=$(metric "$WORK/run/metrics.jsonl" eval step); acc=$(metric "$WORK/run/metr
 ge "$acc" 0.8 || fail "accuracy $acc at the stop"
 top3=$(metric "$WORK/run/metrics.jsonl" eval top3_accuracy); top5=$(metric "$WORK/run/metrics.jsonl" eval top5_accuracy)
 ge "$top3" "$acc" && [ "$top5" = none ] || fail "eval records top3 $top3 / top5 $top5: the plugin named loss,accuracy,top_3"
+vacc=$(metric "$WORK/run/metrics.jsonl" validation.head accuracy); vloss=$(metric "$WORK/run/metrics.jsonl" validation.head loss)
+vtop=$(metric "$WORK/run/metrics.jsonl" validation.head top3_accuracy)
+ge "$vacc" 0.5 && ge "$vloss" 0 && [ "$vtop" = none ] || fail "validation.head: accuracy $vacc loss $vloss top3 $vtop"
+grep -q "MASTER-VALIDATE.*head.*(accuracy:min,loss:max over 2000)" "$WORK/run/logs/master-0.log" || fail "no per-metric validation"
 "$TFX_NODE" inspect "$WORK/run" >"$WORK/inspect.txt" || fail "inspect: $(cat "$WORK/inspect.txt")"
 grep "^deep/embeddings " "$WORK/inspect.txt" | grep -q "ps 0,1" || fail "lookup table not sliced over both ps: $(cat "$WORK/inspect.txt")"
 for v in wide/kernel logits/bias hidden/kernel deep/kernel; do grep -q "^$v " "$WORK/inspect.txt" || fail "no variable $v: $(cat "$WORK/inspect.txt")"; done
+
+# The same kind of graph written in the experiment itself (model.variables, layers with inputs, concat),
+# trained by the single-process trainer.
+"$TFX_NODE" train --config "$SRC/examples/fashion_mnist_wide_deep.json" --run-dir "$WORK/json" \
+  --set training.max_steps=300 --set eval.every_steps=300 >"$WORK/json.log" 2>&1 || fail "graph experiment: $(tail -2 "$WORK/json.log")"
+jacc=$(metric "$WORK/json/metrics.jsonl" eval accuracy)
+ge "$jacc" 0.75 || fail "graph experiment accuracy $jacc after 300 steps"
 
 refused() { # refused WHY EXPECTED SET...: tfx-node model exits 2 with EXPECTED in its message
   local why=$1 want=$2; shift 2
@@ -35,4 +50,4 @@ refused "0 dimension" "model.variables[1] 'deep/embeddings': shape '256,0'" --se
   --set 'model.params={"fail": "zero_dim"}'
 refused "shape mismatch" "layer wide: variable 'wide/kernel' has shape [100, 10], want [inputs, units] for a [784] input" \
   --set model.plugin="\"$SO\"" --set 'model.params={"fail": "mismatch"}'
-pass "wide-and-deep plugin trained to $acc (top-3 $top3) at step $step, stopped by its hook; bad plugins refused"
+pass "wide-and-deep plugin trained to $acc (top-3 $top3) at step $step, stopped by its hook; JSON graph to $jacc; bad plugins refused"
