@@ -5,7 +5,8 @@
  *          updates end to end), then a relu layer of `hidden` units and a dense layer of 10
  *   logits = wide + deep + a declared bias
  *
- * params: {"dim": 8, "hidden": 128, "stop_at": 0.0, "log": "/path", "fail": ""}. The hook appends every event
+ * params: {"dim": 8, "hidden": 128, "vocab": 256, "stop_at": 0.0, "log": "/path", "fail": ""}; a vocab above 256
+ * leaves table rows no pixel ever looks up, which row-sparse (lazy) updates never touch. The hook appends every event
  * to params.log (when given) and asks to stop once an evaluation reaches params.stop_at (when > 0).
  * params.fail shows how tfx refuses a plugin that misbehaves: "build" (build returns an error), "zero_dim" (a
  * variable with a 0 dimension), "mismatch" (a wide kernel whose shape does not fit the input). */
@@ -34,8 +35,8 @@ static void param_string(const char *json, const char *key, char *out, size_t n)
 }
 
 /* The variables the ops below use; a failure here is reported by tfx with the variable's name. */
-static int declare(tfx_builder *b, int dim, const char *fail) {
-  int wide[2] = {strcmp(fail, "mismatch") ? 784 : 100, 10}, table[2] = {256, strcmp(fail, "zero_dim") ? dim : 0};
+static int declare(tfx_builder *b, int dim, int vocab, const char *fail) {
+  int wide[2] = {strcmp(fail, "mismatch") ? 784 : 100, 10}, table[2] = {vocab, strcmp(fail, "zero_dim") ? dim : 0};
   int bias[1] = {10};
   if (tfx_builder_variable(b, "wide/kernel", 2, wide, "zeros", 1)) return 1;
   if (tfx_builder_variable(b, "deep/embeddings", 2, table, "uniform:0.05", 1)) return 1;
@@ -44,12 +45,13 @@ static int declare(tfx_builder *b, int dim, const char *fail) {
 
 static int build(tfx_builder *b, const char *params) {
   int shape[1] = {784}, dim = (int)param(params, "dim", 8), hidden = (int)param(params, "hidden", 128);
+  int vocab = (int)param(params, "vocab", 256);
   char layer[256], fail[32];
   stop_at = param(params, "stop_at", 0);
   param_string(params, "log", log_path, sizeof log_path);
   param_string(params, "fail", fail, sizeof fail);
   if (!strcmp(fail, "build")) return 7;
-  if (tfx_builder_input(b, 1, shape) || declare(b, dim, fail)) return 1;
+  if (tfx_builder_input(b, 1, shape) || declare(b, dim, vocab, fail)) return 1;
   /* wide: a linear model of the scaled pixels */
   if (tfx_builder_layer(b, "{\"type\": \"scale\", \"name\": \"scaled\", \"rate\": 0.00392156862745098}")) return 1;
   if (tfx_builder_op(b, "matmul", "wide", "scaled", "wide/kernel")) return 1;
