@@ -18,9 +18,9 @@
  * after every checkpoint; returning nonzero asks the run to stop (it checkpoints and ends normally).
  *
  * Errors: every tfx_builder_* function returns 0 on success and nonzero on bad input; after the first failure
- * every later call fails too and the plugin is refused with that first reason, even if build returns 0. A plugin built against another
- * TFX_PLUGIN_ABI_VERSION is refused with a clear error (`tfx-node` exits with status 2). Not thread-safe: tfx
- * calls build and hook from one thread. Strings passed in are borrowed until the call returns. */
+ * every later call fails too and the plugin is refused with that first reason, even if build returns 0. A plugin built
+ * against another TFX_PLUGIN_ABI_VERSION is refused with a clear error (`tfx-node` exits with status 2). Not
+ * thread-safe: tfx calls build and hook from one thread. Strings passed in are borrowed until the call returns. */
 #ifndef TFX_PLUGIN_API_H
 #define TFX_PLUGIN_API_H
 

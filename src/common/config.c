@@ -359,8 +359,7 @@ static int parse_variable(tfx_var_spec *v, json_object *obj, int i, tfx_err *err
 static int parse_variables(tfx_config *cfg, json_object *arr, tfx_err *err) {
   size_t n = json_object_is_type(arr, json_type_array) ? json_object_array_length(arr) : 0;
   if (!json_object_is_type(arr, json_type_array) || n > TFX_MAX_VARIABLES) {
-    return tfx_err_set(err, TFX_ECONFIG, "model.variables: expected a list of at most %d variables",
-                       TFX_MAX_VARIABLES);
+    return tfx_err_set(err, TFX_ECONFIG, "model.variables: expected a list of at most %d variables", TFX_MAX_VARIABLES);
   }
   tfx_config next = *cfg;
   next.n_variables = 0;
@@ -388,8 +387,8 @@ int tfx_config_add_variable(tfx_config *cfg, const tfx_var_spec *v, tfx_err *err
 }
 
 static int is_agg(const char *a, size_t n) {
-  return (n == 4 && !strncmp(a, "mean", 4)) || (n == 3 && (!strncmp(a, "min", 3) || !strncmp(a, "max", 3) ||
-                                                           !strncmp(a, "sum", 3)));
+  return (n == 4 && !strncmp(a, "mean", 4)) ||
+         (n == 3 && (!strncmp(a, "min", 3) || !strncmp(a, "max", 3) || !strncmp(a, "sum", 3)));
 }
 
 /* A metric name of model.metrics: loss, accuracy or top_K (1 <= K <= 100). */
@@ -412,8 +411,8 @@ static int check_agg(const char *agg, int i, tfx_err *err) {
     size_t n = strcspn(p, ","), k = strcspn(p, ":");
     if (k >= n || !is_metric(p, k) || !is_agg(p + k + 1, n - k - 1)) {
       return tfx_err_set(err, TFX_ECONFIG,
-                         "validation[%d].metrics: '%.*s' (want loss, accuracy or top_K, each mean, min, max or sum)",
-                         i, (int)n, p);
+                         "validation[%d].metrics: '%.*s' (want loss, accuracy or top_K, each mean, min, max or sum)", i,
+                         (int)n, p);
     }
     p += n + (p[n] == ',');
   }

@@ -20,9 +20,9 @@ typedef struct tfx_layer_spec {
   char padding[8];      /* same | valid */
   char initializer[24]; /* kernel initializer */
   int units, filters, kernel_size, strides, pool_size, input_dim; /* input_dim: embedding vocabulary */
-  double rate;          /* dropout rate, leaky_relu alpha, scale factor */
-  char inputs[128];     /* comma-separated names of earlier layers or "input"; empty: the previous layer */
-  char variable[64];    /* matmul, bias_add, lookup: the model.variables entry the op computes with */
+  double rate;                                                    /* dropout rate, leaky_relu alpha, scale factor */
+  char inputs[128];  /* comma-separated names of earlier layers or "input"; empty: the previous layer */
+  char variable[64]; /* matmul, bias_add, lookup: the model.variables entry the op computes with */
 } tfx_layer_spec;
 
 #define TFX_MAX_VARIABLES 16
@@ -47,7 +47,7 @@ typedef struct tfx_valset {
   int batches;
   char agg[96]; /* mean (example-weighted) | min | max | sum, or per metric: "accuracy:mean,loss:max" (the
                    "metrics" object {"accuracy": "mean", "loss": "max"}), which also names the metrics reported */
-  int first;   /* also at step 0 */
+  int first;    /* also at step 0 */
 } tfx_valset;
 
 typedef struct tfx_config {
@@ -59,7 +59,7 @@ typedef struct tfx_config {
   tfx_var_spec variables[TFX_MAX_VARIABLES];
   int n_variables;
   char loss[32];
-  char metrics[64]; /* model.metrics: reported evaluation metrics, e.g. "loss,accuracy,top_5" */
+  char metrics[64];          /* model.metrics: reported evaluation metrics, e.g. "loss,accuracy,top_5" */
   char plugin[TFX_PATH_MAX]; /* model.plugin: a shared object that builds the model (see include/tfx/plugin.h) */
   char plugin_params[2048];  /* model.params as JSON text */
   char hooks[256];           /* built-in hooks: stop_at_step:N, nan_guard, log_every:N (comma-separated) */

@@ -86,8 +86,8 @@ static int shape_merge(tfx_model *m, layer *l, tfx_err *err) {
                          rank);
     }
     if (l->kind == L_ADD && n != first) {
-      return tfx_err_set(err, TFX_ESHAPE, "layer %s: add of '%s' with %d values per example and '%s' with %d",
-                         l->name, name, n, k ? (l->in[0] < 0 ? "input" : m->layers[l->in[0]].name) : name, first);
+      return tfx_err_set(err, TFX_ESHAPE, "layer %s: add of '%s' with %d values per example and '%s' with %d", l->name,
+                         name, n, k ? (l->in[0] < 0 ? "input" : m->layers[l->in[0]].name) : name, first);
     }
     total += n;
   }
@@ -108,8 +108,8 @@ static int bind_var(tfx_model *m, layer *l, const tfx_layer_spec *s, tfx_var **o
   }
   for (const layer *q = m->layers; q < l; q++) {
     if (q->w == v || q->b == v) {
-      return tfx_err_set(err, TFX_ECONFIG, "layer %s: variable '%s' is already used by layer %s (one op each)",
-                         l->name, v->name, q->name);
+      return tfx_err_set(err, TFX_ECONFIG, "layer %s: variable '%s' is already used by layer %s (one op each)", l->name,
+                         v->name, q->name);
     }
   }
   *out = v;
@@ -183,15 +183,17 @@ int tfx_graph_declare(tfx_model *m, const tfx_config *cfg, tfx_err *err) {
     snprintf(v->name, sizeof v->name, "%s", s->name);
     parse_dims(v, s->shape);
     if (v->rank == 0 || (int64_t)v->count > (1LL << 31)) {
-      return tfx_err_set(err, TFX_ESHAPE, "model.variables '%s': shape '%s' (1 to 4 positive dims, at most 2^31 values)",
-                         s->name, s->shape);
+      return tfx_err_set(err, TFX_ESHAPE,
+                         "model.variables '%s': shape '%s' (1 to 4 positive dims, at most 2^31 values)", s->name,
+                         s->shape);
     }
     if (s->initializer[0] && tfx_init_check(s->initializer, err)) {
       return TFX_ECONFIG;
     }
-    snprintf(v->init, sizeof v->init, "%s", s->initializer[0] ? s->initializer
-                                            : v->rank >= 2    ? "glorot_uniform"
-                                                              : "zeros");
+    snprintf(v->init, sizeof v->init, "%s",
+             s->initializer[0] ? s->initializer
+             : v->rank >= 2    ? "glorot_uniform"
+                               : "zeros");
     v->fan_in = v->shape[0], v->fan_out = v->rank >= 2 ? v->shape[1] : v->shape[0];
     v->trainable = s->trainable;
     m->n_vars = m->n_declared = i + 1;

@@ -186,8 +186,7 @@ static int shape_layer(tfx_model *m, layer *l, const tfx_layer_spec *s, tfx_err 
   }
 }
 
-static int build_layer(tfx_model *m, int i, const tfx_layer_spec *s, const tfx_config *cfg, int *counts,
-                       tfx_err *err) {
+static int build_layer(tfx_model *m, int i, const tfx_layer_spec *s, const tfx_config *cfg, int *counts, tfx_err *err) {
   layer *l = &m->layers[i];
   if (!parse_kind(s->type, &l->kind, &l->act)) {
     return tfx_err_set(err, TFX_ECONFIG, "model.layers[%d]: unknown layer type '%s'", i, s->type);
@@ -294,7 +293,8 @@ static int alloc_buffers(tfx_model *m) {
         (!(l->mask = malloc(sizeof(float) * n)) || !(l->bn = calloc(2 * (size_t)l->ic, sizeof(float))))) {
       return -1;
     }
-    if ((l->kind == L_EMBED || l->kind == L_LOOKUP) && !(l->ids = malloc(2 * sizeof(int32_t) * B * (size_t)layer_in_size(l)))) {
+    if ((l->kind == L_EMBED || l->kind == L_LOOKUP) &&
+        !(l->ids = malloc(2 * sizeof(int32_t) * B * (size_t)layer_in_size(l)))) {
       return -1;
     }
   }
@@ -552,9 +552,9 @@ static size_t describe_vars(const layer *l, char *buf, size_t n) {
 
 void tfx_model_print(const tfx_model *m, FILE *f) {
   fprintf(f, "%-16s %-12s %-16s %-28s %10s %12s\n", "layer", "type", "output", "variables", "params", "bytes");
-  static const char *const kinds[L_NKINDS] = {
-      "dense",      "conv2d", "max_pool2d", "avg_pool2d", "flatten", "activation", "dropout", "embedding",
-      "batch_norm", "matmul", "bias_add",   "lookup",     "scale",   "concat",     "add"};
+  static const char *const kinds[L_NKINDS] = {"dense",      "conv2d",  "max_pool2d", "avg_pool2d", "flatten",
+                                              "activation", "dropout", "embedding",  "batch_norm", "matmul",
+                                              "bias_add",   "lookup",  "scale",      "concat",     "add"};
   for (int i = 0; i < m->n_layers; i++) {
     const layer *l = &m->layers[i];
     char shape[48], vars[128];

@@ -60,8 +60,8 @@ struct tfx_model {
   int n_vars;
   int n_declared; /* vars[0, n_declared) are the model's declared variables (model.variables) */
   int max_batch;
-  int loss;  /* 0 softmax CE, 1 sigmoid CE, 2 MSE */
-  int top_k; /* the K of the top-K hits counted (model.metrics top_K; 5 when absent) */
+  int loss;                /* 0 softmax CE, 1 sigmoid CE, 2 MSE */
+  int top_k;               /* the K of the top-K hits counted (model.metrics top_K; 5 when absent) */
   int in_rank, ih, iw, ic; /* the model input */
   float *probs;
   float *scratch; /* an input gradient on its way into a producer with several consumers */

@@ -105,8 +105,9 @@ Test(evaluate, config_reads_the_metrics_object_of_a_validation_set) {
   tfx_config cfg;
   tfx_config_init(&cfg);
   tfx_err err = {0};
-  const char *ok = "{\"validation\": [{\"name\": \"v\", \"images\": \"i\", \"labels\": \"l\","
-                   " \"metrics\": {\"accuracy\": \"mean\", \"loss\": \"max\", \"top_3\": \"min\"}}]}";
+  const char *ok =
+      "{\"validation\": [{\"name\": \"v\", \"images\": \"i\", \"labels\": \"l\","
+      " \"metrics\": {\"accuracy\": \"mean\", \"loss\": \"max\", \"top_3\": \"min\"}}]}";
   cr_assert_eq(tfx_config_parse(&cfg, ok, "t", &err), TFX_OK, "%s", err.msg);
   cr_assert_str_eq(cfg.valsets[0].agg, "accuracy:mean,loss:max,top_3:min");
   char *json = tfx_config_to_json(&cfg);
@@ -115,12 +116,14 @@ Test(evaluate, config_reads_the_metrics_object_of_a_validation_set) {
   cr_assert_eq(tfx_config_parse(&back, json, "round trip", &err), TFX_OK, "%s", err.msg);
   free(json);
   cr_assert_str_eq(back.valsets[0].agg, cfg.valsets[0].agg);
-  const char *bad = "{\"validation\": [{\"name\": \"v\", \"images\": \"i\", \"labels\": \"l\","
-                    " \"metrics\": {\"accuracy\": \"median\"}}]}";
+  const char *bad =
+      "{\"validation\": [{\"name\": \"v\", \"images\": \"i\", \"labels\": \"l\","
+      " \"metrics\": {\"accuracy\": \"median\"}}]}";
   cr_assert_eq(tfx_config_parse(&cfg, bad, "t", &err), TFX_ECONFIG);
   cr_assert(strstr(err.msg, "validation[0].metrics: 'accuracy:median'"), "%s", err.msg);
-  const char *unknown = "{\"validation\": [{\"name\": \"v\", \"images\": \"i\", \"labels\": \"l\","
-                        " \"metrics\": {\"f1\": \"mean\"}}]}";
+  const char *unknown =
+      "{\"validation\": [{\"name\": \"v\", \"images\": \"i\", \"labels\": \"l\","
+      " \"metrics\": {\"f1\": \"mean\"}}]}";
   cr_assert_eq(tfx_config_parse(&cfg, unknown, "t", &err), TFX_ECONFIG);
   cr_assert(strstr(err.msg, "'f1:mean' (want loss, accuracy or top_K"), "%s", err.msg);
 }

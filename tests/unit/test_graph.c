@@ -242,35 +242,43 @@ static void expect_error(const char *model_json, int code, const char *fragment)
 }
 
 Test(graph, errors_name_the_layer_variable_and_shapes) {
-  expect_error("{\"input_shape\": [5], \"variables\": [{\"name\": \"w\", \"shape\": [4, 3]}],"
-               " \"layers\": [{\"type\": \"matmul\", \"name\": \"wide\", \"variable\": \"w\"}]}",
-               TFX_ESHAPE, "layer wide: variable 'w' has shape [4, 3], want [inputs, units] for a [5] input");
+  expect_error(
+      "{\"input_shape\": [5], \"variables\": [{\"name\": \"w\", \"shape\": [4, 3]}],"
+      " \"layers\": [{\"type\": \"matmul\", \"name\": \"wide\", \"variable\": \"w\"}]}",
+      TFX_ESHAPE, "layer wide: variable 'w' has shape [4, 3], want [inputs, units] for a [5] input");
   expect_error("{\"input_shape\": [5], \"layers\": [{\"type\": \"matmul\", \"name\": \"m\", \"variable\": \"nope\"}]}",
                TFX_ECONFIG, "layer m: variable 'nope' is not in model.variables");
-  expect_error("{\"input_shape\": [5], \"variables\": [{\"name\": \"w\", \"shape\": [5, 0]}],"
-               " \"layers\": [{\"type\": \"matmul\", \"variable\": \"w\"}]}",
-               TFX_ESHAPE, "shape '5,0'");
-  expect_error("{\"input_shape\": [5], \"variables\": [{\"name\": \"w\", \"shape\": [5, 2]}],"
-               " \"layers\": [{\"type\": \"dense\", \"units\": 2}]}",
-               TFX_ECONFIG, "model.variables 'w': no matmul, bias_add or lookup layer uses it");
-  expect_error("{\"input_shape\": [5], \"layers\": [{\"type\": \"dense\", \"units\": 2, \"inputs\": \"later\"},"
-               " {\"type\": \"dense\", \"name\": \"later\", \"units\": 2}]}",
-               TFX_ECONFIG, "layer dense_1: input 'later' is not an earlier layer");
-  expect_error("{\"input_shape\": [5], \"layers\": [{\"type\": \"dense\", \"name\": \"a\", \"units\": 2},"
-               " {\"type\": \"dense\", \"units\": 3, \"inputs\": \"input\"}]}",
-               TFX_ECONFIG, "layer a: no layer reads its output");
-  expect_error("{\"input_shape\": [5], \"layers\": [{\"type\": \"dense\", \"name\": \"a\", \"units\": 2},"
-               " {\"type\": \"add\", \"inputs\": \"a,input\"}]}",
-               TFX_ESHAPE, "add of 'input' with 5 values per example and 'a' with 2");
-  expect_error("{\"input_shape\": [2, 2, 1], \"layers\": [{\"type\": \"flatten\", \"name\": \"f\"},"
-               " {\"type\": \"concat\", \"inputs\": \"f,input\"}]}",
-               TFX_ESHAPE, "concat of 'input' of rank 3 (flatten it first)");
+  expect_error(
+      "{\"input_shape\": [5], \"variables\": [{\"name\": \"w\", \"shape\": [5, 0]}],"
+      " \"layers\": [{\"type\": \"matmul\", \"variable\": \"w\"}]}",
+      TFX_ESHAPE, "shape '5,0'");
+  expect_error(
+      "{\"input_shape\": [5], \"variables\": [{\"name\": \"w\", \"shape\": [5, 2]}],"
+      " \"layers\": [{\"type\": \"dense\", \"units\": 2}]}",
+      TFX_ECONFIG, "model.variables 'w': no matmul, bias_add or lookup layer uses it");
+  expect_error(
+      "{\"input_shape\": [5], \"layers\": [{\"type\": \"dense\", \"units\": 2, \"inputs\": \"later\"},"
+      " {\"type\": \"dense\", \"name\": \"later\", \"units\": 2}]}",
+      TFX_ECONFIG, "layer dense_1: input 'later' is not an earlier layer");
+  expect_error(
+      "{\"input_shape\": [5], \"layers\": [{\"type\": \"dense\", \"name\": \"a\", \"units\": 2},"
+      " {\"type\": \"dense\", \"units\": 3, \"inputs\": \"input\"}]}",
+      TFX_ECONFIG, "layer a: no layer reads its output");
+  expect_error(
+      "{\"input_shape\": [5], \"layers\": [{\"type\": \"dense\", \"name\": \"a\", \"units\": 2},"
+      " {\"type\": \"add\", \"inputs\": \"a,input\"}]}",
+      TFX_ESHAPE, "add of 'input' with 5 values per example and 'a' with 2");
+  expect_error(
+      "{\"input_shape\": [2, 2, 1], \"layers\": [{\"type\": \"flatten\", \"name\": \"f\"},"
+      " {\"type\": \"concat\", \"inputs\": \"f,input\"}]}",
+      TFX_ESHAPE, "concat of 'input' of rank 3 (flatten it first)");
   expect_error("{\"input_shape\": [5], \"layers\": [{\"type\": \"concat\", \"inputs\": \"input\"}]}", TFX_ECONFIG,
                "1 inputs (a merge takes 2 or more)");
-  expect_error("{\"input_shape\": [5], \"variables\": [{\"name\": \"w\", \"shape\": [5, 2]}],"
-               " \"layers\": [{\"type\": \"matmul\", \"variable\": \"w\"}, {\"type\": \"matmul\", \"name\": \"again\","
-               " \"variable\": \"w\"}]}",
-               TFX_ECONFIG, "layer again: variable 'w' is already used by layer matmul_1");
+  expect_error(
+      "{\"input_shape\": [5], \"variables\": [{\"name\": \"w\", \"shape\": [5, 2]}],"
+      " \"layers\": [{\"type\": \"matmul\", \"variable\": \"w\"}, {\"type\": \"matmul\", \"name\": \"again\","
+      " \"variable\": \"w\"}]}",
+      TFX_ECONFIG, "layer again: variable 'w' is already used by layer matmul_1");
   expect_error("{\"input_shape\": [5], \"layers\": [{\"type\": \"dense\", \"units\": 2, \"variable\": \"w\"}]}",
                TFX_ECONFIG, "only matmul, bias_add and lookup take a variable");
 }
@@ -279,14 +287,15 @@ Test(graph, config_errors) {
   tfx_config cfg;
   tfx_config_init(&cfg);
   tfx_err err = {0};
-  cr_assert_eq(tfx_config_parse(&cfg, "{\"model\": {\"variables\": [{\"name\": \"a\", \"shape\": [1]},"
-                                      " {\"name\": \"a\", \"shape\": [2]}]}}",
+  cr_assert_eq(tfx_config_parse(&cfg,
+                                "{\"model\": {\"variables\": [{\"name\": \"a\", \"shape\": [1]},"
+                                " {\"name\": \"a\", \"shape\": [2]}]}}",
                                 "t", &err),
                TFX_ECONFIG);
   cr_assert(strstr(err.msg, "model.variables[1]: 'a' declared twice"), "%s", err.msg);
-  cr_assert_eq(tfx_config_parse(&cfg, "{\"model\": {\"variables\": [{\"name\": \"a\", \"shape\": [1,2,3,4,5]}]}}", "t",
-                                &err),
-               TFX_ESHAPE);
+  cr_assert_eq(
+      tfx_config_parse(&cfg, "{\"model\": {\"variables\": [{\"name\": \"a\", \"shape\": [1,2,3,4,5]}]}}", "t", &err),
+      TFX_ESHAPE);
   cr_assert(strstr(err.msg, "want 1 to 4 positive dims"), "%s", err.msg);
   cr_assert_eq(tfx_config_set(&cfg, "model.layers=[{\"type\": \"dense\"}]", &err), TFX_OK);
   cr_assert_eq(tfx_config_set(&cfg, "model.metrics=\"loss,top_0\"", &err), TFX_OK);
