@@ -13,7 +13,8 @@
  *   - the loss and the metrics reported (tfx_builder_loss, tfx_builder_metrics).
  * Backward is derived by tfx: every op has its gradient, a lookup's table gets a row-sparse one, and a value
  * read by several ops gets the sum of their gradients. The model becomes part of the experiment (model.variables
- * and model.layers, see README.md), which the chief sends to the workers as JSON: workers never load the plugin.
+ * and model.layers, see README.md), which the chief sends to the ps and workers as JSON: they need no copy of
+ * the plugin (started from TF_CONFIG alone they never load it).
  * `hook`, when not NULL, is called at train begin/end, after every metrics report, after every evaluation and
  * after every checkpoint; returning nonzero asks the run to stop (it checkpoints and ends normally).
  *

@@ -230,8 +230,9 @@ int tfx_plugin_load(tfx_config *cfg, const char *base_dir, tfx_plugin_handle **o
     if (!h->api) {
       rc = tfx_err_set(err, TFX_ECONFIG, "model.plugin %s: no tfx_plugin_entry (or it returned NULL)", h->path);
     } else if (h->api->abi_version != TFX_PLUGIN_ABI_VERSION) {
-      rc = tfx_err_set(err, TFX_ECONFIG, "model.plugin %s: ABI version %d, this tfx-node speaks %d", h->path,
-                       h->api->abi_version, TFX_PLUGIN_ABI_VERSION);
+      rc = tfx_err_set(err, TFX_ECONFIG,
+                       "model.plugin %s: ABI version %d, this tfx-node speaks %d (rebuild it against its tfx/plugin.h)",
+                       h->path, h->api->abi_version, TFX_PLUGIN_ABI_VERSION);
     } else {
       rc = build(h, cfg, err);
     }

@@ -250,6 +250,17 @@ static void select_trainable(tfx_model *m, const char *prefixes) {
   }
 }
 
+/* The loss's probabilities and the graph's gradient scratch (as wide as the widest layer output). */
+static int alloc_model_buffers(tfx_model *m) {
+  size_t widest = 1, B = (size_t)m->max_batch;
+  for (int i = 0; i < m->n_layers; i++) {
+    widest = (size_t)layer_out_size(&m->layers[i]) > widest ? (size_t)layer_out_size(&m->layers[i]) : widest;
+  }
+  m->probs = malloc(sizeof(float) * B * tfx_model_output_size(m));
+  m->scratch = malloc(sizeof(float) * B * widest);
+  return m->probs && m->scratch ? 0 : -1;
+}
+
 static int alloc_buffers(tfx_model *m) {
   size_t B = (size_t)m->max_batch;
   for (int i = 0; i < m->n_vars; i++) {
@@ -298,13 +309,15 @@ static int alloc_buffers(tfx_model *m) {
       return -1;
     }
   }
-  size_t widest = 1;
-  for (int i = 0; i < m->n_layers; i++) {
-    widest = (size_t)layer_out_size(&m->layers[i]) > widest ? (size_t)layer_out_size(&m->layers[i]) : widest;
-  }
-  m->probs = malloc(sizeof(float) * B * tfx_model_output_size(m));
-  m->scratch = malloc(sizeof(float) * B * widest);
-  return m->probs && m->scratch ? 0 : -1;
+  return alloc_model_buffers(m);
+}
+
+/* The model input: rank 1 [n], or rank 3 [h, w, c] (a rank-2 input [w, c] is [1, w, c]). */
+static void set_input_shape(tfx_model *m, const tfx_config *cfg) {
+  m->in_rank = cfg->input_rank == 1 ? 1 : 3;
+  m->ih = cfg->input_rank == 3 ? cfg->input_shape[0] : 1;
+  m->iw = cfg->input_rank >= 2 ? cfg->input_shape[cfg->input_rank == 3 ? 1 : 0] : 1;
+  m->ic = cfg->input_shape[cfg->input_rank - 1];
 }
 
 /* The K of the first top_K in model.metrics (5 when there is none). */
@@ -327,10 +340,7 @@ int tfx_model_create(const tfx_config *cfg, int max_batch, tfx_model **out, tfx_
   m->max_batch = max_batch;
   m->loss = strcmp(cfg->loss, "sigmoid_cross_entropy") == 0 ? 1 : strcmp(cfg->loss, "mse") == 0 ? 2 : 0;
   m->top_k = top_k_of(cfg->metrics);
-  m->in_rank = cfg->input_rank == 1 ? 1 : 3;
-  m->ih = cfg->input_rank == 3 ? cfg->input_shape[0] : 1;
-  m->iw = cfg->input_rank >= 2 ? cfg->input_shape[cfg->input_rank == 3 ? 1 : 0] : 1;
-  m->ic = cfg->input_shape[cfg->input_rank - 1];
+  set_input_shape(m, cfg);
   if ((rc = tfx_graph_declare(m, cfg, err))) {
     goto fail;
   }

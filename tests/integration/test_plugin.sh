@@ -44,6 +44,28 @@ for v in wide/kernel logits/bias hidden/kernel deep/kernel; do grep -q "^$v " "$
 cmp -s <(sed -n '258,301p' "$WORK/long.txt") <(sed -n '258,301p' "$WORK/short.txt") || fail "rows never looked up changed: not a row-sparse update"
 cmp -s <(sed -n '2,257p' "$WORK/long.txt") <(sed -n '2,257p' "$WORK/short.txt") && fail "looked-up rows equal after 20 and $step steps"
 
+# On a cluster started from TF_CONFIG (as on real machines), only the chief has the plugin: the ps and the
+# workers get the graph from it as JSON and train it without ever loading the shared object.
+c0=$(free_port); p0=$(free_port); w0=$(free_port); w1=$(free_port)
+cluster="\"cluster\":{\"chief\":[\"127.0.0.1:$c0\"],\"ps\":[\"127.0.0.1:$p0\"],\"worker\":[\"127.0.0.1:$w0\",\"127.0.0.1:$w1\"]}"
+start() { # start NAME TYPE INDEX ARGS...
+  local name=$1 type=$2 index=$3; shift 3
+  TF_CONFIG="{$cluster,\"task\":{\"type\":\"$type\",\"index\":$index}}" "$TFX_NODE" --run-dir "$WORK/tf" "$@" >"$WORK/$name.log" 2>&1 &
+  PIDS+=($!)
+}
+n0=${#PIDS[@]}
+start ps0 ps 0; start worker0 worker 0; start worker1 worker 1
+start chief chief 0 --config "$EX" --set model.plugin="\"$SO\"" --set 'model.params={"dim": 4, "hidden": 32}' \
+  --set training.max_steps=60 --set eval.every_steps=0 --set placement.max_shards=1
+for i in 0 1 2 3; do
+  wait "${PIDS[$((n0 + i))]}"; rc=$?
+  [ "$rc" = 0 ] || fail "TF_CONFIG cluster: process $i exited $rc"
+done
+grep -q "PLUGIN-LOAD" "$WORK/chief.log" || fail "the chief did not load the plugin"
+grep -l "PLUGIN-LOAD" "$WORK/ps0.log" "$WORK/worker0.log" "$WORK/worker1.log" && fail "a ps or worker loaded the plugin"
+tacc=$(metric "$WORK/tf/metrics.jsonl" eval accuracy)
+ge "$tacc" 0.5 || fail "TF_CONFIG cluster: accuracy $tacc after 60 steps"
+
 # The same kind of graph written in the experiment itself (model.variables, layers with inputs, concat),
 # trained by the single-process trainer.
 "$TFX_NODE" train --config "$SRC/examples/fashion_mnist_wide_deep.json" --run-dir "$WORK/json" \
@@ -63,4 +85,4 @@ refused "0 dimension" "model.variables[1] 'deep/embeddings': shape '256,0'" --se
   --set 'model.params={"fail": "zero_dim"}'
 refused "shape mismatch" "layer wide: variable 'wide/kernel' has shape [100, 10], want [inputs, units] for a [784] input" \
   --set model.plugin="\"$SO\"" --set 'model.params={"fail": "mismatch"}'
-pass "wide-and-deep plugin trained to $acc (top-3 $top3) at step $step, stopped by its hook; JSON graph to $jacc; bad plugins refused"
+pass "wide-and-deep plugin trained to $acc (top-3 $top3) at step $step, stopped by its hook; TF_CONFIG cluster (plugin in the chief only) to $tacc; JSON graph to $jacc; bad plugins refused"
