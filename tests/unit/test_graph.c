@@ -145,12 +145,13 @@ Test(graph, grad_concat_of_two_branches_and_scale) {
 }
 
 Test(graph, grad_add_and_a_layer_read_twice) {
-  ctx c; /* h feeds both p and q: its gradient is the sum of theirs */
+  ctx c; /* h feeds both p and q, q feeds t and the add: their gradients are the sums of their readers' */
   setup(&c,
         "{\"input_shape\": [4], \"layers\": [{\"type\": \"dense\", \"name\": \"h\", \"units\": 5, \"activation\": "
         "\"tanh\"}, {\"type\": \"dense\", \"name\": \"p\", \"units\": 3, \"inputs\": \"h\"},"
         " {\"type\": \"dense\", \"name\": \"q\", \"units\": 3, \"activation\": \"sigmoid\", \"inputs\": \"h\"},"
-        " {\"type\": \"add\", \"inputs\": \"p,q\"}]}",
+        " {\"type\": \"tanh\", \"name\": \"t\", \"inputs\": \"q\"},"
+        " {\"type\": \"add\", \"inputs\": \"p,t,q\"}]}",
         0);
   check_grads(&c);
   teardown(&c);
