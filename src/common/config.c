@@ -777,6 +777,21 @@ static json_object *value_json(const void *base, const option *o) {
   }
 }
 
+/* A checked shape "784,10" as the JSON list [784, 10]. */
+static json_object *dims_json(const char *shape) {
+  json_object *arr = json_object_new_array();
+  for (const char *p = shape; *p;) {
+    char *end;
+    long long d = strtoll(p, &end, 10);
+    if (end == p) {
+      break; /* not reached: shapes are checked when they enter the config */
+    }
+    json_object_array_add(arr, json_object_new_int64(d));
+    p = end + (*end == ',');
+  }
+  return arr;
+}
+
 static json_object *layers_json(const tfx_config *cfg) {
   json_object *arr = json_object_new_array();
   for (int i = 0; i < cfg->n_layers; i++) {
@@ -800,7 +815,9 @@ char *tfx_config_to_json(const tfx_config *cfg) {
   for (int i = 0; i < cfg->n_variables; i++) {
     json_object *v = json_object_new_object();
     for (size_t k = 0; k < N_VAR_OPTIONS; k++) {
-      json_object_object_add(v, var_options[k].path, value_json(&cfg->variables[i], &var_options[k]));
+      json_object *val = strcmp(var_options[k].path, "shape") ? value_json(&cfg->variables[i], &var_options[k])
+                                                              : dims_json(cfg->variables[i].shape);
+      json_object_object_add(v, var_options[k].path, val);
     }
     json_object_array_add(vars, v);
   }

@@ -204,9 +204,10 @@ Test(graph, experiment_json_round_trip_keeps_the_graph) {
   char *text = tfx_config_to_json(&cfg);
   tfx_err err = {0};
   cr_assert_eq(tfx_config_parse(&back, text, "round trip", &err), TFX_OK, "%s", err.msg);
-  free(text);
   cr_assert_eq(back.n_variables, 3);
   cr_assert_str_eq(back.variables[1].shape, "4,2");
+  cr_assert(strstr(text, "\"shape\": [") && !strstr(text, "\"shape\": \""), "shapes are written as lists: %s", text);
+  free(text);
   cr_assert_str_eq(back.layers[5].inputs, "wide,deep");
   tfx_model *a, *b;
   cr_assert_eq(tfx_model_create(&cfg, 2, &a, NULL), TFX_OK);
