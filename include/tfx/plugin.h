@@ -3,26 +3,52 @@
  *
  * A plugin is a shared object that exports `tfx_plugin_entry`. The experiment names it:
  *   "model": {"plugin": "libmymodel.so", "params": {...}}
- * tfx loads it with dlopen in the process that reads the experiment (the chief, or `tfx-node train`), calls
- * `build` with the params as JSON text to declare the model from tfx's layers (backward is derived by tfx:
- * every layer has its gradient), and sends the resulting model to the workers like any other. `hook`, when not
- * NULL, is called at train begin/end, after every metrics report, after every evaluation and after every
- * checkpoint; returning nonzero asks the run to stop (it checkpoints and ends normally).
- * A plugin built against another TFX_PLUGIN_ABI_VERSION is refused with a clear error. */
+ * tfx loads it with dlopen in the process that reads the experiment (the chief, or `tfx-node train`) and calls
+ * `build` with the params as JSON text. `build` declares the model:
+ *   - its own variables (tfx_builder_variable: name, shape, initializer, trainable), placed on the ps by the
+ *     device setter like every layer's variables;
+ *   - the forward pass as a graph of tfx's layers and ops, each reading earlier ones by name (tfx_builder_op,
+ *     tfx_builder_layer): matmul / bias_add / lookup on declared variables, activations, scale, concat, add,
+ *     and every layer of the experiment format (dense, conv2d, embedding, ...). The last one gives the logits;
+ *   - the loss and the metrics reported (tfx_builder_loss, tfx_builder_metrics).
+ * Backward is derived by tfx: every op has its gradient, a lookup's table gets a row-sparse one, and a value
+ * read by several ops gets the sum of their gradients. The model becomes part of the experiment (model.variables
+ * and model.layers, see README.md), which the chief sends to the ps and workers as JSON: they need no copy of
+ * the plugin (started from TF_CONFIG alone they never load it).
+ * `hook`, when not NULL, is called at train begin/end, after every metrics report, after every evaluation and
+ * after every checkpoint; returning nonzero asks the run to stop (it checkpoints and ends normally).
+ *
+ * Errors: every tfx_builder_* function returns 0 on success and nonzero on bad input; after the first failure
+ * every later call fails too and the plugin is refused with that first reason, even if build returns 0. A plugin built
+ * against another TFX_PLUGIN_ABI_VERSION is refused with a clear error (`tfx-node` exits with status 2). Not
+ * thread-safe: tfx calls build and hook from one thread. Strings passed in are borrowed until the call returns. */
 #ifndef TFX_PLUGIN_API_H
 #define TFX_PLUGIN_API_H
 
-#define TFX_PLUGIN_ABI_VERSION 1
+/* 2: variables, graph ops and metrics (1: a plain list of layers). */
+#define TFX_PLUGIN_ABI_VERSION 2
 
 typedef struct tfx_builder tfx_builder;
 
-/* Sets the input shape of one example: 1 to 3 dimensions (height, width, channels for images). 0 on success. */
+/* Sets the input shape of one example: 1 to 3 dimensions (height, width, channels for images). */
 int tfx_builder_input(tfx_builder *b, int rank, const int *shape);
+/* Declares a variable named `name` of shape[0..rank) (1 to 4 positive dims) for matmul ([inputs, units]),
+ * bias_add ([channels]) or lookup ([vocabulary, dim], row-sparse updates). initializer: as in the experiment
+ * (zeros, ones, constant:V, uniform:A, normal:S, truncated_normal:S, glorot_uniform, glorot_normal, he_uniform,
+ * he_normal); NULL: glorot_uniform for rank 2, zeros otherwise. trainable 0 keeps it fixed. */
+int tfx_builder_variable(tfx_builder *b, const char *name, int rank, const int *shape, const char *initializer,
+                         int trainable);
+/* Appends one op named `name` (NULL: type_N) reading `inputs`: comma-separated names of earlier ops or "input"
+ * (NULL: the previous op; the model input for the first). op: matmul, bias_add or lookup (on the declared
+ * `variable`), concat or add (two or more inputs), relu, tanh, sigmoid, leaky_relu, softmax, flatten. */
+int tfx_builder_op(tfx_builder *b, const char *op, const char *name, const char *inputs, const char *variable);
 /* Appends a layer given as a JSON object, exactly as in the experiment's model.layers, e.g.
- * {"type": "dense", "units": 128, "activation": "relu"}. 0 on success; the error is reported by tfx. */
+ * {"type": "dense", "units": 128, "activation": "relu", "inputs": "embed"} or {"type": "scale", "rate": 0.5}. */
 int tfx_builder_layer(tfx_builder *b, const char *layer_json);
-/* Sets the loss: softmax_cross_entropy, sigmoid_cross_entropy or mse. 0 on success. */
+/* Sets the loss: softmax_cross_entropy, sigmoid_cross_entropy or mse. */
 int tfx_builder_loss(tfx_builder *b, const char *loss);
+/* Names the evaluation metrics reported, comma-separated: loss, accuracy, top_K (e.g. "accuracy,top_3"). */
+int tfx_builder_metrics(tfx_builder *b, const char *metrics);
 
 typedef enum tfx_hook_event {
   TFX_HOOK_TRAIN_BEGIN,

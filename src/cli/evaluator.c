@@ -49,9 +49,10 @@ static int evaluate_new(evaluator *e, const char *dir, tfx_err *err) {
   if (!rc) {
     tfx_eval_result r;
     tfx_evaluate(e->model, e->data, 1000, &r);
-    static const char *const names[] = {"loss", "accuracy", "top5_accuracy", "examples", "evaluator"};
-    double vals[] = {r.loss, r.accuracy, r.top5, (double)r.examples, e->n->index};
-    tfx_metrics_write(e->metrics, "eval", ws.step, names, vals, 5);
+    tfx_eval_report rep;
+    tfx_eval_report_init(&rep, e->n->cfg.metrics, &r);
+    rep.names[rep.n] = "evaluator", rep.values[rep.n++] = e->n->index;
+    tfx_metrics_write(e->metrics, "eval", ws.step, rep.names, rep.values, rep.n);
     tfx_log(TFX_LOG_INFO, "EVALUATOR-EVAL", "step %lld: eval loss %.4f accuracy %.4f", (long long)ws.step, r.loss,
             r.accuracy);
     e->last = ws.step;

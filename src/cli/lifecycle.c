@@ -346,12 +346,12 @@ int tfx_evaluate_run(const tfx_node *n, const tfx_cli_opts *o, tfx_err *err) {
     }
     tfx_eval_result r;
     tfx_evaluate(m, d, 1000, &r);
-    printf("step %lld: eval loss %.4f accuracy %.4f top5 %.4f over %zu examples (%s)\n", (long long)ws.step, r.loss,
-           r.accuracy, r.top5, r.examples, ws.source);
-    static const char *const names[] = {"loss", "accuracy", "top5_accuracy", "examples"};
-    double vals[] = {r.loss, r.accuracy, r.top5, (double)r.examples};
+    printf("step %lld: eval loss %.4f accuracy %.4f top%d %.4f over %zu examples (%s)\n", (long long)ws.step, r.loss,
+           r.accuracy, r.top_k, r.top5, r.examples, ws.source);
+    tfx_eval_report rep;
+    tfx_eval_report_init(&rep, cfg.metrics, &r);
     if (!(rc = tfx_metrics_open(n->run_dir, &mt, err))) {
-      tfx_metrics_write(mt, "eval", ws.step, names, vals, 4);
+      tfx_metrics_write(mt, "eval", ws.step, rep.names, rep.values, rep.n);
     }
   }
   tfx_metrics_close(mt);

@@ -223,9 +223,9 @@ static void evaluate(trainer *t, double *acc) {
   sync_eval_model(t);
   tfx_eval_result r;
   tfx_evaluate(t->eval_model, t->eval, 1000, &r);
-  static const char *const names[] = {"loss", "accuracy", "top5_accuracy", "examples"};
-  double vals[] = {r.loss, r.accuracy, r.top5, (double)r.examples};
-  record(t, "eval", t->step, names, vals, 4);
+  tfx_eval_report rep;
+  tfx_eval_report_init(&rep, t->cfg.metrics, &r);
+  record(t, "eval", t->step, rep.names, rep.values, rep.n);
   tfx_log(TFX_LOG_INFO, "TRAIN-EVAL", "step %lld eval loss %.4f accuracy %.4f", (long long)t->step, r.loss, r.accuracy);
   t->stop |= tfx_plugin_hook(t->plugin, TFX_HOOK_EVAL, t->step, r.loss, r.accuracy, t->run_dir);
   *acc = r.accuracy;
@@ -244,9 +244,9 @@ static void validate(trainer *t, int force) {
     tfx_evaluate_agg(t->eval_model, t->valsets[i], 1000, (size_t)v->batches * 1000, v->agg, &r);
     char kind[64];
     snprintf(kind, sizeof kind, "validation.%s", v->name);
-    static const char *const names[] = {"loss", "accuracy", "top5_accuracy", "examples"};
-    double vals[] = {r.loss, r.accuracy, r.top5, (double)r.examples};
-    record(t, kind, t->step, names, vals, 4);
+    tfx_eval_report rep;
+    tfx_eval_report_init(&rep, tfx_valset_metrics(v, t->cfg.metrics), &r);
+    record(t, kind, t->step, rep.names, rep.values, rep.n);
   }
 }
 

@@ -27,6 +27,8 @@ typedef struct option {
 static const option options[] = {
     {"model.loss", OPT_STR, O(loss), 0, 0, "softmax_cross_entropy",
      "softmax_cross_entropy | sigmoid_cross_entropy | mse"},
+    {"model.metrics", OPT_STR, O(metrics), 0, 0, "loss,accuracy,top_5",
+     "evaluation metrics reported: loss, accuracy, top_K (comma-separated)"},
     {"model.plugin", OPT_STR, O(plugin), 0, 0, "",
      "shared object whose tfx_plugin_entry builds the model and hooks the run"},
     {"data.train.images", OPT_STR, O(train_images), 0, 0, FMNIST "train-images-idx3-ubyte.gz", "IDX images (.gz ok)"},
@@ -116,8 +118,19 @@ static const option layer_options[] = {
     {"pool_size", OPT_INT, L(pool_size), 1, 64, "2", ""},
     {"rate", OPT_DBL, L(rate), 0, 1, "0", ""},
     {"input_dim", OPT_INT, L(input_dim), 1, 1 << 30, "1", ""},
+    {"inputs", OPT_STR, L(inputs), 0, 0, "", ""},
+    {"variable", OPT_STR, L(variable), 0, 0, "", ""},
 };
 #define N_LAYER_OPTIONS (sizeof layer_options / sizeof layer_options[0])
+
+#define VS(field) offsetof(tfx_var_spec, field), sizeof(((tfx_var_spec *)0)->field)
+static const option var_options[] = {
+    {"name", OPT_STR, VS(name), 0, 0, "", ""},
+    {"shape", OPT_STR, VS(shape), 0, 0, "", ""},
+    {"initializer", OPT_STR, VS(initializer), 0, 0, "", ""},
+    {"trainable", OPT_BOOL, VS(trainable), 0, 1, "true", ""},
+};
+#define N_VAR_OPTIONS (sizeof var_options / sizeof var_options[0])
 
 #define V(field) offsetof(tfx_valset, field), sizeof(((tfx_valset *)0)->field)
 static const option valset_options[] = {
@@ -214,6 +227,32 @@ static int set_default(void *base, const option *o) {
   return rc;
 }
 
+/* A JSON list of strings or positive integers as comma-separated text (model.variables shape, layer inputs):
+ * the option table stores lists as text, which round-trips through tfx_config_to_json. */
+static int set_list(void *base, const option *o, json_object *arr, const char *where, tfx_err *err) {
+  char buf[256] = "";
+  size_t len = 0, n = json_object_array_length(arr);
+  for (size_t i = 0; i < n; i++) {
+    json_object *e = json_object_array_get_idx(arr, i);
+    if (!json_object_is_type(e, json_type_string) && !json_object_is_type(e, json_type_int)) {
+      return tfx_err_set(err, TFX_ECONFIG, "%s[%zu]: expected a string or an integer", where, i);
+    }
+    len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%s", i ? "," : "", json_object_get_string(e));
+    if (len >= sizeof buf) {
+      return tfx_err_set(err, TFX_ECONFIG, "%s: value too long", where);
+    }
+  }
+  return set_string(base, o, buf, where, err);
+}
+
+/* Sets one option of a list-valued key from a string or a JSON list. */
+static int set_json_or_list(void *base, const option *o, json_object *v, const char *where, tfx_err *err) {
+  if (o->type == OPT_STR && json_object_is_type(v, json_type_array)) {
+    return set_list(base, o, v, where, err);
+  }
+  return set_json(base, o, v, where, err);
+}
+
 static void layer_defaults(tfx_layer_spec *l) {
   memset(l, 0, sizeof *l);
   for (size_t i = 0; i < N_LAYER_OPTIONS; i++) {
@@ -244,7 +283,7 @@ static int parse_layer(tfx_layer_spec *l, json_object *obj, int i, tfx_err *err)
     if (!o) {
       return tfx_err_set(err, TFX_ECONFIG, "%s: unknown key", where);
     }
-    int rc = set_json(l, o, val, where, err);
+    int rc = set_json_or_list(l, o, val, where, err);
     if (rc) {
       return rc;
     }
@@ -275,6 +314,138 @@ static int parse_layers(tfx_config *cfg, json_object *arr, tfx_err *err) {
   return TFX_OK;
 }
 
+/* Checks a variable's name (unique) and shape ("784,10": 1 to 4 positive dims). */
+static int check_variable(const tfx_config *cfg, const tfx_var_spec *v, int i, tfx_err *err) {
+  if (!v->name[0]) {
+    return tfx_err_set(err, TFX_ECONFIG, "model.variables[%d].name: missing", i);
+  }
+  for (int k = 0; k < i; k++) {
+    if (!strcmp(cfg->variables[k].name, v->name)) {
+      return tfx_err_set(err, TFX_ECONFIG, "model.variables[%d]: '%s' declared twice", i, v->name);
+    }
+  }
+  int rank = 0;
+  for (const char *p = v->shape; *p; rank++) {
+    char *end;
+    long d = strtol(p, &end, 10);
+    if (end == p || d < 1 || d > (1L << 30) || (*end && *end != ',') || rank == 4) {
+      return tfx_err_set(err, TFX_ESHAPE, "model.variables[%d] '%s': shape '%s' (want 1 to 4 positive dims)", i,
+                         v->name, v->shape);
+    }
+    p = end + (*end == ',');
+  }
+  if (rank == 0) {
+    return tfx_err_set(err, TFX_ESHAPE, "model.variables[%d] '%s': shape missing", i, v->name);
+  }
+  return TFX_OK; /* the initializer is checked where the variable is built (tfx_model_create) */
+}
+
+static int parse_variable(tfx_var_spec *v, json_object *obj, int i, tfx_err *err) {
+  char where[96];
+  if (!json_object_is_type(obj, json_type_object)) {
+    return tfx_err_set(err, TFX_ECONFIG, "model.variables[%d]: expected an object", i);
+  }
+  memset(v, 0, sizeof *v);
+  for (size_t k = 0; k < N_VAR_OPTIONS; k++) {
+    set_default(v, &var_options[k]);
+  }
+  json_object_object_foreach(obj, key, val) {
+    snprintf(where, sizeof where, "model.variables[%d].%s", i, key);
+    const option *o = find(var_options, N_VAR_OPTIONS, key);
+    if (!o) {
+      return tfx_err_set(err, TFX_ECONFIG, "%s: unknown key", where);
+    }
+    int rc = set_json_or_list(v, o, val, where, err);
+    if (rc) {
+      return rc;
+    }
+  }
+  return TFX_OK;
+}
+
+static int parse_variables(tfx_config *cfg, json_object *arr, tfx_err *err) {
+  size_t n = json_object_is_type(arr, json_type_array) ? json_object_array_length(arr) : 0;
+  if (!json_object_is_type(arr, json_type_array) || n > TFX_MAX_VARIABLES) {
+    return tfx_err_set(err, TFX_ECONFIG, "model.variables: expected a list of at most %d variables", TFX_MAX_VARIABLES);
+  }
+  tfx_config next = *cfg;
+  next.n_variables = 0;
+  for (size_t i = 0; i < n; i++) {
+    tfx_var_spec v;
+    int rc = parse_variable(&v, json_object_array_get_idx(arr, i), (int)i, err);
+    if (rc || (rc = tfx_config_add_variable(&next, &v, err))) {
+      return rc;
+    }
+  }
+  memcpy(cfg->variables, next.variables, sizeof cfg->variables);
+  cfg->n_variables = next.n_variables;
+  return TFX_OK;
+}
+
+int tfx_config_add_variable(tfx_config *cfg, const tfx_var_spec *v, tfx_err *err) {
+  if (cfg->n_variables >= TFX_MAX_VARIABLES) {
+    return tfx_err_set(err, TFX_ECONFIG, "model.variables: more than %d variables", TFX_MAX_VARIABLES);
+  }
+  int rc = check_variable(cfg, v, cfg->n_variables, err);
+  if (!rc) {
+    cfg->variables[cfg->n_variables++] = *v;
+  }
+  return rc;
+}
+
+static int is_agg(const char *a, size_t n) {
+  return (n == 4 && !strncmp(a, "mean", 4)) ||
+         (n == 3 && (!strncmp(a, "min", 3) || !strncmp(a, "max", 3) || !strncmp(a, "sum", 3)));
+}
+
+/* A metric name of model.metrics: loss, accuracy or top_K (1 <= K <= 100). */
+static int is_metric(const char *m, size_t n) {
+  if ((n == 4 && !strncmp(m, "loss", 4)) || (n == 8 && !strncmp(m, "accuracy", 8))) {
+    return 1;
+  }
+  int k = n > 4 && !strncmp(m, "top_", 4) ? atoi(m + 4) : 0;
+  return k >= 1 && k <= 100 && strspn(m + 4, "0123456789") == n - 4;
+}
+
+/* agg is one aggregation for every metric, or "metric:agg,..." naming the metrics reported. */
+static int check_agg(const char *agg, int i, tfx_err *err) {
+  if (!strchr(agg, ':')) {
+    return is_agg(agg, strlen(agg))
+               ? TFX_OK
+               : tfx_err_set(err, TFX_ECONFIG, "validation[%d].agg: '%s' (want mean, min, max or sum)", i, agg);
+  }
+  for (const char *p = agg; *p;) {
+    size_t n = strcspn(p, ","), k = strcspn(p, ":");
+    if (k >= n || !is_metric(p, k) || !is_agg(p + k + 1, n - k - 1)) {
+      return tfx_err_set(err, TFX_ECONFIG,
+                         "validation[%d].metrics: '%.*s' (want loss, accuracy or top_K, each mean, min, max or sum)", i,
+                         (int)n, p);
+    }
+    p += n + (p[n] == ',');
+  }
+  return TFX_OK;
+}
+
+/* "metrics": {"accuracy": "mean", "loss": "max"} becomes agg "accuracy:mean,loss:max" (checked later). */
+static int metrics_agg(tfx_valset *v, json_object *obj, const char *where, tfx_err *err) {
+  if (!json_object_is_type(obj, json_type_object) || json_object_object_length(obj) == 0) {
+    return tfx_err_set(err, TFX_ECONFIG, "%s: expected an object of metric: aggregation", where);
+  }
+  size_t len = 0;
+  v->agg[0] = '\0';
+  json_object_object_foreach(obj, key, val) {
+    if (!json_object_is_type(val, json_type_string)) {
+      return tfx_err_set(err, TFX_ECONFIG, "%s.%s: expected mean, min, max or sum", where, key);
+    }
+    len += (size_t)snprintf(v->agg + len, sizeof v->agg - len, "%s%s:%s", len ? "," : "", key,
+                            json_object_get_string(val));
+    if (len >= sizeof v->agg) {
+      return tfx_err_set(err, TFX_ECONFIG, "%s: too many metrics", where);
+    }
+  }
+  return TFX_OK;
+}
+
 static int parse_valset(tfx_valset *v, json_object *obj, int i, tfx_err *err) {
   char where[96];
   if (!json_object_is_type(obj, json_type_object)) {
@@ -286,6 +457,13 @@ static int parse_valset(tfx_valset *v, json_object *obj, int i, tfx_err *err) {
   }
   json_object_object_foreach(obj, key, val) {
     snprintf(where, sizeof where, "validation[%d].%s", i, key);
+    if (!strcmp(key, "metrics")) {
+      int rc = metrics_agg(v, val, where, err);
+      if (rc) {
+        return rc;
+      }
+      continue;
+    }
     const option *o = find(valset_options, N_VALSET_OPTIONS, key);
     if (!o) {
       return tfx_err_set(err, TFX_ECONFIG, "%s: unknown key", where);
@@ -298,10 +476,7 @@ static int parse_valset(tfx_valset *v, json_object *obj, int i, tfx_err *err) {
   if (!v->name[0] || !v->images[0] || !v->labels[0]) {
     return tfx_err_set(err, TFX_ECONFIG, "validation[%d]: name, images and labels are required", i);
   }
-  if (strcmp(v->agg, "mean") && strcmp(v->agg, "min") && strcmp(v->agg, "max") && strcmp(v->agg, "sum")) {
-    return tfx_err_set(err, TFX_ECONFIG, "validation[%d].agg: '%s' (want mean, min, max or sum)", i, v->agg);
-  }
-  return TFX_OK;
+  return check_agg(v->agg, i, err);
 }
 
 static int parse_valsets(tfx_config *cfg, json_object *arr, tfx_err *err) {
@@ -386,6 +561,9 @@ static int set_path(tfx_config *cfg, const char *path, json_object *val, tfx_err
   }
   if (strcmp(path, "model.input_shape") == 0) {
     return parse_shape(cfg, val, err);
+  }
+  if (strcmp(path, "model.variables") == 0) {
+    return parse_variables(cfg, val, err);
   }
   if (strcmp(path, "validation") == 0) {
     return parse_valsets(cfg, val, err);
@@ -512,6 +690,21 @@ int tfx_config_set(tfx_config *cfg, const char *assignment, tfx_err *err) {
   return rc;
 }
 
+void tfx_config_layer_init(tfx_layer_spec *l) {
+  layer_defaults(l);
+}
+
+int tfx_config_add_layer(tfx_config *cfg, const tfx_layer_spec *l, tfx_err *err) {
+  if (cfg->n_layers >= TFX_MAX_LAYERS) {
+    return tfx_err_set(err, TFX_ECONFIG, "model: more than %d layers", TFX_MAX_LAYERS);
+  }
+  if (!l->type[0]) {
+    return tfx_err_set(err, TFX_ECONFIG, "model.layers[%d].type: missing", cfg->n_layers);
+  }
+  cfg->layers[cfg->n_layers++] = *l;
+  return TFX_OK;
+}
+
 int tfx_config_add_layer_json(tfx_config *cfg, const char *json, tfx_err *err) {
   if (cfg->n_layers >= TFX_MAX_LAYERS) {
     return tfx_err_set(err, TFX_ECONFIG, "model: more than %d layers", TFX_MAX_LAYERS);
@@ -625,6 +818,13 @@ int tfx_config_validate(const tfx_config *cfg, tfx_err *err) {
   if (cfg->n_layers == 0 && !cfg->plugin[0]) {
     return tfx_err_set(err, TFX_ECONFIG, "model.layers: the model has no layers");
   }
+  for (const char *p = cfg->metrics; *p;) {
+    size_t n = strcspn(p, ",");
+    if (!is_metric(p, n)) {
+      return tfx_err_set(err, TFX_ECONFIG, "model.metrics: '%.*s' (want loss, accuracy or top_K)", (int)n, p);
+    }
+    p += n + (p[n] == ',');
+  }
   return TFX_OK;
 }
 
@@ -663,6 +863,21 @@ static json_object *value_json(const void *base, const option *o) {
   }
 }
 
+/* A checked shape "784,10" as the JSON list [784, 10]. */
+static json_object *dims_json(const char *shape) {
+  json_object *arr = json_object_new_array();
+  for (const char *p = shape; *p;) {
+    char *end;
+    long long d = strtoll(p, &end, 10);
+    if (end == p) {
+      break; /* not reached: shapes are checked when they enter the config */
+    }
+    json_object_array_add(arr, json_object_new_int64(d));
+    p = end + (*end == ',');
+  }
+  return arr;
+}
+
 static json_object *layers_json(const tfx_config *cfg) {
   json_object *arr = json_object_new_array();
   for (int i = 0; i < cfg->n_layers; i++) {
@@ -682,6 +897,17 @@ char *tfx_config_to_json(const tfx_config *cfg) {
   }
   json_object_object_add(model, "input_shape", shape);
   json_object_object_add(model, "layers", layers_json(cfg));
+  json_object *vars = json_object_new_array();
+  for (int i = 0; i < cfg->n_variables; i++) {
+    json_object *v = json_object_new_object();
+    for (size_t k = 0; k < N_VAR_OPTIONS; k++) {
+      json_object *val = strcmp(var_options[k].path, "shape") ? value_json(&cfg->variables[i], &var_options[k])
+                                                              : dims_json(cfg->variables[i].shape);
+      json_object_object_add(v, var_options[k].path, val);
+    }
+    json_object_array_add(vars, v);
+  }
+  json_object_object_add(model, "variables", vars);
   json_object *params = cfg->plugin_params[0] ? json_tokener_parse(cfg->plugin_params) : NULL;
   if (params) {
     json_object_object_add(model, "params", params);

@@ -20,8 +20,21 @@ typedef struct tfx_layer_spec {
   char padding[8];      /* same | valid */
   char initializer[24]; /* kernel initializer */
   int units, filters, kernel_size, strides, pool_size, input_dim; /* input_dim: embedding vocabulary */
-  double rate;                                                    /* dropout rate, leaky_relu alpha */
+  double rate;                                                    /* dropout rate, leaky_relu alpha, scale factor */
+  char inputs[128];  /* comma-separated names of earlier layers or "input"; empty: the previous layer */
+  char variable[64]; /* matmul, bias_add, lookup: the model.variables entry the op computes with */
 } tfx_layer_spec;
+
+#define TFX_MAX_VARIABLES 16
+
+/* A variable declared by the model itself (model.variables, or a plugin's tfx_builder_variable) for the graph
+ * ops matmul, bias_add and lookup to use; placed on the ps like any layer's variables. */
+typedef struct tfx_var_spec {
+  char name[64];
+  char shape[48];       /* comma-separated positive dims, e.g. "784,10" */
+  char initializer[24]; /* as a layer's initializer; empty: glorot_uniform (rank 2) or zeros */
+  int trainable;
+} tfx_var_spec;
 
 #define TFX_MAX_VALSETS 8
 
@@ -32,8 +45,9 @@ typedef struct tfx_valset {
   char images[TFX_PATH_MAX], labels[TFX_PATH_MAX];
   int64_t every_steps;
   int batches;
-  char agg[8]; /* mean (example-weighted) | min | max | sum */
-  int first;   /* also at step 0 */
+  char agg[96]; /* mean (example-weighted) | min | max | sum, or per metric: "accuracy:mean,loss:max" (the
+                   "metrics" object {"accuracy": "mean", "loss": "max"}), which also names the metrics reported */
+  int first;    /* also at step 0 */
 } tfx_valset;
 
 typedef struct tfx_config {
@@ -42,7 +56,10 @@ typedef struct tfx_config {
   int input_rank;
   tfx_layer_spec layers[TFX_MAX_LAYERS];
   int n_layers;
+  tfx_var_spec variables[TFX_MAX_VARIABLES];
+  int n_variables;
   char loss[32];
+  char metrics[64];          /* model.metrics: reported evaluation metrics, e.g. "loss,accuracy,top_5" */
   char plugin[TFX_PATH_MAX]; /* model.plugin: a shared object that builds the model (see include/tfx/plugin.h) */
   char plugin_params[2048];  /* model.params as JSON text */
   char hooks[256];           /* built-in hooks: stop_at_step:N, nan_guard, log_every:N (comma-separated) */
@@ -116,6 +133,12 @@ int tfx_config_validate(const tfx_config *cfg, tfx_err *err);
 char *tfx_config_to_json(const tfx_config *cfg);
 /* Appends one layer given as a JSON object (as in model.layers). */
 int tfx_config_add_layer_json(tfx_config *cfg, const char *json, tfx_err *err);
+/* Fills a layer spec with the defaults of model.layers entries (type left empty). */
+void tfx_config_layer_init(tfx_layer_spec *l);
+/* Appends one layer spec (type set) to model.layers. */
+int tfx_config_add_layer(tfx_config *cfg, const tfx_layer_spec *l, tfx_err *err);
+/* Appends one model variable (as in model.variables) after checking its name and shape. */
+int tfx_config_add_variable(tfx_config *cfg, const tfx_var_spec *v, tfx_err *err);
 /* Writes the option table (path, type, default, bounds) to stdout for --help. */
 void tfx_config_print_options(void);
 

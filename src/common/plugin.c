@@ -76,32 +76,102 @@ static int builtin(tfx_plugin_handle *h, int event, long long step, double loss,
 struct tfx_builder {
   tfx_config *cfg;
   tfx_err *err;
+  int failed; /* the first failure's code: later calls fail too, so the message stays the first one */
 };
 
+/* Records a failure (the message is already in b->err). */
+static int result(tfx_builder *b, int rc) {
+  if (rc && !b->failed) {
+    b->failed = rc;
+  }
+  return rc;
+}
+
 int tfx_builder_input(tfx_builder *b, int rank, const int *shape) {
-  if (rank < 1 || rank > 3) {
-    return tfx_err_set(b->err, TFX_ECONFIG, "plugin: input rank %d (want 1 to 3)", rank);
+  if (b->failed) {
+    return b->failed;
+  }
+  if (rank < 1 || rank > 3 || !shape) {
+    return result(b, tfx_err_set(b->err, TFX_ECONFIG, "plugin: input rank %d (want 1 to 3)", rank));
   }
   for (int i = 0; i < rank; i++) {
     if (shape[i] < 1) {
-      return tfx_err_set(b->err, TFX_ECONFIG, "plugin: input dim %d is %d", i, shape[i]);
+      return result(b, tfx_err_set(b->err, TFX_ESHAPE, "plugin: input dim %d is %d", i, shape[i]));
     }
-    b->cfg->input_shape[i] = shape[i];
   }
+  memcpy(b->cfg->input_shape, shape, sizeof(int) * (size_t)rank);
   b->cfg->input_rank = rank;
   return TFX_OK;
 }
 
+/* Copies s into a fixed-size field, failing with the field's name when it does not fit. */
+static int copy_field(tfx_builder *b, char *dst, size_t n, const char *s, const char *what) {
+  if (strlen(s) >= n) {
+    return result(b, tfx_err_set(b->err, TFX_ECONFIG, "plugin: %s '%.40s...' is longer than %zu", what, s, n - 1));
+  }
+  strcpy(dst, s);
+  return TFX_OK;
+}
+
+int tfx_builder_variable(tfx_builder *b, const char *name, int rank, const int *shape, const char *initializer,
+                         int trainable) {
+  if (b->failed) {
+    return b->failed;
+  }
+  tfx_var_spec v = {.trainable = trainable != 0};
+  if (rank < 1 || rank > 4 || !shape) {
+    return result(b, tfx_err_set(b->err, TFX_ESHAPE, "plugin: variable '%s': rank %d (want 1 to 4)",
+                                 name ? name : "(null)", rank));
+  }
+  size_t len = 0;
+  for (int i = 0; i < rank; i++) {
+    len += (size_t)snprintf(v.shape + len, sizeof v.shape - len, "%s%d", i ? "," : "", shape[i]);
+  }
+  int rc = copy_field(b, v.name, sizeof v.name, name ? name : "", "variable name");
+  if (!rc && initializer) {
+    rc = copy_field(b, v.initializer, sizeof v.initializer, initializer, "initializer");
+  }
+  return rc ? rc : result(b, tfx_config_add_variable(b->cfg, &v, b->err));
+}
+
+int tfx_builder_op(tfx_builder *b, const char *op, const char *name, const char *inputs, const char *variable) {
+  if (b->failed) {
+    return b->failed;
+  }
+  tfx_layer_spec l;
+  tfx_config_layer_init(&l);
+  int rc = copy_field(b, l.type, sizeof l.type, op ? op : "", "op");
+  if (!rc && name) {
+    rc = copy_field(b, l.name, sizeof l.name, name, "op name");
+  }
+  if (!rc && inputs) {
+    rc = copy_field(b, l.inputs, sizeof l.inputs, inputs, "inputs");
+  }
+  if (!rc && variable) {
+    rc = copy_field(b, l.variable, sizeof l.variable, variable, "variable");
+  }
+  return rc ? rc : result(b, tfx_config_add_layer(b->cfg, &l, b->err));
+}
+
 int tfx_builder_layer(tfx_builder *b, const char *layer_json) {
-  return tfx_config_add_layer_json(b->cfg, layer_json ? layer_json : "", b->err);
+  if (b->failed) {
+    return b->failed;
+  }
+  return result(b, tfx_config_add_layer_json(b->cfg, layer_json ? layer_json : "", b->err));
 }
 
 int tfx_builder_loss(tfx_builder *b, const char *loss) {
-  if (!loss || strlen(loss) >= sizeof b->cfg->loss) {
-    return tfx_err_set(b->err, TFX_ECONFIG, "plugin: bad loss");
+  if (b->failed) {
+    return b->failed;
   }
-  strcpy(b->cfg->loss, loss);
-  return TFX_OK;
+  return copy_field(b, b->cfg->loss, sizeof b->cfg->loss, loss ? loss : "", "loss");
+}
+
+int tfx_builder_metrics(tfx_builder *b, const char *metrics) {
+  if (b->failed) {
+    return b->failed;
+  }
+  return copy_field(b, b->cfg->metrics, sizeof b->cfg->metrics, metrics ? metrics : "", "metrics");
 }
 
 static void *open_so(const char *name, const char *base_dir, char *path, size_t n) {
@@ -114,23 +184,35 @@ static void *open_so(const char *name, const char *base_dir, char *path, size_t 
   return so;
 }
 
+/* Lets the plugin declare the model into a copy of cfg (its layers and variables start empty: a re-read
+ * experiment already holds the ones an earlier build made) and keeps it only if build and validation pass. */
 static int build(tfx_plugin_handle *h, tfx_config *cfg, tfx_err *err) {
-  tfx_config next = *cfg;
-  next.n_layers = 0;
-  tfx_builder b = {&next, err};
+  tfx_config *next = malloc(sizeof *next);
+  if (!next) {
+    return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  }
+  *next = *cfg;
+  next->n_layers = 0, next->n_variables = 0;
+  tfx_builder b = {next, err, 0};
   tfx_err_clear(err);
   int rc = h->api->build ? h->api->build(&b, cfg->plugin_params[0] ? cfg->plugin_params : "{}") : -1;
-  if (rc) {
-    if (!err || err->code == TFX_OK) {
-      tfx_err_set(err, TFX_ECONFIG, "plugin %s: build returned %d", h->path, rc);
+  if (b.failed) {
+    rc = TFX_ECONFIG;
+    if (err) {
+      char why[sizeof err->msg];
+      snprintf(why, sizeof why, "%s", err->msg);
+      const char *base = strrchr(h->path, '/');
+      tfx_err_set(err, TFX_ECONFIG, "model.plugin %s: %s", base ? base + 1 : h->path, why);
     }
-    return TFX_ECONFIG;
+  } else if (rc) {
+    rc = tfx_err_set(err, TFX_ECONFIG, "model.plugin %s: build returned %d", h->path, rc);
+  } else if (next->n_layers == 0) {
+    rc = tfx_err_set(err, TFX_ECONFIG, "model.plugin %s: build declared no layers", h->path);
+  } else if (!(rc = tfx_config_validate(next, err))) {
+    *cfg = *next;
   }
-  if ((rc = tfx_config_validate(&next, err))) {
-    return rc;
-  }
-  *cfg = next;
-  return TFX_OK;
+  free(next);
+  return rc;
 }
 
 int tfx_plugin_load(tfx_config *cfg, const char *base_dir, tfx_plugin_handle **out, tfx_err *err) {
@@ -148,8 +230,9 @@ int tfx_plugin_load(tfx_config *cfg, const char *base_dir, tfx_plugin_handle **o
     if (!h->api) {
       rc = tfx_err_set(err, TFX_ECONFIG, "model.plugin %s: no tfx_plugin_entry (or it returned NULL)", h->path);
     } else if (h->api->abi_version != TFX_PLUGIN_ABI_VERSION) {
-      rc = tfx_err_set(err, TFX_ECONFIG, "model.plugin %s: ABI version %d, this tfx-node speaks %d", h->path,
-                       h->api->abi_version, TFX_PLUGIN_ABI_VERSION);
+      rc = tfx_err_set(err, TFX_ECONFIG,
+                       "model.plugin %s: ABI version %d, this tfx-node speaks %d (rebuild it against its tfx/plugin.h)",
+                       h->path, h->api->abi_version, TFX_PLUGIN_ABI_VERSION);
     } else {
       rc = build(h, cfg, err);
     }
@@ -162,7 +245,8 @@ int tfx_plugin_load(tfx_config *cfg, const char *base_dir, tfx_plugin_handle **o
     strcpy(cfg->plugin, abs);
   }
   free(abs);
-  tfx_log(TFX_LOG_INFO, "PLUGIN-LOAD", "%s (%s): %d layers", h->path, h->api->name ? h->api->name : "?", cfg->n_layers);
+  tfx_log(TFX_LOG_INFO, "PLUGIN-LOAD", "%s (%s): %d layers, %d declared variables", h->path,
+          h->api->name ? h->api->name : "?", cfg->n_layers, cfg->n_variables);
   *out = h;
   return TFX_OK;
 }

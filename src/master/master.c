@@ -214,9 +214,9 @@ void tfx_master_evaluate(master *m) {
   }
   tfx_eval_result r;
   tfx_evaluate(m->model, m->eval, 1000, &r);
-  static const char *const names[] = {"loss", "accuracy", "top5_accuracy", "examples"};
-  double vals[] = {r.loss, r.accuracy, r.top5, (double)r.examples};
-  tfx_master_record(m, "eval", version, names, vals, 4);
+  tfx_eval_report rep;
+  tfx_eval_report_init(&rep, m->cfg.metrics, &r);
+  tfx_master_record(m, "eval", version, rep.names, rep.values, rep.n);
   m->last_acc = r.accuracy;
   tfx_master_observe(m, "eval", version, r.loss, r.accuracy, NAN);
   m->hook_stop |= tfx_plugin_hook(m->n->plugin, TFX_HOOK_EVAL, version, r.loss, r.accuracy, m->n->run_dir);
@@ -247,9 +247,9 @@ void tfx_master_validate(master *m, int force) {
     tfx_evaluate_agg(m->model, m->valsets[i], 1000, (size_t)v->batches * 1000, v->agg, &r);
     char line[64];
     snprintf(line, sizeof line, "validation.%s", v->name);
-    static const char *const names[] = {"loss", "accuracy", "top5_accuracy", "examples"};
-    double vals[] = {r.loss, r.accuracy, r.top5, (double)r.examples};
-    tfx_master_record(m, line, version, names, vals, 4);
+    tfx_eval_report rep;
+    tfx_eval_report_init(&rep, tfx_valset_metrics(v, m->cfg.metrics), &r);
+    tfx_master_record(m, line, version, rep.names, rep.values, rep.n);
     tfx_log(TFX_LOG_INFO, "MASTER-VALIDATE", "step %lld %s: loss %.4f accuracy %.4f (%s over %zu)", (long long)version,
             v->name, r.loss, r.accuracy, v->agg, r.examples);
   }

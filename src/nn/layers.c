@@ -102,7 +102,7 @@ static void bias_act_forward(const layer *l, float *y, int rows, int cols) {
   for (int r0 = 0; r0 < rows; r0 += step) {
     int n = rows - r0 < step ? rows - r0 : step;
     float *blk = y + (size_t)r0 * cols;
-    for (int r = 0; r < n; r++) {
+    for (int r = 0; l->b && r < n; r++) {
       float *row = blk + (size_t)r * cols;
       const float *b = l->b->value;
       for (int c = 0; c < cols; c++) {
@@ -113,15 +113,17 @@ static void bias_act_forward(const layer *l, float *y, int rows, int cols) {
   }
 }
 
-/* dy *= act'(y), then db = column sums of dy, in L1-sized blocks of rows. */
+/* dy *= act'(y), then db = column sums of dy (if db), in L1-sized blocks of rows. */
 static void act_bias_backward(const layer *l, float *dy, float *db, int rows, int cols) {
   int step = cols < ROW_BLOCK_FLOATS ? ROW_BLOCK_FLOATS / cols : 1;
-  memset(db, 0, sizeof(float) * (size_t)cols);
+  if (db) {
+    memset(db, 0, sizeof(float) * (size_t)cols);
+  }
   for (int r0 = 0; r0 < rows; r0 += step) {
     int n = rows - r0 < step ? rows - r0 : step;
     float *blk = dy + (size_t)r0 * cols;
     act_backward(l->act, l->alpha, l->out + (size_t)r0 * cols, blk, (size_t)n * cols);
-    for (int r = 0; r < n; r++) {
+    for (int r = 0; db && r < n; r++) {
       const float *row = blk + (size_t)r * cols;
       for (int c = 0; c < cols; c++) {
         db[c] += row[c];
@@ -130,7 +132,7 @@ static void act_bias_backward(const layer *l, float *dy, float *db, int rows, in
   }
 }
 
-/* y = act(x W + b); a matrix product over the whole batch. */
+/* y = act(x W + b) (matmul: no b); a matrix product over the whole batch. */
 static void dense_forward(layer *l, const float *in, int batch) {
   int n_in = layer_in_size(l), n_out = l->oc;
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, batch, n_out, n_in, 1.0f, in, n_in, l->w->value, n_out, 0.0f,
@@ -140,7 +142,7 @@ static void dense_forward(layer *l, const float *in, int batch) {
 
 static void dense_backward(layer *l, const float *in, float *din, int batch) {
   int n_in = layer_in_size(l), n_out = l->oc;
-  act_bias_backward(l, l->dout, l->b->grad, batch, n_out);
+  act_bias_backward(l, l->dout, l->b ? l->b->grad : NULL, batch, n_out);
   cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n_in, n_out, batch, 1.0f, in, n_in, l->dout, n_out, 0.0f,
               l->w->grad, n_out);
   if (din) {
@@ -424,11 +426,40 @@ static void bn_backward(layer *l, float *din, int batch) {
   }
 }
 
+/* bias_add: y = act(x + b), the bias along the last axis. */
+static void bias_forward(layer *l, const float *in, int batch) {
+  size_t n = (size_t)batch * layer_out_size(l);
+  memcpy(l->out, in, sizeof(float) * n);
+  bias_act_forward(l, l->out, (int)(n / (size_t)l->oc), l->oc);
+}
+
+static void bias_backward(layer *l, float *din, int batch) {
+  size_t n = (size_t)batch * layer_out_size(l);
+  act_bias_backward(l, l->dout, l->b->grad, (int)(n / (size_t)l->oc), l->oc);
+  if (din) {
+    memcpy(din, l->dout, sizeof(float) * n);
+  }
+}
+
+/* scale: y = x * rate, and its input gradient dx = dy * rate. */
+static void scale(const float *x, float *y, size_t n, float rate) {
+  for (size_t i = 0; i < n; i++) {
+    y[i] = x[i] * rate;
+  }
+}
+
 void tfx_layer_forward(layer *l, const float *in, int batch, int training, uint64_t step) {
   size_t n = (size_t)batch * layer_out_size(l);
   switch (l->kind) {
     case L_DENSE:
+    case L_MATMUL:
       dense_forward(l, in, batch);
+      break;
+    case L_BIAS:
+      bias_forward(l, in, batch);
+      break;
+    case L_SCALE:
+      scale(in, l->out, n, l->rate);
       break;
     case L_CONV:
       conv_forward(l, in, batch);
@@ -452,10 +483,13 @@ void tfx_layer_forward(layer *l, const float *in, int batch, int training, uint6
       memcpy(l->out, in, sizeof(float) * n);
       break;
     case L_EMBED:
+    case L_LOOKUP:
       embed_forward(l, in, batch);
       break;
     case L_BN:
       bn_forward(l, in, batch, training);
+      break;
+    default: /* merges are run by the graph (tfx_graph_merge_forward) */
       break;
   }
 }
@@ -464,7 +498,16 @@ void tfx_layer_backward(layer *l, const float *in, float *din, int batch) {
   size_t n = (size_t)batch * layer_out_size(l);
   switch (l->kind) {
     case L_DENSE:
+    case L_MATMUL:
       dense_backward(l, in, din, batch);
+      break;
+    case L_BIAS:
+      bias_backward(l, din, batch);
+      break;
+    case L_SCALE:
+      if (din) {
+        scale(l->dout, din, n, l->rate);
+      }
       break;
     case L_CONV:
       conv_backward(l, in, din, batch);
@@ -498,10 +541,13 @@ void tfx_layer_backward(layer *l, const float *in, float *din, int batch) {
       }
       break;
     case L_EMBED:
+    case L_LOOKUP:
       embed_backward(l, din, batch);
       break;
     case L_BN:
       bn_backward(l, din, batch);
+      break;
+    default: /* merges: tfx_graph_backward */
       break;
   }
 }

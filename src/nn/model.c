@@ -10,16 +10,6 @@
 
 #define TFX_MAX_LAYER_VALUES (1 << 28) /* per example: keeps every int size computation exact */
 
-struct tfx_model {
-  layer layers[TFX_MAX_LAYERS];
-  int n_layers;
-  tfx_var vars[2 * TFX_MAX_LAYERS];
-  int n_vars;
-  int max_batch;
-  int loss; /* 0 softmax CE, 1 sigmoid CE, 2 MSE */
-  float *probs;
-};
-
 static int parse_act(const char *s, act *out) {
   static const char *const names[] = {"none", "relu", "tanh", "sigmoid", "leaky_relu", "softmax"};
   for (int i = 0; i < 6; i++) {
@@ -38,7 +28,9 @@ static int parse_kind(const char *type, lkind *kind, act *a) {
     const char *name;
     lkind kind;
   } kinds[] = {{"dense", L_DENSE},     {"conv2d", L_CONV},     {"max_pool2d", L_MAXPOOL}, {"avg_pool2d", L_AVGPOOL},
-               {"flatten", L_FLATTEN}, {"dropout", L_DROPOUT}, {"embedding", L_EMBED},    {"batch_norm", L_BN}};
+               {"flatten", L_FLATTEN}, {"dropout", L_DROPOUT}, {"embedding", L_EMBED},    {"batch_norm", L_BN},
+               {"matmul", L_MATMUL},   {"bias_add", L_BIAS},   {"lookup", L_LOOKUP},      {"scale", L_SCALE},
+               {"concat", L_CONCAT},   {"add", L_ADD}};
   for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
     if (strcmp(type, kinds[i].name) == 0) {
       return *kind = kinds[i].kind, 1;
@@ -183,13 +175,18 @@ static int shape_layer(tfx_model *m, layer *l, const tfx_layer_spec *s, tfx_err 
       }
       shape_bn(m, l);
       return TFX_OK;
+    case L_MATMUL:
+    case L_BIAS:
+    case L_LOOKUP:
+    case L_CONCAT:
+    case L_ADD:
+      return tfx_graph_shape(m, l, s, err);
     default:
       return TFX_OK;
   }
 }
 
-static int build_layer(tfx_model *m, int i, const tfx_layer_spec *s, const layer *prev, const tfx_config *cfg,
-                       int *counts, tfx_err *err) {
+static int build_layer(tfx_model *m, int i, const tfx_layer_spec *s, const tfx_config *cfg, int *counts, tfx_err *err) {
   layer *l = &m->layers[i];
   if (!parse_kind(s->type, &l->kind, &l->act)) {
     return tfx_err_set(err, TFX_ECONFIG, "model.layers[%d]: unknown layer type '%s'", i, s->type);
@@ -212,13 +209,12 @@ static int build_layer(tfx_model *m, int i, const tfx_layer_spec *s, const layer
   l->alpha = l->act == A_LEAKY ? (float)(s->rate > 0 ? s->rate : 0.2) : 0;
   l->rate = (float)s->rate;
   l->seed = (uint64_t)cfg->seed ^ tfx_hash_str(l->name);
-  if (prev) {
-    l->in_rank = prev->out_rank, l->ih = prev->oh, l->iw = prev->ow, l->ic = prev->oc;
-  } else {
-    l->in_rank = cfg->input_rank == 1 ? 1 : 3;
-    l->ih = cfg->input_rank == 3 ? cfg->input_shape[0] : 1;
-    l->iw = cfg->input_rank >= 2 ? cfg->input_shape[cfg->input_rank == 3 ? 1 : 0] : 1;
-    l->ic = cfg->input_shape[cfg->input_rank - 1];
+  if (s->variable[0] && l->kind != L_MATMUL && l->kind != L_BIAS && l->kind != L_LOOKUP) {
+    return tfx_err_set(err, TFX_ECONFIG, "layer %s: only matmul, bias_add and lookup take a variable", l->name);
+  }
+  int rc = tfx_graph_link(m, i, s, err);
+  if (rc) {
+    return rc;
   }
   if ((int64_t)l->ih * l->iw * l->ic > TFX_MAX_LAYER_VALUES) {
     return tfx_err_set(err, TFX_ESHAPE, "layer %s: input of %lld values per example (at most %d)", l->name,
@@ -228,7 +224,7 @@ static int build_layer(tfx_model *m, int i, const tfx_layer_spec *s, const layer
     return tfx_err_set(err, TFX_ESHAPE, "layer %s: %lld x %d is too large", l->name, (long long)layer_in_size(l),
                        s->units);
   }
-  int rc = shape_layer(m, l, s, err);
+  rc = shape_layer(m, l, s, err);
   if (!rc && (int64_t)l->oh * l->ow * l->oc > TFX_MAX_LAYER_VALUES) {
     rc = tfx_err_set(err, TFX_ESHAPE, "layer %s: output of %lld values per example (at most %d)", l->name,
                      (long long)l->oh * l->ow * l->oc, TFX_MAX_LAYER_VALUES);
@@ -240,8 +236,8 @@ static int build_layer(tfx_model *m, int i, const tfx_layer_spec *s, const layer
 static void select_trainable(tfx_model *m, const char *prefixes) {
   for (int i = 0; i < m->n_vars && *prefixes; i++) {
     tfx_var *v = &m->vars[i];
-    if (v->assign) {
-      continue;
+    if (v->assign || (v < m->vars + m->n_declared && !v->trainable)) {
+      continue; /* a variable declared non-trainable stays so */
     }
     v->trainable = 0;
     for (const char *p = prefixes; *p;) {
@@ -252,6 +248,17 @@ static void select_trainable(tfx_model *m, const char *prefixes) {
       p += n + (p[n] == ',');
     }
   }
+}
+
+/* The loss's probabilities and the graph's gradient scratch (as wide as the widest layer output). */
+static int alloc_model_buffers(tfx_model *m) {
+  size_t widest = 1, B = (size_t)m->max_batch;
+  for (int i = 0; i < m->n_layers; i++) {
+    widest = (size_t)layer_out_size(&m->layers[i]) > widest ? (size_t)layer_out_size(&m->layers[i]) : widest;
+  }
+  m->probs = malloc(sizeof(float) * B * tfx_model_output_size(m));
+  m->scratch = malloc(sizeof(float) * B * widest);
+  return m->probs && m->scratch ? 0 : -1;
 }
 
 static int alloc_buffers(tfx_model *m) {
@@ -297,12 +304,27 @@ static int alloc_buffers(tfx_model *m) {
         (!(l->mask = malloc(sizeof(float) * n)) || !(l->bn = calloc(2 * (size_t)l->ic, sizeof(float))))) {
       return -1;
     }
-    if (l->kind == L_EMBED && !(l->ids = malloc(2 * sizeof(int32_t) * B * (size_t)layer_in_size(l)))) {
+    if ((l->kind == L_EMBED || l->kind == L_LOOKUP) &&
+        !(l->ids = malloc(2 * sizeof(int32_t) * B * (size_t)layer_in_size(l)))) {
       return -1;
     }
   }
-  m->probs = malloc(sizeof(float) * B * tfx_model_output_size(m));
-  return m->probs ? 0 : -1;
+  return alloc_model_buffers(m);
+}
+
+/* The model input: rank 1 [n], or rank 3 [h, w, c] (a rank-2 input [w, c] is [1, w, c]). */
+static void set_input_shape(tfx_model *m, const tfx_config *cfg) {
+  m->in_rank = cfg->input_rank == 1 ? 1 : 3;
+  m->ih = cfg->input_rank == 3 ? cfg->input_shape[0] : 1;
+  m->iw = cfg->input_rank >= 2 ? cfg->input_shape[cfg->input_rank == 3 ? 1 : 0] : 1;
+  m->ic = cfg->input_shape[cfg->input_rank - 1];
+}
+
+/* The K of the first top_K in model.metrics (5 when there is none). */
+static int top_k_of(const char *metrics) {
+  const char *p = strstr(metrics, "top_");
+  int k = p ? atoi(p + 4) : 5;
+  return k >= 1 ? k : 5;
 }
 
 int tfx_model_create(const tfx_config *cfg, int max_batch, tfx_model **out, tfx_err *err) {
@@ -317,11 +339,19 @@ int tfx_model_create(const tfx_config *cfg, int max_batch, tfx_model **out, tfx_
   }
   m->max_batch = max_batch;
   m->loss = strcmp(cfg->loss, "sigmoid_cross_entropy") == 0 ? 1 : strcmp(cfg->loss, "mse") == 0 ? 2 : 0;
+  m->top_k = top_k_of(cfg->metrics);
+  set_input_shape(m, cfg);
+  if ((rc = tfx_graph_declare(m, cfg, err))) {
+    goto fail;
+  }
   for (int i = 0; i < cfg->n_layers; i++) {
-    if ((rc = build_layer(m, i, &cfg->layers[i], i ? &m->layers[i - 1] : NULL, cfg, counts, err))) {
+    m->n_layers = i + 1; /* destroy frees what a failed layer holds: nothing yet */
+    if ((rc = build_layer(m, i, &cfg->layers[i], cfg, counts, err))) {
       goto fail;
     }
-    m->n_layers = i + 1;
+  }
+  if ((rc = tfx_graph_finish(m, err))) {
+    goto fail;
   }
   if (m->layers[m->n_layers - 1].out_rank != 1) {
     rc = tfx_err_set(err, TFX_ESHAPE, "layer %s: the last layer must output class scores (rank 1)",
@@ -351,7 +381,7 @@ void tfx_model_destroy(tfx_model *m) {
     layer *l = &m->layers[i];
     free(l->out), free(l->dout), free(l->cols), free(l->argmax), free(l->mask), free(l->ids), free(l->bn);
   }
-  free(m->probs);
+  free(m->probs), free(m->scratch);
   free(m);
 }
 
@@ -397,7 +427,7 @@ tfx_var *tfx_model_find_var(tfx_model *m, const char *name) {
 }
 
 size_t tfx_model_input_size(const tfx_model *m) {
-  return (size_t)layer_in_size(&m->layers[0]);
+  return (size_t)m->ih * m->iw * m->ic;
 }
 
 size_t tfx_model_output_size(const tfx_model *m) {
@@ -405,12 +435,15 @@ size_t tfx_model_output_size(const tfx_model *m) {
 }
 
 const float *tfx_model_forward(tfx_model *m, const float *x, int batch, int training, uint64_t step) {
-  const float *in = x;
   for (int i = 0; i < m->n_layers; i++) {
-    tfx_layer_forward(&m->layers[i], in, batch, training, step);
-    in = m->layers[i].out;
+    layer *l = &m->layers[i];
+    if (l->kind == L_CONCAT || l->kind == L_ADD) {
+      tfx_graph_merge_forward(m, l, x, batch);
+    } else {
+      tfx_layer_forward(l, l->in[0] < 0 ? x : m->layers[l->in[0]].out, batch, training, step);
+    }
   }
-  return in;
+  return m->layers[m->n_layers - 1].out;
 }
 
 static void softmax_rows(const float *z, float *p, int batch, int c) {
@@ -429,7 +462,7 @@ static void softmax_rows(const float *z, float *p, int batch, int c) {
   }
 }
 
-static void count_hits(const float *z, const int32_t *labels, int batch, int c, tfx_step_stats *st) {
+static void count_hits(const float *z, const int32_t *labels, int batch, int c, int k, tfx_step_stats *st) {
   for (int b = 0; b < batch; b++) {
     const float *zr = z + (size_t)b * c;
     if (labels[b] < 0 || labels[b] >= c) {
@@ -440,7 +473,7 @@ static void count_hits(const float *z, const int32_t *labels, int batch, int c, 
       above += zr[j] > zr[labels[b]];
     }
     st->correct += above == 0;
-    st->top5 += above < 5;
+    st->top5 += above < k;
   }
 }
 
@@ -485,24 +518,20 @@ void tfx_model_loss(tfx_model *m, const int32_t *labels, int batch, int grad, tf
   memset(st, 0, sizeof *st);
   st->loss = total / batch;
   st->count = batch;
-  count_hits(last->out, labels, batch, c, st);
+  count_hits(last->out, labels, batch, c, m->top_k, st);
 }
 
 void tfx_model_backward(tfx_model *m, const float *x, int batch) {
-  /* Below the first layer with variables nothing needs a gradient: stop there, and skip its input gradient. */
-  int first = 0;
-  while (first < m->n_layers - 1 && !m->layers[first].w) {
-    first++;
-  }
-  for (int i = m->n_layers - 1; i >= first; i--) {
-    const float *in = i ? m->layers[i - 1].out : x;
-    float *din = i > first ? m->layers[i - 1].dout : NULL;
-    tfx_layer_backward(&m->layers[i], in, din, batch);
-  }
+  /* Below the layers with variables nothing needs a gradient: tfx_graph_backward skips them. */
+  tfx_graph_backward(m, x, batch);
 }
 
 void tfx_model_probabilities(const tfx_model *m, int batch, float *out) {
   memcpy(out, m->probs, sizeof(float) * (size_t)batch * tfx_model_output_size(m));
+}
+
+int tfx_model_top_k(const tfx_model *m) {
+  return m->top_k;
 }
 
 size_t tfx_model_param_count(const tfx_model *m) {
@@ -513,23 +542,39 @@ size_t tfx_model_param_count(const tfx_model *m) {
   return n;
 }
 
+/* The variables column of one layer: its own variables, or the declared one an op uses. */
+static size_t describe_vars(const layer *l, char *buf, size_t n) {
+  const tfx_var *v = l->w ? l->w : l->b;
+  if (!v) {
+    return snprintf(buf, n, "-"), 0;
+  }
+  if (l->kind == L_MATMUL || l->kind == L_BIAS || l->kind == L_LOOKUP) {
+    snprintf(buf, n, "%s%s", v->name, l->kind == L_LOOKUP ? " (row-sparse)" : "");
+    return v->count;
+  }
+  const char *slash = strrchr(v->name, '/');
+  snprintf(buf, n, "%s%s", slash ? slash + 1 : v->name,
+           l->kind == L_BN ? ", beta, moving mean/var"
+           : l->b          ? ", bias"
+                           : " (row-sparse)");
+  return v->count + (l->b ? l->b->count : 0) + (l->mmean ? 2 * l->mmean->count : 0);
+}
+
 void tfx_model_print(const tfx_model *m, FILE *f) {
   fprintf(f, "%-16s %-12s %-16s %-28s %10s %12s\n", "layer", "type", "output", "variables", "params", "bytes");
-  static const char *const kinds[] = {"dense",      "conv2d",  "max_pool2d", "avg_pool2d", "flatten",
-                                      "activation", "dropout", "embedding",  "batch_norm"};
+  static const char *const kinds[L_NKINDS] = {"dense",      "conv2d",  "max_pool2d", "avg_pool2d", "flatten",
+                                              "activation", "dropout", "embedding",  "batch_norm", "matmul",
+                                              "bias_add",   "lookup",  "scale",      "concat",     "add"};
   for (int i = 0; i < m->n_layers; i++) {
     const layer *l = &m->layers[i];
-    char shape[48], vars[128] = "-";
-    size_t params = 0;
+    char shape[48], vars[128];
     fmt_shape(l, 1, shape, sizeof shape);
-    if (l->w) {
-      snprintf(vars, sizeof vars, "%s%s", strrchr(l->w->name, '/') + 1,
-               l->kind == L_BN ? ", beta, moving mean/var"
-               : l->b          ? ", bias"
-                               : " (row-sparse)");
-      params = l->w->count + (l->b ? l->b->count : 0) + (l->mmean ? 2 * l->mmean->count : 0);
+    size_t params = describe_vars(l, vars, sizeof vars);
+    fprintf(f, "%-16s %-12s %-16s %-28s %10zu %12zu", l->name, kinds[l->kind], shape, vars, params, params * 4);
+    for (int k = 0; k < l->n_in && (l->n_in > 1 || l->in[0] != i - 1); k++) {
+      fprintf(f, "%s%s", k ? ", " : "  <- ", l->in[k] < 0 ? "input" : m->layers[l->in[k]].name);
     }
-    fprintf(f, "%-16s %-12s %-16s %-28s %10zu %12zu\n", l->name, kinds[l->kind], shape, vars, params, params * 4);
+    fputc('\n', f);
   }
   size_t total = tfx_model_param_count(m);
   fprintf(f, "total: %d variables, %zu parameters, %zu bytes\n", m->n_vars, total, total * 4);

@@ -35,7 +35,7 @@ typedef struct tfx_model tfx_model;
 typedef struct tfx_step_stats {
   double loss; /* mean over the batch */
   int correct; /* argmax hits */
-  int top5;    /* top-5 hits */
+  int top5;    /* top-K hits: K is model.metrics's top_K (5 when absent) */
   int count;
 } tfx_step_stats;
 
@@ -70,6 +70,8 @@ void tfx_model_backward(tfx_model *m, const float *x, int batch);
 void tfx_model_probabilities(const tfx_model *m, int batch, float *out);
 /* Prints the layer table: output shapes, variables, parameter counts, bytes. */
 void tfx_model_print(const tfx_model *m, FILE *f);
+/* The K of the top-K hits the model counts (tfx_step_stats.top5). */
+int tfx_model_top_k(const tfx_model *m);
 /* The total number of parameters. */
 size_t tfx_model_param_count(const tfx_model *m);
 /* Clips every trainable grad by value (if > 0) then by global norm (if > 0); returns the norm before. */

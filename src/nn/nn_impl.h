@@ -1,4 +1,5 @@
-/* Declarations private to src/nn: the layer record and the per-kind forward/backward functions. */
+/* Declarations private to src/nn: the model and layer records, the per-kind forward/backward functions and the
+ * graph wiring (graph.c) of layers with named inputs, merges and ops on declared variables. */
 #ifndef TFX_NN_IMPL_H
 #define TFX_NN_IMPL_H
 
@@ -6,11 +7,34 @@
 
 #include "model.h"
 
-typedef enum lkind { L_DENSE, L_CONV, L_MAXPOOL, L_AVGPOOL, L_FLATTEN, L_ACT, L_DROPOUT, L_EMBED, L_BN } lkind;
+typedef enum lkind {
+  L_DENSE,
+  L_CONV,
+  L_MAXPOOL,
+  L_AVGPOOL,
+  L_FLATTEN,
+  L_ACT,
+  L_DROPOUT,
+  L_EMBED,
+  L_BN,
+  L_MATMUL, /* x W with a declared variable W [in, units] (no bias), optional activation */
+  L_BIAS,   /* x + b with a declared variable b [channels], optional activation */
+  L_LOOKUP, /* embedding lookup in a declared table [vocab, dim]: row-sparse gradient */
+  L_SCALE,  /* x * rate */
+  L_CONCAT, /* rank-1 inputs side by side */
+  L_ADD,    /* the sum of equally shaped inputs */
+  L_NKINDS
+} lkind;
+
+#define TFX_MAX_INPUTS 4 /* inputs of one merge layer */
 typedef enum act { A_NONE, A_RELU, A_TANH, A_SIGMOID, A_LEAKY, A_SOFTMAX } act;
 
 typedef struct layer {
   lkind kind;
+  int in[TFX_MAX_INPUTS]; /* producer layers; -1 is the model input */
+  int n_in;
+  int consumers;  /* layers that read this one's output (several: their input gradients are summed) */
+  int needs_grad; /* it or a layer below it has variables: backward runs through it */
   act act;
   float alpha, rate;
   char name[64];
@@ -29,6 +53,20 @@ typedef struct layer {
   uint64_t seed;
 } layer;
 
+struct tfx_model {
+  layer layers[TFX_MAX_LAYERS];
+  int n_layers;
+  tfx_var vars[2 * TFX_MAX_LAYERS + TFX_MAX_VARIABLES];
+  int n_vars;
+  int n_declared; /* vars[0, n_declared) are the model's declared variables (model.variables) */
+  int max_batch;
+  int loss;                /* 0 softmax CE, 1 sigmoid CE, 2 MSE */
+  int top_k;               /* the K of the top-K hits counted (model.metrics top_K; 5 when absent) */
+  int in_rank, ih, iw, ic; /* the model input */
+  float *probs;
+  float *scratch; /* an input gradient on its way into a producer with several consumers */
+};
+
 /* Elements per example of a layer's input and output. */
 static inline int layer_in_size(const layer *l) {
   return l->ih * l->iw * l->ic;
@@ -42,5 +80,21 @@ void tfx_layer_forward(layer *l, const float *in, int batch, int training, uint6
 /* Backward of one layer: reads l->dout (and may overwrite it), writes grads and, if din, the input grad.
  * Must follow this layer's forward on the same `in`: conv reuses the im2col columns that forward left in l->cols. */
 void tfx_layer_backward(layer *l, const float *in, float *din, int batch);
+
+/* Resolves layer i's inputs (names of earlier layers, "input", or the previous layer) and copies the first
+ * input's shape into l; counts consumers. Errors (TFX_ECONFIG) name the layer and the unknown input. */
+int tfx_graph_link(tfx_model *m, int i, const tfx_layer_spec *s, tfx_err *err);
+/* Shape of a merge (concat, add) or an op on a declared variable (matmul, bias_add, lookup); binds the
+ * variable. Errors (TFX_ESHAPE / TFX_ECONFIG) name the layer, the variable and both shapes. */
+int tfx_graph_shape(tfx_model *m, layer *l, const tfx_layer_spec *s, tfx_err *err);
+/* Declares cfg's model.variables as the model's first variables. Errors name the variable. */
+int tfx_graph_declare(tfx_model *m, const tfx_config *cfg, tfx_err *err);
+/* After every layer is built: checks each declared variable feeds an op and every layer but the last is read;
+ * marks which layers backward runs through. */
+int tfx_graph_finish(tfx_model *m, tfx_err *err);
+/* Forward of a merge layer from its inputs' outputs (x is the model input). */
+void tfx_graph_merge_forward(tfx_model *m, layer *l, const float *x, int batch);
+/* The whole backward pass over the graph, summing the gradients of layers read by several others. */
+void tfx_graph_backward(tfx_model *m, const float *x, int batch);
 
 #endif
