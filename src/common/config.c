@@ -527,7 +527,7 @@ static int is_section(const char *path) {
 static int set_path(tfx_config *cfg, const char *path, json_object *val, tfx_err *err);
 
 /* A JSON array of numbers stored as comma-separated text in a string option (optimizer.boundaries). */
-static int set_list(tfx_config *cfg, const option *o, json_object *arr, const char *where, tfx_err *err) {
+static int set_number_list(tfx_config *cfg, const option *o, json_object *arr, const char *where, tfx_err *err) {
   char text[256] = "";
   size_t len = 0;
   for (size_t i = 0; i < json_object_array_length(arr); i++) {
@@ -591,7 +591,7 @@ static int set_path(tfx_config *cfg, const char *path, json_object *val, tfx_err
   }
   if (json_object_is_type(val, json_type_array) &&
       (o->offset == offsetof(tfx_config, boundaries) || o->offset == offsetof(tfx_config, lr_values))) {
-    return set_list(cfg, o, val, path, err);
+    return set_number_list(cfg, o, val, path, err);
   }
   return set_json(cfg, o, val, path, err);
 }
