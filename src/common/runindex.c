@@ -39,10 +39,10 @@ static const char *const ops_sql[] = {">=", "<=", "!=", "=", ">", "<", "="};
 
 /* Maps a SQLite result code to a tfx code with the index path and SQLite's message. */
 static int db_fail(tfx_runindex *x, int rc, const char *what, tfx_err *err) {
-  int code = rc == SQLITE_BUSY || rc == SQLITE_LOCKED            ? TFX_ESTATE
-             : rc == SQLITE_NOTADB || rc == SQLITE_CORRUPT       ? TFX_ECORRUPT
-             : rc == SQLITE_NOMEM                                ? TFX_ENOMEM
-                                                                 : TFX_ESYS;
+  int code = rc == SQLITE_BUSY || rc == SQLITE_LOCKED      ? TFX_ESTATE
+             : rc == SQLITE_NOTADB || rc == SQLITE_CORRUPT ? TFX_ECORRUPT
+             : rc == SQLITE_NOMEM                          ? TFX_ENOMEM
+                                                           : TFX_ESYS;
   const char *why = code == TFX_ESTATE ? "locked by another process" : x->db ? sqlite3_errmsg(x->db) : "";
   return tfx_err_set(err, code, "run index %s: %s: %s", x->path, what, why);
 }
@@ -478,8 +478,9 @@ int tfx_runindex_parse_where(const char *text, tfx_run_filter *f, int max, int *
 }
 
 /* The last value of a series of run r (SQL fragment; binds kind then name). */
-#define LAST_VALUE "(SELECT value FROM series s WHERE s.run = r.id AND s.kind = ? AND s.name = ? " \
-                   "ORDER BY s.step DESC, s.rowid DESC LIMIT 1)"
+#define LAST_VALUE                                                                \
+  "(SELECT value FROM series s WHERE s.run = r.id AND s.kind = ? AND s.name = ? " \
+  "ORDER BY s.step DESC, s.rowid DESC LIMIT 1)"
 
 /* Builds the list query: fixed fragments and whitelisted operators only. */
 static void list_sql(const tfx_run_filter *f, int n, tfx_text *q) {
@@ -488,7 +489,7 @@ static void list_sql(const tfx_run_filter *f, int n, tfx_text *q) {
   for (int i = 0; i < n; i++) {
     const char *lhs = !strcmp(f[i].kind, "eval") && !strcmp(f[i].name, "step")      ? "r.last_step"
                       : !strcmp(f[i].kind, "eval") && !strcmp(f[i].name, "seconds") ? "(r.end_time - r.start_time)"
-                                                                                     : LAST_VALUE;
+                                                                                    : LAST_VALUE;
     tfx_text_put(q, " AND %s %s ?", lhs, ops_sql[f[i].op]);
   }
   tfx_text_put(q, " ORDER BY start_time, id");
@@ -619,7 +620,8 @@ static int compare_metrics(tfx_runindex *x, const char *a, const char *b, FILE *
 /* Flattens a JSON config into "a.b.c" -> JSON text of the leaf (arrays are leaves) in flat. */
 static void flatten(json_object *o, const char *prefix, json_object *flat) {
   if (!json_object_is_type(o, json_type_object)) {
-    json_object_object_add(flat, prefix, json_object_new_string(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN)));
+    json_object_object_add(flat, prefix,
+                           json_object_new_string(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN)));
     return;
   }
   json_object_object_foreach(o, key, val) {

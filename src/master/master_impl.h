@@ -21,8 +21,8 @@ typedef struct observed {
   int64_t step, reports, checkpoints, last_ckpt_ms, start_ms;
   double loss, accuracy, eval_loss, eval_accuracy, examples_per_sec;
   int n_train, n_eval;
-  double train[OBS_POINTS][4]; /* step, loss, accuracy, seconds */
-  double eval[OBS_POINTS][3];  /* step, loss, accuracy */
+  double train[OBS_POINTS][4];    /* step, loss, accuracy, seconds */
+  double eval[OBS_POINTS][3];     /* step, loss, accuracy */
   double ps_stats[OBS_MAX_PS][4]; /* from each ps's STATUS reply: stale_dropped, rejected, bad_frames, pulls_served */
 } observed;
 

@@ -207,10 +207,10 @@ static void index_begin(master *m) {
 
 /* Stores the run's series and how it ended in the index (a warning if that fails). */
 static void index_end(master *m) {
-  const char *status = m->abort_code                           ? "failed"
-                       : m->global_step >= m->cfg.max_steps     ? "finished"
-                       : tfx_stop_requested() || m->hook_stop  ? "stopped"
-                                                               : "failed";
+  const char *status = m->abort_code                          ? "failed"
+                       : m->global_step >= m->cfg.max_steps   ? "finished"
+                       : tfx_stop_requested() || m->hook_stop ? "stopped"
+                                                              : "failed";
   tfx_runindex *x = open_index(m);
   tfx_err err;
   if (x && tfx_runindex_import(x, m->n->run_dir, status, &err)) {

@@ -255,8 +255,8 @@ int tfx_worker_run(tfx_node *n, tfx_err *err) {
     pthread_mutex_destroy(&w.obs.lock);
     return rc;
   }
-  rc = tfx_address_endpoint(tfx_cluster_address(n->cluster, TFX_ROLE_WORKER, n->index), 1, n->bind_host, ep,
-                            sizeof ep, err);
+  rc = tfx_address_endpoint(tfx_cluster_address(n->cluster, TFX_ROLE_WORKER, n->index), 1, n->bind_host, ep, sizeof ep,
+                            err);
   if (!rc) {
     rc = tfx_address_endpoint(maddr, 0, NULL, mep, sizeof mep, err);
   }

@@ -65,12 +65,14 @@ static char *list(tfx_runindex *x, const char *where, int *shown) {
   return text;
 }
 
-static const char r1_lines[] = "{\"kind\": \"train\", \"step\": 50, \"time\": 1000.0, \"loss\": 0.9, \"accuracy\": 0.7}\n"
-                               "{\"kind\": \"eval\", \"step\": 50, \"time\": 1010.0, \"loss\": 0.5, \"accuracy\": 0.85}\n"
-                               "{\"kind\": \"train\", \"step\": 100, \"time\": 1020.0, \"loss\": 0.4, \"accuracy\": 0.9}\n"
-                               "{\"kind\": \"eval\", \"step\": 100, \"time\": 1030.0, \"loss\": 0.35, \"accuracy\": 0.9}\n";
-static const char r2_lines[] = "{\"kind\": \"train\", \"step\": 50, \"time\": 2000.0, \"loss\": 1.2, \"accuracy\": 0.6}\n"
-                               "{\"kind\": \"eval\", \"step\": 50, \"time\": 2040.5, \"loss\": 0.6, \"accuracy\": 0.8}\n";
+static const char r1_lines[] =
+    "{\"kind\": \"train\", \"step\": 50, \"time\": 1000.0, \"loss\": 0.9, \"accuracy\": 0.7}\n"
+    "{\"kind\": \"eval\", \"step\": 50, \"time\": 1010.0, \"loss\": 0.5, \"accuracy\": 0.85}\n"
+    "{\"kind\": \"train\", \"step\": 100, \"time\": 1020.0, \"loss\": 0.4, \"accuracy\": 0.9}\n"
+    "{\"kind\": \"eval\", \"step\": 100, \"time\": 1030.0, \"loss\": 0.35, \"accuracy\": 0.9}\n";
+static const char r2_lines[] =
+    "{\"kind\": \"train\", \"step\": 50, \"time\": 2000.0, \"loss\": 1.2, \"accuracy\": 0.6}\n"
+    "{\"kind\": \"eval\", \"step\": 50, \"time\": 2040.5, \"loss\": 0.6, \"accuracy\": 0.8}\n";
 
 Test(runindex, path_of_a_run_is_its_parents_index) {
   char out[256];
@@ -123,16 +125,15 @@ Test(runindex, where_rejects_what_is_not_name_op_number) {
   cr_assert(strstr(err.msg, "expected a number at offset 9"), "%s", err.msg);
   cr_assert_eq(tfx_runindex_parse_where("'; DROP TABLE runs; --", f, TFX_RUN_FILTERS_MAX, &n, &err), TFX_EINVAL);
   cr_assert(strstr(err.msg, "expected a metric name at offset 0"), "%s", err.msg);
-  cr_assert_eq(tfx_runindex_parse_where("accuracy>0.5; DROP TABLE runs", f, TFX_RUN_FILTERS_MAX, &n, &err),
-               TFX_EINVAL);
+  cr_assert_eq(tfx_runindex_parse_where("accuracy>0.5; DROP TABLE runs", f, TFX_RUN_FILTERS_MAX, &n, &err), TFX_EINVAL);
   cr_assert(strstr(err.msg, "expected ',' or 'and' at offset 12"), "%s", err.msg);
   cr_assert_eq(tfx_runindex_parse_where("loss ~ 3", f, TFX_RUN_FILTERS_MAX, &n, &err), TFX_EINVAL);
   cr_assert(strstr(err.msg, "expected one of"), "%s", err.msg);
   cr_assert_eq(tfx_runindex_parse_where("loss<nan", f, TFX_RUN_FILTERS_MAX, &n, &err), TFX_EINVAL);
   cr_assert_eq(tfx_runindex_parse_where("  ", f, TFX_RUN_FILTERS_MAX, &n, &err), TFX_EINVAL);
-  cr_assert_eq(tfx_runindex_parse_where("validation.held_out.accuracy>=0.8,loss<1e-1", f, TFX_RUN_FILTERS_MAX, &n,
-                                        &err),
-               TFX_OK, "%s", err.msg);
+  cr_assert_eq(
+      tfx_runindex_parse_where("validation.held_out.accuracy>=0.8,loss<1e-1", f, TFX_RUN_FILTERS_MAX, &n, &err), TFX_OK,
+      "%s", err.msg);
   cr_assert_eq(n, 2);
   cr_assert_str_eq(f[0].kind, "validation.held_out");
   cr_assert_str_eq(f[0].name, "accuracy");
@@ -141,8 +142,9 @@ Test(runindex, where_rejects_what_is_not_name_op_number) {
 }
 
 Test(runindex, malformed_lines_are_skipped_and_sync_reimports_changed_runs) {
-  make_run("r1", 100, "{\"kind\": \"eval\", \"step\": 10, \"time\": 5.0, \"accuracy\": 0.5}\nnot json\n"
-                      "{\"kind\": \"eval\", \"step\": 20, \"time\": 6.0, \"accu");
+  make_run("r1", 100,
+           "{\"kind\": \"eval\", \"step\": 10, \"time\": 5.0, \"accuracy\": 0.5}\nnot json\n"
+           "{\"kind\": \"eval\", \"step\": 20, \"time\": 6.0, \"accu");
   tfx_runindex *x = open_synced(1);
   int shown = 0;
   char *table = list(x, "accuracy=0.5", &shown);
