@@ -188,7 +188,7 @@ static tfx_runindex *open_index(const master *m) {
   tfx_runindex_path_for_run(m->n->run_dir, path, sizeof path);
   tfx_runindex *x = NULL;
   tfx_err err;
-  if (tfx_runindex_open(path, 500, &x, &err)) {
+  if (tfx_runindex_open(path, 2000, &x, &err)) {
     tfx_log(TFX_LOG_WARN, "MASTER-INDEX", "%s; the run goes on (metrics.jsonl is the record)", err.msg);
     return NULL;
   }
