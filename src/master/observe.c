@@ -144,8 +144,9 @@ static const char page[] =
     "async function tick(){const s=await (await fetch('/status')).json();document.getElementById('st').textContent="
     "s.state+' step '+s.step+'/'+s.max_steps;const h=s.history;plot('loss','training "
     "loss',h.train.map(p=>[p[0],p[1]]),'#c33');"
-    "plot('acc','eval accuracy',h.eval.map(p=>[p[0],p[2]]),'#36c');let e=[];for(let i=1;i<h.train.length;i++)"
-    "{const a=h.train[i-1],b=h.train[i];if(b[3]>a[3])e.push([b[3],(b[0]-a[0])/(b[3]-a[3])]);}"
+    "plot('acc','eval accuracy',h.eval.map(p=>[p[0],p[2]]),'#36c');let e=[],a=h.train[0];"
+    /* Workers report the same step at nearly the same time: rate over gaps of at least half a second. */
+    "for(const b of h.train.slice(1)){if(b[3]>a[3]+0.5&&b[0]>a[0]){e.push([b[3],(b[0]-a[0])/(b[3]-a[3])]);a=b;}}"
     "plot('eps','steps/s against time',e,'#393');let t='<tr><th>task</th><th>address</th><th>state</th></tr>';"
     "s.ps.forEach(p=>t+='<tr><td>ps '+p.index+'</td><td>'+p.address+'</td><td>'+(p.up?'up, version "
     "'+p.version:'down')+'</td></tr>');"

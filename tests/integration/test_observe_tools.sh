@@ -48,14 +48,15 @@ wait_for 180 steps_ok || { stop_local; fail "Prometheus has no rising step serie
 curl -sfG "$api/query" --data-urlencode 'query=up{job="tfx"}' | grep -q '"value":\[[0-9.]*,"1"\]' ||
   { stop_local; fail "Prometheus does not see the target up"; }
 
-# The page polls /status every 2 s; shoot once the loss and throughput plots have 3 points and accuracy 2.
+# The page polls /status every 2 s; shoot once there are 10 reports over 3 s (the throughput plot takes rates
+# over gaps of 0.5 s) and 2 evaluations.
 history_ok() {
   curl -sf "$url/status" | python3 -c "
 import json, sys
 h = json.load(sys.stdin)['history']
-sys.exit(0 if len(h['train']) >= 3 and len(h['eval']) >= 2 else 1)"
+sys.exit(0 if len(h['train']) >= 10 and h['train'][-1][3] - h['train'][0][3] >= 3 and len(h['eval']) >= 2 else 1)"
 }
-wait_for 180 history_ok || { stop_local; fail "/status never had 3 reports and 2 evaluations"; }
+wait_for 180 history_ok || { stop_local; fail "/status never had 10 reports over 3 s and 2 evaluations"; }
 timeout 120 chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --force-device-scale-factor=1 \
   --user-data-dir="$WORK/chromium" --window-size=1400,600 --virtual-time-budget=8000 \
   --screenshot="$WORK/page.png" "$url/" >"$WORK/chromium.log" 2>&1
