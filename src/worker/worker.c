@@ -249,8 +249,11 @@ int tfx_worker_run(tfx_node *n, tfx_err *err) {
   openblas_set_num_threads(n->cfg.threads);
   char ep[320], mep[320];
   const char *maddr = tfx_cluster_address(n->cluster, TFX_ROLE_MASTER, 0);
-  /* Only --http-port: observe.http_port in the shared experiment is the master's. */
-  int rc = tfx_worker_obs_start(&w.obs, n->index, n->http_port, err);
+  /* Worker 0 acting as chief (no chief in TF_CONFIG): its address and its --http-port are the master's (forked
+   * beside it); no control socket and no HTTP endpoint of its own. Only --http-port: observe.http_port in the
+   * shared experiment is the master's too. */
+  int is_chief = !strcmp(maddr, tfx_cluster_address(n->cluster, TFX_ROLE_WORKER, n->index));
+  int rc = tfx_worker_obs_start(&w.obs, n->index, is_chief ? 0 : n->http_port, err);
   if (rc) {
     pthread_mutex_destroy(&w.obs.lock);
     return rc;
@@ -260,8 +263,6 @@ int tfx_worker_run(tfx_node *n, tfx_err *err) {
   if (!rc) {
     rc = tfx_address_endpoint(maddr, 0, NULL, mep, sizeof mep, err);
   }
-  /* Worker 0 acting as chief (no chief in TF_CONFIG): its address is the master's; no control socket. */
-  int is_chief = !strcmp(maddr, tfx_cluster_address(n->cluster, TFX_ROLE_WORKER, n->index));
   if (!rc && !is_chief) {
     rc = tfx_server_open(ep, &w.sock, err);
   }
