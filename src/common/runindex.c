@@ -157,6 +157,12 @@ static int prepare(tfx_runindex *x, const char *sql, sqlite3_stmt **st, tfx_err 
   return rc == SQLITE_OK ? TFX_OK : db_fail(x, rc, "prepare", err);
 }
 
+/* A text column ("-" when NULL), borrowed from st until its next step. */
+static const char *text_col(sqlite3_stmt *st, int col) {
+  const unsigned char *s = sqlite3_column_text(st, col);
+  return s ? (const char *)s : "-";
+}
+
 int tfx_runindex_begin(tfx_runindex *x, const char *run_dir, double start, tfx_err *err) {
   char id[256], hash[9], dir[PATH_MAX], *config;
   split_run_dir(run_dir, id, sizeof id, NULL, 0);
@@ -353,29 +359,40 @@ int tfx_runindex_import(tfx_runindex *x, const char *run_dir, const char *status
   return rc;
 }
 
-/* Whether the index holds id with exactly this metrics.jsonl size and mtime. */
-static int is_current(tfx_runindex *x, const char *id, const struct stat *sb) {
+/* Whether the index holds id at dir (resolved) with exactly this metrics.jsonl size and mtime. */
+static int is_current(tfx_runindex *x, const char *id, const char *dir, const struct stat *sb) {
   sqlite3_stmt *st;
+  char real[PATH_MAX];
   int current = 0;
-  if (sqlite3_prepare_v2(x->db, "SELECT source_size, source_mtime FROM runs WHERE id = ?", -1, &st, NULL)) {
+  if (!realpath(dir, real) ||
+      sqlite3_prepare_v2(x->db, "SELECT source_size, source_mtime, dir FROM runs WHERE id = ?", -1, &st, NULL)) {
     return 0;
   }
   sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
   if (sqlite3_step(st) == SQLITE_ROW) {
     current = sqlite3_column_int64(st, 0) == (sqlite3_int64)sb->st_size &&
-              sqlite3_column_double(st, 1) == (double)sb->st_mtim.tv_sec + sb->st_mtim.tv_nsec / 1e9;
+              sqlite3_column_double(st, 1) == (double)sb->st_mtim.tv_sec + sb->st_mtim.tv_nsec / 1e9 &&
+              !strcmp(text_col(st, 2), real);
   }
   sqlite3_finalize(st);
   return current;
 }
 
-int tfx_runindex_sync(tfx_runindex *x, const char *root, int *n_runs, tfx_err *err) {
-  DIR *d = opendir(root);
-  if (!d) {
-    return tfx_err_sys(err, TFX_ENOTFOUND, "runs --root %s", root);
+/* Notes id in the temporary table of the run directories this sync found. */
+static int note_seen(tfx_runindex *x, const char *id, tfx_err *err) {
+  sqlite3_stmt *st;
+  int rc = prepare(x, "INSERT OR IGNORE INTO temp.seen(id) VALUES(?)", &st, err);
+  if (!rc) {
+    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+    rc = step_done(x, st, "note run", err);
   }
+  return rc;
+}
+
+/* Scans root: imports what changed and notes every run directory found in temp.seen; *n gets their count. */
+static int scan_root(tfx_runindex *x, DIR *d, const char *root, int *n, tfx_err *err) {
   struct dirent *de;
-  int n = 0, rc = TFX_OK;
+  int rc = TFX_OK;
   while ((de = readdir(d)) && !rc) {
     char dir[1400], path[1500];
     struct stat sb;
@@ -384,12 +401,33 @@ int tfx_runindex_sync(tfx_runindex *x, const char *root, int *n_runs, tfx_err *e
     if (de->d_name[0] == '.' || stat(path, &sb) || !S_ISREG(sb.st_mode)) {
       continue;
     }
-    n++;
-    if (!is_current(x, de->d_name, &sb)) {
+    (*n)++;
+    rc = note_seen(x, de->d_name, err);
+    if (!rc && !is_current(x, de->d_name, dir, &sb)) {
       rc = tfx_runindex_import(x, dir, NULL, err);
     }
   }
+  return rc;
+}
+
+int tfx_runindex_sync(tfx_runindex *x, const char *root, int *n_runs, tfx_err *err) {
+  DIR *d = opendir(root);
+  if (!d) {
+    return tfx_err_sys(err, TFX_ENOTFOUND, "runs --root %s", root);
+  }
+  int n = 0;
+  int rc = exec(x, "CREATE TEMP TABLE IF NOT EXISTS seen(id TEXT PRIMARY KEY); DELETE FROM temp.seen", err);
+  if (!rc) {
+    rc = scan_root(x, d, root, &n, err);
+  }
   closedir(d);
+  /* Runs whose directory is gone leave the index too: it lists what is below root. */
+  if (!rc) {
+    rc = exec(x,
+              "DELETE FROM series WHERE run NOT IN (SELECT id FROM temp.seen);"
+              "DELETE FROM runs WHERE id NOT IN (SELECT id FROM temp.seen)",
+              err);
+  }
   if (!rc) {
     *n_runs = n;
   }
@@ -516,11 +554,6 @@ static const char *num(sqlite3_stmt *st, int col, const char *fmt, char *buf, si
   }
   snprintf(buf, n, fmt, sqlite3_column_double(st, col));
   return buf;
-}
-
-static const char *text_col(sqlite3_stmt *st, int col) {
-  const unsigned char *s = sqlite3_column_text(st, col);
-  return s ? (const char *)s : "-";
 }
 
 static void print_row(sqlite3_stmt *st, FILE *out) {

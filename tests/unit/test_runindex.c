@@ -234,3 +234,30 @@ Test(runindex, a_locked_index_is_reported_not_waited_on_forever) {
   cr_assert_eq(tfx_runindex_import(x, dir, NULL, &err), TFX_OK, "%s", err.msg);
   tfx_runindex_close(x);
 }
+
+Test(runindex, a_removed_or_renamed_run_is_followed) {
+  make_run("r1", 100, r1_lines);
+  make_run("r2", 100, r2_lines);
+  tfx_runindex *x = open_synced(2);
+  tfx_runindex_close(x);
+  char path[256], moved[256];
+  snprintf(path, sizeof path, "%s/r2/metrics.jsonl", tmp);
+  cr_assert_eq(remove(path), 0);
+  x = open_synced(1);
+  int shown = 0;
+  char *table = list(x, NULL, &shown);
+  cr_assert_eq(shown, 1, "%s", table);
+  cr_assert_null(strstr(table, "\nr2 "), "%s", table);
+  free(table);
+  tfx_runindex_close(x);
+  /* The same run under another directory name is a new run; the old name leaves. */
+  snprintf(path, sizeof path, "%s/r1", tmp);
+  snprintf(moved, sizeof moved, "%s/r1-renamed", tmp);
+  cr_assert_eq(rename(path, moved), 0);
+  x = open_synced(1);
+  table = list(x, "accuracy=0.9", &shown);
+  cr_assert_eq(shown, 1, "%s", table);
+  cr_assert(strstr(table, "\nr1-renamed "), "%s", table);
+  free(table);
+  tfx_runindex_close(x);
+}
