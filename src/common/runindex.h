@@ -42,8 +42,8 @@ int tfx_runindex_begin(tfx_runindex *x, const char *run_dir, double start, tfx_e
  * status (may be NULL) overrides; otherwise a known run keeps its status and a new one gets "finished" when its
  * last step reached training.max_steps of its config.json, else "incomplete". Malformed lines are skipped. */
 int tfx_runindex_import(tfx_runindex *x, const char *run_dir, const char *status, tfx_err *err);
-/* Imports every run directory below root (one holding metrics.jsonl) whose metrics.jsonl changed since it was
- * indexed; *n_runs gets how many run directories were seen. */
+/* Imports every run directory below root (one holding metrics.jsonl) whose metrics.jsonl changed or that moved
+ * since it was indexed, and drops the runs no longer below root; *n_runs gets how many run directories were seen. */
 int tfx_runindex_sync(tfx_runindex *x, const char *root, int *n_runs, tfx_err *err);
 /* Parses "accuracy>0.88, train.loss<=0.4" (conditions joined by ',' or 'and') into f (at most max); *n gets
  * the count. The text is never put into SQL: names and numbers become bound parameters. */
