@@ -26,7 +26,8 @@ static const char usage[] =
     "  model    --config X                                      print the layer table\n"
     "  plan     --config X --ps N                               print the placement plan\n"
     "  report   --run-dir RUN [--output FILE]                   static HTML report (plots, metrics, variables)\n"
-    "  runs     [--root DIR]                                    list the runs below DIR (default runs)\n"
+    "  runs     [--root DIR] [--where 'accuracy>0.88'] [--compare RUN RUN] [--rebuild]   list, filter or compare\n"
+    "                                                           the runs below DIR (default runs)\n"
     "  search   --config X [--trials N] [--parallel P] [--run-dir ROOT] [--max-steps N]   hyperparameter search\n"
     "  evaluate --run-dir RUN [--checkpoint STEP|DIR] [--data NAME] [--steps N]  evaluate a checkpoint\n"
     "  export   --run-dir RUN --out DIR                         safetensors model directory\n"
@@ -152,6 +153,10 @@ static int take_flag(tfx_args *a, raw *r, const char *flag, const char *v, tfx_e
     }
   } else if (!strcmp(flag, "root")) {
     return set_str(c->target, sizeof c->target, v, flag, err);
+  } else if (!strcmp(flag, "where")) {
+    return set_str(c->where, sizeof c->where, v, flag, err);
+  } else if (!strcmp(flag, "compare")) {
+    return set_str(c->compare[0], sizeof c->compare[0], v, flag, err);
   } else if (!strcmp(flag, "parallel")) {
     c->parallel = atoi(v);
   } else {
@@ -186,11 +191,17 @@ static int scan(tfx_args *a, raw *r, int argc, char **argv, tfx_err *err) {
       a->node.resume = 0;
       continue;
     }
+    if (!strcmp(arg, "--rebuild")) {
+      a->cli.rebuild = 1;
+      continue;
+    }
     if (strncmp(arg, "--", 2)) {
       if (!a->command && is_command(arg)) {
         a->command = arg;
       } else if (a->command && !strcmp(a->command, "inspect") && !a->cli.target[0]) {
         set_str(a->cli.target, sizeof a->cli.target, arg, "inspect", err);
+      } else if (a->cli.compare[0][0] && !a->cli.compare[1][0]) {
+        set_str(a->cli.compare[1], sizeof a->cli.compare[1], arg, "compare", err); /* --compare RUN RUN */
       } else {
         return tfx_err_set(err, TFX_EINVAL, "unexpected argument '%s' (see --help)", arg);
       }

@@ -21,6 +21,9 @@ typedef struct tfx_cli_opts {
   char checkpoint[512]; /* evaluate: a step or a checkpoint directory */
   int64_t steps;        /* evaluate: batches of 1000 (0 = the whole set) */
   char data[32];        /* evaluate: a validation set's name (default: the eval set) */
+  char where[256];      /* runs --where */
+  char compare[2][256]; /* runs --compare RUN RUN */
+  int rebuild;          /* runs --rebuild */
 } tfx_cli_opts;
 
 /* Trains in one process (the reference for distributed runs); writes metrics, config and checkpoints. */
@@ -29,7 +32,8 @@ int tfx_train_run(tfx_node *n, const tfx_cli_opts *o, tfx_err *err);
 int tfx_search_run(tfx_node *n, const tfx_cli_opts *o, const char *self_exe, tfx_err *err);
 /* Writes RUN/report.html (or --output): plots, final metrics, variables and their ps, the resolved config. */
 int tfx_report_run(const tfx_node *n, const tfx_cli_opts *o, tfx_err *err);
-/* Lists the runs below a root directory (--root) with their steps, last eval and newest checkpoint. */
+/* Lists (--where filters) or compares (--compare) the runs below a root directory (--root) through the
+ * experiment index, which it first brings up to date from the runs' metrics.jsonl files. */
 int tfx_runs_run(const tfx_cli_opts *o, tfx_err *err);
 /* The evaluator task: evaluates every new checkpoint of the run directory until max_steps. */
 int tfx_evaluator_run(tfx_node *n, tfx_err *err);

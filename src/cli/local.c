@@ -162,6 +162,26 @@ typedef struct cluster_run {
   int total;
 } cluster_run;
 
+/* Writes RUN/logs/restarts.txt ("ROLE INDEX RESTARTS" per line), which the master's /metrics shows as
+ * tfx_restarts_total; a failure to write it is only logged. */
+static void write_restarts(const cluster_run *r) {
+  char path[1100], *text = calloc((size_t)r->total, 48);
+  if (!text) {
+    return;
+  }
+  size_t len = 0;
+  for (int i = 0; i < r->total; i++) {
+    const child *k = &r->kids[i];
+    len += (size_t)snprintf(text + len, 48, "%s %d %d\n", tfx_role_name(k->role), k->index, k->restarts);
+  }
+  snprintf(path, sizeof path, "%s/logs/restarts.txt", r->n->run_dir);
+  tfx_err err;
+  if (tfx_write_file(path, text, &err)) {
+    tfx_log(TFX_LOG_WARN, "LOCAL-RESTARTS-FILE", "%s", err.msg);
+  }
+  free(text);
+}
+
 /* A failed process is restarted with the same role and address after a backoff (0.5 s doubling), at most
  * RESTART_BUDGET times; returns the index of one whose budget is spent, or -1. */
 static int handle_failures(cluster_run *r) {
@@ -184,6 +204,7 @@ static int handle_failures(cluster_run *r) {
       }
       if (pid > 0) {
         k->pid = pid, k->exited = k->failed = 0, k->restart_at = 0, k->restarts++;
+        write_restarts(r);
       }
     }
   }

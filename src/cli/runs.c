@@ -1,74 +1,76 @@
-/* tfx-node runs --root DIR: every run directory below DIR (one holding metrics.jsonl) as a table: steps, last
- * eval accuracy and loss, state (checkpointed step), time. The files are the source of truth; this only reads. */
-#include <dirent.h>
+/* tfx-node runs [--root DIR] [--where COND] [--compare RUN RUN] [--rebuild]: the runs below DIR from the
+ * experiment index DIR/tfx-runs.sqlite, brought up to date from every run's metrics.jsonl first. The files are
+ * the source of truth: when the index is absent, locked or corrupt, the same table comes from a scratch index
+ * built in memory from them, after a warning. */
+#include <errno.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
-#include "ckpt.h"
 #include "cli.h"
+#include "log.h"
+#include "runindex.h"
 
-typedef struct run_row {
-  char name[256];
-  long long last_step, eval_step, ckpt;
-  double accuracy, loss, start, end;
-} run_row;
+/* Opens the index file (recreated with rebuild) and syncs it with the run directories. */
+static int open_file_index(const char *root, int rebuild, tfx_runindex **x, int *n_runs, tfx_err *err) {
+  char path[1100];
+  tfx_runindex_path(root, path, sizeof path);
+  if (rebuild && unlink(path) && errno != ENOENT) {
+    return tfx_err_sys(err, TFX_ESYS, "runs --rebuild: remove %s", path);
+  }
+  int rc = tfx_runindex_open(path, 2000, x, err);
+  if (!rc && (rc = tfx_runindex_sync(*x, root, n_runs, err))) {
+    tfx_runindex_close(*x);
+    *x = NULL;
+  }
+  return rc;
+}
 
-/* Reads what the table shows from one run's metrics.jsonl; 0 if dir is not a run. */
-static int read_run(const char *dir, run_row *r) {
-  char path[1400], line[1024];
-  snprintf(path, sizeof path, "%s/metrics.jsonl", dir);
-  FILE *f = fopen(path, "r");
-  if (!f) {
-    return 0;
+/* The index to query: the file, or a scratch one in memory when the file cannot be used. */
+static int open_index(const char *root, int rebuild, tfx_runindex **x, int *n_runs, tfx_err *err) {
+  tfx_err ferr;
+  int rc = open_file_index(root, rebuild, x, n_runs, &ferr);
+  if (rc == TFX_ENOTFOUND) {
+    return tfx_err_set(err, rc, "%s", ferr.msg);
   }
-  r->accuracy = r->loss = -1, r->start = 0;
-  while (fgets(line, sizeof line, f)) {
-    const char *st = strstr(line, "\"step\": "), *t = strstr(line, "\"time\": ");
-    long long step = st ? strtoll(st + 8, NULL, 10) : 0;
-    double when = t ? strtod(t + 8, NULL) : 0;
-    if (!r->start) {
-      r->start = when;
-    }
-    r->end = when, r->last_step = step > r->last_step ? step : r->last_step;
-    if (strstr(line, "\"kind\": \"eval\"")) {
-      const char *a = strstr(line, "\"accuracy\": "), *l = strstr(line, "\"loss\": ");
-      r->eval_step = step, r->accuracy = a ? strtod(a + 12, NULL) : -1, r->loss = l ? strtod(l + 8, NULL) : -1;
-    }
+  if (!rc) {
+    return TFX_OK;
   }
-  fclose(f);
-  int64_t ck;
-  char cdir[1100];
-  r->ckpt = tfx_ckpt_latest(dir, &ck, cdir, sizeof cdir, NULL) == TFX_OK ? ck : -1;
-  return 1;
+  tfx_log(TFX_LOG_WARN, "RUNS-INDEX", "%s; listing from the metrics.jsonl files instead%s", ferr.msg,
+          rc == TFX_ECORRUPT ? " (--rebuild recreates the index)" : "");
+  if ((rc = tfx_runindex_open(":memory:", 0, x, err))) {
+    return rc;
+  }
+  if ((rc = tfx_runindex_sync(*x, root, n_runs, err))) {
+    tfx_runindex_close(*x);
+    *x = NULL;
+  }
+  return rc;
 }
 
 int tfx_runs_run(const tfx_cli_opts *o, tfx_err *err) {
   const char *root = o->target[0] ? o->target : "runs";
-  DIR *d = opendir(root);
-  if (!d) {
-    return tfx_err_sys(err, TFX_ENOTFOUND, "runs --root %s", root);
+  struct stat sb;
+  if (stat(root, &sb) || !S_ISDIR(sb.st_mode)) {
+    return tfx_err_sys(err, TFX_ENOTFOUND, "runs --root %s: not a directory", root);
   }
-  printf("%-32s %10s %10s %10s %10s %10s %8s\n", "run", "step", "eval_step", "accuracy", "loss", "ckpt", "seconds");
-  struct dirent *de;
-  int count = 0;
-  while ((de = readdir(d))) {
-    if (de->d_name[0] == '.') {
-      continue;
-    }
-    char dir[1200];
-    run_row r;
-    memset(&r, 0, sizeof r);
-    snprintf(dir, sizeof dir, "%s/%s", root, de->d_name);
-    if (!read_run(dir, &r)) {
-      continue;
-    }
-    printf("%-32s %10lld %10lld %10.4f %10.4f %10lld %8.1f\n", de->d_name, r.last_step, r.eval_step, r.accuracy, r.loss,
-           r.ckpt, r.end - r.start);
-    count++;
+  tfx_run_filter f[TFX_RUN_FILTERS_MAX];
+  int n_filters = 0, n_runs = 0, shown = 0, rc;
+  if (o->where[0] && (rc = tfx_runindex_parse_where(o->where, f, TFX_RUN_FILTERS_MAX, &n_filters, err))) {
+    return rc;
   }
-  closedir(d);
-  printf("%d run(s) under %s\n", count, root);
-  return TFX_OK;
+  if (o->compare[0][0] && !o->compare[1][0]) {
+    return tfx_err_set(err, TFX_EINVAL, "--compare needs two runs: --compare RUN RUN");
+  }
+  tfx_runindex *x = NULL;
+  if ((rc = open_index(root, o->rebuild, &x, &n_runs, err))) {
+    return rc;
+  }
+  if (o->compare[0][0]) {
+    rc = tfx_runindex_compare(x, o->compare[0], o->compare[1], stdout, err);
+  } else if (!(rc = tfx_runindex_list(x, f, n_filters, stdout, &shown, err))) {
+    printf("%d of %d run(s) under %s\n", shown, n_runs, root);
+  }
+  tfx_runindex_close(x);
+  return rc;
 }

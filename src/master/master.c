@@ -159,6 +159,7 @@ static void note_version(master *m, int p, const tfx_envelope *e) {
   tfx_master_lock(m, 1);
   m->ps_version[p] = e->step;
   tfx_master_lock(m, 0);
+  tfx_master_observe_ps(m, p, e);
   if (m->running && e->text && !strcmp(e->text, "waiting-for-plan")) {
     m->ps_lost = 1;
   }

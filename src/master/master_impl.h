@@ -13,6 +13,7 @@
 #include "progress.h"
 
 #define OBS_POINTS 512
+#define OBS_MAX_PS 64 /* ps whose counters /metrics shows */
 
 /* What the HTTP thread may read, under `lock`: written by the master's thread as the run goes. */
 typedef struct observed {
@@ -20,8 +21,9 @@ typedef struct observed {
   int64_t step, reports, checkpoints, last_ckpt_ms, start_ms;
   double loss, accuracy, eval_loss, eval_accuracy, examples_per_sec;
   int n_train, n_eval;
-  double train[OBS_POINTS][4]; /* step, loss, accuracy, seconds */
-  double eval[OBS_POINTS][3];  /* step, loss, accuracy */
+  double train[OBS_POINTS][4];    /* step, loss, accuracy, seconds */
+  double eval[OBS_POINTS][3];     /* step, loss, accuracy */
+  double ps_stats[OBS_MAX_PS][4]; /* from each ps's STATUS reply: stale_dropped, rejected, bad_frames, pulls_served */
 } observed;
 
 typedef struct master {
@@ -53,10 +55,14 @@ typedef struct master {
 void tfx_master_observe_init(master *m);
 /* Takes (lock = 1) or releases the observed state's lock around writes the HTTP thread may read. */
 void tfx_master_lock(master *m, int lock);
-/* Starts the HTTP endpoint when observe.http_port is set (after setup). */
+/* Registers the run in the experiment index (a warning on failure) and starts the HTTP endpoint when
+ * observe.http_port is set (after setup). */
 int tfx_master_observe_start(master *m, tfx_err *err);
-/* Stops it. */
+/* Stops the HTTP endpoint and stores the run's series and final status in the experiment index. */
 void tfx_master_observe_stop(master *m);
+/* Records the counters of ps p's STATUS reply (stale gradients dropped, rejected requests, bad frames, pulls
+ * served) for /metrics. */
+void tfx_master_observe_ps(master *m, int p, const tfx_envelope *status);
 /* Records a training report / an evaluation / a checkpoint / the global step for the HTTP endpoint. */
 void tfx_master_observe(master *m, const char *kind, int64_t step, double loss, double accuracy, double eps);
 /* Appends a metrics line and the same scalars to the TensorBoard event file. */

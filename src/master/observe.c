@@ -10,12 +10,51 @@
 #include "log.h"
 #include "master_impl.h"
 #include "prom.h"
+#include "runindex.h"
 
 typedef tfx_text buf;
 #define put tfx_text_put
 
 static void gauge(buf *b, const master *m, const char *name, const char *help, const char *type, double v) {
   tfx_prom_metric(b, name, help, type, "master", m->n->index, v);
+}
+
+/* One family with a sample per ps: column col of the counters of each ps's last STATUS reply. */
+static void ps_counter(buf *b, const master *m, const char *name, const char *help, int col) {
+  tfx_prom_family(b, name, help, "counter");
+  for (int p = 0; p < m->n_ps && p < OBS_MAX_PS; p++) {
+    tfx_prom_sample(b, name, "ps", p, m->obs.ps_stats[p][col]);
+  }
+}
+
+/* Restarts of the task (role, index) in RUN/logs/restarts.txt, which the tfx-node local supervisor keeps. */
+static int restarts_of(const char *text, const char *role, int index) {
+  char want[64];
+  int n = snprintf(want, sizeof want, "%s %d ", role, index);
+  for (const char *line = text; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+    if (!strncmp(line, want, (size_t)n)) {
+      return atoi(line + n);
+    }
+  }
+  return 0;
+}
+
+static void restarts(buf *b, const master *m) {
+  char path[1100], text[4096] = "";
+  snprintf(path, sizeof path, "%s/logs/restarts.txt", m->n->run_dir);
+  FILE *f = fopen(path, "r");
+  if (f) {
+    text[fread(text, 1, sizeof text - 1, f)] = 0;
+    fclose(f);
+  }
+  tfx_prom_family(b, "tfx_restarts_total", "Restarts of each process by the tfx-node local supervisor.", "counter");
+  tfx_prom_sample(b, "tfx_restarts_total", "master", 0, restarts_of(text, "master", 0));
+  for (int p = 0; p < m->n_ps; p++) {
+    tfx_prom_sample(b, "tfx_restarts_total", "ps", p, restarts_of(text, "ps", p));
+  }
+  for (int w = 0; w < m->n_workers; w++) {
+    tfx_prom_sample(b, "tfx_restarts_total", "worker", w, restarts_of(text, "worker", w));
+  }
 }
 
 static char *render_metrics(master *m) {
@@ -40,6 +79,11 @@ static char *render_metrics(master *m) {
         (double)(tfx_now_ms() - (o->last_ckpt_ms ? o->last_ckpt_ms : o->start_ms)) / 1000.0);
   gauge(&b, m, "tfx_uptime_seconds", "Seconds since the master started.", "gauge",
         (double)(tfx_now_ms() - o->start_ms) / 1000.0);
+  ps_counter(&b, m, "tfx_stale_gradients_dropped_total", "Stale or duplicate gradients each ps dropped.", 0);
+  ps_counter(&b, m, "tfx_rejected_requests_total", "Requests each ps rejected (bad names, shapes, NaN).", 1);
+  ps_counter(&b, m, "tfx_rejected_frames_total", "Malformed frames each ps dropped.", 2);
+  ps_counter(&b, m, "tfx_pulls_served_total", "Pulls each ps answered.", 3);
+  restarts(&b, m);
   return b.s;
 }
 
@@ -100,8 +144,9 @@ static const char page[] =
     "async function tick(){const s=await (await fetch('/status')).json();document.getElementById('st').textContent="
     "s.state+' step '+s.step+'/'+s.max_steps;const h=s.history;plot('loss','training "
     "loss',h.train.map(p=>[p[0],p[1]]),'#c33');"
-    "plot('acc','eval accuracy',h.eval.map(p=>[p[0],p[2]]),'#36c');let e=[];for(let i=1;i<h.train.length;i++)"
-    "{const a=h.train[i-1],b=h.train[i];if(b[3]>a[3])e.push([b[3],(b[0]-a[0])/(b[3]-a[3])]);}"
+    "plot('acc','eval accuracy',h.eval.map(p=>[p[0],p[2]]),'#36c');let e=[],a=h.train[0];"
+    /* Workers report the same step at nearly the same time: rate over gaps of at least half a second. */
+    "for(const b of h.train.slice(1)){if(b[3]>a[3]+0.5&&b[0]>a[0]){e.push([b[3],(b[0]-a[0])/(b[3]-a[3])]);a=b;}}"
     "plot('eps','steps/s against time',e,'#393');let t='<tr><th>task</th><th>address</th><th>state</th></tr>';"
     "s.ps.forEach(p=>t+='<tr><td>ps '+p.index+'</td><td>'+p.address+'</td><td>'+(p.up?'up, version "
     "'+p.version:'down')+'</td></tr>');"
@@ -138,7 +183,45 @@ void tfx_master_lock(master *m, int lock) {
   }
 }
 
+/* Opens the experiment index of the run's parent directory; NULL (after a warning) when it cannot be used. */
+static tfx_runindex *open_index(const master *m) {
+  char path[1100];
+  tfx_runindex_path_for_run(m->n->run_dir, path, sizeof path);
+  tfx_runindex *x = NULL;
+  tfx_err err;
+  if (tfx_runindex_open(path, 2000, &x, &err)) {
+    tfx_log(TFX_LOG_WARN, "MASTER-INDEX", "%s; the run goes on (metrics.jsonl is the record)", err.msg);
+    return NULL;
+  }
+  return x;
+}
+
+/* Registers the run in the index as running (a warning if that fails). */
+static void index_begin(master *m) {
+  tfx_runindex *x = open_index(m);
+  tfx_err err;
+  if (x && tfx_runindex_begin(x, m->n->run_dir, (double)m->obs.start_ms / 1000.0, &err)) {
+    tfx_log(TFX_LOG_WARN, "MASTER-INDEX", "%s; the run goes on (metrics.jsonl is the record)", err.msg);
+  }
+  tfx_runindex_close(x);
+}
+
+/* Stores the run's series and how it ended in the index (a warning if that fails). */
+static void index_end(master *m) {
+  const char *status = m->abort_code                          ? "failed"
+                       : m->global_step >= m->cfg.max_steps   ? "finished"
+                       : tfx_stop_requested() || m->hook_stop ? "stopped"
+                                                              : "failed";
+  tfx_runindex *x = open_index(m);
+  tfx_err err;
+  if (x && tfx_runindex_import(x, m->n->run_dir, status, &err)) {
+    tfx_log(TFX_LOG_WARN, "MASTER-INDEX", "%s; `tfx-node runs` rebuilds it from metrics.jsonl", err.msg);
+  }
+  tfx_runindex_close(x);
+}
+
 int tfx_master_observe_start(master *m, tfx_err *err) {
+  index_begin(m);
   if (!m->cfg.http_port) {
     return TFX_OK;
   }
@@ -152,6 +235,25 @@ int tfx_master_observe_start(master *m, tfx_err *err) {
 void tfx_master_observe_stop(master *m) {
   tfx_http_stop(m->http);
   m->http = NULL;
+  if (m->metrics) {
+    index_end(m);
+  }
+}
+
+void tfx_master_observe_ps(master *m, int p, const tfx_envelope *status) {
+  static const char *const names[] = {"stale_dropped", "rejected", "bad_frames", "pulls_served"};
+  if (p < 0 || p >= OBS_MAX_PS) {
+    return;
+  }
+  pthread_mutex_lock(&m->obs.lock);
+  for (size_t i = 0; i < status->n_stats; i++) {
+    for (int k = 0; k < 4; k++) {
+      if (status->stats[i]->key && !strcmp(status->stats[i]->key, names[k])) {
+        m->obs.ps_stats[p][k] = status->stats[i]->value;
+      }
+    }
+  }
+  pthread_mutex_unlock(&m->obs.lock);
 }
 
 void tfx_master_observe(master *m, const char *kind, int64_t step, double loss, double accuracy, double eps) {

@@ -15,6 +15,7 @@
 #include "psclient.h"
 #include "source.h"
 #include "step.h"
+#include "worker_impl.h"
 
 typedef struct worker {
   tfx_node *n;
@@ -30,6 +31,7 @@ typedef struct worker {
   int32_t *y;
   int64_t version, start_ms, steps;
   int stop;
+  worker_obs obs; /* what --http-port shows */
 } worker;
 
 static int reply_status(worker *w, const tfx_inmsg *m) {
@@ -63,6 +65,7 @@ static void serve_control(worker *w) {
         tfx_server_reply_error(w->sock, &m, TFX_EPROTO, "a worker answers only STATUS and STOP", NULL);
       }
     } else {
+      tfx_worker_obs_bad_frame(&w->obs);
       tfx_server_reply_error(w->sock, &m, TFX_EPROTO, err.msg, NULL);
     }
     tfx_inmsg_fini(&m);
@@ -172,9 +175,11 @@ static int train(worker *w, tfx_err *err) {
   double loss = 0, hits = 0, seen = 0, n = 0;
   int64_t t0 = tfx_now_ms();
   (void)sync;
+  double t_call = tfx_worker_obs_now();
   if ((rc = tfx_psclient_pull(w->ps, 0, &w->version, err))) {
     return rc;
   }
+  tfx_worker_obs_pull(&w->obs, tfx_worker_obs_now() - t_call, tfx_psclient_bytes(w->ps));
   tfx_notify_status("worker %d: training from step %lld", w->n->index, (long long)w->version);
   while (!w->stop && !tfx_stop_requested() && w->version < w->cfg.max_steps) {
     tfx_step_stats st;
@@ -188,12 +193,15 @@ static int train(worker *w, tfx_err *err) {
                          (long long)w->version, w->cfg.thres_loss);
     }
     int64_t step = w->version;
+    t_call = tfx_worker_obs_now();
     if ((rc = tfx_psclient_push_pull(w->ps, step, &w->version, err))) {
       return rc;
     }
+    tfx_worker_obs_push_pull(&w->obs, tfx_worker_obs_now() - t_call, w->model, tfx_psclient_bytes(w->ps));
     w->steps++, loss += st.loss, hits += st.correct, seen += st.count, n++;
     if (w->steps % w->cfg.report_every == 0) {
       double eps = seen / ((tfx_now_ms() - t0 + 1) / 1000.0);
+      tfx_worker_obs_step(&w->obs, w->version, w->steps, loss / n, eps);
       int64_t now = w->version;
       w->version = step;
       rc = report(w, loss / n, hits / seen, eps, err);
@@ -203,6 +211,7 @@ static int train(worker *w, tfx_err *err) {
       }
       loss = hits = seen = n = 0, t0 = tfx_now_ms();
     }
+    tfx_worker_obs_step(&w->obs, w->version, w->steps, NAN, NAN);
     serve_control(w);
     tfx_notify_status("worker %d: global step %lld of %lld", w->n->index, (long long)w->version,
                       (long long)w->cfg.max_steps);
@@ -214,6 +223,7 @@ static int train(worker *w, tfx_err *err) {
 }
 
 static void cleanup(worker *w) {
+  tfx_worker_obs_stop(&w->obs);
   for (int i = 0; w->acc && w->model && i < tfx_model_nvars(w->model); i++) {
     free(w->acc[i]);
   }
@@ -241,13 +251,20 @@ int tfx_worker_run(tfx_node *n, tfx_err *err) {
   openblas_set_num_threads(n->cfg.threads);
   char ep[320], mep[320];
   const char *maddr = tfx_cluster_address(n->cluster, TFX_ROLE_MASTER, 0);
-  int rc = tfx_address_endpoint(tfx_cluster_address(n->cluster, TFX_ROLE_WORKER, n->index), 1, n->bind_host, ep,
-                                sizeof ep, err);
+  /* Worker 0 acting as chief (no chief in TF_CONFIG): its address and its --http-port are the master's (forked
+   * beside it); no control socket and no HTTP endpoint of its own. Only --http-port: observe.http_port in the
+   * shared experiment is the master's too. */
+  int is_chief = !strcmp(maddr, tfx_cluster_address(n->cluster, TFX_ROLE_WORKER, n->index));
+  int rc = tfx_worker_obs_start(&w.obs, n->index, is_chief ? 0 : n->http_port, err);
+  if (rc) {
+    pthread_mutex_destroy(&w.obs.lock);
+    return rc;
+  }
+  rc = tfx_address_endpoint(tfx_cluster_address(n->cluster, TFX_ROLE_WORKER, n->index), 1, n->bind_host, ep, sizeof ep,
+                            err);
   if (!rc) {
     rc = tfx_address_endpoint(maddr, 0, NULL, mep, sizeof mep, err);
   }
-  /* Worker 0 acting as chief (no chief in TF_CONFIG): its address is the master's; no control socket. */
-  int is_chief = !strcmp(maddr, tfx_cluster_address(n->cluster, TFX_ROLE_WORKER, n->index));
   if (!rc && !is_chief) {
     rc = tfx_server_open(ep, &w.sock, err);
   }

@@ -13,19 +13,34 @@ for _ in $(seq 1 100); do url=$(grep -o 'http://127.0.0.1:[0-9]*' "$WORK/local.l
 for _ in $(seq 1 50); do curl -sf "$url/metrics" >"$WORK/metrics.txt" && grep -q '^tfx_global_step{role="master",index="0"} [1-9]' "$WORK/metrics.txt" && break; sleep 0.2; done
 grep -q '^tfx_global_step{role="master",index="0"} [1-9]' "$WORK/metrics.txt" || fail "/metrics has no global step: $(head -5 "$WORK/metrics.txt")"
 if command -v promtool >/dev/null; then promtool check metrics <"$WORK/metrics.txt" || fail "promtool rejects /metrics"; fi
-python3 - "$WORK/metrics.txt" <<'PY' || fail "/metrics is not valid exposition text"
+python3 - "$WORK/metrics.txt" <<'PY' || fail "/metrics is not valid exposition text or lacks a family"
 import re, sys
-seen_type = {}
+types, samples = {}, {}
 for line in open(sys.argv[1]):
     line = line.rstrip("\n")
     if line.startswith("# HELP "): continue
     m = re.match(r"# TYPE ([a-z_][a-z0-9_]*) (gauge|counter)$", line)
-    if m: seen_type[m.group(1)] = m.group(2); continue
-    m = re.match(r'([a-z_][a-z0-9_]*)\{role="master",index="0"\} (NaN|[-+0-9.eE]+)$', line)
+    if m: types[m.group(1)] = m.group(2); continue
+    m = re.match(r'([a-z_][a-z0-9_]*)\{role="(master|ps|worker)",index="([0-9]+)"\} (NaN|[-+0-9.eE]+)$', line)
     assert m, line
-    assert m.group(1) in seen_type, line
-    assert (seen_type[m.group(1)] == "counter") == m.group(1).endswith("_total"), line
+    assert m.group(1) in types, line
+    assert (types[m.group(1)] == "counter") == m.group(1).endswith("_total"), line
+    samples[(m.group(1), m.group(2), int(m.group(3)))] = float(m.group(4))
+need = [("tfx_global_step", "master", 0), ("tfx_seconds_since_checkpoint", "master", 0),
+        ("tfx_stale_gradients_dropped_total", "ps", 0), ("tfx_stale_gradients_dropped_total", "ps", 1),
+        ("tfx_rejected_frames_total", "ps", 1), ("tfx_rejected_requests_total", "ps", 0),
+        ("tfx_pulls_served_total", "ps", 0), ("tfx_restarts_total", "worker", 1), ("tfx_restarts_total", "master", 0)]
+missing = [k for k in need if k not in samples]
+assert not missing, missing
+assert samples[("tfx_pulls_served_total", "ps", 0)] > 0, "the master shows no pulls served by ps 0"
 PY
+# A killed worker is restarted by the supervisor, and the master's /metrics counts it.
+wpid=$(sed -n 's/.*LOCAL-SPAWN worker 1: pid \([0-9]*\).*/\1/p' "$WORK/local.log" | head -1)
+[ -n "$wpid" ] || fail "no pid for worker 1 in the local log"
+kill -9 "$wpid"
+restarted='^tfx_restarts_total{role="worker",index="1"} 1$'
+for _ in $(seq 1 150); do curl -sf "$url/metrics" | grep -q "$restarted" && break; sleep 0.2; done
+curl -sf "$url/metrics" | grep -q "$restarted" || fail "/metrics does not count the restart of worker 1"
 curl -sf "$url/status" | python3 -c "
 import json, sys
 s = json.load(sys.stdin)
