@@ -4,9 +4,41 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <sched.h>
 #include <sys/socket.h>
 
 #include "plan.h"
+
+/* CPU placement. Unpinned, the scheduler's choice of cores for the client's and the server's threads swings a
+ * loopback round trip by up to 2x from one process to the next (measured: two identical echo servers, 320 vs
+ * 670 µs at 1 MiB), which would make the ratio a draw. So the one-pair cases put the client process on one core
+ * and every server (the ps and the raw echo alike) on another; the scaling cases run unpinned.
+ * TFX_BENCH_PIN=0 turns pinning off. */
+enum { PIN_ANY = -1, PIN_CLIENT = 0, PIN_SERVER = 1 };
+static cpu_set_t pin_all;
+static int pin_core[2] = {-1, -1};
+static int pin_servers; /* nonzero while the one-pair cases run */
+
+/* Picks the client and server cores (the first two this process may use). */
+static void pin_setup(void) {
+  const char *env = getenv("TFX_BENCH_PIN");
+  if (sched_getaffinity(0, sizeof pin_all, &pin_all) || CPU_COUNT(&pin_all) < 2 || (env && !strcmp(env, "0"))) {
+    return;
+  }
+  for (int cpu = 0, k = 0; cpu < CPU_SETSIZE && k < 2; cpu++) {
+    if (CPU_ISSET(cpu, &pin_all)) pin_core[k++] = cpu;
+  }
+}
+
+/* Moves the calling thread (and the threads it creates later) to its core, or back to all cores. */
+static void pin_to(int who) {
+  cpu_set_t set = pin_all;
+  if (who != PIN_ANY && pin_core[0] >= 0) {
+    CPU_ZERO(&set);
+    CPU_SET(pin_core[who], &set);
+  }
+  if (pin_core[0] >= 0) sched_setaffinity(0, sizeof set, &set);
+}
 
 static int kernel_port(void) {
   struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
@@ -33,6 +65,7 @@ static tfx_cluster *bench_cluster(int n_ps, int n_workers) {
 static pid_t spawn_ps(tfx_cluster *c, int i) {
   pid_t pid = fork();
   if (pid == 0) {
+    pin_to(pin_servers ? PIN_SERVER : PIN_ANY);
     char *tfc = tfx_cluster_to_json(c, TFX_ROLE_PS, i);
     setenv("TF_CONFIG", tfc, 1);
     execl(tfx_node, "tfx-node", "--log-level", getenv("TFX_BENCH_LOG") ? getenv("TFX_BENCH_LOG") : "warn",
@@ -69,6 +102,7 @@ static int init_ps(tfx_cluster *c, const tfx_config *cfg, tfx_plan *plan, int n_
 
 /* One worker process: push+pull round trips for `seconds`; writes (count, elapsed_us) to fd. */
 static void worker_loop(tfx_cluster *c, const tfx_config *cfg, tfx_plan *plan, double seconds, int fd) {
+  pin_to(PIN_ANY);
   tfx_net_forget_context();
   tfx_model *m;
   tfx_psclient *pc;
@@ -95,22 +129,50 @@ static void worker_loop(tfx_cluster *c, const tfx_config *cfg, tfx_plan *plan, d
   _exit(0);
 }
 
-/* Mean µs of one push+pull round trip per worker, with n_ps ps and n_workers concurrent workers. */
-static double tfx_round_trip_us(const tfx_config *cfg, int n_ps, int n_workers, double seconds, double *agg_gbps) {
-  tfx_cluster *c = bench_cluster(n_ps, n_workers);
-  pid_t ps[16], workers[64];
-  for (int p = 0; p < n_ps; p++) ps[p] = spawn_ps(c, p);
-  tfx_model *m;
+/* A running cluster of real ps processes, initialized with the plan of cfg. */
+typedef struct bench_ps {
+  tfx_cluster *c;
   tfx_plan plan;
+  pid_t ps[16];
+  int n_ps;
+  double model_bytes;
+} bench_ps;
+
+/* Spawns n_ps ps processes and sends them the plan; 0 on success (b is torn down by stop_ps either way). */
+static int start_ps(bench_ps *b, const tfx_config *cfg, int n_ps, int n_workers) {
+  b->c = bench_cluster(n_ps, n_workers), b->n_ps = n_ps;
+  for (int p = 0; p < n_ps; p++) b->ps[p] = spawn_ps(b->c, p);
+  tfx_model *m;
   tfx_model_create(cfg, 1, &m, NULL);
-  tfx_plan_build(cfg, m, n_ps, &plan, NULL);
-  double us = -1, total_bytes = (double)tfx_model_param_count(m) * 4;
+  tfx_plan_build(cfg, m, n_ps, &b->plan, NULL);
+  b->model_bytes = (double)tfx_model_param_count(m) * 4;
   tfx_model_destroy(m);
-  if (init_ps(c, cfg, &plan, n_ps, n_workers) == 0) {
+  return init_ps(b->c, cfg, &b->plan, n_ps, n_workers);
+}
+
+/* Prints the ps status lines (with TFX_BENCH_LOG set), stops the ps processes and frees b. */
+static void stop_ps(bench_ps *b) {
+  for (int p = 0; p < b->n_ps && getenv("TFX_BENCH_LOG"); p++) {
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "%s status --address %s", tfx_node, tfx_cluster_address(b->c, TFX_ROLE_PS, p));
+    if (system(cmd)) fprintf(stderr, "status failed\n");
+  }
+  for (int p = 0; p < b->n_ps; p++) kill(b->ps[p], SIGTERM);
+  for (int p = 0; p < b->n_ps; p++) waitpid(b->ps[p], NULL, 0);
+  tfx_plan_fini(&b->plan);
+  tfx_cluster_destroy(b->c);
+}
+
+/* Mean µs of one push+pull round trip per worker, with n_ps ps and n_workers concurrent worker processes. */
+static double tfx_round_trip_us(const tfx_config *cfg, int n_ps, int n_workers, double seconds, double *agg_gbps) {
+  bench_ps b;
+  pid_t workers[64];
+  double us = -1;
+  if (start_ps(&b, cfg, n_ps, n_workers) == 0) {
     int fds[2];
     if (pipe(fds)) return -1;
     for (int w = 0; w < n_workers; w++) {
-      if ((workers[w] = fork()) == 0) worker_loop(c, cfg, &plan, seconds, fds[1]);
+      if ((workers[w] = fork()) == 0) worker_loop(b.c, cfg, &b.plan, seconds, fds[1]);
     }
     double sum_us = 0, sum_rate = 0;
     for (int w = 0; w < n_workers; w++) {
@@ -120,17 +182,9 @@ static double tfx_round_trip_us(const tfx_config *cfg, int n_ps, int n_workers, 
     }
     close(fds[0]), close(fds[1]);
     us = sum_us / n_workers;
-    if (agg_gbps) *agg_gbps = sum_rate * 2 * total_bytes / 1e9;
+    if (agg_gbps) *agg_gbps = sum_rate * 2 * b.model_bytes / 1e9;
   }
-  for (int p = 0; p < n_ps && getenv("TFX_BENCH_LOG"); p++) {
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "%s status --address %s", tfx_node, tfx_cluster_address(c, TFX_ROLE_PS, p));
-    if (system(cmd)) fprintf(stderr, "status failed\n");
-  }
-  for (int p = 0; p < n_ps; p++) kill(ps[p], SIGTERM);
-  for (int p = 0; p < n_ps; p++) waitpid(ps[p], NULL, 0);
-  tfx_plan_fini(&plan);
-  tfx_cluster_destroy(c);
+  stop_ps(&b);
   return us;
 }
 
