@@ -3,6 +3,7 @@
 #define TFX_BENCH_CLUSTER_H
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <netinet/in.h>
 #include <sched.h>
 #include <sys/socket.h>
@@ -11,33 +12,89 @@
 
 /* CPU placement. Unpinned, the scheduler's choice of cores for the client's and the server's threads swings a
  * loopback round trip by up to 2x from one process to the next (measured: two identical echo servers, 320 vs
- * 670 µs at 1 MiB), which would make the ratio a draw. So the one-pair cases put the client process on one core
- * and every server (the ps and the raw echo alike) on another; the scaling cases run unpinned.
- * TFX_BENCH_PIN=0 turns pinning off. */
-enum { PIN_ANY = -1, PIN_CLIENT = 0, PIN_SERVER = 1 };
+ * 670 µs at 1 MiB), which would make the ratio a draw. So the one-pair cases pin every ZeroMQ I/O thread (the
+ * threads that do the TCP copies): the client's to one core, each server's (the ps and the raw echo alike) to
+ * the other. Other threads float. TFX_BENCH_PIN=0 turns this off; TFX_BENCH_PIN=proc pins whole processes
+ * instead (client on one core, servers on the other). */
+static int pin_core[2] = {-1, -1}; /* client core, server core */
+static int pin_proc;
 static cpu_set_t pin_all;
-static int pin_core[2] = {-1, -1};
-static int pin_servers; /* nonzero while the one-pair cases run */
 
 /* Picks the client and server cores (the first two this process may use). */
 static void pin_setup(void) {
   const char *env = getenv("TFX_BENCH_PIN");
-  if (sched_getaffinity(0, sizeof pin_all, &pin_all) || CPU_COUNT(&pin_all) < 2 || (env && !strcmp(env, "0"))) {
+  cpu_set_t all;
+  if (sched_getaffinity(0, sizeof all, &all) || (pin_all = all, CPU_COUNT(&all) < 2) || (env && !strcmp(env, "0"))) {
     return;
   }
+  pin_proc = env && !strcmp(env, "proc");
   for (int cpu = 0, k = 0; cpu < CPU_SETSIZE && k < 2; cpu++) {
-    if (CPU_ISSET(cpu, &pin_all)) pin_core[k++] = cpu;
+    if (CPU_ISSET(cpu, &all)) pin_core[k++] = cpu;
   }
 }
 
-/* Moves the calling thread (and the threads it creates later) to its core, or back to all cores. */
-static void pin_to(int who) {
+/* Pins the threads of process pid (all of them with pin_proc, else its ZeroMQ I/O threads) to core k, or back
+ * to every core with k = -1. */
+static void pin_threads(pid_t pid, int k) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+  DIR *d = pin_core[0] >= 0 ? opendir(path) : NULL;
   cpu_set_t set = pin_all;
-  if (who != PIN_ANY && pin_core[0] >= 0) {
+  if (k >= 0) {
     CPU_ZERO(&set);
-    CPU_SET(pin_core[who], &set);
+    CPU_SET(pin_core[k], &set);
   }
-  if (pin_core[0] >= 0) sched_setaffinity(0, sizeof set, &set);
+  for (struct dirent *e; d && (e = readdir(d));) {
+    char comm_path[300], comm[32] = "";
+    snprintf(comm_path, sizeof comm_path, "%s/%s/comm", path, e->d_name);
+    FILE *f = e->d_name[0] != '.' ? fopen(comm_path, "r") : NULL;
+    if (f && fgets(comm, sizeof comm, f) && (pin_proc || !strncmp(comm, "ZMQbg/IO/", 9))) {
+      sched_setaffinity(atoi(e->d_name), sizeof set, &set);
+    }
+    if (f) fclose(f);
+  }
+  if (d) closedir(d);
+}
+
+/* CPU time and run-queue wait (µs) summed over the threads of process pid, from /proc/PID/task/TID/schedstat. */
+static void proc_sched_us(pid_t pid, double *cpu, double *wait) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+  DIR *d = opendir(path);
+  *cpu = *wait = 0;
+  for (struct dirent *e; d && (e = readdir(d));) {
+    char p2[300];
+    unsigned long long run = 0, queued = 0;
+    snprintf(p2, sizeof p2, "%s/%s/schedstat", path, e->d_name);
+    FILE *f = e->d_name[0] != '.' ? fopen(p2, "r") : NULL;
+    if (f && fscanf(f, "%llu %llu", &run, &queued) == 2) {
+      *cpu += (double)run / 1e3, *wait += (double)queued / 1e3;
+      if (getenv("TFX_BENCH_THREADS")) {
+        char cp[300], comm[32] = "";
+        snprintf(cp, sizeof cp, "%s/%s/comm", path, e->d_name);
+        FILE *c = fopen(cp, "r");
+        if (c && fgets(comm, sizeof comm, c)) comm[strcspn(comm, "\n")] = 0;
+        if (c) fclose(c);
+        printf("#   pid %d thread %s %s: cpu %.0f µs, waited %.0f µs\n", (int)pid, e->d_name, comm, run / 1e3, queued / 1e3);
+      }
+    }
+    if (f) fclose(f);
+  }
+  if (d) closedir(d);
+}
+
+/* Minor page faults of process pid so far (field 10 of /proc/PID/stat). */
+static double proc_minflt(pid_t pid) {
+  char path[64], buf[1024];
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+  FILE *f = fopen(path, "r");
+  size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+  if (f) fclose(f);
+  buf[n] = 0;
+  char *p = strrchr(buf, ')');
+  unsigned long long flt = 0;
+  if (p) sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %llu", &flt);
+  return (double)flt;
 }
 
 static int kernel_port(void) {
@@ -65,7 +122,6 @@ static tfx_cluster *bench_cluster(int n_ps, int n_workers) {
 static pid_t spawn_ps(tfx_cluster *c, int i) {
   pid_t pid = fork();
   if (pid == 0) {
-    pin_to(pin_servers ? PIN_SERVER : PIN_ANY);
     char *tfc = tfx_cluster_to_json(c, TFX_ROLE_PS, i);
     setenv("TF_CONFIG", tfc, 1);
     execl(tfx_node, "tfx-node", "--log-level", getenv("TFX_BENCH_LOG") ? getenv("TFX_BENCH_LOG") : "warn",
@@ -102,7 +158,6 @@ static int init_ps(tfx_cluster *c, const tfx_config *cfg, tfx_plan *plan, int n_
 
 /* One worker process: push+pull round trips for `seconds`; writes (count, elapsed_us) to fd. */
 static void worker_loop(tfx_cluster *c, const tfx_config *cfg, tfx_plan *plan, double seconds, int fd) {
-  pin_to(PIN_ANY);
   tfx_net_forget_context();
   tfx_model *m;
   tfx_psclient *pc;

@@ -77,7 +77,6 @@ static pid_t start_echo(char *ep) {
   }
   pid_t pid = fork();
   if (pid == 0) {
-    pin_to(PIN_SERVER);
     echo_server(fds[1]);
   }
   ssize_t got = read(fds[0], ep, 64);
@@ -115,6 +114,8 @@ static double median(double *v, long n) {
  * client against a real ps) and raw ones (echo) alternate, each block about 20 ms, until each side has had
  * `seconds`; *tfx_us and *raw_us get the median round trip of each. Interleaving puts the machine's noise
  * (other processes on the 2 cores) on both sides alike. */
+static pid_t pair_pid[2]; /* the ps and the echo process, for their CPU time */
+
 static int pair_round_trips(tfx_psclient *pc, void *raw, size_t size, double seconds, double *tfx_us,
                             double *raw_us) {
   char *data = malloc(size);
@@ -129,6 +130,10 @@ static int pair_round_trips(tfx_psclient *pc, void *raw, size_t size, double sec
   for (int w = 0; w < 3 && !rc; w++) { /* warm both paths up */
     rc = tfx_psclient_push_pull(pc, version, &version, &err);
     raw_once(raw, data, size);
+  }
+  double cpu0[2], wait0[2], cpu1[2], wait1[2], flt0[2], flt1[2];
+  for (int k = 0; k < 2; k++) {
+    proc_sched_us(pair_pid[k], &cpu0[k], &wait0[k]), flt0[k] = proc_minflt(pair_pid[k]);
   }
   for (int side = 0; !rc && (spent[0] < seconds * 1e6 || spent[1] < seconds * 1e6); side ^= 1) {
     double block = 0;
@@ -146,9 +151,17 @@ static int pair_round_trips(tfx_psclient *pc, void *raw, size_t size, double sec
       break;
     }
   }
+  for (int k = 0; k < 2; k++) {
+    proc_sched_us(pair_pid[k], &cpu1[k], &wait1[k]), flt1[k] = proc_minflt(pair_pid[k]);
+  }
   if (rc) {
     fprintf(stderr, "push_pull: %s\n", err.msg);
   } else {
+    printf("# size=%zu per round trip: ps cpu_us=%.1f runqueue_wait_us=%.1f page_faults=%.1f; echo cpu_us=%.1f "
+           "runqueue_wait_us=%.1f page_faults=%.1f\n",
+           size, (cpu1[0] - cpu0[0]) / (double)n[0], (wait1[0] - wait0[0]) / (double)n[0],
+           (flt1[0] - flt0[0]) / (double)n[0], (cpu1[1] - cpu0[1]) / (double)n[1], (wait1[1] - wait0[1]) / (double)n[1],
+           (flt1[1] - flt0[1]) / (double)n[1]);
     *tfx_us = median(rt[0], n[0]), *raw_us = median(rt[1], n[1]);
   }
   free(data), free(rt[0]), free(rt[1]);
@@ -201,8 +214,11 @@ static int pair_case(size_t size, double *tfx_us, double *raw_us) {
     rc = -1;
   }
   if (!rc) {
+    pin_threads(getpid(), 0), pin_threads(b.ps[0], 1), pin_threads(echo, 1);
+    pair_pid[0] = b.ps[0], pair_pid[1] = echo;
     rc = pair_round_trips(pc, raw, size, seconds_per_case, tfx_us, raw_us);
   }
+  pin_threads(getpid(), -1);
   tfx_psclient_destroy(pc);
   tfx_model_destroy(m);
   tfx_net_close(raw);
@@ -222,7 +238,6 @@ int main(int argc, char **argv) {
     seconds_per_case = atof(argv[2]);
   }
   pin_setup();
-  pin_to(PIN_CLIENT); /* before any thread exists: ZeroMQ's I/O thread inherits it */
   tfx_log_set_level(TFX_LOG_WARN);
   printf("# datapath: push+pull of one float32 tensor, worker <-> ps on loopback, vs raw ZeroMQ echo and memcpy\n");
   printf("# OPENBLAS_CORETYPE=%s OPENBLAS_L2_SIZE=%s\n",
@@ -233,8 +248,8 @@ int main(int argc, char **argv) {
   if (argc > 3) {
     sizes[0] = (size_t)atol(argv[3]), n_sizes = 1; /* one size only, for profiling */
   }
-  printf("# one pair: client on cpu %d, ps and echo on cpu %d (-1: unpinned)\n", pin_core[0], pin_core[1]);
-  pin_servers = 1;
+  printf("# one pair: %s of the client on cpu %d, of the ps and the echo on cpu %d (-1: unpinned)\n",
+         pin_proc ? "all threads" : "ZeroMQ I/O threads", pin_core[0], pin_core[1]);
   for (int i = 0; i < n_sizes; i++) {
     double tfx = -1, raw = -1;
     if (pair_case(sizes[i], &tfx, &raw)) {
@@ -246,7 +261,6 @@ int main(int argc, char **argv) {
            sizes[i], tfx, raw, mc, 2.0 * (double)sizes[i] / tfx / 1e3, 2.0 * (double)sizes[i] / raw / 1e3, raw / tfx);
     fflush(stdout);
   }
-  pin_servers = 0;
   if (argc <= 3) {
     bench_scaling(seconds_per_case);
   }

@@ -208,9 +208,9 @@ int tfx_ps_send_values(ps_state *p, const zmq_msg_t *identity, uint64_t request_
       goto done; /* before any reference is taken */
     }
   }
-  for (int i = 0; i < n; i++) {
-    shard *s = n_names ? tfx_ps_find(p, names[i]) : &p->shards[i];
-    if (changed_only && !s->trainable && !s->assigned) {
+  for (int i = 0; i < 2 * n; i++) { /* small tensors first (TFX_WIRE_SMALL), then the large ones */
+    shard *s = n_names ? tfx_ps_find(p, names[i % n]) : &p->shards[i % n];
+    if ((changed_only && !s->trainable && !s->assigned) || (s->count * sizeof(float) > TFX_WIRE_SMALL) != (i >= n)) {
       continue;
     }
     tfx__tensor__init(&metas[k]);
@@ -427,6 +427,7 @@ int tfx_ps_run(tfx_node *n, tfx_err *err) {
   tfx_http_stop(p.http);
   pthread_mutex_destroy(&p.view.lock);
   tfx_ps_drop_pending(&p);
+  tfx_ps_helper_destroy(p.helper);
   tfx_net_close(p.sock);
   free_shards(&p);
   return TFX_OK;

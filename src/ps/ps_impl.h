@@ -12,7 +12,12 @@
 #include "ps.h"
 
 #define PS_MAX_WORKERS 1024
-#define PS_PARALLEL_MIN (1024 * 1024) /* floats: shards this large are updated by two threads */
+/* Floats: with training.ps_apply_threads = 2, tensors this large are scanned and updated by two threads. */
+#define PS_PARALLEL_MIN (256 * 1024)
+
+typedef struct ps_helper ps_helper;
+/* One part [begin, end) of an element-wise job over ctx. */
+typedef void (*ps_range_fn)(void *ctx, size_t begin, size_t end);
 
 typedef struct vbuf {
   atomic_int refs;
@@ -68,6 +73,7 @@ typedef struct ps_state {
   zmq_msg_t ckpt_identity;
   uint64_t ckpt_request;
   float *scratch;
+  ps_helper *helper; /* with training.ps_apply_threads = 2, made on first use */
   ps_view view;
   struct tfx_http *http;
   size_t scratch_size;
@@ -77,6 +83,13 @@ typedef struct ps_state {
   } stats;
 } ps_state;
 
+/* Starts the helper thread; caller owns; free with tfx_ps_helper_destroy. NULL when no thread can be made. */
+ps_helper *tfx_ps_helper_create(void);
+/* Stops and frees the helper; NULL does nothing. */
+void tfx_ps_helper_destroy(ps_helper *h);
+/* Runs fn over [0, n) in chunks shared by this thread and the helper (all here when h is NULL); returns when
+ * every chunk is done. ctx is borrowed until return; fn must be safe to run on two disjoint ranges at once. */
+void tfx_ps_helper_run(ps_helper *h, ps_range_fn fn, void *ctx, size_t n);
 /* Makes a shard's value buffer private (copy on write) before an update; -1 when out of memory. */
 int tfx_ps_own_value(ps_state *p, shard *s);
 /* Bytes of variable values held. */

@@ -1,7 +1,7 @@
 /* Pulls, pushes (sync / async / bounded staleness) and shard checkpoints of the parameter server. */
 #include <cblas.h>
 #include <math.h>
-#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -207,32 +207,38 @@ static int all_finite(const void *data, size_t n) {
   return !bad;
 }
 
-typedef struct finite_part {
+typedef struct finite_job {
   const char *data;
-  size_t n;
-  int ok;
-} finite_part;
+  atomic_int bad;
+} finite_job;
 
-static void *finite_range(void *arg) {
-  finite_part *f = arg;
-  f->ok = all_finite(f->data, f->n);
-  return NULL;
+static void finite_range(void *ctx, size_t begin, size_t end) {
+  finite_job *f = ctx;
+  if (!all_finite(f->data + 4 * begin, end - begin)) {
+    atomic_store(&f->bad, 1);
+  }
 }
 
-/* all_finite over a large tensor, split between this thread and a helper. */
-static int all_finite_parallel(const void *data, size_t n, int threads) {
-  if (threads < 2 || n < PS_PARALLEL_MIN) {
+/* The helper thread for a job of n floats, or NULL when this thread alone should do it. */
+static ps_helper *helper_for(ps_state *p, size_t n) {
+  if (p->cfg.ps_apply_threads < 2 || n < PS_PARALLEL_MIN) {
+    return NULL;
+  }
+  if (!p->helper) {
+    p->helper = tfx_ps_helper_create(); /* NULL (no thread): this thread does every chunk */
+  }
+  return p->helper;
+}
+
+/* all_finite over a tensor, a large one shared with the helper. */
+static int all_finite_split(ps_state *p, const void *data, size_t n) {
+  ps_helper *h = helper_for(p, n);
+  if (!h) {
     return all_finite(data, n);
   }
-  size_t half = n / 2 / 16 * 16;
-  finite_part head = {data, half, 0}, tail = {(const char *)data + 4 * half, n - half, 0};
-  pthread_t helper;
-  if (pthread_create(&helper, NULL, finite_range, &tail)) {
-    return all_finite(data, n);
-  }
-  finite_range(&head);
-  pthread_join(helper, NULL);
-  return head.ok && tail.ok;
+  finite_job job = {data, 0};
+  tfx_ps_helper_run(h, finite_range, &job, n);
+  return !atomic_load(&job.bad);
 }
 
 /* Checks every tensor of a push before anything changes. */
@@ -261,7 +267,7 @@ static int validate_push(ps_state *p, const tfx_inmsg *m, shard **targets, tfx_e
     }
     size_t size;
     const void *g = tfx_inmsg_part(m, part++, &size);
-    if (!all_finite_parallel(g, size / 4, p->cfg.ps_apply_threads)) {
+    if (!all_finite_split(p, g, size / 4)) {
       return tfx_err_set(err, TFX_EINVAL, "push: '%s' carries NaN or Inf; rejected", s->key);
     }
     targets[i] = s;
@@ -269,42 +275,29 @@ static int validate_push(ps_state *p, const tfx_inmsg *m, shard **targets, tfx_e
   return TFX_OK;
 }
 
-/* A contiguous part of one shard's update, run on a helper thread for large shards. */
-typedef struct apply_part {
+/* One shard's update, run in ranges (on the helper too for large shards). */
+typedef struct apply_job {
   const tfx_optim *opt;
   int64_t step;
   shard *s;
   const float *g;
   float scale;
-  size_t begin, end;
-} apply_part;
+} apply_job;
 
-static void *apply_range(void *arg) {
-  apply_part *a = arg;
-  float *slots[2] = {a->s->slots[0] ? a->s->slots[0] + a->begin : NULL,
-                     a->s->slots[1] ? a->s->slots[1] + a->begin : NULL};
-  tfx_optim_apply(a->opt, a->step, a->s->value->data + a->begin, a->g + a->begin, a->scale, slots, a->end - a->begin);
-  return NULL;
+static void apply_range(void *ctx, size_t begin, size_t end) {
+  apply_job *a = ctx;
+  float *slots[2] = {a->s->slots[0] ? a->s->slots[0] + begin : NULL, a->s->slots[1] ? a->s->slots[1] + begin : NULL};
+  tfx_optim_apply(a->opt, a->step, a->s->value->data + begin, a->g + begin, a->scale, slots, end - begin);
 }
 
-/* Applies g to a shard; elements are independent, so a large shard is split between this thread and a helper
- * (the cores are otherwise idle while the workers wait for this reply). */
+/* Applies g to a shard; elements are independent, so a large shard is shared with the helper (the cores are
+ * otherwise idle while the workers wait for this reply). */
 static int apply_one(ps_state *p, shard *s, const float *g, float scale) {
   if (tfx_ps_own_value(p, s)) {
     return -1;
   }
-  apply_part whole = {&p->opt, p->version, s, g, scale, 0, s->count};
-  pthread_t helper;
-  if (p->cfg.ps_apply_threads < 2 || s->count < PS_PARALLEL_MIN) {
-    return apply_range(&whole), 0;
-  }
-  apply_part tail = whole;
-  whole.end = tail.begin = s->count / 2 / 16 * 16;
-  if (pthread_create(&helper, NULL, apply_range, &tail)) {
-    return apply_range(&tail), apply_range(&whole), 0;
-  }
-  apply_range(&whole);
-  pthread_join(helper, NULL);
+  apply_job job = {&p->opt, p->version, s, g, scale};
+  tfx_ps_helper_run(helper_for(p, s->count), apply_range, &job, s->count);
   return 0;
 }
 

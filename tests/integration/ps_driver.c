@@ -1,5 +1,6 @@
 /* Drives a real `tfx-node --role=ps` through its protocol and checks the update semantics exactly.
- * Usage: tfx-ps-driver TFX_NODE CASE   with CASE one of async-sum, sync, ssp, optim, reject, checkpoint.
+ * Usage: tfx-ps-driver TFX_NODE CASE   with CASE one of async-sum, sync, ssp, optim, reject, checkpoint, sparse,
+ * split.
  * Prints "ok: ..." and exits 0, or "FAIL: ..." and exits 1. */
 #include <math.h>
 #include <signal.h>
@@ -335,6 +336,55 @@ static void case_checkpoint(void) {
   tfx_client_destroy(c);
 }
 
+/* ps_apply_threads = 2 on a variable large enough to be shared with the ps's helper thread (chunks claimed by
+ * both threads): Adam at the ps equals the single-process rule bit for bit, and a NaN in the last chunk is
+ * rejected without changing anything. */
+static void case_split(void) {
+  enum { BIG = 300000 }; /* 1.2 MB: above the ps's split threshold */
+  tfx_client *c = connect_ps();
+  tfx_err err;
+  const char *json = "{\"training\": {\"mode\": \"async\", \"ps_apply_threads\": 2},"
+                     " \"optimizer\": {\"name\": \"adam\", \"learning_rate\": 0.01}}";
+  Tfx__Shard sh, *shp = &sh;
+  int64_t shape[1] = {BIG};
+  tfx__shard__init(&sh);
+  sh.key = sh.var = "big", sh.shape = shape, sh.n_shape = 1, sh.row_end = BIG, sh.trainable = 1, sh.init = "zeros";
+  tfx_envelope env;
+  tfx_inmsg r;
+  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_INIT);
+  env.text = (char *)json, env.shards = &shp, env.n_shards = 1, env.flag = 1;
+  CHECK(tfx_client_call(c, &env, NULL, 0, &r, 20000, &err) == 0, "init: %s", err.msg);
+  tfx_inmsg_fini(&r);
+  tfx_config cfg;
+  tfx_config_init(&cfg);
+  strcpy(cfg.optimizer, "adam"), cfg.learning_rate = 0.01;
+  tfx_optim opt;
+  tfx_optim_init(&opt, &cfg);
+  float *w = calloc(BIG, 4), *m = calloc(BIG, 4), *s2 = calloc(BIG, 4), *g = malloc(BIG * 4);
+  float *slots[2] = {m, s2};
+  for (int step = 0; step < 3; step++) {
+    for (int i = 0; i < BIG; i++) {
+      g[i] = sinf((float)(i + step));
+    }
+    CHECK(push(c, 0, step, g, "big", BIG, NULL, &err) == 0, "push: %s", err.msg);
+    tfx_optim_apply(&opt, step, w, g, 1.0f, slots, BIG);
+  }
+  g[BIG - 2] = NAN;
+  CHECK(push(c, 0, 3, g, "big", BIG, NULL, &err) == TFX_EINVAL && strstr(err.msg, "'big'"), "NaN: %s", err.msg);
+  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_PULL);
+  CHECK(tfx_client_call(c, &env, NULL, 0, &r, 10000, &err) == 0, "pull: %s", err.msg);
+  size_t size = 0;
+  const float *v = tfx_inmsg_part(&r, 0, &size);
+  CHECK(v && size == BIG * 4, "pull: %zu bytes", size);
+  for (int i = 0; i < BIG; i++) {
+    CHECK(v[i] == w[i], "two-thread update: ps %g != single-process %g at %d", v[i], w[i], i);
+  }
+  tfx_inmsg_fini(&r);
+  free(w), free(m), free(s2), free(g);
+  printf("ok: a shard shared with the ps's helper thread: adam bit for bit; a NaN in the last chunk rejected\n");
+  tfx_client_destroy(c);
+}
+
 int main(int argc, char **argv) {
   if (argc != 3) {
     return fprintf(stderr, "usage: %s TFX_NODE CASE\n", argv[0]), 2;
@@ -361,6 +411,8 @@ int main(int argc, char **argv) {
     case_checkpoint();
   } else if (!strcmp(cs, "sparse")) {
     case_sparse();
+  } else if (!strcmp(cs, "split")) {
+    case_split();
   } else {
     CHECK(0, "unknown case %s", cs);
   }
