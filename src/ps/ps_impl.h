@@ -19,9 +19,13 @@ typedef struct ps_helper ps_helper;
 /* One part [begin, end) of an element-wise job over ctx. */
 typedef void (*ps_range_fn)(void *ctx, size_t begin, size_t end);
 
+/* A shard's values: reference-counted (a reply sends them in place), in memory of their own or in a received
+ * gradient frame that became the shard's values (frame_owned; see tfx_ps_vbuf_adopt). */
 typedef struct vbuf {
   atomic_int refs;
-  float data[];
+  int frame_owned;
+  zmq_msg_t frame;
+  float *data;
 } vbuf;
 
 typedef struct shard {
@@ -90,6 +94,11 @@ void tfx_ps_helper_destroy(ps_helper *h);
 /* Runs fn over [0, n) in chunks shared by this thread and the helper (all here when h is NULL); returns when
  * every chunk is done. ctx is borrowed until return; fn must be safe to run on two disjoint ranges at once. */
 void tfx_ps_helper_run(ps_helper *h, ps_range_fn fn, void *ctx, size_t n);
+/* Wraps a received frame (moved out of *frame, which is left empty) as a value buffer with one reference;
+ * caller owns; release with tfx_ps_vbuf_release. NULL when out of memory (*frame is then untouched). */
+vbuf *tfx_ps_vbuf_adopt(zmq_msg_t *frame);
+/* Drops one reference of a value buffer (also ZeroMQ's free callback of a reply sent in place). */
+void tfx_ps_vbuf_release(void *data, void *hint);
 /* Makes a shard's value buffer private (copy on write) before an update; -1 when out of memory. */
 int tfx_ps_own_value(ps_state *p, shard *s);
 /* Bytes of variable values held. */

@@ -241,7 +241,23 @@ static int all_finite_split(ps_state *p, const void *data, size_t n) {
   return !atomic_load(&job.bad);
 }
 
-/* Checks every tensor of a push before anything changes. */
+/* Whether a pushed tensor takes the one-pass path (push_fused): an async or ssp dense update of a large
+ * trainable shard by a rule without slots (SGD), from an aligned frame. */
+static int fusable(const ps_state *p, shard *const *targets, size_t i, const shard *s, const Tfx__Tensor *t,
+                   const void *g) {
+  if (is_sync(p) || !s->trainable || t->n_rows || tfx_optim_slots(&p->opt) || s->count * sizeof(float) < TFX_WIRE_SMALL ||
+      ((uintptr_t)g & 3)) {
+    return 0;
+  }
+  for (size_t j = 0; j < i; j++) {
+    if (targets[j] == s) {
+      return 0; /* pushed twice in one message: the second applies over the first, the usual way */
+    }
+  }
+  return 1;
+}
+
+/* Checks every tensor of a push before anything changes (NaN/Inf of fusable ones: in push_fused). */
 static int validate_push(ps_state *p, const tfx_inmsg *m, shard **targets, tfx_err *err) {
   const tfx_envelope *e = m->env;
   int part = 0;
@@ -267,7 +283,7 @@ static int validate_push(ps_state *p, const tfx_inmsg *m, shard **targets, tfx_e
     }
     size_t size;
     const void *g = tfx_inmsg_part(m, part++, &size);
-    if (!all_finite_split(p, g, size / 4)) {
+    if (!fusable(p, targets, i, s, t, g) && !all_finite_split(p, g, size / 4)) {
       return tfx_err_set(err, TFX_EINVAL, "push: '%s' carries NaN or Inf; rejected", s->key);
     }
     targets[i] = s;
@@ -384,17 +400,86 @@ static int push_sync(ps_state *p, const tfx_inmsg *m, shard **targets, int *stal
   return TFX_OK;
 }
 
-static int push_async(ps_state *p, const tfx_inmsg *m, shard **targets, tfx_err *err) {
+/* The one-pass update of a fusable tensor: each 4 KiB block of the gradient is checked for NaN/Inf, updated
+ * from the current values in an L1-sized copy, and written back over the gradient in its own frame. */
+typedef struct fuse_job {
+  const tfx_optim *opt;
+  int64_t step;
+  const float *w;
+  float *g;
+  atomic_int bad;
+} fuse_job;
+
+static void fuse_range(void *ctx, size_t begin, size_t end) {
+  enum { BLOCK = 1024 };
+  fuse_job *f = ctx;
+  float block[BLOCK], *no_slots[2] = {NULL, NULL};
+  for (size_t b = begin; b < end && !atomic_load_explicit(&f->bad, memory_order_relaxed); b += BLOCK) {
+    size_t n = end - b < BLOCK ? end - b : BLOCK;
+    if (!all_finite(f->g + b, n)) {
+      atomic_store(&f->bad, 1);
+      return;
+    }
+    memcpy(block, f->w + b, n * sizeof(float));
+    tfx_optim_apply(f->opt, f->step, block, f->g + b, 1.0f, no_slots, n);
+    memcpy(f->g + b, block, n * sizeof(float));
+  }
+}
+
+/* Computes the new values of every fusable tensor into its gradient frame and wraps the frame as a value
+ * buffer (adopted[i]); the shards are not touched, so a NaN/Inf or a failed allocation rejects the push whole. */
+static int push_fused(ps_state *p, tfx_inmsg *m, shard **targets, vbuf **adopted, tfx_err *err) {
   const tfx_envelope *e = m->env;
-  for (size_t i = 0; i < e->n_tensors; i++) {
+  int rc = TFX_OK;
+  for (size_t i = 0; i < e->n_tensors && !rc; i++) {
+    size_t size;
+    float *g = (float *)tfx_inmsg_part(m, (int)i, &size);
+    adopted[i] = NULL;
+    if (!fusable(p, targets, i, targets[i], e->tensors[i], g)) {
+      continue;
+    }
+    fuse_job job = {&p->opt, p->version, targets[i]->value->data, g, 0};
+    tfx_ps_helper_run(helper_for(p, targets[i]->count), fuse_range, &job, targets[i]->count);
+    if (atomic_load(&job.bad)) {
+      rc = tfx_err_set(err, TFX_EINVAL, "push: '%s' carries NaN or Inf; rejected", targets[i]->key);
+    } else if (!(adopted[i] = tfx_ps_vbuf_adopt(&m->parts[i]))) {
+      rc = tfx_err_set(err, TFX_ENOMEM, "out of memory");
+    }
+  }
+  for (size_t i = 0; rc && i < e->n_tensors; i++) {
+    tfx_ps_vbuf_release(NULL, adopted[i]); /* its frame was computed over: it goes, the push is rejected */
+    adopted[i] = NULL;
+  }
+  return rc;
+}
+
+static int push_async(ps_state *p, tfx_inmsg *m, shard **targets, tfx_err *err) {
+  const tfx_envelope *e = m->env;
+  vbuf *stack[64], **adopted = e->n_tensors <= 64 ? stack : calloc(e->n_tensors, sizeof *adopted);
+  int rc = adopted ? push_fused(p, m, targets, adopted, err) : tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  for (size_t i = 0; i < e->n_tensors && !rc; i++) {
+    if (adopted[i]) { /* the frame holds the new values: it becomes the shard's value buffer */
+      tfx_ps_vbuf_release(NULL, targets[i]->value);
+      targets[i]->value = adopted[i], adopted[i] = NULL;
+      continue;
+    }
     const float *g = grad_data(p, m, (int)i);
     const Tfx__Tensor *t = e->tensors[i];
     int bad = !g || (!targets[i]->trainable ? assign_values(p, targets[i], g)
                      : t->n_rows            ? apply_rows(p, targets[i], g, t)
                                             : apply_one(p, targets[i], g, 1.0f));
     if (bad) {
-      return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+      rc = tfx_err_set(err, TFX_ENOMEM, "out of memory");
     }
+  }
+  for (size_t i = 0; adopted && i < e->n_tensors; i++) {
+    tfx_ps_vbuf_release(NULL, adopted[i]); /* left after an out-of-memory stop */
+  }
+  if (adopted != stack) {
+    free(adopted);
+  }
+  if (rc) {
+    return rc;
   }
   p->version++;
   p->stats.applied++;

@@ -336,15 +336,19 @@ static void case_checkpoint(void) {
   tfx_client_destroy(c);
 }
 
-/* ps_apply_threads = 2 on a variable large enough to be shared with the ps's helper thread (chunks claimed by
- * both threads): Adam at the ps equals the single-process rule bit for bit, and a NaN in the last chunk is
- * rejected without changing anything. */
-static void case_split(void) {
-  enum { BIG = 300000 }; /* 1.2 MB: above the ps's split threshold */
+/* One large shard (1.2 MB) through the ps's large-tensor paths: optimizer `opt` with `threads` update threads
+ * (2: chunks shared with the helper thread; SGD: the one-pass update into the gradient frame). The result
+ * equals the single-process rule bit for bit over 3 steps, and a NaN in the last block is rejected without
+ * changing anything. */
+static void split_case(const char *opt_name, int threads) {
+  enum { BIG = 300000 };
   tfx_client *c = connect_ps();
   tfx_err err;
-  const char *json = "{\"training\": {\"mode\": \"async\", \"ps_apply_threads\": 2},"
-                     " \"optimizer\": {\"name\": \"adam\", \"learning_rate\": 0.01}}";
+  char json[256];
+  snprintf(json, sizeof json,
+           "{\"training\": {\"mode\": \"async\", \"ps_apply_threads\": %d},"
+           " \"optimizer\": {\"name\": \"%s\", \"learning_rate\": 0.01}}",
+           threads, opt_name);
   Tfx__Shard sh, *shp = &sh;
   int64_t shape[1] = {BIG};
   tfx__shard__init(&sh);
@@ -352,12 +356,12 @@ static void case_split(void) {
   tfx_envelope env;
   tfx_inmsg r;
   tfx_wire_request(&env, TFX__MSG_TYPE__MSG_INIT);
-  env.text = (char *)json, env.shards = &shp, env.n_shards = 1, env.flag = 1;
+  env.text = json, env.shards = &shp, env.n_shards = 1, env.flag = 1;
   CHECK(tfx_client_call(c, &env, NULL, 0, &r, 20000, &err) == 0, "init: %s", err.msg);
   tfx_inmsg_fini(&r);
   tfx_config cfg;
   tfx_config_init(&cfg);
-  strcpy(cfg.optimizer, "adam"), cfg.learning_rate = 0.01;
+  strcpy(cfg.optimizer, opt_name), cfg.learning_rate = 0.01;
   tfx_optim opt;
   tfx_optim_init(&opt, &cfg);
   float *w = calloc(BIG, 4), *m = calloc(BIG, 4), *s2 = calloc(BIG, 4), *g = malloc(BIG * 4);
@@ -375,14 +379,21 @@ static void case_split(void) {
   CHECK(tfx_client_call(c, &env, NULL, 0, &r, 10000, &err) == 0, "pull: %s", err.msg);
   size_t size = 0;
   const float *v = tfx_inmsg_part(&r, 0, &size);
-  CHECK(v && size == BIG * 4, "pull: %zu bytes", size);
+  CHECK(v && size == BIG * 4 && r.env->step == 3, "pull: %zu bytes at version %lld", size, (long long)r.env->step);
   for (int i = 0; i < BIG; i++) {
-    CHECK(v[i] == w[i], "two-thread update: ps %g != single-process %g at %d", v[i], w[i], i);
+    CHECK(v[i] == w[i], "%s, %d thread(s): ps %g != single-process %g at %d", opt_name, threads, v[i], w[i], i);
   }
   tfx_inmsg_fini(&r);
   free(w), free(m), free(s2), free(g);
-  printf("ok: a shard shared with the ps's helper thread: adam bit for bit; a NaN in the last chunk rejected\n");
   tfx_client_destroy(c);
+}
+
+static void case_split(void) {
+  split_case("adam", 2);
+  split_case("sgd", 2);
+  split_case("sgd", 1);
+  printf("ok: a 1.2 MB shard (adam on two threads; sgd in one pass on one and two threads) equals the "
+         "single-process rule bit for bit; a NaN in the last block rejected, nothing changed\n");
 }
 
 int main(int argc, char **argv) {
