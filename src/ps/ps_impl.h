@@ -14,6 +14,9 @@
 #define PS_MAX_WORKERS 1024
 /* Floats: with training.ps_apply_threads = 2, tensors this large are scanned and updated by two threads. */
 #define PS_PARALLEL_MIN (256 * 1024)
+/* Bytes: async SGD updates of shards this large take the one-pass path (smaller ones stay in cache, where the
+ * two passes are cheaper), and so does any whose buffer a reply is still sending (no copy on write). */
+#define PS_FUSE_MIN ((size_t)4 << 20)
 
 typedef struct ps_helper ps_helper;
 /* One part [begin, end) of an element-wise job over ctx. */
@@ -34,6 +37,7 @@ typedef struct shard {
   int64_t shape[4], row_begin, row_end;
   size_t count, row_size;
   int assigned; /* a non-trainable shard that received values (batch-norm statistics) */
+  int fuse;     /* the push being handled updates this shard in one pass (decided once, by validate_push) */
   vbuf *value;
   float *slots[2];
   float *acc;

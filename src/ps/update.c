@@ -241,17 +241,21 @@ static int all_finite_split(ps_state *p, const void *data, size_t n) {
   return !atomic_load(&job.bad);
 }
 
-/* Whether a pushed tensor takes the one-pass path (push_fused): an async or ssp dense update of a large
- * trainable shard by a rule without slots (SGD), from an aligned frame. */
-static int fusable(const ps_state *p, shard *const *targets, size_t i, const shard *s, const Tfx__Tensor *t,
-                   const void *g) {
-  if (is_sync(p) || !s->trainable || t->n_rows || tfx_optim_slots(&p->opt) || s->count * sizeof(float) < TFX_WIRE_SMALL ||
-      ((uintptr_t)g & 3)) {
-    return 0;
-  }
+/* Whether a pushed tensor takes the one-pass path (push_fused): an async or ssp dense update of a trainable
+ * shard by a rule without slots (SGD), from an aligned frame, for a large shard or one whose buffer a reply is
+ * still sending. Only the first tensor of a push naming the shard (a second applies over the first, the usual
+ * way). Decided once per push, by validate_push, since a send may end meanwhile. */
+static int fusable(const ps_state *p, const shard *s, const Tfx__Tensor *t, const void *g) {
+  size_t bytes = s->count * sizeof(float);
+  return !is_sync(p) && s->trainable && !t->n_rows && !tfx_optim_slots(&p->opt) && ((uintptr_t)g & 3) == 0 &&
+         bytes >= TFX_WIRE_SMALL && (bytes >= PS_FUSE_MIN || atomic_load(&s->value->refs) > 1);
+}
+
+/* Whether targets[i] is the first tensor of the push naming its shard. */
+static int first_use(shard *const *targets, size_t i, const shard *s) {
   for (size_t j = 0; j < i; j++) {
     if (targets[j] == s) {
-      return 0; /* pushed twice in one message: the second applies over the first, the usual way */
+      return 0;
     }
   }
   return 1;
@@ -283,7 +287,11 @@ static int validate_push(ps_state *p, const tfx_inmsg *m, shard **targets, tfx_e
     }
     size_t size;
     const void *g = tfx_inmsg_part(m, part++, &size);
-    if (!fusable(p, targets, i, s, t, g) && !all_finite_split(p, g, size / 4)) {
+    int fuse = first_use(targets, i, s) && fusable(p, s, t, g);
+    if (first_use(targets, i, s)) {
+      s->fuse = fuse;
+    }
+    if (!fuse && !all_finite_split(p, g, size / 4)) {
       return tfx_err_set(err, TFX_EINVAL, "push: '%s' carries NaN or Inf; rejected", s->key);
     }
     targets[i] = s;
@@ -435,7 +443,7 @@ static int push_fused(ps_state *p, tfx_inmsg *m, shard **targets, vbuf **adopted
     size_t size;
     float *g = (float *)tfx_inmsg_part(m, (int)i, &size);
     adopted[i] = NULL;
-    if (!fusable(p, targets, i, targets[i], e->tensors[i], g)) {
+    if (!first_use(targets, i, targets[i]) || !targets[i]->fuse) {
       continue;
     }
     fuse_job job = {&p->opt, p->version, targets[i]->value->data, g, 0};

@@ -336,12 +336,12 @@ static void case_checkpoint(void) {
   tfx_client_destroy(c);
 }
 
-/* One large shard (1.2 MB) through the ps's large-tensor paths: optimizer `opt` with `threads` update threads
+/* One large shard (4.4 MB) through the ps's large-tensor paths: optimizer `opt` with `threads` update threads
  * (2: chunks shared with the helper thread; SGD: the one-pass update into the gradient frame). The result
  * equals the single-process rule bit for bit over 3 steps, and a NaN in the last block is rejected without
  * changing anything. */
 static void split_case(const char *opt_name, int threads) {
-  enum { BIG = 300000 };
+  enum { BIG = 1100000 }; /* above the ps's one-pass (4 MiB) and two-thread (1 MiB) thresholds */
   tfx_client *c = connect_ps();
   tfx_err err;
   char json[256];
@@ -392,7 +392,7 @@ static void case_split(void) {
   split_case("adam", 2);
   split_case("sgd", 2);
   split_case("sgd", 1);
-  printf("ok: a 1.2 MB shard (adam on two threads; sgd in one pass on one and two threads) equals the "
+  printf("ok: a 4.4 MB shard (adam on two threads; sgd in one pass on one and two threads) equals the "
          "single-process rule bit for bit; a NaN in the last block rejected, nothing changed\n");
 }
 
