@@ -12,10 +12,10 @@
 
 /* CPU placement. Unpinned, the scheduler's choice of cores for the client's and the server's threads swings a
  * loopback round trip by up to 2x from one process to the next (measured: two identical echo servers, 320 vs
- * 670 µs at 1 MiB), which would make the ratio a draw. So the one-pair cases pin every ZeroMQ I/O thread (the
- * threads that do the TCP copies): the client's to one core, each server's (the ps and the raw echo alike) to
- * the other. Other threads float. TFX_BENCH_PIN=0 turns this off; TFX_BENCH_PIN=proc pins whole processes
- * instead (client on one core, servers on the other). */
+ * 670 µs at 1 MiB), which would make the ratio a draw. So the one-pair cases pin every thread of the client
+ * process to one core and every thread of the server processes (the ps and the raw echo alike) to the other.
+ * TFX_BENCH_PIN=0 turns this off; TFX_BENCH_PIN=io pins only the ZeroMQ I/O threads (the ones doing the TCP
+ * copies) and lets the others float, which on a loaded machine swings as much as no pinning. */
 static int pin_core[2] = {-1, -1}; /* client core, server core */
 static int pin_proc;
 static cpu_set_t pin_all;
@@ -27,7 +27,7 @@ static void pin_setup(void) {
   if (sched_getaffinity(0, sizeof all, &all) || (pin_all = all, CPU_COUNT(&all) < 2) || (env && !strcmp(env, "0"))) {
     return;
   }
-  pin_proc = env && !strcmp(env, "proc");
+  pin_proc = !(env && !strcmp(env, "io"));
   for (int cpu = 0, k = 0; cpu < CPU_SETSIZE && k < 2; cpu++) {
     if (CPU_ISSET(cpu, &all)) pin_core[k++] = cpu;
   }

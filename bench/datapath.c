@@ -8,7 +8,7 @@
  *   memcpy  one copy of the bytes in memory.
  * and prints `datapath size=N tfx_us=... raw_zmq_us=... memcpy_us=... ratio=raw/tfx`. tfx and raw are driven from
  * this one process in alternating blocks of about 20 ms and each figure is a median, so load from other processes
- * falls on both alike; the ZeroMQ I/O threads are pinned (the client's to one core, both servers' to the other),
+ * falls on both alike; the client process is pinned to one core and both server processes to the other,
  * and a `# size=N per round trip` line gives the CPU time each server process spent per round trip.
  * Then the scaling cases: 2 ps x 2 workers, and 1 -> 2 -> 4 -> 8 ps holding one 64 MiB model with 8 pushers.
  * Usage: tfx-bench-datapath TFX_NODE [seconds-per-case] */
