@@ -439,10 +439,10 @@ static void fuse_range(void *ctx, size_t begin, size_t end) {
 static int push_fused(ps_state *p, tfx_inmsg *m, shard **targets, vbuf **adopted, tfx_err *err) {
   const tfx_envelope *e = m->env;
   int rc = TFX_OK;
+  memset(adopted, 0, sizeof *adopted * e->n_tensors);
   for (size_t i = 0; i < e->n_tensors && !rc; i++) {
     size_t size;
     float *g = (float *)tfx_inmsg_part(m, (int)i, &size);
-    adopted[i] = NULL;
     if (!first_use(targets, i, targets[i]) || !targets[i]->fuse) {
       continue;
     }
