@@ -75,7 +75,8 @@ static void proc_sched_us(pid_t pid, double *cpu, double *wait) {
         FILE *c = fopen(cp, "r");
         if (c && fgets(comm, sizeof comm, c)) comm[strcspn(comm, "\n")] = 0;
         if (c) fclose(c);
-        printf("#   pid %d thread %s %s: cpu %.0f µs, waited %.0f µs\n", (int)pid, e->d_name, comm, run / 1e3, queued / 1e3);
+        printf("#   pid %d thread %s %s: cpu %.0f µs, waited %.0f µs\n", (int)pid, e->d_name, comm, run / 1e3,
+               queued / 1e3);
       }
     }
     if (f) fclose(f);

@@ -119,8 +119,7 @@ static double median(double *v, long n) {
  * (other processes on the 2 cores) on both sides alike. */
 static pid_t pair_pid[2]; /* the ps and the echo process, for their CPU time */
 
-static int pair_round_trips(tfx_psclient *pc, void *raw, size_t size, double seconds, double *tfx_us,
-                            double *raw_us) {
+static int pair_round_trips(tfx_psclient *pc, void *raw, size_t size, double seconds, double *tfx_us, double *raw_us) {
   char *data = malloc(size);
   long cap = 1 << 16, n[2] = {0, 0};
   double *rt[2] = {malloc(sizeof(double) * (size_t)cap), malloc(sizeof(double) * (size_t)cap)}, spent[2] = {0, 0};
@@ -160,11 +159,12 @@ static int pair_round_trips(tfx_psclient *pc, void *raw, size_t size, double sec
   if (rc) {
     fprintf(stderr, "push_pull: %s\n", err.msg);
   } else {
-    printf("# size=%zu per round trip: ps cpu_us=%.1f runqueue_wait_us=%.1f page_faults=%.1f; echo cpu_us=%.1f "
-           "runqueue_wait_us=%.1f page_faults=%.1f\n",
-           size, (cpu1[0] - cpu0[0]) / (double)n[0], (wait1[0] - wait0[0]) / (double)n[0],
-           (flt1[0] - flt0[0]) / (double)n[0], (cpu1[1] - cpu0[1]) / (double)n[1], (wait1[1] - wait0[1]) / (double)n[1],
-           (flt1[1] - flt0[1]) / (double)n[1]);
+    printf(
+        "# size=%zu per round trip: ps cpu_us=%.1f runqueue_wait_us=%.1f page_faults=%.1f; echo cpu_us=%.1f "
+        "runqueue_wait_us=%.1f page_faults=%.1f\n",
+        size, (cpu1[0] - cpu0[0]) / (double)n[0], (wait1[0] - wait0[0]) / (double)n[0],
+        (flt1[0] - flt0[0]) / (double)n[0], (cpu1[1] - cpu0[1]) / (double)n[1], (wait1[1] - wait0[1]) / (double)n[1],
+        (flt1[1] - flt0[1]) / (double)n[1]);
     *tfx_us = median(rt[0], n[0]), *raw_us = median(rt[1], n[1]);
   }
   free(data), free(rt[0]), free(rt[1]);
@@ -187,7 +187,6 @@ static double memcpy_us(size_t size) {
   free(a), free(b);
   return us;
 }
-
 
 /* One size: a ps process and an echo process side by side, driven in turn from this process; 0 on success. */
 static int pair_case(size_t size, double *tfx_us, double *raw_us) {

@@ -443,9 +443,10 @@ static void case_split(void) {
   split_case("sgd", 2);
   split_case("sgd", 1);
   split_two();
-  printf("ok: a 4.4 MB shard (adam on two threads; sgd in one pass on one and two threads) equals the "
-         "single-process rule bit for bit; a NaN in the last block, or an Inf in the second of two tensors, rejected "
-         "and nothing changed\n");
+  printf(
+      "ok: a 4.4 MB shard (adam on two threads; sgd in one pass on one and two threads) equals the "
+      "single-process rule bit for bit; a NaN in the last block, or an Inf in the second of two tensors, rejected "
+      "and nothing changed\n");
 }
 
 int main(int argc, char **argv) {
