@@ -3,10 +3,100 @@
 #define TFX_BENCH_CLUSTER_H
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <netinet/in.h>
+#include <sched.h>
 #include <sys/socket.h>
 
 #include "plan.h"
+
+/* CPU placement. Unpinned, the scheduler's choice of cores for the client's and the server's threads swings a
+ * loopback round trip by up to 2x from one process to the next (measured: two identical echo servers, 320 vs
+ * 670 µs at 1 MiB), which would make the ratio a draw. So the one-pair cases pin every thread of the client
+ * process to one core and every thread of the server processes (the ps and the raw echo alike) to the other.
+ * TFX_BENCH_PIN=0 turns this off; TFX_BENCH_PIN=io pins only the ZeroMQ I/O threads (the ones doing the TCP
+ * copies) and lets the others float, which on a loaded machine swings as much as no pinning. */
+static int pin_core[2] = {-1, -1}; /* client core, server core */
+static int pin_proc;
+static cpu_set_t pin_all;
+
+/* Picks the client and server cores (the first two this process may use). */
+static void pin_setup(void) {
+  const char *env = getenv("TFX_BENCH_PIN");
+  cpu_set_t all;
+  if (sched_getaffinity(0, sizeof all, &all) || (pin_all = all, CPU_COUNT(&all) < 2) || (env && !strcmp(env, "0"))) {
+    return;
+  }
+  pin_proc = !(env && !strcmp(env, "io"));
+  for (int cpu = 0, k = 0; cpu < CPU_SETSIZE && k < 2; cpu++) {
+    if (CPU_ISSET(cpu, &all)) pin_core[k++] = cpu;
+  }
+}
+
+/* Pins the threads of process pid (all of them with pin_proc, else its ZeroMQ I/O threads) to core k, or back
+ * to every core with k = -1. */
+static void pin_threads(pid_t pid, int k) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+  DIR *d = pin_core[0] >= 0 ? opendir(path) : NULL;
+  cpu_set_t set = pin_all;
+  if (k >= 0) {
+    CPU_ZERO(&set);
+    CPU_SET(pin_core[k], &set);
+  }
+  for (struct dirent *e; d && (e = readdir(d));) {
+    char comm_path[300], comm[32] = "";
+    snprintf(comm_path, sizeof comm_path, "%s/%s/comm", path, e->d_name);
+    FILE *f = e->d_name[0] != '.' ? fopen(comm_path, "r") : NULL;
+    if (f && fgets(comm, sizeof comm, f) && (pin_proc || !strncmp(comm, "ZMQbg/IO/", 9))) {
+      sched_setaffinity(atoi(e->d_name), sizeof set, &set);
+    }
+    if (f) fclose(f);
+  }
+  if (d) closedir(d);
+}
+
+/* CPU time and run-queue wait (µs) summed over the threads of process pid, from /proc/PID/task/TID/schedstat. */
+static void proc_sched_us(pid_t pid, double *cpu, double *wait) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+  DIR *d = opendir(path);
+  *cpu = *wait = 0;
+  for (struct dirent *e; d && (e = readdir(d));) {
+    char p2[300];
+    unsigned long long run = 0, queued = 0;
+    snprintf(p2, sizeof p2, "%s/%s/schedstat", path, e->d_name);
+    FILE *f = e->d_name[0] != '.' ? fopen(p2, "r") : NULL;
+    if (f && fscanf(f, "%llu %llu", &run, &queued) == 2) {
+      *cpu += (double)run / 1e3, *wait += (double)queued / 1e3;
+      if (getenv("TFX_BENCH_THREADS")) {
+        char cp[300], comm[32] = "";
+        snprintf(cp, sizeof cp, "%s/%s/comm", path, e->d_name);
+        FILE *c = fopen(cp, "r");
+        if (c && fgets(comm, sizeof comm, c)) comm[strcspn(comm, "\n")] = 0;
+        if (c) fclose(c);
+        printf("#   pid %d thread %s %s: cpu %.0f µs, waited %.0f µs\n", (int)pid, e->d_name, comm, run / 1e3,
+               queued / 1e3);
+      }
+    }
+    if (f) fclose(f);
+  }
+  if (d) closedir(d);
+}
+
+/* Minor page faults of process pid so far (field 10 of /proc/PID/stat). */
+static double proc_minflt(pid_t pid) {
+  char path[64], buf[1024];
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+  FILE *f = fopen(path, "r");
+  size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+  if (f) fclose(f);
+  buf[n] = 0;
+  char *p = strrchr(buf, ')');
+  unsigned long long flt = 0;
+  if (p) sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %llu", &flt);
+  return (double)flt;
+}
 
 static int kernel_port(void) {
   struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
@@ -95,22 +185,50 @@ static void worker_loop(tfx_cluster *c, const tfx_config *cfg, tfx_plan *plan, d
   _exit(0);
 }
 
-/* Mean µs of one push+pull round trip per worker, with n_ps ps and n_workers concurrent workers. */
-static double tfx_round_trip_us(const tfx_config *cfg, int n_ps, int n_workers, double seconds, double *agg_gbps) {
-  tfx_cluster *c = bench_cluster(n_ps, n_workers);
-  pid_t ps[16], workers[64];
-  for (int p = 0; p < n_ps; p++) ps[p] = spawn_ps(c, p);
-  tfx_model *m;
+/* A running cluster of real ps processes, initialized with the plan of cfg. */
+typedef struct bench_ps {
+  tfx_cluster *c;
   tfx_plan plan;
+  pid_t ps[16];
+  int n_ps;
+  double model_bytes;
+} bench_ps;
+
+/* Spawns n_ps ps processes and sends them the plan; 0 on success (b is torn down by stop_ps either way). */
+static int start_ps(bench_ps *b, const tfx_config *cfg, int n_ps, int n_workers) {
+  b->c = bench_cluster(n_ps, n_workers), b->n_ps = n_ps;
+  for (int p = 0; p < n_ps; p++) b->ps[p] = spawn_ps(b->c, p);
+  tfx_model *m;
   tfx_model_create(cfg, 1, &m, NULL);
-  tfx_plan_build(cfg, m, n_ps, &plan, NULL);
-  double us = -1, total_bytes = (double)tfx_model_param_count(m) * 4;
+  tfx_plan_build(cfg, m, n_ps, &b->plan, NULL);
+  b->model_bytes = (double)tfx_model_param_count(m) * 4;
   tfx_model_destroy(m);
-  if (init_ps(c, cfg, &plan, n_ps, n_workers) == 0) {
+  return init_ps(b->c, cfg, &b->plan, n_ps, n_workers);
+}
+
+/* Prints the ps status lines (with TFX_BENCH_LOG set), stops the ps processes and frees b. */
+static void stop_ps(bench_ps *b) {
+  for (int p = 0; p < b->n_ps && getenv("TFX_BENCH_LOG"); p++) {
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "%s status --address %s", tfx_node, tfx_cluster_address(b->c, TFX_ROLE_PS, p));
+    if (system(cmd)) fprintf(stderr, "status failed\n");
+  }
+  for (int p = 0; p < b->n_ps; p++) kill(b->ps[p], SIGTERM);
+  for (int p = 0; p < b->n_ps; p++) waitpid(b->ps[p], NULL, 0);
+  tfx_plan_fini(&b->plan);
+  tfx_cluster_destroy(b->c);
+}
+
+/* Mean µs of one push+pull round trip per worker, with n_ps ps and n_workers concurrent worker processes. */
+static double tfx_round_trip_us(const tfx_config *cfg, int n_ps, int n_workers, double seconds, double *agg_gbps) {
+  bench_ps b;
+  pid_t workers[64];
+  double us = -1;
+  if (start_ps(&b, cfg, n_ps, n_workers) == 0) {
     int fds[2];
     if (pipe(fds)) return -1;
     for (int w = 0; w < n_workers; w++) {
-      if ((workers[w] = fork()) == 0) worker_loop(c, cfg, &plan, seconds, fds[1]);
+      if ((workers[w] = fork()) == 0) worker_loop(b.c, cfg, &b.plan, seconds, fds[1]);
     }
     double sum_us = 0, sum_rate = 0;
     for (int w = 0; w < n_workers; w++) {
@@ -120,17 +238,9 @@ static double tfx_round_trip_us(const tfx_config *cfg, int n_ps, int n_workers, 
     }
     close(fds[0]), close(fds[1]);
     us = sum_us / n_workers;
-    if (agg_gbps) *agg_gbps = sum_rate * 2 * total_bytes / 1e9;
+    if (agg_gbps) *agg_gbps = sum_rate * 2 * b.model_bytes / 1e9;
   }
-  for (int p = 0; p < n_ps && getenv("TFX_BENCH_LOG"); p++) {
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "%s status --address %s", tfx_node, tfx_cluster_address(c, TFX_ROLE_PS, p));
-    if (system(cmd)) fprintf(stderr, "status failed\n");
-  }
-  for (int p = 0; p < n_ps; p++) kill(ps[p], SIGTERM);
-  for (int p = 0; p < n_ps; p++) waitpid(ps[p], NULL, 0);
-  tfx_plan_fini(&plan);
-  tfx_cluster_destroy(c);
+  stop_ps(&b);
   return us;
 }
 

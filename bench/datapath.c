@@ -6,7 +6,10 @@
  *   raw     a plain ZeroMQ DEALER/ROUTER echo of the same bytes, zero-copy both ways, against a forked echo
  *           process: the ceiling of any protocol on this transport;
  *   memcpy  one copy of the bytes in memory.
- * and prints `datapath size=N tfx_us=... raw_zmq_us=... memcpy_us=... ratio=raw/tfx`.
+ * and prints `datapath size=N tfx_us=... raw_zmq_us=... memcpy_us=... ratio=raw/tfx`. tfx and raw are driven from
+ * this one process in alternating blocks of about 20 ms and each figure is a median, so load from other processes
+ * falls on both alike; the client process is pinned to one core and both server processes to the other,
+ * and a `# size=N per round trip` line gives the CPU time each server process spent per round trip.
  * Then the scaling cases: 2 ps x 2 workers, and 1 -> 2 -> 4 -> 8 ps holding one 64 MiB model with 8 pushers.
  * Usage: tfx-bench-datapath TFX_NODE [seconds-per-case] */
 #include <signal.h>
@@ -14,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cluster.h"
@@ -24,6 +28,23 @@
 
 static const char *tfx_node;
 static double seconds_per_case = 1.0;
+
+/* A model with one variable of `size` bytes: dense units 1 over an input of size/4 values (plus a 4-byte bias). */
+static void one_variable(tfx_config *cfg, size_t size) {
+  char json[512];
+  snprintf(json, sizeof json,
+           "{\"model\": {\"input_shape\": [%zu], \"layers\": [{\"type\": \"dense\", \"units\": 1}]},"
+           " \"training\": {\"mode\": \"async\", \"ps_apply_threads\": %d}, \"optimizer\": {\"name\": \"sgd\", "
+           "\"learning_rate\": 1e-9}}",
+           size / 4, getenv("TFX_BENCH_APPLY_THREADS") ? atoi(getenv("TFX_BENCH_APPLY_THREADS")) : 1);
+  tfx_config_init(cfg);
+  tfx_err err;
+  if (tfx_config_parse(cfg, json, "bench", &err)) {
+    fprintf(stderr, "bench config: %s\n", err.msg), exit(1);
+  }
+}
+
+#include "bench_cluster.h"
 
 /* The raw ceiling's server: echoes every message back, zero-copy. */
 static void echo_server(int fd) {
@@ -51,9 +72,9 @@ static void echo_server(int fd) {
   _exit(0);
 }
 
-static double raw_round_trip_us(size_t size) {
+/* Forks the echo server; *ep gets its endpoint. Returns its pid, or -1. */
+static pid_t start_echo(char *ep) {
   int fds[2];
-  char ep[64];
   if (pipe(fds)) {
     return -1;
   }
@@ -61,41 +82,93 @@ static double raw_round_trip_us(size_t size) {
   if (pid == 0) {
     echo_server(fds[1]);
   }
-  if (read(fds[0], ep, sizeof ep) != sizeof ep) {
-    return -1;
-  }
+  ssize_t got = read(fds[0], ep, 64);
   close(fds[0]), close(fds[1]);
-  void *s = zmq_socket(tfx_net_context(), ZMQ_DEALER);
-  int buf = 4 << 20;
-  zmq_setsockopt(s, ZMQ_SNDBUF, &buf, sizeof buf);
-  zmq_setsockopt(s, ZMQ_RCVBUF, &buf, sizeof buf);
-  zmq_connect(s, ep);
+  return got == 64 ? pid : -1;
+}
+
+/* One raw round trip: the bytes out zero-copy, the echo back into a ZeroMQ frame. */
+static void raw_once(void *s, char *data, size_t size) {
+  zmq_msg_t out, in;
+  zmq_msg_init_data(&out, data, size, NULL, NULL);
+  zmq_msg_send(&out, s, 0);
+  zmq_msg_init(&in);
+  zmq_msg_recv(&in, s, 0);
+  zmq_msg_close(&in);
+}
+
+static double now_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+static double median(double *v, long n) {
+  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  return n ? (n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2) : -1;
+}
+
+/* The two sides of one size, measured interleaved: blocks of tfx round trips (push+pull through the workers'
+ * client against a real ps) and raw ones (echo) alternate, each block about 20 ms, until each side has had
+ * `seconds`; *tfx_us and *raw_us get the median round trip of each. Interleaving puts the machine's noise
+ * (other processes on the 2 cores) on both sides alike. */
+static pid_t pair_pid[2]; /* the ps and the echo process, for their CPU time */
+
+static int pair_round_trips(tfx_psclient *pc, void *raw, size_t size, double seconds, double *tfx_us, double *raw_us) {
   char *data = malloc(size);
-  memset(data, 1, size);
-  int64_t t0 = 0;
-  long n = 0;
-  for (long i = -3; i < 100000; i++) {
-    if (i == 0) {
-      t0 = tfx_now_ms();
+  long cap = 1 << 16, n[2] = {0, 0};
+  double *rt[2] = {malloc(sizeof(double) * (size_t)cap), malloc(sizeof(double) * (size_t)cap)}, spent[2] = {0, 0};
+  int64_t version = 0;
+  tfx_err err;
+  int rc = !data || !rt[0] || !rt[1];
+  if (!rc) {
+    memset(data, 1, size);
+  }
+  for (int w = 0; w < 3 && !rc; w++) { /* warm both paths up */
+    rc = tfx_psclient_push_pull(pc, version, &version, &err);
+    raw_once(raw, data, size);
+  }
+  double cpu0[2], wait0[2], cpu1[2], wait1[2], flt0[2], flt1[2];
+  for (int k = 0; k < 2; k++) {
+    proc_sched_us(pair_pid[k], &cpu0[k], &wait0[k]), flt0[k] = proc_minflt(pair_pid[k]);
+  }
+  for (int side = 0; !rc && (spent[0] < seconds * 1e6 || spent[1] < seconds * 1e6); side ^= 1) {
+    double block = 0;
+    while (block < 20000 && n[side] < cap && !rc) {
+      double t0 = now_us();
+      if (side == 0) {
+        rc = tfx_psclient_push_pull(pc, version, &version, &err);
+      } else {
+        raw_once(raw, data, size);
+      }
+      double dt = now_us() - t0;
+      rt[side][n[side]++] = dt, spent[side] += dt, block += dt;
     }
-    zmq_msg_t out, in;
-    zmq_msg_init_data(&out, data, size, NULL, NULL);
-    zmq_msg_send(&out, s, 0);
-    zmq_msg_init(&in);
-    zmq_msg_recv(&in, s, 0);
-    zmq_msg_close(&in);
-    if (i >= 0) {
-      n++;
-    }
-    if (i >= 0 && tfx_now_ms() - t0 > seconds_per_case * 1000) {
+    if (n[0] >= cap || n[1] >= cap) {
       break;
     }
   }
-  double us = (double)(tfx_now_ms() - t0) * 1000.0 / (double)n;
-  tfx_net_close(s);
-  kill(pid, SIGKILL), waitpid(pid, NULL, 0);
-  free(data);
-  return us;
+  for (int k = 0; k < 2; k++) {
+    proc_sched_us(pair_pid[k], &cpu1[k], &wait1[k]), flt1[k] = proc_minflt(pair_pid[k]);
+  }
+  if (rc) {
+    fprintf(stderr, "push_pull: %s\n", err.msg);
+  } else {
+    printf(
+        "# size=%zu per round trip: ps cpu_us=%.1f runqueue_wait_us=%.1f page_faults=%.1f; echo cpu_us=%.1f "
+        "runqueue_wait_us=%.1f page_faults=%.1f\n",
+        size, (cpu1[0] - cpu0[0]) / (double)n[0], (wait1[0] - wait0[0]) / (double)n[0],
+        (flt1[0] - flt0[0]) / (double)n[0], (cpu1[1] - cpu0[1]) / (double)n[1], (wait1[1] - wait0[1]) / (double)n[1],
+        (flt1[1] - flt0[1]) / (double)n[1]);
+    *tfx_us = median(rt[0], n[0]), *raw_us = median(rt[1], n[1]);
+  }
+  free(data), free(rt[0]), free(rt[1]);
+  return rc;
 }
 
 static double memcpy_us(size_t size) {
@@ -115,22 +188,48 @@ static double memcpy_us(size_t size) {
   return us;
 }
 
-/* A model with one variable of `size` bytes: dense units 1 over an input of size/4 values (plus a 4-byte bias). */
-static void one_variable(tfx_config *cfg, size_t size) {
-  char json[512];
-  snprintf(json, sizeof json,
-           "{\"model\": {\"input_shape\": [%zu], \"layers\": [{\"type\": \"dense\", \"units\": 1}]},"
-           " \"training\": {\"mode\": \"async\", \"ps_apply_threads\": %d}, \"optimizer\": {\"name\": \"sgd\", "
-           "\"learning_rate\": 1e-9}}",
-           size / 4, getenv("TFX_BENCH_APPLY_THREADS") ? atoi(getenv("TFX_BENCH_APPLY_THREADS")) : 1);
-  tfx_config_init(cfg);
+/* One size: a ps process and an echo process side by side, driven in turn from this process; 0 on success. */
+static int pair_case(size_t size, double *tfx_us, double *raw_us) {
+  tfx_config cfg;
+  one_variable(&cfg, size);
+  bench_ps b;
+  char ep[64];
+  pid_t echo = -1;
+  void *raw = NULL;
+  tfx_model *m = NULL;
+  tfx_psclient *pc = NULL;
   tfx_err err;
-  if (tfx_config_parse(cfg, json, "bench", &err)) {
-    fprintf(stderr, "bench config: %s\n", err.msg), exit(1);
+  int rc = start_ps(&b, &cfg, 1, 1);
+  if (!rc && (echo = start_echo(ep)) < 0) {
+    rc = -1;
   }
+  if (!rc) {
+    int buf = 4 << 20;
+    raw = zmq_socket(tfx_net_context(), ZMQ_DEALER);
+    zmq_setsockopt(raw, ZMQ_SNDBUF, &buf, sizeof buf);
+    zmq_setsockopt(raw, ZMQ_RCVBUF, &buf, sizeof buf);
+    rc = zmq_connect(raw, ep);
+  }
+  if (!rc && (tfx_model_create(&cfg, 1, &m, &err) ||
+              tfx_psclient_create(b.c, b.plan.ptrs, (size_t)b.plan.n, m, 30000, &pc, &err))) {
+    fprintf(stderr, "bench client: %s\n", err.msg);
+    rc = -1;
+  }
+  if (!rc) {
+    pin_threads(getpid(), 0), pin_threads(b.ps[0], 1), pin_threads(echo, 1);
+    pair_pid[0] = b.ps[0], pair_pid[1] = echo;
+    rc = pair_round_trips(pc, raw, size, seconds_per_case, tfx_us, raw_us);
+  }
+  pin_threads(getpid(), -1);
+  tfx_psclient_destroy(pc);
+  tfx_model_destroy(m);
+  tfx_net_close(raw);
+  if (echo > 0) {
+    kill(echo, SIGKILL), waitpid(echo, NULL, 0);
+  }
+  stop_ps(&b);
+  return rc;
 }
-
-#include "bench_cluster.h"
 
 int main(int argc, char **argv) {
   if (argc < 2) {
@@ -140,6 +239,7 @@ int main(int argc, char **argv) {
   if (argc > 2) {
     seconds_per_case = atof(argv[2]);
   }
+  pin_setup();
   tfx_log_set_level(TFX_LOG_WARN);
   printf("# datapath: push+pull of one float32 tensor, worker <-> ps on loopback, vs raw ZeroMQ echo and memcpy\n");
   printf("# OPENBLAS_CORETYPE=%s OPENBLAS_L2_SIZE=%s\n",
@@ -150,11 +250,15 @@ int main(int argc, char **argv) {
   if (argc > 3) {
     sizes[0] = (size_t)atol(argv[3]), n_sizes = 1; /* one size only, for profiling */
   }
+  printf("# one pair: %s of the client on cpu %d, of the ps and the echo on cpu %d (-1: unpinned)\n",
+         pin_proc ? "all threads" : "ZeroMQ I/O threads", pin_core[0], pin_core[1]);
   for (int i = 0; i < n_sizes; i++) {
-    tfx_config cfg;
-    one_variable(&cfg, sizes[i]);
-    double tfx = tfx_round_trip_us(&cfg, 1, 1, seconds_per_case, NULL);
-    double raw = raw_round_trip_us(sizes[i]), mc = memcpy_us(sizes[i]);
+    double tfx = -1, raw = -1;
+    if (pair_case(sizes[i], &tfx, &raw)) {
+      fprintf(stderr, "datapath size=%zu: could not measure\n", sizes[i]);
+      return 1;
+    }
+    double mc = memcpy_us(sizes[i]);
     printf("datapath size=%zu tfx_us=%.1f raw_zmq_us=%.1f memcpy_us=%.1f tfx_gbps=%.2f raw_gbps=%.2f ratio=%.3f\n",
            sizes[i], tfx, raw, mc, 2.0 * (double)sizes[i] / tfx / 1e3, 2.0 * (double)sizes[i] / raw / 1e3, raw / tfx);
     fflush(stdout);

@@ -15,6 +15,10 @@
 #define TFX_PROTOCOL_VERSION 1
 #define TFX_MAX_FRAME ((size_t)1 << 31) /* 2 GiB: the largest tensor frame accepted */
 #define TFX_MAX_PARTS 4096
+/* Senders put the data frames of tensors up to this size before the larger ones: a tiny frame behind a large
+ * zero-copy one costs ZeroMQ an extra send and the receiver an extra wake-up. Receivers look tensors up by
+ * name, so the order carries no meaning. */
+#define TFX_WIRE_SMALL ((size_t)64 << 10)
 
 typedef Tfx__Envelope tfx_envelope;
 typedef Tfx__Tensor tfx_tensor_meta;

@@ -24,14 +24,30 @@ static vbuf *vbuf_create(size_t count) {
   vbuf *b = malloc(sizeof *b + sizeof(float) * (count ? count : 1));
   if (b) {
     atomic_init(&b->refs, 1);
+    b->frame_owned = 0, b->data = (float *)(b + 1);
   }
   return b;
 }
 
-static void vbuf_release(void *data, void *hint) {
+vbuf *tfx_ps_vbuf_adopt(zmq_msg_t *frame) {
+  vbuf *b = malloc(sizeof *b);
+  if (b) {
+    atomic_init(&b->refs, 1);
+    b->frame_owned = 1;
+    zmq_msg_init(&b->frame);
+    zmq_msg_move(&b->frame, frame);
+    b->data = zmq_msg_data(&b->frame);
+  }
+  return b;
+}
+
+void tfx_ps_vbuf_release(void *data, void *hint) {
   (void)data;
   vbuf *b = hint;
   if (b && atomic_fetch_sub(&b->refs, 1) == 1) {
+    if (b->frame_owned) {
+      zmq_msg_close(&b->frame);
+    }
     free(b);
   }
 }
@@ -47,7 +63,7 @@ int tfx_ps_own_value(ps_state *p, shard *s) {
     return -1;
   }
   memcpy(b->data, s->value->data, sizeof(float) * s->count);
-  vbuf_release(NULL, s->value);
+  tfx_ps_vbuf_release(NULL, s->value);
   s->value = b;
   return 0;
 }
@@ -55,7 +71,7 @@ int tfx_ps_own_value(ps_state *p, shard *s) {
 static void free_shards(ps_state *p) {
   for (int i = 0; i < p->n_shards; i++) {
     shard *s = &p->shards[i];
-    vbuf_release(NULL, s->value);
+    tfx_ps_vbuf_release(NULL, s->value);
     free(s->slots[0]), free(s->slots[1]), free(s->acc);
   }
   free(p->shards);
@@ -208,9 +224,9 @@ int tfx_ps_send_values(ps_state *p, const zmq_msg_t *identity, uint64_t request_
       goto done; /* before any reference is taken */
     }
   }
-  for (int i = 0; i < n; i++) {
-    shard *s = n_names ? tfx_ps_find(p, names[i]) : &p->shards[i];
-    if (changed_only && !s->trainable && !s->assigned) {
+  for (int i = 0; i < 2 * n; i++) { /* small tensors first (TFX_WIRE_SMALL), then the large ones */
+    shard *s = n_names ? tfx_ps_find(p, names[i % n]) : &p->shards[i % n];
+    if ((changed_only && !s->trainable && !s->assigned) || (s->count * sizeof(float) > TFX_WIRE_SMALL) != (i >= n)) {
       continue;
     }
     tfx__tensor__init(&metas[k]);
@@ -221,7 +237,7 @@ int tfx_ps_send_values(ps_state *p, const zmq_msg_t *identity, uint64_t request_
     metas[k].nbytes = s->count * sizeof(float), metas[k].version = (uint64_t)p->version;
     ptrs[k] = &metas[k];
     atomic_fetch_add(&s->value->refs, 1);
-    pl[k++] = (tfx_payload){s->value->data, s->count * sizeof(float), 0, vbuf_release, s->value};
+    pl[k++] = (tfx_payload){s->value->data, s->count * sizeof(float), 0, tfx_ps_vbuf_release, s->value};
   }
   n = k;
   tfx_envelope env;
@@ -427,6 +443,7 @@ int tfx_ps_run(tfx_node *n, tfx_err *err) {
   tfx_http_stop(p.http);
   pthread_mutex_destroy(&p.view.lock);
   tfx_ps_drop_pending(&p);
+  tfx_ps_helper_destroy(p.helper);
   tfx_net_close(p.sock);
   free_shards(&p);
   return TFX_OK;

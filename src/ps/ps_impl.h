@@ -12,11 +12,23 @@
 #include "ps.h"
 
 #define PS_MAX_WORKERS 1024
-#define PS_PARALLEL_MIN (1024 * 1024) /* floats: shards this large are updated by two threads */
+/* Floats: with training.ps_apply_threads = 2, tensors this large are scanned and updated by two threads. */
+#define PS_PARALLEL_MIN (256 * 1024)
+/* Bytes: async SGD updates of shards this large take the one-pass path (smaller ones stay in cache, where the
+ * two passes are cheaper), and so does any whose buffer a reply is still sending (no copy on write). */
+#define PS_FUSE_MIN ((size_t)4 << 20)
 
+typedef struct ps_helper ps_helper;
+/* One part [begin, end) of an element-wise job over ctx. */
+typedef void (*ps_range_fn)(void *ctx, size_t begin, size_t end);
+
+/* A shard's values: reference-counted (a reply sends them in place), in memory of their own or in a received
+ * gradient frame that became the shard's values (frame_owned; see tfx_ps_vbuf_adopt). */
 typedef struct vbuf {
   atomic_int refs;
-  float data[];
+  int frame_owned;
+  zmq_msg_t frame;
+  float *data;
 } vbuf;
 
 typedef struct shard {
@@ -25,6 +37,7 @@ typedef struct shard {
   int64_t shape[4], row_begin, row_end;
   size_t count, row_size;
   int assigned; /* a non-trainable shard that received values (batch-norm statistics) */
+  int fuse;     /* the push being handled updates this shard in one pass (decided once, by validate_push) */
   vbuf *value;
   float *slots[2];
   float *acc;
@@ -68,6 +81,7 @@ typedef struct ps_state {
   zmq_msg_t ckpt_identity;
   uint64_t ckpt_request;
   float *scratch;
+  ps_helper *helper; /* with training.ps_apply_threads = 2, made on first use */
   ps_view view;
   struct tfx_http *http;
   size_t scratch_size;
@@ -77,6 +91,18 @@ typedef struct ps_state {
   } stats;
 } ps_state;
 
+/* Starts the helper thread; caller owns; free with tfx_ps_helper_destroy. NULL when no thread can be made. */
+ps_helper *tfx_ps_helper_create(void);
+/* Stops and frees the helper; NULL does nothing. */
+void tfx_ps_helper_destroy(ps_helper *h);
+/* Runs fn over [0, n) in chunks shared by this thread and the helper (all here when h is NULL); returns when
+ * every chunk is done. ctx is borrowed until return; fn must be safe to run on two disjoint ranges at once. */
+void tfx_ps_helper_run(ps_helper *h, ps_range_fn fn, void *ctx, size_t n);
+/* Wraps a received frame (moved out of *frame, which is left empty) as a value buffer with one reference;
+ * caller owns; release with tfx_ps_vbuf_release. NULL when out of memory (*frame is then untouched). */
+vbuf *tfx_ps_vbuf_adopt(zmq_msg_t *frame);
+/* Drops one reference of a value buffer (also ZeroMQ's free callback of a reply sent in place). */
+void tfx_ps_vbuf_release(void *data, void *hint);
 /* Makes a shard's value buffer private (copy on write) before an update; -1 when out of memory. */
 int tfx_ps_own_value(ps_state *p, shard *s);
 /* Bytes of variable values held. */

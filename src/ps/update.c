@@ -1,7 +1,7 @@
 /* Pulls, pushes (sync / async / bounded staleness) and shard checkpoints of the parameter server. */
 #include <cblas.h>
 #include <math.h>
-#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -207,35 +207,61 @@ static int all_finite(const void *data, size_t n) {
   return !bad;
 }
 
-typedef struct finite_part {
+typedef struct finite_job {
   const char *data;
-  size_t n;
-  int ok;
-} finite_part;
+  atomic_int bad;
+} finite_job;
 
-static void *finite_range(void *arg) {
-  finite_part *f = arg;
-  f->ok = all_finite(f->data, f->n);
-  return NULL;
+static void finite_range(void *ctx, size_t begin, size_t end) {
+  finite_job *f = ctx;
+  if (!all_finite(f->data + 4 * begin, end - begin)) {
+    atomic_store(&f->bad, 1);
+  }
 }
 
-/* all_finite over a large tensor, split between this thread and a helper. */
-static int all_finite_parallel(const void *data, size_t n, int threads) {
-  if (threads < 2 || n < PS_PARALLEL_MIN) {
-    return all_finite(data, n);
+/* The helper thread for a job of n floats, or NULL when this thread alone should do it. */
+static ps_helper *helper_for(ps_state *p, size_t n) {
+  if (p->cfg.ps_apply_threads < 2 || n < PS_PARALLEL_MIN) {
+    return NULL;
   }
-  size_t half = n / 2 / 16 * 16;
-  finite_part head = {data, half, 0}, tail = {(const char *)data + 4 * half, n - half, 0};
-  pthread_t helper;
-  if (pthread_create(&helper, NULL, finite_range, &tail)) {
-    return all_finite(data, n);
+  if (!p->helper) {
+    p->helper = tfx_ps_helper_create(); /* NULL (no thread): this thread does every chunk */
   }
-  finite_range(&head);
-  pthread_join(helper, NULL);
-  return head.ok && tail.ok;
+  return p->helper;
 }
 
-/* Checks every tensor of a push before anything changes. */
+/* all_finite over a tensor, a large one shared with the helper. */
+static int all_finite_split(ps_state *p, const void *data, size_t n) {
+  ps_helper *h = helper_for(p, n);
+  if (!h) {
+    return all_finite(data, n);
+  }
+  finite_job job = {data, 0};
+  tfx_ps_helper_run(h, finite_range, &job, n);
+  return !atomic_load(&job.bad);
+}
+
+/* Whether a pushed tensor takes the one-pass path (push_fused): an async or ssp dense update of a trainable
+ * shard by a rule without slots (SGD), from an aligned frame, for a large shard or one whose buffer a reply is
+ * still sending. Only the first tensor of a push naming the shard (a second applies over the first, the usual
+ * way). Decided once per push, by validate_push, since a send may end meanwhile. */
+static int fusable(const ps_state *p, const shard *s, const Tfx__Tensor *t, const void *g) {
+  size_t bytes = s->count * sizeof(float);
+  return !is_sync(p) && s->trainable && !t->n_rows && !tfx_optim_slots(&p->opt) && ((uintptr_t)g & 3) == 0 &&
+         bytes >= TFX_WIRE_SMALL && (bytes >= PS_FUSE_MIN || atomic_load(&s->value->refs) > 1);
+}
+
+/* Whether targets[i] is the first tensor of the push naming its shard. */
+static int first_use(shard *const *targets, size_t i, const shard *s) {
+  for (size_t j = 0; j < i; j++) {
+    if (targets[j] == s) {
+      return 0;
+    }
+  }
+  return 1;
+}
+
+/* Checks every tensor of a push before anything changes (NaN/Inf of fusable ones: in push_fused). */
 static int validate_push(ps_state *p, const tfx_inmsg *m, shard **targets, tfx_err *err) {
   const tfx_envelope *e = m->env;
   int part = 0;
@@ -261,7 +287,11 @@ static int validate_push(ps_state *p, const tfx_inmsg *m, shard **targets, tfx_e
     }
     size_t size;
     const void *g = tfx_inmsg_part(m, part++, &size);
-    if (!all_finite_parallel(g, size / 4, p->cfg.ps_apply_threads)) {
+    int fuse = first_use(targets, i, s) && fusable(p, s, t, g);
+    if (first_use(targets, i, s)) {
+      s->fuse = fuse;
+    }
+    if (!fuse && !all_finite_split(p, g, size / 4)) {
       return tfx_err_set(err, TFX_EINVAL, "push: '%s' carries NaN or Inf; rejected", s->key);
     }
     targets[i] = s;
@@ -269,42 +299,29 @@ static int validate_push(ps_state *p, const tfx_inmsg *m, shard **targets, tfx_e
   return TFX_OK;
 }
 
-/* A contiguous part of one shard's update, run on a helper thread for large shards. */
-typedef struct apply_part {
+/* One shard's update, run in ranges (on the helper too for large shards). */
+typedef struct apply_job {
   const tfx_optim *opt;
   int64_t step;
   shard *s;
   const float *g;
   float scale;
-  size_t begin, end;
-} apply_part;
+} apply_job;
 
-static void *apply_range(void *arg) {
-  apply_part *a = arg;
-  float *slots[2] = {a->s->slots[0] ? a->s->slots[0] + a->begin : NULL,
-                     a->s->slots[1] ? a->s->slots[1] + a->begin : NULL};
-  tfx_optim_apply(a->opt, a->step, a->s->value->data + a->begin, a->g + a->begin, a->scale, slots, a->end - a->begin);
-  return NULL;
+static void apply_range(void *ctx, size_t begin, size_t end) {
+  apply_job *a = ctx;
+  float *slots[2] = {a->s->slots[0] ? a->s->slots[0] + begin : NULL, a->s->slots[1] ? a->s->slots[1] + begin : NULL};
+  tfx_optim_apply(a->opt, a->step, a->s->value->data + begin, a->g + begin, a->scale, slots, end - begin);
 }
 
-/* Applies g to a shard; elements are independent, so a large shard is split between this thread and a helper
- * (the cores are otherwise idle while the workers wait for this reply). */
+/* Applies g to a shard; elements are independent, so a large shard is shared with the helper (the cores are
+ * otherwise idle while the workers wait for this reply). */
 static int apply_one(ps_state *p, shard *s, const float *g, float scale) {
   if (tfx_ps_own_value(p, s)) {
     return -1;
   }
-  apply_part whole = {&p->opt, p->version, s, g, scale, 0, s->count};
-  pthread_t helper;
-  if (p->cfg.ps_apply_threads < 2 || s->count < PS_PARALLEL_MIN) {
-    return apply_range(&whole), 0;
-  }
-  apply_part tail = whole;
-  whole.end = tail.begin = s->count / 2 / 16 * 16;
-  if (pthread_create(&helper, NULL, apply_range, &tail)) {
-    return apply_range(&tail), apply_range(&whole), 0;
-  }
-  apply_range(&whole);
-  pthread_join(helper, NULL);
+  apply_job job = {&p->opt, p->version, s, g, scale};
+  tfx_ps_helper_run(helper_for(p, s->count), apply_range, &job, s->count);
   return 0;
 }
 
@@ -391,17 +408,86 @@ static int push_sync(ps_state *p, const tfx_inmsg *m, shard **targets, int *stal
   return TFX_OK;
 }
 
-static int push_async(ps_state *p, const tfx_inmsg *m, shard **targets, tfx_err *err) {
+/* The one-pass update of a fusable tensor: each 4 KiB block of the gradient is checked for NaN/Inf, updated
+ * from the current values in an L1-sized copy, and written back over the gradient in its own frame. */
+typedef struct fuse_job {
+  const tfx_optim *opt;
+  int64_t step;
+  const float *w;
+  float *g;
+  atomic_int bad;
+} fuse_job;
+
+static void fuse_range(void *ctx, size_t begin, size_t end) {
+  enum { BLOCK = 1024 };
+  fuse_job *f = ctx;
+  float block[BLOCK], *no_slots[2] = {NULL, NULL};
+  for (size_t b = begin; b < end && !atomic_load_explicit(&f->bad, memory_order_relaxed); b += BLOCK) {
+    size_t n = end - b < BLOCK ? end - b : BLOCK;
+    if (!all_finite(f->g + b, n)) {
+      atomic_store(&f->bad, 1);
+      return;
+    }
+    memcpy(block, f->w + b, n * sizeof(float));
+    tfx_optim_apply(f->opt, f->step, block, f->g + b, 1.0f, no_slots, n);
+    memcpy(f->g + b, block, n * sizeof(float));
+  }
+}
+
+/* Computes the new values of every fusable tensor into its gradient frame and wraps the frame as a value
+ * buffer (adopted[i]); the shards are not touched, so a NaN/Inf or a failed allocation rejects the push whole. */
+static int push_fused(ps_state *p, tfx_inmsg *m, shard **targets, vbuf **adopted, tfx_err *err) {
   const tfx_envelope *e = m->env;
-  for (size_t i = 0; i < e->n_tensors; i++) {
+  int rc = TFX_OK;
+  memset(adopted, 0, sizeof *adopted * e->n_tensors);
+  for (size_t i = 0; i < e->n_tensors && !rc; i++) {
+    size_t size;
+    float *g = (float *)tfx_inmsg_part(m, (int)i, &size);
+    if (!first_use(targets, i, targets[i]) || !targets[i]->fuse) {
+      continue;
+    }
+    fuse_job job = {&p->opt, p->version, targets[i]->value->data, g, 0};
+    tfx_ps_helper_run(helper_for(p, targets[i]->count), fuse_range, &job, targets[i]->count);
+    if (atomic_load(&job.bad)) {
+      rc = tfx_err_set(err, TFX_EINVAL, "push: '%s' carries NaN or Inf; rejected", targets[i]->key);
+    } else if (!(adopted[i] = tfx_ps_vbuf_adopt(&m->parts[i]))) {
+      rc = tfx_err_set(err, TFX_ENOMEM, "out of memory");
+    }
+  }
+  for (size_t i = 0; rc && i < e->n_tensors; i++) {
+    tfx_ps_vbuf_release(NULL, adopted[i]); /* its frame was computed over: it goes, the push is rejected */
+    adopted[i] = NULL;
+  }
+  return rc;
+}
+
+static int push_async(ps_state *p, tfx_inmsg *m, shard **targets, tfx_err *err) {
+  const tfx_envelope *e = m->env;
+  vbuf *stack[64], **adopted = e->n_tensors <= 64 ? stack : calloc(e->n_tensors, sizeof *adopted);
+  int rc = adopted ? push_fused(p, m, targets, adopted, err) : tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  for (size_t i = 0; i < e->n_tensors && !rc; i++) {
+    if (adopted[i]) { /* the frame holds the new values: it becomes the shard's value buffer */
+      tfx_ps_vbuf_release(NULL, targets[i]->value);
+      targets[i]->value = adopted[i], adopted[i] = NULL;
+      continue;
+    }
     const float *g = grad_data(p, m, (int)i);
     const Tfx__Tensor *t = e->tensors[i];
     int bad = !g || (!targets[i]->trainable ? assign_values(p, targets[i], g)
                      : t->n_rows            ? apply_rows(p, targets[i], g, t)
                                             : apply_one(p, targets[i], g, 1.0f));
     if (bad) {
-      return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+      rc = tfx_err_set(err, TFX_ENOMEM, "out of memory");
     }
+  }
+  for (size_t i = 0; adopted && i < e->n_tensors; i++) {
+    tfx_ps_vbuf_release(NULL, adopted[i]); /* left after an out-of-memory stop */
+  }
+  if (adopted != stack) {
+    free(adopted);
+  }
+  if (rc) {
+    return rc;
   }
   p->version++;
   p->stats.applied++;

@@ -78,10 +78,10 @@ static int prepare_push(ps_link *l, tfx_err *err) {
  * ones as the touched rows that fall in the slice (a contiguous run of the ascending row list). */
 static int fill_push(ps_link *l) {
   int n = 0;
-  for (int i = 0; i < l->n; i++) {
-    slot *s = &l->slots[i];
+  for (int i = 0; i < 2 * l->n; i++) { /* small tensors first (TFX_WIRE_SMALL), then the large ones */
+    slot *s = &l->slots[i % l->n];
     tfx_var *v = s->var;
-    if (!v->trainable && !v->assign) {
+    if ((!v->trainable && !v->assign) || (!v->sparse && s->count * sizeof(float) > TFX_WIRE_SMALL) != (i >= l->n)) {
       continue;
     }
     Tfx__Tensor *t = &l->metas[n];

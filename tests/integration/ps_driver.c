@@ -1,5 +1,6 @@
 /* Drives a real `tfx-node --role=ps` through its protocol and checks the update semantics exactly.
- * Usage: tfx-ps-driver TFX_NODE CASE   with CASE one of async-sum, sync, ssp, optim, reject, checkpoint.
+ * Usage: tfx-ps-driver TFX_NODE CASE   with CASE one of async-sum, sync, ssp, optim, reject, checkpoint, sparse,
+ * split.
  * Prints "ok: ..." and exits 0, or "FAIL: ..." and exits 1. */
 #include <math.h>
 #include <signal.h>
@@ -335,6 +336,119 @@ static void case_checkpoint(void) {
   tfx_client_destroy(c);
 }
 
+/* One large shard (4.4 MB) through the ps's large-tensor paths: optimizer `opt` with `threads` update threads
+ * (2: chunks shared with the helper thread; SGD: the one-pass update into the gradient frame). The result
+ * equals the single-process rule bit for bit over 3 steps, and a NaN in the last block is rejected without
+ * changing anything. */
+static void split_case(const char *opt_name, int threads) {
+  enum { BIG = 1100000 }; /* above the ps's one-pass (4 MiB) and two-thread (1 MiB) thresholds */
+  tfx_client *c = connect_ps();
+  tfx_err err;
+  char json[256];
+  snprintf(json, sizeof json,
+           "{\"training\": {\"mode\": \"async\", \"ps_apply_threads\": %d},"
+           " \"optimizer\": {\"name\": \"%s\", \"learning_rate\": 0.01}}",
+           threads, opt_name);
+  Tfx__Shard sh, *shp = &sh;
+  int64_t shape[1] = {BIG};
+  tfx__shard__init(&sh);
+  sh.key = sh.var = "big", sh.shape = shape, sh.n_shape = 1, sh.row_end = BIG, sh.trainable = 1, sh.init = "zeros";
+  tfx_envelope env;
+  tfx_inmsg r;
+  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_INIT);
+  env.text = json, env.shards = &shp, env.n_shards = 1, env.flag = 1;
+  CHECK(tfx_client_call(c, &env, NULL, 0, &r, 20000, &err) == 0, "init: %s", err.msg);
+  tfx_inmsg_fini(&r);
+  tfx_config cfg;
+  tfx_config_init(&cfg);
+  strcpy(cfg.optimizer, opt_name), cfg.learning_rate = 0.01;
+  tfx_optim opt;
+  tfx_optim_init(&opt, &cfg);
+  float *w = calloc(BIG, 4), *m = calloc(BIG, 4), *s2 = calloc(BIG, 4), *g = malloc(BIG * 4);
+  float *slots[2] = {m, s2};
+  for (int step = 0; step < 3; step++) {
+    for (int i = 0; i < BIG; i++) {
+      g[i] = sinf((float)(i + step));
+    }
+    CHECK(push(c, 0, step, g, "big", BIG, NULL, &err) == 0, "push: %s", err.msg);
+    tfx_optim_apply(&opt, step, w, g, 1.0f, slots, BIG);
+  }
+  g[BIG - 2] = NAN;
+  CHECK(push(c, 0, 3, g, "big", BIG, NULL, &err) == TFX_EINVAL && strstr(err.msg, "'big'"), "NaN: %s", err.msg);
+  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_PULL);
+  CHECK(tfx_client_call(c, &env, NULL, 0, &r, 10000, &err) == 0, "pull: %s", err.msg);
+  size_t size = 0;
+  const float *v = tfx_inmsg_part(&r, 0, &size);
+  CHECK(v && size == BIG * 4 && r.env->step == 3, "pull: %zu bytes at version %lld", size, (long long)r.env->step);
+  for (int i = 0; i < BIG; i++) {
+    CHECK(v[i] == w[i], "%s, %d thread(s): ps %g != single-process %g at %d", opt_name, threads, v[i], w[i], i);
+  }
+  tfx_inmsg_fini(&r);
+  free(w), free(m), free(s2), free(g);
+  tfx_client_destroy(c);
+}
+
+/* Two 4.4 MB shards on the one-pass path, pushed in one message with a NaN in the second: rejected whole, the
+ * first shard unchanged too. */
+static void split_two(void) {
+  enum { BIG = 1100000 };
+  tfx_client *c = connect_ps();
+  tfx_err err;
+  const char *json = "{\"training\": {\"mode\": \"async\"}, \"optimizer\": {\"name\": \"sgd\", \"learning_rate\": 1}}";
+  Tfx__Shard sh[2], *shp[2] = {&sh[0], &sh[1]};
+  Tfx__Tensor t[2], *tp[2] = {&t[0], &t[1]};
+  int64_t shape[1] = {BIG};
+  const char *names[2] = {"a", "b"};
+  float *g = malloc(BIG * 4), *g2 = malloc(BIG * 4);
+  for (int k = 0; k < 2; k++) {
+    tfx__shard__init(&sh[k]);
+    sh[k].key = sh[k].var = (char *)names[k], sh[k].shape = shape, sh[k].n_shape = 1, sh[k].row_end = BIG;
+    sh[k].trainable = 1, sh[k].init = "zeros";
+    tfx__tensor__init(&t[k]);
+    t[k].name = (char *)names[k], t[k].shape = shape, t[k].n_shape = 1, t[k].nbytes = BIG * 4;
+  }
+  tfx_envelope env;
+  tfx_inmsg r;
+  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_INIT);
+  env.text = (char *)json, env.shards = shp, env.n_shards = 2, env.flag = 1;
+  CHECK(tfx_client_call(c, &env, NULL, 0, &r, 20000, &err) == 0, "init: %s", err.msg);
+  tfx_inmsg_fini(&r);
+  for (int i = 0; i < BIG; i++) {
+    g[i] = 1, g2[i] = 1;
+  }
+  g2[BIG / 2] = INFINITY;
+  tfx_payload pl[2] = {{g, BIG * 4, 0, NULL, NULL}, {g2, BIG * 4, 0, NULL, NULL}};
+  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_PUSH);
+  env.tensors = tp, env.n_tensors = 2;
+  CHECK(tfx_client_call(c, &env, pl, 2, &r, 20000, &err) == TFX_EINVAL && strstr(err.msg, "'b'"), "Inf in b: %s",
+        err.msg);
+  tfx_inmsg_fini(&r);
+  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_PULL);
+  CHECK(tfx_client_call(c, &env, NULL, 0, &r, 10000, &err) == 0 && r.n_parts == 2 && r.env->step == 0, "pull: %s",
+        err.msg);
+  for (int k = 0; k < 2; k++) {
+    size_t size = 0;
+    const float *v = tfx_inmsg_part(&r, k, &size);
+    for (int i = 0; i < BIG; i++) {
+      CHECK(v[i] == 0.0f, "rejected push changed '%s'[%d] to %g", r.env->tensors[k]->name, i, v[i]);
+    }
+  }
+  tfx_inmsg_fini(&r);
+  free(g), free(g2);
+  tfx_client_destroy(c);
+}
+
+static void case_split(void) {
+  split_case("adam", 2);
+  split_case("sgd", 2);
+  split_case("sgd", 1);
+  split_two();
+  printf(
+      "ok: a 4.4 MB shard (adam on two threads; sgd in one pass on one and two threads) equals the "
+      "single-process rule bit for bit; a NaN in the last block, or an Inf in the second of two tensors, rejected "
+      "and nothing changed\n");
+}
+
 int main(int argc, char **argv) {
   if (argc != 3) {
     return fprintf(stderr, "usage: %s TFX_NODE CASE\n", argv[0]), 2;
@@ -361,6 +475,8 @@ int main(int argc, char **argv) {
     case_checkpoint();
   } else if (!strcmp(cs, "sparse")) {
     case_sparse();
+  } else if (!strcmp(cs, "split")) {
+    case_split();
   } else {
     CHECK(0, "unknown case %s", cs);
   }
