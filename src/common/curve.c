@@ -8,10 +8,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <zmq.h>
 
 #include "keys.h"
 #include "log.h"
+#include "net.h"
 
 #define ZAP_ENDPOINT "inproc://zeromq.zap.01"
 #define ZAP_DOMAIN "tfx"
@@ -33,7 +35,8 @@ static struct {
   int running;
   void *ctx;
   atomic_int stop;
-  atomic_int n_monitors; /* monitor endpoints opened so far; the ZAP thread connects to the new ones */
+  atomic_int n_monitors;  /* monitor endpoints opened so far; the ZAP thread connects to the new ones */
+  atomic_int n_connected; /* ... and how many it has connected to */
   sem_t ready;
   int bind_errno;
 } zap;
@@ -180,6 +183,7 @@ static void connect_monitors(void *mons[], int *connected) {
       mons[*connected] = NULL;
     }
   }
+  atomic_store(&zap.n_connected, *connected);
 }
 
 static void close_all(void *rep, void *mons[], int n) {
@@ -215,7 +219,7 @@ static void *zap_main(void *arg) {
         items[n++] = (zmq_pollitem_t){mons[i], 0, ZMQ_POLLIN, 0};
       }
     }
-    if (zmq_poll(items, n, 100) <= 0) {
+    if (zmq_poll(items, n, 50) <= 0) {
       continue;
     }
     if (items[0].revents & ZMQ_POLLIN) {
@@ -240,6 +244,7 @@ static int zap_start(void *ctx, tfx_err *err) {
   zap.ctx = ctx;
   atomic_store(&zap.stop, 0);
   atomic_store(&zap.n_monitors, 0);
+  atomic_store(&zap.n_connected, 0);
   sem_init(&zap.ready, 0, 0);
   if (pthread_create(&zap.thread, NULL, zap_main, NULL)) {
     sem_destroy(&zap.ready);
@@ -296,6 +301,10 @@ int tfx_curve_server(void *ctx, void *sock, tfx_err *err) {
   monitor_endpoint(i, ep, sizeof ep);
   if (i < MAX_MONITORS && zmq_socket_monitor(sock, ep, MONITOR_EVENTS) == 0) {
     atomic_store(&zap.n_monitors, i + 1);
+    /* libzmq blocks the I/O thread on an event until a reader is connected: wait for the ZAP thread's. */
+    for (int64_t end = tfx_now_ms() + 2000; atomic_load(&zap.n_connected) <= i && tfx_now_ms() < end;) {
+      usleep(1000);
+    }
   }
   return TFX_OK;
 }

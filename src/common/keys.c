@@ -81,9 +81,36 @@ static void split_line(char *line, const char **name, char **value) {
   }
 }
 
+/* A bare line that is exactly one Z85 key (Z85 has '=' and '#' in its alphabet, so this is checked first). */
+static int bare_key(const char *line, unsigned char raw[32]) {
+  size_t n = strlen(line);
+  while (n && strchr(" \t\r", line[n - 1])) {
+    n--;
+  }
+  char key[TFX_KEY_Z85_LEN + 1];
+  if (n != TFX_KEY_Z85_LEN) {
+    return 0;
+  }
+  memcpy(key, line, n);
+  key[n] = '\0';
+  return zmq_z85_decode(raw, key) != NULL;
+}
+
+static int add_public(parsed *p, const char *z85, const unsigned char raw[32], tfx_err *err) {
+  if (!p->pubs.n) {
+    memcpy(p->first_public, z85, TFX_KEY_Z85_LEN);
+    p->first_public[TFX_KEY_Z85_LEN] = '\0';
+  }
+  return add_key(&p->pubs, raw) ? tfx_err_set(err, TFX_ENOMEM, "out of memory") : TFX_OK;
+}
+
 /* One line of a key file; lines that name no key (zcert metadata, section names, comments) are skipped. */
 static int parse_line(char *line, int lineno, const char *path, parsed *p, tfx_err *err) {
+  unsigned char raw[32];
   line += strspn(line, " \t");
+  if (bare_key(line, raw)) {
+    return add_public(p, line, raw, err);
+  }
   if (!*line || *line == '#' || *line == '\r') {
     return TFX_OK;
   }
@@ -91,10 +118,9 @@ static int parse_line(char *line, int lineno, const char *path, parsed *p, tfx_e
   char *value;
   split_line(line, &name, &value);
   int is_secret = !strcmp(name, "secret-key"), is_public = !strcmp(name, "public-key");
-  if (!is_secret && !is_public && (*name || strlen(value) != TFX_KEY_Z85_LEN)) {
+  if (!is_secret && !is_public) {
     return TFX_OK;
   }
-  unsigned char raw[32];
   if (strlen(value) != TFX_KEY_Z85_LEN || !zmq_z85_decode(raw, value)) {
     return tfx_err_set(err, TFX_ECONFIG, "key file %s line %d: not a %d-character Z85 key", path, lineno,
                        TFX_KEY_Z85_LEN);
@@ -103,10 +129,7 @@ static int parse_line(char *line, int lineno, const char *path, parsed *p, tfx_e
     strcpy(p->secret, value);
     return TFX_OK;
   }
-  if (!p->pubs.n) {
-    strcpy(p->first_public, value);
-  }
-  return add_key(&p->pubs, raw) ? tfx_err_set(err, TFX_ENOMEM, "out of memory") : TFX_OK;
+  return add_public(p, value, raw, err);
 }
 
 /* Parses a key file; refuses a secret key that group or others may access. Caller frees p->pubs. */
