@@ -18,9 +18,9 @@
 #define ZAP_ENDPOINT "inproc://zeromq.zap.01"
 #define ZAP_DOMAIN "tfx"
 #define MAX_MONITORS 16
-#define MONITOR_EVENTS                                                                                           \
-  (ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH | \
-   ZMQ_EVENT_MONITOR_STOPPED)
+/* Protocol failures are refusals; NO_DETAIL (a peer that hung up mid-handshake: a port probe, a client that gave
+ * up) is not counted, and AUTH failures are the ZAP handler's to count. */
+#define MONITOR_EVENTS (ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_MONITOR_STOPPED)
 
 /* The installed keys: written by the main thread before any socket exists, then only read. */
 static struct {
@@ -55,13 +55,18 @@ uint64_t tfx_curve_rejected(void) {
   return (uint64_t)atomic_load(&rejected);
 }
 
-/* Counts one refusal and logs it at the 1st, 2nd, 4th, 8th... so a client that keeps reconnecting cannot flood
- * the log. */
-static void count_refusal(const char *what, const char *peer, const char *why) {
-  uint64_t n = (uint64_t)atomic_fetch_add(&rejected, 1) + 1;
+/* Why a connection was refused; each kind has its own log budget, so the first of every kind is logged. */
+typedef enum refusal { REFUSAL_NO_CURVE, REFUSAL_UNKNOWN_KEY, REFUSAL_WRONG_SERVER_KEY, REFUSAL_OTHER, REFUSAL_KINDS } refusal;
+static atomic_uint_fast64_t refused_by_kind[REFUSAL_KINDS];
+
+/* Counts one refusal and logs it at the 1st, 2nd, 4th, 8th... of its kind, so a client that keeps reconnecting
+ * cannot flood the log. */
+static void count_refusal(refusal kind, const char *what, const char *peer, const char *why) {
+  uint64_t total = (uint64_t)atomic_fetch_add(&rejected, 1) + 1;
+  uint64_t n = (uint64_t)atomic_fetch_add(&refused_by_kind[kind], 1) + 1;
   if ((n & (n - 1)) == 0) {
-    tfx_log(TFX_LOG_WARN, "NET-REJECT", "refused %s %s: %s (%llu refused so far)", what, peer, why,
-            (unsigned long long)n);
+    tfx_log(TFX_LOG_WARN, "NET-REJECT", "refused %s %s: %s (%llu of this kind, %llu refused so far)", what, peer, why,
+            (unsigned long long)n, (unsigned long long)total);
   }
 }
 
@@ -130,20 +135,27 @@ static void zap_handle(void *rep) {
   zap_reply(rep, &r, "400", "client key not authorized");
   char why[128];
   snprintf(why, sizeof why, "%s client key %s is not authorized", curve ? "CURVE" : r.frames[5], key);
-  count_refusal("a connection from", peer[0] ? peer : "?", why);
+  count_refusal(curve ? REFUSAL_UNKNOWN_KEY : REFUSAL_OTHER, "a connection from", peer[0] ? peer : "?", why);
 }
 
 /* ---- handshake monitors ---- */
 
-static const char *handshake_reason(uint16_t event, uint32_t value) {
+static refusal handshake_kind(uint16_t event, uint32_t value) {
   if (event == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL && value == ZMQ_PROTOCOL_ERROR_ZMTP_MECHANISM_MISMATCH) {
-    return "the client does not use CURVE (no key configured)";
+    return REFUSAL_NO_CURVE;
   }
   if (event == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL && value == ZMQ_PROTOCOL_ERROR_ZMTP_CRYPTOGRAPHIC) {
-    return "the client's handshake does not decrypt (a wrong server key)";
+    return REFUSAL_WRONG_SERVER_KEY;
   }
-  return "the handshake failed (not a ZMTP/CURVE client)";
+  return REFUSAL_OTHER;
 }
+
+static const char *const handshake_reasons[] = {
+    [REFUSAL_NO_CURVE] = "the client does not use CURVE (no key configured)",
+    [REFUSAL_WRONG_SERVER_KEY] = "the client's handshake does not decrypt (a wrong server key)",
+    [REFUSAL_UNKNOWN_KEY] = "unknown client key",
+    [REFUSAL_OTHER] = "the handshake broke the protocol (not a ZMTP/CURVE client)",
+};
 
 /* Reads one event; returns 1 when the monitored socket closed (the monitor is done). */
 static int monitor_handle(void *mon) {
@@ -159,8 +171,11 @@ static int monitor_handle(void *mon) {
     char where[80];
     tfx_log_escape(zmq_msg_data(&addr), zmq_msg_size(&addr), where, sizeof where);
     done = event == ZMQ_EVENT_MONITOR_STOPPED;
-    if (event == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL || event == ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL) {
-      count_refusal("a client of", where, handshake_reason(event, value));
+    if (event == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL) {
+      refusal kind = handshake_kind(event, value);
+      char why[160];
+      snprintf(why, sizeof why, "%s (event 0x%x, error 0x%x)", handshake_reasons[kind], (unsigned)event, (unsigned)value);
+      count_refusal(kind, "a client of", where, why);
     }
   }
   zmq_msg_close(&head), zmq_msg_close(&addr);
@@ -329,6 +344,9 @@ void tfx_curve_reset(void) {
   tfx_keylist_fini(&setup.authorized);
   memset(&setup, 0, sizeof setup);
   atomic_store(&rejected, 0);
+  for (int i = 0; i < REFUSAL_KINDS; i++) {
+    atomic_store(&refused_by_kind[i], 0);
+  }
 }
 
 /* The client key pair: security.client_key, or else the server key file (then it must hold the secret). */
