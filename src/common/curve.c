@@ -282,6 +282,11 @@ void tfx_curve_stop(void) {
     atomic_store(&zap.stop, 1);
     pthread_join(zap.thread, NULL);
   }
+  uint64_t n = tfx_curve_rejected();
+  if (zap.running && n) {
+    tfx_log(TFX_LOG_WARN, "NET-REJECTED", "refused %llu connection(s) in all (see the NET-REJECT lines)",
+            (unsigned long long)n);
+  }
   zap.running = 0;
   zap.ctx = NULL;
 }

@@ -121,6 +121,11 @@ for f in master-0 ps-0 worker-0; do
 done
 [ "$(metric "$WORK/run-local/metrics.jsonl" eval step)" = 150 ] || fail "local secured run did not finish"
 grep -q '"server_key": "'"$WORK"'/run-local/keys/server.key"' "$WORK/run-local/experiment.json" || fail "experiment.json lacks the keys"
+# The next run of the directory reuses its keys, and checks them: a loosened one stops it before any process starts.
+chmod 644 "$WORK/run-local/keys/client.key"
+out=$(timeout 60 "$TFX_NODE" local --config "$WORK/local.json" --run-dir "$WORK/run-local" --max-steps 300 2>&1); rc=$?
+[ "$rc" = 2 ] && echo "$out" | grep -q "run-local/keys/client.key holds a secret key but has mode 0644" ||
+  fail "local over a loosened key: exit $rc: $out"
 # A ps with no keys at all runs plaintext, with a warning.
 p1=$(free_port)
 TF_CONFIG="{\"cluster\":{\"ps\":[\"127.0.0.1:$p1\"]},\"task\":{\"type\":\"ps\",\"index\":0}}" "$TFX_NODE" >"$WORK/plain.log" 2>&1 &
