@@ -1,6 +1,8 @@
 /* bench/curve: what CURVE costs on the wire. Round trips of one message between a tfx client (DEALER) and a
  * forked echo server (ROUTER), both opened by src/common/net.c, plaintext and CURVE side by side in one run.
  * Usage: tfx-bench-curve [seconds-per-case]. Prints "curve size=N plain_us curve_us ratio" (plain / curve). */
+#include "curve.h"
+
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,7 +11,6 @@
 #include <unistd.h>
 #include <zmq.h>
 
-#include "curve.h"
 #include "keys.h"
 #include "log.h"
 #include "net.h"

@@ -90,8 +90,9 @@ static int secure_sockets(const tfx_args *a, tfx_err *err) {
             cfg->server_key, cfg->client_key[0] ? cfg->client_key : cfg->server_key, tfx_curve_client_public(),
             cfg->authorized_keys[0] ? cfg->authorized_keys : "the client key");
   } else if (cfg->security_plaintext) {
-    tfx_log(TFX_LOG_WARN, "NET-PLAINTEXT", "security.plaintext is true: sockets are neither encrypted nor "
-                                           "authenticated; anyone who reaches the ports can pull and push");
+    tfx_log(TFX_LOG_WARN, "NET-PLAINTEXT",
+            "security.plaintext is true: sockets are neither encrypted nor "
+            "authenticated; anyone who reaches the ports can pull and push");
   } else {
     tfx_log(TFX_LOG_WARN, "NET-PLAINTEXT",
             "no CURVE keys configured (security.server_key or TFX_SECURITY_SERVER_KEY): sockets are neither "

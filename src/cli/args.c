@@ -9,8 +9,9 @@
 #include "log.h"
 #include "plugin.h"
 
-static const char *const commands[] = {"local",   "train",   "status",   "config", "model", "plan",   "export",
-                                       "inspect", "predict", "evaluate", "search", "runs",  "report", "keygen", NULL};
+static const char *const commands[] = {"local",  "train",  "status",  "config",  "model",
+                                       "plan",   "export", "inspect", "predict", "evaluate",
+                                       "search", "runs",   "report",  "keygen",  NULL};
 
 static const char usage[] =
     "usage: tfx-node [COMMAND] [OPTIONS]\n"
@@ -309,9 +310,8 @@ static int load_experiment(tfx_args *a, const raw *r, tfx_err *err) {
   if (r->ps) {
     a->cli.ps = (int)v;
   }
-  int needs =
-      !a->command || (strcmp(a->command, "status") && strcmp(a->command, "inspect") && strcmp(a->command, "runs") &&
-                      strcmp(a->command, "keygen"));
+  int needs = !a->command || (strcmp(a->command, "status") && strcmp(a->command, "inspect") &&
+                              strcmp(a->command, "runs") && strcmp(a->command, "keygen"));
   if (needs && !r->config && a->command && strcmp(a->command, "export") && strcmp(a->command, "predict") &&
       strcmp(a->command, "evaluate") && strcmp(a->command, "report")) {
     return tfx_err_set(err, TFX_ECONFIG, "%s needs --config EXPERIMENT.json", a->command);

@@ -250,8 +250,9 @@ static int secure_cluster(tfx_node *n, tfx_err *err) {
     int rc = tfx_curve_configure(c, 1, err);
     tfx_curve_reset();
     if (!rc && c->security_plaintext) {
-      tfx_log(TFX_LOG_WARN, "NET-PLAINTEXT", "security.plaintext is true: the local cluster runs on plain TCP, "
-                                             "neither encrypted nor authenticated");
+      tfx_log(TFX_LOG_WARN, "NET-PLAINTEXT",
+              "security.plaintext is true: the local cluster runs on plain TCP, "
+              "neither encrypted nor authenticated");
     }
     return rc;
   }

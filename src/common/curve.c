@@ -56,7 +56,13 @@ uint64_t tfx_curve_rejected(void) {
 }
 
 /* Why a connection was refused; each kind has its own log budget, so the first of every kind is logged. */
-typedef enum refusal { REFUSAL_NO_CURVE, REFUSAL_UNKNOWN_KEY, REFUSAL_WRONG_SERVER_KEY, REFUSAL_OTHER, REFUSAL_KINDS } refusal;
+typedef enum refusal {
+  REFUSAL_NO_CURVE,
+  REFUSAL_UNKNOWN_KEY,
+  REFUSAL_WRONG_SERVER_KEY,
+  REFUSAL_OTHER,
+  REFUSAL_KINDS
+} refusal;
 static atomic_uint_fast64_t refused_by_kind[REFUSAL_KINDS];
 
 /* Counts one refusal and logs it at the 1st, 2nd, 4th, 8th... of its kind, so a client that keeps reconnecting
@@ -174,7 +180,8 @@ static int monitor_handle(void *mon) {
     if (event == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL) {
       refusal kind = handshake_kind(event, value);
       char why[160];
-      snprintf(why, sizeof why, "%s (event 0x%x, error 0x%x)", handshake_reasons[kind], (unsigned)event, (unsigned)value);
+      snprintf(why, sizeof why, "%s (event 0x%x, error 0x%x)", handshake_reasons[kind], (unsigned)event,
+               (unsigned)value);
       count_refusal(kind, "a client of", where, why);
     }
   }

@@ -82,8 +82,7 @@ Test(curve, contradictory_or_incomplete_settings_are_refused_before_anything_cha
   config_with(&cfg, "server.pub", "client.key", NULL);
   cr_assert_eq(tfx_curve_configure(&cfg, 1, &err), TFX_ECONFIG);
   cr_assert(strstr(err.msg, "server.pub holds only a public key"), "%s", err.msg);
-  cr_assert_eq(tfx_curve_configure(&cfg, 0, &err), TFX_OK, "a client-only tool needs only the public key: %s",
-               err.msg);
+  cr_assert_eq(tfx_curve_configure(&cfg, 0, &err), TFX_OK, "a client-only tool needs only the public key: %s", err.msg);
   cr_assert(tfx_curve_enabled());
   config_with(&cfg, "server.key", "client.pub", NULL);
   cr_assert_eq(tfx_curve_configure(&cfg, 1, &err), TFX_ECONFIG);
