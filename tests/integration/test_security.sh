@@ -3,7 +3,8 @@
 # mode; in a secured TF_CONFIG cluster (master + ps, the worker not yet started) clients without a key, with an
 # unknown key, or with the wrong server key get 0 of N status/register/pull/push attempts through, the cluster's
 # state is unchanged and the refusals are logged and counted; then the worker joins with the cluster's keys and
-# the run trains to the end. `tfx-node local` secures its cluster with generated keys by default.
+# the run trains to the end. `tfx-node local` secures its cluster with generated keys by default, and
+# `status --config RUN/experiment.json` asks it (without keys it cannot).
 . "$(dirname "$0")/lib.sh"
 : "${TFX_INTRUDER:?set TFX_INTRUDER to the tfx-intruder binary}"
 K=$WORK/keys
@@ -109,9 +110,17 @@ le "$loss" 1.2 || fail "the secured cluster did not learn: loss $loss"
 unset TFX_SECURITY_SERVER_KEY TFX_SECURITY_CLIENT_KEY
 
 # tfx-node local: CURVE by default, with keys it generates in RUN/keys.
-experiment "$WORK/local.json" training.max_steps=150 eval.every_steps=0 training.report_every=50
-timeout 300 "$TFX_NODE" local --config "$WORK/local.json" --run-dir "$WORK/run-local" --workers 1 --ps 1 >"$WORK/local.log" 2>&1 ||
-  fail "secured local run: $(tail -3 "$WORK/local.log")"
+experiment "$WORK/local.json" training.max_steps=300 eval.every_steps=0 training.report_every=50
+timeout 300 "$TFX_NODE" local --config "$WORK/local.json" --run-dir "$WORK/run-local" --workers 1 --ps 1 >"$WORK/local.log" 2>&1 &
+lp=$!; PIDS+=($lp)
+# While it trains, the status tool asks its ps with the run's own experiment (keys included); without, it cannot.
+for _ in $(seq 1 100); do grep -q "LOCAL-SPAWN ps 0" "$WORK/local.log" && break; sleep 0.1; done
+lps=$(grep -o "LOCAL-SPAWN ps 0: pid [0-9]* at [0-9.:]*" "$WORK/local.log" | awk '{print $NF}')
+[ -n "$lps" ] || fail "no LOCAL-SPAWN line for ps 0: $(cat "$WORK/local.log")"
+for _ in $(seq 1 50); do "$TFX_NODE" status --address "$lps" --config "$WORK/run-local/experiment.json" >"$WORK/l-status.txt" 2>&1 && break; sleep 0.2; done
+grep -q "role=ps index=0" "$WORK/l-status.txt" || fail "status --config RUN/experiment.json: $(cat "$WORK/l-status.txt")"
+"$TFX_NODE" status --address "$lps" >/dev/null 2>&1 && fail "status without keys got an answer from the secured local cluster"
+wait "$lp" || fail "secured local run: $(tail -3 "$WORK/local.log")"
 for k in server client; do
   [ "$(stat -c %a "$WORK/run-local/keys/$k.key")" = 600 ] || fail "local $k.key mode $(stat -c %a "$WORK/run-local/keys/$k.key")"
 done
@@ -119,11 +128,11 @@ done
 for f in master-0 ps-0 worker-0; do
   grep -q "NET-CURVE CURVE on every socket" "$WORK/run-local/logs/$f.log" || fail "$f did not use CURVE"
 done
-[ "$(metric "$WORK/run-local/metrics.jsonl" eval step)" = 150 ] || fail "local secured run did not finish"
+[ "$(metric "$WORK/run-local/metrics.jsonl" eval step)" = 300 ] || fail "local secured run did not finish"
 grep -q '"server_key": "'"$WORK"'/run-local/keys/server.key"' "$WORK/run-local/experiment.json" || fail "experiment.json lacks the keys"
 # The next run of the directory reuses its keys, and checks them: a loosened one stops it before any process starts.
 chmod 644 "$WORK/run-local/keys/client.key"
-out=$(timeout 60 "$TFX_NODE" local --config "$WORK/local.json" --run-dir "$WORK/run-local" --max-steps 300 2>&1); rc=$?
+out=$(timeout 60 "$TFX_NODE" local --config "$WORK/local.json" --run-dir "$WORK/run-local" --max-steps 400 2>&1); rc=$?
 [ "$rc" = 2 ] && echo "$out" | grep -q "run-local/keys/client.key holds a secret key but has mode 0644" ||
   fail "local over a loosened key: exit $rc: $out"
 # A ps with no keys at all runs plaintext, with a warning.
