@@ -8,6 +8,7 @@
 
 #include "args.h"
 #include "cli.h"
+#include "curve.h"
 #include "log.h"
 #include "master.h"
 #include "net.h"
@@ -75,10 +76,42 @@ static int run_role(tfx_node *n, tfx_err *err) {
   }
 }
 
+/* Installs the security of the sockets for a role (which serves) or the status tool (a client); `local`
+ * secures its own cluster (local.c). A role without keys runs plaintext, loudly. */
+static int secure_sockets(const tfx_args *a, tfx_err *err) {
+  const tfx_config *cfg = &a->node.cfg;
+  int role = !a->command, tool = a->command && !strcmp(a->command, "status");
+  int rc = role || tool ? tfx_curve_configure(cfg, role, err) : TFX_OK;
+  if (rc || !role) {
+    return rc;
+  }
+  if (tfx_curve_enabled()) {
+    tfx_log(TFX_LOG_INFO, "NET-CURVE", "CURVE on every socket: server key %s, client key %s (%s), admitting %s",
+            cfg->server_key, cfg->client_key[0] ? cfg->client_key : cfg->server_key, tfx_curve_client_public(),
+            cfg->authorized_keys[0] ? cfg->authorized_keys : "the client key");
+  } else if (cfg->security_plaintext) {
+    tfx_log(TFX_LOG_WARN, "NET-PLAINTEXT",
+            "security.plaintext is true: sockets are neither encrypted nor "
+            "authenticated; anyone who reaches the ports can pull and push");
+  } else {
+    tfx_log(TFX_LOG_WARN, "NET-PLAINTEXT",
+            "no CURVE keys configured (security.server_key or TFX_SECURITY_SERVER_KEY): sockets are neither "
+            "encrypted nor authenticated; anyone who reaches the ports can pull and push (see tfx-node keygen)");
+  }
+  return TFX_OK;
+}
+
 static int dispatch(tfx_args *a, tfx_err *err) {
   const char *cmd = a->command;
+  int rc = secure_sockets(a, err);
+  if (rc) {
+    return rc;
+  }
   if (!cmd) {
     return run_role(&a->node, err);
+  }
+  if (!strcmp(cmd, "keygen")) {
+    return tfx_keygen_run(&a->cli, err);
   }
   if (!strcmp(cmd, "train")) {
     return tfx_train_run(&a->node, &a->cli, err);

@@ -9,8 +9,9 @@
 #include "log.h"
 #include "plugin.h"
 
-static const char *const commands[] = {"local",   "train",   "status",   "config", "model", "plan",   "export",
-                                       "inspect", "predict", "evaluate", "search", "runs",  "report", NULL};
+static const char *const commands[] = {"local",  "train",  "status",  "config",  "model",
+                                       "plan",   "export", "inspect", "predict", "evaluate",
+                                       "search", "runs",   "report",  "keygen",  NULL};
 
 static const char usage[] =
     "usage: tfx-node [COMMAND] [OPTIONS]\n"
@@ -21,7 +22,8 @@ static const char usage[] =
     "commands:\n"
     "  local    --config X [--workers N] [--ps M] [--run-dir D] [--max-steps N]   a whole cluster on loopback\n"
     "  train    --config X [--run-dir D] [--max-steps N]        single-process training\n"
-    "  status   --address HOST:PORT                             ask a running node for its role and state\n"
+    "  status   --address HOST:PORT [--config X]                ask a running node for its role and state (keys: X's\n"
+    "                                                           security section or TFX_SECURITY_* variables)\n"
     "  config   --config X                                      print the resolved experiment\n"
     "  model    --config X                                      print the layer table\n"
     "  plan     --config X --ps N                               print the placement plan\n"
@@ -33,6 +35,7 @@ static const char usage[] =
     "  export   --run-dir RUN --out DIR                         safetensors model directory\n"
     "  inspect  RUN|CHECKPOINT_DIR|EXPORT_DIR [--var NAME]      list variables (or print one)\n"
     "  predict  --run-dir RUN|--export DIR --input IDX [--output FILE] [--keys probabilities,classes]\n"
+    "  keygen   --out DIR [--name NAME]                         CURVE key pair: DIR/NAME.key (0600), DIR/NAME.pub\n"
     "\n"
     "options:\n"
     "  --role=ROLE --index=N   override TF_CONFIG's task\n"
@@ -136,6 +139,8 @@ static int take_flag(tfx_args *a, raw *r, const char *flag, const char *v, tfx_e
     return set_str(c->target, sizeof c->target, v, flag, err);
   } else if (!strcmp(flag, "keys")) {
     return set_str(c->keys, sizeof c->keys, v, flag, err);
+  } else if (!strcmp(flag, "name")) {
+    return set_str(c->key_name, sizeof c->key_name, v, flag, err);
   } else if (!strcmp(flag, "var")) {
     return set_str(c->var, sizeof c->var, v, flag, err);
   } else if (!strcmp(flag, "checkpoint")) {
@@ -286,6 +291,9 @@ static int load_experiment(tfx_args *a, const raw *r, tfx_err *err) {
   if (r->config && (rc = tfx_config_load(&a->node.cfg, r->config, err))) {
     return rc;
   }
+  if ((rc = tfx_config_apply_env(&a->node.cfg, err))) {
+    return rc;
+  }
   if (r->config) {
     set_str(a->node.config_path, sizeof a->node.config_path, r->config, "config", err);
   }
@@ -313,8 +321,8 @@ static int load_experiment(tfx_args *a, const raw *r, tfx_err *err) {
   if (r->ps) {
     a->cli.ps = (int)v;
   }
-  int needs =
-      !a->command || (strcmp(a->command, "status") && strcmp(a->command, "inspect") && strcmp(a->command, "runs"));
+  int needs = !a->command || (strcmp(a->command, "status") && strcmp(a->command, "inspect") &&
+                              strcmp(a->command, "runs") && strcmp(a->command, "keygen"));
   if (needs && !r->config && a->command && strcmp(a->command, "export") && strcmp(a->command, "predict") &&
       strcmp(a->command, "evaluate") && strcmp(a->command, "report")) {
     return tfx_err_set(err, TFX_ECONFIG, "%s needs --config EXPERIMENT.json", a->command);

@@ -24,6 +24,7 @@ typedef struct tfx_cli_opts {
   char where[256];      /* runs --where */
   char compare[2][256]; /* runs --compare RUN RUN */
   int rebuild;          /* runs --rebuild */
+  char key_name[72];    /* keygen --name */
 } tfx_cli_opts;
 
 /* Trains in one process (the reference for distributed runs); writes metrics, config and checkpoints. */
@@ -41,6 +42,8 @@ int tfx_evaluator_run(tfx_node *n, tfx_err *err);
 int tfx_local_run(tfx_node *n, const tfx_cli_opts *o, const char *self_exe, tfx_err *err);
 /* Asks a running node for its role, state and uptime; prints them. */
 int tfx_status_run(const tfx_cli_opts *o, tfx_err *err);
+/* Writes a CURVE key pair: OUT/NAME.key (0600) and OUT/NAME.pub; prints their paths and the public key. */
+int tfx_keygen_run(const tfx_cli_opts *o, tfx_err *err);
 /* Prints the model's layer table. */
 int tfx_model_cmd(const tfx_node *n, tfx_err *err);
 /* Prints the placement plan for o->ps parameter servers. */

@@ -1,17 +1,21 @@
 /* tfx-node local: a whole cluster as real processes on loopback, supervised until the master finishes. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "ckpt.h"
 #include "cli.h"
+#include "curve.h"
+#include "keys.h"
 #include "log.h"
 #include "metrics.h"
 #include "net.h"
@@ -242,6 +246,51 @@ static int supervise(cluster_run *r, tfx_err *err) {
   }
 }
 
+/* RUN/keys/NAME.key: read it if an earlier run of this directory made it, otherwise generate it. */
+static int run_key(const char *dir, const char *name, char *path, size_t n, tfx_err *err) {
+  tfx_keypair k;
+  char file[1200];
+  snprintf(file, sizeof file, "%s/%s.key", dir, name);
+  int rc = access(file, F_OK) == 0 ? tfx_keys_read(file, &k, err) : tfx_keys_generate(dir, name, &k, err);
+  memset(&k, 0, sizeof k);
+  if (!rc && strlen(file) >= n) {
+    rc = tfx_err_set(err, TFX_ECONFIG, "%s: path too long", file);
+  }
+  if (!rc) {
+    strcpy(path, file);
+  }
+  return rc;
+}
+
+/* The cluster's security: the experiment's keys if it names any (checked here, before any process starts),
+ * plain TCP if it says security.plaintext, else a server and a client key pair made in RUN/keys (mode 0700,
+ * secret keys 0600) and kept for later runs of the same directory. */
+static int secure_cluster(tfx_node *n, tfx_err *err) {
+  tfx_config *c = &n->cfg;
+  if (c->server_key[0] || c->client_key[0] || c->authorized_keys[0] || c->security_plaintext) {
+    int rc = tfx_curve_configure(c, 1, err);
+    tfx_curve_reset();
+    if (!rc && c->security_plaintext) {
+      tfx_log(TFX_LOG_WARN, "NET-PLAINTEXT",
+              "security.plaintext is true: the local cluster runs on plain TCP, "
+              "neither encrypted nor authenticated");
+    }
+    return rc;
+  }
+  char dir[1100], abs[PATH_MAX];
+  snprintf(dir, sizeof dir, "%s/keys", n->run_dir);
+  int rc = tfx_mkdirs(dir, err);
+  if (!rc && (chmod(dir, 0700) || !realpath(dir, abs))) {
+    rc = tfx_err_sys(err, TFX_ESYS, "keys directory %s", dir);
+  }
+  if (!rc && !(rc = run_key(abs, "server", c->server_key, sizeof c->server_key, err)) &&
+      !(rc = run_key(abs, "client", c->client_key, sizeof c->client_key, err))) {
+    snprintf(c->authorized_keys, sizeof c->authorized_keys, "%s/client.pub", abs);
+    tfx_log(TFX_LOG_INFO, "LOCAL-CURVE", "the cluster uses CURVE with the keys in %s", abs);
+  }
+  return rc;
+}
+
 int tfx_local_run(tfx_node *n, const tfx_cli_opts *o, const char *self, tfx_err *err) {
   if (!n->config_path[0]) {
     return tfx_err_set(err, TFX_ECONFIG, "local needs --config EXPERIMENT.json");
@@ -260,6 +309,9 @@ int tfx_local_run(tfx_node *n, const tfx_cli_opts *o, const char *self, tfx_err 
   snprintf(exp, sizeof exp, "%s/experiment.json", n->run_dir);
   tfx_cluster *c = NULL;
   int rc = tfx_mkdirs(logs, err);
+  if (!rc) {
+    rc = secure_cluster(n, err);
+  }
   char *json = rc ? NULL : tfx_config_to_json(&n->cfg);
   if (!rc) {
     rc = tfx_write_file(exp, json, err);

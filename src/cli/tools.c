@@ -1,8 +1,11 @@
-/* Small commands: status, model, plan. */
+/* Small commands: status, keygen, model, plan. */
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "cli.h"
+#include "curve.h"
+#include "keys.h"
 #include "master.h"
 #include "model.h"
 #include "net.h"
@@ -35,10 +38,32 @@ int tfx_status_run(const tfx_cli_opts *o, tfx_err *err) {
       printf(" %s=%g", r.env->stats[i]->key, r.env->stats[i]->value);
     }
     printf("\n");
+  } else if (rc == TFX_EPEER && err) {
+    size_t n = strlen(err->msg);
+    snprintf(err->msg + n, sizeof err->msg - n, "%s",
+             tfx_curve_enabled() ? " (secured: is this node's client key authorized, and the server key the cluster's?)"
+                                 : " (a secured cluster needs its keys: --config with a security section or "
+                                   "TFX_SECURITY_* variables)");
   }
   tfx_inmsg_fini(&r);
   tfx_client_destroy(c);
   return rc;
+}
+
+int tfx_keygen_run(const tfx_cli_opts *o, tfx_err *err) {
+  if (!o->out_dir[0]) {
+    return tfx_err_set(err, TFX_EINVAL, "keygen needs --out DIR");
+  }
+  const char *name = o->key_name[0] ? o->key_name : "cluster";
+  tfx_keypair k;
+  int rc = tfx_keys_generate(o->out_dir, name, &k, err);
+  if (rc) {
+    return rc;
+  }
+  printf("secret key: %s/%s.key (mode 0600: give it only to the nodes that use it)\n", o->out_dir, name);
+  printf("public key: %s/%s.pub %s\n", o->out_dir, name, k.public_key);
+  memset(&k, 0, sizeof k);
+  return TFX_OK;
 }
 
 int tfx_model_cmd(const tfx_node *n, tfx_err *err) {

@@ -101,6 +101,14 @@ static const option options[] = {
      "the master serves /metrics, /status and / here (0: off)"},
     {"cluster.register_timeout_s", OPT_INT, O(register_timeout_s), 1, 86400, "60", "wait for peers"},
     {"cluster.request_timeout_s", OPT_INT, O(request_timeout_s), 1, 86400, "60", "deadline of one request"},
+    {"security.plaintext", OPT_BOOL, O(security_plaintext), 0, 1, "false",
+     "true: plain TCP on purpose (no keys); otherwise plaintext only when no key is named, with a warning"},
+    {"security.server_key", OPT_STR, O(server_key), 0, 0, "",
+     "CURVE key file of the cluster's servers (NAME.key, mode 0600; a client-only tool may give NAME.pub)"},
+    {"security.client_key", OPT_STR, O(client_key), 0, 0, "",
+     "this node's CURVE client key file (NAME.key, 0600; default: security.server_key)"},
+    {"security.authorized_keys", OPT_STR, O(authorized_keys), 0, 0, "",
+     "public key file or directory of *.pub files the servers admit (default: the client key)"},
 };
 #define N_OPTIONS (sizeof options / sizeof options[0])
 
@@ -702,6 +710,38 @@ int tfx_config_add_layer(tfx_config *cfg, const tfx_layer_spec *l, tfx_err *err)
     return tfx_err_set(err, TFX_ECONFIG, "model.layers[%d].type: missing", cfg->n_layers);
   }
   cfg->layers[cfg->n_layers++] = *l;
+  return TFX_OK;
+}
+
+/* TFX_SECURITY_SERVER_KEY for security.server_key: the option path in upper case, '.' as '_', TFX_ first. */
+static void env_name(const char *path, char *out, size_t n) {
+  size_t k = (size_t)snprintf(out, n, "TFX_");
+  for (; *path && k + 1 < n; path++) {
+    out[k++] = *path == '.' ? '_' : (char)(*path >= 'a' && *path <= 'z' ? *path - 'a' + 'A' : *path);
+  }
+  out[k] = '\0';
+}
+
+int tfx_config_apply_env(tfx_config *cfg, tfx_err *err) {
+  tfx_config next = *cfg;
+  for (size_t i = 0; i < N_OPTIONS; i++) {
+    char name[96];
+    env_name(options[i].path, name, sizeof name);
+    const char *v = strncmp(options[i].path, "security.", 9) ? NULL : getenv(name);
+    if (!v) {
+      continue;
+    }
+    json_object *val = options[i].type == OPT_STR ? NULL : parse_text(v, name, NULL);
+    if (!val) {
+      val = json_object_new_string(v);
+    }
+    int rc = set_json(&next, &options[i], val, name, err);
+    json_object_put(val);
+    if (rc) {
+      return rc;
+    }
+  }
+  *cfg = next;
   return TFX_OK;
 }
 

@@ -111,6 +111,9 @@ typedef struct tfx_config {
   int http_port; /* the master's HTTP port for /metrics, /status and / (0: off) */
   /* cluster timing */
   int register_timeout_s, request_timeout_s;
+  /* security: CURVE key files (see curve.h); none named means plaintext */
+  int security_plaintext; /* explicit plaintext (an error if keys are named too) */
+  char server_key[TFX_PATH_MAX], client_key[TFX_PATH_MAX], authorized_keys[TFX_PATH_MAX];
 } tfx_config;
 
 #define TFX_MAX_PIECES 16
@@ -125,6 +128,9 @@ void tfx_config_init(tfx_config *cfg);
 int tfx_config_parse(tfx_config *cfg, const char *json, const char *origin, tfx_err *err);
 /* Reads the file at path over cfg. */
 int tfx_config_load(tfx_config *cfg, const char *path, tfx_err *err);
+/* Applies the environment's TFX_SECURITY_* variables (TFX_SECURITY_SERVER_KEY for security.server_key, ...)
+ * over cfg: they override the file and are overridden by --set. Errors name the variable. */
+int tfx_config_apply_env(tfx_config *cfg, tfx_err *err);
 /* Applies one "section.key=value" override, type-checked like the file. */
 int tfx_config_set(tfx_config *cfg, const char *assignment, tfx_err *err);
 /* Checks cross-field rules (mode names, layer types, positive sizes). */

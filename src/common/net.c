@@ -7,6 +7,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "curve.h"
+
 struct tfx_client {
   void *sock;
   char endpoint[300];
@@ -34,9 +36,11 @@ void *tfx_net_context(void) {
 
 void tfx_net_forget_context(void) {
   context = NULL;
+  tfx_curve_forget();
 }
 
 void tfx_net_shutdown(void) {
+  tfx_curve_stop();
   if (context) {
     zmq_ctx_term(context);
   }
@@ -62,8 +66,13 @@ int tfx_server_open(const char *endpoint, void **sock, tfx_err *err) {
   int hwm = 1000;
   zmq_setsockopt(s, ZMQ_SNDHWM, &hwm, sizeof hwm);
   zmq_setsockopt(s, ZMQ_RCVHWM, &hwm, sizeof hwm);
+  int rc = tfx_curve_server(tfx_net_context(), s, err);
+  if (rc) {
+    zmq_close(s);
+    return rc;
+  }
   if (zmq_bind(s, endpoint)) {
-    int rc = tfx_err_sys(err, TFX_ESYS, "bind %s", endpoint);
+    rc = tfx_err_sys(err, TFX_ESYS, "bind %s", endpoint);
     zmq_close(s);
     return rc;
   }
@@ -104,8 +113,14 @@ static int client_connect(tfx_client *c, tfx_err *err) {
   set_common(c->sock);
   int ivl = 100;
   zmq_setsockopt(c->sock, ZMQ_RECONNECT_IVL, &ivl, sizeof ivl);
+  int rc = tfx_curve_client(c->sock, err);
+  if (rc) {
+    zmq_close(c->sock);
+    c->sock = NULL;
+    return rc;
+  }
   if (zmq_connect(c->sock, c->endpoint)) {
-    int rc = tfx_err_sys(err, TFX_ECONFIG, "connect %s", c->endpoint);
+    rc = tfx_err_sys(err, TFX_ECONFIG, "connect %s", c->endpoint);
     zmq_close(c->sock);
     c->sock = NULL;
     return rc;

@@ -1,5 +1,7 @@
 /* ZeroMQ sockets: the process context, servers on ROUTER, clients on DEALER with request ids and deadlines.
- * One thread creates, uses and closes each socket. Errors: TFX_EPEER for timeouts and refused sends. */
+ * Every socket opened here applies the process's security setting (curve.h: CURVE server or client once
+ * tfx_curve_configure installed keys, plaintext otherwise). One thread creates, uses and closes each socket.
+ * Errors: TFX_EPEER for timeouts and refused sends. */
 #ifndef TFX_NET_H
 #define TFX_NET_H
 
@@ -12,7 +14,7 @@ typedef struct tfx_client tfx_client;
 void *tfx_net_context(void);
 /* In a forked child: drops the parent's context without touching it (a new one is made on next use). */
 void tfx_net_forget_context(void);
-/* Destroys the context (after every socket is closed). */
+/* Stops the ZAP handler and destroys the context (after every socket is closed). */
 void tfx_net_shutdown(void);
 /* Opens a ROUTER bound to the endpoint; caller owns *sock; close with tfx_net_close. */
 int tfx_server_open(const char *endpoint, void **sock, tfx_err *err);

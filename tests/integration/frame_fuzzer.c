@@ -1,11 +1,15 @@
 /* Sends N random, truncated and malformed frames to a tfx node (DEALER -> ROUTER), then checks that it still
- * answers a STATUS request. Usage: tfx-frame-fuzzer HOST:PORT N. Exit 0 when the node survived. */
+ * answers a STATUS request. Usage: tfx-frame-fuzzer HOST:PORT N. Exit 0 when the node survived.
+ * Against a secured cluster, give it the cluster's keys (TFX_SECURITY_* variables): an authenticated but
+ * hostile peer. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "cluster.h"
+#include "config.h"
+#include "curve.h"
 #include "net.h"
 #include "wire.h"
 
@@ -43,7 +47,10 @@ int main(int argc, char **argv) {
   char ep[320];
   tfx_err err;
   tfx_client *c;
-  if (tfx_address_endpoint(argv[1], 0, NULL, ep, sizeof ep, &err) || tfx_client_create(ep, &c, &err)) {
+  tfx_config cfg;
+  tfx_config_init(&cfg);
+  if (tfx_config_apply_env(&cfg, &err) || tfx_curve_configure(&cfg, 0, &err) ||
+      tfx_address_endpoint(argv[1], 0, NULL, ep, sizeof ep, &err) || tfx_client_create(ep, &c, &err)) {
     return fprintf(stderr, "%s\n", err.msg), 2;
   }
   unsigned seed = 12345;
@@ -63,5 +70,6 @@ int main(int argc, char **argv) {
   tfx_inmsg_fini(&r);
   tfx_client_destroy(c);
   tfx_net_shutdown();
+  tfx_curve_reset();
   return rc ? 1 : 0;
 }
