@@ -60,7 +60,7 @@ echo "systemd: systemctl status tfx-node@chief -> $line"
 # Restart=on-failure: SIGKILL worker1's main process mid-run; systemd starts it again (RestartSec=5s).
 pid=$(inside systemctl show -p MainPID --value tfx-node@worker1)
 [ "${pid:-0}" -gt 0 ] || fail "tfx-node@worker1 has no main process"
-inside kill -9 "$pid" || fail "cannot kill worker1"
+inside bash -c "kill -9 $pid" || fail "cannot kill worker1"
 restarted() { [ "$(inside systemctl show -p NRestarts --value tfx-node@worker1)" -ge 1 ]; }
 wait_for 60 restarted || fail "tfx-node@worker1 was not restarted after SIGKILL"
 echo "systemd: tfx-node@worker1 killed with SIGKILL, restarted by Restart=on-failure"
