@@ -4,8 +4,8 @@
 #
 # Usage: scripts/docker-build.sh [--systemd]
 #   always     tfx:latest          deploy/docker/Dockerfile (what deploy/docker-compose.yml runs)
-#   --systemd  tfx-build:latest    that Dockerfile's build stage (tfx-node installed by cmake --install)
-#              tfx-systemd:latest  deploy/docker/Dockerfile.systemd (systemd as PID 1, the units installed)
+#              tfx-build:latest    that Dockerfile's build stage (tfx-node installed by cmake --install)
+#   --systemd  tfx-systemd:latest  deploy/docker/Dockerfile.systemd (systemd as PID 1, the units installed)
 #
 # The build context holds only the files git knows (tracked, or untracked but not ignored), so local build
 # trees and .git never go to the engine, whatever the builder. RUN steps use the host's network (--network
@@ -49,8 +49,13 @@ tfx_docker_up || rc=$?
 [ "$rc" = 0 ] || { echo "docker-build: ${TFX_DOCKER_WHY:-no docker engine}"; exit 1; }
 trap tfx_docker_down EXIT
 scripts/docker-base.sh
+# The build stage gets a tag of its own even when only tfx:latest is wanted: a tagged stage is build cache that
+# the prune below keeps (an untagged one would be pruned and rebuilt, apt and all, next time).
+build deploy/docker/Dockerfile tfx-build:latest --target build
 build deploy/docker/Dockerfile tfx:latest
 if [ "$SYSTEMD" = 1 ]; then
-  build deploy/docker/Dockerfile tfx-build:latest --target build
   build deploy/docker/Dockerfile.systemd tfx-systemd:latest --build-arg BUILD_IMAGE=tfx-build:latest
 fi
+# On the private engine every image is ours: drop the ones the new builds replaced, so that the persistent
+# data root does not grow with each change of the sources.
+if [ -n "${TFX_DOCKER_PRIVATE:-}" ]; then dk image prune -f >/dev/null || true; fi

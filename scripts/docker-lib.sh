@@ -60,6 +60,7 @@ start_private_engine() {
     --default-ulimit "nofile=$(nofile_limit)" >"$TFX_DOCKER_RUN/dockerd.log" 2>&1 &
   TFX_DOCKER_PID=$!
   export DOCKER_HOST=unix://$TFX_DOCKER_RUN/docker.sock
+  export TFX_DOCKER_PRIVATE=1   # tells child scripts that the engine and its images are ours
   local i
   for i in $(seq 1 120); do
     docker_answers && { echo "docker: private engine (pid $TFX_DOCKER_PID) at $DOCKER_HOST, data root $TFX_DOCKER_ROOT/data"; return 0; }
@@ -87,7 +88,7 @@ tfx_docker_down() {
   done
   if ! grep -q " $TFX_DOCKER_RUN/" /proc/self/mounts; then rm -rf "$TFX_DOCKER_RUN" || true; fi
   TFX_DOCKER_PID=""
-  unset DOCKER_HOST
+  unset DOCKER_HOST TFX_DOCKER_PRIVATE
   if [ -n "${TFX_DOCKER_LOCK:-}" ]; then exec {TFX_DOCKER_LOCK}>&-; fi
   return 0
 }
