@@ -110,6 +110,7 @@ static int setup(master *m, tfx_err *err) {
   if (!rc) {
     tfx_log(TFX_LOG_INFO, "MASTER-START", "listening on %s; %d ps, %d worker(s), mode %s", ep, m->n_ps, m->n_workers,
             m->cfg.mode);
+    tfx_notify_ready("chief: waiting for the parameter servers and workers");
   }
   return rc;
 }
