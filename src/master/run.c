@@ -386,7 +386,7 @@ static void periodic(master *m) {
  * the request deadline is named in a log line (once until it answers again). */
 static void heartbeat(master *m) {
   int64_t now = tfx_now_ms();
-  for (int w = 0; w < m->n_workers; w++) {
+  for (int w = 0; w < m->n_workers && !m->finished; w++) {
     tfx_client *c = m->workers[w];
     zmq_pollitem_t item = {tfx_client_socket(c), 0, ZMQ_POLLIN, 0};
     if (m->hb_pending[w] && zmq_poll(&item, 1, 0) > 0) {
@@ -433,6 +433,11 @@ static int finish(master *m, tfx_err *err) {
     tfx_wire_request(&env, TFX__MSG_TYPE__MSG_STOP);
     tfx_client_call(m->workers[w], &env, NULL, 0, &r, 500, NULL);
     tfx_inmsg_fini(&r);
+    /* Done with the workers: a socket left open would keep reconnecting to a worker that has exited, and
+     * libzmq resolves its host name in the I/O thread every ps request shares (a slow DNS answer for a
+     * vanished container stalls the final checkpoint and evaluation). */
+    tfx_client_destroy(m->workers[w]);
+    m->workers[w] = NULL;
   }
   int rc = tfx_master_poll_versions(m, err);
   if (!rc) {
