@@ -126,7 +126,7 @@ static int bad_var_shape(const layer *l, const tfx_var *v, const char *want, tfx
 }
 
 static int shape_op(tfx_model *m, layer *l, const tfx_layer_spec *s, tfx_err *err) {
-  tfx_var *v;
+  tfx_var *v = NULL;
   int rc = bind_var(m, l, s, &v, err);
   if (rc) {
     return rc;
