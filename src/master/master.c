@@ -1,6 +1,7 @@
 /* The master (chief): startup, plan, metrics, evaluation, checkpoints, stop. */
 #include "master.h"
 
+#include <cblas.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -293,6 +294,8 @@ int tfx_master_run(tfx_node *n, tfx_err *err) {
   m.n = n;
   m.last_acc = NAN;
   tfx_wire_set_sender(TFX__ROLE__ROLE_MASTER, n->index);
+  /* Evaluation runs beside the workers: OpenBLAS's default (a spinning thread per core) would take their cores. */
+  openblas_set_num_threads(n->cfg.threads);
   tfx_master_observe_init(&m);
   int rc = setup(&m, err);
   if (!rc) {

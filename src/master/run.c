@@ -43,9 +43,18 @@ static void on_report(master *m, const tfx_inmsg *in) {
     tfx_log(TFX_LOG_WARN, "MASTER-BAD-REPORT", "report from %d without a loss: dropped", e->sender_index);
     return;
   }
-  static const char *const names[] = {"loss", "accuracy", "examples_per_sec", "worker"};
-  double vals[] = {loss, acc, eps, e->sender_index};
-  tfx_master_record(m, "train", e->step, names, vals, 4);
+  /* The worker's step-time breakdown (src/worker/timing.h) goes to metrics.jsonl when the report has it. */
+  static const char *const timing[] = {"compute_ms", "push_pull_ms", "other_ms", "step_ms"};
+  const char *names[8] = {"loss", "accuracy", "examples_per_sec", "worker"};
+  double vals[8] = {loss, acc, eps, e->sender_index};
+  int n = 4;
+  for (int i = 0; i < 4; i++) {
+    double v = stat_of(e, timing[i]);
+    if (isfinite(v)) {
+      names[n] = timing[i], vals[n++] = v;
+    }
+  }
+  tfx_master_record(m, "train", e->step, names, vals, n);
   m->last_loss = loss;
   if (!isfinite(loss) || loss > m->cfg.thres_loss) {
     m->abort_code = TFX_ELOSS;

@@ -16,6 +16,7 @@
 #include "source.h"
 #include "step.h"
 #include "worker_impl.h"
+#include "timing.h"
 
 typedef struct worker {
   tfx_node *n;
@@ -30,6 +31,7 @@ typedef struct worker {
   float *x, **acc;
   int32_t *y;
   int64_t version, start_ms, steps;
+  tfx_timing timing;
   int stop;
   worker_obs obs; /* what --http-port shows */
 } worker;
@@ -152,15 +154,16 @@ static void compute(worker *w, tfx_step_stats *st) {
 }
 
 static int report(worker *w, double loss, double acc, double eps, tfx_err *err) {
-  const char *names[] = {"loss", "accuracy", "examples_per_sec"};
-  double vals[] = {loss, acc, eps};
-  Tfx__KeyValue kv[3], *kvp[3];
-  for (int i = 0; i < 3; i++) {
+  const char *names[3 + TFX_TIMING_N + 1] = {"loss", "accuracy", "examples_per_sec"};
+  double vals[3 + TFX_TIMING_N + 1] = {loss, acc, eps};
+  int n = 3 + tfx_timing_take_window(&w->timing, names + 3, vals + 3);
+  Tfx__KeyValue kv[3 + TFX_TIMING_N + 1], *kvp[3 + TFX_TIMING_N + 1];
+  for (int i = 0; i < n; i++) {
     tfx__key_value__init(&kv[i]), kv[i].key = (char *)names[i], kv[i].value = vals[i], kvp[i] = &kv[i];
   }
   tfx_envelope env;
   tfx_wire_request(&env, TFX__MSG_TYPE__MSG_REPORT);
-  env.step = w->version, env.stats = kvp, env.n_stats = 3;
+  env.step = w->version, env.stats = kvp, env.n_stats = (size_t)n;
   tfx_inmsg m;
   int rc = tfx_client_call(w->master, &env, NULL, 0, &m, w->cfg.request_timeout_s * 1000, err);
   if (!rc && m.env->flag == 1) {
@@ -181,9 +184,13 @@ static int train(worker *w, tfx_err *err) {
   }
   tfx_worker_obs_pull(&w->obs, tfx_worker_obs_now() - t_call, tfx_psclient_bytes(w->ps));
   tfx_notify_status("worker %d: training from step %lld", w->n->index, (long long)w->version);
+  tfx_log(TFX_LOG_INFO, "WORKER-TRAIN", "training from global step %lld", (long long)w->version);
+  tfx_timing_init(&w->timing);
   while (!w->stop && !tfx_stop_requested() && w->version < w->cfg.max_steps) {
     tfx_step_stats st;
+    tfx_timing_mark(&w->timing, TFX_TIMING_OTHER);
     compute(w, &st);
+    tfx_timing_mark(&w->timing, TFX_TIMING_COMPUTE);
     if ((rc = tfx_batcher_status(w->batcher, err))) {
       return rc;
     }
@@ -198,6 +205,7 @@ static int train(worker *w, tfx_err *err) {
       return rc;
     }
     tfx_worker_obs_push_pull(&w->obs, tfx_worker_obs_now() - t_call, w->model, tfx_psclient_bytes(w->ps));
+    tfx_timing_mark(&w->timing, TFX_TIMING_PUSH_PULL);
     w->steps++, loss += st.loss, hits += st.correct, seen += st.count, n++;
     if (w->steps % w->cfg.report_every == 0) {
       double eps = seen / ((tfx_now_ms() - t0 + 1) / 1000.0);
@@ -217,6 +225,7 @@ static int train(worker *w, tfx_err *err) {
                       (long long)w->cfg.max_steps);
   }
   tfx_notify_stopping();
+  tfx_timing_log(&w->timing);
   tfx_log(TFX_LOG_INFO, "WORKER-DONE", "stopped at global step %lld after %lld local steps", (long long)w->version,
           (long long)w->steps);
   return TFX_OK;

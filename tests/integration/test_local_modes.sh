@@ -16,6 +16,16 @@ run_mode async 2 training.mode=async
 run_mode backup 3 training.mode=sync training.replicas_to_aggregate=2
 grep -h "PS-STOP" "$WORK"/run-backup/logs/ps-*.log | grep -q "[1-9][0-9]* stale dropped" || fail "backup worker: no stale gradient dropped"
 grep -q "PS-STOP stopping at step 300" "$WORK/run-sync/logs/ps-0.log" || fail "sync: ps did not stop at step 300"
+# The workers' step-time breakdown (src/worker/timing.c): every train line has it, its parts add up to the step.
+python3 - "$WORK/run-sync/metrics.jsonl" <<'PY' || fail "sync: step-time breakdown missing or inconsistent in metrics.jsonl"
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1]) if '"train"' in l]
+assert lines, "no train lines"
+for m in lines:
+    parts = m["compute_ms"] + m["push_pull_ms"] + m["other_ms"]
+    assert m["compute_ms"] > 0 and m["push_pull_ms"] > 0 and abs(parts - m["step_ms"]) <= 1e-3 * m["step_ms"], m
+PY
+grep -q "WORKER-TIMING steps=300 " "$WORK/run-sync/logs/worker-0.log" || fail "sync: no WORKER-TIMING line for 300 steps"
 EXAMPLE=$SRC/examples/fashion_mnist_embedding.json run_mode embedding 2 training.mode=sync
 EXAMPLE=$SRC/examples/fashion_mnist_embedding.json "$TFX_NODE" plan --config "$SRC/examples/fashion_mnist_embedding.json" --ps 2 | grep -q "embedding_1/embeddings/part_1" || fail "embedding table not partitioned"
 run_mode batchnorm 2 training.mode=sync 'model.layers=[{"type":"flatten"},{"type":"dense","units":128},{"type":"batch_norm"},{"type":"relu"},{"type":"dense","units":10}]'

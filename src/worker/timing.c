@@ -1,0 +1,58 @@
+/* The worker's step-time breakdown (see timing.h). */
+#include "timing.h"
+
+#include <string.h>
+#include <time.h>
+
+#include "log.h"
+
+static const char *const phase_keys[TFX_TIMING_N] = {"compute_ms", "push_pull_ms", "other_ms"};
+
+static int64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+void tfx_timing_init(tfx_timing *t) {
+  memset(t, 0, sizeof *t);
+  t->last_ns = now_ns();
+}
+
+void tfx_timing_mark(tfx_timing *t, tfx_timing_phase p) {
+  int64_t now = now_ns(), d = now - t->last_ns;
+  t->last_ns = now;
+  t->window_ns[p] += d, t->total_ns[p] += d;
+  if (p == TFX_TIMING_PUSH_PULL) {
+    t->window_steps++, t->total_steps++;
+  }
+}
+
+int tfx_timing_take_window(tfx_timing *t, const char **names, double *ms_per_step) {
+  if (t->window_steps == 0) {
+    return 0;
+  }
+  double step = 0;
+  for (int p = 0; p < TFX_TIMING_N; p++) {
+    names[p] = phase_keys[p];
+    ms_per_step[p] = (double)t->window_ns[p] / 1e6 / (double)t->window_steps;
+    step += ms_per_step[p];
+    t->window_ns[p] = 0;
+  }
+  names[TFX_TIMING_N] = "step_ms", ms_per_step[TFX_TIMING_N] = step;
+  t->window_steps = 0;
+  return TFX_TIMING_N + 1;
+}
+
+void tfx_timing_log(const tfx_timing *t) {
+  double ms[TFX_TIMING_N], step = 0;
+  for (int p = 0; p < TFX_TIMING_N; p++) {
+    ms[p] = t->total_steps ? (double)t->total_ns[p] / 1e6 / (double)t->total_steps : 0;
+    step += ms[p];
+  }
+  double share = step > 0 ? 100 / step : 0;
+  tfx_log(TFX_LOG_INFO, "WORKER-TIMING",
+          "steps=%lld step_ms=%.4f compute_ms=%.4f push_pull_ms=%.4f other_ms=%.4f (compute %.0f%%, push_pull %.0f%%, "
+          "other %.0f%%)",
+          (long long)t->total_steps, step, ms[0], ms[1], ms[2], ms[0] * share, ms[1] * share, ms[2] * share);
+}
