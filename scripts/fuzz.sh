@@ -45,8 +45,8 @@ for i in "${!pids[@]}"; do
   t=${names[$i]} rc=0
   wait "${pids[$i]}" || rc=$?
   log=$OUT/$t.log
-  execs=$(grep -o 'stat::number_of_executed_units: [0-9]*' "$log" | grep -o '[0-9]*$' || echo "?")
-  speed=$(grep -o 'stat::average_exec_per_sec: [0-9]*' "$log" | grep -o '[0-9]*$' || echo "?")
+  execs=$(awk '/stat::number_of_executed_units/ {print $2}' "$log")
+  speed=$(awk '/stat::average_exec_per_sec/ {print $2}' "$log")
   units=$(find "$OUT/$t/corpus" -type f | wc -l)
   if [ "$rc" -eq 0 ]; then
     printf '%-10s %12s %10s %8s  %s\n' "$t" "$execs" "$speed" "$units" ok

@@ -143,6 +143,9 @@ int tfx_ckpt_write(const char *path, int64_t step, const tfx_ckpt_entry *entries
   return TFX_OK;
 }
 
+/* name length, rank, row_begin, row_end, version, nbytes, crc: the fixed part of an entry. */
+#define ENTRY_MIN_BYTES (2 + 4 + 8 + 8 + 8 + 8 + 4)
+
 typedef struct reader {
   const uint8_t *p;
   size_t len, off;
@@ -217,8 +220,10 @@ static int read_body(reader *r, tfx_ckpt *c, tfx_err *err) {
   if (version != 1) {
     return tfx_err_set(err, TFX_ECORRUPT, "%s: format version %u, want 1", r->path, version);
   }
-  if (count > 1000000) {
-    return tfx_err_set(err, TFX_ECORRUPT, "%s: %u entries", r->path, count);
+  /* Each entry takes at least ENTRY_MIN_BYTES: a count the file cannot hold is refused before it sizes a calloc. */
+  if (count > 1000000 || count > (r->len - r->off) / ENTRY_MIN_BYTES) {
+    return tfx_err_set(err, TFX_ECORRUPT, "%s: %u entries at offset %zu, %zu bytes left", r->path, count, r->off,
+                       r->len - r->off);
   }
   c->entries = calloc(count ? count : 1, sizeof *c->entries);
   if (!c->entries) {
