@@ -3,7 +3,8 @@
 # apt-get update runs only when a package is missing and cannot be found in the current lists.
 set -euo pipefail
 PKGS=(build-essential cmake pkg-config libzmq3-dev libprotobuf-c-dev protobuf-c-compiler
-      libopenblas-dev libjson-c-dev libcriterion-dev zlib1g-dev libmicrohttpd-dev libsystemd-dev dataset-fashion-mnist python3 curl)
+      libopenblas-dev libjson-c-dev libcriterion-dev zlib1g-dev libmicrohttpd-dev libsystemd-dev dataset-fashion-mnist python3 curl
+      clang libclang-rt-dev)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
