@@ -222,8 +222,8 @@ static int read_body(reader *r, tfx_ckpt *c, tfx_err *err) {
   }
   /* Each entry takes at least ENTRY_MIN_BYTES: a count the file cannot hold is refused before it sizes a calloc. */
   if (count > 1000000 || count > (r->len - r->off) / ENTRY_MIN_BYTES) {
-    return tfx_err_set(err, TFX_ECORRUPT, "%s: %u entries at offset %zu, %zu bytes left", r->path, count, r->off,
-                       r->len - r->off);
+    return tfx_err_set(err, TFX_ECORRUPT, "%s: %u entries at offset %zu, file has %zu bytes left", r->path, count,
+                       r->off, r->len - r->off);
   }
   c->entries = calloc(count ? count : 1, sizeof *c->entries);
   if (!c->entries) {

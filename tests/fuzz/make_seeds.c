@@ -76,9 +76,9 @@ static void wire_seeds(void) {
 
 static void ckpt_seeds(void) {
   float a[6] = {1, 2, 3, 4, 5, 6}, b[2] = {0.5f, -1};
-  tfx_ckpt_entry e[2] = {{.name = "dense/kernel", .rank = 2, .dims = {3, 2}, .row_end = 3, .count = 6, .data = a},
-                         {.name = "dense/bias@m", .rank = 1, .dims = {2}, .row_end = 2, .version = 4, .count = 2,
-                          .data = b}};
+  tfx_ckpt_entry e[2] = {
+      {.name = "dense/kernel", .rank = 2, .dims = {3, 2}, .row_end = 3, .count = 6, .data = a},
+      {.name = "dense/bias@m", .rank = 1, .dims = {2}, .row_end = 2, .version = 4, .count = 2, .data = b}};
   char path[1024];
   snprintf(path, sizeof path, "%s/shard.tmpseed", root);
   for (int n = 0; n <= 2; n++) {
@@ -178,11 +178,12 @@ int main(int argc, char **argv) {
   text("csv", "plain", "\x00", "0,0.1,0.2\n1,0.3,0.4\n2,,0.5\n");
   text("libsvm", "inferred", "\x00", "1 1:0.5 3:2\n0 2:1e-3 # comment\n\n-1 qid:3 4:7\n");
   text("libsvm", "dim8", "\x08", "3 1:1 8:2\n2 5:0.25\n");
-  text("cluster", "tfjob",
-       "", "{\"cluster\":{\"chief\":[\"host0:2222\"],\"worker\":[\"host1:2222\",\"host2:2222\"],\"ps\":"
-           "[\"[::1]:2223\"]},\"task\":{\"type\":\"worker\",\"index\":1},\"environment\":\"cloud\"}");
-  text("cluster", "master", "", "{\"cluster\":{\"master\":[\"127.0.0.1:5000\"],\"evaluator\":[\"e:1\"]},"
-                                "\"task\":{\"type\":\"evaluator\",\"index\":0},\"rpc_layer\":\"grpc\"}");
+  text("cluster", "tfjob", "",
+       "{\"cluster\":{\"chief\":[\"host0:2222\"],\"worker\":[\"host1:2222\",\"host2:2222\"],\"ps\":"
+       "[\"[::1]:2223\"]},\"task\":{\"type\":\"worker\",\"index\":1},\"environment\":\"cloud\"}");
+  text("cluster", "master", "",
+       "{\"cluster\":{\"master\":[\"127.0.0.1:5000\"],\"evaluator\":[\"e:1\"]},"
+       "\"task\":{\"type\":\"evaluator\",\"index\":0},\"rpc_layer\":\"grpc\"}");
   text("cluster", "no_chief", "", "{\"cluster\":{\"worker\":[\"a:1\"]},\"task\":{\"type\":\"worker\",\"index\":0}}");
   return 0;
 }
