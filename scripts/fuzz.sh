@@ -20,6 +20,8 @@ TARGETS=("$@")
 [ ${#TARGETS[@]} -gt 0 ] || TARGETS=(wire cluster config tfrecord idx csv libsvm ckpt)
 OUT=$BUILD/fuzz-out
 mkdir -p "$OUT" "$BUILD/fuzz-artifacts"
+rm -rf "$OUT/tmp" && mkdir -p "$OUT/tmp"
+TMPDIR=$(cd "$OUT/tmp" && pwd) && export TMPDIR # the ckpt target keeps its checkpoint directory there
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 

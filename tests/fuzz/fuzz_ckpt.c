@@ -1,9 +1,13 @@
-/* Fuzzes checkpoint loading: tfx_ckpt_read on a shard file (format in src/common/ckpt.h). Byte 0 picks the
- * mode: even = the rest is the file as is; odd = the per-entry data CRCs and the file CRC are recomputed first
- * (where the structure allows), so that mutations get past the checksums to the fields behind them. */
+/* Fuzzes checkpoint loading (formats in src/common/ckpt.h). Byte 0 picks the mode: bit 1 set = the rest is a
+ * checkpoint directory's manifest.json, checked by tfx_ckpt_verify against a real shard ps-0.shard beside it;
+ * else tfx_ckpt_read on the rest as a shard file, as is (bit 0 clear) or with the per-entry data CRCs and the
+ * file CRC recomputed first (bit 0 set, where the structure allows), so that mutations get past the
+ * checksums to the fields behind them. */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include "ckpt.h"
@@ -52,8 +56,39 @@ static void fix_crcs(uint8_t *b, size_t n) {
   put_u32(b + n - 4, (uint32_t)crc32_z(0, b, n - 12));
 }
 
+/* A checkpoint directory of this process holding one real shard; its manifest is the fuzz input. */
+static void manifest(const uint8_t *data, size_t size) {
+  static char dir[512];
+  char path[600];
+  if (!dir[0]) {
+    float v[3] = {1, 2, 3};
+    tfx_ckpt_entry e = {.name = "w", .rank = 1, .dims = {3}, .row_end = 3, .count = 3, .data = v};
+    const char *tmp = getenv("TMPDIR"); /* scripts/fuzz.sh points it into the build dir */
+    snprintf(dir, sizeof dir, "%s/tfx-fuzz-ckpt.XXXXXX", tmp ? tmp : "/tmp");
+    snprintf(path, sizeof path, "%s/ps-0.shard", mkdtemp(dir));
+    tfx_ckpt_write(path, 7, &e, 1, NULL, NULL, NULL);
+  }
+  snprintf(path, sizeof path, "%s/manifest.json", dir);
+  FILE *f = fopen(path, "wb");
+  if (!f) {
+    return;
+  }
+  fwrite(data, 1, size, f);
+  fclose(f);
+  int64_t step = 0;
+  int n_ps = 0;
+  tfx_err err = {0};
+  if (tfx_ckpt_verify(dir, &step, &n_ps, &err) != TFX_OK && !err.msg[0]) {
+    abort();
+  }
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size < 1) {
+    return 0;
+  }
+  if (data[0] & 2) {
+    manifest(data + 1, size - 1);
     return 0;
   }
   uint8_t *copy = malloc(size);

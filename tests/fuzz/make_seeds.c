@@ -92,6 +92,16 @@ static void ckpt_seeds(void) {
     seed("ckpt", name, "\x01", 1, buf, len);
   }
   remove(path);
+  uint32_t crc = 0;
+  uint64_t bytes = 0;
+  float v[3] = {1, 2, 3}; /* the shard fuzz_ckpt writes beside the manifest */
+  tfx_ckpt_entry w = {.name = "w", .rank = 1, .dims = {3}, .row_end = 3, .count = 3, .data = v};
+  tfx_ckpt_write(path, 7, &w, 1, &crc, &bytes, NULL);
+  remove(path);
+  char json[256];
+  snprintf(json, sizeof json, "{\"step\": 7, \"shards\": [{\"file\": \"ps-0.shard\", \"crc32\": %u, \"bytes\": %llu}]}",
+           crc, (unsigned long long)bytes);
+  seed("ckpt", "manifest", "\x02", 1, json, strlen(json));
 }
 
 /* One Example with a float feature x of n values and an int64 label y, packed; caller frees. */
