@@ -24,7 +24,8 @@ rm -rf "$OUT/tmp" && mkdir -p "$OUT/tmp"
 TMPDIR=$(cd "$OUT/tmp" && pwd) && export TMPDIR # the ckpt target keeps its checkpoint directory there
 # A huge allocation fails as it does without ASan (NULL, which the code reports as TFX_ENOMEM) instead of
 # aborting: a 200-byte LibSVM file may name feature 4e8, and its dense matrix then cannot be had.
-export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}:allocator_may_return_null=1
+# A small quarantine: freed multi-GiB chunks (touched in part) would otherwise count against the RSS limit.
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}:allocator_may_return_null=1:quarantine_size_mb=64
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 
 # run TARGET: fuzzes it for SECS seconds; new inputs go to OUT/TARGET/corpus, never to the committed seeds.
