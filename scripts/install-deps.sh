@@ -4,7 +4,8 @@
 set -euo pipefail
 PKGS=(build-essential cmake pkg-config libzmq3-dev libprotobuf-c-dev protobuf-c-compiler
       libopenblas-dev libjson-c-dev libcriterion-dev zlib1g-dev libmicrohttpd-dev libsystemd-dev libsqlite3-dev dataset-fashion-mnist python3 curl
-      prometheus chromium debootstrap docker.io docker-compose python3-yaml)
+      prometheus chromium debootstrap docker.io docker-compose python3-yaml
+      clang libclang-rt-dev)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,6 +1,7 @@
 #!/bin/bash
 # The test command: installs dependencies, builds with AddressSanitizer + UBSan, runs every unit and
-# integration test (CTest), and prints the summary. Usage: bash scripts/test.sh
+# integration test (CTest), prints the summary, then runs the fuzz targets (scripts/fuzz.sh).
+# Usage: bash scripts/test.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
@@ -11,3 +12,6 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 cd "$BUILD"
 ctest --output-on-failure -j2 --timeout 900
+cd ..
+# libFuzzer targets from their seed corpora, two at a time (8 targets x 45 s / 2 = 3 min); a crash fails.
+bash scripts/fuzz.sh "${TFX_FUZZ_SECONDS:-45}"

@@ -21,12 +21,17 @@
 #include "net.h"
 
 #define RESTART_BUDGET 5
+/* A process that ran this long before failing was not crash-looping: its budget and backoff start over (as a
+ * Kubernetes pod's back-off resets after it runs well), so a long run survives any number of spaced faults. */
+#define RESTART_STABLE_MS 10000
 
 typedef struct child {
   pid_t pid;
   tfx_role role;
-  int index, status, exited, failed, restarts;
+  int index, status, exited, failed, restarts; /* restarts: in the current run of quick failures */
+  int restarts_total; /* every restart, for tfx_restarts_total */
   int64_t restart_at; /* 0: not waiting to restart */
+  int64_t started_at; /* when the current process was spawned */
 } child;
 
 /* Picks n distinct free loopback ports (all held open while choosing, so they differ). */
@@ -103,7 +108,7 @@ static int spawn_all(const tfx_node *n, const tfx_cluster *c, child *kids, int t
     if (pid == 0) {
       exec_child(n, c, &kids[i], self, exp);
     }
-    kids[i].pid = pid;
+    kids[i].pid = pid, kids[i].started_at = tfx_now_ms();
     tfx_log(TFX_LOG_INFO, "LOCAL-SPAWN", "%s %d: pid %d at %s", tfx_role_name(kids[i].role), kids[i].index, (int)pid,
             tfx_cluster_address(c, kids[i].role, kids[i].index));
   }
@@ -176,7 +181,7 @@ static void write_restarts(const cluster_run *r) {
   size_t len = 0;
   for (int i = 0; i < r->total; i++) {
     const child *k = &r->kids[i];
-    len += (size_t)snprintf(text + len, 48, "%s %d %d\n", tfx_role_name(k->role), k->index, k->restarts);
+    len += (size_t)snprintf(text + len, 48, "%s %d %d\n", tfx_role_name(k->role), k->index, k->restarts_total);
   }
   snprintf(path, sizeof path, "%s/logs/restarts.txt", r->n->run_dir);
   tfx_err err;
@@ -187,11 +192,15 @@ static void write_restarts(const cluster_run *r) {
 }
 
 /* A failed process is restarted with the same role and address after a backoff (0.5 s doubling), at most
- * RESTART_BUDGET times; returns the index of one whose budget is spent, or -1. */
+ * RESTART_BUDGET times in a row of quick failures (each within RESTART_STABLE_MS of its start); returns the index
+ * of one whose budget is spent, or -1. */
 static int handle_failures(cluster_run *r) {
   for (int i = 0; i < r->total; i++) {
     child *k = &r->kids[i];
     if (k->failed && !k->restart_at) {
+      if (tfx_now_ms() - k->started_at >= RESTART_STABLE_MS) {
+        k->restarts = 0;
+      }
       /* Bad input (2) or an aborted run (3) would only fail again: no restart. */
       if (k->restarts >= RESTART_BUDGET || k->status == 2 || k->status == 3) {
         return i;
@@ -207,7 +216,8 @@ static int handle_failures(cluster_run *r) {
         exec_child(r->n, r->c, k, r->self, r->exp);
       }
       if (pid > 0) {
-        k->pid = pid, k->exited = k->failed = 0, k->restart_at = 0, k->restarts++;
+        k->pid = pid, k->exited = k->failed = 0, k->restart_at = 0, k->restarts++, k->started_at = tfx_now_ms();
+        k->restarts_total++;
         write_restarts(r);
       }
     }

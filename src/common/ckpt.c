@@ -143,6 +143,9 @@ int tfx_ckpt_write(const char *path, int64_t step, const tfx_ckpt_entry *entries
   return TFX_OK;
 }
 
+/* name length, rank, row_begin, row_end, version, nbytes, crc: the fixed part of an entry. */
+#define ENTRY_MIN_BYTES (2 + 4 + 8 + 8 + 8 + 8 + 4)
+
 typedef struct reader {
   const uint8_t *p;
   size_t len, off;
@@ -217,8 +220,10 @@ static int read_body(reader *r, tfx_ckpt *c, tfx_err *err) {
   if (version != 1) {
     return tfx_err_set(err, TFX_ECORRUPT, "%s: format version %u, want 1", r->path, version);
   }
-  if (count > 1000000) {
-    return tfx_err_set(err, TFX_ECORRUPT, "%s: %u entries", r->path, count);
+  /* Each entry takes at least ENTRY_MIN_BYTES: a count the file cannot hold is refused before it sizes a calloc. */
+  if (count > 1000000 || count > (r->len - r->off) / ENTRY_MIN_BYTES) {
+    return tfx_err_set(err, TFX_ECORRUPT, "%s: %u entries at offset %zu, file has %zu bytes left", r->path, count,
+                       r->off, r->len - r->off);
   }
   c->entries = calloc(count ? count : 1, sizeof *c->entries);
   if (!c->entries) {
@@ -245,11 +250,15 @@ static int slurp(const char *path, uint8_t **buf, size_t *len, tfx_err *err) {
   if (!f) {
     return tfx_err_sys(err, errno == ENOENT ? TFX_ENOTFOUND : TFX_ESYS, "open %s", path);
   }
-  fseek(f, 0, SEEK_END);
-  long size = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  *buf = malloc(size > 0 ? (size_t)size : 1);
-  if (!*buf || fread(*buf, 1, (size_t)size, f) != (size_t)size) {
+  /* A directory or a pipe has no size to read up to (fuzz_ckpt: a manifest naming "" gave the directory). */
+  struct stat st;
+  if (fstat(fileno(f), &st) || !S_ISREG(st.st_mode)) {
+    fclose(f);
+    return tfx_err_set(err, TFX_ECORRUPT, "%s: not a regular file", path);
+  }
+  size_t size = (size_t)st.st_size;
+  *buf = malloc(size ? size : 1);
+  if (!*buf || fread(*buf, 1, size, f) != size) {
     fclose(f);
     free(*buf);
     return tfx_err_sys(err, TFX_ESYS, "read %s", path);
@@ -348,8 +357,13 @@ static int verify_shard(const char *dir, json_object *s, tfx_err *err) {
       !json_object_object_get_ex(s, "bytes", &bytes)) {
     return tfx_err_set(err, TFX_ECORRUPT, "%s/manifest.json: shard entry lacks file/crc32/bytes", dir);
   }
+  const char *name = json_object_get_string(file);
+  if (!name[0] || strchr(name, '/')) {
+    return tfx_err_set(err, TFX_ECORRUPT, "%s/manifest.json: shard file '%.64s' is not a name in the directory", dir,
+                       name);
+  }
   char path[1100];
-  snprintf(path, sizeof path, "%s/%s", dir, json_object_get_string(file));
+  snprintf(path, sizeof path, "%s/%s", dir, name);
   uint32_t c;
   uint64_t b;
   int rc = tfx_file_crc32(path, &c, &b, err);

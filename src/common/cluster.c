@@ -232,7 +232,9 @@ int tfx_cluster_parse(const char *json, tfx_cluster **out, tfx_err *err) {
   }
   root = json_tokener_parse_ex(tok, json, -1);
   enum json_tokener_error jerr = json_tokener_get_error(tok);
-  size_t end = json_tokener_get_parse_end(tok);
+  size_t end = json_tokener_get_parse_end(tok), len = strlen(json);
+  /* After a trailing comment the parse end counts the NUL too: past the text, where strspn must not look. */
+  end = end < len ? end : len;
   if (root && jerr == json_tokener_success) {
     end += strspn(json + end, " \t\r\n");
   }

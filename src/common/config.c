@@ -613,7 +613,9 @@ static json_object *parse_text(const char *json, const char *origin, tfx_err *er
   /* -1: json-c reads up to and including the NUL, which completes a bare number or literal ("32", "true"). */
   json_object *root = json_tokener_parse_ex(tok, json, -1);
   enum json_tokener_error jerr = json_tokener_get_error(tok);
-  size_t end = json_tokener_get_parse_end(tok);
+  size_t end = json_tokener_get_parse_end(tok), len = strlen(json);
+  /* After a trailing comment the parse end counts the NUL too: past the text, where strspn must not look. */
+  end = end < len ? end : len;
   if (root && jerr == json_tokener_success) {
     end += strspn(json + end, " \t\r\n");
   }

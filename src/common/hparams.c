@@ -27,12 +27,18 @@ static double num(json_object *spec, const char *key) {
   return json_object_object_get_ex(spec, key, &v) ? json_object_get_double(v) : 0;
 }
 
+/* The "values" array of a categorical spec, or NULL (json-c asserts on the array length of anything else:
+ * found by fuzz_config with "values": 252). Borrowed from spec. */
+static json_object *values_of(json_object *spec) {
+  json_object *v;
+  return json_object_object_get_ex(spec, "values", &v) && json_object_is_type(v, json_type_array) ? v : NULL;
+}
+
 /* The number of grid points of a spec (categorical: its values; ranges: 3; constant: 1). */
 static int grid_points(json_object *spec) {
-  json_object *values;
   const char *t = spec_type(spec);
   if (!strcmp(t, "categorical")) {
-    return json_object_object_get_ex(spec, "values", &values) ? (int)json_object_array_length(values) : 0;
+    return values_of(spec) ? (int)json_object_array_length(values_of(spec)) : 0;
   }
   if (!strcmp(t, "int") && num(spec, "max") - num(spec, "min") < 2) {
     return (int)(num(spec, "max") - num(spec, "min")) + 1;
@@ -57,7 +63,7 @@ static json_object *value_at(json_object *spec, double u) {
   if (!strcmp(t, "log_float") && lo > 0 && hi > 0) {
     return json_object_new_double(exp(log(lo) + u * (log(hi) - log(lo))));
   }
-  if (!strcmp(t, "categorical") && json_object_object_get_ex(spec, "values", &v) && json_object_array_length(v) > 0) {
+  if (!strcmp(t, "categorical") && (v = values_of(spec)) && json_object_array_length(v) > 0) {
     size_t n = json_object_array_length(v), k = (size_t)(u * (double)n);
     return json_object_get(json_object_array_get_idx(v, k < n ? k : n - 1));
   }

@@ -310,7 +310,13 @@ int tfx_master_run(tfx_node *n, tfx_err *err) {
   if (!rc) {
     rc = tfx_master_loop(&m, err);
   }
-  tfx_master_stop_all(&m);
+  if (rc == TFX_EPEER) {
+    /* A lost peer is a fault a restart can mend: the ps keep their state and the workers wait for the master
+     * that tfx-node local, compose or Kubernetes restarts, which resumes from the newest checkpoint. */
+    tfx_log(TFX_LOG_WARN, "MASTER-LEAVE", "leaving the ps and workers running for a restarted master");
+  } else {
+    tfx_master_stop_all(&m);
+  }
   tfx_master_observe_stop(&m);
   cleanup(&m);
   pthread_mutex_destroy(&m.obs.lock);

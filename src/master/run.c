@@ -461,22 +461,44 @@ static int finish(master *m, tfx_err *err) {
   return rc;
 }
 
+/* Polls the ps versions; a ps that does not answer (TFX_EPEER: dead, being restarted) is waited for, up to
+ * cluster.register_timeout_s from the first miss (*lost_since), before the master gives up. */
+static int poll_or_wait(master *m, int64_t *lost_since, tfx_err *err) {
+  tfx_err perr;
+  int rc = tfx_master_poll_versions(m, &perr);
+  if (rc == TFX_EPEER && (!*lost_since || tfx_now_ms() - *lost_since < m->cfg.register_timeout_s * 1000LL)) {
+    if (!*lost_since) {
+      *lost_since = tfx_now_ms();
+      tfx_log(TFX_LOG_WARN, "MASTER-PS-WAIT", "%s; waiting up to %d s for it", perr.msg, m->cfg.register_timeout_s);
+    }
+    return TFX_OK;
+  }
+  if (!rc && *lost_since) {
+    tfx_log(TFX_LOG_INFO, "MASTER-PS-BACK", "every ps answers again");
+    *lost_since = 0;
+  }
+  return rc ? tfx_err_set(err, rc, "%s", perr.msg) : TFX_OK;
+}
+
 int tfx_master_loop(master *m, tfx_err *err) {
   m->hook_stop |= tfx_plugin_hook(m->n->plugin, TFX_HOOK_TRAIN_BEGIN, m->start_step, NAN, NAN, m->n->run_dir);
   tfx_notify_status("chief: training from step %lld", (long long)m->start_step);
   if (m->cfg.validate_first && m->start_step == 0) {
     tfx_master_evaluate(m), tfx_master_validate(m, 1);
   }
-  int64_t last_poll = 0;
+  int64_t last_poll = 0, lost_since = 0;
   while (!tfx_stop_requested() && !m->abort_code) {
     serve(m, 50);
     if (tfx_now_ms() - last_poll < 200) {
       continue;
     }
     last_poll = tfx_now_ms();
-    int rc = tfx_master_poll_versions(m, err);
+    int rc = poll_or_wait(m, &lost_since, err);
     if (rc) {
       return rc;
+    }
+    if (lost_since) {
+      continue;
     }
     tfx_notify_status("chief: step %lld of %lld, eval accuracy %.4f", (long long)m->global_step,
                       (long long)m->cfg.max_steps, m->last_acc);

@@ -173,13 +173,74 @@ static int report(worker *w, double loss, double acc, double eps, tfx_err *err) 
   return rc;
 }
 
+/* Registers again (idempotent): a restarted master waits for every worker's registration before it initializes
+ * the ps that this worker waits for. A stop answer (flag 2) stops the worker. */
+static void announce(worker *w) {
+  tfx_envelope env;
+  tfx_inmsg r;
+  memset(&r, 0, sizeof r); /* a failed send leaves it untouched */
+  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_REGISTER);
+  int rc = tfx_client_call(w->master, &env, NULL, 0, &r, 1000, NULL);
+  if (rc == TFX_OK && r.env->flag == 2) {
+    w->stop = 1;
+  }
+  tfx_inmsg_fini(&r);
+  if (rc == TFX_EPEER) {
+    tfx_client_reset(w->master, NULL);
+  }
+}
+
+/* A ps that stopped answering (TFX_EPEER) or was rolled back to a checkpoint (TFX_ESTATE) is waited for here
+ * rather than by exiting: pulls again until every ps answers, within cluster.register_timeout_s. The pull sets
+ * the version the next push is computed from, so no gradient is applied to a step it was not made for. */
+static int resync(worker *w, const tfx_err *why, tfx_err *err) {
+  tfx_log(TFX_LOG_WARN, "WORKER-PS-WAIT", "%s; pulling until every ps answers", why->msg);
+  int64_t deadline = tfx_now_ms() + (int64_t)w->cfg.register_timeout_s * 1000;
+  while (!w->stop && !tfx_stop_requested()) {
+    serve_control(w);
+    tfx_err perr;
+    int rc = tfx_psclient_pull(w->ps, 0, &w->version, &perr);
+    if (rc == TFX_OK) {
+      tfx_log(TFX_LOG_INFO, "WORKER-PS-BACK", "every ps answers: continuing from step %lld", (long long)w->version);
+      return TFX_OK;
+    }
+    if ((rc != TFX_EPEER && rc != TFX_ESTATE) || tfx_now_ms() > deadline) {
+      return tfx_err_set(err, rc, "%s (waited %d s for the ps)", perr.msg, w->cfg.register_timeout_s);
+    }
+    announce(w);
+    tfx_notify_watchdog();
+    usleep(200000);
+  }
+  return TFX_OK;
+}
+
+/* Reports to the master; a master that does not answer is being restarted: the report is skipped (logged) and
+ * the next one goes to the new master, which counts it as this worker's registration. */
+static int report_or_skip(worker *w, double loss, double acc, double eps, tfx_err *err) {
+  tfx_err rerr;
+  int rc = report(w, loss, acc, eps, &rerr);
+  if (rc == TFX_EPEER) {
+    tfx_log(TFX_LOG_WARN, "WORKER-MASTER-LOST", "%s; training on, the next report goes to a restarted master",
+            rerr.msg);
+    return tfx_client_reset(w->master, err);
+  }
+  return rc ? tfx_err_set(err, rc, "%s", rerr.msg) : TFX_OK;
+}
+
 static int train(worker *w, tfx_err *err) {
   int sync = strcmp(w->cfg.mode, "sync") == 0, rc;
   double loss = 0, hits = 0, seen = 0, n = 0;
   int64_t t0 = tfx_now_ms();
   (void)sync;
   double t_call = tfx_worker_obs_now();
-  if ((rc = tfx_psclient_pull(w->ps, 0, &w->version, err))) {
+  tfx_err perr;
+  rc = tfx_psclient_pull(w->ps, 0, &w->version, &perr);
+  if (rc == TFX_EPEER || rc == TFX_ESTATE) {
+    rc = resync(w, &perr, err);
+  } else if (rc) {
+    tfx_err_set(err, rc, "%s", perr.msg);
+  }
+  if (rc) {
     return rc;
   }
   tfx_worker_obs_pull(&w->obs, tfx_worker_obs_now() - t_call, tfx_psclient_bytes(w->ps));
@@ -201,8 +262,15 @@ static int train(worker *w, tfx_err *err) {
     }
     int64_t step = w->version;
     t_call = tfx_worker_obs_now();
-    if ((rc = tfx_psclient_push_pull(w->ps, step, &w->version, err))) {
-      return rc;
+    rc = tfx_psclient_push_pull(w->ps, step, &w->version, &perr);
+    if (rc == TFX_EPEER || rc == TFX_ESTATE) {
+      if ((rc = resync(w, &perr, err))) {
+        return rc;
+      }
+      continue;
+    }
+    if (rc) {
+      return tfx_err_set(err, rc, "%s", perr.msg);
     }
     tfx_worker_obs_push_pull(&w->obs, tfx_worker_obs_now() - t_call, w->model, tfx_psclient_bytes(w->ps));
     tfx_timing_mark(&w->timing, TFX_TIMING_PUSH_PULL);
@@ -212,7 +280,7 @@ static int train(worker *w, tfx_err *err) {
       tfx_worker_obs_step(&w->obs, w->version, w->steps, loss / n, eps);
       int64_t now = w->version;
       w->version = step;
-      rc = report(w, loss / n, hits / seen, eps, err);
+      rc = report_or_skip(w, loss / n, hits / seen, eps, err);
       w->version = now;
       if (rc) {
         return rc;

@@ -246,6 +246,8 @@ Test(ckpt, a_huge_entry_count_in_a_tiny_file_is_ecorrupt) {
   tfx_err err = {0};
   cr_assert_eq(tfx_ckpt_read(path, &c, &err), TFX_ECORRUPT, "%s", err.msg);
   cr_assert(strstr(err.msg, path) != NULL, "msg: %s", err.msg);
+  /* Refused from the header, before a calloc of 999999 entries (fuzz_ckpt found it slow, ~240 MB per input). */
+  cr_assert(strstr(err.msg, "999999 entries at offset 24, file has 12 bytes left") != NULL, "msg: %s", err.msg);
 
   count = 1000001; /* over the format's limit */
   memcpy(buf + 12, &count, 4);
@@ -359,6 +361,18 @@ Test(ckpt, verify_failures) {
   spit(path, (const uint8_t *)"{\"step\": 30, \"shards\": [{\"file\": \"ps-0.shard\"}]}", 48);
   cr_assert_eq(tfx_ckpt_verify(dir, &step, &n_ps, &err), TFX_ECORRUPT);
   cr_assert(strstr(err.msg, "lacks file/crc32/bytes") != NULL, "msg: %s", err.msg);
+  /* Found by fuzz_ckpt: "" named the directory itself, whose size stdio reports as 2^63-1. */
+  const char *outside[] = {"{\"step\": 30, \"shards\": [{\"file\": \"\", \"crc32\": 1, \"bytes\": 9}]}",
+                           "{\"step\": 30, \"shards\": [{\"file\": \"../x\", \"crc32\": 1, \"bytes\": 9}]}"};
+  for (int i = 0; i < 2; i++) {
+    spit(path, (const uint8_t *)outside[i], strlen(outside[i]));
+    cr_assert_eq(tfx_ckpt_verify(dir, &step, &n_ps, &err), TFX_ECORRUPT, "%s", outside[i]);
+    cr_assert(strstr(err.msg, "is not a name in the directory") != NULL, "msg: %s", err.msg);
+  }
+  uint32_t crc;
+  uint64_t bytes;
+  cr_assert_eq(tfx_file_crc32(dir, &crc, &bytes, &err), TFX_ECORRUPT);
+  cr_assert(strstr(err.msg, "not a regular file") != NULL, "msg: %s", err.msg);
 
   cr_assert_eq(step, -1, "out-parameters written on failure");
   cr_assert_eq(n_ps, -1, "out-parameters written on failure");

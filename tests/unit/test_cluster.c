@@ -415,3 +415,15 @@ Test(cluster, to_json_keeps_the_legacy_master_name) {
   free(json);
   tfx_cluster_destroy(a);
 }
+
+Test(cluster, a_trailing_comment_is_read_within_the_text) {
+  /* Found by tests/fuzz/fuzz_cluster: after a trailing comment json-c's parse end counts the NUL, and the check
+   * for trailing text read past the end of the buffer (heap, so ASan sees it). */
+  char *json = strdup("{\"cluster\": {\"worker\": [\"a:1\"]}, \"task\": {\"type\": \"worker\", \"index\": 0}}//x");
+  tfx_cluster *c = NULL;
+  tfx_err err = {0};
+  cr_assert_eq(tfx_cluster_parse(json, &c, &err), TFX_OK, "%s", err.msg);
+  cr_assert_eq(tfx_cluster_count(c, TFX_ROLE_WORKER), 1);
+  tfx_cluster_destroy(c);
+  free(json);
+}

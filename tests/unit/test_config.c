@@ -643,3 +643,25 @@ Test(config, print_options_lists_every_option) {
   }
   free(buf);
 }
+
+Test(config, a_trailing_comment_is_read_within_the_text) {
+  /* The same json-c parse-end case as TF_CONFIG's (found by tests/fuzz/fuzz_cluster); heap text for ASan. */
+  char *json = strdup("{\"training\": {\"batch_size\": 32}} /* end */");
+  tfx_config c;
+  tfx_err err = {0};
+  tfx_config_init(&c);
+  cr_assert_eq(tfx_config_parse(&c, json, "test.json", &err), TFX_OK, "%s", err.msg);
+  cr_assert_eq(c.batch_size, 32);
+  free(json);
+}
+
+Test(config, categorical_values_that_are_not_an_array_are_econfig) {
+  /* Found by tests/fuzz/fuzz_config: json-c asserted (abort) on the array length of a number. */
+  tfx_config c;
+  tfx_err err = {0};
+  tfx_config_init(&c);
+  int rc = tfx_config_parse(&c, "{\"hyperparameters\": {\"lr\": {\"type\": \"categorical\", \"values\": 252}}}",
+                            "test.json", &err);
+  cr_assert_eq(rc, TFX_ECONFIG, "rc %d: %s", rc, err.msg);
+  cr_assert(strstr(err.msg, "hyperparameters.lr") != NULL, "msg: %s", err.msg);
+}

@@ -198,6 +198,15 @@ Test(dataset, truncation_names_where_it_stopped) {
   assert_corrupt(path, "truncated at offset 6 (want 10 more bytes)");
 }
 
+Test(dataset, a_header_claiming_16_gib_in_a_tiny_file_is_ecorrupt) {
+  /* Found by tests/fuzz/fuzz_idx: the buffer was sized from the header; it now grows with the data read. */
+  char path[128];
+  sprintf(path, "%s/claims.idx", tmp);
+  const uint8_t header[12] = {0, 0, 0x08, 2, 0x10, 0, 0, 0, 0, 0, 0, 64}; /* rank 2: 2^28 x 64 */
+  write_file(path, header, sizeof header, 0);
+  assert_corrupt(path, "truncated at offset 12 (want 17179869184 more bytes)");
+}
+
 Test(dataset, gzip_trailer_is_verified) {
   /* A flipped bit in the gzip CRC32, or a file cut in the last bytes, means the data cannot be trusted. */
   char path[128], bad[128];

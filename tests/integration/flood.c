@@ -1,0 +1,78 @@
+/* A hostile client and a polite one, for tests/integration/test_flood.sh.
+ *   tfx-flood flood HOST:PORT status|pull SECONDS   sends requests as fast as the socket takes them and never
+ *                                                   reads a reply (one DEALER); prints how many it sent.
+ *   tfx-flood probe HOST:PORT N INTERVAL_MS         sends N STATUS requests one at a time on its own DEALER and
+ *                                                   prints "answered A of N, max latency M ms" (timeout 10 s).
+ * Exit 0 unless the arguments or the socket are wrong. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cluster.h"
+#include "net.h"
+#include "wire.h"
+
+static int flood(tfx_client *c, const char *kind, int seconds) {
+  tfx_envelope env;
+  tfx_wire_request(&env, strcmp(kind, "pull") == 0 ? TFX__MSG_TYPE__MSG_PULL : TFX__MSG_TYPE__MSG_STATUS);
+  size_t len = 0;
+  uint8_t *packed = tfx_wire_pack(&env, &len);
+  long sent = 0, refused = 0;
+  for (int64_t end = tfx_now_ms() + seconds * 1000LL; tfx_now_ms() < end;) {
+    /* Non-blocking: when the high-water mark is reached ZeroMQ refuses (EAGAIN) rather than queueing more. */
+    if (zmq_send(tfx_client_socket(c), packed, len, ZMQ_DONTWAIT) >= 0) {
+      sent++;
+    } else if (errno == EAGAIN) {
+      refused++;
+      usleep(100);
+    } else {
+      break;
+    }
+  }
+  free(packed);
+  printf("sent %ld %s requests in %d s (%ld refused at the high-water mark)\n", sent, kind, seconds, refused);
+  return 0;
+}
+
+static int probe(tfx_client *c, int n, int interval_ms) {
+  int answered = 0;
+  int64_t worst = 0;
+  for (int i = 0; i < n; i++) {
+    tfx_envelope env;
+    tfx_inmsg r;
+    tfx_err err;
+    tfx_wire_request(&env, TFX__MSG_TYPE__MSG_STATUS);
+    int64_t t0 = tfx_now_ms();
+    if (tfx_client_call(c, &env, NULL, 0, &r, 10000, &err) == TFX_OK) {
+      answered++;
+      worst = tfx_now_ms() - t0 > worst ? tfx_now_ms() - t0 : worst;
+    } else {
+      fprintf(stderr, "probe %d: %s\n", i, err.msg);
+      tfx_client_reset(c, NULL);
+    }
+    tfx_inmsg_fini(&r);
+    usleep((useconds_t)interval_ms * 1000);
+  }
+  printf("answered %d of %d, max latency %lld ms\n", answered, n, (long long)worst);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc != 5 || (strcmp(argv[1], "flood") && strcmp(argv[1], "probe"))) {
+    return fprintf(stderr, "usage: %s flood HOST:PORT status|pull SECONDS | probe HOST:PORT N INTERVAL_MS\n", argv[0]),
+           2;
+  }
+  char ep[320];
+  tfx_err err;
+  tfx_client *c;
+  if (tfx_address_endpoint(argv[2], 0, NULL, ep, sizeof ep, &err) || tfx_client_create(ep, &c, &err)) {
+    return fprintf(stderr, "%s\n", err.msg), 2;
+  }
+  tfx_wire_set_sender(TFX__ROLE__ROLE_CLIENT, strcmp(argv[1], "flood") == 0 ? 666 : 0);
+  int rc = strcmp(argv[1], "flood") == 0 ? flood(c, argv[3], atoi(argv[4])) : probe(c, atoi(argv[3]), atoi(argv[4]));
+  tfx_client_destroy(c);
+  tfx_net_shutdown();
+  return rc;
+}

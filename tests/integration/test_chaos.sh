@@ -1,0 +1,51 @@
+#!/bin/bash
+# Chaos: a tfx-node local run (MLP, sync, 2 ps, 2 workers) during which a random live process of the cluster
+# (master, ps or worker) is killed with kill -9 every few seconds. The supervisor restarts each one (a log line
+# names it), a lost ps rolls every ps back to the newest checkpoint, a new master resumes from it, and the run
+# must still finish at max_steps with exit 0 and test accuracy >= 0.85 (an undisturbed run of the same length
+# reaches about 0.87). No process is killed more than KILLS_PER_PROCESS times, so the restart budget (5) holds.
+# Env: TFX_CHAOS_STEPS (default 3000), TFX_CHAOS_EVERY (seconds between kills, default 4).
+. "$(dirname "$0")/lib.sh"
+STEPS=${TFX_CHAOS_STEPS:-3000}
+EVERY=${TFX_CHAOS_EVERY:-4}
+KILLS_PER_PROCESS=3
+experiment "$WORK/exp.json" training.max_steps="$STEPS" eval.every_steps=0 checkpoint.every_steps=100 \
+  checkpoint.keep_max=3 training.report_every=50 cluster.request_timeout_s=5 cluster.register_timeout_s=60
+RUN=$WORK/run
+"$TFX_NODE" local --config "$WORK/exp.json" --run-dir "$RUN" >"$WORK/local.log" 2>&1 &
+LP=$!
+PIDS+=($LP)
+
+# task_of PID: "ROLE-INDEX" of a cluster process, from the TF_CONFIG the supervisor gave it.
+task_of() {
+  tr '\0' '\n' <"/proc/$1/environ" 2>/dev/null | sed -n 's/^TF_CONFIG=.*"task":{"type":"\([a-z]*\)","index":\([0-9]*\)}.*/\1-\2/p'
+}
+declare -A KILLS
+killed=0
+started=$(date +%s)
+while kill -0 "$LP" 2>/dev/null; do
+  sleep "$EVERY"
+  # The supervisor's children are the cluster; only those still under the per-process kill cap are candidates.
+  candidates=()
+  for p in $(pgrep -P "$LP"); do
+    t=$(task_of "$p")
+    [ -n "$t" ] && [ "${KILLS[$t]:-0}" -lt "$KILLS_PER_PROCESS" ] && candidates+=("$p:$t")
+  done
+  [ ${#candidates[@]} -gt 0 ] || continue
+  pick=${candidates[RANDOM % ${#candidates[@]}]}
+  kill -9 "${pick%%:*}" 2>/dev/null || continue
+  KILLS[${pick#*:}]=$(( ${KILLS[${pick#*:}]:-0} + 1 ))
+  killed=$((killed + 1))
+  echo "chaos: t=$(( $(date +%s) - started ))s kill -9 ${pick#*:} (pid ${pick%%:*})"
+done
+wait "$LP"; rc=$?
+elapsed=$(( $(date +%s) - started ))
+[ "$rc" = 0 ] || fail "the run exited $rc after $killed kills: $(tail -3 "$WORK/local.log")"
+[ "$killed" -ge 5 ] || fail "only $killed kills in ${elapsed}s: the run was too short to be chaos"
+restarts=$(grep -c "LOCAL-RESTART" "$WORK/local.log")
+[ "$restarts" -ge "$killed" ] || fail "$killed kills but $restarts restarts logged"
+step=$(metric "$RUN/metrics.jsonl" eval step); acc=$(metric "$RUN/metrics.jsonl" eval accuracy)
+[ "$step" = "$STEPS" ] || fail "the run ended at step $step, want $STEPS"
+ge "$acc" 0.85 || fail "accuracy $acc after $killed kills, want >= 0.85"
+for t in "${!KILLS[@]}"; do echo "chaos: $t killed ${KILLS[$t]} time(s)"; done
+pass "$killed kills in ${elapsed}s (${restarts} restarts), finished at step $step with accuracy $acc"

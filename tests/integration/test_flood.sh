@@ -1,0 +1,57 @@
+#!/bin/bash
+# Resource limits under a flood: while a local cluster trains, one client floods ps 0 with PULL requests (each
+# answered with every variable it holds) and another with STATUS requests, never reading a reply. The ps stays
+# fair and bounded: a third client's STATUS requests are all answered within 2 s, training goes on, the ps's
+# RSS (sampled every second) stays within 200 MB of its size before the flood (replies to a peer that does not
+# read stop at the send high-water mark, requests at the receive one), and the run finishes with exit 0.
+. "$(dirname "$0")/lib.sh"
+: "${TFX_FLOOD:?set TFX_FLOOD to the tfx-flood binary}"
+FLOOD_S=${TFX_FLOOD_SECONDS:-20}
+# A small ASan quarantine, so that RSS measures what the ps holds rather than freed memory kept for checking.
+export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}quarantine_size_mb=16
+experiment "$WORK/exp.json" training.max_steps=100000 eval.every_steps=0 checkpoint.every_steps=0 \
+  training.report_every=50 cluster.request_timeout_s=10
+RUN=$WORK/run
+"$TFX_NODE" local --config "$WORK/exp.json" --run-dir "$RUN" >"$WORK/local.log" 2>&1 &
+LP=$!
+PIDS+=($LP)
+step() { metric "$RUN/metrics.jsonl" train step 2>/dev/null || echo none; }
+for _ in $(seq 1 300); do
+  s=$(step); [ "$s" != none ] && [ "$s" -ge 100 ] && break
+  kill -0 "$LP" 2>/dev/null || fail "the cluster exited before training"
+  sleep 0.2
+done
+addr=$(sed -n 's/.*LOCAL-SPAWN ps 0: pid \([0-9]*\) at \(.*\)$/\1 \2/p' "$WORK/local.log" | head -1)
+PS_PID=${addr%% *} PS_ADDR=${addr#* }
+[ -n "$PS_PID" ] && kill -0 "$PS_PID" || fail "no ps 0 in the cluster: $(tail -3 "$WORK/local.log")"
+rss() { awk '/^VmRSS/ {print int($2 / 1024)}' "/proc/$PS_PID/status"; }
+rss0=$(rss)
+step0=$(step)
+"$TFX_FLOOD" flood "$PS_ADDR" pull "$FLOOD_S" >"$WORK/flood-pull.txt" 2>&1 &
+F1=$!
+"$TFX_FLOOD" flood "$PS_ADDR" status "$FLOOD_S" >"$WORK/flood-status.txt" 2>&1 &
+F2=$!
+PIDS+=($F1 $F2)
+"$TFX_FLOOD" probe "$PS_ADDR" $((FLOOD_S * 2)) 500 >"$WORK/probe.txt" 2>&1 &
+PR=$!
+PIDS+=($PR)
+peak=$rss0 series=""
+while kill -0 "$F1" 2>/dev/null; do
+  r=$(rss); [ "$r" -gt "$peak" ] && peak=$r
+  series+=" $r"
+  sleep 1
+done
+wait "$F1" "$F2" || fail "the flooder failed: $(cat "$WORK"/flood-*.txt)"
+wait "$PR" || fail "the probe failed: $(cat "$WORK/probe.txt")"
+step1=$(step)
+cat "$WORK"/flood-*.txt "$WORK/probe.txt"
+echo "ps RSS (MB) before: $rss0; every second of the flood:$series"
+kill -0 "$PS_PID" 2>/dev/null || fail "ps 0 died under the flood"
+grep -q "answered $((FLOOD_S * 2)) of $((FLOOD_S * 2))," "$WORK/probe.txt" || fail "a status request went unanswered: $(cat "$WORK/probe.txt")"
+lat=$(sed -n 's/.*max latency \([0-9]*\) ms/\1/p' "$WORK/probe.txt")
+[ "$lat" -le 2000 ] || fail "a status request waited $lat ms behind the flood"
+[ $((peak - rss0)) -le 200 ] || fail "ps RSS grew from $rss0 MB to $peak MB under the flood"
+[ "$step1" -gt "$step0" ] || fail "training stalled under the flood (step $step0 -> $step1)"
+kill -TERM "$LP"
+wait "$LP" || fail "the run did not stop cleanly after the flood: $(tail -3 "$WORK/local.log")"
+pass "ps answered every probe (max $lat ms), RSS $rss0 -> peak $peak MB, training went from step $step0 to $step1"
