@@ -233,11 +233,12 @@ static int idx_fill(tfx_idx_reader *r, tfx_dataset *d, size_t n, tfx_err *err) {
     }
     r->buf = b, r->buf_cap = bytes;
   }
-  int rc = read_exact(r->img, r->buf, bytes, r->images, r->img_off + r->done * r->dim, err);
+  size_t left = r->total - r->done - n; /* examples after this chunk, for the truncation message */
+  int rc = read_exact(r->img, r->buf, bytes, left * r->dim, r->images, r->img_off + r->done * r->dim, err);
   for (size_t i = 0; !rc && i < bytes; i++) {
     d->x[i] = (float)(r->buf[i] * r->scale);
   }
-  if (!rc && !(rc = read_exact(r->lab, r->buf, n, r->labels, r->lab_off + r->done, err))) {
+  if (!rc && !(rc = read_exact(r->lab, r->buf, n, left, r->labels, r->lab_off + r->done, err))) {
     for (size_t i = 0; i < n; i++) {
       d->y[i] = r->buf[i];
     }
