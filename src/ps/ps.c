@@ -72,7 +72,7 @@ static void free_shards(ps_state *p) {
   for (int i = 0; i < p->n_shards; i++) {
     shard *s = &p->shards[i];
     tfx_ps_vbuf_release(NULL, s->value);
-    free(s->slots[0]), free(s->slots[1]), free(s->acc);
+    free(s->slots[0]), free(s->slots[1]), free(s->acc), free(s->touched);
   }
   free(p->shards);
   p->shards = NULL;
@@ -110,7 +110,8 @@ static int make_shard(ps_state *p, shard *s, const Tfx__Shard *m, tfx_err *err) 
       return tfx_err_set(err, TFX_ENOMEM, "out of memory");
     }
   }
-  if (!(s->acc = calloc(s->count, sizeof(float)))) {
+  if (!(s->acc = calloc(s->count, sizeof(float))) ||
+      !(s->touched = calloc((size_t)(s->row_end - s->row_begin) + 1, 1))) {
     return tfx_err_set(err, TFX_ENOMEM, "out of memory");
   }
   const char *init = m->init && *m->init ? m->init : "zeros";

@@ -41,6 +41,8 @@ typedef struct shard {
   vbuf *value;
   float *slots[2];
   float *acc;
+  uint8_t *touched;   /* sync: rows a row-sparse push added into acc this step (row_end - row_begin flags) */
+  int acc_dense;      /* sync: a dense push added into acc this step (then the whole shard is updated) */
 } shard;
 
 typedef struct pending_pull {

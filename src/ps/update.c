@@ -26,7 +26,10 @@ void tfx_ps_sync_reset(ps_state *p, int n_workers) {
     p->clock[i] = p->version;
   }
   for (int i = 0; i < p->n_shards; i++) {
-    memset(p->shards[i].acc, 0, sizeof(float) * p->shards[i].count);
+    shard *s = &p->shards[i];
+    memset(s->acc, 0, sizeof(float) * s->count);
+    memset(s->touched, 0, (size_t)(s->row_end - s->row_begin));
+    s->acc_dense = 0;
   }
 }
 
@@ -348,6 +351,23 @@ static int apply_rows(ps_state *p, shard *s, const float *g, const Tfx__Tensor *
   return 0;
 }
 
+/* The step's row-sparse sum applied to the rows that were looked up only (as async does): rows nobody
+ * touched keep their values and slots, even under weight decay. */
+static int apply_touched_rows(ps_state *p, shard *s, float scale) {
+  if (tfx_ps_own_value(p, s)) {
+    return -1;
+  }
+  for (int64_t r = 0; r < s->row_end - s->row_begin; r++) {
+    if (s->touched[r]) {
+      float *acc = s->acc + (size_t)r * s->row_size;
+      tfx_optim_apply_rows(&p->opt, p->version, s->value->data, acc, scale, s->slots, &r, 1, s->row_size);
+      memset(acc, 0, sizeof(float) * s->row_size);
+      s->touched[r] = 0;
+    }
+  }
+  return 0;
+}
+
 static void apply_accumulated(ps_state *p) {
   float scale = 1.0f / (float)p->n_acc;
   for (int i = 0; i < p->n_shards; i++) {
@@ -355,10 +375,15 @@ static void apply_accumulated(ps_state *p) {
     if (!s->trainable) {
       continue;
     }
-    if (apply_one(p, s, s->acc, scale)) {
+    int sparse = !s->acc_dense;
+    if (sparse ? apply_touched_rows(p, s, scale) : apply_one(p, s, s->acc, scale)) {
       tfx_log(TFX_LOG_ERROR, "PS-NOMEM", "'%s': out of memory copying for an update; not applied", s->key);
     }
-    memset(s->acc, 0, sizeof(float) * s->count);
+    if (!sparse) {
+      memset(s->acc, 0, sizeof(float) * s->count);
+      memset(s->touched, 0, (size_t)(s->row_end - s->row_begin));
+    }
+    s->acc_dense = 0;
   }
   p->version++;
   p->stats.applied++;
@@ -393,10 +418,12 @@ static int push_sync(ps_state *p, const tfx_inmsg *m, shard **targets, int *stal
     }
     if (!t->n_rows) {
       cblas_saxpy((int)s->count, 1.0f, g, 1, s->acc, 1);
+      s->acc_dense = 1;
     }
     for (size_t k = 0; k < t->n_rows; k++) {
       cblas_saxpy((int)s->row_size, 1.0f, g + k * s->row_size, 1,
                   s->acc + (size_t)(t->rows[k] - s->row_begin) * s->row_size, 1);
+      s->touched[t->rows[k] - s->row_begin] = 1;
     }
   }
   if (w >= 0 && w < PS_MAX_WORKERS) {
