@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cluster.h"
+#include "curve.h"
 #include "net.h"
 #include "wire.h"
 
@@ -67,12 +68,16 @@ int main(int argc, char **argv) {
   char ep[320];
   tfx_err err;
   tfx_client *c;
-  if (tfx_address_endpoint(argv[2], 0, NULL, ep, sizeof ep, &err) || tfx_client_create(ep, &c, &err)) {
+  tfx_config cfg; /* keys of a secured cluster come from TFX_SECURITY_* */
+  tfx_config_init(&cfg);
+  if (tfx_config_apply_env(&cfg, &err) || tfx_curve_configure(&cfg, 0, &err) ||
+      tfx_address_endpoint(argv[2], 0, NULL, ep, sizeof ep, &err) || tfx_client_create(ep, &c, &err)) {
     return fprintf(stderr, "%s\n", err.msg), 2;
   }
   tfx_wire_set_sender(TFX__ROLE__ROLE_CLIENT, strcmp(argv[1], "flood") == 0 ? 666 : 0);
   int rc = strcmp(argv[1], "flood") == 0 ? flood(c, argv[3], atoi(argv[4])) : probe(c, atoi(argv[3]), atoi(argv[4]));
   tfx_client_destroy(c);
   tfx_net_shutdown();
+  tfx_curve_reset();
   return rc;
 }

@@ -24,6 +24,9 @@ done
 addr=$(sed -n 's/.*LOCAL-SPAWN ps 0: pid \([0-9]*\) at \(.*\)$/\1 \2/p' "$WORK/local.log" | head -1)
 PS_PID=${addr%% *} PS_ADDR=${addr#* }
 [ -n "$PS_PID" ] && kill -0 "$PS_PID" || fail "no ps 0 in the cluster: $(tail -3 "$WORK/local.log")"
+# The flooders and the probe are authenticated clients of the secured cluster (its keys from RUN/keys): the
+# flood is about fairness and bounded memory, not about strangers (test_security covers those).
+export TFX_SECURITY_SERVER_KEY=$RUN/keys/server.key TFX_SECURITY_CLIENT_KEY=$RUN/keys/client.key
 rss() { awk '/^VmRSS/ {print int($2 / 1024)}' "/proc/$PS_PID/status"; }
 rss0=$(rss)
 step0=$(step)
