@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -80,6 +81,10 @@ static int build_cluster(int n_ps, int n_workers, tfx_cluster **out, tfx_err *er
 }
 
 static void exec_child(const tfx_node *n, const tfx_cluster *c, const child *ch, const char *self, const char *exp) {
+  /* The cluster dies with its supervisor: when `tfx-node local` is killed with kill -9 (or by the OOM killer)
+   * every child gets SIGTERM and stops (the master's last checkpoint may fail with the ps gone, within its
+   * request deadlines), so no orphan trains on. The flag survives execv. */
+  prctl(PR_SET_PDEATHSIG, SIGTERM);
   char *tfc = tfx_cluster_to_json(c, ch->role, ch->index), log[1200];
   setenv("TF_CONFIG", tfc, 1);
   snprintf(log, sizeof log, "%s/logs/%s-%d.log", n->run_dir, tfx_role_name(ch->role), ch->index);
