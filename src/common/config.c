@@ -235,19 +235,23 @@ static int set_default(void *base, const option *o) {
   return rc;
 }
 
-/* A JSON list of strings or positive integers as comma-separated text (model.variables shape, layer inputs):
- * the option table stores lists as text, which round-trips through tfx_config_to_json. */
-static int set_list(void *base, const option *o, json_object *arr, const char *where, tfx_err *err) {
+/* A JSON list as comma-separated text in a string option, which round-trips through tfx_config_to_json: strings
+ * or integers (model.variables shape, layer inputs), or with `numbers` set, integers or floats only
+ * (optimizer.boundaries and values). */
+static int set_list(void *base, const option *o, json_object *arr, const char *where, int numbers, tfx_err *err) {
   char buf[256] = "";
   size_t len = 0, n = json_object_array_length(arr);
   for (size_t i = 0; i < n; i++) {
     json_object *e = json_object_array_get_idx(arr, i);
-    if (!json_object_is_type(e, json_type_string) && !json_object_is_type(e, json_type_int)) {
-      return tfx_err_set(err, TFX_ECONFIG, "%s[%zu]: expected a string or an integer", where, i);
+    int is_int = json_object_is_type(e, json_type_int), is_double = json_object_is_type(e, json_type_double);
+    if (numbers ? !is_int && !is_double : !is_int && !json_object_is_type(e, json_type_string)) {
+      return tfx_err_set(err, TFX_ECONFIG, "%s[%zu]: expected %s", where, i,
+                         numbers ? "a number" : "a string or an integer");
     }
-    len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%s", i ? "," : "", json_object_get_string(e));
+    len += is_double ? (size_t)snprintf(buf + len, sizeof buf - len, "%s%.17g", i ? "," : "", json_object_get_double(e))
+                     : (size_t)snprintf(buf + len, sizeof buf - len, "%s%s", i ? "," : "", json_object_get_string(e));
     if (len >= sizeof buf) {
-      return tfx_err_set(err, TFX_ECONFIG, "%s: value too long", where);
+      return tfx_err_set(err, TFX_ECONFIG, "%s: %s", where, numbers ? "too many entries" : "value too long");
     }
   }
   return set_string(base, o, buf, where, err);
@@ -256,7 +260,7 @@ static int set_list(void *base, const option *o, json_object *arr, const char *w
 /* Sets one option of a list-valued key from a string or a JSON list. */
 static int set_json_or_list(void *base, const option *o, json_object *v, const char *where, tfx_err *err) {
   if (o->type == OPT_STR && json_object_is_type(v, json_type_array)) {
-    return set_list(base, o, v, where, err);
+    return set_list(base, o, v, where, 0, err);
   }
   return set_json(base, o, v, where, err);
 }
@@ -534,23 +538,6 @@ static int is_section(const char *path) {
 
 static int set_path(tfx_config *cfg, const char *path, json_object *val, tfx_err *err);
 
-/* A JSON array of numbers stored as comma-separated text in a string option (optimizer.boundaries). */
-static int set_number_list(tfx_config *cfg, const option *o, json_object *arr, const char *where, tfx_err *err) {
-  char text[256] = "";
-  size_t len = 0;
-  for (size_t i = 0; i < json_object_array_length(arr); i++) {
-    json_object *v = json_object_array_get_idx(arr, i);
-    if (!json_object_is_type(v, json_type_int) && !json_object_is_type(v, json_type_double)) {
-      return tfx_err_set(err, TFX_ECONFIG, "%s[%zu]: expected a number", where, i);
-    }
-    len += (size_t)snprintf(text + len, sizeof text - len, "%s%.17g", i ? "," : "", json_object_get_double(v));
-    if (len >= sizeof text) {
-      return tfx_err_set(err, TFX_ECONFIG, "%s: too many entries", where);
-    }
-  }
-  return set_string(cfg, o, text, where, err);
-}
-
 static int parse_object(tfx_config *cfg, json_object *obj, const char *prefix, tfx_err *err) {
   json_object_object_foreach(obj, key, val) {
     char path[256];
@@ -599,7 +586,7 @@ static int set_path(tfx_config *cfg, const char *path, json_object *val, tfx_err
   }
   if (json_object_is_type(val, json_type_array) &&
       (o->offset == offsetof(tfx_config, boundaries) || o->offset == offsetof(tfx_config, lr_values))) {
-    return set_number_list(cfg, o, val, path, err);
+    return set_list(cfg, o, val, path, 1, err);
   }
   return set_json(cfg, o, val, path, err);
 }
