@@ -7,9 +7,6 @@ worker waits for the master's pull). See torch_fmnist.py for the shared model, d
 
 Usage: torch_ddp.py [--workers 2] [--steps 6000] [--batch 64] [--eval-every 250] [--seed 42]
 (starts the worker processes itself; --rank is for those)."""
-import argparse
-import subprocess
-import sys
 
 import torch
 import torch.distributed as dist
@@ -43,22 +40,10 @@ def worker(a):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--workers", type=int, default=2)
-    p.add_argument("--steps", type=int, default=6000)
-    p.add_argument("--batch", type=int, default=64)
-    p.add_argument("--eval-every", type=int, default=250)
-    p.add_argument("--seed", type=int, default=42)
-    p.add_argument("--rank", type=int, default=-1)
-    a = p.parse_args()
+    a = fm.parse_args(__doc__)
     if a.rank >= 0:
         return worker(a)
-    env = fm.environ_for_children(fm.free_port())
-    args = [sys.executable, __file__] + sys.argv[1:]
-    procs = [subprocess.Popen(args + ["--rank", str(r)], env=env) for r in range(a.workers)]
-    codes = [q.wait() for q in procs]
-    if any(codes):
-        sys.exit(f"torch_ddp: worker exit codes {codes}")
+    fm.launch(__file__, a.workers, "worker")
 
 
 if __name__ == "__main__":

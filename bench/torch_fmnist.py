@@ -8,11 +8,14 @@ Each process prints `key=value` lines that bench/run parses:
   eval system=S step=N time_s=T accuracy=A          (time_s: since the first step, when the result is known)
   train system=S rank=R steps=N step_ms=M ex_s=X    (step_ms: mean training step, evaluation pauses excluded)
 """
+import argparse
 import ctypes
 import ctypes.util
 import gzip
 import math
 import os
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -140,3 +143,25 @@ def environ_for_children(port):
     env.setdefault("GLOO_SOCKET_IFNAME", "lo")
     env.setdefault("TP_SOCKET_IFNAME", "lo")
     return env
+
+
+def parse_args(doc):
+    """The options every bench script takes (--rank >= 0 marks a process the script started itself)."""
+    p = argparse.ArgumentParser(description=doc.split("\n")[0])
+    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--steps", type=int, default=6000)
+    p.add_argument("--batch", type=int, default=64)
+    p.add_argument("--eval-every", type=int, default=250)
+    p.add_argument("--seed", type=int, default=42)
+    p.add_argument("--rank", type=int, default=-1)
+    return p.parse_args()
+
+
+def launch(script, n, what):
+    """Starts `script` again as ranks 0..n-1 on a loopback rendezvous and waits; exits naming failed codes."""
+    env = environ_for_children(free_port())
+    args = [sys.executable, script] + sys.argv[1:]
+    procs = [subprocess.Popen(args + ["--rank", str(r)], env=env) for r in range(n)]
+    codes = [q.wait() for q in procs]
+    if any(codes):
+        sys.exit(f"{os.path.basename(script)[:-3]}: {what} exit codes {codes}")

@@ -8,9 +8,6 @@ applied (Adam on the ps, as tfx's ps holds the optimizer slots). Trainer 0 evalu
 
 Usage: torch_rpc_ps.py [--workers 2] [--steps 6000] [--batch 64] [--eval-every 250] [--seed 42]
 (starts the processes itself; --rank 0 is the ps, 1..workers the trainers)."""
-import argparse
-import subprocess
-import sys
 import threading
 
 import torch
@@ -104,22 +101,10 @@ def run(a):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--workers", type=int, default=2)
-    p.add_argument("--steps", type=int, default=6000)
-    p.add_argument("--batch", type=int, default=64)
-    p.add_argument("--eval-every", type=int, default=250)
-    p.add_argument("--seed", type=int, default=42)
-    p.add_argument("--rank", type=int, default=-1)
-    a = p.parse_args()
+    a = fm.parse_args(__doc__)
     if a.rank >= 0:
         return run(a)
-    env = fm.environ_for_children(fm.free_port())
-    args = [sys.executable, __file__] + sys.argv[1:]
-    procs = [subprocess.Popen(args + ["--rank", str(r)], env=env) for r in range(a.workers + 1)]
-    codes = [q.wait() for q in procs]
-    if any(codes):
-        sys.exit(f"torch_rpc_ps: process exit codes {codes}")
+    fm.launch(__file__, a.workers + 1, "process")
 
 
 if __name__ == "__main__":
