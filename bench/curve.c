@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include <zmq.h>
 
+#include "echo.h"
 #include "keys.h"
 #include "log.h"
 #include "net.h"
@@ -30,15 +31,7 @@ static void echo_server(int fd) {
   if (write(fd, &port, sizeof port) != sizeof port) {
     _exit(1);
   }
-  for (;;) {
-    zmq_msg_t id, body;
-    zmq_msg_init(&id), zmq_msg_init(&body);
-    if (zmq_msg_recv(&id, s, 0) < 0 || zmq_msg_recv(&body, s, 0) < 0) {
-      break;
-    }
-    zmq_msg_send(&id, s, ZMQ_SNDMORE);
-    zmq_msg_send(&body, s, 0);
-  }
+  bench_echo_loop(s);
   _exit(0);
 }
 

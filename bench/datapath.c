@@ -44,6 +44,7 @@ static void one_variable(tfx_config *cfg, size_t size) {
   }
 }
 
+#include "echo.h"
 #include "bench_cluster.h"
 
 /* The raw ceiling's server: echoes every message back, zero-copy. */
@@ -60,15 +61,7 @@ static void echo_server(int fd) {
   if (write(fd, ep, sizeof ep) != sizeof ep) {
     _exit(1);
   }
-  for (;;) {
-    zmq_msg_t id, body;
-    zmq_msg_init(&id), zmq_msg_init(&body);
-    if (zmq_msg_recv(&id, s, 0) < 0 || zmq_msg_recv(&body, s, 0) < 0) {
-      break;
-    }
-    zmq_msg_send(&id, s, ZMQ_SNDMORE);
-    zmq_msg_send(&body, s, 0);
-  }
+  bench_echo_loop(s);
   _exit(0);
 }
 
