@@ -163,7 +163,8 @@ static void worker_loop(tfx_cluster *c, const tfx_config *cfg, tfx_plan *plan, d
   tfx_model *m;
   tfx_psclient *pc;
   tfx_err err;
-  if (tfx_model_create(cfg, 1, &m, &err) || tfx_psclient_create(c, plan->ptrs, (size_t)plan->n, m, 30000, &pc, &err)) {
+  if (tfx_model_create(cfg, 1, &m, &err) || tfx_psclient_create(c, plan->ptrs, (size_t)plan->n, m, 30000, &pc, &err) ||
+      tfx_psclient_use_parts(pc, (size_t)cfg->push_part_bytes, &err)) {
     fprintf(stderr, "worker: %s\n", err.msg);
     _exit(1);
   }

@@ -34,9 +34,10 @@ static void one_variable(tfx_config *cfg, size_t size) {
   char json[512];
   snprintf(json, sizeof json,
            "{\"model\": {\"input_shape\": [%zu], \"layers\": [{\"type\": \"dense\", \"units\": 1}]},"
-           " \"training\": {\"mode\": \"async\", \"ps_apply_threads\": %d}, \"optimizer\": {\"name\": \"sgd\", "
-           "\"learning_rate\": 1e-9}}",
-           size / 4, getenv("TFX_BENCH_APPLY_THREADS") ? atoi(getenv("TFX_BENCH_APPLY_THREADS")) : 1);
+           " \"training\": {\"mode\": \"async\", \"ps_apply_threads\": %d, \"push_part_bytes\": %s},"
+           " \"optimizer\": {\"name\": \"sgd\", \"learning_rate\": 1e-9}}",
+           size / 4, getenv("TFX_BENCH_APPLY_THREADS") ? atoi(getenv("TFX_BENCH_APPLY_THREADS")) : 1,
+           getenv("TFX_BENCH_PART_BYTES") ? getenv("TFX_BENCH_PART_BYTES") : "262144");
   tfx_config_init(cfg);
   tfx_err err;
   if (tfx_config_parse(cfg, json, "bench", &err)) {
@@ -204,7 +205,8 @@ static int pair_case(size_t size, double *tfx_us, double *raw_us) {
     rc = zmq_connect(raw, ep);
   }
   if (!rc && (tfx_model_create(&cfg, 1, &m, &err) ||
-              tfx_psclient_create(b.c, b.plan.ptrs, (size_t)b.plan.n, m, 30000, &pc, &err))) {
+              tfx_psclient_create(b.c, b.plan.ptrs, (size_t)b.plan.n, m, 30000, &pc, &err) ||
+              tfx_psclient_use_parts(pc, (size_t)cfg.push_part_bytes, &err))) {
     fprintf(stderr, "bench client: %s\n", err.msg);
     rc = -1;
   }
@@ -228,6 +230,7 @@ int main(int argc, char **argv) {
   if (argc < 2) {
     return fprintf(stderr, "usage: %s TFX_NODE [seconds-per-case]\n", argv[0]), 2;
   }
+  tfx_net_keep_buffers(); /* as every tfx-node process does; the raw echo's client is this process too */
   tfx_node = argv[1];
   if (argc > 2) {
     seconds_per_case = atof(argv[2]);

@@ -159,6 +159,7 @@ static int dispatch(tfx_args *a, tfx_err *err) {
 }
 
 int main(int argc, char **argv) {
+  tfx_net_keep_buffers();
   tfx_args a;
   tfx_err err;
   tfx_err_clear(&err);

@@ -76,6 +76,8 @@ static const option options[] = {
     {"training.threads", OPT_INT, O(threads), 1, 256, "1", "OpenBLAS threads per process"},
     {"training.ps_apply_threads", OPT_INT, O(ps_apply_threads), 1, 2, "1",
      "threads a ps uses to update one large shard"},
+    {"training.push_part_bytes", OPT_INT, O(push_part_bytes), 0, 1 << 30, "262144",
+     "async/ssp: a push-pull larger than this goes in parts of this size, pipelined (0: one message)"},
     {"training.seed", OPT_I64, O(seed), 0, BIG, "42", "experiment seed"},
     {"training.thres_loss", OPT_DBL, O(thres_loss), 0, BIG, "1e6", "abort when the training loss exceeds this"},
     {"training.clip_norm", OPT_DBL, O(clip_norm), 0, BIG, "0", "clip gradients by global norm (0: off)"},

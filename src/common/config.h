@@ -87,6 +87,7 @@ typedef struct tfx_config {
   char trainable[512]; /* comma-separated variable-name prefixes to train; empty: all */
   int64_t max_steps, steps;
   int batch_size, replicas_to_aggregate, staleness, accumulate, report_every, threads, ps_apply_threads;
+  int push_part_bytes; /* async/ssp push-pull in parts of this many bytes (0: whole) */
   int64_t seed;
   double thres_loss, clip_norm, clip_value;
   /* placement */

@@ -1,6 +1,7 @@
 /* ZeroMQ context, ROUTER servers and DEALER clients. */
 #include "net.h"
 
+#include <malloc.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,6 +46,11 @@ void tfx_net_shutdown(void) {
     zmq_ctx_term(context);
   }
   context = NULL;
+}
+
+void tfx_net_keep_buffers(void) {
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 64 << 20);
 }
 
 static void set_common(void *sock) {
@@ -169,6 +175,11 @@ void *tfx_client_socket(const tfx_client *c) {
 int tfx_client_send(tfx_client *c, tfx_envelope *env, const tfx_payload *payloads, int n, tfx_err *err) {
   env->request_id = c->next_id++;
   c->pending_id = env->request_id;
+  return tfx_wire_send(c->sock, NULL, env, payloads, n, err);
+}
+
+int tfx_client_send_part(tfx_client *c, tfx_envelope *env, const tfx_payload *payloads, int n, tfx_err *err) {
+  env->request_id = c->pending_id;
   return tfx_wire_send(c->sock, NULL, env, payloads, n, err);
 }
 

@@ -25,12 +25,18 @@ int tfx_server_reply_error(void *sock, const tfx_inmsg *m, int code, const char 
 /* Fills env as the reply to request m (stack-built; borrows nothing). */
 void tfx_reply_init(tfx_envelope *env, const tfx_inmsg *m);
 
+/* Keeps tensor-sized buffers in the heap for the process: ZeroMQ allocates every received frame and frees it
+ * after use, and glibc by default maps (and, freed, unmaps or trims) buffers from 128 KiB up, so each large
+ * message page-faulted its buffer in afresh (hundreds of faults per 16 MiB round trip at a ps). */
+void tfx_net_keep_buffers(void);
 /* Opens a DEALER connected to endpoint; caller owns *out; free with tfx_client_destroy. */
 int tfx_client_create(const char *endpoint, tfx_client **out, tfx_err *err);
 /* Closes the socket and frees the client; NULL does nothing. */
 void tfx_client_destroy(tfx_client *c);
 /* Sends a request; assigns env->request_id. Payloads as in tfx_wire_send. */
 int tfx_client_send(tfx_client *c, tfx_envelope *env, const tfx_payload *payloads, int n, tfx_err *err);
+/* Sends one more part of the last request, under its request_id (each part gets its own reply). */
+int tfx_client_send_part(tfx_client *c, tfx_envelope *env, const tfx_payload *payloads, int n, tfx_err *err);
 /* Waits up to timeout_ms for the reply to the last request (older replies are dropped). The caller
  * tfx_inmsg_fini's *reply. A reply with code != 0 returns that code with the peer's text. */
 int tfx_client_recv(tfx_client *c, tfx_inmsg *reply, int timeout_ms, tfx_err *err);

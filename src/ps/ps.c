@@ -253,6 +253,35 @@ done:
   return rc;
 }
 
+int tfx_ps_send_ranges(ps_state *p, const tfx_inmsg *m, tfx_err *err) {
+  size_t n = m->env->n_tensors;
+  Tfx__Tensor *metas = calloc(n + 1, sizeof *metas);
+  Tfx__Tensor **ptrs = calloc(n + 1, sizeof *ptrs);
+  tfx_payload *pl = calloc(n + 1, sizeof *pl);
+  int64_t *lengths = calloc(n + 1, sizeof *lengths);
+  int rc = metas && ptrs && pl && lengths ? TFX_OK : tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  for (size_t i = 0; i < n && !rc; i++) { /* validate_push checked every range */
+    const Tfx__Tensor *t = m->env->tensors[i];
+    shard *s = tfx_ps_find(p, t->name);
+    tfx__tensor__init(&metas[i]);
+    lengths[i] = (int64_t)(t->nbytes / sizeof(float));
+    metas[i].name = s->key, metas[i].shape = &lengths[i], metas[i].n_shape = 1, metas[i].offset = t->offset;
+    metas[i].nbytes = t->nbytes, metas[i].version = (uint64_t)p->version;
+    ptrs[i] = &metas[i];
+    atomic_fetch_add(&s->value->refs, 1);
+    pl[i] = (tfx_payload){s->value->data + t->offset, t->nbytes, 0, tfx_ps_vbuf_release, s->value};
+  }
+  if (!rc) {
+    tfx_envelope env;
+    tfx_reply_init(&env, m);
+    env.step = p->version, env.n_tensors = n, env.tensors = ptrs, env.part = m->env->part, env.parts = m->env->parts;
+    rc = tfx_wire_send(p->sock, &m->identity, &env, pl, (int)n, err);
+    p->stats.pulls += m->env->part == 0;
+  }
+  free(metas), free(ptrs), free(pl), free(lengths);
+  return rc;
+}
+
 static int reply_simple(ps_state *p, const tfx_inmsg *m, int64_t step, int64_t flag, const char *path, tfx_err *err) {
   tfx_envelope env;
   tfx_reply_init(&env, m);

@@ -115,6 +115,9 @@ shard *tfx_ps_find(ps_state *p, const char *key);
  * shards that never change (frozen by training.trainable) are left out. */
 int tfx_ps_send_values(ps_state *p, const zmq_msg_t *identity, uint64_t request_id, char **names, size_t n_names,
                        int changed_only, tfx_err *err);
+/* Replies to one part of a push-pull with the current values of the ranges it pushed (checked by the caller),
+ * sent in place. */
+int tfx_ps_send_ranges(ps_state *p, const tfx_inmsg *m, tfx_err *err);
 /* Resets the sync accumulators and worker clocks for n_workers workers. */
 void tfx_ps_sync_reset(ps_state *p, int n_workers);
 /* MSG_PULL: answers now, or parks the request until its version (or the staleness bound) is reached. */

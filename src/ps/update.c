@@ -16,6 +16,14 @@ static int is_sync(const ps_state *p) {
 static int is_ssp(const ps_state *p) {
   return strcmp(p->cfg.mode, "ssp") == 0;
 }
+/* Whether a push is one of several messages of one push-pull (its tensors may then be element ranges). */
+static int is_part(const tfx_envelope *e) {
+  return e->parts > 1;
+}
+/* Whether a push completes a worker's step: a whole push, or the last part of one. */
+static int completes_step(const tfx_envelope *e) {
+  return !is_part(e) || e->part + 1 == e->parts;
+}
 
 void tfx_ps_sync_reset(ps_state *p, int n_workers) {
   p->n_workers = n_workers > 0 && n_workers <= PS_MAX_WORKERS ? n_workers : 1;
@@ -264,6 +272,45 @@ static int first_use(shard *const *targets, size_t i, const shard *s) {
   return 1;
 }
 
+/* Checks a push sent in parts: async or ssp mode, and every tensor a dense range of a trainable shard. */
+static int validate_part(const ps_state *p, const tfx_envelope *e, const shard *s, const Tfx__Tensor *t,
+                         tfx_err *err) {
+  if (is_sync(p)) {
+    return tfx_err_set(err, TFX_EINVAL, "push in parts: the ps runs sync mode, which takes whole pushes only");
+  }
+  if (e->part >= e->parts) {
+    return tfx_err_set(err, TFX_EINVAL, "push in parts: part %u of %u", e->part, e->parts);
+  }
+  size_t n = (size_t)(t->nbytes / sizeof(float));
+  if (!s->trainable || t->n_rows || t->dtype != TFX__DTYPE__DTYPE_FLOAT32 || !t->nbytes || t->nbytes % sizeof(float) ||
+      t->offset > s->count || n > s->count - t->offset) {
+    return tfx_err_set(err, TFX_ESHAPE, "push part: '%s' range of %llu bytes at element %llu does not fit its %zu "
+                       "float32 values (dense and trainable only)", s->key, (unsigned long long)t->nbytes,
+                       (unsigned long long)t->offset, s->count);
+  }
+  return TFX_OK;
+}
+
+/* Checks a whole tensor of a push: size, dtype and rows against its shard. */
+static int validate_whole(const shard *s, const Tfx__Tensor *t, tfx_err *err) {
+  if (!s->trainable && t->n_rows) {
+    return tfx_err_set(err, TFX_EINVAL, "push: '%s' is assigned whole, not by rows", s->key);
+  }
+  size_t want = t->n_rows ? t->n_rows * s->row_size * sizeof(float) : s->count * sizeof(float);
+  if (t->dtype != TFX__DTYPE__DTYPE_FLOAT32 || t->nbytes != want || t->offset ||
+      t->n_rows > (size_t)(s->row_end - s->row_begin)) {
+    return tfx_err_set(err, TFX_ESHAPE, "push: '%s' expects %zu float32 values (%lld rows), got %llu bytes", s->key,
+                       s->count, (long long)(s->row_end - s->row_begin), (unsigned long long)t->nbytes);
+  }
+  for (size_t k = 0; k < t->n_rows; k++) {
+    if (t->rows[k] < s->row_begin || t->rows[k] >= s->row_end || (k && t->rows[k] <= t->rows[k - 1])) {
+      return tfx_err_set(err, TFX_ESHAPE, "push: '%s' row %lld is outside rows %lld..%lld or out of order", s->key,
+                         (long long)t->rows[k], (long long)s->row_begin, (long long)s->row_end);
+    }
+  }
+  return TFX_OK;
+}
+
 /* Checks every tensor of a push before anything changes (NaN/Inf of fusable ones: in push_fused). */
 static int validate_push(ps_state *p, const tfx_inmsg *m, shard **targets, tfx_err *err) {
   const tfx_envelope *e = m->env;
@@ -274,23 +321,13 @@ static int validate_push(ps_state *p, const tfx_inmsg *m, shard **targets, tfx_e
     if (!s) {
       return tfx_err_set(err, TFX_ENOTFOUND, "push: unknown variable '%.64s'", t->name);
     }
-    if (!s->trainable && t->n_rows) {
-      return tfx_err_set(err, TFX_EINVAL, "push: '%s' is assigned whole, not by rows", s->key);
-    }
-    size_t want = t->n_rows ? t->n_rows * s->row_size * sizeof(float) : s->count * sizeof(float);
-    if (t->dtype != TFX__DTYPE__DTYPE_FLOAT32 || t->nbytes != want || t->n_rows > (size_t)(s->row_end - s->row_begin)) {
-      return tfx_err_set(err, TFX_ESHAPE, "push: '%s' expects %zu float32 values (%lld rows), got %llu bytes", s->key,
-                         s->count, (long long)(s->row_end - s->row_begin), (unsigned long long)t->nbytes);
-    }
-    for (size_t k = 0; k < t->n_rows; k++) {
-      if (t->rows[k] < s->row_begin || t->rows[k] >= s->row_end || (k && t->rows[k] <= t->rows[k - 1])) {
-        return tfx_err_set(err, TFX_ESHAPE, "push: '%s' row %lld is outside rows %lld..%lld or out of order", s->key,
-                           (long long)t->rows[k], (long long)s->row_begin, (long long)s->row_end);
-      }
+    int rc = is_part(e) ? validate_part(p, e, s, t, err) : validate_whole(s, t, err);
+    if (rc) {
+      return rc;
     }
     size_t size;
     const void *g = tfx_inmsg_part(m, part++, &size);
-    int fuse = first_use(targets, i, s) && fusable(p, s, t, g);
+    int fuse = !is_part(e) && first_use(targets, i, s) && fusable(p, s, t, g);
     if (first_use(targets, i, s)) {
       s->fuse = fuse;
     }
@@ -302,30 +339,41 @@ static int validate_push(ps_state *p, const tfx_inmsg *m, shard **targets, tfx_e
   return TFX_OK;
 }
 
-/* One shard's update, run in ranges (on the helper too for large shards). */
+/* One update of the elements base .. base + n of a shard, run in ranges (on the helper too for large ones). */
 typedef struct apply_job {
   const tfx_optim *opt;
   int64_t step;
   shard *s;
+  size_t base;
   const float *g;
   float scale;
 } apply_job;
 
 static void apply_range(void *ctx, size_t begin, size_t end) {
   apply_job *a = ctx;
-  float *slots[2] = {a->s->slots[0] ? a->s->slots[0] + begin : NULL, a->s->slots[1] ? a->s->slots[1] + begin : NULL};
-  tfx_optim_apply(a->opt, a->step, a->s->value->data + begin, a->g + begin, a->scale, slots, end - begin);
+  size_t at = a->base + begin;
+  float *slots[2] = {a->s->slots[0] ? a->s->slots[0] + at : NULL, a->s->slots[1] ? a->s->slots[1] + at : NULL};
+  tfx_optim_apply(a->opt, a->step, a->s->value->data + at, a->g + begin, a->scale, slots, end - begin);
 }
 
-/* Applies g to a shard; elements are independent, so a large shard is shared with the helper (the cores are
- * otherwise idle while the workers wait for this reply). */
-static int apply_one(ps_state *p, shard *s, const float *g, float scale) {
-  if (tfx_ps_own_value(p, s)) {
+/* Applies g to n elements of a shard from element base; elements are independent, so a large range is shared
+ * with the helper (the cores are otherwise idle while the workers wait for this reply). A whole update first
+ * makes the buffer private if a reply is still sending it; a part's range is updated in place (copying the
+ * whole shard for each part would cost more than the parts save): a reply of the same range to another worker
+ * still on its way then carries some updated values, which async SGD tolerates (TensorFlow's optimizers read
+ * and write without locks by default too); the replies of one worker's own parts never overlap. */
+static int apply_span(ps_state *p, shard *s, size_t base, size_t n, const float *g, float scale) {
+  if (n == s->count && tfx_ps_own_value(p, s)) {
     return -1;
   }
-  apply_job job = {&p->opt, p->version, s, g, scale};
-  tfx_ps_helper_run(helper_for(p, s->count), apply_range, &job, s->count);
+  apply_job job = {&p->opt, p->version, s, base, g, scale};
+  tfx_ps_helper_run(helper_for(p, n), apply_range, &job, n);
   return 0;
+}
+
+/* Applies g to a whole shard. */
+static int apply_one(ps_state *p, shard *s, const float *g, float scale) {
+  return apply_span(p, s, 0, s->count, g, scale);
 }
 
 /* A push to a non-trainable shard (batch-norm moving statistics) carries values: they are assigned. */
@@ -502,7 +550,7 @@ static int push_async(ps_state *p, tfx_inmsg *m, shard **targets, tfx_err *err) 
     const Tfx__Tensor *t = e->tensors[i];
     int bad = !g || (!targets[i]->trainable ? assign_values(p, targets[i], g)
                      : t->n_rows            ? apply_rows(p, targets[i], g, t)
-                                            : apply_one(p, targets[i], g, 1.0f));
+                                            : apply_span(p, targets[i], t->offset, t->nbytes / 4, g, 1.0f));
     if (bad) {
       rc = tfx_err_set(err, TFX_ENOMEM, "out of memory");
     }
@@ -513,7 +561,7 @@ static int push_async(ps_state *p, tfx_inmsg *m, shard **targets, tfx_err *err) 
   if (adopted != stack) {
     free(adopted);
   }
-  if (rc) {
+  if (rc || !completes_step(e)) {
     return rc;
   }
   p->version++;
@@ -526,9 +574,13 @@ static int push_async(ps_state *p, tfx_inmsg *m, shard **targets, tfx_err *err) 
 }
 
 /* A push with flag 1 is a push-pull: its reply carries every value at version >= step + 1 (sync) or the
- * latest (async, ssp), parked like a pull until then. Otherwise the reply is a bare acknowledgement. */
+ * latest (async, ssp), parked like a pull until then; a part's reply carries the updated ranges it pushed (the
+ * last part's, when ssp parks it, every value). Otherwise the reply is a bare acknowledgement. */
 static int answer_push(ps_state *p, tfx_inmsg *m, int stale, tfx_err *err) {
   const tfx_envelope *e = m->env;
+  if ((e->flag & 1) && is_part(e) && (!completes_step(e) || pull_ready(p, 0, worker_of(e)))) {
+    return tfx_ps_send_ranges(p, m, err);
+  }
   if (e->flag & 1) {
     int64_t want = is_sync(p) ? e->step + 1 : 0;
     if (pull_ready(p, want, worker_of(e))) {

@@ -17,8 +17,18 @@ typedef struct slot {
   int rank;
 } slot;
 
+/* A range of one slot's values that travels in one part of a push-pull. */
+typedef struct part_unit {
+  int slot;
+  size_t offset, count; /* in floats, within the slot */
+} part_unit;
+
 typedef struct ps_link {
   tfx_client *client;
+  part_unit *units; /* push-pull in parts: message j holds units part_first[j] .. part_first[j + 1] - 1 */
+  int *part_first;
+  int n_units, n_parts;
+  int64_t *unit_len;
   tfx_inmsg held; /* the last reply: whole-variable values are used in place from its frames */
   slot *slots;
   int n;
@@ -105,6 +115,77 @@ static int fill_push(ps_link *l) {
   return n;
 }
 
+/* Whether every shard of a link is a dense trainable slice (what a push in parts may carry). */
+static int parts_fit(const ps_link *l) {
+  for (int i = 0; i < l->n; i++) {
+    const tfx_var *v = l->slots[i].var;
+    if (!v->trainable || v->assign || v->sparse) {
+      return 0;
+    }
+  }
+  return l->n > 0;
+}
+
+/* Appends one unit to a link's part plan; -1 when out of memory. */
+static int add_unit(ps_link *l, int slot, size_t offset, size_t count) {
+  part_unit *u = realloc(l->units, sizeof *u * (size_t)(l->n_units + 1));
+  if (!u) {
+    return -1;
+  }
+  l->units = u;
+  l->units[l->n_units++] = (part_unit){slot, offset, count};
+  return 0;
+}
+
+/* Cuts a link's values into messages of part_floats values (the last one shorter), in slot order. */
+static int plan_parts(ps_link *l, size_t part_floats, tfx_err *err) {
+  size_t left = part_floats;
+  int rc = 0;
+  l->part_first = calloc((size_t)l->n + 1, sizeof *l->part_first); /* grown below */
+  for (int i = 0; i < l->n && !rc && l->part_first; i++) {
+    for (size_t off = 0; off < l->slots[i].count && !rc;) {
+      size_t take = l->slots[i].count - off < left ? l->slots[i].count - off : left;
+      rc = add_unit(l, i, off, take);
+      off += take, left -= take;
+      if (!left || (i == l->n - 1 && off == l->slots[i].count)) {
+        int *f = realloc(l->part_first, sizeof *f * (size_t)(l->n_parts + 2));
+        rc = rc || !f;
+        l->part_first = f ? f : l->part_first;
+        l->part_first[++l->n_parts] = l->n_units, left = part_floats;
+      }
+    }
+  }
+  size_t cap = (size_t)(l->n_units > l->n ? l->n_units : l->n) + 1; /* whole pushes (fill_push) use them too */
+  free(l->metas), free(l->ptrs), free(l->payloads);
+  l->metas = calloc(cap, sizeof *l->metas);
+  l->ptrs = calloc(cap, sizeof *l->ptrs);
+  l->payloads = calloc(cap, sizeof *l->payloads);
+  l->unit_len = calloc((size_t)l->n_units, sizeof *l->unit_len);
+  if (rc || !l->part_first || !l->metas || !l->ptrs || !l->payloads || !l->unit_len) {
+    return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  }
+  return TFX_OK;
+}
+
+int tfx_psclient_use_parts(tfx_psclient *c, size_t part_bytes, tfx_err *err) {
+  size_t part_floats = part_bytes / sizeof(float);
+  for (int p = 0; p < c->n_ps && part_floats; p++) {
+    ps_link *l = &c->ps[p];
+    size_t total = 0;
+    for (int i = 0; i < l->n; i++) {
+      total += l->slots[i].count;
+    }
+    if (l->n_parts || !parts_fit(l) || total <= part_floats) {
+      continue;
+    }
+    int rc = plan_parts(l, part_floats, err);
+    if (rc) {
+      return rc;
+    }
+  }
+  return TFX_OK;
+}
+
 static int add_shard(tfx_psclient *c, const Tfx__Shard *s, tfx_model *m, tfx_err *err) {
   if (s->ps < 0 || s->ps >= c->n_ps) {
     return tfx_err_set(err, TFX_ESHAPE, "plan shard '%.64s': ps %d of %d", s->key, s->ps, c->n_ps);
@@ -168,6 +249,7 @@ void tfx_psclient_destroy(tfx_psclient *c) {
     release_held(l);
     tfx_client_destroy(l->client);
     free(l->slots), free(l->metas), free(l->ptrs), free(l->payloads);
+    free(l->units), free(l->part_first), free(l->unit_len);
   }
   free(c->ps);
   free(c);
@@ -276,7 +358,7 @@ static int send_pushes(tfx_psclient *c, int64_t step, int flag, tfx_err *err) {
   int rc = TFX_OK;
   for (int p = 0; p < c->n_ps && !rc; p++) {
     ps_link *l = &c->ps[p];
-    if (!l->client || (!l->n_push && !flag)) {
+    if (!l->client || (!l->n_push && !flag) || (flag && l->n_parts)) {
       continue;
     }
     int n = fill_push(l);
@@ -308,13 +390,79 @@ int tfx_psclient_push(tfx_psclient *c, int64_t step, int *stale, tfx_err *err) {
   return rc;
 }
 
+/* Sends one ps its gradients as a push-pull in parts (plan_parts), each part's bytes in place. */
+static int send_parts(ps_link *l, int64_t step, tfx_err *err) {
+  int rc = TFX_OK;
+  for (int j = 0; j < l->n_parts && !rc; j++) {
+    int first = l->part_first[j], n = l->part_first[j + 1] - first;
+    for (int k = 0; k < n; k++) {
+      const part_unit *u = &l->units[first + k];
+      const slot *s = &l->slots[u->slot];
+      Tfx__Tensor *t = &l->metas[k];
+      tfx__tensor__init(t);
+      l->unit_len[k] = (int64_t)u->count;
+      t->name = (char *)s->key, t->shape = &l->unit_len[k], t->n_shape = 1, t->offset = u->offset;
+      t->nbytes = u->count * sizeof(float);
+      l->ptrs[k] = t;
+      l->payloads[k] = (tfx_payload){s->var->grad + s->offset + u->offset, t->nbytes, 0, NULL, NULL};
+    }
+    tfx_envelope env;
+    tfx_wire_request(&env, TFX__MSG_TYPE__MSG_PUSH);
+    env.step = step, env.tensors = l->ptrs, env.n_tensors = (size_t)n, env.flag = 1;
+    env.part = (uint32_t)j, env.parts = (uint32_t)l->n_parts;
+    rc = j ? tfx_client_send_part(l->client, &env, l->payloads, n, err)
+           : tfx_client_send(l->client, &env, l->payloads, n, err);
+  }
+  return rc;
+}
+
+/* Copies the ranges (or whole tensors) of one reply into the variables' own storage, checking each. */
+static int take_ranges(tfx_psclient *c, ps_link *l, const tfx_inmsg *m, tfx_err *err) {
+  int part = 0;
+  for (size_t i = 0; i < m->env->n_tensors; i++) {
+    const Tfx__Tensor *t = m->env->tensors[i];
+    slot *s = find_slot(l, t->name);
+    size_t size = 0;
+    const void *data = t->nbytes ? tfx_inmsg_part(m, part++, &size) : NULL;
+    if (!s || size % sizeof(float) || t->offset > s->count || size / sizeof(float) > s->count - t->offset) {
+      return tfx_err_set(err, TFX_ESHAPE, "%s: reply range '%.64s' unknown or of %zu bytes at element %llu",
+                         tfx_client_endpoint(l->client), t->name, size, (unsigned long long)t->offset);
+    }
+    memcpy(s->var->storage + s->offset + t->offset, data, size);
+    c->bytes += size;
+  }
+  return TFX_OK;
+}
+
+/* Receives the replies to every part sent to ps p, into the variables' storage. */
+static int recv_parts(tfx_psclient *c, int p, int64_t *lowest, tfx_err *err) {
+  ps_link *l = &c->ps[p];
+  int rc = TFX_OK;
+  release_held(l);
+  for (int j = 0; j < l->n_parts && !rc; j++) {
+    tfx_inmsg m;
+    rc = tfx_client_recv(l->client, &m, c->timeout_ms, err);
+    rc = rc ? rc : take_ranges(c, l, &m, err);
+    if (!rc && m.env->step < *lowest) {
+      *lowest = m.env->step;
+    }
+    tfx_inmsg_fini(&m);
+  }
+  return rc;
+}
+
 int tfx_psclient_push_pull(tfx_psclient *c, int64_t step, int64_t *version, tfx_err *err) {
-  int rc = send_pushes(c, step, 1, err);
+  int rc = TFX_OK;
+  for (int p = 0; p < c->n_ps && !rc; p++) {
+    ps_link *l = &c->ps[p];
+    rc = l->client && l->n_parts ? send_parts(l, step, err) : TFX_OK;
+  }
+  rc = rc ? rc : send_pushes(c, step, 1, err);
   int64_t lowest = INT64_MAX;
   c->bytes = 0;
   for (int p = 0; p < c->n_ps && !rc; p++) {
     if (c->ps[p].client) {
-      rc = recv_values(c, p, &lowest, err);
+      rc = c->ps[p].n_parts ? recv_parts(c, p, &lowest, err) : recv_values(c, p, &lowest, err);
     }
   }
   if (!rc) {

@@ -1,6 +1,6 @@
 /* Drives a real `tfx-node --role=ps` through its protocol and checks the update semantics exactly.
  * Usage: tfx-ps-driver TFX_NODE CASE   with CASE one of async-sum, sync, ssp, optim, reject, checkpoint, sparse,
- * split.
+ * split, parts, parts-reject.
  * Prints "ok: ..." and exits 0, or "FAIL: ..." and exits 1. */
 #include <math.h>
 #include <signal.h>
@@ -449,6 +449,140 @@ static void case_split(void) {
       "and nothing changed\n");
 }
 
+/* Sends g's elements [off, off + n) as part `part` of `parts` of one push-pull by worker w (a new request when
+ * part is 0, else under the same request id). */
+static int push_part(tfx_client *c, int w, uint32_t part, uint32_t parts, const float *g, size_t off, size_t n,
+                     tfx_err *err) {
+  Tfx__Tensor t, *tp = &t;
+  int64_t shape[1] = {(int64_t)n};
+  tfx__tensor__init(&t);
+  t.name = "v", t.shape = shape, t.n_shape = 1, t.nbytes = n * 4, t.offset = off;
+  tfx_payload pl = {g + off, n * 4, 1, NULL, NULL};
+  tfx_envelope env;
+  tfx_wire_set_sender(TFX__ROLE__ROLE_WORKER, w);
+  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_PUSH);
+  env.tensors = &tp, env.n_tensors = 1, env.flag = 1, env.part = part, env.parts = parts;
+  return part ? tfx_client_send_part(c, &env, &pl, 1, err) : tfx_client_send(c, &env, &pl, 1, err);
+}
+
+/* Receives the reply to one part; it must carry v's range [off, off + n) (copied to out + off). */
+static int recv_part(tfx_client *c, float *out, size_t off, size_t n, tfx_err *err) {
+  tfx_inmsg r;
+  int rc = tfx_client_recv(c, &r, 10000, err);
+  size_t size = 0;
+  const void *data = rc ? NULL : tfx_inmsg_part(&r, 0, &size);
+  if (!rc && (r.env->n_tensors != 1 || strcmp(r.env->tensors[0]->name, "v") || r.env->tensors[0]->offset != off ||
+              size != n * 4)) {
+    rc = tfx_err_set(err, TFX_EPROTO, "part reply: %zu tensors, offset %llu, %zu bytes; want v at %zu, %zu bytes",
+                     r.env->n_tensors, r.env->n_tensors ? (unsigned long long)r.env->tensors[0]->offset : 0ULL, size,
+                     off, n * 4);
+  }
+  if (!rc) {
+    memcpy(out + off, data, size);
+  }
+  tfx_inmsg_fini(&r);
+  return rc;
+}
+
+/* One push-pull of g in parts of `chunk` values, all parts sent before any reply is read. */
+static int push_pull_parts(tfx_client *c, int w, const float *g, size_t chunk, float *out, tfx_err *err) {
+  uint32_t parts = (uint32_t)((N + chunk - 1) / chunk);
+  int rc = 0;
+  for (uint32_t j = 0; j < parts && !rc; j++) {
+    rc = push_part(c, w, j, parts, g, j * chunk, j + 1 < parts ? chunk : N - j * chunk, err);
+  }
+  for (uint32_t j = 0; j < parts && !rc; j++) {
+    rc = recv_part(c, out, j * chunk, j + 1 < parts ? chunk : N - j * chunk, err);
+  }
+  return rc;
+}
+
+static void case_parts(void) {
+  enum { PUSHERS = 8, PUSHES = 20 };
+  tfx_client *c = connect_ps();
+  tfx_err err;
+  float g[N], v[N], pulled[N];
+  int64_t version;
+  for (int i = 0; i < N; i++) {
+    g[i] = (float)(i % 7 + 1);
+  }
+  CHECK(init_ps(c, "async", "sgd", PUSHERS, 0, 0, NULL, &err) == 0, "init: %s", err.msg);
+  CHECK(push_pull_parts(c, 0, g, 400, v, &err) == 0, "push-pull in 3 parts: %s", err.msg);
+  CHECK(pull(c, 0, 0, pulled, &version, 5000, &err) == 0 && version == 1, "version %lld after one push in parts, "
+        "want 1 (%s)", (long long)version, err.msg);
+  for (int i = 0; i < N; i++) {
+    CHECK(v[i] == -g[i] && pulled[i] == -g[i], "v[%d]: reply %g, pull %g, want %g", i, v[i], pulled[i], -g[i]);
+  }
+  CHECK(init_ps(c, "async", "sgd", PUSHERS, 0, 0, NULL, &err) == 0, "re-init: %s", err.msg);
+  for (int w = 0; w < PUSHERS; w++) {
+    if (fork() == 0) {
+      tfx_net_forget_context();
+      tfx_client *pc = connect_ps();
+      float gw[N], out[N];
+      fill(gw, (float)(w + 1));
+      for (int k = 0; k < PUSHES; k++) {
+        if (push_pull_parts(pc, w, gw, 250, out, &err)) {
+          printf("pusher %d: %s\n", w, err.msg), _exit(1);
+        }
+      }
+      tfx_client_destroy(pc);
+      _exit(0);
+    }
+  }
+  int status, failed = 0;
+  for (int w = 0; w < PUSHERS; w++) {
+    wait(&status), failed += !WIFEXITED(status) || WEXITSTATUS(status);
+  }
+  CHECK(!failed, "%d pusher process(es) failed", failed);
+  CHECK(pull(c, 0, 0, v, &version, 5000, &err) == 0, "pull: %s", err.msg);
+  float want = -(float)(PUSHERS * (PUSHERS + 1) / 2 * PUSHES);
+  for (int i = 0; i < N; i++) {
+    CHECK(v[i] == want, "v[%d] = %g, want %g (a part was lost or doubled)", i, v[i], want);
+  }
+  CHECK(version == PUSHERS * PUSHES, "version %lld, want %d (one per whole push)", (long long)version,
+        PUSHERS * PUSHES);
+  printf("ok: a push-pull in 3 parts answers each range updated and counts one version; %d processes x %d "
+         "pushes in 4 parts each: exact sum %g, version %lld\n", PUSHERS, PUSHES, want, (long long)version);
+  tfx_client_destroy(c);
+}
+
+/* A part that does not fit, or of a push that is not in parts, is refused naming the variable; nothing changes. */
+static void case_parts_reject(void) {
+  tfx_client *c = connect_ps();
+  tfx_err err;
+  float g[N + 100], before[N], after[N]; /* + 100: the range sent past the end is real memory here */
+  int64_t v0, v1;
+  fill(g, 1), fill(g + 100, 1);
+  CHECK(init_ps(c, "async", "sgd", 1, 0, 0, NULL, &err) == 0, "init: %s", err.msg);
+  CHECK(pull(c, 0, 0, before, &v0, 5000, &err) == 0, "pull: %s", err.msg);
+  tfx_inmsg r;
+  CHECK(push_part(c, 0, 0, 2, g, 900, 100, &err) == 0 && tfx_client_recv(c, &r, 5000, &err) == 0,
+        "a range that fits was refused: %s", err.msg);
+  tfx_inmsg_fini(&r);
+  memset(&r, 0, sizeof r);
+  int rc = push_part(c, 0, 0, 2, g, 950, 100, &err);
+  rc = rc ? rc : tfx_client_recv(c, &r, 5000, &err);
+  tfx_inmsg_fini(&r);
+  CHECK(rc == TFX_ESHAPE && strstr(err.msg, "'v'"), "a range past the end: code %d (%s)", rc, err.msg);
+  rc = push_part(c, 0, 3, 2, g, 0, 10, &err);
+  rc = rc ? rc : tfx_client_recv(c, &r, 5000, &err);
+  tfx_inmsg_fini(&r);
+  CHECK(rc == TFX_EINVAL && strstr(err.msg, "part 3 of 2"), "part 3 of 2: code %d (%s)", rc, err.msg);
+  CHECK(pull(c, 0, 0, after, &v1, 5000, &err) == 0, "pull: %s", err.msg);
+  CHECK(v1 == v0, "a part alone moved the version from %lld to %lld", (long long)v0, (long long)v1);
+  for (int i = 0; i < 900; i++) {
+    CHECK(after[i] == before[i], "v[%d] changed by a refused part", i);
+  }
+  CHECK(init_ps(c, "sync", "sgd", 2, 0, 0, NULL, &err) == 0, "init sync: %s", err.msg);
+  rc = push_part(c, 0, 0, 2, g, 0, 500, &err);
+  rc = rc ? rc : tfx_client_recv(c, &r, 5000, &err);
+  tfx_inmsg_fini(&r);
+  CHECK(rc == TFX_EINVAL && strstr(err.msg, "sync"), "sync mode took a push in parts: code %d (%s)", rc, err.msg);
+  printf("ok: parts past the end, numbered past their count, or sent to a sync ps are refused by name; the "
+         "values and the version are unchanged\n");
+  tfx_client_destroy(c);
+}
+
 int main(int argc, char **argv) {
   if (argc != 3) {
     return fprintf(stderr, "usage: %s TFX_NODE CASE\n", argv[0]), 2;
@@ -477,6 +611,10 @@ int main(int argc, char **argv) {
     case_sparse();
   } else if (!strcmp(cs, "split")) {
     case_split();
+  } else if (!strcmp(cs, "parts")) {
+    case_parts();
+  } else if (!strcmp(cs, "parts-reject")) {
+    case_parts_reject();
   } else {
     CHECK(0, "unknown case %s", cs);
   }
