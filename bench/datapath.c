@@ -37,7 +37,7 @@ static void one_variable(tfx_config *cfg, size_t size) {
            " \"training\": {\"mode\": \"async\", \"ps_apply_threads\": %d, \"push_part_bytes\": %s},"
            " \"optimizer\": {\"name\": \"sgd\", \"learning_rate\": 1e-9}}",
            size / 4, getenv("TFX_BENCH_APPLY_THREADS") ? atoi(getenv("TFX_BENCH_APPLY_THREADS")) : 1,
-           getenv("TFX_BENCH_PART_BYTES") ? getenv("TFX_BENCH_PART_BYTES") : "262144");
+           getenv("TFX_BENCH_PART_BYTES") ? getenv("TFX_BENCH_PART_BYTES") : "524288");
   tfx_config_init(cfg);
   tfx_err err;
   if (tfx_config_parse(cfg, json, "bench", &err)) {

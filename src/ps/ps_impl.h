@@ -14,9 +14,9 @@
 #define PS_MAX_WORKERS 1024
 /* Floats: with training.ps_apply_threads = 2, tensors this large are scanned and updated by two threads. */
 #define PS_PARALLEL_MIN (256 * 1024)
-/* Bytes: async SGD updates of shards this large take the one-pass path (smaller ones stay in cache, where the
- * two passes are cheaper), and so does any whose buffer a reply is still sending (no copy on write). */
-#define PS_FUSE_MIN ((size_t)4 << 20)
+/* Bytes: async SGD updates of shards this large take the one-pass path (check and update in one sweep, written
+ * over the received frame), and so does any whose buffer a reply is still sending (no copy on write). */
+#define PS_FUSE_MIN ((size_t)256 << 10)
 
 typedef struct ps_helper ps_helper;
 /* One part [begin, end) of an element-wise job over ctx. */

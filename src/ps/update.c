@@ -483,29 +483,35 @@ static int push_sync(ps_state *p, const tfx_inmsg *m, shard **targets, int *stal
   return TFX_OK;
 }
 
-/* The one-pass update of a fusable tensor: each 4 KiB block of the gradient is checked for NaN/Inf, updated
- * from the current values in an L1-sized copy, and written back over the gradient in its own frame. */
+/* The one-pass update of a fusable tensor (SGD, the only rule without slots): each 4 KiB block of the gradient
+ * is checked for NaN/Inf while it is overwritten with the new values, w - lr * (g + wd * w) (a rejected push
+ * leaves only this frame changed, never the shard): the arithmetic of
+ * tfx_optim_apply's SGD, so the result is the same bit for bit (scale stays a variable for the same reason). */
 typedef struct fuse_job {
-  const tfx_optim *opt;
-  int64_t step;
   const float *w;
   float *g;
+  float lr, wd, scale;
   atomic_int bad;
 } fuse_job;
 
 static void fuse_range(void *ctx, size_t begin, size_t end) {
   enum { BLOCK = 1024 };
   fuse_job *f = ctx;
-  float block[BLOCK], *no_slots[2] = {NULL, NULL};
   for (size_t b = begin; b < end && !atomic_load_explicit(&f->bad, memory_order_relaxed); b += BLOCK) {
     size_t n = end - b < BLOCK ? end - b : BLOCK;
-    if (!all_finite(f->g + b, n)) {
+    float *restrict g = f->g + b;
+    const float *restrict w = f->w + b;
+    uint32_t bad = 0;
+    for (size_t i = 0; i < n; i++) {
+      uint32_t bits;
+      memcpy(&bits, &g[i], sizeof bits);
+      bad |= (bits & 0x7f800000u) == 0x7f800000u; /* checked in the same pass: the frame is ours to overwrite */
+      g[i] = w[i] - f->lr * (f->scale * g[i] + f->wd * w[i]);
+    }
+    if (bad) {
       atomic_store(&f->bad, 1);
       return;
     }
-    memcpy(block, f->w + b, n * sizeof(float));
-    tfx_optim_apply(f->opt, f->step, block, f->g + b, 1.0f, no_slots, n);
-    memcpy(f->g + b, block, n * sizeof(float));
   }
 }
 
@@ -521,7 +527,8 @@ static int push_fused(ps_state *p, tfx_inmsg *m, shard **targets, vbuf **adopted
     if (!first_use(targets, i, targets[i]) || !targets[i]->fuse) {
       continue;
     }
-    fuse_job job = {&p->opt, p->version, targets[i]->value->data, g, 0};
+    fuse_job job = {targets[i]->value->data, g, (float)tfx_optim_lr(&p->opt, p->version),
+                    (float)p->opt.weight_decay, 1.0f, 0};
     tfx_ps_helper_run(helper_for(p, targets[i]->count), fuse_range, &job, targets[i]->count);
     if (atomic_load(&job.bad)) {
       rc = tfx_err_set(err, TFX_EINVAL, "push: '%s' carries NaN or Inf; rejected", targets[i]->key);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "log.h"
 #include "net.h"
 
 typedef struct slot {
@@ -175,13 +176,16 @@ int tfx_psclient_use_parts(tfx_psclient *c, size_t part_bytes, tfx_err *err) {
     for (int i = 0; i < l->n; i++) {
       total += l->slots[i].count;
     }
-    if (l->n_parts || !parts_fit(l) || total <= part_floats) {
-      continue;
+    if (l->n_parts || !parts_fit(l) || total < 4 * part_floats) {
+      continue; /* below four parts, one message costs less than the pipeline saves (bench/datapath) */
     }
-    int rc = plan_parts(l, part_floats, err);
+    size_t n_parts = total / part_floats; /* equal parts of about part_bytes: no small tail message */
+    int rc = plan_parts(l, (total + n_parts - 1) / n_parts, err);
     if (rc) {
       return rc;
     }
+    tfx_log(TFX_LOG_INFO, "PUSH-PARTS", "%s: push-pull of %zu bytes in %d pipelined parts",
+            tfx_client_endpoint(l->client), total * sizeof(float), l->n_parts);
   }
   return TFX_OK;
 }

@@ -27,8 +27,9 @@ int tfx_psclient_push(tfx_psclient *c, int64_t step, int *stale, tfx_err *err);
 /* Pushes the grads tagged `step` and receives the updated values in the same round trip: at version >= step+1
  * in sync mode (the ps answers once the step is applied), the latest otherwise. *version as in pull. */
 int tfx_psclient_push_pull(tfx_psclient *c, int64_t step, int64_t *version, tfx_err *err);
-/* From now on, a push-pull to a ps whose values (all dense and trainable) exceed part_bytes travels in parts of
- * part_bytes, each answered with its updated range as soon as the ps applied it (async and ssp only; 0: off). */
+/* From now on, a push-pull to a ps whose values (all dense and trainable) hold at least 4 x part_bytes travels
+ * in equal parts of about part_bytes, each answered with its updated range as soon as the ps applied it, so
+ * transfer and update overlap (async and ssp only; 0: off). */
 int tfx_psclient_use_parts(tfx_psclient *c, size_t part_bytes, tfx_err *err);
 /* Bytes moved by the last pull and push. */
 uint64_t tfx_psclient_bytes(const tfx_psclient *c);

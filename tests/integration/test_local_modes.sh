@@ -1,5 +1,5 @@
 #!/bin/bash
-# tfx-node local: sync, async and sync with a backup worker each train (a real signal in 300 steps), with
+# tfx-node local: sync, async (whole and in parts) and sync with a backup worker each train (a real signal in 300 steps), with
 # 5+ real processes; bad experiment keys are rejected with exit 2 naming the key.
 . "$(dirname "$0")/lib.sh"
 run_mode() {
@@ -14,6 +14,9 @@ run_mode() {
 run_mode sync 2 training.mode=sync
 run_mode async 2 training.mode=async
 run_mode backup 3 training.mode=sync training.replicas_to_aggregate=2
+# Async push-pulls in pipelined parts (bench/datapath's fast path at 4 MiB and up), forced on by a small part size.
+run_mode parts 2 training.mode=async training.push_part_bytes=65536
+grep -q "PUSH-PARTS .* in [0-9]* pipelined parts" "$WORK/run-parts/logs/worker-0.log" || fail "parts: no push-pull went in parts"
 grep -h "PS-STOP" "$WORK"/run-backup/logs/ps-*.log | grep -q "[1-9][0-9]* stale dropped" || fail "backup worker: no stale gradient dropped"
 grep -q "PS-STOP stopping at step 300" "$WORK/run-sync/logs/ps-0.log" || fail "sync: ps did not stop at step 300"
 # The workers' step-time breakdown (src/worker/timing.c): every train line has it, its parts add up to the step.
