@@ -91,6 +91,23 @@ static void raw_once(void *s, char *data, size_t size) {
   zmq_msg_close(&in);
 }
 
+/* One raw round trip in `parts` equal messages, all sent before the first echo is read: the ceiling of a
+ * pipelined protocol such as tfx's push-pull in parts. */
+static void raw_parts_once(void *s, char *data, size_t size, int parts) {
+  size_t chunk = (size + (size_t)parts - 1) / (size_t)parts;
+  for (size_t off = 0; off < size; off += chunk) {
+    zmq_msg_t out;
+    zmq_msg_init_data(&out, data + off, size - off < chunk ? size - off : chunk, NULL, NULL);
+    zmq_msg_send(&out, s, 0);
+  }
+  for (size_t off = 0; off < size; off += chunk) {
+    zmq_msg_t in;
+    zmq_msg_init(&in);
+    zmq_msg_recv(&in, s, 0);
+    zmq_msg_close(&in);
+  }
+}
+
 static double now_us(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -107,19 +124,22 @@ static double median(double *v, long n) {
   return n ? (n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2) : -1;
 }
 
-/* The two sides of one size, measured interleaved: blocks of tfx round trips (push+pull through the workers'
- * client against a real ps) and raw ones (echo) alternate, each block about 20 ms, until each side has had
- * `seconds`; *tfx_us and *raw_us get the median round trip of each. Interleaving puts the machine's noise
- * (other processes on the 2 cores) on both sides alike. */
+/* The sides of one size, measured interleaved: blocks of tfx round trips (push+pull through the workers'
+ * client against a real ps), raw ones (echo) and, when tfx sends parts, raw ones in as many parts alternate,
+ * each block about 20 ms, until each side has had `seconds`; us[] gets the median round trip of each.
+ * Interleaving puts the machine's noise (other processes on the 2 cores) on all sides alike. */
 static pid_t pair_pid[2]; /* the ps and the echo process, for their CPU time */
 
-static int pair_round_trips(tfx_psclient *pc, void *raw, size_t size, double seconds, double *tfx_us, double *raw_us) {
+static int pair_round_trips(tfx_psclient *pc, void *raw, size_t size, int parts, double seconds, double *us) {
   char *data = malloc(size);
-  long cap = 1 << 16, n[2] = {0, 0};
-  double *rt[2] = {malloc(sizeof(double) * (size_t)cap), malloc(sizeof(double) * (size_t)cap)}, spent[2] = {0, 0};
+  long cap = 1 << 16, n[3] = {0, 0, 0};
+  double *rt[3] = {malloc(sizeof(double) * (size_t)cap), malloc(sizeof(double) * (size_t)cap),
+                   malloc(sizeof(double) * (size_t)cap)},
+         spent[3] = {0, 0, parts > 1 ? seconds * 1e6 : 0};
+  int sides = parts > 1 ? 3 : 2;
   int64_t version = 0;
   tfx_err err;
-  int rc = !data || !rt[0] || !rt[1];
+  int rc = !data || !rt[0] || !rt[1] || !rt[2];
   if (!rc) {
     memset(data, 1, size);
   }
@@ -131,19 +151,25 @@ static int pair_round_trips(tfx_psclient *pc, void *raw, size_t size, double sec
   for (int k = 0; k < 2; k++) {
     proc_sched_us(pair_pid[k], &cpu0[k], &wait0[k]), flt0[k] = proc_minflt(pair_pid[k]);
   }
-  for (int side = 0; !rc && (spent[0] < seconds * 1e6 || spent[1] < seconds * 1e6); side ^= 1) {
+  if (parts > 1) {
+    spent[2] = 0;
+  }
+  for (int side = 0; !rc && (spent[0] < seconds * 1e6 || spent[1] < seconds * 1e6 || spent[2] < seconds * 1e6);
+       side = (side + 1) % sides) {
     double block = 0;
     while (block < 20000 && n[side] < cap && !rc) {
       double t0 = now_us();
       if (side == 0) {
         rc = tfx_psclient_push_pull(pc, version, &version, &err);
-      } else {
+      } else if (side == 1) {
         raw_once(raw, data, size);
+      } else {
+        raw_parts_once(raw, data, size, parts);
       }
       double dt = now_us() - t0;
       rt[side][n[side]++] = dt, spent[side] += dt, block += dt;
     }
-    if (n[0] >= cap || n[1] >= cap) {
+    if (n[0] >= cap || n[1] >= cap || n[2] >= cap) {
       break;
     }
   }
@@ -159,9 +185,11 @@ static int pair_round_trips(tfx_psclient *pc, void *raw, size_t size, double sec
         size, (cpu1[0] - cpu0[0]) / (double)n[0], (wait1[0] - wait0[0]) / (double)n[0],
         (flt1[0] - flt0[0]) / (double)n[0], (cpu1[1] - cpu0[1]) / (double)n[1], (wait1[1] - wait0[1]) / (double)n[1],
         (flt1[1] - flt0[1]) / (double)n[1]);
-    *tfx_us = median(rt[0], n[0]), *raw_us = median(rt[1], n[1]);
+    for (int k = 0; k < 3; k++) {
+      us[k] = median(rt[k], n[k]);
+    }
   }
-  free(data), free(rt[0]), free(rt[1]);
+  free(data), free(rt[0]), free(rt[1]), free(rt[2]);
   return rc;
 }
 
@@ -183,7 +211,7 @@ static double memcpy_us(size_t size) {
 }
 
 /* One size: a ps process and an echo process side by side, driven in turn from this process; 0 on success. */
-static int pair_case(size_t size, double *tfx_us, double *raw_us) {
+static int pair_case(size_t size, double *us, int *parts) {
   tfx_config cfg;
   one_variable(&cfg, size);
   bench_ps b;
@@ -213,7 +241,8 @@ static int pair_case(size_t size, double *tfx_us, double *raw_us) {
   if (!rc) {
     pin_threads(getpid(), 0), pin_threads(b.ps[0], 1), pin_threads(echo, 1);
     pair_pid[0] = b.ps[0], pair_pid[1] = echo;
-    rc = pair_round_trips(pc, raw, size, seconds_per_case, tfx_us, raw_us);
+    *parts = tfx_psclient_parts(pc, 0);
+    rc = pair_round_trips(pc, raw, size, *parts, seconds_per_case, us);
   }
   pin_threads(getpid(), -1);
   tfx_psclient_destroy(pc);
@@ -249,12 +278,17 @@ int main(int argc, char **argv) {
   printf("# one pair: %s of the client on cpu %d, of the ps and the echo on cpu %d (-1: unpinned)\n",
          pin_proc ? "all threads" : "ZeroMQ I/O threads", pin_core[0], pin_core[1]);
   for (int i = 0; i < n_sizes; i++) {
-    double tfx = -1, raw = -1;
-    if (pair_case(sizes[i], &tfx, &raw)) {
+    double us[3] = {-1, -1, -1};
+    int parts = 0;
+    if (pair_case(sizes[i], us, &parts)) {
       fprintf(stderr, "datapath size=%zu: could not measure\n", sizes[i]);
       return 1;
     }
-    double mc = memcpy_us(sizes[i]);
+    double mc = memcpy_us(sizes[i]), tfx = us[0], raw = us[1];
+    if (parts > 1) { /* the pipelined ceiling beside the one-message one */
+      printf("# size=%zu in %d parts: raw echo of the same parts %.1f us, tfx / that %.3f\n", sizes[i], parts, us[2],
+             us[2] / tfx);
+    }
     printf("datapath size=%zu tfx_us=%.1f raw_zmq_us=%.1f memcpy_us=%.1f tfx_gbps=%.2f raw_gbps=%.2f ratio=%.3f\n",
            sizes[i], tfx, raw, mc, 2.0 * (double)sizes[i] / tfx / 1e3, 2.0 * (double)sizes[i] / raw / 1e3, raw / tfx);
     fflush(stdout);

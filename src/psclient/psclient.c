@@ -475,6 +475,10 @@ int tfx_psclient_push_pull(tfx_psclient *c, int64_t step, int64_t *version, tfx_
   return rc;
 }
 
+int tfx_psclient_parts(const tfx_psclient *c, int ps) {
+  return ps >= 0 && ps < c->n_ps ? c->ps[ps].n_parts : 0;
+}
+
 uint64_t tfx_psclient_bytes(const tfx_psclient *c) {
   return c->bytes;
 }

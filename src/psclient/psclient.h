@@ -31,6 +31,8 @@ int tfx_psclient_push_pull(tfx_psclient *c, int64_t step, int64_t *version, tfx_
  * in equal parts of about part_bytes, each answered with its updated range as soon as the ps applied it, so
  * transfer and update overlap (async and ssp only; 0: off). */
 int tfx_psclient_use_parts(tfx_psclient *c, size_t part_bytes, tfx_err *err);
+/* How many parts a push-pull to ps `ps` is sent in (0: one whole message). */
+int tfx_psclient_parts(const tfx_psclient *c, int ps);
 /* Bytes moved by the last pull and push. */
 uint64_t tfx_psclient_bytes(const tfx_psclient *c);
 
