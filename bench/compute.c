@@ -251,7 +251,7 @@ static int bench_ceiling(const tfx_config *cfg, const char *name, const opts *o,
   return 0;
 }
 
-/* One training step, as src/cli/train.c runs it (or a worker step: no optimizer), with its phases timed. */
+/* One training step, as src/cli/train.c runs it (the update split over the model's worker pool) (or a worker step: no optimizer), with its phases timed. */
 static void train_step(void *p) {
   step_ctx *s = p;
   tfx_step_stats st;
@@ -266,7 +266,7 @@ static void train_step(void *p) {
   double t3 = now_s();
   for (int i = 0; s->optimize && i < tfx_model_nvars(s->m); i++) {
     tfx_var *v = tfx_model_var(s->m, i);
-    tfx_optim_apply(&s->opt, s->step, v->value, v->grad, 1.0f, s->slots + 2 * i, v->count);
+    tfx_optim_apply_par(tfx_model_par(s->m), &s->opt, s->step, v->value, v->grad, 1.0f, s->slots + 2 * i, v->count);
   }
   double t4 = now_s();
   s->phase[0] += t1 - t0, s->phase[1] += t2 - t1, s->phase[2] += t3 - t2, s->phase[3] += t4 - t3;
@@ -440,6 +440,7 @@ int main(int argc, char **argv) {
     }
     for (int t = 0; t < o.n_threads; t++) {
       openblas_set_num_threads(o.threads[t]);
+      cfg.threads = o.threads[t]; /* the model's worker pool, as training.threads sets it */
       if (bench_steps(&cfg, name, &o, o.threads[t], 1) || (o.worker && bench_steps(&cfg, name, &o, o.threads[t], 0))) {
         return 1;
       }

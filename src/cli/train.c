@@ -268,7 +268,7 @@ static int step_once(trainer *t, tfx_step_stats *st, tfx_err *err) {
       tfx_optim_apply_rows(&t->opt, t->step, v->value, v->grad, 1.0f, t->slots[i], v->rows, v->n_rows,
                            v->count / (size_t)v->shape[0]);
     } else {
-      tfx_optim_apply(&t->opt, t->step, v->value, v->grad, 1.0f, t->slots[i], v->count);
+      tfx_optim_apply_par(tfx_model_par(t->model), &t->opt, t->step, v->value, v->grad, 1.0f, t->slots[i], v->count);
     }
   }
   *st = sum;

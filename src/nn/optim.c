@@ -162,6 +162,33 @@ void tfx_optim_apply(const tfx_optim *o, int64_t step, float *w, const float *g,
   }
 }
 
+/* The smallest range of an update worth handing to another thread. */
+#define APPLY_GRAIN 16384
+
+typedef struct apply_job {
+  const tfx_optim *o;
+  int64_t step;
+  float *w;
+  const float *g;
+  float scale;
+  float *const *slots;
+} apply_job;
+
+static void apply_part(void *ctx, size_t i0, size_t i1) {
+  const apply_job *j = ctx;
+  float *slots[2] = {NULL, NULL};
+  for (int k = 0; k < tfx_optim_slots(j->o); k++) {
+    slots[k] = j->slots[k] + i0;
+  }
+  tfx_optim_apply(j->o, j->step, j->w + i0, j->g + i0, j->scale, slots, i1 - i0);
+}
+
+void tfx_optim_apply_par(tfx_par *par, const tfx_optim *o, int64_t step, float *w, const float *g, float scale,
+                         float *const *slots, size_t n) {
+  apply_job j = {o, step, w, g, scale, slots};
+  tfx_par_for(par, n, APPLY_GRAIN, apply_part, &j);
+}
+
 void tfx_optim_apply_rows(const tfx_optim *o, int64_t step, float *w, const float *g, float scale, float *const *slots,
                           const int64_t *rows, size_t n_rows, size_t width) {
   for (size_t k = 0; k < n_rows; k++) {
