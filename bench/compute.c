@@ -64,6 +64,7 @@ typedef struct step_ctx {
   float *x;
   int32_t *y;
   float **slots; /* 2 per variable */
+  tfx_optim_target *targets; /* one per variable */
   int batch;
   int optimize; /* 0: a worker step, without the optimizer */
   int64_t step;
@@ -251,7 +252,7 @@ static int bench_ceiling(const tfx_config *cfg, const char *name, const opts *o,
   return 0;
 }
 
-/* One training step, as src/cli/train.c runs it (the update split over the model's worker pool) (or a worker step: no optimizer), with its phases timed. */
+/* One training step, as src/cli/train.c runs it (one update of all variables split over the model's pool) (or a worker step: no optimizer), with its phases timed. */
 static void train_step(void *p) {
   step_ctx *s = p;
   tfx_step_stats st;
@@ -264,9 +265,8 @@ static void train_step(void *p) {
   double t2 = now_s();
   tfx_model_backward(s->m, x, s->batch);
   double t3 = now_s();
-  for (int i = 0; s->optimize && i < tfx_model_nvars(s->m); i++) {
-    tfx_var *v = tfx_model_var(s->m, i);
-    tfx_optim_apply_par(tfx_model_par(s->m), &s->opt, s->step, v->value, v->grad, 1.0f, s->slots + 2 * i, v->count);
+  if (s->optimize) {
+    tfx_optim_apply_all(tfx_model_par(s->m), &s->opt, s->step, s->targets, tfx_model_nvars(s->m), 1.0f);
   }
   double t4 = now_s();
   s->phase[0] += t1 - t0, s->phase[1] += t2 - t1, s->phase[2] += t3 - t2, s->phase[3] += t4 - t3;
@@ -288,13 +288,18 @@ static int step_init(step_ctx *s, const tfx_config *cfg, const char *name, int b
   s->x = malloc(sizeof(float) * nx);
   s->y = malloc(sizeof(int32_t) * ny);
   s->slots = calloc(2 * nv, sizeof(float *));
-  if (!s->x || !s->y || !s->slots) {
+  s->targets = calloc(nv, sizeof *s->targets);
+  if (!s->x || !s->y || !s->slots || !s->targets) {
     return -1;
   }
   for (size_t i = 0; i < 2 * nv; i++) {
     if (!(s->slots[i] = calloc(tfx_model_var(s->m, (int)(i / 2))->count, sizeof(float)))) {
       return -1;
     }
+  }
+  for (size_t i = 0; i < nv; i++) {
+    tfx_var *v = tfx_model_var(s->m, (int)i);
+    s->targets[i] = (tfx_optim_target){v->value, v->grad, s->slots + 2 * i, v->count};
   }
   uint64_t rng = 42;
   fill_uniform(s->x, nx, &rng);
@@ -309,7 +314,7 @@ static void step_fini(step_ctx *s) {
   for (int i = 0; s->slots && i < 2 * tfx_model_nvars(s->m); i++) {
     free(s->slots[i]);
   }
-  free(s->slots), free(s->x), free(s->y);
+  free(s->slots), free(s->targets), free(s->x), free(s->y);
   tfx_model_destroy(s->m);
 }
 

@@ -2,6 +2,7 @@
 #include "par.h"
 
 #include <errno.h>
+#include <immintrin.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -42,8 +43,8 @@ static void part_range(size_t n, int parts, int i, size_t *begin, size_t *end) {
   *end = n * (size_t)(i + 1) / (size_t)parts;
 }
 
-/* Waits until gen differs from `seen`: polls for TFX_PAR_SPIN_US, yielding the core on every poll, then
- * sleeps. Returns the new generation. */
+/* Waits until gen differs from `seen`: polls for TFX_PAR_SPIN_US (jobs often come back to back), then
+ * sleeps, so that the core goes to OpenBLAS's threads during an sgemm. Returns the new generation. */
 static unsigned wait_job(tfx_par *p, unsigned seen) {
   double start = now_us();
   for (int i = 0;; i++) {
@@ -51,10 +52,10 @@ static unsigned wait_job(tfx_par *p, unsigned seen) {
     if (g != seen) {
       return g;
     }
-    if ((i & 15) == 15 && now_us() - start > TFX_PAR_SPIN_US) {
+    if ((i & 63) == 63 && now_us() - start > TFX_PAR_SPIN_US) {
       break;
     }
-    sched_yield();
+    _mm_pause();
   }
   pthread_mutex_lock(&p->mu);
   atomic_fetch_add(&p->sleepers, 1);
@@ -144,10 +145,16 @@ int tfx_par_threads(const tfx_par *p) {
   return p ? p->threads : 1;
 }
 
-/* Waits for the workers' parts: they are about as long as the caller's, so it polls, yielding the core. */
+/* Waits for the workers' parts: they are about as long as the caller's, so it polls; after TFX_PAR_SPIN_US (a
+ * worker that was preempted) it yields the core on every poll. */
 static void wait_done(tfx_par *p) {
-  while (atomic_load_explicit(&p->pending, memory_order_acquire) > 0) {
-    sched_yield();
+  double start = 0;
+  for (int i = 0; atomic_load_explicit(&p->pending, memory_order_acquire) > 0; i++) {
+    if (i < 64 || (i & 63) || (start ? now_us() - start < TFX_PAR_SPIN_US : (start = now_us(), 1))) {
+      _mm_pause();
+    } else {
+      sched_yield();
+    }
   }
 }
 

@@ -1,9 +1,8 @@
 /* A small persistent worker pool for src/nn's element loops (im2col, pooling, bias and activation passes,
  * dropout, optimizer updates): the threads start once, when the pool is created, and each call splits a range
  * [0, n) into one contiguous part per thread; the calling thread runs part 0 and waits for the others.
- * Between calls the workers poll for about TFX_PAR_SPIN_US, yielding the core on every poll (so that they
- * give way to OpenBLAS's own threads, which poll the same way after each sgemm), then sleep on a condition
- * variable. Results do not depend on the split as long as each part's work is independent of the others
+ * Between calls the workers poll for about TFX_PAR_SPIN_US (the loops around one layer come back to back),
+ * then sleep on a condition variable, so that during an sgemm the cores belong to OpenBLAS's threads. Results do not depend on the split as long as each part's work is independent of the others
  * (callers that reduce split a fixed number of chunks, never the thread count). A pool is driven by one thread
  * at a time (the model's owner); tfx_par_for is not reentrant. A NULL pool, or one of 1 thread, runs
  * everything inline. Errors: TFX_ESYS (a thread could not start), TFX_ENOMEM. */
@@ -15,7 +14,7 @@
 #include "err.h"
 
 #define TFX_PAR_MAX 8      /* threads of one pool, the caller's included */
-#define TFX_PAR_SPIN_US 300 /* how long an idle worker polls before it sleeps */
+#define TFX_PAR_SPIN_US 50 /* how long an idle worker polls before it sleeps */
 
 typedef struct tfx_par tfx_par;
 

@@ -162,10 +162,12 @@ static run train_with(int threads) {
     memcpy(r.logits, z, sizeof(float) * BATCH * 10);
     tfx_model_loss(m, y, BATCH, 1, &st);
     tfx_model_backward(m, x, BATCH);
+    tfx_optim_target t[16];
     for (int i = 0; i < nv; i++) {
       tfx_var *v = tfx_model_var(m, i);
-      tfx_optim_apply_par(tfx_model_par(m), &o, s, v->value, v->grad, 1.0f, &slots[2 * i], v->count);
+      t[i] = (tfx_optim_target){v->value, v->grad, &slots[2 * i], v->count};
     }
+    tfx_optim_apply_all(tfx_model_par(m), &o, s, t, nv, 1.0f);
   }
   size_t off = 0;
   for (int i = 0; i < nv; i++) {
@@ -193,4 +195,51 @@ Test(par, a_model_computes_the_same_with_any_thread_count) {
     free(more.logits), free(more.vals);
   }
   free(one.logits), free(one.vals);
+}
+
+/* Values i of a fixed pseudo-random sequence in [-1, 1). */
+static void fill(float *p, size_t n, uint32_t seed) {
+  for (size_t i = 0; i < n; i++) {
+    p[i] = (float)((i * 2654435761u + seed * 40503u) % 2000) / 1000.0f - 1.0f;
+  }
+}
+
+Test(par, apply_all_equals_apply_one_by_one) {
+  static const size_t sizes[] = {5, 40000, 3, 20011, 1};
+  enum { N = 5 };
+  tfx_config cfg;
+  tfx_config_init(&cfg);
+  snprintf(cfg.optimizer, sizeof cfg.optimizer, "adam");
+  tfx_optim o;
+  tfx_optim_init(&o, &cfg);
+  tfx_par *p = NULL;
+  cr_assert_eq(tfx_par_create(3, &p, NULL), TFX_OK);
+  float *buf[2][N][4]; /* [pooled or not][target][w, g, m, v] */
+  tfx_optim_target t[N];
+  for (int k = 0; k < N; k++) {
+    for (int a = 0; a < 4; a++) {
+      buf[0][k][a] = malloc(sizeof(float) * sizes[k]), buf[1][k][a] = malloc(sizeof(float) * sizes[k]);
+      fill(buf[0][k][a], sizes[k], (uint32_t)(k * 4 + a));
+      if (a >= 2) { /* moments: v must be >= 0 */
+        for (size_t i = 0; i < sizes[k]; i++) {
+          buf[0][k][a][i] = buf[0][k][a][i] * buf[0][k][a][i];
+        }
+      }
+      memcpy(buf[1][k][a], buf[0][k][a], sizeof(float) * sizes[k]);
+    }
+    t[k] = (tfx_optim_target){buf[0][k][0], buf[0][k][1], &buf[0][k][2], sizes[k]};
+  }
+  for (int step = 0; step < 3; step++) {
+    tfx_optim_apply_all(p, &o, step, t, N, 0.5f);
+    for (int k = 0; k < N; k++) {
+      tfx_optim_apply(&o, step, buf[1][k][0], buf[1][k][1], 0.5f, &buf[1][k][2], sizes[k]);
+    }
+  }
+  for (int k = 0; k < N; k++) {
+    for (int a = 0; a < 4; a++) {
+      cr_assert_eq(memcmp(buf[0][k][a], buf[1][k][a], sizeof(float) * sizes[k]), 0, "target %d array %d differs", k, a);
+      free(buf[0][k][a]), free(buf[1][k][a]);
+    }
+  }
+  tfx_par_destroy(p);
 }
