@@ -63,7 +63,7 @@ typedef struct step_ctx {
   tfx_optim opt;
   float *x;
   int32_t *y;
-  float **slots; /* 2 per variable */
+  float **slots;             /* 2 per variable */
   tfx_optim_target *targets; /* one per variable */
   int batch;
   int optimize; /* 0: a worker step, without the optimizer */
@@ -252,7 +252,8 @@ static int bench_ceiling(const tfx_config *cfg, const char *name, const opts *o,
   return 0;
 }
 
-/* One training step, as src/cli/train.c runs it (one update of all variables split over the model's pool) (or a worker step: no optimizer), with its phases timed. */
+/* One training step as src/cli/train.c runs it (one update of all variables, split over the model's pool), or a
+ * worker step (no optimizer), with its phases timed. */
 static void train_step(void *p) {
   step_ctx *s = p;
   tfx_step_stats st;

@@ -61,8 +61,7 @@ typedef struct tfx_optim_target {
 /* tfx_optim_apply on each of the n targets, their values taken end to end and split over the threads of par
  * (NULL: inline) in one hand-off: the rules are elementwise, so the result is the same bit for bit whatever
  * the split. Drive par from one thread at a time. */
-void tfx_optim_apply_all(tfx_par *par, const tfx_optim *o, int64_t step, const tfx_optim_target *t, int n,
-                         float scale);
+void tfx_optim_apply_all(tfx_par *par, const tfx_optim *o, int64_t step, const tfx_optim_target *t, int n, float scale);
 
 /* Applies a row-sparse gradient: g holds n_rows rows of `width` values for the listed rows of w (and of each
  * slot); row ids are relative to w. Rows not listed are left alone (lazy update). */

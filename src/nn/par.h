@@ -2,10 +2,11 @@
  * dropout, optimizer updates): the threads start once, when the pool is created, and each call splits a range
  * [0, n) into one contiguous part per thread; the calling thread runs part 0 and waits for the others.
  * Between calls the workers poll for about TFX_PAR_SPIN_US (the loops around one layer come back to back),
- * then sleep on a condition variable, so that during an sgemm the cores belong to OpenBLAS's threads. Results do not depend on the split as long as each part's work is independent of the others
- * (callers that reduce split a fixed number of chunks, never the thread count). A pool is driven by one thread
- * at a time (the model's owner); tfx_par_for is not reentrant. A NULL pool, or one of 1 thread, runs
- * everything inline. Errors: TFX_ESYS (a thread could not start), TFX_ENOMEM. */
+ * then sleep on a condition variable, so that during an sgemm the cores belong to OpenBLAS's threads. Results do not
+ * depend on the split as long as each part's work is independent of the others (callers that reduce split a fixed
+ * number of chunks, never the thread count). A pool is driven by one thread at a time (the model's owner); tfx_par_for
+ * is not reentrant. A NULL pool, or one of 1 thread, runs everything inline. Errors: TFX_EINVAL (thread count),
+ * TFX_ESYS (a thread could not start), TFX_ENOMEM. */
 #ifndef TFX_PAR_H
 #define TFX_PAR_H
 
@@ -13,7 +14,7 @@
 
 #include "err.h"
 
-#define TFX_PAR_MAX 8      /* threads of one pool, the caller's included */
+#define TFX_PAR_MAX 8     /* threads of one pool, the caller's included */
 #define TFX_PAR_SPIN_US 5 /* how long an idle worker polls before it sleeps */
 
 typedef struct tfx_par tfx_par;

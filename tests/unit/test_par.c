@@ -186,8 +186,7 @@ Test(par, a_model_computes_the_same_with_any_thread_count) {
   for (int threads = 2; threads <= 3; threads++) {
     run more = train_with(threads);
     cr_assert_eq(more.n, one.n);
-    cr_assert_eq(memcmp(more.logits, one.logits, sizeof(float) * BATCH * 10), 0, "%d threads: logits differ",
-                 threads);
+    cr_assert_eq(memcmp(more.logits, one.logits, sizeof(float) * BATCH * 10), 0, "%d threads: logits differ", threads);
     for (size_t i = 0; i < one.n; i++) {
       cr_assert_eq(memcmp(&more.vals[i], &one.vals[i], sizeof(float)), 0,
                    "%d threads: value %zu is %.9g, with 1 thread %.9g", threads, i, more.vals[i], one.vals[i]);
