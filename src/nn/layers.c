@@ -106,7 +106,7 @@ static size_t grain_rows(size_t width) {
 
 /* What one part of a split loop works on; each part function reads the fields it needs. */
 typedef struct job {
-  layer *l;
+  const layer *l;
   const float *in;
   float *out;
   float *db;
@@ -283,7 +283,7 @@ static void col2im_part(void *ctx, size_t b0, size_t b1) {
 static void conv_forward(layer *l, const float *in, int batch) {
   int rows = batch * l->oh * l->ow, kkc = l->k * l->k * l->ic;
   job j = {.l = l, .in = in};
-  tfx_par_for(l->par, (size_t)batch, grain_rows((size_t)rows / batch * kkc), im2col_part, &j);
+  tfx_par_for(l->par, (size_t)batch, grain_rows((size_t)l->oh * l->ow * kkc), im2col_part, &j);
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, l->oc, kkc, 1.0f, l->cols, kkc, l->w->value, l->oc, 0.0f,
               l->out, l->oc);
   bias_act_forward(l, l->out, rows, l->oc);
@@ -301,14 +301,14 @@ static void conv_backward(layer *l, const float *in, float *din, int batch) {
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, kkc, l->oc, 1.0f, l->dout, l->oc, l->w->value, l->oc, 0.0f,
               l->cols, kkc);
   job j = {.l = l, .out = din};
-  tfx_par_for(l->par, (size_t)batch, grain_rows((size_t)rows / batch * kkc), col2im_part, &j);
+  tfx_par_for(l->par, (size_t)batch, grain_rows((size_t)l->oh * l->ow * kkc), col2im_part, &j);
 }
 
 /* Max or average pooling of samples [b0, b1), window = stride = pool, 'valid'; channels innermost so each
  * step is a vector op. */
 static void pool_forward_part(void *ctx, size_t b0, size_t b1) {
   const job *j = ctx;
-  layer *l = j->l;
+  const layer *l = j->l;
   const float *in = j->in;
   int p = l->pool, C = l->oc, max = l->kind == L_MAXPOOL;
   float inv = 1.0f / (float)(p * p);
@@ -403,7 +403,7 @@ static void pool_backward(layer *l, float *din, int batch) {
 /* Elements [i0, i1) of a training dropout: a counter-based mask, so any split draws the same one. */
 static void dropout_part(void *ctx, size_t i0, size_t i1) {
   const job *j = ctx;
-  layer *l = j->l;
+  const layer *l = j->l;
   float keep = 1.0f - l->rate, scale = 1.0f / keep;
   for (size_t i = i0; i < i1; i++) {
     l->mask[i] = tfx_rand_uniform(j->key, i) < keep ? scale : 0.0f;
@@ -428,7 +428,7 @@ static void elementwise_part(void *ctx, size_t i0, size_t i1) {
 
 /* out = in * mask (mask NULL: a copy), then act_l (NULL: none), over n elements split over the pool. */
 static void elementwise(tfx_par *par, const float *in, const float *mask, float *out, const layer *act_l, size_t n) {
-  job j = {.l = (layer *)act_l, .in = in, .mask = mask, .out = out};
+  job j = {.l = act_l, .in = in, .mask = mask, .out = out};
   tfx_par_for(par, n, PAR_GRAIN_FLOATS, elementwise_part, &j);
 }
 
