@@ -1,4 +1,6 @@
-/* The worker pool: a job generation counter that idle workers poll (yielding) and then sleep on. */
+/* The worker pool: a job generation counter that idle workers poll and then sleep on, and a claim word from
+ * which the caller and the workers take the job's parts, so that a worker that wakes late (or never gets a
+ * core) leaves its part to the caller instead of holding it up. */
 #include "par.h"
 
 #include <errno.h>
@@ -6,6 +8,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -15,21 +18,17 @@ struct tfx_par {
   pthread_t tid[TFX_PAR_MAX - 1];
   pthread_mutex_t mu;
   pthread_cond_t wake;
-  atomic_uint gen;     /* bumped once per job (and once to stop) */
-  atomic_int pending;  /* workers' parts of the current job not yet done */
-  atomic_int sleepers; /* workers waiting on `wake` */
+  atomic_uint gen;             /* bumped once per job (and once to stop) */
+  atomic_uint_least64_t claim; /* the job's generation (bits 32-63), its parts (16-31), the next part (0-15) */
+  atomic_int done;             /* parts of the current job finished */
+  atomic_int sleepers;         /* workers waiting on `wake` */
   atomic_int stop;
-  /* The current job: written by the caller before it bumps gen, read by the workers after they see it. */
+  /* The current job: written by the caller before it publishes the claim word, read by whoever claims one
+   * of its parts (the caller waits for every part before it writes the next job). */
   tfx_par_fn fn;
   void *ctx;
   size_t n;
-  int parts;
 };
-
-typedef struct worker_arg {
-  tfx_par *p;
-  int index; /* 1 .. threads - 1: the part this worker runs */
-} worker_arg;
 
 static double now_us(void) {
   struct timespec ts;
@@ -37,10 +36,21 @@ static double now_us(void) {
   return 1e6 * (double)ts.tv_sec + 1e-3 * (double)ts.tv_nsec;
 }
 
-/* Part i of n split into `parts` contiguous ranges. */
-static void part_range(size_t n, int parts, int i, size_t *begin, size_t *end) {
-  *begin = n * (size_t)i / (size_t)parts;
-  *end = n * (size_t)(i + 1) / (size_t)parts;
+/* Takes and runs the parts of job `gen` that nobody has taken yet; returns when none is left. */
+static void run_parts(tfx_par *p, unsigned gen) {
+  uint64_t c = atomic_load_explicit(&p->claim, memory_order_acquire);
+  for (;;) {
+    unsigned parts = (unsigned)(c >> 16) & 0xffff, next = (unsigned)c & 0xffff;
+    if ((unsigned)(c >> 32) != gen || next >= parts) {
+      return;
+    }
+    if (!atomic_compare_exchange_weak_explicit(&p->claim, &c, c + 1, memory_order_acq_rel, memory_order_acquire)) {
+      continue; /* c now holds the current word */
+    }
+    p->fn(p->ctx, p->n * next / parts, p->n * (next + 1) / parts);
+    atomic_fetch_add_explicit(&p->done, 1, memory_order_release);
+    c = atomic_load_explicit(&p->claim, memory_order_acquire);
+  }
 }
 
 /* Waits until gen differs from `seen`: polls for TFX_PAR_SPIN_US (jobs often come back to back), then
@@ -69,23 +79,15 @@ static unsigned wait_job(tfx_par *p, unsigned seen) {
 }
 
 static void *worker_main(void *arg) {
-  worker_arg *w = arg;
-  tfx_par *p = w->p;
+  tfx_par *p = arg;
   unsigned seen = 0;
   for (;;) {
     seen = wait_job(p, seen);
     if (atomic_load(&p->stop)) {
-      break;
+      return NULL;
     }
-    if (w->index < p->parts) {
-      size_t b, e;
-      part_range(p->n, p->parts, w->index, &b, &e);
-      p->fn(p->ctx, b, e);
-    }
-    atomic_fetch_sub_explicit(&p->pending, 1, memory_order_release);
+    run_parts(p, seen);
   }
-  free(w);
-  return NULL;
 }
 
 /* Publishes a new generation and wakes the workers that sleep. */
@@ -110,13 +112,8 @@ int tfx_par_create(int threads, tfx_par **out, tfx_err *err) {
   pthread_mutex_init(&p->mu, NULL);
   pthread_cond_init(&p->wake, NULL);
   for (int i = 1; i < threads; i++) {
-    worker_arg *w = malloc(sizeof *w);
-    if (w) {
-      *w = (worker_arg){p, i};
-    }
-    int rc = w ? pthread_create(&p->tid[i - 1], NULL, worker_main, w) : ENOMEM;
+    int rc = pthread_create(&p->tid[i - 1], NULL, worker_main, p);
     if (rc) {
-      free(w);
       errno = rc;
       tfx_par_destroy(p);
       return tfx_err_set(err, TFX_ESYS, "worker pool: cannot start thread %d of %d", i + 1, threads);
@@ -145,11 +142,11 @@ int tfx_par_threads(const tfx_par *p) {
   return p ? p->threads : 1;
 }
 
-/* Waits for the workers' parts: they are about as long as the caller's, so it polls; after TFX_PAR_SPIN_US (a
- * worker that was preempted) it yields the core on every poll. */
-static void wait_done(tfx_par *p) {
+/* Waits for the parts that workers took: they are running, so it polls; after TFX_PAR_SPIN_US (a worker that
+ * was preempted) it yields the core on every 64th poll. */
+static void wait_done(tfx_par *p, int parts) {
   double start = 0;
-  for (int i = 0; atomic_load_explicit(&p->pending, memory_order_acquire) > 0; i++) {
+  for (int i = 0; atomic_load_explicit(&p->done, memory_order_acquire) < parts; i++) {
     if (i < 64 || (i & 63) || (start ? now_us() - start < TFX_PAR_SPIN_US : (start = now_us(), 1))) {
       _mm_pause();
     } else {
@@ -168,11 +165,11 @@ void tfx_par_for(tfx_par *p, size_t n, size_t grain, tfx_par_fn fn, void *ctx) {
     fn(ctx, 0, n);
     return;
   }
-  p->fn = fn, p->ctx = ctx, p->n = n, p->parts = parts;
-  atomic_store_explicit(&p->pending, p->threads - 1, memory_order_relaxed);
+  unsigned gen = atomic_load_explicit(&p->gen, memory_order_relaxed) + 1; /* only this thread bumps gen */
+  p->fn = fn, p->ctx = ctx, p->n = n;
+  atomic_store_explicit(&p->done, 0, memory_order_relaxed);
+  atomic_store_explicit(&p->claim, (uint64_t)gen << 32 | (uint64_t)parts << 16, memory_order_release);
   bump(p);
-  size_t b, e;
-  part_range(n, parts, 0, &b, &e);
-  fn(ctx, b, e);
-  wait_done(p);
+  run_parts(p, gen);
+  wait_done(p, parts);
 }

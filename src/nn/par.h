@@ -1,11 +1,13 @@
 /* A small persistent worker pool for src/nn's element loops (im2col, pooling, bias and activation passes,
  * dropout, optimizer updates): the threads start once, when the pool is created, and each call splits a range
- * [0, n) into one contiguous part per thread; the calling thread runs part 0 and waits for the others.
- * Between calls the workers poll for about TFX_PAR_SPIN_US (the loops around one layer come back to back),
- * then sleep on a condition variable, so that during an sgemm the cores belong to OpenBLAS's threads. Results do not
- * depend on the split as long as each part's work is independent of the others (callers that reduce split a fixed
- * number of chunks, never the thread count). A pool is driven by one thread at a time (the model's owner); tfx_par_for
- * is not reentrant. A NULL pool, or one of 1 thread, runs everything inline. Errors: TFX_EINVAL (thread count),
+ * [0, n) into a fixed set of contiguous parts. The caller and the workers take parts from one atomic claim
+ * word, so a worker that wakes late, or gets no core on a loaded machine, leaves its part to the caller
+ * instead of holding it up. Between calls the workers poll for about TFX_PAR_SPIN_US (the loops around one
+ * layer come back to back), then sleep on a condition variable, so that during an sgemm the cores belong to
+ * OpenBLAS's threads. The parts depend only on n and the pool's size, never on who runs them, so results do
+ * not depend on timing; callers that reduce split a fixed number of chunks, so theirs do not depend on the
+ * thread count either. A pool is driven by one thread at a time (the model's owner); tfx_par_for is not
+ * reentrant. A NULL pool, or one of 1 thread, runs everything inline. Errors: TFX_EINVAL (thread count),
  * TFX_ESYS (a thread could not start), TFX_ENOMEM. */
 #ifndef TFX_PAR_H
 #define TFX_PAR_H
