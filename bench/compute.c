@@ -1,8 +1,10 @@
 /* tfx-bench-compute: training-step throughput of one process (forward + loss + backward + Adam on every
  * variable) for each model and OpenBLAS thread count, and the compute ceiling of the same model: the time
  * OpenBLAS takes for the sgemm calls a forward+backward of that model needs, on the layers' own shapes.
- * Prints key=value lines that bench/compute joins with PyTorch's figures:
+ * With --worker it also times a worker step (forward + loss + backward, no optimizer: in a cluster the ps
+ * applies it). Prints key=value lines that bench/compute joins with PyTorch's figures:
  *   tfx model=M batch=B threads=T ex_s=... step_ms=... fwd_ms=... loss_ms=... bwd_ms=... adam_ms=... steps=...
+ *   tfx_worker model=M batch=B threads=T ex_s=... step_ms=... fwd_ms=... loss_ms=... bwd_ms=... steps=...
  *   sgemm model=M batch=B threads=T gflops=... pass_ms=... ceiling_ex_s=... gemm_mflop=... calls=... passes=...
  * ex_s is the median rate over rounds of at least ROUND_S seconds after a warm-up; the *_ms phases are means
  * over every step run. Data: POOL fixed-seed random batches, cycled. --ftz flushes denormals to zero on the
@@ -45,7 +47,7 @@ typedef struct opts {
   int threads[8];
   int n_threads;
   double seconds, ceiling_seconds;
-  int spec, info, ftz, ceiling, verbose;
+  int spec, info, ftz, ceiling, verbose, worker;
   const char *models[8];
   int n_models;
 } opts;
@@ -61,8 +63,10 @@ typedef struct step_ctx {
   tfx_optim opt;
   float *x;
   int32_t *y;
-  float **slots; /* 2 per variable */
+  float **slots;             /* 2 per variable */
+  tfx_optim_target *targets; /* one per variable */
   int batch;
+  int optimize; /* 0: a worker step, without the optimizer */
   int64_t step;
   double phase[4]; /* seconds spent in forward, loss, backward, Adam */
 } step_ctx;
@@ -248,7 +252,8 @@ static int bench_ceiling(const tfx_config *cfg, const char *name, const opts *o,
   return 0;
 }
 
-/* One training step, as src/cli/train.c runs it, with its phases timed. */
+/* One training step as src/cli/train.c runs it (one update of all variables, split over the model's pool), or a
+ * worker step (no optimizer), with its phases timed. */
 static void train_step(void *p) {
   step_ctx *s = p;
   tfx_step_stats st;
@@ -261,9 +266,8 @@ static void train_step(void *p) {
   double t2 = now_s();
   tfx_model_backward(s->m, x, s->batch);
   double t3 = now_s();
-  for (int i = 0; i < tfx_model_nvars(s->m); i++) {
-    tfx_var *v = tfx_model_var(s->m, i);
-    tfx_optim_apply(&s->opt, s->step, v->value, v->grad, 1.0f, s->slots + 2 * i, v->count);
+  if (s->optimize) {
+    tfx_optim_apply_all(tfx_model_par(s->m), &s->opt, s->step, s->targets, tfx_model_nvars(s->m), 1.0f);
   }
   double t4 = now_s();
   s->phase[0] += t1 - t0, s->phase[1] += t2 - t1, s->phase[2] += t3 - t2, s->phase[3] += t4 - t3;
@@ -285,13 +289,18 @@ static int step_init(step_ctx *s, const tfx_config *cfg, const char *name, int b
   s->x = malloc(sizeof(float) * nx);
   s->y = malloc(sizeof(int32_t) * ny);
   s->slots = calloc(2 * nv, sizeof(float *));
-  if (!s->x || !s->y || !s->slots) {
+  s->targets = calloc(nv, sizeof *s->targets);
+  if (!s->x || !s->y || !s->slots || !s->targets) {
     return -1;
   }
   for (size_t i = 0; i < 2 * nv; i++) {
     if (!(s->slots[i] = calloc(tfx_model_var(s->m, (int)(i / 2))->count, sizeof(float)))) {
       return -1;
     }
+  }
+  for (size_t i = 0; i < nv; i++) {
+    tfx_var *v = tfx_model_var(s->m, (int)i);
+    s->targets[i] = (tfx_optim_target){v->value, v->grad, s->slots + 2 * i, v->count};
   }
   uint64_t rng = 42;
   fill_uniform(s->x, nx, &rng);
@@ -306,24 +315,27 @@ static void step_fini(step_ctx *s) {
   for (int i = 0; s->slots && i < 2 * tfx_model_nvars(s->m); i++) {
     free(s->slots[i]);
   }
-  free(s->slots), free(s->x), free(s->y);
+  free(s->slots), free(s->targets), free(s->x), free(s->y);
   tfx_model_destroy(s->m);
 }
 
-/* Times training steps and prints the "tfx" line. */
-static int bench_steps(const tfx_config *cfg, const char *name, const opts *o, int threads) {
+/* Times training steps (optimize) or worker steps and prints the "tfx" or "tfx_worker" line. */
+static int bench_steps(const tfx_config *cfg, const char *name, const opts *o, int threads, int optimize) {
   step_ctx s;
   if (step_init(&s, cfg, name, o->batch)) {
     step_fini(&s);
     return -1;
   }
+  s.optimize = optimize;
   long calls;
   double rate = measure(train_step, &s, o->seconds, &calls), per = 1e3 / (double)s.step;
-  printf(
-      "tfx model=%s batch=%d threads=%d ex_s=%.1f step_ms=%.4f fwd_ms=%.4f loss_ms=%.4f bwd_ms=%.4f "
-      "adam_ms=%.4f steps=%ld params=%zu fp=%s\n",
-      name, o->batch, threads, rate * o->batch, 1e3 / rate, s.phase[0] * per, s.phase[1] * per, s.phase[2] * per,
-      s.phase[3] * per, calls, tfx_model_param_count(s.m), o->ftz ? "ftz" : "default");
+  printf("%s model=%s batch=%d threads=%d ex_s=%.1f step_ms=%.4f fwd_ms=%.4f loss_ms=%.4f bwd_ms=%.4f ",
+         optimize ? "tfx" : "tfx_worker", name, o->batch, threads, rate * o->batch, 1e3 / rate, s.phase[0] * per,
+         s.phase[1] * per, s.phase[2] * per);
+  if (optimize) {
+    printf("adam_ms=%.4f ", s.phase[3] * per);
+  }
+  printf("steps=%ld params=%zu fp=%s\n", calls, tfx_model_param_count(s.m), o->ftz ? "ftz" : "default");
   step_fini(&s);
   return 0;
 }
@@ -353,6 +365,8 @@ static int parse_args(int argc, char **argv, opts *o) {
       o->ftz = 1;
     } else if (strcmp(a, "--no-ceiling") == 0) {
       o->ceiling = 0;
+    } else if (strcmp(a, "--worker") == 0) {
+      o->worker = 1;
     } else if (strcmp(a, "--verbose") == 0) {
       o->verbose = 1;
     } else if (v && strcmp(a, "--batch") == 0 && (o->batch = atoi(v)) > 0) {
@@ -400,7 +414,7 @@ static void print_info(void) {
 static void usage(const char *argv0) {
   fprintf(stderr,
           "usage: %s [--batch N] [--threads 1,2] [--seconds S] [--ceiling-seconds S] [--no-ceiling] [--ftz]\n"
-          "       [--verbose] [--spec] NAME=CONFIG.json|cnn ...\n"
+          "       [--worker] [--verbose] [--spec] NAME=CONFIG.json|cnn ...\n"
           "       %s --info\n",
           argv0, argv0);
 }
@@ -432,7 +446,8 @@ int main(int argc, char **argv) {
     }
     for (int t = 0; t < o.n_threads; t++) {
       openblas_set_num_threads(o.threads[t]);
-      if (bench_steps(&cfg, name, &o, o.threads[t])) {
+      cfg.threads = o.threads[t]; /* the model's worker pool, as training.threads sets it */
+      if (bench_steps(&cfg, name, &o, o.threads[t], 1) || (o.worker && bench_steps(&cfg, name, &o, o.threads[t], 0))) {
         return 1;
       }
       if (o.ceiling && bench_ceiling(&cfg, name, &o, o.threads[t])) {

@@ -4,10 +4,12 @@
 Each model comes as NAME=SPEC.json, the resolved experiment that `tfx-bench-compute --spec` prints, so both
 sides build the same layers. A step is model(x), cross_entropy, backward, Adam step, zero_grad, on a pool of
 fixed-seed random batches, timed the way tfx-bench-compute times tfx (warm-up, then rounds of >= 0.25 s,
-median rate). Threads: torch.set_num_threads(T) for its OpenMP pool and openblas_set_num_threads(T) for the
+median rate). With --worker it also times a worker step: model(x), cross_entropy, backward, zero_grad, with
+no optimizer (in a tfx cluster the ps applies it). Threads: torch.set_num_threads(T) for its OpenMP pool and openblas_set_num_threads(T) for the
 OpenBLAS pool that its Linear layers use. With --ftz, denormals are flushed to zero (FTZ+DAZ) on the main
 thread and the threads it starts later, as compute.c --ftz does. Prints one line per case:
   torch model=M batch=B threads=T ex_s=... step_ms=... fwd_ms=... loss_ms=... bwd_ms=... adam_ms=... steps=...
+  torch_worker model=M batch=B threads=T ex_s=... step_ms=... fwd_ms=... loss_ms=... bwd_ms=... steps=...
 """
 import argparse
 import ctypes
@@ -84,9 +86,10 @@ def build_model(cfg):
 
 
 class Step:
-    """One training step with its phases timed (seconds summed over calls)."""
+    """One training step (or, without optimize, a worker step) with its phases timed (seconds summed over
+    calls)."""
 
-    def __init__(self, cfg, batch):
+    def __init__(self, cfg, batch, optimize=True):
         torch.manual_seed(42)
         self.model, shape = build_model(cfg)
         self.model.train()
@@ -96,7 +99,7 @@ class Step:
         classes = cfg["model"]["layers"][-1]["units"]
         self.x = torch.rand(POOL, batch, *shape)
         self.y = torch.randint(0, classes, (POOL, batch))
-        self.n, self.phase = 0, [0.0, 0.0, 0.0, 0.0]
+        self.n, self.phase, self.optimize = 0, [0.0, 0.0, 0.0, 0.0], optimize
 
     def __call__(self):
         j = self.n % POOL
@@ -107,7 +110,8 @@ class Step:
         t2 = time.perf_counter()
         loss.backward()
         t3 = time.perf_counter()
-        self.opt.step()
+        if self.optimize:
+            self.opt.step()
         self.opt.zero_grad(set_to_none=True)
         t4 = time.perf_counter()
         for i, d in enumerate((t1 - t0, t2 - t1, t3 - t2, t4 - t3)):
@@ -141,6 +145,7 @@ def main():
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--seconds", type=float, default=3.0)
     ap.add_argument("--ftz", action="store_true", help="flush denormals to zero (torch.set_flush_denormal)")
+    ap.add_argument("--worker", action="store_true", help="also time a worker step (no optimizer)")
     ap.add_argument("--info", action="store_true", help="print the versions and exit")
     ap.add_argument("models", nargs="*", help="NAME=SPEC.json")
     a = ap.parse_args()
@@ -159,12 +164,15 @@ def main():
         for t in (int(x) for x in a.threads.split(",")):
             torch.set_num_threads(t)
             blas = openblas_threads(t)
-            step = Step(cfg, a.batch)
-            rate, calls = measure(step, a.seconds)
-            per = 1e3 / step.n
-            ph = " ".join(f"{k}_ms={v * per:.4f}" for k, v in zip(("fwd", "loss", "bwd", "adam"), step.phase))
-            print(f"torch model={name} batch={a.batch} threads={t} ex_s={rate * a.batch:.1f} step_ms={1e3 / rate:.4f} "
-                  f"{ph} steps={calls} openblas_threads={blas} omp_wait_policy={wait} fp={fp}", flush=True)
+            for optimize in (True, False) if a.worker else (True,):
+                step = Step(cfg, a.batch, optimize)
+                rate, calls = measure(step, a.seconds)
+                per = 1e3 / step.n
+                phases = ("fwd", "loss", "bwd", "adam") if optimize else ("fwd", "loss", "bwd")
+                ph = " ".join(f"{k}_ms={v * per:.4f}" for k, v in zip(phases, step.phase))
+                print(f"{'torch' if optimize else 'torch_worker'} model={name} batch={a.batch} threads={t} "
+                      f"ex_s={rate * a.batch:.1f} step_ms={1e3 / rate:.4f} {ph} steps={calls} "
+                      f"openblas_threads={blas} omp_wait_policy={wait} fp={fp}", flush=True)
     return 0
 
 

@@ -258,7 +258,8 @@ static int step_once(trainer *t, tfx_step_stats *st, tfx_err *err) {
   tfx_grad_step g = {c->batch_size, c->accumulate, c->clip_value, c->clip_norm, t->x, t->y, t->acc};
   tfx_step_stats sum;
   tfx_compute_gradients(t->model, t->batcher, &g, (uint64_t)t->step, &sum);
-  int rc = tfx_batcher_status(t->batcher, err);
+  int rc = tfx_batcher_status(t->batcher, err), n_dense = 0;
+  tfx_optim_target dense[2 * TFX_MAX_LAYERS + TFX_MAX_VARIABLES];
   for (int i = 0; !rc && i < nv; i++) {
     tfx_var *v = tfx_model_var(t->model, i);
     if (!v->trainable) {
@@ -268,8 +269,12 @@ static int step_once(trainer *t, tfx_step_stats *st, tfx_err *err) {
       tfx_optim_apply_rows(&t->opt, t->step, v->value, v->grad, 1.0f, t->slots[i], v->rows, v->n_rows,
                            v->count / (size_t)v->shape[0]);
     } else {
-      tfx_optim_apply(&t->opt, t->step, v->value, v->grad, 1.0f, t->slots[i], v->count);
+      dense[n_dense++] = (tfx_optim_target){v->value, v->grad, t->slots[i], v->count};
     }
+  }
+  /* The dense variables in one update split over the model's worker pool (same result as one by one). */
+  if (!rc) {
+    tfx_optim_apply_all(tfx_model_par(t->model), &t->opt, t->step, dense, n_dense, 1.0f);
   }
   *st = sum;
   return rc;

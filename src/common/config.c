@@ -73,7 +73,7 @@ static const option options[] = {
     {"training.staleness", OPT_INT, O(staleness), 0, 1000000, "4", "ssp: max steps ahead of the slowest"},
     {"training.accumulate", OPT_INT, O(accumulate), 1, 1024, "1", "minibatches per push"},
     {"training.report_every", OPT_INT, O(report_every), 1, 1000000, "100", "steps between metric reports"},
-    {"training.threads", OPT_INT, O(threads), 1, 256, "1", "OpenBLAS threads per process"},
+    {"training.threads", OPT_INT, O(threads), 1, 256, "1", "OpenBLAS and model threads per process"},
     {"training.ps_apply_threads", OPT_INT, O(ps_apply_threads), 1, 2, "1",
      "threads a ps uses to update one large shard"},
     {"training.push_part_bytes", OPT_INT, O(push_part_bytes), 0, 1 << 30, "524288",

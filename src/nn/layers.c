@@ -96,38 +96,90 @@ static void act_backward(act a, float alpha, const float *y, float *dy, size_t n
 /* Rows per block of the fused bias/activation passes: a block stays in L1 between its two sub-passes. */
 #define ROW_BLOCK_FLOATS 2048
 
-/* y = act(y + b) row by row in L1-sized blocks: one trip through memory instead of two. */
-static void bias_act_forward(const layer *l, float *y, int rows, int cols) {
-  int step = cols < ROW_BLOCK_FLOATS ? ROW_BLOCK_FLOATS / cols : 1;
-  for (int r0 = 0; r0 < rows; r0 += step) {
-    int n = rows - r0 < step ? rows - r0 : step;
-    float *blk = y + (size_t)r0 * cols;
-    for (int r = 0; l->b && r < n; r++) {
-      float *row = blk + (size_t)r * cols;
+/* The smallest part of an element loop worth handing to another thread (a hand-off costs a few microseconds). */
+#define PAR_GRAIN_FLOATS 16384
+
+/* The grain, in rows of `width` floats, of a loop over rows. */
+static size_t grain_rows(size_t width) {
+  return width >= PAR_GRAIN_FLOATS ? 1 : PAR_GRAIN_FLOATS / width;
+}
+
+/* What one part of a split loop works on; each part function reads the fields it needs. */
+typedef struct job {
+  const layer *l;
+  const float *in;
+  float *out;
+  float *db;
+  const float *mask;
+  int rows, cols;
+  uint64_t key; /* dropout: the step's random key */
+} job;
+
+/* y = act(y + b) on rows [r0, r1) in L1-sized blocks: one trip through memory instead of two. */
+static void bias_act_part(void *ctx, size_t r0, size_t r1) {
+  const job *j = ctx;
+  const layer *l = j->l;
+  int cols = j->cols, step = cols < ROW_BLOCK_FLOATS ? ROW_BLOCK_FLOATS / cols : 1;
+  for (size_t b0 = r0; b0 < r1; b0 += (size_t)step) {
+    size_t n = r1 - b0 < (size_t)step ? r1 - b0 : (size_t)step;
+    float *blk = j->out + b0 * cols;
+    for (size_t r = 0; l->b && r < n; r++) {
+      float *row = blk + r * cols;
       const float *b = l->b->value;
       for (int c = 0; c < cols; c++) {
         row[c] += b[c];
       }
     }
-    act_forward(l->act, l->alpha, blk, (size_t)n * cols);
+    act_forward(l->act, l->alpha, blk, n * cols);
   }
 }
 
-/* dy *= act'(y), then db = column sums of dy (if db), in L1-sized blocks of rows. */
-static void act_bias_backward(const layer *l, float *dy, float *db, int rows, int cols) {
-  int step = cols < ROW_BLOCK_FLOATS ? ROW_BLOCK_FLOATS / cols : 1;
-  if (db) {
-    memset(db, 0, sizeof(float) * (size_t)cols);
-  }
-  for (int r0 = 0; r0 < rows; r0 += step) {
-    int n = rows - r0 < step ? rows - r0 : step;
-    float *blk = dy + (size_t)r0 * cols;
-    act_backward(l->act, l->alpha, l->out + (size_t)r0 * cols, blk, (size_t)n * cols);
-    for (int r = 0; db && r < n; r++) {
-      const float *row = blk + (size_t)r * cols;
-      for (int c = 0; c < cols; c++) {
-        db[c] += row[c];
+/* y = act(y + b) over [rows, cols], split over rows. */
+static void bias_act_forward(layer *l, float *y, int rows, int cols) {
+  job j = {.l = l, .out = y, .cols = cols};
+  tfx_par_for(l->par, (size_t)rows, grain_rows((size_t)cols), bias_act_part, &j);
+}
+
+/* Chunks [c0, c1) of TFX_NN_CHUNKS: dy *= act'(y) on the chunk's rows, and (with db) the chunk's column sums
+ * into l->dbpart, in L1-sized blocks of rows. */
+static void act_bias_back_part(void *ctx, size_t c0, size_t c1) {
+  const job *j = ctx;
+  const layer *l = j->l;
+  int cols = j->cols, step = cols < ROW_BLOCK_FLOATS ? ROW_BLOCK_FLOATS / cols : 1;
+  for (size_t k = c0; k < c1; k++) {
+    size_t r0 = (size_t)j->rows * k / TFX_NN_CHUNKS, r1 = (size_t)j->rows * (k + 1) / TFX_NN_CHUNKS;
+    float *part = j->db ? l->dbpart + k * cols : NULL;
+    for (int c = 0; j->db && c < cols; c++) {
+      part[c] = 0;
+    }
+    for (size_t b0 = r0; b0 < r1; b0 += (size_t)step) {
+      size_t n = r1 - b0 < (size_t)step ? r1 - b0 : (size_t)step;
+      float *blk = j->out + b0 * cols;
+      act_backward(l->act, l->alpha, l->out + b0 * cols, blk, n * cols);
+      for (size_t r = 0; j->db && r < n; r++) {
+        for (int c = 0; c < cols; c++) {
+          part[c] += blk[r * cols + c];
+        }
       }
+    }
+  }
+}
+
+/* dy *= act'(y), then db = column sums of dy (if db): the chunks are split over the pool and summed in order. */
+static void act_bias_backward(layer *l, float *dy, float *db, int rows, int cols) {
+  if (l->act == A_NONE && !db) {
+    return;
+  }
+  job j = {.l = l, .out = dy, .db = db, .rows = rows, .cols = cols};
+  size_t whole = (size_t)rows * cols;
+  tfx_par_for(l->par, TFX_NN_CHUNKS, whole >= 2 * PAR_GRAIN_FLOATS ? 1 : TFX_NN_CHUNKS, act_bias_back_part, &j);
+  for (int c = 0; db && c < cols; c++) {
+    db[c] = 0;
+  }
+  for (int k = 0; db && k < TFX_NN_CHUNKS; k++) {
+    const float *part = l->dbpart + (size_t)k * cols;
+    for (int c = 0; c < cols; c++) {
+      db[c] += part[c];
     }
   }
 }
@@ -160,11 +212,15 @@ static int kx_range(const layer *l, int ox, int *kx0, int *kx1) {
   return x0;
 }
 
-/* Unfolds NHWC input patches: one row per output pixel, columns (ky, kx, c); each kernel row is one copy of
- * its in-image run and zeros for the padding. */
-static void im2col(const layer *l, const float *in, int batch, float *cols) {
+/* Unfolds the NHWC input patches of samples [b0, b1) (j->in into l->cols): one row per output pixel, columns
+ * (ky, kx, c); each kernel row is one copy of its in-image run and zeros for the padding. */
+static void im2col_part(void *ctx, size_t b0, size_t b1) {
+  const job *j = ctx;
+  const layer *l = j->l;
+  const float *in = j->in;
+  float *cols = l->cols;
   int k = l->k, ic = l->ic, kc = k * ic;
-  for (int b = 0; b < batch; b++) {
+  for (int b = (int)b0; b < (int)b1; b++) {
     const float *img = in + (size_t)b * layer_in_size(l);
     for (int oy = 0; oy < l->oh; oy++) {
       for (int ox = 0; ox < l->ow; ox++) {
@@ -193,11 +249,16 @@ static void im2col(const layer *l, const float *in, int batch, float *cols) {
   }
 }
 
-/* Folds column gradients back onto the input gradient (accumulating overlaps), one in-image run per kernel row. */
-static void col2im(const layer *l, const float *cols, int batch, float *din) {
+/* Folds the column gradients (l->cols) of samples [b0, b1) back onto their input gradient (j->out),
+ * accumulating overlaps, one in-image run per kernel row. */
+static void col2im_part(void *ctx, size_t b0, size_t b1) {
+  const job *j = ctx;
+  const layer *l = j->l;
+  const float *cols = l->cols;
+  float *din = j->out;
   int k = l->k, ic = l->ic, kc = k * ic;
-  memset(din, 0, sizeof(float) * (size_t)batch * layer_in_size(l));
-  for (int b = 0; b < batch; b++) {
+  memset(din + b0 * layer_in_size(l), 0, sizeof(float) * (b1 - b0) * layer_in_size(l));
+  for (int b = (int)b0; b < (int)b1; b++) {
     float *img = din + (size_t)b * layer_in_size(l);
     for (int oy = 0; oy < l->oh; oy++) {
       for (int ox = 0; ox < l->ow; ox++) {
@@ -221,7 +282,8 @@ static void col2im(const layer *l, const float *cols, int batch, float *din) {
 
 static void conv_forward(layer *l, const float *in, int batch) {
   int rows = batch * l->oh * l->ow, kkc = l->k * l->k * l->ic;
-  im2col(l, in, batch, l->cols);
+  job j = {.l = l, .in = in};
+  tfx_par_for(l->par, (size_t)batch, grain_rows((size_t)l->oh * l->ow * kkc), im2col_part, &j);
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, l->oc, kkc, 1.0f, l->cols, kkc, l->w->value, l->oc, 0.0f,
               l->out, l->oc);
   bias_act_forward(l, l->out, rows, l->oc);
@@ -238,14 +300,19 @@ static void conv_backward(layer *l, const float *in, float *din, int batch) {
   }
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, kkc, l->oc, 1.0f, l->dout, l->oc, l->w->value, l->oc, 0.0f,
               l->cols, kkc);
-  col2im(l, l->cols, batch, din);
+  job j = {.l = l, .out = din};
+  tfx_par_for(l->par, (size_t)batch, grain_rows((size_t)l->oh * l->ow * kkc), col2im_part, &j);
 }
 
-/* Max or average pooling, window = stride = pool, 'valid'; channels innermost so each step is a vector op. */
-static void pool_forward(layer *l, const float *in, int batch) {
+/* Max or average pooling of samples [b0, b1), window = stride = pool, 'valid'; channels innermost so each
+ * step is a vector op. */
+static void pool_forward_part(void *ctx, size_t b0, size_t b1) {
+  const job *j = ctx;
+  const layer *l = j->l;
+  const float *in = j->in;
   int p = l->pool, C = l->oc, max = l->kind == L_MAXPOOL;
   float inv = 1.0f / (float)(p * p);
-  for (int b = 0; b < batch; b++) {
+  for (int b = (int)b0; b < (int)b1; b++) {
     const float *img = in + (size_t)b * layer_in_size(l);
     for (int oy = 0; oy < l->oh; oy++) {
       for (int ox = 0; ox < l->ow; ox++) {
@@ -303,13 +370,22 @@ static void pool_window_backward(const layer *l, const float *g, const int32_t *
   }
 }
 
-static void pool_backward(layer *l, float *din, int batch) {
+static void pool_forward(layer *l, const float *in, int batch) {
+  job j = {.l = l, .in = in};
+  tfx_par_for(l->par, (size_t)batch, grain_rows((size_t)layer_in_size(l)), pool_forward_part, &j);
+}
+
+/* The input gradient (j->out) of samples [b0, b1). */
+static void pool_backward_part(void *ctx, size_t b0, size_t b1) {
+  const job *j = ctx;
+  const layer *l = j->l;
+  float *din = j->out;
   int in_size = layer_in_size(l), out_size = layer_out_size(l);
   /* Windows tile the input except a right or bottom remainder, which gets no gradient. */
   if (l->ih % l->pool || l->iw % l->pool) {
-    memset(din, 0, sizeof(float) * (size_t)batch * in_size);
+    memset(din + b0 * in_size, 0, sizeof(float) * (b1 - b0) * in_size);
   }
-  for (int b = 0; b < batch; b++) {
+  for (int b = (int)b0; b < (int)b1; b++) {
     for (int oy = 0; oy < l->oh; oy++) {
       for (int ox = 0; ox < l->ow; ox++) {
         size_t o = (size_t)b * out_size + ((size_t)oy * l->ow + ox) * l->oc;
@@ -317,6 +393,43 @@ static void pool_backward(layer *l, float *din, int batch) {
       }
     }
   }
+}
+
+static void pool_backward(layer *l, float *din, int batch) {
+  job j = {.l = l, .out = din};
+  tfx_par_for(l->par, (size_t)batch, grain_rows((size_t)layer_in_size(l)), pool_backward_part, &j);
+}
+
+/* Elements [i0, i1) of a training dropout: a counter-based mask, so any split draws the same one. */
+static void dropout_part(void *ctx, size_t i0, size_t i1) {
+  const job *j = ctx;
+  const layer *l = j->l;
+  float keep = 1.0f - l->rate, scale = 1.0f / keep;
+  for (size_t i = i0; i < i1; i++) {
+    l->mask[i] = tfx_rand_uniform(j->key, i) < keep ? scale : 0.0f;
+    l->out[i] = j->in[i] * l->mask[i];
+  }
+}
+
+/* Elements [i0, i1): out = in * mask (with a mask), else a copy of in; then act (the job's layer's). */
+static void elementwise_part(void *ctx, size_t i0, size_t i1) {
+  const job *j = ctx;
+  if (j->mask) {
+    for (size_t i = i0; i < i1; i++) {
+      j->out[i] = j->in[i] * j->mask[i];
+    }
+  } else if (j->out != j->in) {
+    memcpy(j->out + i0, j->in + i0, sizeof(float) * (i1 - i0));
+  }
+  if (j->l) {
+    act_forward(j->l->act, j->l->alpha, j->out + i0, i1 - i0);
+  }
+}
+
+/* out = in * mask (mask NULL: a copy), then act_l (NULL: none), over n elements split over the pool. */
+static void elementwise(tfx_par *par, const float *in, const float *mask, float *out, const layer *act_l, size_t n) {
+  job j = {.l = act_l, .in = in, .mask = mask, .out = out};
+  tfx_par_for(par, n, PAR_GRAIN_FLOATS, elementwise_part, &j);
 }
 
 static void dropout_forward(layer *l, const float *in, int batch, int training, uint64_t step) {
@@ -328,12 +441,8 @@ static void dropout_forward(layer *l, const float *in, int batch, int training, 
     }
     return;
   }
-  uint64_t key = l->seed ^ (step * 0x9E3779B97F4A7C15ULL);
-  float keep = 1.0f - l->rate, scale = 1.0f / keep;
-  for (size_t i = 0; i < n; i++) {
-    l->mask[i] = tfx_rand_uniform(key, i) < keep ? scale : 0.0f;
-    l->out[i] = in[i] * l->mask[i];
-  }
+  job j = {.l = l, .in = in, .key = l->seed ^ (step * 0x9E3779B97F4A7C15ULL)};
+  tfx_par_for(l->par, n, PAR_GRAIN_FLOATS, dropout_part, &j);
 }
 
 /* Gathers one table row per input position (ids clamped into the table). */
@@ -472,15 +581,15 @@ void tfx_layer_forward(layer *l, const float *in, int batch, int training, uint6
       dropout_forward(l, in, batch, training, step);
       break;
     case L_ACT:
-      memcpy(l->out, in, sizeof(float) * n);
       if (l->act == A_SOFTMAX) {
+        memcpy(l->out, in, sizeof(float) * n);
         softmax_forward(l->out, (size_t)batch, (size_t)layer_out_size(l));
       } else {
-        act_forward(l->act, l->alpha, l->out, n);
+        elementwise(l->par, in, NULL, l->out, l, n);
       }
       break;
     case L_FLATTEN:
-      memcpy(l->out, in, sizeof(float) * n);
+      elementwise(l->par, in, NULL, l->out, NULL, n);
       break;
     case L_EMBED:
     case L_LOOKUP:
@@ -520,9 +629,7 @@ void tfx_layer_backward(layer *l, const float *in, float *din, int batch) {
       break;
     case L_DROPOUT:
       if (din) {
-        for (size_t i = 0; i < n; i++) {
-          din[i] = l->dout[i] * l->mask[i];
-        }
+        elementwise(l->par, l->dout, l->mask, din, NULL, n);
       }
       break;
     case L_ACT:
@@ -537,7 +644,7 @@ void tfx_layer_backward(layer *l, const float *in, float *din, int batch) {
       break;
     case L_FLATTEN:
       if (din) {
-        memcpy(din, l->dout, sizeof(float) * n);
+        elementwise(l->par, l->dout, NULL, din, NULL, n);
       }
       break;
     case L_EMBED:

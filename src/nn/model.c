@@ -291,6 +291,9 @@ static int alloc_buffers(tfx_model *m) {
     if (!(l->out = calloc(n, sizeof(float))) || !(l->dout = calloc(n, sizeof(float)))) {
       return -1;
     }
+    if (l->b && !(l->dbpart = malloc(sizeof(float) * TFX_NN_CHUNKS * (size_t)l->b->count))) {
+      return -1;
+    }
     if (l->kind == L_CONV && !(l->cols = malloc(sizeof(float) * B * l->oh * l->ow * l->k * l->k * l->ic))) {
       return -1;
     }
@@ -325,6 +328,19 @@ static int top_k_of(const char *metrics) {
   const char *p = strstr(metrics, "top_");
   int k = p ? atoi(p + 4) : 5;
   return k >= 1 ? k : 5;
+}
+
+/* With more than one thread, starts the model's worker pool (at most TFX_PAR_MAX threads) and lends it to
+ * every layer. */
+static int start_pool(tfx_model *m, int threads, tfx_err *err) {
+  if (threads <= 1) {
+    return TFX_OK;
+  }
+  int rc = tfx_par_create(threads < TFX_PAR_MAX ? threads : TFX_PAR_MAX, &m->par, err);
+  for (int i = 0; !rc && i < m->n_layers; i++) {
+    m->layers[i].par = m->par;
+  }
+  return rc;
 }
 
 int tfx_model_create(const tfx_config *cfg, int max_batch, tfx_model **out, tfx_err *err) {
@@ -363,6 +379,9 @@ int tfx_model_create(const tfx_config *cfg, int max_batch, tfx_model **out, tfx_
     rc = tfx_err_set(err, TFX_ENOMEM, "out of memory for batch %d", max_batch);
     goto fail;
   }
+  if ((rc = start_pool(m, cfg->threads, err))) {
+    goto fail;
+  }
   *out = m;
   return TFX_OK;
 fail:
@@ -380,8 +399,10 @@ void tfx_model_destroy(tfx_model *m) {
   for (int i = 0; i < m->n_layers; i++) {
     layer *l = &m->layers[i];
     free(l->out), free(l->dout), free(l->cols), free(l->argmax), free(l->mask), free(l->ids), free(l->bn);
+    free(l->dbpart);
   }
   free(m->probs), free(m->scratch);
+  tfx_par_destroy(m->par);
   free(m);
 }
 
@@ -428,6 +449,10 @@ tfx_var *tfx_model_find_var(tfx_model *m, const char *name) {
 
 size_t tfx_model_input_size(const tfx_model *m) {
   return (size_t)m->ih * m->iw * m->ic;
+}
+
+tfx_par *tfx_model_par(tfx_model *m) {
+  return m->par;
 }
 
 size_t tfx_model_output_size(const tfx_model *m) {

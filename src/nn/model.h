@@ -1,6 +1,8 @@
 /* A model: a sequence of layers built from the experiment's model section, its variables (stable names,
  * shapes, trainable flags) and its step buffers, allocated once for a maximum batch and reused: forward,
- * loss and backward never allocate. A model is owned by one thread. Errors: TFX_ECONFIG / TFX_ESHAPE naming
+ * loss and backward never allocate. A model is owned by one thread; with training.threads > 1 it starts a
+ * worker pool of that many threads (tfx_par) for its element loops, and results are the same bit for bit
+ * whatever the thread count. Errors: TFX_ECONFIG / TFX_ESHAPE naming
  * the layer and the mismatch. */
 #ifndef TFX_MODEL_H
 #define TFX_MODEL_H
@@ -10,6 +12,7 @@
 #include <stdio.h>
 
 #include "config.h"
+#include "par.h"
 
 typedef struct tfx_var {
   char name[96];
@@ -58,6 +61,8 @@ tfx_var *tfx_model_var(tfx_model *m, int i);
 tfx_var *tfx_model_find_var(tfx_model *m, const char *name);
 /* The number of float inputs per example, and the number of classes (outputs) per example. */
 size_t tfx_model_input_size(const tfx_model *m);
+/* The model's worker pool (borrowed; NULL with one thread), to split optimizer updates the same way. */
+tfx_par *tfx_model_par(tfx_model *m);
 /* The number of outputs per example. */
 size_t tfx_model_output_size(const tfx_model *m);
 /* Runs the forward pass on x [batch, input] (borrowed); returns the logits (borrowed from the model). */

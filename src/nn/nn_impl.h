@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "model.h"
+#include "par.h"
 
 typedef enum lkind {
   L_DENSE,
@@ -51,7 +52,13 @@ typedef struct layer {
   int vocab;             /* embedding: rows of the table; l->oc / (ih*iw*ic) is its width */
   int32_t *ids;          /* embedding: the clamped row of each input position */
   uint64_t seed;
+  tfx_par *par;  /* the model's worker pool (borrowed; NULL: one thread) */
+  float *dbpart; /* layers with a bias: the bias gradient of each of TFX_NN_CHUNKS row chunks */
 } layer;
+
+/* Row chunks of a bias gradient: each sums its rows, then the chunks are added in order, so the result does
+ * not depend on how many threads share the chunks. */
+#define TFX_NN_CHUNKS 16
 
 struct tfx_model {
   layer layers[TFX_MAX_LAYERS];
@@ -65,6 +72,7 @@ struct tfx_model {
   int in_rank, ih, iw, ic; /* the model input */
   float *probs;
   float *scratch; /* an input gradient on its way into a producer with several consumers */
+  tfx_par *par;   /* the worker pool of cfg->threads > 1 (owned), else NULL */
 };
 
 /* Elements per example of a layer's input and output. */

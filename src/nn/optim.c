@@ -162,6 +162,45 @@ void tfx_optim_apply(const tfx_optim *o, int64_t step, float *w, const float *g,
   }
 }
 
+/* The smallest range of an update worth handing to another thread. */
+#define APPLY_GRAIN 16384
+
+typedef struct apply_job {
+  const tfx_optim *o;
+  int64_t step;
+  const tfx_optim_target *t;
+  int n;
+  float scale;
+} apply_job;
+
+/* Applies the values [i0, i1) of the targets taken end to end. */
+static void apply_part(void *ctx, size_t i0, size_t i1) {
+  const apply_job *j = ctx;
+  size_t start = 0; /* of target k in the joined range */
+  for (int k = 0; k < j->n && start < i1; start += j->t[k].n, k++) {
+    const tfx_optim_target *t = &j->t[k];
+    size_t b = i0 > start ? i0 - start : 0, e = i1 - start < t->n ? i1 - start : t->n;
+    if (b >= e) {
+      continue;
+    }
+    float *slots[2] = {NULL, NULL};
+    for (int s = 0; s < tfx_optim_slots(j->o); s++) {
+      slots[s] = t->slots[s] + b;
+    }
+    tfx_optim_apply(j->o, j->step, t->w + b, t->g + b, j->scale, slots, e - b);
+  }
+}
+
+void tfx_optim_apply_all(tfx_par *par, const tfx_optim *o, int64_t step, const tfx_optim_target *t, int n,
+                         float scale) {
+  apply_job j = {o, step, t, n, scale};
+  size_t total = 0;
+  for (int k = 0; k < n; k++) {
+    total += t[k].n;
+  }
+  tfx_par_for(par, total, APPLY_GRAIN, apply_part, &j);
+}
+
 void tfx_optim_apply_rows(const tfx_optim *o, int64_t step, float *w, const float *g, float scale, float *const *slots,
                           const int64_t *rows, size_t n_rows, size_t width) {
   for (size_t k = 0; k < n_rows; k++) {

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "par.h"
 
 typedef enum tfx_opt_kind {
   TFX_OPT_SGD,
@@ -49,6 +50,18 @@ double tfx_optim_lr(const tfx_optim *o, int64_t step);
  * tfx_optim_slots, each of n floats, zero-initialized before the first step. */
 void tfx_optim_apply(const tfx_optim *o, int64_t step, float *w, const float *g, float scale, float *const *slots,
                      size_t n);
+/* One variable of tfx_optim_apply_all: its values, gradient, slots and size (all borrowed). */
+typedef struct tfx_optim_target {
+  float *w;
+  const float *g;
+  float *const *slots;
+  size_t n;
+} tfx_optim_target;
+
+/* tfx_optim_apply on each of the n targets, their values taken end to end and split over the threads of par
+ * (NULL: inline) in one hand-off: the rules are elementwise, so the result is the same bit for bit whatever
+ * the split. Drive par from one thread at a time. */
+void tfx_optim_apply_all(tfx_par *par, const tfx_optim *o, int64_t step, const tfx_optim_target *t, int n, float scale);
 
 /* Applies a row-sparse gradient: g holds n_rows rows of `width` values for the listed rows of w (and of each
  * slot); row ids are relative to w. Rows not listed are left alone (lazy update). */

@@ -334,6 +334,7 @@ static void lt_alloc(lt *t, int batch) {
   if (l->w) {
     l->w->value = malloc(sizeof(float) * l->w->count), l->w->grad = calloc(l->w->count, sizeof(float));
     l->b->value = malloc(sizeof(float) * l->b->count), l->b->grad = calloc(l->b->count, sizeof(float));
+    l->dbpart = malloc(sizeof(float) * TFX_NN_CHUNKS * l->b->count);
     /* Small weights keep the outputs, and so their float32 rounding, small next to the effect of a step. */
     fill_gauss(l->w->value, l->w->count, 0.1);
     fill_gauss(l->b->value, l->b->count, 0.1);
@@ -342,7 +343,7 @@ static void lt_alloc(lt *t, int batch) {
 
 static void lt_free(lt *t) {
   layer *l = &t->l;
-  free(l->out), free(l->dout), free(l->cols), free(l->argmax), free(l->mask);
+  free(l->out), free(l->dout), free(l->cols), free(l->argmax), free(l->mask), free(l->dbpart);
   if (l->w) {
     free(l->w->value), free(l->w->grad), free(l->b->value), free(l->b->grad);
   }
