@@ -150,8 +150,11 @@ static int plan_parts(ps_link *l, size_t part_floats, tfx_err *err) {
       off += take, left -= take;
       if (!left || (i == l->n - 1 && off == l->slots[i].count)) {
         int *f = realloc(l->part_first, sizeof *f * (size_t)(l->n_parts + 2));
-        rc = rc || !f;
-        l->part_first = f ? f : l->part_first;
+        if (!f) {
+          rc = -1;
+          break;
+        }
+        l->part_first = f;
         l->part_first[++l->n_parts] = l->n_units, left = part_floats;
       }
     }
