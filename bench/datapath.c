@@ -45,8 +45,8 @@ static void one_variable(tfx_config *cfg, size_t size) {
   }
 }
 
-#include "echo.h"
 #include "bench_cluster.h"
+#include "echo.h"
 
 /* The raw ceiling's server: echoes every message back, zero-copy. */
 static void echo_server(int fd) {

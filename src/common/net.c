@@ -1,8 +1,8 @@
 /* ZeroMQ context, ROUTER servers and DEALER clients. */
 #include "net.h"
 
-#include <malloc.h>
 #include <errno.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

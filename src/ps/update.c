@@ -273,8 +273,7 @@ static int first_use(shard *const *targets, size_t i, const shard *s) {
 }
 
 /* Checks a push sent in parts: async or ssp mode, and every tensor a dense range of a trainable shard. */
-static int validate_part(const ps_state *p, const tfx_envelope *e, const shard *s, const Tfx__Tensor *t,
-                         tfx_err *err) {
+static int validate_part(const ps_state *p, const tfx_envelope *e, const shard *s, const Tfx__Tensor *t, tfx_err *err) {
   if (is_sync(p)) {
     return tfx_err_set(err, TFX_EINVAL, "push in parts: the ps runs sync mode, which takes whole pushes only");
   }
@@ -284,9 +283,10 @@ static int validate_part(const ps_state *p, const tfx_envelope *e, const shard *
   size_t n = (size_t)(t->nbytes / sizeof(float));
   if (!s->trainable || t->n_rows || t->dtype != TFX__DTYPE__DTYPE_FLOAT32 || !t->nbytes || t->nbytes % sizeof(float) ||
       t->offset > s->count || n > s->count - t->offset) {
-    return tfx_err_set(err, TFX_ESHAPE, "push part: '%s' range of %llu bytes at element %llu does not fit its %zu "
-                       "float32 values (dense and trainable only)", s->key, (unsigned long long)t->nbytes,
-                       (unsigned long long)t->offset, s->count);
+    return tfx_err_set(err, TFX_ESHAPE,
+                       "push part: '%s' range of %llu bytes at element %llu does not fit its %zu "
+                       "float32 values (dense and trainable only)",
+                       s->key, (unsigned long long)t->nbytes, (unsigned long long)t->offset, s->count);
   }
   return TFX_OK;
 }
@@ -527,8 +527,11 @@ static int push_fused(ps_state *p, tfx_inmsg *m, shard **targets, vbuf **adopted
     if (!first_use(targets, i, targets[i]) || !targets[i]->fuse) {
       continue;
     }
-    fuse_job job = {targets[i]->value->data, g, (float)tfx_optim_lr(&p->opt, p->version),
-                    (float)p->opt.weight_decay, 1.0f, 0};
+    fuse_job job = {.w = targets[i]->value->data,
+                    .g = g,
+                    .lr = (float)tfx_optim_lr(&p->opt, p->version),
+                    .wd = (float)p->opt.weight_decay,
+                    .scale = 1.0f};
     tfx_ps_helper_run(helper_for(p, targets[i]->count), fuse_range, &job, targets[i]->count);
     if (atomic_load(&job.bad)) {
       rc = tfx_err_set(err, TFX_EINVAL, "push: '%s' carries NaN or Inf; rejected", targets[i]->key);

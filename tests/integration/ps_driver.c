@@ -508,8 +508,8 @@ static void case_parts(void) {
   }
   CHECK(init_ps(c, "async", "sgd", PUSHERS, 0, 0, NULL, &err) == 0, "init: %s", err.msg);
   CHECK(push_pull_parts(c, 0, g, 400, v, &err) == 0, "push-pull in 3 parts: %s", err.msg);
-  CHECK(pull(c, 0, 0, pulled, &version, 5000, &err) == 0 && version == 1, "version %lld after one push in parts, "
-        "want 1 (%s)", (long long)version, err.msg);
+  CHECK(pull(c, 0, 0, pulled, &version, 5000, &err) == 0 && version == 1,
+        "version %lld after one push in parts, want 1 (%s)", (long long)version, err.msg);
   for (int i = 0; i < N; i++) {
     CHECK(v[i] == -g[i] && pulled[i] == -g[i], "v[%d]: reply %g, pull %g, want %g", i, v[i], pulled[i], -g[i]);
   }
@@ -541,8 +541,10 @@ static void case_parts(void) {
   }
   CHECK(version == PUSHERS * PUSHES, "version %lld, want %d (one per whole push)", (long long)version,
         PUSHERS * PUSHES);
-  printf("ok: a push-pull in 3 parts answers each range updated and counts one version; %d processes x %d "
-         "pushes in 4 parts each: exact sum %g, version %lld\n", PUSHERS, PUSHES, want, (long long)version);
+  printf(
+      "ok: a push-pull in 3 parts answers each range updated and counts one version; %d processes x %d "
+      "pushes in 4 parts each: exact sum %g, version %lld\n",
+      PUSHERS, PUSHES, want, (long long)version);
   tfx_client_destroy(c);
 }
 
@@ -578,8 +580,9 @@ static void case_parts_reject(void) {
   rc = rc ? rc : tfx_client_recv(c, &r, 5000, &err);
   tfx_inmsg_fini(&r);
   CHECK(rc == TFX_EINVAL && strstr(err.msg, "sync"), "sync mode took a push in parts: code %d (%s)", rc, err.msg);
-  printf("ok: parts past the end, numbered past their count, or sent to a sync ps are refused by name; the "
-         "values and the version are unchanged\n");
+  printf(
+      "ok: parts past the end, numbered past their count, or sent to a sync ps are refused by name; the "
+      "values and the version are unchanged\n");
   tfx_client_destroy(c);
 }
 
