@@ -282,15 +282,24 @@ static void release_held(ps_link *l) {
   tfx_inmsg_fini(&l->held);
 }
 
+/* The i-th tensor of a reply: its slot on link l (NULL if unknown) and its bytes (*data, *size; none when it has
+ * no frame), advancing *part over the data frames. */
+static slot *reply_tensor(ps_link *l, const tfx_inmsg *m, size_t i, int *part, const void **data, size_t *size) {
+  const Tfx__Tensor *t = m->env->tensors[i];
+  *size = 0;
+  *data = t->nbytes ? tfx_inmsg_part(m, (*part)++, size) : NULL;
+  return find_slot(l, t->name);
+}
+
 /* Takes every tensor of a pull reply into its variable, checking names and sizes: a whole, aligned variable
  * is used in place from the frame (no copy; the frame is held until the next reply), a slice is copied. */
 static int take_values(tfx_psclient *c, ps_link *l, tfx_inmsg *m, tfx_err *err) {
   int part = 0;
   for (size_t i = 0; i < m->env->n_tensors; i++) {
     const Tfx__Tensor *t = m->env->tensors[i];
-    slot *s = find_slot(l, t->name);
-    size_t size = 0;
-    const void *data = t->nbytes ? tfx_inmsg_part(m, part++, &size) : NULL;
+    const void *data;
+    size_t size;
+    slot *s = reply_tensor(l, m, i, &part, &data, &size);
     if (!s || size != s->count * sizeof(float)) {
       return tfx_err_set(err, TFX_ESHAPE, "%s: pull reply tensor '%.64s' unknown or of %zu bytes",
                          tfx_client_endpoint(l->client), t->name, size);
@@ -428,9 +437,9 @@ static int take_ranges(tfx_psclient *c, ps_link *l, const tfx_inmsg *m, tfx_err 
   int part = 0;
   for (size_t i = 0; i < m->env->n_tensors; i++) {
     const Tfx__Tensor *t = m->env->tensors[i];
-    slot *s = find_slot(l, t->name);
-    size_t size = 0;
-    const void *data = t->nbytes ? tfx_inmsg_part(m, part++, &size) : NULL;
+    const void *data;
+    size_t size;
+    slot *s = reply_tensor(l, m, i, &part, &data, &size);
     if (!s || size % sizeof(float) || t->offset > s->count || size / sizeof(float) > s->count - t->offset) {
       return tfx_err_set(err, TFX_ESHAPE, "%s: reply range '%.64s' unknown or of %zu bytes at element %llu",
                          tfx_client_endpoint(l->client), t->name, size, (unsigned long long)t->offset);
