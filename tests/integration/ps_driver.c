@@ -133,20 +133,22 @@ static void fill(float *g, float v) {
   }
 }
 
-static void case_async_sum(void) {
-  enum { PUSHERS = 16, PUSHES = 25 };
-  tfx_client *c = connect_ps();
+static int push_pull_parts(tfx_client *c, int w, const float *g, size_t chunk, float *out, tfx_err *err);
+
+/* `pushers` processes each push worker-index + 1 everywhere `pushes` times (whole pushes, or push-pulls in parts
+ * of `chunk` values), concurrently; then v must hold exactly their SGD sum and the version count every push once.
+ * Returns the version. */
+static int64_t pushers_exact_sum(tfx_client *c, int pushers, int pushes, size_t chunk) {
   tfx_err err;
-  CHECK(init_ps(c, "async", "sgd", PUSHERS, 0, 0, NULL, &err) == 0, "init: %s", err.msg);
-  for (int w = 0; w < PUSHERS; w++) {
+  for (int w = 0; w < pushers; w++) {
     if (fork() == 0) {
       tfx_net_forget_context();
       tfx_client *pc = connect_ps();
-      float g[N];
+      float g[N], out[N];
       fill(g, (float)(w + 1));
-      for (int k = 0; k < PUSHES; k++) {
-        if (push(pc, w, 0, g, "v", N, NULL, &err)) {
-          _exit(1);
+      for (int k = 0; k < pushes; k++) {
+        if (chunk ? push_pull_parts(pc, w, g, chunk, out, &err) : push(pc, w, 0, g, "v", N, NULL, &err)) {
+          printf("pusher %d: %s\n", w, err.msg), _exit(1);
         }
       }
       tfx_client_destroy(pc);
@@ -154,20 +156,30 @@ static void case_async_sum(void) {
     }
   }
   int status, failed = 0;
-  for (int w = 0; w < PUSHERS; w++) {
+  for (int w = 0; w < pushers; w++) {
     wait(&status), failed += !WIFEXITED(status) || WEXITSTATUS(status);
   }
   CHECK(!failed, "%d pusher process(es) failed", failed);
   float v[N];
   int64_t version;
   CHECK(pull(c, 0, 0, v, &version, 10000, &err) == 0, "pull: %s", err.msg);
-  float want = -(float)(PUSHERS * (PUSHERS + 1) / 2 * PUSHES);
+  float want = -(float)(pushers * (pushers + 1) / 2 * pushes);
   for (int i = 0; i < N; i++) {
-    CHECK(v[i] == want, "v[%d] = %g, want %g (an update was lost or doubled)", i, v[i], want);
+    CHECK(v[i] == want, "v[%d] = %g, want %g (an update or a part was lost or doubled)", i, v[i], want);
   }
-  CHECK(version == PUSHERS * PUSHES, "version %lld, want %d", (long long)version, PUSHERS * PUSHES);
-  printf("ok: %d concurrent pusher processes x %d pushes, exact sum %g, version %lld\n", PUSHERS, PUSHES, want,
-         (long long)version);
+  CHECK(version == pushers * pushes, "version %lld, want %d (one per whole push)", (long long)version,
+        pushers * pushes);
+  return version;
+}
+
+static void case_async_sum(void) {
+  enum { PUSHERS = 16, PUSHES = 25 };
+  tfx_client *c = connect_ps();
+  tfx_err err;
+  CHECK(init_ps(c, "async", "sgd", PUSHERS, 0, 0, NULL, &err) == 0, "init: %s", err.msg);
+  int64_t version = pushers_exact_sum(c, PUSHERS, PUSHES, 0);
+  printf("ok: %d concurrent pusher processes x %d pushes, exact sum %g, version %lld\n", PUSHERS, PUSHES,
+         -(float)(PUSHERS * (PUSHERS + 1) / 2 * PUSHES), (long long)version);
   tfx_client_destroy(c);
 }
 
@@ -514,33 +526,8 @@ static void case_parts(void) {
     CHECK(v[i] == -g[i] && pulled[i] == -g[i], "v[%d]: reply %g, pull %g, want %g", i, v[i], pulled[i], -g[i]);
   }
   CHECK(init_ps(c, "async", "sgd", PUSHERS, 0, 0, NULL, &err) == 0, "re-init: %s", err.msg);
-  for (int w = 0; w < PUSHERS; w++) {
-    if (fork() == 0) {
-      tfx_net_forget_context();
-      tfx_client *pc = connect_ps();
-      float gw[N], out[N];
-      fill(gw, (float)(w + 1));
-      for (int k = 0; k < PUSHES; k++) {
-        if (push_pull_parts(pc, w, gw, 250, out, &err)) {
-          printf("pusher %d: %s\n", w, err.msg), _exit(1);
-        }
-      }
-      tfx_client_destroy(pc);
-      _exit(0);
-    }
-  }
-  int status, failed = 0;
-  for (int w = 0; w < PUSHERS; w++) {
-    wait(&status), failed += !WIFEXITED(status) || WEXITSTATUS(status);
-  }
-  CHECK(!failed, "%d pusher process(es) failed", failed);
-  CHECK(pull(c, 0, 0, v, &version, 5000, &err) == 0, "pull: %s", err.msg);
   float want = -(float)(PUSHERS * (PUSHERS + 1) / 2 * PUSHES);
-  for (int i = 0; i < N; i++) {
-    CHECK(v[i] == want, "v[%d] = %g, want %g (a part was lost or doubled)", i, v[i], want);
-  }
-  CHECK(version == PUSHERS * PUSHES, "version %lld, want %d (one per whole push)", (long long)version,
-        PUSHERS * PUSHES);
+  version = pushers_exact_sum(c, PUSHERS, PUSHES, 250);
   printf(
       "ok: a push-pull in 3 parts answers each range updated and counts one version; %d processes x %d "
       "pushes in 4 parts each: exact sum %g, version %lld\n",
