@@ -10,6 +10,7 @@
 #include "curve.h"
 #include "keys.h"
 #include "net.h"
+#include "server.h"
 #include "tmpdir.h"
 #include "wire.h"
 
@@ -136,17 +137,6 @@ Test(curve, security_options_come_from_the_environment_and_set_overrides_them) {
 }
 
 /* ---- real sockets ---- */
-
-static void *open_server(char *endpoint, size_t n) {
-  void *sock = NULL;
-  tfx_err err = {0};
-  char last[256];
-  size_t len = sizeof last;
-  cr_assert_eq(tfx_server_open("tcp://127.0.0.1:*", &sock, &err), TFX_OK, "%s", err.msg);
-  cr_assert_eq(zmq_getsockopt(sock, ZMQ_LAST_ENDPOINT, last, &len), 0);
-  snprintf(endpoint, n, "tcp://127.0.0.1:%d", atoi(strrchr(last, ':') + 1));
-  return sock;
-}
 
 /* A raw DEALER: plaintext when client_public is NULL, else CURVE with these keys. */
 static void *raw_client(const char *endpoint, const char *server_public, const char *client_public,
