@@ -66,7 +66,7 @@ typedef struct step_ctx {
   float **slots;             /* 2 per variable */
   tfx_optim_target *targets; /* one per variable */
   int batch;
-  int optimize; /* 0: a worker step, without the optimizer */
+  int optimize; /* 0: a worker step, without the optimizer; 2: the optimizer's memory floor in its place */
   int64_t step;
   double phase[4]; /* seconds spent in forward, loss, backward, Adam */
 } step_ctx;
@@ -252,6 +252,33 @@ static int bench_ceiling(const tfx_config *cfg, const char *name, const opts *o,
   return 0;
 }
 
+/* The memory floor of the optimizer: a pass over the model's targets that reads the values, gradients and both
+ * Adam slots and writes values and slots, as Adam does (7 floats moved per parameter), with only multiplies
+ * and adds, split over the model's pool as tfx_optim_apply_all splits Adam. */
+static void floor_part(void *ctx, size_t i0, size_t i1) {
+  const step_ctx *s = ctx;
+  size_t start = 0; /* of target k in the joined range */
+  for (int k = 0; k < tfx_model_nvars(s->m) && start < i1; start += s->targets[k].n, k++) {
+    const tfx_optim_target *t = &s->targets[k];
+    size_t b = i0 > start ? i0 - start : 0, e = i1 - start < t->n ? i1 - start : t->n;
+    float *restrict w = t->w, *restrict m = t->slots[0], *restrict v = t->slots[1];
+    const float *restrict g = t->g;
+    for (size_t i = b; i < e; i++) {
+      float mi = 0.9f * m[i] + 0.1f * g[i], vi = 0.999f * v[i] + 0.001f * g[i] * g[i];
+      m[i] = mi, v[i] = vi, w[i] -= 1e-12f * mi * vi;
+    }
+  }
+}
+
+static void floor_pass(void *ctx) {
+  step_ctx *s = ctx;
+  size_t total = 0;
+  for (int k = 0; k < tfx_model_nvars(s->m); k++) {
+    total += s->targets[k].n;
+  }
+  tfx_par_for(tfx_model_par(s->m), total, 16384, floor_part, s);
+}
+
 /* One training step as src/cli/train.c runs it (one update of all variables, split over the model's pool), or a
  * worker step (no optimizer), with its phases timed. */
 static void train_step(void *p) {
@@ -266,8 +293,10 @@ static void train_step(void *p) {
   double t2 = now_s();
   tfx_model_backward(s->m, x, s->batch);
   double t3 = now_s();
-  if (s->optimize) {
+  if (s->optimize == 1) {
     tfx_optim_apply_all(tfx_model_par(s->m), &s->opt, s->step, s->targets, tfx_model_nvars(s->m), 1.0f);
+  } else if (s->optimize == 2) {
+    floor_pass(s);
   }
   double t4 = now_s();
   s->phase[0] += t1 - t0, s->phase[1] += t2 - t1, s->phase[2] += t3 - t2, s->phase[3] += t4 - t3;
@@ -319,7 +348,9 @@ static void step_fini(step_ctx *s) {
   tfx_model_destroy(s->m);
 }
 
-/* Times training steps (optimize) or worker steps and prints the "tfx" or "tfx_worker" line. */
+/* Times training steps (optimize) or worker steps and prints the "tfx" or "tfx_worker" line; after training
+ * steps, also the "tfx_optimizer" line: Adam's time per step beside that of the memory floor of the same bytes,
+ * run in Adam's place in the same steps (so with the caches as the forward and backward passes leave them). */
 static int bench_steps(const tfx_config *cfg, const char *name, const opts *o, int threads, int optimize) {
   step_ctx s;
   if (step_init(&s, cfg, name, o->batch)) {
@@ -336,6 +367,13 @@ static int bench_steps(const tfx_config *cfg, const char *name, const opts *o, i
     printf("adam_ms=%.4f ", s.phase[3] * per);
   }
   printf("steps=%ld params=%zu fp=%s\n", calls, tfx_model_param_count(s.m), o->ftz ? "ftz" : "default");
+  if (optimize) {
+    double adam_ms = s.phase[3] * per;
+    s.optimize = 2, s.step = 0, memset(s.phase, 0, sizeof s.phase);
+    measure(train_step, &s, o->seconds / 2, &calls);
+    printf("tfx_optimizer model=%s batch=%d threads=%d adam_ms=%.4f same_bytes_ms=%.4f mbytes=%.2f\n", name, o->batch,
+           threads, adam_ms, s.phase[3] * 1e3 / (double)s.step, 7.0 * 4 * (double)tfx_model_param_count(s.m) / 1e6);
+  }
   step_fini(&s);
   return 0;
 }
