@@ -2,10 +2,13 @@
 #include "dataset.h"
 
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
 
+#include "data_impl.h"
 #include "init.h"
 #include "stream.h"
 
@@ -340,6 +343,17 @@ int tfx_batcher_create_stream(tfx_stream *s, tfx_batcher **out, tfx_err *err) {
 
 int tfx_batcher_status(const tfx_batcher *b, tfx_err *err) {
   return b->rc ? tfx_err_set(err, b->rc, "%s", b->err.msg) : TFX_OK;
+}
+
+void tfx_batcher_fail(tfx_batcher *b, int rc, const char *fmt, ...) {
+  if (b->rc) {
+    return;
+  }
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(b->err.msg, sizeof b->err.msg, fmt, ap);
+  va_end(ap);
+  b->rc = b->err.code = rc;
 }
 
 void tfx_batcher_destroy(tfx_batcher *b) {

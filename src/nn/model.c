@@ -502,9 +502,27 @@ static void count_hits(const float *z, const int32_t *labels, int batch, int c, 
   }
 }
 
+/* -log softmax(z)[label] as log-sum-exp(z) - z[label], in double: exact however small the probability. */
+static double softmax_xent(const float *z, int label, int c) {
+  double mx = z[0], sum = 0;
+  for (int j = 1; j < c; j++) {
+    mx = z[j] > mx ? z[j] : mx;
+  }
+  for (int j = 0; j < c; j++) {
+    sum += exp((double)z[j] - mx);
+  }
+  return mx + log(sum) - (double)z[label];
+}
+
+/* Sigmoid cross-entropy of one logit against target t in the stable form max(z,0) - z*t + log1p(exp(-|z|)). */
+static double sigmoid_xent(float z, float t) {
+  double zd = z;
+  return fmax(zd, 0) - zd * t + log1p(exp(-fabs(zd)));
+}
+
 /* Per-example loss and d(mean loss)/dz for one row. */
 static double row_loss(int kind, const float *z, const float *p, int label, int c, float *dz, float inv_b) {
-  double loss = 0;
+  double loss = kind == 0 ? softmax_xent(z, label, c) : 0;
   for (int j = 0; j < c; j++) {
     float t = j == label ? 1.0f : 0.0f;
     if (kind == 0) {
@@ -512,10 +530,9 @@ static double row_loss(int kind, const float *z, const float *p, int label, int 
         dz[j] = (p[j] - t) * inv_b;
       }
     } else if (kind == 1) {
-      float s = 1.0f / (1.0f + expf(-z[j]));
-      loss += fmaxf(z[j], 0) - z[j] * t + log1pf(expf(-fabsf(z[j])));
+      loss += sigmoid_xent(z[j], t);
       if (dz) {
-        dz[j] = (s - t) * inv_b;
+        dz[j] = (1.0f / (1.0f + expf(-z[j])) - t) * inv_b;
       }
     } else {
       loss += 0.5 * (z[j] - t) * (z[j] - t);
@@ -523,9 +540,6 @@ static double row_loss(int kind, const float *z, const float *p, int label, int 
         dz[j] = (z[j] - t) * inv_b;
       }
     }
-  }
-  if (kind == 0) {
-    loss = -log(fmax(p[label], 1e-30));
   }
   return loss;
 }
@@ -536,14 +550,33 @@ void tfx_model_loss(tfx_model *m, const int32_t *labels, int batch, int grad, tf
   softmax_rows(last->out, m->probs, batch, c);
   double total = 0;
   for (int b = 0; b < batch; b++) {
-    int y = labels[b] >= 0 && labels[b] < c ? labels[b] : 0;
-    total += row_loss(m->loss, last->out + (size_t)b * c, m->probs + (size_t)b * c, y, c,
-                      grad ? last->dout + (size_t)b * c : NULL, 1.0f / (float)batch);
+    float *dz = grad ? last->dout + (size_t)b * c : NULL;
+    if (labels[b] < 0 || labels[b] >= c) {
+      /* No loss and no gradient: tfx_model_check_labels is how a caller learns of it. */
+      if (dz) {
+        memset(dz, 0, sizeof(float) * (size_t)c);
+      }
+      continue;
+    }
+    total +=
+        row_loss(m->loss, last->out + (size_t)b * c, m->probs + (size_t)b * c, labels[b], c, dz, 1.0f / (float)batch);
   }
   memset(st, 0, sizeof *st);
   st->loss = total / batch;
   st->count = batch;
   count_hits(last->out, labels, batch, c, m->top_k, st);
+}
+
+int tfx_model_check_labels(const tfx_model *m, const int32_t *labels, int batch, tfx_err *err) {
+  int c = m->layers[m->n_layers - 1].oc;
+  for (int b = 0; b < batch; b++) {
+    if (labels[b] < 0 || labels[b] >= c) {
+      return tfx_err_set(err, TFX_EINVAL,
+                         "label %d (example %d of the batch) is outside the model's %d classes [0, %d)", (int)labels[b],
+                         b, c, c);
+    }
+  }
+  return TFX_OK;
 }
 
 void tfx_model_backward(tfx_model *m, const float *x, int batch) {
