@@ -579,6 +579,17 @@ int tfx_model_check_labels(const tfx_model *m, const int32_t *labels, int batch,
   return TFX_OK;
 }
 
+int tfx_model_input_status(const tfx_model *m, tfx_err *err) {
+  for (int i = 0; i < m->n_layers; i++) {
+    const layer *l = &m->layers[i];
+    if ((l->kind == L_EMBED || l->kind == L_LOOKUP) && l->n_bad_ids) {
+      return tfx_err_set(err, TFX_EINVAL, "%s: id %g is outside the table's %d rows [0, %d) (%d such ids in the batch)",
+                         l->name, (double)l->bad_id, l->vocab, l->vocab, l->n_bad_ids);
+    }
+  }
+  return TFX_OK;
+}
+
 void tfx_model_backward(tfx_model *m, const float *x, int batch) {
   /* Below the layers with variables nothing needs a gradient: tfx_graph_backward skips them. */
   tfx_graph_backward(m, x, batch);

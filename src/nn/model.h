@@ -65,11 +65,15 @@ size_t tfx_model_input_size(const tfx_model *m);
 tfx_par *tfx_model_par(tfx_model *m);
 /* The number of outputs per example. */
 size_t tfx_model_output_size(const tfx_model *m);
-/* Runs the forward pass on x [batch, input] (borrowed); returns the logits (borrowed from the model). */
+/* Runs the forward pass on x [batch, input] (borrowed); returns the logits (borrowed from the model). An
+ * embedding id outside its table gives a zero row and no gradient: tfx_model_input_status reports it. */
 const float *tfx_model_forward(tfx_model *m, const float *x, int batch, int training, uint64_t step);
 /* Loss and accuracy of the last forward against labels; with grad != 0 also seeds backward. A label outside
  * [0, classes) adds no loss, no gradient and no hit: check them first with tfx_model_check_labels. */
 void tfx_model_loss(tfx_model *m, const int32_t *labels, int batch, int grad, tfx_step_stats *st);
+/* TFX_EINVAL naming the layer, the first embedding id of the last forward outside its table and the table's
+ * size; TFX_OK if every id was inside. */
+int tfx_model_input_status(const tfx_model *m, tfx_err *err);
 /* TFX_EINVAL naming the first label outside [0, classes) and the class count; TFX_OK if all are inside. */
 int tfx_model_check_labels(const tfx_model *m, const int32_t *labels, int batch, tfx_err *err);
 /* Backward pass after forward+loss: writes every variable's grad (overwrites). */
