@@ -285,6 +285,15 @@ void tfx_idx_close(tfx_idx_reader *r) {
   free(r);
 }
 
+void tfx_dataset_normalize(float *x, size_t n, double mean, double std) {
+  if (mean == 0 && std == 1) {
+    return;
+  }
+  for (size_t i = 0; i < n; i++) {
+    x[i] = (float)((x[i] - mean) / std);
+  }
+}
+
 void tfx_dataset_destroy(tfx_dataset *d) {
   if (!d) {
     return;

@@ -206,6 +206,44 @@ Test(stream, libsvm_and_tfrecord_files_stream_too) {
   tfx_stream_close(s);
 }
 
+/* (x * scale - mean) / std for a CSV feature id * 0.5, with data.scale 2, data.mean 10, data.std 4. */
+static float normalized(int id) {
+  return (float)((id * 0.5 * 2 - 10) / 4);
+}
+
+static void set(tfx_config *cfg, const char *assignment) {
+  tfx_err err = {0};
+  cr_assert_eq(tfx_config_set(cfg, assignment, &err), TFX_OK, "%s: %s", assignment, err.msg);
+}
+
+Test(stream, mean_and_std_normalize_after_scale_in_memory_and_streaming) {
+  write_csv();
+  tfx_config cfg = config("csv", "part-*.csv", 16, "record");
+  set(&cfg, "data.scale=2"), set(&cfg, "data.mean=10"), set(&cfg, "data.std=4");
+  tfx_stream *s = NULL;
+  tfx_err err = {0};
+  cr_assert_eq(tfx_stream_open(&cfg, 0, 1, 1, &s, &err), TFX_OK, "%s", err.msg);
+  for (int i = 0; i < TOTAL; i++) {
+    float x;
+    int32_t y;
+    cr_assert_eq(tfx_stream_next(s, 1, &x, &y, &err), TFX_OK, "%s", err.msg);
+    cr_assert_float_eq(x, normalized(y), 1e-6, "streamed record %d: %g, want %g", y, x, normalized(y));
+  }
+  tfx_stream_close(s);
+  cfg.data_stream = 0;
+  snprintf(cfg.train_images, sizeof cfg.train_images, "%s/part-1.csv", tmp);
+  tfx_dataset *d = NULL;
+  tfx_batcher *b = NULL;
+  cr_assert_eq(tfx_train_input_open(&cfg, 0, 1, 1, &d, &b, &err), TFX_OK, "%s", err.msg);
+  cr_assert_eq(d->n, PER_FILE);
+  for (size_t i = 0; i < d->n; i++) {
+    cr_assert_float_eq(d->x[i], normalized(d->y[i]), 1e-6, "loaded record %d: %g", d->y[i], d->x[i]);
+  }
+  cr_assert_float_eq(d->x[0], normalized(PER_FILE), 1e-6, "record 40: (40 * 0.5 * 2 - 10) / 4 = 7.5");
+  tfx_batcher_destroy(b);
+  tfx_dataset_destroy(d);
+}
+
 /* Opens a stream that must fail with `code` and a message containing `frag`. */
 static void open_fails(const tfx_config *cfg, int count, size_t dim, int code, const char *frag) {
   tfx_stream *s = NULL;
