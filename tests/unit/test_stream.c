@@ -9,7 +9,7 @@
 
 #include "config.h"
 #include "dataset.h"
-#include "example.pb-c.h"
+#include "example.h"
 #include "source.h"
 #include "stream.h"
 #include "tfrecord.h"
@@ -174,22 +174,13 @@ Test(stream, libsvm_and_tfrecord_files_stream_too) {
   for (int i = 0; i < 25; i++) {
     float xv[2] = {(float)i, 2.0f * (float)i};
     int64_t yv = i;
-    Tensorflow__FloatList fl = TENSORFLOW__FLOAT_LIST__INIT;
-    Tensorflow__Int64List il = TENSORFLOW__INT64_LIST__INIT;
-    Tensorflow__Feature fx = TENSORFLOW__FEATURE__INIT, fy = TENSORFLOW__FEATURE__INIT;
-    fl.n_value = 2, fl.value = xv, il.n_value = 1, il.value = &yv;
-    fx.kind_case = TENSORFLOW__FEATURE__KIND_FLOAT_LIST, fx.float_list = &fl;
-    fy.kind_case = TENSORFLOW__FEATURE__KIND_INT64_LIST, fy.int64_list = &il;
-    Tensorflow__Features__FeatureEntry ex = TENSORFLOW__FEATURES__FEATURE_ENTRY__INIT,
-                                       ey = TENSORFLOW__FEATURES__FEATURE_ENTRY__INIT, *es[2] = {&ex, &ey};
-    ex.key = "image", ex.value = &fx, ey.key = "label", ey.value = &fy;
-    Tensorflow__Features fs = TENSORFLOW__FEATURES__INIT;
-    fs.n_feature = 2, fs.feature = es;
-    Tensorflow__Example e = TENSORFLOW__EXAMPLE__INIT;
-    e.features = &fs;
-    uint8_t buf[256];
-    size_t len = tensorflow__example__pack(&e, buf);
+    const tfx_feature f[2] = {{.key = "image", .kind = TFX_FEATURE_KIND_FLOAT, .n = 2, .floats = xv},
+                              {.key = "label", .kind = TFX_FEATURE_KIND_INT64, .n = 1, .int64s = &yv}};
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    cr_assert_eq(tfx_example_pack(f, 2, &buf, &len, &err), TFX_OK, "%s", err.msg);
     cr_assert_eq(tfx_tfrecord_writer_write(w, buf, len, &err), TFX_OK, "%s", err.msg);
+    free(buf);
   }
   cr_assert_eq(tfx_tfrecord_writer_close(w, &err), TFX_OK, "%s", err.msg);
   cfg = config("tfrecord", "*.tfrecord", 6, "record");
