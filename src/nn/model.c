@@ -46,6 +46,7 @@ static tfx_var *add_var(tfx_model *m, const layer *l, const char *suffix, int ra
                         const char *init, int64_t fan_in, int64_t fan_out) {
   tfx_var *v = &m->vars[m->n_vars++];
   snprintf(v->name, sizeof v->name, "%s/%s", l->name, suffix);
+  v->dtype = TFX_DTYPE_FLOAT32;
   v->rank = rank;
   v->count = 1;
   for (int i = 0; i < rank; i++) {
@@ -611,6 +612,14 @@ size_t tfx_model_param_count(const tfx_model *m) {
   return n;
 }
 
+const char *tfx_dtype_name(tfx_dtype dtype) {
+  return dtype == TFX_DTYPE_FLOAT32 ? "float32" : "unknown";
+}
+
+size_t tfx_dtype_size(tfx_dtype dtype) {
+  return dtype == TFX_DTYPE_FLOAT32 ? sizeof(float) : 0;
+}
+
 /* The variables column of one layer: its own variables, or the declared one an op uses. */
 static size_t describe_vars(const layer *l, char *buf, size_t n) {
   const tfx_var *v = l->w ? l->w : l->b;
@@ -630,7 +639,8 @@ static size_t describe_vars(const layer *l, char *buf, size_t n) {
 }
 
 void tfx_model_print(const tfx_model *m, FILE *f) {
-  fprintf(f, "%-16s %-12s %-16s %-28s %10s %12s\n", "layer", "type", "output", "variables", "params", "bytes");
+  fprintf(f, "%-16s %-12s %-16s %-28s %-7s %10s %12s\n", "layer", "type", "output", "variables", "dtype", "params",
+          "bytes");
   static const char *const kinds[L_NKINDS] = {"dense",      "conv2d",  "max_pool2d", "avg_pool2d", "flatten",
                                               "activation", "dropout", "embedding",  "batch_norm", "matmul",
                                               "bias_add",   "lookup",  "scale",      "concat",     "add"};
@@ -639,14 +649,16 @@ void tfx_model_print(const tfx_model *m, FILE *f) {
     char shape[48], vars[128];
     fmt_shape(l, 1, shape, sizeof shape);
     size_t params = describe_vars(l, vars, sizeof vars);
-    fprintf(f, "%-16s %-12s %-16s %-28s %10zu %12zu", l->name, kinds[l->kind], shape, vars, params, params * 4);
+    const tfx_var *v = l->w ? l->w : l->b; /* a layer's variables share one dtype */
+    fprintf(f, "%-16s %-12s %-16s %-28s %-7s %10zu %12zu", l->name, kinds[l->kind], shape, vars,
+            v ? tfx_dtype_name(v->dtype) : "-", params, v ? params * tfx_dtype_size(v->dtype) : 0);
     for (int k = 0; k < l->n_in && (l->n_in > 1 || l->in[0] != i - 1); k++) {
       fprintf(f, "%s%s", k ? ", " : "  <- ", l->in[k] < 0 ? "input" : m->layers[l->in[k]].name);
     }
     fputc('\n', f);
   }
   size_t total = tfx_model_param_count(m);
-  fprintf(f, "total: %d variables, %zu parameters, %zu bytes\n", m->n_vars, total, total * 4);
+  fprintf(f, "total: %d variables, %zu parameters, %zu bytes\n", m->n_vars, total, total * sizeof(float));
 }
 
 double tfx_model_clip(tfx_model *m, double clip_value, double clip_norm) {

@@ -14,8 +14,14 @@
 #include "config.h"
 #include "par.h"
 
+/* The element type of a variable's values, grads and optimizer slots: float32 is the one the model computes in. */
+typedef enum tfx_dtype {
+  TFX_DTYPE_FLOAT32, /* the zero value: a variable is float32 unless it says otherwise */
+} tfx_dtype;
+
 typedef struct tfx_var {
   char name[96];
+  tfx_dtype dtype;
   int rank;
   int64_t shape[4];
   size_t count;
@@ -42,6 +48,10 @@ typedef struct tfx_step_stats {
   int count;
 } tfx_step_stats;
 
+/* The TensorFlow name of a dtype ("float32"); static, "unknown" for a value outside the enum. */
+const char *tfx_dtype_name(tfx_dtype dtype);
+/* The bytes of one value of a dtype (0 for a value outside the enum). */
+size_t tfx_dtype_size(tfx_dtype dtype);
 /* Builds and shape-checks the model for batches up to max_batch; caller owns *out; free with
  * tfx_model_destroy. */
 int tfx_model_create(const tfx_config *cfg, int max_batch, tfx_model **out, tfx_err *err);

@@ -938,6 +938,22 @@ Test(model, create_errors) {
   }
 }
 
+/* The layer table's dtype column: under the header's "dtype", float32 for layers with variables, "-" otherwise. */
+static void check_dtype_column(const char *table) {
+  const char *head = strstr(table, " dtype ");
+  cr_assert_not_null(head, "%s", table);
+  size_t col = (size_t)(head + 1 - table);
+  const char *vars = strstr(table, "variables");
+  cr_assert(vars && vars < head && strspn(vars + 9, " ") == (size_t)(head + 1 - vars - 9),
+            "dtype follows variables: %s", table);
+  for (const char *line = strchr(table, '\n') + 1; *line && strncmp(line, "total:", 6); line = strchr(line, '\n') + 1) {
+    int has_vars = !strncmp(line, "dense", 5);
+    const char *want = has_vars ? "float32 " : "-       ";
+    cr_assert_eq(strncmp(line + col, want, strlen(want)), 0, "row '%.*s' lacks '%s' at column %zu",
+                 (int)strcspn(line, "\n"), line, want, col);
+  }
+}
+
 Test(model, variables_of_the_example_mlp) {
   tfx_config cfg;
   tfx_config_init(&cfg);
@@ -992,9 +1008,28 @@ Test(model, variables_of_the_example_mlp) {
   cr_assert(strstr(buf, "dense_1") != NULL, "%s", buf);
   cr_assert(strstr(buf, "flatten_1") != NULL, "%s", buf);
   cr_assert(strstr(buf, "total: 6 variables, 235146 parameters, 940584 bytes") != NULL, "%s", buf);
+  check_dtype_column(buf);
   free(buf);
   tfx_model_destroy(m);
   tfx_model_destroy(NULL);
+}
+
+Test(model, every_variable_is_float32) {
+  tfx_config cfg;
+  base(&cfg, 3, 8, 8, 3, "softmax_cross_entropy");
+  conv(&cfg, 4, 3, 1, "same", "relu");
+  add(&cfg, "flatten");
+  dense(&cfg, 4, "none");
+  tfx_model *m = create(&cfg, 1);
+  for (int i = 0; i < tfx_model_nvars(m); i++) {
+    tfx_var *v = tfx_model_var(m, i);
+    cr_assert_eq(v->dtype, TFX_DTYPE_FLOAT32, "%s", v->name);
+    cr_assert_str_eq(tfx_dtype_name(v->dtype), "float32");
+    cr_assert_eq(tfx_dtype_size(v->dtype), sizeof *v->value);
+  }
+  cr_assert_str_eq(tfx_dtype_name((tfx_dtype)7), "unknown");
+  cr_assert_eq(tfx_dtype_size((tfx_dtype)7), 0);
+  tfx_model_destroy(m);
 }
 
 Test(model, conv_variables_and_custom_names) {
