@@ -218,6 +218,7 @@ static int load_inputs(const tfx_config *cfg, const char *input, size_t dim, tfx
     for (size_t i = 0; i < d->n * per; i++) {
       d->x[i] = (float)(raw[i] * cfg->data_scale);
     }
+    tfx_dataset_normalize(d->x, d->n * per, cfg->data_mean, cfg->data_std);
     *out = d;
   } else {
     tfx_dataset_destroy(d);

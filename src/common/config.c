@@ -36,6 +36,8 @@ static const option options[] = {
     {"data.eval.images", OPT_STR, O(eval_images), 0, 0, FMNIST "t10k-images-idx3-ubyte.gz", "IDX images"},
     {"data.eval.labels", OPT_STR, O(eval_labels), 0, 0, FMNIST "t10k-labels-idx1-ubyte.gz", "IDX labels"},
     {"data.scale", OPT_DBL, O(data_scale), 0, BIG, "0.00392156862745098", "feature multiplier"},
+    {"data.mean", OPT_DBL, O(data_mean), -BIG, BIG, "0", "subtracted after scale: x = (x * scale - mean) / std"},
+    {"data.std", OPT_DBL, O(data_std), -BIG, BIG, "1", "divides after the mean (must be > 0)"},
     {"data.format", OPT_STR, O(data_format), 0, 0, "idx",
      "idx (images + labels) | csv | libsvm | tfrecord (the *.images path is the file)"},
     {"data.label_column", OPT_STR, O(label_column), 0, 0, "-1", "csv: label column, header name or index (-1: last)"},
@@ -845,6 +847,10 @@ int tfx_config_validate(const tfx_config *cfg, tfx_err *err) {
   if ((rc = one_of(cfg->data_format, formats, "data.format", err)) ||
       (rc = one_of(cfg->shard_by, shard_kinds, "data.shard_by", err))) {
     return rc;
+  }
+  if (!(cfg->data_std > 0)) {
+    return tfx_err_set(err, TFX_ECONFIG, "data.std: %g must be > 0 (features become (x * scale - mean) / std)",
+                       cfg->data_std);
   }
   if (cfg->n_layers == 0 && !cfg->plugin[0]) {
     return tfx_err_set(err, TFX_ECONFIG, "model.layers: the model has no layers");

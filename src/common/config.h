@@ -67,6 +67,7 @@ typedef struct tfx_config {
   char train_images[TFX_PATH_MAX], train_labels[TFX_PATH_MAX];
   char eval_images[TFX_PATH_MAX], eval_labels[TFX_PATH_MAX];
   double data_scale;
+  double data_mean, data_std;          /* after scale: x = (x * scale - mean) / std; std > 0 */
   char data_format[16];                /* idx | csv | libsvm | tfrecord */
   char label_column[64];               /* csv: header name or index */
   int data_header;                     /* csv: first line is a header */

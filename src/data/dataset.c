@@ -2,10 +2,13 @@
 #include "dataset.h"
 
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
 
+#include "data_impl.h"
 #include "init.h"
 #include "stream.h"
 
@@ -282,6 +285,15 @@ void tfx_idx_close(tfx_idx_reader *r) {
   free(r);
 }
 
+void tfx_dataset_normalize(float *x, size_t n, double mean, double std) {
+  if (mean == 0 && std == 1) {
+    return;
+  }
+  for (size_t i = 0; i < n; i++) {
+    x[i] = (float)((x[i] - mean) / std);
+  }
+}
+
 void tfx_dataset_destroy(tfx_dataset *d) {
   if (!d) {
     return;
@@ -340,6 +352,17 @@ int tfx_batcher_create_stream(tfx_stream *s, tfx_batcher **out, tfx_err *err) {
 
 int tfx_batcher_status(const tfx_batcher *b, tfx_err *err) {
   return b->rc ? tfx_err_set(err, b->rc, "%s", b->err.msg) : TFX_OK;
+}
+
+void tfx_batcher_fail(tfx_batcher *b, int rc, const char *fmt, ...) {
+  if (b->rc) {
+    return;
+  }
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(b->err.msg, sizeof b->err.msg, fmt, ap);
+  va_end(ap);
+  b->rc = b->err.code = rc;
 }
 
 void tfx_batcher_destroy(tfx_batcher *b) {

@@ -35,6 +35,8 @@ int tfx_idx_open(const char *images, const char *labels, double scale, size_t ex
 int tfx_idx_read_chunk(tfx_idx_reader *r, size_t max, tfx_dataset **out, tfx_err *err);
 /* Closes both files and frees the reader; NULL does nothing. */
 void tfx_idx_close(tfx_idx_reader *r);
+/* x[0..n) = (x - mean) / std in place (data.mean, data.std, applied after data.scale); nothing for 0 and 1. */
+void tfx_dataset_normalize(float *x, size_t n, double mean, double std);
 /* Frees a dataset; NULL does nothing. */
 void tfx_dataset_destroy(tfx_dataset *d);
 

@@ -1,4 +1,4 @@
-/* tf.train.Example decoding through protobuf-c, and the TFRecord-of-Examples dataset loader. */
+/* tf.train.Example encoding and decoding through protobuf-c, and the TFRecord-of-Examples dataset loader. */
 #include "example.h"
 
 #include <math.h>
@@ -159,6 +159,105 @@ int tfx_example_bytes(const tfx_example *ex, const char *name, size_t i, const u
   const ProtobufCBinaryData *b = (const ProtobufCBinaryData *)v.p + i;
   *data = b->len ? b->data : (const uint8_t *)"", *len = b->len;
   return TFX_OK;
+}
+
+/* Checks one feature to encode: a key, a known kind, and its value arrays when it has values. */
+static int check_feature(const tfx_feature *f, size_t i, tfx_err *err) {
+  const char *key = f->key ? f->key : "(null)";
+  if (!f->key) {
+    return tfx_err_set(err, TFX_EINVAL, "tf.train.Example: feature %zu has no key", i);
+  }
+  if (f->kind < TFX_FEATURE_KIND_NONE || f->kind > TFX_FEATURE_KIND_INT64) {
+    return tfx_err_set(err, TFX_EINVAL, "tf.train.Example: feature '%s': unknown kind %d", key, (int)f->kind);
+  }
+  int missing =
+      f->n && ((f->kind == TFX_FEATURE_KIND_FLOAT && !f->floats) || (f->kind == TFX_FEATURE_KIND_INT64 && !f->int64s) ||
+               (f->kind == TFX_FEATURE_KIND_BYTES && (!f->bytes || !f->bytes_len)));
+  if (missing || (f->kind == TFX_FEATURE_KIND_NONE && f->n)) {
+    return tfx_err_set(err, TFX_EINVAL, "tf.train.Example: feature '%s': %zu %s values but no array of them", key, f->n,
+                       tfx_feature_kind_name(f->kind));
+  }
+  return TFX_OK;
+}
+
+/* The protobuf-c parts of one Example, all borrowed by the message until pack returns. */
+typedef struct parts {
+  Tensorflow__Feature *f;
+  entry_t *en, **ens;
+  Tensorflow__FloatList *fl;
+  Tensorflow__Int64List *il;
+  Tensorflow__BytesList *bl;
+  ProtobufCBinaryData *bin;
+} parts;
+
+/* Points entry i of p at feature fe (its values borrowed); bin is where its bytes values go. */
+static void fill_feature(parts *p, size_t i, const tfx_feature *fe, ProtobufCBinaryData *bin) {
+  Tensorflow__Feature *f = &p->f[i];
+  tensorflow__feature__init(f);
+  tensorflow__features__feature_entry__init(&p->en[i]);
+  p->en[i].key = (char *)fe->key, p->en[i].value = f, p->ens[i] = &p->en[i];
+  if (fe->kind == TFX_FEATURE_KIND_FLOAT) {
+    tensorflow__float_list__init(&p->fl[i]);
+    p->fl[i].n_value = fe->n, p->fl[i].value = (float *)fe->floats;
+    f->kind_case = TENSORFLOW__FEATURE__KIND_FLOAT_LIST, f->float_list = &p->fl[i];
+  } else if (fe->kind == TFX_FEATURE_KIND_INT64) {
+    tensorflow__int64_list__init(&p->il[i]);
+    p->il[i].n_value = fe->n, p->il[i].value = (int64_t *)fe->int64s;
+    f->kind_case = TENSORFLOW__FEATURE__KIND_INT64_LIST, f->int64_list = &p->il[i];
+  } else if (fe->kind == TFX_FEATURE_KIND_BYTES) {
+    for (size_t j = 0; j < fe->n; j++) {
+      bin[j] = (ProtobufCBinaryData){fe->bytes_len[j], (uint8_t *)fe->bytes[j]};
+    }
+    tensorflow__bytes_list__init(&p->bl[i]);
+    p->bl[i].n_value = fe->n, p->bl[i].value = bin;
+    f->kind_case = TENSORFLOW__FEATURE__KIND_BYTES_LIST, f->bytes_list = &p->bl[i];
+  }
+}
+
+/* Packs the Example whose features p holds; caller owns *out. */
+static int pack_parts(parts *p, size_t n, uint8_t **out, size_t *len, tfx_err *err) {
+  Tensorflow__Features fs = TENSORFLOW__FEATURES__INIT;
+  fs.n_feature = n, fs.feature = p->ens;
+  Tensorflow__Example ex = TENSORFLOW__EXAMPLE__INIT;
+  ex.features = &fs;
+  size_t size = tensorflow__example__get_packed_size(&ex);
+  uint8_t *buf = malloc(size ? size : 1);
+  if (!buf) {
+    return tfx_err_set(err, TFX_ENOMEM, "tf.train.Example: out of memory for %zu bytes", size);
+  }
+  tensorflow__example__pack(&ex, buf);
+  *out = buf, *len = size;
+  return TFX_OK;
+}
+
+int tfx_example_pack(const tfx_feature *features, size_t n, uint8_t **out, size_t *len, tfx_err *err) {
+  size_t n_bytes = 0;
+  for (size_t i = 0; i < n; i++) {
+    int rc = check_feature(&features[i], i, err);
+    if (rc) {
+      return rc;
+    }
+    n_bytes += features[i].kind == TFX_FEATURE_KIND_BYTES ? features[i].n : 0;
+  }
+  size_t m = n ? n : 1;
+  parts p = {calloc(m, sizeof *p.f),
+             calloc(m, sizeof *p.en),
+             calloc(m, sizeof *p.ens),
+             calloc(m, sizeof *p.fl),
+             calloc(m, sizeof *p.il),
+             calloc(m, sizeof *p.bl),
+             calloc(n_bytes ? n_bytes : 1, sizeof *p.bin)};
+  int rc = TFX_OK;
+  if (!p.f || !p.en || !p.ens || !p.fl || !p.il || !p.bl || !p.bin) {
+    rc = tfx_err_set(err, TFX_ENOMEM, "tf.train.Example: out of memory for %zu features", n);
+  }
+  for (size_t i = 0, b = 0; !rc && i < n; i++) {
+    fill_feature(&p, i, &features[i], p.bin + b);
+    b += features[i].kind == TFX_FEATURE_KIND_BYTES ? features[i].n : 0;
+  }
+  rc = rc ? rc : pack_parts(&p, n, out, len, err);
+  free(p.f), free(p.en), free(p.ens), free(p.fl), free(p.il), free(p.bl), free(p.bin);
+  return rc;
 }
 
 const char *tfx_feature_kind_name(tfx_feature_kind kind) {

@@ -1,5 +1,6 @@
-/* tf.train.Example, the protobuf record inside most TFRecord datasets: decoding one record, reading a feature
- * by name as floats, int64s or bytes, and a loader that turns a TFRecord file of Examples into a tfx_dataset.
+/* tf.train.Example, the protobuf record inside most TFRecord datasets: encoding one from named features,
+ * decoding one record, reading a feature by name as floats, int64s or bytes, and a loader that turns a TFRecord
+ * file of Examples into a tfx_dataset.
  *
  * An Example maps feature names to one list each: bytes_list, float_list or int64_list (proto/example.proto,
  * copied from TensorFlow). Packed and unpacked list encodings both decode. When a name occurs twice on the wire,
@@ -28,6 +29,21 @@ typedef enum tfx_feature_kind {
 } tfx_feature_kind;
 
 typedef struct tfx_example tfx_example;
+
+/* One named feature to encode: n values of its kind (arrays borrowed; NONE encodes a Feature with no list). */
+typedef struct tfx_feature {
+  const char *key;
+  tfx_feature_kind kind;
+  size_t n;
+  const float *floats;         /* FLOAT: n values */
+  const int64_t *int64s;       /* INT64: n values */
+  const uint8_t *const *bytes; /* BYTES: n values of bytes_len[i] bytes each */
+  const size_t *bytes_len;
+} tfx_feature;
+
+/* Encodes a tf.train.Example of features[0..n) in that order (borrowed until return); caller owns *out (free())
+ * and *len is its size. TFX_EINVAL naming the feature when a key or a value array is missing or a kind unknown. */
+int tfx_example_pack(const tfx_feature *features, size_t n, uint8_t **out, size_t *len, tfx_err *err);
 
 /* Decodes a serialized tf.train.Example (data borrowed until return); caller owns *out; free with
  * tfx_example_destroy. */

@@ -22,11 +22,10 @@ static int load_other(const tfx_config *cfg, const char *path, size_t dim, tfx_d
 int tfx_dataset_load_config(const tfx_config *cfg, int eval, size_t expect_dim, tfx_dataset **out, tfx_err *err) {
   const char *images = eval ? cfg->eval_images : cfg->train_images,
              *labels = eval ? cfg->eval_labels : cfg->train_labels;
-  if (!strcmp(cfg->data_format, "idx")) {
-    return tfx_dataset_load_idx(images, labels, cfg->data_scale, expect_dim, out, err);
-  }
+  int idx = !strcmp(cfg->data_format, "idx");
   tfx_dataset *d;
-  int rc = load_other(cfg, images, expect_dim, &d, err);
+  int rc = idx ? tfx_dataset_load_idx(images, labels, cfg->data_scale, expect_dim, &d, err)
+               : load_other(cfg, images, expect_dim, &d, err);
   if (rc) {
     return rc;
   }
@@ -36,9 +35,10 @@ int tfx_dataset_load_config(const tfx_config *cfg, int eval, size_t expect_dim, 
     tfx_dataset_destroy(d);
     return rc;
   }
-  for (size_t i = 0; i < d->n * d->dim; i++) {
+  for (size_t i = 0; !idx && i < d->n * d->dim; i++) {
     d->x[i] = (float)(d->x[i] * cfg->data_scale);
   }
+  tfx_dataset_normalize(d->x, d->n * d->dim, cfg->data_mean, cfg->data_std);
   *out = d;
   return TFX_OK;
 }

@@ -1,5 +1,6 @@
 /* The experiment's data section to a dataset: IDX (images + labels files), CSV, LibSVM or TFRecord of
- * tf.train.Example, chosen by data.format; features scaled by data.scale; checked against the model's input. */
+ * tf.train.Example, chosen by data.format; features scaled by data.scale, then normalized by data.mean and
+ * data.std ((x * scale - mean) / std); checked against the model's input. */
 #ifndef TFX_SOURCE_H
 #define TFX_SOURCE_H
 

@@ -22,7 +22,7 @@ struct tfx_stream {
   fmt format;
   char label_column[64], feature_key[64], label_key[64];
   int header;
-  double scale;
+  double scale, mean, std; /* x = (x * scale - mean) / std */
   size_t dim, window;
   int index, count, by_file;
   uint64_t seed, file_seed; /* this worker's window shuffles; the file order every worker shares */
@@ -220,6 +220,7 @@ static int filter_chunk(tfx_stream *s, tfx_dataset *d, size_t file, tfx_err *err
       d->x[i] = (float)(d->x[i] * s->scale);
     }
   }
+  tfx_dataset_normalize(d->x, k * d->dim, s->mean, s->std);
   return TFX_OK;
 }
 
@@ -328,6 +329,7 @@ int tfx_stream_open(const tfx_config *cfg, int index, int count, size_t dim, tfx
                     .dim = dim, .window = (size_t)cfg->shuffle_buffer, .index = index, .count = count,
                     .by_file = !strcmp(cfg->shard_by, "file"), .seed = (uint64_t)cfg->seed ^ (uint64_t)index * 0x9E37ULL,
                     .file_seed = (uint64_t)cfg->seed};
+  s->mean = cfg->data_mean, s->std = cfg->data_std;
   snprintf(s->label_column, sizeof s->label_column, "%s", cfg->label_column);
   snprintf(s->feature_key, sizeof s->feature_key, "%s", cfg->feature_key);
   snprintf(s->label_key, sizeof s->label_key, "%s", cfg->label_key);

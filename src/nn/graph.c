@@ -181,6 +181,7 @@ int tfx_graph_declare(tfx_model *m, const tfx_config *cfg, tfx_err *err) {
     const tfx_var_spec *s = &cfg->variables[i];
     tfx_var *v = &m->vars[m->n_vars];
     snprintf(v->name, sizeof v->name, "%s", s->name);
+    v->dtype = TFX_DTYPE_FLOAT32;
     parse_dims(v, s->shape);
     if (v->rank == 0 || (int64_t)v->count > (1LL << 31)) {
       return tfx_err_set(err, TFX_ESHAPE,

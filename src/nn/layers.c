@@ -445,14 +445,24 @@ static void dropout_forward(layer *l, const float *in, int batch, int training, 
   tfx_par_for(l->par, n, PAR_GRAIN_FLOATS, dropout_part, &j);
 }
 
-/* Gathers one table row per input position (ids clamped into the table). */
+/* Gathers one table row per input position; an id outside the table gives a zero row and is counted (an input
+ * error tfx_model_input_status reports), never clamped to a row. */
 static void embed_forward(layer *l, const float *in, int batch) {
   int n = layer_in_size(l), d = l->oc / n;
+  l->n_bad_ids = 0;
   for (int i = 0; i < batch * n; i++) {
     float f = in[i];
-    int id = f >= 0 && f < (float)l->vocab ? (int)f : (f >= (float)l->vocab ? l->vocab - 1 : 0);
-    l->ids[i] = id;
-    memcpy(l->out + (size_t)i * d, l->w->value + (size_t)id * d, sizeof(float) * (size_t)d);
+    int ok = f >= 0 && f < (float)l->vocab;
+    l->ids[i] = ok ? (int)f : -1;
+    if (!ok && !l->n_bad_ids++) {
+      l->bad_id = f;
+    }
+    float *row = l->out + (size_t)i * d;
+    if (ok) {
+      memcpy(row, l->w->value + (size_t)l->ids[i] * d, sizeof(float) * (size_t)d);
+    } else {
+      memset(row, 0, sizeof(float) * (size_t)d);
+    }
   }
 }
 
@@ -470,12 +480,15 @@ static void embed_backward(layer *l, float *din, int batch) {
   tfx_var *v = l->w;
   v->n_rows = 0;
   for (int i = 0; i < total; i++) {
-    if (!v->n_rows || v->rows[v->n_rows - 1] != sorted[i]) {
+    if (sorted[i] >= 0 && (!v->n_rows || v->rows[v->n_rows - 1] != sorted[i])) {
       v->rows[v->n_rows++] = sorted[i];
     }
   }
   memset(v->grad, 0, sizeof(float) * v->n_rows * (size_t)d);
   for (int i = 0; i < total; i++) {
+    if (l->ids[i] < 0) {
+      continue; /* an id outside the table: no row, no gradient */
+    }
     float *g = v->grad + tfx_rows_lower_bound(v->rows, v->n_rows, l->ids[i]) * (size_t)d;
     const float *dy = l->dout + (size_t)i * d;
     for (int k = 0; k < d; k++) {

@@ -46,6 +46,7 @@ static tfx_var *add_var(tfx_model *m, const layer *l, const char *suffix, int ra
                         const char *init, int64_t fan_in, int64_t fan_out) {
   tfx_var *v = &m->vars[m->n_vars++];
   snprintf(v->name, sizeof v->name, "%s/%s", l->name, suffix);
+  v->dtype = TFX_DTYPE_FLOAT32;
   v->rank = rank;
   v->count = 1;
   for (int i = 0; i < rank; i++) {
@@ -502,9 +503,27 @@ static void count_hits(const float *z, const int32_t *labels, int batch, int c, 
   }
 }
 
+/* -log softmax(z)[label] as log-sum-exp(z) - z[label], in double: exact however small the probability. */
+static double softmax_xent(const float *z, int label, int c) {
+  double mx = z[0], sum = 0;
+  for (int j = 1; j < c; j++) {
+    mx = z[j] > mx ? z[j] : mx;
+  }
+  for (int j = 0; j < c; j++) {
+    sum += exp((double)z[j] - mx);
+  }
+  return mx + log(sum) - (double)z[label];
+}
+
+/* Sigmoid cross-entropy of one logit against target t in the stable form max(z,0) - z*t + log1p(exp(-|z|)). */
+static double sigmoid_xent(float z, float t) {
+  double zd = z;
+  return fmax(zd, 0) - zd * t + log1p(exp(-fabs(zd)));
+}
+
 /* Per-example loss and d(mean loss)/dz for one row. */
 static double row_loss(int kind, const float *z, const float *p, int label, int c, float *dz, float inv_b) {
-  double loss = 0;
+  double loss = kind == 0 ? softmax_xent(z, label, c) : 0;
   for (int j = 0; j < c; j++) {
     float t = j == label ? 1.0f : 0.0f;
     if (kind == 0) {
@@ -512,10 +531,9 @@ static double row_loss(int kind, const float *z, const float *p, int label, int 
         dz[j] = (p[j] - t) * inv_b;
       }
     } else if (kind == 1) {
-      float s = 1.0f / (1.0f + expf(-z[j]));
-      loss += fmaxf(z[j], 0) - z[j] * t + log1pf(expf(-fabsf(z[j])));
+      loss += sigmoid_xent(z[j], t);
       if (dz) {
-        dz[j] = (s - t) * inv_b;
+        dz[j] = (1.0f / (1.0f + expf(-z[j])) - t) * inv_b;
       }
     } else {
       loss += 0.5 * (z[j] - t) * (z[j] - t);
@@ -523,9 +541,6 @@ static double row_loss(int kind, const float *z, const float *p, int label, int 
         dz[j] = (z[j] - t) * inv_b;
       }
     }
-  }
-  if (kind == 0) {
-    loss = -log(fmax(p[label], 1e-30));
   }
   return loss;
 }
@@ -536,14 +551,44 @@ void tfx_model_loss(tfx_model *m, const int32_t *labels, int batch, int grad, tf
   softmax_rows(last->out, m->probs, batch, c);
   double total = 0;
   for (int b = 0; b < batch; b++) {
-    int y = labels[b] >= 0 && labels[b] < c ? labels[b] : 0;
-    total += row_loss(m->loss, last->out + (size_t)b * c, m->probs + (size_t)b * c, y, c,
-                      grad ? last->dout + (size_t)b * c : NULL, 1.0f / (float)batch);
+    float *dz = grad ? last->dout + (size_t)b * c : NULL;
+    if (labels[b] < 0 || labels[b] >= c) {
+      /* No loss and no gradient: tfx_model_check_labels is how a caller learns of it. */
+      if (dz) {
+        memset(dz, 0, sizeof(float) * (size_t)c);
+      }
+      continue;
+    }
+    total +=
+        row_loss(m->loss, last->out + (size_t)b * c, m->probs + (size_t)b * c, labels[b], c, dz, 1.0f / (float)batch);
   }
   memset(st, 0, sizeof *st);
   st->loss = total / batch;
   st->count = batch;
   count_hits(last->out, labels, batch, c, m->top_k, st);
+}
+
+int tfx_model_check_labels(const tfx_model *m, const int32_t *labels, int batch, tfx_err *err) {
+  int c = m->layers[m->n_layers - 1].oc;
+  for (int b = 0; b < batch; b++) {
+    if (labels[b] < 0 || labels[b] >= c) {
+      return tfx_err_set(err, TFX_EINVAL,
+                         "label %d (example %d of the batch) is outside the model's %d classes [0, %d)", (int)labels[b],
+                         b, c, c);
+    }
+  }
+  return TFX_OK;
+}
+
+int tfx_model_input_status(const tfx_model *m, tfx_err *err) {
+  for (int i = 0; i < m->n_layers; i++) {
+    const layer *l = &m->layers[i];
+    if ((l->kind == L_EMBED || l->kind == L_LOOKUP) && l->n_bad_ids) {
+      return tfx_err_set(err, TFX_EINVAL, "%s: id %g is outside the table's %d rows [0, %d) (%d such ids in the batch)",
+                         l->name, (double)l->bad_id, l->vocab, l->vocab, l->n_bad_ids);
+    }
+  }
+  return TFX_OK;
 }
 
 void tfx_model_backward(tfx_model *m, const float *x, int batch) {
@@ -567,6 +612,14 @@ size_t tfx_model_param_count(const tfx_model *m) {
   return n;
 }
 
+const char *tfx_dtype_name(tfx_dtype dtype) {
+  return dtype == TFX_DTYPE_FLOAT32 ? "float32" : "unknown";
+}
+
+size_t tfx_dtype_size(tfx_dtype dtype) {
+  return dtype == TFX_DTYPE_FLOAT32 ? sizeof(float) : 0;
+}
+
 /* The variables column of one layer: its own variables, or the declared one an op uses. */
 static size_t describe_vars(const layer *l, char *buf, size_t n) {
   const tfx_var *v = l->w ? l->w : l->b;
@@ -586,7 +639,8 @@ static size_t describe_vars(const layer *l, char *buf, size_t n) {
 }
 
 void tfx_model_print(const tfx_model *m, FILE *f) {
-  fprintf(f, "%-16s %-12s %-16s %-28s %10s %12s\n", "layer", "type", "output", "variables", "params", "bytes");
+  fprintf(f, "%-16s %-12s %-16s %-28s %-7s %10s %12s\n", "layer", "type", "output", "variables", "dtype", "params",
+          "bytes");
   static const char *const kinds[L_NKINDS] = {"dense",      "conv2d",  "max_pool2d", "avg_pool2d", "flatten",
                                               "activation", "dropout", "embedding",  "batch_norm", "matmul",
                                               "bias_add",   "lookup",  "scale",      "concat",     "add"};
@@ -595,14 +649,16 @@ void tfx_model_print(const tfx_model *m, FILE *f) {
     char shape[48], vars[128];
     fmt_shape(l, 1, shape, sizeof shape);
     size_t params = describe_vars(l, vars, sizeof vars);
-    fprintf(f, "%-16s %-12s %-16s %-28s %10zu %12zu", l->name, kinds[l->kind], shape, vars, params, params * 4);
+    const tfx_var *v = l->w ? l->w : l->b; /* a layer's variables share one dtype */
+    fprintf(f, "%-16s %-12s %-16s %-28s %-7s %10zu %12zu", l->name, kinds[l->kind], shape, vars,
+            v ? tfx_dtype_name(v->dtype) : "-", params, v ? params * tfx_dtype_size(v->dtype) : 0);
     for (int k = 0; k < l->n_in && (l->n_in > 1 || l->in[0] != i - 1); k++) {
       fprintf(f, "%s%s", k ? ", " : "  <- ", l->in[k] < 0 ? "input" : m->layers[l->in[k]].name);
     }
     fputc('\n', f);
   }
   size_t total = tfx_model_param_count(m);
-  fprintf(f, "total: %d variables, %zu parameters, %zu bytes\n", m->n_vars, total, total * 4);
+  fprintf(f, "total: %d variables, %zu parameters, %zu bytes\n", m->n_vars, total, total * sizeof(float));
 }
 
 double tfx_model_clip(tfx_model *m, double clip_value, double clip_norm) {

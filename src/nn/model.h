@@ -14,8 +14,14 @@
 #include "config.h"
 #include "par.h"
 
+/* The element type of a variable's values, grads and optimizer slots: float32 is the one the model computes in. */
+typedef enum tfx_dtype {
+  TFX_DTYPE_FLOAT32, /* the zero value: a variable is float32 unless it says otherwise */
+} tfx_dtype;
+
 typedef struct tfx_var {
   char name[96];
+  tfx_dtype dtype;
   int rank;
   int64_t shape[4];
   size_t count;
@@ -42,6 +48,10 @@ typedef struct tfx_step_stats {
   int count;
 } tfx_step_stats;
 
+/* The TensorFlow name of a dtype ("float32"); static, "unknown" for a value outside the enum. */
+const char *tfx_dtype_name(tfx_dtype dtype);
+/* The bytes of one value of a dtype (0 for a value outside the enum). */
+size_t tfx_dtype_size(tfx_dtype dtype);
 /* Builds and shape-checks the model for batches up to max_batch; caller owns *out; free with
  * tfx_model_destroy. */
 int tfx_model_create(const tfx_config *cfg, int max_batch, tfx_model **out, tfx_err *err);
@@ -65,10 +75,17 @@ size_t tfx_model_input_size(const tfx_model *m);
 tfx_par *tfx_model_par(tfx_model *m);
 /* The number of outputs per example. */
 size_t tfx_model_output_size(const tfx_model *m);
-/* Runs the forward pass on x [batch, input] (borrowed); returns the logits (borrowed from the model). */
+/* Runs the forward pass on x [batch, input] (borrowed); returns the logits (borrowed from the model). An
+ * embedding id outside its table gives a zero row and no gradient: tfx_model_input_status reports it. */
 const float *tfx_model_forward(tfx_model *m, const float *x, int batch, int training, uint64_t step);
-/* Loss and accuracy of the last forward against labels; with grad != 0 also seeds backward. */
+/* Loss and accuracy of the last forward against labels; with grad != 0 also seeds backward. A label outside
+ * [0, classes) adds no loss, no gradient and no hit: check them first with tfx_model_check_labels. */
 void tfx_model_loss(tfx_model *m, const int32_t *labels, int batch, int grad, tfx_step_stats *st);
+/* TFX_EINVAL naming the layer, the first embedding id of the last forward outside its table and the table's
+ * size; TFX_OK if every id was inside. */
+int tfx_model_input_status(const tfx_model *m, tfx_err *err);
+/* TFX_EINVAL naming the first label outside [0, classes) and the class count; TFX_OK if all are inside. */
+int tfx_model_check_labels(const tfx_model *m, const int32_t *labels, int batch, tfx_err *err);
 /* Backward pass after forward+loss: writes every variable's grad (overwrites). */
 void tfx_model_backward(tfx_model *m, const float *x, int batch);
 /* Softmax probabilities of the last forward into out [batch, classes]. */

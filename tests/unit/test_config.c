@@ -151,6 +151,8 @@ static const struct {
     {"data.eval.images", K_STR, offsetof(tfx_config, eval_images)},
     {"data.eval.labels", K_STR, offsetof(tfx_config, eval_labels)},
     {"data.scale", K_DBL, offsetof(tfx_config, data_scale)},
+    {"data.mean", K_DBL, offsetof(tfx_config, data_mean)},
+    {"data.std", K_DBL, offsetof(tfx_config, data_std)},
     {"optimizer.name", K_STR, offsetof(tfx_config, optimizer)},
     {"optimizer.learning_rate", K_DBL, offsetof(tfx_config, learning_rate)},
     {"optimizer.momentum", K_DBL, offsetof(tfx_config, momentum)},
@@ -447,6 +449,28 @@ Test(config, set_strings_and_json_values) {
   cr_assert_eq(tfx_config_set(&c, "training={\"batch_size\": 16, \"seed\": 5}", &err), TFX_OK, "%s", err.msg);
   cr_assert_eq(c.batch_size, 16);
   cr_assert_eq(c.seed, 5);
+}
+
+Test(config, data_mean_and_std_default_to_identity_and_std_must_be_positive) {
+  tfx_config c;
+  tfx_err err = {0};
+  tfx_config_init(&c);
+  cr_assert_eq(c.data_mean, 0.0);
+  cr_assert_eq(c.data_std, 1.0);
+  cr_assert_eq(tfx_config_set(&c, "model.layers=[{\"type\": \"dense\", \"units\": 2}]", &err), TFX_OK, "%s", err.msg);
+  cr_assert_eq(tfx_config_set(&c, "data.mean=0.2860", &err), TFX_OK, "%s", err.msg);
+  cr_assert_eq(tfx_config_set(&c, "data.std=0.3530", &err), TFX_OK, "%s", err.msg);
+  cr_assert_eq(c.data_mean, 0.2860);
+  cr_assert_eq(c.data_std, 0.3530);
+  cr_assert_eq(tfx_config_validate(&c, &err), TFX_OK, "%s", err.msg);
+  cr_assert_eq(tfx_config_set(&c, "data.mean=-3", &err), TFX_OK, "%s", err.msg);
+  cr_assert_eq(tfx_config_validate(&c, &err), TFX_OK, "a negative mean is fine: %s", err.msg);
+  cr_assert_eq(tfx_config_set(&c, "data.std=0", &err), TFX_OK, "%s", err.msg);
+  assert_fails(tfx_config_validate(&c, &err), TFX_ECONFIG, err, "data.std: 0 must be > 0");
+  cr_assert_eq(tfx_config_set(&c, "data.std=-0.5", &err), TFX_OK, "%s", err.msg);
+  assert_fails(tfx_config_validate(&c, &err), TFX_ECONFIG, err, "data.std: -0.5 must be > 0");
+  cr_assert_eq(tfx_config_set(&c, "data.std=\"wide\"", &err), TFX_ECONFIG);
+  cr_assert(strstr(err.msg, "data.std: expected a number"), "msg: %s", err.msg);
 }
 
 Test(config, set_errors) {

@@ -4,8 +4,11 @@
 #include <math.h>
 #include <string.h>
 
+#include "dataset.h"
 #include "model.h"
+#include "nn_impl.h"
 #include "optim.h"
+#include "step.h"
 
 static void embed_config(tfx_config *cfg) {
   tfx_config_init(cfg);
@@ -30,7 +33,7 @@ Test(embedding, sparse_gradient_matches_finite_differences) {
   tfx_model_init_vars(m, 7);
   tfx_var *t = tfx_model_find_var(m, "embedding_1/embeddings");
   cr_assert(t && t->sparse && t->shape[0] == 6 && t->shape[1] == 3);
-  float x[8] = {1, 4, 4, 0, 5, 1, 9, -2}; /* 9 and -2 clamp to rows 5 and 0 */
+  float x[8] = {1, 4, 4, 0, 5, 1, 5, 0};
   int32_t y[2] = {0, 1};
   tfx_step_stats st;
   tfx_model_forward(m, x, 2, 1, 0);
@@ -60,6 +63,65 @@ Test(embedding, sparse_gradient_matches_finite_differences) {
   double base = loss_at(m, x, y);
   t->value[2 * 3] += 1.0f;
   cr_assert_float_eq(loss_at(m, x, y), base, 1e-12);
+  tfx_model_destroy(m);
+}
+
+Test(embedding, ids_outside_the_table_are_an_error_not_a_clamped_row) {
+  tfx_config cfg;
+  embed_config(&cfg);
+  tfx_model *m;
+  cr_assert_eq(tfx_model_create(&cfg, 2, &m, NULL), TFX_OK);
+  tfx_model_init_vars(m, 7);
+  tfx_var *t = tfx_model_find_var(m, "embedding_1/embeddings");
+  const float good[8] = {1, 4, 4, 0, 5, 1, 5, 0}, high[8] = {1, 4, 4, 0, 3, 1, 9, 2},
+              neg[8] = {-2, 1, 1, 1, 1, 1, 1, 1};
+  const int32_t y[2] = {0, 1};
+  tfx_err err = {0};
+  tfx_model_forward(m, good, 2, 1, 0);
+  cr_assert_eq(tfx_model_input_status(m, &err), TFX_OK);
+  tfx_step_stats st;
+  tfx_model_forward(m, high, 2, 1, 0);
+  cr_assert_eq(tfx_model_input_status(m, &err), TFX_EINVAL);
+  cr_assert(strstr(err.msg, "embedding_1") && strstr(err.msg, "id 9") && strstr(err.msg, "6 rows"), "msg: %s", err.msg);
+  tfx_model_loss(m, y, 2, 1, &st);
+  tfx_model_backward(m, high, 2);
+  cr_assert_eq(t->n_rows, 5, "rows 0 to 4 and not the clamped row 5: %zu rows", t->n_rows);
+  const int64_t want[5] = {0, 1, 2, 3, 4};
+  for (int k = 0; k < 5; k++) {
+    cr_assert_eq(t->rows[k], want[k], "row %d: %lld", k, (long long)t->rows[k]);
+  }
+  tfx_model_forward(m, high, 2, 0, 0);
+  const float *out = m->layers[0].out; /* the embedding's output: example 1, position 2 read id 9 */
+  for (int k = 0; k < 3; k++) {
+    cr_assert_eq(out[(4 + 2) * 3 + k], 0.0f, "the bad id's embedding is zeros, not row 5");
+  }
+  tfx_model_forward(m, neg, 2, 0, 0);
+  cr_assert_eq(tfx_model_input_status(m, &err), TFX_EINVAL);
+  cr_assert(strstr(err.msg, "id -2") && strstr(err.msg, "6 rows"), "msg: %s", err.msg);
+  tfx_model_forward(m, good, 2, 0, 0);
+  cr_assert_eq(tfx_model_input_status(m, &err), TFX_OK, "a good batch clears it");
+  tfx_model_destroy(m);
+}
+
+Test(embedding, a_training_step_on_a_bad_id_fails_the_batcher) {
+  tfx_config cfg;
+  embed_config(&cfg);
+  tfx_model *m;
+  cr_assert_eq(tfx_model_create(&cfg, 2, &m, NULL), TFX_OK);
+  tfx_model_init_vars(m, 7);
+  float xs[8] = {1, 2, 3, 4, 0, 6, 1, 2};
+  tfx_dataset d = {2, 4, xs, (int32_t[2]){0, 1}};
+  tfx_batcher *bt = NULL;
+  cr_assert_eq(tfx_batcher_create(&d, 0, 1, 1, 0, &bt, NULL), TFX_OK);
+  float x[8], *acc[2] = {NULL, NULL};
+  int32_t y[2];
+  tfx_grad_step g = {2, 1, 0, 0, x, y, acc};
+  tfx_step_stats st;
+  tfx_compute_gradients(m, bt, &g, 1, &st);
+  tfx_err err = {0};
+  cr_assert_eq(tfx_batcher_status(bt, &err), TFX_EINVAL);
+  cr_assert(strstr(err.msg, "training input: embedding_1: id 6") && strstr(err.msg, "6 rows"), "msg: %s", err.msg);
+  tfx_batcher_destroy(bt);
   tfx_model_destroy(m);
 }
 

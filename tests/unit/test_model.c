@@ -14,6 +14,7 @@
 #include "model.h"
 #include "nn_impl.h"
 #include "optim.h"
+#include "step.h"
 
 #define EPS 1e-3        /* finite-difference step; also for whole models with kinks (relu, max) */
 #define SMOOTH_EPS 3e-3 /* for smooth whole models, whose float32 loss carries the rounding of every layer */
@@ -783,31 +784,80 @@ Test(model, top5_counts_only_labels_among_the_five_largest) {
   tfx_model_destroy(m);
 }
 
-Test(model, softmax_is_stable_for_large_logits) {
+Test(model, softmax_loss_is_exact_for_large_logits) {
   tfx_model *m = identity_model("softmax_cross_entropy", 3, 1);
   const float z[3] = {1000.0f, 0.0f, -1000.0f};
   const int32_t y[1] = {1};
   tfx_model_forward(m, z, 1, 0, 0);
   tfx_step_stats st;
   tfx_model_loss(m, y, 1, 1, &st);
-  cr_assert(isfinite(st.loss), "loss %g", st.loss);
-  cr_assert_gt(st.loss, 60, "-log of a vanishing probability is large (floored at 1e-30): %g", st.loss);
+  /* log-sum-exp(z) - z[1] = 1000 + log(1 + e^-1000 + e^-2000) - 0: a probability of e^-1000 is no floor. */
+  cr_assert_float_eq(st.loss, 1000.0, 1e-9 * 1000, "loss %.12g, want 1000", st.loss);
+  const float *dz = m->layers[0].dout;
+  cr_assert_float_eq(dz[0], 1.0f, 1e-6, "d/dz0 = p0 - 0 = %g", dz[0]);
+  cr_assert_float_eq(dz[1], -1.0f, 1e-6, "d/dz1 = p1 - 1 = %g", dz[1]);
+  cr_assert_float_eq(dz[2], 0.0f, 1e-6, "d/dz2 = %g", dz[2]);
+  tfx_model_destroy(m);
+}
+
+Test(model, sigmoid_loss_is_exact_for_large_logits) {
+  tfx_model *m = identity_model("sigmoid_cross_entropy", 3, 1);
+  const float z[3] = {1000.0f, -1000.0f, 0.5f};
+  const int32_t y[1] = {1};
+  tfx_model_forward(m, z, 1, 0, 0);
+  tfx_step_stats st;
+  tfx_model_loss(m, y, 1, 1, &st);
+  /* Targets {0, 1, 0}: 1000 (z0 = 1000 against 0) + 1000 (z1 = -1000 against 1) + log1p(e^0.5). */
+  double want = 2000.0 + log1p(exp(0.5));
+  cr_assert_float_eq(st.loss, want, 1e-9 * want, "loss %.12g, want %.12g", st.loss, want);
   tfx_model_destroy(m);
 }
 
 Test(model, labels_outside_the_classes_are_not_read_out_of_bounds) {
-  /* BUG (src/nn/model.c:259, count_hits): zr[labels[b]] reads the logits row at an unchecked label, although
-   * tfx_model_loss clamps the same label for the loss (line 291). A label >= classes (a bad labels file, or a
-   * dataset with more classes than the model) reads past the logits buffer; ASan reports a heap-buffer-overflow.
-   * Not run: it would abort the suite under ASan. */
-  cr_skip_test("known bug: count_hits indexes logits with an unchecked label");
-  tfx_model *m = identity_model("softmax_cross_entropy", 3, 1);
-  const float z[3] = {1, 2, 3};
-  const int32_t y[1] = {7};
-  tfx_model_forward(m, z, 1, 0, 0);
+  tfx_model *m = identity_model("softmax_cross_entropy", 3, 2);
+  const float z[6] = {1, 2, 3, 3, 2, 1};
+  const int32_t y[2] = {7, 0};
+  tfx_model_forward(m, z, 2, 0, 0);
   tfx_step_stats st;
-  tfx_model_loss(m, y, 1, 0, &st);
-  cr_assert_eq(st.correct, 0);
+  tfx_model_loss(m, y, 2, 1, &st);
+  cr_assert_eq(st.correct, 1, "only row 1 (label 0, argmax 0) is a hit");
+  cr_assert_eq(st.top5, 1);
+  double row1 = log(exp(0.0) + exp(-1.0) + exp(-2.0));
+  cr_assert_float_eq(st.loss, row1 / 2, 1e-6, "the bad row adds no loss: %g", st.loss);
+  for (int j = 0; j < 3; j++) {
+    cr_assert_eq(m->layers[0].dout[j], 0.0f, "the bad row adds no gradient");
+  }
+  tfx_model_destroy(m);
+}
+
+Test(model, check_labels_names_the_label_and_the_class_count) {
+  tfx_model *m = identity_model("softmax_cross_entropy", 3, 3);
+  tfx_err err = {0};
+  const int32_t good[3] = {0, 2, 1}, high[3] = {0, 3, 1}, neg[3] = {-1, 0, 0};
+  cr_assert_eq(tfx_model_check_labels(m, good, 3, &err), TFX_OK);
+  cr_assert_eq(tfx_model_check_labels(m, high, 3, &err), TFX_EINVAL);
+  cr_assert(strstr(err.msg, "label 3") && strstr(err.msg, "3 classes"), "msg: %s", err.msg);
+  cr_assert(strstr(err.msg, "example 1"), "msg: %s", err.msg);
+  cr_assert_eq(tfx_model_check_labels(m, neg, 3, &err), TFX_EINVAL);
+  cr_assert(strstr(err.msg, "label -1") && strstr(err.msg, "3 classes"), "msg: %s", err.msg);
+  tfx_model_destroy(m);
+}
+
+Test(model, a_training_step_on_a_bad_label_fails_the_batcher) {
+  tfx_model *m = identity_model("softmax_cross_entropy", 3, 4);
+  tfx_dataset d = {4, 3, (float[12]){0}, (int32_t[4]){0, 1, 9, 2}};
+  tfx_batcher *bt = NULL;
+  cr_assert_eq(tfx_batcher_create(&d, 0, 1, 1, 0, &bt, NULL), TFX_OK);
+  float x[12], *acc[2] = {NULL, NULL};
+  int32_t y[4];
+  tfx_grad_step g = {4, 1, 0, 0, x, y, acc};
+  tfx_step_stats st;
+  tfx_compute_gradients(m, bt, &g, 1, &st);
+  tfx_err err = {0};
+  cr_assert_eq(tfx_batcher_status(bt, &err), TFX_EINVAL);
+  cr_assert(strstr(err.msg, "training input") && strstr(err.msg, "label 9"), "msg: %s", err.msg);
+  cr_assert(strstr(err.msg, "3 classes"), "msg: %s", err.msg);
+  tfx_batcher_destroy(bt);
   tfx_model_destroy(m);
 }
 
@@ -888,6 +938,22 @@ Test(model, create_errors) {
   }
 }
 
+/* The layer table's dtype column: under the header's "dtype", float32 for layers with variables, "-" otherwise. */
+static void check_dtype_column(const char *table) {
+  const char *head = strstr(table, " dtype ");
+  cr_assert_not_null(head, "%s", table);
+  size_t col = (size_t)(head + 1 - table);
+  const char *vars = strstr(table, "variables");
+  cr_assert(vars && vars < head && strspn(vars + 9, " ") == (size_t)(head + 1 - vars - 9),
+            "dtype follows variables: %s", table);
+  for (const char *line = strchr(table, '\n') + 1; *line && strncmp(line, "total:", 6); line = strchr(line, '\n') + 1) {
+    int has_vars = !strncmp(line, "dense", 5);
+    const char *want = has_vars ? "float32 " : "-       ";
+    cr_assert_eq(strncmp(line + col, want, strlen(want)), 0, "row '%.*s' lacks '%s' at column %zu",
+                 (int)strcspn(line, "\n"), line, want, col);
+  }
+}
+
 Test(model, variables_of_the_example_mlp) {
   tfx_config cfg;
   tfx_config_init(&cfg);
@@ -942,9 +1008,28 @@ Test(model, variables_of_the_example_mlp) {
   cr_assert(strstr(buf, "dense_1") != NULL, "%s", buf);
   cr_assert(strstr(buf, "flatten_1") != NULL, "%s", buf);
   cr_assert(strstr(buf, "total: 6 variables, 235146 parameters, 940584 bytes") != NULL, "%s", buf);
+  check_dtype_column(buf);
   free(buf);
   tfx_model_destroy(m);
   tfx_model_destroy(NULL);
+}
+
+Test(model, every_variable_is_float32) {
+  tfx_config cfg;
+  base(&cfg, 3, 8, 8, 3, "softmax_cross_entropy");
+  conv(&cfg, 4, 3, 1, "same", "relu");
+  add(&cfg, "flatten");
+  dense(&cfg, 4, "none");
+  tfx_model *m = create(&cfg, 1);
+  for (int i = 0; i < tfx_model_nvars(m); i++) {
+    tfx_var *v = tfx_model_var(m, i);
+    cr_assert_eq(v->dtype, TFX_DTYPE_FLOAT32, "%s", v->name);
+    cr_assert_str_eq(tfx_dtype_name(v->dtype), "float32");
+    cr_assert_eq(tfx_dtype_size(v->dtype), sizeof *v->value);
+  }
+  cr_assert_str_eq(tfx_dtype_name((tfx_dtype)7), "unknown");
+  cr_assert_eq(tfx_dtype_size((tfx_dtype)7), 0);
+  tfx_model_destroy(m);
 }
 
 Test(model, conv_variables_and_custom_names) {

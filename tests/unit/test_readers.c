@@ -13,7 +13,6 @@
 #include "csv.h"
 #include "dataset.h"
 #include "example.h"
-#include "example.pb-c.h"
 #include "libsvm.h"
 #include "tfrecord.h"
 
@@ -547,45 +546,22 @@ typedef struct spec {
 
 #define MAX_SPECS 8
 
-/* Packs an Example of the given features (stack-built, INIT macros); caller frees the result. */
+/* Packs an Example of the given features with tfx_example_pack; caller frees the result. */
 static uint8_t *pack_example(const spec *s, size_t ns, size_t *len) {
-  Tensorflow__FloatList fl[MAX_SPECS];
-  Tensorflow__Int64List il[MAX_SPECS];
-  Tensorflow__BytesList bl[MAX_SPECS];
-  Tensorflow__Feature f[MAX_SPECS];
-  Tensorflow__Features__FeatureEntry en[MAX_SPECS];
-  Tensorflow__Features__FeatureEntry *ens[MAX_SPECS];
-  ProtobufCBinaryData bin[MAX_SPECS][8];
+  tfx_feature f[MAX_SPECS];
+  const uint8_t *bytes[MAX_SPECS][8];
+  size_t lens[MAX_SPECS][8];
   cr_assert_leq(ns, MAX_SPECS);
   for (size_t k = 0; k < ns; k++) {
-    tensorflow__feature__init(&f[k]);
-    tensorflow__features__feature_entry__init(&en[k]);
-    en[k].key = (char *)s[k].key, en[k].value = &f[k], ens[k] = &en[k];
-    if (s[k].kind == TFX_FEATURE_KIND_FLOAT) {
-      tensorflow__float_list__init(&fl[k]);
-      fl[k].n_value = s[k].n, fl[k].value = (float *)s[k].f;
-      f[k].kind_case = TENSORFLOW__FEATURE__KIND_FLOAT_LIST, f[k].float_list = &fl[k];
-    } else if (s[k].kind == TFX_FEATURE_KIND_INT64) {
-      tensorflow__int64_list__init(&il[k]);
-      il[k].n_value = s[k].n, il[k].value = (int64_t *)s[k].i;
-      f[k].kind_case = TENSORFLOW__FEATURE__KIND_INT64_LIST, f[k].int64_list = &il[k];
-    } else if (s[k].kind == TFX_FEATURE_KIND_BYTES) {
-      tensorflow__bytes_list__init(&bl[k]);
-      cr_assert_leq(s[k].n, 8);
-      for (size_t j = 0; j < s[k].n; j++) {
-        bin[k][j] = (ProtobufCBinaryData){strlen(s[k].b[j]), (uint8_t *)s[k].b[j]};
-      }
-      bl[k].n_value = s[k].n, bl[k].value = bin[k];
-      f[k].kind_case = TENSORFLOW__FEATURE__KIND_BYTES_LIST, f[k].bytes_list = &bl[k];
+    cr_assert_leq(s[k].n, 8);
+    for (size_t j = 0; s[k].b && j < s[k].n; j++) {
+      bytes[k][j] = (const uint8_t *)s[k].b[j], lens[k][j] = strlen(s[k].b[j]);
     }
+    f[k] = (tfx_feature){s[k].key, s[k].kind, s[k].n, s[k].f, s[k].i, bytes[k], lens[k]};
   }
-  Tensorflow__Features fs = TENSORFLOW__FEATURES__INIT;
-  fs.n_feature = ns, fs.feature = ens;
-  Tensorflow__Example ex = TENSORFLOW__EXAMPLE__INIT;
-  ex.features = &fs;
-  *len = tensorflow__example__get_packed_size(&ex);
-  uint8_t *buf = malloc(*len + 1);
-  cr_assert_eq(tensorflow__example__pack(&ex, buf), *len);
+  uint8_t *buf = NULL;
+  tfx_err e = {0};
+  cr_assert_eq(tfx_example_pack(f, ns, &buf, len, &e), TFX_OK, "%s", e.msg);
   return buf;
 }
 
@@ -702,6 +678,107 @@ Test(example, unpacked_lists_duplicates_and_empty) {
   cr_assert_eq(iv[0], 2);
   tfx_example_destroy(ex);
   ex = unpack_ok((const uint8_t *)"", 0); /* the empty Example */
+  cr_assert_eq(tfx_example_size(ex), 0);
+  tfx_example_destroy(ex);
+}
+
+/* Record r of the round trip: raw bytes with a NUL and 0xff, floats, extreme int64s, an empty feature. */
+static size_t round_trip_features(int r, tfx_feature f[4], float fv[3], int64_t iv[2], const uint8_t **bp,
+                                  size_t *blen) {
+  static const uint8_t raw[5] = {0, 255, 'a', 0, 7};
+  fv[0] = (float)r, fv[1] = -(float)r / 4, fv[2] = 1e-30f;
+  iv[0] = INT64_MIN + r, iv[1] = INT64_MAX - r;
+  *bp = raw, *blen = (size_t)r; /* record 0: one empty bytes value */
+  f[0] = (tfx_feature){.key = "pixels", .kind = TFX_FEATURE_KIND_BYTES, .n = 1, .bytes = bp, .bytes_len = blen};
+  f[1] = (tfx_feature){.key = "x", .kind = TFX_FEATURE_KIND_FLOAT, .n = 3, .floats = fv};
+  f[2] = (tfx_feature){.key = "id", .kind = TFX_FEATURE_KIND_INT64, .n = 2, .int64s = iv};
+  f[3] = (tfx_feature){.key = "none", .kind = TFX_FEATURE_KIND_NONE};
+  return r == 5 ? 0 : 4; /* the last record is the empty Example */
+}
+
+/* Checks that a decoded record holds exactly what round_trip_features gave for record r. */
+static void check_round_trip(int r, const tfx_example *ex) {
+  tfx_feature f[4];
+  float fv[3];
+  int64_t iv[2];
+  const uint8_t *bp;
+  size_t blen, n = 0;
+  size_t nf = round_trip_features(r, f, fv, iv, &bp, &blen);
+  cr_assert_eq(tfx_example_size(ex), nf, "record %d", r);
+  for (size_t k = 0; k < nf; k++) {
+    cr_assert_str_eq(tfx_example_key(ex, k), f[k].key, "record %d: key order", r);
+  }
+  if (!nf) {
+    return;
+  }
+  const uint8_t *data = NULL;
+  cr_assert_eq(tfx_example_bytes(ex, "pixels", 0, &data, &n, NULL), TFX_OK);
+  cr_assert(n == blen && !memcmp(data, bp, n), "record %d: %zu bytes, want %zu", r, n, blen);
+  const float *fo = NULL;
+  cr_assert_eq(tfx_example_floats(ex, "x", &fo, &n, NULL), TFX_OK);
+  cr_assert(n == 3 && !memcmp(fo, fv, sizeof fv), "record %d: floats differ", r);
+  const int64_t *io = NULL;
+  cr_assert_eq(tfx_example_int64s(ex, "id", &io, &n, NULL), TFX_OK);
+  cr_assert(n == 2 && io[0] == iv[0] && io[1] == iv[1], "record %d: int64s differ", r);
+  tfx_feature_kind kind;
+  cr_assert_eq(tfx_example_find(ex, "none", &kind, &n, NULL), TFX_OK);
+  cr_assert(kind == TFX_FEATURE_KIND_NONE && n == 0);
+}
+
+Test(example, pack_round_trips_through_the_tfrecord_writer_and_reader) {
+  const char *path = tmp("round.tfrecord");
+  tfx_tfrecord_writer *w = NULL;
+  tfx_err e = {0};
+  cr_assert_eq(tfx_tfrecord_writer_open(path, &w, &e), TFX_OK, "%s", e.msg);
+  for (int r = 0; r < 6; r++) {
+    tfx_feature f[4];
+    float fv[3];
+    int64_t iv[2];
+    const uint8_t *bp;
+    size_t blen, len = 0;
+    uint8_t *buf = NULL;
+    cr_assert_eq(tfx_example_pack(f, round_trip_features(r, f, fv, iv, &bp, &blen), &buf, &len, &e), TFX_OK, "%s",
+                 e.msg);
+    cr_assert_eq(tfx_tfrecord_writer_write(w, buf, len, &e), TFX_OK, "%s", e.msg);
+    free(buf);
+  }
+  cr_assert_eq(tfx_tfrecord_writer_close(w, &e), TFX_OK, "%s", e.msg);
+  tfx_tfrecord_reader *rd = NULL;
+  cr_assert_eq(tfx_tfrecord_reader_open(path, &rd, &e), TFX_OK, "%s", e.msg);
+  const uint8_t *data = NULL;
+  size_t len = 0;
+  int r = 0;
+  while (!tfx_tfrecord_reader_next(rd, &data, &len, &e) && data) {
+    tfx_example *ex = unpack_ok(data, len);
+    check_round_trip(r++, ex);
+    tfx_example_destroy(ex);
+  }
+  cr_assert_eq(e.code, TFX_OK, "%s", e.msg);
+  cr_assert_eq(r, 6, "records read back: %d", r);
+  tfx_tfrecord_reader_close(rd);
+}
+
+Test(example, pack_errors_name_the_feature) {
+  const float fv[1] = {1};
+  const size_t lens[1] = {1};
+  const uint8_t *values[1] = {(const uint8_t *)"a"};
+  uint8_t *buf = (uint8_t *)&buf;
+  size_t len = 77;
+  tfx_err e = {0};
+  tfx_feature f[2] = {{.key = "ok", .kind = TFX_FEATURE_KIND_FLOAT, .n = 1, .floats = fv},
+                      {.key = NULL, .kind = TFX_FEATURE_KIND_FLOAT, .n = 1, .floats = fv}};
+  assert_fails(tfx_example_pack(f, 2, &buf, &len, &e), &e, TFX_EINVAL, "feature 1 has no key", NULL);
+  f[1] = (tfx_feature){.key = "x", .kind = TFX_FEATURE_KIND_FLOAT, .n = 2};
+  assert_fails(tfx_example_pack(f, 2, &buf, &len, &e), &e, TFX_EINVAL, "feature 'x': 2 float_list values", NULL);
+  f[1] = (tfx_feature){.key = "b", .kind = TFX_FEATURE_KIND_BYTES, .n = 1, .bytes = values};
+  assert_fails(tfx_example_pack(f, 2, &buf, &len, &e), &e, TFX_EINVAL, "feature 'b': 1 bytes_list values", NULL);
+  f[1] = (tfx_feature){.key = "k", .kind = (tfx_feature_kind)9, .n = 1, .bytes = values, .bytes_len = lens};
+  assert_fails(tfx_example_pack(f, 2, &buf, &len, &e), &e, TFX_EINVAL, "feature 'k': unknown kind 9", NULL);
+  cr_assert(buf == (uint8_t *)&buf && len == 77, "outputs written on failure");
+  cr_assert_eq(tfx_example_pack(f, 0, &buf, &len, &e), TFX_OK, "%s", e.msg);
+  tfx_example *ex = unpack_ok(buf, len);
+  free(buf);
+  cr_assert_eq(len, 2, "no features: an empty Features message, %zu bytes", len);
   cr_assert_eq(tfx_example_size(ex), 0);
   tfx_example_destroy(ex);
 }

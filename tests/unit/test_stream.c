@@ -9,7 +9,7 @@
 
 #include "config.h"
 #include "dataset.h"
-#include "example.pb-c.h"
+#include "example.h"
 #include "source.h"
 #include "stream.h"
 #include "tfrecord.h"
@@ -174,22 +174,13 @@ Test(stream, libsvm_and_tfrecord_files_stream_too) {
   for (int i = 0; i < 25; i++) {
     float xv[2] = {(float)i, 2.0f * (float)i};
     int64_t yv = i;
-    Tensorflow__FloatList fl = TENSORFLOW__FLOAT_LIST__INIT;
-    Tensorflow__Int64List il = TENSORFLOW__INT64_LIST__INIT;
-    Tensorflow__Feature fx = TENSORFLOW__FEATURE__INIT, fy = TENSORFLOW__FEATURE__INIT;
-    fl.n_value = 2, fl.value = xv, il.n_value = 1, il.value = &yv;
-    fx.kind_case = TENSORFLOW__FEATURE__KIND_FLOAT_LIST, fx.float_list = &fl;
-    fy.kind_case = TENSORFLOW__FEATURE__KIND_INT64_LIST, fy.int64_list = &il;
-    Tensorflow__Features__FeatureEntry ex = TENSORFLOW__FEATURES__FEATURE_ENTRY__INIT,
-                                       ey = TENSORFLOW__FEATURES__FEATURE_ENTRY__INIT, *es[2] = {&ex, &ey};
-    ex.key = "image", ex.value = &fx, ey.key = "label", ey.value = &fy;
-    Tensorflow__Features fs = TENSORFLOW__FEATURES__INIT;
-    fs.n_feature = 2, fs.feature = es;
-    Tensorflow__Example e = TENSORFLOW__EXAMPLE__INIT;
-    e.features = &fs;
-    uint8_t buf[256];
-    size_t len = tensorflow__example__pack(&e, buf);
+    const tfx_feature f[2] = {{.key = "image", .kind = TFX_FEATURE_KIND_FLOAT, .n = 2, .floats = xv},
+                              {.key = "label", .kind = TFX_FEATURE_KIND_INT64, .n = 1, .int64s = &yv}};
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    cr_assert_eq(tfx_example_pack(f, 2, &buf, &len, &err), TFX_OK, "%s", err.msg);
     cr_assert_eq(tfx_tfrecord_writer_write(w, buf, len, &err), TFX_OK, "%s", err.msg);
+    free(buf);
   }
   cr_assert_eq(tfx_tfrecord_writer_close(w, &err), TFX_OK, "%s", err.msg);
   cfg = config("tfrecord", "*.tfrecord", 6, "record");
@@ -204,6 +195,44 @@ Test(stream, libsvm_and_tfrecord_files_stream_too) {
     cr_assert(xx[0] == 0.5f * (float)y && xx[1] == (float)y, "record %d: %g %g (scaled by 0.5)", y, xx[0], xx[1]);
   }
   tfx_stream_close(s);
+}
+
+/* (x * scale - mean) / std for a CSV feature id * 0.5, with data.scale 2, data.mean 10, data.std 4. */
+static float normalized(int id) {
+  return (float)((id * 0.5 * 2 - 10) / 4);
+}
+
+static void set(tfx_config *cfg, const char *assignment) {
+  tfx_err err = {0};
+  cr_assert_eq(tfx_config_set(cfg, assignment, &err), TFX_OK, "%s: %s", assignment, err.msg);
+}
+
+Test(stream, mean_and_std_normalize_after_scale_in_memory_and_streaming) {
+  write_csv();
+  tfx_config cfg = config("csv", "part-*.csv", 16, "record");
+  set(&cfg, "data.scale=2"), set(&cfg, "data.mean=10"), set(&cfg, "data.std=4");
+  tfx_stream *s = NULL;
+  tfx_err err = {0};
+  cr_assert_eq(tfx_stream_open(&cfg, 0, 1, 1, &s, &err), TFX_OK, "%s", err.msg);
+  for (int i = 0; i < TOTAL; i++) {
+    float x;
+    int32_t y;
+    cr_assert_eq(tfx_stream_next(s, 1, &x, &y, &err), TFX_OK, "%s", err.msg);
+    cr_assert_float_eq(x, normalized(y), 1e-6, "streamed record %d: %g, want %g", y, x, normalized(y));
+  }
+  tfx_stream_close(s);
+  cfg.data_stream = 0;
+  snprintf(cfg.train_images, sizeof cfg.train_images, "%s/part-1.csv", tmp);
+  tfx_dataset *d = NULL;
+  tfx_batcher *b = NULL;
+  cr_assert_eq(tfx_train_input_open(&cfg, 0, 1, 1, &d, &b, &err), TFX_OK, "%s", err.msg);
+  cr_assert_eq(d->n, PER_FILE);
+  for (size_t i = 0; i < d->n; i++) {
+    cr_assert_float_eq(d->x[i], normalized(d->y[i]), 1e-6, "loaded record %d: %g", d->y[i], d->x[i]);
+  }
+  cr_assert_float_eq(d->x[0], normalized(PER_FILE), 1e-6, "record 40: (40 * 0.5 * 2 - 10) / 4 = 7.5");
+  tfx_batcher_destroy(b);
+  tfx_dataset_destroy(d);
 }
 
 /* Opens a stream that must fail with `code` and a message containing `frag`. */
