@@ -180,13 +180,15 @@ static double plan_gemms(const tfx_config *cfg, int batch, gemm *g, int *n, uint
     if (strcmp(s->type, "dense") == 0) {
       h = w = 1, c = out = s->units;
     } else if (strcmp(s->type, "conv2d") == 0) {
-      int same = strcmp(s->padding, "same") == 0, st = s->strides;
+      int same = strcmp(s->padding, "same") == 0, st = tfx_config_layer_strides(s);
       in = s->kernel_size * s->kernel_size * c;
       h = same ? (h + st - 1) / st : (h - s->kernel_size) / st + 1;
       w = same ? (w + st - 1) / st : (w - s->kernel_size) / st + 1;
       c = out = s->filters, rows = batch * h * w;
     } else if (strstr(s->type, "pool2d")) {
-      h /= s->pool_size, w /= s->pool_size;
+      int same = strcmp(s->padding, "same") == 0, st = tfx_config_layer_strides(s);
+      h = same ? (h + st - 1) / st : (h - s->pool_size) / st + 1;
+      w = same ? (w + st - 1) / st : (w - s->pool_size) / st + 1;
     }
     if (!out) {
       continue;

@@ -126,7 +126,7 @@ static const option layer_options[] = {
     {"units", OPT_INT, L(units), 1, 1 << 24, "1", ""},
     {"filters", OPT_INT, L(filters), 1, 1 << 16, "1", ""},
     {"kernel_size", OPT_INT, L(kernel_size), 1, 64, "3", ""},
-    {"strides", OPT_INT, L(strides), 1, 64, "1", ""},
+    {"strides", OPT_INT, L(strides), 0, 64, "0", ""}, /* 0: the layer's default */
     {"pool_size", OPT_INT, L(pool_size), 1, 64, "2", ""},
     {"rate", OPT_DBL, L(rate), 0, 1, "0", ""},
     {"input_dim", OPT_INT, L(input_dim), 1, 1 << 30, "1", ""},
@@ -693,6 +693,13 @@ int tfx_config_set(tfx_config *cfg, const char *assignment, tfx_err *err) {
 
 void tfx_config_layer_init(tfx_layer_spec *l) {
   layer_defaults(l);
+}
+
+int tfx_config_layer_strides(const tfx_layer_spec *l) {
+  if (l->strides) {
+    return l->strides;
+  }
+  return strstr(l->type, "pool2d") ? l->pool_size : 1;
 }
 
 int tfx_config_add_layer(tfx_config *cfg, const tfx_layer_spec *l, tfx_err *err) {

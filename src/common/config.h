@@ -19,6 +19,7 @@ typedef struct tfx_layer_spec {
   char activation[16];  /* fused activation of dense/conv2d: none, relu, tanh, sigmoid, leaky_relu */
   char padding[8];      /* same | valid */
   char initializer[24]; /* kernel initializer */
+  /* strides 0: the layer's default (1 for conv2d, pool_size for pooling, as Keras's strides=None) */
   int units, filters, kernel_size, strides, pool_size, input_dim; /* input_dim: embedding vocabulary */
   double rate;                                                    /* dropout rate, leaky_relu alpha, scale factor */
   char inputs[128];  /* comma-separated names of earlier layers or "input"; empty: the previous layer */
@@ -143,6 +144,8 @@ char *tfx_config_to_json(const tfx_config *cfg);
 int tfx_config_add_layer_json(tfx_config *cfg, const char *json, tfx_err *err);
 /* Fills a layer spec with the defaults of model.layers entries (type left empty). */
 void tfx_config_layer_init(tfx_layer_spec *l);
+/* The stride of a conv2d or pooling layer: its strides, or when 0 the layer's default (pool_size for pooling). */
+int tfx_config_layer_strides(const tfx_layer_spec *l);
 /* Appends one layer spec (type set) to model.layers. */
 int tfx_config_add_layer(tfx_config *cfg, const tfx_layer_spec *l, tfx_err *err);
 /* Appends one model variable (as in model.variables) after checking its name and shape. */

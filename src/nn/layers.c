@@ -304,67 +304,93 @@ static void conv_backward(layer *l, const float *in, float *din, int batch) {
   tfx_par_for(l->par, (size_t)batch, grain_rows((size_t)l->oh * l->ow * kkc), col2im_part, &j);
 }
 
-/* Max or average pooling of samples [b0, b1), window = stride = pool, 'valid'; channels innermost so each
- * step is a vector op. */
+/* The in-image part [y0, y1) x [x0, x1) of the pooling window of output (oy, ox); padded positions are left out. */
+typedef struct window {
+  int y0, y1, x0, x1;
+} window;
+
+static window pool_window(const layer *l, int oy, int ox) {
+  int y = oy * l->stride - l->pad_t, x = ox * l->stride - l->pad_l;
+  window w = {y < 0 ? 0 : y, y + l->pool > l->ih ? l->ih : y + l->pool, x < 0 ? 0 : x,
+              x + l->pool > l->iw ? l->iw : x + l->pool};
+  return w;
+}
+
+/* Max of one window over channels: y and arg (the image index of each max) start at its first position. */
+static void max_window(const layer *l, const float *img, window w, float *y, int32_t *arg) {
+  int C = l->oc, first = (w.y0 * l->iw + w.x0) * l->ic;
+  for (int c = 0; c < C; c++) {
+    y[c] = img[first + c], arg[c] = first + c;
+  }
+  for (int iy = w.y0; iy < w.y1; iy++) {
+    for (int ix = w.x0; ix < w.x1; ix++) {
+      int base = (iy * l->iw + ix) * l->ic;
+      const float *x = img + base;
+      for (int c = 0; c < C; c++) {
+        int gt = x[c] > y[c];
+        y[c] = gt ? x[c] : y[c];
+        arg[c] = gt ? base + c : arg[c];
+      }
+    }
+  }
+}
+
+/* Mean of one window's in-image positions (TensorFlow's 'same' average leaves the padding out of the count). */
+static void avg_window(const layer *l, const float *img, window w, float *y) {
+  int C = l->oc;
+  float inv = 1.0f / (float)((w.y1 - w.y0) * (w.x1 - w.x0));
+  for (int c = 0; c < C; c++) {
+    y[c] = 0;
+  }
+  for (int iy = w.y0; iy < w.y1; iy++) {
+    for (int ix = w.x0; ix < w.x1; ix++) {
+      const float *x = img + (iy * l->iw + ix) * l->ic;
+      for (int c = 0; c < C; c++) {
+        y[c] += x[c];
+      }
+    }
+  }
+  for (int c = 0; c < C; c++) {
+    y[c] *= inv;
+  }
+}
+
+/* Max or average pooling of samples [b0, b1); channels innermost so each step is a vector op. */
 static void pool_forward_part(void *ctx, size_t b0, size_t b1) {
   const job *j = ctx;
   const layer *l = j->l;
-  const float *in = j->in;
-  int p = l->pool, C = l->oc, max = l->kind == L_MAXPOOL;
-  float inv = 1.0f / (float)(p * p);
   for (int b = (int)b0; b < (int)b1; b++) {
-    const float *img = in + (size_t)b * layer_in_size(l);
+    const float *img = j->in + (size_t)b * layer_in_size(l);
     for (int oy = 0; oy < l->oh; oy++) {
       for (int ox = 0; ox < l->ow; ox++) {
-        size_t o = (size_t)b * layer_out_size(l) + ((size_t)oy * l->ow + ox) * C;
-        float *y = l->out + o;
-        int32_t *arg = l->argmax + o;
-        for (int c = 0; c < C; c++) {
-          y[c] = max ? -FLT_MAX : 0, arg[c] = 0;
-        }
-        for (int dy = 0; dy < p; dy++) {
-          for (int dx = 0; dx < p; dx++) {
-            int base = ((oy * p + dy) * l->iw + ox * p + dx) * l->ic;
-            const float *x = img + base;
-            if (!max) {
-              for (int c = 0; c < C; c++) {
-                y[c] += x[c];
-              }
-              continue;
-            }
-            for (int c = 0; c < C; c++) {
-              int gt = x[c] > y[c];
-              y[c] = gt ? x[c] : y[c];
-              arg[c] = gt ? base + c : arg[c];
-            }
-          }
-        }
-        if (!max) {
-          for (int c = 0; c < C; c++) {
-            y[c] *= inv;
-          }
+        size_t o = (size_t)b * layer_out_size(l) + ((size_t)oy * l->ow + ox) * l->oc;
+        if (l->kind == L_MAXPOOL) {
+          max_window(l, img, pool_window(l, oy, ox), l->out + o, l->argmax + o);
+        } else {
+          avg_window(l, img, pool_window(l, oy, ox), l->out + o);
         }
       }
     }
   }
 }
 
-/* Writes every input gradient of one pooling window: the max's position gets g (max) or each g / p^2 (avg). */
+/* Adds one window's share of the output gradient g to the input gradient img: all of g[c] to the max's position
+ * (max), or g[c] / (in-image positions) to each position (avg). Overlapping windows add up. */
 static void pool_window_backward(const layer *l, const float *g, const int32_t *arg, float *img, int oy, int ox) {
-  int p = l->pool, C = l->oc;
-  float inv = 1.0f / (float)(p * p);
-  for (int dy = 0; dy < p; dy++) {
-    for (int dx = 0; dx < p; dx++) {
-      int base = ((oy * p + dy) * l->iw + ox * p + dx) * l->ic;
-      float *d = img + base;
-      if (l->kind == L_MAXPOOL) {
-        for (int c = 0; c < C; c++) {
-          d[c] = arg[c] == base + c ? g[c] : 0;
-        }
-      } else {
-        for (int c = 0; c < C; c++) {
-          d[c] = g[c] * inv;
-        }
+  int C = l->oc;
+  if (l->kind == L_MAXPOOL) {
+    for (int c = 0; c < C; c++) {
+      img[arg[c]] += g[c];
+    }
+    return;
+  }
+  window w = pool_window(l, oy, ox);
+  float inv = 1.0f / (float)((w.y1 - w.y0) * (w.x1 - w.x0));
+  for (int iy = w.y0; iy < w.y1; iy++) {
+    for (int ix = w.x0; ix < w.x1; ix++) {
+      float *d = img + (iy * l->iw + ix) * l->ic;
+      for (int c = 0; c < C; c++) {
+        d[c] += g[c] * inv;
       }
     }
   }
@@ -375,16 +401,14 @@ static void pool_forward(layer *l, const float *in, int batch) {
   tfx_par_for(l->par, (size_t)batch, grain_rows((size_t)layer_in_size(l)), pool_forward_part, &j);
 }
 
-/* The input gradient (j->out) of samples [b0, b1). */
+/* The input gradient (j->out) of samples [b0, b1): zeroed, then each window's share added in a fixed order, so
+ * the sum is the same at any thread count. */
 static void pool_backward_part(void *ctx, size_t b0, size_t b1) {
   const job *j = ctx;
   const layer *l = j->l;
   float *din = j->out;
   int in_size = layer_in_size(l), out_size = layer_out_size(l);
-  /* Windows tile the input except a right or bottom remainder, which gets no gradient. */
-  if (l->ih % l->pool || l->iw % l->pool) {
-    memset(din + b0 * in_size, 0, sizeof(float) * (b1 - b0) * in_size);
-  }
+  memset(din + b0 * in_size, 0, sizeof(float) * (b1 - b0) * in_size);
   for (int b = (int)b0; b < (int)b1; b++) {
     for (int oy = 0; oy < l->oh; oy++) {
       for (int ox = 0; ox < l->ow; ox++) {

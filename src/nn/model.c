@@ -90,23 +90,36 @@ static int shape_dense(tfx_model *m, layer *l, const tfx_layer_spec *s, tfx_err 
   return TFX_OK;
 }
 
+/* The output size and padding of a k x k window moved by l->stride ('what' is kernel or pool): TensorFlow's
+ * 'same' (ceil(in / stride) outputs, the odd padded pixel at the bottom/right) or 'valid' (windows inside). */
+static int shape_window(layer *l, int k, const char *padding, const char *what, tfx_err *err) {
+  if (k < 1 || l->stride < 1) {
+    return tfx_err_set(err, TFX_ECONFIG, "layer %s: %s %d, strides %d (want both >= 1)", l->name, what, k, l->stride);
+  }
+  if (strcmp(padding, "same") == 0) {
+    l->oh = (l->ih + l->stride - 1) / l->stride, l->ow = (l->iw + l->stride - 1) / l->stride;
+    int ph = (l->oh - 1) * l->stride + k - l->ih, pw = (l->ow - 1) * l->stride + k - l->iw;
+    l->pad_t = ph > 0 ? ph / 2 : 0, l->pad_l = pw > 0 ? pw / 2 : 0;
+  } else if (strcmp(padding, "valid") == 0) {
+    if (l->ih < k || l->iw < k) {
+      return tfx_err_set(err, TFX_ESHAPE, "layer %s: %s %d larger than input %dx%d (padding 'valid')", l->name, what, k,
+                         l->ih, l->iw);
+    }
+    l->oh = (l->ih - k) / l->stride + 1, l->ow = (l->iw - k) / l->stride + 1;
+  } else {
+    return tfx_err_set(err, TFX_ECONFIG, "layer %s: padding '%s' (want same or valid)", l->name, padding);
+  }
+  return TFX_OK;
+}
+
 static int shape_conv(tfx_model *m, layer *l, const tfx_layer_spec *s, tfx_err *err) {
   int rc = need_rank(l, 3, err);
   if (rc) {
     return rc;
   }
-  l->k = s->kernel_size, l->stride = s->strides, l->out_rank = 3, l->oc = s->filters;
-  if (strcmp(s->padding, "same") == 0) {
-    l->oh = (l->ih + l->stride - 1) / l->stride, l->ow = (l->iw + l->stride - 1) / l->stride;
-    int ph = (l->oh - 1) * l->stride + l->k - l->ih, pw = (l->ow - 1) * l->stride + l->k - l->iw;
-    l->pad_t = ph > 0 ? ph / 2 : 0, l->pad_l = pw > 0 ? pw / 2 : 0;
-  } else if (strcmp(s->padding, "valid") == 0) {
-    if (l->ih < l->k || l->iw < l->k) {
-      return tfx_err_set(err, TFX_ESHAPE, "layer %s: kernel %d larger than input %dx%d", l->name, l->k, l->ih, l->iw);
-    }
-    l->oh = (l->ih - l->k) / l->stride + 1, l->ow = (l->iw - l->k) / l->stride + 1;
-  } else {
-    return tfx_err_set(err, TFX_ECONFIG, "layer %s: padding '%s' (want same or valid)", l->name, s->padding);
+  l->k = s->kernel_size, l->stride = tfx_config_layer_strides(s), l->out_rank = 3, l->oc = s->filters;
+  if ((rc = shape_window(l, l->k, s->padding, "kernel", err))) {
+    return rc;
   }
   int64_t ws[4] = {l->k, l->k, l->ic, l->oc}, bs[1] = {l->oc};
   int64_t fan_in = (int64_t)l->k * l->k * l->ic, fan_out = (int64_t)l->k * l->k * l->oc;
@@ -115,17 +128,14 @@ static int shape_conv(tfx_model *m, layer *l, const tfx_layer_spec *s, tfx_err *
   return TFX_OK;
 }
 
+/* Max or average pooling: a pool_size window moved by strides (default pool_size), 'valid' or 'same'. */
 static int shape_pool(layer *l, const tfx_layer_spec *s, tfx_err *err) {
   int rc = need_rank(l, 3, err);
   if (rc) {
     return rc;
   }
-  l->pool = s->pool_size;
-  if (l->ih < l->pool || l->iw < l->pool) {
-    return tfx_err_set(err, TFX_ESHAPE, "layer %s: pool %d larger than input %dx%d", l->name, l->pool, l->ih, l->iw);
-  }
-  l->out_rank = 3, l->oh = l->ih / l->pool, l->ow = l->iw / l->pool, l->oc = l->ic;
-  return TFX_OK;
+  l->pool = s->pool_size, l->stride = tfx_config_layer_strides(s), l->out_rank = 3, l->oc = l->ic;
+  return shape_window(l, l->pool, s->padding, "pool", err);
 }
 
 /* Embedding: each of the n input values is a row id of a [input_dim, units] table; output [n * units]. */

@@ -251,7 +251,7 @@ Test(config, loads_the_fashion_mnist_example) {
                      json_object_object_get_ex(l, "activation", &v) ? json_object_get_string(v) : "none",
                      "layer %d: layer defaults apply to keys a layer leaves out", i);
     cr_assert_str_eq(c.layers[i].padding, "valid");
-    cr_assert_eq(c.layers[i].strides, 1);
+    cr_assert_eq(c.layers[i].strides, 0, "layer %d: 0 is the layer's default stride", i);
     cr_assert_str_eq(c.layers[i].name, "");
   }
   cr_assert_eq(c.layers[c.n_layers - 1].units, 10);
@@ -636,6 +636,39 @@ Test(config, to_json_round_trips) {
   cr_assert_eq(rc, TFX_OK, "%s\n%s", err.msg, json);
   assert_same_config(&a, &b);
   free(json);
+}
+
+/* Pooling layers keep what the file gave: strides (0 when left out: Keras's strides=None) and padding. */
+Test(config, to_json_keeps_the_strides_and_padding_of_pooling_layers) {
+  static const char exp[] =
+      "{\"model\": {\"input_shape\": [9, 9, 2], \"layers\": ["
+      "{\"type\": \"max_pool2d\", \"pool_size\": 3, \"strides\": 1, \"padding\": \"same\"},"
+      "{\"type\": \"avg_pool2d\", \"pool_size\": 2, \"padding\": \"same\"},"
+      "{\"type\": \"max_pool2d\", \"strides\": 3},"
+      "{\"type\": \"flatten\"}, {\"type\": \"dense\", \"units\": 3}]}}";
+  tfx_config a, b;
+  tfx_err err = {0};
+  tfx_config_init(&a);
+  cr_assert_eq(tfx_config_parse(&a, exp, "pools", &err), TFX_OK, "%s", err.msg);
+  const struct {
+    int strides, effective, pool;
+    const char *padding;
+  } want[] = {{1, 1, 3, "same"}, {0, 2, 2, "same"}, {3, 3, 2, "valid"}, {0, 1, 2, "valid"}};
+  for (int i = 0; i < 4; i++) {
+    cr_assert_eq(a.layers[i].strides, want[i].strides, "layer %d", i);
+    cr_assert_eq(tfx_config_layer_strides(&a.layers[i]), want[i].effective, "layer %d", i);
+    cr_assert_eq(a.layers[i].pool_size, want[i].pool, "layer %d", i);
+    cr_assert_str_eq(a.layers[i].padding, want[i].padding, "layer %d", i);
+  }
+  char *json = tfx_config_to_json(&a);
+  tfx_config_init(&b);
+  cr_assert_eq(tfx_config_parse(&b, json, "round trip", &err), TFX_OK, "%s\n%s", err.msg, json);
+  assert_same_config(&a, &b);
+  free(json);
+  tfx_config_init(&b);
+  assert_fails(
+      tfx_config_parse(&b, "{\"model\": {\"layers\": [{\"type\": \"max_pool2d\", \"strides\": -1}]}}", "neg", &err),
+      TFX_ECONFIG, err, "model.layers[0].strides: -1 out of range [0, 64]");
 }
 
 Test(config, to_json_of_defaults_round_trips) {

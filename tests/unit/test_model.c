@@ -60,7 +60,8 @@ static tfx_layer_spec *add(tfx_config *c, const char *type) {
   snprintf(l->type, sizeof l->type, "%s", type);
   snprintf(l->activation, sizeof l->activation, "none");
   snprintf(l->padding, sizeof l->padding, "valid");
-  l->units = 1, l->filters = 1, l->kernel_size = 3, l->strides = 1, l->pool_size = 2;
+  /* strides 0: the layer's default, 1 for conv2d and pool_size for pooling (as the config file's default) */
+  l->units = 1, l->filters = 1, l->kernel_size = 3, l->strides = 0, l->pool_size = 2;
   return l;
 }
 
@@ -388,9 +389,18 @@ static void lt_conv(lt *t, int ih, int iw, int ic, int filters, int k, int strid
   l->w = &t->w, l->b = &t->b;
 }
 
-static void lt_pool(lt *t, lkind kind, int ih, int iw, int ic, int p) {
+/* A p x p pool moved by stride, with TensorFlow's 'same' padding (same) or 'valid'. */
+static void lt_pool(lt *t, lkind kind, int ih, int iw, int ic, int p, int stride, int same) {
   lt_base(t, kind, A_NONE, ih, iw, ic);
-  t->l.pool = p, t->l.oh = ih / p, t->l.ow = iw / p;
+  layer *l = &t->l;
+  l->pool = p, l->stride = stride;
+  if (same) {
+    l->oh = (ih + stride - 1) / stride, l->ow = (iw + stride - 1) / stride;
+    l->pad_t = ((l->oh - 1) * stride + p - ih) / 2, l->pad_l = ((l->ow - 1) * stride + p - iw) / 2;
+    l->pad_t = l->pad_t < 0 ? 0 : l->pad_t, l->pad_l = l->pad_l < 0 ? 0 : l->pad_l;
+  } else {
+    l->oh = (ih - p) / stride + 1, l->ow = (iw - p) / stride + 1;
+  }
 }
 
 /* sum(r * layer(x)): its gradient with respect to the output is r. */
@@ -465,17 +475,39 @@ Test(model, layer_input_gradients_conv) {
   }
 }
 
+/* Windows that overlap (stride < pool: a max or a mean reaches an input from several windows, whose gradients
+ * add up), skip inputs (stride > pool) or hang over the edge ('same': padded positions are not inputs). */
+Test(model, layer_input_gradients_of_overlapping_and_padded_pools) {
+  const struct {
+    int h, w, p, stride, same;
+  } cases[] = {{5, 5, 3, 1, 0}, {5, 7, 3, 1, 1}, {7, 6, 3, 2, 1}, {6, 5, 2, 1, 1},
+               {5, 5, 2, 2, 1}, {7, 7, 3, 2, 0}, {7, 8, 2, 3, 0}, {4, 4, 3, 3, 1}};
+  const lkind kinds[] = {L_MAXPOOL, L_AVGPOOL};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    for (int k = 0; k < 2; k++) {
+      lt t;
+      lt_pool(&t, kinds[k], cases[i].h, cases[i].w, 2, cases[i].p, cases[i].stride, cases[i].same);
+      lt_alloc(&t, 2);
+      char what[64];
+      snprintf(what, sizeof what, "%s %dx%d p%d s%d %s", k ? "avg" : "max", cases[i].h, cases[i].w, cases[i].p,
+               cases[i].stride, cases[i].same ? "same" : "valid");
+      lt_check(what, &t);
+      lt_free(&t);
+    }
+  }
+}
+
 Test(model, layer_input_gradients_pooling_activations_flatten_dropout) {
   lt t;
-  lt_pool(&t, L_MAXPOOL, 5, 4, 3, 2);
+  lt_pool(&t, L_MAXPOOL, 5, 4, 3, 2, 2, 0);
   lt_alloc(&t, 2);
   lt_check("max_pool2d", &t);
   lt_free(&t);
-  lt_pool(&t, L_AVGPOOL, 5, 4, 3, 2);
+  lt_pool(&t, L_AVGPOOL, 5, 4, 3, 2, 2, 0);
   lt_alloc(&t, 2);
   lt_check("avg_pool2d", &t);
   lt_free(&t);
-  lt_pool(&t, L_MAXPOOL, 6, 6, 1, 3);
+  lt_pool(&t, L_MAXPOOL, 6, 6, 1, 3, 3, 0);
   lt_alloc(&t, 2);
   lt_check("max_pool2d 3", &t);
   lt_free(&t);
@@ -682,6 +714,112 @@ Test(model, pooling_forward_matches_reference) {
       }
     }
     tfx_model_destroy(m);
+  }
+}
+
+/* A pooling model on an h x w x c input: pool p, strides s (0: the default), padding; then flatten. */
+static tfx_model *pool_model(const char *type, int h, int w, int c, int p, int s, const char *padding) {
+  tfx_config cfg;
+  base(&cfg, 3, h, w, c, "mse");
+  tfx_layer_spec *l = add(&cfg, type);
+  l->pool_size = p, l->strides = s;
+  snprintf(l->padding, sizeof l->padding, "%s", padding);
+  add(&cfg, "flatten");
+  return create(&cfg, 2);
+}
+
+/* Brute force over the padded grid: TensorFlow's 'same' pads (out - 1) * s + p - in, the odd one at the end;
+ * padded positions take no part (max ignores them, avg divides by the in-image count). */
+static double pool_ref(const float *x, int h, int w, int c, int p, int s, int same, int max, int oy, int ox, int ch) {
+  int oh = same ? (h + s - 1) / s : (h - p) / s + 1, ow = same ? (w + s - 1) / s : (w - p) / s + 1;
+  int pt = same ? ((oh - 1) * s + p - h) / 2 : 0, pl = same ? ((ow - 1) * s + p - w) / 2 : 0;
+  pt = pt < 0 ? 0 : pt, pl = pl < 0 ? 0 : pl;
+  double best = -INFINITY, sum = 0;
+  int n = 0;
+  for (int py = 0; py < p; py++) {
+    for (int px = 0; px < p; px++) {
+      int iy = oy * s + py - pt, ix = ox * s + px - pl;
+      if (iy >= 0 && iy < h && ix >= 0 && ix < w) {
+        double v = x[(iy * w + ix) * c + ch];
+        best = fmax(best, v), sum += v, n++;
+      }
+    }
+  }
+  return max ? best : sum / n;
+}
+
+Test(model, pooling_with_strides_and_padding_matches_brute_force) {
+  const char *types[] = {"max_pool2d", "avg_pool2d"}, *pads[] = {"valid", "same"};
+  const int h = 7, w = 5, c = 3, pools[] = {2, 3}, strides[] = {1, 2, 3};
+  float x[2 * 7 * 5 * 3];
+  fill_gauss(x, sizeof x / sizeof x[0], 1.0);
+  for (int t = 0; t < 2; t++) {
+    for (int pi = 0; pi < 2; pi++) {
+      for (int si = 0; si < 3; si++) {
+        for (int same = 0; same < 2; same++) {
+          int p = pools[pi], s = strides[si];
+          int oh = same ? (h + s - 1) / s : (h - p) / s + 1, ow = same ? (w + s - 1) / s : (w - p) / s + 1;
+          tfx_model *m = pool_model(types[t], h, w, c, p, s, pads[same]);
+          cr_assert_eq(tfx_model_output_size(m), (size_t)(oh * ow * c), "%s p%d s%d %s", types[t], p, s, pads[same]);
+          const float *y = tfx_model_forward(m, x, 2, 0, 0);
+          for (int i = 0; i < 2 * oh * ow * c; i++) {
+            int b = i / (oh * ow * c), r = i % (oh * ow * c), ch = r % c, ox = r / c % ow, oy = r / c / ow;
+            double want = pool_ref(x + b * h * w * c, h, w, c, p, s, same, t == 0, oy, ox, ch);
+            cr_assert_float_eq(y[i], want, 1e-5, "%s p%d s%d %s: sample %d [%d][%d][%d] = %g, want %g", types[t], p, s,
+                               pads[same], b, oy, ox, ch, y[i], want);
+          }
+          tfx_model_destroy(m);
+        }
+      }
+    }
+  }
+}
+
+/* 1..9 in a 3x3 image, pool 2, stride 1, 'same': one padded row and column at the bottom/right, so the last
+ * row and column of windows hold 2 (or 1) pixels, and the mean divides by those (TensorFlow's avg_pool). */
+Test(model, same_pooling_of_a_known_image) {
+  const float x[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+  const float want_max[9] = {5, 6, 6, 8, 9, 9, 8, 9, 9};
+  const float want_avg[9] = {3, 4, 4.5f, 6, 7, 7.5f, 7.5f, 8.5f, 9};
+  tfx_model *m = pool_model("max_pool2d", 3, 3, 1, 2, 1, "same");
+  const float *y = tfx_model_forward(m, x, 1, 0, 0);
+  for (int i = 0; i < 9; i++) {
+    cr_assert_eq(y[i], want_max[i], "max [%d]: %g, want %g", i, y[i], want_max[i]);
+  }
+  tfx_model_destroy(m);
+  m = pool_model("avg_pool2d", 3, 3, 1, 2, 1, "same");
+  y = tfx_model_forward(m, x, 1, 0, 0);
+  for (int i = 0; i < 9; i++) {
+    cr_assert_float_eq(y[i], want_avg[i], 1e-6, "avg [%d]: %g, want %g", i, y[i], want_avg[i]);
+  }
+  tfx_model_destroy(m);
+  /* Keras's strides=None is pool_size: 3x3 by 2 'same' is one window, 2x2 of it in the image. */
+  m = pool_model("max_pool2d", 3, 3, 1, 2, 0, "same");
+  cr_assert_eq(tfx_model_output_size(m), 4);
+  y = tfx_model_forward(m, x, 1, 0, 0);
+  cr_assert(y[0] == 5 && y[1] == 6 && y[2] == 8 && y[3] == 9, "%g %g %g %g", y[0], y[1], y[2], y[3]);
+  tfx_model_destroy(m);
+  /* 'same' allows a pool larger than the input: one window over the whole image. */
+  m = pool_model("avg_pool2d", 3, 3, 1, 8, 0, "same");
+  cr_assert_eq(tfx_model_output_size(m), 1);
+  cr_assert_float_eq(tfx_model_forward(m, x, 1, 0, 0)[0], 5.0, 1e-6);
+  tfx_model_destroy(m);
+}
+
+Test(model, grad_of_models_with_strided_and_padded_pools) {
+  const char *pools[] = {"max_pool2d", "avg_pool2d"};
+  for (size_t p = 0; p < 2; p++) {
+    tfx_config c;
+    base(&c, 3, 7, 6, 2, "softmax_cross_entropy");
+    conv(&c, 3, 3, 1, "same", "tanh");
+    tfx_layer_spec *l = add(&c, pools[p]); /* 7x6 -> 4x3, windows overlapping by one row and column */
+    l->pool_size = 3, l->strides = 2;
+    snprintf(l->padding, sizeof l->padding, "same");
+    l = add(&c, pools[p]); /* 4x3 -> 3x2, overlapping, 'valid' */
+    l->strides = 1;
+    add(&c, "flatten");
+    dense(&c, 3, "none");
+    check_config(pools[p], &c, 3, 0, EPS);
   }
 }
 
@@ -893,6 +1031,9 @@ Test(model, create_errors) {
       {"bad initializer", TFX_ECONFIG, "unknown initializer 'xavier'"},
       {"no layers", TFX_ECONFIG, "model.layers: the model has no layers"},
       {"named layer", TFX_ESHAPE, "layer logits: expected rank-1"},
+      {"strided pool too large", TFX_ESHAPE, "layer max_pool2d_1: pool 5 larger than input 4x4 (padding 'valid')"},
+      {"negative strides", TFX_ECONFIG, "layer avg_pool2d_1: pool 2, strides -1 (want both >= 1)"},
+      {"pool padding", TFX_ECONFIG, "layer max_pool2d_1: padding 'full' (want same or valid)"},
   };
   for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
     tfx_config c;
@@ -926,6 +1067,16 @@ Test(model, create_errors) {
         break;
       case 9:
         snprintf(dense(&c, 3, "none")->name, 64, "logits");
+        break;
+      case 10:
+        c.input_shape[0] = c.input_shape[1] = 4, add(&c, "max_pool2d")->pool_size = 5, c.layers[0].strides = 1;
+        add(&c, "flatten");
+        break;
+      case 11:
+        add(&c, "avg_pool2d")->strides = -1, add(&c, "flatten");
+        break;
+      case 12:
+        snprintf(add(&c, "max_pool2d")->padding, 8, "full"), add(&c, "flatten");
         break;
     }
     tfx_model *m = NULL;

@@ -120,13 +120,14 @@ Test(par, refuses_bad_thread_counts) {
 }
 
 /* A CNN large enough that every split loop (im2col, col2im, bias and activation passes, pooling, flatten,
- * dropout, the bias-gradient chunks, Adam on the 131k-value dense kernel) runs in two or three parts. */
+ * dropout, the bias-gradient chunks, Adam on the 131k-value dense kernel) runs in two or three parts; its pools
+ * overlap (3x3 windows, stride 2, 'same'), so their input gradients add up within a sample. */
 static const char CNN[] =
     "{\"model\": {\"input_shape\": [16, 16, 1], \"layers\": ["
     "{\"type\": \"conv2d\", \"filters\": 16, \"kernel_size\": 3, \"padding\": \"same\", \"activation\": \"relu\"},"
-    "{\"type\": \"max_pool2d\", \"pool_size\": 2},"
+    "{\"type\": \"max_pool2d\", \"pool_size\": 3, \"strides\": 2, \"padding\": \"same\"},"
     "{\"type\": \"conv2d\", \"filters\": 32, \"kernel_size\": 3, \"padding\": \"same\", \"activation\": \"tanh\"},"
-    "{\"type\": \"avg_pool2d\", \"pool_size\": 2},"
+    "{\"type\": \"avg_pool2d\", \"pool_size\": 3, \"strides\": 2, \"padding\": \"same\"},"
     "{\"type\": \"flatten\"},"
     "{\"type\": \"dropout\", \"rate\": 0.25},"
     "{\"type\": \"dense\", \"units\": 256, \"activation\": \"relu\"},"
