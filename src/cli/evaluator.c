@@ -39,22 +39,34 @@ static void answer_status(evaluator *e) {
   tfx_inmsg_fini(&m);
 }
 
-/* Evaluates the checkpoint at dir/step if it is newer than the last one. */
+/* Writes the metrics record and the log line of step's evaluation. */
+static void record_eval(evaluator *e, int64_t step, const tfx_eval_result *r) {
+  tfx_eval_report rep;
+  tfx_eval_report_init(&rep, e->n->cfg.metrics, r);
+  rep.names[rep.n] = "evaluator", rep.values[rep.n++] = e->n->index;
+  tfx_metrics_write(e->metrics, "eval", step, rep.names, rep.values, rep.n);
+  tfx_log(TFX_LOG_INFO, "EVALUATOR-EVAL", "step %lld: eval loss %.4f accuracy %.4f", (long long)step, r->loss,
+          r->accuracy);
+}
+
+/* Evaluates the checkpoint at dir/step if it is newer than the last one. Eval data the model cannot score (a
+ * label outside its classes, an id outside a table) is logged as an error here and records no accuracy. */
 static int evaluate_new(evaluator *e, const char *dir, tfx_err *err) {
   tfx_weights ws;
   int rc = tfx_weights_from_checkpoint(dir, &ws, err);
   if (!rc) {
     rc = tfx_weights_load_model(&ws, e->model, err);
   }
+  tfx_eval_result r;
+  tfx_err bad = {0};
+  if (!rc && tfx_evaluate(e->model, e->data, 1000, &r, &bad)) {
+    const tfx_config *c = &e->n->cfg;
+    tfx_log(TFX_LOG_ERROR, "EVALUATOR-EVAL-DATA", "step %lld: eval data %s not scored, no accuracy recorded: %s",
+            (long long)ws.step, c->eval_labels[0] ? c->eval_labels : c->eval_images, bad.msg);
+  } else if (!rc) {
+    record_eval(e, ws.step, &r);
+  }
   if (!rc) {
-    tfx_eval_result r;
-    tfx_evaluate(e->model, e->data, 1000, &r);
-    tfx_eval_report rep;
-    tfx_eval_report_init(&rep, e->n->cfg.metrics, &r);
-    rep.names[rep.n] = "evaluator", rep.values[rep.n++] = e->n->index;
-    tfx_metrics_write(e->metrics, "eval", ws.step, rep.names, rep.values, rep.n);
-    tfx_log(TFX_LOG_INFO, "EVALUATOR-EVAL", "step %lld: eval loss %.4f accuracy %.4f", (long long)ws.step, r.loss,
-            r.accuracy);
     e->last = ws.step;
   }
   tfx_weights_fini(&ws);

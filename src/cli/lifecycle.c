@@ -256,7 +256,12 @@ static int predict_all(tfx_model *m, const tfx_config *cfg, const tfx_cli_opts *
   for (size_t i = 0; !rc && i < d->n; i += 1000) {
     int b = (int)(d->n - i < 1000 ? d->n - i : 1000);
     tfx_step_stats st;
+    tfx_err e = {0};
     tfx_model_forward(m, d->x + i * in, b, 0, 0);
+    if ((rc = tfx_model_input_status(m, &e))) {
+      rc = tfx_err_set(err, rc, "%s: examples %zu to %zu: %s", o->input, i, i + (size_t)b - 1, e.msg);
+      break;
+    }
     tfx_model_loss(m, y, b, 0, &st);
     tfx_model_probabilities(m, b, p);
     for (int r = 0; r < b; r++) {
@@ -316,6 +321,28 @@ static int load_for_eval(const tfx_node *n, const tfx_cli_opts *o, tfx_weights *
   return tfx_weights_from_checkpoint(dir, ws, err);
 }
 
+/* Evaluates m on d, prints the result and appends it to the run's metrics; data the model cannot score (a label
+ * outside its classes, an id outside a table) is an error naming the file and the examples, with nothing recorded. */
+static int score(const tfx_node *n, const tfx_config *cfg, tfx_model *m, const tfx_dataset *d, const tfx_weights *ws,
+                 tfx_err *err) {
+  tfx_eval_result r;
+  tfx_err bad = {0};
+  int rc = tfx_evaluate(m, d, 1000, &r, &bad);
+  if (rc) {
+    return tfx_err_set(err, rc, "eval data %s: %s", cfg->eval_labels[0] ? cfg->eval_labels : cfg->eval_images, bad.msg);
+  }
+  printf("step %lld: eval loss %.4f accuracy %.4f top%d %.4f over %zu examples (%s)\n", (long long)ws->step, r.loss,
+         r.accuracy, r.top_k, r.top5, r.examples, ws->source);
+  tfx_eval_report rep;
+  tfx_eval_report_init(&rep, cfg->metrics, &r);
+  tfx_metrics *mt = NULL;
+  if (!(rc = tfx_metrics_open(n->run_dir, &mt, err))) {
+    tfx_metrics_write(mt, "eval", ws->step, rep.names, rep.values, rep.n);
+  }
+  tfx_metrics_close(mt);
+  return rc;
+}
+
 int tfx_evaluate_run(const tfx_node *n, const tfx_cli_opts *o, tfx_err *err) {
   char cfgpath[1100];
   snprintf(cfgpath, sizeof cfgpath, "%s/config.json", n->run_dir);
@@ -339,23 +366,13 @@ int tfx_evaluate_run(const tfx_node *n, const tfx_cli_opts *o, tfx_err *err) {
   }
   tfx_model *m = NULL;
   tfx_dataset *d = NULL;
-  tfx_metrics *mt = NULL;
   if (!(rc = tfx_model_create(&cfg, 1000, &m, err)) && !(rc = tfx_weights_load_model(&ws, m, err)) &&
       !(rc = tfx_dataset_load_config(&cfg, 1, tfx_model_input_size(m), &d, err))) {
     if (o->steps > 0 && (size_t)o->steps * 1000 < d->n) {
       d->n = (size_t)o->steps * 1000; /* N batches of 1000 */
     }
-    tfx_eval_result r;
-    tfx_evaluate(m, d, 1000, &r);
-    printf("step %lld: eval loss %.4f accuracy %.4f top%d %.4f over %zu examples (%s)\n", (long long)ws.step, r.loss,
-           r.accuracy, r.top_k, r.top5, r.examples, ws.source);
-    tfx_eval_report rep;
-    tfx_eval_report_init(&rep, cfg.metrics, &r);
-    if (!(rc = tfx_metrics_open(n->run_dir, &mt, err))) {
-      tfx_metrics_write(mt, "eval", ws.step, rep.names, rep.values, rep.n);
-    }
+    rc = score(n, &cfg, m, d, &ws, err);
   }
-  tfx_metrics_close(mt);
   tfx_dataset_destroy(d);
   tfx_model_destroy(m);
   tfx_weights_fini(&ws);

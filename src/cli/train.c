@@ -219,10 +219,18 @@ static void sync_eval_model(trainer *t) {
   }
 }
 
+/* Evaluates the current weights on the eval data into *acc; eval data the model cannot score (a label outside
+ * its classes, an id outside a table) is logged as an error and gives no record and a NaN accuracy. */
 static void evaluate(trainer *t, double *acc) {
   sync_eval_model(t);
   tfx_eval_result r;
-  tfx_evaluate(t->eval_model, t->eval, 1000, &r);
+  tfx_err err = {0};
+  if (tfx_evaluate(t->eval_model, t->eval, 1000, &r, &err)) {
+    tfx_log(TFX_LOG_ERROR, "TRAIN-EVAL-DATA", "step %lld: eval data %s not scored, no accuracy recorded: %s",
+            (long long)t->step, t->cfg.eval_labels[0] ? t->cfg.eval_labels : t->cfg.eval_images, err.msg);
+    *acc = NAN;
+    return;
+  }
   tfx_eval_report rep;
   tfx_eval_report_init(&rep, t->cfg.metrics, &r);
   record(t, "eval", t->step, rep.names, rep.values, rep.n);
@@ -241,7 +249,12 @@ static void validate(trainer *t, int force) {
     }
     sync_eval_model(t);
     tfx_eval_result r;
-    tfx_evaluate_agg(t->eval_model, t->valsets[i], 1000, (size_t)v->batches * 1000, v->agg, &r);
+    tfx_err err = {0};
+    if (tfx_evaluate_agg(t->eval_model, t->valsets[i], 1000, (size_t)v->batches * 1000, v->agg, &r, &err)) {
+      tfx_log(TFX_LOG_ERROR, "TRAIN-VALIDATE-DATA", "step %lld: validation set %s (%s) not scored: %s",
+              (long long)t->step, v->name, v->labels[0] ? v->labels : v->images, err.msg);
+      continue;
+    }
     char kind[64];
     snprintf(kind, sizeof kind, "validation.%s", v->name);
     tfx_eval_report rep;

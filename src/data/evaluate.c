@@ -4,14 +4,32 @@
 #include <stdio.h>
 #include <string.h>
 
-void tfx_evaluate(tfx_model *m, const tfx_dataset *d, int batch, tfx_eval_result *out) {
+/* Forward and loss of examples [i, i + b) of d; TFX_EINVAL naming the examples and the label outside the classes
+ * or the embedding id outside its table (which tfx_model_loss would skip without a word). */
+static int eval_batch(tfx_model *m, const tfx_dataset *d, size_t i, int b, tfx_step_stats *st, tfx_err *err) {
+  tfx_err e = {0};
+  int rc = tfx_model_check_labels(m, d->y + i, b, &e);
+  if (!rc) {
+    tfx_model_forward(m, d->x + i * d->dim, b, 0, 0);
+    rc = tfx_model_input_status(m, &e);
+  }
+  if (rc) {
+    return tfx_err_set(err, rc, "examples %zu to %zu: %s", i, i + (size_t)b - 1, e.msg);
+  }
+  tfx_model_loss(m, d->y + i, b, 0, st);
+  return TFX_OK;
+}
+
+int tfx_evaluate(tfx_model *m, const tfx_dataset *d, int batch, tfx_eval_result *out, tfx_err *err) {
   double loss = 0;
   size_t correct = 0, top5 = 0;
   for (size_t i = 0; i < d->n; i += (size_t)batch) {
     int b = (int)(d->n - i < (size_t)batch ? d->n - i : (size_t)batch);
     tfx_step_stats st;
-    tfx_model_forward(m, d->x + i * d->dim, b, 0, 0);
-    tfx_model_loss(m, d->y + i, b, 0, &st);
+    int rc = eval_batch(m, d, i, b, &st, err);
+    if (rc) {
+      return rc;
+    }
     loss += st.loss * b;
     correct += (size_t)st.correct;
     top5 += (size_t)st.top5;
@@ -21,6 +39,7 @@ void tfx_evaluate(tfx_model *m, const tfx_dataset *d, int batch, tfx_eval_result
   out->accuracy = d->n ? (double)correct / (double)d->n : 0;
   out->top5 = d->n ? (double)top5 / (double)d->n : 0;
   out->top_k = tfx_model_top_k(m);
+  return TFX_OK;
 }
 
 static void fold(const char *agg, double *acc, double v, int first) {
@@ -48,8 +67,8 @@ static void agg_for(const char *agg, const char *metric, char out[8]) {
   }
 }
 
-void tfx_evaluate_agg(tfx_model *m, const tfx_dataset *d, int batch, size_t max_examples, const char *agg,
-                      tfx_eval_result *out) {
+int tfx_evaluate_agg(tfx_model *m, const tfx_dataset *d, int batch, size_t max_examples, const char *agg,
+                     tfx_eval_result *out, tfx_err *err) {
   size_t n = max_examples && max_examples < d->n ? max_examples : d->n;
   char aggs[3][8];
   agg_for(agg, "loss", aggs[0]), agg_for(agg, "accuracy", aggs[1]), agg_for(agg, "top_", aggs[2]);
@@ -57,8 +76,10 @@ void tfx_evaluate_agg(tfx_model *m, const tfx_dataset *d, int batch, size_t max_
   for (size_t i = 0; i < n; i += (size_t)batch) {
     int b = (int)(n - i < (size_t)batch ? n - i : (size_t)batch);
     tfx_step_stats st;
-    tfx_model_forward(m, d->x + i * d->dim, b, 0, 0);
-    tfx_model_loss(m, d->y + i, b, 0, &st);
+    int rc = eval_batch(m, d, i, b, &st, err);
+    if (rc) {
+      return rc;
+    }
     double vals[3] = {st.loss, (double)st.correct / b, (double)st.top5 / b};
     for (int k = 0; k < 3; k++) {
       fold(aggs[k], &acc[k], vals[k] * (strcmp(aggs[k], "mean") ? 1.0 : (double)b), i == 0);
@@ -70,6 +91,7 @@ void tfx_evaluate_agg(tfx_model *m, const tfx_dataset *d, int batch, size_t max_
   out->examples = n;
   out->loss = acc[0], out->accuracy = acc[1], out->top5 = acc[2];
   out->top_k = tfx_model_top_k(m);
+  return TFX_OK;
 }
 
 void tfx_eval_report_init(tfx_eval_report *out, const char *metrics, const tfx_eval_result *r) {

@@ -216,7 +216,12 @@ void tfx_master_evaluate(master *m) {
     return;
   }
   tfx_eval_result r;
-  tfx_evaluate(m->model, m->eval, 1000, &r);
+  if (tfx_evaluate(m->model, m->eval, 1000, &r, &err)) {
+    tfx_log(TFX_LOG_ERROR, "MASTER-EVAL-DATA", "step %lld: eval data %s not scored, no accuracy recorded: %s",
+            (long long)version, m->cfg.eval_labels[0] ? m->cfg.eval_labels : m->cfg.eval_images, err.msg);
+    m->last_acc = NAN; /* not the accuracy of an earlier step either */
+    return;
+  }
   tfx_eval_report rep;
   tfx_eval_report_init(&rep, m->cfg.metrics, &r);
   tfx_master_record(m, "eval", version, rep.names, rep.values, rep.n);
@@ -247,7 +252,11 @@ void tfx_master_validate(master *m, int force) {
       m->next_val[i] = v->every_steps ? m->next_val[i] + v->every_steps : INT64_MAX;
     }
     tfx_eval_result r;
-    tfx_evaluate_agg(m->model, m->valsets[i], 1000, (size_t)v->batches * 1000, v->agg, &r);
+    if (tfx_evaluate_agg(m->model, m->valsets[i], 1000, (size_t)v->batches * 1000, v->agg, &r, &err)) {
+      tfx_log(TFX_LOG_ERROR, "MASTER-VALIDATE-DATA", "step %lld: validation set %s (%s) not scored: %s",
+              (long long)version, v->name, v->labels[0] ? v->labels : v->images, err.msg);
+      continue;
+    }
     char line[64];
     snprintf(line, sizeof line, "validation.%s", v->name);
     tfx_eval_report rep;

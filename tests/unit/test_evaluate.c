@@ -1,11 +1,14 @@
 /* src/data/evaluate.c: aggregation of per-batch metrics over a validation set (one aggregation for all, or one
  * per metric as the "metrics" object of a validation set gives), the metric records model.metrics names, and
- * the config side of per-metric aggregation. The model is an identity matmul, so every loss is known exactly. */
+ * the config side of per-metric aggregation, and eval files holding a label or an embedding id the model cannot
+ * score. The model is an identity matmul, so every loss is known exactly. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <string.h>
 
+#include "csv.h"
 #include "evaluate.h"
+#include "tmpdir.h"
 
 /* Logits = inputs: example (t, 0) with label 0 has loss log(1 + e^-t) and is a hit when t > 0. */
 static const float ts[5] = {2, 1, 3, -1, -2};
@@ -46,7 +49,7 @@ Test(evaluate, one_aggregation_for_every_metric) {
   fixture f;
   setup(&f, "loss,accuracy,top_5");
   tfx_eval_result r;
-  tfx_evaluate_agg(f.m, &f.d, 2, 0, "mean", &r);
+  cr_assert_eq(tfx_evaluate_agg(f.m, &f.d, 2, 0, "mean", &r, NULL), TFX_OK);
   double total = 0;
   for (int i = 0; i < 5; i++) {
     total += loss_of(i);
@@ -54,9 +57,10 @@ Test(evaluate, one_aggregation_for_every_metric) {
   cr_assert_float_eq(r.loss, total / 5, 1e-5);
   cr_assert_float_eq(r.accuracy, 3.0 / 5, 1e-9);
   cr_assert_eq(r.examples, 5);
-  tfx_evaluate_agg(f.m, &f.d, 2, 0, "sum", &r);
+  cr_assert_eq(tfx_evaluate_agg(f.m, &f.d, 2, 0, "sum", &r, NULL), TFX_OK);
   cr_assert_float_eq(r.accuracy, 1.0 + 0.5 + 0.0, 1e-9);
-  tfx_evaluate_agg(f.m, &f.d, 2, 4, "min", &r); /* the first 4 examples: batches {0, 1} and {2, 3} */
+  /* The first 4 examples: batches {0, 1} and {2, 3}. */
+  cr_assert_eq(tfx_evaluate_agg(f.m, &f.d, 2, 4, "min", &r, NULL), TFX_OK);
   cr_assert_float_eq(r.accuracy, 0.5, 1e-9);
   cr_assert_float_eq(r.loss, (loss_of(0) + loss_of(1)) / 2, 1e-5);
   cr_assert_eq(r.examples, 4);
@@ -67,11 +71,11 @@ Test(evaluate, aggregation_per_metric) {
   fixture f;
   setup(&f, "loss,accuracy,top_5");
   tfx_eval_result r;
-  tfx_evaluate_agg(f.m, &f.d, 2, 0, "accuracy:min,loss:max", &r);
+  cr_assert_eq(tfx_evaluate_agg(f.m, &f.d, 2, 0, "accuracy:min,loss:max", &r, NULL), TFX_OK);
   cr_assert_float_eq(r.accuracy, 0.0, 1e-9, "accuracy: min over batches");
   cr_assert_float_eq(r.loss, loss_of(4), 1e-5, "loss: max over batches (the last batch's)");
   cr_assert_float_eq(r.top5, 1.0, 1e-9, "top_5 unlisted: mean, and 2 classes are always in the top 5");
-  tfx_evaluate_agg(f.m, &f.d, 2, 0, "top_5:sum,accuracy:max", &r);
+  cr_assert_eq(tfx_evaluate_agg(f.m, &f.d, 2, 0, "top_5:sum,accuracy:max", &r, NULL), TFX_OK);
   cr_assert_float_eq(r.top5, 3.0, 1e-9);
   cr_assert_float_eq(r.accuracy, 1.0, 1e-9);
   tfx_model_destroy(f.m);
@@ -81,7 +85,7 @@ Test(evaluate, records_name_the_metrics_of_the_experiment) {
   fixture f;
   setup(&f, "accuracy,top_1");
   tfx_eval_result r;
-  tfx_evaluate(f.m, &f.d, 2, &r);
+  cr_assert_eq(tfx_evaluate(f.m, &f.d, 2, &r, NULL), TFX_OK);
   cr_assert_eq(r.top_k, 1);
   cr_assert_float_eq(r.top5, r.accuracy, 1e-9, "top-1 is accuracy");
   tfx_eval_report rep;
@@ -126,4 +130,70 @@ Test(evaluate, config_reads_the_metrics_object_of_a_validation_set) {
       " \"metrics\": {\"f1\": \"mean\"}}]}";
   cr_assert_eq(tfx_config_parse(&cfg, unknown, "t", &err), TFX_ECONFIG);
   cr_assert(strstr(err.msg, "'f1:mean' (want loss, accuracy or top_K"), "%s", err.msg);
+}
+
+/* ---- data the model cannot score ---- */
+
+static void tmp_init(void) {
+  tmpdir_create("evaluate");
+}
+
+/* A CSV eval file in tmp (header x0,x1,label); the dataset is the caller's. */
+static tfx_dataset *csv_file(const char *name, const char *text) {
+  char path[128];
+  snprintf(path, sizeof path, "%s/%s", tmp, name);
+  spit(path, text, strlen(text));
+  tfx_dataset *d = NULL;
+  tfx_err err = {0};
+  cr_assert_eq(tfx_csv_load(path, "label", 1, &d, &err), TFX_OK, "%s", err.msg);
+  return d;
+}
+
+/* The fourth row's label 7 is outside the 2 classes: it would count as a miss with no loss; both evaluations
+ * refuse the file, name the label and the batch that holds it, and leave the result alone. */
+Test(evaluate, a_label_outside_the_classes_is_an_error_naming_it, .init = tmp_init, .fini = tmpdir_remove) {
+  fixture f;
+  setup(&f, "loss,accuracy");
+  tfx_dataset *bad = csv_file("bad.csv", "x0,x1,label\n2,0,0\n1,0,1\n3,0,0\n-1,0,7\n-2,0,0\n");
+  tfx_eval_result r = {.accuracy = -1, .examples = 99};
+  tfx_err err = {0};
+  cr_assert_eq(tfx_evaluate(f.m, bad, 2, &r, &err), TFX_EINVAL);
+  cr_assert(strstr(err.msg, "examples 2 to 3: label 7 (example 1 of the batch) is outside the model's 2 classes"), "%s",
+            err.msg);
+  cr_assert(r.accuracy == -1 && r.examples == 99, "the result is written only on success");
+  memset(&err, 0, sizeof err);
+  cr_assert_eq(tfx_evaluate_agg(f.m, bad, 2, 0, "mean", &r, &err), TFX_EINVAL);
+  cr_assert(strstr(err.msg, "label 7"), "%s", err.msg);
+  cr_assert_eq(tfx_evaluate_agg(f.m, bad, 2, 3, "mean", &r, &err), TFX_OK, "the first 3 rows are fine: %s", err.msg);
+  cr_assert_float_eq(r.accuracy, 2.0 / 3, 1e-9);
+  tfx_dataset_destroy(bad);
+  tfx_dataset *good = csv_file("good.csv", "x0,x1,label\n2,0,0\n1,0,1\n3,0,0\n-1,0,1\n-2,0,0\n");
+  cr_assert_eq(tfx_evaluate(f.m, good, 2, &r, &err), TFX_OK, "%s", err.msg);
+  cr_assert_float_eq(r.accuracy, 3.0 / 5, 1e-9, "rows 0, 2 and 3 are hits");
+  tfx_dataset_destroy(good);
+  tfx_model_destroy(f.m);
+}
+
+/* An embedding id outside the table would read a zero row: the evaluation names the layer, the id and the rows. */
+Test(evaluate, an_embedding_id_outside_its_table_is_an_error_naming_it, .init = tmp_init, .fini = tmpdir_remove) {
+  tfx_config cfg;
+  tfx_config_init(&cfg);
+  tfx_err err = {0};
+  cr_assert_eq(tfx_config_parse(&cfg,
+                                "{\"model\": {\"input_shape\": [2], \"layers\": [{\"type\": \"embedding\", "
+                                "\"input_dim\": 4, \"units\": 2}, {\"type\": \"dense\", \"units\": 2}]}}",
+                                "embedding", &err),
+               TFX_OK, "%s", err.msg);
+  tfx_model *m = NULL;
+  cr_assert_eq(tfx_model_create(&cfg, 2, &m, &err), TFX_OK, "%s", err.msg);
+  tfx_model_init_vars(m, 3);
+  tfx_dataset *d = csv_file("ids.csv", "x0,x1,label\n0,1,0\n2,3,1\n1,1,0\n3,9,1\n");
+  tfx_eval_result r;
+  cr_assert_eq(tfx_evaluate(m, d, 2, &r, &err), TFX_EINVAL);
+  cr_assert(strstr(err.msg, "examples 2 to 3: embedding_1: id 9 is outside the table's 4 rows"), "%s", err.msg);
+  d->n = 2;
+  cr_assert_eq(tfx_evaluate(m, d, 2, &r, &err), TFX_OK, "%s", err.msg);
+  cr_assert_eq(r.examples, 2);
+  tfx_dataset_destroy(d);
+  tfx_model_destroy(m);
 }

@@ -1337,7 +1337,7 @@ Test(model, training_on_gaussian_blobs_learns) {
   cr_assert_eq(tfx_batcher_create(train_set, 0, 1, 3, 1, &bt, NULL), TFX_OK);
   double first = 0, last = train(m, &cfg, bt, 300, 32, &first);
   tfx_eval_result ev;
-  tfx_evaluate(m, test_set, 32, &ev);
+  cr_assert_eq(tfx_evaluate(m, test_set, 32, &ev, NULL), TFX_OK);
   cr_log_info("blobs: loss %.3f -> %.3f, held-out accuracy %.3f, loss %.3f", first, last, ev.accuracy, ev.loss);
   /* Measured: loss 1.29 -> 0.035, held-out accuracy 0.980 (chance is 0.25). */
   cr_assert_gt(first, 1.0);
@@ -1373,7 +1373,7 @@ Test(model, training_on_fashion_mnist_learns) {
   cr_assert_eq(tfx_batcher_create(d, 0, 1, 42, 1, &bt, &err), TFX_OK, "%s", err.msg);
   double first = 0, last = train(m, &cfg, bt, 300, 64, &first);
   tfx_eval_result ev;
-  tfx_evaluate(m, d, 64, &ev);
+  cr_assert_eq(tfx_evaluate(m, d, 64, &ev, NULL), TFX_OK);
   cr_log_info("fashion-mnist: loss %.3f -> %.3f; accuracy %.3f", first, last, ev.accuracy);
   /* Measured: loss 2.39 -> 0.51 (mean of the last 20 steps), accuracy 0.832 after 300 steps of 64
    * (chance: 2.30 and 0.10). */
