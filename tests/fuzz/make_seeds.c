@@ -1,5 +1,6 @@
 /* Writes the committed seed corpus (tests/fuzz/corpus/<target>/) from real encoders: the wire codec, the
- * checkpoint writer, protobuf-c Examples, zlib. Run once when a format changes: make_seeds CORPUS_DIR. */
+ * checkpoint writer, the tf.train.Example encoder (tfx_example_pack), zlib. Run once when a format changes:
+ * make_seeds CORPUS_DIR. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,7 +8,7 @@
 #include <zlib.h>
 
 #include "ckpt.h"
-#include "example.pb-c.h"
+#include "example.h"
 #include "tfrecord.h"
 #include "wire.h"
 
@@ -106,24 +107,15 @@ static void ckpt_seeds(void) {
 
 /* One Example with a float feature x of n values and an int64 label y, packed; caller frees. */
 static uint8_t *example(int n, int64_t label, size_t *len) {
-  float x[4] = {0, 127, 255, 3};
-  Tensorflow__FloatList fl = TENSORFLOW__FLOAT_LIST__INIT;
-  Tensorflow__Int64List il = TENSORFLOW__INT64_LIST__INIT;
-  fl.n_value = (size_t)n, fl.value = x;
-  il.n_value = 1, il.value = &label;
-  Tensorflow__Feature fx = TENSORFLOW__FEATURE__INIT, fy = TENSORFLOW__FEATURE__INIT;
-  fx.kind_case = TENSORFLOW__FEATURE__KIND_FLOAT_LIST, fx.float_list = &fl;
-  fy.kind_case = TENSORFLOW__FEATURE__KIND_INT64_LIST, fy.int64_list = &il;
-  Tensorflow__Features__FeatureEntry ex_ = TENSORFLOW__FEATURES__FEATURE_ENTRY__INIT,
-                                     ey = TENSORFLOW__FEATURES__FEATURE_ENTRY__INIT, *entries[2] = {&ex_, &ey};
-  ex_.key = "x", ex_.value = &fx, ey.key = "y", ey.value = &fy;
-  Tensorflow__Features fs = TENSORFLOW__FEATURES__INIT;
-  fs.n_feature = 2, fs.feature = entries;
-  Tensorflow__Example ex = TENSORFLOW__EXAMPLE__INIT;
-  ex.features = &fs;
-  *len = tensorflow__example__get_packed_size(&ex);
-  uint8_t *buf = malloc(*len);
-  tensorflow__example__pack(&ex, buf);
+  static const float x[4] = {0, 127, 255, 3};
+  const tfx_feature f[2] = {{.key = "x", .kind = TFX_FEATURE_KIND_FLOAT, .n = (size_t)n, .floats = x},
+                            {.key = "y", .kind = TFX_FEATURE_KIND_INT64, .n = 1, .int64s = &label}};
+  uint8_t *buf = NULL;
+  tfx_err err = {0};
+  if (tfx_example_pack(f, 2, &buf, len, &err)) {
+    fprintf(stderr, "make_seeds: %s\n", err.msg);
+    exit(1);
+  }
   return buf;
 }
 
