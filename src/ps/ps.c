@@ -123,27 +123,73 @@ static int make_shard(ps_state *p, shard *s, const Tfx__Shard *m, tfx_err *err) 
   return TFX_OK;
 }
 
-static int restore_shards(ps_state *p, const char *path, tfx_err *err) {
-  tfx_ckpt *c;
-  int rc = tfx_ckpt_read(path, &c, err);
-  if (rc) {
-    return rc;
+/* Writes "[d0,d1,..] rows b..e" into out. */
+static void describe_slice(char *out, size_t n, int rank, const int64_t *dims, int64_t row_begin, int64_t row_end) {
+  size_t at = (size_t)snprintf(out, n, "[");
+  for (int d = 0; d < rank && at < n; d++) {
+    at += (size_t)snprintf(out + at, n - at, "%s%lld", d ? "," : "", (long long)dims[d]);
   }
-  for (int i = 0; i < p->n_shards && !rc; i++) {
+  if (at < n) {
+    snprintf(out + at, n - at, "] rows %lld..%lld", (long long)row_begin, (long long)row_end);
+  }
+}
+
+/* Whether a checkpoint entry holds exactly the shard's slice: same rank, dims and rows. */
+static int same_slice(const shard *s, const tfx_ckpt_entry *e) {
+  if (e->rank != s->rank || e->row_begin != s->row_begin || e->row_end != s->row_end || e->count != s->count) {
+    return 0;
+  }
+  for (int d = 0; d < s->rank; d++) {
+    if (e->dims[d] != s->shape[d]) {
+      return 0;
+    }
+  }
+  return 1;
+}
+
+/* Refuses an entry (name: the variable or one of its slots) that does not hold the shard's slice. */
+static int check_entry(const shard *s, const char *name, const tfx_ckpt_entry *e, const char *path, tfx_err *err) {
+  char want[96], got[96];
+  describe_slice(want, sizeof want, s->rank, s->shape, s->row_begin, s->row_end);
+  if (!e) {
+    return tfx_err_set(err, TFX_ESHAPE, "restore '%.64s': expects %s, the shard has no such entry (%s)", name, want,
+                       path);
+  }
+  if (same_slice(s, e)) {
+    return TFX_OK;
+  }
+  describe_slice(got, sizeof got, e->rank, e->dims, e->row_begin, e->row_end);
+  return tfx_err_set(err, TFX_ESHAPE, "restore '%.64s': expects %s, the shard holds %s (%s)", name, want, got, path);
+}
+
+/* Restores one optimizer slot; a missing one starts at zero with a warning (the optimizer may have changed). */
+static int restore_slot(ps_state *p, shard *s, int k, const tfx_ckpt *c, const char *path, tfx_err *err) {
+  char name[200];
+  snprintf(name, sizeof name, "%s@%s", s->key, tfx_optim_slot_name(k));
+  const tfx_ckpt_entry *se = tfx_ckpt_find(c, name);
+  if (!se) {
+    tfx_log(TFX_LOG_WARN, "PS-RESTORE-NO-SLOT", "'%s': %s has no such slot of optimizer %s; it starts at zero", name,
+            path, p->cfg.optimizer);
+    return TFX_OK;
+  }
+  int rc = check_entry(s, name, se, path, err);
+  if (!rc) {
+    memcpy(s->slots[k], se->data, sizeof(float) * s->count);
+  }
+  return rc;
+}
+
+static int restore_shards(ps_state *p, const char *path, tfx_err *err) {
+  tfx_ckpt *c = NULL;
+  int rc = tfx_ckpt_read(path, &c, err);
+  for (int i = 0; !rc && i < p->n_shards; i++) {
     shard *s = &p->shards[i];
     const tfx_ckpt_entry *e = tfx_ckpt_find(c, s->key);
-    if (!e || e->count != s->count || e->row_begin != s->row_begin) {
-      rc = tfx_err_set(err, TFX_ESHAPE, "%s: shard '%s' missing or of another shape", path, s->key);
-      break;
+    if (!(rc = check_entry(s, s->key, e, path, err))) {
+      memcpy(s->value->data, e->data, sizeof(float) * s->count);
     }
-    memcpy(s->value->data, e->data, sizeof(float) * s->count);
-    for (int k = 0; k < tfx_optim_slots(&p->opt); k++) {
-      char name[200];
-      snprintf(name, sizeof name, "%s@%s", s->key, tfx_optim_slot_name(k));
-      const tfx_ckpt_entry *se = tfx_ckpt_find(c, name);
-      if (se && se->count == s->count) {
-        memcpy(s->slots[k], se->data, sizeof(float) * s->count);
-      }
+    for (int k = 0; !rc && k < tfx_optim_slots(&p->opt); k++) {
+      rc = restore_slot(p, s, k, c, path, err);
     }
   }
   if (!rc) {

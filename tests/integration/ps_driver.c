@@ -1,6 +1,6 @@
 /* Drives a real `tfx-node --role=ps` through its protocol and checks the update semantics exactly.
- * Usage: tfx-ps-driver TFX_NODE CASE   with CASE one of async-sum, sync, ssp, optim, reject, checkpoint, sparse,
- * split, parts, parts-reject.
+ * Usage: tfx-ps-driver TFX_NODE CASE   with CASE one of async-sum, sync, ssp, optim, reject, checkpoint,
+ * restore-shape, sparse, split, parts, parts-reject.
  * Prints "ok: ..." and exits 0, or "FAIL: ..." and exits 1. */
 #include <math.h>
 #include <signal.h>
@@ -19,7 +19,7 @@
 
 #define N 1000
 static const char *tfx_node;
-static char endpoint[64], run_dir[256];
+static char endpoint[64], run_dir[256], ps_log[300];
 static pid_t ps_pid;
 
 #define CHECK(cond, ...)            \
@@ -28,9 +28,36 @@ static pid_t ps_pid;
       printf("FAIL: " __VA_ARGS__); \
       printf("\n");                 \
       stop_ps();                    \
+      dump_ps_log();                \
       exit(1);                      \
     }                               \
   } while (0)
+
+/* Prints the ps's log (its stderr) after a failure. */
+static void dump_ps_log(void) {
+  FILE *f = fopen(ps_log, "r");
+  char line[1024];
+  while (f && fgets(line, sizeof line, f)) {
+    printf("ps: %s", line);
+  }
+  if (f) {
+    fclose(f);
+  }
+}
+
+/* Whether the ps's log holds `needle`. */
+static int ps_log_has(const char *needle) {
+  FILE *f = fopen(ps_log, "r");
+  char line[1024];
+  int found = 0;
+  while (f && !found && fgets(line, sizeof line, f)) {
+    found = strstr(line, needle) != NULL;
+  }
+  if (f) {
+    fclose(f);
+  }
+  return found;
+}
 
 static void stop_ps(void) {
   if (ps_pid > 0) {
@@ -53,6 +80,9 @@ static void start_ps(void) {
   snprintf(endpoint, sizeof endpoint, "tcp://127.0.0.1:%d", port);
   if ((ps_pid = fork()) == 0) {
     setenv("TF_CONFIG", tfc, 1);
+    if (!freopen(ps_log, "w", stderr)) {
+      _exit(126);
+    }
     execl(tfx_node, "tfx-node", "--log-level", "warn", (char *)NULL);
     _exit(127);
   }
@@ -65,6 +95,24 @@ static tfx_client *connect_ps(void) {
   return c;
 }
 
+/* INIT with one variable "v" of N zeros and shape[rank] (product N), under the experiment json; restore from
+ * `path` when given; `workers` goes in the INIT's flag. */
+static int init_shaped(tfx_client *c, const char *json, const int64_t *shape, int rank, int workers, const char *path,
+                       tfx_err *err) {
+  Tfx__Shard sh, *shp = &sh;
+  tfx__shard__init(&sh);
+  sh.key = sh.var = "v", sh.shape = (int64_t *)shape, sh.n_shape = (size_t)rank, sh.row_end = shape[0];
+  sh.trainable = 1, sh.init = "zeros";
+  tfx_envelope env;
+  tfx_inmsg r;
+  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_INIT);
+  env.text = (char *)json, env.shards = &shp, env.n_shards = 1, env.flag = workers;
+  env.path = (char *)(path ? path : "");
+  int rc = tfx_client_call(c, &env, NULL, 0, &r, 20000, err);
+  tfx_inmsg_fini(&r);
+  return rc;
+}
+
 /* INIT with one variable "v" of N zeros; restore from `path` when given. */
 static int init_ps(tfx_client *c, const char *mode, const char *opt, int workers, int replicas, int staleness,
                    const char *path, tfx_err *err) {
@@ -73,17 +121,8 @@ static int init_ps(tfx_client *c, const char *mode, const char *opt, int workers
            "{\"training\": {\"mode\": \"%s\", \"replicas_to_aggregate\": %d, \"staleness\": %d},"
            " \"optimizer\": {\"name\": \"%s\", \"learning_rate\": %s}}",
            mode, replicas, staleness, opt, strcmp(opt, "sgd") ? "0.01" : "1");
-  Tfx__Shard sh, *shp = &sh;
   int64_t shape[1] = {N};
-  tfx__shard__init(&sh);
-  sh.key = sh.var = "v", sh.shape = shape, sh.n_shape = 1, sh.row_end = N, sh.trainable = 1, sh.init = "zeros";
-  tfx_envelope env;
-  tfx_inmsg r;
-  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_INIT);
-  env.text = json, env.shards = &shp, env.n_shards = 1, env.flag = workers, env.path = (char *)(path ? path : "");
-  int rc = tfx_client_call(c, &env, NULL, 0, &r, 20000, err);
-  tfx_inmsg_fini(&r);
-  return rc;
+  return init_shaped(c, json, shape, 1, workers, path, err);
 }
 
 /* Pushes g as worker w for `step`; *stale gets the ps's stale flag. */
@@ -311,10 +350,79 @@ static void case_sparse(void) {
   tfx_client_destroy(c);
 }
 
+/* Asks the ps to write its shard for `step` into run_dir/NAME; shard gets the file's path. */
+static void write_ckpt(tfx_client *c, int64_t step, const char *name, char *shard, size_t n) {
+  char dir[300];
+  snprintf(dir, sizeof dir, "%s/%s", run_dir, name);
+  tfx_envelope env;
+  tfx_inmsg r;
+  tfx_err err;
+  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_CHECKPOINT);
+  env.step = step, env.path = dir;
+  CHECK(tfx_client_call(c, &env, NULL, 0, &r, 10000, &err) == 0, "checkpoint: %s", err.msg);
+  tfx_inmsg_fini(&r);
+  snprintf(shard, n, "%s/ps-0.shard", dir);
+}
+
+/* Pushes g as worker 0 at `step`, then pulls v into out. */
+static void push_then_pull(tfx_client *c, int64_t step, const float *g, float *out) {
+  tfx_err err;
+  CHECK(push(c, 0, step, g, "v", N, NULL, &err) == 0, "push: %s", err.msg);
+  CHECK(pull(c, 0, 0, out, NULL, 5000, &err) == 0, "pull: %s", err.msg);
+}
+
+/* The Adam moments come back with the values: after a restore, the next push gives bit for bit what it gives on
+ * the ps that wrote the checkpoint (zeroed moments would give other values). */
+static void checkpoint_slots(tfx_client *c, const char *shard, const float *v) {
+  tfx_err err;
+  float g2[N], first[N], second[N];
+  int64_t version;
+  for (int i = 0; i < N; i++) {
+    g2[i] = cosf((float)i);
+  }
+  push_then_pull(c, 3, g2, first);
+  CHECK(init_ps(c, "async", "adam", 1, 0, 0, shard, &err) == 0, "restore: %s", err.msg);
+  CHECK(pull(c, 0, 0, second, &version, 5000, &err) == 0 && version == 3, "pull after restore: version %lld",
+        (long long)version);
+  CHECK(memcmp(v, second, sizeof second) == 0, "restored values differ");
+  push_then_pull(c, 3, g2, second);
+  for (int i = 0; i < N; i++) {
+    CHECK(first[i] == second[i], "adam push after restore: v[%d] = %.9g, on the writer %.9g (moments not restored)", i,
+          second[i], first[i]);
+  }
+}
+
+/* A shard without the optimizer's slots (written under SGD) restores under Adam with a warning naming each
+ * missing slot, and the moments start at zero: the next push equals Adam's first update from the restored
+ * values at the restored step. */
+static void checkpoint_no_slots(tfx_client *c, const float *g) {
+  tfx_err err;
+  char shard[400];
+  float w[N], m[N] = {0}, s2[N] = {0}, v[N];
+  float *slots[2] = {m, s2};
+  CHECK(init_ps(c, "async", "sgd", 1, 0, 0, NULL, &err) == 0, "init sgd: %s", err.msg);
+  push_then_pull(c, 0, g, w);
+  write_ckpt(c, 1, "ckpt-sgd", shard, sizeof shard);
+  CHECK(init_ps(c, "async", "adam", 1, 0, 0, shard, &err) == 0, "restore an sgd shard under adam: %s", err.msg);
+  CHECK(ps_log_has("PS-RESTORE-NO-SLOT") && ps_log_has("'v@m'") && ps_log_has("'v@v'"),
+        "no PS-RESTORE-NO-SLOT warning naming v@m and v@v");
+  tfx_config cfg;
+  tfx_config_init(&cfg);
+  strcpy(cfg.optimizer, "adam"), cfg.learning_rate = 0.01;
+  tfx_optim opt;
+  tfx_optim_init(&opt, &cfg);
+  tfx_optim_apply(&opt, 1, w, g, 1.0f, slots, N);
+  push_then_pull(c, 1, g, v);
+  for (int i = 0; i < N; i++) {
+    CHECK(v[i] == w[i], "adam from zero moments after an sgd shard: v[%d] = %.9g, want %.9g", i, v[i], w[i]);
+  }
+}
+
 static void case_checkpoint(void) {
   tfx_client *c = connect_ps();
   tfx_err err;
-  float g[N], v[N], back[N];
+  float g[N], v[N];
+  char shard[400];
   for (int i = 0; i < N; i++) {
     g[i] = (float)i;
   }
@@ -323,20 +431,9 @@ static void case_checkpoint(void) {
     push(c, 0, s, g, "v", N, NULL, &err);
   }
   CHECK(pull(c, 0, 0, v, NULL, 5000, &err) == 0, "pull: %s", err.msg);
-  char dir[300], shard[400];
-  snprintf(dir, sizeof dir, "%s/ckpt", run_dir);
-  tfx_envelope env;
-  tfx_inmsg r;
-  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_CHECKPOINT);
-  env.step = 3, env.path = dir;
-  CHECK(tfx_client_call(c, &env, NULL, 0, &r, 10000, &err) == 0, "checkpoint: %s", err.msg);
-  tfx_inmsg_fini(&r);
-  snprintf(shard, sizeof shard, "%s/ps-0.shard", dir);
-  CHECK(init_ps(c, "async", "adam", 1, 0, 0, shard, &err) == 0, "restore: %s", err.msg);
-  int64_t version;
-  CHECK(pull(c, 0, 0, back, &version, 5000, &err) == 0 && version == 3, "pull after restore: version %lld",
-        (long long)version);
-  CHECK(memcmp(v, back, sizeof v) == 0, "restored values differ");
+  write_ckpt(c, 3, "ckpt", shard, sizeof shard);
+  checkpoint_slots(c, shard, v);
+  checkpoint_no_slots(c, g);
   FILE *f = fopen(shard, "r+b");
   fseek(f, 200, SEEK_SET), fputc(0x5a, f), fclose(f);
   CHECK(init_ps(c, "async", "adam", 1, 0, 0, shard, &err) == TFX_ECORRUPT && strstr(err.msg, "ps-0.shard"),
@@ -344,7 +441,52 @@ static void case_checkpoint(void) {
   CHECK(truncate(shard, 100) == 0, "truncate");
   CHECK(init_ps(c, "async", "adam", 1, 0, 0, shard, &err) == TFX_ECORRUPT && strstr(err.msg, "file has"),
         "truncated: %s", err.msg);
-  printf("ok: shard checkpoint round trip (values, slots, version); bit flip and truncation refused\n");
+  printf(
+      "ok: shard checkpoint round trip (values, Adam moments: the next push equals the writer's bit for bit, "
+      "version); a shard without slots restores with PS-RESTORE-NO-SLOT and zero moments; bit flip and "
+      "truncation refused\n");
+  tfx_client_destroy(c);
+}
+
+/* Restores "v" from `shard` into the plan shape[rank]: must be refused naming v, the plan's shape and the
+ * shard's, and leave the running values (`held`, version 1) unchanged. */
+static void refuse_shape(tfx_client *c, const char *shard, const int64_t *shape, int rank, const char *want,
+                         const float *held) {
+  tfx_err err;
+  float v[N];
+  int64_t version;
+  const char *json = "{\"training\": {\"mode\": \"async\"}, \"optimizer\": {\"name\": \"sgd\", \"learning_rate\": 1}}";
+  tfx_err_clear(&err);
+  int rc = init_shaped(c, json, shape, rank, 1, shard, &err);
+  CHECK(rc == TFX_ESHAPE && strstr(err.msg, "'v'") && strstr(err.msg, want) && strstr(err.msg, "[40,25] rows 0..40"),
+        "restore into %s: code %d, '%s' (want ESHAPE naming 'v', %s and the shard's [40,25] rows 0..40)", want, rc,
+        err.msg, want);
+  CHECK(pull(c, 0, 0, v, &version, 5000, &err) == 0 && version == 1, "pull after a refused restore: version %lld",
+        (long long)version);
+  CHECK(memcmp(v, held, sizeof v) == 0, "a refused restore changed the values");
+}
+
+/* A shard written for v [40,25] restored into a plan of [25,40] or [1000] (same element count, same first row)
+ * is refused, naming the variable, the expected slice and the one found; the running state is unchanged. */
+static void case_restore_shape(void) {
+  tfx_client *c = connect_ps();
+  tfx_err err;
+  float g[N], held[N];
+  char shard[400];
+  int64_t plan[2] = {40, 25}, transposed[2] = {25, 40}, flat[1] = {N};
+  const char *json = "{\"training\": {\"mode\": \"async\"}, \"optimizer\": {\"name\": \"sgd\", \"learning_rate\": 1}}";
+  for (int i = 0; i < N; i++) {
+    g[i] = (float)i;
+  }
+  CHECK(init_shaped(c, json, plan, 2, 1, NULL, &err) == 0, "init [40,25]: %s", err.msg);
+  push_then_pull(c, 0, g, held);
+  write_ckpt(c, 1, "ckpt-shape", shard, sizeof shard);
+  refuse_shape(c, shard, transposed, 2, "expects [25,40] rows 0..25", held);
+  refuse_shape(c, shard, flat, 1, "expects [1000] rows 0..1000", held);
+  CHECK(init_shaped(c, json, plan, 2, 1, shard, &err) == 0, "restore into the same plan: %s", err.msg);
+  printf(
+      "ok: a [40,25] shard restored into [25,40] or [1000] is refused naming v and both shapes; nothing "
+      "changed; the same plan restores\n");
   tfx_client_destroy(c);
 }
 
@@ -583,6 +725,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   tfx_log_set_level(TFX_LOG_WARN);
+  snprintf(ps_log, sizeof ps_log, "%s/ps.log", run_dir);
   start_ps();
   const char *cs = argv[2];
   if (!strcmp(cs, "async-sum")) {
@@ -597,6 +740,8 @@ int main(int argc, char **argv) {
     case_reject();
   } else if (!strcmp(cs, "checkpoint")) {
     case_checkpoint();
+  } else if (!strcmp(cs, "restore-shape")) {
+    case_restore_shape();
   } else if (!strcmp(cs, "sparse")) {
     case_sparse();
   } else if (!strcmp(cs, "split")) {
