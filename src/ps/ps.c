@@ -207,6 +207,10 @@ static int handle_init(ps_state *p, const tfx_envelope *e, tfx_err *err) {
   if (rc) {
     return rc;
   }
+  if (strcmp(cfg.nan_policy, "reject") && strcmp(cfg.nan_policy, "skip")) {
+    return tfx_err_set(err, TFX_ECONFIG, "init experiment: training.nan_policy '%s' (want reject or skip)",
+                       cfg.nan_policy);
+  }
   /* Build the new state aside: a bad plan or shard leaves the current one untouched. */
   ps_state next = *p;
   next.cfg = cfg;
@@ -336,8 +340,10 @@ static int reply_simple(ps_state *p, const tfx_inmsg *m, int64_t step, int64_t f
 }
 
 static int handle_status(ps_state *p, const tfx_inmsg *m, tfx_err *err) {
-  const char *names[] = {"uptime_s", "shards",       "bytes",      "pushes_applied", "stale_dropped",
-                         "rejected", "pulls_served", "bad_frames", "version",        "busy_us_per_message"};
+  enum { N_STATS = 12 };
+  const char *names[N_STATS] = {"uptime_s",     "shards",       "bytes",      "pushes_applied", "stale_dropped",
+                                "rejected",     "pulls_served", "bad_frames", "version",        "busy_us_per_message",
+                                "nan_rejected", "nan_skipped"};
   double vals[] = {(tfx_now_ms() - p->start_ms) / 1000.0,
                    p->n_shards,
                    (double)tfx_ps_bytes(p),
@@ -347,16 +353,18 @@ static int handle_status(ps_state *p, const tfx_inmsg *m, tfx_err *err) {
                    (double)p->stats.pulls,
                    (double)p->stats.bad_frames,
                    (double)p->version,
-                   p->stats.handled ? p->stats.busy_us / (double)p->stats.handled : 0};
-  Tfx__KeyValue kv[10], *kvp[10];
-  for (int i = 0; i < 10; i++) {
+                   p->stats.handled ? p->stats.busy_us / (double)p->stats.handled : 0,
+                   (double)p->stats.nan_rejected,
+                   (double)p->stats.nan_skipped};
+  Tfx__KeyValue kv[N_STATS], *kvp[N_STATS];
+  for (int i = 0; i < N_STATS; i++) {
     tfx__key_value__init(&kv[i]);
     kv[i].key = (char *)names[i], kv[i].value = vals[i], kvp[i] = &kv[i];
   }
   tfx_envelope env;
   tfx_reply_init(&env, m);
   env.text = (char *)(p->initialized ? "serving" : "waiting-for-plan");
-  env.step = p->version, env.stats = kvp, env.n_stats = 10;
+  env.step = p->version, env.stats = kvp, env.n_stats = N_STATS;
   return tfx_wire_send(p->sock, &m->identity, &env, NULL, 0, err);
 }
 
@@ -437,6 +445,7 @@ static void publish(ps_state *p) {
   v->applied = (double)p->stats.applied, v->stale = (double)p->stats.stale, v->rejected = (double)p->stats.rejected;
   v->pulls = (double)p->stats.pulls, v->bad_frames = (double)p->stats.bad_frames, v->busy_us = p->stats.busy_us;
   v->handled = (double)p->stats.handled;
+  v->nan_rejected = (double)p->stats.nan_rejected, v->nan_skipped = (double)p->stats.nan_skipped;
   pthread_mutex_unlock(&v->lock);
 }
 
@@ -457,6 +466,10 @@ static char *render(const char *path, const char **type, void *ctx) {
                     v->stale);
     tfx_prom_metric(&t, "tfx_ps_rejected_total", "Requests rejected (bad names, shapes, NaN).", "counter", "ps", i,
                     v->rejected);
+    tfx_prom_metric(&t, "tfx_ps_nan_rejected_total", "Pushes rejected for NaN/Inf (training.nan_policy = reject).",
+                    "counter", "ps", i, v->nan_rejected);
+    tfx_prom_metric(&t, "tfx_ps_nan_skipped_total", "Pushes skipped for NaN/Inf (training.nan_policy = skip).",
+                    "counter", "ps", i, v->nan_skipped);
     tfx_prom_metric(&t, "tfx_ps_pulls_served_total", "Pulls answered.", "counter", "ps", i, v->pulls);
     tfx_prom_metric(&t, "tfx_ps_bad_frames_total", "Malformed frames dropped.", "counter", "ps", i, v->bad_frames);
     tfx_prom_metric(&t, "tfx_ps_busy_seconds_total", "Time spent handling messages.", "counter", "ps", i,

@@ -1,6 +1,6 @@
 /* Drives a real `tfx-node --role=ps` through its protocol and checks the update semantics exactly.
  * Usage: tfx-ps-driver TFX_NODE CASE   with CASE one of async-sum, sync, ssp, optim, reject, checkpoint,
- * restore-shape, sparse, split, parts, parts-reject.
+ * restore-shape, nan-policy, sparse, split, parts, parts-reject.
  * Prints "ok: ..." and exits 0, or "FAIL: ..." and exits 1. */
 #include <math.h>
 #include <signal.h>
@@ -313,6 +313,149 @@ static void case_reject(void) {
     CHECK(v[i] == 0.0f, "rejected pushes changed v[%d] to %g", i, v[i]);
   }
   printf("ok: unknown variable, wrong shape, NaN and Inf rejected by name; nothing changed\n");
+  tfx_client_destroy(c);
+}
+
+/* Sends one push of tensor t (bytes of data) as worker w at `step` with `flag` (1: push-pull); the reply goes to
+ * *r (caller finalizes it with tfx_inmsg_fini). */
+static int push_tensor(tfx_client *c, int w, int64_t step, Tfx__Tensor *t, const void *data, size_t bytes, int flag,
+                       tfx_inmsg *r, tfx_err *err) {
+  tfx_payload pl = {data, bytes, 1, NULL, NULL};
+  tfx_envelope env;
+  tfx_wire_set_sender(TFX__ROLE__ROLE_WORKER, w);
+  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_PUSH);
+  env.step = step, env.tensors = &t, env.n_tensors = 1, env.flag = flag;
+  memset(r, 0, sizeof *r);
+  return tfx_client_call(c, &env, &pl, 1, r, 20000, err);
+}
+
+/* One push-pull of g into v as worker w at `step`: the reply's values go to out, its version to *version. */
+static int push_pull(tfx_client *c, int w, int64_t step, const float *g, float *out, int64_t *version, tfx_err *err) {
+  Tfx__Tensor t;
+  int64_t shape[1] = {N};
+  tfx__tensor__init(&t);
+  t.name = "v", t.shape = shape, t.n_shape = 1, t.nbytes = N * 4;
+  tfx_inmsg r;
+  int rc = push_tensor(c, w, step, &t, g, N * 4, 1, &r, err);
+  size_t size = 0;
+  const void *data = rc ? NULL : tfx_inmsg_part(&r, 0, &size);
+  if (!rc && size != N * 4) {
+    rc = tfx_err_set(err, TFX_EPROTO, "push-pull reply: %zu bytes, want %d", size, N * 4);
+  }
+  if (!rc) {
+    memcpy(out, data, size), *version = r.env->step;
+  }
+  tfx_inmsg_fini(&r);
+  return rc;
+}
+
+/* The ps's status figure `name` (from MSG_STATUS); -1 when the reply lacks it. */
+static double stat_of(tfx_client *c, const char *name) {
+  tfx_envelope env;
+  tfx_inmsg r;
+  tfx_err err;
+  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_STATUS);
+  CHECK(tfx_client_call(c, &env, NULL, 0, &r, 5000, &err) == 0, "status: %s", err.msg);
+  double v = -1;
+  for (size_t i = 0; i < r.env->n_stats; i++) {
+    if (!strcmp(r.env->stats[i]->key, name)) {
+      v = r.env->stats[i]->value;
+    }
+  }
+  tfx_inmsg_fini(&r);
+  return v;
+}
+
+/* Requires each status figure names[i] to equal want[i] exactly. */
+static void expect_stats(tfx_client *c, const char *what, const char *const *names, const double *want, int n) {
+  for (int i = 0; i < n; i++) {
+    double v = stat_of(c, names[i]);
+    CHECK(v == want[i], "%s: status %s = %g, want %g", what, names[i], v, want[i]);
+  }
+}
+
+/* INIT of v [N] under SGD (rate 1) in `mode` for `workers` workers with training.nan_policy = policy. */
+static int init_policy(tfx_client *c, const char *mode, int workers, const char *policy, tfx_err *err) {
+  char json[256];
+  int64_t shape[1] = {N};
+  snprintf(json, sizeof json,
+           "{\"training\": {\"mode\": \"%s\", \"nan_policy\": \"%s\"},"
+           " \"optimizer\": {\"name\": \"sgd\", \"learning_rate\": 1}}",
+           mode, policy);
+  return init_shaped(c, json, shape, 1, workers, NULL, err);
+}
+
+/* nan_policy = reject (the default): the NaN push gets an error naming v, nothing changes, counted as a NaN
+ * rejection and a rejection. */
+static void nan_reject(tfx_client *c, float *g) {
+  tfx_err err;
+  float v[N];
+  int64_t version;
+  CHECK(init_ps(c, "async", "sgd", 1, 0, 0, NULL, &err) == 0, "init: %s", err.msg);
+  g[3] = NAN;
+  CHECK(push(c, 0, 0, g, "v", N, NULL, &err) == TFX_EINVAL && strstr(err.msg, "'v'") && strstr(err.msg, "rejected"),
+        "reject: %s", err.msg);
+  CHECK(pull(c, 0, 0, v, &version, 5000, &err) == 0 && version == 0 && v[0] == 0.0f && v[3] == 0.0f,
+        "a rejected NaN push changed v (version %lld, v[3] = %g)", (long long)version, v[3]);
+  const char *names[] = {"nan_rejected", "nan_skipped", "rejected", "pushes_applied"};
+  double want[] = {1, 0, 1, 0};
+  expect_stats(c, "nan_policy reject", names, want, 4);
+  CHECK(init_policy(c, "async", 1, "drop", &err) == TFX_ECONFIG && strstr(err.msg, "training.nan_policy"),
+        "nan_policy 'drop' accepted: %s", err.msg);
+}
+
+/* nan_policy = skip, async (after nan_reject): a NaN push and a NaN push-pull both succeed, the push-pull's reply
+ * carries the current values and version; nothing changes; each counted as skipped, none as rejected. */
+static void nan_skip_async(tfx_client *c, float *g) {
+  tfx_err err;
+  float v[N], good[N];
+  int64_t version;
+  int stale = -1;
+  fill(good, 1);
+  CHECK(init_policy(c, "async", 1, "skip", &err) == 0, "init skip: %s", err.msg);
+  CHECK(push(c, 0, 0, good, "v", N, NULL, &err) == 0, "push: %s", err.msg);
+  g[3] = INFINITY;
+  CHECK(push(c, 0, 1, g, "v", N, &stale, &err) == 0 && stale == 0, "skip: a NaN push got %s", err.msg);
+  CHECK(push_pull(c, 0, 1, g, v, &version, &err) == 0, "skip: a NaN push-pull got %s", err.msg);
+  for (int i = 0; i < N; i++) {
+    CHECK(v[i] == -1.0f && version == 1, "skipped push-pull reply: v[%d] = %g at version %lld, want -1 at 1", i, v[i],
+          (long long)version);
+  }
+  CHECK(pull(c, 0, 0, v, &version, 5000, &err) == 0 && version == 1 && v[3] == -1.0f,
+        "a skipped push changed v (version %lld, v[3] = %g)", (long long)version, v[3]);
+  const char *names[] = {"nan_rejected", "nan_skipped", "rejected", "pushes_applied"};
+  double want[] = {1, 2, 2, 1}; /* counted since the ps started: nan_reject's NaN push and bad init came first */
+  expect_stats(c, "nan_policy skip", names, want, 4);
+  CHECK(ps_log_has("PS-NAN-SKIP"), "no PS-NAN-SKIP line in the ps log");
+}
+
+/* nan_policy = skip, sync with 2 workers: worker 0's NaN push is left out, worker 1's completes the step alone. */
+static void nan_skip_sync(tfx_client *c, float *g) {
+  tfx_err err;
+  float v[N], four[N];
+  int64_t version;
+  fill(four, 4);
+  CHECK(init_policy(c, "sync", 2, "skip", &err) == 0, "init sync skip: %s", err.msg);
+  g[3] = NAN;
+  CHECK(push(c, 0, 0, g, "v", N, NULL, &err) == 0, "sync skip: %s", err.msg);
+  CHECK(push(c, 1, 0, four, "v", N, NULL, &err) == 0, "push w1: %s", err.msg);
+  CHECK(pull(c, 0, 1, v, &version, 5000, &err) == 0 && version == 1, "sync step after a skip: %s", err.msg);
+  CHECK(v[0] == -4.0f && v[3] == -4.0f, "sync average without the skipped push: v = %g, want -4", v[0]);
+}
+
+static void case_nan_policy(void) {
+  tfx_client *c = connect_ps();
+  float g[N];
+  fill(g, 1);
+  nan_reject(c, g);
+  fill(g, 1);
+  nan_skip_async(c, g);
+  fill(g, 1);
+  nan_skip_sync(c, g);
+  printf(
+      "ok: nan_policy reject: error naming v, counted in nan_rejected and rejected; skip: push and push-pull "
+      "succeed with the current values, nothing changes, counted in nan_skipped only; sync: the step completes "
+      "without the skipped gradient\n");
   tfx_client_destroy(c);
 }
 
@@ -740,6 +883,8 @@ int main(int argc, char **argv) {
     case_reject();
   } else if (!strcmp(cs, "checkpoint")) {
     case_checkpoint();
+  } else if (!strcmp(cs, "nan-policy")) {
+    case_nan_policy();
   } else if (!strcmp(cs, "restore-shape")) {
     case_restore_shape();
   } else if (!strcmp(cs, "sparse")) {
