@@ -272,6 +272,11 @@ static int first_use(shard *const *targets, size_t i, const shard *s) {
   return 1;
 }
 
+/* The name of a wire dtype, for error texts. */
+static const char *dtype_name(int dtype) {
+  return dtype == TFX__DTYPE__DTYPE_FLOAT32 ? "float32" : dtype == TFX__DTYPE__DTYPE_INT64 ? "int64" : "unknown";
+}
+
 /* Checks a push sent in parts: async or ssp mode, and every tensor a dense range of a trainable shard. */
 static int validate_part(const ps_state *p, const tfx_envelope *e, const shard *s, const Tfx__Tensor *t, tfx_err *err) {
   if (is_sync(p)) {
@@ -281,8 +286,12 @@ static int validate_part(const ps_state *p, const tfx_envelope *e, const shard *
     return tfx_err_set(err, TFX_EINVAL, "push in parts: part %u of %u", e->part, e->parts);
   }
   size_t n = (size_t)(t->nbytes / sizeof(float));
-  if (!s->trainable || t->n_rows || t->dtype != TFX__DTYPE__DTYPE_FLOAT32 || !t->nbytes || t->nbytes % sizeof(float) ||
-      t->offset > s->count || n > s->count - t->offset) {
+  if (t->dtype != TFX__DTYPE__DTYPE_FLOAT32) {
+    return tfx_err_set(err, TFX_EINVAL, "push part: '%s' has dtype %s (%d); the ps holds float32 only", s->key,
+                       dtype_name(t->dtype), t->dtype);
+  }
+  if (!s->trainable || t->n_rows || !t->nbytes || t->nbytes % sizeof(float) || t->offset > s->count ||
+      n > s->count - t->offset) {
     return tfx_err_set(err, TFX_ESHAPE,
                        "push part: '%s' range of %llu bytes at element %llu does not fit its %zu "
                        "float32 values (dense and trainable only)",
@@ -291,14 +300,23 @@ static int validate_part(const ps_state *p, const tfx_envelope *e, const shard *
   return TFX_OK;
 }
 
-/* Checks a whole tensor of a push: size, dtype and rows against its shard. */
+/* Checks a whole tensor of a push: dtype, offset, size and rows against its shard. */
 static int validate_whole(const shard *s, const Tfx__Tensor *t, tfx_err *err) {
   if (!s->trainable && t->n_rows) {
     return tfx_err_set(err, TFX_EINVAL, "push: '%s' is assigned whole, not by rows", s->key);
   }
+  if (t->dtype != TFX__DTYPE__DTYPE_FLOAT32) {
+    return tfx_err_set(err, TFX_EINVAL, "push: '%s' has dtype %s (%d); the ps holds float32 only", s->key,
+                       dtype_name(t->dtype), t->dtype);
+  }
+  if (t->offset) {
+    return tfx_err_set(err, TFX_ESHAPE,
+                       "push: '%s' range at element %llu out of range: a whole push starts at 0 (ranges only in a "
+                       "push in parts)",
+                       s->key, (unsigned long long)t->offset);
+  }
   size_t want = t->n_rows ? t->n_rows * s->row_size * sizeof(float) : s->count * sizeof(float);
-  if (t->dtype != TFX__DTYPE__DTYPE_FLOAT32 || t->nbytes != want || t->offset ||
-      t->n_rows > (size_t)(s->row_end - s->row_begin)) {
+  if (t->nbytes != want || t->n_rows > (size_t)(s->row_end - s->row_begin)) {
     return tfx_err_set(err, TFX_ESHAPE, "push: '%s' expects %zu float32 values (%lld rows), got %llu bytes", s->key,
                        s->count, (long long)(s->row_end - s->row_begin), (unsigned long long)t->nbytes);
   }

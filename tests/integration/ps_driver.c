@@ -1,12 +1,13 @@
 /* Drives a real `tfx-node --role=ps` through its protocol and checks the update semantics exactly.
  * Usage: tfx-ps-driver TFX_NODE CASE   with CASE one of async-sum, sync, ssp, optim, reject, checkpoint,
- * restore-shape, nan-policy, sparse, split, parts, parts-reject.
+ * restore-shape, nan-policy, status, pulls, sparse, split, parts, parts-reject.
  * Prints "ok: ..." and exits 0, or "FAIL: ..." and exits 1. */
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -80,7 +81,8 @@ static void start_ps(void) {
   snprintf(endpoint, sizeof endpoint, "tcp://127.0.0.1:%d", port);
   if ((ps_pid = fork()) == 0) {
     setenv("TF_CONFIG", tfc, 1);
-    if (!freopen(ps_log, "w", stderr)) {
+    prctl(PR_SET_PDEATHSIG, SIGTERM); /* a driver killed by its timeout takes the ps along */
+    if (!freopen(ps_log, "w", stderr) || !freopen(ps_log, "a", stdout)) {
       _exit(126);
     }
     execl(tfx_node, "tfx-node", "--log-level", "warn", (char *)NULL);
@@ -211,6 +213,64 @@ static int64_t pushers_exact_sum(tfx_client *c, int pushers, int pushes, size_t 
   return version;
 }
 
+/* Sends one push of tensor t (bytes of data) as worker w at `step` with `flag` (1: push-pull); the reply goes to
+ * *r (caller finalizes it with tfx_inmsg_fini). */
+static int push_tensor(tfx_client *c, int w, int64_t step, Tfx__Tensor *t, const void *data, size_t bytes, int flag,
+                       tfx_inmsg *r, tfx_err *err) {
+  tfx_payload pl = {data, bytes, 1, NULL, NULL};
+  tfx_envelope env;
+  tfx_wire_set_sender(TFX__ROLE__ROLE_WORKER, w);
+  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_PUSH);
+  env.step = step, env.tensors = &t, env.n_tensors = 1, env.flag = flag;
+  memset(r, 0, sizeof *r);
+  return tfx_client_call(c, &env, &pl, 1, r, 20000, err);
+}
+
+/* One push-pull of g into v as worker w at `step`: the reply's values go to out, its version to *version. */
+static int push_pull(tfx_client *c, int w, int64_t step, const float *g, float *out, int64_t *version, tfx_err *err) {
+  Tfx__Tensor t;
+  int64_t shape[1] = {N};
+  tfx__tensor__init(&t);
+  t.name = "v", t.shape = shape, t.n_shape = 1, t.nbytes = N * 4;
+  tfx_inmsg r;
+  int rc = push_tensor(c, w, step, &t, g, N * 4, 1, &r, err);
+  size_t size = 0;
+  const void *data = rc ? NULL : tfx_inmsg_part(&r, 0, &size);
+  if (!rc && size != N * 4) {
+    rc = tfx_err_set(err, TFX_EPROTO, "push-pull reply: %zu bytes, want %d", size, N * 4);
+  }
+  if (!rc) {
+    memcpy(out, data, size), *version = r.env->step;
+  }
+  tfx_inmsg_fini(&r);
+  return rc;
+}
+
+/* The ps's status figure `name` (from MSG_STATUS); -1 when the reply lacks it. */
+static double stat_of(tfx_client *c, const char *name) {
+  tfx_envelope env;
+  tfx_inmsg r;
+  tfx_err err;
+  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_STATUS);
+  CHECK(tfx_client_call(c, &env, NULL, 0, &r, 5000, &err) == 0, "status: %s", err.msg);
+  double v = -1;
+  for (size_t i = 0; i < r.env->n_stats; i++) {
+    if (!strcmp(r.env->stats[i]->key, name)) {
+      v = r.env->stats[i]->value;
+    }
+  }
+  tfx_inmsg_fini(&r);
+  return v;
+}
+
+/* Requires each status figure names[i] to equal want[i] exactly. */
+static void expect_stats(tfx_client *c, const char *what, const char *const *names, const double *want, int n) {
+  for (int i = 0; i < n; i++) {
+    double v = stat_of(c, names[i]);
+    CHECK(v == want[i], "%s: status %s = %g, want %g", what, names[i], v, want[i]);
+  }
+}
+
 static void case_async_sum(void) {
   enum { PUSHERS = 16, PUSHES = 25 };
   tfx_client *c = connect_ps();
@@ -304,6 +364,23 @@ static void case_reject(void) {
   CHECK(push(c, 0, 0, g, "w", N, NULL, &err) == TFX_ENOTFOUND && strstr(err.msg, "'w'"), "unknown variable: %s",
         err.msg);
   CHECK(push(c, 0, 0, g, "v", N - 1, NULL, &err) == TFX_ESHAPE && strstr(err.msg, "'v'"), "wrong shape: %s", err.msg);
+  Tfx__Tensor t;
+  int64_t shape[1] = {N};
+  tfx_inmsg r;
+  tfx__tensor__init(&t);
+  int64_t ids[N] = {0};
+  t.name = "v", t.shape = shape, t.n_shape = 1, t.nbytes = N * 8, t.dtype = TFX__DTYPE__DTYPE_INT64;
+  int rc = push_tensor(c, 0, 0, &t, ids, N * 8, 0, &r, &err);
+  tfx_inmsg_fini(&r);
+  CHECK(rc == TFX_EINVAL && strstr(err.msg, "'v' has dtype int64") && strstr(err.msg, "float32"),
+        "wrong dtype: code %d, %s", rc, err.msg);
+  shape[0] = N - 10;
+  t.dtype = TFX__DTYPE__DTYPE_FLOAT32, t.offset = 10, t.nbytes = (N - 10) * 4;
+  rc = push_tensor(c, 0, 0, &t, g, (N - 10) * 4, 0, &r, &err);
+  tfx_inmsg_fini(&r);
+  CHECK(rc == TFX_ESHAPE && strstr(err.msg, "'v' range at element 10 out of range"),
+        "a whole push at offset 10: code %d, %s", rc, err.msg);
+  CHECK(stat_of(c, "rejected") == 4, "status rejected = %g after 4 refused pushes", stat_of(c, "rejected"));
   g[7] = NAN;
   CHECK(push(c, 0, 0, g, "v", N, NULL, &err) == TFX_EINVAL && strstr(err.msg, "NaN"), "NaN: %s", err.msg);
   g[7] = INFINITY;
@@ -312,66 +389,12 @@ static void case_reject(void) {
   for (int i = 0; i < N; i++) {
     CHECK(v[i] == 0.0f, "rejected pushes changed v[%d] to %g", i, v[i]);
   }
-  printf("ok: unknown variable, wrong shape, NaN and Inf rejected by name; nothing changed\n");
+  CHECK(stat_of(c, "rejected") == 6 && stat_of(c, "nan_rejected") == 2, "status rejected = %g, nan_rejected = %g",
+        stat_of(c, "rejected"), stat_of(c, "nan_rejected"));
+  printf(
+      "ok: unknown variable, wrong shape, wrong dtype, a whole push at an offset, NaN and Inf rejected by name "
+      "and counted; nothing changed\n");
   tfx_client_destroy(c);
-}
-
-/* Sends one push of tensor t (bytes of data) as worker w at `step` with `flag` (1: push-pull); the reply goes to
- * *r (caller finalizes it with tfx_inmsg_fini). */
-static int push_tensor(tfx_client *c, int w, int64_t step, Tfx__Tensor *t, const void *data, size_t bytes, int flag,
-                       tfx_inmsg *r, tfx_err *err) {
-  tfx_payload pl = {data, bytes, 1, NULL, NULL};
-  tfx_envelope env;
-  tfx_wire_set_sender(TFX__ROLE__ROLE_WORKER, w);
-  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_PUSH);
-  env.step = step, env.tensors = &t, env.n_tensors = 1, env.flag = flag;
-  memset(r, 0, sizeof *r);
-  return tfx_client_call(c, &env, &pl, 1, r, 20000, err);
-}
-
-/* One push-pull of g into v as worker w at `step`: the reply's values go to out, its version to *version. */
-static int push_pull(tfx_client *c, int w, int64_t step, const float *g, float *out, int64_t *version, tfx_err *err) {
-  Tfx__Tensor t;
-  int64_t shape[1] = {N};
-  tfx__tensor__init(&t);
-  t.name = "v", t.shape = shape, t.n_shape = 1, t.nbytes = N * 4;
-  tfx_inmsg r;
-  int rc = push_tensor(c, w, step, &t, g, N * 4, 1, &r, err);
-  size_t size = 0;
-  const void *data = rc ? NULL : tfx_inmsg_part(&r, 0, &size);
-  if (!rc && size != N * 4) {
-    rc = tfx_err_set(err, TFX_EPROTO, "push-pull reply: %zu bytes, want %d", size, N * 4);
-  }
-  if (!rc) {
-    memcpy(out, data, size), *version = r.env->step;
-  }
-  tfx_inmsg_fini(&r);
-  return rc;
-}
-
-/* The ps's status figure `name` (from MSG_STATUS); -1 when the reply lacks it. */
-static double stat_of(tfx_client *c, const char *name) {
-  tfx_envelope env;
-  tfx_inmsg r;
-  tfx_err err;
-  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_STATUS);
-  CHECK(tfx_client_call(c, &env, NULL, 0, &r, 5000, &err) == 0, "status: %s", err.msg);
-  double v = -1;
-  for (size_t i = 0; i < r.env->n_stats; i++) {
-    if (!strcmp(r.env->stats[i]->key, name)) {
-      v = r.env->stats[i]->value;
-    }
-  }
-  tfx_inmsg_fini(&r);
-  return v;
-}
-
-/* Requires each status figure names[i] to equal want[i] exactly. */
-static void expect_stats(tfx_client *c, const char *what, const char *const *names, const double *want, int n) {
-  for (int i = 0; i < n; i++) {
-    double v = stat_of(c, names[i]);
-    CHECK(v == want[i], "%s: status %s = %g, want %g", what, names[i], v, want[i]);
-  }
 }
 
 /* INIT of v [N] under SGD (rate 1) in `mode` for `workers` workers with training.nan_policy = policy. */
@@ -456,6 +479,129 @@ static void case_nan_policy(void) {
       "ok: nan_policy reject: error naming v, counted in nan_rejected and rejected; skip: push and push-pull "
       "succeed with the current values, nothing changes, counted in nan_skipped only; sync: the step completes "
       "without the skipped gradient\n");
+  tfx_client_destroy(c);
+}
+
+/* Four pulls, four pushes that complete two sync steps, one stale push and one rejected push give exactly these
+ * status figures (pushes_applied counts applied updates: two sync steps). */
+static void case_status(void) {
+  tfx_client *c = connect_ps();
+  tfx_err err;
+  float g[N], v[N];
+  int stale = -1;
+  fill(g, 1);
+  CHECK(init_ps(c, "sync", "sgd", 2, 0, 0, NULL, &err) == 0, "init: %s", err.msg);
+  for (int k = 0; k < 3; k++) {
+    CHECK(pull(c, 0, 0, v, NULL, 5000, &err) == 0, "pull %d: %s", k, err.msg);
+  }
+  for (int64_t step = 0; step < 2; step++) {
+    CHECK(push(c, 0, step, g, "v", N, &stale, &err) == 0 && !stale, "push w0 step %lld: %s", (long long)step, err.msg);
+    CHECK(push(c, 1, step, g, "v", N, &stale, &err) == 0 && !stale, "push w1 step %lld: %s", (long long)step, err.msg);
+    if (step == 0) {
+      CHECK(push(c, 1, 0, g, "v", N, &stale, &err) == 0 && stale, "a stale push was not dropped");
+    }
+  }
+  CHECK(push(c, 0, 2, g, "w", N, NULL, &err) == TFX_ENOTFOUND, "push to an unknown variable: %s", err.msg);
+  CHECK(pull(c, 0, 2, v, NULL, 5000, &err) == 0 && v[0] == -2.0f, "pull step 2: v = %g, want -2", v[0]);
+  const char *names[] = {"shards",       "bytes",      "pushes_applied", "stale_dropped", "rejected",
+                         "pulls_served", "bad_frames", "version",        "nan_rejected",  "nan_skipped"};
+  double want[] = {1, N * 4, 2, 1, 1, 4, 0, 2, 0, 0};
+  expect_stats(c, "known sequence", names, want, 10);
+  printf(
+      "ok: status after 4 pulls, 4 pushes (2 sync steps), 1 stale and 1 rejected push: applied 2, stale 1, "
+      "rejected 1, pulls 4, version 2, exactly\n");
+  tfx_client_destroy(c);
+}
+
+/* INIT with SGD (rate 1) in async mode of n variables names[i] of counts[i] zeros, request deadline 1 s. */
+static void init_vars(tfx_client *c, const char *const *names, const int64_t *counts, int n) {
+  const char *json =
+      "{\"training\": {\"mode\": \"async\"}, \"optimizer\": {\"name\": \"sgd\", \"learning_rate\": 1},"
+      " \"cluster\": {\"request_timeout_s\": 1}}";
+  Tfx__Shard sh[4], *shp[4];
+  for (int k = 0; k < n; k++) {
+    tfx__shard__init(&sh[k]);
+    sh[k].key = sh[k].var = (char *)names[k], sh[k].shape = (int64_t *)&counts[k], sh[k].n_shape = 1;
+    sh[k].row_end = counts[k], sh[k].trainable = 1, sh[k].init = "zeros", shp[k] = &sh[k];
+  }
+  tfx_envelope env;
+  tfx_inmsg r;
+  tfx_err err;
+  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_INIT);
+  env.text = (char *)json, env.shards = shp, env.n_shards = (size_t)n, env.flag = 1;
+  CHECK(tfx_client_call(c, &env, NULL, 0, &r, 20000, &err) == 0, "init: %s", err.msg);
+  tfx_inmsg_fini(&r);
+}
+
+/* Pulls the named variables (version >= min) into *r (caller finalizes it). */
+static int pull_named(tfx_client *c, char **names, size_t n, int64_t min, tfx_inmsg *r, int timeout_ms, tfx_err *err) {
+  tfx_envelope env;
+  tfx_wire_set_sender(TFX__ROLE__ROLE_WORKER, 0);
+  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_PULL);
+  env.step = min, env.names = names, env.n_names = n;
+  memset(r, 0, sizeof *r);
+  return tfx_client_call(c, &env, NULL, 0, r, timeout_ms, err);
+}
+
+/* The reply tensor `name` of r must hold `count` values all equal to want. */
+static void expect_tensor(const tfx_inmsg *r, const char *name, size_t count, float want) {
+  for (size_t i = 0; i < r->env->n_tensors; i++) {
+    if (strcmp(r->env->tensors[i]->name, name)) {
+      continue;
+    }
+    size_t size = 0;
+    const char *data = tfx_inmsg_part(r, (int)i, &size); /* a frame need not be 4-byte aligned */
+    CHECK(size == count * 4, "'%s': %zu bytes, want %zu", name, size, count * 4);
+    for (size_t k = 0; k < count; k++) {
+      float v;
+      memcpy(&v, data + 4 * k, 4);
+      CHECK(v == want, "'%s'[%zu] = %g, want %g", name, k, v, want);
+    }
+    return;
+  }
+  CHECK(0, "reply lacks '%s'", name);
+}
+
+/* A pull naming c and a answers exactly those two; naming an unknown variable is refused by name (counted as
+ * rejected, not served); a pull for a version the ps does not reach is answered by the ps's own deadline
+ * (cluster.request_timeout_s = 1) with TFX_EPEER and PS-PULL-TIMEOUT. */
+static void case_pulls(void) {
+  tfx_client *c = connect_ps();
+  tfx_err err;
+  const char *vars[3] = {"a", "b", "c"};
+  int64_t counts[3] = {10, 20, N};
+  float g[N];
+  init_vars(c, vars, counts, 3);
+  for (int k = 0; k < 3; k++) {
+    fill(g, (float)(k + 1));
+    CHECK(push(c, 0, 0, g, vars[k], (size_t)counts[k], NULL, &err) == 0, "push '%s': %s", vars[k], err.msg);
+  }
+  char *ca[2] = {"c", "a"}, *bad[2] = {"a", "nope"};
+  tfx_inmsg r;
+  CHECK(pull_named(c, ca, 2, 0, &r, 5000, &err) == 0 && r.env->n_tensors == 2 && r.n_parts == 2, "pull [c, a]: %s",
+        err.msg);
+  expect_tensor(&r, "c", N, -3.0f);
+  expect_tensor(&r, "a", 10, -1.0f);
+  tfx_inmsg_fini(&r);
+  double served = stat_of(c, "pulls_served"), rejected = stat_of(c, "rejected");
+  int rc = pull_named(c, bad, 2, 0, &r, 5000, &err);
+  tfx_inmsg_fini(&r);
+  CHECK(rc == TFX_ENOTFOUND && strstr(err.msg, "'nope'"), "pull [a, nope]: code %d, %s", rc, err.msg);
+  CHECK(stat_of(c, "rejected") == rejected + 1 && stat_of(c, "pulls_served") == served,
+        "an unknown name: rejected %g -> %g, served %g -> %g", rejected, stat_of(c, "rejected"), served,
+        stat_of(c, "pulls_served"));
+  int64_t t0 = tfx_now_ms();
+  rc = pull_named(c, ca, 2, 50, &r, 10000, &err);
+  int64_t waited = tfx_now_ms() - t0;
+  tfx_inmsg_fini(&r);
+  CHECK(rc == TFX_EPEER && strstr(err.msg, "pull for version 50 timed out") && waited >= 900 && waited < 9000,
+        "pull for version 50: code %d after %lld ms, '%s' (want the ps's own 1 s deadline)", rc, (long long)waited,
+        err.msg);
+  CHECK(ps_log_has("PS-PULL-TIMEOUT"), "no PS-PULL-TIMEOUT line in the ps log");
+  printf(
+      "ok: a named pull answers exactly the named variables; an unknown name is refused by name (rejected, not "
+      "served); a pull past the version times out by the ps's deadline (%lld ms)\n",
+      (long long)waited);
   tfx_client_destroy(c);
 }
 
@@ -883,6 +1029,10 @@ int main(int argc, char **argv) {
     case_reject();
   } else if (!strcmp(cs, "checkpoint")) {
     case_checkpoint();
+  } else if (!strcmp(cs, "status")) {
+    case_status();
+  } else if (!strcmp(cs, "pulls")) {
+    case_pulls();
   } else if (!strcmp(cs, "nan-policy")) {
     case_nan_policy();
   } else if (!strcmp(cs, "restore-shape")) {

@@ -4,7 +4,7 @@
 # equal to the single-process rule, rejection of bad pushes, shard checkpoint round trip and corrupt restores,
 # the two-thread update (training.ps_apply_threads = 2) of a large shard, and push-pulls sent in parts.
 . "$(dirname "$0")/lib.sh"
-for c in async-sum sync ssp optim reject nan-policy checkpoint restore-shape sparse split parts parts-reject; do
+for c in async-sum sync ssp optim reject nan-policy status pulls checkpoint restore-shape sparse split parts parts-reject; do
   out=$(timeout 120 "$TFX_PS_DRIVER" "$TFX_NODE" "$c" 2>&1) || fail "$c: $out"
   echo "$out" | tail -1
 done
