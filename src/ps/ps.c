@@ -80,6 +80,10 @@ static void free_shards(ps_state *p) {
 }
 
 static int make_shard(ps_state *p, shard *s, const Tfx__Shard *m, tfx_err *err) {
+  if (m->dtype && *m->dtype && strcmp(m->dtype, "float32")) {
+    return tfx_err_set(err, TFX_EPROTO, "plan shard '%.64s': dtype '%.32s' (a ps holds float32 only)", m->key,
+                       m->dtype);
+  }
   if (m->n_shape < 1 || m->n_shape > 4 || m->row_begin < 0 || m->row_end > m->shape[0] || m->row_begin >= m->row_end) {
     return tfx_err_set(err, TFX_EPROTO, "plan shard '%.64s': bad shape or rows %lld..%lld", m->key,
                        (long long)m->row_begin, (long long)m->row_end);

@@ -389,11 +389,25 @@ static void case_reject(void) {
   for (int i = 0; i < N; i++) {
     CHECK(v[i] == 0.0f, "rejected pushes changed v[%d] to %g", i, v[i]);
   }
-  CHECK(stat_of(c, "rejected") == 6 && stat_of(c, "nan_rejected") == 2, "status rejected = %g, nan_rejected = %g",
+  Tfx__Shard sh, *shp = &sh;
+  tfx_envelope env;
+  tfx__shard__init(&sh);
+  sh.key = sh.var = "v", sh.shape = shape, sh.n_shape = 1, sh.row_end = N, sh.trainable = 1, sh.dtype = "int64";
+  shape[0] = N;
+  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_INIT);
+  env.text = "{}", env.shards = &shp, env.n_shards = 1, env.flag = 1;
+  rc = tfx_client_call(c, &env, NULL, 0, &r, 5000, &err);
+  tfx_inmsg_fini(&r);
+  CHECK(rc == TFX_EPROTO && strstr(err.msg, "'v'") && strstr(err.msg, "dtype 'int64'"),
+        "a plan shard of dtype int64: code %d, %s", rc, err.msg);
+  int64_t version = -1;
+  CHECK(pull(c, 0, 0, v, &version, 5000, &err) == 0 && version == 0 && v[0] == 0.0f,
+        "the ps lost its state to a refused plan: %s", err.msg);
+  CHECK(stat_of(c, "rejected") == 7 && stat_of(c, "nan_rejected") == 2, "status rejected = %g, nan_rejected = %g",
         stat_of(c, "rejected"), stat_of(c, "nan_rejected"));
   printf(
       "ok: unknown variable, wrong shape, wrong dtype, a whole push at an offset, NaN and Inf rejected by name "
-      "and counted; nothing changed\n");
+      "and counted; a plan shard of dtype int64 refused; nothing changed\n");
   tfx_client_destroy(c);
 }
 
