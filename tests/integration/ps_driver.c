@@ -442,7 +442,8 @@ static void nan_reject(tfx_client *c, float *g) {
 }
 
 /* nan_policy = skip, async (after nan_reject): a NaN push and a NaN push-pull both succeed, the push-pull's reply
- * carries the current values and version; nothing changes; each counted as skipped, none as rejected. */
+ * carries the current values and version; nothing changes; each counted as skipped, none as rejected. A push in
+ * parts whose last part is skipped keeps its other parts and still moves the version once. */
 static void nan_skip_async(tfx_client *c, float *g) {
   tfx_err err;
   float v[N], good[N];
@@ -460,8 +461,15 @@ static void nan_skip_async(tfx_client *c, float *g) {
   }
   CHECK(pull(c, 0, 0, v, &version, 5000, &err) == 0 && version == 1 && v[3] == -1.0f,
         "a skipped push changed v (version %lld, v[3] = %g)", (long long)version, v[3]);
+  fill(g, 2), g[700] = NAN; /* in parts of 500: part 0 applies, part 1 (the last) is skipped yet ends the step */
+  CHECK(push_pull_parts(c, 0, g, 500, v, &err) == 0, "skip: a push-pull in parts with a NaN in part 1: %s", err.msg);
+  CHECK(pull(c, 0, 0, v, &version, 5000, &err) == 0 && version == 2, "after parts: version %lld, want 2",
+        (long long)version);
+  for (int i = 0; i < N; i++) {
+    CHECK(v[i] == (i < 500 ? -3.0f : -1.0f), "after a skipped part: v[%d] = %g", i, v[i]);
+  }
   const char *names[] = {"nan_rejected", "nan_skipped", "rejected", "pushes_applied"};
-  double want[] = {1, 2, 2, 1}; /* counted since the ps started: nan_reject's NaN push and bad init came first */
+  double want[] = {1, 3, 2, 2}; /* counted since the ps started: nan_reject's NaN push and bad init came first */
   expect_stats(c, "nan_policy skip", names, want, 4);
   CHECK(ps_log_has("PS-NAN-SKIP"), "no PS-NAN-SKIP line in the ps log");
 }
