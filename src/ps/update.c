@@ -443,7 +443,7 @@ static int apply_touched_rows(ps_state *p, shard *s, float scale) {
 
 /* Ends a sync step: applies the average of the gradients accumulated (none when every arrival was skipped). */
 static void apply_accumulated(ps_state *p) {
-  float scale = 1.0f / (float)p->n_grads;
+  float scale = p->n_grads ? 1.0f / (float)p->n_grads : 0.0f;
   for (int i = 0; p->n_grads && i < p->n_shards; i++) {
     shard *s = &p->shards[i];
     if (!s->trainable) {

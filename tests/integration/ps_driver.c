@@ -22,6 +22,7 @@
 static const char *tfx_node;
 static char endpoint[64], run_dir[256], ps_log[300];
 static pid_t ps_pid;
+static int http_port; /* the ps's /metrics */
 
 #define CHECK(cond, ...)            \
   do {                              \
@@ -67,15 +68,23 @@ static void stop_ps(void) {
   ps_pid = 0;
 }
 
-static void start_ps(void) {
-  int port = 0;
+/* A port the kernel just chose on 127.0.0.1 (free, barring a race with another binder). */
+static int free_port(void) {
   void *s = zmq_socket(tfx_net_context(), ZMQ_ROUTER);
   char ep[64];
   size_t len = sizeof ep;
   zmq_bind(s, "tcp://127.0.0.1:*"), zmq_getsockopt(s, ZMQ_LAST_ENDPOINT, ep, &len);
-  port = atoi(strrchr(ep, ':') + 1);
+  int port = atoi(strrchr(ep, ':') + 1);
   zmq_close(s);
+  return port;
+}
+
+static void start_ps(void) {
+  int port = free_port();
+  http_port = free_port();
   usleep(50000);
+  char hp[16];
+  snprintf(hp, sizeof hp, "%d", http_port);
   char tfc[256];
   snprintf(tfc, sizeof tfc, "{\"cluster\":{\"ps\":[\"127.0.0.1:%d\"]},\"task\":{\"type\":\"ps\",\"index\":0}}", port);
   snprintf(endpoint, sizeof endpoint, "tcp://127.0.0.1:%d", port);
@@ -85,7 +94,7 @@ static void start_ps(void) {
     if (!freopen(ps_log, "w", stderr) || !freopen(ps_log, "a", stdout)) {
       _exit(126);
     }
-    execl(tfx_node, "tfx-node", "--log-level", "warn", (char *)NULL);
+    execl(tfx_node, "tfx-node", "--log-level", "warn", "--http-port", hp, (char *)NULL);
     _exit(127);
   }
 }
@@ -411,6 +420,33 @@ static void case_reject(void) {
   tfx_client_destroy(c);
 }
 
+/* The value of the ps's /metrics sample `name` (labels role="ps", index="0"); -1 when absent. */
+static double metric_of(const char *name) {
+  char cmd[128], line[512], want[160];
+  snprintf(cmd, sizeof cmd, "curl -sf http://127.0.0.1:%d/metrics", http_port);
+  snprintf(want, sizeof want, "%s{role=\"ps\",index=\"0\"} ", name);
+  FILE *f = popen(cmd, "r");
+  double v = -1;
+  while (f && fgets(line, sizeof line, f)) {
+    if (!strncmp(line, want, strlen(want))) {
+      v = atof(line + strlen(want));
+    }
+  }
+  if (f) {
+    pclose(f);
+  }
+  return v;
+}
+
+/* Waits up to 2 s for /metrics sample `name` to read want (the HTTP view is copied after each message). */
+static void expect_metric(const char *name, double want) {
+  double v = -1;
+  for (int i = 0; i < 20 && (v = metric_of(name)) != want; i++) {
+    usleep(100000);
+  }
+  CHECK(v == want, "/metrics %s = %g, want %g", name, v, want);
+}
+
 /* INIT of v [N] under SGD (rate 1) in `mode` for `workers` workers with training.nan_policy = policy. */
 static int init_policy(tfx_client *c, const char *mode, int workers, const char *policy, tfx_err *err) {
   char json[256];
@@ -472,6 +508,9 @@ static void nan_skip_async(tfx_client *c, float *g) {
   double want[] = {1, 3, 2, 2}; /* counted since the ps started: nan_reject's NaN push and bad init came first */
   expect_stats(c, "nan_policy skip", names, want, 4);
   CHECK(ps_log_has("PS-NAN-SKIP"), "no PS-NAN-SKIP line in the ps log");
+  expect_metric("tfx_ps_nan_skipped_total", 3);
+  expect_metric("tfx_ps_nan_rejected_total", 1);
+  expect_metric("tfx_ps_rejected_total", 2);
 }
 
 /* nan_policy = skip, sync with 2 workers: worker 0's NaN push is left out, worker 1's completes the step alone. */
@@ -499,7 +538,8 @@ static void case_nan_policy(void) {
   nan_skip_sync(c, g);
   printf(
       "ok: nan_policy reject: error naming v, counted in nan_rejected and rejected; skip: push and push-pull "
-      "succeed with the current values, nothing changes, counted in nan_skipped only; sync: the step completes "
+      "succeed with the current values, nothing changes, counted in nan_skipped only (status and /metrics); sync: the "
+      "step completes "
       "without the skipped gradient\n");
   tfx_client_destroy(c);
 }
