@@ -364,20 +364,13 @@ static void case_optim(void) {
   printf("ok: momentum, adagrad, rmsprop, adam, adamw at the ps equal the single-process rule bit for bit\n");
 }
 
-static void case_reject(void) {
-  tfx_client *c = connect_ps();
+/* A push of int64 values, and a whole push at an offset, are refused naming v and what is wrong. */
+static void reject_dtype_offset(tfx_client *c, const float *g) {
   tfx_err err;
-  float g[N], v[N];
-  fill(g, 1);
-  CHECK(init_ps(c, "async", "sgd", 1, 0, 0, NULL, &err) == 0, "init: %s", err.msg);
-  CHECK(push(c, 0, 0, g, "w", N, NULL, &err) == TFX_ENOTFOUND && strstr(err.msg, "'w'"), "unknown variable: %s",
-        err.msg);
-  CHECK(push(c, 0, 0, g, "v", N - 1, NULL, &err) == TFX_ESHAPE && strstr(err.msg, "'v'"), "wrong shape: %s", err.msg);
   Tfx__Tensor t;
-  int64_t shape[1] = {N};
+  int64_t shape[1] = {N}, ids[N] = {0};
   tfx_inmsg r;
   tfx__tensor__init(&t);
-  int64_t ids[N] = {0};
   t.name = "v", t.shape = shape, t.n_shape = 1, t.nbytes = N * 8, t.dtype = TFX__DTYPE__DTYPE_INT64;
   int rc = push_tensor(c, 0, 0, &t, ids, N * 8, 0, &r, &err);
   tfx_inmsg_fini(&r);
@@ -389,6 +382,38 @@ static void case_reject(void) {
   tfx_inmsg_fini(&r);
   CHECK(rc == TFX_ESHAPE && strstr(err.msg, "'v' range at element 10 out of range"),
         "a whole push at offset 10: code %d, %s", rc, err.msg);
+}
+
+/* A plan whose shard v has dtype int64 is refused naming v and the dtype; the ps keeps its state. */
+static void reject_plan_dtype(tfx_client *c) {
+  tfx_err err;
+  float v[N];
+  int64_t shape[1] = {N}, version = -1;
+  Tfx__Shard sh, *shp = &sh;
+  tfx_envelope env;
+  tfx_inmsg r;
+  tfx__shard__init(&sh);
+  sh.key = sh.var = "v", sh.shape = shape, sh.n_shape = 1, sh.row_end = N, sh.trainable = 1, sh.dtype = "int64";
+  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_INIT);
+  env.text = "{}", env.shards = &shp, env.n_shards = 1, env.flag = 1;
+  int rc = tfx_client_call(c, &env, NULL, 0, &r, 5000, &err);
+  tfx_inmsg_fini(&r);
+  CHECK(rc == TFX_EPROTO && strstr(err.msg, "'v'") && strstr(err.msg, "dtype 'int64'"),
+        "a plan shard of dtype int64: code %d, %s", rc, err.msg);
+  CHECK(pull(c, 0, 0, v, &version, 5000, &err) == 0 && version == 0 && v[0] == 0.0f,
+        "the ps lost its state to a refused plan: %s", err.msg);
+}
+
+static void case_reject(void) {
+  tfx_client *c = connect_ps();
+  tfx_err err;
+  float g[N], v[N];
+  fill(g, 1);
+  CHECK(init_ps(c, "async", "sgd", 1, 0, 0, NULL, &err) == 0, "init: %s", err.msg);
+  CHECK(push(c, 0, 0, g, "w", N, NULL, &err) == TFX_ENOTFOUND && strstr(err.msg, "'w'"), "unknown variable: %s",
+        err.msg);
+  CHECK(push(c, 0, 0, g, "v", N - 1, NULL, &err) == TFX_ESHAPE && strstr(err.msg, "'v'"), "wrong shape: %s", err.msg);
+  reject_dtype_offset(c, g);
   CHECK(stat_of(c, "rejected") == 4, "status rejected = %g after 4 refused pushes", stat_of(c, "rejected"));
   g[7] = NAN;
   CHECK(push(c, 0, 0, g, "v", N, NULL, &err) == TFX_EINVAL && strstr(err.msg, "NaN"), "NaN: %s", err.msg);
@@ -398,20 +423,7 @@ static void case_reject(void) {
   for (int i = 0; i < N; i++) {
     CHECK(v[i] == 0.0f, "rejected pushes changed v[%d] to %g", i, v[i]);
   }
-  Tfx__Shard sh, *shp = &sh;
-  tfx_envelope env;
-  tfx__shard__init(&sh);
-  sh.key = sh.var = "v", sh.shape = shape, sh.n_shape = 1, sh.row_end = N, sh.trainable = 1, sh.dtype = "int64";
-  shape[0] = N;
-  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_INIT);
-  env.text = "{}", env.shards = &shp, env.n_shards = 1, env.flag = 1;
-  rc = tfx_client_call(c, &env, NULL, 0, &r, 5000, &err);
-  tfx_inmsg_fini(&r);
-  CHECK(rc == TFX_EPROTO && strstr(err.msg, "'v'") && strstr(err.msg, "dtype 'int64'"),
-        "a plan shard of dtype int64: code %d, %s", rc, err.msg);
-  int64_t version = -1;
-  CHECK(pull(c, 0, 0, v, &version, 5000, &err) == 0 && version == 0 && v[0] == 0.0f,
-        "the ps lost its state to a refused plan: %s", err.msg);
+  reject_plan_dtype(c);
   CHECK(stat_of(c, "rejected") == 7 && stat_of(c, "nan_rejected") == 2, "status rejected = %g, nan_rejected = %g",
         stat_of(c, "rejected"), stat_of(c, "nan_rejected"));
   printf(
@@ -624,6 +636,22 @@ static void expect_tensor(const tfx_inmsg *r, const char *name, size_t count, fl
   CHECK(0, "reply lacks '%s'", name);
 }
 
+/* A pull of names for version 50, never reached, is answered by the ps's own deadline (1 s) with TFX_EPEER and
+ * PS-PULL-TIMEOUT, well before the client's 10 s; returns the ms waited. */
+static int64_t pull_deadline(tfx_client *c, char **names) {
+  tfx_err err;
+  tfx_inmsg r;
+  int64_t t0 = tfx_now_ms();
+  int rc = pull_named(c, names, 2, 50, &r, 10000, &err);
+  int64_t waited = tfx_now_ms() - t0;
+  tfx_inmsg_fini(&r);
+  CHECK(rc == TFX_EPEER && strstr(err.msg, "pull for version 50 timed out") && waited >= 900 && waited < 9000,
+        "pull for version 50: code %d after %lld ms, '%s' (want the ps's own 1 s deadline)", rc, (long long)waited,
+        err.msg);
+  CHECK(ps_log_has("PS-PULL-TIMEOUT"), "no PS-PULL-TIMEOUT line in the ps log");
+  return waited;
+}
+
 /* A pull naming c and a answers exactly those two; naming an unknown variable is refused by name (counted as
  * rejected, not served); a pull for a version the ps does not reach is answered by the ps's own deadline
  * (cluster.request_timeout_s = 1) with TFX_EPEER and PS-PULL-TIMEOUT. */
@@ -652,14 +680,7 @@ static void case_pulls(void) {
   CHECK(stat_of(c, "rejected") == rejected + 1 && stat_of(c, "pulls_served") == served,
         "an unknown name: rejected %g -> %g, served %g -> %g", rejected, stat_of(c, "rejected"), served,
         stat_of(c, "pulls_served"));
-  int64_t t0 = tfx_now_ms();
-  rc = pull_named(c, ca, 2, 50, &r, 10000, &err);
-  int64_t waited = tfx_now_ms() - t0;
-  tfx_inmsg_fini(&r);
-  CHECK(rc == TFX_EPEER && strstr(err.msg, "pull for version 50 timed out") && waited >= 900 && waited < 9000,
-        "pull for version 50: code %d after %lld ms, '%s' (want the ps's own 1 s deadline)", rc, (long long)waited,
-        err.msg);
-  CHECK(ps_log_has("PS-PULL-TIMEOUT"), "no PS-PULL-TIMEOUT line in the ps log");
+  int64_t waited = pull_deadline(c, ca);
   printf(
       "ok: a named pull answers exactly the named variables; an unknown name is refused by name (rejected, not "
       "served); a pull past the version times out by the ps's deadline (%lld ms)\n",
