@@ -12,6 +12,11 @@
 #include <unistd.h>
 #include <zlib.h>
 
+/* Shards are written as the host holds them in memory, and the format is little-endian. */
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "checkpoint shards are little-endian and written from memory: tfx builds on little-endian hosts only"
+#endif
+
 static const char shard_magic[8] = {'T', 'F', 'X', 'S', 'H', 'R', 'D', '1'};
 static const char end_magic[8] = {'T', 'F', 'X', 'E', 'N', 'D', 0, 0};
 

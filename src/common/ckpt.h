@@ -1,15 +1,29 @@
 /* Checkpoint shard files and checkpoint directories.
  *
- * A shard file (one per ps per checkpoint) is little-endian binary:
- *   header  "TFXSHRD1" (8 bytes), u32 format version (1), u32 entry count, i64 step
- *   entry   u16 name length, name bytes, u32 rank, i64 dims[rank] (the whole variable), i64 row_begin,
- *           i64 row_end, u64 version, u64 nbytes, u32 crc32 (zlib) of the data, data (float32, nbytes)
+ * A shard file (one per ps per checkpoint, RUN/checkpoints/ckpt-NNNNNNNNNNNN/ps-<index>.shard) is binary, every
+ * integer and float little-endian. The writer stores them as they are in memory, so ckpt.c refuses to compile
+ * on a big-endian host (#error) rather than write files no other host could read.
+ *   header  "TFXSHRD1" (8 bytes), u32 format version (1), u32 entry count, i64 step (the step the master asked
+ *           for; a restore sets the ps's version to it)
+ *   entry   u16 name length, name bytes (no NUL), u32 rank, i64 dims[rank] (the whole variable's shape, not the
+ *           slice's), i64 row_begin, i64 row_end (the axis-0 slice this ps holds), u64 version, u64 nbytes,
+ *           u32 crc32 (zlib) of the data, data
  *   trailer "TFXEND\0\0", u32 crc32 of every byte before the trailer
- * Names are variable keys ("dense_1/kernel", "dense_1/kernel/part_1") or optimizer slots ("KEY@m", "KEY@v").
+ * data holds only the slice, float32: nbytes = (row_end - row_begin) x dims[1] x ... x dims[rank-1] x 4.
+ * version is the ps's version (updates applied to its variables) when it wrote the file, the same for every
+ * entry; in async mode it may be past the header's step. The reader uses it for nothing.
+ * Names are variable keys ("dense_1/kernel", "dense_1/kernel/part_1") or optimizer slots ("KEY@m", "KEY@v"),
+ * each slot with its variable's rank, dims and rows. A ps restores an entry only into a shard of the same rank,
+ * dims and rows; a missing slot starts at zero (PS-RESTORE-NO-SLOT).
+ * The reader refuses (TFX_ECORRUPT, naming file and offset) a name of 160 bytes or more, a rank above 8, more
+ * than 1,000,000 entries (or more than the file can hold), nbytes not a multiple of 4 or past the end, a data
+ * or trailer checksum mismatch, and bytes after the trailer.
  * Files are written to NAME.tmp, fsync'ed and renamed, so a reader never sees a partial file.
  *
- * A checkpoint directory RUN/checkpoints/ckpt-<step>/ holds the shards and manifest.json, written last and
- * atomically by the master: {"step": S, "shards": [{"file": "ps-0.shard", "crc32": C, "bytes": B}, ...]}.
+ * A checkpoint directory RUN/checkpoints/ckpt-%012lld/ (the step zero-padded to 12 digits, e.g.
+ * ckpt-000000000200, so names sort by step) holds the shards and manifest.json, written last and atomically by
+ * the master: {"step": S, "shards": [{"file": "ps-0.shard", "crc32": C, "bytes": B}, ...]}, where C and B are
+ * the crc32 and size of the whole shard file, trailer included.
  * A checkpoint exists if and only if its manifest exists and every shard matches its size and checksum. */
 #ifndef TFX_CKPT_H
 #define TFX_CKPT_H

@@ -80,6 +80,8 @@ static const option options[] = {
      "threads a ps uses to update one large shard"},
     {"training.push_part_bytes", OPT_INT, O(push_part_bytes), 0, 1 << 30, "524288",
      "async/ssp: a push-pull to one ps of at least 4x this goes in pipelined parts of about this size (0: never)"},
+    {"training.nan_policy", OPT_STR, O(nan_policy), 0, 0, "reject",
+     "a push with NaN/Inf gradients: reject (error reply) | skip (dropped, success reply); each counted at the ps"},
     {"training.seed", OPT_I64, O(seed), 0, BIG, "42", "experiment seed"},
     {"training.thres_loss", OPT_DBL, O(thres_loss), 0, BIG, "1e6", "abort when the training loss exceeds this"},
     {"training.clip_norm", OPT_DBL, O(clip_norm), 0, BIG, "0", "clip gradients by global norm (0: off)"},
@@ -768,6 +770,7 @@ static const char *const strategies[] = {"round_robin", "greedy_bytes", NULL};
 static const char *const losses[] = {"softmax_cross_entropy", "sigmoid_cross_entropy", "mse", NULL};
 static const char *const formats[] = {"idx", "csv", "libsvm", "tfrecord", NULL};
 static const char *const shard_kinds[] = {"record", "file", NULL};
+static const char *const nan_policies[] = {"reject", "skip", NULL};
 
 static int one_of(const char *v, const char *const *allowed, const char *key, tfx_err *err) {
   for (int i = 0; allowed[i]; i++) {
@@ -836,7 +839,8 @@ static int validate_schedule(const tfx_config *cfg, tfx_err *err) {
 
 int tfx_config_validate(const tfx_config *cfg, tfx_err *err) {
   int rc;
-  if ((rc = one_of(cfg->mode, modes, "training.mode", err))) {
+  if ((rc = one_of(cfg->mode, modes, "training.mode", err)) ||
+      (rc = one_of(cfg->nan_policy, nan_policies, "training.nan_policy", err))) {
     return rc;
   }
   if ((rc = one_of(cfg->optimizer, optimizers, "optimizer.name", err))) {

@@ -90,6 +90,7 @@ typedef struct tfx_config {
   int64_t max_steps, steps;
   int batch_size, replicas_to_aggregate, staleness, accumulate, report_every, threads, ps_apply_threads;
   int push_part_bytes; /* async/ssp push-pull in parts of this many bytes (0: whole) */
+  char nan_policy[8];  /* a push with NaN/Inf: reject | skip */
   int64_t seed;
   double thres_loss, clip_norm, clip_value;
   /* placement */

@@ -47,6 +47,7 @@ static void fill(tfx_plan *plan, int k, const tfx_var *v, int part, int parts, i
   s->trainable = v->trainable;
   s->init = strdup(v->init);
   s->fan_in = v->fan_in, s->fan_out = v->fan_out;
+  s->dtype = (char *)"float32"; /* every variable is float32; a static string the plan does not free */
   plan->ptrs[k] = s;
 }
 

@@ -80,6 +80,10 @@ static void free_shards(ps_state *p) {
 }
 
 static int make_shard(ps_state *p, shard *s, const Tfx__Shard *m, tfx_err *err) {
+  if (m->dtype && *m->dtype && strcmp(m->dtype, "float32")) {
+    return tfx_err_set(err, TFX_EPROTO, "plan shard '%.64s': dtype '%.32s' (a ps holds float32 only)", m->key,
+                       m->dtype);
+  }
   if (m->n_shape < 1 || m->n_shape > 4 || m->row_begin < 0 || m->row_end > m->shape[0] || m->row_begin >= m->row_end) {
     return tfx_err_set(err, TFX_EPROTO, "plan shard '%.64s': bad shape or rows %lld..%lld", m->key,
                        (long long)m->row_begin, (long long)m->row_end);
@@ -123,27 +127,73 @@ static int make_shard(ps_state *p, shard *s, const Tfx__Shard *m, tfx_err *err) 
   return TFX_OK;
 }
 
-static int restore_shards(ps_state *p, const char *path, tfx_err *err) {
-  tfx_ckpt *c;
-  int rc = tfx_ckpt_read(path, &c, err);
-  if (rc) {
-    return rc;
+/* Writes "[d0,d1,..] rows b..e" into out. */
+static void describe_slice(char *out, size_t n, int rank, const int64_t *dims, int64_t row_begin, int64_t row_end) {
+  size_t at = (size_t)snprintf(out, n, "[");
+  for (int d = 0; d < rank && at < n; d++) {
+    at += (size_t)snprintf(out + at, n - at, "%s%lld", d ? "," : "", (long long)dims[d]);
   }
-  for (int i = 0; i < p->n_shards && !rc; i++) {
+  if (at < n) {
+    snprintf(out + at, n - at, "] rows %lld..%lld", (long long)row_begin, (long long)row_end);
+  }
+}
+
+/* Whether a checkpoint entry holds exactly the shard's slice: same rank, dims and rows. */
+static int same_slice(const shard *s, const tfx_ckpt_entry *e) {
+  if (e->rank != s->rank || e->row_begin != s->row_begin || e->row_end != s->row_end || e->count != s->count) {
+    return 0;
+  }
+  for (int d = 0; d < s->rank; d++) {
+    if (e->dims[d] != s->shape[d]) {
+      return 0;
+    }
+  }
+  return 1;
+}
+
+/* Refuses an entry (name: the variable or one of its slots) that does not hold the shard's slice. */
+static int check_entry(const shard *s, const char *name, const tfx_ckpt_entry *e, const char *path, tfx_err *err) {
+  char want[96], got[96];
+  describe_slice(want, sizeof want, s->rank, s->shape, s->row_begin, s->row_end);
+  if (!e) {
+    return tfx_err_set(err, TFX_ESHAPE, "restore '%.64s': expects %s, the shard has no such entry (%s)", name, want,
+                       path);
+  }
+  if (same_slice(s, e)) {
+    return TFX_OK;
+  }
+  describe_slice(got, sizeof got, e->rank, e->dims, e->row_begin, e->row_end);
+  return tfx_err_set(err, TFX_ESHAPE, "restore '%.64s': expects %s, the shard holds %s (%s)", name, want, got, path);
+}
+
+/* Restores one optimizer slot; a missing one starts at zero with a warning (the optimizer may have changed). */
+static int restore_slot(ps_state *p, shard *s, int k, const tfx_ckpt *c, const char *path, tfx_err *err) {
+  char name[200];
+  snprintf(name, sizeof name, "%s@%s", s->key, tfx_optim_slot_name(k));
+  const tfx_ckpt_entry *se = tfx_ckpt_find(c, name);
+  if (!se) {
+    tfx_log(TFX_LOG_WARN, "PS-RESTORE-NO-SLOT", "'%s': %s has no such slot of optimizer %s; it starts at zero", name,
+            path, p->cfg.optimizer);
+    return TFX_OK;
+  }
+  int rc = check_entry(s, name, se, path, err);
+  if (!rc) {
+    memcpy(s->slots[k], se->data, sizeof(float) * s->count);
+  }
+  return rc;
+}
+
+static int restore_shards(ps_state *p, const char *path, tfx_err *err) {
+  tfx_ckpt *c = NULL;
+  int rc = tfx_ckpt_read(path, &c, err);
+  for (int i = 0; !rc && i < p->n_shards; i++) {
     shard *s = &p->shards[i];
     const tfx_ckpt_entry *e = tfx_ckpt_find(c, s->key);
-    if (!e || e->count != s->count || e->row_begin != s->row_begin) {
-      rc = tfx_err_set(err, TFX_ESHAPE, "%s: shard '%s' missing or of another shape", path, s->key);
-      break;
+    if (!(rc = check_entry(s, s->key, e, path, err))) {
+      memcpy(s->value->data, e->data, sizeof(float) * s->count);
     }
-    memcpy(s->value->data, e->data, sizeof(float) * s->count);
-    for (int k = 0; k < tfx_optim_slots(&p->opt); k++) {
-      char name[200];
-      snprintf(name, sizeof name, "%s@%s", s->key, tfx_optim_slot_name(k));
-      const tfx_ckpt_entry *se = tfx_ckpt_find(c, name);
-      if (se && se->count == s->count) {
-        memcpy(s->slots[k], se->data, sizeof(float) * s->count);
-      }
+    for (int k = 0; !rc && k < tfx_optim_slots(&p->opt); k++) {
+      rc = restore_slot(p, s, k, c, path, err);
     }
   }
   if (!rc) {
@@ -160,6 +210,10 @@ static int handle_init(ps_state *p, const tfx_envelope *e, tfx_err *err) {
   int rc = tfx_config_parse(&cfg, e->text ? e->text : "", "init experiment", err);
   if (rc) {
     return rc;
+  }
+  if (strcmp(cfg.nan_policy, "reject") && strcmp(cfg.nan_policy, "skip")) {
+    return tfx_err_set(err, TFX_ECONFIG, "init experiment: training.nan_policy '%s' (want reject or skip)",
+                       cfg.nan_policy);
   }
   /* Build the new state aside: a bad plan or shard leaves the current one untouched. */
   ps_state next = *p;
@@ -290,8 +344,10 @@ static int reply_simple(ps_state *p, const tfx_inmsg *m, int64_t step, int64_t f
 }
 
 static int handle_status(ps_state *p, const tfx_inmsg *m, tfx_err *err) {
-  const char *names[] = {"uptime_s", "shards",       "bytes",      "pushes_applied", "stale_dropped",
-                         "rejected", "pulls_served", "bad_frames", "version",        "busy_us_per_message"};
+  enum { N_STATS = 12 };
+  const char *names[N_STATS] = {"uptime_s",     "shards",       "bytes",      "pushes_applied", "stale_dropped",
+                                "rejected",     "pulls_served", "bad_frames", "version",        "busy_us_per_message",
+                                "nan_rejected", "nan_skipped"};
   double vals[] = {(tfx_now_ms() - p->start_ms) / 1000.0,
                    p->n_shards,
                    (double)tfx_ps_bytes(p),
@@ -301,16 +357,18 @@ static int handle_status(ps_state *p, const tfx_inmsg *m, tfx_err *err) {
                    (double)p->stats.pulls,
                    (double)p->stats.bad_frames,
                    (double)p->version,
-                   p->stats.handled ? p->stats.busy_us / (double)p->stats.handled : 0};
-  Tfx__KeyValue kv[10], *kvp[10];
-  for (int i = 0; i < 10; i++) {
+                   p->stats.handled ? p->stats.busy_us / (double)p->stats.handled : 0,
+                   (double)p->stats.nan_rejected,
+                   (double)p->stats.nan_skipped};
+  Tfx__KeyValue kv[N_STATS], *kvp[N_STATS];
+  for (int i = 0; i < N_STATS; i++) {
     tfx__key_value__init(&kv[i]);
     kv[i].key = (char *)names[i], kv[i].value = vals[i], kvp[i] = &kv[i];
   }
   tfx_envelope env;
   tfx_reply_init(&env, m);
   env.text = (char *)(p->initialized ? "serving" : "waiting-for-plan");
-  env.step = p->version, env.stats = kvp, env.n_stats = 10;
+  env.step = p->version, env.stats = kvp, env.n_stats = N_STATS;
   return tfx_wire_send(p->sock, &m->identity, &env, NULL, 0, err);
 }
 
@@ -391,6 +449,7 @@ static void publish(ps_state *p) {
   v->applied = (double)p->stats.applied, v->stale = (double)p->stats.stale, v->rejected = (double)p->stats.rejected;
   v->pulls = (double)p->stats.pulls, v->bad_frames = (double)p->stats.bad_frames, v->busy_us = p->stats.busy_us;
   v->handled = (double)p->stats.handled;
+  v->nan_rejected = (double)p->stats.nan_rejected, v->nan_skipped = (double)p->stats.nan_skipped;
   pthread_mutex_unlock(&v->lock);
 }
 
@@ -411,6 +470,10 @@ static char *render(const char *path, const char **type, void *ctx) {
                     v->stale);
     tfx_prom_metric(&t, "tfx_ps_rejected_total", "Requests rejected (bad names, shapes, NaN).", "counter", "ps", i,
                     v->rejected);
+    tfx_prom_metric(&t, "tfx_ps_nan_rejected_total", "Pushes rejected for NaN/Inf (training.nan_policy = reject).",
+                    "counter", "ps", i, v->nan_rejected);
+    tfx_prom_metric(&t, "tfx_ps_nan_skipped_total", "Pushes skipped for NaN/Inf (training.nan_policy = skip).",
+                    "counter", "ps", i, v->nan_skipped);
     tfx_prom_metric(&t, "tfx_ps_pulls_served_total", "Pulls answered.", "counter", "ps", i, v->pulls);
     tfx_prom_metric(&t, "tfx_ps_bad_frames_total", "Malformed frames dropped.", "counter", "ps", i, v->bad_frames);
     tfx_prom_metric(&t, "tfx_ps_busy_seconds_total", "Time spent handling messages.", "counter", "ps", i,

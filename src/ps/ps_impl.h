@@ -41,8 +41,8 @@ typedef struct shard {
   vbuf *value;
   float *slots[2];
   float *acc;
-  uint8_t *touched;   /* sync: rows a row-sparse push added into acc this step (row_end - row_begin flags) */
-  int acc_dense;      /* sync: a dense push added into acc this step (then the whole shard is updated) */
+  uint8_t *touched; /* sync: rows a row-sparse push added into acc this step (row_end - row_begin flags) */
+  int acc_dense;    /* sync: a dense push added into acc this step (then the whole shard is updated) */
 } shard;
 
 typedef struct pending_pull {
@@ -60,7 +60,7 @@ typedef struct ps_view {
   pthread_mutex_t lock;
   int64_t version, start_ms;
   int shards, initialized;
-  double bytes, applied, stale, rejected, pulls, bad_frames, busy_us, handled;
+  double bytes, applied, stale, rejected, pulls, bad_frames, busy_us, handled, nan_rejected, nan_skipped;
 } ps_view;
 
 typedef struct ps_state {
@@ -72,7 +72,8 @@ typedef struct ps_state {
   shard *shards;
   int n_shards;
   int64_t version, start_ms;
-  int n_workers, replicas, n_acc;
+  int n_workers, replicas, n_acc, n_grads; /* sync: arrivals this step; of them, gradients accumulated */
+  int push_nan;                            /* the push being handled carries NaN/Inf (set by its checks) */
   uint8_t contributed[PS_MAX_WORKERS];
   int64_t clock[PS_MAX_WORKERS];
   pending_pull *pending;
@@ -89,7 +90,8 @@ typedef struct ps_state {
   size_t scratch_size;
   struct {
     uint64_t applied, stale, rejected, pulls, bad_frames, cow_copies, handled;
-    double busy_us; /* time spent handling messages (decode to reply sent) */
+    uint64_t nan_rejected, nan_skipped; /* pushes with NaN/Inf, by training.nan_policy */
+    double busy_us;                     /* time spent handling messages (decode to reply sent) */
   } stats;
 } ps_state;
 

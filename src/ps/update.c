@@ -28,7 +28,7 @@ static int completes_step(const tfx_envelope *e) {
 void tfx_ps_sync_reset(ps_state *p, int n_workers) {
   p->n_workers = n_workers > 0 && n_workers <= PS_MAX_WORKERS ? n_workers : 1;
   p->replicas = p->cfg.replicas_to_aggregate > 0 ? p->cfg.replicas_to_aggregate : p->n_workers;
-  p->n_acc = 0;
+  p->n_acc = 0, p->n_grads = 0;
   memset(p->contributed, 0, sizeof p->contributed);
   for (int i = 0; i < PS_MAX_WORKERS; i++) {
     p->clock[i] = p->version;
@@ -272,6 +272,11 @@ static int first_use(shard *const *targets, size_t i, const shard *s) {
   return 1;
 }
 
+/* The name of a wire dtype, for error texts. */
+static const char *dtype_name(int dtype) {
+  return dtype == TFX__DTYPE__DTYPE_FLOAT32 ? "float32" : dtype == TFX__DTYPE__DTYPE_INT64 ? "int64" : "unknown";
+}
+
 /* Checks a push sent in parts: async or ssp mode, and every tensor a dense range of a trainable shard. */
 static int validate_part(const ps_state *p, const tfx_envelope *e, const shard *s, const Tfx__Tensor *t, tfx_err *err) {
   if (is_sync(p)) {
@@ -281,8 +286,12 @@ static int validate_part(const ps_state *p, const tfx_envelope *e, const shard *
     return tfx_err_set(err, TFX_EINVAL, "push in parts: part %u of %u", e->part, e->parts);
   }
   size_t n = (size_t)(t->nbytes / sizeof(float));
-  if (!s->trainable || t->n_rows || t->dtype != TFX__DTYPE__DTYPE_FLOAT32 || !t->nbytes || t->nbytes % sizeof(float) ||
-      t->offset > s->count || n > s->count - t->offset) {
+  if (t->dtype != TFX__DTYPE__DTYPE_FLOAT32) {
+    return tfx_err_set(err, TFX_EINVAL, "push part: '%s' has dtype %s (%d); the ps holds float32 only", s->key,
+                       dtype_name(t->dtype), t->dtype);
+  }
+  if (!s->trainable || t->n_rows || !t->nbytes || t->nbytes % sizeof(float) || t->offset > s->count ||
+      n > s->count - t->offset) {
     return tfx_err_set(err, TFX_ESHAPE,
                        "push part: '%s' range of %llu bytes at element %llu does not fit its %zu "
                        "float32 values (dense and trainable only)",
@@ -291,14 +300,23 @@ static int validate_part(const ps_state *p, const tfx_envelope *e, const shard *
   return TFX_OK;
 }
 
-/* Checks a whole tensor of a push: size, dtype and rows against its shard. */
+/* Checks a whole tensor of a push: dtype, offset, size and rows against its shard. */
 static int validate_whole(const shard *s, const Tfx__Tensor *t, tfx_err *err) {
   if (!s->trainable && t->n_rows) {
     return tfx_err_set(err, TFX_EINVAL, "push: '%s' is assigned whole, not by rows", s->key);
   }
+  if (t->dtype != TFX__DTYPE__DTYPE_FLOAT32) {
+    return tfx_err_set(err, TFX_EINVAL, "push: '%s' has dtype %s (%d); the ps holds float32 only", s->key,
+                       dtype_name(t->dtype), t->dtype);
+  }
+  if (t->offset) {
+    return tfx_err_set(err, TFX_ESHAPE,
+                       "push: '%s' range at element %llu out of range: a whole push starts at 0 (ranges only in a "
+                       "push in parts)",
+                       s->key, (unsigned long long)t->offset);
+  }
   size_t want = t->n_rows ? t->n_rows * s->row_size * sizeof(float) : s->count * sizeof(float);
-  if (t->dtype != TFX__DTYPE__DTYPE_FLOAT32 || t->nbytes != want || t->offset ||
-      t->n_rows > (size_t)(s->row_end - s->row_begin)) {
+  if (t->nbytes != want || t->n_rows > (size_t)(s->row_end - s->row_begin)) {
     return tfx_err_set(err, TFX_ESHAPE, "push: '%s' expects %zu float32 values (%lld rows), got %llu bytes", s->key,
                        s->count, (long long)(s->row_end - s->row_begin), (unsigned long long)t->nbytes);
   }
@@ -309,6 +327,13 @@ static int validate_whole(const shard *s, const Tfx__Tensor *t, tfx_err *err) {
     }
   }
   return TFX_OK;
+}
+
+/* Fails a push whose tensor `key` carries NaN or Inf; tfx_ps_push then applies training.nan_policy. */
+static int nan_found(ps_state *p, const char *key, tfx_err *err) {
+  p->push_nan = 1;
+  return tfx_err_set(err, TFX_EINVAL, "push: '%s' carries NaN or Inf; %s (training.nan_policy)", key,
+                     strcmp(p->cfg.nan_policy, "skip") ? "rejected" : "skipped");
 }
 
 /* Checks every tensor of a push before anything changes (NaN/Inf of fusable ones: in push_fused). */
@@ -332,7 +357,7 @@ static int validate_push(ps_state *p, const tfx_inmsg *m, shard **targets, tfx_e
       s->fuse = fuse;
     }
     if (!fuse && !all_finite_split(p, g, size / 4)) {
-      return tfx_err_set(err, TFX_EINVAL, "push: '%s' carries NaN or Inf; rejected", s->key);
+      return nan_found(p, s->key, err);
     }
     targets[i] = s;
   }
@@ -416,9 +441,10 @@ static int apply_touched_rows(ps_state *p, shard *s, float scale) {
   return 0;
 }
 
+/* Ends a sync step: applies the average of the gradients accumulated (none when every arrival was skipped). */
 static void apply_accumulated(ps_state *p) {
-  float scale = 1.0f / (float)p->n_acc;
-  for (int i = 0; i < p->n_shards; i++) {
+  float scale = p->n_grads ? 1.0f / (float)p->n_grads : 0.0f;
+  for (int i = 0; p->n_grads && i < p->n_shards; i++) {
     shard *s = &p->shards[i];
     if (!s->trainable) {
       continue;
@@ -435,7 +461,7 @@ static void apply_accumulated(ps_state *p) {
   }
   p->version++;
   p->stats.applied++;
-  p->n_acc = 0;
+  p->n_acc = 0, p->n_grads = 0;
   memset(p->contributed, 0, sizeof p->contributed);
 }
 
@@ -477,6 +503,7 @@ static int push_sync(ps_state *p, const tfx_inmsg *m, shard **targets, int *stal
   if (w >= 0 && w < PS_MAX_WORKERS) {
     p->contributed[w] = 1;
   }
+  p->n_grads++;
   if (++p->n_acc >= p->replicas) {
     apply_accumulated(p);
   }
@@ -534,7 +561,7 @@ static int push_fused(ps_state *p, tfx_inmsg *m, shard **targets, vbuf **adopted
                     .scale = 1.0f};
     tfx_ps_helper_run(helper_for(p, targets[i]->count), fuse_range, &job, targets[i]->count);
     if (atomic_load(&job.bad)) {
-      rc = tfx_err_set(err, TFX_EINVAL, "push: '%s' carries NaN or Inf; rejected", targets[i]->key);
+      rc = nan_found(p, targets[i]->key, err);
     } else if (!(adopted[i] = tfx_ps_vbuf_adopt(&m->parts[i]))) {
       rc = tfx_err_set(err, TFX_ENOMEM, "out of memory");
     }
@@ -608,17 +635,61 @@ static int answer_push(ps_state *p, tfx_inmsg *m, int stale, tfx_err *err) {
   return tfx_wire_send(p->sock, &m->identity, &env, NULL, 0, err);
 }
 
+/* A skipped push (training.nan_policy = skip) still ends its worker's step, so nobody waits on it: in sync mode
+ * it counts as the worker's arrival (its gradient left out of the average; a step of skips only leaves the values
+ * as they are); in async and ssp the worker's clock moves, and the version too when it is the last part of a push
+ * whose other parts were applied. */
+static void skip_step(ps_state *p, const tfx_envelope *e) {
+  int w = worker_of(e), known = w >= 0 && w < PS_MAX_WORKERS;
+  if (is_sync(p)) {
+    if (e->step == p->version && !(known && p->contributed[w])) {
+      if (known) {
+        p->contributed[w] = 1;
+      }
+      if (++p->n_acc >= p->replicas) {
+        apply_accumulated(p);
+      }
+    }
+    return;
+  }
+  if (completes_step(e)) {
+    p->version += is_part(e), p->stats.applied += is_part(e);
+    if (known) {
+      p->clock[w]++;
+    }
+  }
+}
+
+/* Applies training.nan_policy to a push refused for NaN/Inf (code rc): reject returns rc (the error reply);
+ * skip drops the push, logs it and returns TFX_OK (a normal reply follows). Each is counted. */
+static int nan_outcome(ps_state *p, const tfx_inmsg *m, int rc, tfx_err *err) {
+  if (strcmp(p->cfg.nan_policy, "skip") != 0) {
+    p->stats.nan_rejected++;
+    return rc;
+  }
+  if (p->stats.nan_skipped++ < 20 && err) {
+    tfx_log(TFX_LOG_WARN, "PS-NAN-SKIP", "worker %d, step %lld: %s", worker_of(m->env), (long long)m->env->step,
+            err->msg);
+  }
+  skip_step(p, m->env);
+  return TFX_OK;
+}
+
 int tfx_ps_push(ps_state *p, tfx_inmsg *m, tfx_err *err) {
   shard *stack[64], **targets = m->env->n_tensors <= 64 ? stack : calloc(m->env->n_tensors, sizeof *targets);
   if (!targets) {
     return tfx_err_set(err, TFX_ENOMEM, "out of memory");
   }
+  p->push_nan = 0;
   int stale = 0, rc = validate_push(p, m, targets, err);
   if (!rc) {
     rc = is_sync(p) ? push_sync(p, m, targets, &stale, err) : push_async(p, m, targets, err);
   }
   if (targets != stack) {
     free(targets);
+  }
+  if (rc && p->push_nan) {
+    rc = nan_outcome(p, m, rc, err);
   }
   if (rc) {
     return rc;

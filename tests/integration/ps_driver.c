@@ -1,12 +1,13 @@
 /* Drives a real `tfx-node --role=ps` through its protocol and checks the update semantics exactly.
- * Usage: tfx-ps-driver TFX_NODE CASE   with CASE one of async-sum, sync, ssp, optim, reject, checkpoint, sparse,
- * split, parts, parts-reject.
+ * Usage: tfx-ps-driver TFX_NODE CASE   with CASE one of async-sum, sync, ssp, optim, reject, checkpoint,
+ * restore-shape, nan-policy, status, pulls, sparse, split, parts, parts-reject.
  * Prints "ok: ..." and exits 0, or "FAIL: ..." and exits 1. */
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -19,8 +20,9 @@
 
 #define N 1000
 static const char *tfx_node;
-static char endpoint[64], run_dir[256];
+static char endpoint[64], run_dir[256], ps_log[300];
 static pid_t ps_pid;
+static int http_port; /* the ps's /metrics */
 
 #define CHECK(cond, ...)            \
   do {                              \
@@ -28,9 +30,36 @@ static pid_t ps_pid;
       printf("FAIL: " __VA_ARGS__); \
       printf("\n");                 \
       stop_ps();                    \
+      dump_ps_log();                \
       exit(1);                      \
     }                               \
   } while (0)
+
+/* Prints the ps's log (its stderr) after a failure. */
+static void dump_ps_log(void) {
+  FILE *f = fopen(ps_log, "r");
+  char line[1024];
+  while (f && fgets(line, sizeof line, f)) {
+    printf("ps: %s", line);
+  }
+  if (f) {
+    fclose(f);
+  }
+}
+
+/* Whether the ps's log holds `needle`. */
+static int ps_log_has(const char *needle) {
+  FILE *f = fopen(ps_log, "r");
+  char line[1024];
+  int found = 0;
+  while (f && !found && fgets(line, sizeof line, f)) {
+    found = strstr(line, needle) != NULL;
+  }
+  if (f) {
+    fclose(f);
+  }
+  return found;
+}
 
 static void stop_ps(void) {
   if (ps_pid > 0) {
@@ -39,21 +68,33 @@ static void stop_ps(void) {
   ps_pid = 0;
 }
 
-static void start_ps(void) {
-  int port = 0;
+/* A port the kernel just chose on 127.0.0.1 (free, barring a race with another binder). */
+static int free_port(void) {
   void *s = zmq_socket(tfx_net_context(), ZMQ_ROUTER);
   char ep[64];
   size_t len = sizeof ep;
   zmq_bind(s, "tcp://127.0.0.1:*"), zmq_getsockopt(s, ZMQ_LAST_ENDPOINT, ep, &len);
-  port = atoi(strrchr(ep, ':') + 1);
+  int port = atoi(strrchr(ep, ':') + 1);
   zmq_close(s);
+  return port;
+}
+
+static void start_ps(void) {
+  int port = free_port();
+  http_port = free_port();
   usleep(50000);
+  char hp[16];
+  snprintf(hp, sizeof hp, "%d", http_port);
   char tfc[256];
   snprintf(tfc, sizeof tfc, "{\"cluster\":{\"ps\":[\"127.0.0.1:%d\"]},\"task\":{\"type\":\"ps\",\"index\":0}}", port);
   snprintf(endpoint, sizeof endpoint, "tcp://127.0.0.1:%d", port);
   if ((ps_pid = fork()) == 0) {
     setenv("TF_CONFIG", tfc, 1);
-    execl(tfx_node, "tfx-node", "--log-level", "warn", (char *)NULL);
+    prctl(PR_SET_PDEATHSIG, SIGTERM); /* a driver killed by its timeout takes the ps along */
+    if (!freopen(ps_log, "w", stderr) || !freopen(ps_log, "a", stdout)) {
+      _exit(126);
+    }
+    execl(tfx_node, "tfx-node", "--log-level", "warn", "--http-port", hp, (char *)NULL);
     _exit(127);
   }
 }
@@ -65,6 +106,24 @@ static tfx_client *connect_ps(void) {
   return c;
 }
 
+/* INIT with one variable "v" of N zeros and shape[rank] (product N), under the experiment json; restore from
+ * `path` when given; `workers` goes in the INIT's flag. */
+static int init_shaped(tfx_client *c, const char *json, const int64_t *shape, int rank, int workers, const char *path,
+                       tfx_err *err) {
+  Tfx__Shard sh, *shp = &sh;
+  tfx__shard__init(&sh);
+  sh.key = sh.var = "v", sh.shape = (int64_t *)shape, sh.n_shape = (size_t)rank, sh.row_end = shape[0];
+  sh.trainable = 1, sh.init = "zeros";
+  tfx_envelope env;
+  tfx_inmsg r;
+  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_INIT);
+  env.text = (char *)json, env.shards = &shp, env.n_shards = 1, env.flag = workers;
+  env.path = (char *)(path ? path : "");
+  int rc = tfx_client_call(c, &env, NULL, 0, &r, 20000, err);
+  tfx_inmsg_fini(&r);
+  return rc;
+}
+
 /* INIT with one variable "v" of N zeros; restore from `path` when given. */
 static int init_ps(tfx_client *c, const char *mode, const char *opt, int workers, int replicas, int staleness,
                    const char *path, tfx_err *err) {
@@ -73,17 +132,8 @@ static int init_ps(tfx_client *c, const char *mode, const char *opt, int workers
            "{\"training\": {\"mode\": \"%s\", \"replicas_to_aggregate\": %d, \"staleness\": %d},"
            " \"optimizer\": {\"name\": \"%s\", \"learning_rate\": %s}}",
            mode, replicas, staleness, opt, strcmp(opt, "sgd") ? "0.01" : "1");
-  Tfx__Shard sh, *shp = &sh;
   int64_t shape[1] = {N};
-  tfx__shard__init(&sh);
-  sh.key = sh.var = "v", sh.shape = shape, sh.n_shape = 1, sh.row_end = N, sh.trainable = 1, sh.init = "zeros";
-  tfx_envelope env;
-  tfx_inmsg r;
-  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_INIT);
-  env.text = json, env.shards = &shp, env.n_shards = 1, env.flag = workers, env.path = (char *)(path ? path : "");
-  int rc = tfx_client_call(c, &env, NULL, 0, &r, 20000, err);
-  tfx_inmsg_fini(&r);
-  return rc;
+  return init_shaped(c, json, shape, 1, workers, path, err);
 }
 
 /* Pushes g as worker w for `step`; *stale gets the ps's stale flag. */
@@ -172,6 +222,64 @@ static int64_t pushers_exact_sum(tfx_client *c, int pushers, int pushes, size_t 
   return version;
 }
 
+/* Sends one push of tensor t (bytes of data) as worker w at `step` with `flag` (1: push-pull); the reply goes to
+ * *r (caller finalizes it with tfx_inmsg_fini). */
+static int push_tensor(tfx_client *c, int w, int64_t step, Tfx__Tensor *t, const void *data, size_t bytes, int flag,
+                       tfx_inmsg *r, tfx_err *err) {
+  tfx_payload pl = {data, bytes, 1, NULL, NULL};
+  tfx_envelope env;
+  tfx_wire_set_sender(TFX__ROLE__ROLE_WORKER, w);
+  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_PUSH);
+  env.step = step, env.tensors = &t, env.n_tensors = 1, env.flag = flag;
+  memset(r, 0, sizeof *r);
+  return tfx_client_call(c, &env, &pl, 1, r, 20000, err);
+}
+
+/* One push-pull of g into v as worker w at `step`: the reply's values go to out, its version to *version. */
+static int push_pull(tfx_client *c, int w, int64_t step, const float *g, float *out, int64_t *version, tfx_err *err) {
+  Tfx__Tensor t;
+  int64_t shape[1] = {N};
+  tfx__tensor__init(&t);
+  t.name = "v", t.shape = shape, t.n_shape = 1, t.nbytes = N * 4;
+  tfx_inmsg r;
+  int rc = push_tensor(c, w, step, &t, g, N * 4, 1, &r, err);
+  size_t size = 0;
+  const void *data = rc ? NULL : tfx_inmsg_part(&r, 0, &size);
+  if (!rc && size != N * 4) {
+    rc = tfx_err_set(err, TFX_EPROTO, "push-pull reply: %zu bytes, want %d", size, N * 4);
+  }
+  if (!rc) {
+    memcpy(out, data, size), *version = r.env->step;
+  }
+  tfx_inmsg_fini(&r);
+  return rc;
+}
+
+/* The ps's status figure `name` (from MSG_STATUS); -1 when the reply lacks it. */
+static double stat_of(tfx_client *c, const char *name) {
+  tfx_envelope env;
+  tfx_inmsg r;
+  tfx_err err;
+  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_STATUS);
+  CHECK(tfx_client_call(c, &env, NULL, 0, &r, 5000, &err) == 0, "status: %s", err.msg);
+  double v = -1;
+  for (size_t i = 0; i < r.env->n_stats; i++) {
+    if (!strcmp(r.env->stats[i]->key, name)) {
+      v = r.env->stats[i]->value;
+    }
+  }
+  tfx_inmsg_fini(&r);
+  return v;
+}
+
+/* Requires each status figure names[i] to equal want[i] exactly. */
+static void expect_stats(tfx_client *c, const char *what, const char *const *names, const double *want, int n) {
+  for (int i = 0; i < n; i++) {
+    double v = stat_of(c, names[i]);
+    CHECK(v == want[i], "%s: status %s = %g, want %g", what, names[i], v, want[i]);
+  }
+}
+
 static void case_async_sum(void) {
   enum { PUSHERS = 16, PUSHES = 25 };
   tfx_client *c = connect_ps();
@@ -256,6 +364,46 @@ static void case_optim(void) {
   printf("ok: momentum, adagrad, rmsprop, adam, adamw at the ps equal the single-process rule bit for bit\n");
 }
 
+/* A push of int64 values, and a whole push at an offset, are refused naming v and what is wrong. */
+static void reject_dtype_offset(tfx_client *c, const float *g) {
+  tfx_err err;
+  Tfx__Tensor t;
+  int64_t shape[1] = {N}, ids[N] = {0};
+  tfx_inmsg r;
+  tfx__tensor__init(&t);
+  t.name = "v", t.shape = shape, t.n_shape = 1, t.nbytes = N * 8, t.dtype = TFX__DTYPE__DTYPE_INT64;
+  int rc = push_tensor(c, 0, 0, &t, ids, N * 8, 0, &r, &err);
+  tfx_inmsg_fini(&r);
+  CHECK(rc == TFX_EINVAL && strstr(err.msg, "'v' has dtype int64") && strstr(err.msg, "float32"),
+        "wrong dtype: code %d, %s", rc, err.msg);
+  shape[0] = N - 10;
+  t.dtype = TFX__DTYPE__DTYPE_FLOAT32, t.offset = 10, t.nbytes = (N - 10) * 4;
+  rc = push_tensor(c, 0, 0, &t, g, (N - 10) * 4, 0, &r, &err);
+  tfx_inmsg_fini(&r);
+  CHECK(rc == TFX_ESHAPE && strstr(err.msg, "'v' range at element 10 out of range"),
+        "a whole push at offset 10: code %d, %s", rc, err.msg);
+}
+
+/* A plan whose shard v has dtype int64 is refused naming v and the dtype; the ps keeps its state. */
+static void reject_plan_dtype(tfx_client *c) {
+  tfx_err err;
+  float v[N];
+  int64_t shape[1] = {N}, version = -1;
+  Tfx__Shard sh, *shp = &sh;
+  tfx_envelope env;
+  tfx_inmsg r;
+  tfx__shard__init(&sh);
+  sh.key = sh.var = "v", sh.shape = shape, sh.n_shape = 1, sh.row_end = N, sh.trainable = 1, sh.dtype = "int64";
+  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_INIT);
+  env.text = "{}", env.shards = &shp, env.n_shards = 1, env.flag = 1;
+  int rc = tfx_client_call(c, &env, NULL, 0, &r, 5000, &err);
+  tfx_inmsg_fini(&r);
+  CHECK(rc == TFX_EPROTO && strstr(err.msg, "'v'") && strstr(err.msg, "dtype 'int64'"),
+        "a plan shard of dtype int64: code %d, %s", rc, err.msg);
+  CHECK(pull(c, 0, 0, v, &version, 5000, &err) == 0 && version == 0 && v[0] == 0.0f,
+        "the ps lost its state to a refused plan: %s", err.msg);
+}
+
 static void case_reject(void) {
   tfx_client *c = connect_ps();
   tfx_err err;
@@ -265,6 +413,8 @@ static void case_reject(void) {
   CHECK(push(c, 0, 0, g, "w", N, NULL, &err) == TFX_ENOTFOUND && strstr(err.msg, "'w'"), "unknown variable: %s",
         err.msg);
   CHECK(push(c, 0, 0, g, "v", N - 1, NULL, &err) == TFX_ESHAPE && strstr(err.msg, "'v'"), "wrong shape: %s", err.msg);
+  reject_dtype_offset(c, g);
+  CHECK(stat_of(c, "rejected") == 4, "status rejected = %g after 4 refused pushes", stat_of(c, "rejected"));
   g[7] = NAN;
   CHECK(push(c, 0, 0, g, "v", N, NULL, &err) == TFX_EINVAL && strstr(err.msg, "NaN"), "NaN: %s", err.msg);
   g[7] = INFINITY;
@@ -273,7 +423,268 @@ static void case_reject(void) {
   for (int i = 0; i < N; i++) {
     CHECK(v[i] == 0.0f, "rejected pushes changed v[%d] to %g", i, v[i]);
   }
-  printf("ok: unknown variable, wrong shape, NaN and Inf rejected by name; nothing changed\n");
+  reject_plan_dtype(c);
+  CHECK(stat_of(c, "rejected") == 7 && stat_of(c, "nan_rejected") == 2, "status rejected = %g, nan_rejected = %g",
+        stat_of(c, "rejected"), stat_of(c, "nan_rejected"));
+  printf(
+      "ok: unknown variable, wrong shape, wrong dtype, a whole push at an offset, NaN and Inf rejected by name "
+      "and counted; a plan shard of dtype int64 refused; nothing changed\n");
+  tfx_client_destroy(c);
+}
+
+/* The value of the ps's /metrics sample `name` (labels role="ps", index="0"); -1 when absent. */
+static double metric_of(const char *name) {
+  char cmd[128], line[512], want[160];
+  snprintf(cmd, sizeof cmd, "curl -sf http://127.0.0.1:%d/metrics", http_port);
+  snprintf(want, sizeof want, "%s{role=\"ps\",index=\"0\"} ", name);
+  FILE *f = popen(cmd, "r");
+  double v = -1;
+  while (f && fgets(line, sizeof line, f)) {
+    if (!strncmp(line, want, strlen(want))) {
+      v = atof(line + strlen(want));
+    }
+  }
+  if (f) {
+    pclose(f);
+  }
+  return v;
+}
+
+/* Waits up to 2 s for /metrics sample `name` to read want (the HTTP view is copied after each message). */
+static void expect_metric(const char *name, double want) {
+  double v = -1;
+  for (int i = 0; i < 20 && (v = metric_of(name)) != want; i++) {
+    usleep(100000);
+  }
+  CHECK(v == want, "/metrics %s = %g, want %g", name, v, want);
+}
+
+/* INIT of v [N] under SGD (rate 1) in `mode` for `workers` workers with training.nan_policy = policy. */
+static int init_policy(tfx_client *c, const char *mode, int workers, const char *policy, tfx_err *err) {
+  char json[256];
+  int64_t shape[1] = {N};
+  snprintf(json, sizeof json,
+           "{\"training\": {\"mode\": \"%s\", \"nan_policy\": \"%s\"},"
+           " \"optimizer\": {\"name\": \"sgd\", \"learning_rate\": 1}}",
+           mode, policy);
+  return init_shaped(c, json, shape, 1, workers, NULL, err);
+}
+
+/* nan_policy = reject (the default): the NaN push gets an error naming v, nothing changes, counted as a NaN
+ * rejection and a rejection. */
+static void nan_reject(tfx_client *c, float *g) {
+  tfx_err err;
+  float v[N];
+  int64_t version;
+  CHECK(init_ps(c, "async", "sgd", 1, 0, 0, NULL, &err) == 0, "init: %s", err.msg);
+  g[3] = NAN;
+  CHECK(push(c, 0, 0, g, "v", N, NULL, &err) == TFX_EINVAL && strstr(err.msg, "'v'") && strstr(err.msg, "rejected"),
+        "reject: %s", err.msg);
+  CHECK(pull(c, 0, 0, v, &version, 5000, &err) == 0 && version == 0 && v[0] == 0.0f && v[3] == 0.0f,
+        "a rejected NaN push changed v (version %lld, v[3] = %g)", (long long)version, v[3]);
+  const char *names[] = {"nan_rejected", "nan_skipped", "rejected", "pushes_applied"};
+  double want[] = {1, 0, 1, 0};
+  expect_stats(c, "nan_policy reject", names, want, 4);
+  CHECK(init_policy(c, "async", 1, "drop", &err) == TFX_ECONFIG && strstr(err.msg, "training.nan_policy"),
+        "nan_policy 'drop' accepted: %s", err.msg);
+}
+
+/* nan_policy = skip, async (after nan_reject): a NaN push and a NaN push-pull both succeed, the push-pull's reply
+ * carries the current values and version; nothing changes; each counted as skipped, none as rejected. A push in
+ * parts whose last part is skipped keeps its other parts and still moves the version once. */
+static void nan_skip_async(tfx_client *c, float *g) {
+  tfx_err err;
+  float v[N], good[N];
+  int64_t version;
+  int stale = -1;
+  fill(good, 1);
+  CHECK(init_policy(c, "async", 1, "skip", &err) == 0, "init skip: %s", err.msg);
+  CHECK(push(c, 0, 0, good, "v", N, NULL, &err) == 0, "push: %s", err.msg);
+  g[3] = INFINITY;
+  CHECK(push(c, 0, 1, g, "v", N, &stale, &err) == 0 && stale == 0, "skip: a NaN push got %s", err.msg);
+  CHECK(push_pull(c, 0, 1, g, v, &version, &err) == 0, "skip: a NaN push-pull got %s", err.msg);
+  for (int i = 0; i < N; i++) {
+    CHECK(v[i] == -1.0f && version == 1, "skipped push-pull reply: v[%d] = %g at version %lld, want -1 at 1", i, v[i],
+          (long long)version);
+  }
+  CHECK(pull(c, 0, 0, v, &version, 5000, &err) == 0 && version == 1 && v[3] == -1.0f,
+        "a skipped push changed v (version %lld, v[3] = %g)", (long long)version, v[3]);
+  fill(g, 2), g[700] = NAN; /* in parts of 500: part 0 applies, part 1 (the last) is skipped yet ends the step */
+  CHECK(push_pull_parts(c, 0, g, 500, v, &err) == 0, "skip: a push-pull in parts with a NaN in part 1: %s", err.msg);
+  CHECK(pull(c, 0, 0, v, &version, 5000, &err) == 0 && version == 2, "after parts: version %lld, want 2",
+        (long long)version);
+  for (int i = 0; i < N; i++) {
+    CHECK(v[i] == (i < 500 ? -3.0f : -1.0f), "after a skipped part: v[%d] = %g", i, v[i]);
+  }
+  const char *names[] = {"nan_rejected", "nan_skipped", "rejected", "pushes_applied"};
+  double want[] = {1, 3, 2, 2}; /* counted since the ps started: nan_reject's NaN push and bad init came first */
+  expect_stats(c, "nan_policy skip", names, want, 4);
+  CHECK(ps_log_has("PS-NAN-SKIP"), "no PS-NAN-SKIP line in the ps log");
+  expect_metric("tfx_ps_nan_skipped_total", 3);
+  expect_metric("tfx_ps_nan_rejected_total", 1);
+  expect_metric("tfx_ps_rejected_total", 2);
+}
+
+/* nan_policy = skip, sync with 2 workers: worker 0's NaN push is left out, worker 1's completes the step alone. */
+static void nan_skip_sync(tfx_client *c, float *g) {
+  tfx_err err;
+  float v[N], four[N];
+  int64_t version;
+  fill(four, 4);
+  CHECK(init_policy(c, "sync", 2, "skip", &err) == 0, "init sync skip: %s", err.msg);
+  g[3] = NAN;
+  CHECK(push(c, 0, 0, g, "v", N, NULL, &err) == 0, "sync skip: %s", err.msg);
+  CHECK(push(c, 1, 0, four, "v", N, NULL, &err) == 0, "push w1: %s", err.msg);
+  CHECK(pull(c, 0, 1, v, &version, 5000, &err) == 0 && version == 1, "sync step after a skip: %s", err.msg);
+  CHECK(v[0] == -4.0f && v[3] == -4.0f, "sync average without the skipped push: v = %g, want -4", v[0]);
+}
+
+static void case_nan_policy(void) {
+  tfx_client *c = connect_ps();
+  float g[N];
+  fill(g, 1);
+  nan_reject(c, g);
+  fill(g, 1);
+  nan_skip_async(c, g);
+  fill(g, 1);
+  nan_skip_sync(c, g);
+  printf(
+      "ok: nan_policy reject: error naming v, counted in nan_rejected and rejected; skip: push and push-pull "
+      "succeed with the current values, nothing changes, counted in nan_skipped only (status and /metrics); sync: the "
+      "step completes "
+      "without the skipped gradient\n");
+  tfx_client_destroy(c);
+}
+
+/* Four pulls, four pushes that complete two sync steps, one stale push and one rejected push give exactly these
+ * status figures (pushes_applied counts applied updates: two sync steps). */
+static void case_status(void) {
+  tfx_client *c = connect_ps();
+  tfx_err err;
+  float g[N], v[N];
+  int stale = -1;
+  fill(g, 1);
+  CHECK(init_ps(c, "sync", "sgd", 2, 0, 0, NULL, &err) == 0, "init: %s", err.msg);
+  for (int k = 0; k < 3; k++) {
+    CHECK(pull(c, 0, 0, v, NULL, 5000, &err) == 0, "pull %d: %s", k, err.msg);
+  }
+  for (int64_t step = 0; step < 2; step++) {
+    CHECK(push(c, 0, step, g, "v", N, &stale, &err) == 0 && !stale, "push w0 step %lld: %s", (long long)step, err.msg);
+    CHECK(push(c, 1, step, g, "v", N, &stale, &err) == 0 && !stale, "push w1 step %lld: %s", (long long)step, err.msg);
+    if (step == 0) {
+      CHECK(push(c, 1, 0, g, "v", N, &stale, &err) == 0 && stale, "a stale push was not dropped");
+    }
+  }
+  CHECK(push(c, 0, 2, g, "w", N, NULL, &err) == TFX_ENOTFOUND, "push to an unknown variable: %s", err.msg);
+  CHECK(pull(c, 0, 2, v, NULL, 5000, &err) == 0 && v[0] == -2.0f, "pull step 2: v = %g, want -2", v[0]);
+  const char *names[] = {"shards",       "bytes",      "pushes_applied", "stale_dropped", "rejected",
+                         "pulls_served", "bad_frames", "version",        "nan_rejected",  "nan_skipped"};
+  double want[] = {1, N * 4, 2, 1, 1, 4, 0, 2, 0, 0};
+  expect_stats(c, "known sequence", names, want, 10);
+  printf(
+      "ok: status after 4 pulls, 4 pushes (2 sync steps), 1 stale and 1 rejected push: applied 2, stale 1, "
+      "rejected 1, pulls 4, version 2, exactly\n");
+  tfx_client_destroy(c);
+}
+
+/* INIT with SGD (rate 1) in async mode of n variables names[i] of counts[i] zeros, request deadline 1 s. */
+static void init_vars(tfx_client *c, const char *const *names, const int64_t *counts, int n) {
+  const char *json =
+      "{\"training\": {\"mode\": \"async\"}, \"optimizer\": {\"name\": \"sgd\", \"learning_rate\": 1},"
+      " \"cluster\": {\"request_timeout_s\": 1}}";
+  Tfx__Shard sh[4], *shp[4];
+  for (int k = 0; k < n; k++) {
+    tfx__shard__init(&sh[k]);
+    sh[k].key = sh[k].var = (char *)names[k], sh[k].shape = (int64_t *)&counts[k], sh[k].n_shape = 1;
+    sh[k].row_end = counts[k], sh[k].trainable = 1, sh[k].init = "zeros", shp[k] = &sh[k];
+  }
+  tfx_envelope env;
+  tfx_inmsg r;
+  tfx_err err;
+  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_INIT);
+  env.text = (char *)json, env.shards = shp, env.n_shards = (size_t)n, env.flag = 1;
+  CHECK(tfx_client_call(c, &env, NULL, 0, &r, 20000, &err) == 0, "init: %s", err.msg);
+  tfx_inmsg_fini(&r);
+}
+
+/* Pulls the named variables (version >= min) into *r (caller finalizes it). */
+static int pull_named(tfx_client *c, char **names, size_t n, int64_t min, tfx_inmsg *r, int timeout_ms, tfx_err *err) {
+  tfx_envelope env;
+  tfx_wire_set_sender(TFX__ROLE__ROLE_WORKER, 0);
+  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_PULL);
+  env.step = min, env.names = names, env.n_names = n;
+  memset(r, 0, sizeof *r);
+  return tfx_client_call(c, &env, NULL, 0, r, timeout_ms, err);
+}
+
+/* The reply tensor `name` of r must hold `count` values all equal to want. */
+static void expect_tensor(const tfx_inmsg *r, const char *name, size_t count, float want) {
+  for (size_t i = 0; i < r->env->n_tensors; i++) {
+    if (strcmp(r->env->tensors[i]->name, name)) {
+      continue;
+    }
+    size_t size = 0;
+    const char *data = tfx_inmsg_part(r, (int)i, &size); /* a frame need not be 4-byte aligned */
+    CHECK(size == count * 4, "'%s': %zu bytes, want %zu", name, size, count * 4);
+    for (size_t k = 0; k < count; k++) {
+      float v;
+      memcpy(&v, data + 4 * k, 4);
+      CHECK(v == want, "'%s'[%zu] = %g, want %g", name, k, v, want);
+    }
+    return;
+  }
+  CHECK(0, "reply lacks '%s'", name);
+}
+
+/* A pull of names for version 50, never reached, is answered by the ps's own deadline (1 s) with TFX_EPEER and
+ * PS-PULL-TIMEOUT, well before the client's 10 s; returns the ms waited. */
+static int64_t pull_deadline(tfx_client *c, char **names) {
+  tfx_err err;
+  tfx_inmsg r;
+  int64_t t0 = tfx_now_ms();
+  int rc = pull_named(c, names, 2, 50, &r, 10000, &err);
+  int64_t waited = tfx_now_ms() - t0;
+  tfx_inmsg_fini(&r);
+  CHECK(rc == TFX_EPEER && strstr(err.msg, "pull for version 50 timed out") && waited >= 900 && waited < 9000,
+        "pull for version 50: code %d after %lld ms, '%s' (want the ps's own 1 s deadline)", rc, (long long)waited,
+        err.msg);
+  CHECK(ps_log_has("PS-PULL-TIMEOUT"), "no PS-PULL-TIMEOUT line in the ps log");
+  return waited;
+}
+
+/* A pull naming c and a answers exactly those two; naming an unknown variable is refused by name (counted as
+ * rejected, not served); a pull for a version the ps does not reach is answered by the ps's own deadline
+ * (cluster.request_timeout_s = 1) with TFX_EPEER and PS-PULL-TIMEOUT. */
+static void case_pulls(void) {
+  tfx_client *c = connect_ps();
+  tfx_err err;
+  const char *vars[3] = {"a", "b", "c"};
+  int64_t counts[3] = {10, 20, N};
+  float g[N];
+  init_vars(c, vars, counts, 3);
+  for (int k = 0; k < 3; k++) {
+    fill(g, (float)(k + 1));
+    CHECK(push(c, 0, 0, g, vars[k], (size_t)counts[k], NULL, &err) == 0, "push '%s': %s", vars[k], err.msg);
+  }
+  char *ca[2] = {"c", "a"}, *bad[2] = {"a", "nope"};
+  tfx_inmsg r;
+  CHECK(pull_named(c, ca, 2, 0, &r, 5000, &err) == 0 && r.env->n_tensors == 2 && r.n_parts == 2, "pull [c, a]: %s",
+        err.msg);
+  expect_tensor(&r, "c", N, -3.0f);
+  expect_tensor(&r, "a", 10, -1.0f);
+  tfx_inmsg_fini(&r);
+  double served = stat_of(c, "pulls_served"), rejected = stat_of(c, "rejected");
+  int rc = pull_named(c, bad, 2, 0, &r, 5000, &err);
+  tfx_inmsg_fini(&r);
+  CHECK(rc == TFX_ENOTFOUND && strstr(err.msg, "'nope'"), "pull [a, nope]: code %d, %s", rc, err.msg);
+  CHECK(stat_of(c, "rejected") == rejected + 1 && stat_of(c, "pulls_served") == served,
+        "an unknown name: rejected %g -> %g, served %g -> %g", rejected, stat_of(c, "rejected"), served,
+        stat_of(c, "pulls_served"));
+  int64_t waited = pull_deadline(c, ca);
+  printf(
+      "ok: a named pull answers exactly the named variables; an unknown name is refused by name (rejected, not "
+      "served); a pull past the version times out by the ps's deadline (%lld ms)\n",
+      (long long)waited);
   tfx_client_destroy(c);
 }
 
@@ -311,10 +722,79 @@ static void case_sparse(void) {
   tfx_client_destroy(c);
 }
 
+/* Asks the ps to write its shard for `step` into run_dir/NAME; shard gets the file's path. */
+static void write_ckpt(tfx_client *c, int64_t step, const char *name, char *shard, size_t n) {
+  char dir[300];
+  snprintf(dir, sizeof dir, "%s/%s", run_dir, name);
+  tfx_envelope env;
+  tfx_inmsg r;
+  tfx_err err;
+  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_CHECKPOINT);
+  env.step = step, env.path = dir;
+  CHECK(tfx_client_call(c, &env, NULL, 0, &r, 10000, &err) == 0, "checkpoint: %s", err.msg);
+  tfx_inmsg_fini(&r);
+  snprintf(shard, n, "%s/ps-0.shard", dir);
+}
+
+/* Pushes g as worker 0 at `step`, then pulls v into out. */
+static void push_then_pull(tfx_client *c, int64_t step, const float *g, float *out) {
+  tfx_err err;
+  CHECK(push(c, 0, step, g, "v", N, NULL, &err) == 0, "push: %s", err.msg);
+  CHECK(pull(c, 0, 0, out, NULL, 5000, &err) == 0, "pull: %s", err.msg);
+}
+
+/* The Adam moments come back with the values: after a restore, the next push gives bit for bit what it gives on
+ * the ps that wrote the checkpoint (zeroed moments would give other values). */
+static void checkpoint_slots(tfx_client *c, const char *shard, const float *v) {
+  tfx_err err;
+  float g2[N], first[N], second[N];
+  int64_t version;
+  for (int i = 0; i < N; i++) {
+    g2[i] = cosf((float)i);
+  }
+  push_then_pull(c, 3, g2, first);
+  CHECK(init_ps(c, "async", "adam", 1, 0, 0, shard, &err) == 0, "restore: %s", err.msg);
+  CHECK(pull(c, 0, 0, second, &version, 5000, &err) == 0 && version == 3, "pull after restore: version %lld",
+        (long long)version);
+  CHECK(memcmp(v, second, sizeof second) == 0, "restored values differ");
+  push_then_pull(c, 3, g2, second);
+  for (int i = 0; i < N; i++) {
+    CHECK(first[i] == second[i], "adam push after restore: v[%d] = %.9g, on the writer %.9g (moments not restored)", i,
+          second[i], first[i]);
+  }
+}
+
+/* A shard without the optimizer's slots (written under SGD) restores under Adam with a warning naming each
+ * missing slot, and the moments start at zero: the next push equals Adam's first update from the restored
+ * values at the restored step. */
+static void checkpoint_no_slots(tfx_client *c, const float *g) {
+  tfx_err err;
+  char shard[400];
+  float w[N], m[N] = {0}, s2[N] = {0}, v[N];
+  float *slots[2] = {m, s2};
+  CHECK(init_ps(c, "async", "sgd", 1, 0, 0, NULL, &err) == 0, "init sgd: %s", err.msg);
+  push_then_pull(c, 0, g, w);
+  write_ckpt(c, 1, "ckpt-sgd", shard, sizeof shard);
+  CHECK(init_ps(c, "async", "adam", 1, 0, 0, shard, &err) == 0, "restore an sgd shard under adam: %s", err.msg);
+  CHECK(ps_log_has("PS-RESTORE-NO-SLOT") && ps_log_has("'v@m'") && ps_log_has("'v@v'"),
+        "no PS-RESTORE-NO-SLOT warning naming v@m and v@v");
+  tfx_config cfg;
+  tfx_config_init(&cfg);
+  strcpy(cfg.optimizer, "adam"), cfg.learning_rate = 0.01;
+  tfx_optim opt;
+  tfx_optim_init(&opt, &cfg);
+  tfx_optim_apply(&opt, 1, w, g, 1.0f, slots, N);
+  push_then_pull(c, 1, g, v);
+  for (int i = 0; i < N; i++) {
+    CHECK(v[i] == w[i], "adam from zero moments after an sgd shard: v[%d] = %.9g, want %.9g", i, v[i], w[i]);
+  }
+}
+
 static void case_checkpoint(void) {
   tfx_client *c = connect_ps();
   tfx_err err;
-  float g[N], v[N], back[N];
+  float g[N], v[N];
+  char shard[400];
   for (int i = 0; i < N; i++) {
     g[i] = (float)i;
   }
@@ -323,20 +803,9 @@ static void case_checkpoint(void) {
     push(c, 0, s, g, "v", N, NULL, &err);
   }
   CHECK(pull(c, 0, 0, v, NULL, 5000, &err) == 0, "pull: %s", err.msg);
-  char dir[300], shard[400];
-  snprintf(dir, sizeof dir, "%s/ckpt", run_dir);
-  tfx_envelope env;
-  tfx_inmsg r;
-  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_CHECKPOINT);
-  env.step = 3, env.path = dir;
-  CHECK(tfx_client_call(c, &env, NULL, 0, &r, 10000, &err) == 0, "checkpoint: %s", err.msg);
-  tfx_inmsg_fini(&r);
-  snprintf(shard, sizeof shard, "%s/ps-0.shard", dir);
-  CHECK(init_ps(c, "async", "adam", 1, 0, 0, shard, &err) == 0, "restore: %s", err.msg);
-  int64_t version;
-  CHECK(pull(c, 0, 0, back, &version, 5000, &err) == 0 && version == 3, "pull after restore: version %lld",
-        (long long)version);
-  CHECK(memcmp(v, back, sizeof v) == 0, "restored values differ");
+  write_ckpt(c, 3, "ckpt", shard, sizeof shard);
+  checkpoint_slots(c, shard, v);
+  checkpoint_no_slots(c, g);
   FILE *f = fopen(shard, "r+b");
   fseek(f, 200, SEEK_SET), fputc(0x5a, f), fclose(f);
   CHECK(init_ps(c, "async", "adam", 1, 0, 0, shard, &err) == TFX_ECORRUPT && strstr(err.msg, "ps-0.shard"),
@@ -344,7 +813,52 @@ static void case_checkpoint(void) {
   CHECK(truncate(shard, 100) == 0, "truncate");
   CHECK(init_ps(c, "async", "adam", 1, 0, 0, shard, &err) == TFX_ECORRUPT && strstr(err.msg, "file has"),
         "truncated: %s", err.msg);
-  printf("ok: shard checkpoint round trip (values, slots, version); bit flip and truncation refused\n");
+  printf(
+      "ok: shard checkpoint round trip (values, Adam moments: the next push equals the writer's bit for bit, "
+      "version); a shard without slots restores with PS-RESTORE-NO-SLOT and zero moments; bit flip and "
+      "truncation refused\n");
+  tfx_client_destroy(c);
+}
+
+/* Restores "v" from `shard` into the plan shape[rank]: must be refused naming v, the plan's shape and the
+ * shard's, and leave the running values (`held`, version 1) unchanged. */
+static void refuse_shape(tfx_client *c, const char *shard, const int64_t *shape, int rank, const char *want,
+                         const float *held) {
+  tfx_err err;
+  float v[N];
+  int64_t version;
+  const char *json = "{\"training\": {\"mode\": \"async\"}, \"optimizer\": {\"name\": \"sgd\", \"learning_rate\": 1}}";
+  tfx_err_clear(&err);
+  int rc = init_shaped(c, json, shape, rank, 1, shard, &err);
+  CHECK(rc == TFX_ESHAPE && strstr(err.msg, "'v'") && strstr(err.msg, want) && strstr(err.msg, "[40,25] rows 0..40"),
+        "restore into %s: code %d, '%s' (want ESHAPE naming 'v', %s and the shard's [40,25] rows 0..40)", want, rc,
+        err.msg, want);
+  CHECK(pull(c, 0, 0, v, &version, 5000, &err) == 0 && version == 1, "pull after a refused restore: version %lld",
+        (long long)version);
+  CHECK(memcmp(v, held, sizeof v) == 0, "a refused restore changed the values");
+}
+
+/* A shard written for v [40,25] restored into a plan of [25,40] or [1000] (same element count, same first row)
+ * is refused, naming the variable, the expected slice and the one found; the running state is unchanged. */
+static void case_restore_shape(void) {
+  tfx_client *c = connect_ps();
+  tfx_err err;
+  float g[N], held[N];
+  char shard[400];
+  int64_t plan[2] = {40, 25}, transposed[2] = {25, 40}, flat[1] = {N};
+  const char *json = "{\"training\": {\"mode\": \"async\"}, \"optimizer\": {\"name\": \"sgd\", \"learning_rate\": 1}}";
+  for (int i = 0; i < N; i++) {
+    g[i] = (float)i;
+  }
+  CHECK(init_shaped(c, json, plan, 2, 1, NULL, &err) == 0, "init [40,25]: %s", err.msg);
+  push_then_pull(c, 0, g, held);
+  write_ckpt(c, 1, "ckpt-shape", shard, sizeof shard);
+  refuse_shape(c, shard, transposed, 2, "expects [25,40] rows 0..25", held);
+  refuse_shape(c, shard, flat, 1, "expects [1000] rows 0..1000", held);
+  CHECK(init_shaped(c, json, plan, 2, 1, shard, &err) == 0, "restore into the same plan: %s", err.msg);
+  printf(
+      "ok: a [40,25] shard restored into [25,40] or [1000] is refused naming v and both shapes; nothing "
+      "changed; the same plan restores\n");
   tfx_client_destroy(c);
 }
 
@@ -583,6 +1097,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   tfx_log_set_level(TFX_LOG_WARN);
+  snprintf(ps_log, sizeof ps_log, "%s/ps.log", run_dir);
   start_ps();
   const char *cs = argv[2];
   if (!strcmp(cs, "async-sum")) {
@@ -597,6 +1112,14 @@ int main(int argc, char **argv) {
     case_reject();
   } else if (!strcmp(cs, "checkpoint")) {
     case_checkpoint();
+  } else if (!strcmp(cs, "status")) {
+    case_status();
+  } else if (!strcmp(cs, "pulls")) {
+    case_pulls();
+  } else if (!strcmp(cs, "nan-policy")) {
+    case_nan_policy();
+  } else if (!strcmp(cs, "restore-shape")) {
+    case_restore_shape();
   } else if (!strcmp(cs, "sparse")) {
     case_sparse();
   } else if (!strcmp(cs, "split")) {

@@ -482,3 +482,43 @@ Test(ckpt, write_into_a_missing_directory_fails_with_esys) {
   cr_assert(strstr(err.msg, "ps-0.shard.tmp") != NULL, "msg: %s", err.msg);
   cr_assert_eq(crc, 0xdeadbeef, "out-parameter written on failure");
 }
+
+/* Writes one entry named `name_len` x 'k' of rank `rank` (dims 1, one value) at path; the file's size to *bytes. */
+static void write_limits(const char *path, size_t name_len, int rank, uint64_t *bytes) {
+  float one = 1.0f;
+  tfx_ckpt_entry e = {.rank = rank, .row_begin = 0, .row_end = 1, .count = 1, .data = &one};
+  memset(e.name, 'k', name_len), e.name[name_len] = '\0';
+  for (int d = 0; d < rank; d++) {
+    e.dims[d] = 1;
+  }
+  tfx_err err = {0};
+  cr_assert_eq(tfx_ckpt_write(path, 7, &e, 1, NULL, bytes, &err), TFX_OK, "%s", err.msg);
+}
+
+/* The limits ckpt.h documents: names up to 159 bytes and rank up to 8 are read; a 160-byte name or rank 9 is
+ * refused naming the file (rank 9 is written over a valid file's rank field: the writer holds 8 dims). */
+Test(ckpt, documented_reader_limits) {
+  char path[128];
+  snprintf(path, sizeof path, "%s/limits.shard", tmp);
+  uint64_t bytes = 0;
+  tfx_ckpt *c = NULL;
+  tfx_err err = {0};
+  write_limits(path, 159, 8, &bytes);
+  cr_assert_eq(tfx_ckpt_read(path, &c, &err), TFX_OK, "%s", err.msg);
+  cr_assert_eq(c->entries[0].rank, 8);
+  cr_assert_eq(strlen(c->entries[0].name), 159);
+  tfx_ckpt_destroy(c);
+
+  FILE *f = fopen(path, "r+b");
+  uint32_t nine = 9;
+  fseek(f, 24 + 2 + 159, SEEK_SET), fwrite(&nine, 4, 1, f), fclose(f);
+  cr_assert_eq(tfx_ckpt_read(path, &c, &err), TFX_ECORRUPT);
+  cr_assert(strstr(err.msg, path) && strstr(err.msg, "rank 9"), "msg: %s", err.msg);
+
+  write_limits(path, 159, 1, &bytes); /* then its u16 name length claims 160 */
+  f = fopen(path, "r+b");
+  uint16_t len = 160;
+  fseek(f, 24, SEEK_SET), fwrite(&len, 2, 1, f), fclose(f);
+  cr_assert_eq(tfx_ckpt_read(path, &c, &err), TFX_ECORRUPT);
+  cr_assert(strstr(err.msg, path) && strstr(err.msg, "name length 160"), "msg: %s", err.msg);
+}

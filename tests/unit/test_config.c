@@ -569,6 +569,7 @@ Test(config, validate_names_the_bad_field) {
       {"optimizer.schedule=linear", "optimizer.schedule: unknown value 'linear'"},
       {"placement.strategy=random", "placement.strategy: unknown value 'random'"},
       {"model.loss=hinge", "model.loss: unknown value 'hinge'"},
+      {"training.nan_policy=drop", "training.nan_policy: unknown value 'drop'"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     tfx_config c;
@@ -592,7 +593,8 @@ Test(config, validate_accepts_every_listed_name) {
                         "optimizer.schedule=step",
                         "placement.strategy=greedy_bytes",
                         "model.loss=sigmoid_cross_entropy",
-                        "model.loss=mse"};
+                        "model.loss=mse",
+                        "training.nan_policy=skip"};
   tfx_config c;
   tfx_err err = {0};
   tfx_config_init(&c);

@@ -65,6 +65,7 @@ static int assert_covers(const tfx_plan *p, int max_shards) {
         cr_assert_eq(s->shape[d], v->shape[d], "%s dim %d", s->key, d);
       }
       cr_assert_str_eq(s->init, v->init);
+      cr_assert_str_eq(s->dtype, "float32", "%s", s->key);
       cr_assert_eq(s->fan_in, v->fan_in);
       cr_assert_eq(s->fan_out, v->fan_out);
       cr_assert_eq(s->trainable, v->trainable);
