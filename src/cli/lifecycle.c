@@ -284,7 +284,7 @@ int tfx_predict_run(const tfx_node *n, const tfx_cli_opts *o, tfx_err *err) {
   tfx_config_init(&cfg);
   tfx_weights ws;
   tfx_model *m = NULL;
-  int rc = tfx_config_load(&cfg, cfgpath, err);
+  int rc = tfx_config_load_saved(&cfg, cfgpath, err);
   if (!rc) {
     rc = o->target[0] ? tfx_weights_from_export(src, &ws, err) : tfx_weights_from_run(src, &ws, err);
   }
@@ -348,7 +348,7 @@ int tfx_evaluate_run(const tfx_node *n, const tfx_cli_opts *o, tfx_err *err) {
   snprintf(cfgpath, sizeof cfgpath, "%s/config.json", n->run_dir);
   tfx_config cfg;
   tfx_config_init(&cfg);
-  int rc = tfx_config_load(&cfg, cfgpath, err);
+  int rc = tfx_config_load_saved(&cfg, cfgpath, err);
   for (int i = 0; !rc && o->data[0] && strcmp(o->data, "eval"); i++) {
     if (i == cfg.n_valsets) {
       return tfx_err_set(err, TFX_ENOTFOUND, "--data %s: the run has no such validation set", o->data);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "hparams_impl.h"
+#include "log.h"
 
 typedef enum opt_type { OPT_INT, OPT_I64, OPT_DBL, OPT_STR, OPT_BOOL } opt_type;
 
@@ -577,7 +578,8 @@ static int set_path(tfx_config *cfg, const char *path, json_object *val, tfx_err
     strcpy(cfg->plugin_params, text);
     return TFX_OK;
   }
-  if (strcmp(path, "name") == 0 || strcmp(path, "description") == 0 || strcmp(path, "hyperparameters") == 0) {
+  if (strcmp(path, "name") == 0 || strcmp(path, "description") == 0 || strcmp(path, "hyperparameters") == 0 ||
+      strcmp(path, TFX_CONFIG_FORMAT_KEY) == 0) {
     return TFX_OK;
   }
   if (is_section(path)) {
@@ -644,10 +646,12 @@ int tfx_config_parse(tfx_config *cfg, const char *json, const char *origin, tfx_
   return rc;
 }
 
-int tfx_config_load(tfx_config *cfg, const char *path, tfx_err *err) {
+/* The whole file at path as a string the caller frees, or NULL (err set). */
+static char *read_config_text(const char *path, tfx_err *err) {
   FILE *f = fopen(path, "rb");
   if (!f) {
-    return tfx_err_sys(err, TFX_ECONFIG, "experiment '%s'", path);
+    tfx_err_sys(err, TFX_ECONFIG, "experiment '%s'", path);
+    return NULL;
   }
   char *buf = NULL;
   size_t cap = 0, len = 0, n;
@@ -665,11 +669,45 @@ int tfx_config_load(tfx_config *cfg, const char *path, tfx_err *err) {
     len += n;
   } while (n > 0);
   fclose(f);
-  if (!rc) {
-    buf[len] = '\0';
-    rc = tfx_config_parse(cfg, buf, path, err);
+  if (rc) {
+    free(buf);
+    return NULL;
   }
-  free(buf);
+  buf[len] = '\0';
+  return buf;
+}
+
+int tfx_config_load(tfx_config *cfg, const char *path, tfx_err *err) {
+  char *text = read_config_text(path, err);
+  int rc = text ? tfx_config_parse(cfg, text, path, err) : err ? err->code : TFX_ECONFIG;
+  free(text);
+  return rc;
+}
+
+/* Whether the JSON text carries the format marker that tfx_config_to_json writes. */
+static int has_format_marker(const char *text) {
+  json_object *root = parse_text(text, "", NULL), *marker;
+  int has = root && json_object_is_type(root, json_type_object) &&
+            json_object_object_get_ex(root, TFX_CONFIG_FORMAT_KEY, &marker);
+  json_object_put(root);
+  return has;
+}
+
+int tfx_config_load_saved(tfx_config *cfg, const char *path, tfx_err *err) {
+  char *text = read_config_text(path, err);
+  int rc = text ? tfx_config_parse(cfg, text, path, err) : err ? err->code : TFX_ECONFIG;
+  int legacy = !rc && !has_format_marker(text), fixed = 0;
+  for (int i = 0; legacy && i < cfg->n_layers; i++) { /* before pooling had strides, dumps wrote an unused 1 */
+    tfx_layer_spec *l = &cfg->layers[i];
+    if (strstr(l->type, "pool2d") && l->strides == 1) {
+      l->strides = 0, fixed++;
+    }
+  }
+  if (fixed) {
+    tfx_log(TFX_LOG_INFO, "CONFIG-LEGACY-POOL",
+            "%s predates pooling strides: its %d pooling layer(s) keep stride = pool_size", path, fixed);
+  }
+  free(text);
   return rc;
 }
 
@@ -808,13 +846,11 @@ int tfx_config_piecewise(const tfx_config *cfg, int64_t bounds[TFX_MAX_PIECES], 
     return rc;
   }
   if (nv != nb + 1) {
-    return tfx_err_set(err, TFX_ECONFIG, "optimizer.values: %d rates for %d boundaries (need one more rate)", nv,
-                       nb);
+    return tfx_err_set(err, TFX_ECONFIG, "optimizer.values: %d rates for %d boundaries (need one more rate)", nv, nb);
   }
   for (int i = 0; i < nb; i++) {
     if (b[i] != floor(b[i]) || b[i] < 0 || (i && b[i] <= b[i - 1])) {
-      return tfx_err_set(err, TFX_ECONFIG, "optimizer.boundaries[%d] = %g: expected increasing steps >= 0", i,
-                         b[i]);
+      return tfx_err_set(err, TFX_ECONFIG, "optimizer.boundaries[%d] = %g: expected increasing steps >= 0", i, b[i]);
     }
     bounds[i] = (int64_t)b[i];
   }
@@ -960,6 +996,7 @@ char *tfx_config_to_json(const tfx_config *cfg) {
   if (params) {
     json_object_object_add(model, "params", params);
   }
+  json_object_object_add(root, TFX_CONFIG_FORMAT_KEY, json_object_new_int(TFX_CONFIG_FORMAT));
   json_object_object_add(root, "model", model);
   json_object *vals = json_object_new_array();
   for (int i = 0; i < cfg->n_valsets; i++) {

@@ -132,6 +132,13 @@ void tfx_config_init(tfx_config *cfg);
 int tfx_config_parse(tfx_config *cfg, const char *json, const char *origin, tfx_err *err);
 /* Reads the file at path over cfg. */
 int tfx_config_load(tfx_config *cfg, const char *path, tfx_err *err);
+/* The top-level key of tfx_config_to_json's format version; 2 since pooling layers took strides. */
+#define TFX_CONFIG_FORMAT_KEY "tfx_config_format"
+#define TFX_CONFIG_FORMAT 2
+/* Reads a config that tfx wrote (a run's config.json, an export's model.json) over cfg: as tfx_config_load,
+ * and a file without the format key, written before pooling layers took strides, keeps their stride = pool_size
+ * (its pooling layers carry the unused default 1). */
+int tfx_config_load_saved(tfx_config *cfg, const char *path, tfx_err *err);
 /* Applies the environment's TFX_SECURITY_* variables (TFX_SECURITY_SERVER_KEY for security.server_key, ...)
  * over cfg: they override the file and are overridden by --set. Errors name the variable. */
 int tfx_config_apply_env(tfx_config *cfg, tfx_err *err);
