@@ -9,6 +9,7 @@
 #include "nn_impl.h"
 #include "optim.h"
 #include "step.h"
+#include "step_check.h"
 
 static void embed_config(tfx_config *cfg) {
   tfx_config_init(cfg);
@@ -16,6 +17,16 @@ static void embed_config(tfx_config *cfg) {
       "{\"model\": {\"input_shape\": [4], \"layers\": [{\"type\": \"embedding\", \"input_dim\": 6, \"units\": 3},"
       " {\"type\": \"dense\", \"units\": 2}]}}";
   cr_assert_eq(tfx_config_parse(cfg, json, "test", NULL), TFX_OK);
+}
+
+/* The embed_config model with its variables initialized; the test owns it. */
+static tfx_model *embed_model(void) {
+  tfx_config cfg;
+  embed_config(&cfg);
+  tfx_model *m;
+  cr_assert_eq(tfx_model_create(&cfg, 2, &m, NULL), TFX_OK);
+  tfx_model_init_vars(m, 7);
+  return m;
 }
 
 static double loss_at(tfx_model *m, const float *x, const int32_t *y) {
@@ -26,11 +37,7 @@ static double loss_at(tfx_model *m, const float *x, const int32_t *y) {
 }
 
 Test(embedding, sparse_gradient_matches_finite_differences) {
-  tfx_config cfg;
-  embed_config(&cfg);
-  tfx_model *m;
-  cr_assert_eq(tfx_model_create(&cfg, 2, &m, NULL), TFX_OK);
-  tfx_model_init_vars(m, 7);
+  tfx_model *m = embed_model();
   tfx_var *t = tfx_model_find_var(m, "embedding_1/embeddings");
   cr_assert(t && t->sparse && t->shape[0] == 6 && t->shape[1] == 3);
   float x[8] = {1, 4, 4, 0, 5, 1, 5, 0};
@@ -67,11 +74,7 @@ Test(embedding, sparse_gradient_matches_finite_differences) {
 }
 
 Test(embedding, ids_outside_the_table_are_an_error_not_a_clamped_row) {
-  tfx_config cfg;
-  embed_config(&cfg);
-  tfx_model *m;
-  cr_assert_eq(tfx_model_create(&cfg, 2, &m, NULL), TFX_OK);
-  tfx_model_init_vars(m, 7);
+  tfx_model *m = embed_model();
   tfx_var *t = tfx_model_find_var(m, "embedding_1/embeddings");
   const float good[8] = {1, 4, 4, 0, 5, 1, 5, 0}, high[8] = {1, 4, 4, 0, 3, 1, 9, 2},
               neg[8] = {-2, 1, 1, 1, 1, 1, 1, 1};
@@ -104,24 +107,10 @@ Test(embedding, ids_outside_the_table_are_an_error_not_a_clamped_row) {
 }
 
 Test(embedding, a_training_step_on_a_bad_id_fails_the_batcher) {
-  tfx_config cfg;
-  embed_config(&cfg);
-  tfx_model *m;
-  cr_assert_eq(tfx_model_create(&cfg, 2, &m, NULL), TFX_OK);
-  tfx_model_init_vars(m, 7);
+  tfx_model *m = embed_model();
   float xs[8] = {1, 2, 3, 4, 0, 6, 1, 2};
   tfx_dataset d = {2, 4, xs, (int32_t[2]){0, 1}};
-  tfx_batcher *bt = NULL;
-  cr_assert_eq(tfx_batcher_create(&d, 0, 1, 1, 0, &bt, NULL), TFX_OK);
-  float x[8], *acc[2] = {NULL, NULL};
-  int32_t y[2];
-  tfx_grad_step g = {2, 1, 0, 0, x, y, acc};
-  tfx_step_stats st;
-  tfx_compute_gradients(m, bt, &g, 1, &st);
-  tfx_err err = {0};
-  cr_assert_eq(tfx_batcher_status(bt, &err), TFX_EINVAL);
-  cr_assert(strstr(err.msg, "training input: embedding_1: id 6") && strstr(err.msg, "6 rows"), "msg: %s", err.msg);
-  tfx_batcher_destroy(bt);
+  expect_step_fails(m, &d, "embedding_1: id 6", "6 rows");
   tfx_model_destroy(m);
 }
 
