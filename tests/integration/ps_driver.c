@@ -1,6 +1,6 @@
 /* Drives a real `tfx-node --role=ps` through its protocol and checks the update semantics exactly.
  * Usage: tfx-ps-driver TFX_NODE CASE   with CASE one of async-sum, sync, ssp, optim, reject, checkpoint,
- * restore-shape, nan-policy, status, pulls, sparse, split, parts, parts-reject.
+ * restore-shape, nan-policy, status, pulls, since, sparse, split, parts, parts-reject.
  * Prints "ok: ..." and exits 0, or "FAIL: ..." and exits 1. */
 #include <math.h>
 #include <signal.h>
@@ -587,24 +587,32 @@ static void case_status(void) {
   tfx_client_destroy(c);
 }
 
-/* INIT with SGD (rate 1) in async mode of n variables names[i] of counts[i] zeros, request deadline 1 s. */
-static void init_vars(tfx_client *c, const char *const *names, const int64_t *counts, int n) {
-  const char *json =
-      "{\"training\": {\"mode\": \"async\"}, \"optimizer\": {\"name\": \"sgd\", \"learning_rate\": 1},"
-      " \"cluster\": {\"request_timeout_s\": 1}}";
+/* INIT under json for `workers` workers of n (<= 4) variables names[i] of counts[i] zeros, trainable[i] (NULL: all
+ * trainable). */
+static void init_plan(tfx_client *c, const char *json, const char *const *names, const int64_t *counts,
+                      const int *trainable, int n, int workers) {
   Tfx__Shard sh[4], *shp[4];
   for (int k = 0; k < n; k++) {
     tfx__shard__init(&sh[k]);
     sh[k].key = sh[k].var = (char *)names[k], sh[k].shape = (int64_t *)&counts[k], sh[k].n_shape = 1;
-    sh[k].row_end = counts[k], sh[k].trainable = 1, sh[k].init = "zeros", shp[k] = &sh[k];
+    sh[k].row_end = counts[k], sh[k].trainable = trainable ? trainable[k] : 1, sh[k].init = "zeros";
+    shp[k] = &sh[k];
   }
   tfx_envelope env;
   tfx_inmsg r;
   tfx_err err;
   tfx_wire_request(&env, TFX__MSG_TYPE__MSG_INIT);
-  env.text = (char *)json, env.shards = shp, env.n_shards = (size_t)n, env.flag = 1;
+  env.text = (char *)json, env.shards = shp, env.n_shards = (size_t)n, env.flag = workers;
   CHECK(tfx_client_call(c, &env, NULL, 0, &r, 20000, &err) == 0, "init: %s", err.msg);
   tfx_inmsg_fini(&r);
+}
+
+/* INIT with SGD (rate 1) in async mode of n variables names[i] of counts[i] zeros, request deadline 1 s. */
+static void init_vars(tfx_client *c, const char *const *names, const int64_t *counts, int n) {
+  const char *json =
+      "{\"training\": {\"mode\": \"async\"}, \"optimizer\": {\"name\": \"sgd\", \"learning_rate\": 1},"
+      " \"cluster\": {\"request_timeout_s\": 1}}";
+  init_plan(c, json, names, counts, NULL, n, 1);
 }
 
 /* Pulls the named variables (version >= min) into *r (caller finalizes it). */
@@ -685,6 +693,101 @@ static void case_pulls(void) {
       "ok: a named pull answers exactly the named variables; an unknown name is refused by name (rejected, not "
       "served); a pull past the version times out by the ps's deadline (%lld ms)\n",
       (long long)waited);
+  tfx_client_destroy(c);
+}
+
+/* Pulls every variable, with Envelope.since = since when since >= 0, into *r (caller finalizes it). */
+static void pull_since(tfx_client *c, int64_t since, tfx_inmsg *r) {
+  tfx_envelope env;
+  tfx_err err;
+  tfx_wire_set_sender(TFX__ROLE__ROLE_WORKER, 0);
+  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_PULL);
+  Tfx__Since s = TFX__SINCE__INIT;
+  s.version = (uint64_t)since, env.since = since >= 0 ? &s : NULL;
+  memset(r, 0, sizeof *r);
+  CHECK(tfx_client_call(c, &env, NULL, 0, r, 5000, &err) == 0, "pull since %lld: %s", (long long)since, err.msg);
+}
+
+/* A reply must carry exactly the variables listed in `names` (comma-separated, "" for none) at version `step`. */
+static void expect_names(const tfx_inmsg *r, const char *what, const char *names, int64_t step) {
+  char got[256] = "";
+  for (size_t i = 0; i < r->env->n_tensors; i++) {
+    snprintf(got + strlen(got), sizeof got - strlen(got), "%s%s", i ? "," : "", r->env->tensors[i]->name);
+  }
+  CHECK(!strcmp(got, names) && r->env->step == step, "%s: reply carries [%s] at version %lld, want [%s] at %lld", what,
+        got, (long long)r->env->step, names, (long long)step);
+}
+
+/* Sends one push of n tensors (names[i], counts[i] floats from data[i]) as worker w at `step` with `flag` (1:
+ * push-pull) and since (-1: none); the reply goes to *r (caller finalizes it). */
+static int push_many(tfx_client *c, int w, int64_t step, int flag, int64_t since, const char *const *names,
+                     const int64_t *counts, const float *const *data, int n, tfx_inmsg *r, tfx_err *err) {
+  Tfx__Tensor t[4], *tp[4];
+  tfx_payload pl[4];
+  for (int k = 0; k < n; k++) {
+    tfx__tensor__init(&t[k]);
+    t[k].name = (char *)names[k], t[k].shape = (int64_t *)&counts[k], t[k].n_shape = 1;
+    t[k].nbytes = (uint64_t)counts[k] * 4, tp[k] = &t[k];
+    pl[k] = (tfx_payload){data[k], (size_t)counts[k] * 4, 1, NULL, NULL};
+  }
+  tfx_envelope env;
+  tfx_wire_set_sender(TFX__ROLE__ROLE_WORKER, w);
+  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_PUSH);
+  env.step = step, env.tensors = tp, env.n_tensors = (size_t)n, env.flag = flag;
+  Tfx__Since s = TFX__SINCE__INIT;
+  s.version = (uint64_t)since, env.since = since >= 0 ? &s : NULL;
+  memset(r, 0, sizeof *r);
+  return tfx_client_call(c, &env, pl, n, r, 20000, err);
+}
+
+/* Pushes n tensors as worker w at `step` (a plain push; the reply is only checked for success). */
+static void push_all(tfx_client *c, int w, int64_t step, const char *const *names, const int64_t *counts,
+                     const float *const *data, int n) {
+  tfx_err err;
+  tfx_inmsg r;
+  CHECK(push_many(c, w, step, 0, -1, names, counts, data, n, &r, &err) == 0, "push as worker %d: %s", w, err.msg);
+  tfx_inmsg_fini(&r);
+}
+
+/* Pulls "since" a version: a and b trainable, s not (assigned whole). Nothing changed since the current version
+ * gives no tensors and the version; a push to a gives a alone since the old version; s comes only once it is
+ * assigned; a since past the ps's version (from before a rollback) gives everything; a push-pull since honours it
+ * too. */
+static void case_since(void) {
+  tfx_client *c = connect_ps();
+  tfx_err err;
+  const char *vars[3] = {"a", "b", "s"};
+  int64_t counts[3] = {10, N, 4};
+  int trainable[3] = {1, 1, 0};
+  float g[N], stats[4] = {7, 8, 9, 10};
+  const float *ga[1] = {g}, *gs[1] = {stats};
+  tfx_inmsg r;
+  init_plan(c, "{\"training\": {\"mode\": \"async\"}, \"optimizer\": {\"name\": \"sgd\", \"learning_rate\": 1}}", vars,
+            counts, trainable, 3, 1);
+  pull_since(c, 0, &r), expect_names(&r, "since 0 at version 0", "", 0), tfx_inmsg_fini(&r);
+  pull_since(c, -1, &r), expect_names(&r, "no since", "a,b,s", 0), tfx_inmsg_fini(&r);
+  fill(g, 1);
+  push_all(c, 0, 0, &vars[0], &counts[0], ga, 1);
+  pull_since(c, 0, &r), expect_names(&r, "since 0 after a push to a", "a", 1);
+  expect_tensor(&r, "a", 10, -1.0f), tfx_inmsg_fini(&r);
+  pull_since(c, 1, &r), expect_names(&r, "since 1 at version 1", "", 1), tfx_inmsg_fini(&r);
+  push_all(c, 0, 1, &vars[2], &counts[2], gs, 1);
+  pull_since(c, 1, &r), expect_names(&r, "since 1 after assigning s", "s", 2);
+  for (int k = 0; k < 4; k++) {
+    float v;
+    size_t size = 0;
+    memcpy(&v, (const char *)tfx_inmsg_part(&r, 0, &size) + 4 * k, 4);
+    CHECK(v == stats[k], "assigned s[%d] = %g, want %g", k, v, stats[k]);
+  }
+  tfx_inmsg_fini(&r);
+  pull_since(c, 99, &r), expect_names(&r, "since 99 at version 2", "a,b,s", 2), tfx_inmsg_fini(&r);
+  fill(g, 2);
+  CHECK(push_many(c, 0, 2, 1, 2, &vars[1], &counts[1], ga, 1, &r, &err) == 0, "push-pull since 2: %s", err.msg);
+  expect_names(&r, "push-pull of b since 2", "b", 3);
+  expect_tensor(&r, "b", N, -2.0f), tfx_inmsg_fini(&r);
+  printf(
+      "ok: a pull since the current version carries no tensors and the version; since an older one only what "
+      "changed (a pushed, s once assigned, b by a push-pull); since a version past the ps's, everything\n");
   tfx_client_destroy(c);
 }
 
@@ -1116,6 +1219,8 @@ int main(int argc, char **argv) {
     case_status();
   } else if (!strcmp(cs, "pulls")) {
     case_pulls();
+  } else if (!strcmp(cs, "since")) {
+    case_since();
   } else if (!strcmp(cs, "nan-policy")) {
     case_nan_policy();
   } else if (!strcmp(cs, "restore-shape")) {
