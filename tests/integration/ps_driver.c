@@ -1,6 +1,6 @@
 /* Drives a real `tfx-node --role=ps` through its protocol and checks the update semantics exactly.
  * Usage: tfx-ps-driver TFX_NODE CASE   with CASE one of async-sum, sync, ssp, optim, reject, checkpoint,
- * restore-shape, nan-policy, status, pulls, since, sparse, split, parts, parts-reject.
+ * restore-shape, nan-policy, status, pulls, since, assign, sparse, split, parts, parts-reject.
  * Prints "ok: ..." and exits 0, or "FAIL: ..." and exits 1. */
 #include <math.h>
 #include <signal.h>
@@ -791,6 +791,110 @@ static void case_since(void) {
   tfx_client_destroy(c);
 }
 
+/* The reply tensor `name` of r must hold exactly want[0 .. count). */
+static void expect_values(const tfx_inmsg *r, const char *name, const float *want, size_t count) {
+  for (size_t i = 0; i < r->env->n_tensors; i++) {
+    size_t size = 0;
+    const char *data = tfx_inmsg_part(r, (int)i, &size);
+    if (strcmp(r->env->tensors[i]->name, name)) {
+      continue;
+    }
+    CHECK(size == count * 4, "'%s': %zu bytes, want %zu", name, size, count * 4);
+    for (size_t k = 0; k < count; k++) {
+      float v;
+      memcpy(&v, data + 4 * k, 4);
+      CHECK(v == want[k], "'%s'[%zu] = %.9g, want %.9g", name, k, v, want[k]);
+    }
+    return;
+  }
+  CHECK(0, "reply lacks '%s'", name);
+}
+
+/* Async under momentum (rate 0.5), as a worker sends batch-norm statistics: one push-pull carrying the values of
+ * the non-trainable bn and the gradient of w. bn takes the values exactly (no optimizer, no rate, no momentum
+ * from an earlier assignment), w moves by the momentum rule, each push counts once; before any assignment a
+ * push-pull's reply leaves bn out; rows for bn are refused. */
+static void assign_async(tfx_client *c) {
+  tfx_err err;
+  const char *vars[2] = {"bn", "w"};
+  int64_t counts[2] = {4, N};
+  int trainable[2] = {0, 1};
+  float g[N], w[N] = {0}, m[N] = {0}, bn[2][4] = {{3.25f, -1.5f, 0, 1e6f}, {-7, 0.125f, 2, 1e-3f}};
+  float *slots[2] = {m, NULL};
+  tfx_inmsg r;
+  init_plan(c, "{\"training\": {\"mode\": \"async\"}, \"optimizer\": {\"name\": \"momentum\", \"learning_rate\": 0.5}}",
+            vars, counts, trainable, 2, 1);
+  tfx_config cfg;
+  tfx_config_init(&cfg);
+  strcpy(cfg.optimizer, "momentum"), cfg.learning_rate = 0.5;
+  tfx_optim opt;
+  tfx_optim_init(&opt, &cfg);
+  for (int i = 0; i < N; i++) {
+    g[i] = (float)(i % 5) - 2.0f;
+  }
+  const float *gw[1] = {g};
+  CHECK(push_many(c, 0, 0, 1, -1, &vars[1], &counts[1], gw, 1, &r, &err) == 0, "push-pull of w: %s", err.msg);
+  tfx_optim_apply(&opt, 0, w, g, 1.0f, slots, N);
+  expect_names(&r, "push-pull before bn was assigned", "w", 1), expect_values(&r, "w", w, N), tfx_inmsg_fini(&r);
+  for (int k = 0; k < 2; k++) {
+    const float *data[2] = {bn[k], g};
+    CHECK(push_many(c, 0, 1 + k, 1, -1, vars, counts, data, 2, &r, &err) == 0, "push-pull bn+w: %s", err.msg);
+    tfx_optim_apply(&opt, 1 + k, w, g, 1.0f, slots, N);
+    expect_names(&r, "push-pull of bn values and w's gradient", "bn,w", 2 + k);
+    expect_values(&r, "bn", bn[k], 4), expect_values(&r, "w", w, N), tfx_inmsg_fini(&r);
+  }
+  int64_t row = 1;
+  Tfx__Tensor t;
+  tfx__tensor__init(&t);
+  t.name = "bn", t.shape = &counts[0], t.n_shape = 1, t.nbytes = 4, t.rows = &row, t.n_rows = 1;
+  int rc = push_tensor(c, 0, 3, &t, bn[0], 4, 0, &r, &err);
+  tfx_inmsg_fini(&r);
+  CHECK(rc == TFX_EINVAL && strstr(err.msg, "'bn' is assigned whole"), "rows for bn: code %d, %s", rc, err.msg);
+  const char *names[] = {"pushes_applied", "version", "rejected"};
+  double want[] = {3, 3, 1};
+  expect_stats(c, "async assignments", names, want, 3);
+}
+
+/* Sync, 2 workers, SGD (rate 0.5): each push carries bn values and w's gradient. The values are assigned as they
+ * arrive (the step's last arrival stands), the gradients averaged; the step counts once; a stale push's values
+ * are dropped with its gradient. */
+static void assign_sync(tfx_client *c) {
+  const char *vars[2] = {"bn", "w"};
+  int64_t counts[2] = {4, N};
+  int trainable[2] = {0, 1};
+  float g0[N], g1[N], bn0[4] = {1, 2, 3, 4}, bn1[4] = {-0.5f, 0.25f, 8, 16}, stale_bn[4] = {9, 9, 9, 9};
+  tfx_inmsg r;
+  init_plan(c, "{\"training\": {\"mode\": \"sync\"}, \"optimizer\": {\"name\": \"sgd\", \"learning_rate\": 0.5}}", vars,
+            counts, trainable, 2, 2);
+  fill(g0, 2), fill(g1, 4);
+  const float *d0[2] = {bn0, g0}, *d1[2] = {bn1, g1}, *ds[2] = {stale_bn, g0};
+  push_all(c, 0, 0, vars, counts, d0, 2);
+  push_all(c, 1, 0, vars, counts, d1, 2);
+  push_all(c, 0, 0, vars, counts, ds, 2); /* stale: the step is applied */
+  pull_since(c, -1, &r);
+  expect_names(&r, "sync pull", "bn,w", 1);
+  float want_w[N];
+  fill(want_w, -1.5f); /* -0.5 * (2 + 4) / 2 */
+  expect_values(&r, "bn", bn1, 4), expect_values(&r, "w", want_w, N), tfx_inmsg_fini(&r);
+  const char *names[] = {"pushes_applied", "stale_dropped", "version"};
+  double want[] = {1, 1, 1};
+  expect_stats(c, "sync assignments", names, want, 3);
+}
+
+static void case_assign(void) {
+  tfx_client *c = connect_ps();
+  assign_async(c);
+  tfx_client_destroy(c);
+  stop_ps(), start_ps(); /* fresh counters */
+  c = connect_ps();
+  assign_sync(c);
+  printf(
+      "ok: a push carrying values for a non-trainable variable assigns them exactly (momentum, rate 0.5: no "
+      "optimizer step) while the trainable gradient in the same message is optimized as usual; one count per "
+      "push (async) or step (sync, last arrival's values stand, a stale push's dropped); rows refused\n");
+  tfx_client_destroy(c);
+}
+
 /* Pushes rows (global ids) of v with one value each row... v is a [N] vector: one float per row. */
 static int push_rows(tfx_client *c, const int64_t *rows, size_t n, const float *g, tfx_err *err) {
   Tfx__Tensor t, *tp = &t;
@@ -1221,6 +1325,8 @@ int main(int argc, char **argv) {
     case_pulls();
   } else if (!strcmp(cs, "since")) {
     case_since();
+  } else if (!strcmp(cs, "assign")) {
+    case_assign();
   } else if (!strcmp(cs, "nan-policy")) {
     case_nan_policy();
   } else if (!strcmp(cs, "restore-shape")) {
