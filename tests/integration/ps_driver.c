@@ -1,7 +1,7 @@
 /* Drives a real `tfx-node --role=ps` through its protocol and checks the update semantics exactly.
  * Usage: tfx-ps-driver TFX_NODE CASE   with CASE one of async-sum, sync, ssp, optim, reject, checkpoint,
- * restore-shape, nan-policy, status, pulls, since, assign, sparse, split, parts, parts-reject.
- * Prints "ok: ..." and exits 0, or "FAIL: ..." and exits 1. */
+ * restore-shape, restore-slot-shape, nan-policy, nan-skip-fused, status, pulls, since, assign, sparse, split, parts,
+ * parts-reject. Prints "ok: ..." and exits 0, or "FAIL: ..." and exits 1. */
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -1069,6 +1069,84 @@ static void case_restore_shape(void) {
   tfx_client_destroy(c);
 }
 
+/* nan_policy = skip on the one-pass path: a 400 KB shard (>= the ps's 256 KiB PS_FUSE_MIN) under async SGD is
+ * checked for NaN/Inf in the same sweep that computes the new values into the received frame. A push and a
+ * push-pull with a NaN in the last element (the frame is overwritten before it is found) both succeed, the
+ * push-pull's reply carries the current values; the shard and the version are unchanged, counted as skipped only;
+ * the next good push applies as usual. */
+static void case_nan_skip_fused(void) {
+  enum { BIG = 100000 };
+  tfx_client *c = connect_ps();
+  tfx_err err;
+  const char *vars[1] = {"big"};
+  int64_t counts[1] = {BIG};
+  float *g = malloc(BIG * 4), *want = malloc(BIG * 4);
+  const float *data[1] = {g};
+  tfx_inmsg r;
+  init_plan(c,
+            "{\"training\": {\"mode\": \"async\", \"nan_policy\": \"skip\"},"
+            " \"optimizer\": {\"name\": \"sgd\", \"learning_rate\": 1}}",
+            vars, counts, NULL, 1, 1);
+  for (int i = 0; i < BIG; i++) {
+    g[i] = 1, want[i] = -1;
+  }
+  push_all(c, 0, 0, vars, counts, data, 1);
+  g[BIG - 1] = NAN;
+  push_all(c, 0, 1, vars, counts, data, 1);
+  CHECK(push_many(c, 0, 1, 1, -1, vars, counts, data, 1, &r, &err) == 0, "skip: a NaN push-pull got %s", err.msg);
+  expect_names(&r, "skipped push-pull", "big", 1), expect_values(&r, "big", want, BIG), tfx_inmsg_fini(&r);
+  pull_since(c, -1, &r), expect_names(&r, "pull after skips", "big", 1), expect_values(&r, "big", want, BIG);
+  tfx_inmsg_fini(&r);
+  const char *names[] = {"nan_skipped", "nan_rejected", "rejected", "pushes_applied", "version"};
+  double stats[] = {2, 0, 0, 1, 1};
+  expect_stats(c, "one-pass skips", names, stats, 5);
+  g[BIG - 1] = 1;
+  push_all(c, 0, 1, vars, counts, data, 1);
+  for (int i = 0; i < BIG; i++) {
+    want[i] = -2;
+  }
+  pull_since(c, -1, &r), expect_names(&r, "pull after a good push", "big", 2);
+  expect_values(&r, "big", want, BIG), tfx_inmsg_fini(&r);
+  free(g), free(want);
+  printf(
+      "ok: nan_policy skip on the one-pass SGD path (400 KB shard): a NaN push and push-pull succeed, the reply "
+      "carries the current values, nothing changes, counted as skipped only; the next push applies\n");
+  tfx_client_destroy(c);
+}
+
+/* A checkpoint whose v is right but whose Adam slot v@m holds another shape of the same size ([40,25] for v
+ * [1000]) is refused naming v@m and both shapes; the ps keeps its state. */
+static void case_restore_slot_shape(void) {
+  tfx_client *c = connect_ps();
+  tfx_err err;
+  float values[N], held[N], v[N];
+  int64_t version;
+  char path[400];
+  snprintf(path, sizeof path, "%s/slot-shape.shard", run_dir);
+  for (int i = 0; i < N; i++) {
+    values[i] = (float)i;
+  }
+  tfx_ckpt_entry e[3] = {{.name = "v", .rank = 1, .dims = {N}, .row_end = N, .count = N, .data = values},
+                         {.name = "v@m", .rank = 2, .dims = {40, 25}, .row_end = 40, .count = N, .data = values},
+                         {.name = "v@v", .rank = 1, .dims = {N}, .row_end = N, .count = N, .data = values}};
+  uint32_t crc;
+  uint64_t bytes;
+  CHECK(tfx_ckpt_write(path, 5, e, 3, &crc, &bytes, &err) == 0, "write %s: %s", path, err.msg);
+  CHECK(init_ps(c, "async", "adam", 1, 0, 0, NULL, &err) == 0, "init: %s", err.msg);
+  fill(v, 1);
+  push_then_pull(c, 0, v, held);
+  int rc = init_ps(c, "async", "adam", 1, 0, 0, path, &err);
+  CHECK(rc == TFX_ESHAPE && strstr(err.msg, "'v@m'") && strstr(err.msg, "expects [1000] rows 0..1000") &&
+            strstr(err.msg, "[40,25] rows 0..40"),
+        "a slot of another shape: code %d, '%s' (want ESHAPE naming 'v@m' and both shapes)", rc, err.msg);
+  CHECK(pull(c, 0, 0, v, &version, 5000, &err) == 0 && version == 1 && !memcmp(v, held, sizeof v),
+        "a refused restore changed the ps (version %lld)", (long long)version);
+  printf(
+      "ok: a checkpoint whose slot v@m has another shape ([40,25] for [1000]) is refused naming the slot; the ps "
+      "keeps its state\n");
+  tfx_client_destroy(c);
+}
+
 /* One large shard (4.4 MB) through the ps's large-tensor paths: optimizer `opt` with `threads` update threads
  * (2: chunks shared with the helper thread; SGD: the one-pass update into the gradient frame). The result
  * equals the single-process rule bit for bit over 3 steps, and a NaN in the last block is rejected without
@@ -1327,6 +1405,10 @@ int main(int argc, char **argv) {
     case_since();
   } else if (!strcmp(cs, "assign")) {
     case_assign();
+  } else if (!strcmp(cs, "nan-skip-fused")) {
+    case_nan_skip_fused();
+  } else if (!strcmp(cs, "restore-slot-shape")) {
+    case_restore_slot_shape();
   } else if (!strcmp(cs, "nan-policy")) {
     case_nan_policy();
   } else if (!strcmp(cs, "restore-shape")) {
