@@ -1,7 +1,7 @@
 /* Drives a real `tfx-node --role=ps` through its protocol and checks the update semantics exactly.
  * Usage: tfx-ps-driver TFX_NODE CASE   with CASE one of async-sum, sync, ssp, optim, reject, checkpoint,
- * restore-shape, restore-slot-shape, nan-policy, nan-skip-fused, status, pulls, since, assign, sparse, split, parts,
- * parts-reject. Prints "ok: ..." and exits 0, or "FAIL: ..." and exits 1. */
+ * restore-shape, restore-slot-shape, nan-policy, nan-skip-fused, status, pulls, since, client-since, assign, sparse,
+ * split, parts, parts-reject. Prints "ok: ..." and exits 0, or "FAIL: ..." and exits 1. */
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -15,8 +15,10 @@
 #include "cluster.h"
 #include "config.h"
 #include "log.h"
+#include "model.h"
 #include "net.h"
 #include "optim.h"
+#include "psclient.h"
 
 #define N 1000
 static const char *tfx_node;
@@ -895,6 +897,101 @@ static void case_assign(void) {
   tfx_client_destroy(c);
 }
 
+/* Model variables as a plan (one whole shard each, all on ps 0) in sh / shp (at most 4). */
+static int model_plan(tfx_model *m, Tfx__Shard *sh, Tfx__Shard **shp) {
+  int n = tfx_model_nvars(m);
+  CHECK(n <= 4, "model has %d variables", n);
+  for (int k = 0; k < n; k++) {
+    tfx_var *v = tfx_model_var(m, k);
+    tfx__shard__init(&sh[k]);
+    sh[k].key = sh[k].var = v->name, sh[k].shape = v->shape, sh[k].n_shape = (size_t)v->rank;
+    sh[k].row_end = v->shape[0], sh[k].trainable = v->trainable, sh[k].init = v->init;
+    sh[k].fan_in = v->fan_in, sh[k].fan_out = v->fan_out, shp[k] = &sh[k];
+  }
+  return n;
+}
+
+/* One push-pull through the psclient; the bytes that came back must be want_bytes. */
+static void client_step(tfx_psclient *pc, int64_t step, uint64_t want_bytes, const char *what) {
+  tfx_err err;
+  int64_t version = -1;
+  CHECK(tfx_psclient_push_pull(pc, step, &version, &err) == 0, "%s: %s", what, err.msg);
+  CHECK(version == step + 1 && tfx_psclient_bytes(pc) == want_bytes,
+        "%s: version %lld, %llu bytes back, want %lld, %llu", what, (long long)version,
+        (unsigned long long)tfx_psclient_bytes(pc), (long long)(step + 1), (unsigned long long)want_bytes);
+}
+
+/* Every value of table (1000 x 8) equals held, but for row `row` (-1: none), which is held - 1 (an SGD step). */
+static void expect_table(const tfx_var *table, const float *held, int row, const char *what) {
+  for (size_t i = 0; i < table->count; i++) {
+    float want = (int)(i / 8) == row ? held[i] - 1.0f : held[i];
+    CHECK(table->value[i] == want, "%s: table[%zu] = %g, want %g", what, i, table->value[i], want);
+  }
+}
+
+/* The workers' client (tfx_psclient) against a real ps, for an embedding table and a dense layer under async SGD:
+ * a push-pull in which no row of the table was looked up brings back only the dense variables (the table, unchanged
+ * since the client's last reply, is left out) and the client keeps the table's values; once a row is pushed the
+ * table comes back with that row updated. */
+static void case_client_since(void) {
+  const char *json =
+      "{\"model\": {\"input_shape\": [4], \"layers\": [{\"type\": \"embedding\", \"input_dim\": 1000, \"units\": 8},"
+      " {\"type\": \"dense\", \"units\": 1}]}, \"training\": {\"mode\": \"async\"},"
+      " \"optimizer\": {\"name\": \"sgd\", \"learning_rate\": 1}}";
+  tfx_err err;
+  tfx_config cfg;
+  tfx_model *m = NULL;
+  tfx_config_init(&cfg);
+  CHECK(tfx_config_parse(&cfg, json, "client-since", &err) == 0 && tfx_model_create(&cfg, 1, &m, &err) == 0,
+        "model: %s", err.msg);
+  Tfx__Shard sh[4], *shp[4];
+  int n = model_plan(m, sh, shp);
+  tfx_client *c = connect_ps();
+  tfx_envelope env;
+  tfx_inmsg r;
+  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_INIT);
+  env.text = (char *)json, env.shards = shp, env.n_shards = (size_t)n, env.flag = 1;
+  CHECK(tfx_client_call(c, &env, NULL, 0, &r, 20000, &err) == 0, "init: %s", err.msg);
+  tfx_inmsg_fini(&r);
+  tfx_cluster *cl = tfx_cluster_create();
+  tfx_psclient *pc = NULL;
+  CHECK(cl && tfx_cluster_add(cl, TFX_ROLE_PS, strstr(endpoint, "//") + 2, &err) == 0 &&
+            tfx_psclient_create(cl, shp, (size_t)n, m, 10000, &pc, &err) == 0,
+        "psclient: %s", err.msg);
+  int64_t version;
+  CHECK(tfx_psclient_pull(pc, 0, &version, &err) == 0, "first pull: %s", err.msg);
+  tfx_var *table = tfx_model_var(m, 0);
+  uint64_t all = tfx_psclient_bytes(pc), dense = all - table->count * 4;
+  float *held = malloc(table->count * 4);
+  memcpy(held, table->value, table->count * 4);
+  CHECK(table->sparse && held[0] != 0.0f && all > table->count * 4, "table '%s' not sparse or all zero", table->name);
+  for (int k = 1; k < n; k++) { /* the dense layer's kernel and bias */
+    tfx_var *v = tfx_model_var(m, k);
+    for (size_t i = 0; i < v->count; i++) {
+      v->grad[i] = 1;
+    }
+  }
+  table->n_rows = 0;
+  client_step(pc, 0, dense, "push-pull without a looked-up row");
+  client_step(pc, 1, dense, "second push-pull without a looked-up row");
+  expect_table(table, held, -1, "kept");
+  table->rows[0] = 5, table->n_rows = 1;
+  for (int i = 0; i < 8; i++) {
+    table->grad[i] = 1;
+  }
+  client_step(pc, 2, all, "push-pull of row 5");
+  expect_table(table, held, 5, "after row 5");
+  printf(
+      "ok: the psclient's push-pulls bring back only what changed (%llu of %llu bytes while no table row is "
+      "looked up) and keep the table's values; a pushed row brings the table back updated\n",
+      (unsigned long long)dense, (unsigned long long)all);
+  free(held);
+  tfx_psclient_destroy(pc);
+  tfx_cluster_destroy(cl);
+  tfx_client_destroy(c);
+  tfx_model_destroy(m);
+}
+
 /* Pushes rows (global ids) of v with one value each row... v is a [N] vector: one float per row. */
 static int push_rows(tfx_client *c, const int64_t *rows, size_t n, const float *g, tfx_err *err) {
   Tfx__Tensor t, *tp = &t;
@@ -1405,6 +1502,8 @@ int main(int argc, char **argv) {
     case_since();
   } else if (!strcmp(cs, "assign")) {
     case_assign();
+  } else if (!strcmp(cs, "client-since")) {
+    case_client_since();
   } else if (!strcmp(cs, "nan-skip-fused")) {
     case_nan_skip_fused();
   } else if (!strcmp(cs, "restore-slot-shape")) {
