@@ -23,7 +23,8 @@ typedef struct observed {
   int n_train, n_eval;
   double train[OBS_POINTS][4];    /* step, loss, accuracy, seconds */
   double eval[OBS_POINTS][3];     /* step, loss, accuracy */
-  double ps_stats[OBS_MAX_PS][4]; /* from each ps's STATUS reply: stale_dropped, rejected, bad_frames, pulls_served */
+  double ps_stats[OBS_MAX_PS][6]; /* from each ps's STATUS reply: stale_dropped, rejected, bad_frames, pulls_served,
+                                     nan_rejected, nan_skipped (tfx_master_observe_ps) */
 } observed;
 
 typedef struct master {

@@ -83,6 +83,10 @@ static char *render_metrics(master *m) {
   ps_counter(&b, m, "tfx_rejected_requests_total", "Requests each ps rejected (bad names, shapes, NaN).", 1);
   ps_counter(&b, m, "tfx_rejected_frames_total", "Malformed frames each ps dropped.", 2);
   ps_counter(&b, m, "tfx_pulls_served_total", "Pulls each ps answered.", 3);
+  ps_counter(&b, m, "tfx_nan_rejected_pushes_total",
+             "Pushes with NaN/Inf each ps rejected (training.nan_policy = reject).", 4);
+  ps_counter(&b, m, "tfx_nan_skipped_pushes_total", "Pushes with NaN/Inf each ps skipped (training.nan_policy = skip).",
+             5);
   restarts(&b, m);
   return b.s;
 }
@@ -241,13 +245,14 @@ void tfx_master_observe_stop(master *m) {
 }
 
 void tfx_master_observe_ps(master *m, int p, const tfx_envelope *status) {
-  static const char *const names[] = {"stale_dropped", "rejected", "bad_frames", "pulls_served"};
+  static const char *const names[] = {"stale_dropped", "rejected",     "bad_frames",
+                                      "pulls_served",  "nan_rejected", "nan_skipped"};
   if (p < 0 || p >= OBS_MAX_PS) {
     return;
   }
   pthread_mutex_lock(&m->obs.lock);
   for (size_t i = 0; i < status->n_stats; i++) {
-    for (int k = 0; k < 4; k++) {
+    for (int k = 0; k < 6; k++) {
       if (status->stats[i]->key && !strcmp(status->stats[i]->key, names[k])) {
         m->obs.ps_stats[p][k] = status->stats[i]->value;
       }

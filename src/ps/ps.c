@@ -196,6 +196,9 @@ static int restore_shards(ps_state *p, const char *path, tfx_err *err) {
       rc = restore_slot(p, s, k, c, path, err);
     }
   }
+  for (int i = 0; !rc && i < p->n_shards; i++) {
+    p->shards[i].changed = c->step;
+  }
   if (!rc) {
     p->version = c->step;
   }
@@ -261,9 +264,26 @@ shard *tfx_ps_find(ps_state *p, const char *key) {
   return NULL;
 }
 
+int64_t tfx_ps_since(const tfx_envelope *e) {
+  return e->since && e->since->version <= (uint64_t)INT64_MAX ? (int64_t)e->since->version : -1;
+}
+
+void tfx_ps_touch(ps_state *p, shard *s) {
+  s->changed = p->version + 1;
+}
+
+/* Whether a reply leaves shard s out: never assigned (changed_only), or unchanged since the client's version. A
+ * since past the ps's version comes from before a re-initialization (a rollback): nothing is left out then. */
+static int left_out(const ps_state *p, const shard *s, int changed_only, int64_t since) {
+  if (changed_only && !s->trainable && !s->assigned) {
+    return 1;
+  }
+  return since >= 0 && since <= p->version && s->changed <= since;
+}
+
 /* Sends the values of the requested shards (all when names is empty), in place. */
 int tfx_ps_send_values(ps_state *p, const zmq_msg_t *identity, uint64_t request_id, char **names, size_t n_names,
-                       int changed_only, tfx_err *err) {
+                       int changed_only, int64_t since, tfx_err *err) {
   int n = n_names ? (int)n_names : p->n_shards, rc, k = 0;
   Tfx__Tensor *metas = calloc((size_t)n, sizeof *metas);
   Tfx__Tensor **ptrs = calloc((size_t)n, sizeof *ptrs);
@@ -281,7 +301,7 @@ int tfx_ps_send_values(ps_state *p, const zmq_msg_t *identity, uint64_t request_
   }
   for (int i = 0; i < 2 * n; i++) { /* small tensors first (TFX_WIRE_SMALL), then the large ones */
     shard *s = n_names ? tfx_ps_find(p, names[i % n]) : &p->shards[i % n];
-    if ((changed_only && !s->trainable && !s->assigned) || (s->count * sizeof(float) > TFX_WIRE_SMALL) != (i >= n)) {
+    if (left_out(p, s, changed_only, since) || (s->count * sizeof(float) > TFX_WIRE_SMALL) != (i >= n)) {
       continue;
     }
     tfx__tensor__init(&metas[k]);

@@ -36,8 +36,10 @@ typedef struct shard {
   int rank, trainable;
   int64_t shape[4], row_begin, row_end;
   size_t count, row_size;
-  int assigned; /* a non-trainable shard that received values (batch-norm statistics) */
-  int fuse;     /* the push being handled updates this shard in one pass (decided once, by validate_push) */
+  int assigned;    /* a non-trainable shard that received values (batch-norm statistics) */
+  int64_t changed; /* the version as of which the values last changed: init/restore's, or version + 1 for a change
+                      made at version (a pull `since` v >= changed may leave the shard out) */
+  int fuse;        /* the push being handled updates this shard in one pass (decided once, by validate_push) */
   vbuf *value;
   float *slots[2];
   float *acc;
@@ -53,6 +55,7 @@ typedef struct pending_pull {
   char **names;
   size_t n_names;
   int changed_only;
+  int64_t since; /* Envelope.since, or -1 */
 } pending_pull;
 
 /* What the HTTP thread reads (under lock), copied from the ps's state after every message. */
@@ -114,9 +117,14 @@ size_t tfx_ps_bytes(const ps_state *p);
 /* The shard with this key (borrowed), or NULL. */
 shard *tfx_ps_find(ps_state *p, const char *key);
 /* Replies to a pull with the values of the named shards (all if none named), sent in place; with changed_only,
- * shards that never change (frozen by training.trainable) are left out. */
+ * non-trainable shards never assigned are left out; with since >= 0 (at most the version), shards unchanged since
+ * that version are left out. */
 int tfx_ps_send_values(ps_state *p, const zmq_msg_t *identity, uint64_t request_id, char **names, size_t n_names,
-                       int changed_only, tfx_err *err);
+                       int changed_only, int64_t since, tfx_err *err);
+/* The Envelope.since of a request as a version, or -1 when absent (or out of range). */
+int64_t tfx_ps_since(const tfx_envelope *e);
+/* Marks a shard changed by an update made now (see shard.changed). */
+void tfx_ps_touch(ps_state *p, shard *s);
 /* Replies to one part of a push-pull with the current values of the ranges it pushed (checked by the caller),
  * sent in place. */
 int tfx_ps_send_ranges(ps_state *p, const tfx_inmsg *m, tfx_err *err);

@@ -89,6 +89,7 @@ static int park(ps_state *p, tfx_inmsg *m, tfx_err *err) {
   zmq_msg_init(&q->identity);
   zmq_msg_copy(&q->identity, &m->identity);
   q->request_id = m->env->request_id, q->min_version = m->env->step, q->worker = worker_of(m->env);
+  q->since = tfx_ps_since(m->env);
   q->deadline = tfx_now_ms() + (int64_t)p->cfg.request_timeout_s * 1000;
   q->names = calloc(m->env->n_names + 1, sizeof(char *)); /* a push-pull names none: all shards */
   for (size_t i = 0; q->names && i < m->env->n_names; i++) {
@@ -104,7 +105,7 @@ static int park(ps_state *p, tfx_inmsg *m, tfx_err *err) {
 int tfx_ps_pull(ps_state *p, tfx_inmsg *m, tfx_err *err) {
   const tfx_envelope *e = m->env;
   if (pull_ready(p, e->step, worker_of(e))) {
-    return tfx_ps_send_values(p, &m->identity, e->request_id, e->names, e->n_names, 0, err);
+    return tfx_ps_send_values(p, &m->identity, e->request_id, e->names, e->n_names, 0, tfx_ps_since(e), err);
   }
   return park(p, m, err);
 }
@@ -128,7 +129,7 @@ static void service(ps_state *p) {
       continue;
     }
     tfx_err err;
-    if (tfx_ps_send_values(p, &q->identity, q->request_id, q->names, q->n_names, q->changed_only, &err)) {
+    if (tfx_ps_send_values(p, &q->identity, q->request_id, q->names, q->n_names, q->changed_only, q->since, &err)) {
       tfx_log(TFX_LOG_WARN, "PS-PULL-FAIL", "%s", err.msg);
     }
     remove_pending(p, i);
@@ -146,11 +147,11 @@ void tfx_ps_expire_pulls(ps_state *p) {
     char text[160];
     snprintf(text, sizeof text, "pull for version %lld timed out: the ps is at %lld", (long long)q->min_version,
              (long long)p->version);
+    tfx_log(TFX_LOG_WARN, "PS-PULL-TIMEOUT", "worker %d: %s", q->worker, text); /* logged before the reply leaves */
     tfx_envelope env;
     tfx_wire_request(&env, TFX__MSG_TYPE__MSG_REPLY);
     env.request_id = q->request_id, env.code = TFX_EPEER, env.error = text;
     tfx_wire_send(p->sock, &q->identity, &env, NULL, 0, NULL);
-    tfx_log(TFX_LOG_WARN, "PS-PULL-TIMEOUT", "worker %d: %s", q->worker, text);
     remove_pending(p, i);
   }
 }
@@ -393,6 +394,7 @@ static int apply_span(ps_state *p, shard *s, size_t base, size_t n, const float 
   }
   apply_job job = {&p->opt, p->version, s, base, g, scale};
   tfx_ps_helper_run(helper_for(p, n), apply_range, &job, n);
+  tfx_ps_touch(p, s);
   return 0;
 }
 
@@ -408,6 +410,7 @@ static int assign_values(ps_state *p, shard *s, const float *values) {
   }
   s->assigned = 1;
   memcpy(s->value->data, values, sizeof(float) * s->count);
+  tfx_ps_touch(p, s);
   return 0;
 }
 
@@ -421,6 +424,7 @@ static int apply_rows(ps_state *p, shard *s, const float *g, const Tfx__Tensor *
     tfx_optim_apply_rows(&p->opt, p->version, s->value->data, g + k * s->row_size, 1.0f, s->slots, &local, 1,
                          s->row_size);
   }
+  tfx_ps_touch(p, s);
   return 0;
 }
 
@@ -436,6 +440,7 @@ static int apply_touched_rows(ps_state *p, shard *s, float scale) {
       tfx_optim_apply_rows(&p->opt, p->version, s->value->data, acc, scale, s->slots, &r, 1, s->row_size);
       memset(acc, 0, sizeof(float) * s->row_size);
       s->touched[r] = 0;
+      tfx_ps_touch(p, s); /* only when a row was looked up: an untouched table keeps its version */
     }
   }
   return 0;
@@ -581,6 +586,7 @@ static int push_async(ps_state *p, tfx_inmsg *m, shard **targets, tfx_err *err) 
     if (adopted[i]) { /* the frame holds the new values: it becomes the shard's value buffer */
       tfx_ps_vbuf_release(NULL, targets[i]->value);
       targets[i]->value = adopted[i], adopted[i] = NULL;
+      tfx_ps_touch(p, targets[i]);
       continue;
     }
     const float *g = grad_data(p, m, (int)i);
@@ -621,7 +627,7 @@ static int answer_push(ps_state *p, tfx_inmsg *m, int stale, tfx_err *err) {
   if (e->flag & 1) {
     int64_t want = is_sync(p) ? e->step + 1 : 0;
     if (pull_ready(p, want, worker_of(e))) {
-      return tfx_ps_send_values(p, &m->identity, e->request_id, NULL, 0, 1, err);
+      return tfx_ps_send_values(p, &m->identity, e->request_id, NULL, 0, 1, tfx_ps_since(e), err);
     }
     int rc = park(p, m, err);
     if (!rc) {

@@ -37,6 +37,7 @@ typedef struct ps_link {
   Tfx__Tensor **ptrs;
   tfx_payload *payloads;
   int n_push;
+  int64_t since; /* the version as of which the variables hold every value of this ps (last reply), or -1 */
 } ps_link;
 
 struct tfx_psclient {
@@ -228,6 +229,7 @@ int tfx_psclient_create(const tfx_cluster *cluster, Tfx__Shard *const *shards, s
   }
   for (int p = 0; p < c->n_ps && !rc; p++) {
     char ep[320];
+    c->ps[p].since = -1;
     if (!c->ps[p].n) {
       continue;
     }
@@ -322,6 +324,7 @@ static int take_values(tfx_psclient *c, ps_link *l, tfx_inmsg *m, tfx_err *err) 
 static int recv_values(tfx_psclient *c, int p, int64_t *lowest, tfx_err *err) {
   ps_link *l = &c->ps[p];
   tfx_inmsg m;
+  l->since = -1; /* until this reply is taken whole */
   int rc = tfx_client_recv(l->client, &m, c->timeout_ms, err);
   if (rc) {
     return tfx_inmsg_fini(&m), rc;
@@ -339,6 +342,9 @@ static int recv_values(tfx_psclient *c, int p, int64_t *lowest, tfx_err *err) {
   }
   if (!rc && m.env->step < *lowest) {
     *lowest = m.env->step;
+  }
+  if (!rc && m.env->step >= 0) {
+    l->since = m.env->step;
   }
   tfx_inmsg_fini(&l->held);
   l->held = m;
@@ -369,7 +375,19 @@ int tfx_psclient_pull(tfx_psclient *c, int64_t min_version, int64_t *version, tf
   return rc;
 }
 
-/* Sends every ps its gradients; flag 1 asks for the updated values in the reply. */
+/* Whether a push-pull to l may ask only for the shards changed since its last reply: never when it holds a variable
+ * the model writes itself (batch-norm statistics, whose pushed values a ps may skip or overwrite). */
+static int may_skip_unchanged(const ps_link *l) {
+  for (int i = 0; i < l->n; i++) {
+    if (l->slots[i].var->assign) {
+      return 0;
+    }
+  }
+  return l->since >= 0;
+}
+
+/* Sends every ps its gradients; flag 1 asks for the updated values in the reply (a push-pull: only the shards
+ * changed since the last reply, where may_skip_unchanged; recv_values keeps the values of the others). */
 static int send_pushes(tfx_psclient *c, int64_t step, int flag, tfx_err *err) {
   int rc = TFX_OK;
   for (int p = 0; p < c->n_ps && !rc; p++) {
@@ -381,6 +399,10 @@ static int send_pushes(tfx_psclient *c, int64_t step, int flag, tfx_err *err) {
     tfx_envelope env;
     tfx_wire_request(&env, TFX__MSG_TYPE__MSG_PUSH);
     env.step = step, env.tensors = l->ptrs, env.n_tensors = (size_t)n, env.flag = flag;
+    Tfx__Since since = TFX__SINCE__INIT;
+    if (flag && may_skip_unchanged(l)) {
+      since.version = (uint64_t)l->since, env.since = &since;
+    }
     rc = tfx_client_send(l->client, &env, l->payloads, n, err);
   }
   return rc;

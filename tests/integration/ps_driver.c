@@ -1,7 +1,7 @@
 /* Drives a real `tfx-node --role=ps` through its protocol and checks the update semantics exactly.
  * Usage: tfx-ps-driver TFX_NODE CASE   with CASE one of async-sum, sync, ssp, optim, reject, checkpoint,
- * restore-shape, nan-policy, status, pulls, sparse, split, parts, parts-reject.
- * Prints "ok: ..." and exits 0, or "FAIL: ..." and exits 1. */
+ * restore-shape, restore-slot-shape, nan-policy, nan-skip-fused, status, pulls, since, client-since, assign, sparse,
+ * split, parts, parts-reject. Prints "ok: ..." and exits 0, or "FAIL: ..." and exits 1. */
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -15,8 +15,10 @@
 #include "cluster.h"
 #include "config.h"
 #include "log.h"
+#include "model.h"
 #include "net.h"
 #include "optim.h"
+#include "psclient.h"
 
 #define N 1000
 static const char *tfx_node;
@@ -587,24 +589,32 @@ static void case_status(void) {
   tfx_client_destroy(c);
 }
 
-/* INIT with SGD (rate 1) in async mode of n variables names[i] of counts[i] zeros, request deadline 1 s. */
-static void init_vars(tfx_client *c, const char *const *names, const int64_t *counts, int n) {
-  const char *json =
-      "{\"training\": {\"mode\": \"async\"}, \"optimizer\": {\"name\": \"sgd\", \"learning_rate\": 1},"
-      " \"cluster\": {\"request_timeout_s\": 1}}";
+/* INIT under json for `workers` workers of n (<= 4) variables names[i] of counts[i] zeros, trainable[i] (NULL: all
+ * trainable). */
+static void init_plan(tfx_client *c, const char *json, const char *const *names, const int64_t *counts,
+                      const int *trainable, int n, int workers) {
   Tfx__Shard sh[4], *shp[4];
   for (int k = 0; k < n; k++) {
     tfx__shard__init(&sh[k]);
     sh[k].key = sh[k].var = (char *)names[k], sh[k].shape = (int64_t *)&counts[k], sh[k].n_shape = 1;
-    sh[k].row_end = counts[k], sh[k].trainable = 1, sh[k].init = "zeros", shp[k] = &sh[k];
+    sh[k].row_end = counts[k], sh[k].trainable = trainable ? trainable[k] : 1, sh[k].init = "zeros";
+    shp[k] = &sh[k];
   }
   tfx_envelope env;
   tfx_inmsg r;
   tfx_err err;
   tfx_wire_request(&env, TFX__MSG_TYPE__MSG_INIT);
-  env.text = (char *)json, env.shards = shp, env.n_shards = (size_t)n, env.flag = 1;
+  env.text = (char *)json, env.shards = shp, env.n_shards = (size_t)n, env.flag = workers;
   CHECK(tfx_client_call(c, &env, NULL, 0, &r, 20000, &err) == 0, "init: %s", err.msg);
   tfx_inmsg_fini(&r);
+}
+
+/* INIT with SGD (rate 1) in async mode of n variables names[i] of counts[i] zeros, request deadline 1 s. */
+static void init_vars(tfx_client *c, const char *const *names, const int64_t *counts, int n) {
+  const char *json =
+      "{\"training\": {\"mode\": \"async\"}, \"optimizer\": {\"name\": \"sgd\", \"learning_rate\": 1},"
+      " \"cluster\": {\"request_timeout_s\": 1}}";
+  init_plan(c, json, names, counts, NULL, n, 1);
 }
 
 /* Pulls the named variables (version >= min) into *r (caller finalizes it). */
@@ -686,6 +696,300 @@ static void case_pulls(void) {
       "served); a pull past the version times out by the ps's deadline (%lld ms)\n",
       (long long)waited);
   tfx_client_destroy(c);
+}
+
+/* Pulls every variable, with Envelope.since = since when since >= 0, into *r (caller finalizes it). */
+static void pull_since(tfx_client *c, int64_t since, tfx_inmsg *r) {
+  tfx_envelope env;
+  tfx_err err;
+  tfx_wire_set_sender(TFX__ROLE__ROLE_WORKER, 0);
+  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_PULL);
+  Tfx__Since s = TFX__SINCE__INIT;
+  s.version = (uint64_t)since, env.since = since >= 0 ? &s : NULL;
+  memset(r, 0, sizeof *r);
+  CHECK(tfx_client_call(c, &env, NULL, 0, r, 5000, &err) == 0, "pull since %lld: %s", (long long)since, err.msg);
+}
+
+/* A reply must carry exactly the variables listed in `names` (comma-separated, "" for none) at version `step`. */
+static void expect_names(const tfx_inmsg *r, const char *what, const char *names, int64_t step) {
+  char got[256] = "";
+  for (size_t i = 0; i < r->env->n_tensors; i++) {
+    snprintf(got + strlen(got), sizeof got - strlen(got), "%s%s", i ? "," : "", r->env->tensors[i]->name);
+  }
+  CHECK(!strcmp(got, names) && r->env->step == step, "%s: reply carries [%s] at version %lld, want [%s] at %lld", what,
+        got, (long long)r->env->step, names, (long long)step);
+}
+
+/* Sends one push of n tensors (names[i], counts[i] floats from data[i]) as worker w at `step` with `flag` (1:
+ * push-pull) and since (-1: none); the reply goes to *r (caller finalizes it). */
+static int push_many(tfx_client *c, int w, int64_t step, int flag, int64_t since, const char *const *names,
+                     const int64_t *counts, const float *const *data, int n, tfx_inmsg *r, tfx_err *err) {
+  Tfx__Tensor t[4], *tp[4];
+  tfx_payload pl[4];
+  for (int k = 0; k < n; k++) {
+    tfx__tensor__init(&t[k]);
+    t[k].name = (char *)names[k], t[k].shape = (int64_t *)&counts[k], t[k].n_shape = 1;
+    t[k].nbytes = (uint64_t)counts[k] * 4, tp[k] = &t[k];
+    pl[k] = (tfx_payload){data[k], (size_t)counts[k] * 4, 1, NULL, NULL};
+  }
+  tfx_envelope env;
+  tfx_wire_set_sender(TFX__ROLE__ROLE_WORKER, w);
+  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_PUSH);
+  env.step = step, env.tensors = tp, env.n_tensors = (size_t)n, env.flag = flag;
+  Tfx__Since s = TFX__SINCE__INIT;
+  s.version = (uint64_t)since, env.since = since >= 0 ? &s : NULL;
+  memset(r, 0, sizeof *r);
+  return tfx_client_call(c, &env, pl, n, r, 20000, err);
+}
+
+/* Pushes n tensors as worker w at `step` (a plain push; the reply is only checked for success). */
+static void push_all(tfx_client *c, int w, int64_t step, const char *const *names, const int64_t *counts,
+                     const float *const *data, int n) {
+  tfx_err err;
+  tfx_inmsg r;
+  CHECK(push_many(c, w, step, 0, -1, names, counts, data, n, &r, &err) == 0, "push as worker %d: %s", w, err.msg);
+  tfx_inmsg_fini(&r);
+}
+
+/* Pulls "since" a version: a and b trainable, s not (assigned whole). Nothing changed since the current version
+ * gives no tensors and the version; a push to a gives a alone since the old version; s comes only once it is
+ * assigned; a since past the ps's version (from before a rollback) gives everything; a push-pull since honours it
+ * too. */
+static void case_since(void) {
+  tfx_client *c = connect_ps();
+  tfx_err err;
+  const char *vars[3] = {"a", "b", "s"};
+  int64_t counts[3] = {10, N, 4};
+  int trainable[3] = {1, 1, 0};
+  float g[N], stats[4] = {7, 8, 9, 10};
+  const float *ga[1] = {g}, *gs[1] = {stats};
+  tfx_inmsg r;
+  init_plan(c, "{\"training\": {\"mode\": \"async\"}, \"optimizer\": {\"name\": \"sgd\", \"learning_rate\": 1}}", vars,
+            counts, trainable, 3, 1);
+  pull_since(c, 0, &r), expect_names(&r, "since 0 at version 0", "", 0), tfx_inmsg_fini(&r);
+  pull_since(c, -1, &r), expect_names(&r, "no since", "a,b,s", 0), tfx_inmsg_fini(&r);
+  fill(g, 1);
+  push_all(c, 0, 0, &vars[0], &counts[0], ga, 1);
+  pull_since(c, 0, &r), expect_names(&r, "since 0 after a push to a", "a", 1);
+  expect_tensor(&r, "a", 10, -1.0f), tfx_inmsg_fini(&r);
+  pull_since(c, 1, &r), expect_names(&r, "since 1 at version 1", "", 1), tfx_inmsg_fini(&r);
+  push_all(c, 0, 1, &vars[2], &counts[2], gs, 1);
+  pull_since(c, 1, &r), expect_names(&r, "since 1 after assigning s", "s", 2);
+  for (int k = 0; k < 4; k++) {
+    float v;
+    size_t size = 0;
+    memcpy(&v, (const char *)tfx_inmsg_part(&r, 0, &size) + 4 * k, 4);
+    CHECK(v == stats[k], "assigned s[%d] = %g, want %g", k, v, stats[k]);
+  }
+  tfx_inmsg_fini(&r);
+  pull_since(c, 99, &r), expect_names(&r, "since 99 at version 2", "a,b,s", 2), tfx_inmsg_fini(&r);
+  fill(g, 2);
+  CHECK(push_many(c, 0, 2, 1, 2, &vars[1], &counts[1], ga, 1, &r, &err) == 0, "push-pull since 2: %s", err.msg);
+  expect_names(&r, "push-pull of b since 2", "b", 3);
+  expect_tensor(&r, "b", N, -2.0f), tfx_inmsg_fini(&r);
+  printf(
+      "ok: a pull since the current version carries no tensors and the version; since an older one only what "
+      "changed (a pushed, s once assigned, b by a push-pull); since a version past the ps's, everything\n");
+  tfx_client_destroy(c);
+}
+
+/* The reply tensor `name` of r must hold exactly want[0 .. count). */
+static void expect_values(const tfx_inmsg *r, const char *name, const float *want, size_t count) {
+  for (size_t i = 0; i < r->env->n_tensors; i++) {
+    size_t size = 0;
+    const char *data = tfx_inmsg_part(r, (int)i, &size);
+    if (strcmp(r->env->tensors[i]->name, name)) {
+      continue;
+    }
+    CHECK(size == count * 4, "'%s': %zu bytes, want %zu", name, size, count * 4);
+    for (size_t k = 0; k < count; k++) {
+      float v;
+      memcpy(&v, data + 4 * k, 4);
+      CHECK(v == want[k], "'%s'[%zu] = %.9g, want %.9g", name, k, v, want[k]);
+    }
+    return;
+  }
+  CHECK(0, "reply lacks '%s'", name);
+}
+
+/* Async under momentum (rate 0.5), as a worker sends batch-norm statistics: one push-pull carrying the values of
+ * the non-trainable bn and the gradient of w. bn takes the values exactly (no optimizer, no rate, no momentum
+ * from an earlier assignment), w moves by the momentum rule, each push counts once; before any assignment a
+ * push-pull's reply leaves bn out; rows for bn are refused. */
+static void assign_async(tfx_client *c) {
+  tfx_err err;
+  const char *vars[2] = {"bn", "w"};
+  int64_t counts[2] = {4, N};
+  int trainable[2] = {0, 1};
+  float g[N], w[N] = {0}, m[N] = {0}, bn[2][4] = {{3.25f, -1.5f, 0, 1e6f}, {-7, 0.125f, 2, 1e-3f}};
+  float *slots[2] = {m, NULL};
+  tfx_inmsg r;
+  init_plan(c, "{\"training\": {\"mode\": \"async\"}, \"optimizer\": {\"name\": \"momentum\", \"learning_rate\": 0.5}}",
+            vars, counts, trainable, 2, 1);
+  tfx_config cfg;
+  tfx_config_init(&cfg);
+  strcpy(cfg.optimizer, "momentum"), cfg.learning_rate = 0.5;
+  tfx_optim opt;
+  tfx_optim_init(&opt, &cfg);
+  for (int i = 0; i < N; i++) {
+    g[i] = (float)(i % 5) - 2.0f;
+  }
+  const float *gw[1] = {g};
+  CHECK(push_many(c, 0, 0, 1, -1, &vars[1], &counts[1], gw, 1, &r, &err) == 0, "push-pull of w: %s", err.msg);
+  tfx_optim_apply(&opt, 0, w, g, 1.0f, slots, N);
+  expect_names(&r, "push-pull before bn was assigned", "w", 1), expect_values(&r, "w", w, N), tfx_inmsg_fini(&r);
+  for (int k = 0; k < 2; k++) {
+    const float *data[2] = {bn[k], g};
+    CHECK(push_many(c, 0, 1 + k, 1, -1, vars, counts, data, 2, &r, &err) == 0, "push-pull bn+w: %s", err.msg);
+    tfx_optim_apply(&opt, 1 + k, w, g, 1.0f, slots, N);
+    expect_names(&r, "push-pull of bn values and w's gradient", "bn,w", 2 + k);
+    expect_values(&r, "bn", bn[k], 4), expect_values(&r, "w", w, N), tfx_inmsg_fini(&r);
+  }
+  int64_t row = 1;
+  Tfx__Tensor t;
+  tfx__tensor__init(&t);
+  t.name = "bn", t.shape = &counts[0], t.n_shape = 1, t.nbytes = 4, t.rows = &row, t.n_rows = 1;
+  int rc = push_tensor(c, 0, 3, &t, bn[0], 4, 0, &r, &err);
+  tfx_inmsg_fini(&r);
+  CHECK(rc == TFX_EINVAL && strstr(err.msg, "'bn' is assigned whole"), "rows for bn: code %d, %s", rc, err.msg);
+  const char *names[] = {"pushes_applied", "version", "rejected"};
+  double want[] = {3, 3, 1};
+  expect_stats(c, "async assignments", names, want, 3);
+}
+
+/* Sync, 2 workers, SGD (rate 0.5): each push carries bn values and w's gradient. The values are assigned as they
+ * arrive (the step's last arrival stands), the gradients averaged; the step counts once; a stale push's values
+ * are dropped with its gradient. */
+static void assign_sync(tfx_client *c) {
+  const char *vars[2] = {"bn", "w"};
+  int64_t counts[2] = {4, N};
+  int trainable[2] = {0, 1};
+  float g0[N], g1[N], bn0[4] = {1, 2, 3, 4}, bn1[4] = {-0.5f, 0.25f, 8, 16}, stale_bn[4] = {9, 9, 9, 9};
+  tfx_inmsg r;
+  init_plan(c, "{\"training\": {\"mode\": \"sync\"}, \"optimizer\": {\"name\": \"sgd\", \"learning_rate\": 0.5}}", vars,
+            counts, trainable, 2, 2);
+  fill(g0, 2), fill(g1, 4);
+  const float *d0[2] = {bn0, g0}, *d1[2] = {bn1, g1}, *ds[2] = {stale_bn, g0};
+  push_all(c, 0, 0, vars, counts, d0, 2);
+  push_all(c, 1, 0, vars, counts, d1, 2);
+  push_all(c, 0, 0, vars, counts, ds, 2); /* stale: the step is applied */
+  pull_since(c, -1, &r);
+  expect_names(&r, "sync pull", "bn,w", 1);
+  float want_w[N];
+  fill(want_w, -1.5f); /* -0.5 * (2 + 4) / 2 */
+  expect_values(&r, "bn", bn1, 4), expect_values(&r, "w", want_w, N), tfx_inmsg_fini(&r);
+  const char *names[] = {"pushes_applied", "stale_dropped", "version"};
+  double want[] = {1, 1, 1};
+  expect_stats(c, "sync assignments", names, want, 3);
+}
+
+static void case_assign(void) {
+  tfx_client *c = connect_ps();
+  assign_async(c);
+  tfx_client_destroy(c);
+  stop_ps(), start_ps(); /* fresh counters */
+  c = connect_ps();
+  assign_sync(c);
+  printf(
+      "ok: a push carrying values for a non-trainable variable assigns them exactly (momentum, rate 0.5: no "
+      "optimizer step) while the trainable gradient in the same message is optimized as usual; one count per "
+      "push (async) or step (sync, last arrival's values stand, a stale push's dropped); rows refused\n");
+  tfx_client_destroy(c);
+}
+
+/* Model variables as a plan (one whole shard each, all on ps 0) in sh / shp (at most 4). */
+static int model_plan(tfx_model *m, Tfx__Shard *sh, Tfx__Shard **shp) {
+  int n = tfx_model_nvars(m);
+  CHECK(n <= 4, "model has %d variables", n);
+  for (int k = 0; k < n; k++) {
+    tfx_var *v = tfx_model_var(m, k);
+    tfx__shard__init(&sh[k]);
+    sh[k].key = sh[k].var = v->name, sh[k].shape = v->shape, sh[k].n_shape = (size_t)v->rank;
+    sh[k].row_end = v->shape[0], sh[k].trainable = v->trainable, sh[k].init = v->init;
+    sh[k].fan_in = v->fan_in, sh[k].fan_out = v->fan_out, shp[k] = &sh[k];
+  }
+  return n;
+}
+
+/* One push-pull through the psclient; the bytes that came back must be want_bytes. */
+static void client_step(tfx_psclient *pc, int64_t step, uint64_t want_bytes, const char *what) {
+  tfx_err err;
+  int64_t version = -1;
+  CHECK(tfx_psclient_push_pull(pc, step, &version, &err) == 0, "%s: %s", what, err.msg);
+  CHECK(version == step + 1 && tfx_psclient_bytes(pc) == want_bytes,
+        "%s: version %lld, %llu bytes back, want %lld, %llu", what, (long long)version,
+        (unsigned long long)tfx_psclient_bytes(pc), (long long)(step + 1), (unsigned long long)want_bytes);
+}
+
+/* Every value of table (1000 x 8) equals held, but for row `row` (-1: none), which is held - 1 (an SGD step). */
+static void expect_table(const tfx_var *table, const float *held, int row, const char *what) {
+  for (size_t i = 0; i < table->count; i++) {
+    float want = (int)(i / 8) == row ? held[i] - 1.0f : held[i];
+    CHECK(table->value[i] == want, "%s: table[%zu] = %g, want %g", what, i, table->value[i], want);
+  }
+}
+
+/* The workers' client (tfx_psclient) against a real ps, for an embedding table and a dense layer under async SGD:
+ * a push-pull in which no row of the table was looked up brings back only the dense variables (the table, unchanged
+ * since the client's last reply, is left out) and the client keeps the table's values; once a row is pushed the
+ * table comes back with that row updated. */
+static void case_client_since(void) {
+  const char *json =
+      "{\"model\": {\"input_shape\": [4], \"layers\": [{\"type\": \"embedding\", \"input_dim\": 1000, \"units\": 8},"
+      " {\"type\": \"dense\", \"units\": 1}]}, \"training\": {\"mode\": \"async\"},"
+      " \"optimizer\": {\"name\": \"sgd\", \"learning_rate\": 1}}";
+  tfx_err err;
+  tfx_config cfg;
+  tfx_model *m = NULL;
+  tfx_config_init(&cfg);
+  CHECK(tfx_config_parse(&cfg, json, "client-since", &err) == 0 && tfx_model_create(&cfg, 1, &m, &err) == 0,
+        "model: %s", err.msg);
+  Tfx__Shard sh[4], *shp[4];
+  int n = model_plan(m, sh, shp);
+  tfx_client *c = connect_ps();
+  tfx_envelope env;
+  tfx_inmsg r;
+  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_INIT);
+  env.text = (char *)json, env.shards = shp, env.n_shards = (size_t)n, env.flag = 1;
+  CHECK(tfx_client_call(c, &env, NULL, 0, &r, 20000, &err) == 0, "init: %s", err.msg);
+  tfx_inmsg_fini(&r);
+  tfx_cluster *cl = tfx_cluster_create();
+  tfx_psclient *pc = NULL;
+  CHECK(cl && tfx_cluster_add(cl, TFX_ROLE_PS, strstr(endpoint, "//") + 2, &err) == 0 &&
+            tfx_psclient_create(cl, shp, (size_t)n, m, 10000, &pc, &err) == 0,
+        "psclient: %s", err.msg);
+  int64_t version;
+  CHECK(tfx_psclient_pull(pc, 0, &version, &err) == 0, "first pull: %s", err.msg);
+  tfx_var *table = tfx_model_var(m, 0);
+  uint64_t all = tfx_psclient_bytes(pc), dense = all - table->count * 4;
+  float *held = malloc(table->count * 4);
+  memcpy(held, table->value, table->count * 4);
+  CHECK(table->sparse && held[0] != 0.0f && all > table->count * 4, "table '%s' not sparse or all zero", table->name);
+  for (int k = 1; k < n; k++) { /* the dense layer's kernel and bias */
+    tfx_var *v = tfx_model_var(m, k);
+    for (size_t i = 0; i < v->count; i++) {
+      v->grad[i] = 1;
+    }
+  }
+  table->n_rows = 0;
+  client_step(pc, 0, dense, "push-pull without a looked-up row");
+  client_step(pc, 1, dense, "second push-pull without a looked-up row");
+  expect_table(table, held, -1, "kept");
+  table->rows[0] = 5, table->n_rows = 1;
+  for (int i = 0; i < 8; i++) {
+    table->grad[i] = 1;
+  }
+  client_step(pc, 2, all, "push-pull of row 5");
+  expect_table(table, held, 5, "after row 5");
+  printf(
+      "ok: the psclient's push-pulls bring back only what changed (%llu of %llu bytes while no table row is "
+      "looked up) and keep the table's values; a pushed row brings the table back updated\n",
+      (unsigned long long)dense, (unsigned long long)all);
+  free(held);
+  tfx_psclient_destroy(pc);
+  tfx_cluster_destroy(cl);
+  tfx_client_destroy(c);
+  tfx_model_destroy(m);
 }
 
 /* Pushes rows (global ids) of v with one value each row... v is a [N] vector: one float per row. */
@@ -859,6 +1163,84 @@ static void case_restore_shape(void) {
   printf(
       "ok: a [40,25] shard restored into [25,40] or [1000] is refused naming v and both shapes; nothing "
       "changed; the same plan restores\n");
+  tfx_client_destroy(c);
+}
+
+/* nan_policy = skip on the one-pass path: a 400 KB shard (>= the ps's 256 KiB PS_FUSE_MIN) under async SGD is
+ * checked for NaN/Inf in the same sweep that computes the new values into the received frame. A push and a
+ * push-pull with a NaN in the last element (the frame is overwritten before it is found) both succeed, the
+ * push-pull's reply carries the current values; the shard and the version are unchanged, counted as skipped only;
+ * the next good push applies as usual. */
+static void case_nan_skip_fused(void) {
+  enum { BIG = 100000 };
+  tfx_client *c = connect_ps();
+  tfx_err err;
+  const char *vars[1] = {"big"};
+  int64_t counts[1] = {BIG};
+  float *g = malloc(BIG * 4), *want = malloc(BIG * 4);
+  const float *data[1] = {g};
+  tfx_inmsg r;
+  init_plan(c,
+            "{\"training\": {\"mode\": \"async\", \"nan_policy\": \"skip\"},"
+            " \"optimizer\": {\"name\": \"sgd\", \"learning_rate\": 1}}",
+            vars, counts, NULL, 1, 1);
+  for (int i = 0; i < BIG; i++) {
+    g[i] = 1, want[i] = -1;
+  }
+  push_all(c, 0, 0, vars, counts, data, 1);
+  g[BIG - 1] = NAN;
+  push_all(c, 0, 1, vars, counts, data, 1);
+  CHECK(push_many(c, 0, 1, 1, -1, vars, counts, data, 1, &r, &err) == 0, "skip: a NaN push-pull got %s", err.msg);
+  expect_names(&r, "skipped push-pull", "big", 1), expect_values(&r, "big", want, BIG), tfx_inmsg_fini(&r);
+  pull_since(c, -1, &r), expect_names(&r, "pull after skips", "big", 1), expect_values(&r, "big", want, BIG);
+  tfx_inmsg_fini(&r);
+  const char *names[] = {"nan_skipped", "nan_rejected", "rejected", "pushes_applied", "version"};
+  double stats[] = {2, 0, 0, 1, 1};
+  expect_stats(c, "one-pass skips", names, stats, 5);
+  g[BIG - 1] = 1;
+  push_all(c, 0, 1, vars, counts, data, 1);
+  for (int i = 0; i < BIG; i++) {
+    want[i] = -2;
+  }
+  pull_since(c, -1, &r), expect_names(&r, "pull after a good push", "big", 2);
+  expect_values(&r, "big", want, BIG), tfx_inmsg_fini(&r);
+  free(g), free(want);
+  printf(
+      "ok: nan_policy skip on the one-pass SGD path (400 KB shard): a NaN push and push-pull succeed, the reply "
+      "carries the current values, nothing changes, counted as skipped only; the next push applies\n");
+  tfx_client_destroy(c);
+}
+
+/* A checkpoint whose v is right but whose Adam slot v@m holds another shape of the same size ([40,25] for v
+ * [1000]) is refused naming v@m and both shapes; the ps keeps its state. */
+static void case_restore_slot_shape(void) {
+  tfx_client *c = connect_ps();
+  tfx_err err;
+  float values[N], held[N], v[N];
+  int64_t version;
+  char path[400];
+  snprintf(path, sizeof path, "%s/slot-shape.shard", run_dir);
+  for (int i = 0; i < N; i++) {
+    values[i] = (float)i;
+  }
+  tfx_ckpt_entry e[3] = {{.name = "v", .rank = 1, .dims = {N}, .row_end = N, .count = N, .data = values},
+                         {.name = "v@m", .rank = 2, .dims = {40, 25}, .row_end = 40, .count = N, .data = values},
+                         {.name = "v@v", .rank = 1, .dims = {N}, .row_end = N, .count = N, .data = values}};
+  uint32_t crc;
+  uint64_t bytes;
+  CHECK(tfx_ckpt_write(path, 5, e, 3, &crc, &bytes, &err) == 0, "write %s: %s", path, err.msg);
+  CHECK(init_ps(c, "async", "adam", 1, 0, 0, NULL, &err) == 0, "init: %s", err.msg);
+  fill(v, 1);
+  push_then_pull(c, 0, v, held);
+  int rc = init_ps(c, "async", "adam", 1, 0, 0, path, &err);
+  CHECK(rc == TFX_ESHAPE && strstr(err.msg, "'v@m'") && strstr(err.msg, "expects [1000] rows 0..1000") &&
+            strstr(err.msg, "[40,25] rows 0..40"),
+        "a slot of another shape: code %d, '%s' (want ESHAPE naming 'v@m' and both shapes)", rc, err.msg);
+  CHECK(pull(c, 0, 0, v, &version, 5000, &err) == 0 && version == 1 && !memcmp(v, held, sizeof v),
+        "a refused restore changed the ps (version %lld)", (long long)version);
+  printf(
+      "ok: a checkpoint whose slot v@m has another shape ([40,25] for [1000]) is refused naming the slot; the ps "
+      "keeps its state\n");
   tfx_client_destroy(c);
 }
 
@@ -1116,6 +1498,16 @@ int main(int argc, char **argv) {
     case_status();
   } else if (!strcmp(cs, "pulls")) {
     case_pulls();
+  } else if (!strcmp(cs, "since")) {
+    case_since();
+  } else if (!strcmp(cs, "assign")) {
+    case_assign();
+  } else if (!strcmp(cs, "client-since")) {
+    case_client_since();
+  } else if (!strcmp(cs, "nan-skip-fused")) {
+    case_nan_skip_fused();
+  } else if (!strcmp(cs, "restore-slot-shape")) {
+    case_restore_slot_shape();
   } else if (!strcmp(cs, "nan-policy")) {
     case_nan_policy();
   } else if (!strcmp(cs, "restore-shape")) {

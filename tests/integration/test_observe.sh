@@ -30,8 +30,11 @@ need = [("tfx_global_step", "master", 0), ("tfx_seconds_since_checkpoint", "mast
         ("tfx_stale_gradients_dropped_total", "ps", 0), ("tfx_stale_gradients_dropped_total", "ps", 1),
         ("tfx_rejected_frames_total", "ps", 1), ("tfx_rejected_requests_total", "ps", 0),
         ("tfx_pulls_served_total", "ps", 0), ("tfx_restarts_total", "worker", 1), ("tfx_restarts_total", "master", 0)]
+need += [(f"tfx_nan_{k}_pushes_total", "ps", p) for k in ("rejected", "skipped") for p in (0, 1)]
 missing = [k for k in need if k not in samples]
 assert not missing, missing
+assert all(samples[(f"tfx_nan_{k}_pushes_total", "ps", p)] == 0 for k in ("rejected", "skipped") for p in (0, 1)), \
+    "the master shows NaN pushes in a run without any"
 assert samples[("tfx_pulls_served_total", "ps", 0)] > 0, "the master shows no pulls served by ps 0"
 PY
 # A killed worker is restarted by the supervisor, and the master's /metrics counts it.

@@ -2,11 +2,12 @@
 # The parameter server's update semantics against a real `tfx-node --role=ps`: no lost update under 16
 # concurrent pusher processes, sync aggregation / stale drops / backup workers, bounded staleness, optimizer math
 # equal to the single-process rule, rejection of bad pushes (counted), both NaN policies, exact status counters,
-# named pulls and the ps's pull deadline, shard checkpoint round trip (Adam moments too), corrupt and
-# other-shape restores, the two-thread update (training.ps_apply_threads = 2) of a large shard, and push-pulls
-# sent in parts.
+# named pulls and the ps's pull deadline, pulls since a version (only what changed, the psclient too),
+# non-trainable values assigned exactly beside optimized gradients, nan_policy skip on the one-pass path, shard
+# checkpoint round trip (Adam moments too), corrupt and other-shape restores (a slot too), the two-thread update
+# (training.ps_apply_threads = 2) of a large shard, and push-pulls sent in parts.
 . "$(dirname "$0")/lib.sh"
-for c in async-sum sync ssp optim reject nan-policy status pulls checkpoint restore-shape sparse split parts parts-reject; do
+for c in async-sum sync ssp optim reject nan-policy nan-skip-fused status pulls since client-since assign checkpoint restore-shape restore-slot-shape sparse split parts parts-reject; do
   out=$(timeout 120 "$TFX_PS_DRIVER" "$TFX_NODE" "$c" 2>&1) || fail "$c: $out"
   echo "$out" | tail -1
 done
