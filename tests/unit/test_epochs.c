@@ -96,8 +96,9 @@ Test(epochs, idx_labels_disagreeing_with_images) {
 
 Test(epochs, csv_follows_the_reader) {
   /* A header, a BOM, CRLF, a blank line and a quoted cell: 4 rows. */
-  write_text("a.csv", "\xEF\xBB\xBF"
-                      "x,y,label\r\n1,2,0\r\n\r\n3,\"4\",1\n5,6,2\n7,8,0");
+  write_text("a.csv",
+             "\xEF\xBB\xBF"
+             "x,y,label\r\n1,2,0\r\n\r\n3,\"4\",1\n5,6,2\n7,8,0");
   tfx_config cfg = config("csv", "a.csv");
   cfg.data_header = 1;
   cr_assert_eq(count(&cfg), 4);
@@ -231,11 +232,11 @@ Test(epochs, examples_per_global_step) {
 }
 
 Test(epochs, steps_round_up) {
-  cr_assert_eq(tfx_epochs_steps(2, 100, 32), 7);         /* 200 / 32 = 6.25 */
-  cr_assert_eq(tfx_epochs_steps(1, 64, 32), 2);          /* exact */
-  cr_assert_eq(tfx_epochs_steps(3, 60000, 128), 1407);   /* 180000 / 128 = 1406.25 */
-  cr_assert_eq(tfx_epochs_steps(1, 5, 1000), 1);         /* a batch larger than the set */
-  cr_assert_eq(tfx_epochs_steps(0, 60000, 128), 0);      /* no budget */
+  cr_assert_eq(tfx_epochs_steps(2, 100, 32), 7);       /* 200 / 32 = 6.25 */
+  cr_assert_eq(tfx_epochs_steps(1, 64, 32), 2);        /* exact */
+  cr_assert_eq(tfx_epochs_steps(3, 60000, 128), 1407); /* 180000 / 128 = 1406.25 */
+  cr_assert_eq(tfx_epochs_steps(1, 5, 1000), 1);       /* a batch larger than the set */
+  cr_assert_eq(tfx_epochs_steps(0, 60000, 128), 0);    /* no budget */
   cr_assert_eq(tfx_epochs_steps(1000000, INT64_MAX / 2, 1), INT64_MAX);
 }
 
