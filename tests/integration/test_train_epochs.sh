@@ -2,7 +2,8 @@
 # training.epochs: a run stops at the first global step at which the epochs are done, ceil(E * N / examples per
 # global step), on a 150-row CSV: the single-process trainer (8 a step: 38 steps for 2 epochs), --max-steps
 # still capping it, and a local sync cluster of 2 workers (16 a step: 19), once reading the file whole and once
-# streaming two shard files by file; every process logs the same budget (TRAIN-EPOCHS).
+# streaming two shard files by file, and a TF_CONFIG cluster whose evaluator task stops after the budget's
+# checkpoint; every process logs the same budget (TRAIN-EPOCHS).
 . "$(dirname "$0")/lib.sh"
 python3 - "$WORK" <<'PY'
 import random, sys
@@ -50,4 +51,26 @@ exp "$WORK/s.json" "$WORK/part-*.csv" data.stream=true data.shard_by='"file"' da
 "$TFX_NODE" local --workers 2 --config "$WORK/s.json" --run-dir "$WORK/run-stream" >"$WORK/stream.log" 2>&1 || fail "streamed local: $(tail -1 "$WORK/stream.log")"
 [ "$(last_step "$WORK/run-stream")" = 19 ] || fail "streamed by file: last checkpoint at $(last_step "$WORK/run-stream"), want 19"
 grep -q "2 epochs of 150 examples" "$WORK"/run-stream/logs/master-0.log || fail "streamed: the files' examples not summed"
+# A TF_CONFIG evaluator task stops after the checkpoint at the budget's step (1 worker: 8 a step, 38), not at
+# max_steps 1000, which it would wait for for ever.
+c0=$(free_port); p0=$(free_port); w0=$(free_port); e0=$(free_port)
+cluster="\"cluster\":{\"chief\":[\"127.0.0.1:$c0\"],\"ps\":[\"127.0.0.1:$p0\"],\"worker\":[\"127.0.0.1:$w0\"],\"evaluator\":[\"127.0.0.1:$e0\"]}"
+start() { # start NAME TYPE ARGS...
+  local name=$1 type=$2; shift 2
+  TF_CONFIG="{$cluster,\"task\":{\"type\":\"$type\",\"index\":0}}" "$TFX_NODE" --run-dir "$WORK/run-eval" "$@" >"$WORK/$name.log" 2>&1 &
+  PIDS+=($!)
+}
+start evaluator evaluator --config "$WORK/e.json"
+start chief chief --config "$WORK/e.json"
+start ps ps
+start worker worker
+for _ in $(seq 1 300); do kill -0 "${PIDS[0]}" 2>/dev/null || break; sleep 0.2; done
+kill -0 "${PIDS[0]}" 2>/dev/null && fail "evaluator still running 60 s on: it waits for a step past the budget"
+for i in 0 1 2 3; do
+  wait "${PIDS[$i]}"; rc=$?
+  [ "$rc" = 0 ] || fail "evaluator cluster: process $i exited $rc"
+done
+grep -q "TRAIN-EPOCHS 2 epochs of 150 examples at 8 a step: 38 steps" "$WORK/evaluator.log" || fail "evaluator: no budget logged"
+[ "$(metric "$WORK/run-eval/metrics.jsonl" eval step)" = 38 ] || fail "evaluator: last evaluation not at step 38"
+echo "evaluator task: stopped after the checkpoint at 38"
 pass "training.epochs stops at ceil(E * N / examples per step)"
