@@ -10,8 +10,6 @@
 #include "log.h"
 #include "tfrecord.h"
 
-#define COUNT_WINDOW 4096 /* rows parsed at a time while counting a text file */
-
 static int count_idx(const char *images, const char *labels, int64_t *n, tfx_err *err) {
   tfx_idx_reader *r = NULL;
   int rc = tfx_idx_open(images, labels, 1.0, 0, &r, err);
@@ -36,33 +34,6 @@ static int count_tfrecord(const char *path, int64_t *n, tfx_err *err) {
   return rc;
 }
 
-/* A CSV or LibSVM file read a window at a time by its own reader, so the count follows its rules exactly. */
-static int count_text(const tfx_config *cfg, const char *path, int64_t *n, tfx_err *err) {
-  int csv = !strcmp(cfg->data_format, "csv");
-  void *r = NULL;
-  int rc = csv ? tfx_csv_open(path, cfg->label_column, cfg->data_header, (tfx_csv_reader **)&r, err)
-               : tfx_libsvm_open(path, 0, (tfx_libsvm_reader **)&r, err);
-  int64_t total = 0;
-  while (!rc) {
-    tfx_dataset *d = NULL;
-    rc = csv ? tfx_csv_read(r, COUNT_WINDOW, &d, err) : tfx_libsvm_read(r, COUNT_WINDOW, &d, err);
-    if (rc || !d) {
-      break;
-    }
-    total += (int64_t)d->n;
-    tfx_dataset_destroy(d);
-  }
-  if (csv) {
-    tfx_csv_close(r);
-  } else {
-    tfx_libsvm_close(r);
-  }
-  if (!rc) {
-    *n = total;
-  }
-  return rc;
-}
-
 /* The examples of one file (an IDX pair: images and labels). */
 static int count_file(const tfx_config *cfg, const char *images, const char *labels, int64_t *n, tfx_err *err) {
   if (!strcmp(cfg->data_format, "idx")) {
@@ -71,7 +42,10 @@ static int count_file(const tfx_config *cfg, const char *images, const char *lab
   if (!strcmp(cfg->data_format, "tfrecord")) {
     return count_tfrecord(images, n, err);
   }
-  return count_text(cfg, images, n, err);
+  if (!strcmp(cfg->data_format, "csv")) {
+    return tfx_csv_count(images, cfg->data_header, n, err);
+  }
+  return tfx_libsvm_count(images, n, err);
 }
 
 /* The streamed training set: every file of data.train.images (and, for IDX, its paired labels file). */

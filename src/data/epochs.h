@@ -2,11 +2,11 @@
  * evaluator) computes alike from the experiment alone, so they all stop at the same global step.
  *
  * N is the number of training examples, counted exactly and cheaply: an IDX pair from its headers (gzip too),
- * CSV and LibSVM files through their readers a window at a time (never loaded whole), TFRecord files by their
- * record framing (one Example per record). A global step consumes batch_size * accumulate examples, times the
- * replicas a sync step aggregates (training.replicas_to_aggregate, 0: every worker); in async and ssp every
- * push is one global step. The budget is ceil(epochs * N / examples per step), and max_steps becomes the
- * smaller of the two.
+ * CSV and LibSVM files by their lines with the readers' own rules (blank lines, header, comments), never parsed
+ * or loaded, TFRecord files by their record framing (one Example per record). A global step consumes batch_size *
+ * accumulate examples, times the replicas a sync step aggregates (training.replicas_to_aggregate, 0: every worker); in
+ * async and ssp every push is one global step. The budget is ceil(epochs * N / examples per step), and max_steps
+ * becomes the smaller of the two.
  *
  * Ownership: nothing is allocated for the caller. Thread-safety: no shared state. Errors: every reader's
  * (TFX_ENOTFOUND, TFX_ESYS, TFX_ECORRUPT naming the file), TFX_ECONFIG (unpaired IDX files, no examples). */

@@ -108,7 +108,7 @@ Test(epochs, csv_follows_the_reader) {
   cr_assert_eq(count(&cfg), 3);
 }
 
-Test(epochs, csv_larger_than_a_window) {
+Test(epochs, csv_of_many_rows) {
   char path[256];
   snprintf(path, sizeof path, "%s/big.csv", tmp);
   FILE *f = fopen(path, "w");
@@ -122,17 +122,27 @@ Test(epochs, csv_larger_than_a_window) {
   cr_assert_eq(count(&cfg), 10007);
 }
 
-Test(epochs, csv_bad_cell_names_the_line) {
-  write_text("bad.csv", "a,label\n1,0\nx,1\n");
-  tfx_config cfg = config("csv", "bad.csv");
+Test(epochs, csv_empty_or_header_only) {
+  write_text("empty.csv", "\n  \t\n\r\n");
+  tfx_config cfg = config("csv", "empty.csv");
   tfx_err err = {0};
-  int64_t n = -1;
+  int64_t n = -1, budget = -1;
   cr_assert_eq(tfx_data_count_examples(&cfg, &n, &err), TFX_ECORRUPT);
-  cr_assert(strstr(err.msg, "bad.csv") && strstr(err.msg, "line 3"), "%s", err.msg);
+  cr_assert(strstr(err.msg, "empty.csv: empty file"), "%s", err.msg);
+  write_text("head.csv", "a,label\n\n");
+  snprintf(cfg.train_images, sizeof cfg.train_images, "%s/head.csv", tmp);
+  cr_assert_eq(count(&cfg), 0);
+  cfg.epochs = 1;
+  cr_assert_eq(tfx_epochs_apply(&cfg, 1, &budget, &err), TFX_ECONFIG);
+  cr_assert(strstr(err.msg, "training.epochs 1: the training set") && strstr(err.msg, "has no examples"), "%s",
+            err.msg);
+  cr_assert_eq(budget, -1);
 }
 
 Test(epochs, libsvm_skips_comments_and_blank_lines) {
-  write_text("a.svm", "# a comment line\n1 1:0.5 3:2\n\n-1 2:1 # trailing comment\n+1 qid:3 1:1\n0 4:1\n");
+  write_text("a.svm",
+             "# a comment line\n1 1:0.5 3:2\n\n-1 2:1 # trailing comment\r\n  \t# indented comment\n"
+             "+1 qid:3 1:1\n0 4:1");
   tfx_config cfg = config("libsvm", "a.svm");
   cr_assert_eq(count(&cfg), 4);
 }
