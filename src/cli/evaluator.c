@@ -7,6 +7,7 @@
 #include "ckpt.h"
 #include "cli.h"
 #include "dataset.h"
+#include "epochs.h"
 #include "evaluate.h"
 #include "log.h"
 #include "metrics.h"
@@ -105,6 +106,10 @@ int tfx_evaluator_run(tfx_node *n, tfx_err *err) {
                                 sizeof ep, err);
   if (!rc) {
     rc = tfx_server_open(ep, &e.sock, err);
+  }
+  int64_t epoch_steps = 0; /* the last checkpoint is the budget's step when it comes before max_steps */
+  if (!rc) {
+    rc = tfx_epochs_apply(&n->cfg, tfx_cluster_count(n->cluster, TFX_ROLE_WORKER), &epoch_steps, err);
   }
   if (!rc) {
     rc = tfx_model_create(&n->cfg, 1000, &e.model, err);

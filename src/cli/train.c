@@ -9,6 +9,7 @@
 #include "ckpt.h"
 #include "cli.h"
 #include "dataset.h"
+#include "epochs.h"
 #include "evaluate.h"
 #include "events.h"
 #include "log.h"
@@ -358,10 +359,17 @@ int tfx_train_run(tfx_node *n, const tfx_cli_opts *o, tfx_err *err) {
   t.plugin = n->plugin;
   t.resume = n->resume;
   openblas_set_num_threads(t.cfg.threads);
+  int64_t epoch_steps = 0; /* before setup, so the schedule and config.json see the capped max_steps */
+  int rc = tfx_epochs_apply(&t.cfg, 0, &epoch_steps, err);
   int64_t max_steps = o->max_steps > 0 ? o->max_steps : t.cfg.max_steps;
-  int rc = setup(&t, err);
+  if (!rc) {
+    rc = setup(&t, err);
+  }
   if (!rc && t.cfg.steps > 0) {
     max_steps = t.step + t.cfg.steps;
+  }
+  if (epoch_steps > 0 && epoch_steps < max_steps) {
+    max_steps = epoch_steps; /* training.epochs counts from step 0 and caps --max-steps and training.steps */
   }
   t.last_ckpt_ms = tfx_now_ms();
   if (!rc) {

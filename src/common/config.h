@@ -88,6 +88,7 @@ typedef struct tfx_config {
   char mode[8];
   char trainable[512]; /* comma-separated variable-name prefixes to train; empty: all */
   int64_t max_steps, steps;
+  int epochs; /* passes over the training set (0: no limit); the budget is src/data/epochs.h's */
   int batch_size, replicas_to_aggregate, staleness, accumulate, report_every, threads, ps_apply_threads;
   int push_part_bytes; /* async/ssp push-pull in parts of this many bytes (0: whole) */
   char nan_policy[8];  /* a push with NaN/Inf: reject | skip */

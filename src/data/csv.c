@@ -359,6 +359,27 @@ void tfx_csv_close(tfx_csv_reader *r) {
   }
 }
 
+int tfx_csv_count(const char *path, int has_header, int64_t *n, tfx_err *err) {
+  csv c = {.path = path};
+  if (!(c.f = fopen(path, "r"))) {
+    return tfx_err_sys(err, errno == ENOENT ? TFX_ENOTFOUND : TFX_ESYS, "open %s", path);
+  }
+  int64_t lines = 0;
+  int eof = 0, rc;
+  while (!(rc = next_line(&c, &eof, err)) && !eof) {
+    lines++;
+  }
+  fclose(c.f);
+  free(c.line);
+  if (!rc && lines == 0) {
+    rc = tfx_err_set(err, TFX_ECORRUPT, "%s: empty file", path);
+  }
+  if (!rc) {
+    *n = has_header ? lines - 1 : lines;
+  }
+  return rc;
+}
+
 int tfx_csv_load(const char *path, const char *label_column, int has_header, tfx_dataset **out, tfx_err *err) {
   tfx_csv_reader *r = NULL;
   int rc = tfx_csv_open(path, label_column, has_header, &r, err);

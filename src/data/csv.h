@@ -14,6 +14,8 @@
 #ifndef TFX_CSV_H
 #define TFX_CSV_H
 
+#include <stdint.h>
+
 #include "dataset.h"
 #include "err.h"
 
@@ -26,6 +28,9 @@ int tfx_csv_open(const char *path, const char *label_column, int has_header, tfx
 int tfx_csv_read(tfx_csv_reader *r, size_t max, tfx_dataset **out, tfx_err *err);
 /* Closes the file and frees the reader; NULL does nothing. */
 void tfx_csv_close(tfx_csv_reader *r);
+/* Counts the rows of a CSV file without parsing them: its non-blank lines, less the header (the reader's rules);
+ * *n is written on success. TFX_ECORRUPT for an empty file, as the reader. */
+int tfx_csv_count(const char *path, int has_header, int64_t *n, tfx_err *err);
 /* Loads a CSV file; label_column is a header name or an index string; caller owns *out; free with
  * tfx_dataset_destroy. */
 int tfx_csv_load(const char *path, const char *label_column, int has_header, tfx_dataset **out, tfx_err *err);

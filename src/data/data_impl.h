@@ -7,4 +7,10 @@
 /* Records the batcher's first error (later ones are dropped) for tfx_batcher_status to report. */
 void tfx_batcher_fail(tfx_batcher *b, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* Expands a comma-separated list of paths and glob patterns (sorted matches) into files, in order; caller owns
+ * *paths (free with tfx_data_files_free). TFX_ENOTFOUND when a pattern matches nothing or no file is named. */
+int tfx_data_files_expand(const char *spec, char ***paths, size_t *n, tfx_err *err);
+/* Frees a list from tfx_data_files_expand; NULL does nothing. */
+void tfx_data_files_free(char **paths, size_t n);
+
 #endif

@@ -271,6 +271,10 @@ int tfx_idx_read_chunk(tfx_idx_reader *r, size_t max, tfx_dataset **out, tfx_err
   return TFX_OK;
 }
 
+size_t tfx_idx_count(const tfx_idx_reader *r) {
+  return r->total;
+}
+
 void tfx_idx_close(tfx_idx_reader *r) {
   if (!r) {
     return;

@@ -33,6 +33,8 @@ int tfx_idx_open(const char *images, const char *labels, double scale, size_t ex
                  tfx_err *err);
 /* Reads up to max more examples into a new dataset; caller owns *out (NULL after the last example). */
 int tfx_idx_read_chunk(tfx_idx_reader *r, size_t max, tfx_dataset **out, tfx_err *err);
+/* The number of examples the headers declare (only the headers are read, gzip or not). */
+size_t tfx_idx_count(const tfx_idx_reader *r);
 /* Closes both files and frees the reader; NULL does nothing. */
 void tfx_idx_close(tfx_idx_reader *r);
 /* x[0..n) = (x - mean) / std in place (data.mean, data.std, applied after data.scale); nothing for 0 and 1. */

@@ -244,6 +244,29 @@ void tfx_libsvm_close(tfx_libsvm_reader *r) {
   free(r);
 }
 
+int tfx_libsvm_count(const char *path, int64_t *n, tfx_err *err) {
+  FILE *f = fopen(path, "r");
+  if (!f) {
+    return tfx_err_sys(err, errno == ENOENT ? TFX_ENOTFOUND : TFX_ESYS, "open %s", path);
+  }
+  char *line = NULL;
+  size_t cap = 0, lineno = 0;
+  int64_t rows = 0;
+  while (getline(&line, &cap, f) >= 0) {
+    char *p = line;
+    p[strcspn(p, "#\r\n")] = '\0';
+    rows += token(&p) != NULL;
+    lineno++;
+  }
+  int rc = ferror(f) ? tfx_err_sys(err, TFX_ESYS, "%s: read error after line %zu", path, lineno) : TFX_OK;
+  free(line);
+  fclose(f);
+  if (!rc) {
+    *n = rows;
+  }
+  return rc;
+}
+
 int tfx_libsvm_load(const char *path, size_t dim, tfx_dataset **out, tfx_err *err) {
   tfx_libsvm_reader *r = NULL;
   int rc = tfx_libsvm_open(path, dim, &r, err);

@@ -14,6 +14,7 @@
 #define TFX_LIBSVM_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "dataset.h"
 #include "err.h"
@@ -27,6 +28,9 @@ int tfx_libsvm_open(const char *path, size_t dim, tfx_libsvm_reader **out, tfx_e
 int tfx_libsvm_read(tfx_libsvm_reader *r, size_t max, tfx_dataset **out, tfx_err *err);
 /* Closes the file and frees the reader; NULL does nothing. */
 void tfx_libsvm_close(tfx_libsvm_reader *r);
+/* Counts the examples of a LibSVM file without parsing them: its lines with a token outside a comment (the
+ * reader's rules); *n is written on success. */
+int tfx_libsvm_count(const char *path, int64_t *n, tfx_err *err);
 /* Loads a LibSVM file with dim features (0: inferred); caller owns *out; free with tfx_dataset_destroy. */
 int tfx_libsvm_load(const char *path, size_t dim, tfx_dataset **out, tfx_err *err);
 

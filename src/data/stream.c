@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "csv.h"
+#include "data_impl.h"
 #include "example.h"
 #include "init.h"
 #include "libsvm.h"
@@ -85,6 +86,22 @@ static int expand(file_list *l, const char *spec, tfx_err *err) {
     rc = tfx_err_set(err, TFX_ENOTFOUND, "data: '%s' names no file", spec);
   }
   return rc;
+}
+
+int tfx_data_files_expand(const char *spec, char ***paths, size_t *n, tfx_err *err) {
+  file_list l = {0};
+  int rc = expand(&l, spec, err);
+  if (rc) {
+    list_free(&l);
+    return rc;
+  }
+  *paths = l.paths, *n = l.n;
+  return TFX_OK;
+}
+
+void tfx_data_files_free(char **paths, size_t n) {
+  file_list l = {paths, n};
+  list_free(&l);
 }
 
 /* Keeps files index, index + count, ... of l (sharding by file). */

@@ -11,6 +11,7 @@
 
 #include "ckpt.h"
 #include "dataset.h"
+#include "epochs.h"
 #include "evaluate.h"
 #include "events.h"
 #include "log.h"
@@ -61,7 +62,10 @@ static int setup(master *m, tfx_err *err) {
                        "training.replicas_to_aggregate %d exceeds the %d worker(s): no step could ever complete",
                        m->cfg.replicas_to_aggregate, m->n_workers);
   }
-  int rc;
+  int rc = tfx_epochs_apply(&m->cfg, m->n_workers, &m->epoch_steps, err);
+  if (rc) {
+    return rc;
+  }
   if ((rc = tfx_model_create(&m->cfg, 1000, &m->model, err)) ||
       (rc = tfx_plan_build(&m->cfg, m->model, m->n_ps, &m->plan, err))) {
     return rc;

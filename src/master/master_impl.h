@@ -41,6 +41,7 @@ typedef struct master {
   tfx_dataset *eval;
   tfx_dataset *valsets[TFX_MAX_VALSETS];
   int64_t next_val[TFX_MAX_VALSETS];
+  int64_t epoch_steps; /* training.epochs as a step budget (0: none); caps max_steps, also after training.steps */
   tfx_metrics *metrics;
   struct tfx_events *events;
   struct tfx_http *http;

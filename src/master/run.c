@@ -283,6 +283,9 @@ int tfx_master_init_ps(master *m, tfx_err *err) {
   if (m->cfg.steps > 0) {
     /* Relative training (Estimator's `steps`): the workers get the absolute step through the experiment. */
     m->cfg.max_steps = m->start_step + m->cfg.steps;
+    if (m->epoch_steps > 0 && m->epoch_steps < m->cfg.max_steps) {
+      m->cfg.max_steps = m->epoch_steps; /* training.epochs counts from step 0 and still caps */
+    }
     free(m->config_json);
     m->config_json = tfx_config_to_json(&m->cfg);
   }

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "dataset.h"
+#include "epochs.h"
 #include "log.h"
 #include "net.h"
 #include "notify.h"
@@ -112,8 +113,11 @@ static int register_with_master(worker *w, tfx_err *err) {
 static int setup(worker *w, tfx_err *err) {
   const tfx_envelope *p = w->plan.env;
   tfx_config_init(&w->cfg);
-  int rc = tfx_config_parse(&w->cfg, p->text ? p->text : "", "experiment from the master", err);
-  if (rc || (rc = tfx_model_create(&w->cfg, w->cfg.batch_size, &w->model, err))) {
+  int n_workers = tfx_cluster_count(w->n->cluster, TFX_ROLE_WORKER), rc;
+  int64_t epoch_steps = 0; /* the master sends max_steps already capped; the same budget again changes nothing */
+  if ((rc = tfx_config_parse(&w->cfg, p->text ? p->text : "", "experiment from the master", err)) ||
+      (rc = tfx_epochs_apply(&w->cfg, n_workers, &epoch_steps, err)) ||
+      (rc = tfx_model_create(&w->cfg, w->cfg.batch_size, &w->model, err))) {
     return rc;
   }
   rc = tfx_psclient_create(w->n->cluster, p->shards, p->n_shards, w->model, w->cfg.request_timeout_s * 1000, &w->ps,
@@ -125,7 +129,6 @@ static int setup(worker *w, tfx_err *err) {
     return rc;
   }
   size_t dim = tfx_model_input_size(w->model);
-  int n_workers = tfx_cluster_count(w->n->cluster, TFX_ROLE_WORKER);
   if ((rc = tfx_train_input_open(&w->cfg, w->n->index, n_workers, dim, &w->data, &w->batcher, err))) {
     return rc;
   }
