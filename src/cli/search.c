@@ -9,6 +9,7 @@
 
 #include "ckpt.h"
 #include "cli.h"
+#include "epochs.h"
 #include "hparams.h"
 #include "log.h"
 #include "metrics.h"
@@ -24,6 +25,7 @@ typedef struct trial {
   int n_evals;
   int64_t steps[MAX_EVALS];
   double acc[MAX_EVALS];
+  int64_t last_step; /* where the trial's run ends: --max-steps or its max_steps, lowered by its epoch budget */
 } trial;
 
 static const char *const state_names[] = {"waiting", "running", "done", "stopped early", "failed"};
@@ -79,10 +81,10 @@ static double median_at(trial *all, int n, int k, int64_t step) {
 
 /* Median rule: at the latest of its validation points that at least two other trials have reached (a trial
  * ahead of the others is judged where they stand), a running trial below their median stops. */
-static int below_median(trial *all, int n, int k, int64_t max_steps) {
+static int below_median(trial *all, int n, int k) {
   trial *t = &all[k];
   for (int e = t->n_evals - 1; e >= 0; e--) {
-    if (t->steps[e] >= max_steps) {
+    if (t->steps[e] >= t->last_step) {
       continue; /* the final evaluation: the trial is finishing anyway */
     }
     double median = median_at(all, n, k, t->steps[e]);
@@ -152,8 +154,7 @@ static void supervise(trial *all, int n, const char *self, const tfx_cli_opts *o
         continue;
       }
       read_evals(&all[i]);
-      if (n_->cfg.search_early_stopping &&
-          below_median(all, n, i, o->max_steps > 0 ? o->max_steps : n_->cfg.max_steps)) {
+      if (n_->cfg.search_early_stopping && below_median(all, n, i)) {
         all[i].state = 3;
         kill(all[i].pid, SIGTERM);
         tfx_log(TFX_LOG_INFO, "SEARCH-STOP", "%s: below the median at step %lld", all[i].dir,
@@ -228,8 +229,24 @@ static char *read_file(const char *path, tfx_err *err) {
   return s;
 }
 
+/* The step trial experiment exp ends at, as its `tfx-node local` run computes it (--max-steps over the file's
+ * max_steps, then the epoch budget of its own batch size), into *last. */
+static int trial_last_step(const char *exp, const tfx_cli_opts *o, int64_t *last, tfx_err *err) {
+  tfx_config cfg;
+  tfx_config_init(&cfg);
+  int64_t budget;
+  int rc = tfx_config_parse(&cfg, exp, "trial", err);
+  if (!rc && o->max_steps > 0) {
+    cfg.max_steps = o->max_steps;
+  }
+  if (!rc && !(rc = tfx_epochs_apply(&cfg, o->workers, &budget, err))) {
+    *last = cfg.max_steps;
+  }
+  return rc;
+}
+
 /* Writes every trial's experiment; stops early at the end of a grid. */
-static int prepare(trial *all, int *n, const char *text, const tfx_node *node, tfx_err *err) {
+static int prepare(trial *all, int *n, const char *text, const tfx_node *node, const tfx_cli_opts *o, tfx_err *err) {
   for (int i = 0; i < *n; i++) {
     char *exp, path[1200];
     snprintf(all[i].dir, sizeof all[i].dir, "%s/trial-%03d", node->run_dir, i);
@@ -241,7 +258,9 @@ static int prepare(trial *all, int *n, const char *text, const tfx_node *node, t
       return rc;
     }
     snprintf(path, sizeof path, "%s/trial.json", all[i].dir);
-    rc = tfx_write_file(path, exp, err);
+    if (!(rc = tfx_write_file(path, exp, err))) {
+      rc = trial_last_step(exp, o, &all[i].last_step, err);
+    }
     free(exp);
     if (rc) {
       return rc;
@@ -262,7 +281,7 @@ int tfx_search_run(tfx_node *n, const tfx_cli_opts *o, const char *self, tfx_err
   trial *all = calloc((size_t)count, sizeof *all);
   int rc = !text ? TFX_ECONFIG : !all ? tfx_err_set(err, TFX_ENOMEM, "out of memory") : tfx_mkdirs(n->run_dir, err);
   if (!rc) {
-    rc = prepare(all, &count, text, n, err);
+    rc = prepare(all, &count, text, n, o, err);
   }
   if (!rc) {
     tfx_log(TFX_LOG_INFO, "SEARCH", "%d trial(s), %d at a time, %s search, results in %s", count, o->parallel,
