@@ -41,9 +41,14 @@ def openblas_threads(n):
     return None
 
 
+def strides_of(spec, default):
+    """The layer's stride: tfx writes 0 for "the layer's default" (1 for conv2d, pool_size for pooling)."""
+    return spec.get("strides") or default
+
+
 def conv_layer(spec, in_ch):
     """A Conv2d for a tfx conv2d spec ('same' padding: stride 1 only, as torch supports it)."""
-    k, stride, pad = spec["kernel_size"], spec["strides"], spec["padding"]
+    k, stride, pad = spec["kernel_size"], strides_of(spec, 1), spec["padding"]
     if pad == "same" and stride != 1:
         raise SystemExit(f"torch_compute: conv2d padding 'same' with stride {stride} is not supported")
     return nn.Conv2d(in_ch, spec["filters"], k, stride=stride, padding=pad)
@@ -61,12 +66,16 @@ def build_model(cfg):
         if t == "conv2d":
             layers.append(conv_layer(s, c))
             c = s["filters"]
-            h, w = (h, w) if s["padding"] == "same" else ((h - s["kernel_size"]) // s["strides"] + 1,
-                                                          (w - s["kernel_size"]) // s["strides"] + 1)
+            st = strides_of(s, 1)
+            h, w = (h, w) if s["padding"] == "same" else ((h - s["kernel_size"]) // st + 1,
+                                                          (w - s["kernel_size"]) // st + 1)
         elif t in ("max_pool2d", "avg_pool2d"):
+            p, st = s["pool_size"], strides_of(s, s["pool_size"])
+            if s.get("padding", "valid") != "valid":
+                raise SystemExit(f"torch_compute: {t} padding '{s['padding']}' is not supported")
             pool = nn.MaxPool2d if t == "max_pool2d" else nn.AvgPool2d
-            layers.append(pool(s["pool_size"]))
-            h, w = h // s["pool_size"], w // s["pool_size"]
+            layers.append(pool(p, stride=st))
+            h, w = (h - p) // st + 1, (w - p) // st + 1
         elif t == "flatten":
             layers.append(nn.Flatten())
             flat = c * h * w
