@@ -401,19 +401,45 @@ static void pool_forward(layer *l, const float *in, int batch) {
   tfx_par_for(l->par, (size_t)batch, grain_rows((size_t)layer_in_size(l)), pool_forward_part, &j);
 }
 
-/* The input gradient (j->out) of samples [b0, b1): zeroed, then each window's share added in a fixed order, so
- * the sum is the same at any thread count. */
+/* Whether the windows tile the image (stride = pool, no padding): then each input position is in at most one
+ * window, and the backward pass writes each window's gradient instead of adding it. */
+static int pool_tiles(const layer *l) {
+  return l->stride == l->pool && l->pad_t == 0 && l->pad_l == 0;
+}
+
+/* Writes one tiling window's gradient, every position of it (vector selects, no scatter): g[c] at the max's
+ * position and 0 elsewhere (max), or g[c] / pool^2 (avg). */
+static void pool_tile_backward(const layer *l, const float *g, const int32_t *arg, float *img, int oy, int ox) {
+  int p = l->pool, C = l->oc;
+  float inv = 1.0f / (float)(p * p);
+  for (int iy = oy * p; iy < oy * p + p; iy++) {
+    for (int ix = ox * p; ix < ox * p + p; ix++) {
+      int base = (iy * l->iw + ix) * l->ic;
+      float *d = img + base;
+      for (int c = 0; c < C; c++) {
+        d[c] = l->kind == L_MAXPOOL ? (arg[c] == base + c ? g[c] : 0) : g[c] * inv;
+      }
+    }
+  }
+}
+
+/* The input gradient (j->out) of samples [b0, b1). Tiling windows write theirs (zeroing first only the rows or
+ * columns no window covers); otherwise it is zeroed and each window's share added in a fixed order, so the sum
+ * is the same at any thread count. */
 static void pool_backward_part(void *ctx, size_t b0, size_t b1) {
   const job *j = ctx;
   const layer *l = j->l;
   float *din = j->out;
-  int in_size = layer_in_size(l), out_size = layer_out_size(l);
-  memset(din + b0 * in_size, 0, sizeof(float) * (b1 - b0) * in_size);
+  int in_size = layer_in_size(l), out_size = layer_out_size(l), tiles = pool_tiles(l);
+  if (!tiles || l->ih % l->pool || l->iw % l->pool) {
+    memset(din + b0 * in_size, 0, sizeof(float) * (b1 - b0) * in_size);
+  }
   for (int b = (int)b0; b < (int)b1; b++) {
     for (int oy = 0; oy < l->oh; oy++) {
       for (int ox = 0; ox < l->ow; ox++) {
         size_t o = (size_t)b * out_size + ((size_t)oy * l->ow + ox) * l->oc;
-        pool_window_backward(l, l->dout + o, l->argmax + o, din + (size_t)b * in_size, oy, ox);
+        (tiles ? pool_tile_backward : pool_window_backward)(l, l->dout + o, l->argmax + o, din + (size_t)b * in_size,
+                                                            oy, ox);
       }
     }
   }
