@@ -401,10 +401,10 @@ static void pool_forward(layer *l, const float *in, int batch) {
   tfx_par_for(l->par, (size_t)batch, grain_rows((size_t)layer_in_size(l)), pool_forward_part, &j);
 }
 
-/* Whether the windows tile the image (stride = pool, no padding): then each input position is in at most one
- * window, and the backward pass writes each window's gradient instead of adding it. */
+/* Whether the windows tile the image (stride = pool, none over an edge): then each input position is in at most
+ * one window, and the backward pass writes each window's gradient instead of adding it. */
 static int pool_tiles(const layer *l) {
-  return l->stride == l->pool && l->pad_t == 0 && l->pad_l == 0;
+  return l->stride == l->pool && l->pad_t == 0 && l->pad_l == 0 && l->oh * l->pool <= l->ih && l->ow * l->pool <= l->iw;
 }
 
 /* Writes one tiling window's gradient, every position of it (vector selects, no scatter): g[c] at the max's
