@@ -257,9 +257,10 @@ static int predict_all(tfx_model *m, const tfx_config *cfg, const tfx_cli_opts *
     int b = (int)(d->n - i < 1000 ? d->n - i : 1000);
     tfx_step_stats st;
     tfx_err e = {0};
+    int at = 0;
     tfx_model_forward(m, d->x + i * in, b, 0, 0);
-    if ((rc = tfx_model_input_status(m, &e))) {
-      rc = tfx_err_set(err, rc, "%s: examples %zu to %zu: %s", o->input, i, i + (size_t)b - 1, e.msg);
+    if ((rc = tfx_model_input_status(m, &at, &e))) {
+      rc = tfx_err_set(err, rc, "%s: example %zu: %s", o->input, i + (size_t)at, e.msg);
       break;
     }
     tfx_model_loss(m, y, b, 0, &st);

@@ -4,17 +4,18 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Forward and loss of examples [i, i + b) of d; TFX_EINVAL naming the examples and the label outside the classes
- * or the embedding id outside its table (which tfx_model_loss would skip without a word). */
+/* Forward and loss of examples [i, i + b) of d; TFX_EINVAL naming the example (its index in d, from 0) and the
+ * label outside the classes or the embedding id outside its table (which tfx_model_loss would skip without a word). */
 static int eval_batch(tfx_model *m, const tfx_dataset *d, size_t i, int b, tfx_step_stats *st, tfx_err *err) {
   tfx_err e = {0};
-  int rc = tfx_model_check_labels(m, d->y + i, b, &e);
+  int at = 0;
+  int rc = tfx_model_check_labels(m, d->y + i, b, &at, &e);
   if (!rc) {
     tfx_model_forward(m, d->x + i * d->dim, b, 0, 0);
-    rc = tfx_model_input_status(m, &e);
+    rc = tfx_model_input_status(m, &at, &e);
   }
   if (rc) {
-    return tfx_err_set(err, rc, "examples %zu to %zu: %s", i, i + (size_t)b - 1, e.msg);
+    return tfx_err_set(err, rc, "example %zu: %s", i + (size_t)at, e.msg);
   }
   tfx_model_loss(m, d->y + i, b, 0, st);
   return TFX_OK;

@@ -23,9 +23,10 @@ static void accumulate(tfx_model *m, float **acc, int a, int k) {
 /* A label outside the model's classes fails the batcher, which the caller checks (tfx_batcher_status). */
 static int bad_labels(const tfx_model *m, tfx_batcher *b, const tfx_grad_step *g) {
   tfx_err e = {0};
-  int rc = tfx_batcher_status(b, NULL) ? 0 : tfx_model_check_labels(m, g->y, g->batch, &e);
+  int at = 0;
+  int rc = tfx_batcher_status(b, NULL) ? 0 : tfx_model_check_labels(m, g->y, g->batch, &at, &e);
   if (rc) {
-    tfx_batcher_fail(b, rc, "training input: %s", e.msg);
+    tfx_batcher_fail(b, rc, "training input: example %d of the batch: %s", at, e.msg);
   }
   return rc;
 }
@@ -33,9 +34,10 @@ static int bad_labels(const tfx_model *m, tfx_batcher *b, const tfx_grad_step *g
 /* An embedding id outside its table fails the batcher, which the caller checks (tfx_batcher_status). */
 static int bad_ids(const tfx_model *m, tfx_batcher *b) {
   tfx_err e = {0};
-  int rc = tfx_model_input_status(m, &e);
+  int at = 0;
+  int rc = tfx_model_input_status(m, &at, &e);
   if (rc) {
-    tfx_batcher_fail(b, rc, "training input: %s", e.msg);
+    tfx_batcher_fail(b, rc, "training input: example %d of the batch: %s", at, e.msg);
   }
   return rc;
 }

@@ -505,7 +505,7 @@ static void embed_forward(layer *l, const float *in, int batch) {
     int ok = f >= 0 && f < (float)l->vocab;
     l->ids[i] = ok ? (int)f : -1;
     if (!ok && !l->n_bad_ids++) {
-      l->bad_id = f;
+      l->bad_id = f, l->bad_example = i / n;
     }
     float *row = l->out + (size_t)i * d;
     if (ok) {

@@ -578,24 +578,28 @@ void tfx_model_loss(tfx_model *m, const int32_t *labels, int batch, int grad, tf
   count_hits(last->out, labels, batch, c, m->top_k, st);
 }
 
-int tfx_model_check_labels(const tfx_model *m, const int32_t *labels, int batch, tfx_err *err) {
+int tfx_model_check_labels(const tfx_model *m, const int32_t *labels, int batch, int *example, tfx_err *err) {
   int c = m->layers[m->n_layers - 1].oc;
   for (int b = 0; b < batch; b++) {
     if (labels[b] < 0 || labels[b] >= c) {
-      return tfx_err_set(err, TFX_EINVAL,
-                         "label %d (example %d of the batch) is outside the model's %d classes [0, %d)", (int)labels[b],
-                         b, c, c);
+      if (example) {
+        *example = b;
+      }
+      return tfx_err_set(err, TFX_EINVAL, "label %d is outside the model's %d classes [0, %d)", (int)labels[b], c, c);
     }
   }
   return TFX_OK;
 }
 
-int tfx_model_input_status(const tfx_model *m, tfx_err *err) {
+int tfx_model_input_status(const tfx_model *m, int *example, tfx_err *err) {
   for (int i = 0; i < m->n_layers; i++) {
     const layer *l = &m->layers[i];
     if ((l->kind == L_EMBED || l->kind == L_LOOKUP) && l->n_bad_ids) {
-      return tfx_err_set(err, TFX_EINVAL, "%s: id %g is outside the table's %d rows [0, %d) (%d such ids in the batch)",
-                         l->name, (double)l->bad_id, l->vocab, l->vocab, l->n_bad_ids);
+      if (example) {
+        *example = l->bad_example;
+      }
+      return tfx_err_set(err, TFX_EINVAL, "%s: id %g is outside the table's %d rows [0, %d)", l->name,
+                         (double)l->bad_id, l->vocab, l->vocab);
     }
   }
   return TFX_OK;

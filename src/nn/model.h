@@ -82,10 +82,12 @@ const float *tfx_model_forward(tfx_model *m, const float *x, int batch, int trai
  * [0, classes) adds no loss, no gradient and no hit: check them first with tfx_model_check_labels. */
 void tfx_model_loss(tfx_model *m, const int32_t *labels, int batch, int grad, tfx_step_stats *st);
 /* TFX_EINVAL naming the layer, the first embedding id of the last forward outside its table and the table's
- * size; TFX_OK if every id was inside. */
-int tfx_model_input_status(const tfx_model *m, tfx_err *err);
-/* TFX_EINVAL naming the first label outside [0, classes) and the class count; TFX_OK if all are inside. */
-int tfx_model_check_labels(const tfx_model *m, const int32_t *labels, int batch, tfx_err *err);
+ * size, with that id's example (its position in the batch) in *example (NULL allowed; written only on this
+ * error, which the caller prefixes with the example's name); TFX_OK if every id was inside. */
+int tfx_model_input_status(const tfx_model *m, int *example, tfx_err *err);
+/* TFX_EINVAL naming the first label outside [0, classes) and the class count, with its position in the batch
+ * in *example (NULL allowed; written only on this error); TFX_OK if all are inside. */
+int tfx_model_check_labels(const tfx_model *m, const int32_t *labels, int batch, int *example, tfx_err *err);
 /* Backward pass after forward+loss: writes every variable's grad (overwrites). */
 void tfx_model_backward(tfx_model *m, const float *x, int batch);
 /* Softmax probabilities of the last forward into out [batch, classes]. */

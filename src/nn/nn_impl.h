@@ -53,6 +53,7 @@ typedef struct layer {
   int32_t *ids;          /* embedding: the row of each input position, -1 for an id outside the table */
   int n_bad_ids;         /* embedding: ids outside the table in the last forward; bad_id is the first */
   float bad_id;
+  int bad_example; /* embedding: the batch position of the example holding bad_id */
   uint64_t seed;
   tfx_par *par;  /* the model's worker pool (borrowed; NULL: one thread) */
   float *dbpart; /* layers with a bias: the bias gradient of each of TFX_NN_CHUNKS row chunks */

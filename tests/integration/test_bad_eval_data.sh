@@ -14,7 +14,7 @@ PY
 experiment "$WORK/exp.json" training.max_steps=100 eval.every_steps=50 checkpoint.every_steps=50 \
   training.report_every=50 data.eval.labels="\"$WORK/bad-labels-idx1-ubyte\"" \
   "validation=[{\"name\": \"bad\", \"images\": \"$D/t10k-images-idx3-ubyte.gz\", \"labels\": \"$WORK/bad-labels-idx1-ubyte\", \"every_steps\": 50}]"
-WANT="examples 1000 to 1999: label 12 (example 234 of the batch) is outside the model's 10 classes"
+WANT="example 1234: label 12 is outside the model's 10 classes [0, 10)"
 
 # no_eval RUN: the run trained (train records) but recorded no eval or validation accuracy.
 no_eval() {
@@ -26,8 +26,11 @@ bad = [r for r in recs if r["kind"] in ("eval", "validation.bad")]
 assert not bad, bad
 PY
 }
-# logged LOG ID: LOG has an ERROR line with ID naming the bad label.
-logged() { grep " ERROR $2 " "$1" | grep -qF "$WANT" || fail "$1 lacks an ERROR $2 naming the label: $(grep -m3 EVAL "$1")"; }
+# logged LOG ID: LOG has an ERROR line with ID naming the file, the example and the bad label.
+logged() {
+  grep " ERROR $2 " "$1" | grep -F "$WORK/bad-labels-idx1-ubyte" | grep -qF ": $WANT" ||
+    fail "$1 lacks an ERROR $2 naming the file and the label: $(grep -m3 EVAL "$1")"
+}
 
 "$TFX_NODE" train --config "$WORK/exp.json" --run-dir "$WORK/run1" >"$WORK/train.log" 2>&1 || fail "train: $(tail -2 "$WORK/train.log")"
 logged "$WORK/train.log" TRAIN-EVAL-DATA
@@ -36,7 +39,7 @@ no_eval "$WORK/run1"
 out=$("$TFX_NODE" evaluate --run-dir "$WORK/run1" 2>&1) && fail "evaluate scored the bad eval file: $out"
 echo "$out" | grep -qF "eval data $WORK/bad-labels-idx1-ubyte: $WANT" || fail "evaluate: $out"
 out=$("$TFX_NODE" evaluate --run-dir "$WORK/run1" --data bad 2>&1) && fail "evaluate --data bad: $out"
-echo "$out" | grep -qF "$WANT" || fail "evaluate --data bad: $out"
+echo "$out" | grep -qF "eval data $WORK/bad-labels-idx1-ubyte: $WANT" || fail "evaluate --data bad: $out"
 
 "$TFX_NODE" local --config "$WORK/exp.json" --run-dir "$WORK/run2" >"$WORK/local.log" 2>&1 || fail "local: $(tail -2 "$WORK/local.log")"
 logged "$WORK/run2/logs/master-0.log" MASTER-EVAL-DATA
@@ -74,5 +77,5 @@ experiment "$WORK/emb.json" model.input_shape='[4]' data.format='"csv"' data.sca
   fail "predict on good ids: $(tail -1 "$WORK/pred.log")"
 out=$("$TFX_NODE" predict --run-dir "$WORK/run4" --input "$WORK/bad-ids.csv" --output "$WORK/bad.jsonl" 2>&1) &&
   fail "predict read id 15 of a 10-row table: $out"
-echo "$out" | grep -qF "bad-ids.csv: examples 0 to 299: embedding_1: id 15 is outside the table's 10 rows" || fail "predict: $out"
+echo "$out" | grep -qF "bad-ids.csv: example 5: embedding_1: id 15 is outside the table's 10 rows [0, 10)" || fail "predict: $out"
 pass "a label outside the classes: logged by trainer, master and evaluator with no eval recorded, evaluate fails; predict refuses an id outside its table"

@@ -81,11 +81,13 @@ Test(embedding, ids_outside_the_table_are_an_error_not_a_clamped_row) {
   const int32_t y[2] = {0, 1};
   tfx_err err = {0};
   tfx_model_forward(m, good, 2, 1, 0);
-  cr_assert_eq(tfx_model_input_status(m, &err), TFX_OK);
+  int at = -1;
+  cr_assert_eq(tfx_model_input_status(m, &at, &err), TFX_OK);
   tfx_step_stats st;
   tfx_model_forward(m, high, 2, 1, 0);
-  cr_assert_eq(tfx_model_input_status(m, &err), TFX_EINVAL);
-  cr_assert(strstr(err.msg, "embedding_1") && strstr(err.msg, "id 9") && strstr(err.msg, "6 rows"), "msg: %s", err.msg);
+  cr_assert_eq(tfx_model_input_status(m, &at, &err), TFX_EINVAL);
+  cr_assert_str_eq(err.msg, "embedding_1: id 9 is outside the table's 6 rows [0, 6)");
+  cr_assert_eq(at, 1, "id 9 is in example 1 of the batch: %d", at);
   tfx_model_loss(m, y, 2, 1, &st);
   tfx_model_backward(m, high, 2);
   cr_assert_eq(t->n_rows, 5, "rows 0 to 4 and not the clamped row 5: %zu rows", t->n_rows);
@@ -99,10 +101,11 @@ Test(embedding, ids_outside_the_table_are_an_error_not_a_clamped_row) {
     cr_assert_eq(out[(4 + 2) * 3 + k], 0.0f, "the bad id's embedding is zeros, not row 5");
   }
   tfx_model_forward(m, neg, 2, 0, 0);
-  cr_assert_eq(tfx_model_input_status(m, &err), TFX_EINVAL);
+  cr_assert_eq(tfx_model_input_status(m, &at, &err), TFX_EINVAL);
   cr_assert(strstr(err.msg, "id -2") && strstr(err.msg, "6 rows"), "msg: %s", err.msg);
+  cr_assert_eq(at, 0, "id -2 is in example 0: %d", at);
   tfx_model_forward(m, good, 2, 0, 0);
-  cr_assert_eq(tfx_model_input_status(m, &err), TFX_OK, "a good batch clears it");
+  cr_assert_eq(tfx_model_input_status(m, NULL, &err), TFX_OK, "a good batch clears it");
   tfx_model_destroy(m);
 }
 

@@ -973,11 +973,13 @@ Test(model, check_labels_names_the_label_and_the_class_count) {
   tfx_model *m = identity_model("softmax_cross_entropy", 3, 3);
   tfx_err err = {0};
   const int32_t good[3] = {0, 2, 1}, high[3] = {0, 3, 1}, neg[3] = {-1, 0, 0};
-  cr_assert_eq(tfx_model_check_labels(m, good, 3, &err), TFX_OK);
-  cr_assert_eq(tfx_model_check_labels(m, high, 3, &err), TFX_EINVAL);
-  cr_assert(strstr(err.msg, "label 3") && strstr(err.msg, "3 classes"), "msg: %s", err.msg);
-  cr_assert(strstr(err.msg, "example 1"), "msg: %s", err.msg);
-  cr_assert_eq(tfx_model_check_labels(m, neg, 3, &err), TFX_EINVAL);
+  int at = -1;
+  cr_assert_eq(tfx_model_check_labels(m, good, 3, &at, &err), TFX_OK);
+  cr_assert_eq(at, -1, "written only on error");
+  cr_assert_eq(tfx_model_check_labels(m, high, 3, &at, &err), TFX_EINVAL);
+  cr_assert_str_eq(err.msg, "label 3 is outside the model's 3 classes [0, 3)");
+  cr_assert_eq(at, 1, "the bad label's position in the batch: %d", at);
+  cr_assert_eq(tfx_model_check_labels(m, neg, 3, NULL, &err), TFX_EINVAL);
   cr_assert(strstr(err.msg, "label -1") && strstr(err.msg, "3 classes"), "msg: %s", err.msg);
   tfx_model_destroy(m);
 }
