@@ -1,9 +1,12 @@
 /* export, inspect and predict: the trainer's life cycle on a run directory or an export. */
+#include <fcntl.h>
+#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include "ckpt.h"
@@ -274,6 +277,78 @@ static int predict_all(tfx_model *m, const tfx_config *cfg, const tfx_cli_opts *
   return rc;
 }
 
+/* Creates tmp, a new file beside path (path.XXXXXX, with the mode fopen(path, "w") would give), open in *out. */
+static int open_beside(const char *path, char *tmp, size_t size, FILE **out, tfx_err *err) {
+  snprintf(tmp, size, "%s.XXXXXX", path);
+  int fd = mkstemp(tmp);
+  if (fd < 0) {
+    return tfx_err_sys(err, TFX_ESYS, "create a temporary file beside %s", path);
+  }
+  mode_t mask = umask(0);
+  umask(mask);
+  FILE *f = fchmod(fd, 0666 & ~mask) ? NULL : fdopen(fd, "w");
+  if (!f) {
+    int rc = tfx_err_sys(err, TFX_ESYS, "open %s", tmp);
+    close(fd);
+    unlink(tmp);
+    return rc;
+  }
+  *out = f;
+  return TFX_OK;
+}
+
+/* Makes a rename in path's directory durable. */
+static void sync_dir_of(const char *path) {
+  char copy[1100];
+  snprintf(copy, sizeof copy, "%s", path);
+  int fd = open(dirname(copy), O_RDONLY | O_DIRECTORY);
+  if (fd >= 0) {
+    fsync(fd);
+    close(fd);
+  }
+}
+
+/* Closes f; if rc is TFX_OK flushes it to disk and renames tmp over path, else (or if that fails) removes tmp,
+ * leaving any file at path as it was. Returns rc or the write error. */
+static int close_beside(FILE *f, const char *tmp, const char *path, int rc, tfx_err *err) {
+  if (!rc && (fflush(f) || fsync(fileno(f)))) {
+    rc = tfx_err_sys(err, TFX_ESYS, "write %s", tmp);
+  }
+  if (fclose(f) && !rc) {
+    rc = tfx_err_sys(err, TFX_ESYS, "write %s", tmp);
+  }
+  if (!rc && rename(tmp, path)) {
+    rc = tfx_err_sys(err, TFX_ESYS, "rename %s to %s", tmp, path);
+  }
+  if (rc) {
+    unlink(tmp);
+  } else {
+    sync_dir_of(path);
+  }
+  return rc;
+}
+
+/* Writes the predictions to stdout, in place to a device or FIFO, or else atomically to o->output: rows reach it
+ * only when every example was predicted, so a refused input leaves no file (or the previous one untouched). */
+static int predict_to(tfx_model *m, const tfx_config *cfg, const tfx_cli_opts *o, tfx_err *err) {
+  struct stat st;
+  if (!o->output[0]) {
+    return predict_all(m, cfg, o, stdout, err);
+  }
+  if (!stat(o->output, &st) && !S_ISREG(st.st_mode)) {
+    FILE *out = fopen(o->output, "w");
+    int rc = out ? predict_all(m, cfg, o, out, err) : tfx_err_sys(err, TFX_ESYS, "open %s", o->output);
+    if (out && fclose(out) && !rc) {
+      rc = tfx_err_sys(err, TFX_ESYS, "write %s", o->output);
+    }
+    return rc;
+  }
+  char tmp[600];
+  FILE *out;
+  int rc = open_beside(o->output, tmp, sizeof tmp, &out, err);
+  return rc ? rc : close_beside(out, tmp, o->output, predict_all(m, cfg, o, out, err), err);
+}
+
 int tfx_predict_run(const tfx_node *n, const tfx_cli_opts *o, tfx_err *err) {
   if (!o->input[0]) {
     return tfx_err_set(err, TFX_EINVAL, "predict needs --input FILE (IDX images)");
@@ -293,15 +368,7 @@ int tfx_predict_run(const tfx_node *n, const tfx_cli_opts *o, tfx_err *err) {
     return rc;
   }
   if (!(rc = tfx_model_create(&cfg, 1000, &m, err)) && !(rc = tfx_weights_load_model(&ws, m, err))) {
-    FILE *out = o->output[0] ? fopen(o->output, "w") : stdout;
-    if (!out) {
-      rc = tfx_err_sys(err, TFX_ESYS, "open %s", o->output);
-    } else {
-      rc = predict_all(m, &cfg, o, out, err);
-    }
-    if (out && out != stdout && fclose(out) && !rc) {
-      rc = tfx_err_sys(err, TFX_ESYS, "write %s", o->output);
-    }
+    rc = predict_to(m, &cfg, o, err);
   }
   tfx_model_destroy(m);
   tfx_weights_fini(&ws);

@@ -60,13 +60,14 @@ for i in 0 1 2 3; do wait "${PIDS[$i]}" || fail "cluster process $i exited $?"; 
 logged "$WORK/evaluator.log" EVALUATOR-EVAL-DATA
 no_eval "$WORK/run3"
 
-# predict: a CSV run whose embedding table has 10 rows, then an input row with id 15.
+# predict: a CSV run whose embedding table has 10 rows, then an input row with id 15 in the second batch of 1000
+# (rows of the first batch once reached the output before predict stopped).
 python3 - "$WORK" <<'PY'
 import random, sys
 random.seed(7)
-rows = [[random.randrange(10) for _ in range(4)] for _ in range(300)]
+rows = [[random.randrange(10) for _ in range(4)] for _ in range(1500)]
 open(sys.argv[1] + "/ids.csv", "w").write("a,b,c,d,label\n" + "".join("%d,%d,%d,%d,%d\n" % (*r, r[0] % 3) for r in rows))
-rows[5][2] = 15
+rows[1234][2] = 15
 open(sys.argv[1] + "/bad-ids.csv", "w").write("a,b,c,d,label\n" + "".join("%d,%d,%d,%d,0\n" % tuple(r) for r in rows))
 PY
 experiment "$WORK/emb.json" model.input_shape='[4]' data.format='"csv"' data.scale=1 training.max_steps=20 \
@@ -75,7 +76,20 @@ experiment "$WORK/emb.json" model.input_shape='[4]' data.format='"csv"' data.sca
 "$TFX_NODE" train --config "$WORK/emb.json" --run-dir "$WORK/run4" >"$WORK/emb.log" 2>&1 || fail "embedding train: $(tail -2 "$WORK/emb.log")"
 "$TFX_NODE" predict --run-dir "$WORK/run4" --input "$WORK/ids.csv" --output "$WORK/good.jsonl" >"$WORK/pred.log" 2>&1 ||
   fail "predict on good ids: $(tail -1 "$WORK/pred.log")"
-out=$("$TFX_NODE" predict --run-dir "$WORK/run4" --input "$WORK/bad-ids.csv" --output "$WORK/bad.jsonl" 2>&1) &&
-  fail "predict read id 15 of a 10-row table: $out"
-echo "$out" | grep -qF "bad-ids.csv: example 5: embedding_1: id 15 is outside the table's 10 rows [0, 10)" || fail "predict: $out"
-pass "a label outside the classes: logged by trainer, master and evaluator with no eval recorded, evaluate fails; predict refuses an id outside its table"
+"$TFX_NODE" predict --run-dir "$WORK/run4" --input "$WORK/ids.csv" >"$WORK/stdout.jsonl" 2>"$WORK/pred.log" ||
+  fail "predict to stdout: $(tail -1 "$WORK/pred.log")"
+cmp -s "$WORK/good.jsonl" "$WORK/stdout.jsonl" || fail "--output and stdout differ: $(diff "$WORK/good.jsonl" "$WORK/stdout.jsonl" | head -3)"
+[ "$(wc -l <"$WORK/good.jsonl")" = 1500 ] && grep -q '^{"index": 1499,' "$WORK/good.jsonl" || fail "good.jsonl: $(tail -1 "$WORK/good.jsonl")"
+# bad_predict OUT: predict on bad-ids.csv to OUT fails naming the file, the example and the id.
+bad_predict() {
+  out=$("$TFX_NODE" predict --run-dir "$WORK/run4" --input "$WORK/bad-ids.csv" --output "$1" 2>&1) &&
+    fail "predict read id 15 of a 10-row table: $out"
+  echo "$out" | grep -qF "bad-ids.csv: example 1234: embedding_1: id 15 is outside the table's 10 rows [0, 10)" || fail "predict: $out"
+}
+bad_predict "$WORK/bad.jsonl"
+[ ! -e "$WORK/bad.jsonl" ] || fail "a failed predict left $(wc -l <"$WORK/bad.jsonl") rows in bad.jsonl"
+cp "$WORK/good.jsonl" "$WORK/kept.jsonl"
+bad_predict "$WORK/kept.jsonl"
+cmp -s "$WORK/good.jsonl" "$WORK/kept.jsonl" || fail "a failed predict changed the existing output file"
+leftover=$(ls "$WORK" | grep -E '^(bad|kept)\.jsonl\.') && fail "temporary files left behind: $leftover"
+pass "a label outside the classes: logged by trainer, master and evaluator with no eval recorded, evaluate fails; predict refuses an id outside its table, leaving no output"
