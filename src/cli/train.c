@@ -345,7 +345,7 @@ static int loop(trainer *t, int64_t max_steps, tfx_err *err) {
   }
   evaluate(t, &acc);
   validate(t, 1);
-  tfx_progress_done(&prog, t->step, acc);
+  tfx_progress_done(&prog, t->step, acc, "eval data refused, see the log"); /* the only way to a NaN here */
   int rc = save(t, err);
   tfx_plugin_hook(t->plugin, TFX_HOOK_TRAIN_END, t->step, NAN, acc, t->run_dir);
   return rc;

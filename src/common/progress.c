@@ -35,8 +35,14 @@ void tfx_progress_show(const tfx_progress *p, int64_t step, double loss, double 
   fflush(stdout);
 }
 
-void tfx_progress_done(const tfx_progress *p, int64_t step, double acc) {
+void tfx_progress_done(const tfx_progress *p, int64_t step, double acc, const char *why) {
   double elapsed = (double)(tfx_now_ms() - p->start_ms) / 1000.0;
-  printf("%sdone: step %lld, eval accuracy %.4f, %.1f s\n", p->tty ? "\n" : "", (long long)step, acc, elapsed);
+  char accs[128];
+  if (isnan(acc)) {
+    snprintf(accs, sizeof accs, "n/a (%s)", why ? why : "no evaluation");
+  } else {
+    snprintf(accs, sizeof accs, "%.4f", acc);
+  }
+  printf("%sdone: step %lld, eval accuracy %s, %.1f s\n", p->tty ? "\n" : "", (long long)step, accs, elapsed);
   fflush(stdout);
 }

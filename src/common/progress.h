@@ -16,7 +16,7 @@ void tfx_progress_init(tfx_progress *p, int64_t start_step, int64_t max_steps);
 double tfx_progress_rate(tfx_progress *p, int64_t step);
 /* Shows the line for this step (acc may be NaN: no eval yet). */
 void tfx_progress_show(const tfx_progress *p, int64_t step, double loss, double acc, double ex_per_s);
-/* Ends the line and prints the summary. */
-void tfx_progress_done(const tfx_progress *p, int64_t step, double acc);
+/* Ends the line and prints the summary; a NaN acc prints as "n/a (why)" (why borrowed, NULL: "no evaluation"). */
+void tfx_progress_done(const tfx_progress *p, int64_t step, double acc, const char *why);
 
 #endif

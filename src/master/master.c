@@ -224,12 +224,14 @@ void tfx_master_evaluate(master *m) {
     tfx_log(TFX_LOG_ERROR, "MASTER-EVAL-DATA", "step %lld: eval data %s not scored, no accuracy recorded: %s",
             (long long)version, m->cfg.eval_labels[0] ? m->cfg.eval_labels : m->cfg.eval_images, err.msg);
     m->last_acc = NAN; /* not the accuracy of an earlier step either */
+    m->eval_refused = 1;
     return;
   }
   tfx_eval_report rep;
   tfx_eval_report_init(&rep, m->cfg.metrics, &r);
   tfx_master_record(m, "eval", version, rep.names, rep.values, rep.n);
   m->last_acc = r.accuracy;
+  m->eval_refused = 0;
   tfx_master_observe(m, "eval", version, r.loss, r.accuracy, NAN);
   m->hook_stop |= tfx_plugin_hook(m->n->plugin, TFX_HOOK_EVAL, version, r.loss, r.accuracy, m->n->run_dir);
   tfx_log(TFX_LOG_INFO, "MASTER-EVAL", "step %lld: eval loss %.4f accuracy %.4f over %zu examples", (long long)version,

@@ -48,6 +48,7 @@ typedef struct master {
   tfx_progress progress;
   char *config_json;
   double last_acc, last_loss;
+  int eval_refused; /* the last evaluation refused its data (last_acc is NaN) */
   int abort_code, hook_stop, ps_lost;
   observed obs;
   char abort_msg[256];

@@ -436,6 +436,19 @@ static void heartbeat(master *m) {
   }
 }
 
+/* Whether the cluster has an evaluator task (which then evaluates instead of the master). */
+static int has_evaluator(const master *m) {
+  return tfx_cluster_count(m->n->cluster, TFX_ROLE_EVALUATOR) > 0;
+}
+
+/* Why the master has no final eval accuracy, for the "done:" line. */
+static const char *no_acc_reason(const master *m) {
+  if (has_evaluator(m)) {
+    return "the evaluator task evaluates";
+  }
+  return m->eval_refused ? "eval data refused, see the log" : "no evaluation, see the log";
+}
+
 /* Stops the workers, then checkpoints where the ps stand and evaluates. */
 static int finish(master *m, tfx_err *err) {
   m->finished = 1;
@@ -455,11 +468,11 @@ static int finish(master *m, tfx_err *err) {
   if (!rc) {
     rc = tfx_master_checkpoint(m, m->max_version, err);
   }
-  if (tfx_cluster_count(m->n->cluster, TFX_ROLE_EVALUATOR) == 0) {
+  if (!has_evaluator(m)) {
     tfx_master_evaluate(m); /* else the evaluator does */
   }
   tfx_master_validate(m, 1);
-  tfx_progress_done(&m->progress, m->global_step, m->last_acc);
+  tfx_progress_done(&m->progress, m->global_step, m->last_acc, no_acc_reason(m));
   tfx_plugin_hook(m->n->plugin, TFX_HOOK_TRAIN_END, m->global_step, m->last_loss, m->last_acc, m->n->run_dir);
   return rc;
 }

@@ -2,7 +2,8 @@
 # Eval data the model cannot score: a real Fashion-MNIST eval labels file with one label (example 1234) set to 12,
 # outside the 10 classes, and a CSV file with an embedding id outside its table. Such an example used to count as
 # a silent miss; now the trainer, the master and the evaluator log an error naming the label and record no eval
-# accuracy (training goes on), `tfx-node evaluate` fails naming it, and `tfx-node predict` refuses the bad id.
+# accuracy (training goes on; the final "done:" line says why it has none), `tfx-node evaluate` fails naming it,
+# and `tfx-node predict` refuses the bad id, writing no output.
 source "$(dirname "$0")/lib.sh"
 D=/usr/share/datasets/fashion-mnist
 python3 - "$D/t10k-labels-idx1-ubyte.gz" "$WORK/bad-labels-idx1-ubyte" <<'PY'
@@ -36,6 +37,8 @@ logged() {
 logged "$WORK/train.log" TRAIN-EVAL-DATA
 logged "$WORK/train.log" TRAIN-VALIDATE-DATA
 no_eval "$WORK/run1"
+DONE="eval accuracy n/a (eval data refused, see the log)"
+grep -q "^done: step 100, $DONE" "$WORK/train.log" || fail "train's done line: $(grep done: "$WORK/train.log")"
 out=$("$TFX_NODE" evaluate --run-dir "$WORK/run1" 2>&1) && fail "evaluate scored the bad eval file: $out"
 echo "$out" | grep -qF "eval data $WORK/bad-labels-idx1-ubyte: $WANT" || fail "evaluate: $out"
 out=$("$TFX_NODE" evaluate --run-dir "$WORK/run1" --data bad 2>&1) && fail "evaluate --data bad: $out"
@@ -45,6 +48,7 @@ echo "$out" | grep -qF "eval data $WORK/bad-labels-idx1-ubyte: $WANT" || fail "e
 logged "$WORK/run2/logs/master-0.log" MASTER-EVAL-DATA
 logged "$WORK/run2/logs/master-0.log" MASTER-VALIDATE-DATA
 no_eval "$WORK/run2"
+grep -q "done: step 100, $DONE" "$WORK/local.log" || fail "local's done line: $(grep done: "$WORK/local.log")"
 
 # The evaluator task of a TF_CONFIG cluster (the chief leaves evaluation to it).
 c0=$(free_port) p0=$(free_port) w0=$(free_port) e0=$(free_port)
@@ -58,6 +62,8 @@ for task in evaluator chief ps worker; do
 done
 for i in 0 1 2 3; do wait "${PIDS[$i]}" || fail "cluster process $i exited $?"; done
 logged "$WORK/evaluator.log" EVALUATOR-EVAL-DATA
+grep -q "done: step 100, eval accuracy n/a (the evaluator task evaluates)" "$WORK/chief.log" ||
+  fail "chief's done line: $(grep done: "$WORK/chief.log")"
 no_eval "$WORK/run3"
 
 # predict: a CSV run whose embedding table has 10 rows, then an input row with id 15 in the second batch of 1000
