@@ -344,7 +344,7 @@ static int predict_to(tfx_model *m, const tfx_config *cfg, const tfx_cli_opts *o
     return rc;
   }
   char tmp[600];
-  FILE *out;
+  FILE *out = NULL;
   int rc = open_beside(o->output, tmp, sizeof tmp, &out, err);
   return rc ? rc : close_beside(out, tmp, o->output, predict_all(m, cfg, o, out, err), err);
 }
