@@ -470,6 +470,22 @@ static void apply_accumulated(ps_state *p) {
   memset(p->contributed, 0, sizeof p->contributed);
 }
 
+/* Whether worker w already counts in the current sync step. */
+static int sync_contributed(const ps_state *p, int w) {
+  return w >= 0 && w < PS_MAX_WORKERS && p->contributed[w];
+}
+
+/* Counts worker w's arrival in the current sync step (its gradient, if any, already accumulated); the arrival
+ * that completes replicas_to_aggregate applies the step. */
+static void sync_arrive(ps_state *p, int w) {
+  if (w >= 0 && w < PS_MAX_WORKERS) {
+    p->contributed[w] = 1;
+  }
+  if (++p->n_acc >= p->replicas) {
+    apply_accumulated(p);
+  }
+}
+
 static int push_sync(ps_state *p, const tfx_inmsg *m, shard **targets, int *stale, tfx_err *err) {
   const tfx_envelope *e = m->env;
   int w = worker_of(e);
@@ -477,7 +493,7 @@ static int push_sync(ps_state *p, const tfx_inmsg *m, shard **targets, int *stal
     return tfx_err_set(err, TFX_ESTATE, "push from worker %d for step %lld, but the ps is at step %lld", w,
                        (long long)e->step, (long long)p->version);
   }
-  if (e->step < p->version || (w >= 0 && w < PS_MAX_WORKERS && p->contributed[w])) {
+  if (e->step < p->version || sync_contributed(p, w)) {
     p->stats.stale++;
     *stale = 1;
     return TFX_OK;
@@ -505,13 +521,8 @@ static int push_sync(ps_state *p, const tfx_inmsg *m, shard **targets, int *stal
       s->touched[t->rows[k] - s->row_begin] = 1;
     }
   }
-  if (w >= 0 && w < PS_MAX_WORKERS) {
-    p->contributed[w] = 1;
-  }
   p->n_grads++;
-  if (++p->n_acc >= p->replicas) {
-    apply_accumulated(p);
-  }
+  sync_arrive(p, w);
   return TFX_OK;
 }
 
@@ -646,21 +657,16 @@ static int answer_push(ps_state *p, tfx_inmsg *m, int stale, tfx_err *err) {
  * as they are); in async and ssp the worker's clock moves, and the version too when it is the last part of a push
  * whose other parts were applied. */
 static void skip_step(ps_state *p, const tfx_envelope *e) {
-  int w = worker_of(e), known = w >= 0 && w < PS_MAX_WORKERS;
+  int w = worker_of(e);
   if (is_sync(p)) {
-    if (e->step == p->version && !(known && p->contributed[w])) {
-      if (known) {
-        p->contributed[w] = 1;
-      }
-      if (++p->n_acc >= p->replicas) {
-        apply_accumulated(p);
-      }
+    if (e->step == p->version && !sync_contributed(p, w)) {
+      sync_arrive(p, w);
     }
     return;
   }
   if (completes_step(e)) {
     p->version += is_part(e), p->stats.applied += is_part(e);
-    if (known) {
+    if (w >= 0 && w < PS_MAX_WORKERS) {
       p->clock[w]++;
     }
   }
