@@ -737,6 +737,10 @@ void tfx_config_layer_init(tfx_layer_spec *l) {
   layer_defaults(l);
 }
 
+const char *tfx_config_eval_file(const tfx_config *cfg) {
+  return cfg->eval_labels[0] ? cfg->eval_labels : cfg->eval_images;
+}
+
 int tfx_config_layer_strides(const tfx_layer_spec *l) {
   if (l->strides) {
     return l->strides;
@@ -875,7 +879,7 @@ static int validate_schedule(const tfx_config *cfg, tfx_err *err) {
   return tfx_config_piecewise(cfg, bounds, values, &n, err);
 }
 
-int tfx_config_validate(const tfx_config *cfg, tfx_err *err) {
+int tfx_config_validate_choices(const tfx_config *cfg, tfx_err *err) {
   int rc;
   if ((rc = one_of(cfg->mode, modes, "training.mode", err)) ||
       (rc = one_of(cfg->nan_policy, nan_policies, "training.nan_policy", err))) {
@@ -895,6 +899,14 @@ int tfx_config_validate(const tfx_config *cfg, tfx_err *err) {
   }
   if ((rc = one_of(cfg->data_format, formats, "data.format", err)) ||
       (rc = one_of(cfg->shard_by, shard_kinds, "data.shard_by", err))) {
+    return rc;
+  }
+  return TFX_OK;
+}
+
+int tfx_config_validate(const tfx_config *cfg, tfx_err *err) {
+  int rc = tfx_config_validate_choices(cfg, err);
+  if (rc) {
     return rc;
   }
   if (!(cfg->data_std > 0)) {

@@ -147,6 +147,12 @@ int tfx_config_apply_env(tfx_config *cfg, tfx_err *err);
 int tfx_config_set(tfx_config *cfg, const char *assignment, tfx_err *err);
 /* Checks cross-field rules (mode names, layer types, positive sizes). */
 int tfx_config_validate(const tfx_config *cfg, tfx_err *err);
+/* The eval file an error about the eval data names: the labels file when there is one, else the images (or
+ * only) file; borrowed from cfg. */
+const char *tfx_config_eval_file(const tfx_config *cfg);
+/* The part of tfx_config_validate a ps needs: every option with a fixed set of values (mode, nan_policy,
+ * optimizer and schedule, ...) holds one of them; errors name the key. */
+int tfx_config_validate_choices(const tfx_config *cfg, tfx_err *err);
 /* The resolved experiment as pretty JSON; caller owns; free with free(). */
 char *tfx_config_to_json(const tfx_config *cfg);
 /* Appends one layer given as a JSON object (as in model.layers). */

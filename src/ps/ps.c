@@ -211,12 +211,8 @@ static int handle_init(ps_state *p, const tfx_envelope *e, tfx_err *err) {
   tfx_config cfg;
   tfx_config_init(&cfg);
   int rc = tfx_config_parse(&cfg, e->text ? e->text : "", "init experiment", err);
-  if (rc) {
+  if (rc || (rc = tfx_config_validate_choices(&cfg, err))) {
     return rc;
-  }
-  if (strcmp(cfg.nan_policy, "reject") && strcmp(cfg.nan_policy, "skip")) {
-    return tfx_err_set(err, TFX_ECONFIG, "init experiment: training.nan_policy '%s' (want reject or skip)",
-                       cfg.nan_policy);
   }
   /* Build the new state aside: a bad plan or shard leaves the current one untouched. */
   ps_state next = *p;
