@@ -113,11 +113,18 @@ static char *token(char **p) {
   return t;
 }
 
+/* The label token of a line (cut in place, *p left after it), with a comment and the line end cut off; NULL for a
+ * line that holds no row (blank or only a comment). */
+static char *row_label(char *line, char **p) {
+  line[strcspn(line, "#\r\n")] = '\0';
+  *p = line;
+  return token(p);
+}
+
 /* Parses the current line (a label and pairs) into the next row; blank lines add nothing. */
 static int add_line(svm *s, tfx_err *err) {
-  char *p = s->line;
-  p[strcspn(p, "#\r\n")] = '\0';
-  char *tok = token(&p);
+  char *p;
+  char *tok = row_label(s->line, &p);
   if (!tok) {
     return TFX_OK;
   }
@@ -253,9 +260,8 @@ int tfx_libsvm_count(const char *path, int64_t *n, tfx_err *err) {
   size_t cap = 0, lineno = 0;
   int64_t rows = 0;
   while (getline(&line, &cap, f) >= 0) {
-    char *p = line;
-    p[strcspn(p, "#\r\n")] = '\0';
-    rows += token(&p) != NULL;
+    char *p;
+    rows += row_label(line, &p) != NULL;
     lineno++;
   }
   int rc = ferror(f) ? tfx_err_sys(err, TFX_ESYS, "%s: read error after line %zu", path, lineno) : TFX_OK;
