@@ -63,7 +63,7 @@ static int evaluate_new(evaluator *e, const char *dir, tfx_err *err) {
   if (!rc && tfx_evaluate(e->model, e->data, 1000, &r, &bad)) {
     const tfx_config *c = &e->n->cfg;
     tfx_log(TFX_LOG_ERROR, "EVALUATOR-EVAL-DATA", "step %lld: eval data %s not scored, no accuracy recorded: %s",
-            (long long)ws.step, c->eval_labels[0] ? c->eval_labels : c->eval_images, bad.msg);
+            (long long)ws.step, tfx_config_eval_file(c), bad.msg);
   } else if (!rc) {
     record_eval(e, ws.step, &r);
   }

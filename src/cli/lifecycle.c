@@ -397,7 +397,7 @@ static int score(const tfx_node *n, const tfx_config *cfg, tfx_model *m, const t
   tfx_err bad = {0};
   int rc = tfx_evaluate(m, d, 1000, &r, &bad);
   if (rc) {
-    return tfx_err_set(err, rc, "eval data %s: %s", cfg->eval_labels[0] ? cfg->eval_labels : cfg->eval_images, bad.msg);
+    return tfx_err_set(err, rc, "eval data %s: %s", tfx_config_eval_file(cfg), bad.msg);
   }
   printf("step %lld: eval loss %.4f accuracy %.4f top%d %.4f over %zu examples (%s)\n", (long long)ws->step, r.loss,
          r.accuracy, r.top_k, r.top5, r.examples, ws->source);

@@ -228,7 +228,7 @@ static void evaluate(trainer *t, double *acc) {
   tfx_err err = {0};
   if (tfx_evaluate(t->eval_model, t->eval, 1000, &r, &err)) {
     tfx_log(TFX_LOG_ERROR, "TRAIN-EVAL-DATA", "step %lld: eval data %s not scored, no accuracy recorded: %s",
-            (long long)t->step, t->cfg.eval_labels[0] ? t->cfg.eval_labels : t->cfg.eval_images, err.msg);
+            (long long)t->step, tfx_config_eval_file(&t->cfg), err.msg);
     *acc = NAN;
     return;
   }

@@ -222,7 +222,7 @@ void tfx_master_evaluate(master *m) {
   tfx_eval_result r;
   if (tfx_evaluate(m->model, m->eval, 1000, &r, &err)) {
     tfx_log(TFX_LOG_ERROR, "MASTER-EVAL-DATA", "step %lld: eval data %s not scored, no accuracy recorded: %s",
-            (long long)version, m->cfg.eval_labels[0] ? m->cfg.eval_labels : m->cfg.eval_images, err.msg);
+            (long long)version, tfx_config_eval_file(&m->cfg), err.msg);
     m->last_acc = NAN; /* not the accuracy of an earlier step either */
     m->eval_refused = 1;
     return;
