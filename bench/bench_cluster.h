@@ -8,7 +8,7 @@
 #include <sched.h>
 #include <sys/socket.h>
 
-#include "plan.h"
+#include "master/plan.h"
 
 /* CPU placement. Unpinned, the scheduler's choice of cores for the client's and the server's threads swings a
  * loopback round trip by up to 2x from one process to the next (measured: two identical echo servers, 320 vs

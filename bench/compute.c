@@ -19,9 +19,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "config.h"
-#include "model.h"
-#include "optim.h"
+#include "config/config.h"
+#include "nn/model.h"
+#include "nn/optim.h"
 
 #define MAX_GEMMS (3 * TFX_MAX_LAYERS)
 #define MAX_ROUNDS 256

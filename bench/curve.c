@@ -1,7 +1,7 @@
 /* bench/curve: what CURVE costs on the wire. Round trips of one message between a tfx client (DEALER) and a
- * forked echo server (ROUTER), both opened by src/common/net.c, plaintext and CURVE side by side in one run.
+ * forked echo server (ROUTER), both opened by src/net/net.c, plaintext and CURVE side by side in one run.
  * Usage: tfx-bench-curve [seconds-per-case]. Prints "curve size=N plain_us curve_us ratio" (plain / curve). */
-#include "curve.h"
+#include "net/curve.h"
 
 #include <signal.h>
 #include <stdio.h>
@@ -11,10 +11,10 @@
 #include <unistd.h>
 #include <zmq.h>
 
+#include "common/log.h"
 #include "echo.h"
-#include "keys.h"
-#include "log.h"
-#include "net.h"
+#include "net/keys.h"
+#include "net/net.h"
 
 static double seconds_per_case = 1.0;
 

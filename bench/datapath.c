@@ -20,11 +20,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cluster.h"
-#include "log.h"
-#include "model.h"
-#include "net.h"
-#include "psclient.h"
+#include "common/log.h"
+#include "config/cluster.h"
+#include "net/net.h"
+#include "nn/model.h"
+#include "psclient/psclient.h"
 
 static const char *tfx_node;
 static double seconds_per_case = 1.0;

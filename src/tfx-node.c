@@ -6,14 +6,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "args.h"
-#include "cli.h"
-#include "curve.h"
-#include "log.h"
-#include "master.h"
-#include "net.h"
-#include "ps.h"
-#include "worker.h"
+#include "cli/args.h"
+#include "cli/cli.h"
+#include "common/log.h"
+#include "master/master.h"
+#include "net/curve.h"
+#include "net/net.h"
+#include "ps/ps.h"
+#include "worker/worker.h"
 
 /* 0 ok, 2 bad input (nothing to retry), 3 the run was aborted on purpose (exploding loss), 1 anything else. */
 static int exit_code(int rc) {

@@ -1,13 +1,13 @@
 /* Argument parsing for tfx-node. */
-#include "args.h"
+#include "cli/args.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "log.h"
-#include "plugin.h"
+#include "common/log.h"
+#include "config/plugin.h"
 
 static const char *const commands[] = {"local",  "train",  "status",  "config",  "model",
                                        "plan",   "export", "inspect", "predict", "evaluate",

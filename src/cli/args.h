@@ -3,8 +3,8 @@
 #ifndef TFX_ARGS_H
 #define TFX_ARGS_H
 
-#include "cli.h"
-#include "node.h"
+#include "cli/cli.h"
+#include "config/node.h"
 
 typedef struct tfx_args {
   const char *command; /* NULL: run the role of TF_CONFIG / --role */

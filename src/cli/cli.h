@@ -5,7 +5,7 @@
 
 #include <stdint.h>
 
-#include "node.h"
+#include "config/node.h"
 
 typedef struct tfx_cli_opts {
   char address[300];    /* status */

@@ -4,16 +4,17 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "ckpt.h"
-#include "cli.h"
-#include "dataset.h"
-#include "epochs.h"
-#include "evaluate.h"
-#include "log.h"
-#include "metrics.h"
-#include "net.h"
-#include "source.h"
-#include "weights.h"
+#include "cli/cli.h"
+#include "common/fs.h"
+#include "common/log.h"
+#include "data/dataset.h"
+#include "data/epochs.h"
+#include "data/source.h"
+#include "net/net.h"
+#include "observe/metrics.h"
+#include "store/ckpt.h"
+#include "store/weights.h"
+#include "train/evaluate.h"
 
 typedef struct evaluator {
   tfx_node *n;

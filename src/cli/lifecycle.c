@@ -9,16 +9,17 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "ckpt.h"
-#include "cli.h"
-#include "dataset.h"
-#include "evaluate.h"
-#include "log.h"
-#include "metrics.h"
-#include "model.h"
-#include "safetensors.h"
-#include "source.h"
-#include "weights.h"
+#include "cli/cli.h"
+#include "common/fs.h"
+#include "common/log.h"
+#include "data/dataset.h"
+#include "data/source.h"
+#include "nn/model.h"
+#include "observe/metrics.h"
+#include "store/ckpt.h"
+#include "store/safetensors.h"
+#include "store/weights.h"
+#include "train/evaluate.h"
 
 /* The whole text of a file (regular or not); caller owns; free with free(). NULL when unreadable. */
 static char *read_text(const char *path) {

@@ -13,13 +13,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "ckpt.h"
-#include "cli.h"
-#include "curve.h"
-#include "keys.h"
-#include "log.h"
-#include "metrics.h"
-#include "net.h"
+#include "cli/cli.h"
+#include "common/fs.h"
+#include "common/log.h"
+#include "net/curve.h"
+#include "net/keys.h"
+#include "net/net.h"
+#include "observe/metrics.h"
+#include "store/ckpt.h"
 
 #define RESTART_BUDGET 5
 /* A process that ran this long before failing was not crash-looping: its budget and backoff start over (as a
@@ -30,9 +31,9 @@ typedef struct child {
   pid_t pid;
   tfx_role role;
   int index, status, exited, failed, restarts; /* restarts: in the current run of quick failures */
-  int restarts_total; /* every restart, for tfx_restarts_total */
-  int64_t restart_at; /* 0: not waiting to restart */
-  int64_t started_at; /* when the current process was spawned */
+  int restarts_total;                          /* every restart, for tfx_restarts_total */
+  int64_t restart_at;                          /* 0: not waiting to restart */
+  int64_t started_at;                          /* when the current process was spawned */
 } child;
 
 /* Picks n distinct free loopback ports (all held open while choosing, so they differ). */

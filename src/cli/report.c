@@ -5,9 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "metrics.h"
-#include "weights.h"
+#include "cli/cli.h"
+#include "observe/metrics.h"
+#include "store/weights.h"
 
 #define MAX_POINTS 4096
 

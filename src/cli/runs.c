@@ -7,9 +7,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cli.h"
-#include "log.h"
-#include "runindex.h"
+#include "cli/cli.h"
+#include "common/log.h"
+#include "store/runindex.h"
 
 /* Opens the index file (recreated with rebuild) and syncs it with the run directories. */
 static int open_file_index(const char *root, int rebuild, tfx_runindex **x, int *n_runs, tfx_err *err) {

@@ -7,13 +7,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "ckpt.h"
-#include "cli.h"
-#include "epochs.h"
-#include "hparams.h"
-#include "log.h"
-#include "metrics.h"
-#include "net.h"
+#include "cli/cli.h"
+#include "common/fs.h"
+#include "common/log.h"
+#include "config/hparams.h"
+#include "data/epochs.h"
+#include "net/net.h"
+#include "observe/metrics.h"
+#include "store/ckpt.h"
 
 #define MAX_TRIALS 256
 #define MAX_EVALS 64

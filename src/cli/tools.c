@@ -3,12 +3,12 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli.h"
-#include "curve.h"
-#include "keys.h"
-#include "master.h"
-#include "model.h"
-#include "net.h"
+#include "cli/cli.h"
+#include "master/master.h"
+#include "net/curve.h"
+#include "net/keys.h"
+#include "net/net.h"
+#include "nn/model.h"
 
 static const char *const role_names[] = {"none", "master", "worker", "ps", "evaluator", "client"};
 

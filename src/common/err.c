@@ -1,5 +1,5 @@
 /* Error codes and the tfx_err record. */
-#include "err.h"
+#include "common/err.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
 /* One-line structured logging to stderr. */
-#include "log.h"
+#include "common/log.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -8,7 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "err.h"
+#include "common/err.h"
 
 static const char *log_role = "tfx";
 static int log_index = -1;

@@ -1,5 +1,5 @@
 /* CSV reading: line by line with getline, cells split in place, numbers parsed with strtof. */
-#include "csv.h"
+#include "data/csv.h"
 
 #include <errno.h>
 #include <math.h>

@@ -16,8 +16,8 @@
 
 #include <stdint.h>
 
-#include "dataset.h"
-#include "err.h"
+#include "common/err.h"
+#include "data/dataset.h"
 
 typedef struct tfx_csv_reader tfx_csv_reader;
 

@@ -2,10 +2,7 @@
 #ifndef TFX_DATA_IMPL_H
 #define TFX_DATA_IMPL_H
 
-#include "dataset.h"
-
-/* Records the batcher's first error (later ones are dropped) for tfx_batcher_status to report. */
-void tfx_batcher_fail(tfx_batcher *b, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+#include "data/dataset.h"
 
 /* Expands a comma-separated list of paths and glob patterns (sorted matches) into files, in order; caller owns
  * *paths (free with tfx_data_files_free). TFX_ENOTFOUND when a pattern matches nothing or no file is named. */

@@ -1,5 +1,5 @@
 /* IDX reading through zlib and the shuffling, sharding batcher. */
-#include "dataset.h"
+#include "data/dataset.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -8,9 +8,9 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "data_impl.h"
-#include "init.h"
-#include "stream.h"
+#include "common/rand.h"
+#include "data/data_impl.h"
+#include "data/stream.h"
 
 struct tfx_batcher {
   const tfx_dataset *d;

@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "err.h"
+#include "common/err.h"
 
 typedef struct tfx_dataset {
   size_t n;   /* examples */
@@ -50,6 +50,8 @@ int tfx_batcher_create(const tfx_dataset *d, int index, int count, uint64_t seed
 int tfx_batcher_create_stream(tfx_stream *s, tfx_batcher **out, tfx_err *err);
 /* TFX_OK, or the first error a streaming batcher met (a corrupt or vanished file); its batches since are zeros. */
 int tfx_batcher_status(const tfx_batcher *b, tfx_err *err);
+/* Records the batcher's first error (later ones are dropped) for tfx_batcher_status to report. */
+void tfx_batcher_fail(tfx_batcher *b, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Frees a batcher; NULL does nothing. */
 void tfx_batcher_destroy(tfx_batcher *b);
 /* Copies the next `batch` examples into x [batch, dim] and y [batch]; wraps (and reshuffles) at epoch end. */

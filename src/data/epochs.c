@@ -1,14 +1,14 @@
 /* training.epochs: count the training examples, turn epochs into a step budget, lower max_steps to it. */
-#include "epochs.h"
+#include "data/epochs.h"
 
 #include <string.h>
 
-#include "csv.h"
-#include "data_impl.h"
-#include "dataset.h"
-#include "libsvm.h"
-#include "log.h"
-#include "tfrecord.h"
+#include "common/log.h"
+#include "data/csv.h"
+#include "data/data_impl.h"
+#include "data/dataset.h"
+#include "data/libsvm.h"
+#include "data/tfrecord.h"
 
 static int count_idx(const char *images, const char *labels, int64_t *n, tfx_err *err) {
   tfx_idx_reader *r = NULL;

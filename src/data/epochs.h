@@ -15,8 +15,8 @@
 
 #include <stdint.h>
 
-#include "config.h"
-#include "err.h"
+#include "common/err.h"
+#include "config/config.h"
 
 /* Counts the training examples of cfg (data.train, every file of a glob or list when streaming) into *n. */
 int tfx_data_count_examples(const tfx_config *cfg, int64_t *n, tfx_err *err);

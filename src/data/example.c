@@ -1,13 +1,13 @@
 /* tf.train.Example encoding and decoding through protobuf-c, and the TFRecord-of-Examples dataset loader. */
-#include "example.h"
+#include "data/example.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "data/tfrecord.h"
 #include "example.pb-c.h"
-#include "tfrecord.h"
 
 typedef Tensorflow__Features__FeatureEntry entry_t;
 

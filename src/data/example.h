@@ -18,8 +18,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "dataset.h"
-#include "err.h"
+#include "common/err.h"
+#include "data/dataset.h"
 
 typedef enum tfx_feature_kind {
   TFX_FEATURE_KIND_NONE,  /* a Feature with no list set */

@@ -1,5 +1,5 @@
 /* LibSVM reading: tokens of each line into a sparse (index, value) list, densified once the width is known. */
-#include "libsvm.h"
+#include "data/libsvm.h"
 
 #include <errno.h>
 #include <math.h>

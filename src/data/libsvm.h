@@ -16,8 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "dataset.h"
-#include "err.h"
+#include "common/err.h"
+#include "data/dataset.h"
 
 typedef struct tfx_libsvm_reader tfx_libsvm_reader;
 

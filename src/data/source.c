@@ -1,12 +1,12 @@
 /* Dispatch on data.format. */
-#include "source.h"
+#include "data/source.h"
 
 #include <string.h>
 
-#include "csv.h"
-#include "example.h"
-#include "libsvm.h"
-#include "stream.h"
+#include "data/csv.h"
+#include "data/example.h"
+#include "data/libsvm.h"
+#include "data/stream.h"
 
 static int load_other(const tfx_config *cfg, const char *path, size_t dim, tfx_dataset **out, tfx_err *err) {
   const char *f = cfg->data_format;
@@ -43,8 +43,8 @@ int tfx_dataset_load_config(const tfx_config *cfg, int eval, size_t expect_dim, 
   return TFX_OK;
 }
 
-int tfx_train_input_open(const tfx_config *cfg, int index, int count, size_t dim, tfx_dataset **data,
-                         tfx_batcher **out, tfx_err *err) {
+int tfx_train_input_open(const tfx_config *cfg, int index, int count, size_t dim, tfx_dataset **data, tfx_batcher **out,
+                         tfx_err *err) {
   *data = NULL;
   if (cfg->data_stream || !strcmp(cfg->shard_by, "file")) {
     tfx_stream *s = NULL;

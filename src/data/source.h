@@ -4,8 +4,8 @@
 #ifndef TFX_SOURCE_H
 #define TFX_SOURCE_H
 
-#include "config.h"
-#include "dataset.h"
+#include "config/config.h"
+#include "data/dataset.h"
 
 /* Loads the train (eval = 0) or eval (eval = 1) set; caller owns *out; free with tfx_dataset_destroy.
  * TFX_ESHAPE when an example's size differs from expect_dim (0: any). */
@@ -13,7 +13,7 @@ int tfx_dataset_load_config(const tfx_config *cfg, int eval, size_t expect_dim, 
 
 /* The training input of shard `index` of `count`: a batcher over the loaded train set (*data, caller owns), or,
  * with data.stream or data.shard_by = file, over a stream of the files (*data NULL). Caller owns *out. */
-int tfx_train_input_open(const tfx_config *cfg, int index, int count, size_t dim, tfx_dataset **data,
-                         tfx_batcher **out, tfx_err *err);
+int tfx_train_input_open(const tfx_config *cfg, int index, int count, size_t dim, tfx_dataset **data, tfx_batcher **out,
+                         tfx_err *err);
 
 #endif

@@ -1,16 +1,16 @@
 /* The streaming input: a list of files read one window at a time through the readers' chunk interfaces. */
-#include "stream.h"
+#include "data/stream.h"
 
 #include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "csv.h"
-#include "data_impl.h"
-#include "example.h"
-#include "init.h"
-#include "libsvm.h"
+#include "common/rand.h"
+#include "data/csv.h"
+#include "data/data_impl.h"
+#include "data/example.h"
+#include "data/libsvm.h"
 
 typedef enum fmt { FMT_IDX, FMT_CSV, FMT_LIBSVM, FMT_TFRECORD } fmt;
 
@@ -122,8 +122,7 @@ static int list_files(tfx_stream *s, const tfx_config *cfg, tfx_err *err) {
   if (!rc && s->format == FMT_IDX) {
     rc = expand(&s->labels, cfg->train_labels, err);
     if (!rc && s->labels.n != s->images.n) {
-      return tfx_err_set(err, TFX_ECONFIG, "data.train: %zu image files but %zu label files", s->images.n,
-                         s->labels.n);
+      return tfx_err_set(err, TFX_ECONFIG, "data.train: %zu image files but %zu label files", s->images.n, s->labels.n);
     }
   }
   if (rc || !s->by_file) {
@@ -331,7 +330,10 @@ int tfx_stream_skip(tfx_stream *s, int64_t n, tfx_err *err) {
 }
 
 static fmt format_of(const char *name) {
-  return !strcmp(name, "csv") ? FMT_CSV : !strcmp(name, "libsvm") ? FMT_LIBSVM : !strcmp(name, "tfrecord") ? FMT_TFRECORD : FMT_IDX;
+  return !strcmp(name, "csv")        ? FMT_CSV
+         : !strcmp(name, "libsvm")   ? FMT_LIBSVM
+         : !strcmp(name, "tfrecord") ? FMT_TFRECORD
+                                     : FMT_IDX;
 }
 
 int tfx_stream_open(const tfx_config *cfg, int index, int count, size_t dim, tfx_stream **out, tfx_err *err) {
@@ -342,9 +344,15 @@ int tfx_stream_open(const tfx_config *cfg, int index, int count, size_t dim, tfx
   if (!s) {
     return tfx_err_set(err, TFX_ENOMEM, "out of memory");
   }
-  *s = (tfx_stream){.format = format_of(cfg->data_format), .header = cfg->data_header, .scale = cfg->data_scale,
-                    .dim = dim, .window = (size_t)cfg->shuffle_buffer, .index = index, .count = count,
-                    .by_file = !strcmp(cfg->shard_by, "file"), .seed = (uint64_t)cfg->seed ^ (uint64_t)index * 0x9E37ULL,
+  *s = (tfx_stream){.format = format_of(cfg->data_format),
+                    .header = cfg->data_header,
+                    .scale = cfg->data_scale,
+                    .dim = dim,
+                    .window = (size_t)cfg->shuffle_buffer,
+                    .index = index,
+                    .count = count,
+                    .by_file = !strcmp(cfg->shard_by, "file"),
+                    .seed = (uint64_t)cfg->seed ^ (uint64_t)index * 0x9E37ULL,
                     .file_seed = (uint64_t)cfg->seed};
   s->mean = cfg->data_mean, s->std = cfg->data_std;
   snprintf(s->label_column, sizeof s->label_column, "%s", cfg->label_column);

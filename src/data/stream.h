@@ -17,9 +17,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "config.h"
-#include "dataset.h"
-#include "err.h"
+#include "common/err.h"
+#include "config/config.h"
+#include "data/dataset.h"
 
 typedef struct tfx_stream tfx_stream;
 

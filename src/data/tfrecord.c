@@ -1,5 +1,5 @@
 /* TFRecord framing over stdio, and a byte-at-a-time table CRC32C. */
-#include "tfrecord.h"
+#include "data/tfrecord.h"
 
 #include <errno.h>
 #include <stdio.h>

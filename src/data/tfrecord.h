@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "err.h"
+#include "common/err.h"
 
 typedef struct tfx_tfrecord_reader tfx_tfrecord_reader;
 typedef struct tfx_tfrecord_writer tfx_tfrecord_writer;

@@ -1,5 +1,5 @@
 /* The master (chief): startup, plan, metrics, evaluation, checkpoints, stop. */
-#include "master.h"
+#include "master/master.h"
 
 #include <cblas.h>
 #include <math.h>
@@ -9,21 +9,22 @@
 #include <tfx/plugin.h>
 #include <unistd.h>
 
-#include "ckpt.h"
-#include "dataset.h"
-#include "epochs.h"
-#include "evaluate.h"
-#include "events.h"
-#include "log.h"
-#include "master_impl.h"
-#include "metrics.h"
-#include "net.h"
-#include "notify.h"
-#include "plan.h"
-#include "plugin.h"
-#include "progress.h"
-#include "psclient.h"
-#include "source.h"
+#include "common/fs.h"
+#include "common/log.h"
+#include "config/plugin.h"
+#include "data/dataset.h"
+#include "data/epochs.h"
+#include "data/source.h"
+#include "master/master_impl.h"
+#include "master/plan.h"
+#include "net/net.h"
+#include "observe/events.h"
+#include "observe/metrics.h"
+#include "observe/notify.h"
+#include "observe/progress.h"
+#include "psclient/psclient.h"
+#include "store/ckpt.h"
+#include "train/evaluate.h"
 
 static int open_clients(master *m, tfx_role role, tfx_client ***out, int n, tfx_err *err) {
   *out = calloc((size_t)n + 1, sizeof **out);

@@ -6,7 +6,7 @@
 
 #include <stdio.h>
 
-#include "node.h"
+#include "config/node.h"
 
 /* Runs the master until the run ends; TFX_OK when max_steps was reached and the final checkpoint written. */
 int tfx_master_run(tfx_node *n, tfx_err *err);

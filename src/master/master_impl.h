@@ -4,13 +4,13 @@
 
 #include <pthread.h>
 
-#include "dataset.h"
-#include "master.h"
-#include "metrics.h"
-#include "model.h"
-#include "net.h"
-#include "plan.h"
-#include "progress.h"
+#include "data/dataset.h"
+#include "master/master.h"
+#include "master/plan.h"
+#include "net/net.h"
+#include "nn/model.h"
+#include "observe/metrics.h"
+#include "observe/progress.h"
 
 #define OBS_POINTS 512
 #define OBS_MAX_PS 64 /* ps whose counters /metrics shows */

@@ -6,11 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "http.h"
-#include "log.h"
-#include "master_impl.h"
-#include "prom.h"
-#include "runindex.h"
+#include "common/log.h"
+#include "master/master_impl.h"
+#include "observe/http.h"
+#include "observe/prom.h"
+#include "store/runindex.h"
 
 typedef tfx_text buf;
 #define put tfx_text_put

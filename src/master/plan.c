@@ -1,5 +1,5 @@
 /* Round-robin and greedy placement with axis-0 partitioning. */
-#include "plan.h"
+#include "master/plan.h"
 
 #include <stdlib.h>
 #include <string.h>

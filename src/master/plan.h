@@ -7,9 +7,9 @@
 
 #include <stdio.h>
 
-#include "config.h"
-#include "model.h"
-#include "wire.h"
+#include "config/config.h"
+#include "net/wire.h"
+#include "nn/model.h"
 
 typedef struct tfx_plan {
   Tfx__Shard *shards;

@@ -5,12 +5,13 @@
 #include <string.h>
 #include <tfx/plugin.h>
 
-#include "ckpt.h"
-#include "log.h"
-#include "master_impl.h"
-#include "notify.h"
-#include "plugin.h"
-#include "warmstart.h"
+#include "common/fs.h"
+#include "common/log.h"
+#include "config/plugin.h"
+#include "master/master_impl.h"
+#include "observe/notify.h"
+#include "store/ckpt.h"
+#include "store/warmstart.h"
 
 static int reply_register(master *m, const tfx_inmsg *in) {
   tfx_envelope env;

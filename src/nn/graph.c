@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "init.h"
-#include "nn_impl.h"
+#include "nn/init.h"
+#include "nn/nn_impl.h"
 
 /* The index of the layer called name among the first n, -1 for "input", -2 if none. */
 static int find_layer(const tfx_model *m, int n, const char *name, size_t len) {

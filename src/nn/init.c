@@ -1,28 +1,9 @@
 /* Counter-based, name-seeded initializers. */
-#include "init.h"
+#include "nn/init.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-static uint64_t splitmix(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ULL;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-  return x ^ (x >> 31);
-}
-
-uint64_t tfx_hash_str(const char *s) {
-  uint64_t h = 14695981039346656037ULL;
-  for (; *s; s++) {
-    h = (h ^ (unsigned char)*s) * 1099511628211ULL;
-  }
-  return h;
-}
-
-double tfx_rand_uniform(uint64_t key, uint64_t counter) {
-  return (double)(splitmix(key ^ splitmix(counter)) >> 11) * (1.0 / 9007199254740992.0);
-}
 
 static double normal_at(uint64_t key, uint64_t i) {
   double u1 = tfx_rand_uniform(key, 2 * i) + 1e-300, u2 = tfx_rand_uniform(key, 2 * i + 1);
@@ -98,7 +79,7 @@ void tfx_init_fill(const char *spec, const char *name, uint64_t seed, int64_t fa
                    size_t count, float *out) {
   double scale = 0;
   kind k = parse(spec, fan_in, fan_out, &scale);
-  uint64_t key = splitmix(seed) ^ tfx_hash_str(name);
+  uint64_t key = tfx_rand_mix(seed) ^ tfx_hash_str(name);
   for (size_t j = 0; j < count; j++) {
     uint64_t i = offset + j;
     double v = 0;

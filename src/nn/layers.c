@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "init.h"
-#include "nn_impl.h"
+#include "nn/init.h"
+#include "nn/nn_impl.h"
 
 /* Softmax over each example's row of `width` values, in place. */
 static void softmax_forward(float *y, size_t rows, size_t width) {

@@ -1,12 +1,12 @@
 /* Models from the experiment's layer list: shape inference, variables, step buffers, loss. */
-#include "model.h"
+#include "nn/model.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "init.h"
-#include "nn_impl.h"
+#include "nn/init.h"
+#include "nn/nn_impl.h"
 
 #define TFX_MAX_LAYER_VALUES (1 << 28) /* per example: keeps every int size computation exact */
 

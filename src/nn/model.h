@@ -11,8 +11,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "config.h"
-#include "par.h"
+#include "config/config.h"
+#include "nn/par.h"
 
 /* The element type of a variable's values, grads and optimizer slots: float32 is the one the model computes in. */
 typedef enum tfx_dtype {

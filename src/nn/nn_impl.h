@@ -5,8 +5,8 @@
 
 #include <stdint.h>
 
-#include "model.h"
-#include "par.h"
+#include "nn/model.h"
+#include "nn/par.h"
 
 typedef enum lkind {
   L_DENSE,

@@ -1,5 +1,5 @@
 /* SGD, momentum (Nesterov), Adagrad, RMSProp, Adam, AdamW and the learning-rate schedules. */
-#include "optim.h"
+#include "nn/optim.h"
 
 #include <float.h>
 #include <math.h>

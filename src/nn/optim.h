@@ -7,8 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "config.h"
-#include "par.h"
+#include "config/config.h"
+#include "nn/par.h"
 
 typedef enum tfx_opt_kind {
   TFX_OPT_SGD,

@@ -1,7 +1,7 @@
 /* The worker pool: a job generation counter that idle workers poll and then sleep on, and a claim word from
  * which the caller and the workers take the job's parts, so that a worker that wakes late (or never gets a
  * core) leaves its part to the caller instead of holding it up. */
-#include "par.h"
+#include "nn/par.h"
 
 #include <errno.h>
 #include <immintrin.h>

@@ -14,7 +14,7 @@
 
 #include <stddef.h>
 
-#include "err.h"
+#include "common/err.h"
 
 #define TFX_PAR_MAX 8     /* threads of one pool, the caller's included */
 #define TFX_PAR_SPIN_US 5 /* how long an idle worker polls before it sleeps */

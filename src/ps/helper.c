@@ -6,7 +6,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 
-#include "ps_impl.h"
+#include "ps/ps_impl.h"
 
 #define CHUNK_FLOATS (16 * 1024) /* 64 KiB: about 3 µs of work, the longest the ps thread waits at the end */
 

@@ -1,5 +1,5 @@
 /* The parameter server: a poll loop over one ROUTER socket that owns every shard. */
-#include "ps.h"
+#include "ps/ps.h"
 
 #include <cblas.h>
 #include <math.h>
@@ -9,15 +9,15 @@
 #include <string.h>
 #include <time.h>
 
-#include "ckpt.h"
-#include "http.h"
-#include "init.h"
-#include "log.h"
-#include "net.h"
-#include "notify.h"
-#include "optim.h"
-#include "prom.h"
-#include "ps_impl.h"
+#include "common/log.h"
+#include "net/net.h"
+#include "nn/init.h"
+#include "nn/optim.h"
+#include "observe/http.h"
+#include "observe/notify.h"
+#include "observe/prom.h"
+#include "ps/ps_impl.h"
+#include "store/ckpt.h"
 
 /* A reference-counted value buffer: sent in place by ZeroMQ, copied on write when a send is in flight. */
 static vbuf *vbuf_create(size_t count) {

@@ -4,7 +4,7 @@
 #ifndef TFX_PS_H
 #define TFX_PS_H
 
-#include "node.h"
+#include "config/node.h"
 
 /* Runs the ps until STOP or SIGTERM; returns TFX_OK on a clean stop. */
 int tfx_ps_run(tfx_node *n, tfx_err *err);

@@ -6,10 +6,10 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#include "config.h"
-#include "net.h"
-#include "optim.h"
-#include "ps.h"
+#include "config/config.h"
+#include "net/net.h"
+#include "nn/optim.h"
+#include "ps/ps.h"
 
 #define PS_MAX_WORKERS 1024
 /* Floats: with training.ps_apply_threads = 2, tensors this large are scanned and updated by two threads. */

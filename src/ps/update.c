@@ -6,9 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ckpt.h"
-#include "log.h"
-#include "ps_impl.h"
+#include "common/fs.h"
+#include "common/log.h"
+#include "ps/ps_impl.h"
+#include "store/ckpt.h"
 
 static int is_sync(const ps_state *p) {
   return strcmp(p->cfg.mode, "sync") == 0;

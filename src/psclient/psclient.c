@@ -1,12 +1,12 @@
 /* Pull and push across every ps of the plan. */
-#include "psclient.h"
+#include "psclient/psclient.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "log.h"
-#include "net.h"
+#include "common/log.h"
+#include "net/net.h"
 
 typedef struct slot {
   char key[128];

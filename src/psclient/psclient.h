@@ -7,9 +7,9 @@
 
 #include <stdint.h>
 
-#include "cluster.h"
-#include "model.h"
-#include "wire.h"
+#include "config/cluster.h"
+#include "net/wire.h"
+#include "nn/model.h"
 
 typedef struct tfx_psclient tfx_psclient;
 

@@ -4,10 +4,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "http.h"
-#include "log.h"
-#include "net.h"
-#include "worker_impl.h"
+#include "common/log.h"
+#include "net/net.h"
+#include "observe/http.h"
+#include "worker/worker_impl.h"
 
 static void metric(tfx_text *t, const worker_obs *o, const char *name, const char *help, const char *type, double v) {
   tfx_prom_metric(t, name, help, type, "worker", o->index, v);

@@ -1,10 +1,10 @@
 /* The worker's step-time breakdown (see timing.h). */
-#include "timing.h"
+#include "worker/timing.h"
 
 #include <string.h>
 #include <time.h>
 
-#include "log.h"
+#include "common/log.h"
 
 static const char *const phase_keys[TFX_TIMING_N] = {"compute_ms", "push_pull_ms", "other_ms"};
 

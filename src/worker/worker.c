@@ -1,5 +1,5 @@
 /* The worker: register, then pull -> forward/backward -> push on its data shard. */
-#include "worker.h"
+#include "worker/worker.h"
 
 #include <cblas.h>
 #include <math.h>
@@ -8,16 +8,16 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "dataset.h"
-#include "epochs.h"
-#include "log.h"
-#include "net.h"
-#include "notify.h"
-#include "psclient.h"
-#include "source.h"
-#include "step.h"
-#include "worker_impl.h"
-#include "timing.h"
+#include "common/log.h"
+#include "data/dataset.h"
+#include "data/epochs.h"
+#include "data/source.h"
+#include "net/net.h"
+#include "observe/notify.h"
+#include "psclient/psclient.h"
+#include "train/step.h"
+#include "worker/timing.h"
+#include "worker/worker_impl.h"
 
 typedef struct worker {
   tfx_node *n;

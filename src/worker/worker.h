@@ -3,7 +3,7 @@
 #ifndef TFX_WORKER_H
 #define TFX_WORKER_H
 
-#include "node.h"
+#include "config/node.h"
 
 /* Runs the worker until training ends, STOP or SIGTERM. */
 int tfx_worker_run(tfx_node *n, tfx_err *err);

@@ -7,9 +7,9 @@
 #include <pthread.h>
 #include <stdint.h>
 
-#include "err.h"
-#include "model.h"
-#include "prom.h"
+#include "common/err.h"
+#include "nn/model.h"
+#include "observe/prom.h"
 
 typedef struct worker_obs {
   pthread_mutex_t lock;

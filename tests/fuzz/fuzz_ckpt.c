@@ -1,4 +1,4 @@
-/* Fuzzes checkpoint loading (formats in src/common/ckpt.h). Byte 0 picks the mode: bit 1 set = the rest is a
+/* Fuzzes checkpoint loading (formats in src/store/ckpt.h). Byte 0 picks the mode: bit 1 set = the rest is a
  * checkpoint directory's manifest.json, checked by tfx_ckpt_verify against a real shard ps-0.shard beside it;
  * else tfx_ckpt_read on the rest as a shard file, as is (bit 0 clear) or with the per-entry data CRCs and the
  * file CRC recomputed first (bit 0 set, where the structure allows), so that mutations get past the
@@ -10,8 +10,8 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "ckpt.h"
 #include "fuzz.h"
+#include "store/ckpt.h"
 
 static uint64_t get_le(const uint8_t *p, int n) {
   uint64_t v = 0;

@@ -3,7 +3,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "cluster.h"
+#include "config/cluster.h"
 #include "fuzz.h"
 
 static void exercise(const tfx_cluster *c) {

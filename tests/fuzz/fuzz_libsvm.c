@@ -3,8 +3,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "data/libsvm.h"
 #include "fuzz.h"
-#include "libsvm.h"
 
 /* Whether some "INDEX:" in the text names a feature above 2^20. The dense matrix of such a file is allocated as
  * designed (n x max index floats; TFX_ENOMEM when it cannot be had), but ASan writes shadow memory for every

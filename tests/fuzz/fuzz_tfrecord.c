@@ -6,10 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dataset.h"
-#include "example.h"
+#include "data/dataset.h"
+#include "data/example.h"
+#include "data/tfrecord.h"
 #include "fuzz.h"
-#include "tfrecord.h"
 
 static void put_le(uint8_t *p, uint64_t v, int n) {
   for (int i = 0; i < n; i++) {

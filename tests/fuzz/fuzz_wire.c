@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "wire.h"
+#include "net/wire.h"
 
 /* Whether protobuf-c kept unknown fields anywhere in env. It passes them through on a repack, and it accepts
  * an over-long encoding of the invalid field number 0 ("85 00") that it refuses in the short form ("05"), so a

@@ -7,10 +7,11 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "ckpt.h"
-#include "example.h"
-#include "tfrecord.h"
-#include "wire.h"
+#include "common/fs.h"
+#include "data/example.h"
+#include "data/tfrecord.h"
+#include "net/wire.h"
+#include "store/ckpt.h"
 
 static const char *root;
 

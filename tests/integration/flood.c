@@ -10,10 +10,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cluster.h"
-#include "curve.h"
-#include "net.h"
-#include "wire.h"
+#include "config/cluster.h"
+#include "net/curve.h"
+#include "net/net.h"
+#include "net/wire.h"
 
 static int flood(tfx_client *c, const char *kind, int seconds) {
   tfx_envelope env;

@@ -7,11 +7,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cluster.h"
-#include "config.h"
-#include "curve.h"
-#include "net.h"
-#include "wire.h"
+#include "config/cluster.h"
+#include "config/config.h"
+#include "net/curve.h"
+#include "net/net.h"
+#include "net/wire.h"
 
 static void send_junk(void *sock, unsigned *seed, int i) {
   uint8_t buf[512];

@@ -7,10 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cluster.h"
-#include "config.h"
-#include "curve.h"
-#include "net.h"
+#include "config/cluster.h"
+#include "config/config.h"
+#include "net/curve.h"
+#include "net/net.h"
 
 /* Sends one request of kind op and waits up to 600 ms for the answer; returns 1 if one came. */
 static int attempt(const char *endpoint, const char *op) {

@@ -11,14 +11,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "ckpt.h"
-#include "cluster.h"
-#include "config.h"
-#include "log.h"
-#include "model.h"
-#include "net.h"
-#include "optim.h"
-#include "psclient.h"
+#include "common/log.h"
+#include "config/cluster.h"
+#include "config/config.h"
+#include "net/net.h"
+#include "nn/model.h"
+#include "nn/optim.h"
+#include "psclient/psclient.h"
+#include "store/ckpt.h"
 
 #define N 1000
 static const char *tfx_node;

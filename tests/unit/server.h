@@ -8,7 +8,7 @@
 #include <string.h>
 #include <zmq.h>
 
-#include "net.h"
+#include "net/net.h"
 
 /* Binds a server (tfx_server_open) on 127.0.0.1; endpoint gets "tcp://127.0.0.1:PORT"; the caller closes the
  * socket. Fails the test when it cannot. */

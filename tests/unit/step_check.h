@@ -6,9 +6,9 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "dataset.h"
-#include "model.h"
-#include "step.h"
+#include "data/dataset.h"
+#include "nn/model.h"
+#include "train/step.h"
 
 /* Runs one step of the whole dataset d (d->n examples of d->dim values) through m, then checks that the batcher
  * failed with TFX_EINVAL and a message holding want and also (NULL: not checked). */

@@ -4,7 +4,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "model.h"
+#include "nn/model.h"
 
 static tfx_model *bn_model(const char *shape, int lead) {
   tfx_config cfg;

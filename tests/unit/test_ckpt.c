@@ -1,4 +1,4 @@
-/* Unit tests of src/common/ckpt.c: shard files (round trip, truncation, bit flips), manifests, the newest
+/* Unit tests of src/store/ckpt.c: shard files (round trip, truncation, bit flips), manifests, the newest
  * complete checkpoint, and pruning. Everything happens in a fresh mkdtemp directory. */
 #include <criterion/criterion.h>
 #include <ftw.h>
@@ -10,7 +10,8 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "ckpt.h"
+#include "common/fs.h"
+#include "store/ckpt.h"
 #include "tmpdir.h"
 
 static void setup(void) {
@@ -130,7 +131,7 @@ Test(ckpt, empty_shard_and_empty_entries) {
 }
 
 Test(ckpt, zero_element_entry_with_null_data) {
-  /* BUG (src/common/ckpt.c:37-41, put): an entry with count 0 and data NULL (a legal empty borrowed array)
+  /* BUG (src/store/ckpt.c:37-41, put): an entry with count 0 and data NULL (a legal empty borrowed array)
    * calls fwrite(NULL, 1, 0, f), undefined behaviour that UBSan aborts on, and crc32(crc, NULL, 0), which
    * returns zlib's initial value 0 instead of crc: the running file checksum restarts, the trailer no longer
    * matches and the writer's own shard reads back as TFX_ECORRUPT "bad trailer". Not run: it aborts under

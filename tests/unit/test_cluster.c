@@ -1,10 +1,10 @@
-/* Unit tests of src/common/cluster.c: TF_CONFIG as TensorFlow and Kubeflow write it, its errors, endpoints,
+/* Unit tests of src/config/cluster.c: TF_CONFIG as TensorFlow and Kubeflow write it, its errors, endpoints,
  * and the JSON round trip. */
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cluster.h"
+#include "config/cluster.h"
 
 /* ---- valid TF_CONFIGs ---- */
 
@@ -233,7 +233,7 @@ Test(cluster, trailing_text_after_the_object_is_rejected) {
   tfx_err err = {0};
   int rc = tfx_cluster_parse("{\"cluster\": {\"worker\": [\"a:1\"]}} garbage", &c, &err);
   if (rc == TFX_OK) {
-    /* BUG (src/common/cluster.c:196): json_tokener_parse_ex stops after the first complete value and the rest
+    /* BUG (src/config/cluster.c:196): json_tokener_parse_ex stops after the first complete value and the rest
      * of the text is never looked at, so a TF_CONFIG with trailing garbage is accepted. */
     tfx_cluster_destroy(c);
     cr_skip_test("known bug: cluster.c accepts trailing text after the TF_CONFIG object");
@@ -259,7 +259,7 @@ Test(cluster, host_and_port_syntax_is_checked) {
     cr_expect(strstr(err.msg, bad[i]) != NULL, "msg '%s' must name the address", err.msg);
   }
   if (accepted) {
-    /* BUG (src/common/cluster.c:55-86): the host part is never checked and strtol accepts " 2222" and
+    /* BUG (src/config/cluster.c:55-86): the host part is never checked and strtol accepts " 2222" and
      * "+2222", so "a b:2222" and "host: 2222" pass as addresses. */
     cr_skip_test("known bug: %d of 4 malformed addresses accepted by tfx_address_endpoint", accepted);
   }

@@ -1,4 +1,4 @@
-/* Unit tests of src/common/config.c: defaults, the example file, key-path errors, --set overrides, validation
+/* Unit tests of src/config/config.c: defaults, the example file, key-path errors, --set overrides, validation
  * and the JSON round trip. */
 #include <criterion/criterion.h>
 #include <json-c/json.h>
@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "config.h"
+#include "config/config.h"
 
 #define EXAMPLE TFX_SOURCE_DIR "/examples/fashion_mnist_mlp.json"
 
@@ -411,7 +411,7 @@ Test(config, trailing_text_after_the_object_is_rejected) {
   tfx_config_init(&c);
   int rc = tfx_config_parse(&c, "{\"training\": {\"batch_size\": 7}} {\"x\": 1}", "test.json", &err);
   if (rc == TFX_OK) {
-    /* BUG (src/common/config.c:254, parse_text): json-c stops after the first complete value; the trailing
+    /* BUG (src/config/config.c:254, parse_text): json-c stops after the first complete value; the trailing
      * text is never checked, so a concatenated or half-edited file is silently accepted. */
     cr_skip_test("known bug: config.c accepts trailing text after the experiment object");
   }
@@ -502,7 +502,7 @@ Test(config, set_numbers_and_booleans) {
   tfx_config_init(&c);
   int rc = tfx_config_set(&c, "optimizer.learning_rate=0.05", &err);
   if (rc == TFX_ECONFIG && strstr(err.msg, "expected a number")) {
-    /* Regression guard: parse_text (src/common/config.c) once passed strlen(s) to json_tokener_parse_ex, which
+    /* Regression guard: parse_text (src/config/config.c) once passed strlen(s) to json_tokener_parse_ex, which
      * then returns json_tokener_continue for a bare number or literal ("0.05", "32", "true"): --set took the
      * value as a string and the example of `tfx-node --help` failed. Passing -1 fixed it. */
     cr_skip_test("bug: --set cannot set numbers or booleans (%s)", err.msg);
@@ -538,7 +538,7 @@ Test(config, set_rejects_a_number_followed_by_text) {
               "%s: the message names the key: %s", bad[i], err.msg);
   }
   if (accepted) {
-    /* BUG (src/common/config.c:254, parse_text): json-c stops after the first complete value and the rest of
+    /* BUG (src/config/config.c:254, parse_text): json-c stops after the first complete value and the rest of
      * the text is not checked, so "--set training.batch_size=64x" sets 64. */
     cr_skip_test("known bug: %d of 3 --set values with trailing text accepted", accepted);
   }
@@ -550,7 +550,7 @@ Test(config, int64_options_keep_every_bit) {
   tfx_config_init(&c);
   cr_assert_eq(tfx_config_parse(&c, "{\"training\": {\"seed\": 9007199254740993}}", "t", &err), TFX_OK, "%s", err.msg);
   if (c.seed == 9007199254740992LL) {
-    /* BUG (src/common/config.c:130, set_json): integers go through a double (set_number(..., (double)
+    /* BUG (src/config/config.c:130, set_json): integers go through a double (set_number(..., (double)
      * json_object_get_int64(v), ...)), so int64 options above 2^53 lose their low bits: seeds 2^53 and 2^53 + 1
      * give the same run. */
     cr_skip_test("known bug: int64 options are rounded through double (seed 2^53 + 1 became 2^53)");

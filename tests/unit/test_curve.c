@@ -1,4 +1,4 @@
-/* Unit tests of src/common/curve.c and the security options of config.c: which experiments install CURVE and
+/* Unit tests of src/net/curve.c and the security options of config.c: which experiments install CURVE and
  * which are refused, TFX_SECURITY_* variables, and real CURVE sockets over tcp://127.0.0.1 where an authorized
  * client is answered while a client without CURVE, one with an unknown key and one with the wrong server key
  * are refused and counted. */
@@ -7,12 +7,12 @@
 #include <unistd.h>
 #include <zmq.h>
 
-#include "curve.h"
-#include "keys.h"
-#include "net.h"
+#include "net/curve.h"
+#include "net/keys.h"
+#include "net/net.h"
+#include "net/wire.h"
 #include "server.h"
 #include "tmpdir.h"
-#include "wire.h"
 
 static void setup(void) {
   tmpdir_create("curve");

@@ -9,7 +9,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "dataset.h"
+#include "data/dataset.h"
 #include "tmpdir.h"
 
 static void setup(void) {

@@ -4,12 +4,12 @@
 #include <math.h>
 #include <string.h>
 
-#include "dataset.h"
-#include "model.h"
-#include "nn_impl.h"
-#include "optim.h"
-#include "step.h"
+#include "data/dataset.h"
+#include "nn/model.h"
+#include "nn/nn_impl.h"
+#include "nn/optim.h"
 #include "step_check.h"
+#include "train/step.h"
 
 static void embed_config(tfx_config *cfg) {
   tfx_config_init(cfg);

@@ -7,9 +7,9 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "epochs.h"
-#include "example.h"
-#include "tfrecord.h"
+#include "data/epochs.h"
+#include "data/example.h"
+#include "data/tfrecord.h"
 #include "tmpdir.h"
 
 static void setup(void) {

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "err.h"
+#include "common/err.h"
 
 static const struct {
   int code;

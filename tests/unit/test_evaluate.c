@@ -1,4 +1,4 @@
-/* src/data/evaluate.c: aggregation of per-batch metrics over a validation set (one aggregation for all, or one
+/* src/train/evaluate.c: aggregation of per-batch metrics over a validation set (one aggregation for all, or one
  * per metric as the "metrics" object of a validation set gives), the metric records model.metrics names, and
  * the config side of per-metric aggregation, and eval files holding a label or an embedding id the model cannot
  * score. The model is an identity matmul, so every loss is known exactly. */
@@ -6,9 +6,9 @@
 #include <math.h>
 #include <string.h>
 
-#include "csv.h"
-#include "evaluate.h"
+#include "data/csv.h"
 #include "tmpdir.h"
+#include "train/evaluate.h"
 
 /* Logits = inputs: example (t, 0) with label 0 has loss log(1 + e^-t) and is a hit when t > 0. */
 static const float ts[5] = {2, 1, 3, -1, -2};

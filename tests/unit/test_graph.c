@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "evaluate.h"
-#include "model.h"
+#include "nn/model.h"
+#include "train/evaluate.h"
 
 #define BATCH 3
 

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "init.h"
+#include "nn/init.h"
 
 #define N 100000
 

@@ -1,10 +1,10 @@
-/* Unit tests of src/common/keys.c: CURVE key files written and read back in real temporary files, modes, the
+/* Unit tests of src/net/keys.c: CURVE key files written and read back in real temporary files, modes, the
  * refusal of loose secret keys, malformed files, czmq's zcert layout, and authorized-key files and folders. */
 #include <string.h>
 #include <sys/stat.h>
 #include <zmq.h>
 
-#include "keys.h"
+#include "net/keys.h"
 #include "tmpdir.h"
 
 static void setup(void) {

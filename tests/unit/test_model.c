@@ -8,14 +8,14 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "dataset.h"
-#include "evaluate.h"
-#include "init.h"
-#include "model.h"
-#include "nn_impl.h"
-#include "optim.h"
-#include "step.h"
+#include "data/dataset.h"
+#include "nn/init.h"
+#include "nn/model.h"
+#include "nn/nn_impl.h"
+#include "nn/optim.h"
 #include "step_check.h"
+#include "train/evaluate.h"
+#include "train/step.h"
 
 #define EPS 1e-3        /* finite-difference step; also for whole models with kinks (relu, max) */
 #define SMOOTH_EPS 3e-3 /* for smooth whole models, whose float32 loss carries the rounding of every layer */

@@ -8,12 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config.h"
-#include "dataset.h"
-#include "model.h"
-#include "optim.h"
-#include "step.h"
+#include "config/config.h"
+#include "data/dataset.h"
+#include "nn/model.h"
+#include "nn/optim.h"
 #include "tmpdir.h"
+#include "train/step.h"
 
 static atomic_long allocations;
 

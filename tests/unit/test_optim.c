@@ -5,8 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "config.h"
-#include "optim.h"
+#include "config/config.h"
+#include "nn/optim.h"
 
 #define N 4
 #define STEPS 3

@@ -8,10 +8,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "config.h"
-#include "model.h"
-#include "optim.h"
-#include "par.h"
+#include "config/config.h"
+#include "nn/model.h"
+#include "nn/optim.h"
+#include "nn/par.h"
 
 /* Counts the runs of each index (atomically: a wrong split would make two parts overlap). */
 static void count_part(void *ctx, size_t b, size_t e) {

@@ -5,9 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config.h"
-#include "model.h"
-#include "plan.h"
+#include "config/config.h"
+#include "master/plan.h"
+#include "nn/model.h"
 
 #define EXAMPLE TFX_SOURCE_DIR "/examples/fashion_mnist_mlp.json"
 

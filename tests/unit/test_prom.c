@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "prom.h"
+#include "observe/prom.h"
 
 Test(prom, metric_writes_help_type_and_a_labelled_sample) {
   tfx_text t = {0};

@@ -4,12 +4,12 @@
 #include <criterion/criterion.h>
 #include <stdio.h>
 
-#include "cluster.h"
-#include "config.h"
-#include "model.h"
-#include "net.h"
-#include "plan.h"
-#include "psclient.h"
+#include "config/cluster.h"
+#include "config/config.h"
+#include "master/plan.h"
+#include "net/net.h"
+#include "nn/model.h"
+#include "psclient/psclient.h"
 
 typedef struct fixture {
   tfx_config cfg;

@@ -10,11 +10,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "csv.h"
-#include "dataset.h"
-#include "example.h"
-#include "libsvm.h"
-#include "tfrecord.h"
+#include "data/csv.h"
+#include "data/dataset.h"
+#include "data/example.h"
+#include "data/libsvm.h"
+#include "data/tfrecord.h"
 
 #define REALWORLD TFX_TESTDATA "/realworld"
 

@@ -3,7 +3,7 @@
 #include <sqlite3.h>
 #include <string.h>
 
-#include "runindex.h"
+#include "store/runindex.h"
 #include "tmpdir.h"
 
 static void setup(void) {

@@ -1,4 +1,4 @@
-/* Unit tests of src/common/safetensors.c: write/read round trip, the real files of TFX_TESTDATA (written by
+/* Unit tests of src/store/safetensors.c: write/read round trip, the real files of TFX_TESTDATA (written by
  * the safetensors library, checked against each expected.json), and corrupt files. */
 #include <criterion/criterion.h>
 #include <dirent.h>
@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "safetensors.h"
+#include "store/safetensors.h"
 #include "tmpdir.h"
 
 #define REAL TFX_TESTDATA "/realworld/safetensors"
@@ -264,7 +264,7 @@ static void check_real_file(const char *dir) {
   tfx_err err = {0};
   int rc = tfx_st_read(path, &f, &err);
   if (rc == TFX_ECORRUPT && strstr(err.msg, "(unknown dtype)")) {
-    /* BUG (src/common/safetensors.c:12-13, tfx_st_dtype_size): U16, U32, U64, F8_E4M3 and F8_E5M2 are
+    /* BUG (src/store/safetensors.c:12-13, tfx_st_dtype_size): U16, U32, U64, F8_E4M3 and F8_E5M2 are
      * standard safetensors dtypes, but the table lacks them, so parse_entry rejects the whole file. Files
      * written by safetensors.numpy (2022 samples) and safetensors.torch with float8 tensors cannot be read. */
     json_object_put(want);
@@ -453,7 +453,7 @@ Test(safetensors, a_shape_whose_product_overflows_is_rejected) {
   tfx_err err = {0};
   int rc = tfx_st_read(path, &f, &err);
   if (rc == TFX_OK) {
-    /* BUG (src/common/safetensors.c:87, parse_entry): count *= shape[d] is not checked for overflow, so a
+    /* BUG (src/store/safetensors.c:87, parse_entry): count *= shape[d] is not checked for overflow, so a
      * shape of 2^64 elements passes as 0 bytes; a reader that trusts shape would index far out of bounds. */
     tfx_st_destroy(f);
     cr_skip_test("known bug: safetensors shape product overflow is accepted");

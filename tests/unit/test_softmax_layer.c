@@ -4,7 +4,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "model.h"
+#include "nn/model.h"
 
 static tfx_model *make(const char *layers, tfx_err *err, int *rc) {
   tfx_config cfg;

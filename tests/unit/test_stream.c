@@ -7,12 +7,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "config.h"
-#include "dataset.h"
-#include "example.h"
-#include "source.h"
-#include "stream.h"
-#include "tfrecord.h"
+#include "config/config.h"
+#include "data/dataset.h"
+#include "data/example.h"
+#include "data/source.h"
+#include "data/stream.h"
+#include "data/tfrecord.h"
 #include "tmpdir.h"
 
 #define FILES 3
@@ -319,8 +319,7 @@ Test(stream, real_fashion_mnist_streams_like_the_whole_file_loader) {
     sum_whole += whole->x[i];
   }
   for (int c = 0; c < 10; c++) {
-    cr_assert_eq(hist_stream[c], hist_whole[c], "class %d: %ld streamed, %ld loaded", c, hist_stream[c],
-                 hist_whole[c]);
+    cr_assert_eq(hist_stream[c], hist_whole[c], "class %d: %ld streamed, %ld loaded", c, hist_stream[c], hist_whole[c]);
   }
   cr_assert_float_eq(sum_stream, sum_whole, 1e-6 * sum_whole, "pixel sums differ");
   tfx_stream_close(s);

@@ -1,4 +1,4 @@
-/* Unit tests of src/common/wire.c and src/common/net.c: the envelope codec and its validation, fuzzed
+/* Unit tests of src/net/wire.c and src/net/net.c: the envelope codec and its validation, fuzzed
  * input, and real ZeroMQ round trips over tcp://127.0.0.1 with kernel-chosen ports. */
 #include <criterion/criterion.h>
 #include <stdint.h>
@@ -6,9 +6,9 @@
 #include <string.h>
 #include <zmq.h>
 
-#include "net.h"
+#include "net/net.h"
+#include "net/wire.h"
 #include "server.h"
-#include "wire.h"
 
 static void teardown(void) {
   tfx_wire_set_sender(TFX__ROLE__ROLE_NONE, 0);

@@ -3,7 +3,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "timing.h"
+#include "worker/timing.h"
 
 /* One step: `compute_us` in compute, `exchange_us` in push_pull (sleeps are lower bounds, never upper). */
 static void step(tfx_timing *t, int compute_us, int exchange_us) {

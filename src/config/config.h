@@ -1,0 +1,171 @@
+/* The experiment: one JSON file in sections (model, data, optimizer, training, placement, checkpoint, eval)
+ * read into a plain tfx_config. One option table (path, type, bounds, default) drives parsing, validation,
+ * --set overrides and printing. Unknown keys are errors that name the key. json-c never leaves config.c.
+ * tfx_config is a plain value owned by the caller (tfx_config_init fills defaults; nothing to free). */
+#ifndef TFX_CONFIG_H
+#define TFX_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/err.h"
+
+#define TFX_MAX_LAYERS 32
+#define TFX_PATH_MAX 512
+
+typedef struct tfx_layer_spec {
+  char type[24];        /* dense, conv2d, max_pool2d, avg_pool2d, flatten, relu, ..., dropout */
+  char name[64];        /* auto-named type_N when empty */
+  char activation[16];  /* fused activation of dense/conv2d: none, relu, tanh, sigmoid, leaky_relu */
+  char padding[8];      /* same | valid */
+  char initializer[24]; /* kernel initializer */
+  /* strides 0: the layer's default (1 for conv2d, pool_size for pooling, as Keras's strides=None) */
+  int units, filters, kernel_size, strides, pool_size, input_dim; /* input_dim: embedding vocabulary */
+  double rate;                                                    /* dropout rate, leaky_relu alpha, scale factor */
+  char inputs[128];  /* comma-separated names of earlier layers or "input"; empty: the previous layer */
+  char variable[64]; /* matmul, bias_add, lookup: the model.variables entry the op computes with */
+} tfx_layer_spec;
+
+#define TFX_MAX_VARIABLES 16
+
+/* A variable declared by the model itself (model.variables, or a plugin's tfx_builder_variable) for the graph
+ * ops matmul, bias_add and lookup to use; placed on the ps like any layer's variables. */
+typedef struct tfx_var_spec {
+  char name[64];
+  char shape[48];       /* comma-separated positive dims, e.g. "784,10" */
+  char initializer[24]; /* as a layer's initializer; empty: glorot_uniform (rank 2) or zeros */
+  int trainable;
+} tfx_var_spec;
+
+#define TFX_MAX_VALSETS 8
+
+/* A named validation set (tfutils validation targets, Determined's validation): its own files, frequency,
+ * number of batches of 1000 (0: the whole set) and aggregation of per-batch metrics. */
+typedef struct tfx_valset {
+  char name[32];
+  char images[TFX_PATH_MAX], labels[TFX_PATH_MAX];
+  int64_t every_steps;
+  int batches;
+  char agg[96]; /* mean (example-weighted) | min | max | sum, or per metric: "accuracy:mean,loss:max" (the
+                   "metrics" object {"accuracy": "mean", "loss": "max"}), which also names the metrics reported */
+  int first;    /* also at step 0 */
+} tfx_valset;
+
+typedef struct tfx_config {
+  /* model */
+  int input_shape[3];
+  int input_rank;
+  tfx_layer_spec layers[TFX_MAX_LAYERS];
+  int n_layers;
+  tfx_var_spec variables[TFX_MAX_VARIABLES];
+  int n_variables;
+  char loss[32];
+  char metrics[64];          /* model.metrics: reported evaluation metrics, e.g. "loss,accuracy,top_5" */
+  char plugin[TFX_PATH_MAX]; /* model.plugin: a shared object that builds the model (see include/tfx/plugin.h) */
+  char plugin_params[2048];  /* model.params as JSON text */
+  char hooks[256];           /* built-in hooks: stop_at_step:N, nan_guard, log_every:N (comma-separated) */
+  /* data */
+  char train_images[TFX_PATH_MAX], train_labels[TFX_PATH_MAX];
+  char eval_images[TFX_PATH_MAX], eval_labels[TFX_PATH_MAX];
+  double data_scale;
+  double data_mean, data_std;          /* after scale: x = (x * scale - mean) / std; std > 0 */
+  char data_format[16];                /* idx | csv | libsvm | tfrecord */
+  char label_column[64];               /* csv: header name or index */
+  int data_header;                     /* csv: first line is a header */
+  char feature_key[64], label_key[64]; /* tfrecord: tf.train.Example feature names */
+  int data_stream;                     /* read the training files a window at a time */
+  char shard_by[8];                    /* record | file */
+  int shuffle_buffer;                  /* examples per shuffled window when streaming */
+  /* optimizer */
+  char optimizer[16];
+  double learning_rate, momentum, beta1, beta2, epsilon, weight_decay;
+  int nesterov;
+  char schedule[16];
+  char boundaries[256], lr_values[256]; /* piecewise: comma-separated steps and rates */
+  double decay_rate;
+  int64_t decay_steps, warmup_steps;
+  /* training */
+  char mode[8];
+  char trainable[512]; /* comma-separated variable-name prefixes to train; empty: all */
+  int64_t max_steps, steps;
+  int epochs; /* passes over the training set (0: no limit); the budget is src/data/epochs.h's */
+  int batch_size, replicas_to_aggregate, staleness, accumulate, report_every, threads, ps_apply_threads;
+  int push_part_bytes; /* async/ssp push-pull in parts of this many bytes (0: whole) */
+  char nan_policy[8];  /* a push with NaN/Inf: reject | skip */
+  int64_t seed;
+  double thres_loss, clip_norm, clip_value;
+  /* placement */
+  char strategy[16];
+  int64_t min_slice_bytes;
+  int max_shards;
+  /* checkpoint */
+  int64_t ckpt_every_steps, ckpt_every_secs;
+  int keep_max;
+  /* search */
+  char search_method[16];
+  int search_early_stopping;
+  /* warm start */
+  char warm_from[TFX_PATH_MAX], warm_restore[512], warm_rename[1024];
+  /* validation: named sets besides eval */
+  tfx_valset valsets[TFX_MAX_VALSETS];
+  int n_valsets;
+  /* eval */
+  int64_t eval_every_steps;
+  int validate_first;
+  /* observe */
+  int http_port; /* the master's HTTP port for /metrics, /status and / (0: off) */
+  /* cluster timing */
+  int register_timeout_s, request_timeout_s;
+  /* security: CURVE key files (see curve.h); none named means plaintext */
+  int security_plaintext; /* explicit plaintext (an error if keys are named too) */
+  char server_key[TFX_PATH_MAX], client_key[TFX_PATH_MAX], authorized_keys[TFX_PATH_MAX];
+} tfx_config;
+
+#define TFX_MAX_PIECES 16
+
+/* Parses the piecewise schedule (optimizer.boundaries, optimizer.values) into bounds[*n_bounds] and
+ * values[*n_bounds + 1]; errors name the key and the bad entry. */
+int tfx_config_piecewise(const tfx_config *cfg, int64_t bounds[TFX_MAX_PIECES], double values[TFX_MAX_PIECES + 1],
+                         int *n_bounds, tfx_err *err);
+/* Fills cfg with every default of the option table. */
+void tfx_config_init(tfx_config *cfg);
+/* Reads a JSON text over cfg (later sources override earlier ones); errors name the key path. */
+int tfx_config_parse(tfx_config *cfg, const char *json, const char *origin, tfx_err *err);
+/* Reads the file at path over cfg. */
+int tfx_config_load(tfx_config *cfg, const char *path, tfx_err *err);
+/* The top-level key of tfx_config_to_json's format version; 2 since pooling layers took strides. */
+#define TFX_CONFIG_FORMAT_KEY "tfx_config_format"
+#define TFX_CONFIG_FORMAT 2
+/* Reads a config that tfx wrote (a run's config.json, an export's model.json) over cfg: as tfx_config_load,
+ * and a file without the format key, written before pooling layers took strides, keeps their stride = pool_size
+ * (its pooling layers carry the unused default 1). */
+int tfx_config_load_saved(tfx_config *cfg, const char *path, tfx_err *err);
+/* Applies the environment's TFX_SECURITY_* variables (TFX_SECURITY_SERVER_KEY for security.server_key, ...)
+ * over cfg: they override the file and are overridden by --set. Errors name the variable. */
+int tfx_config_apply_env(tfx_config *cfg, tfx_err *err);
+/* Applies one "section.key=value" override, type-checked like the file. */
+int tfx_config_set(tfx_config *cfg, const char *assignment, tfx_err *err);
+/* Checks cross-field rules (mode names, layer types, positive sizes). */
+int tfx_config_validate(const tfx_config *cfg, tfx_err *err);
+/* The eval file an error about the eval data names: the labels file when there is one, else the images (or
+ * only) file; borrowed from cfg. */
+const char *tfx_config_eval_file(const tfx_config *cfg);
+/* The part of tfx_config_validate a ps needs: every option with a fixed set of values (mode, nan_policy,
+ * optimizer and schedule, ...) holds one of them; errors name the key. */
+int tfx_config_validate_choices(const tfx_config *cfg, tfx_err *err);
+/* The resolved experiment as pretty JSON; caller owns; free with free(). */
+char *tfx_config_to_json(const tfx_config *cfg);
+/* Appends one layer given as a JSON object (as in model.layers). */
+int tfx_config_add_layer_json(tfx_config *cfg, const char *json, tfx_err *err);
+/* Fills a layer spec with the defaults of model.layers entries (type left empty). */
+void tfx_config_layer_init(tfx_layer_spec *l);
+/* The stride of a conv2d or pooling layer: its strides, or when 0 the layer's default (pool_size for pooling). */
+int tfx_config_layer_strides(const tfx_layer_spec *l);
+/* Appends one layer spec (type set) to model.layers. */
+int tfx_config_add_layer(tfx_config *cfg, const tfx_layer_spec *l, tfx_err *err);
+/* Appends one model variable (as in model.variables) after checking its name and shape. */
+int tfx_config_add_variable(tfx_config *cfg, const tfx_var_spec *v, tfx_err *err);
+/* Writes the option table (path, type, default, bounds) to stdout for --help. */
+void tfx_config_print_options(void);
+
+#endif

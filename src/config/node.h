@@ -1,0 +1,29 @@
+/* What every role needs to start: the cluster, this task, the resolved experiment, the run directory; and the
+ * process-wide stop flag set by SIGTERM/SIGINT. A tfx_node is filled by the command line and owned by main. */
+#ifndef TFX_NODE_H
+#define TFX_NODE_H
+
+#include "config/cluster.h"
+#include "config/config.h"
+
+typedef struct tfx_node {
+  tfx_cluster *cluster; /* owned by main */
+  tfx_role role;
+  int index;
+  tfx_config cfg;
+  char config_path[512];
+  char run_dir[512];
+  char bind_host[128];
+  int resume;    /* 1: restore the newest checkpoint of run_dir if any (default) */
+  int http_port; /* --http-port: serve /metrics and /status (0: off; the chief also reads observe.http_port) */
+  struct tfx_plugin_handle *plugin; /* model.plugin, loaded by main when the experiment names one */
+} tfx_node;
+
+/* Installs SIGTERM/SIGINT handlers that set the stop flag (and ignores SIGPIPE). */
+void tfx_signals_install(void);
+/* Nonzero once SIGTERM or SIGINT arrived. */
+int tfx_stop_requested(void);
+/* Sets the stop flag (e.g. after a STOP message). */
+void tfx_request_stop(void);
+
+#endif

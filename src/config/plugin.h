@@ -1,0 +1,23 @@
+/* Model plugins (include/tfx/plugin.h): dlopen, ABI check, the builder that fills the experiment's model, and
+ * the hook calls. A tfx_plugin_handle is owned by the process that loaded it (tfx_node.plugin). */
+#ifndef TFX_PLUGIN_H
+#define TFX_PLUGIN_H
+
+#include "config/config.h"
+
+typedef struct tfx_plugin_handle tfx_plugin_handle;
+
+/* Loads cfg->plugin (as given, else beside the experiment file base_dir), checks its ABI version and lets it
+ * build the model into cfg (replacing model.layers). Caller owns *out; free with tfx_plugin_close. Errors
+ * (TFX_ECONFIG) name the file and what is wrong: missing, no tfx_plugin_entry, wrong ABI, build failed. */
+int tfx_plugin_load(tfx_config *cfg, const char *base_dir, tfx_plugin_handle **out, tfx_err *err);
+/* Creates the hooks of an experiment without a plugin: the built-in ones of training.hooks (stop_at_step:N,
+ * nan_guard, log_every:N). *out is NULL when there are none. Errors name the unknown hook. */
+int tfx_hooks_create(const tfx_config *cfg, tfx_plugin_handle **out, tfx_err *err);
+/* Calls the built-in hooks, then the plugin's hook (if any) for an event (a tfx_hook_event); returns nonzero if it asks
+ * to stop. A NULL handle does nothing. */
+int tfx_plugin_hook(tfx_plugin_handle *h, int event, long long step, double loss, double accuracy, const char *run_dir);
+/* Unloads the plugin; NULL does nothing. */
+void tfx_plugin_close(tfx_plugin_handle *h);
+
+#endif

@@ -1,0 +1,221 @@
+/* ZeroMQ context, ROUTER servers and DEALER clients. */
+#include "net/net.h"
+
+#include <errno.h>
+#include <malloc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "net/curve.h"
+
+struct tfx_client {
+  void *sock;
+  char endpoint[300];
+  uint64_t next_id;
+  uint64_t pending_id;
+};
+
+static void *context;
+
+void *tfx_net_context(void) {
+  if (!context) {
+    context = zmq_ctx_new();
+    if (context) {
+      zmq_ctx_set(context, ZMQ_IO_THREADS, 1);
+    }
+  }
+  return context;
+}
+
+void tfx_net_forget_context(void) {
+  context = NULL;
+  tfx_curve_forget();
+}
+
+void tfx_net_shutdown(void) {
+  tfx_curve_stop();
+  if (context) {
+    zmq_ctx_term(context);
+  }
+  context = NULL;
+}
+
+void tfx_net_keep_buffers(void) {
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 64 << 20);
+}
+
+static void set_common(void *sock) {
+  int zero = 0, one = 1, buf = 4 << 20;
+  int64_t maxmsg = (int64_t)TFX_MAX_FRAME;
+  zmq_setsockopt(sock, ZMQ_LINGER, &zero, sizeof zero);
+  zmq_setsockopt(sock, ZMQ_IPV6, &one, sizeof one);
+  zmq_setsockopt(sock, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
+  zmq_setsockopt(sock, ZMQ_SNDBUF, &buf, sizeof buf);
+  zmq_setsockopt(sock, ZMQ_RCVBUF, &buf, sizeof buf);
+}
+
+int tfx_server_open(const char *endpoint, void **sock, tfx_err *err) {
+  void *s = zmq_socket(tfx_net_context(), ZMQ_ROUTER);
+  if (!s) {
+    return tfx_err_sys(err, TFX_ESYS, "zmq_socket(ROUTER)");
+  }
+  set_common(s);
+  int hwm = 1000;
+  zmq_setsockopt(s, ZMQ_SNDHWM, &hwm, sizeof hwm);
+  zmq_setsockopt(s, ZMQ_RCVHWM, &hwm, sizeof hwm);
+  int rc = tfx_curve_server(tfx_net_context(), s, err);
+  if (rc) {
+    zmq_close(s);
+    return rc;
+  }
+  if (zmq_bind(s, endpoint)) {
+    rc = tfx_err_sys(err, TFX_ESYS, "bind %s", endpoint);
+    zmq_close(s);
+    return rc;
+  }
+  *sock = s;
+  return TFX_OK;
+}
+
+void tfx_net_close(void *sock) {
+  if (!sock) {
+    return;
+  }
+  int zero = 0;
+  zmq_setsockopt(sock, ZMQ_LINGER, &zero, sizeof zero);
+  zmq_close(sock);
+}
+
+void tfx_reply_init(tfx_envelope *env, const tfx_inmsg *m) {
+  tfx_wire_request(env, TFX__MSG_TYPE__MSG_REPLY);
+  env->request_id = m->env ? m->env->request_id : 0;
+}
+
+int tfx_server_reply_error(void *sock, const tfx_inmsg *m, int code, const char *text, tfx_err *err) {
+  if (!m->has_identity) {
+    return TFX_OK;
+  }
+  tfx_envelope env;
+  tfx_reply_init(&env, m);
+  env.code = code;
+  env.error = (char *)text;
+  return tfx_wire_send(sock, &m->identity, &env, NULL, 0, err);
+}
+
+static int client_connect(tfx_client *c, tfx_err *err) {
+  c->sock = zmq_socket(tfx_net_context(), ZMQ_DEALER);
+  if (!c->sock) {
+    return tfx_err_sys(err, TFX_ESYS, "zmq_socket(DEALER)");
+  }
+  set_common(c->sock);
+  int ivl = 100;
+  zmq_setsockopt(c->sock, ZMQ_RECONNECT_IVL, &ivl, sizeof ivl);
+  int rc = tfx_curve_client(c->sock, err);
+  if (rc) {
+    zmq_close(c->sock);
+    c->sock = NULL;
+    return rc;
+  }
+  if (zmq_connect(c->sock, c->endpoint)) {
+    rc = tfx_err_sys(err, TFX_ECONFIG, "connect %s", c->endpoint);
+    zmq_close(c->sock);
+    c->sock = NULL;
+    return rc;
+  }
+  return TFX_OK;
+}
+
+int tfx_client_create(const char *endpoint, tfx_client **out, tfx_err *err) {
+  tfx_client *c = calloc(1, sizeof *c);
+  if (!c) {
+    return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  }
+  snprintf(c->endpoint, sizeof c->endpoint, "%s", endpoint);
+  c->next_id = 1;
+  int rc = client_connect(c, err);
+  if (rc) {
+    free(c);
+    return rc;
+  }
+  *out = c;
+  return TFX_OK;
+}
+
+void tfx_client_destroy(tfx_client *c) {
+  if (!c) {
+    return;
+  }
+  tfx_net_close(c->sock);
+  free(c);
+}
+
+int tfx_client_reset(tfx_client *c, tfx_err *err) {
+  tfx_net_close(c->sock);
+  c->sock = NULL;
+  return client_connect(c, err);
+}
+
+const char *tfx_client_endpoint(const tfx_client *c) {
+  return c->endpoint;
+}
+
+void *tfx_client_socket(const tfx_client *c) {
+  return c->sock;
+}
+
+int tfx_client_send(tfx_client *c, tfx_envelope *env, const tfx_payload *payloads, int n, tfx_err *err) {
+  env->request_id = c->next_id++;
+  c->pending_id = env->request_id;
+  return tfx_wire_send(c->sock, NULL, env, payloads, n, err);
+}
+
+int tfx_client_send_part(tfx_client *c, tfx_envelope *env, const tfx_payload *payloads, int n, tfx_err *err) {
+  env->request_id = c->pending_id;
+  return tfx_wire_send(c->sock, NULL, env, payloads, n, err);
+}
+
+static int reply_code(tfx_client *c, tfx_inmsg *reply, tfx_err *err) {
+  if (reply->env->code == 0) {
+    return TFX_OK;
+  }
+  int code = reply->env->code > 0 && reply->env->code < TFX_ERR_COUNT ? reply->env->code : TFX_EPROTO;
+  return tfx_err_set(err, code, "%s: %s", c->endpoint, reply->env->error ? reply->env->error : "error");
+}
+
+int tfx_client_recv(tfx_client *c, tfx_inmsg *reply, int timeout_ms, tfx_err *err) {
+  memset(reply, 0, sizeof *reply);
+  int64_t deadline = tfx_now_ms() + timeout_ms;
+  for (;;) {
+    int64_t left = deadline - tfx_now_ms();
+    zmq_pollitem_t item = {c->sock, 0, ZMQ_POLLIN, 0};
+    int n = left > 0 ? zmq_poll(&item, 1, (long)left) : 0;
+    if (n < 0 && errno == EINTR) {
+      return tfx_err_set(err, TFX_EINTR, "%s: interrupted", c->endpoint);
+    }
+    if (n <= 0) {
+      return tfx_err_set(err, TFX_EPEER, "%s: no reply within %d ms", c->endpoint, timeout_ms);
+    }
+    tfx_err derr;
+    int rc = tfx_wire_recv(c->sock, 0, reply, &derr);
+    if (rc) {
+      tfx_inmsg_fini(reply);
+      return tfx_err_set(err, rc, "%s: bad reply: %s", c->endpoint, derr.msg);
+    }
+    if (reply->env->type == TFX__MSG_TYPE__MSG_REPLY && reply->env->request_id == c->pending_id) {
+      return reply_code(c, reply, err);
+    }
+    tfx_inmsg_fini(reply); /* a late reply to an earlier request */
+  }
+}
+
+int tfx_client_call(tfx_client *c, tfx_envelope *env, const tfx_payload *payloads, int n, tfx_inmsg *reply,
+                    int timeout_ms, tfx_err *err) {
+  int rc = tfx_client_send(c, env, payloads, n, err);
+  if (rc) {
+    return rc;
+  }
+  return tfx_client_recv(c, reply, timeout_ms, err);
+}

@@ -1,0 +1,93 @@
+/* TensorBoard scalar event files. */
+#include "observe/events.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "data/tfrecord.h"
+#include "event.pb-c.h"
+
+struct tfx_events {
+  tfx_tfrecord_writer *w;
+};
+
+static double now(void) {
+  struct timeval tv;
+  gettimeofday(&tv, NULL);
+  return (double)tv.tv_sec + tv.tv_usec / 1e6;
+}
+
+/* Packs and appends one Event. */
+static void put(tfx_events *e, Tensorflow__Event *ev) {
+  size_t n = tensorflow__event__get_packed_size(ev);
+  uint8_t *buf = malloc(n ? n : 1);
+  if (!buf) {
+    return;
+  }
+  tensorflow__event__pack(ev, buf);
+  tfx_tfrecord_writer_write(e->w, buf, n, NULL);
+  free(buf);
+}
+
+int tfx_events_open(const char *run_dir, tfx_events **out, tfx_err *err) {
+  char host[64] = "host", path[1200];
+  gethostname(host, sizeof host - 1);
+  snprintf(path, sizeof path, "%s/events.out.tfevents.%lld.%s.%d.tfx", run_dir, (long long)now(), host, (int)getpid());
+  tfx_events *e = calloc(1, sizeof *e);
+  if (!e) {
+    return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  }
+  int rc = tfx_tfrecord_writer_open(path, &e->w, err);
+  if (rc) {
+    return free(e), rc;
+  }
+  Tensorflow__Event ev;
+  tensorflow__event__init(&ev);
+  ev.wall_time = now();
+  ev.what_case = TENSORFLOW__EVENT__WHAT_FILE_VERSION;
+  ev.file_version = "brain.Event:2";
+  put(e, &ev);
+  *out = e;
+  return TFX_OK;
+}
+
+void tfx_events_write(tfx_events *e, const char *kind, int64_t step, const char *const *names, const double *values,
+                      int n) {
+  if (!e || n <= 0 || n > 32) {
+    return;
+  }
+  Tensorflow__Summary__Value vals[32], *ptrs[32];
+  char tags[32][96];
+  int k = 0;
+  for (int i = 0; i < n; i++) {
+    if (!isfinite(values[i])) {
+      continue;
+    }
+    tensorflow__summary__value__init(&vals[k]);
+    snprintf(tags[k], sizeof tags[k], "%s/%s", kind, names[i]);
+    vals[k].tag = tags[k], vals[k].simple_value = (float)values[i];
+    ptrs[k] = &vals[k];
+    k++;
+  }
+  Tensorflow__Summary summary;
+  tensorflow__summary__init(&summary);
+  summary.value = ptrs, summary.n_value = (size_t)k;
+  Tensorflow__Event ev;
+  tensorflow__event__init(&ev);
+  ev.wall_time = now(), ev.step = step;
+  ev.what_case = TENSORFLOW__EVENT__WHAT_SUMMARY;
+  ev.summary = &summary;
+  put(e, &ev);
+}
+
+void tfx_events_close(tfx_events *e) {
+  if (!e) {
+    return;
+  }
+  tfx_tfrecord_writer_close(e->w, NULL);
+  free(e);
+}

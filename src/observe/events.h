@@ -1,0 +1,21 @@
+/* TensorBoard event files: RUN/events.out.tfevents.<time>.<host>.<pid>.tfx, TFRecord-framed tensorflow.Event
+ * records (encoded with protobuf-c), the first one `file_version: "brain.Event:2"`, then one Event per metrics
+ * line with a scalar per field ("train/loss", "eval/accuracy", ...). A tfx_events is owned by one thread. */
+#ifndef TFX_EVENTS_H
+#define TFX_EVENTS_H
+
+#include <stdint.h>
+
+#include "common/err.h"
+
+typedef struct tfx_events tfx_events;
+
+/* Creates the event file in run_dir; caller owns *out; close with tfx_events_close. */
+int tfx_events_open(const char *run_dir, tfx_events **out, tfx_err *err);
+/* Appends one Event at step with a scalar "kind/name" for each value (non-finite values are skipped), flushed. */
+void tfx_events_write(tfx_events *e, const char *kind, int64_t step, const char *const *names, const double *values,
+                      int n);
+/* Closes the file; NULL does nothing. */
+void tfx_events_close(tfx_events *e);
+
+#endif

@@ -1,0 +1,66 @@
+/* The metrics.jsonl writer. */
+#include "observe/metrics.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/time.h>
+
+struct tfx_metrics {
+  FILE *f;
+};
+
+int tfx_metrics_open(const char *run_dir, tfx_metrics **out, tfx_err *err) {
+  char path[1100];
+  snprintf(path, sizeof path, "%s/metrics.jsonl", run_dir);
+  tfx_metrics *m = calloc(1, sizeof *m);
+  if (!m) {
+    return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  }
+  if (!(m->f = fopen(path, "a"))) {
+    free(m);
+    return tfx_err_sys(err, TFX_ESYS, "open %s", path);
+  }
+  *out = m;
+  return TFX_OK;
+}
+
+void tfx_metrics_close(tfx_metrics *m) {
+  if (!m) {
+    return;
+  }
+  fclose(m->f);
+  free(m);
+}
+
+void tfx_metrics_write(tfx_metrics *m, const char *kind, int64_t step, const char *const *names, const double *values,
+                       int n) {
+  struct timeval tv;
+  gettimeofday(&tv, NULL);
+  fprintf(m->f, "{\"kind\": \"%s\", \"step\": %lld, \"time\": %.3f", kind, (long long)step,
+          (double)tv.tv_sec + tv.tv_usec / 1e6);
+  for (int i = 0; i < n; i++) {
+    if (isfinite(values[i])) {
+      fprintf(m->f, ", \"%s\": %.6g", names[i], values[i]);
+    } else {
+      fprintf(m->f, ", \"%s\": null", names[i]);
+    }
+  }
+  fputs("}\n", m->f);
+  fflush(m->f);
+}
+
+int tfx_write_file(const char *path, const char *text, tfx_err *err) {
+  char tmp[1100];
+  snprintf(tmp, sizeof tmp, "%s.tmp", path);
+  FILE *f = fopen(tmp, "w");
+  if (!f) {
+    return tfx_err_sys(err, TFX_ESYS, "open %s", tmp);
+  }
+  int bad = fputs(text, f) < 0;
+  bad |= fclose(f) != 0;
+  if (bad || rename(tmp, path)) {
+    return tfx_err_sys(err, TFX_ESYS, "write %s", path);
+  }
+  return TFX_OK;
+}

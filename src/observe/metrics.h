@@ -1,0 +1,22 @@
+/* RUN/metrics.jsonl: one JSON object per line, appended and flushed line by line. A tfx_metrics is owned by
+ * one thread. Train lines carry "kind":"train"; eval lines "kind":"eval", "step", "loss", "accuracy". */
+#ifndef TFX_METRICS_H
+#define TFX_METRICS_H
+
+#include <stdint.h>
+
+#include "common/err.h"
+
+typedef struct tfx_metrics tfx_metrics;
+
+/* Opens (appends to) run_dir/metrics.jsonl; caller owns *out; free with tfx_metrics_close. */
+int tfx_metrics_open(const char *run_dir, tfx_metrics **out, tfx_err *err);
+/* Closes the file; NULL does nothing. */
+void tfx_metrics_close(tfx_metrics *m);
+/* Appends {"kind": kind, "step": step, "time": t, names[i]: values[i]...} and flushes. */
+void tfx_metrics_write(tfx_metrics *m, const char *kind, int64_t step, const char *const *names, const double *values,
+                       int n);
+/* Writes text to path atomically (tmp + rename). */
+int tfx_write_file(const char *path, const char *text, tfx_err *err);
+
+#endif

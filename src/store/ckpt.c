@@ -1,0 +1,473 @@
+/* Checkpoint shards (binary, checksummed) and manifests (JSON), written atomically. */
+#include "store/ckpt.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+/* Shards are written as the host holds them in memory, and the format is little-endian. */
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "checkpoint shards are little-endian and written from memory: tfx builds on little-endian hosts only"
+#endif
+
+static const char shard_magic[8] = {'T', 'F', 'X', 'S', 'H', 'R', 'D', '1'};
+static const char end_magic[8] = {'T', 'F', 'X', 'E', 'N', 'D', 0, 0};
+
+typedef struct writer {
+  FILE *f;
+  uLong crc;
+  int failed;
+} writer;
+
+static void put(writer *w, const void *p, size_t n) {
+  /* n == 0: nothing to write, and crc32(crc, NULL, 0) would return 0, not crc. */
+  if (w->failed || n == 0) {
+    return;
+  }
+  if (fwrite(p, 1, n, w->f) != n) {
+    w->failed = 1;
+  }
+  w->crc = crc32_z(w->crc, p, n);
+}
+
+static void put_entry(writer *w, const tfx_ckpt_entry *e) {
+  uint16_t nl = (uint16_t)strlen(e->name);
+  uint32_t rank = (uint32_t)e->rank;
+  uint64_t nbytes = e->count * sizeof(float);
+  uint32_t dcrc = (uint32_t)crc32_z(0, (const Bytef *)e->data, (z_size_t)nbytes);
+  put(w, &nl, 2);
+  put(w, e->name, nl);
+  put(w, &rank, 4);
+  put(w, e->dims, 8 * rank);
+  put(w, &e->row_begin, 8);
+  put(w, &e->row_end, 8);
+  put(w, &e->version, 8);
+  put(w, &nbytes, 8);
+  put(w, &dcrc, 4);
+  put(w, e->data, nbytes);
+}
+
+static int sync_dir(const char *path) {
+  char dir[1024];
+  snprintf(dir, sizeof dir, "%s", path);
+  char *slash = strrchr(dir, '/');
+  if (slash) {
+    *slash = '\0';
+  } else {
+    snprintf(dir, sizeof dir, ".");
+  }
+  int fd = open(dir, O_RDONLY | O_DIRECTORY);
+  if (fd < 0) {
+    return -1;
+  }
+  fsync(fd);
+  close(fd);
+  return 0;
+}
+
+/* Flushes, fsyncs and renames tmp over path. */
+static int commit_file(FILE *f, const char *tmp, const char *path, tfx_err *err) {
+  if (fflush(f) || fsync(fileno(f))) {
+    int rc = tfx_err_sys(err, TFX_ESYS, "write %s", tmp);
+    fclose(f);
+    unlink(tmp);
+    return rc;
+  }
+  fclose(f);
+  if (rename(tmp, path)) {
+    int rc = tfx_err_sys(err, TFX_ESYS, "rename %s", tmp);
+    unlink(tmp);
+    return rc;
+  }
+  sync_dir(path);
+  return TFX_OK;
+}
+
+int tfx_ckpt_write(const char *path, int64_t step, const tfx_ckpt_entry *entries, int n, uint32_t *crc, uint64_t *bytes,
+                   tfx_err *err) {
+  char tmp[1100];
+  snprintf(tmp, sizeof tmp, "%s.tmp", path);
+  writer w = {fopen(tmp, "wb"), crc32(0, NULL, 0), 0};
+  if (!w.f) {
+    return tfx_err_sys(err, TFX_ESYS, "open %s", tmp);
+  }
+  uint32_t version = 1, count = (uint32_t)n;
+  put(&w, shard_magic, 8);
+  put(&w, &version, 4);
+  put(&w, &count, 4);
+  put(&w, &step, 8);
+  for (int i = 0; i < n; i++) {
+    put_entry(&w, &entries[i]);
+  }
+  uint32_t total = (uint32_t)w.crc;
+  put(&w, end_magic, 8);
+  put(&w, &total, 4);
+  if (w.failed) {
+    int rc = tfx_err_sys(err, TFX_ESYS, "write %s", tmp);
+    fclose(w.f);
+    unlink(tmp);
+    return rc;
+  }
+  long size = ftell(w.f);
+  int rc = commit_file(w.f, tmp, path, err);
+  if (rc) {
+    return rc;
+  }
+  if (crc) {
+    *crc = (uint32_t)w.crc;
+  }
+  if (bytes) {
+    *bytes = (uint64_t)size;
+  }
+  return TFX_OK;
+}
+
+/* name length, rank, row_begin, row_end, version, nbytes, crc: the fixed part of an entry. */
+#define ENTRY_MIN_BYTES (2 + 4 + 8 + 8 + 8 + 8 + 4)
+
+typedef struct reader {
+  const uint8_t *p;
+  size_t len, off;
+  const char *path;
+} reader;
+
+static int take(reader *r, void *out, size_t n, const char *what, tfx_err *err) {
+  if (n > r->len - r->off) {
+    return tfx_err_set(err, TFX_ECORRUPT, "%s: truncated at offset %zu reading %s", r->path, r->off, what);
+  }
+  memcpy(out, r->p + r->off, n);
+  r->off += n;
+  return TFX_OK;
+}
+
+static int read_entry(reader *r, tfx_ckpt_entry *e, tfx_err *err) {
+  uint16_t nl = 0;
+  uint32_t rank = 0, dcrc = 0;
+  uint64_t nbytes = 0;
+  int rc;
+  if ((rc = take(r, &nl, 2, "name length", err))) {
+    return rc;
+  }
+  if (nl >= sizeof e->name) {
+    return tfx_err_set(err, TFX_ECORRUPT, "%s: name length %u at offset %zu", r->path, nl, r->off);
+  }
+  if ((rc = take(r, e->name, nl, "name", err))) {
+    return rc;
+  }
+  e->name[nl] = '\0';
+  if ((rc = take(r, &rank, 4, "rank", err))) {
+    return rc;
+  }
+  if (rank > 8) {
+    return tfx_err_set(err, TFX_ECORRUPT, "%s: '%s' rank %u at offset %zu", r->path, e->name, rank, r->off);
+  }
+  e->rank = (int)rank;
+  if ((rc = take(r, e->dims, 8 * rank, "dims", err)) || (rc = take(r, &e->row_begin, 8, "rows", err)) ||
+      (rc = take(r, &e->row_end, 8, "rows", err)) || (rc = take(r, &e->version, 8, "version", err)) ||
+      (rc = take(r, &nbytes, 8, "nbytes", err)) || (rc = take(r, &dcrc, 4, "crc", err))) {
+    return rc;
+  }
+  if (nbytes % 4 || nbytes > r->len - r->off) {
+    return tfx_err_set(err, TFX_ECORRUPT, "%s: '%s' claims %llu bytes at offset %zu, file has %zu left", r->path,
+                       e->name, (unsigned long long)nbytes, r->off, r->len - r->off);
+  }
+  if ((uint32_t)crc32_z(0, r->p + r->off, (z_size_t)nbytes) != dcrc) {
+    return tfx_err_set(err, TFX_ECORRUPT, "%s: '%s' checksum mismatch at offset %zu", r->path, e->name, r->off);
+  }
+  e->count = nbytes / 4;
+  e->data = malloc(nbytes ? nbytes : 4);
+  if (!e->data) {
+    return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  }
+  return take(r, e->data, nbytes, "data", err);
+}
+
+static int read_body(reader *r, tfx_ckpt *c, tfx_err *err) {
+  char magic[8];
+  uint32_t version = 0, count = 0;
+  int rc;
+  if ((rc = take(r, magic, 8, "magic", err))) {
+    return rc;
+  }
+  if (memcmp(magic, shard_magic, 8)) {
+    return tfx_err_set(err, TFX_ECORRUPT, "%s: not a tfx shard (bad magic)", r->path);
+  }
+  if ((rc = take(r, &version, 4, "version", err)) || (rc = take(r, &count, 4, "count", err)) ||
+      (rc = take(r, &c->step, 8, "step", err))) {
+    return rc;
+  }
+  if (version != 1) {
+    return tfx_err_set(err, TFX_ECORRUPT, "%s: format version %u, want 1", r->path, version);
+  }
+  /* Each entry takes at least ENTRY_MIN_BYTES: a count the file cannot hold is refused before it sizes a calloc. */
+  if (count > 1000000 || count > (r->len - r->off) / ENTRY_MIN_BYTES) {
+    return tfx_err_set(err, TFX_ECORRUPT, "%s: %u entries at offset %zu, file has %zu bytes left", r->path, count,
+                       r->off, r->len - r->off);
+  }
+  c->entries = calloc(count ? count : 1, sizeof *c->entries);
+  if (!c->entries) {
+    return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  }
+  for (uint32_t i = 0; i < count; i++) {
+    c->n = (int)i + 1;
+    if ((rc = read_entry(r, &c->entries[i], err))) {
+      return rc;
+    }
+  }
+  uint32_t want = (uint32_t)crc32_z(0, r->p, r->off), total = 0;
+  if ((rc = take(r, magic, 8, "trailer", err)) || (rc = take(r, &total, 4, "trailer", err))) {
+    return rc;
+  }
+  if (memcmp(magic, end_magic, 8) || total != want || r->off != r->len) {
+    return tfx_err_set(err, TFX_ECORRUPT, "%s: bad trailer at offset %zu", r->path, r->off - 12);
+  }
+  return TFX_OK;
+}
+
+static int slurp(const char *path, uint8_t **buf, size_t *len, tfx_err *err) {
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    return tfx_err_sys(err, errno == ENOENT ? TFX_ENOTFOUND : TFX_ESYS, "open %s", path);
+  }
+  /* A directory or a pipe has no size to read up to (fuzz_ckpt: a manifest naming "" gave the directory). */
+  struct stat st;
+  if (fstat(fileno(f), &st) || !S_ISREG(st.st_mode)) {
+    fclose(f);
+    return tfx_err_set(err, TFX_ECORRUPT, "%s: not a regular file", path);
+  }
+  size_t size = (size_t)st.st_size;
+  *buf = malloc(size ? size : 1);
+  if (!*buf || fread(*buf, 1, size, f) != size) {
+    fclose(f);
+    free(*buf);
+    return tfx_err_sys(err, TFX_ESYS, "read %s", path);
+  }
+  fclose(f);
+  *len = (size_t)size;
+  return TFX_OK;
+}
+
+int tfx_ckpt_read(const char *path, tfx_ckpt **out, tfx_err *err) {
+  uint8_t *buf;
+  size_t len;
+  int rc = slurp(path, &buf, &len, err);
+  if (rc) {
+    return rc;
+  }
+  tfx_ckpt *c = calloc(1, sizeof *c);
+  reader r = {buf, len, 0, path};
+  rc = c ? read_body(&r, c, err) : tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  free(buf);
+  if (rc) {
+    tfx_ckpt_destroy(c);
+    return rc;
+  }
+  *out = c;
+  return TFX_OK;
+}
+
+void tfx_ckpt_destroy(tfx_ckpt *c) {
+  if (!c) {
+    return;
+  }
+  for (int i = 0; i < c->n; i++) {
+    free(c->entries[i].data);
+  }
+  free(c->entries);
+  free(c);
+}
+
+const tfx_ckpt_entry *tfx_ckpt_find(const tfx_ckpt *c, const char *name) {
+  for (int i = 0; i < c->n; i++) {
+    if (strcmp(c->entries[i].name, name) == 0) {
+      return &c->entries[i];
+    }
+  }
+  return NULL;
+}
+
+int tfx_file_crc32(const char *path, uint32_t *crc, uint64_t *bytes, tfx_err *err) {
+  uint8_t *buf;
+  size_t len;
+  int rc = slurp(path, &buf, &len, err);
+  if (rc) {
+    return rc;
+  }
+  *crc = (uint32_t)crc32_z(0, buf, len);
+  *bytes = len;
+  free(buf);
+  return TFX_OK;
+}
+
+void tfx_ckpt_dir(const char *run_dir, int64_t step, char *out, size_t n) {
+  snprintf(out, n, "%s/checkpoints/ckpt-%012lld", run_dir, (long long)step);
+}
+
+int tfx_ckpt_write_manifest(const char *dir, int64_t step, int n_ps, const uint32_t *crc, const uint64_t *bytes,
+                            tfx_err *err) {
+  json_object *root = json_object_new_object(), *shards = json_object_new_array();
+  json_object_object_add(root, "step", json_object_new_int64(step));
+  for (int i = 0; i < n_ps; i++) {
+    char file[32];
+    snprintf(file, sizeof file, "ps-%d.shard", i);
+    json_object *s = json_object_new_object();
+    json_object_object_add(s, "file", json_object_new_string(file));
+    json_object_object_add(s, "crc32", json_object_new_int64(crc[i]));
+    json_object_object_add(s, "bytes", json_object_new_int64((int64_t)bytes[i]));
+    json_object_array_add(shards, s);
+  }
+  json_object_object_add(root, "shards", shards);
+  char path[1100], tmp[1200];
+  snprintf(path, sizeof path, "%s/manifest.json", dir);
+  snprintf(tmp, sizeof tmp, "%s.tmp", path);
+  FILE *f = fopen(tmp, "w");
+  int rc = f ? TFX_OK : tfx_err_sys(err, TFX_ESYS, "open %s", tmp);
+  if (f) {
+    fputs(json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY), f);
+    rc = commit_file(f, tmp, path, err);
+  }
+  json_object_put(root);
+  return rc;
+}
+
+static int verify_shard(const char *dir, json_object *s, tfx_err *err) {
+  json_object *file, *crc, *bytes;
+  if (!json_object_object_get_ex(s, "file", &file) || !json_object_object_get_ex(s, "crc32", &crc) ||
+      !json_object_object_get_ex(s, "bytes", &bytes)) {
+    return tfx_err_set(err, TFX_ECORRUPT, "%s/manifest.json: shard entry lacks file/crc32/bytes", dir);
+  }
+  const char *name = json_object_get_string(file);
+  if (!name[0] || strchr(name, '/')) {
+    return tfx_err_set(err, TFX_ECORRUPT, "%s/manifest.json: shard file '%.64s' is not a name in the directory", dir,
+                       name);
+  }
+  char path[1100];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  uint32_t c;
+  uint64_t b;
+  int rc = tfx_file_crc32(path, &c, &b, err);
+  if (rc) {
+    return rc;
+  }
+  if (b != (uint64_t)json_object_get_int64(bytes) || c != (uint32_t)json_object_get_int64(crc)) {
+    return tfx_err_set(err, TFX_ECORRUPT, "%s: size or checksum differs from the manifest", path);
+  }
+  return TFX_OK;
+}
+
+int tfx_ckpt_verify(const char *dir, int64_t *step, int *n_ps, tfx_err *err) {
+  char path[1100];
+  snprintf(path, sizeof path, "%s/manifest.json", dir);
+  json_object *root = json_object_from_file(path), *st, *shards;
+  int rc = TFX_OK;
+  if (!root || !json_object_object_get_ex(root, "step", &st) || !json_object_object_get_ex(root, "shards", &shards) ||
+      !json_object_is_type(shards, json_type_array)) {
+    rc = tfx_err_set(err, root ? TFX_ECORRUPT : TFX_ENOTFOUND, "%s: missing or malformed manifest", path);
+    json_object_put(root);
+    return rc;
+  }
+  size_t n = json_object_array_length(shards);
+  for (size_t i = 0; i < n && !rc; i++) {
+    rc = verify_shard(dir, json_object_array_get_idx(shards, i), err);
+  }
+  if (!rc) {
+    *step = json_object_get_int64(st);
+    *n_ps = (int)n;
+  }
+  json_object_put(root);
+  return rc;
+}
+
+/* Lists checkpoint steps under run_dir/checkpoints, newest first; caller frees. */
+static int list_steps(const char *run_dir, int64_t **steps) {
+  char path[1100];
+  snprintf(path, sizeof path, "%s/checkpoints", run_dir);
+  DIR *d = opendir(path);
+  if (!d) {
+    return 0;
+  }
+  int n = 0, cap = 0;
+  *steps = NULL;
+  struct dirent *de;
+  while ((de = readdir(d))) {
+    long long s;
+    if (sscanf(de->d_name, "ckpt-%lld", &s) != 1) {
+      continue;
+    }
+    if (n == cap) {
+      *steps = realloc(*steps, sizeof **steps * (size_t)(cap = cap * 2 + 8));
+    }
+    (*steps)[n++] = s;
+  }
+  closedir(d);
+  for (int i = 1; i < n; i++) {
+    for (int j = i; j > 0 && (*steps)[j] > (*steps)[j - 1]; j--) {
+      int64_t t = (*steps)[j];
+      (*steps)[j] = (*steps)[j - 1];
+      (*steps)[j - 1] = t;
+    }
+  }
+  return n;
+}
+
+int tfx_ckpt_latest(const char *run_dir, int64_t *step, char *dir, size_t n, tfx_err *err) {
+  int64_t *steps = NULL;
+  int count = list_steps(run_dir, &steps);
+  for (int i = 0; i < count; i++) {
+    char d[1100];
+    int64_t s;
+    int nps;
+    tfx_ckpt_dir(run_dir, steps[i], d, sizeof d);
+    if (tfx_ckpt_verify(d, &s, &nps, NULL) == TFX_OK) {
+      *step = s;
+      snprintf(dir, n, "%s", d);
+      free(steps);
+      return TFX_OK;
+    }
+  }
+  free(steps);
+  return tfx_err_set(err, TFX_ENOTFOUND, "%s: no complete checkpoint", run_dir);
+}
+
+static void remove_dir(const char *dir) {
+  DIR *d = opendir(dir);
+  if (!d) {
+    return;
+  }
+  struct dirent *de;
+  while ((de = readdir(d))) {
+    if (de->d_name[0] == '.') {
+      continue;
+    }
+    char p[1400];
+    snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
+    unlink(p);
+  }
+  closedir(d);
+  rmdir(dir);
+}
+
+void tfx_ckpt_prune(const char *run_dir, int keep) {
+  int64_t *steps = NULL;
+  int count = list_steps(run_dir, &steps), kept = 0;
+  for (int i = 0; i < count; i++) {
+    char d[1100];
+    int64_t s;
+    int nps;
+    tfx_ckpt_dir(run_dir, steps[i], d, sizeof d);
+    int complete = tfx_ckpt_verify(d, &s, &nps, NULL) == TFX_OK;
+    if (complete && kept < keep) {
+      kept++;
+    } else if (complete || kept > 0) {
+      remove_dir(d);
+    }
+  }
+  free(steps);
+}

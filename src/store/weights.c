@@ -1,0 +1,184 @@
+/* Gathering variables from checkpoints and exports. */
+#include "store/weights.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "store/ckpt.h"
+#include "store/safetensors.h"
+
+static void base_name(const char *key, char *out, size_t n) {
+  snprintf(out, n, "%s", key);
+  char *p = strrchr(out, '/');
+  if (!p || strncmp(p, "/part_", 6) || !p[6]) {
+    return;
+  }
+  for (const char *d = p + 6; *d; d++) {
+    if (!isdigit((unsigned char)*d)) {
+      return;
+    }
+  }
+  *p = '\0';
+}
+
+static tfx_weight *find_or_add(tfx_weights *ws, const char *name, const tfx_ckpt_entry *e, tfx_err *err) {
+  for (int i = 0; i < ws->n; i++) {
+    if (!strcmp(ws->w[i].name, name)) {
+      return &ws->w[i];
+    }
+  }
+  tfx_weight *g = realloc(ws->w, sizeof *g * (size_t)(ws->n + 1));
+  if (!g) {
+    return tfx_err_set(err, TFX_ENOMEM, "out of memory"), NULL;
+  }
+  ws->w = g;
+  tfx_weight *w = &g[ws->n];
+  memset(w, 0, sizeof *w);
+  snprintf(w->name, sizeof w->name, "%s", name);
+  w->rank = e->rank, w->count = 1;
+  for (int d = 0; d < e->rank; d++) {
+    w->count *= (size_t)(w->shape[d] = e->dims[d]);
+  }
+  if (!(w->data = calloc(w->count ? w->count : 1, sizeof(float)))) {
+    return tfx_err_set(err, TFX_ENOMEM, "out of memory"), NULL;
+  }
+  ws->n++;
+  return w;
+}
+
+static int take_shard(tfx_weights *ws, const tfx_ckpt *c, int ps, tfx_err *err) {
+  for (int i = 0; i < c->n; i++) {
+    const tfx_ckpt_entry *e = &c->entries[i];
+    if (strchr(e->name, '@') || e->rank < 1) {
+      continue;
+    }
+    char name[160];
+    base_name(e->name, name, sizeof name);
+    tfx_weight *w = find_or_add(ws, name, e, err);
+    if (!w) {
+      return TFX_ENOMEM;
+    }
+    size_t row = w->count / (size_t)(w->shape[0] ? w->shape[0] : 1);
+    if (e->row_begin < 0 || e->row_end > w->shape[0] || e->count != row * (size_t)(e->row_end - e->row_begin)) {
+      return tfx_err_set(err, TFX_ECORRUPT, "shard entry '%s': rows %lld..%lld do not fit %s", e->name,
+                         (long long)e->row_begin, (long long)e->row_end, name);
+    }
+    memcpy(w->data + row * (size_t)e->row_begin, e->data, sizeof(float) * e->count);
+    size_t len = strlen(w->holders);
+    snprintf(w->holders + len, sizeof w->holders - len, "%s%d", len ? "," : "ps ", ps);
+  }
+  return TFX_OK;
+}
+
+int tfx_weights_from_checkpoint(const char *dir, tfx_weights *ws, tfx_err *err) {
+  memset(ws, 0, sizeof *ws);
+  int64_t step;
+  int nps, rc = tfx_ckpt_verify(dir, &step, &nps, err);
+  for (int p = 0; !rc && p < nps; p++) {
+    char path[1200];
+    tfx_ckpt *c;
+    snprintf(path, sizeof path, "%s/ps-%d.shard", dir, p);
+    if ((rc = tfx_ckpt_read(path, &c, err))) {
+      break;
+    }
+    rc = take_shard(ws, c, p, err);
+    tfx_ckpt_destroy(c);
+  }
+  if (rc) {
+    return tfx_weights_fini(ws), rc;
+  }
+  ws->step = step;
+  snprintf(ws->source, sizeof ws->source, "%s", dir);
+  return TFX_OK;
+}
+
+int tfx_weights_from_run(const char *run_dir, tfx_weights *ws, tfx_err *err) {
+  char dir[1100];
+  int64_t step;
+  int rc = tfx_ckpt_latest(run_dir, &step, dir, sizeof dir, err);
+  return rc ? rc : tfx_weights_from_checkpoint(dir, ws, err);
+}
+
+int tfx_weights_from_export(const char *dir, tfx_weights *ws, tfx_err *err) {
+  memset(ws, 0, sizeof *ws);
+  char path[1100];
+  snprintf(path, sizeof path, "%s/model.safetensors", dir);
+  tfx_st_file *f;
+  int rc = tfx_st_read(path, &f, err);
+  if (rc) {
+    return rc;
+  }
+  ws->w = calloc((size_t)f->n + 1, sizeof *ws->w);
+  for (int i = 0; ws->w && i < f->n && !rc; i++) {
+    const tfx_st_tensor *t = &f->tensors[i];
+    tfx_weight *w = &ws->w[ws->n];
+    if (strcmp(t->dtype, "F32")) {
+      continue;
+    }
+    snprintf(w->name, sizeof w->name, "%s", t->name);
+    w->rank = t->rank, w->count = (t->end - t->begin) / 4;
+    memcpy(w->shape, t->shape, sizeof t->shape);
+    snprintf(w->holders, sizeof w->holders, "export");
+    if (!(w->data = malloc(w->count * 4 + 4))) {
+      rc = tfx_err_set(err, TFX_ENOMEM, "out of memory");
+    } else {
+      memcpy(w->data, f->data + t->begin, w->count * 4), ws->n++;
+    }
+  }
+  if (!ws->w) {
+    rc = tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  }
+  tfx_st_destroy(f);
+  if (rc) {
+    return tfx_weights_fini(ws), rc;
+  }
+  snprintf(ws->source, sizeof ws->source, "%s", path);
+  return TFX_OK;
+}
+
+void tfx_weights_fini(tfx_weights *ws) {
+  for (int i = 0; i < ws->n; i++) {
+    free(ws->w[i].data);
+  }
+  free(ws->w);
+  memset(ws, 0, sizeof *ws);
+}
+
+int tfx_weights_load_model(const tfx_weights *ws, tfx_model *m, tfx_err *err) {
+  for (int i = 0; i < tfx_model_nvars(m); i++) {
+    tfx_var *v = tfx_model_var(m, i);
+    const tfx_weight *w = NULL;
+    for (int k = 0; k < ws->n && !w; k++) {
+      w = !strcmp(ws->w[k].name, v->name) ? &ws->w[k] : NULL;
+    }
+    if (!w) {
+      return tfx_err_set(err, TFX_ESHAPE, "%s: no variable %s", ws->source, v->name);
+    }
+    if (w->count != v->count) {
+      return tfx_err_set(err, TFX_ESHAPE, "%s: %s has %zu values, the model wants %zu", ws->source, v->name, w->count,
+                         v->count);
+    }
+    memcpy(v->value, w->data, sizeof(float) * v->count);
+  }
+  return TFX_OK;
+}
+
+static int has_file(const char *dir, const char *file) {
+  char p[1200];
+  struct stat st;
+  snprintf(p, sizeof p, "%s/%s", dir, file);
+  return stat(p, &st) == 0;
+}
+
+int tfx_weights_from_any(const char *path, tfx_weights *ws, tfx_err *err) {
+  if (has_file(path, "model.safetensors")) {
+    return tfx_weights_from_export(path, ws, err);
+  }
+  if (has_file(path, "manifest.json")) {
+    return tfx_weights_from_checkpoint(path, ws, err);
+  }
+  return tfx_weights_from_run(path, ws, err);
+}

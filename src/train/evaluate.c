@@ -1,0 +1,118 @@
+/* Whole-dataset evaluation. */
+#include "train/evaluate.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* Forward and loss of examples [i, i + b) of d; TFX_EINVAL naming the example (its index in d, from 0) and the
+ * label outside the classes or the embedding id outside its table (which tfx_model_loss would skip without a word). */
+static int eval_batch(tfx_model *m, const tfx_dataset *d, size_t i, int b, tfx_step_stats *st, tfx_err *err) {
+  tfx_err e = {0};
+  int at = 0;
+  int rc = tfx_model_check_labels(m, d->y + i, b, &at, &e);
+  if (!rc) {
+    tfx_model_forward(m, d->x + i * d->dim, b, 0, 0);
+    rc = tfx_model_input_status(m, &at, &e);
+  }
+  if (rc) {
+    return tfx_err_set(err, rc, "example %zu: %s", i + (size_t)at, e.msg);
+  }
+  tfx_model_loss(m, d->y + i, b, 0, st);
+  return TFX_OK;
+}
+
+int tfx_evaluate(tfx_model *m, const tfx_dataset *d, int batch, tfx_eval_result *out, tfx_err *err) {
+  double loss = 0;
+  size_t correct = 0, top5 = 0;
+  for (size_t i = 0; i < d->n; i += (size_t)batch) {
+    int b = (int)(d->n - i < (size_t)batch ? d->n - i : (size_t)batch);
+    tfx_step_stats st;
+    int rc = eval_batch(m, d, i, b, &st, err);
+    if (rc) {
+      return rc;
+    }
+    loss += st.loss * b;
+    correct += (size_t)st.correct;
+    top5 += (size_t)st.top5;
+  }
+  out->examples = d->n;
+  out->loss = d->n ? loss / (double)d->n : 0;
+  out->accuracy = d->n ? (double)correct / (double)d->n : 0;
+  out->top5 = d->n ? (double)top5 / (double)d->n : 0;
+  out->top_k = tfx_model_top_k(m);
+  return TFX_OK;
+}
+
+static void fold(const char *agg, double *acc, double v, int first) {
+  if (first) {
+    *acc = v;
+  } else if (!strcmp(agg, "min")) {
+    *acc = v < *acc ? v : *acc;
+  } else if (!strcmp(agg, "max")) {
+    *acc = v > *acc ? v : *acc;
+  } else {
+    *acc += v;
+  }
+}
+
+/* The aggregation agg gives metric (loss, accuracy, top): the one for all, its own, or mean if unlisted. */
+static void agg_for(const char *agg, const char *metric, char out[8]) {
+  snprintf(out, 8, "%s", strchr(agg, ':') ? "mean" : agg);
+  size_t m = strlen(metric);
+  for (const char *p = agg; strchr(agg, ':') && *p;) {
+    size_t n = strcspn(p, ","), k = strcspn(p, ":");
+    if (k < n && k >= m && !strncmp(p, metric, m) && (k == m || metric[m - 1] == '_')) {
+      snprintf(out, 8, "%.*s", (int)(n - k - 1), p + k + 1);
+    }
+    p += n + (p[n] == ',');
+  }
+}
+
+int tfx_evaluate_agg(tfx_model *m, const tfx_dataset *d, int batch, size_t max_examples, const char *agg,
+                     tfx_eval_result *out, tfx_err *err) {
+  size_t n = max_examples && max_examples < d->n ? max_examples : d->n;
+  char aggs[3][8];
+  agg_for(agg, "loss", aggs[0]), agg_for(agg, "accuracy", aggs[1]), agg_for(agg, "top_", aggs[2]);
+  double acc[3] = {0, 0, 0};
+  for (size_t i = 0; i < n; i += (size_t)batch) {
+    int b = (int)(n - i < (size_t)batch ? n - i : (size_t)batch);
+    tfx_step_stats st;
+    int rc = eval_batch(m, d, i, b, &st, err);
+    if (rc) {
+      return rc;
+    }
+    double vals[3] = {st.loss, (double)st.correct / b, (double)st.top5 / b};
+    for (int k = 0; k < 3; k++) {
+      fold(aggs[k], &acc[k], vals[k] * (strcmp(aggs[k], "mean") ? 1.0 : (double)b), i == 0);
+    }
+  }
+  for (int k = 0; k < 3; k++) {
+    acc[k] = !strcmp(aggs[k], "mean") && n ? acc[k] / (double)n : acc[k];
+  }
+  out->examples = n;
+  out->loss = acc[0], out->accuracy = acc[1], out->top5 = acc[2];
+  out->top_k = tfx_model_top_k(m);
+  return TFX_OK;
+}
+
+void tfx_eval_report_init(tfx_eval_report *out, const char *metrics, const tfx_eval_result *r) {
+  out->n = 0;
+  for (const char *p = metrics; *p && out->n < TFX_EVAL_MAX_FIELDS - 1;) {
+    size_t len = strcspn(p, ",:");
+    if (len == 4 && !strncmp(p, "loss", 4)) {
+      out->names[out->n] = "loss", out->values[out->n++] = r->loss;
+    } else if (len == 8 && !strncmp(p, "accuracy", 8)) {
+      out->names[out->n] = "accuracy", out->values[out->n++] = r->accuracy;
+    } else if (len > 4 && !strncmp(p, "top_", 4)) {
+      snprintf(out->text[out->n], sizeof out->text[0], "top%d_accuracy", r->top_k);
+      out->names[out->n] = out->text[out->n], out->values[out->n++] = r->top5;
+    }
+    p += strcspn(p, ",");
+    p += *p == ',';
+  }
+  out->names[out->n] = "examples", out->values[out->n++] = (double)r->examples;
+}
+
+const char *tfx_valset_metrics(const tfx_valset *v, const char *model_metrics) {
+  return strchr(v->agg, ':') ? v->agg : model_metrics;
+}

@@ -1,0 +1,44 @@
+/* Evaluation of a model over a dataset: loss, accuracy and top-K accuracy averaged over examples, or aggregated
+ * over batches per metric (validation sets), and the metric records the experiment names (model.metrics).
+ * Errors: TFX_EINVAL for a label or an embedding id the model cannot score (no result is written then). */
+#ifndef TFX_EVALUATE_H
+#define TFX_EVALUATE_H
+
+#include "data/dataset.h"
+#include "nn/model.h"
+
+typedef struct tfx_eval_result {
+  double loss, accuracy, top5; /* top5: the top-K accuracy, K = top_k */
+  int top_k;
+  size_t examples;
+} tfx_eval_result;
+
+#define TFX_EVAL_MAX_FIELDS 8
+
+/* The fields of one metrics record: the metrics named, then examples; callers may append more fields. */
+typedef struct tfx_eval_report {
+  const char *names[TFX_EVAL_MAX_FIELDS]; /* point into text or at string literals */
+  double values[TFX_EVAL_MAX_FIELDS];
+  char text[TFX_EVAL_MAX_FIELDS][24];
+  int n;
+} tfx_eval_report;
+
+/* Runs the model (borrowed, its current weights) over every example of d in batches of at most the model's
+ * batch size `batch`; writes example-weighted means into *out. TFX_EINVAL (out untouched) naming the examples
+ * and the value when a label is outside the model's classes or an embedding id outside its table: such an
+ * example would count as a miss with no loss, and the accuracy would not be the model's. */
+int tfx_evaluate(tfx_model *m, const tfx_dataset *d, int batch, tfx_eval_result *out, tfx_err *err);
+
+/* As tfx_evaluate over the first max_examples (0: all), aggregating per-batch metrics by agg: "mean"
+ * (example-weighted), "min", "max" or "sum" for all, or per metric ("accuracy:mean,loss:max"; unlisted: mean). */
+int tfx_evaluate_agg(tfx_model *m, const tfx_dataset *d, int batch, size_t max_examples, const char *agg,
+                     tfx_eval_result *out, tfx_err *err);
+
+/* Fills *out with the metrics of r that `metrics` names (comma-separated loss, accuracy, top_K, each optionally
+ * ":agg"; top_K is recorded as topK_accuracy with the model's K), then examples. */
+void tfx_eval_report_init(tfx_eval_report *out, const char *metrics, const tfx_eval_result *r);
+/* The metrics a validation set reports: its per-metric aggregation list if it has one, else model_metrics
+ * (both borrowed). */
+const char *tfx_valset_metrics(const tfx_valset *v, const char *model_metrics);
+
+#endif

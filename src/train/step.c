@@ -1,0 +1,66 @@
+/* Gradient computation over one or more minibatches. */
+#include "train/step.h"
+
+#include <cblas.h>
+#include <string.h>
+
+#include "data/dataset.h"
+
+/* Adds grads / k into acc; the last of the k minibatches copies the mean back into the grads. */
+static void accumulate(tfx_model *m, float **acc, int a, int k) {
+  for (int i = 0; i < tfx_model_nvars(m); i++) {
+    tfx_var *v = tfx_model_var(m, i);
+    if (a == 0) {
+      memset(acc[i], 0, sizeof(float) * v->count);
+    }
+    cblas_saxpy((int)v->count, 1.0f / (float)k, v->grad, 1, acc[i], 1);
+    if (a == k - 1) {
+      memcpy(v->grad, acc[i], sizeof(float) * v->count);
+    }
+  }
+}
+
+/* A label outside the model's classes fails the batcher, which the caller checks (tfx_batcher_status). */
+static int bad_labels(const tfx_model *m, tfx_batcher *b, const tfx_grad_step *g) {
+  tfx_err e = {0};
+  int at = 0;
+  int rc = tfx_batcher_status(b, NULL) ? 0 : tfx_model_check_labels(m, g->y, g->batch, &at, &e);
+  if (rc) {
+    tfx_batcher_fail(b, rc, "training input: example %d of the batch: %s", at, e.msg);
+  }
+  return rc;
+}
+
+/* An embedding id outside its table fails the batcher, which the caller checks (tfx_batcher_status). */
+static int bad_ids(const tfx_model *m, tfx_batcher *b) {
+  tfx_err e = {0};
+  int at = 0;
+  int rc = tfx_model_input_status(m, &at, &e);
+  if (rc) {
+    tfx_batcher_fail(b, rc, "training input: example %d of the batch: %s", at, e.msg);
+  }
+  return rc;
+}
+
+void tfx_compute_gradients(tfx_model *m, tfx_batcher *b, const tfx_grad_step *g, uint64_t seed, tfx_step_stats *st) {
+  int k = g->accumulate;
+  tfx_step_stats one, sum = {0};
+  for (int a = 0; a < k; a++) {
+    tfx_batcher_next(b, g->batch, g->x, g->y);
+    if (bad_labels(m, b, g)) {
+      break;
+    }
+    tfx_model_forward(m, g->x, g->batch, 1, seed * (uint64_t)k + (uint64_t)a);
+    if (bad_ids(m, b)) {
+      break;
+    }
+    tfx_model_loss(m, g->y, g->batch, 1, &one);
+    tfx_model_backward(m, g->x, g->batch);
+    sum.loss += one.loss / k, sum.correct += one.correct, sum.top5 += one.top5, sum.count += one.count;
+    if (k > 1) {
+      accumulate(m, g->acc, a, k);
+    }
+  }
+  tfx_model_clip(m, g->clip_value, g->clip_norm);
+  *st = sum;
+}
