@@ -1,27 +1,13 @@
-/* IDX reading through zlib and the shuffling, sharding batcher. */
+/* IDX reading through zlib, and in-memory datasets. */
 #include "data/dataset.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
 
-#include "common/rand.h"
 #include "data/data_impl.h"
-#include "data/stream.h"
-
-struct tfx_batcher {
-  const tfx_dataset *d;
-  size_t *order, n, pos;
-  uint64_t seed;
-  int shuffle;
-  int64_t epoch;
-  tfx_stream *stream; /* instead of d: examples read from files a window at a time */
-  int rc;             /* the stream's first error, kept until tfx_batcher_status reports it */
-  tfx_err err;
-};
 
 /* Reads n bytes; after is how many more the caller wants past these (for the error message only). */
 static int read_exact(gzFile f, void *buf, size_t n, size_t after, const char *path, size_t off, tfx_err *err) {
@@ -305,119 +291,4 @@ void tfx_dataset_destroy(tfx_dataset *d) {
   free(d->x);
   free(d->y);
   free(d);
-}
-
-static void reshuffle(tfx_batcher *b) {
-  if (!b->shuffle) {
-    return;
-  }
-  uint64_t key = b->seed ^ ((uint64_t)b->epoch * 0xD1B54A32D192ED03ULL);
-  for (size_t i = b->n - 1; i > 0; i--) {
-    size_t j = (size_t)(tfx_rand_uniform(key, i) * (double)(i + 1));
-    size_t t = b->order[i];
-    b->order[i] = b->order[j];
-    b->order[j] = t;
-  }
-}
-
-int tfx_batcher_create(const tfx_dataset *d, int index, int count, uint64_t seed, int shuffle, tfx_batcher **out,
-                       tfx_err *err) {
-  if (count < 1 || index < 0 || index >= count || d->n < (size_t)count) {
-    return tfx_err_set(err, TFX_EINVAL, "shard %d of %d over %zu examples", index, count, d->n);
-  }
-  tfx_batcher *b = calloc(1, sizeof *b);
-  if (!b) {
-    return tfx_err_set(err, TFX_ENOMEM, "out of memory");
-  }
-  b->n = (d->n - (size_t)index + (size_t)count - 1) / (size_t)count;
-  if (!(b->order = malloc(sizeof(size_t) * b->n))) {
-    free(b);
-    return tfx_err_set(err, TFX_ENOMEM, "out of memory");
-  }
-  for (size_t i = 0; i < b->n; i++) {
-    b->order[i] = (size_t)index + i * (size_t)count;
-  }
-  b->d = d, b->seed = seed ^ (uint64_t)index * 0x9E37ULL, b->shuffle = shuffle;
-  reshuffle(b);
-  *out = b;
-  return TFX_OK;
-}
-
-int tfx_batcher_create_stream(tfx_stream *s, tfx_batcher **out, tfx_err *err) {
-  tfx_batcher *b = calloc(1, sizeof *b);
-  if (!b) {
-    tfx_stream_close(s);
-    return tfx_err_set(err, TFX_ENOMEM, "out of memory");
-  }
-  b->stream = s;
-  *out = b;
-  return TFX_OK;
-}
-
-int tfx_batcher_status(const tfx_batcher *b, tfx_err *err) {
-  return b->rc ? tfx_err_set(err, b->rc, "%s", b->err.msg) : TFX_OK;
-}
-
-void tfx_batcher_fail(tfx_batcher *b, int rc, const char *fmt, ...) {
-  if (b->rc) {
-    return;
-  }
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(b->err.msg, sizeof b->err.msg, fmt, ap);
-  va_end(ap);
-  b->rc = b->err.code = rc;
-}
-
-void tfx_batcher_destroy(tfx_batcher *b) {
-  if (!b) {
-    return;
-  }
-  tfx_stream_close(b->stream);
-  free(b->order);
-  free(b);
-}
-
-static size_t take_index(tfx_batcher *b) {
-  if (b->pos == b->n) {
-    b->pos = 0;
-    b->epoch++;
-    reshuffle(b);
-  }
-  return b->order[b->pos++];
-}
-
-/* The streaming batch: after a read error, zeros (the caller checks tfx_batcher_status before using them). */
-static void stream_next(tfx_batcher *b, int batch, float *x, int32_t *y) {
-  if (!b->rc && !(b->rc = tfx_stream_next(b->stream, batch, x, y, &b->err))) {
-    return;
-  }
-  memset(y, 0, sizeof(int32_t) * (size_t)batch);
-}
-
-void tfx_batcher_next(tfx_batcher *b, int batch, float *x, int32_t *y) {
-  if (b->stream) {
-    stream_next(b, batch, x, y);
-    return;
-  }
-  size_t dim = b->d->dim;
-  for (int i = 0; i < batch; i++) {
-    size_t k = take_index(b);
-    memcpy(x + (size_t)i * dim, b->d->x + k * dim, sizeof(float) * dim);
-    y[i] = b->d->y[k];
-  }
-}
-
-void tfx_batcher_skip(tfx_batcher *b, int64_t batches, int batch) {
-  if (b->stream) {
-    b->rc = b->rc ? b->rc : tfx_stream_skip(b->stream, batches * batch, &b->err);
-    return;
-  }
-  for (int64_t i = 0; i < batches * batch; i++) {
-    take_index(b);
-  }
-}
-
-int64_t tfx_batcher_epoch(const tfx_batcher *b) {
-  return b->stream ? tfx_stream_epoch(b->stream) : b->epoch;
 }

@@ -31,6 +31,7 @@ typedef struct master {
   tfx_node *n;
   tfx_config cfg;
   void *sock;
+  void (*serve_pending)(struct master *m); /* answers what waits on sock (run.c), called while waiting on a ps */
   tfx_client **ps, **workers;
   int n_ps, n_workers, running, finished;
   int *ps_up, *registered, *hb_pending, *hb_warned;

@@ -142,6 +142,44 @@ void tfx_master_serve_pending(master *m) {
   }
 }
 
+static void note_version(master *m, int p, const tfx_envelope *e) {
+  tfx_master_lock(m, 1);
+  m->ps_version[p] = e->step;
+  tfx_master_lock(m, 0);
+  tfx_master_observe_ps(m, p, e);
+  if (m->running && e->text && !strcmp(e->text, "waiting-for-plan")) {
+    m->ps_lost = 1;
+  }
+}
+
+/* Reads every ps's version; global_step is the smallest. */
+int tfx_master_poll_versions(master *m, tfx_err *err) {
+  tfx_envelope env;
+  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_STATUS);
+  m->ps_lost = 0;
+  int rc = tfx_master_call_ps(m, &env, m->cfg.request_timeout_s * 1000, note_version, err);
+  if (rc) {
+    return rc;
+  }
+  if (m->ps_lost) {
+    /* A ps came back empty (restarted): every ps rolls back to the newest complete checkpoint, so that the
+     * cluster is at one consistent step; workers that were ahead fail their next push and re-register. */
+    tfx_log(TFX_LOG_WARN, "MASTER-PS-LOST", "a ps lost its state: rolling every ps back to the newest checkpoint");
+    if ((rc = tfx_master_init_ps(m, err))) {
+      return rc;
+    }
+    return tfx_master_poll_versions(m, err);
+  }
+  int64_t lo = m->ps_version[0], hi = lo;
+  for (int p = 1; p < m->n_ps; p++) {
+    lo = m->ps_version[p] < lo ? m->ps_version[p] : lo;
+    hi = m->ps_version[p] > hi ? m->ps_version[p] : hi;
+  }
+  m->global_step = lo, m->max_version = hi;
+  tfx_master_observe(m, "step", lo, NAN, NAN, NAN);
+  return TFX_OK;
+}
+
 static void probe_ps(master *m) {
   for (int p = 0; p < m->n_ps; p++) {
     if (m->ps_up[p]) {

@@ -521,6 +521,19 @@ static int cmp_i32(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
+size_t tfx_rows_lower_bound(const int64_t *rows, size_t n, int64_t x) {
+  size_t lo = 0, hi = n;
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    if (rows[mid] < x) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  return lo;
+}
+
 /* Row-sparse gradient: the touched rows, ascending, and one summed gradient row each. */
 static void embed_backward(layer *l, float *din, int batch) {
   int n = layer_in_size(l), d = l->oc / n, total = batch * n;

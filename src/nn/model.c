@@ -428,19 +428,6 @@ int tfx_model_nvars(const tfx_model *m) {
   return m->n_vars;
 }
 
-size_t tfx_rows_lower_bound(const int64_t *rows, size_t n, int64_t x) {
-  size_t lo = 0, hi = n;
-  while (lo < hi) {
-    size_t mid = (lo + hi) / 2;
-    if (rows[mid] < x) {
-      lo = mid + 1;
-    } else {
-      hi = mid;
-    }
-  }
-  return lo;
-}
-
 size_t tfx_var_grad_count(const tfx_var *v) {
   return v->sparse ? v->n_rows * (v->count / (size_t)v->shape[0]) : v->count;
 }

@@ -19,55 +19,6 @@
 #include "ps/ps_impl.h"
 #include "store/ckpt.h"
 
-/* A reference-counted value buffer: sent in place by ZeroMQ, copied on write when a send is in flight. */
-static vbuf *vbuf_create(size_t count) {
-  vbuf *b = malloc(sizeof *b + sizeof(float) * (count ? count : 1));
-  if (b) {
-    atomic_init(&b->refs, 1);
-    b->frame_owned = 0, b->data = (float *)(b + 1);
-  }
-  return b;
-}
-
-vbuf *tfx_ps_vbuf_adopt(zmq_msg_t *frame) {
-  vbuf *b = malloc(sizeof *b);
-  if (b) {
-    atomic_init(&b->refs, 1);
-    b->frame_owned = 1;
-    zmq_msg_init(&b->frame);
-    zmq_msg_move(&b->frame, frame);
-    b->data = zmq_msg_data(&b->frame);
-  }
-  return b;
-}
-
-void tfx_ps_vbuf_release(void *data, void *hint) {
-  (void)data;
-  vbuf *b = hint;
-  if (b && atomic_fetch_sub(&b->refs, 1) == 1) {
-    if (b->frame_owned) {
-      zmq_msg_close(&b->frame);
-    }
-    free(b);
-  }
-}
-
-/* Makes the shard's value buffer private before writing to it. */
-int tfx_ps_own_value(ps_state *p, shard *s) {
-  if (atomic_load(&s->value->refs) == 1) {
-    return 0;
-  }
-  p->stats.cow_copies++;
-  vbuf *b = vbuf_create(s->count);
-  if (!b) {
-    return -1;
-  }
-  memcpy(b->data, s->value->data, sizeof(float) * s->count);
-  tfx_ps_vbuf_release(NULL, s->value);
-  s->value = b;
-  return 0;
-}
-
 static void free_shards(ps_state *p) {
   for (int i = 0; i < p->n_shards; i++) {
     shard *s = &p->shards[i];
@@ -106,7 +57,7 @@ static int make_shard(ps_state *p, shard *s, const Tfx__Shard *m, tfx_err *err) 
   s->row_begin = m->row_begin, s->row_end = m->row_end, s->trainable = m->trainable;
   s->row_size = row;
   s->count = row * (size_t)(m->row_end - m->row_begin);
-  if (!(s->value = vbuf_create(s->count))) {
+  if (!(s->value = tfx_ps_vbuf_create(s->count))) {
     return tfx_err_set(err, TFX_ENOMEM, "out of memory for '%s'", s->key);
   }
   for (int k = 0; k < tfx_optim_slots(&p->opt); k++) {
@@ -241,115 +192,6 @@ static int handle_init(ps_state *p, const tfx_envelope *e, tfx_err *err) {
   tfx_log(TFX_LOG_INFO, "PS-INIT", "%d shard(s), %zu bytes, mode %s, step %lld%s%s", p->n_shards, tfx_ps_bytes(p),
           cfg.mode, (long long)p->version, e->path && *e->path ? " restored from " : "", e->path ? e->path : "");
   return TFX_OK;
-}
-
-size_t tfx_ps_bytes(const ps_state *p) {
-  size_t n = 0;
-  for (int i = 0; i < p->n_shards; i++) {
-    n += p->shards[i].count * sizeof(float);
-  }
-  return n;
-}
-
-shard *tfx_ps_find(ps_state *p, const char *key) {
-  for (int i = 0; i < p->n_shards; i++) {
-    if (strcmp(p->shards[i].key, key) == 0) {
-      return &p->shards[i];
-    }
-  }
-  return NULL;
-}
-
-int64_t tfx_ps_since(const tfx_envelope *e) {
-  return e->since && e->since->version <= (uint64_t)INT64_MAX ? (int64_t)e->since->version : -1;
-}
-
-void tfx_ps_touch(ps_state *p, shard *s) {
-  s->changed = p->version + 1;
-}
-
-/* Whether a reply leaves shard s out: never assigned (changed_only), or unchanged since the client's version. A
- * since past the ps's version comes from before a re-initialization (a rollback): nothing is left out then. */
-static int left_out(const ps_state *p, const shard *s, int changed_only, int64_t since) {
-  if (changed_only && !s->trainable && !s->assigned) {
-    return 1;
-  }
-  return since >= 0 && since <= p->version && s->changed <= since;
-}
-
-/* Sends the values of the requested shards (all when names is empty), in place. */
-int tfx_ps_send_values(ps_state *p, const zmq_msg_t *identity, uint64_t request_id, char **names, size_t n_names,
-                       int changed_only, int64_t since, tfx_err *err) {
-  int n = n_names ? (int)n_names : p->n_shards, rc, k = 0;
-  Tfx__Tensor *metas = calloc((size_t)n, sizeof *metas);
-  Tfx__Tensor **ptrs = calloc((size_t)n, sizeof *ptrs);
-  tfx_payload *pl = calloc((size_t)n, sizeof *pl);
-  int64_t *shapes = calloc((size_t)n * 4, sizeof *shapes);
-  if (!metas || !ptrs || !pl || !shapes) {
-    rc = tfx_err_set(err, TFX_ENOMEM, "out of memory");
-    goto done;
-  }
-  for (size_t i = 0; i < n_names; i++) {
-    if (!tfx_ps_find(p, names[i])) {
-      rc = tfx_err_set(err, TFX_ENOTFOUND, "pull: unknown variable '%.64s'", names[i]);
-      goto done; /* before any reference is taken */
-    }
-  }
-  for (int i = 0; i < 2 * n; i++) { /* small tensors first (TFX_WIRE_SMALL), then the large ones */
-    shard *s = n_names ? tfx_ps_find(p, names[i % n]) : &p->shards[i % n];
-    if (left_out(p, s, changed_only, since) || (s->count * sizeof(float) > TFX_WIRE_SMALL) != (i >= n)) {
-      continue;
-    }
-    tfx__tensor__init(&metas[k]);
-    metas[k].name = s->key;
-    memcpy(shapes + 4 * k, s->shape, sizeof s->shape);
-    shapes[4 * k] = s->row_end - s->row_begin;
-    metas[k].shape = shapes + 4 * k, metas[k].n_shape = (size_t)s->rank;
-    metas[k].nbytes = s->count * sizeof(float), metas[k].version = (uint64_t)p->version;
-    ptrs[k] = &metas[k];
-    atomic_fetch_add(&s->value->refs, 1);
-    pl[k++] = (tfx_payload){s->value->data, s->count * sizeof(float), 0, tfx_ps_vbuf_release, s->value};
-  }
-  n = k;
-  tfx_envelope env;
-  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_REPLY);
-  env.request_id = request_id, env.step = p->version, env.n_tensors = (size_t)n, env.tensors = ptrs;
-  rc = tfx_wire_send(p->sock, identity, &env, pl, n, err);
-  /* A failed send may have taken some payloads; the rest keep their extra reference until the next init,
-   * which is a bounded leak only on a broken socket. */
-  p->stats.pulls++;
-done:
-  free(metas), free(ptrs), free(pl), free(shapes);
-  return rc;
-}
-
-int tfx_ps_send_ranges(ps_state *p, const tfx_inmsg *m, tfx_err *err) {
-  size_t n = m->env->n_tensors;
-  Tfx__Tensor *metas = calloc(n + 1, sizeof *metas);
-  Tfx__Tensor **ptrs = calloc(n + 1, sizeof *ptrs);
-  tfx_payload *pl = calloc(n + 1, sizeof *pl);
-  int64_t *lengths = calloc(n + 1, sizeof *lengths);
-  int rc = metas && ptrs && pl && lengths ? TFX_OK : tfx_err_set(err, TFX_ENOMEM, "out of memory");
-  for (size_t i = 0; i < n && !rc; i++) { /* validate_push checked every range */
-    const Tfx__Tensor *t = m->env->tensors[i];
-    shard *s = tfx_ps_find(p, t->name);
-    tfx__tensor__init(&metas[i]);
-    lengths[i] = (int64_t)(t->nbytes / sizeof(float));
-    metas[i].name = s->key, metas[i].shape = &lengths[i], metas[i].n_shape = 1, metas[i].offset = t->offset;
-    metas[i].nbytes = t->nbytes, metas[i].version = (uint64_t)p->version;
-    ptrs[i] = &metas[i];
-    atomic_fetch_add(&s->value->refs, 1);
-    pl[i] = (tfx_payload){s->value->data + t->offset, t->nbytes, 0, tfx_ps_vbuf_release, s->value};
-  }
-  if (!rc) {
-    tfx_envelope env;
-    tfx_reply_init(&env, m);
-    env.step = p->version, env.n_tensors = n, env.tensors = ptrs, env.part = m->env->part, env.parts = m->env->parts;
-    rc = tfx_wire_send(p->sock, &m->identity, &env, pl, (int)n, err);
-    p->stats.pulls += m->env->part == 0;
-  }
-  free(metas), free(ptrs), free(pl), free(lengths);
-  return rc;
 }
 
 static int reply_simple(ps_state *p, const tfx_inmsg *m, int64_t step, int64_t flag, const char *path, tfx_err *err) {

@@ -108,6 +108,9 @@ void tfx_ps_helper_run(ps_helper *h, ps_range_fn fn, void *ctx, size_t n);
 /* Wraps a received frame (moved out of *frame, which is left empty) as a value buffer with one reference;
  * caller owns; release with tfx_ps_vbuf_release. NULL when out of memory (*frame is then untouched). */
 vbuf *tfx_ps_vbuf_adopt(zmq_msg_t *frame);
+/* A buffer of count floats with one reference; caller owns; release with tfx_ps_vbuf_release. NULL when out of
+ * memory. */
+vbuf *tfx_ps_vbuf_create(size_t count);
 /* Drops one reference of a value buffer (also ZeroMQ's free callback of a reply sent in place). */
 void tfx_ps_vbuf_release(void *data, void *hint);
 /* Makes a shard's value buffer private (copy on write) before an update; -1 when out of memory. */

@@ -31,6 +31,7 @@ ALLOWED = {
 ROLES = {"ps", "worker", "master"}
 TOP = "."  # src/tfx-node.c: main() dispatches to every role
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
+DEFINE = re.compile(r"^[a-z][\w \*]*?\b(tfx_\w+)\(", re.M)
 
 
 def room_of(src, path):
@@ -77,6 +78,40 @@ def violations(src):
                         yield f"{os.path.relpath(path, os.path.dirname(src))}:{no}: {why}"
 
 
+def file_cycles(src):
+    """Within a room, files call each other one way: a cycle of calls between its .c files is a violation."""
+    for room in sorted(os.listdir(src)):
+        folder = os.path.join(src, room)
+        if not os.path.isdir(folder):
+            continue
+        text = {}
+        for name in sorted(os.listdir(folder)):
+            if name.endswith(".c"):
+                with open(os.path.join(folder, name), encoding="utf-8") as f:
+                    text[name] = f.read()
+        defined = {fn: name for name, t in text.items() for fn in DEFINE.findall(t)}
+        calls = {name: set() for name in text}
+        for name, t in text.items():
+            for fn in set(re.findall(r"\b(tfx_\w+)\(", t)):
+                if defined.get(fn, name) != name:
+                    calls[name].add(defined[fn])
+        yield from cycles_of(room, calls)
+
+
+def cycles_of(room, calls):
+    reported = set()
+    for start in sorted(calls):
+        stack = [(start, [start])]
+        while stack:
+            node, path = stack.pop()
+            for nxt in sorted(calls[node]):
+                if nxt == start and frozenset(path) not in reported:
+                    reported.add(frozenset(path))
+                    yield f"src/{room}: files call each other in a cycle: {' -> '.join(path + [start])}"
+                elif nxt not in path and nxt > start:
+                    stack.append((nxt, path + [nxt]))
+
+
 def self_test():
     cases = [
         ("data/a.c", '#include "data/b.h"\n#include "common/err.h"\n', 0),
@@ -86,6 +121,7 @@ def self_test():
         ("master/a.c", '#include "data/data_impl.h"\n', 1),
         ("nn/a.c", '#include "err.h"\n', 1),
         ("x.c", '#include "master/master.h"\n#include "tfx.pb-c.h"\n', 0),
+        ("nn/a.c", "int tfx_a(void) { return tfx_b(); }\n", 1),  # with nn/b.c below: a cycle
     ]
     for path, text, want in cases:
         with tempfile.TemporaryDirectory() as d:
@@ -94,7 +130,9 @@ def self_test():
                 os.makedirs(os.path.join(src, room))
             with open(os.path.join(src, path), "w") as f:
                 f.write(text)
-            got = len(list(violations(src)))
+            with open(os.path.join(src, "nn", "b.c"), "w") as f:
+                f.write("int tfx_b(void) { return tfx_a(); }\n" if "tfx_b" in text else "\n")
+            got = len(list(violations(src))) + len(list(file_cycles(src)))
             if got != want:
                 print(f"self-test: {path} with {text!r}: {got} violations, want {want}")
                 return 1
@@ -107,7 +145,7 @@ def main():
         return self_test()
     here = os.path.dirname(os.path.abspath(__file__))
     src = sys.argv[1] if len(sys.argv) > 1 else os.path.join(here, "..", "..", "src")
-    bad = list(violations(os.path.normpath(src)))
+    bad = list(violations(os.path.normpath(src))) + list(file_cycles(os.path.normpath(src)))
     for line in bad:
         print(line)
     print(f"rooms: {len(bad)} violations")
