@@ -20,7 +20,7 @@
 #include "common/err.h"
 #include "config/config.h"
 
-/* Installs the process's security from cfg's security options (see README "Security"): CURVE when keys are
+/* Installs the process's security from cfg's security options (see docs/security.md): CURVE when keys are
  * named, plaintext otherwise. serves: the process binds servers, so it needs the server's secret key. Replaces
  * any earlier setting; call before opening sockets. */
 int tfx_curve_configure(const tfx_config *cfg, int serves, tfx_err *err);
