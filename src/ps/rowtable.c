@@ -1,0 +1,260 @@
+/* Lazy embedding tables: an open-addressing id -> row map over slabs of rows. */
+#include "ps/rowtable.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/rand.h"
+#include "nn/init.h"
+
+#define SLAB_ROWS 4096
+
+struct tfx_rowtable {
+  char *name, *init;
+  int64_t vocab, fan_in, fan_out;
+  uint64_t seed;
+  int dim, n_slots;
+  float slot_init;
+  size_t row_floats;
+  uint32_t *map;                /* row index + 1, or 0 for an empty cell */
+  size_t map_cap;               /* a power of two */
+  float **slabs;                /* SLAB_ROWS rows each */
+  int64_t *ids;                 /* by row index */
+  int64_t *touched;             /* by row index: the step of the last touch, -1 for a free row */
+  size_t n_slabs, n_rows, used; /* rows ever made (indices < n_rows), rows stored now */
+  uint32_t *free_rows;
+  size_t n_free;
+};
+
+int tfx_rowtable_create(const tfx_rowtable_spec *spec, tfx_rowtable **out, tfx_err *err) {
+  if (spec->vocab <= 0 || spec->vocab > TFX_ROWTABLE_MAX_IDS || spec->dim <= 0 || spec->n_slots < 0 ||
+      spec->n_slots > 2) {
+    return tfx_err_set(err, TFX_EINVAL, "table %s: %lld ids of %d floats with %d slots is not a table", spec->name,
+                       (long long)spec->vocab, spec->dim, spec->n_slots);
+  }
+  tfx_rowtable *t = calloc(1, sizeof *t);
+  if (t) {
+    t->name = strdup(spec->name), t->init = strdup(spec->init ? spec->init : "zeros");
+    t->map_cap = 1024, t->map = calloc(t->map_cap, sizeof *t->map);
+  }
+  if (!t || !t->name || !t->init || !t->map) {
+    tfx_rowtable_destroy(t);
+    return tfx_err_set(err, TFX_ENOMEM, "table %s: out of memory", spec->name);
+  }
+  t->vocab = spec->vocab, t->fan_in = spec->fan_in, t->fan_out = spec->fan_out, t->seed = spec->seed;
+  t->dim = spec->dim, t->n_slots = spec->n_slots, t->slot_init = spec->slot_init;
+  t->row_floats = (size_t)spec->dim * (size_t)(1 + spec->n_slots);
+  *out = t;
+  return TFX_OK;
+}
+
+void tfx_rowtable_destroy(tfx_rowtable *t) {
+  if (!t) {
+    return;
+  }
+  for (size_t i = 0; i < t->n_slabs; i++) {
+    free(t->slabs[i]);
+  }
+  free(t->slabs), free(t->ids), free(t->touched), free(t->free_rows), free(t->map);
+  free(t->name), free(t->init);
+  free(t);
+}
+
+int tfx_rowtable_check_ids(const tfx_rowtable *t, const int64_t *ids, size_t n, tfx_err *err) {
+  for (size_t i = 0; i < n; i++) {
+    if (ids[i] < 0 || ids[i] >= t->vocab) {
+      return tfx_err_set(err, TFX_EINVAL, "table %s: id %lld is outside [0, %lld)", t->name, (long long)ids[i],
+                         (long long)t->vocab);
+    }
+    if (i && ids[i] <= ids[i - 1]) {
+      return tfx_err_set(err, TFX_EINVAL, "table %s: id %lld %s (ids must be unique and ascending)", t->name,
+                         (long long)ids[i], ids[i] == ids[i - 1] ? "is duplicated" : "comes after a larger one");
+    }
+  }
+  return TFX_OK;
+}
+
+static size_t cell_of(const tfx_rowtable *t, int64_t id) {
+  return (size_t)tfx_rand_mix((uint64_t)id) & (t->map_cap - 1);
+}
+
+static float *row_at(const tfx_rowtable *t, size_t r) {
+  return t->slabs[r / SLAB_ROWS] + (r % SLAB_ROWS) * t->row_floats;
+}
+
+/* The cell holding id, or the empty cell where it would go. */
+static size_t probe(const tfx_rowtable *t, int64_t id) {
+  size_t c = cell_of(t, id);
+  while (t->map[c] && t->ids[t->map[c] - 1] != id) {
+    c = (c + 1) & (t->map_cap - 1);
+  }
+  return c;
+}
+
+float *tfx_rowtable_find(const tfx_rowtable *t, int64_t id) {
+  uint32_t r = t->map[probe(t, id)];
+  return r ? row_at(t, r - 1) : NULL;
+}
+
+void tfx_rowtable_read(const tfx_rowtable *t, int64_t id, float *out) {
+  const float *row = tfx_rowtable_find(t, id);
+  if (row) {
+    memcpy(out, row, sizeof(float) * (size_t)t->dim);
+  } else {
+    tfx_init_fill(t->init, t->name, t->seed, t->fan_in, t->fan_out, (size_t)id * (size_t)t->dim, (size_t)t->dim, out);
+  }
+}
+
+static int grow_map(tfx_rowtable *t) {
+  size_t cap = t->map_cap * 2;
+  uint32_t *map = calloc(cap, sizeof *map), *old = t->map;
+  if (!map) {
+    return -1;
+  }
+  size_t old_cap = t->map_cap;
+  t->map = map, t->map_cap = cap;
+  for (size_t c = 0; c < old_cap; c++) {
+    if (old[c]) {
+      t->map[probe(t, t->ids[old[c] - 1])] = old[c];
+    }
+  }
+  free(old);
+  return 0;
+}
+
+static int grow_rows(tfx_rowtable *t) {
+  size_t n = t->n_slabs + 1, rows = n * SLAB_ROWS;
+  float **slabs = realloc(t->slabs, n * sizeof *slabs);
+  if (slabs) {
+    t->slabs = slabs;
+  }
+  int64_t *ids = slabs ? realloc(t->ids, rows * sizeof *ids) : NULL;
+  if (ids) {
+    t->ids = ids;
+  }
+  int64_t *touched = ids ? realloc(t->touched, rows * sizeof *touched) : NULL;
+  if (touched) {
+    t->touched = touched;
+  }
+  uint32_t *free_rows = touched ? realloc(t->free_rows, rows * sizeof *free_rows) : NULL;
+  if (free_rows) {
+    t->free_rows = free_rows;
+  }
+  float *slab = free_rows ? malloc(SLAB_ROWS * t->row_floats * sizeof *slab) : NULL;
+  if (!slab) {
+    return -1;
+  }
+  t->slabs[t->n_slabs++] = slab;
+  return 0;
+}
+
+/* A free row index (a freed one first), or -1 when out of memory. */
+static int64_t take_row(tfx_rowtable *t) {
+  if (t->n_free) {
+    return t->free_rows[--t->n_free];
+  }
+  if (t->n_rows == t->n_slabs * SLAB_ROWS && (t->n_rows >= UINT32_MAX - SLAB_ROWS || grow_rows(t))) {
+    return -1;
+  }
+  return (int64_t)t->n_rows++;
+}
+
+/* Makes the row of id (absent), without values; its index, or -1 when out of memory. */
+static int64_t insert(tfx_rowtable *t, int64_t id, int64_t step) {
+  if ((t->used + 1) * 10 > t->map_cap * 7 && grow_map(t)) {
+    return -1;
+  }
+  int64_t r = take_row(t);
+  if (r < 0) {
+    return -1;
+  }
+  t->ids[r] = id, t->touched[r] = step;
+  t->map[probe(t, id)] = (uint32_t)r + 1;
+  t->used++;
+  return r;
+}
+
+/* A new row's values from the initializer, its slots at slot_init. */
+static void initial_row(const tfx_rowtable *t, int64_t id, float *row) {
+  tfx_init_fill(t->init, t->name, t->seed, t->fan_in, t->fan_out, (size_t)id * (size_t)t->dim, (size_t)t->dim, row);
+  for (size_t i = (size_t)t->dim; i < t->row_floats; i++) {
+    row[i] = t->slot_init;
+  }
+}
+
+float *tfx_rowtable_touch(tfx_rowtable *t, int64_t id, int64_t step) {
+  uint32_t have = t->map[probe(t, id)];
+  if (have) {
+    t->touched[have - 1] = step;
+    return row_at(t, have - 1);
+  }
+  int64_t r = insert(t, id, step);
+  if (r < 0) {
+    return NULL;
+  }
+  float *row = row_at(t, (size_t)r);
+  initial_row(t, id, row);
+  return row;
+}
+
+size_t tfx_rowtable_rows(const tfx_rowtable *t) {
+  return t->used;
+}
+
+size_t tfx_rowtable_row_floats(const tfx_rowtable *t) {
+  return t->row_floats;
+}
+
+size_t tfx_rowtable_bytes(const tfx_rowtable *t) {
+  size_t per_row = t->row_floats * sizeof(float) + 2 * sizeof(int64_t) + sizeof(uint32_t);
+  return t->n_slabs * SLAB_ROWS * per_row + t->map_cap * sizeof(uint32_t) + sizeof *t;
+}
+
+int tfx_rowtable_each(const tfx_rowtable *t, int (*fn)(int64_t id, const float *row, void *ctx), void *ctx) {
+  for (size_t r = 0; r < t->n_rows; r++) {
+    int rc = t->touched[r] >= 0 ? fn(t->ids[r], row_at(t, r), ctx) : 0;
+    if (rc) {
+      return rc;
+    }
+  }
+  return 0;
+}
+
+int tfx_rowtable_put(tfx_rowtable *t, int64_t id, const float *row, tfx_err *err) {
+  if (tfx_rowtable_check_ids(t, &id, 1, err)) {
+    return TFX_EINVAL;
+  }
+  float *dst = tfx_rowtable_touch(t, id, 0);
+  if (!dst) {
+    return tfx_err_set(err, TFX_ENOMEM, "table %s: out of memory for row %lld", t->name, (long long)id);
+  }
+  memcpy(dst, row, t->row_floats * sizeof *dst);
+  return TFX_OK;
+}
+
+/* Empties cell c and moves later cells of its probe run back (no tombstones). */
+static void remove_cell(tfx_rowtable *t, size_t c) {
+  size_t mask = t->map_cap - 1, next = (c + 1) & mask;
+  t->map[c] = 0;
+  while (t->map[next]) {
+    size_t home = cell_of(t, t->ids[t->map[next] - 1]);
+    /* the entry at next may move to c when its home is not in (c, next] (cyclically) */
+    if (((next - home) & mask) >= ((next - c) & mask)) {
+      t->map[c] = t->map[next], t->map[next] = 0, c = next;
+    }
+    next = (next + 1) & mask;
+  }
+}
+
+size_t tfx_rowtable_evict(tfx_rowtable *t, int64_t before) {
+  size_t n = 0;
+  for (size_t r = 0; r < t->n_rows; r++) {
+    if (t->touched[r] < 0 || t->touched[r] >= before) {
+      continue;
+    }
+    remove_cell(t, probe(t, t->ids[r]));
+    t->touched[r] = -1, t->free_rows[t->n_free++] = (uint32_t)r;
+    t->used--, n++;
+  }
+  return n;
+}

@@ -1,0 +1,60 @@
+/* Lazy embedding tables: a table declares up to 2^40 ids but holds only the rows that were touched. A row is made
+ * on first touch with its initial values computed from (seed, table name, id) by the experiment's initializer at
+ * the element offset id * dim, so any ps can recreate any row, and a row that was never touched reads as exactly
+ * those values without being stored. Memory grows with the rows used: an open-addressing id -> row map (linear
+ * probing, backward-shift deletion) over slabs of rows that never move (row pointers stay valid until the row is
+ * evicted or the table destroyed). Each row holds its values and then n_slots optimizer slots of dim floats.
+ *
+ * A tfx_rowtable is owned by the ps thread that made it; not thread-safe. Errors: TFX_EINVAL (an id outside the
+ * table, ids not strictly ascending), TFX_ENOMEM, naming the table and the id. */
+#ifndef TFX_ROWTABLE_H
+#define TFX_ROWTABLE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/err.h"
+
+#define TFX_ROWTABLE_MAX_IDS ((int64_t)1 << 40)
+
+typedef struct tfx_rowtable tfx_rowtable;
+
+typedef struct tfx_rowtable_spec {
+  const char *name;        /* the variable's name: part of every row's initial values */
+  int64_t vocab;           /* ids are [0, vocab), vocab <= TFX_ROWTABLE_MAX_IDS */
+  int dim;                 /* floats a row */
+  int n_slots;             /* optimizer slots a row (0..2) */
+  const char *init;        /* initializer spec (nn/init.h) */
+  uint64_t seed;           /* the experiment seed */
+  int64_t fan_in, fan_out; /* as the plan gives them for the whole table */
+  float slot_init;         /* every slot element's initial value (Adagrad's initial accumulator, else 0) */
+} tfx_rowtable_spec;
+
+/* Makes an empty table; the spec's strings are copied. Caller owns *out; free with tfx_rowtable_destroy. */
+int tfx_rowtable_create(const tfx_rowtable_spec *spec, tfx_rowtable **out, tfx_err *err);
+/* Frees the table and every row; NULL does nothing. */
+void tfx_rowtable_destroy(tfx_rowtable *t);
+/* Checks a push's or pull's ids: each in [0, vocab) and strictly ascending (no duplicate); names table and id. */
+int tfx_rowtable_check_ids(const tfx_rowtable *t, const int64_t *ids, size_t n, tfx_err *err);
+/* The row of id (values, then the slots), made with its initial values on first touch, marked as touched at step.
+ * Borrowed: valid until the row is evicted or the table destroyed. NULL when out of memory. */
+float *tfx_rowtable_touch(tfx_rowtable *t, int64_t id, int64_t step);
+/* The stored row of id, or NULL when it was never touched (or evicted). Borrowed as for tfx_rowtable_touch. */
+float *tfx_rowtable_find(const tfx_rowtable *t, int64_t id);
+/* Writes id's dim values into out: the stored row's, else its initial values (nothing is stored). */
+void tfx_rowtable_read(const tfx_rowtable *t, int64_t id, float *out);
+/* Rows stored now. */
+size_t tfx_rowtable_rows(const tfx_rowtable *t);
+/* Bytes held by rows, the map and the slabs' bookkeeping. */
+size_t tfx_rowtable_bytes(const tfx_rowtable *t);
+/* Floats a row holds: dim * (1 + n_slots). */
+size_t tfx_rowtable_row_floats(const tfx_rowtable *t);
+/* Calls fn(id, row, ctx) for every stored row, in no particular order; stops at and returns fn's first nonzero. */
+int tfx_rowtable_each(const tfx_rowtable *t, int (*fn)(int64_t id, const float *row, void *ctx), void *ctx);
+/* Stores a whole row (values and slots, row_floats of them) for id, as a restore does; id must be in range. */
+int tfx_rowtable_put(tfx_rowtable *t, int64_t id, const float *row, tfx_err *err);
+/* Drops every row last touched before step `before`; returns how many. An evicted row reads as its initial
+ * values again. */
+size_t tfx_rowtable_evict(tfx_rowtable *t, int64_t before);
+
+#endif
