@@ -100,17 +100,16 @@ static int check_tensor(const tfx_tensor_meta *t, int i, tfx_err *err) {
   if (t->n_shape > 8) {
     return tfx_err_set(err, TFX_EPROTO, "tensor %d '%.64s': rank %zu > 8", i, t->name, t->n_shape);
   }
+  /* A row-sparse tensor (rows given) carries n_rows rows of a table whose dim 0 may be huge (a lazy table's ids):
+   * only the rows it carries count against the frame limit. */
   uint64_t count = 1;
   for (size_t d = 0; d < t->n_shape; d++) {
-    if (t->shape[d] < 0 || (t->shape[d] > 0 && count > TFX_MAX_FRAME / (uint64_t)t->shape[d])) {
+    uint64_t dim = d == 0 && t->n_rows ? (uint64_t)t->n_rows : (uint64_t)t->shape[d];
+    if (t->shape[d] < 0 || (dim > 0 && count > TFX_MAX_FRAME / dim)) {
       return tfx_err_set(err, TFX_EPROTO, "tensor %d '%.64s': bad dim %zu = %lld", i, t->name, d,
                          (long long)t->shape[d]);
     }
-    count *= (uint64_t)t->shape[d];
-  }
-  if (t->n_rows && t->n_shape) {
-    uint64_t row = t->shape[0] ? count / (uint64_t)t->shape[0] : 0;
-    count = row * t->n_rows;
+    count *= dim;
   }
   if (count * es != t->nbytes) {
     return tfx_err_set(err, TFX_EPROTO, "tensor %d '%.64s': nbytes %llu but shape holds %llu bytes", i, t->name,
@@ -144,6 +143,12 @@ static int validate(const tfx_envelope *env, const size_t *part_sizes, int n_par
   }
   if (part != n_parts) {
     return tfx_err_set(err, TFX_EPROTO, "%d data frames for %d tensors", n_parts, part);
+  }
+  for (size_t i = 0; i < env->n_want; i++) {
+    if (env->want[i]->nbytes || !env->want[i]->n_rows || !env->want[i]->name[0]) {
+      return tfx_err_set(err, TFX_EPROTO, "want %zu '%.64s': a row request names a table and rows, without bytes", i,
+                         env->want[i]->name);
+    }
   }
   return TFX_OK;
 }

@@ -24,6 +24,7 @@ static void free_shards(ps_state *p) {
     shard *s = &p->shards[i];
     tfx_ps_vbuf_release(NULL, s->value);
     free(s->slots[0]), free(s->slots[1]), free(s->acc), free(s->touched);
+    tfx_ps_lazy_free(s);
   }
   free(p->shards);
   p->shards = NULL;
@@ -40,7 +41,7 @@ static int make_shard(ps_state *p, shard *s, const Tfx__Shard *m, tfx_err *err) 
                        (long long)m->row_begin, (long long)m->row_end);
   }
   uint64_t total = 1;
-  for (size_t d = 0; d < m->n_shape; d++) {
+  for (size_t d = m->lazy ? 1 : 0; d < m->n_shape; d++) { /* a lazy table's ids are counted by rowtable.h */
     if (m->shape[d] < 1 || (uint64_t)m->shape[d] > (TFX_MAX_FRAME / 4) / total) {
       return tfx_err_set(err, TFX_EPROTO, "plan shard '%.64s': dim %zu = %lld (each dim >= 1, at most %zu values)",
                          m->key, d, (long long)m->shape[d], TFX_MAX_FRAME / 4);
@@ -56,9 +57,12 @@ static int make_shard(ps_state *p, shard *s, const Tfx__Shard *m, tfx_err *err) 
   }
   s->row_begin = m->row_begin, s->row_end = m->row_end, s->trainable = m->trainable;
   s->row_size = row;
-  s->count = row * (size_t)(m->row_end - m->row_begin);
+  s->count = m->lazy ? 0 : row * (size_t)(m->row_end - m->row_begin);
   if (!(s->value = tfx_ps_vbuf_create(s->count))) {
     return tfx_err_set(err, TFX_ENOMEM, "out of memory for '%s'", s->key);
+  }
+  if (m->lazy) {
+    return tfx_ps_lazy_make(p, s, m, err);
   }
   for (int k = 0; k < tfx_optim_slots(&p->opt); k++) {
     if (!(s->slots[k] = calloc(s->count, sizeof(float)))) {

@@ -45,6 +45,8 @@ typedef struct shard {
   float *acc;
   uint8_t *touched; /* sync: rows a row-sparse push added into acc this step (row_end - row_begin flags) */
   int acc_dense;    /* sync: a dense push added into acc this step (then the whole shard is updated) */
+  struct tfx_rowtable *table, *acc_rows; /* a lazy table (lazy.c): its rows, and a sync step's summed rows */
+  int64_t mod_n, mod_r;                  /* lazy: the ids this ps holds, id % mod_n == mod_r */
 } shard;
 
 typedef struct pending_pull {
@@ -55,7 +57,9 @@ typedef struct pending_pull {
   char **names;
   size_t n_names;
   int changed_only;
-  int64_t since; /* Envelope.since, or -1 */
+  int64_t since;      /* Envelope.since, or -1 */
+  Tfx__Tensor **want; /* copies of Envelope.want: rows of lazy tables to send (name, rows) */
+  size_t n_want;
 } pending_pull;
 
 /* What the HTTP thread reads (under lock), copied from the ps's state after every message. */
@@ -121,9 +125,9 @@ size_t tfx_ps_bytes(const ps_state *p);
 shard *tfx_ps_find(ps_state *p, const char *key);
 /* Replies to a pull with the values of the named shards (all if none named), sent in place; with changed_only,
  * non-trainable shards never assigned are left out; with since >= 0 (at most the version), shards unchanged since
- * that version are left out. */
+ * that version are left out. Lazy tables are never sent whole: the rows of each want (Envelope.want) are. */
 int tfx_ps_send_values(ps_state *p, const zmq_msg_t *identity, uint64_t request_id, char **names, size_t n_names,
-                       int changed_only, int64_t since, tfx_err *err);
+                       int changed_only, int64_t since, Tfx__Tensor *const *want, size_t n_want, tfx_err *err);
 /* The Envelope.since of a request as a version, or -1 when absent (or out of range). */
 int64_t tfx_ps_since(const tfx_envelope *e);
 /* Marks a shard changed by an update made now (see shard.changed). */
@@ -145,5 +149,28 @@ void tfx_ps_expire_pulls(ps_state *p);
 void tfx_ps_fail_pending(ps_state *p, const char *text);
 /* Drops every parked request (shutdown). */
 void tfx_ps_drop_pending(ps_state *p);
+
+/* Lazy tables (lazy.c): embedding tables held row by row (ps/rowtable.h), pushed and pulled by rows only. */
+
+/* Makes shard s a lazy table from its plan entry (count 0, an empty value buffer); TFX_EPROTO for a bad entry. */
+int tfx_ps_lazy_make(ps_state *p, shard *s, const Tfx__Shard *m, tfx_err *err);
+/* Frees a lazy shard's tables; a dense shard is left alone. */
+void tfx_ps_lazy_free(shard *s);
+/* Checks a pushed tensor (or a requested one, with nbytes 0) against a lazy shard: rows given, each an id this
+ * ps holds, ascending and unique, and nbytes of that many rows. Names the table and the id. */
+int tfx_ps_lazy_check(const shard *s, const Tfx__Tensor *t, tfx_err *err);
+/* Applies a row-sparse gradient to the listed rows at once (async); -1 when out of memory. */
+int tfx_ps_lazy_apply(ps_state *p, shard *s, const float *g, const Tfx__Tensor *t);
+/* Adds a row-sparse gradient into the sync step's summed rows; -1 when out of memory. */
+int tfx_ps_lazy_accumulate(shard *s, const float *g, const Tfx__Tensor *t);
+/* Applies the sync step's summed rows, scaled, to the table and empties the sum; -1 when out of memory. */
+int tfx_ps_lazy_apply_accumulated(ps_state *p, shard *s, float scale);
+/* Empties a lazy shard's sync sum (a new step, or a reset). */
+void tfx_ps_lazy_clear_sum(shard *s);
+/* The values of the requested rows (t->rows), into out (n_rows x row width floats; rows never touched read as
+ * their initial values and are not stored). */
+void tfx_ps_lazy_gather(const shard *s, const Tfx__Tensor *t, float *out);
+/* Rows stored and bytes held by the lazy tables of the ps. */
+void tfx_ps_lazy_usage(const ps_state *p, size_t *rows, size_t *bytes);
 
 #endif

@@ -59,11 +59,12 @@ int tfx_ps_own_value(ps_state *p, shard *s) {
 }
 
 size_t tfx_ps_bytes(const ps_state *p) {
-  size_t n = 0;
+  size_t n = 0, rows, lazy;
   for (int i = 0; i < p->n_shards; i++) {
     n += p->shards[i].count * sizeof(float);
   }
-  return n;
+  tfx_ps_lazy_usage(p, &rows, &lazy);
+  return n + lazy;
 }
 
 shard *tfx_ps_find(ps_state *p, const char *key) {
@@ -86,6 +87,9 @@ void tfx_ps_touch(ps_state *p, shard *s) {
 /* Whether a reply leaves shard s out: never assigned (changed_only), or unchanged since the client's version. A
  * since past the ps's version comes from before a re-initialization (a rollback): nothing is left out then. */
 static int left_out(const ps_state *p, const shard *s, int changed_only, int64_t since) {
+  if (s->table) {
+    return 1; /* a lazy table travels by the rows asked for (Envelope.want), never whole */
+  }
   if (changed_only && !s->trainable && !s->assigned) {
     return 1;
   }
@@ -93,9 +97,50 @@ static int left_out(const ps_state *p, const shard *s, int changed_only, int64_t
 }
 
 /* Sends the values of the requested shards (all when names is empty), in place. */
+static void free_rows(void *data, void *hint) {
+  (void)hint;
+  free(data);
+}
+
+/* Checks every want against its lazy table before anything is sent. */
+static int check_wants(ps_state *p, Tfx__Tensor *const *want, size_t n_want, tfx_err *err) {
+  for (size_t i = 0; i < n_want; i++) {
+    shard *s = tfx_ps_find(p, want[i]->name);
+    if (!s || !s->table) {
+      return tfx_err_set(err, TFX_ENOTFOUND, "pull: '%.64s' is not a lazy table of this ps", want[i]->name);
+    }
+    int rc = tfx_ps_lazy_check(s, want[i], err);
+    if (rc) {
+      return rc;
+    }
+  }
+  return TFX_OK;
+}
+
+/* Adds the rows of each want to a reply (metas, payloads from k on); the gathered rows are freed by ZeroMQ. */
+static int add_wants(ps_state *p, Tfx__Tensor *const *want, size_t n_want, Tfx__Tensor *metas, int64_t *shapes,
+                     tfx_payload *pl, int k, tfx_err *err) {
+  for (size_t i = 0; i < n_want; i++, k++) {
+    shard *s = tfx_ps_find(p, want[i]->name);
+    size_t bytes = want[i]->n_rows * s->row_size * sizeof(float);
+    float *rows = malloc(bytes);
+    if (!rows) {
+      return tfx_err_set(err, TFX_ENOMEM, "table %s: out of memory for %zu rows", s->var, want[i]->n_rows);
+    }
+    tfx_ps_lazy_gather(s, want[i], rows);
+    tfx__tensor__init(&metas[k]);
+    shapes[4 * k] = s->shape[0], shapes[4 * k + 1] = s->shape[1];
+    metas[k].name = s->key, metas[k].shape = shapes + 4 * k, metas[k].n_shape = 2;
+    metas[k].rows = want[i]->rows, metas[k].n_rows = want[i]->n_rows;
+    metas[k].nbytes = bytes, metas[k].version = (uint64_t)p->version;
+    pl[k] = (tfx_payload){rows, bytes, 0, free_rows, NULL};
+  }
+  return TFX_OK;
+}
+
 int tfx_ps_send_values(ps_state *p, const zmq_msg_t *identity, uint64_t request_id, char **names, size_t n_names,
-                       int changed_only, int64_t since, tfx_err *err) {
-  int n = n_names ? (int)n_names : p->n_shards, rc, k = 0;
+                       int changed_only, int64_t since, Tfx__Tensor *const *want, size_t n_want, tfx_err *err) {
+  int n = (n_names ? (int)n_names : p->n_shards) + (int)n_want, rc, k = 0;
   Tfx__Tensor *metas = calloc((size_t)n, sizeof *metas);
   Tfx__Tensor **ptrs = calloc((size_t)n, sizeof *ptrs);
   tfx_payload *pl = calloc((size_t)n, sizeof *pl);
@@ -110,6 +155,10 @@ int tfx_ps_send_values(ps_state *p, const zmq_msg_t *identity, uint64_t request_
       goto done; /* before any reference is taken */
     }
   }
+  if ((rc = check_wants(p, want, n_want, err))) {
+    goto done;
+  }
+  n -= (int)n_want;
   for (int i = 0; i < 2 * n; i++) { /* small tensors first (TFX_WIRE_SMALL), then the large ones */
     shard *s = n_names ? tfx_ps_find(p, names[i % n]) : &p->shards[i % n];
     if (left_out(p, s, changed_only, since) || (s->count * sizeof(float) > TFX_WIRE_SMALL) != (i >= n)) {
@@ -125,7 +174,13 @@ int tfx_ps_send_values(ps_state *p, const zmq_msg_t *identity, uint64_t request_
     atomic_fetch_add(&s->value->refs, 1);
     pl[k++] = (tfx_payload){s->value->data, s->count * sizeof(float), 0, tfx_ps_vbuf_release, s->value};
   }
-  n = k;
+  if ((rc = add_wants(p, want, n_want, metas, shapes, pl, k, err))) {
+    goto done; /* the dense payloads' references stay until the next init, as after a failed send */
+  }
+  n = k + (int)n_want;
+  for (int i = k; i < n; i++) {
+    ptrs[i] = &metas[i];
+  }
   tfx_envelope env;
   tfx_wire_request(&env, TFX__MSG_TYPE__MSG_REPLY);
   env.request_id = request_id, env.step = p->version, env.n_tensors = (size_t)n, env.tensors = ptrs;
@@ -166,4 +221,3 @@ int tfx_ps_send_ranges(ps_state *p, const tfx_inmsg *m, tfx_err *err) {
   free(metas), free(ptrs), free(pl), free(lengths);
   return rc;
 }
-

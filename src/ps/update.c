@@ -36,8 +36,12 @@ void tfx_ps_sync_reset(ps_state *p, int n_workers) {
   }
   for (int i = 0; i < p->n_shards; i++) {
     shard *s = &p->shards[i];
-    memset(s->acc, 0, sizeof(float) * s->count);
-    memset(s->touched, 0, (size_t)(s->row_end - s->row_begin));
+    if (s->table) {
+      tfx_ps_lazy_clear_sum(s);
+    } else {
+      memset(s->acc, 0, sizeof(float) * s->count);
+      memset(s->touched, 0, (size_t)(s->row_end - s->row_begin));
+    }
     s->acc_dense = 0;
   }
 }
@@ -71,6 +75,34 @@ static void free_pending(pending_pull *q) {
     free(q->names[i]);
   }
   free(q->names);
+  for (size_t i = 0; i < q->n_want; i++) {
+    free(q->want[i]->name), free(q->want[i]->rows), free(q->want[i]);
+  }
+  free(q->want);
+}
+
+/* Copies the request's row wants into q (a parked pull outlives its message); 0, or -1 when out of memory. */
+static int keep_wants(pending_pull *q, const tfx_envelope *e) {
+  if (!e->n_want) {
+    return 0;
+  }
+  if (!(q->want = calloc(e->n_want, sizeof *q->want))) {
+    return -1;
+  }
+  for (size_t i = 0; i < e->n_want; i++) {
+    Tfx__Tensor *t = calloc(1, sizeof *t);
+    if (!t) {
+      return -1;
+    }
+    q->want[q->n_want++] = t;
+    tfx__tensor__init(t);
+    t->name = strdup(e->want[i]->name), t->rows = malloc(sizeof(int64_t) * e->want[i]->n_rows);
+    if (!t->name || !t->rows) {
+      return -1;
+    }
+    memcpy(t->rows, e->want[i]->rows, sizeof(int64_t) * e->want[i]->n_rows), t->n_rows = e->want[i]->n_rows;
+  }
+  return 0;
 }
 
 static int park(ps_state *p, tfx_inmsg *m, tfx_err *err) {
@@ -100,13 +132,19 @@ static int park(ps_state *p, tfx_inmsg *m, tfx_err *err) {
     q->n_names++;
   }
   p->n_pending++;
+  if (keep_wants(q, m->env)) {
+    free_pending(q);
+    p->n_pending--;
+    return tfx_err_set(err, TFX_ENOMEM, "out of memory keeping a pull's rows");
+  }
   return TFX_OK;
 }
 
 int tfx_ps_pull(ps_state *p, tfx_inmsg *m, tfx_err *err) {
   const tfx_envelope *e = m->env;
   if (pull_ready(p, e->step, worker_of(e))) {
-    return tfx_ps_send_values(p, &m->identity, e->request_id, e->names, e->n_names, 0, tfx_ps_since(e), err);
+    return tfx_ps_send_values(p, &m->identity, e->request_id, e->names, e->n_names, 0, tfx_ps_since(e), e->want,
+                              e->n_want, err);
   }
   return park(p, m, err);
 }
@@ -130,7 +168,8 @@ static void service(ps_state *p) {
       continue;
     }
     tfx_err err;
-    if (tfx_ps_send_values(p, &q->identity, q->request_id, q->names, q->n_names, q->changed_only, q->since, &err)) {
+    if (tfx_ps_send_values(p, &q->identity, q->request_id, q->names, q->n_names, q->changed_only, q->since, q->want,
+                           q->n_want, &err)) {
       tfx_log(TFX_LOG_WARN, "PS-PULL-FAIL", "%s", err.msg);
     }
     remove_pending(p, i);
@@ -304,6 +343,11 @@ static int validate_part(const ps_state *p, const tfx_envelope *e, const shard *
 
 /* Checks a whole tensor of a push: dtype, offset, size and rows against its shard. */
 static int validate_whole(const shard *s, const Tfx__Tensor *t, tfx_err *err) {
+  if (s->table) {
+    return t->dtype != TFX__DTYPE__DTYPE_FLOAT32 || !t->nbytes
+               ? tfx_err_set(err, TFX_EINVAL, "push: table %s takes float32 row gradients", s->var)
+               : tfx_ps_lazy_check(s, t, err);
+  }
   if (!s->trainable && t->n_rows) {
     return tfx_err_set(err, TFX_EINVAL, "push: '%s' is assigned whole, not by rows", s->key);
   }
@@ -455,6 +499,12 @@ static void apply_accumulated(ps_state *p) {
     if (!s->trainable) {
       continue;
     }
+    if (s->table) {
+      if (tfx_ps_lazy_apply_accumulated(p, s, scale)) {
+        tfx_log(TFX_LOG_ERROR, "PS-NOMEM", "table %s: out of memory for new rows; some not applied", s->var);
+      }
+      continue;
+    }
     int sparse = !s->acc_dense;
     if (sparse ? apply_touched_rows(p, s, scale) : apply_one(p, s, s->acc, scale)) {
       tfx_log(TFX_LOG_ERROR, "PS-NOMEM", "'%s': out of memory copying for an update; not applied", s->key);
@@ -509,6 +559,12 @@ static int push_sync(ps_state *p, const tfx_inmsg *m, shard **targets, int *stal
     if (!s->trainable) {
       if (assign_values(p, s, g)) {
         return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+      }
+      continue;
+    }
+    if (s->table) {
+      if (tfx_ps_lazy_accumulate(s, g, t)) {
+        return tfx_err_set(err, TFX_ENOMEM, "table %s: out of memory for the step's rows", s->var);
       }
       continue;
     }
@@ -604,6 +660,7 @@ static int push_async(ps_state *p, tfx_inmsg *m, shard **targets, tfx_err *err) 
     const float *g = grad_data(p, m, (int)i);
     const Tfx__Tensor *t = e->tensors[i];
     int bad = !g || (!targets[i]->trainable ? assign_values(p, targets[i], g)
+                     : targets[i]->table    ? tfx_ps_lazy_apply(p, targets[i], g, t)
                      : t->n_rows            ? apply_rows(p, targets[i], g, t)
                                             : apply_span(p, targets[i], t->offset, t->nbytes / 4, g, 1.0f));
     if (bad) {
@@ -639,7 +696,7 @@ static int answer_push(ps_state *p, tfx_inmsg *m, int stale, tfx_err *err) {
   if (e->flag & 1) {
     int64_t want = is_sync(p) ? e->step + 1 : 0;
     if (pull_ready(p, want, worker_of(e))) {
-      return tfx_ps_send_values(p, &m->identity, e->request_id, NULL, 0, 1, tfx_ps_since(e), err);
+      return tfx_ps_send_values(p, &m->identity, e->request_id, NULL, 0, 1, tfx_ps_since(e), e->want, e->n_want, err);
     }
     int rc = park(p, m, err);
     if (!rc) {
@@ -714,6 +771,12 @@ int tfx_ps_push(ps_state *p, tfx_inmsg *m, tfx_err *err) {
 
 static int write_shard(ps_state *p, int64_t step, const char *path, uint32_t *crc, uint64_t *bytes, tfx_err *err) {
   int ns = tfx_optim_slots(&p->opt), n = 0;
+  for (int i = 0; i < p->n_shards; i++) {
+    if (p->shards[i].table) { /* refused rather than written without its rows */
+      return tfx_err_set(err, TFX_EINVAL, "checkpoint: lazy table %s cannot be checkpointed yet (rows would be lost)",
+                         p->shards[i].var);
+    }
+  }
   tfx_ckpt_entry *e = calloc((size_t)p->n_shards * 3 + 1, sizeof *e);
   if (!e) {
     return tfx_err_set(err, TFX_ENOMEM, "out of memory");

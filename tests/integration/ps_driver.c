@@ -1,7 +1,8 @@
 /* Drives a real `tfx-node --role=ps` through its protocol and checks the update semantics exactly.
  * Usage: tfx-ps-driver TFX_NODE CASE   with CASE one of async-sum, sync, ssp, optim, reject, checkpoint,
  * restore-shape, restore-slot-shape, nan-policy, nan-skip-fused, status, pulls, since, client-since, assign, sparse,
- * split, parts, parts-reject. Prints "ok: ..." and exits 0, or "FAIL: ..." and exits 1. */
+ * split, parts, parts-reject, lazy-async, lazy-sync, lazy-reject. Prints "ok: ..." and exits 0, or "FAIL: ..." and
+ * exits 1. */
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -15,6 +16,7 @@
 #include "config/cluster.h"
 #include "config/config.h"
 #include "net/net.h"
+#include "nn/init.h"
 #include "nn/model.h"
 #include "nn/optim.h"
 #include "psclient/psclient.h"
@@ -1469,6 +1471,163 @@ static void case_parts_reject(void) {
   tfx_client_destroy(c);
 }
 
+/* ---- lazy tables (#17): a 2^40-id table held by rows, pushed and pulled by rows only ---- */
+
+#define LAZY_IDS ((int64_t)1 << 40)
+#define LAZY_DIM 4
+
+/* INIT with one lazy table "emb" [2^40, 4] (normal:0.1, seed 5) of which this ps holds the odd ids. */
+static void init_lazy(tfx_client *c, const char *mode, int workers) {
+  char json[256];
+  snprintf(json, sizeof json,
+           "{\"training\": {\"mode\": \"%s\", \"seed\": 5}, \"optimizer\": {\"name\": \"sgd\", \"learning_rate\": 1}}",
+           mode);
+  int64_t shape[2] = {LAZY_IDS, LAZY_DIM};
+  Tfx__Shard sh, *shp = &sh;
+  tfx__shard__init(&sh);
+  sh.key = sh.var = "emb", sh.shape = shape, sh.n_shape = 2, sh.row_end = LAZY_IDS, sh.trainable = 1;
+  sh.init = "normal:0.1", sh.fan_in = LAZY_IDS, sh.fan_out = LAZY_DIM, sh.lazy = 1, sh.mod_n = 2, sh.mod_r = 1;
+  tfx_envelope env;
+  tfx_inmsg r;
+  tfx_err err;
+  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_INIT);
+  env.text = json, env.shards = &shp, env.n_shards = 1, env.flag = workers;
+  CHECK(tfx_client_call(c, &env, NULL, 0, &r, 20000, &err) == 0, "init lazy: %s", err.msg);
+  tfx_inmsg_fini(&r);
+}
+
+/* Pulls rows ids of "emb" (version >= min) into out (n x LAZY_DIM); returns the code. */
+static int pull_lazy_rows(tfx_client *c, int64_t min, const int64_t *ids, size_t n, float *out, tfx_err *err) {
+  Tfx__Tensor want, *wp = &want;
+  tfx__tensor__init(&want);
+  want.name = "emb", want.rows = (int64_t *)ids, want.n_rows = n;
+  tfx_envelope env;
+  tfx_inmsg r;
+  tfx_wire_set_sender(TFX__ROLE__ROLE_WORKER, 0);
+  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_PULL);
+  env.step = min, env.want = &wp, env.n_want = 1;
+  int rc = tfx_client_call(c, &env, NULL, 0, &r, 20000, err);
+  size_t size = 0;
+  const void *data = rc ? NULL : tfx_inmsg_part(&r, 0, &size);
+  if (!rc && (r.env->n_tensors != 1 || r.env->tensors[0]->n_rows != n || size != n * LAZY_DIM * 4)) {
+    rc = tfx_err_set(err, TFX_EPROTO, "row reply: %zu tensors, %zu bytes for %zu rows", r.env->n_tensors, size, n);
+  }
+  if (!rc) {
+    memcpy(out, data, size);
+  }
+  tfx_inmsg_fini(&r);
+  return rc;
+}
+
+/* Pushes row gradients g (n x LAZY_DIM) for ids as worker w at step. */
+static int push_lazy_rows(tfx_client *c, int w, int64_t step, const int64_t *ids, size_t n, const float *g,
+                          tfx_err *err) {
+  Tfx__Tensor t;
+  int64_t shape[2] = {LAZY_IDS, LAZY_DIM};
+  tfx__tensor__init(&t);
+  t.name = "emb", t.shape = shape, t.n_shape = 2, t.rows = (int64_t *)ids, t.n_rows = n;
+  t.nbytes = n * LAZY_DIM * 4;
+  tfx_inmsg r;
+  int rc = push_tensor(c, w, step, &t, g, t.nbytes, 0, &r, err);
+  tfx_inmsg_fini(&r);
+  return rc;
+}
+
+/* The row of id as a fresh table holds it: the initializer at element offset id * dim. */
+static void initial_row(int64_t id, float *out) {
+  tfx_init_fill("normal:0.1", "emb", 5, LAZY_IDS, LAZY_DIM, (size_t)id * LAZY_DIM, LAZY_DIM, out);
+}
+
+static void expect_rows(const float *got, const int64_t *ids, size_t n, const float *minus, const char *what) {
+  for (size_t k = 0; k < n; k++) {
+    float want[LAZY_DIM];
+    initial_row(ids[k], want);
+    for (int i = 0; i < LAZY_DIM; i++) {
+      CHECK(got[k * LAZY_DIM + i] == want[i] - minus[k], "%s: row %lld [%d] = %.9g, want %.9g", what, (long long)ids[k],
+            i, got[k * LAZY_DIM + i], want[i] - minus[k]);
+    }
+  }
+}
+
+/* Async: untouched rows read as their initial values (and are not stored: the ps's bytes stay small for a table
+ * of 2^40 rows); pushed rows move by SGD, others stay bit for bit. */
+static void case_lazy_async(void) {
+  tfx_client *c = connect_ps();
+  tfx_err err;
+  init_lazy(c, "async", 1);
+  int64_t ids[3] = {1, 77777777777LL, LAZY_IDS - 1}, pushed[2] = {1, 5}, after[3] = {1, 3, 5};
+  float got[3 * LAZY_DIM], g[2 * LAZY_DIM], none[3] = {0, 0, 0}, moved[3] = {1, 0, 2};
+  CHECK(pull_lazy_rows(c, 0, ids, 3, got, &err) == 0, "pull rows: %s", err.msg);
+  expect_rows(got, ids, 3, none, "fresh rows");
+  for (int i = 0; i < 2 * LAZY_DIM; i++) {
+    g[i] = i < LAZY_DIM ? 1.0f : 2.0f;
+  }
+  CHECK(push_lazy_rows(c, 0, 0, pushed, 2, g, &err) == 0, "push rows: %s", err.msg);
+  CHECK(pull_lazy_rows(c, 0, after, 3, got, &err) == 0, "pull rows: %s", err.msg);
+  expect_rows(got, after, 3, moved, "after one push");
+  double bytes = stat_of(c, "bytes");
+  CHECK(bytes > 0 && bytes < 4e6, "a 2^40-row table with 2 rows holds %.0f bytes", bytes);
+  printf(
+      "ok: a lazy table of 2^40 rows reads untouched rows as their initial values, moves pushed rows only, "
+      "and holds %.0f bytes\n",
+      bytes);
+  tfx_client_destroy(c);
+}
+
+/* Sync with 2 workers: the step's rows from both are summed (a row both pushed adds) and averaged once. */
+static void case_lazy_sync(void) {
+  tfx_client *c = connect_ps();
+  tfx_err err;
+  init_lazy(c, "sync", 2);
+  int64_t a[2] = {1, 3}, b[2] = {3, 9}, all[3] = {1, 3, 9};
+  float ga[2 * LAZY_DIM], gb[2 * LAZY_DIM], got[3 * LAZY_DIM], none[3] = {0, 0, 0}, avg[3] = {0.5f, 2.0f, 1.5f};
+  for (int i = 0; i < 2 * LAZY_DIM; i++) {
+    ga[i] = 1, gb[i] = 3;
+  }
+  CHECK(push_lazy_rows(c, 0, 0, a, 2, ga, &err) == 0, "worker 0: %s", err.msg);
+  CHECK(pull_lazy_rows(c, 0, all, 3, got, &err) == 0, "pull rows: %s", err.msg);
+  expect_rows(got, all, 3, none, "after one of two arrivals");
+  CHECK(push_lazy_rows(c, 1, 0, b, 2, gb, &err) == 0, "worker 1: %s", err.msg);
+  CHECK(pull_lazy_rows(c, 1, all, 3, got, &err) == 0, "pull rows at step 1: %s", err.msg);
+  expect_rows(got, all, 3, avg, "the step's average");
+  printf("ok: sync sums the step's rows from every worker (row 3 from both) and applies the average once\n");
+  tfx_client_destroy(c);
+}
+
+/* Pushes and pulls of ids this ps does not hold, outside the table, duplicated, or of the wrong size are refused
+ * naming the table and the id; nothing changes. */
+static void case_lazy_reject(void) {
+  tfx_client *c = connect_ps();
+  tfx_err err;
+  init_lazy(c, "async", 1);
+  float g[3 * LAZY_DIM], got[2 * LAZY_DIM], none[2] = {0, 0};
+  for (size_t i = 0; i < sizeof g / sizeof *g; i++) {
+    g[i] = 1;
+  }
+  struct {
+    int64_t ids[2];
+    size_t n;
+    const char *msg;
+  } bad[] = {{{2, 0}, 1, "id 2 belongs to another ps"},
+             {{1, LAZY_IDS + 1}, 2, "is outside [0, 1099511627776)"},
+             {{3, 3}, 2, "id 3 is duplicated"},
+             {{5, 1}, 2, "comes after a larger one"}};
+  for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
+    int rc = push_lazy_rows(c, 0, 0, bad[k].ids, bad[k].n, g, &err);
+    CHECK(rc == TFX_EINVAL && strstr(err.msg, "emb") && strstr(err.msg, bad[k].msg), "push %zu: code %d (%s)", k, rc,
+          err.msg);
+    rc = pull_lazy_rows(c, 0, bad[k].ids, bad[k].n, got, &err);
+    CHECK(rc == TFX_EINVAL && strstr(err.msg, bad[k].msg), "pull %zu: code %d (%s)", k, rc, err.msg);
+  }
+  int64_t ok[2] = {1, 3};
+  CHECK(pull_lazy_rows(c, 0, ok, 2, got, &err) == 0, "pull rows: %s", err.msg);
+  expect_rows(got, ok, 2, none, "after refused pushes");
+  printf(
+      "ok: ids of another ps, outside the table, duplicated or descending are refused by table and id; the rows "
+      "are unchanged\n");
+  tfx_client_destroy(c);
+}
+
 int main(int argc, char **argv) {
   if (argc != 3) {
     return fprintf(stderr, "usage: %s TFX_NODE CASE\n", argv[0]), 2;
@@ -1520,6 +1679,12 @@ int main(int argc, char **argv) {
     case_parts();
   } else if (!strcmp(cs, "parts-reject")) {
     case_parts_reject();
+  } else if (!strcmp(cs, "lazy-async")) {
+    case_lazy_async();
+  } else if (!strcmp(cs, "lazy-sync")) {
+    case_lazy_sync();
+  } else if (!strcmp(cs, "lazy-reject")) {
+    case_lazy_reject();
   } else {
     CHECK(0, "unknown case %s", cs);
   }

@@ -1,0 +1,136 @@
+/* Lazy tables: a plan shard marked lazy is an embedding table held by rows (ps/rowtable.h), never dense. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "nn/init.h"
+#include "ps/ps_impl.h"
+#include "ps/rowtable.h"
+
+int tfx_ps_lazy_make(ps_state *p, shard *s, const Tfx__Shard *m, tfx_err *err) {
+  const char *init = m->init && *m->init ? m->init : "zeros";
+  if (m->n_shape != 2 || m->row_begin != 0 || m->row_end != m->shape[0] || m->mod_n < 0 ||
+      (m->mod_n > 1 && (m->mod_r < 0 || m->mod_r >= m->mod_n))) {
+    return tfx_err_set(err, TFX_EPROTO, "plan shard '%.64s': a lazy table is [ids, dim] whole, ids %% %lld == %lld",
+                       m->key, (long long)m->mod_n, (long long)m->mod_r);
+  }
+  if (tfx_init_check(init, err)) {
+    return TFX_EPROTO;
+  }
+  tfx_rowtable_spec spec = {s->var, m->shape[0],           (int)m->shape[1], tfx_optim_slots(&p->opt),
+                            init,   (uint64_t)p->cfg.seed, m->fan_in,        m->fan_out,
+                            0.0f};
+  tfx_rowtable_spec acc = {s->var, m->shape[0], (int)m->shape[1], 0, "zeros", 0, 1, 1, 0.0f};
+  int rc = tfx_rowtable_create(&spec, &s->table, err);
+  if (!rc) {
+    rc = tfx_rowtable_create(&acc, &s->acc_rows, err);
+  }
+  s->mod_n = m->mod_n > 1 ? m->mod_n : 1, s->mod_r = m->mod_n > 1 ? m->mod_r : 0;
+  s->count = 0;
+  return rc;
+}
+
+void tfx_ps_lazy_free(shard *s) {
+  tfx_rowtable_destroy(s->table);
+  tfx_rowtable_destroy(s->acc_rows);
+  s->table = s->acc_rows = NULL;
+}
+
+int tfx_ps_lazy_check(const shard *s, const Tfx__Tensor *t, tfx_err *err) {
+  if (!t->n_rows) {
+    return tfx_err_set(err, TFX_EINVAL, "table %s: pushed and pulled by rows only (a lazy table is never whole)",
+                       s->var);
+  }
+  int rc = tfx_rowtable_check_ids(s->table, t->rows, t->n_rows, err);
+  for (size_t k = 0; k < t->n_rows && !rc; k++) {
+    if (t->rows[k] % s->mod_n != s->mod_r) {
+      rc = tfx_err_set(err, TFX_EINVAL, "table %s: id %lld belongs to another ps (this one holds ids %% %lld == %lld)",
+                       s->var, (long long)t->rows[k], (long long)s->mod_n, (long long)s->mod_r);
+    }
+  }
+  size_t want = t->n_rows * s->row_size * sizeof(float);
+  if (!rc && t->nbytes && t->nbytes != want) {
+    rc = tfx_err_set(err, TFX_ESHAPE, "table %s: %zu rows of %zu floats are %zu bytes, the frame has %llu", s->var,
+                     t->n_rows, s->row_size, want, (unsigned long long)t->nbytes);
+  }
+  return rc;
+}
+
+/* One row's update: the row holds its values, then its optimizer slots. */
+static void apply_row(const ps_state *p, const shard *s, float *row, const float *g, float scale) {
+  float *slots[2] = {row + s->row_size, row + 2 * s->row_size};
+  int64_t first = 0;
+  tfx_optim_apply_rows(&p->opt, p->version, row, g, scale, slots, &first, 1, s->row_size);
+}
+
+int tfx_ps_lazy_apply(ps_state *p, shard *s, const float *g, const Tfx__Tensor *t) {
+  for (size_t k = 0; k < t->n_rows; k++) {
+    float *row = tfx_rowtable_touch(s->table, t->rows[k], p->version);
+    if (!row) {
+      return -1;
+    }
+    apply_row(p, s, row, g + k * s->row_size, 1.0f);
+  }
+  s->changed = p->version + 1;
+  return 0;
+}
+
+int tfx_ps_lazy_accumulate(shard *s, const float *g, const Tfx__Tensor *t) {
+  for (size_t k = 0; k < t->n_rows; k++) {
+    float *sum = tfx_rowtable_touch(s->acc_rows, t->rows[k], 0);
+    if (!sum) {
+      return -1;
+    }
+    for (size_t i = 0; i < s->row_size; i++) {
+      sum[i] += g[k * s->row_size + i];
+    }
+  }
+  return 0;
+}
+
+typedef struct acc_job {
+  ps_state *p;
+  shard *s;
+  float scale;
+} acc_job;
+
+static int apply_sum(int64_t id, const float *sum, void *ctx) {
+  acc_job *a = ctx;
+  float *row = tfx_rowtable_touch(a->s->table, id, a->p->version);
+  if (!row) {
+    return -1;
+  }
+  apply_row(a->p, a->s, row, sum, a->scale);
+  return 0;
+}
+
+int tfx_ps_lazy_apply_accumulated(ps_state *p, shard *s, float scale) {
+  if (!tfx_rowtable_rows(s->acc_rows)) {
+    return 0; /* nobody looked a row up this step: the table keeps its version */
+  }
+  acc_job job = {p, s, scale};
+  int rc = tfx_rowtable_each(s->acc_rows, apply_sum, &job);
+  tfx_ps_lazy_clear_sum(s); /* the sum starts empty next step */
+  s->changed = p->version + 1;
+  return rc ? -1 : 0;
+}
+
+void tfx_ps_lazy_clear_sum(shard *s) {
+  tfx_rowtable_evict(s->acc_rows, INT64_MAX);
+}
+
+void tfx_ps_lazy_gather(const shard *s, const Tfx__Tensor *t, float *out) {
+  for (size_t k = 0; k < t->n_rows; k++) {
+    tfx_rowtable_read(s->table, t->rows[k], out + k * s->row_size);
+  }
+}
+
+void tfx_ps_lazy_usage(const ps_state *p, size_t *rows, size_t *bytes) {
+  *rows = 0, *bytes = 0;
+  for (int i = 0; i < p->n_shards; i++) {
+    if (p->shards[i].table) {
+      *rows += tfx_rowtable_rows(p->shards[i].table);
+      *bytes += tfx_rowtable_bytes(p->shards[i].table) + tfx_rowtable_bytes(p->shards[i].acc_rows);
+    }
+  }
+}
