@@ -89,6 +89,10 @@ static int secure_sockets(const tfx_args *a, tfx_err *err) {
     tfx_log(TFX_LOG_INFO, "NET-CURVE", "CURVE on every socket: server key %s, client key %s (%s), admitting %s",
             cfg->server_key, cfg->client_key[0] ? cfg->client_key : cfg->server_key, tfx_curve_client_public(),
             cfg->authorized_keys[0] ? cfg->authorized_keys : "the client key");
+  } else if (a->node.cluster && tfx_cluster_all_unix(a->node.cluster)) {
+    tfx_log(TFX_LOG_INFO, "NET-IPC",
+            "every peer is a Unix socket on this host: the kernel admits only users who may open the socket "
+            "directory; no keys needed");
   } else if (cfg->security_plaintext) {
     tfx_log(TFX_LOG_WARN, "NET-PLAINTEXT",
             "security.plaintext is true: sockets are neither encrypted nor "

@@ -59,9 +59,48 @@ static int free_ports(int n, int *ports, tfx_err *err) {
   return rc;
 }
 
-static int build_cluster(int n_ps, int n_workers, tfx_cluster **out, tfx_err *err) {
-  int total = 1 + n_ps + n_workers, ports[600], rc;
-  if ((rc = free_ports(total, ports, err))) {
+/* A private directory for the cluster's Unix sockets: $XDG_RUNTIME_DIR/tfx-XXXXXX, else /tmp/tfx-XXXXXX, made by
+ * mkdtemp (mode 0700, owned by this user: no other user can open a socket inside). Not under the run directory,
+ * whose path may exceed a socket path's 107 bytes or sit on a file system without sockets. */
+static int make_socket_dir(char *dir, size_t n, tfx_err *err) {
+  const char *base = getenv("XDG_RUNTIME_DIR");
+  if (!base || base[0] != '/' || access(base, W_OK) || strlen(base) > 60) {
+    base = "/tmp";
+  }
+  snprintf(dir, n, "%s/tfx-XXXXXX", base);
+  if (!mkdtemp(dir)) {
+    return tfx_err_sys(err, TFX_ESYS, "making a socket directory under %s", base);
+  }
+  return TFX_OK;
+}
+
+/* Removes the cluster's sockets and their directory (only what make_socket_dir and the children made). */
+static void remove_socket_dir(const char *dir, const tfx_cluster *c) {
+  for (int r = 0; r < TFX_ROLE_COUNT; r++) {
+    for (int i = 0; i < tfx_cluster_count(c, (tfx_role)r); i++) {
+      const char *a = tfx_cluster_address(c, (tfx_role)r, i);
+      if (tfx_address_is_unix(a)) {
+        unlink(a + strlen(TFX_UNIX_PREFIX));
+      }
+    }
+  }
+  if (rmdir(dir)) {
+    tfx_log(TFX_LOG_WARN, "LOCAL-SOCKET-DIR", "%s is left behind: %s", dir, strerror(errno));
+  }
+}
+
+/* The address of process i: unix:DIR/ROLE-INDEX when sock_dir is set, else 127.0.0.1:PORT. */
+static void child_address(const char *sock_dir, tfx_role role, int index, int port, char *out, size_t n) {
+  if (sock_dir) {
+    snprintf(out, n, "%s%s/%s-%d", TFX_UNIX_PREFIX, sock_dir, tfx_role_name(role), index);
+  } else {
+    snprintf(out, n, "127.0.0.1:%d", port);
+  }
+}
+
+static int build_cluster(int n_ps, int n_workers, const char *sock_dir, tfx_cluster **out, tfx_err *err) {
+  int total = 1 + n_ps + n_workers, ports[600] = {0}, rc = TFX_OK;
+  if (!sock_dir && (rc = free_ports(total, ports, err))) {
     return rc;
   }
   tfx_cluster *c = tfx_cluster_create();
@@ -69,9 +108,10 @@ static int build_cluster(int n_ps, int n_workers, tfx_cluster **out, tfx_err *er
     return tfx_err_set(err, TFX_ENOMEM, "out of memory");
   }
   for (int i = 0; i < total && !rc; i++) {
-    char addr[32];
-    snprintf(addr, sizeof addr, "127.0.0.1:%d", ports[i]);
-    rc = tfx_cluster_add(c, i == 0 ? TFX_ROLE_MASTER : i <= n_ps ? TFX_ROLE_PS : TFX_ROLE_WORKER, addr, err);
+    tfx_role role = i == 0 ? TFX_ROLE_MASTER : i <= n_ps ? TFX_ROLE_PS : TFX_ROLE_WORKER;
+    char addr[256];
+    child_address(sock_dir, role, i == 0 ? 0 : i <= n_ps ? i - 1 : i - 1 - n_ps, ports[i], addr, sizeof addr);
+    rc = tfx_cluster_add(c, role, addr, err);
   }
   if (rc) {
     tfx_cluster_destroy(c);
@@ -278,11 +318,18 @@ static int run_key(const char *dir, const char *name, char *path, size_t n, tfx_
   return rc;
 }
 
-/* The cluster's security: the experiment's keys if it names any (checked here, before any process starts),
- * plain TCP if it says security.plaintext, else a server and a client key pair made in RUN/keys (mode 0700,
+/* The cluster's security: none over Unix sockets (sock_dir: the kernel admits only this user); over TCP the
+ * experiment's keys if it names any (checked here, before any process starts), plain TCP if it says
+ * security.plaintext, else a server and a client key pair made in RUN/keys (mode 0700,
  * secret keys 0600) and kept for later runs of the same directory. */
-static int secure_cluster(tfx_node *n, tfx_err *err) {
+static int secure_cluster(tfx_node *n, const char *sock_dir, tfx_err *err) {
   tfx_config *c = &n->cfg;
+  if (sock_dir) {
+    tfx_log(TFX_LOG_INFO, "LOCAL-IPC",
+            "the cluster talks over Unix sockets in %s (mode 0700: no other user can connect; no keys needed)",
+            sock_dir);
+    return TFX_OK;
+  }
   if (c->server_key[0] || c->client_key[0] || c->authorized_keys[0] || c->security_plaintext) {
     int rc = tfx_curve_configure(c, 1, err);
     tfx_curve_reset();
@@ -307,6 +354,13 @@ static int secure_cluster(tfx_node *n, tfx_err *err) {
   return rc;
 }
 
+/* Whether the local cluster runs over Unix sockets: cluster.local_transport ipc (the default), unless the
+ * experiment names CURVE keys or plaintext TCP, which are about TCP. */
+static int use_ipc(const tfx_config *c) {
+  int tcp_asked = c->server_key[0] || c->client_key[0] || c->authorized_keys[0] || c->security_plaintext;
+  return !strcmp(c->local_transport, "ipc") && !tcp_asked;
+}
+
 int tfx_local_run(tfx_node *n, const tfx_cli_opts *o, const char *self, tfx_err *err) {
   if (!n->config_path[0]) {
     return tfx_err_set(err, TFX_ECONFIG, "local needs --config EXPERIMENT.json");
@@ -324,9 +378,13 @@ int tfx_local_run(tfx_node *n, const tfx_cli_opts *o, const char *self, tfx_err 
   snprintf(logs, sizeof logs, "%s/logs", n->run_dir);
   snprintf(exp, sizeof exp, "%s/experiment.json", n->run_dir);
   tfx_cluster *c = NULL;
+  char sock_buf[128] = "", *sock_dir = use_ipc(&n->cfg) ? sock_buf : NULL;
   int rc = tfx_mkdirs(logs, err);
+  if (!rc && sock_dir) {
+    rc = make_socket_dir(sock_buf, sizeof sock_buf, err);
+  }
   if (!rc) {
-    rc = secure_cluster(n, err);
+    rc = secure_cluster(n, sock_dir, err);
   }
   char *json = rc ? NULL : tfx_config_to_json(&n->cfg);
   if (!rc) {
@@ -334,9 +392,12 @@ int tfx_local_run(tfx_node *n, const tfx_cli_opts *o, const char *self, tfx_err 
   }
   free(json);
   if (!rc) {
-    rc = build_cluster(o->ps, o->workers, &c, err);
+    rc = build_cluster(o->ps, o->workers, sock_dir, &c, err);
   }
   if (rc) {
+    if (sock_dir && sock_buf[0] == '/') {
+      rmdir(sock_dir);
+    }
     return rc;
   }
   int total = 1 + o->ps + o->workers;
@@ -359,6 +420,9 @@ int tfx_local_run(tfx_node *n, const tfx_cli_opts *o, const char *self, tfx_err 
     signal_all(kids, total, SIGKILL), drain(kids, total, 1000);
   }
   free(kids);
+  if (sock_dir) {
+    remove_socket_dir(sock_dir, c);
+  }
   tfx_cluster_destroy(c);
   return rc;
 }

@@ -102,7 +102,43 @@ static int split_address(const char *address, char *host, size_t hn, const char 
   return parse_port(*port, address, err);
 }
 
+/* "unix:/abs/path" (gRPC's spelling of a Unix socket address): ZeroMQ's ipc://path, bound and connected alike. */
+static int unix_endpoint(const char *address, char *out, size_t n, tfx_err *err) {
+  const char *path = address + strlen(TFX_UNIX_PREFIX);
+  if (path[0] != '/') {
+    return tfx_err_set(err, TFX_ECONFIG, "address '%.200s': a Unix socket address is unix:/absolute/path", address);
+  }
+  if (strlen(path) >= TFX_UNIX_PATH_MAX) {
+    return tfx_err_set(err, TFX_ECONFIG, "address '%.200s': a Unix socket path has at most %d bytes", address,
+                       TFX_UNIX_PATH_MAX - 1);
+  }
+  if ((size_t)snprintf(out, n, "ipc://%s", path) >= n) {
+    return tfx_err_set(err, TFX_ECONFIG, "address '%.200s': too long", address);
+  }
+  return TFX_OK;
+}
+
+int tfx_address_is_unix(const char *address) {
+  return address && !strncmp(address, TFX_UNIX_PREFIX, strlen(TFX_UNIX_PREFIX));
+}
+
+int tfx_cluster_all_unix(const tfx_cluster *c) {
+  int any = 0;
+  for (int r = 0; r < TFX_ROLE_COUNT; r++) {
+    for (int i = 0; i < c->count[r]; i++) {
+      if (!tfx_address_is_unix(c->addr[r][i])) {
+        return 0;
+      }
+      any = 1;
+    }
+  }
+  return any;
+}
+
 int tfx_address_endpoint(const char *address, int bind, const char *bind_host, char *out, size_t n, tfx_err *err) {
+  if (tfx_address_is_unix(address)) {
+    return unix_endpoint(address, out, n, err);
+  }
   char host[256];
   const char *port = "";
   int rc = split_address(address, host, sizeof host, &port, err);

@@ -52,8 +52,15 @@ int tfx_role_parse(const char *s, tfx_role *out);
 /* The canonical name of a role ("master", "worker", "ps", "evaluator"); static. */
 const char *tfx_role_name(tfx_role role);
 
-/* Checks "host:port" (DNS name, IPv4 or [IPv6]) and writes its ZeroMQ endpoint to out: "tcp://host:port" to
- * connect, or "tcp://ANY:port" (ANY = * or bind_host) to bind. Returns 0 or TFX_ECONFIG naming the address. */
+#define TFX_UNIX_PREFIX "unix:"
+#define TFX_UNIX_PATH_MAX 108 /* sun_path, with its terminating NUL */
+/* Whether an address is a Unix socket ("unix:/path", as gRPC writes it). */
+int tfx_address_is_unix(const char *address);
+/* Whether every address of the cluster is a Unix socket (a cluster on one host: no keys needed). */
+int tfx_cluster_all_unix(const tfx_cluster *c);
+/* Checks "host:port" (DNS name, IPv4 or [IPv6]) or "unix:/path" and writes its ZeroMQ endpoint to out:
+ * "tcp://host:port" to connect, "tcp://ANY:port" (ANY = * or bind_host) to bind, "ipc:///path" for both. Returns 0 or
+ * TFX_ECONFIG naming the address. */
 int tfx_address_endpoint(const char *address, int bind, const char *bind_host, char *out, size_t n, tfx_err *err);
 
 #endif

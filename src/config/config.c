@@ -110,6 +110,8 @@ static const option options[] = {
      "the master serves /metrics, /status and / here (0: off)"},
     {"cluster.register_timeout_s", OPT_INT, O(register_timeout_s), 1, 86400, "60", "wait for peers"},
     {"cluster.request_timeout_s", OPT_INT, O(request_timeout_s), 1, 86400, "60", "deadline of one request"},
+    {"cluster.local_transport", OPT_STR, O(local_transport), 0, 0, "ipc",
+     "tfx-node local: ipc (Unix sockets in a private 0700 directory, no keys needed) | tcp (loopback, CURVE)"},
     {"security.plaintext", OPT_BOOL, O(security_plaintext), 0, 1, "false",
      "true: plain TCP on purpose (no keys); otherwise plaintext only when no key is named, with a warning"},
     {"security.server_key", OPT_STR, O(server_key), 0, 0, "",
@@ -815,6 +817,7 @@ static const char *const losses[] = {"softmax_cross_entropy", "sigmoid_cross_ent
 static const char *const formats[] = {"idx", "csv", "libsvm", "tfrecord", NULL};
 static const char *const shard_kinds[] = {"record", "file", NULL};
 static const char *const nan_policies[] = {"reject", "skip", NULL};
+static const char *const transports[] = {"ipc", "tcp", NULL};
 
 static int one_of(const char *v, const char *const *allowed, const char *key, tfx_err *err) {
   for (int i = 0; allowed[i]; i++) {
@@ -895,6 +898,9 @@ int tfx_config_validate_choices(const tfx_config *cfg, tfx_err *err) {
     return rc;
   }
   if ((rc = one_of(cfg->loss, losses, "model.loss", err))) {
+    return rc;
+  }
+  if ((rc = one_of(cfg->local_transport, transports, "cluster.local_transport", err))) {
     return rc;
   }
   if ((rc = one_of(cfg->data_format, formats, "data.format", err)) ||

@@ -116,6 +116,7 @@ typedef struct tfx_config {
   int http_port; /* the master's HTTP port for /metrics, /status and / (0: off) */
   /* cluster timing */
   int register_timeout_s, request_timeout_s;
+  char local_transport[8]; /* tfx-node local: "ipc" (Unix sockets, default) or "tcp" */
   /* security: CURVE key files (see curve.h); none named means plaintext */
   int security_plaintext; /* explicit plaintext (an error if keys are named too) */
   char server_key[TFX_PATH_MAX], client_key[TFX_PATH_MAX], authorized_keys[TFX_PATH_MAX];

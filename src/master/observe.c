@@ -8,6 +8,7 @@
 
 #include "common/log.h"
 #include "master/master_impl.h"
+#include "net/curve.h"
 #include "observe/http.h"
 #include "observe/prom.h"
 #include "store/runindex.h"
@@ -57,6 +58,28 @@ static void restarts(buf *b, const master *m) {
   }
 }
 
+/* One sample of tfx_link_info for the link from the master to a peer: its transport and security. */
+static void link_info(buf *b, const master *m, tfx_role role, int index) {
+  const char *addr = tfx_cluster_address(m->n->cluster, role, index);
+  int unix_sock = tfx_address_is_unix(addr);
+  const char *security = tfx_curve_enabled() ? "curve" : unix_sock ? "unix-socket-permissions" : "plaintext";
+  put(b, "tfx_link_info{role=\"%s\",index=\"%d\",transport=\"%s\",security=\"%s\"} 1\n", tfx_role_name(role), index,
+      unix_sock ? "ipc" : "tcp", security);
+}
+
+static void links(buf *b, const master *m) {
+  tfx_prom_family(b, "tfx_link_info",
+                  "The transport (ipc: Unix socket, tcp) and security (curve, unix-socket-permissions, plaintext) of "
+                  "the master's link to each peer.",
+                  "gauge");
+  for (int p = 0; p < m->n_ps; p++) {
+    link_info(b, m, TFX_ROLE_PS, p);
+  }
+  for (int w = 0; w < m->n_workers; w++) {
+    link_info(b, m, TFX_ROLE_WORKER, w);
+  }
+}
+
 static char *render_metrics(master *m) {
   buf b = {0};
   observed *o = &m->obs;
@@ -88,6 +111,7 @@ static char *render_metrics(master *m) {
   ps_counter(&b, m, "tfx_nan_skipped_pushes_total", "Pushes with NaN/Inf each ps skipped (training.nan_policy = skip).",
              5);
   restarts(&b, m);
+  links(&b, m);
   return b.s;
 }
 

@@ -10,7 +10,7 @@ FLOOD_S=${TFX_FLOOD_SECONDS:-20}
 # A small ASan quarantine, so that RSS measures what the ps holds rather than freed memory kept for checking.
 export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}quarantine_size_mb=16
 experiment "$WORK/exp.json" training.max_steps=100000 eval.every_steps=0 checkpoint.every_steps=0 \
-  training.report_every=50 cluster.request_timeout_s=10
+  training.report_every=50 cluster.request_timeout_s=10 cluster.local_transport=tcp
 RUN=$WORK/run
 "$TFX_NODE" local --config "$WORK/exp.json" --run-dir "$RUN" >"$WORK/local.log" 2>&1 &
 LP=$!

@@ -15,17 +15,20 @@ grep -q '^tfx_global_step{role="master",index="0"} [1-9]' "$WORK/metrics.txt" ||
 if command -v promtool >/dev/null; then promtool check metrics <"$WORK/metrics.txt" || fail "promtool rejects /metrics"; fi
 python3 - "$WORK/metrics.txt" <<'PY' || fail "/metrics is not valid exposition text or lacks a family"
 import re, sys
-types, samples = {}, {}
+types, samples, links = {}, {}, {}
 for line in open(sys.argv[1]):
     line = line.rstrip("\n")
     if line.startswith("# HELP "): continue
     m = re.match(r"# TYPE ([a-z_][a-z0-9_]*) (gauge|counter)$", line)
     if m: types[m.group(1)] = m.group(2); continue
-    m = re.match(r'([a-z_][a-z0-9_]*)\{role="(master|ps|worker)",index="([0-9]+)"\} (NaN|[-+0-9.eE]+)$', line)
+    m = re.match(r'([a-z_][a-z0-9_]*)\{role="(master|ps|worker)",index="([0-9]+)"(,transport="(ipc|tcp)",security="([a-z-]+)")?\} (NaN|[-+0-9.eE]+)$', line)
     assert m, line
+    if m.group(4):
+        links[(m.group(2), int(m.group(3)))] = (m.group(5), m.group(6))
+        continue
     assert m.group(1) in types, line
     assert (types[m.group(1)] == "counter") == m.group(1).endswith("_total"), line
-    samples[(m.group(1), m.group(2), int(m.group(3)))] = float(m.group(4))
+    samples[(m.group(1), m.group(2), int(m.group(3)))] = float(m.group(7))
 need = [("tfx_global_step", "master", 0), ("tfx_seconds_since_checkpoint", "master", 0),
         ("tfx_stale_gradients_dropped_total", "ps", 0), ("tfx_stale_gradients_dropped_total", "ps", 1),
         ("tfx_rejected_frames_total", "ps", 1), ("tfx_rejected_requests_total", "ps", 0),
@@ -36,6 +39,9 @@ assert not missing, missing
 assert all(samples[(f"tfx_nan_{k}_pushes_total", "ps", p)] == 0 for k in ("rejected", "skipped") for p in (0, 1)), \
     "the master shows NaN pushes in a run without any"
 assert samples[("tfx_pulls_served_total", "ps", 0)] > 0, "the master shows no pulls served by ps 0"
+# The default local cluster: every link of the master over a Unix socket, guarded by the socket directory's mode.
+assert links.get(("ps", 1)) == ("ipc", "unix-socket-permissions"), links
+assert links.get(("worker", 1)) == ("ipc", "unix-socket-permissions"), links
 PY
 # A killed worker is restarted by the supervisor, and the master's /metrics counts it.
 wpid=$(sed -n 's/.*LOCAL-SPAWN worker 1: pid \([0-9]*\).*/\1/p' "$WORK/local.log" | head -1)

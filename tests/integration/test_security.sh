@@ -109,8 +109,40 @@ loss=$(metric "$WORK/run/metrics.jsonl" train loss); step=$(metric "$WORK/run/me
 le "$loss" 1.2 || fail "the secured cluster did not learn: loss $loss"
 unset TFX_SECURITY_SERVER_KEY TFX_SECURITY_CLIENT_KEY
 
-# tfx-node local: CURVE by default, with keys it generates in RUN/keys.
-experiment "$WORK/local.json" training.max_steps=300 eval.every_steps=0 training.report_every=50
+# tfx-node local over Unix sockets (the default): a private 0700 directory, no keys; another uid cannot connect,
+# and the directory is gone when the run ends.
+experiment "$WORK/ipc.json" training.max_steps=300 eval.every_steps=0 training.report_every=50
+timeout 300 "$TFX_NODE" local --config "$WORK/ipc.json" --run-dir "$WORK/run-ipc" --workers 1 --ps 1 >"$WORK/ipc.log" 2>&1 &
+ip=$!; PIDS+=($ip)
+for _ in $(seq 1 100); do grep -q "LOCAL-SPAWN ps 0" "$WORK/ipc.log" && break; sleep 0.1; done
+ips=$(grep -o "LOCAL-SPAWN ps 0: pid [0-9]* at unix:[^ ]*" "$WORK/ipc.log" | awk '{print $NF}')
+[ -n "$ips" ] || fail "the default local cluster is not on Unix sockets: $(cat "$WORK/ipc.log")"
+sockdir=$(dirname "${ips#unix:}")
+[ "$(stat -c '%a %u' "$sockdir")" = "700 $(id -u)" ] || fail "socket directory $sockdir: $(stat -c '%a %u' "$sockdir")"
+for _ in $(seq 1 50); do "$TFX_NODE" status --address "$ips" >"$WORK/i-status.txt" 2>&1 && break; sleep 0.2; done
+grep -q "role=ps index=0" "$WORK/i-status.txt" || fail "status over the Unix socket: $(cat "$WORK/i-status.txt")"
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null && [ -x /usr/bin/python3 ]; then
+  # Another user (nobody) is refused by the kernel before ZeroMQ sees a byte.
+  out=$(setpriv --reuid=nobody --regid=nogroup --clear-groups /usr/bin/python3 -c "
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+try:
+    s.connect(sys.argv[1]); print('connected')
+except OSError as e:
+    print('refused:', e.strerror)" "${ips#unix:}" 2>&1)
+  echo "$out" | grep -q "refused: Permission denied" || fail "another uid reached the ps socket: $out"
+else
+  echo "SKIP-PART: not root, cannot run a client as another uid"
+fi
+wait "$ip" || fail "ipc local run: $(tail -3 "$WORK/ipc.log")"
+grep -q "NET-IPC" "$WORK/run-ipc/logs/ps-0.log" || fail "ps-0 did not say it runs over Unix sockets"
+grep -q "NET-PLAINTEXT" "$WORK/run-ipc/logs/"*.log && fail "a Unix-socket cluster warned about plaintext"
+[ ! -e "$sockdir" ] || fail "the socket directory $sockdir outlived its run"
+[ "$(metric "$WORK/run-ipc/metrics.jsonl" eval step)" = 300 ] || fail "the ipc local run did not finish"
+
+# tfx-node local over TCP: CURVE by default, with keys it generates in RUN/keys.
+experiment "$WORK/local.json" training.max_steps=300 eval.every_steps=0 training.report_every=50 \
+  cluster.local_transport='"tcp"'
 timeout 300 "$TFX_NODE" local --config "$WORK/local.json" --run-dir "$WORK/run-local" --workers 1 --ps 1 >"$WORK/local.log" 2>&1 &
 lp=$!; PIDS+=($lp)
 # While it trains, the status tool asks its ps with the run's own experiment (keys included); without, it cannot.

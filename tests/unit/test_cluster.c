@@ -1,6 +1,7 @@
 /* Unit tests of src/config/cluster.c: TF_CONFIG as TensorFlow and Kubeflow write it, its errors, endpoints,
  * and the JSON round trip. */
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -339,6 +340,8 @@ Test(cluster, address_endpoint_for_connect_and_bind) {
       {"[::1]:2222", 0, NULL, "tcp://[::1]:2222"},
       {"[::1]:2222", 1, NULL, "tcp://*:2222"},
       {"[2001:db8::7]:65535", 0, NULL, "tcp://[2001:db8::7]:65535"},
+      {"unix:/tmp/tfx-a1/ps-0", 0, NULL, "ipc:///tmp/tfx-a1/ps-0"},
+      {"unix:/tmp/tfx-a1/ps-0", 1, "127.0.0.1", "ipc:///tmp/tfx-a1/ps-0"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     char ep[300];
@@ -347,6 +350,23 @@ Test(cluster, address_endpoint_for_connect_and_bind) {
     cr_assert_eq(rc, TFX_OK, "%s: %s", cases[i].address, err.msg);
     cr_expect_str_eq(ep, cases[i].want, "%s bind=%d", cases[i].address, cases[i].bind);
   }
+}
+
+Test(cluster, unix_addresses_are_absolute_short_and_recognized) {
+  char ep[300], longpath[200];
+  tfx_err err;
+  cr_assert_eq(tfx_address_endpoint("unix:run/ps-0", 0, NULL, ep, sizeof ep, &err), TFX_ECONFIG);
+  cr_assert(strstr(err.msg, "unix:run/ps-0") && strstr(err.msg, "absolute"), "msg: %s", err.msg);
+  snprintf(longpath, sizeof longpath, "unix:/%0120d", 7);
+  cr_assert_eq(tfx_address_endpoint(longpath, 1, NULL, ep, sizeof ep, &err), TFX_ECONFIG);
+  cr_assert(strstr(err.msg, "at most 107 bytes"), "msg: %s", err.msg);
+  tfx_cluster *c = tfx_cluster_create();
+  cr_assert_eq(tfx_cluster_add(c, TFX_ROLE_MASTER, "unix:/tmp/d/master-0", &err), TFX_OK, "%s", err.msg);
+  cr_assert_eq(tfx_cluster_add(c, TFX_ROLE_PS, "unix:/tmp/d/ps-0", &err), TFX_OK, "%s", err.msg);
+  cr_assert(tfx_cluster_all_unix(c));
+  cr_assert_eq(tfx_cluster_add(c, TFX_ROLE_WORKER, "127.0.0.1:2222", &err), TFX_OK, "%s", err.msg);
+  cr_assert(!tfx_cluster_all_unix(c), "a TCP peer makes the cluster not all-local");
+  tfx_cluster_destroy(c);
 }
 
 Test(cluster, address_endpoint_errors_name_the_address) {
