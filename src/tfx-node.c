@@ -13,6 +13,7 @@
 #include "net/curve.h"
 #include "net/net.h"
 #include "ps/ps.h"
+#include "store/runlock.h"
 #include "worker/worker.h"
 
 /* 0 ok, 2 bad input (nothing to retry), 3 the run was aborted on purpose (exploding loss), 1 anything else. */
@@ -105,9 +106,24 @@ static int secure_sockets(const tfx_args *a, tfx_err *err) {
   return TFX_OK;
 }
 
+/* One owner per run directory: `local`, `train` and a chief take RUN/.lock before writing anything there (a
+ * child of `local` runs under its supervisor's lock). The lock lives until the process exits. */
+static int lock_run(const tfx_args *a, tfx_err *err) {
+  const char *cmd = a->command;
+  int trains = cmd ? !strcmp(cmd, "local") || !strcmp(cmd, "train") : a->node.role == TFX_ROLE_MASTER;
+  static int lock_fd = -1;
+  if (!trains || getenv(TFX_RUN_LOCK_HELD_ENV) || lock_fd >= 0) {
+    return TFX_OK;
+  }
+  return tfx_run_lock(a->node.run_dir, &lock_fd, err);
+}
+
 static int dispatch(tfx_args *a, tfx_err *err) {
   const char *cmd = a->command;
-  int rc = secure_sockets(a, err);
+  int rc = lock_run(a, err);
+  if (!rc) {
+    rc = secure_sockets(a, err);
+  }
   if (rc) {
     return rc;
   }

@@ -77,7 +77,12 @@ static char *slurp_text(const char *path, tfx_err *err) {
       buf = grown;
     }
   }
+  int failed = ferror(f);
   fclose(f);
+  if (failed) {
+    free(buf);
+    return tfx_err_sys(err, TFX_ECONFIG, "read %s", path), NULL; /* a directory, say (EISDIR) */
+  }
   if (!buf) {
     return tfx_err_set(err, TFX_ECONFIG, "read %s: too large or out of memory", path), NULL;
   }
@@ -230,12 +235,26 @@ static int scan(tfx_args *a, raw *r, int argc, char **argv, tfx_err *err) {
   return TFX_OK;
 }
 
+/* Whether a parsed TF_CONFIG names no process at all ('{}'). */
+static int cluster_is_empty(const tfx_cluster *c) {
+  for (int r = 0; r < TFX_ROLE_COUNT; r++) {
+    if (tfx_cluster_count(c, (tfx_role)r)) {
+      return 0;
+    }
+  }
+  return tfx_cluster_task_role(c) == TFX_ROLE_NONE;
+}
+
 static int load_cluster(tfx_args *a, const raw *r, tfx_err *err) {
   char *text = NULL;
   const char *json = getenv("TF_CONFIG");
   if (r->tf_config) {
     if (!(text = slurp_text(r->tf_config, err))) {
       return TFX_ECONFIG;
+    }
+    if (!text[strspn(text, " \t\r\n")]) {
+      free(text); /* a file asked for and empty is a mistake; only the environment's empty TF_CONFIG means local */
+      return tfx_err_set(err, TFX_ECONFIG, "--tf-config %s is empty (want TF_CONFIG's JSON)", r->tf_config);
     }
     json = text;
   }
@@ -246,6 +265,11 @@ static int load_cluster(tfx_args *a, const raw *r, tfx_err *err) {
   free(text);
   if (rc || !a->node.cluster) {
     return rc;
+  }
+  if (cluster_is_empty(a->node.cluster)) {
+    tfx_cluster_destroy(a->node.cluster); /* TF_CONFIG='{}': local mode, as TensorFlow reads it */
+    a->node.cluster = NULL;
+    return TFX_OK;
   }
   a->node.role = tfx_cluster_task_role(a->node.cluster);
   a->node.index = tfx_cluster_task_index(a->node.cluster);

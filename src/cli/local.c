@@ -21,6 +21,7 @@
 #include "net/net.h"
 #include "observe/metrics.h"
 #include "store/ckpt.h"
+#include "store/runlock.h"
 
 #define RESTART_BUDGET 5
 /* A process that ran this long before failing was not crash-looping: its budget and backoff start over (as a
@@ -126,6 +127,15 @@ static void exec_child(const tfx_node *n, const tfx_cluster *c, const child *ch,
    * every child gets SIGTERM and stops (the master's last checkpoint may fail with the ps gone, within its
    * request deadlines), so no orphan trains on. The flag survives execv. */
   prctl(PR_SET_PDEATHSIG, SIGTERM);
+  /* A process group of its own: a terminal's Ctrl-C (SIGINT to the foreground group) reaches the supervisor only,
+   * which asks the master for a final checkpoint; a ps or worker signalled by hand passes it on to us. */
+  setpgid(0, 0);
+  setenv(TFX_RUN_LOCK_HELD_ENV, "1", 1);
+  if (ch->role != TFX_ROLE_MASTER) {
+    char sup[24];
+    snprintf(sup, sizeof sup, "%d", (int)getppid());
+    setenv(TFX_SUPERVISOR_ENV, sup, 1);
+  }
   char *tfc = tfx_cluster_to_json(c, ch->role, ch->index), log[1200];
   setenv("TF_CONFIG", tfc, 1);
   snprintf(log, sizeof log, "%s/logs/%s-%d.log", n->run_dir, tfx_role_name(ch->role), ch->index);
@@ -294,9 +304,16 @@ static int supervise(cluster_run *r, tfx_err *err) {
       return tfx_err_set(err, TFX_EINTR, "stopped by a signal");
     }
     if (tfx_stop_requested() && !forwarded) {
-      forwarded = 1;
-      tfx_log(TFX_LOG_INFO, "LOCAL-SIGNAL", "stopping: the master checkpoints, then the cluster stops");
+      forwarded = tfx_signals_seen();
+      tfx_log(TFX_LOG_INFO, "LOCAL-SIGNAL",
+              "stopping: the master checkpoints, then the cluster stops (a second Ctrl-C stops at once)");
       kill(kids[0].pid, SIGTERM);
+    }
+    if (forwarded && tfx_signals_seen() > forwarded) {
+      tfx_log(TFX_LOG_WARN, "LOCAL-SIGNAL", "a second stop signal: stopping every process now, without a checkpoint");
+      signal_all(kids, r->total, SIGKILL);
+      drain(kids, r->total, 1000);
+      return tfx_err_set(err, TFX_EINTR, "stopped at once by a second signal (the last checkpoint is kept)");
     }
     usleep(100000);
   }

@@ -21,6 +21,10 @@ typedef struct tfx_node {
 
 /* Installs SIGTERM/SIGINT handlers that set the stop flag (and ignores SIGPIPE). */
 void tfx_signals_install(void);
+/* The environment variable `local` sets in its ps and workers: the supervisor's pid, which their stop signals go to. */
+#define TFX_SUPERVISOR_ENV "TFX_SUPERVISOR_PID"
+/* How many SIGINT/SIGTERM this process has received (a second one stops the supervisor at once). */
+int tfx_signals_seen(void);
 /* Nonzero once SIGTERM or SIGINT arrived. */
 int tfx_stop_requested(void);
 /* Sets the stop flag (e.g. after a STOP message). */

@@ -18,7 +18,7 @@
 /* What the HTTP thread may read, under `lock`: written by the master's thread as the run goes. */
 typedef struct observed {
   pthread_mutex_t lock;
-  int64_t step, reports, checkpoints, last_ckpt_ms, start_ms;
+  int64_t step, reports, checkpoints, ckpt_retries, ckpt_failures, last_ckpt_ms, start_ms;
   double loss, accuracy, eval_loss, eval_accuracy, examples_per_sec;
   int n_train, n_eval;
   double train[OBS_POINTS][4];    /* step, loss, accuracy, seconds */
@@ -37,6 +37,8 @@ typedef struct master {
   int *ps_up, *registered, *hb_pending, *hb_warned;
   int64_t *hb_sent, *hb_seen;
   int64_t *ps_version, global_step, max_version, start_step, next_eval, next_ckpt, last_ckpt_ms;
+  int64_t ckpt_retry_at; /* a failed periodic checkpoint is asked again from this time on */
+  int64_t tick_step;     /* the global step at the last periodic tick (ckpt_lead) */
   tfx_plan plan;
   tfx_model *model;
   tfx_dataset *eval;

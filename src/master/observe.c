@@ -98,6 +98,11 @@ static char *render_metrics(master *m) {
   gauge(&b, m, "tfx_parameter_servers", "Parameter servers in the cluster.", "gauge", m->n_ps);
   gauge(&b, m, "tfx_reports_total", "Worker metric reports received.", "counter", (double)o->reports);
   gauge(&b, m, "tfx_checkpoints_total", "Complete checkpoints written.", "counter", (double)o->checkpoints);
+  gauge(&b, m, "tfx_checkpoint_retries_total",
+        "Checkpoint requests asked again further ahead (a ps had passed the step).", "counter",
+        (double)o->ckpt_retries);
+  gauge(&b, m, "tfx_checkpoint_failures_total", "Periodic checkpoints that failed (each is asked again).", "counter",
+        (double)o->ckpt_failures);
   gauge(&b, m, "tfx_seconds_since_checkpoint", "Seconds since the last complete checkpoint (or the start).", "gauge",
         (double)(tfx_now_ms() - (o->last_ckpt_ms ? o->last_ckpt_ms : o->start_ms)) / 1000.0);
   gauge(&b, m, "tfx_uptime_seconds", "Seconds since the master started.", "gauge",

@@ -408,6 +408,56 @@ int tfx_master_checkpoint(master *m, int64_t at, tfx_err *err) {
   return TFX_OK;
 }
 
+#define CKPT_ATTEMPTS 8
+
+static void count_ckpt(master *m, int64_t *counter) {
+  pthread_mutex_lock(&m->obs.lock);
+  (*counter)++;
+  pthread_mutex_unlock(&m->obs.lock);
+}
+
+/* A periodic checkpoint at the first step every ps can still write. Sync asks for the step after the newest the
+ * master knows; when a ps has already passed it (an evaluation ran meanwhile, or the ps moved on while the request
+ * travelled), the versions are polled again and the request moves further ahead, up to CKPT_ATTEMPTS times. */
+static int periodic_checkpoint(master *m, int64_t *written, tfx_err *err) {
+  int sync = !strcmp(m->cfg.mode, "sync"), rc = TFX_OK;
+  for (int attempt = 0; attempt < CKPT_ATTEMPTS; attempt++) {
+    if (attempt && (rc = tfx_master_poll_versions(m, err))) {
+      return rc;
+    }
+    int64_t at = m->max_version + (sync ? 1 + 2 * attempt : 0); /* sync: a step still ahead, written exactly */
+    if (sync && at < m->next_ckpt && m->next_ckpt < m->cfg.max_steps) {
+      at = m->next_ckpt; /* asked a little ahead (see ckpt_lead): the ps hold at exactly that step */
+    }
+    if (at >= m->cfg.max_steps) {
+      at = m->cfg.max_steps;
+    }
+    rc = tfx_master_checkpoint(m, at, err);
+    *written = at;
+    if (rc != TFX_ESTATE) {
+      return rc;
+    }
+    count_ckpt(m, &m->obs.ckpt_retries);
+    tfx_log(TFX_LOG_INFO, "MASTER-CKPT-AHEAD", "%s: asking again further ahead", err->msg);
+  }
+  return rc;
+}
+
+/* How many steps before a periodic checkpoint's step the master asks for it. Sync ps hold a checkpoint request
+ * until they reach its step and write exactly that step, so asking ahead (a quarter of the interval, and at least
+ * three times the steps the last tick took) means an evaluation or a slow tick can never let the step pass; async
+ * writes where the ps stand, so it asks on the step. */
+static int64_t ckpt_lead(master *m) {
+  int64_t tick = m->global_step - m->tick_step;
+  m->tick_step = m->global_step;
+  if (strcmp(m->cfg.mode, "sync")) {
+    return 0;
+  }
+  int64_t every = m->cfg.ckpt_every_steps, lead = every / 4;
+  lead = 3 * tick > lead ? 3 * tick : lead;
+  return lead >= every ? (every > 1 ? every - 1 : 1) : lead < 1 ? 1 : lead;
+}
+
 static void periodic(master *m) {
   tfx_master_validate(m, 0);
   if (m->global_step >= m->next_eval && tfx_cluster_count(m->n->cluster, TFX_ROLE_EVALUATOR) == 0) {
@@ -417,17 +467,21 @@ static void periodic(master *m) {
     }
   }
   int by_time = m->cfg.ckpt_every_secs > 0 && tfx_now_ms() - m->last_ckpt_ms >= m->cfg.ckpt_every_secs * 1000;
-  if ((m->global_step >= m->next_ckpt || by_time) && m->global_step < m->cfg.max_steps) {
-    m->last_ckpt_ms = tfx_now_ms();
+  /* A step at max_steps is the final checkpoint's (tfx_master_finish). */
+  int due = (m->global_step + ckpt_lead(m) >= m->next_ckpt && m->next_ckpt < m->cfg.max_steps) || by_time;
+  if (due && m->global_step < m->cfg.max_steps && tfx_now_ms() >= m->ckpt_retry_at) {
     tfx_err err;
-    int64_t at = m->max_version + (strcmp(m->cfg.mode, "sync") ? 0 : 1); /* sync: the next step, written exactly */
-    if (at >= m->cfg.max_steps) {
-      at = m->cfg.max_steps;
+    int64_t written = 0;
+    if (periodic_checkpoint(m, &written, &err)) {
+      /* Not skipped: asked again at the next tick after a second, until it is written (or the run ends, whose
+       * final checkpoint then holds everything). */
+      m->ckpt_retry_at = tfx_now_ms() + 1000;
+      count_ckpt(m, &m->obs.ckpt_failures);
+      tfx_log(TFX_LOG_WARN, "MASTER-CKPT-FAIL", "%s; asking again in 1 s", err.msg);
+      return;
     }
-    if (tfx_master_checkpoint(m, at, &err)) {
-      tfx_log(TFX_LOG_WARN, "MASTER-CKPT-FAIL", "%s", err.msg);
-    }
-    while (m->next_ckpt <= m->global_step) {
+    m->last_ckpt_ms = tfx_now_ms();
+    while (m->next_ckpt <= m->global_step || m->next_ckpt <= written) {
       m->next_ckpt += m->cfg.ckpt_every_steps;
     }
   }

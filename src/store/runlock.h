@@ -1,0 +1,16 @@
+/* One owner per run directory: an exclusive flock on RUN/.lock, held for the life of the process that trains
+ * into the directory (the `local` supervisor, the single-process trainer, or a hand-started chief). */
+#ifndef TFX_STORE_RUNLOCK_H
+#define TFX_STORE_RUNLOCK_H
+
+#include "common/err.h"
+
+/* The environment variable `local` sets in its children: the supervisor holds the lock of their run directory. */
+#define TFX_RUN_LOCK_HELD_ENV "TFX_RUN_LOCK_HELD"
+
+/* Takes the lock of run_dir (made if missing) and writes "pid PID host HOST" into it; *fd receives the open lock
+ * (owned by the caller: closing it, or exiting, releases the lock). TFX_EINVAL naming the holder's pid and host
+ * when another process holds it. */
+int tfx_run_lock(const char *run_dir, int *fd, tfx_err *err);
+
+#endif

@@ -1,0 +1,93 @@
+#!/bin/bash
+# Nothing a user does loses a run (#18): periodic checkpoints that coincide with evaluations are all written
+# (sync); Ctrl-C to the whole process group of `tfx-node local`, or SIGTERM to one ps, makes the master take a
+# final checkpoint and everyone exit 0, and a second signal stops at once; a second run on a run directory is
+# refused (exit 2) naming the holder; --tf-config naming a directory or an empty file is an error (exit 2), while
+# TF_CONFIG='{}' in the environment means local mode, as in TensorFlow.
+. "$(dirname "$0")/lib.sh"
+train_step() { metric "$1/metrics.jsonl" train step 2>/dev/null | grep -E '^[0-9]+$' || echo 0; }
+# wait_step RUN N PID: until RUN's train step reaches N (progress, not the clock), or PID exits.
+wait_step() {
+  while [ "$(train_step "$1")" -lt "$2" ]; do
+    kill -0 "$3" 2>/dev/null || fail "the run $1 exited before step $2"
+    sleep 0.2
+  done
+}
+# start_local NAME: a long local run (sync MLP) in a session of its own (setsid: its own process group, as a
+# terminal's foreground job has); sets LP to the supervisor's pid.
+start_local() {
+  setsid "$TFX_NODE" local --config "$EXAMPLE" --run-dir "$WORK/$1" --max-steps 1000000 \
+    --set checkpoint.every_steps=0 --set eval.every_steps=0 >"$WORK/$1.log" 2>&1 &
+  LP=$!
+  PIDS+=("$LP")
+}
+
+# 1. Checkpoints every 200 steps with an evaluation at each: every one of them is written, at its own step.
+"$TFX_NODE" local --config "$EXAMPLE" --run-dir "$WORK/run-ckpt" --max-steps 800 --set checkpoint.every_steps=200 \
+  --set eval.every_steps=200 --set checkpoint.keep_max=10 >"$WORK/ckpt.log" 2>&1 || fail "run with evaluations"
+got=$(ls "$WORK/run-ckpt/checkpoints" | tr '\n' ' ')
+[ "$got" = "ckpt-000000000200 ckpt-000000000400 ckpt-000000000600 ckpt-000000000800 " ] ||
+  fail "checkpoints at evaluation steps: $got"
+grep -q "MASTER-CKPT-FAIL" "$WORK/run-ckpt/logs/master-0.log" && fail "a checkpoint failed: $(grep CKPT-FAIL "$WORK/run-ckpt/logs/master-0.log")"
+
+# 2. Ctrl-C: SIGINT to the supervisor's whole process group.
+start_local run-int
+wait_step "$WORK/run-int" 300 "$LP"
+kill -INT -- "-$LP"
+wait "$LP"; rc=$?
+[ "$rc" = 0 ] || fail "Ctrl-C: exit $rc: $(tail -3 "$WORK/run-int.log")"
+n=$(ls "$WORK/run-int/checkpoints" 2>/dev/null | wc -l)
+[ "$n" = 1 ] || fail "Ctrl-C left $n checkpoints (want the final one)"
+step=$(ls "$WORK/run-int/checkpoints" | sed 's/ckpt-0*//')
+[ "$step" -ge 300 ] || fail "Ctrl-C checkpoint at step $step"
+grep -q "ERROR" "$WORK/run-int/logs/"*.log && fail "a process failed on Ctrl-C: $(grep -h ERROR "$WORK/run-int/logs/"*.log)"
+
+# 3. SIGTERM to one ps: passed to the supervisor, the same graceful stop.
+start_local run-term
+wait_step "$WORK/run-term" 300 "$LP"
+ps1=""
+for p in $(pgrep -P "$LP"); do
+  tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -q '"task":{"type":"ps","index":1}' && ps1=$p
+done
+[ -n "$ps1" ] || fail "no ps 1 under the supervisor"
+kill -TERM "$ps1"
+wait "$LP"; rc=$?
+[ "$rc" = 0 ] || fail "SIGTERM to a ps: exit $rc: $(tail -3 "$WORK/run-term.log")"
+ls "$WORK/run-term/checkpoints/"ckpt-* >/dev/null 2>&1 || fail "SIGTERM to a ps: no final checkpoint"
+
+# 4. A second signal stops at once, and says so.
+start_local run-twice
+wait_step "$WORK/run-twice" 100 "$LP"
+kill -INT "$LP"
+for _ in $(seq 1 50); do grep -q "LOCAL-SIGNAL stopping" "$WORK/run-twice.log" && break; sleep 0.1; done
+kill -INT "$LP"
+wait "$LP"; rc=$?
+[ "$rc" != 0 ] || fail "a second Ctrl-C exited 0"
+grep -q "a second stop signal: stopping every process now" "$WORK/run-twice.log" ||
+  grep -q "MASTER-CKPT checkpoint" "$WORK/run-twice/logs/master-0.log" || fail "second signal: $(tail -3 "$WORK/run-twice.log")"
+
+# 5. One owner per run directory: a second local, train or chief on it exits 2 naming the holder.
+start_local run-owned
+wait_step "$WORK/run-owned" 50 "$LP"
+out=$("$TFX_NODE" local --config "$EXAMPLE" --run-dir "$WORK/run-owned" --max-steps 100 2>&1); rc=$?
+[ "$rc" = 2 ] && echo "$out" | grep -q "in use by another run (pid $LP host" || fail "second local: exit $rc: $out"
+out=$("$TFX_NODE" train --config "$EXAMPLE" --run-dir "$WORK/run-owned" --max-steps 100 2>&1); rc=$?
+[ "$rc" = 2 ] && echo "$out" | grep -q "in use by another run (pid $LP" || fail "train on a used directory: exit $rc: $out"
+kill -INT -- "-$LP"
+wait "$LP" || fail "the owning run did not stop cleanly"
+"$TFX_NODE" local --config "$EXAMPLE" --run-dir "$WORK/run-owned" --max-steps 1000000 --set checkpoint.every_steps=0 \
+  --set eval.every_steps=0 --max-steps 600 >"$WORK/after.log" 2>&1 ||
+  fail "the directory stayed locked after its run ended, or did not resume: $(tail -2 "$WORK/after.log")"
+grep -q "MASTER-RESUME" "$WORK/run-owned/logs/master-0.log" || fail "the next run did not resume from the Ctrl-C checkpoint"
+
+# 6. TF_CONFIG from a file that cannot be one is an error; '{}' in the environment is local mode.
+mkdir -p "$WORK/adir"; : >"$WORK/empty.json"
+for bad in "$WORK/adir" "$WORK/empty.json"; do
+  out=$(TF_CONFIG='{"cluster":{"ps":["127.0.0.1:1"]},"task":{"type":"ps","index":0}}' \
+    "$TFX_NODE" --tf-config "$bad" --config "$EXAMPLE" --run-dir "$WORK/run-tfc" --max-steps 5 2>&1); rc=$?
+  [ "$rc" = 2 ] && echo "$out" | grep -q "$bad" || fail "--tf-config $bad: exit $rc: $out"
+done
+[ ! -e "$WORK/run-tfc" ] || fail "a refused --tf-config left a run directory"
+TF_CONFIG='{}' "$TFX_NODE" --config "$EXAMPLE" --run-dir "$WORK/run-empty" --max-steps 5 >"$WORK/empty.log" 2>&1 ||
+  fail "TF_CONFIG={} is local mode: $(tail -2 "$WORK/empty.log")"
+pass "checkpoints at evaluation steps, Ctrl-C and SIGTERM save, a second signal stops, one owner per directory, TF_CONFIG files checked"
