@@ -13,5 +13,5 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 cd "$BUILD"
 ctest --output-on-failure -j2 --timeout 900
 cd ..
-# libFuzzer targets from their seed corpora, two at a time (8 targets x 45 s / 2 = 3 min); a crash fails.
-bash scripts/fuzz.sh "${TFX_FUZZ_SECONDS:-45}"
+# libFuzzer targets from their seed corpora, two at a time (8 targets x 25 s / 2 = 100 s); a crash fails.
+bash scripts/fuzz.sh "${TFX_FUZZ_SECONDS:-25}"
