@@ -247,6 +247,45 @@ static void write_restarts(const cluster_run *r) {
   free(text);
 }
 
+/* Whether every ps and worker has exited without failing (stopped by the master). */
+static int peers_gone(const cluster_run *r) {
+  for (int i = 1; i < r->total; i++) {
+    if (!r->kids[i].exited || r->kids[i].failed) {
+      return 0;
+    }
+  }
+  return 1;
+}
+
+/* The last ERROR line of a child's log (its own words for why it failed), or "" when it has none. */
+static void last_error(const tfx_node *n, const child *k, char *out, size_t size) {
+  char path[1200], line[1024];
+  snprintf(path, sizeof path, "%s/logs/%s-%d.log", n->run_dir, tfx_role_name(k->role), k->index);
+  out[0] = '\0';
+  FILE *f = fopen(path, "r");
+  while (f && fgets(line, sizeof line, f)) {
+    const char *at = strstr(line, " ERROR ");
+    if (at) {
+      snprintf(out, size, "%s", at + 7);
+      out[strcspn(out, "\n")] = '\0';
+    }
+  }
+  if (f) {
+    fclose(f);
+  }
+}
+
+/* The supervisor's error for a child that will not be restarted: its own error line, and exit 2 when it exited 2
+ * (bad input), else TFX_EPEER. */
+static int child_failed(const cluster_run *r, const child *k, tfx_err *err) {
+  char why[600];
+  last_error(r->n, k, why, sizeof why);
+  int code = k->status == 2 ? TFX_ECONFIG : TFX_EPEER;
+  return tfx_err_set(err, code, "%s %d exited with status %d%s%s%s (log: %s/logs/%s-%d.log)", tfx_role_name(k->role),
+                     k->index, k->status, k->restarts ? " after restarts" : "", why[0] ? ": " : "", why, r->n->run_dir,
+                     tfx_role_name(k->role), k->index);
+}
+
 /* A failed process is restarted with the same role and address after a backoff (0.5 s doubling), at most
  * RESTART_BUDGET times in a row of quick failures (each within RESTART_STABLE_MS of its start); returns the index
  * of one whose budget is spent, or -1. */
@@ -257,8 +296,10 @@ static int handle_failures(cluster_run *r) {
       if (tfx_now_ms() - k->started_at >= RESTART_STABLE_MS) {
         k->restarts = 0;
       }
-      /* Bad input (2) or an aborted run (3) would only fail again: no restart. */
-      if (k->restarts >= RESTART_BUDGET || k->status == 2 || k->status == 3) {
+      /* Bad input (2) or an aborted run (3) would only fail again, and a master whose peers have all stopped (it
+       * told them the run is over, then failed, say on a full disk) has nobody left to coordinate: no restart. */
+      if (k->restarts >= RESTART_BUDGET || k->status == 2 || k->status == 3 ||
+          (k->role == TFX_ROLE_MASTER && peers_gone(r))) {
         return i;
       }
       k->restart_at = tfx_now_ms() + (500LL << k->restarts);
@@ -288,12 +329,9 @@ static int supervise(cluster_run *r, tfx_err *err) {
     reap(kids, r->total);
     int spent = forwarded ? -1 : handle_failures(r);
     if (spent >= 0) {
-      child *k = &kids[spent];
       signal_all(kids, r->total, SIGTERM);
       drain(kids, r->total, 5000);
-      return tfx_err_set(err, TFX_EPEER, "%s %d failed %d times, last with status %d (see %s/logs/%s-%d.log)",
-                         tfx_role_name(k->role), k->index, k->restarts + 1, k->status, r->n->run_dir,
-                         tfx_role_name(k->role), k->index);
+      return child_failed(r, &kids[spent], err);
     }
     if (kids[0].exited && !kids[0].failed) {
       drain(kids, r->total, 10000);

@@ -50,8 +50,9 @@ echo "csv streamed, sharded by file over 2 workers: accuracy $acc"
 experiment "$WORK/stream5.json" data.format='"csv"' data.train.images="\"$WORK/train-*.csv\"" data.eval.images="\"$WORK/t10k.csv\"" \
   data.label_column='"label"' data.shard_by='"file"' training.max_steps=10 model.input_shape='[784]'
 out=$("$TFX_NODE" local --workers 5 --config "$WORK/stream5.json" --run-dir "$WORK/run-stream5" 2>&1); rc=$?
-[ "$rc" != 0 ] || fail "5 workers over 4 files by file: exit 0"
-echo "$out" | grep -q "worker [0-9] failed 1 times, last with status 2" || fail "a worker's config error not reported: $(echo "$out" | tail -3)"
+[ "$rc" = 2 ] || fail "5 workers over 4 files by file: exit $rc, want 2 (bad input)"
+echo "$out" | grep -q "worker [0-9] exited with status 2: .*data.shard_by file: 4 file(s) for 5 workers" ||
+  fail "a worker's config error not reported in its own words: $(echo "$out" | tail -3)"
 grep -q "data.shard_by file: 4 file(s) for 5 workers" "$WORK"/run-stream5/logs/worker-*.log || fail "too few files not named in the worker logs"
 experiment "$WORK/bad.json" data.format='"csv"' data.train.images="\"$WORK/train.csv\"" data.eval.images="\"$WORK/t10k.csv\"" data.label_column='"label"' model.input_shape='[100]'
 out=$("$TFX_NODE" train --config "$WORK/bad.json" --run-dir "$WORK/run-bad" 2>&1); rc=$?

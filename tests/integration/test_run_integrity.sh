@@ -3,7 +3,8 @@
 # (sync); Ctrl-C to the whole process group of `tfx-node local`, or SIGTERM to one ps, makes the master take a
 # final checkpoint and everyone exit 0, and a second signal stops at once; a second run on a run directory is
 # refused (exit 2) naming the holder; --tf-config naming a directory or an empty file is an error (exit 2), while
-# TF_CONFIG='{}' in the environment means local mode, as in TensorFlow.
+# TF_CONFIG='{}' in the environment means local mode, as in TensorFlow; a master failing after the run ended is not
+# restarted, and local exits with its error line.
 . "$(dirname "$0")/lib.sh"
 train_step() { metric "$1/metrics.jsonl" train step 2>/dev/null | grep -E '^[0-9]+$' || echo 0; }
 # wait_step RUN N PID: until RUN's train step reaches N (progress, not the clock), or PID exits.
@@ -90,4 +91,13 @@ done
 [ ! -e "$WORK/run-tfc" ] || fail "a refused --tf-config left a run directory"
 TF_CONFIG='{}' "$TFX_NODE" --config "$EXAMPLE" --run-dir "$WORK/run-empty" --max-steps 5 >"$WORK/empty.log" 2>&1 ||
   fail "TF_CONFIG={} is local mode: $(tail -2 "$WORK/empty.log")"
+# 7. A master that fails at the end (its final checkpoint cannot be written) after stopping its peers is not
+# restarted into a cluster that is gone: local exits at once with the master's own error line.
+mkdir -p "$WORK/run-end" && echo "not a directory" >"$WORK/run-end/checkpoints"
+out=$(timeout 120 "$TFX_NODE" local --config "$EXAMPLE" --run-dir "$WORK/run-end" --max-steps 100 \
+  --set checkpoint.every_steps=0 --set eval.every_steps=0 2>&1); rc=$?
+[ "$rc" = 1 ] || fail "a master failing at its final checkpoint: exit $rc: $(echo "$out" | tail -2)"
+echo "$out" | grep -q "master 0 exited with status 1: .*ckpt-000000000100: Not a directory" ||
+  fail "the master's own error is not named: $(echo "$out" | tail -2)"
+echo "$out" | grep -q "LOCAL-RESTART master" && fail "the master was restarted after the run ended"
 pass "checkpoints at evaluation steps, Ctrl-C and SIGTERM save, a second signal stops, one owner per directory, TF_CONFIG files checked"
