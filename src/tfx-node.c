@@ -107,7 +107,8 @@ static int secure_sockets(const tfx_args *a, tfx_err *err) {
 }
 
 /* One owner per run directory: `local`, `train` and a chief take RUN/.lock before writing anything there (a
- * child of `local` runs under its supervisor's lock). The lock lives until the process exits. */
+ * child of `local` runs under its supervisor's lock). The lock lives until the process exits. With --fresh, the
+ * owner then moves the earlier run aside (previous-N/), so no old checkpoint mixes with the new run's. */
 static int lock_run(const tfx_args *a, tfx_err *err) {
   const char *cmd = a->command;
   int trains = cmd ? !strcmp(cmd, "local") || !strcmp(cmd, "train") : a->node.role == TFX_ROLE_MASTER;
@@ -115,7 +116,12 @@ static int lock_run(const tfx_args *a, tfx_err *err) {
   if (!trains || getenv(TFX_RUN_LOCK_HELD_ENV) || lock_fd >= 0) {
     return TFX_OK;
   }
-  return tfx_run_lock(a->node.run_dir, &lock_fd, err);
+  char where[1100];
+  int rc = tfx_run_lock(a->node.run_dir, &lock_fd, err), moved = 0;
+  if (!rc && !a->node.resume && !(rc = tfx_run_set_aside(a->node.run_dir, &moved, where, sizeof where, err)) && moved) {
+    tfx_log(TFX_LOG_INFO, "RUN-FRESH", "--fresh: the earlier run's %d entries moved to %s", moved, where);
+  }
+  return rc;
 }
 
 static int dispatch(tfx_args *a, tfx_err *err) {

@@ -1,11 +1,13 @@
 /* The run directory's owner lock (runlock.h). */
 #include "store/runlock.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/fs.h"
@@ -52,4 +54,57 @@ int tfx_run_lock(const char *run_dir, int *fd, tfx_err *err) {
   }
   *fd = f;
   return TFX_OK;
+}
+
+/* Whether an entry of a run directory belongs to the run (and moves aside on --fresh). */
+static int belongs_to_run(const char *name) {
+  static const char *const exact[] = {"checkpoints", "metrics.jsonl",     "logs", "config.json", "experiment.json",
+                                      "export",      "predictions.jsonl", NULL};
+  for (int i = 0; exact[i]; i++) {
+    if (!strcmp(name, exact[i])) {
+      return 1;
+    }
+  }
+  return !strncmp(name, "events.out.tfevents.", 20);
+}
+
+/* Makes run_dir/previous-N (N = 1, 2, ...: the first that does not exist) and writes its path into out. */
+static int make_previous(const char *run_dir, char *out, size_t n, tfx_err *err) {
+  for (int k = 1; k < 100000; k++) {
+    snprintf(out, n, "%s/previous-%d", run_dir, k);
+    if (!mkdir(out, 0755)) {
+      return TFX_OK;
+    }
+    if (errno != EEXIST) {
+      return tfx_err_sys(err, TFX_ESYS, "mkdir %s", out);
+    }
+  }
+  return tfx_err_set(err, TFX_ESYS, "%s: no free previous-N name", run_dir);
+}
+
+int tfx_run_set_aside(const char *run_dir, int *moved, char *where, size_t where_size, tfx_err *err) {
+  *moved = 0;
+  DIR *d = opendir(run_dir);
+  if (!d) {
+    return errno == ENOENT ? TFX_OK : tfx_err_sys(err, TFX_ESYS, "open %s", run_dir);
+  }
+  char prev[1100] = "", from[1400], to[1400];
+  int rc = TFX_OK;
+  for (struct dirent *e; !rc && (e = readdir(d));) {
+    if (!belongs_to_run(e->d_name)) {
+      continue;
+    }
+    if (!prev[0]) {
+      rc = make_previous(run_dir, prev, sizeof prev, err);
+    }
+    snprintf(from, sizeof from, "%s/%s", run_dir, e->d_name);
+    snprintf(to, sizeof to, "%s/%s", prev, e->d_name);
+    if (!rc && rename(from, to)) {
+      rc = tfx_err_sys(err, TFX_ESYS, "moving %s to %s", from, to);
+    }
+    *moved += !rc;
+  }
+  closedir(d);
+  snprintf(where, where_size, "%s", prev);
+  return rc;
 }

@@ -3,6 +3,8 @@
 #ifndef TFX_STORE_RUNLOCK_H
 #define TFX_STORE_RUNLOCK_H
 
+#include <stddef.h>
+
 #include "common/err.h"
 
 /* The environment variable `local` sets in its children: the supervisor holds the lock of their run directory. */
@@ -12,5 +14,11 @@
  * (owned by the caller: closing it, or exiting, releases the lock). TFX_EINVAL naming the holder's pid and host
  * when another process holds it. */
 int tfx_run_lock(const char *run_dir, int *fd, tfx_err *err);
+
+/* --fresh: moves what an earlier run left in run_dir (checkpoints, metrics, events, logs, saved experiment and
+ * config, exports) into run_dir/previous-N/ (N the first free number), so the new run starts clean and nothing is
+ * deleted; *moved says how many entries moved (0: nothing there) and where (caller's buffer) into which
+ * directory. Keys and the lock stay. */
+int tfx_run_set_aside(const char *run_dir, int *moved, char *where, size_t where_size, tfx_err *err);
 
 #endif

@@ -2,7 +2,7 @@
 # Nothing a user does loses a run (#18): periodic checkpoints that coincide with evaluations are all written
 # (sync); Ctrl-C to the whole process group of `tfx-node local`, or SIGTERM to one ps, makes the master take a
 # final checkpoint and everyone exit 0, and a second signal stops at once; a second run on a run directory is
-# refused (exit 2) naming the holder; --tf-config naming a directory or an empty file is an error (exit 2), while
+# refused (exit 2) naming the holder, and --fresh moves the earlier run to previous-N/; --tf-config naming a directory or an empty file is an error (exit 2), while
 # TF_CONFIG='{}' in the environment means local mode, as in TensorFlow; a master failing after the run ended is not
 # restarted, and local exits with its error line.
 . "$(dirname "$0")/lib.sh"
@@ -80,6 +80,15 @@ wait "$LP" || fail "the owning run did not stop cleanly"
   --set eval.every_steps=0 --max-steps 600 >"$WORK/after.log" 2>&1 ||
   fail "the directory stayed locked after its run ended, or did not resume: $(tail -2 "$WORK/after.log")"
 grep -q "MASTER-RESUME" "$WORK/run-owned/logs/master-0.log" || fail "the next run did not resume from the Ctrl-C checkpoint"
+
+# --fresh moves the earlier run aside (nothing deleted, nothing mixed): its checkpoints and metrics go to
+# previous-1/, and the new run's directory holds only its own.
+old=$(ls "$WORK/run-owned/checkpoints" | tr '\n' ' ')
+"$TFX_NODE" local --config "$EXAMPLE" --run-dir "$WORK/run-owned" --max-steps 50 --fresh --set eval.every_steps=0 \
+  >"$WORK/fresh.log" 2>&1 || fail "--fresh: $(tail -2 "$WORK/fresh.log")"
+[ "$(ls "$WORK/run-owned/previous-1/checkpoints" | tr '\n' ' ')" = "$old" ] || fail "--fresh did not keep the old checkpoints"
+[ "$(ls "$WORK/run-owned/checkpoints")" = "ckpt-000000000050" ] || fail "--fresh mixed runs: $(ls "$WORK/run-owned/checkpoints")"
+[ -f "$WORK/run-owned/previous-1/metrics.jsonl" ] || fail "--fresh did not keep the old metrics"
 
 # 6. TF_CONFIG from a file that cannot be one is an error; '{}' in the environment is local mode.
 mkdir -p "$WORK/adir"; : >"$WORK/empty.json"
