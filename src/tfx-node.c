@@ -16,7 +16,8 @@
 #include "store/runlock.h"
 #include "worker/worker.h"
 
-/* 0 ok, 2 bad input (nothing to retry), 3 the run was aborted on purpose (exploding loss), 1 anything else. */
+/* 0 ok, 2 bad input (a bad experiment or argument, a missing or corrupt file: nothing to retry), 3 the run was
+ * aborted on purpose (exploding loss), 1 anything else. */
 static int exit_code(int rc) {
   if (rc == TFX_OK) {
     return 0;
@@ -24,7 +25,9 @@ static int exit_code(int rc) {
   if (rc == TFX_ELOSS) {
     return 3;
   }
-  return rc == TFX_ECONFIG || rc == TFX_EINVAL || rc == TFX_ESHAPE ? 2 : 1;
+  int bad_input =
+      rc == TFX_ECONFIG || rc == TFX_EINVAL || rc == TFX_ESHAPE || rc == TFX_ECORRUPT || rc == TFX_ENOTFOUND;
+  return bad_input ? 2 : 1;
 }
 
 /* TensorFlow's rule for a cluster without a chief: worker 0 takes the chief's duties. Worker 0 forks the

@@ -21,6 +21,7 @@
 #include "net/net.h"
 #include "observe/metrics.h"
 #include "store/ckpt.h"
+#include "store/runconfig.h"
 #include "store/runlock.h"
 
 #define RESTART_BUDGET 5
@@ -443,7 +444,7 @@ int tfx_local_run(tfx_node *n, const tfx_cli_opts *o, const char *self, tfx_err 
   }
   char *json = rc ? NULL : tfx_config_to_json(&n->cfg);
   if (!rc) {
-    rc = tfx_write_file(exp, json, err);
+    rc = tfx_run_save_config(n->run_dir, "experiment.json", json, n->resume, err);
   }
   free(json);
   if (!rc) {

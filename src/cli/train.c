@@ -20,6 +20,7 @@
 #include "observe/metrics.h"
 #include "observe/progress.h"
 #include "store/ckpt.h"
+#include "store/runconfig.h"
 #include "store/warmstart.h"
 #include "train/evaluate.h"
 #include "train/step.h"
@@ -115,8 +116,9 @@ static int save(trainer *t, tfx_err *err) {
 static int restore(trainer *t, tfx_err *err) {
   char dir[1100], path[1200];
   int64_t step;
-  if (!t->resume || tfx_ckpt_latest(t->run_dir, &step, dir, sizeof dir, NULL)) {
-    return TFX_OK;
+  int found = t->resume ? tfx_ckpt_resume_point(t->run_dir, &step, dir, sizeof dir, err) : TFX_ENOTFOUND;
+  if (found) {
+    return found == TFX_ENOTFOUND ? TFX_OK : found; /* none: a fresh run; none usable: refuse to start over */
   }
   snprintf(path, sizeof path, "%s/ps-0.shard", dir);
   tfx_ckpt *c;
@@ -196,14 +198,14 @@ static int setup(trainer *t, tfx_err *err) {
   if (!t->x || !t->y) {
     return tfx_err_set(err, TFX_ENOMEM, "out of memory");
   }
-  if ((rc = tfx_mkdirs(t->run_dir, err)) || (rc = tfx_metrics_open(t->run_dir, &t->metrics, err)) ||
+  char *json = tfx_config_to_json(c); /* checked (a resume keeps its model) before anything is written */
+  rc = tfx_mkdirs(t->run_dir, err);
+  rc = rc ? rc : tfx_run_save_config(t->run_dir, "config.json", json, t->resume, err);
+  free(json);
+  if (rc || (rc = tfx_metrics_open(t->run_dir, &t->metrics, err)) ||
       (rc = tfx_events_open(t->run_dir, &t->events, err))) {
     return rc;
   }
-  char *json = tfx_config_to_json(c), path[1100];
-  snprintf(path, sizeof path, "%s/config.json", t->run_dir);
-  rc = tfx_write_file(path, json, err);
-  free(json);
   if (!rc) {
     rc = restore(t, err);
   }

@@ -23,3 +23,18 @@ int tfx_mkdirs(const char *path, tfx_err *err) {
   }
   return TFX_OK;
 }
+
+int tfx_write_file(const char *path, const char *text, tfx_err *err) {
+  char tmp[1100];
+  snprintf(tmp, sizeof tmp, "%s.tmp", path);
+  FILE *f = fopen(tmp, "w");
+  if (!f) {
+    return tfx_err_sys(err, TFX_ESYS, "open %s", tmp);
+  }
+  int bad = fputs(text, f) < 0;
+  bad |= fclose(f) != 0;
+  if (bad || rename(tmp, path)) {
+    return tfx_err_sys(err, TFX_ESYS, "write %s", path);
+  }
+  return TFX_OK;
+}

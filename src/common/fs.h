@@ -7,5 +7,7 @@
 
 /* Creates a directory and its parents (mkdir -p). */
 int tfx_mkdirs(const char *path, tfx_err *err);
+/* Writes text to path atomically (tmp + rename). */
+int tfx_write_file(const char *path, const char *text, tfx_err *err);
 
 #endif

@@ -24,6 +24,7 @@
 #include "observe/progress.h"
 #include "psclient/psclient.h"
 #include "store/ckpt.h"
+#include "store/runconfig.h"
 #include "train/evaluate.h"
 
 static int open_clients(master *m, tfx_role role, tfx_client ***out, int n, tfx_err *err) {
@@ -82,16 +83,14 @@ static int setup(master *m, tfx_err *err) {
       return rc;
     }
   }
-  if ((rc = tfx_mkdirs(n->run_dir, err)) || (rc = tfx_metrics_open(n->run_dir, &m->metrics, err)) ||
-      (rc = tfx_events_open(n->run_dir, &m->events, err))) {
-    return rc;
-  }
+  /* The saved experiment is checked (a resume keeps its model) before anything is written in the run. */
   m->config_json = tfx_config_to_json(&m->cfg);
-  char path[1100], ep[320];
-  snprintf(path, sizeof path, "%s/config.json", n->run_dir);
-  if ((rc = tfx_write_file(path, m->config_json, err))) {
+  if ((rc = tfx_mkdirs(n->run_dir, err)) ||
+      (rc = tfx_run_save_config(n->run_dir, "config.json", m->config_json, n->resume, err)) ||
+      (rc = tfx_metrics_open(n->run_dir, &m->metrics, err)) || (rc = tfx_events_open(n->run_dir, &m->events, err))) {
     return rc;
   }
+  char ep[320];
   rc = tfx_address_endpoint(tfx_cluster_address(n->cluster, TFX_ROLE_MASTER, 0), 1, n->bind_host, ep, sizeof ep, err);
   if (!rc) {
     rc = tfx_server_open(ep, &m->sock, err);

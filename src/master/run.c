@@ -300,7 +300,11 @@ static int write_warm_checkpoint(master *m, char *dir, size_t n, tfx_err *err) {
 int tfx_master_init_ps(master *m, tfx_err *err) {
   char dir[1100];
   int64_t step = 0;
-  int have = m->n->resume && tfx_ckpt_latest(m->n->run_dir, &step, dir, sizeof dir, NULL) == TFX_OK, nps = 0;
+  int found = m->n->resume ? tfx_ckpt_resume_point(m->n->run_dir, &step, dir, sizeof dir, err) : TFX_ENOTFOUND;
+  if (found != TFX_OK && found != TFX_ENOTFOUND) {
+    return found; /* checkpoints exist and none is usable: never start over on top of them */
+  }
+  int have = found == TFX_OK, nps = 0;
   if (!have && m->cfg.warm_from[0]) {
     int rc = write_warm_checkpoint(m, dir, sizeof dir, err);
     if (rc) {

@@ -49,18 +49,3 @@ void tfx_metrics_write(tfx_metrics *m, const char *kind, int64_t step, const cha
   fputs("}\n", m->f);
   fflush(m->f);
 }
-
-int tfx_write_file(const char *path, const char *text, tfx_err *err) {
-  char tmp[1100];
-  snprintf(tmp, sizeof tmp, "%s.tmp", path);
-  FILE *f = fopen(tmp, "w");
-  if (!f) {
-    return tfx_err_sys(err, TFX_ESYS, "open %s", tmp);
-  }
-  int bad = fputs(text, f) < 0;
-  bad |= fclose(f) != 0;
-  if (bad || rename(tmp, path)) {
-    return tfx_err_sys(err, TFX_ESYS, "write %s", path);
-  }
-  return TFX_OK;
-}

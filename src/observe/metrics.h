@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "common/err.h"
+#include "common/fs.h" /* tfx_write_file */
 
 typedef struct tfx_metrics tfx_metrics;
 
@@ -16,7 +17,5 @@ void tfx_metrics_close(tfx_metrics *m);
 /* Appends {"kind": kind, "step": step, "time": t, names[i]: values[i]...} and flushes. */
 void tfx_metrics_write(tfx_metrics *m, const char *kind, int64_t step, const char *const *names, const double *values,
                        int n);
-/* Writes text to path atomically (tmp + rename). */
-int tfx_write_file(const char *path, const char *text, tfx_err *err);
 
 #endif

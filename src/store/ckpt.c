@@ -12,6 +12,8 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "common/log.h"
+
 /* Shards are written as the host holds them in memory, and the format is little-endian. */
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "checkpoint shards are little-endian and written from memory: tfx builds on little-endian hosts only"
@@ -454,6 +456,59 @@ static void remove_dir(const char *dir) {
   rmdir(dir);
 }
 
+/* Whether a checkpoint directory was completed once (has a manifest): a failed check then means corruption, not
+ * a write that never finished. */
+static int has_manifest(const char *dir) {
+  char path[1200];
+  snprintf(path, sizeof path, "%s/manifest.json", dir);
+  return access(path, F_OK) == 0;
+}
+
+int tfx_ckpt_any(const char *run_dir) {
+  int64_t *steps = NULL;
+  int count = list_steps(run_dir, &steps), any = 0;
+  for (int i = 0; i < count && !any; i++) {
+    char d[1100];
+    tfx_ckpt_dir(run_dir, steps[i], d, sizeof d);
+    any = has_manifest(d);
+  }
+  free(steps);
+  return any;
+}
+
+int tfx_ckpt_resume_point(const char *run_dir, int64_t *step, char *dir, size_t n, tfx_err *err) {
+  int64_t *steps = NULL;
+  int count = list_steps(run_dir, &steps), written = 0, rc = TFX_ENOTFOUND;
+  char first_bad[1400] = "";
+  for (int i = 0; i < count && rc; i++) {
+    char d[1100];
+    int nps;
+    tfx_err why;
+    tfx_ckpt_dir(run_dir, steps[i], d, sizeof d);
+    if (!has_manifest(d)) {
+      continue; /* a checkpoint whose write never finished: not one */
+    }
+    written++;
+    if (tfx_ckpt_verify(d, step, &nps, &why) == TFX_OK) {
+      snprintf(dir, n, "%s", d);
+      rc = TFX_OK;
+    } else {
+      tfx_log(TFX_LOG_WARN, "CKPT-SKIP", "%s is not usable, skipped (kept on disk): %s", d, why.msg);
+      if (!first_bad[0]) {
+        snprintf(first_bad, sizeof first_bad, "%s", why.msg);
+      }
+    }
+  }
+  free(steps);
+  if (rc && written) {
+    return tfx_err_set(err, TFX_ECORRUPT,
+                       "%s: %d checkpoint(s), none usable (newest: %s); not starting over on top of them: repair or "
+                       "move them, or start a new run with --fresh",
+                       run_dir, written, first_bad);
+  }
+  return rc ? tfx_err_set(err, TFX_ENOTFOUND, "%s: no checkpoint", run_dir) : TFX_OK;
+}
+
 void tfx_ckpt_prune(const char *run_dir, int keep) {
   int64_t *steps = NULL;
   int count = list_steps(run_dir, &steps), kept = 0;
@@ -465,8 +520,8 @@ void tfx_ckpt_prune(const char *run_dir, int keep) {
     int complete = tfx_ckpt_verify(d, &s, &nps, NULL) == TFX_OK;
     if (complete && kept < keep) {
       kept++;
-    } else if (complete || kept > 0) {
-      remove_dir(d);
+    } else if (complete || (kept > 0 && !has_manifest(d))) {
+      remove_dir(d); /* beyond keep_max, or an unfinished write older than a kept one; a corrupt one stays */
     }
   }
   free(steps);

@@ -1,6 +1,7 @@
 #!/bin/bash
 # Nothing a user does loses a run (#18): periodic checkpoints that coincide with evaluations are all written
-# (sync); Ctrl-C to the whole process group of `tfx-node local`, or SIGTERM to one ps, makes the master take a
+# (sync); a resume with another model is refused before anything is written; corrupt checkpoints are named,
+# kept, and never started over; Ctrl-C to the whole process group of `tfx-node local`, or SIGTERM to one ps, makes the master take a
 # final checkpoint and everyone exit 0, and a second signal stops at once; a second run on a run directory is
 # refused (exit 2) naming the holder, and --fresh moves the earlier run to previous-N/; --tf-config naming a directory or an empty file is an error (exit 2), while
 # TF_CONFIG='{}' in the environment means local mode, as in TensorFlow; a master failing after the run ended is not
@@ -89,6 +90,41 @@ old=$(ls "$WORK/run-owned/checkpoints" | tr '\n' ' ')
 [ "$(ls "$WORK/run-owned/previous-1/checkpoints" | tr '\n' ' ')" = "$old" ] || fail "--fresh did not keep the old checkpoints"
 [ "$(ls "$WORK/run-owned/checkpoints")" = "ckpt-000000000050" ] || fail "--fresh mixed runs: $(ls "$WORK/run-owned/checkpoints")"
 [ -f "$WORK/run-owned/previous-1/metrics.jsonl" ] || fail "--fresh did not keep the old metrics"
+
+# A resume with another model is refused before anything is written (config.json and experiment.json unchanged);
+# a safe change (the learning rate) is allowed and the earlier experiment kept as a revision.
+"$TFX_NODE" local --config "$EXAMPLE" --run-dir "$WORK/run-model" --max-steps 200 --set checkpoint.every_steps=100 \
+  --set eval.every_steps=0 >"$WORK/model.log" 2>&1 || fail "model run: $(tail -2 "$WORK/model.log")"
+sums=$(md5sum "$WORK/run-model/config.json" "$WORK/run-model/experiment.json")
+out=$("$TFX_NODE" local --config "$EXAMPLE" --run-dir "$WORK/run-model" --max-steps 300 \
+  --set 'model.layers=[{"type":"flatten"},{"type":"dense","units":32,"activation":"relu"},{"type":"dense","units":10}]' 2>&1); rc=$?
+[ "$rc" = 2 ] && echo "$out" | grep -q "the model differs .*model.layers" || fail "resume with another model: exit $rc: $(echo "$out" | tail -1)"
+[ "$(md5sum "$WORK/run-model/config.json" "$WORK/run-model/experiment.json")" = "$sums" ] || fail "a refused resume rewrote the saved experiment"
+out=$("$TFX_NODE" train --config "$EXAMPLE" --run-dir "$WORK/run-model" --max-steps 300 \
+  --set 'model.layers=[{"type":"flatten"},{"type":"dense","units":32,"activation":"relu"},{"type":"dense","units":10}]' 2>&1); rc=$?
+[ "$rc" = 2 ] && [ "$(md5sum "$WORK/run-model/config.json" "$WORK/run-model/experiment.json")" = "$sums" ] ||
+  fail "train resuming with another model: exit $rc: $(echo "$out" | tail -1)"
+"$TFX_NODE" local --config "$EXAMPLE" --run-dir "$WORK/run-model" --max-steps 300 --set checkpoint.every_steps=100 \
+  --set eval.every_steps=0 --set optimizer.learning_rate=0.0005 >"$WORK/model2.log" 2>&1 || fail "safe change: $(tail -2 "$WORK/model2.log")"
+grep -q '"learning_rate": 0.001' "$WORK/run-model/experiment.rev-1.json" && grep -q '"learning_rate": 0.0005' "$WORK/run-model/experiment.json" ||
+  fail "the earlier experiment was not kept as a revision"
+
+# Corrupt checkpoints are named and kept: the newest corrupt one is skipped with CKPT-SKIP and the run resumes
+# from the one before; when none is usable the run stops with exit 2 and deletes nothing.
+ck=$WORK/run-model/checkpoints
+printf '\x01\x02\x03\x04' | dd of="$ck/ckpt-000000000300/ps-0.shard" bs=1 seek=100 conv=notrunc 2>/dev/null
+"$TFX_NODE" local --config "$EXAMPLE" --run-dir "$WORK/run-model" --max-steps 350 --set checkpoint.every_steps=0 \
+  --set eval.every_steps=0 --set optimizer.learning_rate=0.0005 >"$WORK/corrupt.log" 2>&1 || fail "resume past a corrupt checkpoint: $(tail -2 "$WORK/corrupt.log")"
+grep -q "CKPT-SKIP .*ckpt-000000000300 is not usable, skipped (kept on disk): .*ps-0.shard" "$WORK/run-model/logs/master-0.log" ||
+  fail "the corrupt checkpoint was not named"
+grep -q "MASTER-RESUME resuming from .*ckpt-000000000200" "$WORK/run-model/logs/master-0.log" || fail "did not resume from the checkpoint before"
+[ -d "$ck/ckpt-000000000300" ] || fail "the corrupt checkpoint was deleted"
+for c in "$ck"/ckpt-*; do printf '\x01\x02\x03\x04' | dd of="$c/ps-1.shard" bs=1 seek=100 conv=notrunc 2>/dev/null; done
+before=$(ls "$ck" | tr '\n' ' ')
+out=$("$TFX_NODE" local --config "$EXAMPLE" --run-dir "$WORK/run-model" --max-steps 400 --set eval.every_steps=0 \
+  --set optimizer.learning_rate=0.0005 2>&1); rc=$?
+[ "$rc" = 2 ] && echo "$out" | grep -q "none usable" || fail "every checkpoint corrupt: exit $rc: $(echo "$out" | tail -1)"
+[ "$(ls "$ck" | tr '\n' ' ')" = "$before" ] || fail "checkpoints changed after a refused start: $(ls "$ck")"
 
 # 6. TF_CONFIG from a file that cannot be one is an error; '{}' in the environment is local mode.
 mkdir -p "$WORK/adir"; : >"$WORK/empty.json"

@@ -1,0 +1,95 @@
+/* The saved experiment of a run (runconfig.h). */
+#include "store/runconfig.h"
+
+#include <errno.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/fs.h"
+#include "common/log.h"
+#include "store/ckpt.h"
+
+/* Lists into out the keys of model sections a and b whose values differ ("model.layers, model.loss"). */
+static void differing_keys(json_object *a, json_object *b, char *out, size_t n) {
+  size_t at = 0;
+  out[0] = '\0';
+  for (int pass = 0; pass < 2; pass++) {
+    json_object_object_foreach(pass ? b : a, key, val) {
+      json_object *other = NULL;
+      int in_other = json_object_object_get_ex(pass ? a : b, key, &other);
+      if ((pass && in_other) || (in_other && json_object_equal(val, other))) {
+        continue; /* the second pass only adds keys the first side lacks */
+      }
+      if (at < n) {
+        at += (size_t)snprintf(out + at, n - at, "%smodel.%s", at ? ", " : "", key);
+      }
+    }
+  }
+}
+
+/* The experiment without what changes every run by itself (the HTTP port `local` picks). */
+static json_object *comparable(json_object *root) {
+  json_object *observe = NULL;
+  if (json_object_object_get_ex(root, "observe", &observe)) {
+    json_object_object_del(observe, "http_port");
+  }
+  return root;
+}
+
+/* Renames run_dir/name (name.json) to its first free revision name.rev-N.json and logs it. */
+static int keep_revision(const char *run_dir, const char *name, tfx_err *err) {
+  char from[1200], to[1300], stem[256];
+  snprintf(from, sizeof from, "%s/%s", run_dir, name);
+  snprintf(stem, sizeof stem, "%.*s", (int)strcspn(name, "."), name);
+  for (int k = 1; k < 100000; k++) {
+    snprintf(to, sizeof to, "%s/%s.rev-%d.json", run_dir, stem, k);
+    if (access(to, F_OK) == 0) {
+      continue;
+    }
+    if (rename(from, to)) {
+      return tfx_err_sys(err, TFX_ESYS, "keeping %s as %s", from, to);
+    }
+    tfx_log(TFX_LOG_INFO, "RUN-CONFIG-REVISION", "the resumed run changes %s (not its model): the earlier one is %s",
+            name, to);
+    return TFX_OK;
+  }
+  return tfx_err_set(err, TFX_ESYS, "%s: no free revision name", from);
+}
+
+/* Checks a resume's new experiment against the saved one: model equal (else TFX_ECONFIG), and whether the rest
+ * changed (*changed). */
+static int check_resume(const char *path, const char *json, int *changed, tfx_err *err) {
+  json_object *old = json_object_from_file(path), *now = json_tokener_parse(json), *om = NULL, *nm = NULL;
+  int rc = TFX_OK;
+  *changed = 0;
+  if (old && now) {
+    json_object_object_get_ex(old, "model", &om);
+    json_object_object_get_ex(now, "model", &nm);
+    if (om && nm && !json_object_equal(om, nm)) {
+      char keys[512];
+      differing_keys(om, nm, keys, sizeof keys);
+      rc = tfx_err_set(err, TFX_ECONFIG,
+                       "resume: the model differs from the one the run's checkpoints hold (%s: %s); resume with the "
+                       "same model, or start over with --fresh (the earlier run is kept in previous-N/)",
+                       path, keys);
+    }
+    *changed = !rc && !json_object_equal(comparable(old), comparable(now));
+  }
+  json_object_put(old), json_object_put(now);
+  return rc;
+}
+
+int tfx_run_save_config(const char *run_dir, const char *name, const char *json, int resume, tfx_err *err) {
+  char path[1200], ckdir[1100];
+  int64_t step;
+  snprintf(path, sizeof path, "%s/%s", run_dir, name);
+  int checked =
+      resume && access(path, F_OK) == 0 && tfx_ckpt_latest(run_dir, &step, ckdir, sizeof ckdir, NULL) == TFX_OK;
+  int changed = 0, rc = checked ? check_resume(path, json, &changed, err) : TFX_OK;
+  if (!rc && changed) {
+    rc = keep_revision(run_dir, name, err);
+  }
+  return rc ? rc : tfx_write_file(path, json, err);
+}
