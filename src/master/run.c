@@ -607,6 +607,9 @@ int tfx_master_loop(master *m, tfx_err *err) {
     }
     last_poll = tfx_now_ms();
     int rc = poll_or_wait(m, &lost_since, err);
+    if (rc == TFX_EINTR && tfx_stop_requested()) {
+      break; /* a stop signal cut a call short: stop gracefully below */
+    }
     if (rc) {
       return rc;
     }
