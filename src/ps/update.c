@@ -1,5 +1,6 @@
 /* Pulls, pushes (sync / async / bounded staleness) and shard checkpoints of the parameter server. */
 #include <cblas.h>
+#include <limits.h>
 #include <math.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -830,10 +831,31 @@ static void write_checkpoint(ps_state *p) {
   p->ckpt_pending = 0;
 }
 
+/* A checkpoint directory a peer names must be RUN/checkpoints/ckpt-DIGITS under this ps's own run directory: a
+ * ps never writes (or makes directories) anywhere else. */
+static int check_ckpt_path(const ps_state *p, const char *path, tfx_err *err) {
+  char mine[1100], want[PATH_MAX], parent[1100], got[PATH_MAX];
+  const char *base = strrchr(path, '/');
+  snprintf(mine, sizeof mine, "%s/checkpoints", p->node->run_dir);
+  int named = base && !strncmp(base + 1, "ckpt-", 5) && base[6] && strspn(base + 6, "0123456789") == strlen(base + 6);
+  if (named) {
+    snprintf(parent, sizeof parent, "%.*s", (int)(base - path), path);
+  }
+  if (!named || tfx_mkdirs(mine, NULL) || !realpath(mine, want) || !realpath(parent, got) || strcmp(want, got)) {
+    return tfx_err_set(err, TFX_EINVAL,
+                       "checkpoint: '%.300s' is not a checkpoint directory of this ps's run (%s/ckpt-N)", path, mine);
+  }
+  return TFX_OK;
+}
+
 int tfx_ps_checkpoint_request(ps_state *p, tfx_inmsg *m, tfx_err *err) {
   const tfx_envelope *e = m->env;
   if (!e->path || !*e->path) {
     return tfx_err_set(err, TFX_EINVAL, "checkpoint: no directory given");
+  }
+  int rc = check_ckpt_path(p, e->path, err);
+  if (rc) {
+    return rc;
   }
   if (p->ckpt_pending) {
     zmq_msg_close(&p->ckpt_identity);

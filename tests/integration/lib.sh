@@ -10,6 +10,8 @@ cleanup() { for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done; rm -rf "$W
 trap cleanup EXIT
 fail() { echo "FAIL: $*"; for f in "$WORK"/*.log "$WORK"/run*/logs/*.log; do [ -f "$f" ] && { echo "--- $f"; tail -20 "$f"; }; done; exit 1; }
 pass() { echo "PASS: $*"; exit 0; }
+# skip WHY: this machine cannot run the test; CTest reports it as skipped (SKIP_RETURN_CODE 77), never as passed.
+skip() { echo "SKIP: $*"; exit 77; }
 
 # free_port: a TCP port on 127.0.0.1 that the kernel just handed out.
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -98,7 +99,7 @@ static void start_ps(void) {
     if (!freopen(ps_log, "w", stderr) || !freopen(ps_log, "a", stdout)) {
       _exit(126);
     }
-    execl(tfx_node, "tfx-node", "--log-level", "warn", "--http-port", hp, (char *)NULL);
+    execl(tfx_node, "tfx-node", "--log-level", "warn", "--http-port", hp, "--run-dir", run_dir, (char *)NULL);
     _exit(127);
   }
 }
@@ -1028,10 +1029,11 @@ static void case_sparse(void) {
   tfx_client_destroy(c);
 }
 
-/* Asks the ps to write its shard for `step` into run_dir/NAME; shard gets the file's path. */
-static void write_ckpt(tfx_client *c, int64_t step, const char *name, char *shard, size_t n) {
+/* Asks the ps to write its shard for `step` into run_dir/checkpoints/ckpt-TAG (TAG: this write's own number, zero
+ * padded as the master names them); shard gets the file's path. */
+static void write_ckpt(tfx_client *c, int64_t step, int tag, char *shard, size_t n) {
   char dir[300];
-  snprintf(dir, sizeof dir, "%s/%s", run_dir, name);
+  snprintf(dir, sizeof dir, "%s/checkpoints/ckpt-%012d", run_dir, tag);
   tfx_envelope env;
   tfx_inmsg r;
   tfx_err err;
@@ -1080,7 +1082,7 @@ static void checkpoint_no_slots(tfx_client *c, const float *g) {
   float *slots[2] = {m, s2};
   CHECK(init_ps(c, "async", "sgd", 1, 0, 0, NULL, &err) == 0, "init sgd: %s", err.msg);
   push_then_pull(c, 0, g, w);
-  write_ckpt(c, 1, "ckpt-sgd", shard, sizeof shard);
+  write_ckpt(c, 1, 101, shard, sizeof shard);
   CHECK(init_ps(c, "async", "adam", 1, 0, 0, shard, &err) == 0, "restore an sgd shard under adam: %s", err.msg);
   CHECK(ps_log_has("PS-RESTORE-NO-SLOT") && ps_log_has("'v@m'") && ps_log_has("'v@v'"),
         "no PS-RESTORE-NO-SLOT warning naming v@m and v@v");
@@ -1096,6 +1098,33 @@ static void checkpoint_no_slots(tfx_client *c, const float *g) {
   }
 }
 
+/* A checkpoint directory outside the ps's run (an absolute path elsewhere, a way out with "..", a name that is not
+ * ckpt-DIGITS) is refused with TFX_EINVAL and nothing is made there. */
+static void refuse_foreign_paths(tfx_client *c) {
+  char outside[400], up[400], odd[400];
+  snprintf(outside, sizeof outside, "%s-elsewhere/checkpoints/ckpt-000000000007", run_dir);
+  snprintf(up, sizeof up, "%s/checkpoints/../../ckpt-000000000007", run_dir);
+  snprintf(odd, sizeof odd, "%s/checkpoints/model", run_dir);
+  const char *bad[] = {outside, up, odd, "/tmp/ckpt-000000000007"};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    tfx_envelope env;
+    tfx_inmsg r;
+    tfx_err err;
+    tfx_wire_request(&env, TFX__MSG_TYPE__MSG_CHECKPOINT);
+    env.step = 3, env.path = (char *)bad[i];
+    int rc = tfx_client_call(c, &env, NULL, 0, &r, 10000, &err);
+    tfx_inmsg_fini(&r);
+    CHECK(rc == TFX_EINVAL && strstr(err.msg, "not a checkpoint directory of this ps's run"), "path %s: code %d (%s)",
+          bad[i], rc, err.msg);
+    struct stat st;
+    CHECK(stat(bad[i], &st) != 0, "a refused checkpoint path %s was made", bad[i]);
+  }
+  char elsewhere[400];
+  snprintf(elsewhere, sizeof elsewhere, "%s-elsewhere", run_dir);
+  struct stat st;
+  CHECK(stat(elsewhere, &st) != 0, "a refused checkpoint made %s", elsewhere);
+}
+
 static void case_checkpoint(void) {
   tfx_client *c = connect_ps();
   tfx_err err;
@@ -1109,7 +1138,8 @@ static void case_checkpoint(void) {
     push(c, 0, s, g, "v", N, NULL, &err);
   }
   CHECK(pull(c, 0, 0, v, NULL, 5000, &err) == 0, "pull: %s", err.msg);
-  write_ckpt(c, 3, "ckpt", shard, sizeof shard);
+  write_ckpt(c, 3, 103, shard, sizeof shard);
+  refuse_foreign_paths(c);
   checkpoint_slots(c, shard, v);
   checkpoint_no_slots(c, g);
   FILE *f = fopen(shard, "r+b");
@@ -1121,7 +1151,8 @@ static void case_checkpoint(void) {
         "truncated: %s", err.msg);
   printf(
       "ok: shard checkpoint round trip (values, Adam moments: the next push equals the writer's bit for bit, "
-      "version); a shard without slots restores with PS-RESTORE-NO-SLOT and zero moments; bit flip and "
+      "version); paths outside the ps's run refused; a shard without slots restores with PS-RESTORE-NO-SLOT and zero "
+      "moments; bit flip and "
       "truncation refused\n");
   tfx_client_destroy(c);
 }
@@ -1158,7 +1189,7 @@ static void case_restore_shape(void) {
   }
   CHECK(init_shaped(c, json, plan, 2, 1, NULL, &err) == 0, "init [40,25]: %s", err.msg);
   push_then_pull(c, 0, g, held);
-  write_ckpt(c, 1, "ckpt-shape", shard, sizeof shard);
+  write_ckpt(c, 1, 201, shard, sizeof shard);
   refuse_shape(c, shard, transposed, 2, "expects [25,40] rows 0..25", held);
   refuse_shape(c, shard, flat, 1, "expects [1000] rows 0..1000", held);
   CHECK(init_shaped(c, json, plan, 2, 1, shard, &err) == 0, "restore into the same plan: %s", err.msg);

@@ -15,7 +15,7 @@ elif command -v valgrind >/dev/null; then
   VG=(valgrind --leak-check=full --show-leak-kinds=definite,indirect --errors-for-leak-kinds=definite,indirect
       --error-exitcode=1 --quiet)
 else
-  echo "SKIP: neither an ASan build nor valgrind"; exit 0
+  skip "neither an ASan build nor valgrind"
 fi
 ports=()
 for _ in 1 2 3 4 5; do ports+=("$(free_port)"); done

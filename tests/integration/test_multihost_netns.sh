@@ -5,10 +5,9 @@
 # addresses, every role uses the same port (possible only on distinct hosts), and the short run completes.
 # Afterwards the kernel's counters say where the traffic went: across every role's link, and never over
 # loopback. No link is made in the caller's namespace, and no traffic leaves the namespaces of the test.
-# Needs root (CAP_NET_ADMIN) and iproute2; prints SKIP and exits 0 only when the machine cannot do that.
+# Needs root (CAP_NET_ADMIN) and iproute2; prints SKIP and exits 77 (CTest: skipped) only when the machine cannot do that.
 . "$(dirname "$0")/lib.sh"
 
-skip() { echo "SKIP: $*"; exit 0; }
 [ "$(id -u)" = 0 ] || skip "not root: network namespaces need CAP_NET_ADMIN"
 command -v ip >/dev/null || skip "iproute2 ('ip') is not installed"
 
