@@ -104,13 +104,14 @@ static int setup(master *m, tfx_err *err) {
   }
   m->ps_up = calloc((size_t)m->n_ps, sizeof(int));
   m->registered = calloc((size_t)m->n_workers, sizeof(int));
+  m->worker_ids = calloc((size_t)m->n_workers, sizeof(peer_id));
   m->ps_version = calloc((size_t)m->n_ps, sizeof(int64_t));
   m->hb_pending = calloc((size_t)m->n_workers, sizeof(int));
   m->hb_warned = calloc((size_t)m->n_workers, sizeof(int));
   m->hb_sent = calloc((size_t)m->n_workers, sizeof(int64_t));
   m->hb_seen = calloc((size_t)m->n_workers, sizeof(int64_t));
-  if (!rc && (!m->ps_up || !m->registered || !m->ps_version || !m->hb_pending || !m->hb_warned || !m->hb_sent ||
-              !m->hb_seen)) {
+  if (!rc && (!m->ps_up || !m->registered || !m->worker_ids || !m->ps_version || !m->hb_pending || !m->hb_warned ||
+              !m->hb_sent || !m->hb_seen)) {
     rc = tfx_err_set(err, TFX_ENOMEM, "out of memory");
   }
   if (!rc) {
@@ -128,7 +129,7 @@ static void cleanup(master *m) {
   for (int w = 0; m->workers && w < m->n_workers; w++) {
     tfx_client_destroy(m->workers[w]);
   }
-  free(m->ps), free(m->workers), free(m->ps_up), free(m->registered), free(m->ps_version);
+  free(m->ps), free(m->workers), free(m->ps_up), free(m->registered), free(m->worker_ids), free(m->ps_version);
   free(m->hb_pending), free(m->hb_warned), free(m->hb_sent), free(m->hb_seen);
   tfx_net_close(m->sock);
   tfx_plan_fini(&m->plan);

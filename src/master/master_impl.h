@@ -27,6 +27,12 @@ typedef struct observed {
                                      nan_rejected, nan_skipped (tfx_master_observe_ps) */
 } observed;
 
+/* A peer's ZeroMQ routing identity, as a ROUTER sees it. */
+typedef struct peer_id {
+  unsigned char bytes[32];
+  size_t n;
+} peer_id;
+
 typedef struct master {
   tfx_node *n;
   tfx_config cfg;
@@ -35,6 +41,8 @@ typedef struct master {
   tfx_client **ps, **workers;
   int n_ps, n_workers, running, finished;
   int *ps_up, *registered, *hb_pending, *hb_warned;
+  struct peer_id *worker_ids; /* the routing identity each worker registered with (run.c) */
+  int64_t bad_frames;         /* frames and reports the master dropped (logged at 1..10, then powers of two) */
   int64_t *hb_sent, *hb_seen;
   int64_t *ps_version, global_step, max_version, start_step, next_eval, next_ckpt, last_ckpt_ms;
   int64_t ckpt_retry_at; /* a failed periodic checkpoint is asked again from this time on */

@@ -85,12 +85,54 @@ static int reply_status(master *m, const tfx_inmsg *in) {
   return tfx_wire_send(m->sock, &in->identity, &env, NULL, 0, NULL);
 }
 
+/* Counts a dropped frame or report and says whether to log it: the first 10, then at powers of two, as the ps. */
+static int count_dropped(master *m) {
+  int64_t n = ++m->bad_frames;
+  return n <= 10 || (n & (n - 1)) == 0;
+}
+
+static void remember_worker(master *m, int w, const tfx_inmsg *in) {
+  peer_id *id = &m->worker_ids[w];
+  size_t n = in->has_identity ? zmq_msg_size((zmq_msg_t *)&in->identity) : 0;
+  id->n = n <= sizeof id->bytes ? n : 0;
+  if (id->n) {
+    memcpy(id->bytes, zmq_msg_data((zmq_msg_t *)&in->identity), id->n);
+  }
+}
+
+/* Whether a report comes from a member: a worker index of this cluster, sending from the identity it registered
+ * with (a worker this master never saw, registered with an earlier master, is adopted), at a step the run can
+ * have reached. Anything else is dropped with a rate-limited MASTER-BAD-REPORT and changes nothing. */
+static int report_from_member(master *m, const tfx_inmsg *in) {
+  const tfx_envelope *e = in->env;
+  int w = e->sender_index;
+  int64_t limit = (m->cfg.max_steps > m->max_version ? m->cfg.max_steps : m->max_version) + 1000;
+  const char *why = e->sender_role != TFX__ROLE__ROLE_WORKER || w < 0 || w >= m->n_workers
+                        ? "not a worker of this cluster"
+                    : e->step < 0 || e->step > limit ? "a step out of range"
+                                                     : NULL;
+  if (!why && m->registered[w]) {
+    const peer_id *id = &m->worker_ids[w];
+    size_t n = in->has_identity ? zmq_msg_size((zmq_msg_t *)&in->identity) : 0;
+    if (id->n && (n != id->n || memcmp(id->bytes, zmq_msg_data((zmq_msg_t *)&in->identity), n))) {
+      why = "not the connection the worker registered from";
+    }
+  }
+  if (why && count_dropped(m)) {
+    tfx_log(TFX_LOG_WARN, "MASTER-BAD-REPORT", "report (role %d, index %d, step %lld) dropped: %s (%lld so far)",
+            (int)e->sender_role, w, (long long)e->step, why, (long long)m->bad_frames);
+  }
+  return !why;
+}
+
 /* Handles one message on the master's ROUTER. */
 static void serve_one(master *m) {
   tfx_inmsg in;
   tfx_err err;
   if (tfx_wire_recv(m->sock, 1, &in, &err)) {
-    tfx_log(TFX_LOG_WARN, "MASTER-BAD-FRAME", "dropped: %s", err.msg);
+    if (count_dropped(m)) {
+      tfx_log(TFX_LOG_WARN, "MASTER-BAD-FRAME", "dropped: %s (%lld so far)", err.msg, (long long)m->bad_frames);
+    }
     tfx_server_reply_error(m->sock, &in, TFX_EPROTO, err.msg, NULL);
     tfx_inmsg_fini(&in);
     return;
@@ -105,13 +147,20 @@ static void serve_one(master *m) {
     tfx_master_lock(m, 1);
     m->registered[w] = 1;
     tfx_master_lock(m, 0);
+    remember_worker(m, w, &in);
     reply_register(m, &in);
   } else if (e->type == TFX__MSG_TYPE__MSG_REPORT) {
-    if (e->sender_role == TFX__ROLE__ROLE_WORKER && w >= 0 && w < m->n_workers && !m->registered[w]) {
+    if (!report_from_member(m, &in)) {
+      tfx_server_reply_error(m->sock, &in, TFX_EINVAL, "report refused: not a member of this cluster", NULL);
+      tfx_inmsg_fini(&in);
+      return;
+    }
+    if (!m->registered[w]) {
       /* A worker that registered with an earlier master (this one was restarted). */
       tfx_master_lock(m, 1);
       m->registered[w] = 1;
       tfx_master_lock(m, 0);
+      remember_worker(m, w, &in);
     }
     on_report(m, &in);
     tfx_envelope env;

@@ -221,7 +221,8 @@ static int resync(worker *w, const tfx_err *why, tfx_err *err) {
 }
 
 /* Reports to the master; a master that does not answer is being restarted: the report is skipped (logged) and
- * the next one goes to the new master, which counts it as this worker's registration. */
+ * the next one goes to the new master, which counts it as this worker's registration. A report the master
+ * refuses (it knows this worker by another connection) is followed by a new registration. */
 static int report_or_skip(worker *w, double loss, double acc, double eps, tfx_err *err) {
   tfx_err rerr;
   int rc = report(w, loss, acc, eps, &rerr);
@@ -229,6 +230,12 @@ static int report_or_skip(worker *w, double loss, double acc, double eps, tfx_er
     tfx_log(TFX_LOG_WARN, "WORKER-MASTER-LOST", "%s; training on, the next report goes to a restarted master",
             rerr.msg);
     return tfx_client_reset(w->master, err);
+  }
+  if (rc == TFX_EINVAL) {
+    /* The master knows this worker by another connection (a reset socket): register again, report next time. */
+    tfx_log(TFX_LOG_WARN, "WORKER-REREGISTER", "%s; registering again", rerr.msg);
+    announce(w);
+    return TFX_OK;
   }
   return rc ? tfx_err_set(err, rc, "%s", rerr.msg) : TFX_OK;
 }

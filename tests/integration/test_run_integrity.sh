@@ -136,6 +136,27 @@ done
 [ ! -e "$WORK/run-tfc" ] || fail "a refused --tf-config left a run directory"
 TF_CONFIG='{}' "$TFX_NODE" --config "$EXAMPLE" --run-dir "$WORK/run-empty" --max-steps 5 >"$WORK/empty.log" 2>&1 ||
   fail "TF_CONFIG={} is local mode: $(tail -2 "$WORK/empty.log")"
+# Reports that change a run are accepted from the cluster's members only: a REPORT with a NaN loss, or at step
+# 2^60, from a connection that never registered (the same user, so the Unix socket admits it) is dropped with a
+# rate-limited MASTER-BAD-REPORT; the run neither aborts nor records the step.
+: "${TFX_INTRUDER:?set TFX_INTRUDER to the tfx-intruder binary}"
+start_local run-report
+wait_step "$WORK/run-report" 100 "$LP"
+maddr=$(grep -o "LOCAL-SPAWN master 0: pid [0-9]* at [^ ]*" "$WORK/run-report.log" | awk '{print $NF}')
+"$TFX_INTRUDER" "$maddr" report-nan 20 >"$WORK/intr-nan.txt" 2>&1 || fail "intruder: $(cat "$WORK/intr-nan.txt")"
+"$TFX_INTRUDER" "$maddr" report-huge 20 >"$WORK/intr-huge.txt" 2>&1 || fail "intruder: $(cat "$WORK/intr-huge.txt")"
+s0=$(train_step "$WORK/run-report")
+while [ "$(train_step "$WORK/run-report")" -lt $((s0 + 200)) ]; do
+  kill -0 "$LP" 2>/dev/null || fail "the run ended after forged reports: $(tail -3 "$WORK/run-report.log")"
+  sleep 0.2
+done
+kill -INT -- "-$LP"
+wait "$LP" || fail "the run with forged reports did not stop cleanly: $(tail -2 "$WORK/run-report.log")"
+grep -q '"step": 1152921504606846976' "$WORK/run-report/metrics.jsonl" && fail "a forged step reached metrics.jsonl"
+grep -qi 'nan' "$WORK/run-report/metrics.jsonl" && fail "a forged NaN loss reached metrics.jsonl"
+n=$(grep -c "MASTER-BAD-REPORT" "$WORK/run-report/logs/master-0.log")
+[ "$n" -ge 1 ] && [ "$n" -le 16 ] || fail "40 forged reports gave $n MASTER-BAD-REPORT lines (want 1..16: rate-limited)"
+
 # 7. A master that fails at the end (its final checkpoint cannot be written) after stopping its peers is not
 # restarted into a cluster that is gone: local exits at once with the master's own error line.
 mkdir -p "$WORK/run-end" && echo "not a directory" >"$WORK/run-end/checkpoints"
