@@ -137,6 +137,9 @@ static int dispatch(tfx_args *a, tfx_err *err) {
     return rc;
   }
   if (!cmd) {
+    if (a->cli.max_steps > 0) {
+      a->node.cfg.max_steps = a->cli.max_steps; /* a chief started with --max-steps stops there */
+    }
     return run_role(&a->node, err);
   }
   if (!strcmp(cmd, "keygen")) {

@@ -1,6 +1,7 @@
 /* The evaluator task (TF_CONFIG job "evaluator", outside the training cluster): evaluates every new complete
  * checkpoint of the shared run directory on the eval set and appends its eval line to metrics.jsonl, until the
  * checkpoint at max_steps has been evaluated (or SIGTERM). Answers STATUS on its address meanwhile. */
+#include <json-c/json.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -75,9 +76,24 @@ static int evaluate_new(evaluator *e, const char *dir, tfx_err *err) {
   return rc;
 }
 
+/* The step the run stops at as its chief wrote it (RUN/config.json: a chief started with --max-steps stops before
+ * the experiment file's max_steps), or fallback while there is no such file. */
+static int64_t run_max_steps(const char *run_dir, int64_t fallback) {
+  char path[1100];
+  snprintf(path, sizeof path, "%s/config.json", run_dir);
+  json_object *root = json_object_from_file(path), *training, *max;
+  int64_t v = fallback;
+  if (root && json_object_object_get_ex(root, "training", &training) &&
+      json_object_object_get_ex(training, "max_steps", &max) && json_object_get_int64(max) > 0) {
+    v = json_object_get_int64(max);
+  }
+  json_object_put(root);
+  return v;
+}
+
 static int loop(evaluator *e, tfx_err *err) {
   const tfx_config *cfg = &e->n->cfg;
-  while (!tfx_stop_requested() && e->last < cfg->max_steps) {
+  while (!tfx_stop_requested() && e->last < run_max_steps(e->n->run_dir, cfg->max_steps)) {
     zmq_pollitem_t item = {e->sock, 0, ZMQ_POLLIN, 0};
     if (zmq_poll(&item, 1, 1000) > 0) {
       answer_status(e);

@@ -22,6 +22,7 @@
 #include "store/ckpt.h"
 #include "store/runconfig.h"
 #include "store/warmstart.h"
+#include "store/weights.h"
 #include "train/evaluate.h"
 #include "train/step.h"
 
@@ -113,33 +114,41 @@ static int save(trainer *t, tfx_err *err) {
   return rc;
 }
 
+/* The weight named name in ws, or NULL. */
+static const tfx_weight *weight_named(const tfx_weights *ws, const char *name) {
+  for (int i = 0; i < ws->n; i++) {
+    if (!strcmp(ws->w[i].name, name)) {
+      return &ws->w[i];
+    }
+  }
+  return NULL;
+}
+
+/* Resumes from the newest usable checkpoint, whoever wrote it: this trainer (one shard) or a cluster (variables
+ * partitioned over several ps, joined back whole); optimizer slots are restored where the checkpoint has them. */
 static int restore(trainer *t, tfx_err *err) {
-  char dir[1100], path[1200];
+  char dir[1100];
   int64_t step;
   int found = t->resume ? tfx_ckpt_resume_point(t->run_dir, &step, dir, sizeof dir, err) : TFX_ENOTFOUND;
   if (found) {
     return found == TFX_ENOTFOUND ? TFX_OK : found; /* none: a fresh run; none usable: refuse to start over */
   }
-  snprintf(path, sizeof path, "%s/ps-0.shard", dir);
-  tfx_ckpt *c;
-  int rc = tfx_ckpt_read(path, &c, err);
-  if (rc) {
-    return rc;
-  }
-  for (int i = 0; i < tfx_model_nvars(t->model) && !rc; i++) {
+  tfx_weights ws;
+  int rc = tfx_weights_with_slots(dir, &ws, err);
+  for (int i = 0; !rc && i < tfx_model_nvars(t->model); i++) {
     tfx_var *v = tfx_model_var(t->model, i);
-    const tfx_ckpt_entry *e = tfx_ckpt_find(c, v->name);
-    if (!e || e->count != v->count) {
-      rc = tfx_err_set(err, TFX_ESHAPE, "%s: variable %s missing or of another size", path, v->name);
+    const tfx_weight *w = weight_named(&ws, v->name);
+    if (!w || w->count != v->count) {
+      rc = tfx_err_set(err, TFX_ESHAPE, "%s: variable %s missing or of another size", dir, v->name);
       break;
     }
-    memcpy(v->value, e->data, sizeof(float) * v->count);
+    memcpy(v->value, w->data, sizeof(float) * v->count);
     for (int s = 0; s < tfx_optim_slots(&t->opt); s++) {
       char name[200];
       snprintf(name, sizeof name, "%s@%s", v->name, tfx_optim_slot_name(s));
-      const tfx_ckpt_entry *se = tfx_ckpt_find(c, name);
-      if (se && se->count == v->count) {
-        memcpy(t->slots[i][s], se->data, sizeof(float) * v->count);
+      const tfx_weight *sw = weight_named(&ws, name);
+      if (sw && sw->count == v->count) {
+        memcpy(t->slots[i][s], sw->data, sizeof(float) * v->count);
       }
     }
   }
@@ -147,7 +156,7 @@ static int restore(trainer *t, tfx_err *err) {
     t->step = step;
     tfx_log(TFX_LOG_INFO, "TRAIN-RESUME", "resumed from %s at step %lld", dir, (long long)step);
   }
-  tfx_ckpt_destroy(c);
+  tfx_weights_fini(&ws);
   return rc;
 }
 

@@ -49,14 +49,27 @@ static tfx_weight *find_or_add(tfx_weights *ws, const char *name, const tfx_ckpt
   return w;
 }
 
-static int take_shard(tfx_weights *ws, const tfx_ckpt *c, int ps, tfx_err *err) {
+/* The whole variable an entry belongs to: "dense/kernel/part_1" -> "dense/kernel", and for an optimizer slot
+ * "dense/kernel/part_1@m" -> "dense/kernel@m". */
+static void whole_name(const char *entry, char *out, size_t n) {
+  const char *at = strchr(entry, '@');
+  char key[160];
+  snprintf(key, sizeof key, "%.*s", at ? (int)(at - entry) : (int)strlen(entry), entry);
+  base_name(key, out, n);
+  if (at) {
+    size_t len = strlen(out);
+    snprintf(out + len, n - len, "%s", at);
+  }
+}
+
+static int take_shard(tfx_weights *ws, const tfx_ckpt *c, int ps, int with_slots, tfx_err *err) {
   for (int i = 0; i < c->n; i++) {
     const tfx_ckpt_entry *e = &c->entries[i];
-    if (strchr(e->name, '@') || e->rank < 1) {
+    if ((!with_slots && strchr(e->name, '@')) || e->rank < 1) {
       continue;
     }
     char name[160];
-    base_name(e->name, name, sizeof name);
+    whole_name(e->name, name, sizeof name);
     tfx_weight *w = find_or_add(ws, name, e, err);
     if (!w) {
       return TFX_ENOMEM;
@@ -73,7 +86,7 @@ static int take_shard(tfx_weights *ws, const tfx_ckpt *c, int ps, tfx_err *err) 
   return TFX_OK;
 }
 
-int tfx_weights_from_checkpoint(const char *dir, tfx_weights *ws, tfx_err *err) {
+static int gather(const char *dir, int with_slots, tfx_weights *ws, tfx_err *err) {
   memset(ws, 0, sizeof *ws);
   int64_t step;
   int nps, rc = tfx_ckpt_verify(dir, &step, &nps, err);
@@ -84,7 +97,7 @@ int tfx_weights_from_checkpoint(const char *dir, tfx_weights *ws, tfx_err *err) 
     if ((rc = tfx_ckpt_read(path, &c, err))) {
       break;
     }
-    rc = take_shard(ws, c, p, err);
+    rc = take_shard(ws, c, p, with_slots, err);
     tfx_ckpt_destroy(c);
   }
   if (rc) {
@@ -93,6 +106,14 @@ int tfx_weights_from_checkpoint(const char *dir, tfx_weights *ws, tfx_err *err) 
   ws->step = step;
   snprintf(ws->source, sizeof ws->source, "%s", dir);
   return TFX_OK;
+}
+
+int tfx_weights_from_checkpoint(const char *dir, tfx_weights *ws, tfx_err *err) {
+  return gather(dir, 0, ws, err);
+}
+
+int tfx_weights_with_slots(const char *dir, tfx_weights *ws, tfx_err *err) {
+  return gather(dir, 1, ws, err);
 }
 
 int tfx_weights_from_run(const char *run_dir, tfx_weights *ws, tfx_err *err) {

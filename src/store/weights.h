@@ -26,6 +26,8 @@ typedef struct tfx_weights {
 
 /* Gathers the variables of the checkpoint directory dir; caller owns ws; release with tfx_weights_fini. */
 int tfx_weights_from_checkpoint(const char *dir, tfx_weights *ws, tfx_err *err);
+/* As tfx_weights_from_checkpoint, with the optimizer slots too, each whole as "VAR@SLOT" (a resume's state). */
+int tfx_weights_with_slots(const char *dir, tfx_weights *ws, tfx_err *err);
 /* Gathers the newest complete checkpoint of a run directory. */
 int tfx_weights_from_run(const char *run_dir, tfx_weights *ws, tfx_err *err);
 /* Reads an export directory's model.safetensors. */

@@ -25,4 +25,20 @@ ev = [json.loads(l) for l in open(sys.argv[1]) if '"eval"' in l]
 assert ev and all(r.get("evaluator") == 0 for r in ev), ev
 assert ev[-1]["step"] == 200 and ev[-1]["accuracy"] > 0.6, ev[-1]
 PY
-pass "evaluator task evaluated the checkpoints up to step 200"
+# A chief started with --max-steps 150 (the experiment says 200): the evaluator stops after the checkpoint at 150
+# instead of waiting for a step that never comes.
+rm -rf "$WORK/run"; PIDS=()
+start evaluator evaluator --config "$WORK/exp.json"
+start chief chief --config "$WORK/exp.json" --max-steps 150
+start ps ps
+start worker worker
+for i in 0 1 2 3; do
+  wait "${PIDS[$i]}"; rc=$?
+  [ "$rc" = 0 ] || fail "short run: process $i exited $rc (the evaluator waited for max_steps 200?)"
+done
+python3 - "$WORK/run/metrics.jsonl" <<'PY' || fail "short run: the evaluator did not evaluate step 150"
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1]) if '"eval"' in l]
+assert ev and ev[-1]["step"] == 150 and ev[-1].get("evaluator") == 0, ev
+PY
+pass "evaluator task evaluated the checkpoints up to step 200, and stopped at a chief's --max-steps"

@@ -25,4 +25,9 @@ experiment "$WORK/whole.json" training.max_steps=300 eval.every_steps=0
 lp=$(metric "$WORK/run-part/metrics.jsonl" eval loss); lw=$(metric "$WORK/run-whole/metrics.jsonl" eval loss)
 python3 -c "import sys; sys.exit(0 if abs($lp - $lw) < 1e-3 else 1)" || fail "partitioned loss $lp differs from unpartitioned $lw"
 "$TFX_NODE" inspect "$WORK/run-part" | grep "dense_1/kernel " | grep -q "ps 0,1\|ps 1,0" || fail "inspect does not show the kernel on both ps"
-pass "resume, thres_loss abort, partitioning (loss $lp vs $lw)"
+# `train` resumes a run `local` wrote with partitioned variables (slices on two ps joined back, Adam's slots too).
+"$TFX_NODE" train --config "$WORK/part.json" --run-dir "$WORK/run-part" --max-steps 350 >"$WORK/part-train.log" 2>&1 ||
+  fail "train resuming a partitioned run: $(tail -2 "$WORK/part-train.log")"
+grep -q "TRAIN-RESUME resumed from .*ckpt-000000000300 at step 300" "$WORK/part-train.log" || fail "train did not resume at 300"
+[ "$(metric "$WORK/run-part/metrics.jsonl" eval step)" = 350 ] || fail "train did not continue to 350"
+pass "resume, thres_loss abort, partitioning (loss $lp vs $lw), train resuming a partitioned run"

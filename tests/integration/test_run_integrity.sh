@@ -166,4 +166,17 @@ out=$(timeout 120 "$TFX_NODE" local --config "$EXAMPLE" --run-dir "$WORK/run-end
 echo "$out" | grep -q "master 0 exited with status 1: .*ckpt-000000000100: Not a directory" ||
   fail "the master's own error is not named: $(echo "$out" | tail -2)"
 echo "$out" | grep -q "LOCAL-RESTART master" && fail "the master was restarted after the run ended"
+# 8. Bad input exits 2 (nothing to retry): a missing or corrupt data file, a missing checkpoint, an unknown
+# validation set; under local a worker's missing data file is final at once (no restarts) and exit 2.
+head -c 2000 /dev/urandom >"$WORK/garbage.gz"
+for args in "--set data.train.images=$WORK/nosuch.gz" "--set data.train.images=$WORK/garbage.gz"; do
+  out=$("$TFX_NODE" train --config "$EXAMPLE" --run-dir "$WORK/run-bad" --max-steps 5 $args 2>&1); rc=$?
+  [ "$rc" = 2 ] || fail "train $args: exit $rc, want 2: $(echo "$out" | tail -1)"
+done
+out=$("$TFX_NODE" evaluate --run-dir "$WORK/run-ckpt" --checkpoint 12345 2>&1); rc=$?
+[ "$rc" = 2 ] || fail "evaluate a missing checkpoint: exit $rc: $(echo "$out" | tail -1)"
+out=$("$TFX_NODE" evaluate --run-dir "$WORK/run-ckpt" --data nosuch 2>&1); rc=$?
+[ "$rc" = 2 ] || fail "evaluate --data nosuch: exit $rc: $(echo "$out" | tail -1)"
+out=$("$TFX_NODE" local --config "$EXAMPLE" --run-dir "$WORK/run-nodata" --max-steps 5 --set "data.train.images=$WORK/nosuch.gz" 2>&1); rc=$?
+[ "$rc" = 2 ] && ! echo "$out" | grep -q "LOCAL-RESTART" || fail "local with a missing data file: exit $rc: $(echo "$out" | tail -2)"
 pass "checkpoints at evaluation steps, Ctrl-C and SIGTERM save, a second signal stops, one owner per directory, TF_CONFIG files checked"
