@@ -402,8 +402,8 @@ int tfx_master_init_ps(master *m, tfx_err *err) {
 }
 
 typedef struct ckpt_acc {
-  uint32_t crc[1024];
-  uint64_t bytes[1024];
+  uint32_t crc[1024], rows_crc[1024];
+  uint64_t bytes[1024], rows_bytes[1024]; /* rows: the ps's row file of lazy tables (0: none) */
   int64_t step[1024];
 } ckpt_acc;
 
@@ -417,6 +417,9 @@ static void on_ckpt_reply(master *m, int p, const tfx_envelope *e) {
   double crc = stat_of(e, "crc32"), bytes = stat_of(e, "bytes");
   acc_now->crc[p] = isfinite(crc) ? (uint32_t)crc : 0;
   acc_now->bytes[p] = isfinite(bytes) ? (uint64_t)bytes : 0;
+  double rows_crc = stat_of(e, "rows_crc32"), rows_bytes = stat_of(e, "rows_bytes");
+  acc_now->rows_crc[p] = isfinite(rows_crc) ? (uint32_t)rows_crc : 0;
+  acc_now->rows_bytes[p] = isfinite(rows_bytes) ? (uint64_t)rows_bytes : 0;
   acc_now->step[p] = e->step;
 }
 
@@ -448,7 +451,7 @@ int tfx_master_checkpoint(master *m, int64_t at, tfx_err *err) {
     }
   }
   if (!rc) {
-    rc = tfx_ckpt_write_manifest(dir, at, m->n_ps, acc->crc, acc->bytes, err);
+    rc = tfx_ckpt_write_manifest_rows(dir, at, m->n_ps, acc->crc, acc->bytes, acc->rows_crc, acc->rows_bytes, err);
   }
   free(acc);
   if (rc) {

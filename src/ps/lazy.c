@@ -1,4 +1,6 @@
 /* Lazy tables: a plan shard marked lazy is an embedding table held by rows (ps/rowtable.h), never dense. */
+#include <dirent.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -6,6 +8,7 @@
 #include "nn/init.h"
 #include "ps/ps_impl.h"
 #include "ps/rowtable.h"
+#include "store/rowfile.h"
 
 int tfx_ps_lazy_make(ps_state *p, shard *s, const Tfx__Shard *m, tfx_err *err) {
   const char *init = m->init && *m->init ? m->init : "zeros";
@@ -133,4 +136,111 @@ void tfx_ps_lazy_usage(const ps_state *p, size_t *rows, size_t *bytes) {
       *bytes += tfx_rowtable_bytes(p->shards[i].table) + tfx_rowtable_bytes(p->shards[i].acc_rows);
     }
   }
+}
+
+typedef struct save_job {
+  tfx_rowfile *w;
+  tfx_err *err;
+} save_job;
+
+static int save_row(int64_t id, const float *row, void *ctx) {
+  save_job *j = ctx;
+  return tfx_rowfile_row(j->w, id, row, j->err);
+}
+
+int tfx_ps_lazy_save(ps_state *p, const char *dir, int64_t step, uint32_t *crc, uint64_t *bytes, tfx_err *err) {
+  int n = 0;
+  *crc = 0, *bytes = 0;
+  for (int i = 0; i < p->n_shards; i++) {
+    n += p->shards[i].table != NULL;
+  }
+  if (!n) {
+    return TFX_OK;
+  }
+  char path[1300];
+  snprintf(path, sizeof path, "%s/ps-%d.rows", dir, p->node->index);
+  tfx_rowfile *w;
+  int rc = tfx_rowfile_create(path, step, n, &w, err);
+  save_job job = {rc ? NULL : w, err};
+  for (int i = 0; i < p->n_shards && !rc; i++) {
+    const shard *s = &p->shards[i];
+    if (!s->table) {
+      continue;
+    }
+    rc = tfx_rowfile_table(w, s->key, s->shape[0], (int)tfx_rowtable_row_floats(s->table), tfx_rowtable_rows(s->table),
+                           err);
+    rc = rc ? rc : tfx_rowtable_each(s->table, save_row, &job);
+  }
+  if (rc) {
+    tfx_rowfile_abort(job.w);
+    return rc;
+  }
+  return tfx_rowfile_finish(w, crc, bytes, err);
+}
+
+/* The lazy table of key `key` on this ps, or NULL. */
+static shard *lazy_table(ps_state *p, const char *key) {
+  for (int i = 0; i < p->n_shards; i++) {
+    if (p->shards[i].table && !strcmp(p->shards[i].key, key)) {
+      return &p->shards[i];
+    }
+  }
+  return NULL;
+}
+
+typedef struct restore_job {
+  ps_state *p;
+  tfx_err *err;
+  size_t taken;
+} restore_job;
+
+/* One row of a checkpoint: into the lazy table of that key when this ps holds the id. The table must exist here
+ * with the same ids and row size, else the restore is refused naming table and id. */
+static int restore_row(const char *table, int64_t ids, int row_floats, int64_t id, const float *row, void *ctx) {
+  restore_job *j = ctx;
+  shard *s = lazy_table(j->p, table);
+  if (!s || s->shape[0] != ids || (int)tfx_rowtable_row_floats(s->table) != row_floats) {
+    return tfx_err_set(j->err, TFX_ESHAPE,
+                       "restore: table %s (id %lld) is %lld ids x %d floats in the checkpoint, which this plan does "
+                       "not hold as a lazy table of that shape",
+                       table, (long long)id, (long long)ids, row_floats);
+  }
+  if (id % s->mod_n != s->mod_r) {
+    return TFX_OK; /* another ps's share under this plan */
+  }
+  j->taken++;
+  return tfx_rowtable_put(s->table, id, row, j->err);
+}
+
+int tfx_ps_lazy_restore(ps_state *p, const char *dir, tfx_err *err) {
+  int lazy = 0;
+  for (int i = 0; i < p->n_shards; i++) {
+    lazy |= p->shards[i].table != NULL;
+  }
+  DIR *d = lazy ? opendir(dir) : NULL;
+  if (!lazy) {
+    return TFX_OK;
+  }
+  if (!d) {
+    return tfx_err_sys(err, TFX_ENOTFOUND, "restore: open %s", dir);
+  }
+  restore_job job = {p, err, 0};
+  int rc = TFX_OK, files = 0;
+  for (struct dirent *e; !rc && (e = readdir(d));) {
+    size_t len = strlen(e->d_name);
+    if (strncmp(e->d_name, "ps-", 3) || len < 8 || strcmp(e->d_name + len - 5, ".rows")) {
+      continue;
+    }
+    char path[1400];
+    int64_t step;
+    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    rc = tfx_rowfile_read(path, restore_row, &job, &step, err);
+    files++;
+  }
+  closedir(d);
+  if (!rc) {
+    tfx_log(TFX_LOG_INFO, "PS-RESTORE-ROWS", "%zu rows of lazy tables restored from %d row file(s) in %s", job.taken,
+            files, dir);
+  }
+  return rc;
 }

@@ -143,6 +143,9 @@ static int restore_shards(ps_state *p, const char *path, tfx_err *err) {
   int rc = tfx_ckpt_read(path, &c, err);
   for (int i = 0; !rc && i < p->n_shards; i++) {
     shard *s = &p->shards[i];
+    if (s->table) {
+      continue; /* a lazy table: from the row files below */
+    }
     const tfx_ckpt_entry *e = tfx_ckpt_find(c, s->key);
     if (!(rc = check_entry(s, s->key, e, path, err))) {
       memcpy(s->value->data, e->data, sizeof(float) * s->count);
@@ -150,6 +153,12 @@ static int restore_shards(ps_state *p, const char *path, tfx_err *err) {
     for (int k = 0; !rc && k < tfx_optim_slots(&p->opt); k++) {
       rc = restore_slot(p, s, k, c, path, err);
     }
+  }
+  if (!rc) {
+    char dir[1200];
+    const char *slash = strrchr(path, '/');
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) : 1, slash ? path : ".");
+    rc = tfx_ps_lazy_restore(p, dir, err);
   }
   for (int i = 0; !rc && i < p->n_shards; i++) {
     p->shards[i].changed = c->step;

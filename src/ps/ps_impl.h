@@ -170,6 +170,12 @@ void tfx_ps_lazy_clear_sum(shard *s);
 /* The values of the requested rows (t->rows), into out (n_rows x row width floats; rows never touched read as
  * their initial values and are not stored). */
 void tfx_ps_lazy_gather(const shard *s, const Tfx__Tensor *t, float *out);
+/* Writes the rows of the ps's lazy tables (values and slots) as dir/ps-K.rows, streamed (store/rowfile.h); *crc and
+ * *bytes get the file's checksum and size, both 0 when the ps holds no lazy table (no file). */
+int tfx_ps_lazy_save(ps_state *p, const char *dir, int64_t step, uint32_t *crc, uint64_t *bytes, tfx_err *err);
+/* Restores every lazy table of the ps from the row files of checkpoint dir (as its manifest lists them, written
+ * by any number of ps): each row whose id this ps holds (id % mod_n == mod_r), bit for bit. */
+int tfx_ps_lazy_restore(ps_state *p, const char *dir, tfx_err *err);
 /* Rows stored and bytes held by the lazy tables of the ps. */
 void tfx_ps_lazy_usage(const ps_state *p, size_t *rows, size_t *bytes);
 

@@ -772,19 +772,13 @@ int tfx_ps_push(ps_state *p, tfx_inmsg *m, tfx_err *err) {
 
 static int write_shard(ps_state *p, int64_t step, const char *path, uint32_t *crc, uint64_t *bytes, tfx_err *err) {
   int ns = tfx_optim_slots(&p->opt), n = 0;
-  for (int i = 0; i < p->n_shards; i++) {
-    if (p->shards[i].table) { /* refused rather than written without its rows */
-      return tfx_err_set(err, TFX_EINVAL, "checkpoint: lazy table %s cannot be checkpointed yet (rows would be lost)",
-                         p->shards[i].var);
-    }
-  }
   tfx_ckpt_entry *e = calloc((size_t)p->n_shards * 3 + 1, sizeof *e);
   if (!e) {
     return tfx_err_set(err, TFX_ENOMEM, "out of memory");
   }
   for (int i = 0; i < p->n_shards; i++) {
     shard *s = &p->shards[i];
-    for (int k = -1; k < ns; k++, n++) {
+    for (int k = -1; k < ns && !s->table; k++, n++) { /* lazy tables go to the row file (tfx_ps_lazy_save) */
       if (k < 0) {
         snprintf(e[n].name, sizeof e[n].name, "%s", s->key);
       } else {
@@ -808,16 +802,25 @@ static void write_checkpoint(ps_state *p) {
   uint64_t bytes = 0;
   tfx_err err;
   tfx_err_clear(&err);
+  uint32_t rows_crc = 0;
+  uint64_t rows_bytes = 0;
   int rc = tfx_mkdirs(p->ckpt_dir, &err);
   if (!rc) {
     rc = write_shard(p, p->ckpt_step, path, &crc, &bytes, &err);
   }
+  if (!rc) {
+    rc = tfx_ps_lazy_save(p, p->ckpt_dir, p->ckpt_step, &rows_crc, &rows_bytes, &err);
+  }
   tfx_envelope env;
   tfx_wire_request(&env, TFX__MSG_TYPE__MSG_REPLY);
-  Tfx__KeyValue kv[2], *kvp[2] = {&kv[0], &kv[1]};
-  tfx__key_value__init(&kv[0]), tfx__key_value__init(&kv[1]);
+  Tfx__KeyValue kv[4], *kvp[4] = {&kv[0], &kv[1], &kv[2], &kv[3]};
+  for (int i = 0; i < 4; i++) {
+    tfx__key_value__init(&kv[i]);
+  }
   kv[0].key = "crc32", kv[0].value = crc, kv[1].key = "bytes", kv[1].value = (double)bytes;
-  env.request_id = p->ckpt_request, env.step = p->version, env.path = path, env.stats = kvp, env.n_stats = 2;
+  kv[2].key = "rows_crc32", kv[2].value = rows_crc, kv[3].key = "rows_bytes", kv[3].value = (double)rows_bytes;
+  env.request_id = p->ckpt_request, env.step = p->version, env.path = path, env.stats = kvp;
+  env.n_stats = rows_bytes ? 4 : 2; /* rows only when this ps holds lazy tables */
   if (rc) {
     env.code = rc, env.error = err.msg;
   }

@@ -312,20 +312,39 @@ void tfx_ckpt_dir(const char *run_dir, int64_t step, char *out, size_t n) {
   snprintf(out, n, "%s/checkpoints/ckpt-%012lld", run_dir, (long long)step);
 }
 
+/* A manifest's file entry: {"file", "crc32", "bytes"}. */
+static json_object *file_entry(const char *file, uint32_t crc, uint64_t bytes) {
+  json_object *s = json_object_new_object();
+  json_object_object_add(s, "file", json_object_new_string(file));
+  json_object_object_add(s, "crc32", json_object_new_int64(crc));
+  json_object_object_add(s, "bytes", json_object_new_int64((int64_t)bytes));
+  return s;
+}
+
 int tfx_ckpt_write_manifest(const char *dir, int64_t step, int n_ps, const uint32_t *crc, const uint64_t *bytes,
                             tfx_err *err) {
-  json_object *root = json_object_new_object(), *shards = json_object_new_array();
+  return tfx_ckpt_write_manifest_rows(dir, step, n_ps, crc, bytes, NULL, NULL, err);
+}
+
+int tfx_ckpt_write_manifest_rows(const char *dir, int64_t step, int n_ps, const uint32_t *crc, const uint64_t *bytes,
+                                 const uint32_t *rows_crc, const uint64_t *rows_bytes, tfx_err *err) {
+  json_object *root = json_object_new_object(), *shards = json_object_new_array(), *rows = json_object_new_array();
   json_object_object_add(root, "step", json_object_new_int64(step));
   for (int i = 0; i < n_ps; i++) {
     char file[32];
     snprintf(file, sizeof file, "ps-%d.shard", i);
-    json_object *s = json_object_new_object();
-    json_object_object_add(s, "file", json_object_new_string(file));
-    json_object_object_add(s, "crc32", json_object_new_int64(crc[i]));
-    json_object_object_add(s, "bytes", json_object_new_int64((int64_t)bytes[i]));
-    json_object_array_add(shards, s);
+    json_object_array_add(shards, file_entry(file, crc[i], bytes[i]));
+    if (rows_bytes && rows_bytes[i]) {
+      snprintf(file, sizeof file, "ps-%d.rows", i);
+      json_object_array_add(rows, file_entry(file, rows_crc[i], rows_bytes[i]));
+    }
   }
   json_object_object_add(root, "shards", shards);
+  if (json_object_array_length(rows)) {
+    json_object_object_add(root, "rows", rows);
+  } else {
+    json_object_put(rows);
+  }
   char path[1100], tmp[1200];
   snprintf(path, sizeof path, "%s/manifest.json", dir);
   snprintf(tmp, sizeof tmp, "%s.tmp", path);
@@ -378,6 +397,12 @@ int tfx_ckpt_verify(const char *dir, int64_t *step, int *n_ps, tfx_err *err) {
   size_t n = json_object_array_length(shards);
   for (size_t i = 0; i < n && !rc; i++) {
     rc = verify_shard(dir, json_object_array_get_idx(shards, i), err);
+  }
+  json_object *rows; /* the row files of lazy tables (rowfile.h), when the run has any */
+  if (!rc && json_object_object_get_ex(root, "rows", &rows) && json_object_is_type(rows, json_type_array)) {
+    for (size_t i = 0; i < json_object_array_length(rows) && !rc; i++) {
+      rc = verify_shard(dir, json_object_array_get_idx(rows, i), err);
+    }
   }
   if (!rc) {
     *step = json_object_get_int64(st);

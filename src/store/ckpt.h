@@ -24,7 +24,8 @@
  * ckpt-000000000200, so names sort by step) holds the shards and manifest.json, written last and atomically by
  * the master: {"step": S, "shards": [{"file": "ps-0.shard", "crc32": C, "bytes": B}, ...]}, where C and B are
  * the crc32 and size of the whole shard file, trailer included.
- * A checkpoint exists if and only if its manifest exists and every shard matches its size and checksum. */
+ * A checkpoint of lazy tables also holds ps-K.rows files (rowfile.h), listed under "rows" in the same form.
+ * A checkpoint exists if and only if its manifest exists and every file it lists matches its size and checksum. */
 #ifndef TFX_CKPT_H
 #define TFX_CKPT_H
 
@@ -66,6 +67,10 @@ void tfx_ckpt_dir(const char *run_dir, int64_t step, char *out, size_t n);
 /* Writes dir/manifest.json atomically for n_ps shards named ps-K.shard, with their checksums. */
 int tfx_ckpt_write_manifest(const char *dir, int64_t step, int n_ps, const uint32_t *crc, const uint64_t *bytes,
                             tfx_err *err);
+/* As tfx_ckpt_write_manifest, with the row files of lazy tables (rowfile.h): "rows": [{"file": "ps-K.rows", ...}]
+ * for every ps whose rows_bytes is nonzero; a checkpoint then exists only if they match too. */
+int tfx_ckpt_write_manifest_rows(const char *dir, int64_t step, int n_ps, const uint32_t *crc, const uint64_t *bytes,
+                                 const uint32_t *rows_crc, const uint64_t *rows_bytes, tfx_err *err);
 /* Checks dir/manifest.json and every shard it lists; *n_ps gets the shard count. */
 int tfx_ckpt_verify(const char *dir, int64_t *step, int *n_ps, tfx_err *err);
 /* Whether the run has written any checkpoint (one with a manifest, usable or not). */

@@ -1,8 +1,8 @@
 /* Drives a real `tfx-node --role=ps` through its protocol and checks the update semantics exactly.
  * Usage: tfx-ps-driver TFX_NODE CASE   with CASE one of async-sum, sync, ssp, optim, reject, checkpoint,
  * restore-shape, restore-slot-shape, nan-policy, nan-skip-fused, status, pulls, since, client-since, assign, sparse,
- * split, parts, parts-reject, lazy-async, lazy-sync, lazy-reject. Prints "ok: ..." and exits 0, or "FAIL: ..." and
- * exits 1. */
+ * split, parts, parts-reject, lazy-async, lazy-sync, lazy-reject, lazy-checkpoint. Prints "ok: ..." and exits 0, or
+ * "FAIL: ..." and exits 1. */
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -1507,6 +1507,30 @@ static void case_parts_reject(void) {
 #define LAZY_IDS ((int64_t)1 << 40)
 #define LAZY_DIM 4
 
+/* INIT with one lazy table "emb" [2^40, 4] (normal:0.1, seed 5) holding ids % mod_n == mod_r, restored from the
+ * checkpoint shard `restore` when given; returns the code (err gets the message). */
+static int init_lazy_from(tfx_client *c, const char *mode, int workers, int64_t mod_n, int64_t mod_r,
+                          const char *restore, tfx_err *err) {
+  char json[256];
+  snprintf(json, sizeof json,
+           "{\"training\": {\"mode\": \"%s\", \"seed\": 5}, \"optimizer\": {\"name\": \"adagrad\", "
+           "\"learning_rate\": 0.5}}",
+           mode);
+  int64_t shape[2] = {LAZY_IDS, LAZY_DIM};
+  Tfx__Shard sh, *shp = &sh;
+  tfx__shard__init(&sh);
+  sh.key = sh.var = "emb", sh.shape = shape, sh.n_shape = 2, sh.row_end = LAZY_IDS, sh.trainable = 1;
+  sh.init = "normal:0.1", sh.fan_in = LAZY_IDS, sh.fan_out = LAZY_DIM, sh.lazy = 1, sh.mod_n = mod_n;
+  sh.mod_r = mod_r;
+  tfx_envelope env;
+  tfx_inmsg r;
+  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_INIT);
+  env.text = json, env.shards = &shp, env.n_shards = 1, env.flag = workers, env.path = (char *)(restore ? restore : "");
+  int rc = tfx_client_call(c, &env, NULL, 0, &r, 20000, err);
+  tfx_inmsg_fini(&r);
+  return rc;
+}
+
 /* INIT with one lazy table "emb" [2^40, 4] (normal:0.1, seed 5) of which this ps holds the odd ids. */
 static void init_lazy(tfx_client *c, const char *mode, int workers) {
   char json[256];
@@ -1659,6 +1683,84 @@ static void case_lazy_reject(void) {
   tfx_client_destroy(c);
 }
 
+/* Checkpoints the lazy table at step into RUN/checkpoints/ckpt-TAG and writes the manifest as the master would,
+ * with the row file the ps reports; shard gets the shard's path. */
+static void checkpoint_lazy(tfx_client *c, int64_t step, int tag, char *shard, size_t n) {
+  char dir[300];
+  snprintf(dir, sizeof dir, "%s/checkpoints/ckpt-%012d", run_dir, tag);
+  tfx_envelope env;
+  tfx_inmsg r;
+  tfx_err err;
+  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_CHECKPOINT);
+  env.step = step, env.path = dir;
+  CHECK(tfx_client_call(c, &env, NULL, 0, &r, 10000, &err) == 0, "checkpoint: %s", err.msg);
+  uint32_t crc[1] = {0}, rows_crc[1] = {0};
+  uint64_t bytes[1] = {0}, rows_bytes[1] = {0};
+  for (size_t i = 0; i < r.env->n_stats; i++) {
+    const Tfx__KeyValue *kv = r.env->stats[i];
+    if (!strcmp(kv->key, "crc32")) crc[0] = (uint32_t)kv->value;
+    if (!strcmp(kv->key, "bytes")) bytes[0] = (uint64_t)kv->value;
+    if (!strcmp(kv->key, "rows_crc32")) rows_crc[0] = (uint32_t)kv->value;
+    if (!strcmp(kv->key, "rows_bytes")) rows_bytes[0] = (uint64_t)kv->value;
+  }
+  tfx_inmsg_fini(&r);
+  CHECK(rows_bytes[0] > 0, "the ps reported no row file for its lazy table");
+  CHECK(tfx_ckpt_write_manifest_rows(dir, step, 1, crc, bytes, rows_crc, rows_bytes, &err) == 0, "manifest: %s",
+        err.msg);
+  int64_t got_step;
+  int nps;
+  CHECK(tfx_ckpt_verify(dir, &got_step, &nps, &err) == 0, "verify: %s", err.msg);
+  snprintf(shard, n, "%s/ps-0.shard", dir);
+}
+
+/* Lazy rows survive a checkpoint bit for bit (values and Adagrad slots: the next push moves them as it would
+ * have), also onto another partitioning (this ps then holding every id); a flipped bit in the row file is
+ * refused by name and leaves the running table as it was. */
+static void case_lazy_checkpoint(void) {
+  tfx_client *c = connect_ps();
+  tfx_err err;
+  CHECK(init_lazy_from(c, "async", 1, 2, 1, NULL, &err) == 0, "init: %s", err.msg);
+  int64_t ids[3] = {1, 3, 77777777777LL}, later[4] = {1, 2, 3, 77777777777LL};
+  float g[3 * LAZY_DIM], before[3 * LAZY_DIM], after[3 * LAZY_DIM], moved[3 * LAZY_DIM], again[3 * LAZY_DIM];
+  for (int i = 0; i < 3 * LAZY_DIM; i++) {
+    g[i] = 0.25f * (float)(i + 1);
+  }
+  CHECK(push_lazy_rows(c, 0, 0, ids, 3, g, &err) == 0, "push: %s", err.msg);
+  CHECK(pull_lazy_rows(c, 0, ids, 3, before, &err) == 0, "pull: %s", err.msg);
+  char shard[400];
+  checkpoint_lazy(c, 1, 301, shard, sizeof shard);
+  CHECK(push_lazy_rows(c, 0, 1, ids, 3, g, &err) == 0, "push after: %s", err.msg);
+  CHECK(pull_lazy_rows(c, 0, ids, 3, moved, &err) == 0, "pull: %s", err.msg); /* the writer's next state */
+  CHECK(init_lazy_from(c, "async", 1, 2, 1, shard, &err) == 0, "restore: %s", err.msg);
+  CHECK(pull_lazy_rows(c, 0, ids, 3, after, &err) == 0, "pull restored: %s", err.msg);
+  CHECK(memcmp(before, after, sizeof before) == 0, "restored rows differ from the checkpointed ones");
+  CHECK(push_lazy_rows(c, 0, 1, ids, 3, g, &err) == 0, "push restored: %s", err.msg);
+  CHECK(pull_lazy_rows(c, 0, ids, 3, again, &err) == 0, "pull: %s", err.msg);
+  CHECK(memcmp(moved, again, sizeof moved) == 0, "the next push after a restore differs (Adagrad slots lost?)");
+  /* Another partitioning: one ps holding every id restores the odd rows and reads the even ones as new. */
+  float all[4 * LAZY_DIM], fresh[LAZY_DIM];
+  CHECK(init_lazy_from(c, "async", 1, 1, 0, shard, &err) == 0, "restore onto mod 1: %s", err.msg);
+  CHECK(pull_lazy_rows(c, 0, later, 4, all, &err) == 0, "pull: %s", err.msg);
+  tfx_init_fill("normal:0.1", "emb", 5, LAZY_IDS, LAZY_DIM, 2 * LAZY_DIM, LAZY_DIM, fresh);
+  CHECK(!memcmp(all, before, sizeof(float) * LAZY_DIM) && !memcmp(all + LAZY_DIM, fresh, sizeof fresh) &&
+            !memcmp(all + 2 * LAZY_DIM, before + LAZY_DIM, sizeof(float) * 2 * LAZY_DIM),
+        "rows restored onto another partitioning differ");
+  /* A flipped bit: refused naming the row file; the running table keeps its rows. */
+  char rows[420];
+  snprintf(rows, sizeof rows, "%.*s/ps-0.rows", (int)(strrchr(shard, '/') - shard), shard);
+  FILE *f = fopen(rows, "r+b");
+  CHECK(f != NULL, "no row file %s", rows);
+  fseek(f, 60, SEEK_SET), fputc(0x7f, f), fclose(f);
+  int rc = init_lazy_from(c, "async", 1, 1, 0, shard, &err);
+  CHECK(rc == TFX_ECORRUPT && strstr(err.msg, "ps-0.rows"), "a corrupt row file: code %d (%s)", rc, err.msg);
+  CHECK(pull_lazy_rows(c, 0, later, 4, all, &err) == 0 && !memcmp(all, before, sizeof(float) * LAZY_DIM),
+        "a refused restore changed the rows");
+  printf(
+      "ok: lazy rows and their Adagrad slots survive a checkpoint bit for bit (the next push matches the writer's), "
+      "restore onto another partitioning, and a corrupt row file is refused with the table unchanged\n");
+  tfx_client_destroy(c);
+}
+
 int main(int argc, char **argv) {
   if (argc != 3) {
     return fprintf(stderr, "usage: %s TFX_NODE CASE\n", argv[0]), 2;
@@ -1710,6 +1812,8 @@ int main(int argc, char **argv) {
     case_parts();
   } else if (!strcmp(cs, "parts-reject")) {
     case_parts_reject();
+  } else if (!strcmp(cs, "lazy-checkpoint")) {
+    case_lazy_checkpoint();
   } else if (!strcmp(cs, "lazy-async")) {
     case_lazy_async();
   } else if (!strcmp(cs, "lazy-sync")) {

@@ -7,7 +7,7 @@
 # checkpoint round trip (Adam moments too), corrupt and other-shape restores (a slot too), the two-thread update
 # (training.ps_apply_threads = 2) of a large shard, and push-pulls sent in parts.
 . "$(dirname "$0")/lib.sh"
-for c in async-sum sync ssp optim reject nan-policy nan-skip-fused status pulls since client-since assign checkpoint restore-shape restore-slot-shape sparse split parts parts-reject lazy-async lazy-sync lazy-reject; do
+for c in async-sum sync ssp optim reject nan-policy nan-skip-fused status pulls since client-since assign checkpoint restore-shape restore-slot-shape sparse split parts parts-reject lazy-async lazy-sync lazy-reject lazy-checkpoint; do
   out=$(timeout 120 "$TFX_PS_DRIVER" "$TFX_NODE" "$c" 2>&1) || fail "$c: $out"
   echo "$out" | tail -1
 done

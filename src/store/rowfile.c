@@ -1,0 +1,215 @@
+/* Row files of lazy tables (rowfile.h). */
+#include "store/rowfile.h"
+
+#include <endian.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#if __BYTE_ORDER != __LITTLE_ENDIAN
+#error "row files are little-endian and written as in memory: this host is big-endian"
+#endif
+
+#define ROWS_MAGIC "TFXROWS1"
+#define ROWS_END "TFXEND\0\0"
+#define MAX_ROW_FLOATS (1 << 20)
+
+struct tfx_rowfile {
+  FILE *f;
+  char path[1100], tmp[1110];
+  uint32_t crc;
+  uint64_t bytes;
+  int row_floats, failed;
+};
+
+/* Writes n bytes and folds them into the running checksum. */
+static int put(tfx_rowfile *w, const void *p, size_t n, tfx_err *err) {
+  if (w->failed || fwrite(p, 1, n, w->f) != n) {
+    w->failed = 1;
+    return tfx_err_sys(err, TFX_ESYS, "write %s", w->tmp);
+  }
+  w->crc = (uint32_t)crc32(w->crc, p, (uInt)n);
+  w->bytes += n;
+  return TFX_OK;
+}
+
+int tfx_rowfile_create(const char *path, int64_t step, int n_tables, tfx_rowfile **out, tfx_err *err) {
+  tfx_rowfile *w = calloc(1, sizeof *w);
+  if (!w) {
+    return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  }
+  snprintf(w->path, sizeof w->path, "%s", path);
+  snprintf(w->tmp, sizeof w->tmp, "%s.tmp", path);
+  if (!(w->f = fopen(w->tmp, "wb"))) {
+    int rc = tfx_err_sys(err, TFX_ESYS, "open %s", w->tmp);
+    free(w);
+    return rc;
+  }
+  uint32_t version = 1, tables = (uint32_t)n_tables;
+  int rc = put(w, ROWS_MAGIC, 8, err);
+  rc = rc ? rc : put(w, &version, 4, err);
+  rc = rc ? rc : put(w, &tables, 4, err);
+  rc = rc ? rc : put(w, &step, 8, err);
+  if (rc) {
+    tfx_rowfile_abort(w);
+    return rc;
+  }
+  *out = w;
+  return TFX_OK;
+}
+
+int tfx_rowfile_table(tfx_rowfile *w, const char *name, int64_t ids, int row_floats, uint64_t n_rows, tfx_err *err) {
+  uint16_t len = (uint16_t)strlen(name);
+  uint32_t rf = (uint32_t)row_floats;
+  if (len >= 160 || row_floats < 1 || row_floats > MAX_ROW_FLOATS) {
+    return tfx_err_set(err, TFX_EINVAL, "row file %s: table '%.64s' (name or row size out of range)", w->path, name);
+  }
+  w->row_floats = row_floats;
+  int rc = put(w, &len, 2, err);
+  rc = rc ? rc : put(w, name, len, err);
+  rc = rc ? rc : put(w, &ids, 8, err);
+  rc = rc ? rc : put(w, &rf, 4, err);
+  return rc ? rc : put(w, &n_rows, 8, err);
+}
+
+int tfx_rowfile_row(tfx_rowfile *w, int64_t id, const float *row, tfx_err *err) {
+  int rc = put(w, &id, 8, err);
+  return rc ? rc : put(w, row, sizeof(float) * (size_t)w->row_floats, err);
+}
+
+int tfx_rowfile_finish(tfx_rowfile *w, uint32_t *crc, uint64_t *bytes, tfx_err *err) {
+  uint32_t body = w->crc;
+  int rc = put(w, ROWS_END, 8, err);
+  rc = rc ? rc : put(w, &body, 4, err);
+  if (!rc && (fflush(w->f) || fsync(fileno(w->f)))) {
+    rc = tfx_err_sys(err, TFX_ESYS, "sync %s", w->tmp);
+  }
+  int closed = fclose(w->f);
+  w->f = NULL;
+  if (!rc && (closed || rename(w->tmp, w->path))) {
+    rc = tfx_err_sys(err, TFX_ESYS, "write %s", w->path);
+  }
+  if (rc) {
+    unlink(w->tmp);
+  } else {
+    *crc = w->crc, *bytes = w->bytes;
+  }
+  free(w);
+  return rc;
+}
+
+void tfx_rowfile_abort(tfx_rowfile *w) {
+  if (!w) {
+    return;
+  }
+  if (w->f) {
+    fclose(w->f);
+  }
+  unlink(w->tmp);
+  free(w);
+}
+
+/* A reader: the file, its size, the offset and the running checksum of what was read. */
+typedef struct reader {
+  FILE *f;
+  const char *path;
+  uint64_t size, at;
+  uint32_t crc;
+} reader;
+
+/* Reads n bytes (folded into the checksum); TFX_ECORRUPT naming the offset when the file ends first. */
+static int get(reader *r, void *p, size_t n, const char *what, tfx_err *err) {
+  if (r->at + n > r->size || fread(p, 1, n, r->f) != n) {
+    return tfx_err_set(err, TFX_ECORRUPT, "%s: truncated at offset %llu (reading %s)", r->path,
+                       (unsigned long long)r->at, what);
+  }
+  r->crc = (uint32_t)crc32(r->crc, p, (uInt)n);
+  r->at += n;
+  return TFX_OK;
+}
+
+/* Reads one table's header and rows, calling fn for each row. */
+static int read_table(reader *r, float *row, tfx_rowfile_fn fn, void *ctx, tfx_err *err) {
+  uint16_t len;
+  char name[160];
+  int64_t ids;
+  uint32_t rf;
+  uint64_t n;
+  int rc = get(r, &len, 2, "a table name length", err);
+  if (!rc && len >= sizeof name) {
+    rc = tfx_err_set(err, TFX_ECORRUPT, "%s: table name of %u bytes at offset %llu", r->path, len,
+                     (unsigned long long)r->at);
+  }
+  rc = rc ? rc : get(r, name, len, "a table name", err);
+  rc = rc ? rc : get(r, &ids, 8, "the table's ids", err);
+  rc = rc ? rc : get(r, &rf, 4, "the table's row size", err);
+  rc = rc ? rc : get(r, &n, 8, "the table's row count", err);
+  if (rc) {
+    return rc;
+  }
+  name[len] = '\0';
+  uint64_t row_bytes = 8 + 4 * (uint64_t)rf;
+  if (rf < 1 || rf > MAX_ROW_FLOATS || ids < 1 || n > (uint64_t)ids || n > (r->size - r->at) / row_bytes) {
+    return tfx_err_set(err, TFX_ECORRUPT, "%s: table '%s': %llu rows of %u floats of %lld ids do not fit the file",
+                       r->path, name, (unsigned long long)n, rf, (long long)ids);
+  }
+  for (uint64_t k = 0; k < n && !rc; k++) {
+    int64_t id;
+    rc = get(r, &id, 8, "a row id", err);
+    rc = rc ? rc : get(r, row, 4 * (size_t)rf, "a row", err);
+    if (!rc && (id < 0 || id >= ids)) {
+      rc = tfx_err_set(err, TFX_ECORRUPT, "%s: table '%s': id %lld outside [0, %lld)", r->path, name, (long long)id,
+                       (long long)ids);
+    }
+    rc = rc ? rc : fn(name, ids, (int)rf, id, row, ctx);
+  }
+  return rc;
+}
+
+/* Reads the trailer and checks the checksum and that nothing follows. */
+static int read_trailer(reader *r, tfx_err *err) {
+  uint32_t body = r->crc, stored;
+  char end[8];
+  int rc = get(r, end, 8, "the trailer", err);
+  rc = rc ? rc : get(r, &stored, 4, "the checksum", err);
+  if (!rc && (memcmp(end, ROWS_END, 8) || stored != body)) {
+    rc = tfx_err_set(err, TFX_ECORRUPT, "%s: trailer or checksum mismatch", r->path);
+  }
+  if (!rc && r->at != r->size) {
+    rc = tfx_err_set(err, TFX_ECORRUPT, "%s: %llu bytes after the trailer", r->path,
+                     (unsigned long long)(r->size - r->at));
+  }
+  return rc;
+}
+
+int tfx_rowfile_read(const char *path, tfx_rowfile_fn fn, void *ctx, int64_t *step, tfx_err *err) {
+  reader r = {fopen(path, "rb"), path, 0, 0, 0};
+  if (!r.f) {
+    return tfx_err_sys(err, TFX_ENOTFOUND, "open %s", path);
+  }
+  fseek(r.f, 0, SEEK_END);
+  r.size = (uint64_t)ftell(r.f);
+  fseek(r.f, 0, SEEK_SET);
+  char magic[8];
+  uint32_t version, tables;
+  int rc = get(&r, magic, 8, "the header", err);
+  rc = rc ? rc : get(&r, &version, 4, "the version", err);
+  rc = rc ? rc : get(&r, &tables, 4, "the table count", err);
+  rc = rc ? rc : get(&r, step, 8, "the step", err);
+  if (!rc && (memcmp(magic, ROWS_MAGIC, 8) || version != 1)) {
+    rc = tfx_err_set(err, TFX_ECORRUPT, "%s: not a row file of format 1", path);
+  }
+  float *row = rc ? NULL : malloc(4 * (size_t)MAX_ROW_FLOATS);
+  if (!rc && !row) {
+    rc = tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  }
+  for (uint32_t t = 0; t < tables && !rc; t++) {
+    rc = read_table(&r, row, fn, ctx, err);
+  }
+  rc = rc ? rc : read_trailer(&r, err);
+  free(row);
+  fclose(r.f);
+  return rc;
+}
