@@ -132,11 +132,11 @@ static int get(reader *r, void *p, size_t n, const char *what, tfx_err *err) {
 
 /* Reads one table's header and rows, calling fn for each row. */
 static int read_table(reader *r, float *row, tfx_rowfile_fn fn, void *ctx, tfx_err *err) {
-  uint16_t len;
+  uint16_t len = 0;
   char name[160];
-  int64_t ids;
-  uint32_t rf;
-  uint64_t n;
+  int64_t ids = 0;
+  uint32_t rf = 0;
+  uint64_t n = 0;
   int rc = get(r, &len, 2, "a table name length", err);
   if (!rc && len >= sizeof name) {
     rc = tfx_err_set(err, TFX_ECORRUPT, "%s: table name of %u bytes at offset %llu", r->path, len,
@@ -156,7 +156,7 @@ static int read_table(reader *r, float *row, tfx_rowfile_fn fn, void *ctx, tfx_e
                        r->path, name, (unsigned long long)n, rf, (long long)ids);
   }
   for (uint64_t k = 0; k < n && !rc; k++) {
-    int64_t id;
+    int64_t id = 0;
     rc = get(r, &id, 8, "a row id", err);
     rc = rc ? rc : get(r, row, 4 * (size_t)rf, "a row", err);
     if (!rc && (id < 0 || id >= ids)) {
@@ -170,8 +170,8 @@ static int read_table(reader *r, float *row, tfx_rowfile_fn fn, void *ctx, tfx_e
 
 /* Reads the trailer and checks the checksum and that nothing follows. */
 static int read_trailer(reader *r, tfx_err *err) {
-  uint32_t body = r->crc, stored;
-  char end[8];
+  uint32_t body = r->crc, stored = 0;
+  char end[8] = {0};
   int rc = get(r, end, 8, "the trailer", err);
   rc = rc ? rc : get(r, &stored, 4, "the checksum", err);
   if (!rc && (memcmp(end, ROWS_END, 8) || stored != body)) {
@@ -192,8 +192,8 @@ int tfx_rowfile_read(const char *path, tfx_rowfile_fn fn, void *ctx, int64_t *st
   fseek(r.f, 0, SEEK_END);
   r.size = (uint64_t)ftell(r.f);
   fseek(r.f, 0, SEEK_SET);
-  char magic[8];
-  uint32_t version, tables;
+  char magic[8] = {0};
+  uint32_t version = 0, tables = 0;
   int rc = get(&r, magic, 8, "the header", err);
   rc = rc ? rc : get(&r, &version, 4, "the version", err);
   rc = rc ? rc : get(&r, &tables, 4, "the table count", err);
