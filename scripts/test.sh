@@ -1,10 +1,11 @@
 #!/bin/bash
-# The test command: installs dependencies, builds with AddressSanitizer + UBSan, runs every unit and
-# integration test (CTest), prints the summary, then runs the fuzz targets (scripts/fuzz.sh).
+# The test command: installs dependencies (install-deps.sh test: the build and runtime packages and the test
+# tools), builds with AddressSanitizer + UBSan, runs every unit and integration test (CTest), prints the summary,
+# then runs the fuzz targets (scripts/fuzz.sh).
 # Usage: bash scripts/test.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/install-deps.sh
+bash scripts/install-deps.sh test
 BUILD=${TFX_TEST_BUILD:-build-test}
 cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTFX_SANITIZE=ON >/dev/null
 cmake --build "$BUILD" -j"$(nproc)"
