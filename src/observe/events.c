@@ -61,15 +61,21 @@ void tfx_events_write(tfx_events *e, const char *kind, int64_t step, const char 
     return;
   }
   Tensorflow__Summary__Value vals[32], *ptrs[32];
-  char tags[32][96];
+  char tags[32][96], who[32] = "";
   int k = 0;
   for (int i = 0; i < n; i++) {
-    if (!isfinite(values[i])) {
+    if (!strcmp(names[i], "worker") && isfinite(values[i])) {
+      snprintf(who, sizeof who, "/worker_%d", (int)values[i]); /* each worker's series under its own tags */
+    }
+  }
+  for (int i = 0; i < n; i++) {
+    if (!isfinite(values[i]) || !strcmp(names[i], "worker")) {
       continue;
     }
     tensorflow__summary__value__init(&vals[k]);
-    snprintf(tags[k], sizeof tags[k], "%s/%s", kind, names[i]);
+    snprintf(tags[k], sizeof tags[k], "%s/%s%s", kind, names[i], who);
     vals[k].tag = tags[k], vals[k].simple_value = (float)values[i];
+    vals[k].value_case = TENSORFLOW__SUMMARY__VALUE__VALUE_SIMPLE_VALUE;
     ptrs[k] = &vals[k];
     k++;
   }

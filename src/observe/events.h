@@ -1,6 +1,8 @@
 /* TensorBoard event files: RUN/events.out.tfevents.<time>.<host>.<pid>.tfx, TFRecord-framed tensorflow.Event
  * records (encoded with protobuf-c), the first one `file_version: "brain.Event:2"`, then one Event per metrics
- * line with a scalar per field ("train/loss", "eval/accuracy", ...). A tfx_events is owned by one thread. */
+ * line with a scalar per field ("eval/accuracy", ...; a line that names its worker puts its series under that
+ * worker's tags: "train/loss/worker_1"). Scalars of exactly 0 are written (simple_value is in a oneof, as in
+ * TensorFlow's summary.proto). A tfx_events is owned by one thread. */
 #ifndef TFX_EVENTS_H
 #define TFX_EVENTS_H
 

@@ -96,7 +96,43 @@ lines = [json.loads(l) for l in open(sys.argv[2]) if '"kind": "eval"' in l]
 assert len(evals) == len(lines) >= 3, (len(evals), len(lines))
 for e, l in zip(evals, lines):
     assert e.get("step", 0) == l["step"] and abs(e["scalars"]["eval/accuracy"] - l["accuracy"]) < 1e-6, (e, l)
-assert any("train/loss" in e["scalars"] for e in events)
+# Each worker's training series under its own tags, never one series with two values at a step.
+assert any("train/loss/worker_0" in e["scalars"] for e in events), [e["scalars"] for e in events[:3]]
+assert any("train/loss/worker_1" in e["scalars"] for e in events)
+assert not any("train/loss" in e["scalars"] or "train/worker" in e["scalars"] for e in events)
+PY
+# A scalar of exactly 0 is written (simple_value sits in a oneof, as in TensorFlow's summary.proto): a run at
+# learning rate 0 has train/learning_rate = 0.0 in every train event, as metrics.jsonl has it.
+"$TFX_NODE" train --config "$EXAMPLE" --run-dir "$WORK/runs/lr0" --max-steps 200 --set training.report_every=100 \
+  --set optimizer.learning_rate=0 --set eval.every_steps=0 >"$WORK/lr0.log" 2>&1 || fail "lr0 run: $(tail -1 "$WORK/lr0.log")"
+python3 - "$(ls "$WORK"/runs/lr0/events.out.tfevents.* | head -1)" <<'PY' || fail "a zero scalar is missing from the event file"
+import struct, sys
+def varint(b, i):
+    v = s = 0
+    while True:
+        c = b[i]; i += 1; v |= (c & 0x7f) << s; s += 7
+        if c < 0x80: return v, i
+def fields(b):
+    i = 0
+    while i < len(b):
+        key, i = varint(b, i); f, t = key >> 3, key & 7
+        if t == 0: v, i = varint(b, i)
+        elif t == 1: v = b[i:i + 8]; i += 8
+        elif t == 5: v = b[i:i + 4]; i += 4
+        elif t == 2: n, i = varint(b, i); v = b[i:i + n]; i += n
+        else: raise ValueError(t)
+        yield f, v
+data = open(sys.argv[1], "rb").read(); i = 0; lrs = []
+while i < len(data):
+    (n,) = struct.unpack("<Q", data[i:i + 8]); payload = data[i + 12:i + 12 + n]; i += 12 + n + 4
+    for f, v in fields(payload):
+        if f == 5:
+            for sf, sv in fields(v):
+                kv = dict(fields(sv))
+                if kv.get(1) == b"train/learning_rate":
+                    assert 2 in kv, "train/learning_rate without a simple_value (a dropped 0)"
+                    lrs.append(struct.unpack("<f", kv[2])[0])
+assert lrs == [0.0, 0.0], lrs
 PY
 "$TFX_NODE" runs --root "$WORK/runs" | grep -q "^r1 .* 1500 " || fail "runs does not list r1: $("$TFX_NODE" runs --root "$WORK/runs")"
 "$TFX_NODE" report --run-dir "$WORK/runs/r1" >"$WORK/report.log" 2>&1 || fail "report: $(cat "$WORK/report.log")"
