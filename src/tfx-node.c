@@ -127,6 +127,26 @@ static int lock_run(const tfx_args *a, tfx_err *err) {
   return rc;
 }
 
+/* `tfx-node config` with a TF_CONFIG: the task it resolves to and the cluster, on stderr (stdout stays the
+ * experiment's JSON), so a user can check a TF_CONFIG without starting anything. */
+static void show_task(const tfx_node *n) {
+  const tfx_cluster *c = n->cluster;
+  if (!c) {
+    fprintf(stderr, "# task: none (no TF_CONFIG: local mode)\n");
+    return;
+  }
+  tfx_role role = tfx_cluster_task_role(c);
+  int index = tfx_cluster_task_index(c);
+  const char *own = tfx_cluster_address(c, role, index);
+  fprintf(stderr, "# task: role=%s index=%d address=%s\n", role == TFX_ROLE_NONE ? "none" : tfx_role_name(role), index,
+          own ? own : "(outside the cluster)");
+  for (int r = TFX_ROLE_NONE + 1; r < TFX_ROLE_COUNT; r++) {
+    for (int i = 0; i < tfx_cluster_count(c, (tfx_role)r); i++) {
+      fprintf(stderr, "# cluster: %s %d %s\n", tfx_role_name((tfx_role)r), i, tfx_cluster_address(c, (tfx_role)r, i));
+    }
+  }
+}
+
 static int dispatch(tfx_args *a, tfx_err *err) {
   const char *cmd = a->command;
   int rc = lock_run(a, err);
@@ -182,6 +202,7 @@ static int dispatch(tfx_args *a, tfx_err *err) {
     return tfx_search_run(&a->node, &a->cli, a->self_exe, err);
   }
   if (!strcmp(cmd, "config")) {
+    show_task(&a->node);
     char *json = tfx_config_to_json(&a->node.cfg);
     puts(json);
     free(json);

@@ -4,6 +4,7 @@
 #include <json-c/json.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "common/fs.h"
@@ -95,7 +96,9 @@ static int loop(evaluator *e, tfx_err *err) {
   const tfx_config *cfg = &e->n->cfg;
   while (!tfx_stop_requested() && e->last < run_max_steps(e->n->run_dir, cfg->max_steps)) {
     zmq_pollitem_t item = {e->sock, 0, ZMQ_POLLIN, 0};
-    if (zmq_poll(&item, 1, 1000) > 0) {
+    if (!e->sock) {
+      usleep(1000 * 1000); /* an evaluator outside the cluster has no address to answer STATUS on */
+    } else if (zmq_poll(&item, 1, 1000) > 0) {
       answer_status(e);
     }
     char dir[1100];
@@ -119,9 +122,9 @@ int tfx_evaluator_run(tfx_node *n, tfx_err *err) {
   evaluator e = {n, NULL, NULL, NULL, NULL, -1, tfx_now_ms()};
   char ep[320];
   tfx_wire_set_sender(TFX__ROLE__ROLE_EVALUATOR, n->index);
-  int rc = tfx_address_endpoint(tfx_cluster_address(n->cluster, TFX_ROLE_EVALUATOR, n->index), 1, n->bind_host, ep,
-                                sizeof ep, err);
-  if (!rc) {
+  const char *own = tfx_cluster_address(n->cluster, TFX_ROLE_EVALUATOR, n->index);
+  int rc = own ? tfx_address_endpoint(own, 1, n->bind_host, ep, sizeof ep, err) : TFX_OK;
+  if (!rc && own) { /* TensorFlow's layout puts the evaluator outside the cluster: then it serves no STATUS */
     rc = tfx_server_open(ep, &e.sock, err);
   }
   int64_t epoch_steps = 0; /* the last checkpoint is the budget's step when it comes before max_steps */

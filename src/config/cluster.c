@@ -228,10 +228,19 @@ static int parse_task(tfx_cluster *c, json_object *task, tfx_err *err) {
   }
   int idx = 0;
   if (json_object_object_get_ex(task, "index", &index)) {
-    if (!json_object_is_type(index, json_type_int)) {
-      return tfx_err_set(err, TFX_ECONFIG, "TF_CONFIG task.index: expected an integer");
+    const char *text = json_object_is_type(index, json_type_string) ? json_object_get_string(index) : NULL;
+    if (text && *text && strspn(text, "0123456789") == strlen(text) && strlen(text) < 8) {
+      idx = atoi(text); /* "index": "1", as TensorFlow reads it */
+    } else if (!json_object_is_type(index, json_type_int)) {
+      return tfx_err_set(err, TFX_ECONFIG, "TF_CONFIG task.index: expected an integer (or a string of digits)");
+    } else {
+      idx = json_object_get_int(index);
     }
-    idx = json_object_get_int(index);
+  }
+  if (role == TFX_ROLE_EVALUATOR && c->count[role] == 0 && idx >= 0) {
+    /* TensorFlow's train_and_evaluate layout: the evaluator is a task outside the training cluster. */
+    c->task_role = role, c->task_index = idx;
+    return TFX_OK;
   }
   return tfx_cluster_set_task(c, role, idx, err);
 }

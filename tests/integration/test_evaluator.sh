@@ -41,4 +41,22 @@ import json, sys
 ev = [json.loads(l) for l in open(sys.argv[1]) if '"eval"' in l]
 assert ev and ev[-1]["step"] == 150 and ev[-1].get("evaluator") == 0, ev
 PY
-pass "evaluator task evaluated the checkpoints up to step 200, and stopped at a chief's --max-steps"
+# TensorFlow's train_and_evaluate layout: the evaluator is a task outside the cluster (no address of its own).
+rm -rf "$WORK/run"; PIDS=()
+TF_CONFIG="{\"cluster\":{\"chief\":[\"127.0.0.1:$c0\"],\"ps\":[\"127.0.0.1:$p0\"],\"worker\":[\"127.0.0.1:$w0\"]},\"task\":{\"type\":\"evaluator\",\"index\":\"0\"}}" \
+  "$TFX_NODE" --run-dir "$WORK/run" --config "$WORK/exp.json" >"$WORK/evaluator.log" 2>&1 &
+PIDS+=($!)
+cluster="\"cluster\":{\"chief\":[\"127.0.0.1:$c0\"],\"ps\":[\"127.0.0.1:$p0\"],\"worker\":[\"127.0.0.1:$w0\"]}"
+start chief chief --config "$WORK/exp.json"
+start ps ps
+start worker worker
+for i in 0 1 2 3; do
+  wait "${PIDS[$i]}"; rc=$?
+  [ "$rc" = 0 ] || fail "evaluator outside the cluster: process $i exited $rc"
+done
+python3 - "$WORK/run/metrics.jsonl" <<'PY' || fail "the evaluator outside the cluster did not evaluate step 200"
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1]) if '"eval"' in l]
+assert any(r.get("evaluator") == 0 and r["step"] == 200 for r in ev), ev
+PY
+pass "evaluator task evaluated the checkpoints up to step 200, stopped at a chief's --max-steps, and ran outside the cluster as TensorFlow lays it out"

@@ -447,3 +447,32 @@ Test(cluster, a_trailing_comment_is_read_within_the_text) {
   tfx_cluster_destroy(c);
   free(json);
 }
+
+Test(cluster, tensorflow_task_conventions) {
+  tfx_cluster *c = NULL;
+  tfx_err err;
+  /* "index": "1" is read as 1, as TensorFlow does. */
+  cr_assert_eq(tfx_cluster_parse("{\"cluster\": {\"worker\": [\"a:1\", \"b:2\"]}, \"task\": {\"type\": \"worker\", "
+                                 "\"index\": \"1\"}}",
+                                 &c, &err),
+               TFX_OK, "%s", err.msg);
+  cr_assert_eq(tfx_cluster_task_index(c), 1);
+  tfx_cluster_destroy(c);
+  /* train_and_evaluate's layout: an evaluator task outside the cluster. */
+  cr_assert_eq(tfx_cluster_parse("{\"cluster\": {\"chief\": [\"c:1\"], \"worker\": [\"a:1\"]}, \"task\": {\"type\": "
+                                 "\"evaluator\", \"index\": 0}}",
+                                 &c, &err),
+               TFX_OK, "%s", err.msg);
+  cr_assert_eq(tfx_cluster_task_role(c), TFX_ROLE_EVALUATOR);
+  cr_assert_null(tfx_cluster_address(c, TFX_ROLE_EVALUATOR, 0));
+  tfx_cluster_destroy(c);
+  /* Other jobs must still be in the cluster, and an index must be a number. */
+  cr_assert_eq(tfx_cluster_parse(
+                   "{\"cluster\": {\"chief\": [\"c:1\"]}, \"task\": {\"type\": \"worker\", \"index\": 0}}", &c, &err),
+               TFX_ECONFIG);
+  cr_assert_eq(
+      tfx_cluster_parse("{\"cluster\": {\"worker\": [\"a:1\"]}, \"task\": {\"type\": \"worker\", \"index\": \"x1\"}}",
+                        &c, &err),
+      TFX_ECONFIG);
+  cr_assert(strstr(err.msg, "task.index"), "%s", err.msg);
+}
