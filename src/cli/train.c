@@ -371,9 +371,12 @@ int tfx_train_run(tfx_node *n, const tfx_cli_opts *o, tfx_err *err) {
   t.plugin = n->plugin;
   t.resume = n->resume;
   openblas_set_num_threads(t.cfg.threads);
+  if (o->max_steps > 0) {
+    t.cfg.max_steps = o->max_steps; /* as `local` does: config.json (and the run index) say where the run stops */
+  }
   int64_t epoch_steps = 0; /* before setup, so the schedule and config.json see the capped max_steps */
   int rc = tfx_epochs_apply(&t.cfg, 0, &epoch_steps, err);
-  int64_t max_steps = o->max_steps > 0 ? o->max_steps : t.cfg.max_steps;
+  int64_t max_steps = t.cfg.max_steps;
   if (!rc) {
     rc = setup(&t, err);
   }

@@ -1,4 +1,5 @@
-/* The monotonic clock: milliseconds that never jump with the wall clock, for deadlines, rates and timeouts.
+/* The monotonic clock: milliseconds that never jump with the wall clock, for deadlines, rates and timeouts; and
+ * the wall clock, for records.
  * Thread-safe; no errors. */
 #ifndef TFX_CLOCK_H
 #define TFX_CLOCK_H
@@ -7,5 +8,7 @@
 
 /* Monotonic milliseconds. */
 int64_t tfx_now_ms(void);
+/* Wall-clock seconds since the epoch (for records a person reads: when a run started). */
+double tfx_wall_s(void);
 
 #endif

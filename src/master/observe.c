@@ -233,7 +233,7 @@ static tfx_runindex *open_index(const master *m) {
 static void index_begin(master *m) {
   tfx_runindex *x = open_index(m);
   tfx_err err;
-  if (x && tfx_runindex_begin(x, m->n->run_dir, (double)m->obs.start_ms / 1000.0, &err)) {
+  if (x && tfx_runindex_begin(x, m->n->run_dir, tfx_wall_s(), &err)) { /* wall time: when, for a person */
     tfx_log(TFX_LOG_WARN, "MASTER-INDEX", "%s; the run goes on (metrics.jsonl is the record)", err.msg);
   }
   tfx_runindex_close(x);

@@ -148,10 +148,16 @@ const char *tfx_runindex_text(sqlite3_stmt *st, int col) {
   return s ? (const char *)s : "-";
 }
 
+/* The run directory as an absolute path (as given when it cannot be resolved) into out, of PATH_MAX bytes. */
+static void absolute_dir(const char *run_dir, char *out, size_t n) {
+  char real[PATH_MAX];
+  snprintf(out, n, "%s", realpath(run_dir, real) ? real : run_dir);
+}
+
 int tfx_runindex_begin(tfx_runindex *x, const char *run_dir, double start, tfx_err *err) {
   char id[256], hash[9], dir[PATH_MAX], *config;
   split_run_dir(run_dir, id, sizeof id, NULL, 0);
-  snprintf(dir, sizeof dir, "%s", realpath(run_dir, dir) ? dir : run_dir);
+  absolute_dir(run_dir, dir, sizeof dir);
   read_config(run_dir, &config, hash);
   sqlite3_stmt *st;
   int rc = tfx_runindex_prepare(
@@ -265,7 +271,7 @@ static void known_status(tfx_runindex *x, const char *id, char *out, size_t n) {
 static int store_run(tfx_runindex *x, const char *run_dir, const import_state *s, const char *status,
                      const struct stat *sb, tfx_err *err) {
   char hash[9], dir[PATH_MAX], *config, known[32];
-  snprintf(dir, sizeof dir, "%s", realpath(run_dir, dir) ? dir : run_dir);
+  absolute_dir(run_dir, dir, sizeof dir);
   read_config(run_dir, &config, hash);
   known_status(x, s->id, known, sizeof known);
   sqlite3_stmt *st;

@@ -72,4 +72,17 @@ grep -q "RUNS-INDEX.*--rebuild" "$WORK/corrupt.txt" && grep -q "^3 of 3 run(s)" 
 ! grep -q "WARN" "$WORK/rebuilt.txt" && grep -q "^3 of 3 run(s)" "$WORK/rebuilt.txt" || fail "--rebuild: $(cat "$WORK/rebuilt.txt")"
 python3 -c "import sqlite3, sys; n = sqlite3.connect(sys.argv[1]).execute('SELECT count(*) FROM runs').fetchone()[0]; sys.exit(n != 3)" \
   "$root/tfx-runs.sqlite" || fail "the rebuilt index does not hold 3 runs"
-pass "index registration, runs --where/--compare, refused --where, locked and corrupt index"
+# The table a person reads: a local run started today (wall clock, not a monotonic clock from 1970), took
+# seconds (not decades), names its newest checkpoint, and a run cut short by --max-steps (local or train) is
+# finished at that step, not incomplete.
+"$TFX_NODE" local --config "$WORK/c.json" --run-dir "$root/r4" --max-steps 120 >"$WORK/r4.log" 2>&1 || fail "r4: $(tail -1 "$WORK/r4.log")"
+"$TFX_NODE" train --config "$WORK/c.json" --run-dir "$root/r5" --max-steps 120 >"$WORK/r5.log" 2>&1 || fail "r5: $(tail -1 "$WORK/r5.log")"
+(cd / && "$TFX_NODE" runs --root "$root") >"$WORK/table.txt" 2>&1 || fail "runs: $(cat "$WORK/table.txt")"
+today=$(date +%Y-%m-%d)
+for r in r4 r5; do
+  row=$(grep "^$r " "$WORK/table.txt")
+  echo "$row" | grep -q "^$r *finished *120 " || fail "$r cut short by --max-steps is not finished at 120: $row"
+  echo "$row" | awk -v d="$today" '{ exit !($6 < 3600 && $7 == 120 && $9 == d) }' ||
+    fail "$r: seconds, ckpt or start date wrong (want < 3600 s, ckpt 120, started $today): $row"
+done
+pass "index registration, runs --where/--compare, refused --where, locked and corrupt index, start time, ckpt and --max-steps runs"
