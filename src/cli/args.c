@@ -20,7 +20,7 @@ static const char usage[] =
     "with no TF_CONFIG and a --config, trains in this process (local mode, like `train`).\n"
     "\n"
     "commands:\n"
-    "  local    --config X [--workers N] [--ps M] [--run-dir D] [--max-steps N]   a whole cluster on loopback\n"
+    "  local    --config X [--workers N] [--ps M] [--run-dir D] [--max-steps N]   a whole cluster on this host\n"
     "  train    --config X [--run-dir D] [--max-steps N]        single-process training\n"
     "  status   --address HOST:PORT [--config X]                ask a running node for its role and state (keys: X's\n"
     "                                                           security section or TFX_SECURITY_* variables)\n"
@@ -32,6 +32,7 @@ static const char usage[] =
     "                                                           the runs below DIR (default runs)\n"
     "  search   --config X [--trials N] [--parallel P] [--run-dir ROOT] [--max-steps N]   hyperparameter search\n"
     "  evaluate --run-dir RUN [--checkpoint STEP|DIR] [--data NAME] [--steps N]  evaluate a checkpoint\n"
+    "           (--steps N: the first N batches of 1000 examples of the eval set; default all)\n"
     "  export   --run-dir RUN --out DIR                         safetensors model directory\n"
     "  inspect  RUN|CHECKPOINT_DIR|EXPORT_DIR [--var NAME]      list variables (or print one)\n"
     "  predict  --run-dir RUN|--export DIR --input IDX [--output FILE] [--keys probabilities,classes]\n"
@@ -105,6 +106,8 @@ static int set_str(char *dst, size_t n, const char *v, const char *flag, tfx_err
 }
 
 /* Stores one --flag value; returns TFX_EINVAL for unknown flags. */
+static int parse_int(const char *s, const char *flag, long lo, long hi, long *out, tfx_err *err);
+
 static int take_flag(tfx_args *a, raw *r, const char *flag, const char *v, tfx_err *err) {
   tfx_cli_opts *c = &a->cli;
   if (!strcmp(flag, "role")) {
@@ -151,16 +154,22 @@ static int take_flag(tfx_args *a, raw *r, const char *flag, const char *v, tfx_e
   } else if (!strcmp(flag, "checkpoint")) {
     return set_str(c->checkpoint, sizeof c->checkpoint, v, flag, err);
   } else if (!strcmp(flag, "steps")) {
-    c->steps = atoll(v);
+    long n;
+    int rc = parse_int(v, flag, 1, 2000000000L, &n, err); /* evaluate --steps: batches of the eval set */
+    c->steps = n;
+    return rc;
   } else if (!strcmp(flag, "trials")) {
-    c->trials = atoi(v);
+    long n;
+    int rc = parse_int(v, flag, 1, 100000, &n, err);
+    c->trials = (int)n;
+    return rc;
   } else if (!strcmp(flag, "data")) {
     return set_str(c->data, sizeof c->data, v, flag, err);
   } else if (!strcmp(flag, "http-port")) {
-    a->node.http_port = atoi(v);
-    if (a->node.http_port < 0 || a->node.http_port > 65535) {
-      return tfx_err_set(err, TFX_EINVAL, "--http-port %s: want 0..65535", v);
-    }
+    long n;
+    int rc = parse_int(v, flag, 0, 65535, &n, err);
+    a->node.http_port = (int)n;
+    return rc;
   } else if (!strcmp(flag, "root")) {
     return set_str(c->target, sizeof c->target, v, flag, err);
   } else if (!strcmp(flag, "where")) {
@@ -168,7 +177,10 @@ static int take_flag(tfx_args *a, raw *r, const char *flag, const char *v, tfx_e
   } else if (!strcmp(flag, "compare")) {
     return set_str(c->compare[0], sizeof c->compare[0], v, flag, err);
   } else if (!strcmp(flag, "parallel")) {
-    c->parallel = atoi(v);
+    long n;
+    int rc = parse_int(v, flag, 1, 1024, &n, err);
+    c->parallel = (int)n;
+    return rc;
   } else {
     return tfx_err_set(err, TFX_EINVAL, "unknown option --%s (see --help)", flag);
   }

@@ -179,4 +179,10 @@ out=$("$TFX_NODE" evaluate --run-dir "$WORK/run-ckpt" --data nosuch 2>&1); rc=$?
 [ "$rc" = 2 ] || fail "evaluate --data nosuch: exit $rc: $(echo "$out" | tail -1)"
 out=$("$TFX_NODE" local --config "$EXAMPLE" --run-dir "$WORK/run-nodata" --max-steps 5 --set "data.train.images=$WORK/nosuch.gz" 2>&1); rc=$?
 [ "$rc" = 2 ] && ! echo "$out" | grep -q "LOCAL-RESTART" || fail "local with a missing data file: exit $rc: $(echo "$out" | tail -2)"
+# Numeric flags are checked, never read as 0 or 1 silently.
+for args in "--http-port abc train --config $EXAMPLE" "search --config $EXAMPLE --trials 0" \
+            "evaluate --run-dir $WORK/run-ckpt --steps abc" "search --config $EXAMPLE --parallel x"; do
+  out=$("$TFX_NODE" $args 2>&1); rc=$?
+  [ "$rc" = 2 ] && echo "$out" | grep -q "is not an integer in" || fail "tfx-node $args: exit $rc: $(echo "$out" | tail -1)"
+done
 pass "checkpoints at evaluation steps, Ctrl-C and SIGTERM save, a second signal stops, one owner per directory, TF_CONFIG files checked"
