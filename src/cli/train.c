@@ -374,6 +374,10 @@ int tfx_train_run(tfx_node *n, const tfx_cli_opts *o, tfx_err *err) {
   if (o->max_steps > 0) {
     t.cfg.max_steps = o->max_steps; /* as `local` does: config.json (and the run index) say where the run stops */
   }
+  long long stop_at = tfx_hooks_stop_step(n->plugin);
+  if (stop_at > 0 && stop_at < t.cfg.max_steps) {
+    t.cfg.max_steps = stop_at; /* stop_at_step:N stops at N exactly, as TensorFlow's StopAtStepHook */
+  }
   int64_t epoch_steps = 0; /* before setup, so the schedule and config.json see the capped max_steps */
   int rc = tfx_epochs_apply(&t.cfg, 0, &epoch_steps, err);
   int64_t max_steps = t.cfg.max_steps;

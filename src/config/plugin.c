@@ -277,3 +277,7 @@ void tfx_plugin_close(tfx_plugin_handle *h) {
   }
   free(h);
 }
+
+long long tfx_hooks_stop_step(const tfx_plugin_handle *h) {
+  return h ? h->stop_at_step : 0;
+}

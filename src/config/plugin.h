@@ -16,6 +16,9 @@ int tfx_plugin_load(tfx_config *cfg, const char *base_dir, tfx_plugin_handle **o
 int tfx_hooks_create(const tfx_config *cfg, tfx_plugin_handle **out, tfx_err *err);
 /* Calls the built-in hooks, then the plugin's hook (if any) for an event (a tfx_hook_event); returns nonzero if it asks
  * to stop. A NULL handle does nothing. */
+/* The step training.hooks' stop_at_step:N names (0: none): the trainer and the master stop there exactly, as
+ * TensorFlow's StopAtStepHook does, rather than at the next report. */
+long long tfx_hooks_stop_step(const tfx_plugin_handle *h);
 int tfx_plugin_hook(tfx_plugin_handle *h, int event, long long step, double loss, double accuracy, const char *run_dir);
 /* Unloads the plugin; NULL does nothing. */
 void tfx_plugin_close(tfx_plugin_handle *h);

@@ -51,6 +51,10 @@ static int setup(master *m, tfx_err *err) {
     return tfx_err_set(err, TFX_ECONFIG, "the master needs --config EXPERIMENT.json");
   }
   m->cfg = n->cfg;
+  long long stop_at = tfx_hooks_stop_step(n->plugin);
+  if (stop_at > 0 && stop_at < m->cfg.max_steps) {
+    m->cfg.max_steps = stop_at; /* stop_at_step:N ends the run at N exactly; the workers get it with the experiment */
+  }
   if (n->http_port) {
     m->cfg.http_port = n->http_port; /* --http-port wins over observe.http_port */
   }

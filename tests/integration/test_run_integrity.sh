@@ -179,6 +179,15 @@ out=$("$TFX_NODE" evaluate --run-dir "$WORK/run-ckpt" --data nosuch 2>&1); rc=$?
 [ "$rc" = 2 ] || fail "evaluate --data nosuch: exit $rc: $(echo "$out" | tail -1)"
 out=$("$TFX_NODE" local --config "$EXAMPLE" --run-dir "$WORK/run-nodata" --max-steps 5 --set "data.train.images=$WORK/nosuch.gz" 2>&1); rc=$?
 [ "$rc" = 2 ] && ! echo "$out" | grep -q "LOCAL-RESTART" || fail "local with a missing data file: exit $rc: $(echo "$out" | tail -2)"
+# training.hooks stop_at_step:N stops at N exactly (TensorFlow's StopAtStepHook), not at the next report step,
+# in one process and on a local cluster.
+"$TFX_NODE" train --config "$EXAMPLE" --run-dir "$WORK/run-hook1" --set training.hooks=stop_at_step:300 \
+  --set training.report_every=200 --set eval.every_steps=0 >"$WORK/hook1.log" 2>&1 || fail "stop_at_step train: $(tail -1 "$WORK/hook1.log")"
+"$TFX_NODE" local --config "$EXAMPLE" --run-dir "$WORK/run-hook2" --set training.hooks=stop_at_step:300 \
+  --set training.report_every=200 --set eval.every_steps=0 >"$WORK/hook2.log" 2>&1 || fail "stop_at_step local: $(tail -1 "$WORK/hook2.log")"
+for r in run-hook1 run-hook2; do
+  [ "$(metric "$WORK/$r/metrics.jsonl" eval step)" = 300 ] || fail "$r: stop_at_step:300 stopped at $(metric "$WORK/$r/metrics.jsonl" eval step)"
+done
 # Numeric flags are checked, never read as 0 or 1 silently.
 for args in "--http-port abc train --config $EXAMPLE" "search --config $EXAMPLE --trials 0" \
             "evaluate --run-dir $WORK/run-ckpt --steps abc" "search --config $EXAMPLE --parallel x"; do
