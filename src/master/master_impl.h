@@ -47,6 +47,7 @@ typedef struct master {
   int64_t *ps_version, global_step, max_version, start_step, next_eval, next_ckpt, last_ckpt_ms;
   int64_t ckpt_retry_at; /* a failed periodic checkpoint is asked again from this time on */
   int64_t tick_step;     /* the global step at the last periodic tick (ckpt_lead) */
+  int64_t progress_step; /* the step of the last progress line shown (one line per report step) */
   tfx_plan plan;
   tfx_model *model;
   tfx_dataset *eval;

@@ -62,7 +62,14 @@ static void on_report(master *m, const tfx_inmsg *in) {
     snprintf(m->abort_msg, sizeof m->abort_msg, "worker %d reported training loss %g at step %lld (thres_loss %g)",
              e->sender_index, loss, (long long)e->step, m->cfg.thres_loss);
   }
-  tfx_progress_show(&m->progress, e->step, loss, m->last_acc, eps * m->n_workers);
+  /* One progress line per report step for the cluster (every worker reports the same step), labelled as the
+   * single-process trainer labels it: a sync report at version v comes after the step that makes v + 1. */
+  int64_t shown = e->step + (strcmp(m->cfg.mode, "sync") ? 0 : 1);
+  if (shown > m->progress_step) {
+    m->progress_step = shown;
+    tfx_progress_show(&m->progress, shown < m->cfg.max_steps ? shown : m->cfg.max_steps, loss, m->last_acc,
+                      eps * m->n_workers);
+  }
   tfx_master_observe(m, "train", e->step, loss, acc, eps * m->n_workers);
   m->hook_stop |= tfx_plugin_hook(m->n->plugin, TFX_HOOK_STEP, e->step, loss, acc, m->n->run_dir);
 }

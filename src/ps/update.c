@@ -746,6 +746,12 @@ static int nan_outcome(ps_state *p, const tfx_inmsg *m, int rc, tfx_err *err) {
   return TFX_OK;
 }
 
+/* Whether an async push arrives after the run's last step (max_steps): nothing is applied, so two workers
+ * finishing together do not take the ps one step past the end; the reply still carries the values. */
+static int past_the_end(const ps_state *p, const tfx_envelope *e) {
+  return !is_sync(p) && !is_part(e) && p->cfg.max_steps > 0 && p->version >= p->cfg.max_steps;
+}
+
 int tfx_ps_push(ps_state *p, tfx_inmsg *m, tfx_err *err) {
   shard *stack[64], **targets = m->env->n_tensors <= 64 ? stack : calloc(m->env->n_tensors, sizeof *targets);
   if (!targets) {
@@ -753,7 +759,7 @@ int tfx_ps_push(ps_state *p, tfx_inmsg *m, tfx_err *err) {
   }
   p->push_nan = 0;
   int stale = 0, rc = validate_push(p, m, targets, err);
-  if (!rc) {
+  if (!rc && !past_the_end(p, m->env)) {
     rc = is_sync(p) ? push_sync(p, m, targets, &stale, err) : push_async(p, m, targets, err);
   }
   if (targets != stack) {

@@ -21,6 +21,11 @@ grep -q "PUSH-PARTS .* in [0-9]* pipelined parts" "$WORK/run-parts/logs/worker-0
 run_mode ssp_parts 2 training.mode=ssp training.staleness=1 training.push_part_bytes=65536
 grep -h "PS-STOP" "$WORK"/run-backup/logs/ps-*.log | grep -q "[1-9][0-9]* stale dropped" || fail "backup worker: no stale gradient dropped"
 grep -q "PS-STOP stopping at step 300" "$WORK/run-sync/logs/ps-0.log" || fail "sync: ps did not stop at step 300"
+# Async stops at max_steps, not one past when both workers push the last step together.
+grep -q "PS-STOP stopping at step 300:" "$WORK/run-async/logs/ps-0.log" || fail "async: $(grep PS-STOP "$WORK/run-async/logs/ps-0.log")"
+# Without a TTY, one progress line per report step for the cluster (not one per worker), labelled as `train` does.
+[ "$(grep -c '^step ' "$WORK/sync.log")" = 3 ] && grep -q "^step 100/300 " "$WORK/sync.log" && grep -q "^step 300/300 " "$WORK/sync.log" ||
+  fail "sync progress lines: $(grep '^step ' "$WORK/sync.log")"
 # The workers' step-time breakdown (src/worker/timing.c): every train line has it, its parts add up to the step.
 python3 - "$WORK/run-sync/metrics.jsonl" <<'PY' || fail "sync: step-time breakdown missing or inconsistent in metrics.jsonl"
 import json, sys
