@@ -55,6 +55,26 @@ int tfx_batcher_create(const tfx_dataset *d, int index, int count, uint64_t seed
   return TFX_OK;
 }
 
+int tfx_batcher_create_shard(const tfx_dataset *d, int index, int count, uint64_t seed, tfx_batcher **out,
+                             tfx_err *err) {
+  if (count < 1 || index < 0 || index >= count || d->n < 1) {
+    return tfx_err_set(err, TFX_EINVAL, "shard %d of %d of %zu examples", index, count, d->n);
+  }
+  tfx_batcher *b = calloc(1, sizeof *b);
+  if (!b || !(b->order = malloc(sizeof(size_t) * d->n))) {
+    free(b);
+    return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  }
+  b->n = d->n;
+  for (size_t i = 0; i < b->n; i++) {
+    b->order[i] = i; /* the shard's i-th record is the whole set's index + i * count */
+  }
+  b->d = d, b->seed = seed ^ (uint64_t)index * 0x9E37ULL, b->shuffle = 1;
+  reshuffle(b);
+  *out = b;
+  return TFX_OK;
+}
+
 int tfx_batcher_create_stream(tfx_stream *s, tfx_batcher **out, tfx_err *err) {
   tfx_batcher *b = calloc(1, sizeof *b);
   if (!b) {
@@ -107,6 +127,16 @@ static void stream_next(tfx_batcher *b, int batch, float *x, int32_t *y) {
   memset(y, 0, sizeof(int32_t) * (size_t)batch);
 }
 
+/* Example k of a byte dataset as floats, exactly as loading it as float32 would have made them: the byte times
+ * data.scale, then (x - mean) / std. */
+static void to_floats(const tfx_dataset *d, size_t k, float *out) {
+  const uint8_t *src = d->x8 + k * d->dim;
+  for (size_t j = 0; j < d->dim; j++) {
+    out[j] = (float)(src[j] * d->scale);
+  }
+  tfx_dataset_normalize(out, d->dim, d->mean, d->std);
+}
+
 void tfx_batcher_next(tfx_batcher *b, int batch, float *x, int32_t *y) {
   if (b->stream) {
     stream_next(b, batch, x, y);
@@ -115,7 +145,11 @@ void tfx_batcher_next(tfx_batcher *b, int batch, float *x, int32_t *y) {
   size_t dim = b->d->dim;
   for (int i = 0; i < batch; i++) {
     size_t k = take_index(b);
-    memcpy(x + (size_t)i * dim, b->d->x + k * dim, sizeof(float) * dim);
+    if (b->d->x8) {
+      to_floats(b->d, k, x + (size_t)i * dim);
+    } else {
+      memcpy(x + (size_t)i * dim, b->d->x + k * dim, sizeof(float) * dim);
+    }
     y[i] = b->d->y[k];
   }
 }

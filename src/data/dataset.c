@@ -275,6 +275,57 @@ void tfx_idx_close(tfx_idx_reader *r) {
   free(r);
 }
 
+/* Keeps records index, index + count, ... of img ([n, dim] bytes) and lab at the front of both, in order. */
+static size_t keep_shard(uint8_t *img, uint8_t *lab, size_t n, size_t dim, int index, int count) {
+  size_t k = 0;
+  for (size_t i = (size_t)index; i < n; i += (size_t)count, k++) {
+    memmove(img + k * dim, img + i * dim, dim);
+    lab[k] = lab[i];
+  }
+  return k;
+}
+
+int tfx_dataset_load_idx_shard(const char *images, const char *labels, double scale, double mean, double std,
+                               size_t expect_dim, int index, int count, tfx_dataset **out, tfx_err *err) {
+  uint8_t *img = NULL, *lab = NULL;
+  int ri = 0, rl = 0;
+  int64_t di[4] = {0}, dl[4] = {0};
+  int rc = tfx_idx_read(images, &img, &ri, di, err);
+  rc = rc ? rc : tfx_idx_read(labels, &lab, &rl, dl, err);
+  size_t dim = 1;
+  for (int i = 1; !rc && i < ri; i++) {
+    dim *= (size_t)di[i];
+  }
+  if (!rc && (rl != 1 || dl[0] != di[0])) {
+    rc = tfx_err_set(err, TFX_ESHAPE, "%s: %lld labels for %lld images in %s", labels, (long long)dl[0],
+                     (long long)di[0], images);
+  } else if (!rc && expect_dim && dim != expect_dim) {
+    rc = tfx_err_set(err, TFX_ESHAPE, "%s: %zu values per example, the model's input takes %zu", images, dim,
+                     expect_dim);
+  } else if (!rc && (count < 1 || index < 0 || index >= count || (size_t)di[0] < (size_t)count)) {
+    rc =
+        tfx_err_set(err, TFX_EINVAL, "shard %d of %d over %lld examples of %s", index, count, (long long)di[0], images);
+  }
+  tfx_dataset *d = rc ? NULL : calloc(1, sizeof *d);
+  if (!rc && (!d || !(d->y = malloc(sizeof(int32_t) * (size_t)di[0])))) {
+    rc = tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  }
+  if (!rc) {
+    d->n = keep_shard(img, lab, (size_t)di[0], dim, index, count), d->dim = dim;
+    for (size_t i = 0; i < d->n; i++) {
+      d->y[i] = lab[i];
+    }
+    uint8_t *small = realloc(img, d->n * dim); /* the other workers' records are not kept */
+    d->x8 = small ? small : img, img = NULL;
+    d->scale = scale, d->mean = mean, d->std = std;
+    *out = d, d = NULL;
+  }
+  tfx_dataset_destroy(d);
+  free(img);
+  free(lab);
+  return rc;
+}
+
 void tfx_dataset_normalize(float *x, size_t n, double mean, double std) {
   if (mean == 0 && std == 1) {
     return;
@@ -288,6 +339,7 @@ void tfx_dataset_destroy(tfx_dataset *d) {
   if (!d) {
     return;
   }
+  free(d->x8);
   free(d->x);
   free(d->y);
   free(d);

@@ -10,10 +10,12 @@
 #include "common/err.h"
 
 typedef struct tfx_dataset {
-  size_t n;   /* examples */
-  size_t dim; /* floats per example */
-  float *x;   /* [n, dim] */
-  int32_t *y; /* [n] */
+  size_t n;    /* examples */
+  size_t dim;  /* floats per example */
+  float *x;    /* [n, dim]; NULL when the examples are kept as bytes (x8) */
+  int32_t *y;  /* [n] */
+  uint8_t *x8; /* [n, dim] the IDX file's bytes, converted per batch as (byte * scale - mean) / std; or NULL */
+  double scale, mean, std;
 } tfx_dataset;
 
 typedef struct tfx_batcher tfx_batcher;
@@ -42,6 +44,15 @@ void tfx_dataset_normalize(float *x, size_t n, double mean, double std);
 /* Frees a dataset; NULL does nothing. */
 void tfx_dataset_destroy(tfx_dataset *d);
 
+/* Loads a worker's shard of an IDX training set (records i with i % count == index) as bytes (x8), converted per
+ * batch with data.scale, data.mean and data.std: a quarter of float32's memory, and only the shard's. Caller
+ * owns *out; feed it to tfx_batcher_create_shard with the same index and count. */
+int tfx_dataset_load_idx_shard(const char *images, const char *labels, double scale, double mean, double std,
+                               size_t expect_dim, int index, int count, tfx_dataset **out, tfx_err *err);
+/* A batcher over a dataset that holds only shard `index` of `count` (tfx_dataset_load_idx_shard): the same
+ * batches, in the same order, as tfx_batcher_create over the whole set. Caller owns *out. */
+int tfx_batcher_create_shard(const tfx_dataset *d, int index, int count, uint64_t seed, tfx_batcher **out,
+                             tfx_err *err);
 /* A batcher over shard `index` of `count` (records i with i % count == index); caller owns; free with
  * tfx_batcher_destroy. The dataset is borrowed and must outlive the batcher. */
 int tfx_batcher_create(const tfx_dataset *d, int index, int count, uint64_t seed, int shuffle, tfx_batcher **out,

@@ -498,3 +498,39 @@ Test(dataset, real_fashion_mnist_loads) {
     tfx_dataset_destroy(d);
   }
 }
+
+/* A worker's shard kept as bytes gives the same batches, bit for bit and in the same order over epochs, as the
+ * whole float32 set sharded by the batcher; it holds only its records, and another worker count is refused. */
+Test(dataset, byte_shard_batches_equal_the_float_set) {
+  char images[512], labs[512];
+  paths(images, labs, "");
+  write_pair(images, labs, 0);
+  const double scale = 1.0 / 255, mean = 0.25, std = 0.5;
+  for (int index = 0; index < 2; index++) {
+    tfx_dataset *whole = NULL, *shard = NULL;
+    tfx_batcher *a = NULL, *b = NULL;
+    tfx_err err;
+    cr_assert_eq(tfx_dataset_load_idx(images, labs, scale, 6, &whole, &err), TFX_OK, "%s", err.msg);
+    tfx_dataset_normalize(whole->x, whole->n * whole->dim, mean, std);
+    cr_assert_eq(tfx_dataset_load_idx_shard(images, labs, scale, mean, std, 6, index, 2, &shard, &err), TFX_OK, "%s",
+                 err.msg);
+    cr_assert_eq(shard->n, index ? 2u : 3u, "worker %d holds %zu examples", index, shard->n);
+    cr_assert_null(shard->x, "a byte shard holds no float copy");
+    cr_assert_eq(tfx_batcher_create(whole, index, 2, 7, 1, &a, &err), TFX_OK, "%s", err.msg);
+    cr_assert_eq(tfx_batcher_create_shard(shard, index, 2, 7, &b, &err), TFX_OK, "%s", err.msg);
+    float xa[4 * 6], xb[4 * 6];
+    int32_t ya[4], yb[4];
+    for (int step = 0; step < 6; step++) { /* several epochs: reshuffles included */
+      tfx_batcher_next(a, 4, xa, ya);
+      tfx_batcher_next(b, 4, xb, yb);
+      cr_assert(memcmp(xa, xb, sizeof xa) == 0 && memcmp(ya, yb, sizeof ya) == 0, "worker %d step %d differs", index,
+                step);
+    }
+    tfx_batcher_destroy(a), tfx_batcher_destroy(b);
+    tfx_dataset_destroy(whole), tfx_dataset_destroy(shard);
+  }
+  tfx_dataset *none = NULL;
+  tfx_err err;
+  cr_assert_eq(tfx_dataset_load_idx_shard(images, labs, 1, 0, 1, 6, 0, 6, &none, &err), TFX_EINVAL);
+  cr_assert(strstr(err.msg, "shard 0 of 6"), "%s", err.msg);
+}
