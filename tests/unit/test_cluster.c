@@ -178,7 +178,7 @@ static const invalid_case invalid[] = {
     {"negative task index", "{\"cluster\": {\"worker\": [\"a:1\"]}, \"task\": {\"type\": \"worker\", \"index\": -1}}",
      "index -1 out of range"},
     {"task index not an integer",
-     "{\"cluster\": {\"worker\": [\"a:1\"]}, \"task\": {\"type\": \"worker\", \"index\": \"0\"}}",
+     "{\"cluster\": {\"worker\": [\"a:1\"]}, \"task\": {\"type\": \"worker\", \"index\": \"one\"}}",
      "task.index: expected an integer"},
     {"unknown job", "{\"cluster\": {\"workers\": [\"a:1\"]}}", "unknown job"},
     {"unknown task type", "{\"cluster\": {\"worker\": [\"a:1\"]}, \"task\": {\"type\": \"driver\", \"index\": 0}}",
