@@ -202,9 +202,10 @@ static int setup(trainer *t, tfx_err *err) {
       return rc;
     }
   }
-  t->x = malloc(sizeof(float) * dim * (size_t)batch);
+  int sparse = tfx_model_sparse_input(t->model); /* sparse batches come from the batcher: no dense rows */
+  t->x = sparse ? NULL : malloc(sizeof(float) * dim * (size_t)batch);
   t->y = malloc(sizeof(int32_t) * (size_t)batch);
-  if (!t->x || !t->y) {
+  if ((!sparse && !t->x) || !t->y) {
     return tfx_err_set(err, TFX_ENOMEM, "out of memory");
   }
   char *json = tfx_config_to_json(c); /* checked (a resume keeps its model) before anything is written */
@@ -224,11 +225,11 @@ static int setup(trainer *t, tfx_err *err) {
   return rc;
 }
 
-/* Copies the trained values into the evaluation model (which has its own, larger, batch buffers). */
+/* Lends the trained values to the evaluation model (which has its own, larger, batch buffers): it only reads
+ * them, so no second copy of a large table is made. */
 static void sync_eval_model(trainer *t) {
   for (int i = 0; i < tfx_model_nvars(t->model); i++) {
-    tfx_var *v = tfx_model_var(t->model, i);
-    memcpy(tfx_model_var(t->eval_model, i)->value, v->value, sizeof(float) * v->count);
+    tfx_model_var(t->eval_model, i)->value = tfx_model_var(t->model, i)->value;
   }
 }
 

@@ -136,9 +136,11 @@ static const option layer_options[] = {
     {"strides", OPT_INT, L(strides), 0, 64, "0", ""}, /* 0: the layer's default */
     {"pool_size", OPT_INT, L(pool_size), 1, 64, "2", ""},
     {"rate", OPT_DBL, L(rate), 0, 1, "0", ""},
-    {"input_dim", OPT_INT, L(input_dim), 1, 1 << 30, "1", ""},
+    {"input_dim", OPT_INT, L(input_dim), 1, 1 << 30, "1", ""}, /* embedding_bag: 1 means its input size */
     {"inputs", OPT_STR, L(inputs), 0, 0, "", ""},
     {"variable", OPT_STR, L(variable), 0, 0, "", ""},
+    {"combiner", OPT_STR, L(combiner), 0, 0, "sum", ""},
+    {"use_bias", OPT_BOOL, L(use_bias), 0, 1, "true", ""},
 };
 #define N_LAYER_OPTIONS (sizeof layer_options / sizeof layer_options[0])
 
@@ -739,6 +741,11 @@ void tfx_config_layer_init(tfx_layer_spec *l) {
   layer_defaults(l);
 }
 
+int tfx_config_sparse_input(const tfx_config *cfg) {
+  const tfx_layer_spec *l = &cfg->layers[0];
+  return cfg->n_layers > 0 && !strcmp(l->type, "embedding_bag") && (!l->inputs[0] || !strcmp(l->inputs, "input"));
+}
+
 const char *tfx_config_eval_file(const tfx_config *cfg) {
   return cfg->eval_labels[0] ? cfg->eval_labels : cfg->eval_images;
 }
@@ -921,6 +928,11 @@ int tfx_config_validate(const tfx_config *cfg, tfx_err *err) {
   }
   if (cfg->n_layers == 0 && !cfg->plugin[0]) {
     return tfx_err_set(err, TFX_ECONFIG, "model.layers: the model has no layers");
+  }
+  if (tfx_config_sparse_input(cfg) && (cfg->data_mean != 0 || cfg->data_std != 1 || cfg->data_stream)) {
+    return tfx_err_set(err, TFX_ECONFIG, "model.layers[0] is an embedding_bag (sparse input): %s",
+                       cfg->data_stream ? "data.stream is not supported yet (the set is held as CSR in memory)"
+                                        : "data.mean and data.std would make every feature nonzero; use data.scale");
   }
   for (const char *p = cfg->metrics; *p;) {
     size_t n = strcspn(p, ",");

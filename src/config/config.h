@@ -24,6 +24,8 @@ typedef struct tfx_layer_spec {
   double rate;                                                    /* dropout rate, leaky_relu alpha, scale factor */
   char inputs[128];  /* comma-separated names of earlier layers or "input"; empty: the previous layer */
   char variable[64]; /* matmul, bias_add, lookup: the model.variables entry the op computes with */
+  char combiner[8];  /* embedding_bag: sum | mean | sqrtn (TensorFlow's embedding_lookup_sparse combiners) */
+  int use_bias;      /* embedding_bag: adds a bias of units values (default true: the wide/linear model) */
 } tfx_layer_spec;
 
 #define TFX_MAX_VARIABLES 16
@@ -148,6 +150,9 @@ int tfx_config_apply_env(tfx_config *cfg, tfx_err *err);
 int tfx_config_set(tfx_config *cfg, const char *assignment, tfx_err *err);
 /* Checks cross-field rules (mode names, layer types, positive sizes). */
 int tfx_config_validate(const tfx_config *cfg, tfx_err *err);
+/* 1 when the model reads sparse examples: its first layer is an embedding_bag over the model input (the data
+ * pipeline then keeps ids and weights as CSR, never a dense row of input_shape values). */
+int tfx_config_sparse_input(const tfx_config *cfg);
 /* The eval file an error about the eval data names: the labels file when there is one, else the images (or
  * only) file; borrowed from cfg. */
 const char *tfx_config_eval_file(const tfx_config *cfg);

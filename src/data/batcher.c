@@ -17,6 +17,10 @@ struct tfx_batcher {
   tfx_stream *stream; /* instead of d: examples read from files a window at a time */
   int rc;             /* the stream's first error, kept until tfx_batcher_status reports it */
   tfx_err err;
+  int64_t *csr_off, *csr_ids; /* the last sparse batch (tfx_batcher_next_csr), grown as needed */
+  float *csr_vals;
+  size_t csr_rows, csr_cap;
+  tfx_csr csr;
 };
 
 static void reshuffle(tfx_batcher *b) {
@@ -107,6 +111,7 @@ void tfx_batcher_destroy(tfx_batcher *b) {
   }
   tfx_stream_close(b->stream);
   free(b->order);
+  free(b->csr_off), free(b->csr_ids), free(b->csr_vals);
   free(b);
 }
 
@@ -152,6 +157,60 @@ void tfx_batcher_next(tfx_batcher *b, int batch, float *x, int32_t *y) {
     }
     y[i] = b->d->y[k];
   }
+}
+
+/* Grows the sparse batch buffers to rows examples and nnz ids; -1 when memory runs out. */
+static int csr_reserve(tfx_batcher *b, size_t rows, size_t nnz) {
+  if (rows > b->csr_rows) {
+    int64_t *off = realloc(b->csr_off, sizeof(int64_t) * (rows + 1));
+    if (!off) {
+      return -1;
+    }
+    b->csr_off = off, b->csr_rows = rows;
+  }
+  if (nnz > b->csr_cap) {
+    size_t cap = nnz * 2;
+    int64_t *ids = realloc(b->csr_ids, sizeof(int64_t) * cap);
+    b->csr_ids = ids ? ids : b->csr_ids;
+    float *vals = ids ? realloc(b->csr_vals, sizeof(float) * cap) : NULL;
+    b->csr_vals = vals ? vals : b->csr_vals;
+    if (!ids || !vals) {
+      return -1;
+    }
+    b->csr_cap = cap;
+  }
+  return 0;
+}
+
+const tfx_csr *tfx_batcher_next_csr(tfx_batcher *b, int batch, int32_t *y) {
+  const tfx_dataset *d = b->d;
+  b->csr = (tfx_csr){0};
+  if (b->stream || !d->sp_off || csr_reserve(b, (size_t)batch, 1)) {
+    tfx_batcher_fail(b, b->stream || !d->sp_off ? TFX_EINVAL : TFX_ENOMEM, "%s",
+                     b->stream || !d->sp_off ? "sparse batches need a sparse in-memory dataset" : "out of memory");
+    memset(y, 0, sizeof(int32_t) * (size_t)batch);
+    return &b->csr;
+  }
+  b->csr_off[0] = 0;
+  for (int i = 0; i < batch; i++) {
+    size_t k = take_index(b);
+    int64_t from = d->sp_off[k], len = d->sp_off[k + 1] - from, at = b->csr_off[i];
+    if (csr_reserve(b, (size_t)batch, (size_t)(at + len))) {
+      tfx_batcher_fail(b, TFX_ENOMEM, "out of memory for a sparse batch of %lld ids", (long long)(at + len));
+      memset(y, 0, sizeof(int32_t) * (size_t)batch);
+      return &b->csr;
+    }
+    memcpy(b->csr_ids + at, d->sp_ids + from, sizeof(int64_t) * (size_t)len);
+    memcpy(b->csr_vals + at, d->sp_vals + from, sizeof(float) * (size_t)len);
+    b->csr_off[i + 1] = at + len;
+    y[i] = d->y[k];
+  }
+  b->csr = (tfx_csr){batch, b->csr_off, b->csr_ids, b->csr_vals};
+  return &b->csr;
+}
+
+tfx_csr tfx_dataset_csr(const tfx_dataset *d, size_t i, int n) {
+  return (tfx_csr){n, d->sp_off + i, d->sp_ids, d->sp_vals};
 }
 
 void tfx_batcher_skip(tfx_batcher *b, int64_t batches, int batch) {

@@ -342,5 +342,8 @@ void tfx_dataset_destroy(tfx_dataset *d) {
   free(d->x8);
   free(d->x);
   free(d->y);
+  free(d->sp_off);
+  free(d->sp_ids);
+  free(d->sp_vals);
   free(d);
 }

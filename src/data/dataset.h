@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/csr.h"
 #include "common/err.h"
 
 typedef struct tfx_dataset {
@@ -16,6 +17,10 @@ typedef struct tfx_dataset {
   int32_t *y;  /* [n] */
   uint8_t *x8; /* [n, dim] the IDX file's bytes, converted per batch as (byte * scale - mean) / std; or NULL */
   double scale, mean, std;
+  /* Sparse examples (x and x8 NULL): example i holds the ids sp_ids[sp_off[i]..sp_off[i+1]), each < dim, with
+   * the weights sp_vals[...]: memory grows with the nonzeros, never with dim. */
+  int64_t *sp_off, *sp_ids; /* [n + 1], [nnz] */
+  float *sp_vals;           /* [nnz] */
 } tfx_dataset;
 
 typedef struct tfx_batcher tfx_batcher;
@@ -67,6 +72,11 @@ void tfx_batcher_fail(tfx_batcher *b, int rc, const char *fmt, ...) __attribute_
 void tfx_batcher_destroy(tfx_batcher *b);
 /* Copies the next `batch` examples into x [batch, dim] and y [batch]; wraps (and reshuffles) at epoch end. */
 void tfx_batcher_next(tfx_batcher *b, int batch, float *x, int32_t *y);
+/* The next `batch` examples of a sparse dataset as a CSR batch (borrowed from the batcher until its next call)
+ * and their labels into y [batch]; wraps (and reshuffles) at epoch end like tfx_batcher_next. */
+const tfx_csr *tfx_batcher_next_csr(tfx_batcher *b, int batch, int32_t *y);
+/* Examples [i, i + n) of a sparse dataset as a CSR view into its arrays (nothing copied). */
+tfx_csr tfx_dataset_csr(const tfx_dataset *d, size_t i, int n);
 /* Skips ahead as if `batches` batches of size `batch` were taken (resume). */
 void tfx_batcher_skip(tfx_batcher *b, int64_t batches, int batch);
 /* Completed epochs so far. */

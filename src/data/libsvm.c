@@ -195,6 +195,33 @@ static int densify(svm *s, tfx_dataset **out, tfx_err *err) {
   return TFX_OK;
 }
 
+/* Builds a sparse dataset (CSR) from the rows: memory grows with the nonzeros, never with dim. */
+static int to_csr(svm *s, tfx_dataset **out, tfx_err *err) {
+  size_t dim = s->dim ? s->dim : s->max_idx;
+  if (s->n == 0 || dim == 0) {
+    return tfx_err_set(err, s->n ? TFX_ECONFIG : TFX_ECORRUPT, "%s: %s", s->path,
+                       s->n ? "no feature index in any line and no dim given" : "no examples");
+  }
+  tfx_dataset *d = calloc(1, sizeof *d);
+  int64_t *off = malloc(sizeof(int64_t) * (s->n + 1)), *ids = malloc(sizeof(int64_t) * (s->ne ? s->ne : 1));
+  float *vals = malloc(sizeof(float) * (s->ne ? s->ne : 1));
+  if (!d || !off || !ids || !vals) {
+    free(d), free(off), free(ids), free(vals);
+    return tfx_err_set(err, TFX_ENOMEM, "%s: out of memory for %zu nonzeros", s->path, s->ne);
+  }
+  for (size_t i = 0; i < s->n; i++) {
+    off[i] = (int64_t)s->start[i];
+  }
+  off[s->n] = (int64_t)s->ne;
+  for (size_t k = 0; k < s->ne; k++) {
+    ids[k] = (int64_t)s->e[k].idx, vals[k] = s->e[k].val;
+  }
+  d->n = s->n, d->dim = dim, d->y = s->y, d->sp_off = off, d->sp_ids = ids, d->sp_vals = vals;
+  s->y = NULL;
+  *out = d;
+  return TFX_OK;
+}
+
 struct tfx_libsvm_reader {
   svm s;
   int eof;
@@ -278,6 +305,16 @@ int tfx_libsvm_load(const char *path, size_t dim, tfx_dataset **out, tfx_err *er
   int rc = tfx_libsvm_open(path, dim, &r, err);
   if (!rc && !(rc = tfx_libsvm_read(r, SIZE_MAX, out, err)) && !*out) {
     rc = tfx_err_set(err, TFX_ECORRUPT, "%s: no examples", path);
+  }
+  tfx_libsvm_close(r);
+  return rc;
+}
+
+int tfx_libsvm_load_sparse(const char *path, size_t dim, tfx_dataset **out, tfx_err *err) {
+  tfx_libsvm_reader *r = NULL;
+  int rc = tfx_libsvm_open(path, dim, &r, err);
+  if (!rc && !(rc = read_rows(&r->s, SIZE_MAX, &r->eof, err))) {
+    rc = to_csr(&r->s, out, err);
   }
   tfx_libsvm_close(r);
   return rc;

@@ -33,5 +33,8 @@ void tfx_libsvm_close(tfx_libsvm_reader *r);
 int tfx_libsvm_count(const char *path, int64_t *n, tfx_err *err);
 /* Loads a LibSVM file with dim features (0: inferred); caller owns *out; free with tfx_dataset_destroy. */
 int tfx_libsvm_load(const char *path, size_t dim, tfx_dataset **out, tfx_err *err);
+/* Loads a LibSVM file as a sparse dataset (sp_off, sp_ids 0-based, sp_vals; x NULL) with dim features (0:
+ * inferred): memory grows with the nonzeros, not with dim. Caller owns *out; free with tfx_dataset_destroy. */
+int tfx_libsvm_load_sparse(const char *path, size_t dim, tfx_dataset **out, tfx_err *err);
 
 #endif

@@ -14,7 +14,8 @@ static int load_other(const tfx_config *cfg, const char *path, size_t dim, tfx_d
     return tfx_csv_load(path, cfg->label_column, cfg->data_header, out, err);
   }
   if (!strcmp(f, "libsvm")) {
-    return tfx_libsvm_load(path, dim, out, err);
+    return tfx_config_sparse_input(cfg) ? tfx_libsvm_load_sparse(path, dim, out, err)
+                                        : tfx_libsvm_load(path, dim, out, err);
   }
   return tfx_example_load(path, cfg->feature_key, cfg->label_key, 1.0, out, err);
 }
@@ -34,6 +35,13 @@ int tfx_dataset_load_config(const tfx_config *cfg, int eval, size_t expect_dim, 
                      expect_dim);
     tfx_dataset_destroy(d);
     return rc;
+  }
+  if (d->sp_off) {
+    for (int64_t k = 0; k < d->sp_off[d->n]; k++) {
+      d->sp_vals[k] = (float)(d->sp_vals[k] * cfg->data_scale); /* mean and std would densify: refused by config */
+    }
+    *out = d;
+    return TFX_OK;
   }
   for (size_t i = 0; !idx && i < d->n * d->dim; i++) {
     d->x[i] = (float)(d->x[i] * cfg->data_scale);

@@ -671,6 +671,9 @@ void tfx_layer_forward(layer *l, const float *in, int batch, int training, uint6
     case L_LOOKUP:
       embed_forward(l, in, batch);
       break;
+    case L_EMBAG:
+      tfx_embag_forward(l, batch);
+      break;
     case L_BN:
       bn_forward(l, in, batch, training);
       break;
@@ -726,6 +729,9 @@ void tfx_layer_backward(layer *l, const float *in, float *din, int batch) {
     case L_EMBED:
     case L_LOOKUP:
       embed_backward(l, din, batch);
+      break;
+    case L_EMBAG:
+      tfx_embag_backward(l, batch);
       break;
     case L_BN:
       bn_backward(l, din, batch);

@@ -30,7 +30,7 @@ static int parse_kind(const char *type, lkind *kind, act *a) {
   } kinds[] = {{"dense", L_DENSE},     {"conv2d", L_CONV},     {"max_pool2d", L_MAXPOOL}, {"avg_pool2d", L_AVGPOOL},
                {"flatten", L_FLATTEN}, {"dropout", L_DROPOUT}, {"embedding", L_EMBED},    {"batch_norm", L_BN},
                {"matmul", L_MATMUL},   {"bias_add", L_BIAS},   {"lookup", L_LOOKUP},      {"scale", L_SCALE},
-               {"concat", L_CONCAT},   {"add", L_ADD}};
+               {"concat", L_CONCAT},   {"add", L_ADD},         {"embedding_bag", L_EMBAG}};
   for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
     if (strcmp(type, kinds[i].name) == 0) {
       return *kind = kinds[i].kind, 1;
@@ -153,6 +153,35 @@ static int shape_embed(tfx_model *m, layer *l, const tfx_layer_spec *s, tfx_err 
   return TFX_OK;
 }
 
+/* Embedding bag over the sparse model input [D]: a table [input_dim (default D), units] and a bias; a bag that
+ * gives the logits (last: the linear model) starts at zeros as TF's LinearModel, one feeding deeper layers
+ * uniform in +-0.05 as Keras's Embedding. */
+static int shape_embag(tfx_model *m, layer *l, const tfx_layer_spec *s, int last, tfx_err *err) {
+  static const char *const combiners[] = {"sum", "mean", "sqrtn"};
+  int rc = need_rank(l, 1, err);
+  if (rc) {
+    return rc;
+  }
+  if (l->in[0] >= 0) {
+    return tfx_err_set(err, TFX_ECONFIG, "layer %s: an embedding_bag reads the model's sparse input", l->name);
+  }
+  l->combiner = -1;
+  for (int k = 0; k < 3; k++) {
+    l->combiner = strcmp(s->combiner, combiners[k]) ? l->combiner : k;
+  }
+  if (l->combiner < 0) {
+    return tfx_err_set(err, TFX_ECONFIG, "layer %s: combiner '%s' (want sum, mean or sqrtn)", l->name, s->combiner);
+  }
+  l->vocab = s->input_dim > 1 ? s->input_dim : layer_in_size(l);
+  l->out_rank = 1, l->oh = 1, l->ow = 1, l->oc = s->units;
+  int64_t ws[2] = {l->vocab, s->units}, bs[1] = {s->units};
+  const char *init = s->initializer[0] ? s->initializer : last ? "zeros" : "uniform:0.05";
+  l->w = add_var(m, l, "embeddings", 2, ws, init, l->vocab, s->units);
+  l->w->sparse = 1;
+  l->b = s->use_bias ? add_var(m, l, "bias", 1, bs, "zeros", l->vocab, s->units) : NULL;
+  return TFX_OK;
+}
+
 /* Batch norm over the last axis (channels, or features of a rank-1 input): gamma, beta, moving mean/variance. */
 static void shape_bn(tfx_model *m, layer *l) {
   int64_t cs[1] = {l->ic};
@@ -227,7 +256,7 @@ static int build_layer(tfx_model *m, int i, const tfx_layer_spec *s, const tfx_c
   if (rc) {
     return rc;
   }
-  if ((int64_t)l->ih * l->iw * l->ic > TFX_MAX_LAYER_VALUES) {
+  if (l->kind != L_EMBAG && (int64_t)l->ih * l->iw * l->ic > TFX_MAX_LAYER_VALUES) {
     return tfx_err_set(err, TFX_ESHAPE, "layer %s: input of %lld values per example (at most %d)", l->name,
                        (long long)l->ih * l->iw * l->ic, TFX_MAX_LAYER_VALUES);
   }
@@ -235,7 +264,7 @@ static int build_layer(tfx_model *m, int i, const tfx_layer_spec *s, const tfx_c
     return tfx_err_set(err, TFX_ESHAPE, "layer %s: %lld x %d is too large", l->name, (long long)layer_in_size(l),
                        s->units);
   }
-  rc = shape_layer(m, l, s, err);
+  rc = l->kind == L_EMBAG ? shape_embag(m, l, s, i == cfg->n_layers - 1, err) : shape_layer(m, l, s, err);
   if (!rc && (int64_t)l->oh * l->ow * l->oc > TFX_MAX_LAYER_VALUES) {
     rc = tfx_err_set(err, TFX_ESHAPE, "layer %s: output of %lld values per example (at most %d)", l->name,
                      (long long)l->oh * l->ow * l->oc, TFX_MAX_LAYER_VALUES);
@@ -280,8 +309,8 @@ static int alloc_buffers(tfx_model *m) {
     if (v->sparse) {
       size_t width = v->count / (size_t)v->shape[0], touched = B * (size_t)layer_in_size(&m->layers[0]) * 64;
       for (int k = 0; k < m->n_layers; k++) {
-        if (m->layers[k].w == v) {
-          touched = B * (size_t)layer_in_size(&m->layers[k]);
+        if (m->layers[k].w == v) { /* a bag's rows grow with its batches' ids (tfx_model_set_csr) */
+          touched = B * (m->layers[k].kind == L_EMBAG ? 64 : (size_t)layer_in_size(&m->layers[k]));
         }
       }
       if (touched > (size_t)v->shape[0]) {
@@ -316,6 +345,9 @@ static int alloc_buffers(tfx_model *m) {
     }
     if (l->kind == L_BN &&
         (!(l->mask = malloc(sizeof(float) * n)) || !(l->bn = calloc(2 * (size_t)l->ic, sizeof(float))))) {
+      return -1;
+    }
+    if (l->kind == L_EMBAG && !(l->bag_scale = malloc(sizeof(float) * B))) {
       return -1;
     }
     if ((l->kind == L_EMBED || l->kind == L_LOOKUP) &&
@@ -410,7 +442,7 @@ void tfx_model_destroy(tfx_model *m) {
   for (int i = 0; i < m->n_layers; i++) {
     layer *l = &m->layers[i];
     free(l->out), free(l->dout), free(l->cols), free(l->argmax), free(l->mask), free(l->ids), free(l->bn);
-    free(l->dbpart);
+    free(l->dbpart), free(l->bag_scale), free(l->pairs);
   }
   free(m->probs), free(m->scratch);
   tfx_par_destroy(m->par);
@@ -581,13 +613,29 @@ int tfx_model_check_labels(const tfx_model *m, const int32_t *labels, int batch,
 int tfx_model_input_status(const tfx_model *m, int *example, tfx_err *err) {
   for (int i = 0; i < m->n_layers; i++) {
     const layer *l = &m->layers[i];
-    if ((l->kind == L_EMBED || l->kind == L_LOOKUP) && l->n_bad_ids) {
+    if ((l->kind == L_EMBED || l->kind == L_LOOKUP || l->kind == L_EMBAG) && l->n_bad_ids) {
       if (example) {
         *example = l->bad_example;
       }
       return tfx_err_set(err, TFX_EINVAL, "%s: id %g is outside the table's %d rows [0, %d)", l->name,
                          (double)l->bad_id, l->vocab, l->vocab);
     }
+  }
+  return TFX_OK;
+}
+
+int tfx_model_sparse_input(const tfx_model *m) {
+  return m->layers[0].kind == L_EMBAG;
+}
+
+int tfx_model_set_csr(tfx_model *m, const tfx_csr *csr, tfx_err *err) {
+  size_t nnz = (size_t)(csr->off[csr->n] - csr->off[0]);
+  for (int i = 0; i < m->n_layers; i++) {
+    layer *l = &m->layers[i];
+    if (l->kind == L_EMBAG && tfx_embag_reserve(l, nnz)) {
+      return tfx_err_set(err, TFX_ENOMEM, "layer %s: out of memory for a batch of %zu ids", l->name, nnz);
+    }
+    l->csr = csr;
   }
   return TFX_OK;
 }

@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "common/csr.h"
 #include "config/config.h"
 #include "nn/par.h"
 
@@ -88,6 +89,12 @@ int tfx_model_input_status(const tfx_model *m, int *example, tfx_err *err);
 /* TFX_EINVAL naming the first label outside [0, classes) and the class count, with its position in the batch
  * in *example (NULL allowed; written only on this error); TFX_OK if all are inside. */
 int tfx_model_check_labels(const tfx_model *m, const int32_t *labels, int batch, int *example, tfx_err *err);
+/* 1 when the model reads sparse examples (its first layer is an embedding_bag): feed them with tfx_model_set_csr,
+ * then call forward and backward with x NULL. */
+int tfx_model_sparse_input(const tfx_model *m);
+/* Lends the model the sparse batch (borrowed until the next call) its next forward and backward read; grows the
+ * bag buffers to its ids (TFX_ENOMEM naming the layer when that fails). */
+int tfx_model_set_csr(tfx_model *m, const tfx_csr *csr, tfx_err *err);
 /* Backward pass after forward+loss: writes every variable's grad (overwrites). */
 void tfx_model_backward(tfx_model *m, const float *x, int batch);
 /* Softmax probabilities of the last forward into out [batch, classes]. */

@@ -5,6 +5,7 @@
 
 #include <stdint.h>
 
+#include "common/csr.h"
 #include "nn/model.h"
 #include "nn/par.h"
 
@@ -24,6 +25,7 @@ typedef enum lkind {
   L_SCALE,  /* x * rate */
   L_CONCAT, /* rank-1 inputs side by side */
   L_ADD,    /* the sum of equally shaped inputs */
+  L_EMBAG,  /* embedding bag over the sparse model input (tfx_csr): a combined row per example, plus a bias */
   L_NKINDS
 } lkind;
 
@@ -55,8 +57,13 @@ typedef struct layer {
   float bad_id;
   int bad_example; /* embedding: the batch position of the example holding bad_id */
   uint64_t seed;
-  tfx_par *par;  /* the model's worker pool (borrowed; NULL: one thread) */
-  float *dbpart; /* layers with a bias: the bias gradient of each of TFX_NN_CHUNKS row chunks */
+  tfx_par *par;           /* the model's worker pool (borrowed; NULL: one thread) */
+  float *dbpart;          /* layers with a bias: the bias gradient of each of TFX_NN_CHUNKS row chunks */
+  const tfx_csr *csr;     /* embedding bag: the sparse batch of the current step (borrowed) */
+  int combiner;           /* embedding bag: 0 sum, 1 mean, 2 sqrtn */
+  float *bag_scale;       /* embedding bag: [batch] the combiner's factor of each example */
+  struct bag_pair *pairs; /* embedding bag: (id, position, example) of each valid id, sorted in backward */
+  size_t pairs_cap;
 } layer;
 
 /* Row chunks of a bias gradient: each sums its rows, then the chunks are added in order, so the result does
@@ -91,6 +98,13 @@ void tfx_layer_forward(layer *l, const float *in, int batch, int training, uint6
 /* Backward of one layer: reads l->dout (and may overwrite it), writes grads and, if din, the input grad.
  * Must follow this layer's forward on the same `in`: conv reuses the im2col columns that forward left in l->cols. */
 void tfx_layer_backward(layer *l, const float *in, float *din, int batch);
+
+/* Embedding bag: grows the step buffers for a batch of n ids; -1 when memory runs out. */
+int tfx_embag_reserve(layer *l, size_t nnz);
+/* Embedding bag forward of l->csr into l->out: bias + combiner(sum of weight * row) per example. */
+void tfx_embag_forward(layer *l, int batch);
+/* Embedding bag backward from l->dout: the touched rows (ascending, duplicates summed) and the bias gradient. */
+void tfx_embag_backward(layer *l, int batch);
 
 /* Resolves layer i's inputs (names of earlier layers, "input", or the previous layer) and copies the first
  * input's shape into l; counts consumers. Errors (TFX_ECONFIG) name the layer and the unknown input. */

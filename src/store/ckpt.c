@@ -257,8 +257,8 @@ static int slurp(const char *path, uint8_t **buf, size_t *len, tfx_err *err) {
 }
 
 int tfx_ckpt_read(const char *path, tfx_ckpt **out, tfx_err *err) {
-  uint8_t *buf;
-  size_t len;
+  uint8_t *buf = NULL;
+  size_t len = 0;
   int rc = slurp(path, &buf, &len, err);
   if (rc) {
     return rc;
@@ -296,15 +296,29 @@ const tfx_ckpt_entry *tfx_ckpt_find(const tfx_ckpt *c, const char *name) {
 }
 
 int tfx_file_crc32(const char *path, uint32_t *crc, uint64_t *bytes, tfx_err *err) {
-  uint8_t *buf;
-  size_t len;
-  int rc = slurp(path, &buf, &len, err);
-  if (rc) {
-    return rc;
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    return tfx_err_sys(err, errno == ENOENT ? TFX_ENOTFOUND : TFX_ESYS, "open %s", path);
   }
-  *crc = (uint32_t)crc32_z(0, buf, len);
-  *bytes = len;
-  free(buf);
+  struct stat st;
+  if (fstat(fileno(f), &st) || !S_ISREG(st.st_mode)) {
+    fclose(f);
+    return tfx_err_set(err, TFX_ECORRUPT, "%s: not a regular file", path);
+  }
+  /* Streamed a block at a time: checking a shard never holds a second copy of the model in memory. */
+  static _Thread_local uint8_t block[1 << 16];
+  uLong c = crc32(0, NULL, 0);
+  uint64_t total = 0;
+  size_t n;
+  while ((n = fread(block, 1, sizeof block, f)) > 0) {
+    c = crc32_z(c, block, n), total += n;
+  }
+  int failed = ferror(f);
+  fclose(f);
+  if (failed) {
+    return tfx_err_sys(err, TFX_ESYS, "read %s", path);
+  }
+  *crc = (uint32_t)c, *bytes = total;
   return TFX_OK;
 }
 

@@ -4,11 +4,13 @@
 #include <errno.h>
 #include <json-c/json.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "common/fs.h"
 #include "common/log.h"
+#include "config/config.h"
 #include "store/ckpt.h"
 
 /* Lists into out the keys of model sections a and b whose values differ ("model.layers, model.loss"). */
@@ -58,10 +60,24 @@ static int keep_revision(const char *run_dir, const char *name, tfx_err *err) {
   return tfx_err_set(err, TFX_ESYS, "%s: no free revision name", from);
 }
 
+/* The saved experiment as this version writes it (keys added since it was written get their defaults, which
+ * keep the old meaning), or the file as it is when it does not parse. Caller owns the result. */
+static json_object *saved_experiment(const char *path) {
+  tfx_config c;
+  tfx_config_init(&c);
+  if (tfx_config_load_saved(&c, path, NULL)) {
+    return json_object_from_file(path);
+  }
+  char *text = tfx_config_to_json(&c);
+  json_object *o = text ? json_tokener_parse(text) : NULL;
+  free(text);
+  return o;
+}
+
 /* Checks a resume's new experiment against the saved one: model equal (else TFX_ECONFIG), and whether the rest
  * changed (*changed). */
 static int check_resume(const char *path, const char *json, int *changed, tfx_err *err) {
-  json_object *old = json_object_from_file(path), *now = json_tokener_parse(json), *om = NULL, *nm = NULL;
+  json_object *old = saved_experiment(path), *now = json_tokener_parse(json), *om = NULL, *nm = NULL;
   int rc = TFX_OK;
   *changed = 0;
   if (old && now) {

@@ -10,8 +10,13 @@ static int eval_batch(tfx_model *m, const tfx_dataset *d, size_t i, int b, tfx_s
   tfx_err e = {0};
   int at = 0;
   int rc = tfx_model_check_labels(m, d->y + i, b, &at, &e);
+  tfx_csr csr;
+  if (!rc && d->sp_off) {
+    csr = tfx_dataset_csr(d, i, b);
+    rc = tfx_model_set_csr(m, &csr, &e);
+  }
   if (!rc) {
-    tfx_model_forward(m, d->x + i * d->dim, b, 0, 0);
+    tfx_model_forward(m, d->sp_off ? NULL : d->x + i * d->dim, b, 0, 0);
     rc = tfx_model_input_status(m, &at, &e);
   }
   if (rc) {

@@ -42,12 +42,26 @@ static int bad_ids(const tfx_model *m, tfx_batcher *b) {
   return rc;
 }
 
+/* The next minibatch into g's scratch (dense) or lent to the model (sparse); nonzero when the input failed. */
+static int next_batch(tfx_model *m, tfx_batcher *b, const tfx_grad_step *g) {
+  if (!tfx_model_sparse_input(m)) {
+    tfx_batcher_next(b, g->batch, g->x, g->y);
+    return tfx_batcher_status(b, NULL);
+  }
+  const tfx_csr *c = tfx_batcher_next_csr(b, g->batch, g->y);
+  tfx_err e = {0};
+  int rc = tfx_batcher_status(b, NULL);
+  if (!rc && (rc = tfx_model_set_csr(m, c, &e))) {
+    tfx_batcher_fail(b, rc, "training input: %s", e.msg);
+  }
+  return rc;
+}
+
 void tfx_compute_gradients(tfx_model *m, tfx_batcher *b, const tfx_grad_step *g, uint64_t seed, tfx_step_stats *st) {
   int k = g->accumulate;
   tfx_step_stats one, sum = {0};
   for (int a = 0; a < k; a++) {
-    tfx_batcher_next(b, g->batch, g->x, g->y);
-    if (bad_labels(m, b, g)) {
+    if (next_batch(m, b, g) || bad_labels(m, b, g)) {
       break;
     }
     tfx_model_forward(m, g->x, g->batch, 1, seed * (uint64_t)k + (uint64_t)a);

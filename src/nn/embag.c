@@ -1,0 +1,130 @@
+/* The embedding bag over sparse examples (tfx_csr): TensorFlow's embedding_lookup_sparse and PyTorch's
+ * EmbeddingBag with per-sample weights. Forward combines the weighted rows of each example's ids; backward gives
+ * the gradient of the touched rows only, ascending and with duplicates summed, and never touches the others. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nn/nn_impl.h"
+
+/* One valid id of the batch: its row, its position in the batch's id list and its example. */
+typedef struct bag_pair {
+  int64_t id;
+  int32_t pos, example;
+} bag_pair;
+
+int tfx_embag_reserve(layer *l, size_t nnz) {
+  if (nnz <= l->pairs_cap) {
+    return 0;
+  }
+  size_t cap = nnz * 2;
+  bag_pair *p = realloc(l->pairs, sizeof *p * cap);
+  tfx_var *v = l->w;
+  size_t width = (size_t)l->oc, rows = cap < (size_t)v->shape[0] ? cap : (size_t)v->shape[0];
+  if (!p) {
+    return -1;
+  }
+  l->pairs = p, l->pairs_cap = cap;
+  int64_t *r = realloc(v->rows, sizeof(int64_t) * rows);
+  v->rows = r ? r : v->rows;
+  float *g = r ? realloc(v->grad, sizeof(float) * rows * width) : NULL;
+  v->grad = g ? g : v->grad;
+  return r && g ? 0 : -1;
+}
+
+/* The combiner's factor for weights w[0..n) (NULL: all 1): 1 (sum), 1/sum (mean), 1/sqrt(sum of squares)
+ * (sqrtn); 0 for an empty or all-zero bag, which then gives zeros. */
+static float bag_factor(int combiner, const float *w, int64_t n) {
+  if (combiner == 0) {
+    return 1.0f;
+  }
+  double s = 0;
+  for (int64_t k = 0; k < n; k++) {
+    double x = w ? w[k] : 1.0;
+    s += combiner == 1 ? x : x * x;
+  }
+  if (s == 0) {
+    return 0.0f;
+  }
+  return (float)(combiner == 1 ? 1.0 / s : 1.0 / sqrt(s));
+}
+
+/* Adds a * row into out[0..d). */
+static void axpy(float a, const float *row, float *out, int d) {
+  for (int j = 0; j < d; j++) {
+    out[j] += a * row[j];
+  }
+}
+
+void tfx_embag_forward(layer *l, int batch) {
+  const tfx_csr *c = l->csr;
+  int d = l->oc;
+  l->n_bad_ids = 0;
+  for (int b = 0; b < batch; b++) {
+    float *out = l->out + (size_t)b * d;
+    memset(out, 0, sizeof(float) * (size_t)d);
+    int64_t from = c->off[b], to = c->off[b + 1];
+    float f = l->bag_scale[b] = bag_factor(l->combiner, c->vals ? c->vals + from : NULL, to - from);
+    for (int64_t k = from; k < to; k++) {
+      int64_t id = c->ids[k];
+      if (id < 0 || id >= l->vocab) {
+        if (!l->n_bad_ids++) {
+          l->bad_id = (float)id, l->bad_example = b;
+        }
+        continue; /* an id outside the table: no row, no gradient (tfx_model_input_status reports it) */
+      }
+      axpy(f * (c->vals ? c->vals[k] : 1.0f), l->w->value + (size_t)id * d, out, d);
+    }
+    if (l->b) {
+      axpy(1.0f, l->b->value, out, d);
+    }
+  }
+}
+
+static int cmp_pair(const void *a, const void *b) {
+  const bag_pair *x = a, *y = b;
+  if (x->id != y->id) {
+    return x->id < y->id ? -1 : 1;
+  }
+  return (x->pos > y->pos) - (x->pos < y->pos);
+}
+
+/* The batch's valid ids as (id, position, example), sorted by id then position; returns how many. */
+static size_t sorted_pairs(layer *l, int batch) {
+  const tfx_csr *c = l->csr;
+  size_t n = 0;
+  int64_t base = c->off[0];
+  for (int b = 0; b < batch; b++) {
+    for (int64_t k = c->off[b]; k < c->off[b + 1]; k++) {
+      if (c->ids[k] >= 0 && c->ids[k] < l->vocab) {
+        l->pairs[n++] = (bag_pair){c->ids[k], (int32_t)(k - base), b};
+      }
+    }
+  }
+  qsort(l->pairs, n, sizeof *l->pairs, cmp_pair);
+  return n;
+}
+
+void tfx_embag_backward(layer *l, int batch) {
+  const tfx_csr *c = l->csr;
+  tfx_var *v = l->w;
+  int d = l->oc;
+  size_t n = sorted_pairs(l, batch);
+  int64_t base = c->off[0];
+  v->n_rows = 0;
+  for (size_t i = 0; i < n; i++) {
+    const bag_pair *p = &l->pairs[i];
+    if (!v->n_rows || v->rows[v->n_rows - 1] != p->id) {
+      v->rows[v->n_rows++] = p->id;
+      memset(v->grad + (v->n_rows - 1) * (size_t)d, 0, sizeof(float) * (size_t)d);
+    }
+    float a = l->bag_scale[p->example] * (c->vals ? c->vals[base + p->pos] : 1.0f);
+    axpy(a, l->dout + (size_t)p->example * d, v->grad + (v->n_rows - 1) * (size_t)d, d);
+  }
+  if (l->b) {
+    memset(l->b->grad, 0, sizeof(float) * (size_t)d);
+    for (int b = 0; b < batch; b++) {
+      axpy(1.0f, l->dout + (size_t)b * d, l->b->grad, d);
+    }
+  }
+}
