@@ -1,14 +1,19 @@
 /* The single-process trainer: the same model, data pipeline and update rules as the cluster, in one loop. */
 #include <cblas.h>
+#include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <tfx/plugin.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "common/fs.h"
 #include "common/log.h"
+#include "common/mem.h"
 #include "config/plugin.h"
 #include "data/dataset.h"
 #include "data/epochs.h"
@@ -42,6 +47,11 @@ typedef struct trainer {
   const char *run_dir;
   struct tfx_plugin_handle *plugin;
   int stop, resume;
+  pid_t ckpt_pid;    /* a periodic checkpoint being written in the background, or 0 */
+  int64_t ckpt_step; /* its step */
+  int ckpt_done;     /* that child has exited (status in ckpt_status), not yet reaped */
+  int ckpt_status;
+  int ckpt_due; /* a periodic checkpoint is asked for and waits for the previous one to finish */
 } trainer;
 
 /* A metrics line and the same scalars in the TensorBoard event file. */
@@ -50,7 +60,11 @@ static void record(trainer *t, const char *kind, int64_t step, const char *const
   tfx_events_write(t->events, kind, step, names, values, n);
 }
 
+static int reap(trainer *t, tfx_err *err);
+
 static void trainer_free(trainer *t) {
+  tfx_err ignored = {0};
+  reap(t, &ignored); /* a run that failed still lets its last periodic checkpoint finish */
   for (int i = 0; t->model && i < tfx_model_nvars(t->model); i++) {
     free(t->slots[i][0]), free(t->slots[i][1]), free(t->acc[i]);
   }
@@ -108,10 +122,76 @@ static int save(trainer *t, tfx_err *err) {
   if (!rc) {
     tfx_log(TFX_LOG_INFO, "TRAIN-CKPT", "checkpoint at step %lld: %s", (long long)t->step, dir);
   }
-  if (!rc) {
+  return rc;
+}
+
+/* Waits for the background checkpoint, if one is being written: TFX_ESYS when it failed (its own ERROR line
+ * says why), else the checkpoint hook runs for its step. */
+static int reap(trainer *t, tfx_err *err) {
+  if (!t->ckpt_pid) {
+    return TFX_OK;
+  }
+  int status = t->ckpt_status;
+  pid_t pid = t->ckpt_pid;
+  t->ckpt_pid = 0;
+  while (!t->ckpt_done && waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) {
+      return tfx_err_sys(err, TFX_ESYS, "waiting for the checkpoint at step %lld", (long long)t->ckpt_step);
+    }
+  }
+  t->ckpt_done = 0;
+  if (!WIFEXITED(status) || WEXITSTATUS(status)) {
+    return tfx_err_set(err, TFX_ESYS, "the checkpoint at step %lld was not written (see the error above)",
+                       (long long)t->ckpt_step);
+  }
+  t->stop |= tfx_plugin_hook(t->plugin, TFX_HOOK_CHECKPOINT, t->ckpt_step, NAN, NAN, t->run_dir);
+  return TFX_OK;
+}
+
+/* Whether the background checkpoint is still being written (its exit, once seen, is kept for reap). */
+static int writing(trainer *t) {
+  if (!t->ckpt_pid || t->ckpt_done) {
+    return 0;
+  }
+  t->ckpt_done = waitpid(t->ckpt_pid, &t->ckpt_status, WNOHANG) == t->ckpt_pid;
+  return !t->ckpt_done;
+}
+
+/* The checkpoint at the current step, written now; training goes on only after it is on disk. */
+static int save_now(trainer *t, tfx_err *err) {
+  int rc = reap(t, err);
+  if (!rc && !(rc = save(t, err))) {
     t->stop |= tfx_plugin_hook(t->plugin, TFX_HOOK_CHECKPOINT, t->step, NAN, NAN, t->run_dir);
   }
   return rc;
+}
+
+/* A periodic checkpoint, written by a forked copy of this process from its copy-on-write snapshot of the values
+ * and slots while training goes on: a large table costs no pause. The child ignores the terminal's signals (a
+ * Ctrl-C stops the trainer, which waits for it, then writes its final checkpoint) and holds no descriptor of
+ * ours (the run lock goes with this process). Without fork, the checkpoint is written in place. */
+static int save_background(trainer *t, tfx_err *err) {
+  int rc = reap(t, err);
+  if (rc) {
+    return rc;
+  }
+  fflush(stdout), fflush(stderr);
+  pid_t pid = fork();
+  if (pid < 0) {
+    return save_now(t, err);
+  }
+  if (pid == 0) {
+    signal(SIGINT, SIG_IGN), signal(SIGTERM, SIG_IGN), signal(SIGHUP, SIG_IGN);
+    close_range(3, ~0U, 0);
+    tfx_err e = {0};
+    if (save(t, &e)) {
+      tfx_log(TFX_LOG_ERROR, "TRAIN-CKPT-FAIL", "checkpoint at step %lld: %s", (long long)t->step, e.msg);
+      _exit(1);
+    }
+    _exit(0);
+  }
+  t->ckpt_pid = pid, t->ckpt_step = t->step;
+  return TFX_OK;
 }
 
 /* The weight named name in ws, or NULL. */
@@ -177,7 +257,7 @@ static int setup(trainer *t, tfx_err *err) {
   for (int i = 0; i < tfx_model_nvars(t->model); i++) {
     size_t n = tfx_model_var(t->model, i)->count;
     for (int s = 0; s < tfx_optim_slots(&t->opt); s++) {
-      if (!(t->slots[i][s] = calloc(n, sizeof(float)))) {
+      if (!(t->slots[i][s] = tfx_calloc_large(n, sizeof(float)))) {
         return tfx_err_set(err, TFX_ENOMEM, "out of memory");
       }
     }
@@ -349,8 +429,15 @@ static int loop(trainer *t, int64_t max_steps, tfx_err *err) {
     }
     int by_time = c->ckpt_every_secs > 0 && tfx_now_ms() - t->last_ckpt_ms >= c->ckpt_every_secs * 1000;
     if (((c->ckpt_every_steps && t->step % c->ckpt_every_steps == 0) || by_time) && t->step < max_steps) {
-      t->last_ckpt_ms = tfx_now_ms();
-      int rc = save(t, err);
+      t->ckpt_due = 1;
+    }
+    /* A checkpoint asked for at step s is taken at the first step >= s where the previous one is on disk and
+     * checkpoint.min_interval_secs have passed since it started (a fast trainer asking every 1000 steps would
+     * otherwise spend its time copying pages for the writer). */
+    if (t->ckpt_due && t->step < max_steps && !writing(t) &&
+        tfx_now_ms() - t->last_ckpt_ms >= c->ckpt_min_interval_secs * 1000) {
+      t->last_ckpt_ms = tfx_now_ms(), t->ckpt_due = 0;
+      int rc = save_background(t, err);
       if (rc) {
         return rc;
       }
@@ -359,7 +446,7 @@ static int loop(trainer *t, int64_t max_steps, tfx_err *err) {
   evaluate(t, &acc);
   validate(t, 1);
   tfx_progress_done(&prog, t->step, acc, "eval data refused, see the log"); /* the only way to a NaN here */
-  int rc = save(t, err);
+  int rc = save_now(t, err);
   tfx_plugin_hook(t->plugin, TFX_HOOK_TRAIN_END, t->step, NAN, acc, t->run_dir);
   return rc;
 }

@@ -94,6 +94,8 @@ static const option options[] = {
     {"placement.max_shards", OPT_INT, O(max_shards), 1, 1024, "1", "max slices per variable"},
     {"checkpoint.every_steps", OPT_I64, O(ckpt_every_steps), 0, BIG, "1000", "0: only at the end"},
     {"checkpoint.every_secs", OPT_I64, O(ckpt_every_secs), 0, BIG, "0", "also checkpoint every N seconds (0: off)"},
+    {"checkpoint.min_interval_secs", OPT_I64, O(ckpt_min_interval_secs), 0, BIG, "10",
+     "train: periodic checkpoints start at least N s apart (one asked meanwhile is taken at the first step after)"},
     {"checkpoint.keep_max", OPT_INT, O(keep_max), 1, 1000, "3", "checkpoints kept"},
     {"search.method", OPT_STR, O(search_method), 0, 0, "random", "tfx-node search: random | grid"},
     {"search.early_stopping", OPT_BOOL, O(search_early_stopping), 0, 1, "true",

@@ -102,6 +102,7 @@ typedef struct tfx_config {
   int max_shards;
   /* checkpoint */
   int64_t ckpt_every_steps, ckpt_every_secs;
+  int64_t ckpt_min_interval_secs; /* train: periodic (background) checkpoints at least this far apart */
   int keep_max;
   /* search */
   char search_method[16];

@@ -18,7 +18,7 @@ int tfx_embag_reserve(layer *l, size_t nnz) {
     return 0;
   }
   size_t cap = nnz * 2;
-  bag_pair *p = realloc(l->pairs, sizeof *p * cap);
+  bag_pair *p = realloc(l->pairs, sizeof *p * cap * 2); /* the second half: the radix sort's buffer */
   tfx_var *v = l->w;
   size_t width = (size_t)l->oc, rows = cap < (size_t)v->shape[0] ? cap : (size_t)v->shape[0];
   if (!p) {
@@ -81,27 +81,47 @@ void tfx_embag_forward(layer *l, int batch) {
   }
 }
 
-static int cmp_pair(const void *a, const void *b) {
-  const bag_pair *x = a, *y = b;
-  if (x->id != y->id) {
-    return x->id < y->id ? -1 : 1;
+#define RADIX_BITS 11
+#define RADIX (1 << RADIX_BITS)
+
+/* Sorts p[0..n) by id, stably (positions stay ascending within an id), with tmp[0..n) as the buffer: an LSD radix
+ * sort over as many 11-bit digits as the largest id needs. Returns where the result is (p or tmp). */
+static bag_pair *radix_sort(bag_pair *p, bag_pair *tmp, size_t n, int64_t max_id) {
+  static _Thread_local size_t count[RADIX];
+  for (int shift = 0; shift == 0 || (max_id >> shift) > 0; shift += RADIX_BITS) {
+    memset(count, 0, sizeof count);
+    for (size_t i = 0; i < n; i++) {
+      count[(p[i].id >> shift) & (RADIX - 1)]++;
+    }
+    size_t sum = 0;
+    for (int d = 0; d < RADIX; d++) {
+      size_t c = count[d];
+      count[d] = sum, sum += c;
+    }
+    for (size_t i = 0; i < n; i++) {
+      tmp[count[(p[i].id >> shift) & (RADIX - 1)]++] = p[i];
+    }
+    bag_pair *t = p;
+    p = tmp, tmp = t;
   }
-  return (x->pos > y->pos) - (x->pos < y->pos);
+  return p;
 }
 
-/* The batch's valid ids as (id, position, example), sorted by id then position; returns how many. */
-static size_t sorted_pairs(layer *l, int batch) {
+/* The batch's valid ids as (id, position, example), sorted by id then position, into *out; returns how many. */
+static size_t sorted_pairs(layer *l, int batch, const bag_pair **out) {
   const tfx_csr *c = l->csr;
   size_t n = 0;
-  int64_t base = c->off[0];
+  int64_t base = c->off[0], max_id = 0;
   for (int b = 0; b < batch; b++) {
     for (int64_t k = c->off[b]; k < c->off[b + 1]; k++) {
-      if (c->ids[k] >= 0 && c->ids[k] < l->vocab) {
-        l->pairs[n++] = (bag_pair){c->ids[k], (int32_t)(k - base), b};
+      int64_t id = c->ids[k];
+      if (id >= 0 && id < l->vocab) {
+        l->pairs[n++] = (bag_pair){id, (int32_t)(k - base), b};
+        max_id = id > max_id ? id : max_id;
       }
     }
   }
-  qsort(l->pairs, n, sizeof *l->pairs, cmp_pair);
+  *out = radix_sort(l->pairs, l->pairs + l->pairs_cap, n, max_id);
   return n;
 }
 
@@ -109,11 +129,12 @@ void tfx_embag_backward(layer *l, int batch) {
   const tfx_csr *c = l->csr;
   tfx_var *v = l->w;
   int d = l->oc;
-  size_t n = sorted_pairs(l, batch);
+  const bag_pair *pairs;
+  size_t n = sorted_pairs(l, batch, &pairs);
   int64_t base = c->off[0];
   v->n_rows = 0;
   for (size_t i = 0; i < n; i++) {
-    const bag_pair *p = &l->pairs[i];
+    const bag_pair *p = &pairs[i];
     if (!v->n_rows || v->rows[v->n_rows - 1] != p->id) {
       v->rows[v->n_rows++] = p->id;
       memset(v->grad + (v->n_rows - 1) * (size_t)d, 0, sizeof(float) * (size_t)d);

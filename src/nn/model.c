@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/mem.h"
 #include "nn/init.h"
 #include "nn/nn_impl.h"
 
@@ -321,7 +322,8 @@ static int alloc_buffers(tfx_model *m) {
         return -1;
       }
     }
-    if (!(v->storage = v->value = calloc(v->count, sizeof(float))) || !(v->grad = calloc(grad, sizeof(float)))) {
+    if (!(v->storage = v->value = tfx_calloc_large(v->count, sizeof(float))) ||
+        !(v->grad = calloc(grad, sizeof(float)))) {
       return -1;
     }
   }
@@ -714,7 +716,8 @@ double tfx_model_clip(tfx_model *m, double clip_value, double clip_norm) {
   double sq = 0;
   for (int i = 0; i < m->n_vars; i++) {
     tfx_var *v = &m->vars[i];
-    for (size_t j = 0; j < tfx_var_grad_count(v); j++) {
+    size_t n = tfx_var_grad_count(v);
+    for (size_t j = 0; j < n; j++) {
       if (clip_value > 0) {
         v->grad[j] = fmaxf(fminf(v->grad[j], (float)clip_value), (float)-clip_value);
       }

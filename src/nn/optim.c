@@ -140,9 +140,9 @@ static void adam(const tfx_optim *o, int64_t step, float *w, const float *g, flo
   }
 }
 
-void tfx_optim_apply(const tfx_optim *o, int64_t step, float *w, const float *g, float scale, float *const *slots,
-                     size_t n) {
-  float lr = (float)tfx_optim_lr(o, step);
+/* tfx_optim_apply at the learning rate lr (the schedule's, computed once per step by the caller). */
+static void apply_at(const tfx_optim *o, int64_t step, float lr, float *w, const float *g, float scale,
+                     float *const *slots, size_t n) {
   switch (o->kind) {
     case TFX_OPT_SGD:
       sgd(w, g, scale, lr, (float)o->weight_decay, n);
@@ -160,6 +160,11 @@ void tfx_optim_apply(const tfx_optim *o, int64_t step, float *w, const float *g,
       adam(o, step, w, g, scale, lr, slots[0], slots[1], n);
       break;
   }
+}
+
+void tfx_optim_apply(const tfx_optim *o, int64_t step, float *w, const float *g, float scale, float *const *slots,
+                     size_t n) {
+  apply_at(o, step, (float)tfx_optim_lr(o, step), w, g, scale, slots, n);
 }
 
 /* The smallest range of an update worth handing to another thread. */
@@ -203,9 +208,10 @@ void tfx_optim_apply_all(tfx_par *par, const tfx_optim *o, int64_t step, const t
 
 void tfx_optim_apply_rows(const tfx_optim *o, int64_t step, float *w, const float *g, float scale, float *const *slots,
                           const int64_t *rows, size_t n_rows, size_t width) {
+  float lr = (float)tfx_optim_lr(o, step);
   for (size_t k = 0; k < n_rows; k++) {
     size_t off = (size_t)rows[k] * width;
     float *row_slots[2] = {slots[0] ? slots[0] + off : NULL, slots[1] ? slots[1] + off : NULL};
-    tfx_optim_apply(o, step, w + off, g + k * width, scale, row_slots, width);
+    apply_at(o, step, lr, w + off, g + k * width, scale, row_slots, width);
   }
 }

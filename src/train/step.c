@@ -75,6 +75,8 @@ void tfx_compute_gradients(tfx_model *m, tfx_batcher *b, const tfx_grad_step *g,
       accumulate(m, g->acc, a, k);
     }
   }
-  tfx_model_clip(m, g->clip_value, g->clip_norm);
+  if (g->clip_value > 0 || g->clip_norm > 0) {
+    tfx_model_clip(m, g->clip_value, g->clip_norm);
+  }
   *st = sum;
 }
