@@ -422,7 +422,7 @@ int tfx_local_run(tfx_node *n, const tfx_cli_opts *o, const char *self, tfx_err 
     return tfx_err_set(err, TFX_ECONFIG, "local needs --config EXPERIMENT.json");
   }
   if (o->max_steps > 0) {
-    n->cfg.max_steps = o->max_steps;
+    n->cfg.max_steps = o->max_steps, n->cfg.max_steps_given = 1;
   }
   if (!n->cfg.http_port) {
     int port = 0;

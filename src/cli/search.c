@@ -238,7 +238,7 @@ static int trial_last_step(const char *exp, const tfx_cli_opts *o, int64_t *last
   int64_t budget;
   int rc = tfx_config_parse(&cfg, exp, "trial", err);
   if (!rc && o->max_steps > 0) {
-    cfg.max_steps = o->max_steps;
+    cfg.max_steps = o->max_steps, cfg.max_steps_given = 1;
   }
   if (!rc && !(rc = tfx_epochs_apply(&cfg, o->workers, &budget, err))) {
     *last = cfg.max_steps;

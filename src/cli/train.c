@@ -460,7 +460,8 @@ int tfx_train_run(tfx_node *n, const tfx_cli_opts *o, tfx_err *err) {
   t.resume = n->resume;
   openblas_set_num_threads(t.cfg.threads);
   if (o->max_steps > 0) {
-    t.cfg.max_steps = o->max_steps; /* as `local` does: config.json (and the run index) say where the run stops */
+    t.cfg.max_steps = o->max_steps,
+    t.cfg.max_steps_given = 1; /* as `local` does: config.json (and the run index) say where the run stops */
   }
   long long stop_at = tfx_hooks_stop_step(n->plugin);
   if (stop_at > 0 && stop_at < t.cfg.max_steps) {

@@ -67,7 +67,7 @@ static const option options[] = {
     {"training.mode", OPT_STR, O(mode), 0, 0, "sync", "sync | async | ssp"},
     {"training.max_steps", OPT_I64, O(max_steps), 1, BIG, "1000", "absolute global step to stop at"},
     {"training.epochs", OPT_INT, O(epochs), 0, 1e6, "0",
-     "stop after this many passes over the training set (0: no limit; max_steps still caps it)"},
+     "stop after this many passes over the training set (0: no limit; a max_steps given still caps it)"},
     {"training.steps", OPT_I64, O(steps), 0, BIG, "0", "train this many more steps from where the run stands (0: off)"},
     {"training.hooks", OPT_STR, O(hooks), 0, 0, "",
      "built-in hooks: stop_at_step:N, nan_guard, log_every:N (comma-separated)"},
@@ -566,6 +566,7 @@ static int parse_object(tfx_config *cfg, json_object *obj, const char *prefix, t
 }
 
 static int set_path(tfx_config *cfg, const char *path, json_object *val, tfx_err *err) {
+  cfg->max_steps_given |= strcmp(path, "training.max_steps") == 0;
   if (strcmp(path, "model.layers") == 0) {
     return parse_layers(cfg, val, err);
   }

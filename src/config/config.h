@@ -102,7 +102,12 @@ typedef struct tfx_config {
   int max_shards;
   /* checkpoint */
   int64_t ckpt_every_steps, ckpt_every_secs;
-  int64_t ckpt_min_interval_secs; /* train: periodic (background) checkpoints at least this far apart */
+  int64_t ckpt_min_interval_secs;
+  int max_steps_given;
+      /* training.max_steps was set (file, --set or --max-steps): it caps training.epochs */ /* train: periodic
+                                                                                                (background) checkpoints
+                                                                                                at least this far apart
+                                                                                              */
   int keep_max;
   /* search */
   char search_method[16];

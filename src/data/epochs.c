@@ -113,8 +113,8 @@ int tfx_epochs_apply(tfx_config *cfg, int n_workers, int64_t *budget, tfx_err *e
   int64_t steps = tfx_epochs_steps(cfg->epochs, n, per);
   tfx_log(TFX_LOG_INFO, "TRAIN-EPOCHS", "%d epochs of %lld examples at %lld a step: %lld steps (max_steps %lld)",
           cfg->epochs, (long long)n, (long long)per, (long long)steps, (long long)cfg->max_steps);
-  if (steps < cfg->max_steps) {
-    cfg->max_steps = steps;
+  if (steps < cfg->max_steps || !cfg->max_steps_given) {
+    cfg->max_steps = steps; /* epochs alone decide, as Keras's fit(epochs=N); a max_steps given caps them */
   }
   *budget = steps;
   return TFX_OK;

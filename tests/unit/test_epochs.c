@@ -268,10 +268,25 @@ Test(epochs, apply_caps_max_steps) {
   cr_assert_eq(cfg.max_steps, 7);
   cr_assert_eq(tfx_epochs_apply(&cfg, 2, &budget, &err), TFX_OK, "%s", err.msg);
   cr_assert_eq(cfg.max_steps, 7, "applying the budget twice changes nothing");
-  cfg.max_steps = 5; /* max_steps first */
+  cfg.max_steps = 5; /* a max_steps the user did not give: the epochs decide, as Keras's fit(epochs=N) */
+  cr_assert_eq(tfx_epochs_apply(&cfg, 0, &budget, &err), TFX_OK, "%s", err.msg);
+  cr_assert_eq(budget, 13);
+  cr_assert_eq(cfg.max_steps, 13);
+  cfg.max_steps = 5, cfg.max_steps_given = 1; /* a max_steps given (file, --set, --max-steps) caps them */
   cr_assert_eq(tfx_epochs_apply(&cfg, 0, &budget, &err), TFX_OK, "%s", err.msg);
   cr_assert_eq(budget, 13);
   cr_assert_eq(cfg.max_steps, 5);
+}
+
+Test(epochs, max_steps_from_the_experiment_counts_as_given) {
+  tfx_config cfg;
+  tfx_config_init(&cfg);
+  tfx_err err = {0};
+  cr_assert_eq(cfg.max_steps_given, 0);
+  cr_assert_eq(tfx_config_parse(&cfg, "{\"training\": {\"epochs\": 2}}", "t", &err), TFX_OK, "%s", err.msg);
+  cr_assert_eq(cfg.max_steps_given, 0, "epochs alone: max_steps is only the default");
+  cr_assert_eq(tfx_config_set(&cfg, "training.max_steps=40", &err), TFX_OK, "%s", err.msg);
+  cr_assert_eq(cfg.max_steps_given, 1);
 }
 
 Test(epochs, apply_without_epochs_reads_nothing) {
