@@ -112,14 +112,16 @@ static int secure_sockets(const tfx_args *a, tfx_err *err) {
 /* One owner per run directory: `local`, `train` and a chief take RUN/.lock before writing anything there (a
  * child of `local` runs under its supervisor's lock). The lock lives until the process exits. With --fresh, the
  * owner then moves the earlier run aside (previous-N/), so no old checkpoint mixes with the new run's. */
+static int lock_fd = -1, made_run_dir;
+
 static int lock_run(const tfx_args *a, tfx_err *err) {
   const char *cmd = a->command;
   int trains = cmd ? !strcmp(cmd, "local") || !strcmp(cmd, "train") : a->node.role == TFX_ROLE_MASTER;
-  static int lock_fd = -1;
   if (!trains || getenv(TFX_RUN_LOCK_HELD_ENV) || lock_fd >= 0) {
     return TFX_OK;
   }
   char where[1100];
+  made_run_dir = access(a->node.run_dir, F_OK) != 0;
   int rc = tfx_run_lock(a->node.run_dir, &lock_fd, err), moved = 0;
   if (!rc && !a->node.resume && !(rc = tfx_run_set_aside(a->node.run_dir, &moved, where, sizeof where, err)) && moved) {
     tfx_log(TFX_LOG_INFO, "RUN-FRESH", "--fresh: the earlier run's %d entries moved to %s", moved, where);
@@ -147,7 +149,20 @@ static void show_task(const tfx_node *n) {
   }
 }
 
+static int run_command(tfx_args *a, tfx_err *err);
+
+/* Runs the command under the run directory's lock; a run that failed before writing anything leaves no
+ * directory behind (bad input writes nothing). */
 static int dispatch(tfx_args *a, tfx_err *err) {
+  int rc = run_command(a, err);
+  if (rc && lock_fd >= 0) {
+    tfx_run_unlock_empty(a->node.run_dir, lock_fd, made_run_dir);
+    lock_fd = -1;
+  }
+  return rc;
+}
+
+static int run_command(tfx_args *a, tfx_err *err) {
   const char *cmd = a->command;
   int rc = lock_run(a, err);
   if (!rc) {

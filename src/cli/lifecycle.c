@@ -262,8 +262,7 @@ static int predict_all(tfx_model *m, const tfx_config *cfg, const tfx_cli_opts *
     tfx_step_stats st;
     tfx_err e = {0};
     int at = 0;
-    tfx_model_forward(m, d->x + i * in, b, 0, 0);
-    if ((rc = tfx_model_input_status(m, &at, &e))) {
+    if ((rc = tfx_forward_examples(m, d, i, b, &at, &e))) {
       rc = tfx_err_set(err, rc, "%s: example %zu: %s", o->input, i + (size_t)at, e.msg);
       break;
     }

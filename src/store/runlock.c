@@ -108,3 +108,25 @@ int tfx_run_set_aside(const char *run_dir, int *moved, char *where, size_t where
   snprintf(where, where_size, "%s", prev);
   return rc;
 }
+
+void tfx_run_unlock_empty(const char *run_dir, int fd, int made_it) {
+  DIR *d = opendir(run_dir);
+  int others = 0;
+  for (struct dirent *e; d && (e = readdir(d));) {
+    others += strcmp(e->d_name, ".") && strcmp(e->d_name, "..") && strcmp(e->d_name, ".lock");
+  }
+  if (d) {
+    closedir(d);
+  }
+  if (d && !others) {
+    char path[1200];
+    snprintf(path, sizeof path, "%s/.lock", run_dir);
+    unlink(path);
+    if (made_it) {
+      rmdir(run_dir);
+    }
+  }
+  if (fd >= 0) {
+    close(fd);
+  }
+}

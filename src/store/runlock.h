@@ -15,6 +15,11 @@
  * when another process holds it. */
 int tfx_run_lock(const char *run_dir, int *fd, tfx_err *err);
 
+/* After a run that failed before writing anything: when run_dir holds nothing but its lock, removes the lock
+ * and, if this process made the directory (made_it), the directory, so bad input leaves no run behind. Releases
+ * the lock (closes fd). */
+void tfx_run_unlock_empty(const char *run_dir, int fd, int made_it);
+
 /* --fresh: moves what an earlier run left in run_dir (checkpoints, metrics, events, logs, saved experiment and
  * config, exports) into run_dir/previous-N/ (N the first free number), so the new run starts clean and nothing is
  * deleted; *moved says how many entries moved (0: nothing there) and where (caller's buffer) into which

@@ -4,20 +4,27 @@
 #include <stdio.h>
 #include <string.h>
 
+int tfx_forward_examples(tfx_model *m, const tfx_dataset *d, size_t i, int b, int *at, tfx_err *err) {
+  tfx_csr csr;
+  if (d->sp_off) { /* sparse examples: a view of the set's own arrays */
+    csr = tfx_dataset_csr(d, i, b);
+    int rc = tfx_model_set_csr(m, &csr, err);
+    if (rc) {
+      return rc;
+    }
+  }
+  tfx_model_forward(m, d->sp_off ? NULL : d->x + i * d->dim, b, 0, 0);
+  return tfx_model_input_status(m, at, err);
+}
+
 /* Forward and loss of examples [i, i + b) of d; TFX_EINVAL naming the example (its index in d, from 0) and the
  * label outside the classes or the embedding id outside its table (which tfx_model_loss would skip without a word). */
 static int eval_batch(tfx_model *m, const tfx_dataset *d, size_t i, int b, tfx_step_stats *st, tfx_err *err) {
   tfx_err e = {0};
   int at = 0;
   int rc = tfx_model_check_labels(m, d->y + i, b, &at, &e);
-  tfx_csr csr;
-  if (!rc && d->sp_off) {
-    csr = tfx_dataset_csr(d, i, b);
-    rc = tfx_model_set_csr(m, &csr, &e);
-  }
   if (!rc) {
-    tfx_model_forward(m, d->sp_off ? NULL : d->x + i * d->dim, b, 0, 0);
-    rc = tfx_model_input_status(m, &at, &e);
+    rc = tfx_forward_examples(m, d, i, b, &at, &e);
   }
   if (rc) {
     return tfx_err_set(err, rc, "example %zu: %s", i + (size_t)at, e.msg);

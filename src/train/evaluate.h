@@ -23,6 +23,10 @@ typedef struct tfx_eval_report {
   int n;
 } tfx_eval_report;
 
+/* Forward (inference) of examples [i, i + b) of d, dense or sparse; TFX_EINVAL from tfx_model_input_status (an
+ * id outside a table, its batch position in *at), TFX_ENOMEM; the outputs stay in the model. */
+int tfx_forward_examples(tfx_model *m, const tfx_dataset *d, size_t i, int b, int *at, tfx_err *err);
+
 /* Runs the model (borrowed, its current weights) over every example of d in batches of at most the model's
  * batch size `batch`; writes example-weighted means into *out. TFX_EINVAL (out untouched) naming the examples
  * and the value when a label is outside the model's classes or an embedding id outside its table: such an

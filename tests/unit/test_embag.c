@@ -1,0 +1,203 @@
+/* The embedding bag over sparse examples: forward against a hand-computed reference for each combiner (weights
+ * from the LibSVM values, empty bags), the row-sparse backward (ascending unique rows, duplicates summed) checked
+ * by finite differences, ids outside the table refused by name, untouched rows left bit for bit by the lazy
+ * update, and the CSR data path (LibSVM kept sparse, the batcher's sparse batches). */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "data/dataset.h"
+#include "data/libsvm.h"
+#include "nn/model.h"
+#include "nn/optim.h"
+#include "tmpdir.h"
+#include "train/step.h"
+
+#define D 10
+#define K 3
+
+/* A bag model over D features with K outputs and the combiner given; variables drawn uniform in +-0.5. */
+static tfx_model *bag_model(const char *combiner, int use_bias) {
+  tfx_config cfg;
+  tfx_config_init(&cfg);
+  char json[512];
+  snprintf(json, sizeof json,
+           "{\"model\": {\"input_shape\": [%d], \"layers\": [{\"type\": \"embedding_bag\", \"units\": %d, "
+           "\"combiner\": \"%s\", \"use_bias\": %s, \"initializer\": \"uniform:0.5\"}]}}",
+           D, K, combiner, use_bias ? "true" : "false");
+  tfx_err err = {0};
+  cr_assert_eq(tfx_config_parse(&cfg, json, "test", &err), TFX_OK, "%s", err.msg);
+  cr_assert(tfx_config_sparse_input(&cfg));
+  tfx_model *m = NULL;
+  cr_assert_eq(tfx_model_create(&cfg, 4, &m, &err), TFX_OK, "%s", err.msg);
+  tfx_model_init_vars(m, 3);
+  for (int i = 0; use_bias && i < K; i++) {
+    tfx_model_find_var(m, "embedding_bag_1/bias")->value[i] = 0.1f * (float)(i + 1);
+  }
+  return m;
+}
+
+/* Three examples: ids {1, 4, 4} weighted {0.5, 2, 1}, an empty bag, ids {9, 0} weighted {-1, 3}. */
+static const int64_t off[] = {0, 3, 3, 5};
+static const int64_t ids[] = {1, 4, 4, 9, 0};
+static const float vals[] = {0.5f, 2.0f, 1.0f, -1.0f, 3.0f};
+
+static const tfx_csr batch3 = {3, off, ids, vals};
+
+/* out[b] of the reference: bias + f * sum_k w_k E[id_k], f by the combiner. */
+static void reference(tfx_model *m, const char *combiner, float *out) {
+  const float *e = tfx_model_find_var(m, "embedding_bag_1/embeddings")->value;
+  tfx_var *bias = tfx_model_find_var(m, "embedding_bag_1/bias");
+  for (int b = 0; b < 3; b++) {
+    double s = 0, q = 0;
+    for (int64_t k = off[b]; k < off[b + 1]; k++) {
+      s += vals[k], q += vals[k] * vals[k];
+    }
+    double f = !strcmp(combiner, "sum") ? 1 : !strcmp(combiner, "mean") ? (s ? 1 / s : 0) : (q ? 1 / sqrt(q) : 0);
+    for (int j = 0; j < K; j++) {
+      double acc = 0;
+      for (int64_t k = off[b]; k < off[b + 1]; k++) {
+        acc += vals[k] * e[ids[k] * K + j];
+      }
+      out[b * K + j] = (float)((bias ? bias->value[j] : 0) + f * acc);
+    }
+  }
+}
+
+static void check_forward(const char *combiner, int use_bias) {
+  tfx_model *m = bag_model(combiner, use_bias);
+  cr_assert(tfx_model_sparse_input(m));
+  cr_assert_eq(tfx_model_set_csr(m, &batch3, NULL), TFX_OK);
+  const float *got = tfx_model_forward(m, NULL, 3, 1, 0);
+  float want[3 * K];
+  reference(m, combiner, want);
+  for (int i = 0; i < 3 * K; i++) {
+    cr_assert_float_eq(got[i], want[i], 1e-5, "%s: output %d is %g, want %g", combiner, i, got[i], want[i]);
+  }
+  for (int j = 0; j < K; j++) { /* the empty bag: the bias alone, or zeros */
+    cr_assert_float_eq(got[K + j], use_bias ? 0.1f * (float)(j + 1) : 0.0f, 1e-7);
+  }
+  tfx_model_destroy(m);
+}
+
+Test(embag, forward_matches_the_reference_for_every_combiner) {
+  check_forward("sum", 1);
+  check_forward("mean", 1);
+  check_forward("sqrtn", 0);
+}
+
+static double loss_of(tfx_model *m, const int32_t *y) {
+  tfx_step_stats st;
+  tfx_model_set_csr(m, &batch3, NULL);
+  tfx_model_forward(m, NULL, 3, 0, 0);
+  tfx_model_loss(m, y, 3, 0, &st);
+  return st.loss;
+}
+
+Test(embag, backward_gives_touched_rows_that_match_finite_differences) {
+  tfx_model *m = bag_model("sqrtn", 1);
+  tfx_var *t = tfx_model_find_var(m, "embedding_bag_1/embeddings");
+  int32_t y[3] = {0, 2, 1};
+  tfx_step_stats st;
+  cr_assert_eq(tfx_model_set_csr(m, &batch3, NULL), TFX_OK);
+  tfx_model_forward(m, NULL, 3, 1, 0);
+  tfx_model_loss(m, y, 3, 1, &st);
+  tfx_model_backward(m, NULL, 3);
+  const int64_t want_rows[] = {0, 1, 4, 9}; /* ascending, 4 once though it occurs twice */
+  cr_assert_eq(t->n_rows, 4, "touched rows: %zu", t->n_rows);
+  float grad[4 * K];
+  memcpy(grad, t->grad, sizeof grad);
+  for (int r = 0; r < 4; r++) {
+    cr_assert_eq(t->rows[r], want_rows[r]);
+    for (int j = 0; j < K; j++) {
+      float *w = &t->value[want_rows[r] * K + j], keep = *w;
+      *w = keep + 1e-2f;
+      double up = loss_of(m, y);
+      *w = keep - 1e-2f;
+      double down = loss_of(m, y);
+      *w = keep;
+      double fd = (up - down) / 2e-2;
+      cr_assert(fabs(fd - grad[r * K + j]) < 2e-3, "row %lld col %d: fd %g backward %g", (long long)want_rows[r], j, fd,
+                grad[r * K + j]);
+    }
+  }
+  tfx_model_destroy(m);
+}
+
+Test(embag, an_id_outside_the_table_is_named) {
+  tfx_model *m = bag_model("sum", 1);
+  const int64_t o[] = {0, 1, 2};
+  const int64_t bad[] = {3, D};
+  const tfx_csr c = {2, o, bad, NULL};
+  cr_assert_eq(tfx_model_set_csr(m, &c, NULL), TFX_OK);
+  tfx_model_forward(m, NULL, 2, 1, 0);
+  tfx_err err = {0};
+  int at = -1;
+  cr_assert_eq(tfx_model_input_status(m, &at, &err), TFX_EINVAL);
+  cr_assert_eq(at, 1);
+  cr_assert(strstr(err.msg, "embedding_bag_1") && strstr(err.msg, "id 10"), "msg: %s", err.msg);
+  tfx_model_destroy(m);
+}
+
+Test(embag, the_lazy_update_leaves_untouched_rows_bit_for_bit) {
+  tfx_model *m = bag_model("sum", 1);
+  tfx_var *t = tfx_model_find_var(m, "embedding_bag_1/embeddings");
+  float before[D * K], *slot = calloc(D * K, sizeof(float));
+  memcpy(before, t->value, sizeof before);
+  int32_t y[3] = {1, 1, 0};
+  tfx_step_stats st;
+  tfx_model_set_csr(m, &batch3, NULL);
+  tfx_model_forward(m, NULL, 3, 1, 0);
+  tfx_model_loss(m, y, 3, 1, &st);
+  tfx_model_backward(m, NULL, 3);
+  tfx_config cfg;
+  tfx_config_init(&cfg);
+  snprintf(cfg.optimizer, sizeof cfg.optimizer, "adagrad");
+  tfx_optim o;
+  tfx_optim_init(&o, &cfg);
+  float *slots[2] = {slot, NULL};
+  tfx_optim_apply_rows(&o, 0, t->value, t->grad, 1.0f, slots, t->rows, t->n_rows, K);
+  for (int r = 0; r < D; r++) {
+    int touched = r == 0 || r == 1 || r == 4 || r == 9;
+    int same = !memcmp(&before[r * K], &t->value[r * K], sizeof(float) * K);
+    cr_assert(touched ? !same : same, "row %d: touched %d, unchanged %d", r, touched, same);
+  }
+  free(slot);
+  tfx_model_destroy(m);
+}
+
+Test(embag, libsvm_stays_sparse_and_batches_carry_their_rows) {
+  tmpdir_create("embag");
+  char path[128];
+  snprintf(path, sizeof path, "%s/d.libsvm", tmp);
+  FILE *f = fopen(path, "w");
+  for (int i = 0; i < 7; i++) { /* example i: label i, ids i and i + 3 (1-based i + 1, i + 4), values i + 1 */
+    fprintf(f, "%d %d:%d %d:%g\n", i, i + 1, i + 1, i + 4, 0.5 * i);
+  }
+  fclose(f);
+  tfx_dataset *d = NULL;
+  tfx_err err = {0};
+  cr_assert_eq(tfx_libsvm_load_sparse(path, 1u << 30, &d, &err), TFX_OK, "%s", err.msg);
+  cr_assert(d->x == NULL && d->sp_off && d->n == 7 && d->dim == 1u << 30, "a 2^30-wide set is held as CSR");
+  cr_assert_eq(d->sp_off[7], 14);
+  tfx_batcher *b = NULL;
+  cr_assert_eq(tfx_batcher_create(d, 0, 1, 5, 1, &b, &err), TFX_OK);
+  int32_t y[5];
+  for (int round = 0; round < 4; round++) { /* wraps into the next epoch */
+    const tfx_csr *c = tfx_batcher_next_csr(b, 5, y);
+    cr_assert_eq(tfx_batcher_status(b, NULL), TFX_OK);
+    for (int r = 0; r < 5; r++) {
+      cr_assert_eq(c->off[r + 1] - c->off[r], 2);
+      cr_assert_eq(c->ids[c->off[r]], y[r]);
+      cr_assert_eq(c->ids[c->off[r] + 1], y[r] + 3);
+      cr_assert_float_eq(c->vals[c->off[r] + 1], 0.5f * (float)y[r], 1e-7);
+    }
+  }
+  tfx_batcher_destroy(b);
+  tfx_dataset_destroy(d);
+  cr_assert_eq(tfx_libsvm_load_sparse(path, 5, &d, &err), TFX_ESHAPE, "an index past dim is refused");
+  cr_assert(strstr(err.msg, "line 3") && strstr(err.msg, "index 6 exceeds dim 5"), "msg: %s", err.msg);
+  tmpdir_remove();
+}
