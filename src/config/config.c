@@ -155,6 +155,21 @@ static const option var_options[] = {
 };
 #define N_VAR_OPTIONS (sizeof var_options / sizeof var_options[0])
 
+#define F(field) offsetof(tfx_feature_spec, field), sizeof(((tfx_feature_spec *)0)->field)
+static const option feature_options[] = {
+    {"name", OPT_STR, F(name), 0, 0, "", ""},
+    {"key", OPT_STR, F(key), 0, 0, "", ""},
+    {"type", OPT_STR, F(type), 0, 0, "", ""},
+    {"num_buckets", OPT_I64, F(num_buckets), 0, (double)(1LL << 40), "0", ""},
+    {"hash_bucket_size", OPT_I64, F(hash_bucket_size), 0, (double)(1LL << 40), "0", ""},
+    {"keys", OPT_STR, F(keys), 0, 0, "", ""},
+    {"separator", OPT_STR, F(separator), 0, 0, "", ""},
+    {"weight_key", OPT_STR, F(weight_key), 0, 0, "", ""},
+    {"required", OPT_BOOL, F(required), 0, 1, "false", ""},
+    {"default_value", OPT_DBL, F(default_value), -BIG, BIG, "0", ""},
+};
+#define N_FEATURE_OPTIONS (sizeof feature_options / sizeof feature_options[0])
+
 #define V(field) offsetof(tfx_valset, field), sizeof(((tfx_valset *)0)->field)
 static const option valset_options[] = {
     {"name", OPT_STR, V(name), 0, 0, "", ""},
@@ -506,6 +521,83 @@ static int parse_valset(tfx_valset *v, json_object *obj, int i, tfx_err *err) {
   return check_agg(v->agg, i, err);
 }
 
+/* Checks one feature column: a known type, the buckets its type needs, a unique name. */
+static int check_feature(const tfx_config *cfg, tfx_feature_spec *f, int i, tfx_err *err) {
+  static const char *const types[] = {"numeric", "identity", "hash", "crossed"};
+  int known = 0;
+  for (int k = 0; k < 4; k++) {
+    known |= !strcmp(f->type, types[k]);
+  }
+  if (!known) {
+    return tfx_err_set(err, TFX_ECONFIG, "model.features[%d].type: '%s' (want numeric, identity, hash or crossed)", i,
+                       f->type);
+  }
+  if (!f->name[0]) {
+    snprintf(f->name, sizeof f->name, "%s", f->key);
+  }
+  if (!f->name[0] || (strcmp(f->type, "crossed") ? !f->key[0] : !f->keys[0])) {
+    return tfx_err_set(err, TFX_ECONFIG, "model.features[%d]: %s required", i,
+                       strcmp(f->type, "crossed") ? "key" : "keys (the crossed columns) and name");
+  }
+  if (!strcmp(f->type, "identity") ? f->num_buckets < 1 : strcmp(f->type, "numeric") && f->hash_bucket_size < 1) {
+    return tfx_err_set(err, TFX_ECONFIG, "model.features[%d] (%s): %s must be >= 1", i, f->name,
+                       !strcmp(f->type, "identity") ? "num_buckets" : "hash_bucket_size");
+  }
+  for (int k = 0; k < i; k++) {
+    if (!strcmp(cfg->features[k].name, f->name)) {
+      return tfx_err_set(err, TFX_ECONFIG, "model.features[%d]: the name '%s' is taken", i, f->name);
+    }
+  }
+  return TFX_OK;
+}
+
+static int parse_features(tfx_config *cfg, json_object *arr, tfx_err *err) {
+  size_t n = json_object_is_type(arr, json_type_array) ? json_object_array_length(arr) : 0;
+  if (!json_object_is_type(arr, json_type_array) || n > TFX_MAX_FEATURES) {
+    return tfx_err_set(err, TFX_ECONFIG, "model.features: expected a list of at most %d columns", TFX_MAX_FEATURES);
+  }
+  tfx_config next = *cfg;
+  for (size_t i = 0; i < n; i++) {
+    json_object *obj = json_object_array_get_idx(arr, i);
+    tfx_feature_spec *f = &next.features[i];
+    memset(f, 0, sizeof *f);
+    for (size_t k = 0; k < N_FEATURE_OPTIONS; k++) {
+      set_default(f, &feature_options[k]);
+    }
+    if (!json_object_is_type(obj, json_type_object)) {
+      return tfx_err_set(err, TFX_ECONFIG, "model.features[%zu]: expected an object", i);
+    }
+    json_object_object_foreach(obj, key, val) {
+      char where[96];
+      snprintf(where, sizeof where, "model.features[%zu].%s", i, key);
+      const option *o = find(feature_options, N_FEATURE_OPTIONS, key);
+      int rc = o ? set_json(f, o, val, where, err) : tfx_err_set(err, TFX_ECONFIG, "%s: unknown key", where);
+      if (rc) {
+        return rc;
+      }
+    }
+    int rc = check_feature(&next, f, (int)i, err);
+    if (rc) {
+      return rc;
+    }
+  }
+  memcpy(cfg->features, next.features, sizeof cfg->features);
+  cfg->n_features = (int)n;
+  return TFX_OK;
+}
+
+int tfx_config_sparse_fields(const tfx_config *cfg) {
+  int n = 0;
+  for (int i = 0; i < cfg->n_features; i++) {
+    n += strcmp(cfg->features[i].type, "numeric") != 0;
+  }
+  return n;
+}
+
+int tfx_config_numeric_features(const tfx_config *cfg) {
+  return cfg->n_features - tfx_config_sparse_fields(cfg);
+}
+
 static int parse_valsets(tfx_config *cfg, json_object *arr, tfx_err *err) {
   size_t n = json_object_is_type(arr, json_type_array) ? json_object_array_length(arr) : 0;
   if (!json_object_is_type(arr, json_type_array) || n > TFX_MAX_VALSETS) {
@@ -578,6 +670,9 @@ static int set_path(tfx_config *cfg, const char *path, json_object *val, tfx_err
   }
   if (strcmp(path, "validation") == 0) {
     return parse_valsets(cfg, val, err);
+  }
+  if (strcmp(path, "model.features") == 0) {
+    return parse_features(cfg, val, err);
   }
   if (strcmp(path, "model.params") == 0) {
     const char *text = json_object_to_json_string_ext(val, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
@@ -746,6 +841,9 @@ void tfx_config_layer_init(tfx_layer_spec *l) {
 
 int tfx_config_sparse_input(const tfx_config *cfg) {
   const tfx_layer_spec *l = &cfg->layers[0];
+  if (cfg->n_features > 0) {
+    return 1; /* feature columns: read by their own reader (categorical as CSR, numeric dense) */
+  }
   return cfg->n_layers > 0 && !strcmp(l->type, "embedding_bag") && (!l->inputs[0] || !strcmp(l->inputs, "input"));
 }
 
@@ -1031,6 +1129,15 @@ char *tfx_config_to_json(const tfx_config *cfg) {
   if (params) {
     json_object_object_add(model, "params", params);
   }
+  json_object *feats = json_object_new_array();
+  for (int i = 0; i < cfg->n_features; i++) {
+    json_object *f = json_object_new_object();
+    for (size_t k = 0; k < N_FEATURE_OPTIONS; k++) {
+      json_object_object_add(f, feature_options[k].path, value_json(&cfg->features[i], &feature_options[k]));
+    }
+    json_object_array_add(feats, f);
+  }
+  json_object_object_add(model, "features", feats);
   json_object_object_add(root, TFX_CONFIG_FORMAT_KEY, json_object_new_int(TFX_CONFIG_FORMAT));
   json_object_object_add(root, "model", model);
   json_object *vals = json_object_new_array();

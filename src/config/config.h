@@ -39,6 +39,26 @@ typedef struct tfx_var_spec {
   int trainable;
 } tfx_var_spec;
 
+#define TFX_MAX_FEATURES 32
+
+/* A feature column (TensorFlow's tf.feature_column): how one column of a record (a CSV header name) becomes model
+ * input. numeric: a float of the dense input; identity: integer ids in [0, num_buckets); hash: strings or
+ * integers hashed (xxHash XXH3-64, seed 0, of the text) into hash_bucket_size buckets; crossed: the tuple of the
+ * keys' values hashed likewise. A separator makes the column multi-valued (a bag of ids per record); weight_key
+ * names a column of per-id weights. Categorical columns are sparse fields that embedding_bag layers read by name. */
+typedef struct tfx_feature_spec {
+  char name[64];            /* the name layers read ("inputs"); default: key */
+  char key[64];             /* the record's column */
+  char type[16];            /* numeric | identity | hash | crossed */
+  int64_t num_buckets;      /* identity */
+  int64_t hash_bucket_size; /* hash, crossed */
+  char keys[192];           /* crossed: comma-separated columns */
+  char separator[4];        /* multi-valued: the separator of the values in one cell ("": one value) */
+  char weight_key[64];      /* optional: the column of per-value weights */
+  int required;             /* an empty cell is an error (else an empty bag, or default_value) */
+  double default_value;     /* numeric: the value of an empty cell */
+} tfx_feature_spec;
+
 #define TFX_MAX_VALSETS 8
 
 /* A named validation set (tfutils validation targets, Determined's validation): its own files, frequency,
@@ -61,6 +81,8 @@ typedef struct tfx_config {
   int n_layers;
   tfx_var_spec variables[TFX_MAX_VARIABLES];
   int n_variables;
+  tfx_feature_spec features[TFX_MAX_FEATURES]; /* model.features: the feature columns (none: the file's row) */
+  int n_features;
   char loss[32];
   char metrics[64];          /* model.metrics: reported evaluation metrics, e.g. "loss,accuracy,top_5" */
   char plugin[TFX_PATH_MAX]; /* model.plugin: a shared object that builds the model (see include/tfx/plugin.h) */
@@ -104,10 +126,10 @@ typedef struct tfx_config {
   int64_t ckpt_every_steps, ckpt_every_secs;
   int64_t ckpt_min_interval_secs;
   int max_steps_given;
-      /* training.max_steps was set (file, --set or --max-steps): it caps training.epochs */ /* train: periodic
-                                                                                                (background) checkpoints
-                                                                                                at least this far apart
-                                                                                              */
+  /* training.max_steps was set (file, --set or --max-steps): it caps training.epochs */ /* train: periodic
+                                                                                            (background) checkpoints
+                                                                                            at least this far apart
+                                                                                          */
   int keep_max;
   /* search */
   char search_method[16];
@@ -156,6 +178,10 @@ int tfx_config_apply_env(tfx_config *cfg, tfx_err *err);
 int tfx_config_set(tfx_config *cfg, const char *assignment, tfx_err *err);
 /* Checks cross-field rules (mode names, layer types, positive sizes). */
 int tfx_config_validate(const tfx_config *cfg, tfx_err *err);
+/* The number of the feature columns that are categorical (sparse fields), and of the numeric ones (the dense
+ * input's width). */
+int tfx_config_sparse_fields(const tfx_config *cfg);
+int tfx_config_numeric_features(const tfx_config *cfg);
 /* 1 when the model reads sparse examples: its first layer is an embedding_bag over the model input (the data
  * pipeline then keeps ids and weights as CSR, never a dense row of input_shape values). */
 int tfx_config_sparse_input(const tfx_config *cfg);

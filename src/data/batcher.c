@@ -17,10 +17,9 @@ struct tfx_batcher {
   tfx_stream *stream; /* instead of d: examples read from files a window at a time */
   int rc;             /* the stream's first error, kept until tfx_batcher_status reports it */
   tfx_err err;
-  int64_t *csr_off, *csr_ids; /* the last sparse batch (tfx_batcher_next_csr), grown as needed */
-  float *csr_vals;
-  size_t csr_rows, csr_cap;
-  tfx_csr csr;
+  tfx_field csr_buf[TFX_MAX_FIELDS]; /* the last sparse batch (tfx_batcher_next_csr), grown as needed */
+  size_t csr_rows[TFX_MAX_FIELDS], csr_cap[TFX_MAX_FIELDS];
+  tfx_csr csr[TFX_MAX_FIELDS];
 };
 
 static void reshuffle(tfx_batcher *b) {
@@ -111,7 +110,9 @@ void tfx_batcher_destroy(tfx_batcher *b) {
   }
   tfx_stream_close(b->stream);
   free(b->order);
-  free(b->csr_off), free(b->csr_ids), free(b->csr_vals);
+  for (int f = 0; f < TFX_MAX_FIELDS; f++) {
+    free(b->csr_buf[f].off), free(b->csr_buf[f].ids), free(b->csr_buf[f].vals);
+  }
   free(b);
 }
 
@@ -159,58 +160,86 @@ void tfx_batcher_next(tfx_batcher *b, int batch, float *x, int32_t *y) {
   }
 }
 
-/* Grows the sparse batch buffers to rows examples and nnz ids; -1 when memory runs out. */
-static int csr_reserve(tfx_batcher *b, size_t rows, size_t nnz) {
-  if (rows > b->csr_rows) {
-    int64_t *off = realloc(b->csr_off, sizeof(int64_t) * (rows + 1));
+/* Grows field f's batch buffers to rows examples and nnz ids; -1 when memory runs out. */
+static int csr_reserve(tfx_batcher *b, int f, size_t rows, size_t nnz) {
+  tfx_field *c = &b->csr_buf[f];
+  if (rows > b->csr_rows[f]) {
+    int64_t *off = realloc(c->off, sizeof(int64_t) * (rows + 1));
     if (!off) {
       return -1;
     }
-    b->csr_off = off, b->csr_rows = rows;
+    c->off = off, b->csr_rows[f] = rows;
   }
-  if (nnz > b->csr_cap) {
+  if (nnz > b->csr_cap[f]) {
     size_t cap = nnz * 2;
-    int64_t *ids = realloc(b->csr_ids, sizeof(int64_t) * cap);
-    b->csr_ids = ids ? ids : b->csr_ids;
-    float *vals = ids ? realloc(b->csr_vals, sizeof(float) * cap) : NULL;
-    b->csr_vals = vals ? vals : b->csr_vals;
+    int64_t *ids = realloc(c->ids, sizeof(int64_t) * cap);
+    c->ids = ids ? ids : c->ids;
+    float *vals = ids ? realloc(c->vals, sizeof(float) * cap) : NULL;
+    c->vals = vals ? vals : c->vals;
     if (!ids || !vals) {
       return -1;
     }
-    b->csr_cap = cap;
+    b->csr_cap[f] = cap;
   }
   return 0;
 }
 
-const tfx_csr *tfx_batcher_next_csr(tfx_batcher *b, int batch, int32_t *y) {
-  const tfx_dataset *d = b->d;
-  b->csr = (tfx_csr){0};
-  if (b->stream || !d->sp_off || csr_reserve(b, (size_t)batch, 1)) {
-    tfx_batcher_fail(b, b->stream || !d->sp_off ? TFX_EINVAL : TFX_ENOMEM, "%s",
-                     b->stream || !d->sp_off ? "sparse batches need a sparse in-memory dataset" : "out of memory");
-    memset(y, 0, sizeof(int32_t) * (size_t)batch);
-    return &b->csr;
+/* Appends example k of field f as row i of the batch; -1 when memory runs out. */
+static int csr_append(tfx_batcher *b, int f, int i, size_t k) {
+  const tfx_field *src = &b->d->fields[f];
+  tfx_field *dst = &b->csr_buf[f];
+  int64_t from = src->off[k], len = src->off[k + 1] - from, at = dst->off[i];
+  if (csr_reserve(b, f, 0, (size_t)(at + len))) {
+    return -1;
   }
-  b->csr_off[0] = 0;
-  for (int i = 0; i < batch; i++) {
-    size_t k = take_index(b);
-    int64_t from = d->sp_off[k], len = d->sp_off[k + 1] - from, at = b->csr_off[i];
-    if (csr_reserve(b, (size_t)batch, (size_t)(at + len))) {
-      tfx_batcher_fail(b, TFX_ENOMEM, "out of memory for a sparse batch of %lld ids", (long long)(at + len));
-      memset(y, 0, sizeof(int32_t) * (size_t)batch);
-      return &b->csr;
-    }
-    memcpy(b->csr_ids + at, d->sp_ids + from, sizeof(int64_t) * (size_t)len);
-    memcpy(b->csr_vals + at, d->sp_vals + from, sizeof(float) * (size_t)len);
-    b->csr_off[i + 1] = at + len;
-    y[i] = d->y[k];
+  memcpy(dst->ids + at, src->ids + from, sizeof(int64_t) * (size_t)len);
+  for (int64_t j = 0; j < len; j++) {
+    dst->vals[at + j] = src->vals ? src->vals[from + j] : 1.0f;
   }
-  b->csr = (tfx_csr){batch, b->csr_off, b->csr_ids, b->csr_vals};
-  return &b->csr;
+  dst->off[i + 1] = at + len;
+  return 0;
 }
 
-tfx_csr tfx_dataset_csr(const tfx_dataset *d, size_t i, int n) {
-  return (tfx_csr){n, d->sp_off + i, d->sp_ids, d->sp_vals};
+int tfx_batcher_fields(const tfx_batcher *b) {
+  return b->d ? b->d->n_fields : 0;
+}
+
+const tfx_csr *tfx_batcher_next_csr(tfx_batcher *b, int batch, float *x, int32_t *y) {
+  const tfx_dataset *d = b->d;
+  int nf = d ? d->n_fields : 0, oom = 0;
+  for (int f = 0; f < nf; f++) {
+    oom |= csr_reserve(b, f, (size_t)batch, 1);
+    b->csr_buf[f].off[0] = 0;
+  }
+  if (b->stream || !nf || oom) {
+    tfx_batcher_fail(b, oom ? TFX_ENOMEM : TFX_EINVAL, "%s",
+                     oom ? "out of memory for a sparse batch" : "sparse batches need a sparse in-memory dataset");
+    memset(y, 0, sizeof(int32_t) * (size_t)batch);
+    return b->csr;
+  }
+  for (int i = 0; i < batch && !oom; i++) {
+    size_t k = take_index(b);
+    for (int f = 0; f < nf; f++) {
+      oom |= csr_append(b, f, i, k);
+    }
+    if (x && d->x) {
+      memcpy(x + (size_t)i * d->dim, d->x + k * d->dim, sizeof(float) * d->dim);
+    }
+    y[i] = d->y[k];
+  }
+  if (oom) {
+    tfx_batcher_fail(b, TFX_ENOMEM, "out of memory for a sparse batch");
+  }
+  for (int f = 0; f < nf; f++) {
+    b->csr[f] = (tfx_csr){batch, b->csr_buf[f].off, b->csr_buf[f].ids, b->csr_buf[f].vals};
+  }
+  return b->csr;
+}
+
+void tfx_dataset_csr(const tfx_dataset *d, size_t i, int n, tfx_csr *out) {
+  for (int f = 0; f < d->n_fields; f++) {
+    out[f] = (tfx_csr){n, d->fields[f].off + i, d->fields[f].ids, d->fields[f].vals};
+  }
 }
 
 void tfx_batcher_skip(tfx_batcher *b, int64_t batches, int batch) {

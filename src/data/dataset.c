@@ -342,8 +342,8 @@ void tfx_dataset_destroy(tfx_dataset *d) {
   free(d->x8);
   free(d->x);
   free(d->y);
-  free(d->sp_off);
-  free(d->sp_ids);
-  free(d->sp_vals);
+  for (int f = 0; f < d->n_fields; f++) {
+    free(d->fields[f].off), free(d->fields[f].ids), free(d->fields[f].vals);
+  }
   free(d);
 }

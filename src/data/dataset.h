@@ -10,6 +10,14 @@
 #include "common/csr.h"
 #include "common/err.h"
 
+#define TFX_MAX_FIELDS 32
+
+/* One sparse field of a dataset, CSR over its examples (owned by the dataset). */
+typedef struct tfx_field {
+  int64_t *off, *ids; /* [n + 1], [nnz] */
+  float *vals;        /* [nnz], or NULL */
+} tfx_field;
+
 typedef struct tfx_dataset {
   size_t n;    /* examples */
   size_t dim;  /* floats per example */
@@ -17,10 +25,11 @@ typedef struct tfx_dataset {
   int32_t *y;  /* [n] */
   uint8_t *x8; /* [n, dim] the IDX file's bytes, converted per batch as (byte * scale - mean) / std; or NULL */
   double scale, mean, std;
-  /* Sparse examples (x and x8 NULL): example i holds the ids sp_ids[sp_off[i]..sp_off[i+1]), each < dim, with
-   * the weights sp_vals[...]: memory grows with the nonzeros, never with dim. */
-  int64_t *sp_off, *sp_ids; /* [n + 1], [nnz] */
-  float *sp_vals;           /* [nnz] */
+  /* Sparse fields (a LibSVM row: one field, x NULL; feature columns: one per categorical column, beside the
+   * dense x of the numeric ones): example i of field f holds the ids fields[f].ids[off[i]..off[i+1]) with their
+   * weights (vals, or NULL: all 1). Memory grows with the nonzeros, never with the ids' range. */
+  int n_fields;
+  tfx_field fields[TFX_MAX_FIELDS];
 } tfx_dataset;
 
 typedef struct tfx_batcher tfx_batcher;
@@ -72,11 +81,14 @@ void tfx_batcher_fail(tfx_batcher *b, int rc, const char *fmt, ...) __attribute_
 void tfx_batcher_destroy(tfx_batcher *b);
 /* Copies the next `batch` examples into x [batch, dim] and y [batch]; wraps (and reshuffles) at epoch end. */
 void tfx_batcher_next(tfx_batcher *b, int batch, float *x, int32_t *y);
-/* The next `batch` examples of a sparse dataset as a CSR batch (borrowed from the batcher until its next call)
- * and their labels into y [batch]; wraps (and reshuffles) at epoch end like tfx_batcher_next. */
-const tfx_csr *tfx_batcher_next_csr(tfx_batcher *b, int batch, int32_t *y);
-/* Examples [i, i + n) of a sparse dataset as a CSR view into its arrays (nothing copied). */
-tfx_csr tfx_dataset_csr(const tfx_dataset *d, size_t i, int n);
+/* The next `batch` examples of a sparse dataset: one CSR batch per field (an array of d->n_fields, borrowed from
+ * the batcher until its next call), their dense part into x [batch, dim] when the set has one (x may be NULL
+ * otherwise) and their labels into y [batch]; wraps (and reshuffles) at epoch end like tfx_batcher_next. */
+const tfx_csr *tfx_batcher_next_csr(tfx_batcher *b, int batch, float *x, int32_t *y);
+/* The number of sparse fields of the batcher's dataset (0: dense, or a stream). */
+int tfx_batcher_fields(const tfx_batcher *b);
+/* Examples [i, i + n) of a sparse dataset as CSR views into its arrays, one per field, into out[d->n_fields]. */
+void tfx_dataset_csr(const tfx_dataset *d, size_t i, int n, tfx_csr *out);
 /* Skips ahead as if `batches` batches of size `batch` were taken (resume). */
 void tfx_batcher_skip(tfx_batcher *b, int64_t batches, int batch);
 /* Completed epochs so far. */

@@ -216,7 +216,8 @@ static int to_csr(svm *s, tfx_dataset **out, tfx_err *err) {
   for (size_t k = 0; k < s->ne; k++) {
     ids[k] = (int64_t)s->e[k].idx, vals[k] = s->e[k].val;
   }
-  d->n = s->n, d->dim = dim, d->y = s->y, d->sp_off = off, d->sp_ids = ids, d->sp_vals = vals;
+  d->n = s->n, d->dim = dim, d->y = s->y, d->n_fields = 1;
+  d->fields[0] = (tfx_field){off, ids, vals};
   s->y = NULL;
   *out = d;
   return TFX_OK;

@@ -36,9 +36,9 @@ int tfx_dataset_load_config(const tfx_config *cfg, int eval, size_t expect_dim, 
     tfx_dataset_destroy(d);
     return rc;
   }
-  if (d->sp_off) {
-    for (int64_t k = 0; k < d->sp_off[d->n]; k++) {
-      d->sp_vals[k] = (float)(d->sp_vals[k] * cfg->data_scale); /* mean and std would densify: refused by config */
+  if (d->n_fields && !d->x) { /* a LibSVM row: its values scaled; mean and std would densify (refused by config) */
+    for (int64_t k = 0; k < d->fields[0].off[d->n]; k++) {
+      d->fields[0].vals[k] = (float)(d->fields[0].vals[k] * cfg->data_scale);
     }
     *out = d;
     return TFX_OK;

@@ -49,8 +49,31 @@ static int parse_inputs(tfx_model *m, int i, const tfx_layer_spec *s, tfx_err *e
   return TFX_OK;
 }
 
+/* An embedding bag reads a sparse field: the feature column named in inputs, or the LibSVM row ("input"). */
+static int link_bag(tfx_model *m, layer *l, const tfx_layer_spec *s, tfx_err *err) {
+  const char *want = s->inputs[0] ? s->inputs : "input";
+  l->field = -1;
+  for (int f = 0; f < m->n_fields; f++) {
+    l->field = !strcmp(m->field_name[f], want) ? f : l->field;
+  }
+  if (l->field < 0) {
+    return tfx_err_set(err, TFX_ECONFIG, "layer %s: input '%s' is not a categorical feature column%s", l->name, want,
+                       m->n_fields && strcmp(m->field_name[0], "input") ? " (name one in inputs)" : "");
+  }
+  if (m->field_dim[l->field] > INT32_MAX) {
+    return tfx_err_set(err, TFX_ESHAPE, "layer %s: %s has %lld ids; a table in one process holds at most 2^31 rows",
+                       l->name, want, (long long)m->field_dim[l->field]);
+  }
+  l->in[0] = -1, l->n_in = 1;
+  l->in_rank = 1, l->ih = l->iw = 1, l->ic = (int)m->field_dim[l->field];
+  return TFX_OK;
+}
+
 int tfx_graph_link(tfx_model *m, int i, const tfx_layer_spec *s, tfx_err *err) {
   layer *l = &m->layers[i];
+  if (l->kind == L_EMBAG) {
+    return link_bag(m, l, s, err);
+  }
   int rc = parse_inputs(m, i, s, err);
   if (rc) {
     return rc;

@@ -163,9 +163,6 @@ static int shape_embag(tfx_model *m, layer *l, const tfx_layer_spec *s, int last
   if (rc) {
     return rc;
   }
-  if (l->in[0] >= 0) {
-    return tfx_err_set(err, TFX_ECONFIG, "layer %s: an embedding_bag reads the model's sparse input", l->name);
-  }
   l->combiner = -1;
   for (int k = 0; k < 3; k++) {
     l->combiner = strcmp(s->combiner, combiners[k]) ? l->combiner : k;
@@ -362,6 +359,22 @@ static int alloc_buffers(tfx_model *m) {
 
 /* The model input: rank 1 [n], or rank 3 [h, w, c] (a rank-2 input [w, c] is [1, w, c]). */
 static void set_input_shape(tfx_model *m, const tfx_config *cfg) {
+  if (cfg->n_features > 0) { /* feature columns: the numeric ones are the dense input, the others sparse fields */
+    int numeric = tfx_config_numeric_features(cfg);
+    m->in_rank = 1, m->ih = m->iw = 1, m->ic = numeric > 0 ? numeric : 1;
+    for (int i = 0; i < cfg->n_features; i++) {
+      const tfx_feature_spec *f = &cfg->features[i];
+      if (strcmp(f->type, "numeric")) {
+        snprintf(m->field_name[m->n_fields], sizeof m->field_name[0], "%s", f->name);
+        m->field_dim[m->n_fields++] = !strcmp(f->type, "identity") ? f->num_buckets : f->hash_bucket_size;
+      }
+    }
+    return;
+  }
+  snprintf(m->field_name[0], sizeof m->field_name[0], "input"); /* a LibSVM row: one field, the input's width */
+  m->field_dim[0] = (int64_t)cfg->input_shape[0] * (cfg->input_rank > 1 ? cfg->input_shape[1] : 1) *
+                    (cfg->input_rank > 2 ? cfg->input_shape[2] : 1);
+  m->n_fields = 1;
   m->in_rank = cfg->input_rank == 1 ? 1 : 3;
   m->ih = cfg->input_rank == 3 ? cfg->input_shape[0] : 1;
   m->iw = cfg->input_rank >= 2 ? cfg->input_shape[cfg->input_rank == 3 ? 1 : 0] : 1;
@@ -627,17 +640,30 @@ int tfx_model_input_status(const tfx_model *m, int *example, tfx_err *err) {
 }
 
 int tfx_model_sparse_input(const tfx_model *m) {
-  return m->layers[0].kind == L_EMBAG;
+  for (int i = 0; i < m->n_layers; i++) {
+    if (m->layers[i].kind == L_EMBAG) {
+      return 1;
+    }
+  }
+  return 0;
 }
 
-int tfx_model_set_csr(tfx_model *m, const tfx_csr *csr, tfx_err *err) {
-  size_t nnz = (size_t)(csr->off[csr->n] - csr->off[0]);
+int tfx_model_set_csr(tfx_model *m, const tfx_csr *fields, int n_fields, tfx_err *err) {
   for (int i = 0; i < m->n_layers; i++) {
     layer *l = &m->layers[i];
-    if (l->kind == L_EMBAG && tfx_embag_reserve(l, nnz)) {
+    if (l->kind != L_EMBAG) {
+      continue;
+    }
+    if (l->field >= n_fields) {
+      return tfx_err_set(err, TFX_EINVAL, "layer %s: the data has %d sparse fields, it reads field %d", l->name,
+                         n_fields, l->field);
+    }
+    const tfx_csr *c = &fields[l->field];
+    size_t nnz = (size_t)(c->off[c->n] - c->off[0]);
+    if (tfx_embag_reserve(l, nnz)) {
       return tfx_err_set(err, TFX_ENOMEM, "layer %s: out of memory for a batch of %zu ids", l->name, nnz);
     }
-    l->csr = csr;
+    l->csr = c;
   }
   return TFX_OK;
 }

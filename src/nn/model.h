@@ -89,12 +89,12 @@ int tfx_model_input_status(const tfx_model *m, int *example, tfx_err *err);
 /* TFX_EINVAL naming the first label outside [0, classes) and the class count, with its position in the batch
  * in *example (NULL allowed; written only on this error); TFX_OK if all are inside. */
 int tfx_model_check_labels(const tfx_model *m, const int32_t *labels, int batch, int *example, tfx_err *err);
-/* 1 when the model reads sparse examples (its first layer is an embedding_bag): feed them with tfx_model_set_csr,
- * then call forward and backward with x NULL. */
+/* 1 when the model reads sparse fields (it has an embedding_bag): feed them with tfx_model_set_csr, then call
+ * forward and backward with x the dense part (NULL for a LibSVM row). */
 int tfx_model_sparse_input(const tfx_model *m);
-/* Lends the model the sparse batch (borrowed until the next call) its next forward and backward read; grows the
- * bag buffers to its ids (TFX_ENOMEM naming the layer when that fails). */
-int tfx_model_set_csr(tfx_model *m, const tfx_csr *csr, tfx_err *err);
+/* Lends the model the sparse batch, one CSR per field (borrowed until the next call), its next forward and
+ * backward read; grows the bag buffers to their ids (TFX_ENOMEM naming the layer when that fails). */
+int tfx_model_set_csr(tfx_model *m, const tfx_csr *fields, int n_fields, tfx_err *err);
 /* Backward pass after forward+loss: writes every variable's grad (overwrites). */
 void tfx_model_backward(tfx_model *m, const float *x, int batch);
 /* Softmax probabilities of the last forward into out [batch, classes]. */

@@ -61,6 +61,7 @@ typedef struct layer {
   float *dbpart;          /* layers with a bias: the bias gradient of each of TFX_NN_CHUNKS row chunks */
   const tfx_csr *csr;     /* embedding bag: the sparse batch of the current step (borrowed) */
   int combiner;           /* embedding bag: 0 sum, 1 mean, 2 sqrtn */
+  int field;              /* embedding bag: the sparse field it reads */
   float *bag_scale;       /* embedding bag: [batch] the combiner's factor of each example */
   struct bag_pair *pairs; /* embedding bag: (id, position, example) of each valid id, sorted in backward */
   size_t pairs_cap;
@@ -83,6 +84,9 @@ struct tfx_model {
   float *probs;
   float *scratch; /* an input gradient on its way into a producer with several consumers */
   tfx_par *par;   /* the worker pool of cfg->threads > 1 (owned), else NULL */
+  int n_fields;   /* the sparse fields: the categorical feature columns, or the one of a LibSVM row ("input") */
+  char field_name[TFX_MAX_FEATURES][64];
+  int64_t field_dim[TFX_MAX_FEATURES];
 };
 
 /* Elements per example of a layer's input and output. */

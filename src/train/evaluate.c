@@ -5,15 +5,15 @@
 #include <string.h>
 
 int tfx_forward_examples(tfx_model *m, const tfx_dataset *d, size_t i, int b, int *at, tfx_err *err) {
-  tfx_csr csr;
-  if (d->sp_off) { /* sparse examples: a view of the set's own arrays */
-    csr = tfx_dataset_csr(d, i, b);
-    int rc = tfx_model_set_csr(m, &csr, err);
+  tfx_csr csr[TFX_MAX_FIELDS];
+  if (d->n_fields) { /* sparse examples: views of the set's own arrays */
+    tfx_dataset_csr(d, i, b, csr);
+    int rc = tfx_model_set_csr(m, csr, d->n_fields, err);
     if (rc) {
       return rc;
     }
   }
-  tfx_model_forward(m, d->sp_off ? NULL : d->x + i * d->dim, b, 0, 0);
+  tfx_model_forward(m, d->x ? d->x + i * d->dim : NULL, b, 0, 0);
   return tfx_model_input_status(m, at, err);
 }
 

@@ -48,10 +48,10 @@ static int next_batch(tfx_model *m, tfx_batcher *b, const tfx_grad_step *g) {
     tfx_batcher_next(b, g->batch, g->x, g->y);
     return tfx_batcher_status(b, NULL);
   }
-  const tfx_csr *c = tfx_batcher_next_csr(b, g->batch, g->y);
+  const tfx_csr *c = tfx_batcher_next_csr(b, g->batch, g->x, g->y);
   tfx_err e = {0};
   int rc = tfx_batcher_status(b, NULL);
-  if (!rc && (rc = tfx_model_set_csr(m, c, &e))) {
+  if (!rc && (rc = tfx_model_set_csr(m, c, tfx_batcher_fields(b), &e))) {
     tfx_batcher_fail(b, rc, "training input: %s", e.msg);
   }
   return rc;

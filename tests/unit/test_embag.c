@@ -69,7 +69,7 @@ static void reference(tfx_model *m, const char *combiner, float *out) {
 static void check_forward(const char *combiner, int use_bias) {
   tfx_model *m = bag_model(combiner, use_bias);
   cr_assert(tfx_model_sparse_input(m));
-  cr_assert_eq(tfx_model_set_csr(m, &batch3, NULL), TFX_OK);
+  cr_assert_eq(tfx_model_set_csr(m, &batch3, 1, NULL), TFX_OK);
   const float *got = tfx_model_forward(m, NULL, 3, 1, 0);
   float want[3 * K];
   reference(m, combiner, want);
@@ -90,7 +90,7 @@ Test(embag, forward_matches_the_reference_for_every_combiner) {
 
 static double loss_of(tfx_model *m, const int32_t *y) {
   tfx_step_stats st;
-  tfx_model_set_csr(m, &batch3, NULL);
+  tfx_model_set_csr(m, &batch3, 1, NULL);
   tfx_model_forward(m, NULL, 3, 0, 0);
   tfx_model_loss(m, y, 3, 0, &st);
   return st.loss;
@@ -101,7 +101,7 @@ Test(embag, backward_gives_touched_rows_that_match_finite_differences) {
   tfx_var *t = tfx_model_find_var(m, "embedding_bag_1/embeddings");
   int32_t y[3] = {0, 2, 1};
   tfx_step_stats st;
-  cr_assert_eq(tfx_model_set_csr(m, &batch3, NULL), TFX_OK);
+  cr_assert_eq(tfx_model_set_csr(m, &batch3, 1, NULL), TFX_OK);
   tfx_model_forward(m, NULL, 3, 1, 0);
   tfx_model_loss(m, y, 3, 1, &st);
   tfx_model_backward(m, NULL, 3);
@@ -131,7 +131,7 @@ Test(embag, an_id_outside_the_table_is_named) {
   const int64_t o[] = {0, 1, 2};
   const int64_t bad[] = {3, D};
   const tfx_csr c = {2, o, bad, NULL};
-  cr_assert_eq(tfx_model_set_csr(m, &c, NULL), TFX_OK);
+  cr_assert_eq(tfx_model_set_csr(m, &c, 1, NULL), TFX_OK);
   tfx_model_forward(m, NULL, 2, 1, 0);
   tfx_err err = {0};
   int at = -1;
@@ -148,7 +148,7 @@ Test(embag, the_lazy_update_leaves_untouched_rows_bit_for_bit) {
   memcpy(before, t->value, sizeof before);
   int32_t y[3] = {1, 1, 0};
   tfx_step_stats st;
-  tfx_model_set_csr(m, &batch3, NULL);
+  tfx_model_set_csr(m, &batch3, 1, NULL);
   tfx_model_forward(m, NULL, 3, 1, 0);
   tfx_model_loss(m, y, 3, 1, &st);
   tfx_model_backward(m, NULL, 3);
@@ -180,13 +180,13 @@ Test(embag, libsvm_stays_sparse_and_batches_carry_their_rows) {
   tfx_dataset *d = NULL;
   tfx_err err = {0};
   cr_assert_eq(tfx_libsvm_load_sparse(path, 1u << 30, &d, &err), TFX_OK, "%s", err.msg);
-  cr_assert(d->x == NULL && d->sp_off && d->n == 7 && d->dim == 1u << 30, "a 2^30-wide set is held as CSR");
-  cr_assert_eq(d->sp_off[7], 14);
+  cr_assert(d->x == NULL && d->n_fields == 1 && d->n == 7 && d->dim == 1u << 30, "a 2^30-wide set is held as CSR");
+  cr_assert_eq(d->fields[0].off[7], 14);
   tfx_batcher *b = NULL;
   cr_assert_eq(tfx_batcher_create(d, 0, 1, 5, 1, &b, &err), TFX_OK);
   int32_t y[5];
   for (int round = 0; round < 4; round++) { /* wraps into the next epoch */
-    const tfx_csr *c = tfx_batcher_next_csr(b, 5, y);
+    const tfx_csr *c = tfx_batcher_next_csr(b, 5, NULL, y);
     cr_assert_eq(tfx_batcher_status(b, NULL), TFX_OK);
     for (int r = 0; r < 5; r++) {
       cr_assert_eq(c->off[r + 1] - c->off[r], 2);
