@@ -6,9 +6,10 @@
 set -euo pipefail
 MODE=${1:-run}
 # Build and run: compiler and CMake, the libraries tfx links (ZeroMQ, protobuf-c, OpenBLAS, json-c, zlib,
-# microhttpd for /metrics, libsystemd for sd_notify, SQLite for the run index) and the Fashion-MNIST data.
+# microhttpd for /metrics, libsystemd for sd_notify, SQLite for the run index, xxHash for hashed feature columns)
+# and the Fashion-MNIST data.
 RUN=(build-essential cmake pkg-config libzmq3-dev libprotobuf-c-dev protobuf-c-compiler libopenblas-dev
-     libjson-c-dev zlib1g-dev libmicrohttpd-dev libsystemd-dev libsqlite3-dev dataset-fashion-mnist)
+     libjson-c-dev zlib1g-dev libmicrohttpd-dev libsystemd-dev libsqlite3-dev libxxhash-dev dataset-fashion-mnist)
 # The tests: Criterion (unit tests), python3 and curl (integration scripts), iproute2 (network namespaces),
 # prometheus (promtool and a scrape), chromium (the live page), debootstrap + docker.io + docker-compose +
 # python3-yaml (deployment tests), clang + libclang-rt-dev (libFuzzer targets).

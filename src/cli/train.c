@@ -282,7 +282,7 @@ static int setup(trainer *t, tfx_err *err) {
       return rc;
     }
   }
-  int sparse = tfx_model_sparse_input(t->model); /* sparse batches come from the batcher: no dense rows */
+  int sparse = tfx_model_sparse_input(t->model) && c->n_features == 0; /* a LibSVM row has no dense part */
   t->x = sparse ? NULL : malloc(sizeof(float) * dim * (size_t)batch);
   t->y = malloc(sizeof(int32_t) * (size_t)batch);
   if ((!sparse && !t->x) || !t->y) {

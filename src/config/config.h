@@ -22,7 +22,7 @@ typedef struct tfx_layer_spec {
   /* strides 0: the layer's default (1 for conv2d, pool_size for pooling, as Keras's strides=None) */
   int units, filters, kernel_size, strides, pool_size, input_dim; /* input_dim: embedding vocabulary */
   double rate;                                                    /* dropout rate, leaky_relu alpha, scale factor */
-  char inputs[128];  /* comma-separated names of earlier layers or "input"; empty: the previous layer */
+  char inputs[256];  /* comma-separated names of earlier layers or "input"; empty: the previous layer */
   char variable[64]; /* matmul, bias_add, lookup: the model.variables entry the op computes with */
   char combiner[8];  /* embedding_bag: sum | mean | sqrtn (TensorFlow's embedding_lookup_sparse combiners) */
   int use_bias;      /* embedding_bag: adds a bias of units values (default true: the wide/linear model) */

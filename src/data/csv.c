@@ -389,3 +389,66 @@ int tfx_csv_load(const char *path, const char *label_column, int has_header, tfx
   tfx_csv_close(r);
   return rc;
 }
+
+struct tfx_csv_rows {
+  csv c;
+};
+
+int tfx_csv_rows_open(const char *path, tfx_csv_rows **out, tfx_err *err) {
+  tfx_csv_rows *r = calloc(1, sizeof *r);
+  char *name = strdup(path);
+  if (!r || !name) {
+    free(r), free(name);
+    return tfx_err_set(err, TFX_ENOMEM, "%s: out of memory", path);
+  }
+  r->c.path = name;
+  int eof = 0, rc = (r->c.f = fopen(path, "r"))
+                        ? TFX_OK
+                        : tfx_err_sys(err, errno == ENOENT ? TFX_ENOTFOUND : TFX_ESYS, "open %s", path);
+  if (!rc && !(rc = next_line(&r->c, &eof, err)) && eof) {
+    rc = tfx_err_set(err, TFX_ECORRUPT, "%s: empty file (a header of column names is needed)", path);
+  }
+  if (!rc && !(rc = take_header(&r->c, err))) {
+    r->c.ncols = r->c.ncells;
+  }
+  if (rc) {
+    tfx_csv_rows_close(r);
+    return rc;
+  }
+  *out = r;
+  return TFX_OK;
+}
+
+const char *const *tfx_csv_rows_header(const tfx_csv_rows *r, size_t *ncols) {
+  *ncols = r->c.ncols;
+  return (const char *const *)r->c.names;
+}
+
+int tfx_csv_rows_next(tfx_csv_rows *r, char ***cells, size_t *lineno, tfx_err *err) {
+  csv *c = &r->c;
+  int eof = 0, rc = next_line(c, &eof, err);
+  *cells = NULL;
+  if (rc || eof) {
+    return rc;
+  }
+  if ((rc = split(c, c->line, err))) {
+    return rc;
+  }
+  if (c->ncells != c->ncols) {
+    return tfx_err_set(err, TFX_ECORRUPT, "%s: line %zu: %zu cells, the header has %zu", c->path, c->lineno, c->ncells,
+                       c->ncols);
+  }
+  for (size_t i = 0; i < c->ncells; i++) {
+    c->cells[i] = trim(c->cells[i]);
+  }
+  *cells = c->cells, *lineno = c->lineno;
+  return TFX_OK;
+}
+
+void tfx_csv_rows_close(tfx_csv_rows *r) {
+  if (r) {
+    free((char *)r->c.path);
+    release(&r->c);
+    free(r);
+  }
+}

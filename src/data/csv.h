@@ -35,4 +35,18 @@ int tfx_csv_count(const char *path, int has_header, int64_t *n, tfx_err *err);
  * tfx_dataset_destroy. */
 int tfx_csv_load(const char *path, const char *label_column, int has_header, tfx_dataset **out, tfx_err *err);
 
+/* Row by row, as text: a header of column names (required) and rows of as many cells, quotes removed, blanks
+ * trimmed (the reader of feature columns). */
+typedef struct tfx_csv_rows tfx_csv_rows;
+
+/* Opens a CSV file and reads its header; caller owns *out (tfx_csv_rows_close). */
+int tfx_csv_rows_open(const char *path, tfx_csv_rows **out, tfx_err *err);
+/* The column names (borrowed from the reader) and their number. */
+const char *const *tfx_csv_rows_header(const tfx_csv_rows *r, size_t *ncols);
+/* The next row's cells (borrowed until the next call; *cells NULL at the end) and its 1-based line number.
+ * TFX_ECORRUPT naming the line for a row of another width or an unterminated quote. */
+int tfx_csv_rows_next(tfx_csv_rows *r, char ***cells, size_t *lineno, tfx_err *err);
+/* Closes the file and frees the reader; NULL does nothing. */
+void tfx_csv_rows_close(tfx_csv_rows *r);
+
 #endif

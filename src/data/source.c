@@ -3,6 +3,7 @@
 
 #include <string.h>
 
+#include "data/columns.h"
 #include "data/csv.h"
 #include "data/example.h"
 #include "data/libsvm.h"
@@ -10,6 +11,11 @@
 
 static int load_other(const tfx_config *cfg, const char *path, size_t dim, tfx_dataset **out, tfx_err *err) {
   const char *f = cfg->data_format;
+  if (cfg->n_features > 0) {
+    return strcmp(f, "csv")
+               ? tfx_err_set(err, TFX_ECONFIG, "model.features: data.format %s (feature columns read csv)", f)
+               : tfx_columns_load_csv(cfg, path, out, err);
+  }
   if (!strcmp(f, "csv")) {
     return tfx_csv_load(path, cfg->label_column, cfg->data_header, out, err);
   }
@@ -35,6 +41,10 @@ int tfx_dataset_load_config(const tfx_config *cfg, int eval, size_t expect_dim, 
                      expect_dim);
     tfx_dataset_destroy(d);
     return rc;
+  }
+  if (d->n_fields && cfg->n_features > 0) {
+    *out = d; /* feature columns: ids and weights as the file gives them, numeric columns as they are */
+    return TFX_OK;
   }
   if (d->n_fields && !d->x) { /* a LibSVM row: its values scaled; mean and std would densify (refused by config) */
     for (int64_t k = 0; k < d->fields[0].off[d->n]; k++) {

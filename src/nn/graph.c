@@ -81,7 +81,7 @@ int tfx_graph_link(tfx_model *m, int i, const tfx_layer_spec *s, tfx_err *err) {
   if (l->n_in == 0) {
     l->in[l->n_in++] = i - 1;
   }
-  int merge = l->kind == L_CONCAT || l->kind == L_ADD;
+  int merge = layer_is_merge(l);
   if (merge ? l->n_in < 2 : l->n_in != 1) {
     return tfx_err_set(err, TFX_ECONFIG, "layer %s: %d inputs (%s)", l->name, l->n_in,
                        merge ? "a merge takes 2 or more" : "takes exactly one");
@@ -108,7 +108,10 @@ static int shape_merge(tfx_model *m, layer *l, tfx_err *err) {
       return tfx_err_set(err, TFX_ESHAPE, "layer %s: concat of '%s' of rank %d (flatten it first)", l->name, name,
                          rank);
     }
-    if (l->kind == L_ADD && n != first) {
+    if (l->kind == L_FM && p < 0) {
+      return tfx_err_set(err, TFX_ECONFIG, "layer %s: an fm reads field embeddings (layers), not the input", l->name);
+    }
+    if ((l->kind == L_ADD || l->kind == L_FM) && (n != first || rank != 1)) {
       return tfx_err_set(err, TFX_ESHAPE, "layer %s: add of '%s' with %d values per example and '%s' with %d", l->name,
                          name, n, k ? (l->in[0] < 0 ? "input" : m->layers[l->in[0]].name) : name, first);
     }
@@ -116,6 +119,9 @@ static int shape_merge(tfx_model *m, layer *l, tfx_err *err) {
   }
   if (l->kind == L_CONCAT) {
     l->out_rank = 1, l->oh = 1, l->ow = 1, l->oc = total;
+  }
+  if (l->kind == L_FM) { /* fm: the pairwise term [1]; bi_interaction (l->pool = 0): its vector [k] */
+    l->out_rank = 1, l->oh = 1, l->ow = 1, l->oc = l->pool ? 1 : first;
   }
   return TFX_OK;
 }
@@ -182,7 +188,7 @@ static int shape_op(tfx_model *m, layer *l, const tfx_layer_spec *s, tfx_err *er
 }
 
 int tfx_graph_shape(tfx_model *m, layer *l, const tfx_layer_spec *s, tfx_err *err) {
-  if (l->kind == L_CONCAT || l->kind == L_ADD) {
+  if (layer_is_merge(l)) {
     return shape_merge(m, l, err);
   }
   return shape_op(m, l, s, err);
@@ -254,7 +260,60 @@ static const float *output_of(const tfx_model *m, int p, const float *x) {
   return p < 0 ? x : m->layers[p].out;
 }
 
+static void give_grad(tfx_model *m, int p, const float *g, int batch, int n, int stride);
+
+/* Factorization machine over the inputs v_f [k] (field embeddings): per dimension j,
+ * 0.5 * ((sum_f v_fj)^2 - sum_f v_fj^2), the pairwise interactions in O(k n); summed over j for fm. */
+static void fm_forward(tfx_model *m, layer *l, const float *x, int batch) {
+  int k = in_size_of(m, l->in[0]);
+  for (int b = 0; b < batch; b++) {
+    float total = 0;
+    for (int j = 0; j < k; j++) {
+      float s = 0, q = 0;
+      for (int f = 0; f < l->n_in; f++) {
+        float v = output_of(m, l->in[f], x)[(size_t)b * k + j];
+        s += v, q += v * v;
+      }
+      float t = 0.5f * (s * s - q);
+      total += t;
+      if (!l->pool) {
+        l->out[(size_t)b * k + j] = t;
+      }
+    }
+    if (l->pool) {
+      l->out[b] = total;
+    }
+  }
+}
+
+/* The gradient of each input of an fm: dout_j * (sum_f v_fj - v_fj). */
+static void fm_backward(tfx_model *m, layer *l, int batch) {
+  int k = in_size_of(m, l->in[0]);
+  float *g = m->scratch;
+  for (int f = 0; f < l->n_in; f++) {
+    int p = l->in[f];
+    if (p < 0 || !m->layers[p].needs_grad) {
+      continue;
+    }
+    for (int b = 0; b < batch; b++) {
+      for (int j = 0; j < k; j++) {
+        float s = 0;
+        for (int h = 0; h < l->n_in; h++) {
+          s += output_of(m, l->in[h], NULL)[(size_t)b * k + j];
+        }
+        float dy = l->pool ? l->dout[b] : l->dout[(size_t)b * k + j];
+        g[(size_t)b * k + j] = dy * (s - m->layers[p].out[(size_t)b * k + j]);
+      }
+    }
+    give_grad(m, p, g, batch, k, k);
+  }
+}
+
 void tfx_graph_merge_forward(tfx_model *m, layer *l, const float *x, int batch) {
+  if (l->kind == L_FM) {
+    fm_forward(m, l, x, batch);
+    return;
+  }
   int out = layer_out_size(l);
   for (int k = 0, off = 0; k < l->n_in; k++) {
     const float *in = output_of(m, l->in[k], x);
@@ -292,6 +351,10 @@ static void give_grad(tfx_model *m, int p, const float *g, int batch, int n, int
 }
 
 static void merge_backward(tfx_model *m, layer *l, int batch) {
+  if (l->kind == L_FM) {
+    fm_backward(m, l, batch);
+    return;
+  }
   int out = layer_out_size(l);
   for (int k = 0, off = 0; k < l->n_in; k++) {
     int p = l->in[k], n = in_size_of(m, p);
@@ -332,7 +395,7 @@ void tfx_graph_backward(tfx_model *m, const float *x, int batch) {
     if (!l->needs_grad) {
       continue;
     }
-    if (l->kind == L_CONCAT || l->kind == L_ADD) {
+    if (layer_is_merge(l)) {
       merge_backward(m, l, batch);
     } else {
       layer_backward(m, l, x, batch);

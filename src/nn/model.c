@@ -28,10 +28,11 @@ static int parse_kind(const char *type, lkind *kind, act *a) {
   static const struct {
     const char *name;
     lkind kind;
-  } kinds[] = {{"dense", L_DENSE},     {"conv2d", L_CONV},     {"max_pool2d", L_MAXPOOL}, {"avg_pool2d", L_AVGPOOL},
-               {"flatten", L_FLATTEN}, {"dropout", L_DROPOUT}, {"embedding", L_EMBED},    {"batch_norm", L_BN},
-               {"matmul", L_MATMUL},   {"bias_add", L_BIAS},   {"lookup", L_LOOKUP},      {"scale", L_SCALE},
-               {"concat", L_CONCAT},   {"add", L_ADD},         {"embedding_bag", L_EMBAG}};
+  } kinds[] = {{"dense", L_DENSE},      {"conv2d", L_CONV},     {"max_pool2d", L_MAXPOOL},  {"avg_pool2d", L_AVGPOOL},
+               {"flatten", L_FLATTEN},  {"dropout", L_DROPOUT}, {"embedding", L_EMBED},     {"batch_norm", L_BN},
+               {"matmul", L_MATMUL},    {"bias_add", L_BIAS},   {"lookup", L_LOOKUP},       {"scale", L_SCALE},
+               {"concat", L_CONCAT},    {"add", L_ADD},         {"embedding_bag", L_EMBAG}, {"fm", L_FM},
+               {"bi_interaction", L_FM}};
   for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
     if (strcmp(type, kinds[i].name) == 0) {
       return *kind = kinds[i].kind, 1;
@@ -218,6 +219,7 @@ static int shape_layer(tfx_model *m, layer *l, const tfx_layer_spec *s, tfx_err 
     case L_LOOKUP:
     case L_CONCAT:
     case L_ADD:
+    case L_FM:
       return tfx_graph_shape(m, l, s, err);
     default:
       return TFX_OK;
@@ -229,6 +231,7 @@ static int build_layer(tfx_model *m, int i, const tfx_layer_spec *s, const tfx_c
   if (!parse_kind(s->type, &l->kind, &l->act)) {
     return tfx_err_set(err, TFX_ECONFIG, "model.layers[%d]: unknown layer type '%s'", i, s->type);
   }
+  l->pool = l->kind == L_FM && !strcmp(s->type, "fm"); /* fm: the summed term; bi_interaction: its vector */
   if (l->kind != L_ACT && !parse_act(s->activation, &l->act)) {
     return tfx_err_set(err, TFX_ECONFIG, "model.layers[%d]: unknown activation '%s'", i, s->activation);
   }
@@ -507,7 +510,7 @@ size_t tfx_model_output_size(const tfx_model *m) {
 const float *tfx_model_forward(tfx_model *m, const float *x, int batch, int training, uint64_t step) {
   for (int i = 0; i < m->n_layers; i++) {
     layer *l = &m->layers[i];
-    if (l->kind == L_CONCAT || l->kind == L_ADD) {
+    if (layer_is_merge(l)) {
       tfx_graph_merge_forward(m, l, x, batch);
     } else {
       tfx_layer_forward(l, l->in[0] < 0 ? x : m->layers[l->in[0]].out, batch, training, step);

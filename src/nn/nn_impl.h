@@ -26,10 +26,11 @@ typedef enum lkind {
   L_CONCAT, /* rank-1 inputs side by side */
   L_ADD,    /* the sum of equally shaped inputs */
   L_EMBAG,  /* embedding bag over the sparse model input (tfx_csr): a combined row per example, plus a bias */
+  L_FM,     /* factorization machine over field embeddings: the pairwise term (fm) or its vector (bi_interaction) */
   L_NKINDS
 } lkind;
 
-#define TFX_MAX_INPUTS 4 /* inputs of one merge layer */
+#define TFX_MAX_INPUTS 16 /* inputs of one merge layer */
 typedef enum act { A_NONE, A_RELU, A_TANH, A_SIGMOID, A_LEAKY, A_SOFTMAX } act;
 
 typedef struct layer {
@@ -109,6 +110,11 @@ int tfx_embag_reserve(layer *l, size_t nnz);
 void tfx_embag_forward(layer *l, int batch);
 /* Embedding bag backward from l->dout: the touched rows (ascending, duplicates summed) and the bias gradient. */
 void tfx_embag_backward(layer *l, int batch);
+
+/* 1 for the layers the graph runs from several inputs (concat, add, fm). */
+static inline int layer_is_merge(const layer *l) {
+  return l->kind == L_CONCAT || l->kind == L_ADD || l->kind == L_FM;
+}
 
 /* Resolves layer i's inputs (names of earlier layers, "input", or the previous layer) and copies the first
  * input's shape into l; counts consumers. Errors (TFX_ECONFIG) name the layer and the unknown input. */

@@ -1,0 +1,337 @@
+/* Feature columns over CSV records (columns.h): each categorical column becomes a sparse field (CSR), the numeric
+ * ones the dense part; ids are hashed with xxHash's XXH3-64 (seed 0) of their text. */
+#include "data/columns.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#define XXH_STATIC_LINKING_ONLY /* XXH3_state_t on the stack */
+#include <xxhash.h>
+
+#include "data/csv.h"
+
+#define MAX_CROSS 4096 /* values of one crossed cell (the product of its keys' values) */
+
+/* A growing CSR field. */
+typedef struct field_buf {
+  int64_t *off, *ids;
+  float *vals;
+  size_t n_off, cap_off, nnz, cap;
+} field_buf;
+
+/* Where each feature column reads: its key's, weight key's and crossed keys' cells. */
+typedef struct plan {
+  const tfx_feature_spec *f[TFX_MAX_FEATURES];
+  int n, key[TFX_MAX_FEATURES], weight[TFX_MAX_FEATURES], cross[TFX_MAX_FEATURES][8], n_cross[TFX_MAX_FEATURES];
+  int sparse[TFX_MAX_FEATURES]; /* the field index of a categorical column, -1 for a numeric one */
+  int label, numeric;
+} plan;
+
+typedef struct reader {
+  const char *path;
+  size_t line;
+  const char *const *names;
+  plan p;
+  field_buf fb[TFX_MAX_FIELDS];
+  float *x;
+  int32_t *y;
+  size_t n, cap;
+} reader;
+
+/* Grows *p (of *cap elements of size bytes) to hold need. */
+static int grow(void **p, size_t *cap, size_t need, size_t size) {
+  if (need <= *cap) {
+    return 0;
+  }
+  size_t c = *cap ? *cap * 2 : 1024;
+  while (c < need) {
+    c *= 2;
+  }
+  void *q = realloc(*p, c * size);
+  if (!q) {
+    return -1;
+  }
+  *p = q, *cap = c;
+  return 0;
+}
+
+/* Appends one id and its weight to a field; -1 when memory runs out. */
+static int push_id(field_buf *b, int64_t id, float w) {
+  size_t ids_cap = b->cap;
+  if (grow((void **)&b->ids, &ids_cap, b->nnz + 1, sizeof(int64_t)) ||
+      grow((void **)&b->vals, &b->cap, b->nnz + 1, sizeof(float))) {
+    return -1;
+  }
+  b->ids[b->nnz] = id, b->vals[b->nnz++] = w;
+  return 0;
+}
+
+/* The index of column name in the header, -1 if absent. */
+static int column_of(const reader *r, size_t ncols, const char *name) {
+  for (size_t i = 0; i < ncols; i++) {
+    if (!strcmp(r->names[i], name)) {
+      return (int)i;
+    }
+  }
+  return -1;
+}
+
+static int need_column(reader *r, size_t ncols, const char *name, const char *what, int *out, tfx_err *err) {
+  if ((*out = column_of(r, ncols, name)) < 0) {
+    return tfx_err_set(err, TFX_ECONFIG, "%s: no column '%s' (%s) in the header", r->path, name, what);
+  }
+  return TFX_OK;
+}
+
+/* Resolves every column a feature reads, and the label's (by name, else a 0-based or negative index). */
+static int make_plan(reader *r, const tfx_config *cfg, size_t ncols, tfx_err *err) {
+  plan *p = &r->p;
+  int rc = TFX_OK, fields = 0;
+  for (int i = 0; !rc && i < cfg->n_features; i++) {
+    const tfx_feature_spec *f = p->f[i] = &cfg->features[i];
+    int crossed = !strcmp(f->type, "crossed");
+    p->sparse[i] = strcmp(f->type, "numeric") ? fields++ : -1;
+    p->numeric += p->sparse[i] < 0;
+    p->weight[i] = -1;
+    if (!crossed) {
+      rc = need_column(r, ncols, f->key, f->name, &p->key[i], err);
+    }
+    if (!rc && f->weight_key[0]) {
+      rc = need_column(r, ncols, f->weight_key, f->name, &p->weight[i], err);
+    }
+    for (const char *k = f->keys; !rc && crossed && *k;) {
+      size_t n = strcspn(k, ",");
+      char name[64];
+      snprintf(name, sizeof name, "%.*s", (int)n, k);
+      if (p->n_cross[i] == 8) {
+        return tfx_err_set(err, TFX_ECONFIG, "feature %s: more than 8 crossed keys", f->name);
+      }
+      rc = need_column(r, ncols, name, f->name, &p->cross[i][p->n_cross[i]++], err);
+      k += n + (k[n] == ',');
+    }
+  }
+  p->n = cfg->n_features;
+  if (rc) {
+    return rc;
+  }
+  p->label = column_of(r, ncols, cfg->label_column);
+  if (p->label < 0) {
+    char *end;
+    long k = strtol(cfg->label_column, &end, 10);
+    p->label = *end || k >= (long)ncols || k < -(long)ncols ? -1 : (int)(k < 0 ? (long)ncols + k : k);
+  }
+  return p->label < 0
+             ? tfx_err_set(err, TFX_ECONFIG, "%s: label column '%s' is not in the header", r->path, cfg->label_column)
+             : TFX_OK;
+}
+
+static int bad_cell(const reader *r, int col, const char *cell, const char *what, tfx_err *err) {
+  return tfx_err_set(err, TFX_ECORRUPT, "%s: line %zu, column '%s': '%.80s' %s", r->path, r->line, r->names[col], cell,
+                     what);
+}
+
+/* Cuts the next value of a cell (separated by sep; the whole cell when sep is 0) out in place; NULL at the end. */
+static char *next_value(char **p, char sep) {
+  while (sep && **p == sep) {
+    (*p)++;
+  }
+  if (!**p) {
+    return NULL;
+  }
+  char *v = *p, *end = sep ? strchr(v, sep) : NULL;
+  if (end) {
+    *end = '\0', *p = end + 1;
+  } else {
+    *p = v + strlen(v);
+  }
+  return v;
+}
+
+/* The id of one value of an identity or hash column. */
+static int value_id(const reader *r, const tfx_feature_spec *f, int col, const char *v, int64_t *id, tfx_err *err) {
+  if (!strcmp(f->type, "hash")) {
+    *id = (int64_t)(XXH3_64bits(v, strlen(v)) % (uint64_t)f->hash_bucket_size);
+    return TFX_OK;
+  }
+  char *end;
+  errno = 0;
+  long long k = strtoll(v, &end, 10);
+  if (end == v || *end || errno) {
+    return bad_cell(r, col, v, "is not an integer id", err);
+  }
+  if (k < 0 || k >= f->num_buckets) {
+    char what[96];
+    snprintf(what, sizeof what, "is outside the column's ids [0, %lld)", (long long)f->num_buckets);
+    return bad_cell(r, col, v, what, err);
+  }
+  *id = k;
+  return TFX_OK;
+}
+
+/* The ids (and weights) of an identity or hash column's cell into its field. */
+static int categorical(reader *r, int i, char **cells, field_buf *b, tfx_err *err) {
+  const tfx_feature_spec *f = r->p.f[i];
+  char sep = f->separator[0], *p = cells[r->p.key[i]], *w = r->p.weight[i] >= 0 ? cells[r->p.weight[i]] : NULL;
+  int count = 0, rc = TFX_OK;
+  for (char *v; !rc && (v = next_value(&p, sep)); count++) {
+    int64_t id = 0;
+    float weight = 1.0f;
+    char *wv = w ? next_value(&w, sep) : NULL;
+    if (w && !wv) {
+      return bad_cell(r, r->p.weight[i], cells[r->p.weight[i]], "has fewer weights than the column has ids", err);
+    }
+    if (wv) {
+      char *end;
+      weight = strtof(wv, &end);
+      if (end == wv || *end || !isfinite(weight)) {
+        return bad_cell(r, r->p.weight[i], wv, "is not a finite weight", err);
+      }
+    }
+    if (!(rc = value_id(r, f, r->p.key[i], v, &id, err))) {
+      rc = push_id(b, id, weight) ? tfx_err_set(err, TFX_ENOMEM, "%s: out of memory", r->path) : TFX_OK;
+    }
+  }
+  if (!rc && !count && f->required) {
+    rc = bad_cell(r, r->p.key[i], "", "is empty, and the column is required", err);
+  }
+  return rc;
+}
+
+/* The hashed tuples of a crossed column: every combination of its keys' values (TensorFlow's crossed_column). */
+static int crossed(reader *r, int i, char **cells, field_buf *b, tfx_err *err) {
+  const tfx_feature_spec *f = r->p.f[i];
+  char *vals[8][64];
+  int nv[8], total = 1;
+  for (int k = 0; k < r->p.n_cross[i]; k++) {
+    char *p = cells[r->p.cross[i][k]];
+    nv[k] = 0;
+    for (char *v; nv[k] < 64 && (v = next_value(&p, f->separator[0]));) {
+      vals[k][nv[k]++] = v;
+    }
+    total *= nv[k];
+    if (total > MAX_CROSS) {
+      return bad_cell(r, r->p.cross[i][k], cells[r->p.cross[i][k]], "crosses into more than 4096 values", err);
+    }
+  }
+  for (int c = 0; c < total; c++) {
+    XXH3_state_t st;
+    XXH3_64bits_reset(&st);
+    for (int k = 0, rest = c; k < r->p.n_cross[i]; k++, rest /= nv[k - 1]) {
+      const char *v = vals[k][rest % nv[k]];
+      XXH3_64bits_update(&st, v, strlen(v) + 1); /* with its NUL: ("ab", "c") and ("a", "bc") differ */
+    }
+    if (push_id(b, (int64_t)(XXH3_64bits_digest(&st) % (uint64_t)f->hash_bucket_size), 1.0f)) {
+      return tfx_err_set(err, TFX_ENOMEM, "%s: out of memory", r->path);
+    }
+  }
+  return TFX_OK;
+}
+
+static int numeric(reader *r, int i, const char *cell, float *out, tfx_err *err) {
+  const tfx_feature_spec *f = r->p.f[i];
+  if (!*cell) {
+    *out = (float)f->default_value;
+    return f->required ? bad_cell(r, r->p.key[i], cell, "is empty, and the column is required", err) : TFX_OK;
+  }
+  char *end;
+  *out = strtof(cell, &end);
+  return *end || !isfinite(*out) ? bad_cell(r, r->p.key[i], cell, "is not a finite number", err) : TFX_OK;
+}
+
+static int add_row(reader *r, char **cells, tfx_err *err) {
+  size_t dim = r->p.numeric ? (size_t)r->p.numeric : 1, old = r->cap;
+  if (grow((void **)&r->y, &r->cap, r->n + 1, sizeof(int32_t))) {
+    return tfx_err_set(err, TFX_ENOMEM, "%s: out of memory", r->path);
+  }
+  float *x = r->cap == old ? r->x : realloc(r->x, sizeof(float) * dim * r->cap);
+  if (!x) {
+    return tfx_err_set(err, TFX_ENOMEM, "%s: out of memory", r->path);
+  }
+  r->x = x;
+  char *end;
+  const char *label = cells[r->p.label];
+  long v = strtol(label, &end, 10);
+  if (end == label || *end || v < INT32_MIN || v > INT32_MAX) {
+    return bad_cell(r, r->p.label, label, "is not an integer label", err);
+  }
+  r->y[r->n] = (int32_t)v;
+  x = r->x + r->n * dim;
+  x[0] = 0;
+  int rc = TFX_OK;
+  for (int i = 0, num = 0; !rc && i < r->p.n; i++) {
+    int s = r->p.sparse[i];
+    if (s < 0) {
+      rc = numeric(r, i, cells[r->p.key[i]], &x[num++], err);
+      continue;
+    }
+    field_buf *b = &r->fb[s];
+    rc = !strcmp(r->p.f[i]->type, "crossed") ? crossed(r, i, cells, b, err) : categorical(r, i, cells, b, err);
+    if (!rc && grow((void **)&b->off, &b->cap_off, r->n + 2, sizeof(int64_t))) {
+      rc = tfx_err_set(err, TFX_ENOMEM, "%s: out of memory", r->path);
+    }
+    if (!rc) {
+      b->off[r->n + 1] = (int64_t)b->nnz;
+    }
+  }
+  r->n += !rc;
+  return rc;
+}
+
+/* Hands the rows to a new dataset. */
+static int finish(reader *r, tfx_dataset **out, tfx_err *err) {
+  tfx_dataset *d = calloc(1, sizeof *d);
+  if (!d) {
+    return tfx_err_set(err, TFX_ENOMEM, "%s: out of memory", r->path);
+  }
+  d->n = r->n, d->dim = r->p.numeric ? (size_t)r->p.numeric : 1, d->x = r->x, d->y = r->y;
+  r->x = NULL, r->y = NULL;
+  for (int i = 0; i < r->p.n; i++) {
+    int s = r->p.sparse[i];
+    if (s >= 0) {
+      d->fields[s] = (tfx_field){r->fb[s].off, r->fb[s].ids, r->fb[s].vals};
+      r->fb[s] = (field_buf){0};
+      d->n_fields = s + 1;
+    }
+  }
+  *out = d;
+  return TFX_OK;
+}
+
+static void reader_free(reader *r) {
+  for (int s = 0; s < TFX_MAX_FIELDS; s++) {
+    free(r->fb[s].off), free(r->fb[s].ids), free(r->fb[s].vals);
+  }
+  free(r->x), free(r->y);
+}
+
+int tfx_columns_load_csv(const tfx_config *cfg, const char *path, tfx_dataset **out, tfx_err *err) {
+  tfx_csv_rows *rows = NULL;
+  reader r = {.path = path};
+  size_t ncols;
+  int rc = tfx_csv_rows_open(path, &rows, err);
+  if (!rc) {
+    r.names = tfx_csv_rows_header(rows, &ncols);
+    rc = make_plan(&r, cfg, ncols, err);
+  }
+  for (int s = 0; !rc && s < TFX_MAX_FIELDS; s++) {
+    if (!(r.fb[s].off = calloc(1024, sizeof(int64_t)))) {
+      rc = tfx_err_set(err, TFX_ENOMEM, "%s: out of memory", path);
+    }
+    r.fb[s].cap_off = 1024;
+  }
+  char **cells;
+  while (!rc && !(rc = tfx_csv_rows_next(rows, &cells, &r.line, err)) && cells) {
+    rc = add_row(&r, cells, err);
+  }
+  if (!rc && r.n == 0) {
+    rc = tfx_err_set(err, TFX_ECORRUPT, "%s: no rows", path);
+  }
+  if (!rc) {
+    rc = finish(&r, out, err);
+  }
+  reader_free(&r);
+  tfx_csv_rows_close(rows);
+  return rc;
+}

@@ -1,0 +1,20 @@
+/* Feature columns (model.features) over CSV records with a header: each categorical column (identity, hash,
+ * crossed; one value or a bag of values split at its separator, optionally weighted by a second column) becomes
+ * one sparse field of the dataset, in the order declared; the numeric columns are its dense part, in order.
+ * Hashes are xxHash's XXH3-64 with seed 0 of the value's text (a crossed tuple: of each value with its NUL),
+ * modulo hash_bucket_size: the same on every machine and every run.
+ *
+ * Ownership: the dataset is the caller's (tfx_dataset_destroy). Errors: TFX_ENOTFOUND / TFX_ESYS (open, read),
+ * TFX_ECONFIG (a column the features or the label name is not in the header), TFX_ECORRUPT naming the file, line
+ * and column (an id that is not an integer or is outside num_buckets, a weight or number that is not finite, an
+ * empty required cell, a label that is not an integer, a row of another width, no rows), TFX_ENOMEM. */
+#ifndef TFX_COLUMNS_H
+#define TFX_COLUMNS_H
+
+#include "config/config.h"
+#include "data/dataset.h"
+
+/* Loads path (CSV with a header) through cfg's feature columns; caller owns *out. */
+int tfx_columns_load_csv(const tfx_config *cfg, const char *path, tfx_dataset **out, tfx_err *err);
+
+#endif
