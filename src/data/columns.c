@@ -170,17 +170,19 @@ static int value_id(const reader *r, const tfx_feature_spec *f, int col, const c
   return TFX_OK;
 }
 
-/* The ids (and weights) of an identity or hash column's cell into its field. */
-static int categorical(reader *r, int i, char **cells, field_buf *b, tfx_err *err) {
+/* The ids (and weights) of an identity or hash column's cell into its field; key and weights are copies of the
+ * cells, split in place (cell_w names the weight cell in messages). */
+static int split_categorical(reader *r, int i, char *key, char *weights, const char *cell_w, field_buf *b,
+                             tfx_err *err) {
   const tfx_feature_spec *f = r->p.f[i];
-  char sep = f->separator[0], *p = cells[r->p.key[i]], *w = r->p.weight[i] >= 0 ? cells[r->p.weight[i]] : NULL;
+  char sep = f->separator[0], *p = key, *w = weights;
   int count = 0, rc = TFX_OK;
   for (char *v; !rc && (v = next_value(&p, sep)); count++) {
     int64_t id = 0;
     float weight = 1.0f;
     char *wv = w ? next_value(&w, sep) : NULL;
     if (w && !wv) {
-      return bad_cell(r, r->p.weight[i], cells[r->p.weight[i]], "has fewer weights than the column has ids", err);
+      return bad_cell(r, r->p.weight[i], cell_w, "has fewer weights than the column has ids", err);
     }
     if (wv) {
       char *end;
@@ -199,34 +201,53 @@ static int categorical(reader *r, int i, char **cells, field_buf *b, tfx_err *er
   return rc;
 }
 
-/* The hashed tuples of a crossed column: every combination of its keys' values (TensorFlow's crossed_column). */
+/* An identity or hash column's cell into its field, split on copies: a crossed column may read the same cells. */
+static int categorical(reader *r, int i, char **cells, field_buf *b, tfx_err *err) {
+  const char *cell_w = r->p.weight[i] >= 0 ? cells[r->p.weight[i]] : NULL;
+  char *key = strdup(cells[r->p.key[i]]), *weights = cell_w ? strdup(cell_w) : NULL;
+  int rc = !key || (cell_w && !weights) ? tfx_err_set(err, TFX_ENOMEM, "%s: out of memory", r->path)
+                                        : split_categorical(r, i, key, weights, cell_w, b, err);
+  free(key), free(weights);
+  return rc;
+}
+
+/* The hashed tuple of value c (a mixed-radix index over the keys' values) into the field. */
+static int push_tuple(field_buf *b, const tfx_feature_spec *f, char *vals[][64], const int *nv, int keys, int c) {
+  XXH3_state_t st;
+  XXH3_64bits_reset(&st);
+  for (int k = 0, rest = c; k < keys; rest /= nv[k], k++) {
+    const char *v = vals[k][rest % nv[k]];
+    XXH3_64bits_update(&st, v, strlen(v) + 1); /* with its NUL: ("ab", "c") and ("a", "bc") differ */
+  }
+  return push_id(b, (int64_t)(XXH3_64bits_digest(&st) % (uint64_t)f->hash_bucket_size), 1.0f);
+}
+
+/* The hashed tuples of a crossed column: every combination of its keys' values (TensorFlow's crossed_column),
+ * split on copies of the cells. */
 static int crossed(reader *r, int i, char **cells, field_buf *b, tfx_err *err) {
   const tfx_feature_spec *f = r->p.f[i];
-  char *vals[8][64];
-  int nv[8], total = 1;
-  for (int k = 0; k < r->p.n_cross[i]; k++) {
-    char *p = cells[r->p.cross[i][k]];
+  char *vals[8][64], *copies[8] = {0};
+  int nv[8], total = 1, keys = r->p.n_cross[i], rc = TFX_OK;
+  for (int k = 0; !rc && k < keys; k++) {
+    char *p = copies[k] = strdup(cells[r->p.cross[i][k]]);
     nv[k] = 0;
-    for (char *v; nv[k] < 64 && (v = next_value(&p, f->separator[0]));) {
+    for (char *v; p && nv[k] < 64 && (v = next_value(&p, f->separator[0]));) {
       vals[k][nv[k]++] = v;
     }
     total *= nv[k];
-    if (total > MAX_CROSS) {
-      return bad_cell(r, r->p.cross[i][k], cells[r->p.cross[i][k]], "crosses into more than 4096 values", err);
+    if (!copies[k]) {
+      rc = tfx_err_set(err, TFX_ENOMEM, "%s: out of memory", r->path);
+    } else if (total > MAX_CROSS) {
+      rc = bad_cell(r, r->p.cross[i][k], cells[r->p.cross[i][k]], "crosses into more than 4096 values", err);
     }
   }
-  for (int c = 0; c < total; c++) {
-    XXH3_state_t st;
-    XXH3_64bits_reset(&st);
-    for (int k = 0, rest = c; k < r->p.n_cross[i]; k++, rest /= nv[k - 1]) {
-      const char *v = vals[k][rest % nv[k]];
-      XXH3_64bits_update(&st, v, strlen(v) + 1); /* with its NUL: ("ab", "c") and ("a", "bc") differ */
-    }
-    if (push_id(b, (int64_t)(XXH3_64bits_digest(&st) % (uint64_t)f->hash_bucket_size), 1.0f)) {
-      return tfx_err_set(err, TFX_ENOMEM, "%s: out of memory", r->path);
-    }
+  for (int c = 0; !rc && c < total; c++) {
+    rc = push_tuple(b, f, vals, nv, keys, c) ? tfx_err_set(err, TFX_ENOMEM, "%s: out of memory", r->path) : TFX_OK;
   }
-  return TFX_OK;
+  for (int k = 0; k < keys; k++) {
+    free(copies[k]);
+  }
+  return rc;
 }
 
 static int numeric(reader *r, int i, const char *cell, float *out, tfx_err *err) {

@@ -1,0 +1,167 @@
+/* Feature columns over CSV: identity, hash (xxHash XXH3-64 of the text, pinned by its published empty-input
+ * value), crossed tuples, multi-valued cells with weights and numeric columns become the fields the model reads;
+ * bad cells are refused naming file, line and column; and the fm layer computes the pairwise term of its field
+ * embeddings, with gradients that match finite differences. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <xxhash.h>
+
+#include "data/columns.h"
+#include "nn/model.h"
+#include "tmpdir.h"
+
+static const char *features_json =
+    "{\"model\": {\"features\": ["
+    "{\"key\": \"cat\", \"type\": \"identity\", \"num_buckets\": 5},"
+    "{\"key\": \"words\", \"type\": \"hash\", \"hash_bucket_size\": 1000, \"separator\": \" \", \"weight_key\": \"w\"},"
+    "{\"name\": \"cross\", \"type\": \"crossed\", \"keys\": \"cat,words\", \"separator\": \" \", "
+    "\"hash_bucket_size\": 97},"
+    "{\"key\": \"x\", \"type\": \"numeric\", \"default_value\": -1}],"
+    " \"layers\": [{\"type\": \"embedding_bag\", \"inputs\": \"cat\", \"units\": 2}]},"
+    " \"data\": {\"format\": \"csv\", \"label_column\": \"y\"}}";
+
+/* Writes text to tmp/name and returns the path (static buffer). */
+static const char *write_csv(const char *name, const char *text) {
+  static char path[128];
+  snprintf(path, sizeof path, "%s/%s", tmp, name);
+  FILE *f = fopen(path, "w");
+  fputs(text, f);
+  fclose(f);
+  return path;
+}
+
+static void load_config(tfx_config *cfg) {
+  tfx_config_init(cfg);
+  tfx_err err = {0};
+  cr_assert_eq(tfx_config_parse(cfg, features_json, "test", &err), TFX_OK, "%s", err.msg);
+  cr_assert_eq(tfx_config_sparse_fields(cfg), 3);
+  cr_assert_eq(tfx_config_numeric_features(cfg), 1);
+}
+
+static int64_t hashed(const char *s, uint64_t buckets) {
+  return (int64_t)(XXH3_64bits(s, strlen(s)) % buckets);
+}
+
+Test(columns, csv_cells_become_fields_and_the_dense_part) {
+  cr_assert_eq(XXH3_64bits("", 0), 0x2D06800538D394C2ULL, "XXH3-64 of the empty input, as xxHash publishes it");
+  tmpdir_create("columns");
+  const char *path = write_csv("d.csv", "y,cat,words,w,x\n1,3,a b,0.5 2,1.5\n0,0,,,\n2,4,\"c\",3,7\n");
+  tfx_config cfg;
+  load_config(&cfg);
+  tfx_dataset *d = NULL;
+  tfx_err err = {0};
+  cr_assert_eq(tfx_columns_load_csv(&cfg, path, &d, &err), TFX_OK, "%s", err.msg);
+  cr_assert_eq(d->n, 3);
+  cr_assert_eq(d->n_fields, 3);
+  cr_assert_eq(d->dim, 1);
+  cr_assert(d->y[0] == 1 && d->y[1] == 0 && d->y[2] == 2);
+  cr_assert(d->x[0] == 1.5f && d->x[1] == -1.0f && d->x[2] == 7.0f, "numeric, with the default for an empty cell");
+  const tfx_field *cat = &d->fields[0], *words = &d->fields[1], *cross = &d->fields[2];
+  cr_assert(cat->off[1] == 1 && cat->off[2] == 2 && cat->off[3] == 3);
+  cr_assert(cat->ids[0] == 3 && cat->ids[1] == 0 && cat->ids[2] == 4);
+  cr_assert(words->off[1] == 2 && words->off[2] == 2 && words->off[3] == 3, "an empty cell is an empty bag");
+  cr_assert(words->ids[0] == hashed("a", 1000) && words->ids[1] == hashed("b", 1000));
+  cr_assert(words->vals[0] == 0.5f && words->vals[1] == 2.0f && words->vals[2] == 3.0f);
+  cr_assert_eq(cross->off[1], 2, "cat x words: 1 x 2 tuples");
+  cr_assert_eq(cross->off[2], 2, "an empty key crosses into nothing");
+  cr_assert_eq(cross->ids[0], (int64_t)(XXH3_64bits("3\0a", 4) % 97), "the tuple's values, each with its NUL");
+  tfx_dataset_destroy(d);
+  tmpdir_remove();
+}
+
+static void expect_bad(const char *text, int code, const char *want) {
+  const char *path = write_csv("bad.csv", text);
+  tfx_config cfg;
+  load_config(&cfg);
+  tfx_dataset *d = NULL;
+  tfx_err err = {0};
+  cr_assert_eq(tfx_columns_load_csv(&cfg, path, &d, &err), code, "%s: %s", text, err.msg);
+  cr_assert(strstr(err.msg, want), "want '%s' in: %s", want, err.msg);
+  cr_assert_null(d);
+}
+
+Test(columns, bad_cells_are_named_by_file_line_and_column) {
+  tmpdir_create("columns-bad");
+  expect_bad("y,cat,words,w,x\n1,3,a,1,0\n1,7,a,1,0\n", TFX_ECORRUPT,
+             "bad.csv: line 3, column 'cat': '7' is outside the column's ids [0, 5)");
+  expect_bad("y,cat,words,w,x\n1,-1,a,1,0\n", TFX_ECORRUPT, "line 2, column 'cat': '-1' is outside");
+  expect_bad("y,cat,words,w,x\n1,two,a,1,0\n", TFX_ECORRUPT, "column 'cat': 'two' is not an integer id");
+  expect_bad("y,cat,words,w,x\n1,1,a b,1 nan,0\n", TFX_ECORRUPT, "column 'w': 'nan' is not a finite weight");
+  expect_bad("y,cat,words,w,x\n1,1,a b,1,0\n", TFX_ECORRUPT, "has fewer weights than the column has ids");
+  expect_bad("y,cat,words,w,x\n1,1,a,1,abc\n", TFX_ECORRUPT, "column 'x': 'abc' is not a finite number");
+  expect_bad("y,cat,words,w,x\nA,1,a,1,0\n", TFX_ECORRUPT, "column 'y': 'A' is not an integer label");
+  expect_bad("y,cat,words,x\n1,1,a,0\n", TFX_ECONFIG, "no column 'w'");
+  tmpdir_remove();
+}
+
+/* A model of three identity fields embedded in 3 dimensions, their fm term, and a dense layer of 2 classes. */
+static tfx_model *fm_model(void) {
+  tfx_config cfg;
+  tfx_config_init(&cfg);
+  const char *json =
+      "{\"model\": {\"features\": [{\"key\": \"a\", \"type\": \"identity\", \"num_buckets\": 4},"
+      "{\"key\": \"b\", \"type\": \"identity\", \"num_buckets\": 4},"
+      "{\"key\": \"c\", \"type\": \"identity\", \"num_buckets\": 4}],"
+      " \"layers\": [{\"type\": \"embedding_bag\", \"name\": \"ea\", \"inputs\": \"a\", \"units\": 3, \"use_bias\": "
+      "false},"
+      "{\"type\": \"embedding_bag\", \"name\": \"eb\", \"inputs\": \"b\", \"units\": 3, \"use_bias\": false},"
+      "{\"type\": \"embedding_bag\", \"name\": \"ec\", \"inputs\": \"c\", \"units\": 3, \"use_bias\": false},"
+      "{\"type\": \"fm\", \"name\": \"fm\", \"inputs\": \"ea,eb,ec\"}, {\"type\": \"dense\", \"units\": 2}]}}";
+  tfx_err err = {0};
+  cr_assert_eq(tfx_config_parse(&cfg, json, "test", &err), TFX_OK, "%s", err.msg);
+  tfx_model *m = NULL;
+  cr_assert_eq(tfx_model_create(&cfg, 2, &m, &err), TFX_OK, "%s", err.msg);
+  tfx_model_init_vars(m, 5);
+  return m;
+}
+
+static const int64_t one_off[] = {0, 1, 2};
+static const int64_t ids_a[] = {1, 2}, ids_b[] = {0, 2}, ids_c[] = {3, 3};
+
+static double fm_loss(tfx_model *m, const float *x, const int32_t *y, int train) {
+  const tfx_csr f[3] = {{2, one_off, ids_a, NULL}, {2, one_off, ids_b, NULL}, {2, one_off, ids_c, NULL}};
+  tfx_step_stats st;
+  tfx_model_set_csr(m, f, 3, NULL);
+  tfx_model_forward(m, x, 2, train, 0);
+  tfx_model_loss(m, y, 2, train, &st);
+  if (train) {
+    tfx_model_backward(m, x, 2);
+  }
+  return st.loss;
+}
+
+Test(columns, fm_is_the_pairwise_term_and_its_gradient_matches) {
+  tfx_model *m = fm_model();
+  float x[2] = {0, 0};
+  int32_t y[2] = {1, 0};
+  fm_loss(m, x, y, 1);
+  const float *ea = tfx_model_find_var(m, "ea/embeddings")->value, *eb = tfx_model_find_var(m, "eb/embeddings")->value,
+              *ec = tfx_model_find_var(m, "ec/embeddings")->value;
+  tfx_var *t = tfx_model_find_var(m, "eb/embeddings");
+  /* The fm output of example 0 is the dense layer's input: recompute it as sum over pairs of dot products. */
+  double want = 0;
+  for (int j = 0; j < 3; j++) {
+    want += ea[1 * 3 + j] * eb[0 * 3 + j] + ea[1 * 3 + j] * ec[3 * 3 + j] + eb[0 * 3 + j] * ec[3 * 3 + j];
+  }
+  tfx_var *k = tfx_model_find_var(m, "dense_1/kernel"), *b = tfx_model_find_var(m, "dense_1/bias");
+  const float *logits = tfx_model_forward(m, x, 2, 0, 0);
+  cr_assert_float_eq(logits[0], (float)(want * k->value[0] + b->value[0]), 1e-5);
+  fm_loss(m, x, y, 1);
+  cr_assert_eq(t->n_rows, 2);
+  float grad[6];
+  memcpy(grad, t->grad, sizeof grad);
+  for (int r = 0; r < 2; r++) {
+    for (int j = 0; j < 3; j++) {
+      float *w = &t->value[t->rows[r] * 3 + j], keep = *w;
+      *w = keep + 1e-2f;
+      double up = fm_loss(m, x, y, 0);
+      *w = keep - 1e-2f;
+      double down = fm_loss(m, x, y, 0);
+      *w = keep;
+      cr_assert(fabs((up - down) / 2e-2 - grad[r * 3 + j]) < 2e-3, "row %d col %d", r, j);
+    }
+  }
+  tfx_model_destroy(m);
+}
