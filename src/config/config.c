@@ -167,6 +167,7 @@ static const option feature_options[] = {
     {"weight_key", OPT_STR, F(weight_key), 0, 0, "", ""},
     {"required", OPT_BOOL, F(required), 0, 1, "false", ""},
     {"default_value", OPT_DBL, F(default_value), -BIG, BIG, "0", ""},
+    {"normalizer", OPT_STR, F(normalizer), 0, 0, "", ""},
 };
 #define N_FEATURE_OPTIONS (sizeof feature_options / sizeof feature_options[0])
 
@@ -442,7 +443,8 @@ static int is_agg(const char *a, size_t n) {
 
 /* A metric name of model.metrics: loss, accuracy or top_K (1 <= K <= 100). */
 static int is_metric(const char *m, size_t n) {
-  if ((n == 4 && !strncmp(m, "loss", 4)) || (n == 8 && !strncmp(m, "accuracy", 8))) {
+  if ((n == 4 && !strncmp(m, "loss", 4)) || (n == 8 && !strncmp(m, "accuracy", 8)) ||
+      (n == 3 && !strncmp(m, "auc", 3)) || (n == 8 && !strncmp(m, "log_loss", 8))) {
     return 1;
   }
   int k = n > 4 && !strncmp(m, "top_", 4) ? atoi(m + 4) : 0;
@@ -542,6 +544,10 @@ static int check_feature(const tfx_config *cfg, tfx_feature_spec *f, int i, tfx_
   if (!strcmp(f->type, "identity") ? f->num_buckets < 1 : strcmp(f->type, "numeric") && f->hash_bucket_size < 1) {
     return tfx_err_set(err, TFX_ECONFIG, "model.features[%d] (%s): %s must be >= 1", i, f->name,
                        !strcmp(f->type, "identity") ? "num_buckets" : "hash_bucket_size");
+  }
+  if (f->normalizer[0] && strcmp(f->normalizer, "log1p")) {
+    return tfx_err_set(err, TFX_ECONFIG, "model.features[%d] (%s): normalizer '%s' (want log1p, or none)", i, f->name,
+                       f->normalizer);
   }
   for (int k = 0; k < i; k++) {
     if (!strcmp(cfg->features[k].name, f->name)) {
@@ -1038,7 +1044,8 @@ int tfx_config_validate(const tfx_config *cfg, tfx_err *err) {
   for (const char *p = cfg->metrics; *p;) {
     size_t n = strcspn(p, ",");
     if (!is_metric(p, n)) {
-      return tfx_err_set(err, TFX_ECONFIG, "model.metrics: '%.*s' (want loss, accuracy or top_K)", (int)n, p);
+      return tfx_err_set(err, TFX_ECONFIG, "model.metrics: '%.*s' (want loss, accuracy, top_K, auc or log_loss)",
+                         (int)n, p);
     }
     p += n + (p[n] == ',');
   }

@@ -10,7 +10,7 @@
 
 #include "common/err.h"
 
-#define TFX_MAX_LAYERS 32
+#define TFX_MAX_LAYERS 96
 #define TFX_PATH_MAX 512
 
 typedef struct tfx_layer_spec {
@@ -22,7 +22,7 @@ typedef struct tfx_layer_spec {
   /* strides 0: the layer's default (1 for conv2d, pool_size for pooling, as Keras's strides=None) */
   int units, filters, kernel_size, strides, pool_size, input_dim; /* input_dim: embedding vocabulary */
   double rate;                                                    /* dropout rate, leaky_relu alpha, scale factor */
-  char inputs[256];  /* comma-separated names of earlier layers or "input"; empty: the previous layer */
+  char inputs[512];  /* comma-separated names of earlier layers or "input"; empty: the previous layer */
   char variable[64]; /* matmul, bias_add, lookup: the model.variables entry the op computes with */
   char combiner[8];  /* embedding_bag: sum | mean | sqrtn (TensorFlow's embedding_lookup_sparse combiners) */
   int use_bias;      /* embedding_bag: adds a bias of units values (default true: the wide/linear model) */
@@ -39,7 +39,7 @@ typedef struct tfx_var_spec {
   int trainable;
 } tfx_var_spec;
 
-#define TFX_MAX_FEATURES 32
+#define TFX_MAX_FEATURES 64
 
 /* A feature column (TensorFlow's tf.feature_column): how one column of a record (a CSV header name) becomes model
  * input. numeric: a float of the dense input; identity: integer ids in [0, num_buckets); hash: strings or
@@ -57,6 +57,7 @@ typedef struct tfx_feature_spec {
   char weight_key[64];      /* optional: the column of per-value weights */
   int required;             /* an empty cell is an error (else an empty bag, or default_value) */
   double default_value;     /* numeric: the value of an empty cell */
+  char normalizer[8];       /* numeric: "" (as is) or log1p (sign(x) * log(1 + |x|), for counts) */
 } tfx_feature_spec;
 
 #define TFX_MAX_VALSETS 8

@@ -258,7 +258,13 @@ static int numeric(reader *r, int i, const char *cell, float *out, tfx_err *err)
   }
   char *end;
   *out = strtof(cell, &end);
-  return *end || !isfinite(*out) ? bad_cell(r, r->p.key[i], cell, "is not a finite number", err) : TFX_OK;
+  if (*end || !isfinite(*out)) {
+    return bad_cell(r, r->p.key[i], cell, "is not a finite number", err);
+  }
+  if (!strcmp(f->normalizer, "log1p")) {
+    *out = copysignf(log1pf(fabsf(*out)), *out);
+  }
+  return TFX_OK;
 }
 
 static int add_row(reader *r, char **cells, tfx_err *err) {

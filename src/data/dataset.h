@@ -10,7 +10,7 @@
 #include "common/csr.h"
 #include "common/err.h"
 
-#define TFX_MAX_FIELDS 32
+#define TFX_MAX_FIELDS 64
 
 /* One sparse field of a dataset, CSR over its examples (owned by the dataset). */
 typedef struct tfx_field {

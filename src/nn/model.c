@@ -535,9 +535,19 @@ static void softmax_rows(const float *z, float *p, int batch, int c) {
   }
 }
 
+/* The number of classes a label may name: c, or 2 for a binary classifier (one sigmoid output). */
+static int label_classes(const tfx_model *m, int c) {
+  return m->loss == 1 && c == 1 ? 2 : c;
+}
+
 static void count_hits(const float *z, const int32_t *labels, int batch, int c, int k, tfx_step_stats *st) {
   for (int b = 0; b < batch; b++) {
     const float *zr = z + (size_t)b * c;
+    if (c == 1) { /* binary: a hit when the logit's side is the label's */
+      int hit = (labels[b] == 1) == (zr[0] > 0);
+      st->correct += hit, st->top5 += hit;
+      continue;
+    }
     if (labels[b] < 0 || labels[b] >= c) {
       continue; /* an unknown class is never a hit */
     }
@@ -568,11 +578,12 @@ static double sigmoid_xent(float z, float t) {
   return fmax(zd, 0) - zd * t + log1p(exp(-fabs(zd)));
 }
 
-/* Per-example loss and d(mean loss)/dz for one row. */
+/* Per-example loss and d(mean loss)/dz for one row. A single sigmoid output is a binary classifier: the label
+ * (0 or 1) is its target. */
 static double row_loss(int kind, const float *z, const float *p, int label, int c, float *dz, float inv_b) {
   double loss = kind == 0 ? softmax_xent(z, label, c) : 0;
   for (int j = 0; j < c; j++) {
-    float t = j == label ? 1.0f : 0.0f;
+    float t = (kind == 1 && c == 1 ? label == 1 : j == label) ? 1.0f : 0.0f;
     if (kind == 0) {
       if (dz) {
         dz[j] = (p[j] - t) * inv_b;
@@ -592,14 +603,29 @@ static double row_loss(int kind, const float *z, const float *p, int label, int 
   return loss;
 }
 
+int tfx_model_scores(const tfx_model *m, int batch, float *out) {
+  const layer *last = &m->layers[m->n_layers - 1];
+  int c = last->oc;
+  if (!(c == 1 && m->loss == 1) && !(c == 2 && m->loss == 0)) {
+    return 0;
+  }
+  for (int b = 0; b < batch; b++) { /* a monotone score of the positive class: its logit, or the logits' margin */
+    out[b] = c == 1 ? last->out[b] : last->out[2 * b + 1] - last->out[2 * b];
+  }
+  return 1;
+}
+
 void tfx_model_loss(tfx_model *m, const int32_t *labels, int batch, int grad, tfx_step_stats *st) {
   layer *last = &m->layers[m->n_layers - 1];
   int c = last->oc;
   softmax_rows(last->out, m->probs, batch, c);
+  for (int b = 0; c == 1 && m->loss == 1 && b < batch; b++) {
+    m->probs[b] = 1.0f / (1.0f + expf(-last->out[b])); /* binary: the probability of class 1 */
+  }
   double total = 0;
   for (int b = 0; b < batch; b++) {
     float *dz = grad ? last->dout + (size_t)b * c : NULL;
-    if (labels[b] < 0 || labels[b] >= c) {
+    if (labels[b] < 0 || labels[b] >= label_classes(m, c)) {
       /* No loss and no gradient: tfx_model_check_labels is how a caller learns of it. */
       if (dz) {
         memset(dz, 0, sizeof(float) * (size_t)c);
@@ -616,7 +642,7 @@ void tfx_model_loss(tfx_model *m, const int32_t *labels, int batch, int grad, tf
 }
 
 int tfx_model_check_labels(const tfx_model *m, const int32_t *labels, int batch, int *example, tfx_err *err) {
-  int c = m->layers[m->n_layers - 1].oc;
+  int c = label_classes(m, m->layers[m->n_layers - 1].oc);
   for (int b = 0; b < batch; b++) {
     if (labels[b] < 0 || labels[b] >= c) {
       if (example) {

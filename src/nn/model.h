@@ -97,6 +97,9 @@ int tfx_model_sparse_input(const tfx_model *m);
 int tfx_model_set_csr(tfx_model *m, const tfx_csr *fields, int n_fields, tfx_err *err);
 /* Backward pass after forward+loss: writes every variable's grad (overwrites). */
 void tfx_model_backward(tfx_model *m, const float *x, int batch);
+/* For a binary classifier (one sigmoid output, or two softmax classes): a score of class 1 per example of the
+ * last forward into out [batch], ordered as its probability (for AUC); returns 0 (nothing written) otherwise. */
+int tfx_model_scores(const tfx_model *m, int batch, float *out);
 /* Softmax probabilities of the last forward into out [batch, classes]. */
 void tfx_model_probabilities(const tfx_model *m, int batch, float *out);
 /* Prints the layer table: output shapes, variables, parameter counts, bytes. */

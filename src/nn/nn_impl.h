@@ -30,7 +30,7 @@ typedef enum lkind {
   L_NKINDS
 } lkind;
 
-#define TFX_MAX_INPUTS 16 /* inputs of one merge layer */
+#define TFX_MAX_INPUTS 40 /* inputs of one merge layer (a DeepFM over Criteo's 26 fields and more) */
 typedef enum act { A_NONE, A_RELU, A_TANH, A_SIGMOID, A_LEAKY, A_SOFTMAX } act;
 
 typedef struct layer {

@@ -1,7 +1,9 @@
 /* Whole-dataset evaluation. */
 #include "train/evaluate.h"
 
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 int tfx_forward_examples(tfx_model *m, const tfx_dataset *d, size_t i, int b, int *at, tfx_err *err) {
@@ -33,20 +35,60 @@ static int eval_batch(tfx_model *m, const tfx_dataset *d, size_t i, int b, tfx_s
   return TFX_OK;
 }
 
+typedef struct scored {
+  float score;
+  int32_t label;
+} scored;
+
+static int cmp_scored(const void *a, const void *b) {
+  float x = ((const scored *)a)->score, y = ((const scored *)b)->score;
+  return (x > y) - (x < y);
+}
+
+double tfx_auc(float *scores, int32_t *labels, size_t n) {
+  scored *s = malloc(sizeof *s * (n ? n : 1));
+  if (!s) {
+    return NAN;
+  }
+  for (size_t i = 0; i < n; i++) {
+    s[i] = (scored){scores[i], labels[i]};
+  }
+  qsort(s, n, sizeof *s, cmp_scored);
+  double pos = 0, rank_sum = 0;
+  for (size_t i = 0, j; i < n; i = j) {
+    double pos_here = 0;
+    for (j = i; j < n && s[j].score == s[i].score; j++) {
+      pos_here += s[j].label == 1;
+    }
+    rank_sum += pos_here * (double)(i + 1 + j) / 2.0; /* ranks i+1 .. j share their mean */
+    pos += pos_here;
+  }
+  free(s);
+  double neg = (double)n - pos;
+  return pos > 0 && neg > 0 ? (rank_sum - pos * (pos + 1) / 2) / (pos * neg) : NAN;
+}
+
 int tfx_evaluate(tfx_model *m, const tfx_dataset *d, int batch, tfx_eval_result *out, tfx_err *err) {
   double loss = 0;
   size_t correct = 0, top5 = 0;
+  float *scores = malloc(sizeof(float) * (d->n ? d->n : 1));
+  int binary = scores != NULL;
   for (size_t i = 0; i < d->n; i += (size_t)batch) {
     int b = (int)(d->n - i < (size_t)batch ? d->n - i : (size_t)batch);
     tfx_step_stats st;
     int rc = eval_batch(m, d, i, b, &st, err);
     if (rc) {
+      free(scores);
       return rc;
     }
+    binary = binary && tfx_model_scores(m, b, scores + i);
     loss += st.loss * b;
     correct += (size_t)st.correct;
     top5 += (size_t)st.top5;
   }
+  out->auc = binary ? tfx_auc(scores, d->y, d->n) : NAN; /* sorts a copy: d stays as it is */
+  out->has_auc = !isnan(out->auc);
+  free(scores);
   out->examples = d->n;
   out->loss = d->n ? loss / (double)d->n : 0;
   out->accuracy = d->n ? (double)correct / (double)d->n : 0;
@@ -102,6 +144,7 @@ int tfx_evaluate_agg(tfx_model *m, const tfx_dataset *d, int batch, size_t max_e
     acc[k] = !strcmp(aggs[k], "mean") && n ? acc[k] / (double)n : acc[k];
   }
   out->examples = n;
+  out->auc = NAN, out->has_auc = 0; /* per-batch aggregation has no AUC */
   out->loss = acc[0], out->accuracy = acc[1], out->top5 = acc[2];
   out->top_k = tfx_model_top_k(m);
   return TFX_OK;
@@ -115,6 +158,12 @@ void tfx_eval_report_init(tfx_eval_report *out, const char *metrics, const tfx_e
       out->names[out->n] = "loss", out->values[out->n++] = r->loss;
     } else if (len == 8 && !strncmp(p, "accuracy", 8)) {
       out->names[out->n] = "accuracy", out->values[out->n++] = r->accuracy;
+    } else if (len == 3 && !strncmp(p, "auc", 3)) {
+      if (r->has_auc) {
+        out->names[out->n] = "auc", out->values[out->n++] = r->auc;
+      }
+    } else if (len == 8 && !strncmp(p, "log_loss", 8)) {
+      out->names[out->n] = "log_loss", out->values[out->n++] = r->loss;
     } else if (len > 4 && !strncmp(p, "top_", 4)) {
       snprintf(out->text[out->n], sizeof out->text[0], "top%d_accuracy", r->top_k);
       out->names[out->n] = out->text[out->n], out->values[out->n++] = r->top5;

@@ -11,6 +11,8 @@ typedef struct tfx_eval_result {
   double loss, accuracy, top5; /* top5: the top-K accuracy, K = top_k */
   int top_k;
   size_t examples;
+  double auc;  /* binary classifiers: the exact ROC AUC over every example (ties count half) */
+  int has_auc; /* 0: not binary, or one class absent from the set */
 } tfx_eval_result;
 
 #define TFX_EVAL_MAX_FIELDS 8
@@ -38,8 +40,12 @@ int tfx_evaluate(tfx_model *m, const tfx_dataset *d, int batch, tfx_eval_result 
 int tfx_evaluate_agg(tfx_model *m, const tfx_dataset *d, int batch, size_t max_examples, const char *agg,
                      tfx_eval_result *out, tfx_err *err);
 
-/* Fills *out with the metrics of r that `metrics` names (comma-separated loss, accuracy, top_K, each optionally
- * ":agg"; top_K is recorded as topK_accuracy with the model's K), then examples. */
+/* Fills *out with the metrics of r that `metrics` names (comma-separated loss, accuracy, top_K, auc, log_loss,
+ * each optionally ":agg"; top_K is recorded as topK_accuracy with the model's K; log_loss is the cross-entropy
+ * loss; auc only when r has one), then examples. */
+/* The exact ROC AUC of scores against binary labels (1 positive), n of each: the Mann-Whitney statistic with tied
+ * scores at their mean rank (scores and labels are left as they are). NaN when a class is absent. */
+double tfx_auc(float *scores, int32_t *labels, size_t n);
 void tfx_eval_report_init(tfx_eval_report *out, const char *metrics, const tfx_eval_result *r);
 /* The metrics a validation set reports: its per-metric aggregation list if it has one, else model_metrics
  * (both borrowed). */

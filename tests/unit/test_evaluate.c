@@ -196,3 +196,50 @@ Test(evaluate, an_embedding_id_outside_its_table_is_an_error_naming_it, .init = 
   tfx_dataset_destroy(d);
   tfx_model_destroy(m);
 }
+
+Test(evaluate, auc_is_exact_with_ties_at_half) {
+  float s[4] = {0.1f, 0.4f, 0.35f, 0.8f};
+  int32_t y[4] = {0, 0, 1, 1};
+  cr_assert_float_eq(tfx_auc(s, y, 4), 0.75, 1e-12, "the textbook example: 3 of 4 pairs ordered");
+  cr_assert(s[1] == 0.4f && y[2] == 1, "inputs left as they are");
+  float t[4] = {0.5f, 0.5f, 0.9f, 0.1f};
+  int32_t z[4] = {0, 1, 1, 0};
+  cr_assert_float_eq(tfx_auc(t, z, 4), 0.875, 1e-12, "pairs: (0.5+,0.5-) ties count half, 3.5 of 4");
+  int32_t none[4] = {0, 0, 0, 0};
+  cr_assert(isnan(tfx_auc(t, none, 4)), "no positive: no AUC");
+}
+
+Test(evaluate, a_binary_sigmoid_classifier_takes_labels_0_and_1_and_reports_auc) {
+  tfx_config cfg;
+  tfx_config_init(&cfg);
+  cr_assert_eq(tfx_config_parse(&cfg,
+                                "{\"model\": {\"input_shape\": [1], \"loss\": \"sigmoid_cross_entropy\","
+                                " \"metrics\": \"loss,accuracy,auc,log_loss\", \"layers\": [{\"type\": \"dense\"}]}}",
+                                "t", NULL),
+               TFX_OK);
+  tfx_model *m = NULL;
+  cr_assert_eq(tfx_model_create(&cfg, 8, &m, NULL), TFX_OK);
+  tfx_model_find_var(m, "dense_1/kernel")->value[0] = 2.0f;
+  tfx_model_find_var(m, "dense_1/bias")->value[0] = -1.0f;
+  float x[6] = {0.0f, 0.2f, 0.4f, 0.6f, 0.8f, 1.0f};
+  int32_t y[6] = {0, 0, 1, 0, 1, 1};
+  tfx_dataset d = {.n = 6, .dim = 1, .x = x, .y = y};
+  tfx_eval_result r;
+  tfx_err err = {0};
+  cr_assert_eq(tfx_evaluate(m, &d, 8, &r, &err), TFX_OK, "%s", err.msg);
+  cr_assert(r.has_auc);
+  cr_assert_float_eq(r.auc, 8.0 / 9.0, 1e-9, "8 of the 9 positive-negative pairs ordered by the logit 2x - 1");
+  cr_assert_float_eq(r.accuracy, 4.0 / 6.0, 1e-9, "hits where the logit's sign is the label's");
+  double want = 0;
+  for (int i = 0; i < 6; i++) {
+    double p = 1 / (1 + exp(-(2.0 * x[i] - 1)));
+    want -= y[i] ? log(p) : log(1 - p);
+  }
+  cr_assert_float_eq(r.loss, want / 6, 1e-5, "the binary cross-entropy, mean over examples");
+  tfx_eval_report rep;
+  tfx_eval_report_init(&rep, cfg.metrics, &r);
+  cr_assert(rep.n == 5 && !strcmp(rep.names[2], "auc") && !strcmp(rep.names[3], "log_loss"));
+  int32_t two[1] = {2};
+  cr_assert_eq(tfx_model_check_labels(m, two, 1, NULL, NULL), TFX_EINVAL, "a binary label is 0 or 1");
+  tfx_model_destroy(m);
+}
