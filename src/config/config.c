@@ -49,7 +49,7 @@ static const option options[] = {
     {"data.shuffle_buffer", OPT_INT, O(shuffle_buffer), 1, 1e8, "10000", "streaming: examples per shuffled window"},
     {"data.feature_key", OPT_STR, O(feature_key), 0, 0, "image", "tfrecord: the Example feature holding the inputs"},
     {"data.label_key", OPT_STR, O(label_key), 0, 0, "label", "tfrecord: the Example feature holding the label"},
-    {"optimizer.name", OPT_STR, O(optimizer), 0, 0, "adam", "sgd | momentum | adagrad | rmsprop | adam | adamw"},
+    {"optimizer.name", OPT_STR, O(optimizer), 0, 0, "adam", "sgd | momentum | adagrad | rmsprop | adam | adamw | ftrl"},
     {"optimizer.learning_rate", OPT_DBL, O(learning_rate), 0, 10, "0.001", "base learning rate"},
     {"optimizer.momentum", OPT_DBL, O(momentum), 0, 1, "0.9", "momentum / rmsprop decay"},
     {"optimizer.nesterov", OPT_BOOL, O(nesterov), 0, 1, "false", "Nesterov momentum"},
@@ -57,6 +57,11 @@ static const option options[] = {
     {"optimizer.beta2", OPT_DBL, O(beta2), 0, 1, "0.999", "Adam beta2"},
     {"optimizer.epsilon", OPT_DBL, O(epsilon), 0, 1, "1e-7", "Adam/Adagrad/RMSProp epsilon"},
     {"optimizer.weight_decay", OPT_DBL, O(weight_decay), 0, 1, "0", "L2 (AdamW: decoupled) weight decay"},
+    {"optimizer.l1", OPT_DBL, O(l1), 0, BIG, "0", "ftrl: L1 strength (exact zeros below it)"},
+    {"optimizer.l2", OPT_DBL, O(l2), 0, BIG, "0", "ftrl: L2 strength"},
+    {"optimizer.lr_power", OPT_DBL, O(lr_power), -BIG, 0, "-0.5", "ftrl: the rate's power of the squared-gradient sum"},
+    {"optimizer.initial_accumulator", OPT_DBL, O(initial_accumulator), 0, BIG, "0.1",
+     "ftrl: the squared-gradient sum a weight starts with"},
     {"optimizer.schedule", OPT_STR, O(schedule), 0, 0, "constant",
      "constant | exponential | step | cosine | piecewise"},
     {"optimizer.boundaries", OPT_STR, O(boundaries), 0, 0, "", "piecewise: steps where the rate changes, [2000, 4000]"},
@@ -924,7 +929,7 @@ int tfx_config_add_layer_json(tfx_config *cfg, const char *json, tfx_err *err) {
 }
 
 static const char *const modes[] = {"sync", "async", "ssp", NULL};
-static const char *const optimizers[] = {"sgd", "momentum", "adagrad", "rmsprop", "adam", "adamw", NULL};
+static const char *const optimizers[] = {"sgd", "momentum", "adagrad", "rmsprop", "adam", "adamw", "ftrl", NULL};
 static const char *const schedules[] = {"constant", "exponential", "step", "cosine", "piecewise", NULL};
 static const char *const strategies[] = {"round_robin", "greedy_bytes", NULL};
 static const char *const losses[] = {"softmax_cross_entropy", "sigmoid_cross_entropy", "mse", NULL};

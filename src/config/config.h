@@ -104,6 +104,7 @@ typedef struct tfx_config {
   /* optimizer */
   char optimizer[16];
   double learning_rate, momentum, beta1, beta2, epsilon, weight_decay;
+  double l1, l2, lr_power, initial_accumulator; /* ftrl (McMahan et al. 2013, TensorFlow's Ftrl) */
   int nesterov;
   char schedule[16];
   char boundaries[256], lr_values[256]; /* piecewise: comma-separated steps and rates */

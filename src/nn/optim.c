@@ -6,10 +6,10 @@
 #include <string.h>
 
 void tfx_optim_init(tfx_optim *o, const tfx_config *cfg) {
-  static const char *const kinds[] = {"sgd", "momentum", "adagrad", "rmsprop", "adam", "adamw"};
+  static const char *const kinds[] = {"sgd", "momentum", "adagrad", "rmsprop", "adam", "adamw", "ftrl"};
   static const char *const scheds[] = {"constant", "exponential", "step", "cosine", "piecewise"};
   memset(o, 0, sizeof *o);
-  for (int i = 0; i < 6; i++) {
+  for (int i = 0; i < 7; i++) {
     if (strcmp(cfg->optimizer, kinds[i]) == 0) {
       o->kind = (tfx_opt_kind)i;
     }
@@ -25,6 +25,7 @@ void tfx_optim_init(tfx_optim *o, const tfx_config *cfg) {
   o->beta2 = cfg->beta2;
   o->epsilon = cfg->epsilon;
   o->weight_decay = cfg->weight_decay;
+  o->l1 = cfg->l1, o->l2 = cfg->l2, o->lr_power = cfg->lr_power, o->initial_accumulator = cfg->initial_accumulator;
   o->decay_rate = cfg->decay_rate;
   o->nesterov = cfg->nesterov;
   o->decay_steps = cfg->decay_steps;
@@ -51,6 +52,7 @@ int tfx_optim_slots(const tfx_optim *o) {
       return 0;
     case TFX_OPT_ADAM:
     case TFX_OPT_ADAMW:
+    case TFX_OPT_FTRL:
       return 2;
     default:
       return 1;
@@ -122,6 +124,26 @@ static void rmsprop(const tfx_optim *o, float *w, const float *g, float scale, f
   }
 }
 
+/* n^(-lr_power): the square root for the usual lr_power -0.5. */
+static float acc_pow(float n, double lr_power) {
+  return lr_power == -0.5 ? sqrtf(n) : (float)pow(n, -lr_power);
+}
+
+/* FTRL-Proximal (McMahan et al. 2013, as TensorFlow's ApplyFtrl): per coordinate, n += g^2, z += g - sigma w with
+ * sigma = (n_new^-p - n^-p) / lr, then w = (sign(z) l1 - z) / (n_new^-p / lr + 2 l2) where |z| > l1, else exactly
+ * 0. The slot a holds n less initial_accumulator (slots start at zero), z the linear term. */
+static void ftrl(const tfx_optim *o, float *w, const float *g, float scale, float lr, float *a, float *z, size_t n) {
+  float l1 = (float)o->l1, l2 = (float)o->l2, n0 = (float)o->initial_accumulator;
+  for (size_t i = 0; lr > 0 && i < n; i++) { /* a rate of 0 (a warmup's first step) changes nothing */
+    float gi = scale * g[i], acc = a[i] + n0, acc_new = acc + gi * gi;
+    float p_old = acc_pow(acc, o->lr_power), p_new = acc_pow(acc_new, o->lr_power);
+    z[i] += gi - (p_new - p_old) / lr * w[i];
+    a[i] = acc_new - n0;
+    float quad = p_new / lr + 2 * l2;
+    w[i] = fabsf(z[i]) > l1 ? (copysignf(l1, z[i]) - z[i]) / quad : 0.0f;
+  }
+}
+
 static void adam(const tfx_optim *o, int64_t step, float *w, const float *g, float scale, float lr, float *m, float *v,
                  size_t n) {
   float b1 = (float)o->beta1, b2 = (float)o->beta2, eps = (float)o->epsilon;
@@ -155,6 +177,9 @@ static void apply_at(const tfx_optim *o, int64_t step, float lr, float *w, const
       break;
     case TFX_OPT_RMSPROP:
       rmsprop(o, w, g, scale, lr, slots[0], n);
+      break;
+    case TFX_OPT_FTRL:
+      ftrl(o, w, g, scale, lr, slots[0], slots[1], n);
       break;
     default:
       adam(o, step, w, g, scale, lr, slots[0], slots[1], n);

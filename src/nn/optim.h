@@ -17,6 +17,7 @@ typedef enum tfx_opt_kind {
   TFX_OPT_RMSPROP,
   TFX_OPT_ADAM,
   TFX_OPT_ADAMW,
+  TFX_OPT_FTRL, /* FTRL-Proximal: slots "accum" (less its initial value) and "linear" */
 } tfx_opt_kind;
 
 typedef enum tfx_schedule {
@@ -31,6 +32,7 @@ typedef struct tfx_optim {
   tfx_opt_kind kind;
   tfx_schedule schedule;
   double lr, momentum, beta1, beta2, epsilon, weight_decay, decay_rate;
+  double l1, l2, lr_power, initial_accumulator;
   int nesterov;
   int64_t decay_steps, warmup_steps, total_steps;
   int n_bounds; /* piecewise: rate values[i] up to step bounds[i] (TF's PiecewiseConstantDecay) */

@@ -378,3 +378,39 @@ Test(optim, apply_uses_the_scheduled_rate) {
   cr_assert_float_eq(w[0], 1 - 0.05, 1e-7);
   cr_assert_float_eq(w[1], 1 + 0.1, 1e-7);
 }
+
+/* FTRL-Proximal from the paper's per-coordinate rules in double precision (lr_power -0.5). */
+static void ftrl_reference(double *w, double *n, double *z, double g, double lr, double l1, double l2) {
+  double n_new = *n + g * g, sigma = (sqrt(n_new) - sqrt(*n)) / lr;
+  *z += g - sigma * *w;
+  *n = n_new;
+  *w = fabs(*z) > l1 ? ((*z > 0 ? l1 : -l1) - *z) / (sqrt(n_new) / lr + 2 * l2) : 0;
+}
+
+Test(optim, ftrl_follows_the_proximal_rule_and_l1_gives_exact_zeros) {
+  tfx_config cfg;
+  tfx_config_init(&cfg);
+  tfx_err err = {0};
+  cr_assert_eq(tfx_config_parse(&cfg,
+                                "{\"optimizer\": {\"name\": \"ftrl\", \"learning_rate\": 0.5, \"l1\": 0.3, \"l2\": 0.1,"
+                                " \"initial_accumulator\": 0.1}}",
+                                "t", &err),
+               TFX_OK, "%s", err.msg);
+  cr_assert_eq(tfx_config_validate_choices(&cfg, &err), TFX_OK, "%s", err.msg);
+  tfx_optim o;
+  tfx_optim_init(&o, &cfg);
+  cr_assert_eq(o.kind, TFX_OPT_FTRL);
+  cr_assert_eq(tfx_optim_slots(&o), 2);
+  float w[2] = {0, 0}, acc[2] = {0, 0}, lin[2] = {0, 0}, *slots[2] = {acc, lin};
+  double rw[2] = {0, 0}, rn[2] = {0.1, 0.1}, rz[2] = {0, 0};
+  const float grads[5][2] = {{1.0f, 0.1f}, {0.8f, -0.1f}, {1.2f, 0.05f}, {-0.2f, 0.1f}, {0.9f, -0.05f}};
+  for (int t = 0; t < 5; t++) {
+    tfx_optim_apply(&o, t, w, grads[t], 1.0f, slots, 2);
+    for (int i = 0; i < 2; i++) {
+      ftrl_reference(&rw[i], &rn[i], &rz[i], grads[t][i], 0.5, 0.3, 0.1);
+      cr_assert_float_eq(w[i], rw[i], 1e-5, "step %d, weight %d: %g, want %g", t, i, w[i], rw[i]);
+    }
+  }
+  cr_assert(w[0] != 0.0f, "a weight with a strong gradient moves");
+  cr_assert(w[1] == 0.0f, "a weight whose |z| stays under l1 is exactly zero, not small");
+}
