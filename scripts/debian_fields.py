@@ -2,7 +2,7 @@
 """The Debian-packages set per field, for tfx's feature columns: predict a package's Section from its other
 fields, as read by `apt-cache dumpavail` on this machine (real data nobody here wrote).
 
-    python3 scripts/debian_fields.py OUT_DIR [--min-count 300]
+    python3 scripts/debian_fields.py OUT_DIR [--min-count 300] [--libsvm BITS]
 
 Writes OUT_DIR/train.csv and OUT_DIR/test.csv (a header, one package per row) and OUT_DIR/meta.json (the classes).
 Columns: label (the index of the Section among the sections with >= min-count packages, sorted by name; other
@@ -10,7 +10,9 @@ packages are dropped), name (the words of Package, split on - . +), maintainer, 
 Pre-Depends), recommends (Recommends and Suggests), tags (the debtags), desc (the words of the synopsis),
 priority, multiarch, arch, home (Homepage's host), size (log2 of 1 + Installed-Size, a number) and size_bucket
 (its integer part, a category). Multi-valued cells separate their values with a space. The split is the one of
-the acceptance set (test: crc32(package name) mod 5 == 0), so accuracies compare."""
+the acceptance set (test: crc32(package name) mod 5 == 0), so accuracies compare. With --libsvm BITS, also
+OUT_DIR/{train,test}.libsvm: every (column, value) of a row as one hashed feature, 1 + crc32("column=value") mod
+2^BITS, value 1 (the bag-of-fields form PyTorch's EmbeddingBag and tfx's LibSVM reader both read)."""
 import csv, json, math, os, re, subprocess, sys, zlib
 from collections import Counter
 
@@ -62,6 +64,20 @@ def row(rec, label):
     }
 
 
+def libsvm_line(r, bits):
+    feats = set()
+    for col in COLUMNS[1:]:
+        if col == "size":
+            continue
+        for v in str(r[col]).split(" ") if col in MULTI else [str(r[col])]:
+            if v:
+                feats.add(1 + (zlib.crc32(f"{col}={v}".encode()) & ((1 << bits) - 1)))
+    return f"{r['label']} " + " ".join(f"{f}:1" for f in sorted(feats)) + "\n"
+
+
+MULTI = {"name", "depends", "recommends", "tags", "desc"}
+
+
 def main():
     if len(sys.argv) < 2:
         sys.exit(__doc__)
@@ -79,6 +95,8 @@ def main():
     os.makedirs(out, exist_ok=True)
     files = {s: open(os.path.join(out, f"{s}.csv"), "w", newline="") for s in ("train", "test")}
     writers = {s: csv.DictWriter(f, COLUMNS) for s, f in files.items()}
+    bits = int(sys.argv[sys.argv.index("--libsvm") + 1]) if "--libsvm" in sys.argv else 0
+    svm = {s: open(os.path.join(out, f"{s}.libsvm"), "w") for s in ("train", "test")} if bits else {}
     n = Counter()
     for w in writers.values():
         w.writeheader()
@@ -86,9 +104,12 @@ def main():
         rec = recs[name]
         if section(rec) in label:
             split = "test" if zlib.crc32(name.encode()) % 5 == 0 else "train"
-            writers[split].writerow(row(rec, label[section(rec)]))
+            r = row(rec, label[section(rec)])
+            writers[split].writerow(r)
+            if bits:
+                svm[split].write(libsvm_line(r, bits))
             n[split] += 1
-    for f in files.values():
+    for f in list(files.values()) + list(svm.values()):
         f.close()
     meta = {"classes": classes, "n_classes": len(classes), "train": n["train"], "test": n["test"],
             "columns": COLUMNS}
