@@ -11,6 +11,8 @@
 #include <xxhash.h>
 
 #include "data/csv.h"
+#include "data/example.h"
+#include "data/tfrecord.h"
 
 #define MAX_CROSS 4096 /* values of one crossed cell (the product of its keys' values) */
 
@@ -31,6 +33,8 @@ typedef struct plan {
 
 typedef struct reader {
   const char *path;
+  const char *unit; /* where a row is in the file: "line" (CSV) or "record" (TFRecord) */
+  const char *label_name;
   size_t line;
   const char *const *names;
   plan p;
@@ -116,20 +120,20 @@ static int make_plan(reader *r, const tfx_config *cfg, size_t ncols, tfx_err *er
   if (rc) {
     return rc;
   }
-  p->label = column_of(r, ncols, cfg->label_column);
+  p->label = column_of(r, ncols, r->label_name);
   if (p->label < 0) {
     char *end;
-    long k = strtol(cfg->label_column, &end, 10);
+    long k = strtol(r->label_name, &end, 10);
     p->label = *end || k >= (long)ncols || k < -(long)ncols ? -1 : (int)(k < 0 ? (long)ncols + k : k);
   }
   return p->label < 0
-             ? tfx_err_set(err, TFX_ECONFIG, "%s: label column '%s' is not in the header", r->path, cfg->label_column)
+             ? tfx_err_set(err, TFX_ECONFIG, "%s: label column '%s' is not in the header", r->path, r->label_name)
              : TFX_OK;
 }
 
 static int bad_cell(const reader *r, int col, const char *cell, const char *what, tfx_err *err) {
-  return tfx_err_set(err, TFX_ECORRUPT, "%s: line %zu, column '%s': '%.80s' %s", r->path, r->line, r->names[col], cell,
-                     what);
+  return tfx_err_set(err, TFX_ECORRUPT, "%s: %s %zu, column '%s': '%.80s' %s", r->path, r->unit, r->line, r->names[col],
+                     cell, what);
 }
 
 /* Cuts the next value of a cell (separated by sep; the whole cell when sep is 0) out in place; NULL at the end. */
@@ -333,21 +337,27 @@ static void reader_free(reader *r) {
   free(r->x), free(r->y);
 }
 
+/* Allocates every field's offsets (row 0 starts at 0). */
+static int start_fields(reader *r, tfx_err *err) {
+  for (int s = 0; s < TFX_MAX_FIELDS; s++) {
+    if (!(r->fb[s].off = calloc(1024, sizeof(int64_t)))) {
+      return tfx_err_set(err, TFX_ENOMEM, "%s: out of memory", r->path);
+    }
+    r->fb[s].cap_off = 1024;
+  }
+  return TFX_OK;
+}
+
 int tfx_columns_load_csv(const tfx_config *cfg, const char *path, tfx_dataset **out, tfx_err *err) {
   tfx_csv_rows *rows = NULL;
-  reader r = {.path = path};
+  reader r = {.path = path, .unit = "line", .label_name = cfg->label_column};
   size_t ncols;
   int rc = tfx_csv_rows_open(path, &rows, err);
   if (!rc) {
     r.names = tfx_csv_rows_header(rows, &ncols);
     rc = make_plan(&r, cfg, ncols, err);
   }
-  for (int s = 0; !rc && s < TFX_MAX_FIELDS; s++) {
-    if (!(r.fb[s].off = calloc(1024, sizeof(int64_t)))) {
-      rc = tfx_err_set(err, TFX_ENOMEM, "%s: out of memory", path);
-    }
-    r.fb[s].cap_off = 1024;
-  }
+  rc = rc ? rc : start_fields(&r, err);
   char **cells;
   while (!rc && !(rc = tfx_csv_rows_next(rows, &cells, &r.line, err)) && cells) {
     rc = add_row(&r, cells, err);
@@ -360,5 +370,154 @@ int tfx_columns_load_csv(const tfx_config *cfg, const char *path, tfx_dataset **
   }
   reader_free(&r);
   tfx_csv_rows_close(rows);
+  return rc;
+}
+
+#define LIST_SEP '\x1f' /* joins a TFRecord feature's values into one cell, split again as a multi-valued cell */
+
+/* The features a TFRecord's columns read (the label, each key, weight key and crossed key), once each. */
+typedef struct record_keys {
+  char name[2 * TFX_MAX_FEATURES + 1][64];
+  const char *ptr[2 * TFX_MAX_FEATURES + 1];
+  size_t n;
+} record_keys;
+
+static void add_key(record_keys *k, const char *name, size_t len) {
+  for (size_t i = 0; i < k->n; i++) {
+    if (strlen(k->name[i]) == len && !strncmp(k->name[i], name, len)) {
+      return;
+    }
+  }
+  if (k->n < sizeof k->name / sizeof k->name[0] && len < sizeof k->name[0]) {
+    snprintf(k->name[k->n], sizeof k->name[0], "%.*s", (int)len, name);
+    k->ptr[k->n] = k->name[k->n];
+    k->n++;
+  }
+}
+
+static void collect_keys(const tfx_config *cfg, record_keys *k) {
+  add_key(k, cfg->label_key, strlen(cfg->label_key));
+  for (int i = 0; i < cfg->n_features; i++) {
+    const tfx_feature_spec *f = &cfg->features[i];
+    if (f->key[0]) {
+      add_key(k, f->key, strlen(f->key));
+    }
+    if (f->weight_key[0]) {
+      add_key(k, f->weight_key, strlen(f->weight_key));
+    }
+    for (const char *p = f->keys; *p;) {
+      size_t n = strcspn(p, ",");
+      add_key(k, p, n);
+      p += n + (p[n] == ',');
+    }
+  }
+}
+
+/* Appends text to a growing cell; -1 when memory runs out. */
+static int cell_put(char **buf, size_t *len, size_t *cap, const char *text, size_t n) {
+  if (*len + n + 2 > *cap) {
+    size_t c = (*len + n + 2) * 2;
+    char *b = realloc(*buf, c);
+    if (!b) {
+      return -1;
+    }
+    *buf = b, *cap = c;
+  }
+  memcpy(*buf + *len, text, n);
+  *len += n;
+  (*buf)[*len] = '\0';
+  return 0;
+}
+
+/* A feature of an Example as cell text: its values joined by LIST_SEP (bytes as they are, int64 in decimal,
+ * floats to 9 digits); empty when the Example lacks it. */
+static int example_cell(const tfx_example *ex, const char *key, char **buf, size_t *cap, tfx_err *err) {
+  tfx_feature_kind kind;
+  size_t count = 0, len = 0;
+  int rc = cell_put(buf, &len, cap, "", 0) ? TFX_ENOMEM : TFX_OK;
+  if (rc || tfx_example_find(ex, key, &kind, &count, NULL)) {
+    return rc ? tfx_err_set(err, rc, "out of memory") : TFX_OK;
+  }
+  const int64_t *ints = NULL;
+  const float *floats = NULL;
+  if (kind == TFX_FEATURE_KIND_INT64) {
+    tfx_example_int64s(ex, key, &ints, &count, NULL);
+  } else if (kind == TFX_FEATURE_KIND_FLOAT) {
+    tfx_example_floats(ex, key, &floats, &count, NULL);
+  }
+  for (size_t i = 0; !rc && i < count; i++) {
+    char num[40], sep = LIST_SEP;
+    const uint8_t *data = (const uint8_t *)num;
+    size_t n = 0;
+    if (kind == TFX_FEATURE_KIND_BYTES) {
+      tfx_example_bytes(ex, key, i, &data, &n, NULL);
+    } else {
+      n = ints ? (size_t)snprintf(num, sizeof num, "%lld", (long long)ints[i])
+               : (size_t)snprintf(num, sizeof num, "%.9g", (double)floats[i]);
+    }
+    rc = (i && cell_put(buf, &len, cap, &sep, 1)) || cell_put(buf, &len, cap, (const char *)data, n) ? TFX_ENOMEM : 0;
+  }
+  return rc ? tfx_err_set(err, rc, "out of memory") : TFX_OK;
+}
+
+/* One Example as cells in the order of keys. */
+static int example_cells(reader *r, const uint8_t *data, size_t len, const record_keys *k, char **cells, size_t *caps,
+                         tfx_err *err) {
+  tfx_example *ex = NULL;
+  tfx_err e = {0};
+  int rc = tfx_example_unpack(data, len, &ex, &e);
+  if (rc) {
+    return tfx_err_set(err, TFX_ECORRUPT, "%s: record %zu: %s", r->path, r->line, e.msg);
+  }
+  for (size_t i = 0; !rc && i < k->n; i++) {
+    rc = example_cell(ex, k->ptr[i], &cells[i], &caps[i], err);
+  }
+  tfx_example_destroy(ex);
+  return rc;
+}
+
+/* cfg with every categorical column multi-valued on LIST_SEP: a TFRecord feature is a list. */
+static void as_lists(const tfx_config *cfg, tfx_config *lists) {
+  *lists = *cfg;
+  for (int i = 0; i < lists->n_features; i++) {
+    tfx_feature_spec *f = &lists->features[i];
+    if (strcmp(f->type, "numeric")) {
+      f->separator[0] = LIST_SEP, f->separator[1] = '\0';
+    }
+  }
+}
+
+int tfx_columns_load_tfrecord(const tfx_config *cfg, const char *path, tfx_dataset **out, tfx_err *err) {
+  static tfx_config lists; /* large: kept off the stack */
+  static record_keys keys;
+  memset(&keys, 0, sizeof keys);
+  as_lists(cfg, &lists);
+  collect_keys(&lists, &keys);
+  reader r = {.path = path, .unit = "record", .label_name = lists.label_key, .names = keys.ptr};
+  char *cells[2 * TFX_MAX_FEATURES + 1] = {0};
+  size_t caps[2 * TFX_MAX_FEATURES + 1] = {0};
+  tfx_tfrecord_reader *tr = NULL;
+  int rc = make_plan(&r, &lists, keys.n, err);
+  rc = rc ? rc : start_fields(&r, err);
+  rc = rc ? rc : tfx_tfrecord_reader_open(path, &tr, err);
+  const uint8_t *data;
+  size_t len;
+  while (!rc && !(rc = tfx_tfrecord_reader_next(tr, &data, &len, err)) && data) {
+    r.line++;
+    if (!(rc = example_cells(&r, data, len, &keys, cells, caps, err))) {
+      rc = add_row(&r, cells, err);
+    }
+  }
+  if (!rc && r.n == 0) {
+    rc = tfx_err_set(err, TFX_ECORRUPT, "%s: no records", path);
+  }
+  if (!rc) {
+    rc = finish(&r, out, err);
+  }
+  for (size_t i = 0; i < keys.n; i++) {
+    free(cells[i]);
+  }
+  reader_free(&r);
+  tfx_tfrecord_reader_close(tr);
   return rc;
 }

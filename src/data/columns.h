@@ -1,7 +1,7 @@
-/* Feature columns (model.features) over CSV records with a header: each categorical column (identity, hash,
- * crossed; one value or a bag of values split at its separator, optionally weighted by a second column) becomes
- * one sparse field of the dataset, in the order declared; the numeric columns are its dense part, in order.
- * Hashes are xxHash's XXH3-64 with seed 0 of the value's text (a crossed tuple: of each value with its NUL),
+/* Feature columns (model.features) over CSV records with a header (or TFRecord Examples, below): each categorical
+ * column (identity, hash, crossed; one value or a bag of values split at its separator, optionally weighted by a second
+ * column) becomes one sparse field of the dataset, in the order declared; the numeric columns are its dense part, in
+ * order. Hashes are xxHash's XXH3-64 with seed 0 of the value's text (a crossed tuple: of each value with its NUL),
  * modulo hash_bucket_size: the same on every machine and every run.
  *
  * Ownership: the dataset is the caller's (tfx_dataset_destroy). Errors: TFX_ENOTFOUND / TFX_ESYS (open, read),
@@ -16,5 +16,11 @@
 
 /* Loads path (CSV with a header) through cfg's feature columns; caller owns *out. */
 int tfx_columns_load_csv(const tfx_config *cfg, const char *path, tfx_dataset **out, tfx_err *err);
+/* Loads path (TFRecord of tf.train.Example) through cfg's feature columns: each column's key names a feature,
+ * whose list is always a bag (bytes_list values hashed as their bytes, int64_list as decimal text, identity ids
+ * from int64_list; float_list as weights or the one value of a numeric column; a missing feature is an empty
+ * bag, or default_value); the label is data.label_key's int64. Errors name the record (1-based). Not thread-safe
+ * (one call at a time). Caller owns *out. */
+int tfx_columns_load_tfrecord(const tfx_config *cfg, const char *path, tfx_dataset **out, tfx_err *err);
 
 #endif

@@ -12,9 +12,12 @@
 static int load_other(const tfx_config *cfg, const char *path, size_t dim, tfx_dataset **out, tfx_err *err) {
   const char *f = cfg->data_format;
   if (cfg->n_features > 0) {
-    return strcmp(f, "csv")
-               ? tfx_err_set(err, TFX_ECONFIG, "model.features: data.format %s (feature columns read csv)", f)
-               : tfx_columns_load_csv(cfg, path, out, err);
+    if (!strcmp(f, "tfrecord")) {
+      return tfx_columns_load_tfrecord(cfg, path, out, err);
+    }
+    return strcmp(f, "csv") ? tfx_err_set(err, TFX_ECONFIG,
+                                          "model.features: data.format %s (feature columns read csv or tfrecord)", f)
+                            : tfx_columns_load_csv(cfg, path, out, err);
   }
   if (!strcmp(f, "csv")) {
     return tfx_csv_load(path, cfg->label_column, cfg->data_header, out, err);

@@ -9,6 +9,8 @@
 #include <xxhash.h>
 
 #include "data/columns.h"
+#include "data/example.h"
+#include "data/tfrecord.h"
 #include "nn/model.h"
 #include "tmpdir.h"
 
@@ -164,4 +166,60 @@ Test(columns, fm_is_the_pairwise_term_and_its_gradient_matches) {
     }
   }
   tfx_model_destroy(m);
+}
+
+/* Packs one Example (label, cat as int64, words as bytes, w as floats, x as one float) into the writer. */
+static void write_example(tfx_tfrecord_writer *w, int64_t label, int64_t cat, const char *const *words, size_t nw,
+                          const float *weights, float x) {
+  const uint8_t *bytes[4];
+  size_t lens[4];
+  for (size_t i = 0; i < nw; i++) {
+    bytes[i] = (const uint8_t *)words[i], lens[i] = strlen(words[i]);
+  }
+  tfx_feature f[5] = {
+      {.key = "y", .kind = TFX_FEATURE_KIND_INT64, .n = 1, .int64s = &label},
+      {.key = "cat", .kind = TFX_FEATURE_KIND_INT64, .n = 1, .int64s = &cat},
+      {.key = "words", .kind = TFX_FEATURE_KIND_BYTES, .n = nw, .bytes = bytes, .bytes_len = lens},
+      {.key = "w", .kind = TFX_FEATURE_KIND_FLOAT, .n = nw, .floats = weights},
+      {.key = "x", .kind = TFX_FEATURE_KIND_FLOAT, .n = 1, .floats = &x},
+  };
+  uint8_t *buf;
+  size_t len;
+  cr_assert_eq(tfx_example_pack(f, nw ? 5 : 2, &buf, &len, NULL), TFX_OK);
+  cr_assert_eq(tfx_tfrecord_writer_write(w, buf, len, NULL), TFX_OK);
+  free(buf);
+}
+
+Test(columns, tfrecord_examples_give_the_fields_csv_gives) {
+  tmpdir_create("columns-tfrecord");
+  char path[128];
+  snprintf(path, sizeof path, "%s/d.tfrecord", tmp);
+  tfx_tfrecord_writer *w = NULL;
+  cr_assert_eq(tfx_tfrecord_writer_open(path, &w, NULL), TFX_OK);
+  const char *ab[] = {"a", "b"}, *c[] = {"c"};
+  const float wab[] = {0.5f, 2.0f}, wc[] = {3.0f};
+  write_example(w, 1, 3, ab, 2, wab, 1.5f);
+  write_example(w, 0, 0, NULL, 0, NULL, 0); /* words, w and x absent: an empty bag and the default */
+  write_example(w, 2, 4, c, 1, wc, 7.0f);
+  cr_assert_eq(tfx_tfrecord_writer_close(w, NULL), TFX_OK);
+  tfx_config cfg;
+  load_config(&cfg);
+  snprintf(cfg.label_key, sizeof cfg.label_key, "y");
+  tfx_dataset *d = NULL;
+  tfx_err err = {0};
+  cr_assert_eq(tfx_columns_load_tfrecord(&cfg, path, &d, &err), TFX_OK, "%s", err.msg);
+  const char *csv = write_csv("d.csv", "y,cat,words,w,x\n1,3,a b,0.5 2,1.5\n0,0,,,\n2,4,c,3,7\n");
+  tfx_dataset *e = NULL;
+  cr_assert_eq(tfx_columns_load_csv(&cfg, csv, &e, &err), TFX_OK, "%s", err.msg);
+  cr_assert(d->n == e->n && d->n_fields == e->n_fields && d->dim == e->dim);
+  cr_assert(!memcmp(d->y, e->y, sizeof(int32_t) * d->n) && !memcmp(d->x, e->x, sizeof(float) * d->n));
+  for (int f = 0; f < d->n_fields; f++) {
+    int64_t nnz = d->fields[f].off[d->n];
+    cr_assert(!memcmp(d->fields[f].off, e->fields[f].off, sizeof(int64_t) * (d->n + 1)), "field %d offsets", f);
+    cr_assert(!memcmp(d->fields[f].ids, e->fields[f].ids, sizeof(int64_t) * (size_t)nnz), "field %d ids", f);
+    cr_assert(!memcmp(d->fields[f].vals, e->fields[f].vals, sizeof(float) * (size_t)nnz), "field %d weights", f);
+  }
+  tfx_dataset_destroy(d);
+  tfx_dataset_destroy(e);
+  tmpdir_remove();
 }
