@@ -50,6 +50,24 @@ static const char usage[] =
     "  --log-level=LEVEL       debug|info|warn|error\n"
     "  --help, --version, --help-options (the experiment option table)\n";
 
+/* The command's own help: its lines of the usage's command list (and their continuation lines), then the
+ * options every command takes. */
+static void print_command_help(const char *cmd) {
+  char head[32];
+  snprintf(head, sizeof head, "  %s ", cmd);
+  const char *line = strstr(usage, head), *opts = strstr(usage, "\noptions:");
+  printf("usage: tfx-node %s [OPTIONS]\n\n", cmd);
+  for (int first = 1; line && *line && (first || !strncmp(line, "           ", 11)); first = 0) {
+    const char *end = strchr(line, '\n');
+    printf("%.*s\n", (int)(end - line), line);
+    line = end + 1;
+  }
+  fputs(opts ? opts : "", stdout);
+}
+
+/* The command named anywhere in argv (the help of `tfx-node --help train` is train's), or NULL. */
+static const char *command_in(int argc, char **argv);
+
 static int is_command(const char *s) {
   for (int i = 0; commands[i]; i++) {
     if (!strcmp(s, commands[i])) {
@@ -197,11 +215,21 @@ static int parse_int(const char *s, const char *flag, long lo, long hi, long *ou
   return TFX_OK;
 }
 
+static const char *command_in(int argc, char **argv) {
+  for (int i = 1; i < argc; i++) {
+    if (is_command(argv[i])) {
+      return argv[i];
+    }
+  }
+  return NULL;
+}
+
 static int scan(tfx_args *a, raw *r, int argc, char **argv, tfx_err *err) {
   for (int i = 1; i < argc; i++) {
     const char *arg = argv[i];
     if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
-      return fputs(usage, stdout), a->done = 1, TFX_OK;
+      const char *cmd = a->command ? a->command : command_in(argc, argv);
+      return cmd ? print_command_help(cmd) : (void)fputs(usage, stdout), a->done = 1, TFX_OK;
     }
     if (!strcmp(arg, "--version")) {
       return printf("tfx-node %s (protocol 1)\n", TFX_VERSION), a->done = 1, TFX_OK;

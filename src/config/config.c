@@ -132,59 +132,64 @@ static const option options[] = {
 
 #define L(field) offsetof(tfx_layer_spec, field), sizeof(((tfx_layer_spec *)0)->field)
 static const option layer_options[] = {
-    {"type", OPT_STR, L(type), 0, 0, "", ""},
-    {"name", OPT_STR, L(name), 0, 0, "", ""},
-    {"activation", OPT_STR, L(activation), 0, 0, "none", ""},
-    {"padding", OPT_STR, L(padding), 0, 0, "valid", ""},
-    {"initializer", OPT_STR, L(initializer), 0, 0, "", ""},
-    {"units", OPT_INT, L(units), 1, 1 << 24, "1", ""},
-    {"filters", OPT_INT, L(filters), 1, 1 << 16, "1", ""},
-    {"kernel_size", OPT_INT, L(kernel_size), 1, 64, "3", ""},
-    {"strides", OPT_INT, L(strides), 0, 64, "0", ""}, /* 0: the layer's default */
-    {"pool_size", OPT_INT, L(pool_size), 1, 64, "2", ""},
-    {"rate", OPT_DBL, L(rate), 0, 1, "0", ""},
-    {"input_dim", OPT_INT, L(input_dim), 1, 1 << 30, "1", ""}, /* embedding_bag: 1 means its input size */
-    {"inputs", OPT_STR, L(inputs), 0, 0, "", ""},
-    {"variable", OPT_STR, L(variable), 0, 0, "", ""},
-    {"combiner", OPT_STR, L(combiner), 0, 0, "sum", ""},
-    {"use_bias", OPT_BOOL, L(use_bias), 0, 1, "true", ""},
+    {"type", OPT_STR, L(type), 0, 0, "",
+     "dense conv2d max_pool2d avg_pool2d flatten dropout batch_norm embedding embedding_bag fm bi_interaction "
+     "concat add matmul bias_add lookup scale relu tanh sigmoid leaky_relu softmax"},
+    {"name", OPT_STR, L(name), 0, 0, "", "the layer's name (default TYPE_N); variables are NAME/kernel, ..."},
+    {"activation", OPT_STR, L(activation), 0, 0, "none", "fused activation of dense, conv2d, matmul, bias_add"},
+    {"padding", OPT_STR, L(padding), 0, 0, "valid", "conv2d and pooling: same | valid"},
+    {"initializer", OPT_STR, L(initializer), 0, 0, "", "kernel initializer, e.g. glorot_uniform, zeros, uniform:0.05"},
+    {"units", OPT_INT, L(units), 1, 1 << 24, "1", "outputs of dense, embedding (width), embedding_bag, matmul"},
+    {"filters", OPT_INT, L(filters), 1, 1 << 16, "1", "conv2d: output channels"},
+    {"kernel_size", OPT_INT, L(kernel_size), 1, 64, "3", "conv2d: square kernel side"},
+    {"strides", OPT_INT, L(strides), 0, 64, "0", "conv2d and pooling (0: 1 for conv2d, pool_size for pooling)"},
+    {"pool_size", OPT_INT, L(pool_size), 1, 64, "2", "pooling window side"},
+    {"rate", OPT_DBL, L(rate), 0, 1, "0", "dropout rate, leaky_relu alpha, scale factor, batch_norm momentum"},
+    {"input_dim", OPT_INT, L(input_dim), 1, 1 << 30, "1",
+     "embedding: vocabulary rows; embedding_bag: table rows (1: its input's size)"},
+    {"inputs", OPT_STR, L(inputs), 0, 0, "",
+     "earlier layers by name, comma-separated, or input; embedding_bag: a feature column (default: the previous)"},
+    {"variable", OPT_STR, L(variable), 0, 0, "", "matmul, bias_add, lookup: the model.variables entry used"},
+    {"combiner", OPT_STR, L(combiner), 0, 0, "sum", "embedding_bag: sum | mean | sqrtn"},
+    {"use_bias", OPT_BOOL, L(use_bias), 0, 1, "true", "embedding_bag: add a bias of units values"},
 };
 #define N_LAYER_OPTIONS (sizeof layer_options / sizeof layer_options[0])
 
 #define VS(field) offsetof(tfx_var_spec, field), sizeof(((tfx_var_spec *)0)->field)
 static const option var_options[] = {
-    {"name", OPT_STR, VS(name), 0, 0, "", ""},
-    {"shape", OPT_STR, VS(shape), 0, 0, "", ""},
-    {"initializer", OPT_STR, VS(initializer), 0, 0, "", ""},
-    {"trainable", OPT_BOOL, VS(trainable), 0, 1, "true", ""},
+    {"name", OPT_STR, VS(name), 0, 0, "", "the variable's name (matmul, bias_add and lookup name it)"},
+    {"shape", OPT_STR, VS(shape), 0, 0, "", "1 to 4 positive dims, e.g. [784, 10]"},
+    {"initializer", OPT_STR, VS(initializer), 0, 0, "", "as a layer's (default glorot_uniform for rank 2, else zeros)"},
+    {"trainable", OPT_BOOL, VS(trainable), 0, 1, "true", "false: kept as initialized or restored"},
 };
 #define N_VAR_OPTIONS (sizeof var_options / sizeof var_options[0])
 
 #define F(field) offsetof(tfx_feature_spec, field), sizeof(((tfx_feature_spec *)0)->field)
 static const option feature_options[] = {
-    {"name", OPT_STR, F(name), 0, 0, "", ""},
-    {"key", OPT_STR, F(key), 0, 0, "", ""},
-    {"type", OPT_STR, F(type), 0, 0, "", ""},
-    {"num_buckets", OPT_I64, F(num_buckets), 0, (double)(1LL << 40), "0", ""},
-    {"hash_bucket_size", OPT_I64, F(hash_bucket_size), 0, (double)(1LL << 40), "0", ""},
-    {"keys", OPT_STR, F(keys), 0, 0, "", ""},
-    {"separator", OPT_STR, F(separator), 0, 0, "", ""},
-    {"weight_key", OPT_STR, F(weight_key), 0, 0, "", ""},
-    {"required", OPT_BOOL, F(required), 0, 1, "false", ""},
-    {"default_value", OPT_DBL, F(default_value), -BIG, BIG, "0", ""},
-    {"normalizer", OPT_STR, F(normalizer), 0, 0, "", ""},
+    {"name", OPT_STR, F(name), 0, 0, "", "what layers read in inputs (default: key)"},
+    {"key", OPT_STR, F(key), 0, 0, "", "the CSV column or Example feature read"},
+    {"type", OPT_STR, F(type), 0, 0, "", "numeric | identity | hash | crossed"},
+    {"num_buckets", OPT_I64, F(num_buckets), 0, (double)(1LL << 40), "0", "identity: ids in [0, num_buckets)"},
+    {"hash_bucket_size", OPT_I64, F(hash_bucket_size), 0, (double)(1LL << 40), "0",
+     "hash, crossed: buckets of XXH3-64 of the value's text"},
+    {"keys", OPT_STR, F(keys), 0, 0, "", "crossed: the comma-separated columns whose tuple is hashed"},
+    {"separator", OPT_STR, F(separator), 0, 0, "", "multi-valued cells: the separator of the values"},
+    {"weight_key", OPT_STR, F(weight_key), 0, 0, "", "the column of per-value weights"},
+    {"required", OPT_BOOL, F(required), 0, 1, "false", "an empty cell is an error"},
+    {"default_value", OPT_DBL, F(default_value), -BIG, BIG, "0", "numeric: the value of an empty cell"},
+    {"normalizer", OPT_STR, F(normalizer), 0, 0, "", "numeric: log1p, or none"},
 };
 #define N_FEATURE_OPTIONS (sizeof feature_options / sizeof feature_options[0])
 
 #define V(field) offsetof(tfx_valset, field), sizeof(((tfx_valset *)0)->field)
 static const option valset_options[] = {
-    {"name", OPT_STR, V(name), 0, 0, "", ""},
-    {"images", OPT_STR, V(images), 0, 0, "", ""},
-    {"labels", OPT_STR, V(labels), 0, 0, "", ""},
-    {"every_steps", OPT_I64, V(every_steps), 0, BIG, "500", ""},
-    {"batches", OPT_INT, V(batches), 0, 1 << 20, "0", ""},
-    {"agg", OPT_STR, V(agg), 0, 0, "mean", ""},
-    {"first", OPT_BOOL, V(first), 0, 1, "false", ""},
+    {"name", OPT_STR, V(name), 0, 0, "", "the set's name: its records are kind validation.NAME"},
+    {"images", OPT_STR, V(images), 0, 0, "", "the set's (images) file"},
+    {"labels", OPT_STR, V(labels), 0, 0, "", "its labels file (IDX)"},
+    {"every_steps", OPT_I64, V(every_steps), 0, BIG, "500", "evaluate every N steps"},
+    {"batches", OPT_INT, V(batches), 0, 1 << 20, "0", "batches of 1000 examples evaluated (0: all)"},
+    {"agg", OPT_STR, V(agg), 0, 0, "mean", "mean | min | max | sum of per-batch metrics, or per metric"},
+    {"first", OPT_BOOL, V(first), 0, 1, "false", "also at step 0"},
 };
 #define N_VALSET_OPTIONS (sizeof valset_options / sizeof valset_options[0])
 
@@ -1172,11 +1177,31 @@ char *tfx_config_to_json(const tfx_config *cfg) {
   return s;
 }
 
-void tfx_config_print_options(void) {
-  printf("%-34s %-7s %-24s %s\n", "option", "type", "default", "meaning");
+/* Prints one option table: path (after prefix), type, default and meaning, nothing cut. */
+static void print_table(const char *title, const char *prefix, const option *table, size_t n) {
   static const char *const tnames[] = {"int", "int", "number", "string", "bool"};
-  for (size_t i = 0; i < N_OPTIONS; i++) {
-    const option *o = &options[i];
-    printf("%-34s %-7s %-24.24s %s\n", o->path, tnames[o->type], o->def, o->help);
+  printf("\n%s\n", title);
+  for (size_t i = 0; i < n; i++) {
+    const option *o = &table[i];
+    char path[96];
+    snprintf(path, sizeof path, "%s%s", prefix, o->path);
+    printf("%-34s %-7s %-10s %s\n", path, tnames[o->type], o->def[0] ? o->def : "\"\"", o->help);
   }
+}
+
+void tfx_config_print_options(void) {
+  printf("%-34s %-7s %-10s %s\n", "option", "type", "default", "meaning");
+  print_table("# the experiment's sections (--set KEY=VALUE)", "", options, N_OPTIONS);
+  print_table("# model.layers[N]: each layer", "model.layers[].", layer_options, N_LAYER_OPTIONS);
+  print_table("# model.features[N]: feature columns (sparse models)", "model.features[].", feature_options,
+              N_FEATURE_OPTIONS);
+  print_table("# model.variables[N]: variables the graph ops use", "model.variables[].", var_options, N_VAR_OPTIONS);
+  print_table("# validation[N]: named validation sets", "validation[].", valset_options, N_VALSET_OPTIONS);
+  printf(
+      "\n# hyperparameters: {NAME: SPEC}, referenced as \"$NAME\" anywhere in the experiment\n"
+      "%-34s %s\n%-34s %s\n%-34s %s\n%-34s %s\n%-34s %s\n",
+      "hyperparameters.NAME.type", "constant (value) | int (min, max) | float | log_float (min, max) | categorical",
+      "hyperparameters.NAME.value", "constant: the value", "hyperparameters.NAME.min / max", "the range searched",
+      "hyperparameters.NAME.values", "categorical: the choices", "hyperparameters.NAME.default",
+      "what a plain run uses (else the constant, the minimum or the first value)");
 }

@@ -17,6 +17,15 @@ expect_config_error "may not both" '{"cluster":{"chief":["a:1"],"master":["b:1"]
 expect_config_error "no such job" '{"cluster":{"ps":["c:1"]},"task":{"type":"worker","index":0}}'
 "$TFX_NODE" --version | grep -q "tfx-node" || fail "--version"
 "$TFX_NODE" --help | grep -q "local" || fail "--help"
+# Each command has its own --help: its usage line and the common options, not the whole list.
+for cmd in train local evaluate predict export search; do
+  out=$("$TFX_NODE" "$cmd" --help) || fail "$cmd --help"
+  echo "$out" | head -1 | grep -q "^usage: tfx-node $cmd " || fail "$cmd --help: $(echo "$out" | head -1)"
+  echo "$out" | grep -q "^  $cmd " || fail "$cmd --help lacks its usage line"
+  ! echo "$out" | grep -q "^  keygen " || fail "$cmd --help prints every command"
+  echo "$out" | grep -q "^options:" || fail "$cmd --help lacks the options"
+done
+"$TFX_NODE" --help train | head -1 | grep -q "^usage: tfx-node train " || fail "--help train is train's help"
 
 p0=$(free_port); p1=$(free_port); p2=$(free_port)
 tfc="{\"cluster\":{\"chief\":[\"127.0.0.1:$p0\"],\"ps\":[\"127.0.0.1:$p1\"],\"worker\":[\"127.0.0.1:$p2\"]},\"task\":{\"type\":\"ps\",\"index\":0},\"environment\":\"cloud\"}"

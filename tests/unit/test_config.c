@@ -696,10 +696,19 @@ Test(config, print_options_lists_every_option) {
   tfx_config_print_options();
   stdout = saved;
   fclose(mem);
-  const char *keys[] = {"optimizer.learning_rate",   "training.batch_size", "placement.min_slice_bytes",
-                        "cluster.request_timeout_s", "data.train.images",   "eval.validate_first"};
+  const char *keys[] = {"optimizer.learning_rate",   "training.batch_size",
+                        "placement.min_slice_bytes", "cluster.request_timeout_s",
+                        "data.train.images",         "eval.validate_first",
+                        "model.layers[].combiner",   "model.features[].hash_bucket_size",
+                        "model.variables[].shape",   "validation[].every_steps",
+                        "hyperparameters.NAME.type", "optimizer.l1"};
   for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
     cr_expect(strstr(buf, keys[i]) != NULL, "--help-options lacks %s", keys[i]);
+  }
+  cr_expect(strstr(buf, "/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz") != NULL,
+            "a default longer than the column is printed whole");
+  for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n")) {
+    cr_expect(line[0] == '#' || !strstr(line, "[].") || strlen(line) > 60, "no meaning: %s", line);
   }
   free(buf);
 }
