@@ -122,8 +122,11 @@ static tfx_model *fm_model(void) {
 static const int64_t one_off[] = {0, 1, 2};
 static const int64_t ids_a[] = {1, 2}, ids_b[] = {0, 2}, ids_c[] = {3, 3};
 
+/* The three fields of the fm tests' batch: static, since the model reads them until the next batch. */
+static const tfx_csr fm_fields[3] = {{2, one_off, ids_a, NULL}, {2, one_off, ids_b, NULL}, {2, one_off, ids_c, NULL}};
+
 static double fm_loss(tfx_model *m, const float *x, const int32_t *y, int train) {
-  const tfx_csr f[3] = {{2, one_off, ids_a, NULL}, {2, one_off, ids_b, NULL}, {2, one_off, ids_c, NULL}};
+  const tfx_csr *f = fm_fields;
   tfx_step_stats st;
   tfx_model_set_csr(m, f, 3, NULL);
   tfx_model_forward(m, x, 2, train, 0);
