@@ -1046,10 +1046,16 @@ int tfx_config_validate(const tfx_config *cfg, tfx_err *err) {
   if (cfg->n_layers == 0 && !cfg->plugin[0]) {
     return tfx_err_set(err, TFX_ECONFIG, "model.layers: the model has no layers");
   }
-  if (tfx_config_sparse_input(cfg) && (cfg->data_mean != 0 || cfg->data_std != 1 || cfg->data_stream)) {
-    return tfx_err_set(err, TFX_ECONFIG, "model.layers[0] is an embedding_bag (sparse input): %s",
-                       cfg->data_stream ? "data.stream is not supported yet (the set is held as CSR in memory)"
-                                        : "data.mean and data.std would make every feature nonzero; use data.scale");
+  int streamed = cfg->data_stream || !strcmp(cfg->shard_by, "file");
+  if (tfx_config_sparse_input(cfg) && (cfg->data_mean != 0 || cfg->data_std != 1)) {
+    return tfx_err_set(err, TFX_ECONFIG,
+                       "sparse input (an embedding_bag): data.mean and data.std would make every feature nonzero; "
+                       "use data.scale");
+  }
+  if (tfx_config_sparse_input(cfg) && streamed && (cfg->n_features > 0 || strcmp(cfg->data_format, "libsvm"))) {
+    return tfx_err_set(err, TFX_ECONFIG,
+                       "data.stream / shard_by file: sparse inputs stream from LibSVM files only "
+                       "(feature columns are read whole)");
   }
   for (const char *p = cfg->metrics; *p;) {
     size_t n = strcspn(p, ",");

@@ -184,9 +184,9 @@ static int csr_reserve(tfx_batcher *b, int f, size_t rows, size_t nnz) {
   return 0;
 }
 
-/* Appends example k of field f as row i of the batch; -1 when memory runs out. */
-static int csr_append(tfx_batcher *b, int f, int i, size_t k) {
-  const tfx_field *src = &b->d->fields[f];
+/* Appends example k of d's field f as row i of the batch; -1 when memory runs out. */
+static int csr_append(tfx_batcher *b, const tfx_dataset *d, int f, int i, size_t k) {
+  const tfx_field *src = &d->fields[f];
   tfx_field *dst = &b->csr_buf[f];
   int64_t from = src->off[k], len = src->off[k + 1] - from, at = dst->off[i];
   if (csr_reserve(b, f, 0, (size_t)(at + len))) {
@@ -201,26 +201,47 @@ static int csr_append(tfx_batcher *b, int f, int i, size_t k) {
 }
 
 int tfx_batcher_fields(const tfx_batcher *b) {
-  return b->d ? b->d->n_fields : 0;
+  return b->d ? b->d->n_fields : b->stream ? tfx_stream_fields(b->stream) : 0;
+}
+
+/* The next example of the batch: from the dataset (shuffled order) or the stream's window; NULL after a stream
+ * error (recorded for tfx_batcher_status). */
+static const tfx_dataset *next_example(tfx_batcher *b, size_t *k) {
+  if (!b->stream) {
+    *k = take_index(b);
+    return b->d;
+  }
+  const tfx_dataset *d = NULL;
+  if (!b->rc) {
+    b->rc = tfx_stream_take(b->stream, &d, k, &b->err);
+  }
+  return b->rc ? NULL : d;
 }
 
 const tfx_csr *tfx_batcher_next_csr(tfx_batcher *b, int batch, float *x, int32_t *y) {
-  const tfx_dataset *d = b->d;
-  int nf = d ? d->n_fields : 0, oom = 0;
+  int nf = tfx_batcher_fields(b), oom = 0;
   for (int f = 0; f < nf; f++) {
     oom |= csr_reserve(b, f, (size_t)batch, 1);
     b->csr_buf[f].off[0] = 0;
   }
-  if (b->stream || !nf || oom) {
+  if (!nf || oom) {
     tfx_batcher_fail(b, oom ? TFX_ENOMEM : TFX_EINVAL, "%s",
                      oom ? "out of memory for a sparse batch" : "sparse batches need a sparse in-memory dataset");
     memset(y, 0, sizeof(int32_t) * (size_t)batch);
     return b->csr;
   }
   for (int i = 0; i < batch && !oom; i++) {
-    size_t k = take_index(b);
+    size_t k = 0;
+    const tfx_dataset *d = next_example(b, &k);
+    if (!d) { /* a stream that failed: its error is the batcher's; the rest of the batch is empty */
+      for (int f = 0; f < nf; f++) {
+        b->csr_buf[f].off[i + 1] = b->csr_buf[f].off[i];
+      }
+      y[i] = 0;
+      continue;
+    }
     for (int f = 0; f < nf; f++) {
-      oom |= csr_append(b, f, i, k);
+      oom |= csr_append(b, d, f, i, k);
     }
     if (x && d->x) {
       memcpy(x + (size_t)i * d->dim, d->x + k * d->dim, sizeof(float) * d->dim);

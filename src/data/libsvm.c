@@ -311,6 +311,19 @@ int tfx_libsvm_load(const char *path, size_t dim, tfx_dataset **out, tfx_err *er
   return rc;
 }
 
+int tfx_libsvm_read_sparse(tfx_libsvm_reader *r, size_t max, tfx_dataset **out, tfx_err *err) {
+  svm *s = &r->s;
+  *out = NULL;
+  int rc = r->eof ? TFX_OK : read_rows(s, max, &r->eof, err);
+  if (rc || s->n == 0) {
+    return rc;
+  }
+  rc = to_csr(s, out, err);
+  s->n = s->ne = 0; /* the next chunk starts empty; the entry buffers are reused, y was handed over */
+  s->cap = 0;
+  return rc;
+}
+
 int tfx_libsvm_load_sparse(const char *path, size_t dim, tfx_dataset **out, tfx_err *err) {
   tfx_libsvm_reader *r = NULL;
   int rc = tfx_libsvm_open(path, dim, &r, err);

@@ -33,6 +33,9 @@ void tfx_libsvm_close(tfx_libsvm_reader *r);
 int tfx_libsvm_count(const char *path, int64_t *n, tfx_err *err);
 /* Loads a LibSVM file with dim features (0: inferred); caller owns *out; free with tfx_dataset_destroy. */
 int tfx_libsvm_load(const char *path, size_t dim, tfx_dataset **out, tfx_err *err);
+/* Reads up to max more examples into a new sparse dataset (as tfx_libsvm_load_sparse); caller owns *out (NULL
+ * at the end of the file). */
+int tfx_libsvm_read_sparse(tfx_libsvm_reader *r, size_t max, tfx_dataset **out, tfx_err *err);
 /* Loads a LibSVM file as a sparse dataset (sp_off, sp_ids 0-based, sp_vals; x NULL) with dim features (0:
  * inferred): memory grows with the nonzeros, not with dim. Caller owns *out; free with tfx_dataset_destroy. */
 int tfx_libsvm_load_sparse(const char *path, size_t dim, tfx_dataset **out, tfx_err *err);

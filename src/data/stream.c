@@ -21,6 +21,7 @@ typedef struct file_list {
 
 struct tfx_stream {
   fmt format;
+  int sparse; /* LibSVM rows kept as CSR (a model that reads them with an embedding_bag) */
   char label_column[64], feature_key[64], label_key[64];
   int header;
   double scale, mean, std; /* x = (x * scale - mean) / std */
@@ -180,7 +181,8 @@ static int read_chunk(tfx_stream *s, tfx_dataset **out, tfx_err *err) {
     case FMT_CSV:
       return tfx_csv_read(s->reader, s->window, out, err);
     case FMT_LIBSVM:
-      return tfx_libsvm_read(s->reader, s->window, out, err);
+      return s->sparse ? tfx_libsvm_read_sparse(s->reader, s->window, out, err)
+                       : tfx_libsvm_read(s->reader, s->window, out, err);
     default:
       return tfx_example_read(s->reader, s->window, out, err);
   }
@@ -217,8 +219,32 @@ static int advance_file(tfx_stream *s, tfx_err *err) {
   return open_reader(s, s->order[s->next_file++], err);
 }
 
+/* filter_chunk of a sparse chunk: this shard's records' ids and weights moved down in place, scaled. */
+static void filter_sparse(tfx_stream *s, tfx_dataset *d) {
+  tfx_field *f = &d->fields[0];
+  size_t k = 0;
+  int64_t at = 0;
+  for (size_t i = 0; i < d->n; i++, s->record++) {
+    int64_t from = f->off[i], len = f->off[i + 1] - from;
+    if (s->by_file || s->record % (uint64_t)s->count == (uint64_t)s->index) {
+      memmove(f->ids + at, f->ids + from, sizeof(int64_t) * (size_t)len);
+      for (int64_t j = 0; j < len; j++) {
+        f->vals[at + j] = (float)(f->vals[from + j] * s->scale);
+      }
+      f->off[k] = at, at += len;
+      d->y[k++] = d->y[i];
+    }
+  }
+  f->off[k] = at;
+  d->n = k;
+}
+
 /* Keeps this shard's records of the chunk (sharding by record), in place; checks their width. */
 static int filter_chunk(tfx_stream *s, tfx_dataset *d, size_t file, tfx_err *err) {
+  if (s->sparse) {
+    filter_sparse(s, d);
+    return TFX_OK;
+  }
   if (d->dim != s->dim) {
     return tfx_err_set(err, TFX_ESHAPE, "%s: %zu values per example, the model's input takes %zu",
                        s->images.paths[file], d->dim, s->dim);
@@ -305,6 +331,16 @@ static int take(tfx_stream *s, size_t *k, tfx_err *err) {
   return TFX_OK;
 }
 
+int tfx_stream_take(tfx_stream *s, const tfx_dataset **d, size_t *k, tfx_err *err) {
+  int rc = take(s, k, err);
+  *d = rc ? NULL : s->buf;
+  return rc;
+}
+
+int tfx_stream_fields(const tfx_stream *s) {
+  return s->sparse ? 1 : 0;
+}
+
 int tfx_stream_next(tfx_stream *s, int batch, float *x, int32_t *y, tfx_err *err) {
   for (int i = 0; i < batch; i++) {
     size_t k;
@@ -355,6 +391,7 @@ int tfx_stream_open(const tfx_config *cfg, int index, int count, size_t dim, tfx
                     .seed = (uint64_t)cfg->seed ^ (uint64_t)index * 0x9E37ULL,
                     .file_seed = (uint64_t)cfg->seed};
   s->mean = cfg->data_mean, s->std = cfg->data_std;
+  s->sparse = s->format == FMT_LIBSVM && tfx_config_sparse_input(cfg);
   snprintf(s->label_column, sizeof s->label_column, "%s", cfg->label_column);
   snprintf(s->feature_key, sizeof s->feature_key, "%s", cfg->feature_key);
   snprintf(s->label_key, sizeof s->label_key, "%s", cfg->label_key);

@@ -26,6 +26,11 @@ typedef struct tfx_stream tfx_stream;
 /* Opens the training files of cfg for shard `index` of `count`, examples of `dim` floats; the first file is
  * opened (and checked) now. Caller owns *out; close with tfx_stream_close. */
 int tfx_stream_open(const tfx_config *cfg, int index, int count, size_t dim, tfx_stream **out, tfx_err *err);
+/* The next example of this shard: the window holding it (borrowed until the next call) and its index there
+ * (sparse streams: copy its rows with the CSR arrays of (*d)->fields). */
+int tfx_stream_take(tfx_stream *s, const tfx_dataset **d, size_t *k, tfx_err *err);
+/* The number of sparse fields the stream's examples carry (1: LibSVM rows kept as CSR; 0: dense). */
+int tfx_stream_fields(const tfx_stream *s);
 /* Copies the next `batch` examples into x [batch, dim] and y [batch], crossing windows, files and epochs. */
 int tfx_stream_next(tfx_stream *s, int batch, float *x, int32_t *y, tfx_err *err);
 /* Skips `n` examples as if they were taken (resume). */

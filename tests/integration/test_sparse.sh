@@ -1,7 +1,8 @@
 #!/bin/bash
 # Sparse models in one process: a 4-class logistic regression over 2^20 hashed features (LibSVM, an embedding_bag
-# first layer) learns a planted model to >= 0.85 accuracy (chance 0.25) without a dense row; evaluate and predict read the same
-# sparse file; training resumes from its checkpoint; bad sparse input (an index past D, a NaN value, a bad
+# first layer) learns a planted model to >= 0.85 accuracy (chance 0.25) without a dense row, read whole or
+# streamed; a local cluster trains it; evaluate and predict read the same sparse file; training resumes from its
+# checkpoint; bad sparse input (an index past D, a NaN value, a bad
 # combiner) exits 2 naming the file and line, and leaves no run behind.
 . "$(dirname "$0")/lib.sh"
 python3 - "$WORK" <<'PY'
@@ -49,6 +50,18 @@ grep -q "accuracy $acc\|accuracy.*${acc:0:5}" "$WORK/eval.log" || fail "evaluate
   fail "resume: $(tail -1 "$WORK/more.log")"
 grep -q "TRAIN-RESUME resumed from .*ckpt-000000000563 at step 563" "$WORK/more.log" || fail "did not resume at 563"
 [ "$(metric "$WORK/run/metrics.jsonl" eval step)" = 750 ] || fail "4 epochs end at step 750"
+# Streamed (a window of 2000 examples at a time, rows kept as CSR): the same model learns as well.
+exp "$WORK/stream.json" "$WORK/train.libsvm" data.stream=true data.shuffle_buffer=2000
+"$TFX_NODE" train --config "$WORK/stream.json" --run-dir "$WORK/run-stream" >"$WORK/stream.log" 2>&1 ||
+  fail "streamed: $(tail -1 "$WORK/stream.log")"
+sacc=$(metric "$WORK/run-stream/metrics.jsonl" eval accuracy)
+ge "$sacc" 0.85 || fail "streamed sparse logistic regression reached accuracy $sacc, want >= 0.85"
+# A local cluster (1 ps, 2 workers, each its shard of the records) trains the same model.
+"$TFX_NODE" local --config "$WORK/lr.json" --run-dir "$WORK/run-local" --workers 2 --ps 1 --max-steps 40 \
+  >"$WORK/local.log" 2>&1 || fail "local cluster: $(tail -1 "$WORK/local.log")"
+[ "$(metric "$WORK/run-local/metrics.jsonl" eval step)" = 40 ] || fail "the cluster did not evaluate at step 40"
+lacc=$(metric "$WORK/run-local/metrics.jsonl" eval accuracy)
+ge "$lacc" 0.3 || fail "the cluster's accuracy after 40 steps is $lacc (chance 0.25)"
 # Bad input: exit 2, the file and line named, no run directory written.
 bad() { # bad NAME EXPECTED-MESSAGE CONFIG-KEY=VALUE...
   local name=$1 want=$2; shift 2
@@ -66,4 +79,4 @@ bad bad-nan "bad-nan.libsvm: line 2, column 3: '4:nan': the value is not a finit
 cp "$WORK/train.libsvm" "$WORK/combiner.libsvm"
 bad combiner "combiner 'max' (want sum, mean or sqrtn)" \
   model.layers='[{"type": "embedding_bag", "units": 4, "combiner": "max"}]'
-pass "sparse logistic regression: accuracy $acc in 563 steps, evaluate/predict/resume on CSR, bad input exits 2"
+pass "sparse logistic regression: accuracy $acc in 563 steps ($sacc streamed, $lacc after 40 cluster steps), evaluate/predict/resume on CSR, bad input exits 2"
