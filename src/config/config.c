@@ -1047,7 +1047,7 @@ int tfx_config_validate(const tfx_config *cfg, tfx_err *err) {
     return tfx_err_set(err, TFX_ECONFIG, "model.layers: the model has no layers");
   }
   int streamed = cfg->data_stream || !strcmp(cfg->shard_by, "file");
-  if (tfx_config_sparse_input(cfg) && (cfg->data_mean != 0 || cfg->data_std != 1)) {
+  if (tfx_config_sparse_input(cfg) && !cfg->n_features && (cfg->data_mean != 0 || cfg->data_std != 1)) {
     return tfx_err_set(err, TFX_ECONFIG,
                        "sparse input (an embedding_bag): data.mean and data.std would make every feature nonzero; "
                        "use data.scale");

@@ -45,8 +45,12 @@ int tfx_dataset_load_config(const tfx_config *cfg, int eval, size_t expect_dim, 
     tfx_dataset_destroy(d);
     return rc;
   }
-  if (d->n_fields && cfg->n_features > 0) {
-    *out = d; /* feature columns: ids and weights as the file gives them, numeric columns as they are */
+  if (d->n_fields && cfg->n_features > 0) { /* feature columns: the numeric ones (x) scaled and normalized */
+    for (size_t i = 0; tfx_config_numeric_features(cfg) > 0 && i < d->n * d->dim; i++) {
+      d->x[i] = (float)(d->x[i] * cfg->data_scale);
+    }
+    tfx_dataset_normalize(d->x, d->n * d->dim, cfg->data_mean, cfg->data_std);
+    *out = d;
     return TFX_OK;
   }
   if (d->n_fields && !d->x) { /* a LibSVM row: its values scaled; mean and std would densify (refused by config) */
