@@ -1052,10 +1052,10 @@ int tfx_config_validate(const tfx_config *cfg, tfx_err *err) {
                        "sparse input (an embedding_bag): data.mean and data.std would make every feature nonzero; "
                        "use data.scale");
   }
-  if (tfx_config_sparse_input(cfg) && streamed && (cfg->n_features > 0 || strcmp(cfg->data_format, "libsvm"))) {
+  if (tfx_config_sparse_input(cfg) && streamed && !cfg->n_features && strcmp(cfg->data_format, "libsvm")) {
     return tfx_err_set(err, TFX_ECONFIG,
-                       "data.stream / shard_by file: sparse inputs stream from LibSVM files only "
-                       "(feature columns are read whole)");
+                       "data.stream / shard_by file: an embedding_bag over the input streams LibSVM "
+                       "files (or declare model.features)");
   }
   for (const char *p = cfg->metrics; *p;) {
     size_t n = strcspn(p, ",");

@@ -337,40 +337,17 @@ static void reader_free(reader *r) {
   free(r->x), free(r->y);
 }
 
-/* Allocates every field's offsets (row 0 starts at 0). */
+/* Allocates every field's offsets (row 0 starts at 0) for the next chunk. */
 static int start_fields(reader *r, tfx_err *err) {
   for (int s = 0; s < TFX_MAX_FIELDS; s++) {
-    if (!(r->fb[s].off = calloc(1024, sizeof(int64_t)))) {
+    if (!r->fb[s].off && !(r->fb[s].off = calloc(1024, sizeof(int64_t)))) {
       return tfx_err_set(err, TFX_ENOMEM, "%s: out of memory", r->path);
     }
-    r->fb[s].cap_off = 1024;
+    r->fb[s].cap_off = r->fb[s].off ? (r->fb[s].cap_off ? r->fb[s].cap_off : 1024) : 0;
+    r->fb[s].off[0] = 0;
   }
+  r->n = r->cap = 0;
   return TFX_OK;
-}
-
-int tfx_columns_load_csv(const tfx_config *cfg, const char *path, tfx_dataset **out, tfx_err *err) {
-  tfx_csv_rows *rows = NULL;
-  reader r = {.path = path, .unit = "line", .label_name = cfg->label_column};
-  size_t ncols;
-  int rc = tfx_csv_rows_open(path, &rows, err);
-  if (!rc) {
-    r.names = tfx_csv_rows_header(rows, &ncols);
-    rc = make_plan(&r, cfg, ncols, err);
-  }
-  rc = rc ? rc : start_fields(&r, err);
-  char **cells;
-  while (!rc && !(rc = tfx_csv_rows_next(rows, &cells, &r.line, err)) && cells) {
-    rc = add_row(&r, cells, err);
-  }
-  if (!rc && r.n == 0) {
-    rc = tfx_err_set(err, TFX_ECORRUPT, "%s: no rows", path);
-  }
-  if (!rc) {
-    rc = finish(&r, out, err);
-  }
-  reader_free(&r);
-  tfx_csv_rows_close(rows);
-  return rc;
 }
 
 #define LIST_SEP '\x1f' /* joins a TFRecord feature's values into one cell, split again as a multi-valued cell */
@@ -487,37 +464,106 @@ static void as_lists(const tfx_config *cfg, tfx_config *lists) {
   }
 }
 
-int tfx_columns_load_tfrecord(const tfx_config *cfg, const char *path, tfx_dataset **out, tfx_err *err) {
-  static tfx_config lists; /* large: kept off the stack */
-  static record_keys keys;
-  memset(&keys, 0, sizeof keys);
-  as_lists(cfg, &lists);
-  collect_keys(&lists, &keys);
-  reader r = {.path = path, .unit = "record", .label_name = lists.label_key, .names = keys.ptr};
-  char *cells[2 * TFX_MAX_FEATURES + 1] = {0};
-  size_t caps[2 * TFX_MAX_FEATURES + 1] = {0};
-  tfx_tfrecord_reader *tr = NULL;
-  int rc = make_plan(&r, &lists, keys.n, err);
-  rc = rc ? rc : start_fields(&r, err);
-  rc = rc ? rc : tfx_tfrecord_reader_open(path, &tr, err);
+struct tfx_columns_reader {
+  reader r;
+  tfx_config lists; /* TFRecord: the experiment with every categorical column a bag (as_lists) */
+  record_keys keys;
+  tfx_csv_rows *rows;      /* CSV */
+  tfx_tfrecord_reader *tr; /* TFRecord */
+  char *cells[2 * TFX_MAX_FEATURES + 1];
+  size_t caps[2 * TFX_MAX_FEATURES + 1];
+  char *path;
+};
+
+/* The next record's cells: a CSV row, or an Example's features; *cells NULL at the end of the file. */
+static int next_cells(tfx_columns_reader *c, char ***cells, tfx_err *err) {
+  if (c->rows) {
+    return tfx_csv_rows_next(c->rows, cells, &c->r.line, err);
+  }
   const uint8_t *data;
   size_t len;
-  while (!rc && !(rc = tfx_tfrecord_reader_next(tr, &data, &len, err)) && data) {
-    r.line++;
-    if (!(rc = example_cells(&r, data, len, &keys, cells, caps, err))) {
-      rc = add_row(&r, cells, err);
-    }
+  int rc = tfx_tfrecord_reader_next(c->tr, &data, &len, err);
+  *cells = NULL;
+  if (rc || !data) {
+    return rc;
   }
-  if (!rc && r.n == 0) {
-    rc = tfx_err_set(err, TFX_ECORRUPT, "%s: no records", path);
-  }
-  if (!rc) {
-    rc = finish(&r, out, err);
-  }
-  for (size_t i = 0; i < keys.n; i++) {
-    free(cells[i]);
-  }
-  reader_free(&r);
-  tfx_tfrecord_reader_close(tr);
+  c->r.line++;
+  rc = example_cells(&c->r, data, len, &c->keys, c->cells, c->caps, err);
+  *cells = rc ? NULL : c->cells;
   return rc;
+}
+
+int tfx_columns_open(const tfx_config *cfg, const char *path, tfx_columns_reader **out, tfx_err *err) {
+  tfx_columns_reader *c = calloc(1, sizeof *c);
+  if (!c || !(c->path = strdup(path))) {
+    free(c);
+    return tfx_err_set(err, TFX_ENOMEM, "%s: out of memory", path);
+  }
+  int csv = strcmp(cfg->data_format, "tfrecord") != 0, rc;
+  size_t ncols = 0;
+  c->r = (reader){.path = c->path, .unit = csv ? "line" : "record", .label_name = cfg->label_column};
+  if (csv) {
+    c->lists = *cfg;
+    rc = tfx_csv_rows_open(path, &c->rows, err);
+    c->r.names = rc ? NULL : tfx_csv_rows_header(c->rows, &ncols);
+  } else {
+    as_lists(cfg, &c->lists);
+    collect_keys(&c->lists, &c->keys);
+    c->r.names = c->keys.ptr, c->r.label_name = c->lists.label_key, ncols = c->keys.n;
+    rc = tfx_tfrecord_reader_open(path, &c->tr, err);
+  }
+  rc = rc ? rc : make_plan(&c->r, &c->lists, ncols, err);
+  if (rc) {
+    tfx_columns_close(c);
+    return rc;
+  }
+  *out = c;
+  return TFX_OK;
+}
+
+int tfx_columns_read(tfx_columns_reader *c, size_t max, tfx_dataset **out, tfx_err *err) {
+  *out = NULL;
+  int rc = start_fields(&c->r, err);
+  char **cells;
+  while (!rc && c->r.n < max && !(rc = next_cells(c, &cells, err)) && cells) {
+    rc = add_row(&c->r, cells, err);
+  }
+  return rc || c->r.n == 0 ? rc : finish(&c->r, out, err);
+}
+
+void tfx_columns_close(tfx_columns_reader *c) {
+  if (!c) {
+    return;
+  }
+  for (size_t i = 0; i < c->keys.n; i++) {
+    free(c->cells[i]);
+  }
+  reader_free(&c->r);
+  tfx_csv_rows_close(c->rows);
+  tfx_tfrecord_reader_close(c->tr);
+  free(c->path);
+  free(c);
+}
+
+/* The whole file through a columns reader. */
+static int load_all(const tfx_config *cfg, const char *path, tfx_dataset **out, tfx_err *err) {
+  tfx_columns_reader *c = NULL;
+  int rc = tfx_columns_open(cfg, path, &c, err);
+  if (!rc && !(rc = tfx_columns_read(c, SIZE_MAX, out, err)) && !*out) {
+    rc = tfx_err_set(err, TFX_ECORRUPT, "%s: no %ss", path, c->r.unit);
+  }
+  tfx_columns_close(c);
+  return rc;
+}
+
+int tfx_columns_load_csv(const tfx_config *cfg, const char *path, tfx_dataset **out, tfx_err *err) {
+  tfx_config c = *cfg;
+  snprintf(c.data_format, sizeof c.data_format, "csv");
+  return load_all(&c, path, out, err);
+}
+
+int tfx_columns_load_tfrecord(const tfx_config *cfg, const char *path, tfx_dataset **out, tfx_err *err) {
+  tfx_config c = *cfg;
+  snprintf(c.data_format, sizeof c.data_format, "tfrecord");
+  return load_all(&c, path, out, err);
 }

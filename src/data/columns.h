@@ -19,8 +19,18 @@ int tfx_columns_load_csv(const tfx_config *cfg, const char *path, tfx_dataset **
 /* Loads path (TFRecord of tf.train.Example) through cfg's feature columns: each column's key names a feature,
  * whose list is always a bag (bytes_list values hashed as their bytes, int64_list as decimal text, identity ids
  * from int64_list; float_list as weights or the one value of a numeric column; a missing feature is an empty
- * bag, or default_value); the label is data.label_key's int64. Errors name the record (1-based). Not thread-safe
- * (one call at a time). Caller owns *out. */
+ * bag, or default_value); the label is data.label_key's int64. Errors name the record (1-based). Caller owns
+ * *out. */
 int tfx_columns_load_tfrecord(const tfx_config *cfg, const char *path, tfx_dataset **out, tfx_err *err);
+
+/* Feature columns read a chunk at a time (streaming): the file's format is cfg's data.format (csv or tfrecord). */
+typedef struct tfx_columns_reader tfx_columns_reader;
+
+/* Opens path and resolves the columns (checked now); caller owns *out; close with tfx_columns_close. */
+int tfx_columns_open(const tfx_config *cfg, const char *path, tfx_columns_reader **out, tfx_err *err);
+/* Reads up to max more records into a new dataset; caller owns *out (NULL at the end of the file). */
+int tfx_columns_read(tfx_columns_reader *c, size_t max, tfx_dataset **out, tfx_err *err);
+/* Closes the file and frees the reader; NULL does nothing. */
+void tfx_columns_close(tfx_columns_reader *c);
 
 #endif

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common/rand.h"
+#include "data/columns.h"
 #include "data/csv.h"
 #include "data/data_impl.h"
 #include "data/example.h"
@@ -21,7 +22,9 @@ typedef struct file_list {
 
 struct tfx_stream {
   fmt format;
-  int sparse; /* LibSVM rows kept as CSR (a model that reads them with an embedding_bag) */
+  int sparse;          /* LibSVM rows kept as CSR (a model that reads them with an embedding_bag), or columns */
+  int n_fields;        /* the sparse fields of an example: 1 for LibSVM rows, the categorical columns' count */
+  tfx_config *columns; /* feature columns (model.features): the experiment they are read with, or NULL */
   char label_column[64], feature_key[64], label_key[64];
   int header;
   double scale, mean, std; /* x = (x * scale - mean) / std */
@@ -144,6 +147,11 @@ static void close_reader(tfx_stream *s) {
   if (!s->reader) {
     return;
   }
+  if (s->columns) {
+    tfx_columns_close(s->reader);
+    s->reader = NULL;
+    return;
+  }
   switch (s->format) {
     case FMT_IDX:
       tfx_idx_close(s->reader);
@@ -162,6 +170,9 @@ static void close_reader(tfx_stream *s) {
 
 static int open_reader(tfx_stream *s, size_t file, tfx_err *err) {
   const char *path = s->images.paths[file];
+  if (s->columns) {
+    return tfx_columns_open(s->columns, path, (tfx_columns_reader **)&s->reader, err);
+  }
   switch (s->format) {
     case FMT_IDX:
       return tfx_idx_open(path, s->labels.paths[file], s->scale, s->dim, (tfx_idx_reader **)&s->reader, err);
@@ -175,6 +186,9 @@ static int open_reader(tfx_stream *s, size_t file, tfx_err *err) {
 }
 
 static int read_chunk(tfx_stream *s, tfx_dataset **out, tfx_err *err) {
+  if (s->columns) {
+    return tfx_columns_read(s->reader, s->window, out, err);
+  }
   switch (s->format) {
     case FMT_IDX:
       return tfx_idx_read_chunk(s->reader, s->window, out, err);
@@ -219,24 +233,44 @@ static int advance_file(tfx_stream *s, tfx_err *err) {
   return open_reader(s, s->order[s->next_file++], err);
 }
 
-/* filter_chunk of a sparse chunk: this shard's records' ids and weights moved down in place, scaled. */
-static void filter_sparse(tfx_stream *s, tfx_dataset *d) {
-  tfx_field *f = &d->fields[0];
-  size_t k = 0;
-  int64_t at = 0;
-  for (size_t i = 0; i < d->n; i++, s->record++) {
-    int64_t from = f->off[i], len = f->off[i + 1] - from;
-    if (s->by_file || s->record % (uint64_t)s->count == (uint64_t)s->index) {
-      memmove(f->ids + at, f->ids + from, sizeof(int64_t) * (size_t)len);
-      for (int64_t j = 0; j < len; j++) {
-        f->vals[at + j] = (float)(f->vals[from + j] * s->scale);
-      }
-      f->off[k] = at, at += len;
-      d->y[k++] = d->y[i];
-    }
+/* Moves example i of field f down to row k (rows before k already moved; *at: the field's next free id). */
+static void move_row(tfx_field *f, size_t i, size_t k, int64_t *at, double scale) {
+  int64_t from = f->off[i], len = f->off[i + 1] - from;
+  memmove(f->ids + *at, f->ids + from, sizeof(int64_t) * (size_t)len);
+  for (int64_t j = 0; j < len; j++) {
+    f->vals[*at + j] = (float)(f->vals[from + j] * scale);
   }
-  f->off[k] = at;
+  f->off[k] = *at, *at += len;
+}
+
+/* filter_chunk of a sparse chunk: this shard's records' ids and weights (and dense part) moved down in place;
+ * a LibSVM row's values scaled, feature columns' numeric part scaled and normalized. */
+static void filter_sparse(tfx_stream *s, tfx_dataset *d) {
+  size_t k = 0;
+  int64_t at[TFX_MAX_FIELDS] = {0};
+  double vscale = s->columns ? 1.0 : s->scale;
+  for (size_t i = 0; i < d->n; i++, s->record++) {
+    if (!s->by_file && s->record % (uint64_t)s->count != (uint64_t)s->index) {
+      continue;
+    }
+    for (int f = 0; f < d->n_fields; f++) {
+      move_row(&d->fields[f], i, k, &at[f], vscale);
+    }
+    if (d->x) {
+      memmove(d->x + k * d->dim, d->x + i * d->dim, sizeof(float) * d->dim);
+    }
+    d->y[k++] = d->y[i];
+  }
+  for (int f = 0; f < d->n_fields; f++) {
+    d->fields[f].off[k] = at[f];
+  }
   d->n = k;
+  for (size_t i = 0; s->columns && d->x && i < k * d->dim; i++) {
+    d->x[i] = (float)(d->x[i] * s->scale);
+  }
+  if (s->columns && d->x) {
+    tfx_dataset_normalize(d->x, k * d->dim, s->mean, s->std);
+  }
 }
 
 /* Keeps this shard's records of the chunk (sharding by record), in place; checks their width. */
@@ -338,7 +372,7 @@ int tfx_stream_take(tfx_stream *s, const tfx_dataset **d, size_t *k, tfx_err *er
 }
 
 int tfx_stream_fields(const tfx_stream *s) {
-  return s->sparse ? 1 : 0;
+  return s->sparse ? s->n_fields : 0;
 }
 
 int tfx_stream_next(tfx_stream *s, int batch, float *x, int32_t *y, tfx_err *err) {
@@ -391,7 +425,15 @@ int tfx_stream_open(const tfx_config *cfg, int index, int count, size_t dim, tfx
                     .seed = (uint64_t)cfg->seed ^ (uint64_t)index * 0x9E37ULL,
                     .file_seed = (uint64_t)cfg->seed};
   s->mean = cfg->data_mean, s->std = cfg->data_std;
-  s->sparse = s->format == FMT_LIBSVM && tfx_config_sparse_input(cfg);
+  s->sparse = tfx_config_sparse_input(cfg) && (s->format == FMT_LIBSVM || cfg->n_features > 0);
+  s->n_fields = cfg->n_features > 0 ? tfx_config_sparse_fields(cfg) : 1;
+  if (cfg->n_features > 0 && !(s->columns = malloc(sizeof *cfg))) {
+    free(s);
+    return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  }
+  if (s->columns) {
+    *s->columns = *cfg;
+  }
   snprintf(s->label_column, sizeof s->label_column, "%s", cfg->label_column);
   snprintf(s->feature_key, sizeof s->feature_key, "%s", cfg->feature_key);
   snprintf(s->label_key, sizeof s->label_key, "%s", cfg->label_key);
@@ -429,5 +471,6 @@ void tfx_stream_close(tfx_stream *s) {
   tfx_dataset_destroy(s->buf);
   free(s->order);
   free(s->perm);
+  free(s->columns);
   free(s);
 }

@@ -21,6 +21,13 @@ def example():
 for name, n in (("train", 6000), ("test", 1000)):
     with open(f"{work}/{name}.libsvm", "w") as f:
         f.writelines(example() for _ in range(n))
+# The same examples as CSV for feature columns: the tokens as one space-separated cell, their values beside.
+for name in ("train", "test"):
+    with open(f"{work}/{name}.libsvm") as src, open(f"{work}/{name}.csv", "w") as dst:
+        dst.write("label,tokens,values\n")
+        for line in src:
+            label, *pairs = line.split()
+            dst.write(f"{label},{' '.join(p.split(':')[0] for p in pairs)},{' '.join(p.split(':')[1] for p in pairs)}\n")
 with open(f"{work}/bad-index.libsvm", "w") as f:
     f.write("1 3:1\n2 5:1 1048577:2\n")
 with open(f"{work}/bad-nan.libsvm", "w") as f:
@@ -56,6 +63,26 @@ exp "$WORK/stream.json" "$WORK/train.libsvm" data.stream=true data.shuffle_buffe
   fail "streamed: $(tail -1 "$WORK/stream.log")"
 sacc=$(metric "$WORK/run-stream/metrics.jsonl" eval accuracy)
 ge "$sacc" 0.85 || fail "streamed sparse logistic regression reached accuracy $sacc, want >= 0.85"
+# Feature columns over the CSV twin (hashed tokens weighted by their values), read whole and streamed in two
+# files, one per shard, learn it as well.
+head -3001 "$WORK/train.csv" >"$WORK/train-0.csv"; (head -1 "$WORK/train.csv"; tail -n +3002 "$WORK/train.csv") >"$WORK/train-1.csv"
+cols() { # cols OUT TRAIN KEY=VALUE...
+  local out=$1 train=$2; shift 2
+  experiment "$out" model.features='[{"key": "tokens", "type": "hash", "hash_bucket_size": 65536, "separator": " ",
+    "weight_key": "values"}]' model.layers='[{"type": "embedding_bag", "inputs": "tokens", "units": 4}]' \
+    data.format='"csv"' data.label_column='"label"' data.train.images="\"$train\"" \
+    data.eval.images="\"$WORK/test.csv\"" data.scale=1 optimizer.name='"adagrad"' optimizer.learning_rate=0.5 \
+    training.batch_size=32 training.epochs=3 training.report_every=100 eval.every_steps=0 "$@"
+}
+cols "$WORK/cols.json" "$WORK/train.csv"
+"$TFX_NODE" train --config "$WORK/cols.json" --run-dir "$WORK/run-cols" >"$WORK/cols.log" 2>&1 || fail "columns: $(tail -1 "$WORK/cols.log")"
+cacc=$(metric "$WORK/run-cols/metrics.jsonl" eval accuracy)
+ge "$cacc" 0.85 || fail "feature columns reached accuracy $cacc, want >= 0.85"
+cols "$WORK/cols-stream.json" "$WORK/train-*.csv" data.stream=true data.shuffle_buffer=1000
+"$TFX_NODE" train --config "$WORK/cols-stream.json" --run-dir "$WORK/run-cols-stream" >"$WORK/cols-stream.log" 2>&1 ||
+  fail "streamed columns: $(tail -1 "$WORK/cols-stream.log")"
+csacc=$(metric "$WORK/run-cols-stream/metrics.jsonl" eval accuracy)
+ge "$csacc" 0.85 || fail "streamed feature columns reached accuracy $csacc, want >= 0.85"
 # A local cluster (1 ps, 2 workers, each its shard of the records) trains the same model.
 "$TFX_NODE" local --config "$WORK/lr.json" --run-dir "$WORK/run-local" --workers 2 --ps 1 --max-steps 40 \
   >"$WORK/local.log" 2>&1 || fail "local cluster: $(tail -1 "$WORK/local.log")"
@@ -79,4 +106,4 @@ bad bad-nan "bad-nan.libsvm: line 2, column 3: '4:nan': the value is not a finit
 cp "$WORK/train.libsvm" "$WORK/combiner.libsvm"
 bad combiner "combiner 'max' (want sum, mean or sqrtn)" \
   model.layers='[{"type": "embedding_bag", "units": 4, "combiner": "max"}]'
-pass "sparse logistic regression: accuracy $acc in 563 steps ($sacc streamed, $lacc after 40 cluster steps), evaluate/predict/resume on CSR, bad input exits 2"
+pass "sparse logistic regression: accuracy $acc in 563 steps ($sacc streamed, $lacc after 40 cluster steps; feature columns $cacc, streamed $csacc), evaluate/predict/resume on CSR, bad input exits 2"
