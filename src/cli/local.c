@@ -16,6 +16,7 @@
 #include "cli/cli.h"
 #include "common/fs.h"
 #include "common/log.h"
+#include "data/epochs.h"
 #include "net/curve.h"
 #include "net/keys.h"
 #include "net/net.h"
@@ -424,6 +425,12 @@ int tfx_local_run(tfx_node *n, const tfx_cli_opts *o, const char *self, tfx_err 
   if (o->max_steps > 0) {
     n->cfg.max_steps = o->max_steps, n->cfg.max_steps_given = 1;
   }
+  int64_t epoch_steps = 0; /* experiment.json states max_steps: the epochs' budget when they decide alone */
+  int rc_epochs = tfx_epochs_apply(&n->cfg, o->workers, &epoch_steps, err);
+  if (rc_epochs) {
+    return rc_epochs;
+  }
+  n->cfg.max_steps_given = 1;
   if (!n->cfg.http_port) {
     int port = 0;
     if (free_ports(1, &port, err) == TFX_OK) {

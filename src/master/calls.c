@@ -59,28 +59,38 @@ int tfx_master_call_ps(master *m, tfx_envelope *req, int timeout_ms,
   return rc;
 }
 
-/* Pulls every variable from the ps into the master's model, through the workers' client code. */
-static int pull_model(master *m, int64_t *version, tfx_err *err) {
-  tfx_psclient *pc = NULL;
+/* Pulls every variable from the ps into the master's model, through the workers' client code; the client stays
+ * (*pc, the caller's: end_pull) as the model's row source while lazy tables are evaluated batch by batch. */
+static int pull_model(master *m, int64_t *version, tfx_psclient **pc, tfx_err *err) {
+  *pc = NULL;
   int rc = tfx_psclient_create(m->n->cluster, m->plan.ptrs, (size_t)m->plan.n, m->model,
-                               m->cfg.request_timeout_s * 1000, &pc, err);
-  if (!rc) {
-    rc = tfx_psclient_pull(pc, 0, version, err);
+                               m->cfg.request_timeout_s * 1000, pc, err);
+  if (!rc && !(rc = tfx_psclient_pull(*pc, 0, version, err))) {
+    tfx_psclient_lend_rows(*pc, m->model);
   }
-  tfx_psclient_destroy(pc);
   return rc;
+}
+
+/* Ends an evaluation's pull: the model reads no more rows from the ps. */
+static void end_pull(master *m, tfx_psclient *pc) {
+  tfx_model_set_row_source(m->model, NULL, NULL);
+  tfx_psclient_destroy(pc);
 }
 
 void tfx_master_evaluate(master *m) {
   tfx_err err;
   int64_t version = 0;
-  int rc = pull_model(m, &version, &err);
+  tfx_psclient *pc;
+  int rc = pull_model(m, &version, &pc, &err);
   if (rc) {
+    end_pull(m, pc);
     tfx_log(TFX_LOG_WARN, "MASTER-EVAL-FAIL", "cannot pull the variables: %s", err.msg);
     return;
   }
   tfx_eval_result r;
-  if (tfx_evaluate(m->model, m->eval, 1000, &r, &err)) {
+  rc = tfx_evaluate(m->model, m->eval, 1000, &r, &err);
+  end_pull(m, pc);
+  if (rc) {
     tfx_log(TFX_LOG_ERROR, "MASTER-EVAL-DATA", "step %lld: eval data %s not scored, no accuracy recorded: %s",
             (long long)version, tfx_config_eval_file(&m->cfg), err.msg);
     m->last_acc = NAN; /* not the accuracy of an earlier step either */
@@ -108,7 +118,8 @@ void tfx_master_validate(master *m, int force) {
   }
   tfx_err err;
   int64_t version = 0;
-  int rc = pull_model(m, &version, &err);
+  tfx_psclient *pc;
+  int rc = pull_model(m, &version, &pc, &err);
   for (int i = 0; !rc && i < m->cfg.n_valsets; i++) {
     const tfx_valset *v = &m->cfg.valsets[i];
     if (!force && m->global_step < m->next_val[i]) {
@@ -131,6 +142,7 @@ void tfx_master_validate(master *m, int force) {
     tfx_log(TFX_LOG_INFO, "MASTER-VALIDATE", "step %lld %s: loss %.4f accuracy %.4f (%s over %zu)", (long long)version,
             v->name, r.loss, r.accuracy, v->agg, r.examples);
   }
+  end_pull(m, pc);
   if (rc) {
     tfx_log(TFX_LOG_WARN, "MASTER-VALIDATE-FAIL", "cannot pull the variables: %s", err.msg);
   }

@@ -4,7 +4,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int parts_of(const tfx_config *cfg, const tfx_var *v) {
+/* The shards of a variable: one per ps for a lazy table (ids spread by id mod n_ps, so Zipf's hot ids do not
+ * pile onto one ps), else its axis-0 slices. */
+static int parts_of(const tfx_config *cfg, const tfx_var *v, int n_ps) {
+  if (v->lazy) {
+    return n_ps;
+  }
   size_t bytes = v->count * sizeof(float);
   if (cfg->min_slice_bytes <= 0 || bytes <= (size_t)cfg->min_slice_bytes) {
     return 1;
@@ -33,7 +38,13 @@ static void fill(tfx_plan *plan, int k, const tfx_var *v, int part, int parts, i
   tfx__shard__init(s);
   int64_t rows = v->shape[0];
   s->var = strdup(v->name);
-  if (parts == 1) {
+  if (v->lazy) { /* the whole id range; this ps makes the rows with id % parts == part as they are touched */
+    char key[160];
+    snprintf(key, sizeof key, "%s/mod_%d", v->name, part);
+    s->key = strdup(key);
+    s->lazy = 1, s->mod_n = parts, s->mod_r = part;
+    part = 0, parts = 1;
+  } else if (parts == 1) {
     s->key = strdup(v->name);
   } else {
     char key[160];
@@ -59,6 +70,20 @@ static int order_by_bytes(const void *a, const void *b) {
   return strcmp(x->name, y->name);
 }
 
+/* A shard's bytes on its ps: a slice's values, or a lazy table's expected share if every id is used (values
+ * only; the ps adds the optimizer's slots per row it makes). */
+static size_t shard_load(const Tfx__Shard *s) {
+  size_t row = 1;
+  for (size_t d = 1; d < s->n_shape; d++) {
+    row *= (size_t)s->shape[d];
+  }
+  int64_t rows = s->row_end - s->row_begin;
+  if (s->lazy && s->mod_n > 1) {
+    rows = (rows - s->mod_r + s->mod_n - 1) / s->mod_n;
+  }
+  return row * (size_t)rows * sizeof(float);
+}
+
 int tfx_plan_build(const tfx_config *cfg, tfx_model *m, int n_ps, tfx_plan *plan, tfx_err *err) {
   memset(plan, 0, sizeof *plan);
   if (n_ps < 1) {
@@ -68,7 +93,7 @@ int tfx_plan_build(const tfx_config *cfg, tfx_model *m, int n_ps, tfx_plan *plan
   tfx_var **order = calloc((size_t)nv, sizeof *order);
   size_t *load = calloc((size_t)n_ps, sizeof *load);
   for (int i = 0; order && i < nv; i++) {
-    order[i] = tfx_model_var(m, i), total += parts_of(cfg, order[i]);
+    order[i] = tfx_model_var(m, i), total += parts_of(cfg, order[i], n_ps);
   }
   plan->shards = calloc((size_t)total + 1, sizeof *plan->shards);
   plan->ptrs = calloc((size_t)total + 1, sizeof *plan->ptrs);
@@ -82,12 +107,11 @@ int tfx_plan_build(const tfx_config *cfg, tfx_model *m, int n_ps, tfx_plan *plan
   }
   int k = 0, next = 0;
   for (int i = 0; i < nv; i++) {
-    int parts = parts_of(cfg, order[i]);
+    int parts = parts_of(cfg, order[i], n_ps);
     for (int part = 0; part < parts; part++, k++) {
-      int ps = greedy ? least_loaded(load, n_ps) : next++ % n_ps;
+      int ps = order[i]->lazy ? part : greedy ? least_loaded(load, n_ps) : next++ % n_ps;
       fill(plan, k, order[i], part, parts, ps);
-      load[ps] += (size_t)(plan->shards[k].row_end - plan->shards[k].row_begin) *
-                  (order[i]->count / (size_t)order[i]->shape[0]) * 4;
+      load[ps] += shard_load(&plan->shards[k]);
     }
   }
   plan->n = k, plan->n_ps = n_ps;
@@ -114,14 +138,6 @@ Tfx__Shard **tfx_plan_for_ps(const tfx_plan *plan, int ps, size_t *n) {
   return out;
 }
 
-static size_t shard_bytes(const Tfx__Shard *s) {
-  size_t row = 1;
-  for (size_t d = 1; d < s->n_shape; d++) {
-    row *= (size_t)s->shape[d];
-  }
-  return row * (size_t)(s->row_end - s->row_begin) * sizeof(float);
-}
-
 void tfx_plan_print(const tfx_plan *plan, FILE *f) {
   size_t max = 0, sum = 0;
   for (int p = 0; p < plan->n_ps; p++) {
@@ -132,9 +148,14 @@ void tfx_plan_print(const tfx_plan *plan, FILE *f) {
       if (s->ps != p) {
         continue;
       }
-      bytes += shard_bytes(s);
+      bytes += shard_load(s);
+      if (s->lazy) {
+        fprintf(f, "  %-32s ids %% %lld == %lld of %lld (lazy: rows made when touched)  <= %zu bytes\n", s->key,
+                (long long)(s->mod_n > 1 ? s->mod_n : 1), (long long)s->mod_r, (long long)s->row_end, shard_load(s));
+        continue;
+      }
       fprintf(f, "  %-32s rows %lld..%lld  %10zu bytes\n", s->key, (long long)s->row_begin, (long long)s->row_end,
-              shard_bytes(s));
+              shard_load(s));
     }
     fprintf(f, "  total %zu bytes\n", bytes);
     max = bytes > max ? bytes : max;

@@ -125,6 +125,18 @@ static size_t sorted_pairs(layer *l, int batch, const bag_pair **out) {
   return n;
 }
 
+void tfx_embag_batch_rows(layer *l, int batch) {
+  const bag_pair *pairs;
+  size_t n = sorted_pairs(l, batch, &pairs);
+  tfx_var *v = l->w;
+  v->n_rows = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (!v->n_rows || v->rows[v->n_rows - 1] != pairs[i].id) {
+      v->rows[v->n_rows++] = pairs[i].id;
+    }
+  }
+}
+
 void tfx_embag_backward(layer *l, int batch) {
   const tfx_csr *c = l->csr;
   tfx_var *v = l->w;

@@ -176,7 +176,7 @@ static int shape_embag(tfx_model *m, layer *l, const tfx_layer_spec *s, int last
   int64_t ws[2] = {l->vocab, s->units}, bs[1] = {s->units};
   const char *init = s->initializer[0] ? s->initializer : last ? "zeros" : "uniform:0.05";
   l->w = add_var(m, l, "embeddings", 2, ws, init, l->vocab, s->units);
-  l->w->sparse = 1;
+  l->w->sparse = l->w->lazy = 1;
   l->b = s->use_bias ? add_var(m, l, "bias", 1, bs, "zeros", l->vocab, s->units) : NULL;
   return TFX_OK;
 }
@@ -693,8 +693,15 @@ int tfx_model_set_csr(tfx_model *m, const tfx_csr *fields, int n_fields, tfx_err
       return tfx_err_set(err, TFX_ENOMEM, "layer %s: out of memory for a batch of %zu ids", l->name, nnz);
     }
     l->csr = c;
+    if (m->row_source) {
+      tfx_embag_batch_rows(l, c->n);
+    }
   }
-  return TFX_OK;
+  return m->row_source ? m->row_source(m->row_ctx, m, err) : TFX_OK;
+}
+
+void tfx_model_set_row_source(tfx_model *m, tfx_row_source fn, void *ctx) {
+  m->row_source = fn, m->row_ctx = ctx;
 }
 
 void tfx_model_backward(tfx_model *m, const float *x, int batch) {

@@ -36,6 +36,8 @@ typedef struct tfx_var {
   int assign;     /* not optimized but computed by the model (batch-norm moving statistics): pushed as values
                     the ps assigns */
   int sparse;     /* row-sparse gradient (embedding tables): grad holds n_rows rows, never the whole table */
+  int lazy;       /* an embedding bag's table: a parameter server holds it row by row, and a batch needs only
+                     the rows it touches (listed in `rows` when the batch is lent, tfx_model_set_csr) */
   int64_t *rows;  /* sparse: the touched rows, ascending (owned by the model) */
   size_t n_rows;
 } tfx_var;
@@ -95,6 +97,12 @@ int tfx_model_sparse_input(const tfx_model *m);
 /* Lends the model the sparse batch, one CSR per field (borrowed until the next call), its next forward and
  * backward read; grows the bag buffers to their ids (TFX_ENOMEM naming the layer when that fails). */
 int tfx_model_set_csr(tfx_model *m, const tfx_csr *fields, int n_fields, tfx_err *err);
+/* Fetches the rows of the lazy tables a batch touches (each lazy variable's `rows`) into their values, from
+ * wherever they live (a worker: its parameter servers); TFX_OK or an error code with err set. */
+typedef int (*tfx_row_source)(void *ctx, tfx_model *m, tfx_err *err);
+/* Makes tfx_model_set_csr call fn (ctx borrowed) once the batch's rows are known, before any forward reads them;
+ * NULL: the values are local (one process). */
+void tfx_model_set_row_source(tfx_model *m, tfx_row_source fn, void *ctx);
 /* Backward pass after forward+loss: writes every variable's grad (overwrites). */
 void tfx_model_backward(tfx_model *m, const float *x, int batch);
 /* For a binary classifier (one sigmoid output, or two softmax classes): a score of class 1 per example of the

@@ -83,9 +83,11 @@ struct tfx_model {
   int top_k;               /* the K of the top-K hits counted (model.metrics top_K; 5 when absent) */
   int in_rank, ih, iw, ic; /* the model input */
   float *probs;
-  float *scratch; /* an input gradient on its way into a producer with several consumers */
-  tfx_par *par;   /* the worker pool of cfg->threads > 1 (owned), else NULL */
-  int n_fields;   /* the sparse fields: the categorical feature columns, or the one of a LibSVM row ("input") */
+  float *scratch;            /* an input gradient on its way into a producer with several consumers */
+  tfx_par *par;              /* the worker pool of cfg->threads > 1 (owned), else NULL */
+  tfx_row_source row_source; /* fetches a batch's rows of lazy tables (tfx_model_set_row_source), or NULL */
+  void *row_ctx;
+  int n_fields; /* the sparse fields: the categorical feature columns, or the one of a LibSVM row ("input") */
   char field_name[TFX_MAX_FEATURES][64];
   int64_t field_dim[TFX_MAX_FEATURES];
 };
@@ -108,6 +110,8 @@ void tfx_layer_backward(layer *l, const float *in, float *din, int batch);
 int tfx_embag_reserve(layer *l, size_t nnz);
 /* Embedding bag forward of l->csr into l->out: bias + combiner(sum of weight * row) per example. */
 void tfx_embag_forward(layer *l, int batch);
+/* Embedding bag: the batch's valid ids, ascending and unique, into l->w->rows / n_rows (before forward). */
+void tfx_embag_batch_rows(layer *l, int batch);
 /* Embedding bag backward from l->dout: the touched rows (ascending, duplicates summed) and the bias gradient. */
 void tfx_embag_backward(layer *l, int batch);
 

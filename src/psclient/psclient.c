@@ -16,6 +16,12 @@ typedef struct slot {
   int fresh; /* set by the last reply */
   int64_t shape[4];
   int rank;
+  int lazy; /* a lazy table: this ps holds ids % mod_n == mod_r, pulled and pushed by rows only */
+  int64_t mod_n, mod_r;
+  int64_t *ids; /* lazy: this step's ids of this ps (pull wants, push rows), grown as needed */
+  float *rows;  /* lazy: their gradient rows, gathered for a push */
+  size_t ids_cap;
+  Tfx__Tensor want; /* lazy: the pull's request for those ids */
 } slot;
 
 /* A range of one slot's values that travels in one part of a push-pull. */
@@ -38,6 +44,7 @@ typedef struct ps_link {
   tfx_payload *payloads;
   int n_push;
   int64_t since; /* the version as of which the variables hold every value of this ps (last reply), or -1 */
+  int row_pull;  /* a row pull (tfx_psclient_pull_rows) was sent and awaits its reply */
 } ps_link;
 
 struct tfx_psclient {
@@ -64,6 +71,7 @@ static int map_shard(const Tfx__Shard *s, tfx_model *m, slot *out, tfx_err *err)
     }
   }
   size_t row = v->count / (size_t)v->shape[0];
+  out->lazy = s->lazy, out->mod_n = s->mod_n > 1 ? s->mod_n : 1, out->mod_r = s->mod_n > 1 ? s->mod_r : 0;
   snprintf(out->key, sizeof out->key, "%s", s->key);
   out->var = v, out->rank = v->rank, out->row_begin = s->row_begin, out->row_end = s->row_end;
   out->offset = row * (size_t)s->row_begin, out->count = row * (size_t)(s->row_end - s->row_begin);
@@ -86,8 +94,35 @@ static int prepare_push(ps_link *l, tfx_err *err) {
   return TFX_OK;
 }
 
+/* Selects into s->ids the ids of the variable's `rows` that this ps holds (and, with grads, gathers their
+ * gradient rows into s->rows); returns how many, or -1 when memory runs out. */
+static long lazy_select(slot *s, int grads) {
+  tfx_var *v = s->var;
+  size_t width = v->count / (size_t)v->shape[0], n = 0;
+  if (v->n_rows > s->ids_cap) {
+    int64_t *ids = realloc(s->ids, sizeof(int64_t) * v->n_rows);
+    s->ids = ids ? ids : s->ids;
+    float *rows = ids ? realloc(s->rows, sizeof(float) * v->n_rows * width) : NULL;
+    s->rows = rows ? rows : s->rows;
+    if (!rows) {
+      return -1;
+    }
+    s->ids_cap = v->n_rows;
+  }
+  for (size_t k = 0; k < v->n_rows; k++) {
+    if (v->rows[k] % s->mod_n == s->mod_r) {
+      if (grads) {
+        memcpy(s->rows + n * width, v->grad + k * width, sizeof(float) * width);
+      }
+      s->ids[n++] = v->rows[k];
+    }
+  }
+  return (long)n;
+}
+
 /* Describes this step's gradients of one ps, in place over the grad buffers: dense slices whole, row-sparse
- * ones as the touched rows that fall in the slice (a contiguous run of the ascending row list). */
+ * ones as the touched rows that fall in the slice (a contiguous run of the ascending row list), a lazy table's
+ * as its rows of this ps, gathered. */
 static int fill_push(ps_link *l) {
   int n = 0;
   for (int i = 0; i < 2 * l->n; i++) { /* small tensors first (TFX_WIRE_SMALL), then the large ones */
@@ -101,7 +136,14 @@ static int fill_push(ps_link *l) {
     t->name = s->key, t->shape = s->shape, t->n_shape = (size_t)s->rank;
     const float *g = (v->assign ? v->value : v->grad) + s->offset; /* statistics travel as values to assign */
     size_t bytes = s->count * sizeof(float);
-    if (v->sparse) {
+    if (s->lazy) {
+      long rows = lazy_select(s, 1);
+      if (rows <= 0) {
+        continue; /* no row of this ps in the batch (or no memory: the step pushes nothing here) */
+      }
+      t->rows = s->ids, t->n_rows = (size_t)rows;
+      g = s->rows, bytes = (size_t)rows * (v->count / (size_t)v->shape[0]) * sizeof(float);
+    } else if (v->sparse) {
       size_t width = v->count / (size_t)v->shape[0], lo = tfx_rows_lower_bound(v->rows, v->n_rows, s->row_begin);
       size_t hi = tfx_rows_lower_bound(v->rows, v->n_rows, s->row_end);
       if (hi == lo) {
@@ -204,6 +246,7 @@ static int add_shard(tfx_psclient *c, const Tfx__Shard *s, tfx_model *m, tfx_err
     return tfx_err_set(err, TFX_ENOMEM, "out of memory");
   }
   l->slots = g;
+  memset(&l->slots[l->n], 0, sizeof *g);
   int rc = map_shard(s, m, &l->slots[l->n], err);
   if (!rc) {
     l->n++;
@@ -257,6 +300,9 @@ void tfx_psclient_destroy(tfx_psclient *c) {
     ps_link *l = &c->ps[p];
     release_held(l);
     tfx_client_destroy(l->client);
+    for (int i = 0; i < l->n; i++) {
+      free(l->slots[i].ids), free(l->slots[i].rows);
+    }
     free(l->slots), free(l->metas), free(l->ptrs), free(l->payloads);
     free(l->units), free(l->part_first), free(l->unit_len);
   }
@@ -507,6 +553,100 @@ int tfx_psclient_push_pull(tfx_psclient *c, int64_t step, int64_t *version, tfx_
     *version = lowest == INT64_MAX ? 0 : lowest;
   }
   return rc;
+}
+
+/* Asks ps l for the rows of its lazy tables this batch touches; *sent: whether a request went out. */
+static int send_row_pull(ps_link *l, int *sent, tfx_err *err) {
+  Tfx__Tensor *wants[64];
+  char *names[64];
+  size_t n = 0;
+  *sent = 0;
+  for (int i = 0; i < l->n && n < 64; i++) {
+    slot *s = &l->slots[i];
+    long rows = s->lazy ? lazy_select(s, 0) : 0;
+    if (rows < 0) {
+      return tfx_err_set(err, TFX_ENOMEM, "table %s: out of memory for %zu rows", s->var->name, s->var->n_rows);
+    }
+    if (rows == 0) {
+      continue;
+    }
+    tfx__tensor__init(&s->want);
+    s->want.name = s->key, s->want.rows = s->ids, s->want.n_rows = (size_t)rows;
+    wants[n] = &s->want, names[n++] = s->key;
+  }
+  if (!n) {
+    return TFX_OK;
+  }
+  tfx_envelope env;
+  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_PULL);
+  env.names = names, env.n_names = n, env.want = wants, env.n_want = n;
+  *sent = 1;
+  return tfx_client_send(l->client, &env, NULL, 0, err);
+}
+
+/* Copies the rows of a row-pull reply into their tables, checking each tensor against what was asked. */
+static int take_rows(tfx_psclient *c, ps_link *l, const tfx_inmsg *m, tfx_err *err) {
+  int part = 0;
+  for (size_t i = 0; i < m->env->n_tensors; i++) {
+    const Tfx__Tensor *t = m->env->tensors[i];
+    const void *data;
+    size_t size;
+    slot *s = reply_tensor(l, m, i, &part, &data, &size);
+    tfx_var *v = s ? s->var : NULL;
+    size_t width = v ? v->count / (size_t)v->shape[0] : 0;
+    if (!s || !s->lazy || t->n_rows != s->want.n_rows || size != t->n_rows * width * sizeof(float) ||
+        (t->n_rows && memcmp(t->rows, s->want.rows, sizeof(int64_t) * t->n_rows))) {
+      return tfx_err_set(err, TFX_ESHAPE, "%s: row reply '%.64s' is not the %zu rows asked for",
+                         tfx_client_endpoint(l->client), t->name, s ? s->want.n_rows : 0);
+    }
+    for (size_t k = 0; k < t->n_rows; k++) {
+      memcpy(v->value + (size_t)t->rows[k] * width, (const float *)data + k * width, sizeof(float) * width);
+    }
+    c->bytes += size;
+  }
+  return TFX_OK;
+}
+
+int tfx_psclient_pull_rows(tfx_psclient *c, tfx_err *err) {
+  int rc = TFX_OK;
+  for (int p = 0; p < c->n_ps; p++) {
+    c->ps[p].row_pull = 0;
+  }
+  for (int p = 0; p < c->n_ps && !rc; p++) {
+    rc = c->ps[p].client ? send_row_pull(&c->ps[p], &c->ps[p].row_pull, err) : TFX_OK;
+  }
+  for (int p = 0; p < c->n_ps && !rc; p++) {
+    if (!c->ps[p].row_pull) {
+      continue;
+    }
+    tfx_inmsg m;
+    rc = tfx_client_recv(c->ps[p].client, &m, c->timeout_ms, err);
+    rc = rc ? rc : take_rows(c, &c->ps[p], &m, err);
+    tfx_inmsg_fini(&m);
+  }
+  return rc;
+}
+
+int tfx_psclient_row_source(void *ctx, tfx_model *m, tfx_err *err) {
+  (void)m;
+  return tfx_psclient_pull_rows(ctx, err);
+}
+
+void tfx_psclient_lend_rows(tfx_psclient *c, tfx_model *m) {
+  if (tfx_psclient_has_lazy(c)) {
+    tfx_model_set_row_source(m, tfx_psclient_row_source, c);
+  }
+}
+
+int tfx_psclient_has_lazy(const tfx_psclient *c) {
+  for (int p = 0; p < c->n_ps; p++) {
+    for (int i = 0; i < c->ps[p].n; i++) {
+      if (c->ps[p].slots[i].lazy) {
+        return 1;
+      }
+    }
+  }
+  return 0;
 }
 
 int tfx_psclient_parts(const tfx_psclient *c, int ps) {

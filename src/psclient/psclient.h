@@ -22,6 +22,16 @@ int tfx_psclient_create(const tfx_cluster *cluster, Tfx__Shard *const *shards, s
 void tfx_psclient_destroy(tfx_psclient *c);
 /* Pulls every shard at version >= min_version into the model's values; *version gets the smallest version. */
 int tfx_psclient_pull(tfx_psclient *c, int64_t min_version, int64_t *version, tfx_err *err);
+/* Pulls into each lazy table the rows the model's current batch touches (the variables' `rows`, set when the
+ * batch is lent), from the ps holding each id: bytes on the wire grow with the ids, never with the table. */
+int tfx_psclient_pull_rows(tfx_psclient *c, tfx_err *err);
+/* Whether the plan placed a lazy table (then set tfx_psclient_pull_rows as the model's row source). */
+int tfx_psclient_has_lazy(const tfx_psclient *c);
+/* A tfx_row_source (ctx: the client): tfx_psclient_pull_rows. */
+int tfx_psclient_row_source(void *ctx, tfx_model *m, tfx_err *err);
+/* When the plan placed a lazy table, makes the client the model's row source: each batch lent to the model
+ * pulls the rows it touches (c must outlive that use). */
+void tfx_psclient_lend_rows(tfx_psclient *c, tfx_model *m);
 /* Pushes the model's trainable grads, tagged with `step`; *stale gets how many ps dropped them as stale. */
 int tfx_psclient_push(tfx_psclient *c, int64_t step, int *stale, tfx_err *err);
 /* Pushes the grads tagged `step` and receives the updated values in the same round trip: at version >= step+1

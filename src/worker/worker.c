@@ -122,6 +122,9 @@ static int setup(worker *w, tfx_err *err) {
   }
   rc = tfx_psclient_create(w->n->cluster, p->shards, p->n_shards, w->model, w->cfg.request_timeout_s * 1000, &w->ps,
                            err);
+  if (!rc) {
+    tfx_psclient_lend_rows(w->ps, w->model); /* lazy tables: each batch pulls the rows it touches */
+  }
   if (!rc && strcmp(w->cfg.mode, "sync") != 0) { /* sync pushes stay whole: the ps averages them per step */
     rc = tfx_psclient_use_parts(w->ps, (size_t)w->cfg.push_part_bytes, err);
   }
