@@ -179,9 +179,19 @@ int tfx_ps_lazy_save(ps_state *p, const char *dir, int64_t step, uint32_t *crc, 
 }
 
 /* The lazy table of key `key` on this ps, or NULL. */
+/* The lazy shard of this ps a row file's table belongs to: the same key, or, for a table saved under another
+ * partitioning ("VAR/mod_K" of another ps count), this ps's share of the same variable. */
 static shard *lazy_table(ps_state *p, const char *key) {
+  const char *mod = strstr(key, "/mod_");
+  size_t var_len = mod ? (size_t)(mod - key) : strlen(key);
   for (int i = 0; i < p->n_shards; i++) {
     if (p->shards[i].table && !strcmp(p->shards[i].key, key)) {
+      return &p->shards[i];
+    }
+  }
+  for (int i = 0; mod && i < p->n_shards; i++) {
+    const shard *s = &p->shards[i];
+    if (s->table && strlen(s->var) == var_len && !strncmp(s->var, key, var_len)) {
       return &p->shards[i];
     }
   }

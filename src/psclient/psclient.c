@@ -52,6 +52,7 @@ struct tfx_psclient {
   int n_ps;
   int timeout_ms;
   uint64_t bytes;
+  uint64_t row_bytes; /* rows of lazy tables pulled since the last pull or push-pull (counted into its bytes) */
 };
 
 static void release_held(ps_link *l);
@@ -399,7 +400,7 @@ static int recv_values(tfx_psclient *c, int p, int64_t *lowest, tfx_err *err) {
 
 int tfx_psclient_pull(tfx_psclient *c, int64_t min_version, int64_t *version, tfx_err *err) {
   int rc = TFX_OK;
-  c->bytes = 0;
+  c->bytes = c->row_bytes, c->row_bytes = 0;
   for (int p = 0; p < c->n_ps && !rc; p++) {
     if (!c->ps[p].client) {
       continue;
@@ -543,7 +544,7 @@ int tfx_psclient_push_pull(tfx_psclient *c, int64_t step, int64_t *version, tfx_
   }
   rc = rc ? rc : send_pushes(c, step, 1, err);
   int64_t lowest = INT64_MAX;
-  c->bytes = 0;
+  c->bytes = c->row_bytes, c->row_bytes = 0;
   for (int p = 0; p < c->n_ps && !rc; p++) {
     if (c->ps[p].client) {
       rc = c->ps[p].n_parts ? recv_parts(c, p, &lowest, err) : recv_values(c, p, &lowest, err);
@@ -602,7 +603,7 @@ static int take_rows(tfx_psclient *c, ps_link *l, const tfx_inmsg *m, tfx_err *e
     for (size_t k = 0; k < t->n_rows; k++) {
       memcpy(v->value + (size_t)t->rows[k] * width, (const float *)data + k * width, sizeof(float) * width);
     }
-    c->bytes += size;
+    c->row_bytes += size;
   }
   return TFX_OK;
 }

@@ -6,8 +6,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include "config/config.h"
+#include "nn/init.h"
+#include "nn/optim.h"
 #include "store/ckpt.h"
+#include "store/rowfile.h"
 #include "store/safetensors.h"
 
 static void base_name(const char *key, char *out, size_t n) {
@@ -86,6 +91,91 @@ static int take_shard(tfx_weights *ws, const tfx_ckpt *c, int ps, int with_slots
   return TFX_OK;
 }
 
+/* Reading the row files of lazy tables into whole variables: every row the checkpoint holds, and every other row
+ * at the value the ps would make it with (the variable's initializer, seeded as the run's), slots at zero. */
+typedef struct rows_ctx {
+  tfx_weights *ws;
+  tfx_model *model; /* built from the run's config.json: each table's initializer and shape */
+  uint64_t seed;
+  int with_slots, n_slots, nps;
+  tfx_err *err;
+} rows_ctx;
+
+/* The whole variable (and, with slots, VAR@SLOT) of a lazy table's row, made and initialized on first use. */
+static tfx_weight *lazy_weight(rows_ctx *x, const char *name, int64_t ids, int width, int slot) {
+  char full[200];
+  snprintf(full, sizeof full, "%s%s%s", name, slot < 0 ? "" : "@", slot < 0 ? "" : tfx_optim_slot_name(slot));
+  for (int i = 0; i < x->ws->n; i++) {
+    if (!strcmp(x->ws->w[i].name, full)) {
+      return &x->ws->w[i];
+    }
+  }
+  tfx_var *v = tfx_model_find_var(x->model, name);
+  if (!v || v->rank != 2 || v->shape[0] != ids || v->shape[1] != width) {
+    tfx_err_set(x->err, TFX_ESHAPE, "row file table %s: [%lld, %d] is not a variable of the run's model", name,
+                (long long)ids, width);
+    return NULL;
+  }
+  tfx_ckpt_entry e = {.rank = 2, .dims = {ids, width}};
+  tfx_weight *w = find_or_add(x->ws, full, &e, x->err);
+  if (w && slot < 0) {
+    tfx_init_fill(v->init, v->name, x->seed, v->fan_in, v->fan_out, 0, w->count, w->data);
+  }
+  if (w) {
+    snprintf(w->holders, sizeof w->holders, "ps 0..%d by id (lazy)", x->nps - 1);
+  }
+  return w;
+}
+
+static int take_row(const char *table, int64_t ids, int row_floats, int64_t id, const float *row, void *ctx) {
+  rows_ctx *x = ctx;
+  char name[160];
+  snprintf(name, sizeof name, "%s", table);
+  char *mod = strstr(name, "/mod_");
+  if (mod) {
+    *mod = '\0';
+  }
+  int width = row_floats / (1 + x->n_slots);
+  for (int k = -1; k < (x->with_slots ? x->n_slots : 0); k++) {
+    tfx_weight *w = lazy_weight(x, name, ids, width, k);
+    if (!w) {
+      return x->err->code ? x->err->code : TFX_ENOMEM;
+    }
+    memcpy(w->data + (size_t)id * (size_t)width, row + (size_t)(k + 1) * (size_t)width, sizeof(float) * (size_t)width);
+  }
+  return TFX_OK;
+}
+
+/* Reads the checkpoint's row files (ps-K.rows), if it has any, into whole variables. */
+static int gather_rows(const char *dir, int nps, int with_slots, tfx_weights *ws, tfx_err *err) {
+  char path[1200], run_config[1200];
+  int any = 0;
+  for (int p = 0; p < nps && !any; p++) {
+    snprintf(path, sizeof path, "%s/ps-%d.rows", dir, p);
+    any = access(path, F_OK) == 0;
+  }
+  if (!any) {
+    return TFX_OK;
+  }
+  snprintf(run_config, sizeof run_config, "%s/../../config.json", dir);
+  tfx_config cfg;
+  tfx_config_init(&cfg);
+  rows_ctx x = {ws, NULL, 0, with_slots, 0, nps, err};
+  int rc = tfx_config_load_saved(&cfg, run_config, err);
+  if (!rc && !(rc = tfx_model_create(&cfg, 1, &x.model, err))) {
+    tfx_optim o;
+    tfx_optim_init(&o, &cfg);
+    x.seed = (uint64_t)cfg.seed, x.n_slots = tfx_optim_slots(&o);
+  }
+  for (int p = 0; !rc && p < nps; p++) {
+    int64_t step;
+    snprintf(path, sizeof path, "%s/ps-%d.rows", dir, p);
+    rc = access(path, F_OK) ? TFX_OK : tfx_rowfile_read(path, take_row, &x, &step, err);
+  }
+  tfx_model_destroy(x.model);
+  return rc;
+}
+
 static int gather(const char *dir, int with_slots, tfx_weights *ws, tfx_err *err) {
   memset(ws, 0, sizeof *ws);
   int64_t step;
@@ -99,6 +189,9 @@ static int gather(const char *dir, int with_slots, tfx_weights *ws, tfx_err *err
     }
     rc = take_shard(ws, c, p, with_slots, err);
     tfx_ckpt_destroy(c);
+  }
+  if (!rc) {
+    rc = gather_rows(dir, nps, with_slots, ws, err);
   }
   if (rc) {
     return tfx_weights_fini(ws), rc;

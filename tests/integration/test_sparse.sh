@@ -5,34 +5,9 @@
 # checkpoint; bad sparse input (an index past D, a NaN value, a bad
 # combiner) exits 2 naming the file and line, and leaves no run behind.
 . "$(dirname "$0")/lib.sh"
-python3 - "$WORK" <<'PY'
-import random, sys
-work = sys.argv[1]
-rng = random.Random(11)
-vocab = [rng.randrange(1, 1 << 20) for _ in range(400)]
-weights = {t: [rng.gauss(0, 1) for _ in range(4)] for t in vocab}
-def example():
-    toks = sorted({vocab[min(int(rng.paretovariate(1.1)) - 1, len(vocab) - 1)] for _ in range(12)} |
-                  {rng.choice(vocab) for _ in range(6)})
-    vals = {t: round(rng.uniform(0.5, 1.5), 3) for t in toks}
-    score = [sum(vals[t] * weights[t][c] for t in toks) for c in range(4)]
-    label = max(range(4), key=lambda c: score[c])
-    return f"{label} " + " ".join(f"{t}:{vals[t]}" for t in toks) + "\n"
-for name, n in (("train", 6000), ("test", 1000)):
-    with open(f"{work}/{name}.libsvm", "w") as f:
-        f.writelines(example() for _ in range(n))
-# The same examples as CSV for feature columns: the tokens as one space-separated cell, their values beside.
-for name in ("train", "test"):
-    with open(f"{work}/{name}.libsvm") as src, open(f"{work}/{name}.csv", "w") as dst:
-        dst.write("label,tokens,values\n")
-        for line in src:
-            label, *pairs = line.split()
-            dst.write(f"{label},{' '.join(p.split(':')[0] for p in pairs)},{' '.join(p.split(':')[1] for p in pairs)}\n")
-with open(f"{work}/bad-index.libsvm", "w") as f:
-    f.write("1 3:1\n2 5:1 1048577:2\n")
-with open(f"{work}/bad-nan.libsvm", "w") as f:
-    f.write("1 3:1\n0 4:nan\n")
-PY
+python3 "$(dirname "$0")/sparse_data.py" "$WORK"
+printf '1 3:1\n2 5:1 1048577:2\n' >"$WORK/bad-index.libsvm"
+printf '1 3:1\n0 4:nan\n' >"$WORK/bad-nan.libsvm"
 exp() { # exp OUT TRAIN KEY=VALUE...
   local out=$1 train=$2; shift 2
   experiment "$out" model.input_shape='[1048576]' \
