@@ -7,14 +7,39 @@
 
 #define HUGE_PAGE ((uintptr_t)2 << 20)
 
-void *tfx_calloc_large(size_t n, size_t size) {
-  void *p = calloc(n, size);
-  size_t bytes = n * size; /* calloc has checked the product */
+/* Advises [p, p + bytes) onto huge pages (the 2 MiB-aligned part) when it spans at least 4 MiB. */
+static void advise_huge(void *p, size_t bytes, int advice) {
   if (p && bytes >= 2 * HUGE_PAGE) {
     uintptr_t from = ((uintptr_t)p + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1), to = ((uintptr_t)p + bytes) & ~(HUGE_PAGE - 1);
     if (to > from) {
-      madvise((void *)from, to - from, MADV_HUGEPAGE); /* advice only: without THP nothing changes */
+      madvise((void *)from, to - from, advice); /* advice only: without THP nothing changes */
     }
   }
+}
+
+void *tfx_map_zeroed(size_t bytes) {
+  void *p = mmap(NULL, bytes ? bytes : 1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) {
+    return NULL;
+  }
+  advise_huge(p, bytes, MADV_HUGEPAGE);
+  return p;
+}
+
+void tfx_unmap(void *p, size_t bytes) {
+  if (p) {
+    munmap(p, bytes ? bytes : 1);
+  }
+}
+
+void tfx_mem_small_pages(void *p, size_t bytes) {
+  if (p && bytes) {
+    madvise(p, bytes, MADV_NOHUGEPAGE);
+  }
+}
+
+void *tfx_calloc_large(size_t n, size_t size) {
+  void *p = calloc(n, size);
+  advise_huge(p, n * size, MADV_HUGEPAGE); /* calloc has checked the product */
   return p;
 }

@@ -9,5 +9,14 @@
 /* calloc(n, size), with the kernel advised to back it by huge pages when it spans at least 4 MiB; caller owns
  * the memory (free()); NULL when it runs out. */
 void *tfx_calloc_large(size_t n, size_t size);
+/* A zeroed mapping of bytes that reserves no memory up front (MAP_NORESERVE): pages exist once written, so a
+ * table of 2^30 rows of which a process touches a few costs what it touches. Advised onto huge pages like
+ * tfx_calloc_large. Caller owns it: tfx_unmap with the same size. NULL when the address space runs out. */
+void *tfx_map_zeroed(size_t bytes);
+/* Releases a tfx_map_zeroed mapping; NULL does nothing. */
+void tfx_unmap(void *p, size_t bytes);
+/* Advises the kernel to keep a mapping on small pages: a process that touches scattered rows (a worker's copy of
+ * a lazy table) then holds 4 KiB per row it touches, not 2 MiB. */
+void tfx_mem_small_pages(void *p, size_t bytes);
 
 #endif

@@ -322,8 +322,9 @@ static int alloc_buffers(tfx_model *m) {
         return -1;
       }
     }
-    if (!(v->storage = v->value = tfx_calloc_large(v->count, sizeof(float))) ||
-        !(v->grad = calloc(grad, sizeof(float)))) {
+    v->mapped = v->lazy ? v->count * sizeof(float) : 0; /* a lazy table costs the rows written, not its size */
+    v->storage = v->value = v->lazy ? tfx_map_zeroed(v->mapped) : tfx_calloc_large(v->count, sizeof(float));
+    if (!v->storage || !(v->grad = calloc(grad, sizeof(float)))) {
       return -1;
     }
   }
@@ -455,7 +456,12 @@ void tfx_model_destroy(tfx_model *m) {
     return;
   }
   for (int i = 0; i < m->n_vars; i++) {
-    free(m->vars[i].storage), free(m->vars[i].grad), free(m->vars[i].rows);
+    if (m->vars[i].mapped) {
+      tfx_unmap(m->vars[i].storage, m->vars[i].mapped);
+    } else {
+      free(m->vars[i].storage);
+    }
+    free(m->vars[i].grad), free(m->vars[i].rows);
   }
   for (int i = 0; i < m->n_layers; i++) {
     layer *l = &m->layers[i];
@@ -470,6 +476,9 @@ void tfx_model_destroy(tfx_model *m) {
 void tfx_model_init_vars(tfx_model *m, uint64_t seed) {
   for (int i = 0; i < m->n_vars; i++) {
     tfx_var *v = &m->vars[i];
+    if (v->mapped && !strcmp(v->init, "zeros")) {
+      continue; /* a fresh mapping is zero: writing it would make every page of the table exist */
+    }
     tfx_init_fill(v->init, v->name, seed, v->fan_in, v->fan_out, 0, v->count, v->value);
   }
 }

@@ -36,6 +36,7 @@ typedef struct tfx_var {
   int assign;     /* not optimized but computed by the model (batch-norm moving statistics): pushed as values
                     the ps assigns */
   int sparse;     /* row-sparse gradient (embedding tables): grad holds n_rows rows, never the whole table */
+  size_t mapped;  /* storage is a tfx_map_zeroed mapping of this many bytes (a lazy table), else 0 */
   int lazy;       /* an embedding bag's table: a parameter server holds it row by row, and a batch needs only
                      the rows it touches (listed in `rows` when the batch is lent, tfx_model_set_csr) */
   int64_t *rows;  /* sparse: the touched rows, ascending (owned by the model) */

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "common/mem.h"
 #include "net/net.h"
 
 typedef struct slot {
@@ -634,8 +635,15 @@ int tfx_psclient_row_source(void *ctx, tfx_model *m, tfx_err *err) {
 }
 
 void tfx_psclient_lend_rows(tfx_psclient *c, tfx_model *m) {
-  if (tfx_psclient_has_lazy(c)) {
-    tfx_model_set_row_source(m, tfx_psclient_row_source, c);
+  if (!tfx_psclient_has_lazy(c)) {
+    return;
+  }
+  tfx_model_set_row_source(m, tfx_psclient_row_source, c);
+  for (int i = 0; i < tfx_model_nvars(m); i++) {
+    tfx_var *v = tfx_model_var(m, i);
+    if (v->lazy) { /* scattered rows: 4 KiB pages, so the copy costs the rows touched */
+      tfx_mem_small_pages(v->storage, v->mapped);
+    }
   }
 }
 

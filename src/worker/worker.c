@@ -137,10 +137,11 @@ static int setup(worker *w, tfx_err *err) {
   }
   int64_t done = strcmp(w->cfg.mode, "sync") == 0 ? p->step : p->step / n_workers;
   tfx_batcher_skip(w->batcher, done * w->cfg.accumulate, w->cfg.batch_size);
-  w->x = malloc(sizeof(float) * dim * (size_t)w->cfg.batch_size);
+  int row_input = tfx_model_sparse_input(w->model) && !w->cfg.n_features; /* a LibSVM row: no dense part */
+  w->x = row_input ? NULL : malloc(sizeof(float) * dim * (size_t)w->cfg.batch_size);
   w->y = malloc(sizeof(int32_t) * (size_t)w->cfg.batch_size);
   w->acc = calloc((size_t)tfx_model_nvars(w->model), sizeof(float *));
-  if (!w->x || !w->y || !w->acc) {
+  if ((!row_input && !w->x) || !w->y || !w->acc) {
     return tfx_err_set(err, TFX_ENOMEM, "out of memory");
   }
   for (int i = 0; w->cfg.accumulate > 1 && i < tfx_model_nvars(w->model); i++) {
