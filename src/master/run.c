@@ -45,11 +45,11 @@ static void on_report(master *m, const tfx_inmsg *in) {
     return;
   }
   /* The worker's step-time breakdown (src/worker/timing.h) goes to metrics.jsonl when the report has it. */
-  static const char *const timing[] = {"compute_ms", "push_pull_ms", "other_ms", "step_ms"};
-  const char *names[8] = {"loss", "accuracy", "examples_per_sec", "worker"};
-  double vals[8] = {loss, acc, eps, e->sender_index};
+  static const char *const timing[] = {"compute_ms", "push_pull_ms", "other_ms", "step_ms", "wire_bytes_per_step"};
+  const char *names[9] = {"loss", "accuracy", "examples_per_sec", "worker"};
+  double vals[9] = {loss, acc, eps, e->sender_index};
   int n = 4;
-  for (int i = 0; i < 4; i++) {
+  for (int i = 0; i < 5; i++) {
     double v = stat_of(e, timing[i]);
     if (isfinite(v)) {
       names[n] = timing[i], vals[n++] = v;

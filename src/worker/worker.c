@@ -34,7 +34,8 @@ typedef struct worker {
   int64_t version, start_ms, steps;
   tfx_timing timing;
   int stop;
-  worker_obs obs; /* what --http-port shows */
+  worker_obs obs;          /* what --http-port shows */
+  uint64_t reported_bytes; /* bytes on the wire (sent + received) as of the last report */
 } worker;
 
 static int reply_status(worker *w, const tfx_inmsg *m) {
@@ -164,10 +165,16 @@ static void compute(worker *w, tfx_step_stats *st) {
 }
 
 static int report(worker *w, double loss, double acc, double eps, tfx_err *err) {
-  const char *names[3 + TFX_TIMING_N + 1] = {"loss", "accuracy", "examples_per_sec"};
-  double vals[3 + TFX_TIMING_N + 1] = {loss, acc, eps};
+  const char *names[3 + TFX_TIMING_N + 2] = {"loss", "accuracy", "examples_per_sec"};
+  double vals[3 + TFX_TIMING_N + 2] = {loss, acc, eps};
+  int64_t steps = w->timing.window_steps;
+  uint64_t bytes = w->obs.bytes_sent + w->obs.bytes_received; /* written by this thread only */
   int n = 3 + tfx_timing_take_window(&w->timing, names + 3, vals + 3);
-  Tfx__KeyValue kv[3 + TFX_TIMING_N + 1], *kvp[3 + TFX_TIMING_N + 1];
+  if (steps > 0) { /* gradients out and values (or a batch's rows) back, per step of the window */
+    names[n] = "wire_bytes_per_step", vals[n++] = (double)(bytes - w->reported_bytes) / (double)steps;
+  }
+  w->reported_bytes = bytes;
+  Tfx__KeyValue kv[3 + TFX_TIMING_N + 2], *kvp[3 + TFX_TIMING_N + 2];
   for (int i = 0; i < n; i++) {
     tfx__key_value__init(&kv[i]), kv[i].key = (char *)names[i], kv[i].value = vals[i], kvp[i] = &kv[i];
   }
