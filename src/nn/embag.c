@@ -67,6 +67,10 @@ void tfx_embag_forward(layer *l, int batch) {
     float f = l->bag_scale[b] = bag_factor(l->combiner, c->vals ? c->vals + from : NULL, to - from);
     for (int64_t k = from; k < to; k++) {
       int64_t id = c->ids[k];
+      if (k + 4 < to && c->ids[k + 4] >= 0 && c->ids[k + 4] < l->vocab) { /* a scattered row, four ahead */
+        const float *ahead = l->w->value + (size_t)c->ids[k + 4] * d;
+        __builtin_prefetch(ahead), __builtin_prefetch(ahead + d - 1);
+      }
       if (id < 0 || id >= l->vocab) {
         if (!l->n_bad_ids++) {
           l->bad_id = (float)id, l->bad_example = b;

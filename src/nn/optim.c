@@ -236,6 +236,13 @@ void tfx_optim_apply_rows(const tfx_optim *o, int64_t step, float *w, const floa
   float lr = (float)tfx_optim_lr(o, step);
   for (size_t k = 0; k < n_rows; k++) {
     size_t off = (size_t)rows[k] * width;
+    if (k + 4 < n_rows) { /* rows are scattered: ask for the one four ahead while this one is updated */
+      size_t ahead = (size_t)rows[k + 4] * width;
+      __builtin_prefetch(w + ahead, 1), __builtin_prefetch(w + ahead + width - 1, 1);
+      if (slots[0]) {
+        __builtin_prefetch(slots[0] + ahead, 1), __builtin_prefetch(slots[0] + ahead + width - 1, 1);
+      }
+    }
     float *row_slots[2] = {slots[0] ? slots[0] + off : NULL, slots[1] ? slots[1] + off : NULL};
     apply_at(o, step, lr, w + off, g + k * width, scale, row_slots, width);
   }
