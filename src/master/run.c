@@ -368,8 +368,15 @@ int tfx_master_init_ps(master *m, tfx_err *err) {
     }
     have = 1, step = 0;
   }
-  if (have && (tfx_ckpt_verify(dir, &step, &nps, err) || nps != m->n_ps)) {
-    return tfx_err_set(err, TFX_ECONFIG, "%s: checkpoint has %d shard(s) but the cluster has %d ps", dir, nps, m->n_ps);
+  int verified = have ? tfx_ckpt_verify(dir, &step, &nps, err) : TFX_OK;
+  if (verified) {
+    return verified;
+  }
+  if (have && nps != m->n_ps) { /* each ps finds its shards by key in every file, lazy rows by id */
+    tfx_log(TFX_LOG_INFO, "MASTER-RESUME-REPARTITION",
+            "%s was written by %d ps; the cluster has %d: each ps takes "
+            "its shards and rows from every file",
+            dir, nps, m->n_ps);
   }
   for (int p = 0; p < m->n_ps; p++) {
     int rc = init_one(m, p, have ? dir : NULL, err);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "common/log.h"
 #include "net/net.h"
@@ -138,35 +139,77 @@ static int restore_slot(ps_state *p, shard *s, int k, const tfx_ckpt *c, const c
   return rc;
 }
 
-static int restore_shards(ps_state *p, const char *path, tfx_err *err) {
-  tfx_ckpt *c = NULL;
-  int rc = tfx_ckpt_read(path, &c, err);
+/* Restores from checkpoint file c every shard not yet done[] whose key c holds (value, then slots). */
+static int restore_from(ps_state *p, const tfx_ckpt *c, const char *path, char *done, tfx_err *err) {
+  int rc = TFX_OK;
   for (int i = 0; !rc && i < p->n_shards; i++) {
     shard *s = &p->shards[i];
-    if (s->table) {
-      continue; /* a lazy table: from the row files below */
+    const tfx_ckpt_entry *e = s->table || done[i] ? NULL : tfx_ckpt_find(c, s->key);
+    if (!e) {
+      continue; /* a lazy table (from the row files), done, or held by another file */
     }
-    const tfx_ckpt_entry *e = tfx_ckpt_find(c, s->key);
     if (!(rc = check_entry(s, s->key, e, path, err))) {
       memcpy(s->value->data, e->data, sizeof(float) * s->count);
     }
     for (int k = 0; !rc && k < tfx_optim_slots(&p->opt); k++) {
       rc = restore_slot(p, s, k, c, path, err);
     }
+    done[i] = 1;
   }
+  return rc;
+}
+
+/* Restores every shard from the checkpoint of path (DIR/ps-K.shard): from this ps's own file, then, for a plan
+ * of another ps count, from the files of the others (a shard's key and slice do not depend on the ps count, only
+ * which ps holds it); lazy tables from the row files. */
+static int restore_shards(ps_state *p, const char *path, tfx_err *err) {
+  char dir[1200], file[1300];
+  const char *slash = strrchr(path, '/');
+  snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) : 1, slash ? path : ".");
+  int64_t step = 0;
+  int nps = 0, own = -1, rc = TFX_OK;
+  sscanf(slash ? slash + 1 : path, "ps-%d.shard", &own);
+  char *done = calloc((size_t)p->n_shards + 1, 1);
+  if (!done) {
+    return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  }
+  if (access(path, F_OK) == 0) { /* this ps's own file first: all it needs under the same ps count */
+    tfx_ckpt *c = NULL;
+    if (!(rc = tfx_ckpt_read(path, &c, err))) {
+      step = c->step, rc = restore_from(p, c, path, done, err);
+    }
+    tfx_ckpt_destroy(c);
+  }
+  int missing = 0;
+  for (int i = 0; i < p->n_shards; i++) {
+    missing |= !p->shards[i].table && !done[i];
+  }
+  if (!rc && missing) { /* another ps count: the manifest lists every file of the checkpoint */
+    rc = tfx_ckpt_verify(dir, &step, &nps, err);
+  }
+  for (int k = 0; !rc && missing && k < nps; k++) {
+    snprintf(file, sizeof file, "%s/ps-%d.shard", dir, k);
+    tfx_ckpt *c = NULL;
+    if (k != own && !(rc = tfx_ckpt_read(file, &c, err))) {
+      rc = restore_from(p, c, file, done, err);
+    }
+    tfx_ckpt_destroy(c);
+  }
+  for (int i = 0; !rc && i < p->n_shards; i++) {
+    if (!p->shards[i].table && !done[i]) {
+      rc = tfx_err_set(err, TFX_ESHAPE, "restore '%.64s': no shard file of %s holds it", p->shards[i].key, dir);
+    }
+  }
+  free(done);
   if (!rc) {
-    char dir[1200];
-    const char *slash = strrchr(path, '/');
-    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) : 1, slash ? path : ".");
     rc = tfx_ps_lazy_restore(p, dir, err);
   }
   for (int i = 0; !rc && i < p->n_shards; i++) {
-    p->shards[i].changed = c->step;
+    p->shards[i].changed = step;
   }
   if (!rc) {
-    p->version = c->step;
+    p->version = step;
   }
-  tfx_ckpt_destroy(c);
   return rc;
 }
 

@@ -2,7 +2,7 @@
 # Lazy tables on the parameter servers: an embedding_bag's table is placed one share per ps (ids mod n_ps) and
 # travels by the rows a batch touches. A local cluster (2 ps, 2 workers) learns the planted sparse set; its
 # checkpoint holds each ps's rows (ps-K.rows) and `evaluate` rebuilt from them scores exactly what the chief
-# scored through row pulls; the run resumes from its rows; a ps killed with kill -9 mid-run
+# scored through row pulls; the run resumes onto 3 ps (rows re-partitioned by id); a ps killed with kill -9 mid-run
 # is restarted, the cluster rolls back to the checkpoint and still finishes and learns.
 . "$(dirname "$0")/lib.sh"
 python3 "$(dirname "$0")/sparse_data.py" "$WORK"
@@ -29,13 +29,15 @@ printf -v want "%.4f" "$acc"
 grep -q "accuracy $want " "$WORK/eval.log" || fail "evaluate from the row files: $(tail -1 "$WORK/eval.log"), chief $want"
 "$TFX_NODE" inspect "$WORK/run" | grep "embedding_bag_1/embeddings " | grep -q "by id (lazy)" || fail "inspect: no lazy table"
 
-# Resume: every ps reads its rows back, training goes on from them.
-"$TFX_NODE" local --config "$WORK/lr.json" --run-dir "$WORK/run" --ps 2 --workers 2 --set training.epochs=4 \
-  >"$WORK/resume.log" 2>&1 || fail "resume: $(tail -2 "$WORK/resume.log")"
+# Resume onto 3 ps: each takes its share of the rows (ids mod 3) and its dense shards from every file.
+"$TFX_NODE" local --config "$WORK/lr.json" --run-dir "$WORK/run" --ps 3 --workers 2 --set training.epochs=4 \
+  >"$WORK/resume.log" 2>&1 || fail "resume onto 3 ps: $(tail -2 "$WORK/resume.log")"
 grep -q "MASTER-RESUME resuming from .*ckpt-000000000282" "$WORK/run/logs/master-0.log" || fail "no resume at 282"
+grep -q "MASTER-RESUME-REPARTITION .* written by 2 ps; the cluster has 3" "$WORK/run/logs/master-0.log" ||
+  fail "the resume onto 3 ps was not logged as such"
 racc=$(metric "$WORK/run/metrics.jsonl" eval accuracy)
 [ "$(metric "$WORK/run/metrics.jsonl" eval step)" = 375 ] || fail "4 epochs end at 375"
-ge "$racc" 0.85 || fail "after resuming the accuracy is $racc"
+ge "$racc" 0.85 || fail "after resuming onto 3 ps the accuracy is $racc"
 
 # kill -9 of a ps holding rows: restarted, rolled back to the checkpoint, the run still ends and learns.
 "$TFX_NODE" local --config "$WORK/lr.json" --run-dir "$WORK/run-kill" --ps 2 --workers 2 --set training.epochs=20 \
@@ -54,4 +56,4 @@ grep -q "ps 1 exited\|ps 1 .*signal\|LOCAL-RESTART ps 1" "$WORK/kill.log" || fai
 kacc=$(metric "$WORK/run-kill/metrics.jsonl" eval accuracy)
 [ "$(metric "$WORK/run-kill/metrics.jsonl" eval step)" = 1875 ] || fail "20 epochs end at 1875"
 ge "$kacc" 0.85 || fail "after kill -9 of a ps the accuracy is $kacc"
-pass "lazy tables: 2 ps by id, accuracy $acc (evaluate from row files agrees), resumed $racc, after kill -9 of a ps $kacc"
+pass "lazy tables: 2 ps by id, accuracy $acc (evaluate from row files agrees), resumed onto 3 ps $racc, after kill -9 of a ps $kacc"
