@@ -97,6 +97,8 @@ static const option options[] = {
     {"placement.strategy", OPT_STR, O(strategy), 0, 0, "round_robin", "round_robin | greedy_bytes"},
     {"placement.min_slice_bytes", OPT_I64, O(min_slice_bytes), 0, BIG, "0", "partition variables above this (0: off)"},
     {"placement.max_shards", OPT_INT, O(max_shards), 1, 1024, "1", "max slices per variable"},
+    {"placement.table_partition", OPT_STR, O(table_partition), 0, 0, "mod",
+     "lazy tables (embedding_bag): mod (ps k holds ids % n_ps == k: hot ids spread) | range (contiguous ids)"},
     {"checkpoint.every_steps", OPT_I64, O(ckpt_every_steps), 0, BIG, "1000", "0: only at the end"},
     {"checkpoint.every_secs", OPT_I64, O(ckpt_every_secs), 0, BIG, "0", "also checkpoint every N seconds (0: off)"},
     {"checkpoint.min_interval_secs", OPT_I64, O(ckpt_min_interval_secs), 0, BIG, "10",
@@ -937,6 +939,7 @@ static const char *const modes[] = {"sync", "async", "ssp", NULL};
 static const char *const optimizers[] = {"sgd", "momentum", "adagrad", "rmsprop", "adam", "adamw", "ftrl", NULL};
 static const char *const schedules[] = {"constant", "exponential", "step", "cosine", "piecewise", NULL};
 static const char *const strategies[] = {"round_robin", "greedy_bytes", NULL};
+static const char *const table_partitions[] = {"mod", "range", NULL};
 static const char *const losses[] = {"softmax_cross_entropy", "sigmoid_cross_entropy", "mse", NULL};
 static const char *const formats[] = {"idx", "csv", "libsvm", "tfrecord", NULL};
 static const char *const shard_kinds[] = {"record", "file", NULL};
@@ -1018,7 +1021,8 @@ int tfx_config_validate_choices(const tfx_config *cfg, tfx_err *err) {
   if ((rc = one_of(cfg->schedule, schedules, "optimizer.schedule", err)) || (rc = validate_schedule(cfg, err))) {
     return rc;
   }
-  if ((rc = one_of(cfg->strategy, strategies, "placement.strategy", err))) {
+  if ((rc = one_of(cfg->strategy, strategies, "placement.strategy", err)) ||
+      (rc = one_of(cfg->table_partition, table_partitions, "placement.table_partition", err))) {
     return rc;
   }
   if ((rc = one_of(cfg->loss, losses, "model.loss", err))) {

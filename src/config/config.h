@@ -122,6 +122,7 @@ typedef struct tfx_config {
   double thres_loss, clip_norm, clip_value;
   /* placement */
   char strategy[16];
+  char table_partition[8]; /* lazy tables over the ps: mod (id % n_ps) | range (contiguous id ranges) */
   int64_t min_slice_bytes;
   int max_shards;
   /* checkpoint */

@@ -32,18 +32,20 @@ static int least_loaded(const size_t *load, int n_ps) {
   return best;
 }
 
-/* Fills shard record k for part `part` of `parts` of variable v. */
-static void fill(tfx_plan *plan, int k, const tfx_var *v, int part, int parts, int ps) {
+/* Fills shard record k for part `part` of `parts` of variable v (range: a lazy table cut into id ranges). */
+static void fill(tfx_plan *plan, int k, const tfx_var *v, int part, int parts, int ps, int range) {
   Tfx__Shard *s = &plan->shards[k];
   tfx__shard__init(s);
   int64_t rows = v->shape[0];
   s->var = strdup(v->name);
-  if (v->lazy) { /* the whole id range; this ps makes the rows with id % parts == part as they are touched */
+  if (v->lazy) { /* this ps makes the rows of its ids (id % parts == part, or a range) as they are touched */
     char key[160];
-    snprintf(key, sizeof key, "%s/mod_%d", v->name, part);
+    snprintf(key, sizeof key, "%s/%s_%d", v->name, range ? "range" : "mod", part);
     s->key = strdup(key);
-    s->lazy = 1, s->mod_n = parts, s->mod_r = part;
-    part = 0, parts = 1;
+    s->lazy = 1, s->mod_n = range ? 0 : parts, s->mod_r = range ? 0 : part;
+    if (!range) {
+      part = 0, parts = 1;
+    }
   } else if (parts == 1) {
     s->key = strdup(v->name);
   } else {
@@ -110,7 +112,7 @@ int tfx_plan_build(const tfx_config *cfg, tfx_model *m, int n_ps, tfx_plan *plan
     int parts = parts_of(cfg, order[i], n_ps);
     for (int part = 0; part < parts; part++, k++) {
       int ps = order[i]->lazy ? part : greedy ? least_loaded(load, n_ps) : next++ % n_ps;
-      fill(plan, k, order[i], part, parts, ps);
+      fill(plan, k, order[i], part, parts, ps, !strcmp(cfg->table_partition, "range"));
       load[ps] += shard_load(&plan->shards[k]);
     }
   }
@@ -149,6 +151,11 @@ void tfx_plan_print(const tfx_plan *plan, FILE *f) {
         continue;
       }
       bytes += shard_load(s);
+      if (s->lazy && s->mod_n <= 1 && s->row_end - s->row_begin < s->shape[0]) {
+        fprintf(f, "  %-32s ids %lld..%lld of %lld (lazy: rows made when touched)  <= %zu bytes\n", s->key,
+                (long long)s->row_begin, (long long)s->row_end, (long long)s->shape[0], shard_load(s));
+        continue;
+      }
       if (s->lazy) {
         fprintf(f, "  %-32s ids %% %lld == %lld of %lld (lazy: rows made when touched)  <= %zu bytes\n", s->key,
                 (long long)(s->mod_n > 1 ? s->mod_n : 1), (long long)s->mod_r, (long long)s->row_end, shard_load(s));

@@ -12,10 +12,12 @@
 
 int tfx_ps_lazy_make(ps_state *p, shard *s, const Tfx__Shard *m, tfx_err *err) {
   const char *init = m->init && *m->init ? m->init : "zeros";
-  if (m->n_shape != 2 || m->row_begin != 0 || m->row_end != m->shape[0] || m->mod_n < 0 ||
-      (m->mod_n > 1 && (m->mod_r < 0 || m->mod_r >= m->mod_n))) {
-    return tfx_err_set(err, TFX_EPROTO, "plan shard '%.64s': a lazy table is [ids, dim] whole, ids %% %lld == %lld",
-                       m->key, (long long)m->mod_n, (long long)m->mod_r);
+  int whole = m->row_begin == 0 && m->row_end == m->shape[0];
+  if (m->n_shape != 2 || m->row_begin < 0 || m->row_end > m->shape[0] || m->row_begin >= m->row_end || m->mod_n < 0 ||
+      (m->mod_n > 1 && (!whole || m->mod_r < 0 || m->mod_r >= m->mod_n))) {
+    return tfx_err_set(
+        err, TFX_EPROTO, "plan shard '%.64s': a lazy table is [ids, dim], its ids %% %lld == %lld or ids %lld..%lld",
+        m->key, (long long)m->mod_n, (long long)m->mod_r, (long long)m->row_begin, (long long)m->row_end);
   }
   if (tfx_init_check(init, err)) {
     return TFX_EPROTO;
@@ -46,9 +48,11 @@ int tfx_ps_lazy_check(const shard *s, const Tfx__Tensor *t, tfx_err *err) {
   }
   int rc = tfx_rowtable_check_ids(s->table, t->rows, t->n_rows, err);
   for (size_t k = 0; k < t->n_rows && !rc; k++) {
-    if (t->rows[k] % s->mod_n != s->mod_r) {
-      rc = tfx_err_set(err, TFX_EINVAL, "table %s: id %lld belongs to another ps (this one holds ids %% %lld == %lld)",
-                       s->var, (long long)t->rows[k], (long long)s->mod_n, (long long)s->mod_r);
+    if (t->rows[k] % s->mod_n != s->mod_r || t->rows[k] < s->row_begin || t->rows[k] >= s->row_end) {
+      rc = tfx_err_set(err, TFX_EINVAL,
+                       "table %s: id %lld belongs to another ps (this one holds ids %% %lld == %lld in %lld..%lld)",
+                       s->var, (long long)t->rows[k], (long long)s->mod_n, (long long)s->mod_r, (long long)s->row_begin,
+                       (long long)s->row_end);
     }
   }
   size_t want = t->n_rows * s->row_size * sizeof(float);
@@ -182,7 +186,7 @@ int tfx_ps_lazy_save(ps_state *p, const char *dir, int64_t step, uint32_t *crc, 
 /* The lazy shard of this ps a row file's table belongs to: the same key, or, for a table saved under another
  * partitioning ("VAR/mod_K" of another ps count), this ps's share of the same variable. */
 static shard *lazy_table(ps_state *p, const char *key) {
-  const char *mod = strstr(key, "/mod_");
+  const char *mod = strstr(key, "/mod_") ? strstr(key, "/mod_") : strstr(key, "/range_");
   size_t var_len = mod ? (size_t)(mod - key) : strlen(key);
   for (int i = 0; i < p->n_shards; i++) {
     if (p->shards[i].table && !strcmp(p->shards[i].key, key)) {
@@ -215,7 +219,7 @@ static int restore_row(const char *table, int64_t ids, int row_floats, int64_t i
                        "not hold as a lazy table of that shape",
                        table, (long long)id, (long long)ids, row_floats);
   }
-  if (id % s->mod_n != s->mod_r) {
+  if (id % s->mod_n != s->mod_r || id < s->row_begin || id >= s->row_end) {
     return TFX_OK; /* another ps's share under this plan */
   }
   j->taken++;

@@ -112,7 +112,7 @@ static long lazy_select(slot *s, int grads) {
     s->ids_cap = v->n_rows;
   }
   for (size_t k = 0; k < v->n_rows; k++) {
-    if (v->rows[k] % s->mod_n == s->mod_r) {
+    if (v->rows[k] % s->mod_n == s->mod_r && v->rows[k] >= s->row_begin && v->rows[k] < s->row_end) {
       if (grads) {
         memcpy(s->rows + n * width, v->grad + k * width, sizeof(float) * width);
       }

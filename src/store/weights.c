@@ -131,7 +131,7 @@ static int take_row(const char *table, int64_t ids, int row_floats, int64_t id, 
   rows_ctx *x = ctx;
   char name[160];
   snprintf(name, sizeof name, "%s", table);
-  char *mod = strstr(name, "/mod_");
+  char *mod = strstr(name, "/mod_") ? strstr(name, "/mod_") : strstr(name, "/range_");
   if (mod) {
     *mod = '\0';
   }

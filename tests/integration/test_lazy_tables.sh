@@ -14,12 +14,20 @@ experiment "$WORK/lr.json" model.input_shape='[1048576]' \
 "$TFX_NODE" plan --config "$WORK/lr.json" --ps 2 >"$WORK/plan.txt" 2>&1 || fail "plan: $(tail -1 "$WORK/plan.txt")"
 grep -q "embedding_bag_1/embeddings/mod_0 *ids % 2 == 0 of 1048576 (lazy" "$WORK/plan.txt" || fail "plan: $(cat "$WORK/plan.txt")"
 grep -q "embedding_bag_1/embeddings/mod_1 *ids % 2 == 1 of 1048576 (lazy" "$WORK/plan.txt" || fail "plan: no share on ps 1"
+"$TFX_NODE" plan --config "$WORK/lr.json" --ps 2 --set placement.table_partition=range >"$WORK/plan-range.txt" 2>&1
+grep -q "embedding_bag_1/embeddings/range_1 *ids 524288..1048576 of 1048576 (lazy" "$WORK/plan-range.txt" ||
+  fail "range plan: $(cat "$WORK/plan-range.txt")"
+# Range partitioning trains the same model to the same figures (the same math, other ps).
+"$TFX_NODE" local --config "$WORK/lr.json" --run-dir "$WORK/run-range" --ps 2 --workers 2 \
+  --set placement.table_partition=range >"$WORK/range.log" 2>&1 || fail "range cluster: $(tail -2 "$WORK/range.log")"
 
 "$TFX_NODE" local --config "$WORK/lr.json" --run-dir "$WORK/run" --ps 2 --workers 2 >"$WORK/local.log" 2>&1 ||
   fail "local cluster: $(tail -2 "$WORK/local.log")"
 acc=$(metric "$WORK/run/metrics.jsonl" eval accuracy); step=$(metric "$WORK/run/metrics.jsonl" eval step)
 [ "$step" = 282 ] || fail "3 epochs of 6000 at 64 a step are 282 steps, the run ended at $step"
 ge "$acc" 0.85 || fail "the cluster reached accuracy $acc, want >= 0.85 (chance 0.25)"
+[ "$(metric "$WORK/run-range/metrics.jsonl" eval accuracy)" = "$acc" ] ||
+  fail "range partitioning reached $(metric "$WORK/run-range/metrics.jsonl" eval accuracy), mod $acc"
 ck="$WORK/run/checkpoints/ckpt-000000000282"
 [ -s "$ck/ps-0.rows" ] && [ -s "$ck/ps-1.rows" ] || fail "the checkpoint holds no row files: $(ls "$ck")"
 grep -q '"rows"' "$ck/manifest.json" || fail "the manifest lists no row files"
