@@ -47,6 +47,12 @@ racc=$(metric "$WORK/run/metrics.jsonl" eval accuracy)
 [ "$(metric "$WORK/run/metrics.jsonl" eval step)" = 375 ] || fail "4 epochs end at 375"
 ge "$racc" 0.85 || fail "after resuming onto 3 ps the accuracy is $racc"
 
+# Async: every push applies at once to the rows it carries.
+"$TFX_NODE" local --config "$WORK/lr.json" --run-dir "$WORK/run-async" --ps 2 --workers 2 --set training.mode=async \
+  >"$WORK/async.log" 2>&1 || fail "async cluster: $(tail -2 "$WORK/async.log")"
+aacc=$(metric "$WORK/run-async/metrics.jsonl" eval accuracy)
+ge "$aacc" 0.85 || fail "async reached accuracy $aacc"
+
 # kill -9 of a ps holding rows: restarted, rolled back to the checkpoint, the run still ends and learns.
 "$TFX_NODE" local --config "$WORK/lr.json" --run-dir "$WORK/run-kill" --ps 2 --workers 2 --set training.epochs=20 \
   --set checkpoint.every_steps=200 >"$WORK/kill.log" 2>&1 &
@@ -64,4 +70,4 @@ grep -q "ps 1 exited\|ps 1 .*signal\|LOCAL-RESTART ps 1" "$WORK/kill.log" || fai
 kacc=$(metric "$WORK/run-kill/metrics.jsonl" eval accuracy)
 [ "$(metric "$WORK/run-kill/metrics.jsonl" eval step)" = 1875 ] || fail "20 epochs end at 1875"
 ge "$kacc" 0.85 || fail "after kill -9 of a ps the accuracy is $kacc"
-pass "lazy tables: 2 ps by id, accuracy $acc (evaluate from row files agrees), resumed onto 3 ps $racc, after kill -9 of a ps $kacc"
+pass "lazy tables: 2 ps by id, accuracy $acc (evaluate from row files agrees), resumed onto 3 ps $racc, after kill -9 of a ps $kacc, async $aacc"
