@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -185,11 +186,14 @@ static void signal_all(child *kids, int total, int sig) {
 static void reap(child *kids, int total) {
   int status;
   pid_t pid;
-  while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+  struct rusage ru;
+  while ((pid = wait4(-1, &status, WNOHANG, &ru)) > 0) {
     for (int i = 0; i < total; i++) {
       if (kids[i].pid != pid) {
         continue;
       }
+      tfx_log(TFX_LOG_INFO, "LOCAL-EXIT", "%s %d (pid %d) exited, peak RSS %ld MiB", tfx_role_name(kids[i].role),
+              kids[i].index, (int)pid, ru.ru_maxrss / 1024);
       kids[i].exited = 1;
       kids[i].status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
       kids[i].failed = kids[i].status && !(kids[i].role != TFX_ROLE_MASTER && kids[i].status == 128 + SIGTERM);

@@ -32,6 +32,12 @@ void tfx_unmap(void *p, size_t bytes) {
   }
 }
 
+void tfx_mem_drop(void *p, size_t bytes) {
+  if (p && bytes) {
+    madvise(p, bytes, MADV_DONTNEED);
+  }
+}
+
 void tfx_mem_small_pages(void *p, size_t bytes) {
   if (p && bytes) {
     madvise(p, bytes, MADV_NOHUGEPAGE);

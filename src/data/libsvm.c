@@ -10,19 +10,15 @@
 /* Indices above this are rejected: LibSVM itself stores them as int. */
 #define MAX_INDEX 2147483647UL
 
-typedef struct entry {
-  size_t idx; /* 0-based */
-  float val;
-} entry;
-
 typedef struct svm {
   const char *path;
   FILE *f;
   char *line; /* getline buffer, reused */
   size_t line_cap, lineno;
   size_t dim, max_idx;
-  entry *e; /* every row's entries, in order */
-  size_t ne, e_cap;
+  int64_t *ids; /* every row's 0-based indices and values, in order (handed to a sparse dataset as they are) */
+  float *vals;
+  size_t ne, ids_cap, vals_cap;
   size_t *start; /* start[i]: first entry of row i */
   size_t start_cap;
   int32_t *y;
@@ -90,10 +86,11 @@ static int parse_pair(svm *s, char *tok, size_t *prev, tfx_err *err) {
   if (end == val || *end || !isfinite(v)) {
     return bad(s, tok, "the value is not a finite number", err);
   }
-  if (reserve((void **)&s->e, &s->e_cap, s->ne + 1, sizeof *s->e)) {
+  if (reserve((void **)&s->ids, &s->ids_cap, s->ne + 1, sizeof *s->ids) ||
+      reserve((void **)&s->vals, &s->vals_cap, s->ne + 1, sizeof *s->vals)) {
     return tfx_err_set(err, TFX_ENOMEM, "%s: line %zu: out of memory", s->path, s->lineno);
   }
-  s->e[s->ne++] = (entry){idx - 1, v};
+  s->ids[s->ne] = (int64_t)idx - 1, s->vals[s->ne++] = v;
   *prev = idx;
   if (idx > s->max_idx) {
     s->max_idx = idx;
@@ -186,7 +183,7 @@ static int densify(svm *s, tfx_dataset **out, tfx_err *err) {
   for (size_t i = 0; i < s->n; i++) {
     size_t end = i + 1 < s->n ? s->start[i + 1] : s->ne;
     for (size_t k = s->start[i]; k < end; k++) {
-      x[i * dim + s->e[k].idx] = s->e[k].val;
+      x[i * dim + (size_t)s->ids[k]] = s->vals[k];
     }
   }
   d->n = s->n, d->dim = dim, d->x = x, d->y = s->y;
@@ -203,22 +200,23 @@ static int to_csr(svm *s, tfx_dataset **out, tfx_err *err) {
                        s->n ? "no feature index in any line and no dim given" : "no examples");
   }
   tfx_dataset *d = calloc(1, sizeof *d);
-  int64_t *off = malloc(sizeof(int64_t) * (s->n + 1)), *ids = malloc(sizeof(int64_t) * (s->ne ? s->ne : 1));
-  float *vals = malloc(sizeof(float) * (s->ne ? s->ne : 1));
-  if (!d || !off || !ids || !vals) {
-    free(d), free(off), free(ids), free(vals);
+  int64_t *off = malloc(sizeof(int64_t) * (s->n + 1));
+  if (!d || !off ||
+      (!s->ne && (reserve((void **)&s->ids, &s->ids_cap, 1, sizeof *s->ids) ||
+                  reserve((void **)&s->vals, &s->vals_cap, 1, sizeof *s->vals)))) {
+    free(d), free(off);
     return tfx_err_set(err, TFX_ENOMEM, "%s: out of memory for %zu nonzeros", s->path, s->ne);
   }
   for (size_t i = 0; i < s->n; i++) {
     off[i] = (int64_t)s->start[i];
   }
   off[s->n] = (int64_t)s->ne;
-  for (size_t k = 0; k < s->ne; k++) {
-    ids[k] = (int64_t)s->e[k].idx, vals[k] = s->e[k].val;
-  }
+  /* The parse buffers become the dataset's, trimmed to the nonzeros: no second copy of the set is made. */
+  int64_t *ids = s->ne ? realloc(s->ids, sizeof(int64_t) * s->ne) : s->ids;
+  float *vals = s->ne ? realloc(s->vals, sizeof(float) * s->ne) : s->vals;
   d->n = s->n, d->dim = dim, d->y = s->y, d->n_fields = 1;
-  d->fields[0] = (tfx_field){off, ids, vals};
-  s->y = NULL;
+  d->fields[0] = (tfx_field){off, ids ? ids : s->ids, vals ? vals : s->vals};
+  s->y = NULL, s->ids = NULL, s->vals = NULL, s->ids_cap = s->vals_cap = 0;
   *out = d;
   return TFX_OK;
 }
@@ -273,7 +271,8 @@ void tfx_libsvm_close(tfx_libsvm_reader *r) {
   }
   free((char *)r->s.path);
   free(r->s.line);
-  free(r->s.e);
+  free(r->s.ids);
+  free(r->s.vals);
   free(r->s.start);
   free(r->s.y);
   free(r);

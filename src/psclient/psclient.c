@@ -53,8 +53,14 @@ struct tfx_psclient {
   int n_ps;
   int timeout_ms;
   uint64_t bytes;
-  uint64_t row_bytes; /* rows of lazy tables pulled since the last pull or push-pull (counted into its bytes) */
+  uint64_t row_bytes;    /* rows of lazy tables pulled since the last pull or push-pull (counted into its bytes) */
+  uint64_t row_pulls;    /* row pulls so far: every TFX_ROW_CACHE_STEPS the copies of lazy tables are dropped */
+  tfx_model *lazy_model; /* the model whose lazy tables the row pulls fill */
 };
+
+/* A worker's copy of a lazy table is a cache of the rows of recent batches: every this many batches its pages
+ * go back to the kernel (one madvise), so it holds at most the rows of this many batches. */
+#define TFX_ROW_CACHE_STEPS 256
 
 static void release_held(ps_link *l);
 
@@ -609,8 +615,21 @@ static int take_rows(tfx_psclient *c, ps_link *l, const tfx_inmsg *m, tfx_err *e
   return TFX_OK;
 }
 
+/* Drops the pages of every lazy table's copy (their rows are pulled again when a batch touches them). */
+static void drop_rows(tfx_psclient *c) {
+  for (int i = 0; c->lazy_model && i < tfx_model_nvars(c->lazy_model); i++) {
+    tfx_var *v = tfx_model_var(c->lazy_model, i);
+    if (v->lazy && v->mapped) {
+      tfx_mem_drop(v->storage, v->mapped);
+    }
+  }
+}
+
 int tfx_psclient_pull_rows(tfx_psclient *c, tfx_err *err) {
   int rc = TFX_OK;
+  if (++c->row_pulls % TFX_ROW_CACHE_STEPS == 0) {
+    drop_rows(c);
+  }
   for (int p = 0; p < c->n_ps; p++) {
     c->ps[p].row_pull = 0;
   }
@@ -639,6 +658,7 @@ void tfx_psclient_lend_rows(tfx_psclient *c, tfx_model *m) {
     return;
   }
   tfx_model_set_row_source(m, tfx_psclient_row_source, c);
+  c->lazy_model = m;
   for (int i = 0; i < tfx_model_nvars(m); i++) {
     tfx_var *v = tfx_model_var(m, i);
     if (v->lazy) { /* scattered rows: 4 KiB pages, so the copy costs the rows touched */
