@@ -54,13 +54,14 @@ struct tfx_psclient {
   int timeout_ms;
   uint64_t bytes;
   uint64_t row_bytes;    /* rows of lazy tables pulled since the last pull or push-pull (counted into its bytes) */
-  uint64_t row_pulls;    /* row pulls so far: every TFX_ROW_CACHE_STEPS the copies of lazy tables are dropped */
+  uint64_t cached_rows;  /* rows pulled since the copies of lazy tables were last dropped */
   tfx_model *lazy_model; /* the model whose lazy tables the row pulls fill */
 };
 
-/* A worker's copy of a lazy table is a cache of the rows of recent batches: every this many batches its pages
- * go back to the kernel (one madvise), so it holds at most the rows of this many batches. */
-#define TFX_ROW_CACHE_STEPS 256
+/* A worker's copy of a lazy table is a cache of the rows of recent batches: once this many rows were pulled into
+ * it, its pages go back to the kernel (one madvise per table), so it holds at most about this many rows' pages
+ * (4 KiB each at worst: 256 MiB), whatever the table declares. */
+#define TFX_ROW_CACHE_ROWS 65536
 
 static void release_held(ps_link *l);
 
@@ -610,7 +611,7 @@ static int take_rows(tfx_psclient *c, ps_link *l, const tfx_inmsg *m, tfx_err *e
     for (size_t k = 0; k < t->n_rows; k++) {
       memcpy(v->value + (size_t)t->rows[k] * width, (const float *)data + k * width, sizeof(float) * width);
     }
-    c->row_bytes += size;
+    c->row_bytes += size, c->cached_rows += t->n_rows;
   }
   return TFX_OK;
 }
@@ -627,8 +628,9 @@ static void drop_rows(tfx_psclient *c) {
 
 int tfx_psclient_pull_rows(tfx_psclient *c, tfx_err *err) {
   int rc = TFX_OK;
-  if (++c->row_pulls % TFX_ROW_CACHE_STEPS == 0) {
+  if (c->cached_rows > TFX_ROW_CACHE_ROWS) {
     drop_rows(c);
+    c->cached_rows = 0;
   }
   for (int p = 0; p < c->n_ps; p++) {
     c->ps[p].row_pull = 0;
