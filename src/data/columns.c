@@ -28,7 +28,7 @@ typedef struct plan {
   const tfx_feature_spec *f[TFX_MAX_FEATURES];
   int n, key[TFX_MAX_FEATURES], weight[TFX_MAX_FEATURES], cross[TFX_MAX_FEATURES][8], n_cross[TFX_MAX_FEATURES];
   int sparse[TFX_MAX_FEATURES]; /* the field index of a categorical column, -1 for a numeric one */
-  int label, numeric;
+  int label, numeric, fields;   /* fields: the categorical columns, each a sparse field */
 } plan;
 
 typedef struct reader {
@@ -116,7 +116,7 @@ static int make_plan(reader *r, const tfx_config *cfg, size_t ncols, tfx_err *er
       k += n + (k[n] == ',');
     }
   }
-  p->n = cfg->n_features;
+  p->n = cfg->n_features, p->fields = fields;
   if (rc) {
     return rc;
   }
@@ -318,14 +318,11 @@ static int finish(reader *r, tfx_dataset **out, tfx_err *err) {
   }
   d->n = r->n, d->dim = r->p.numeric ? (size_t)r->p.numeric : 1, d->x = r->x, d->y = r->y;
   r->x = NULL, r->y = NULL;
-  for (int i = 0; i < r->p.n; i++) {
-    int s = r->p.sparse[i];
-    if (s >= 0) {
-      d->fields[s] = (tfx_field){r->fb[s].off, r->fb[s].ids, r->fb[s].vals};
-      r->fb[s] = (field_buf){0};
-      d->n_fields = s + 1;
-    }
+  for (int s = 0; s < r->p.fields; s++) {
+    d->fields[s] = (tfx_field){r->fb[s].off, r->fb[s].ids, r->fb[s].vals};
+    r->fb[s] = (field_buf){0};
   }
+  d->n_fields = r->p.fields;
   *out = d;
   return TFX_OK;
 }
@@ -339,12 +336,11 @@ static void reader_free(reader *r) {
 
 /* Allocates every field's offsets (row 0 starts at 0) for the next chunk. */
 static int start_fields(reader *r, tfx_err *err) {
-  for (int s = 0; s < TFX_MAX_FIELDS; s++) {
+  for (int s = 0; s < r->p.fields; s++) { /* finish() handed the last chunk's buffers over: start new ones */
     if (!r->fb[s].off && !(r->fb[s].off = calloc(1024, sizeof(int64_t)))) {
       return tfx_err_set(err, TFX_ENOMEM, "%s: out of memory", r->path);
     }
-    r->fb[s].cap_off = r->fb[s].off ? (r->fb[s].cap_off ? r->fb[s].cap_off : 1024) : 0;
-    r->fb[s].off[0] = 0;
+    r->fb[s].cap_off = r->fb[s].cap_off ? r->fb[s].cap_off : 1024;
   }
   r->n = r->cap = 0;
   return TFX_OK;

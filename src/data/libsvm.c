@@ -249,17 +249,23 @@ int tfx_libsvm_open(const char *path, size_t dim, tfx_libsvm_reader **out, tfx_e
   return TFX_OK;
 }
 
-int tfx_libsvm_read(tfx_libsvm_reader *r, size_t max, tfx_dataset **out, tfx_err *err) {
+/* Reads up to max more rows and hands them to a new dataset made by build (densify or to_csr). */
+static int read_chunk(tfx_libsvm_reader *r, size_t max, int (*build)(svm *, tfx_dataset **, tfx_err *),
+                      tfx_dataset **out, tfx_err *err) {
   svm *s = &r->s;
   *out = NULL;
   int rc = r->eof ? TFX_OK : read_rows(s, max, &r->eof, err);
   if (rc || s->n == 0) {
     return rc;
   }
-  rc = densify(s, out, err);
-  s->n = s->ne = 0; /* the next chunk starts empty; the entry buffers are reused, y was handed over */
+  rc = build(s, out, err);
+  s->n = s->ne = 0; /* the next chunk starts empty; the row buffers are reused, y was handed over */
   s->cap = 0;
   return rc;
+}
+
+int tfx_libsvm_read(tfx_libsvm_reader *r, size_t max, tfx_dataset **out, tfx_err *err) {
+  return read_chunk(r, max, densify, out, err);
 }
 
 void tfx_libsvm_close(tfx_libsvm_reader *r) {
@@ -311,16 +317,7 @@ int tfx_libsvm_load(const char *path, size_t dim, tfx_dataset **out, tfx_err *er
 }
 
 int tfx_libsvm_read_sparse(tfx_libsvm_reader *r, size_t max, tfx_dataset **out, tfx_err *err) {
-  svm *s = &r->s;
-  *out = NULL;
-  int rc = r->eof ? TFX_OK : read_rows(s, max, &r->eof, err);
-  if (rc || s->n == 0) {
-    return rc;
-  }
-  rc = to_csr(s, out, err);
-  s->n = s->ne = 0; /* the next chunk starts empty; the entry buffers are reused, y was handed over */
-  s->cap = 0;
-  return rc;
+  return read_chunk(r, max, to_csr, out, err);
 }
 
 int tfx_libsvm_load_sparse(const char *path, size_t dim, tfx_dataset **out, tfx_err *err) {

@@ -233,22 +233,33 @@ static int read_body(reader *r, tfx_ckpt *c, tfx_err *err) {
   return TFX_OK;
 }
 
-static int slurp(const char *path, uint8_t **buf, size_t *len, tfx_err *err) {
-  FILE *f = fopen(path, "rb");
-  if (!f) {
+/* Opens path for reading into *f, refusing anything but a regular file: a directory or a pipe has no size to
+ * read up to (fuzz_ckpt: a manifest naming "" gave the directory). *size gets its size. */
+static int open_regular(const char *path, FILE **f, size_t *size, tfx_err *err) {
+  if (!(*f = fopen(path, "rb"))) {
     return tfx_err_sys(err, errno == ENOENT ? TFX_ENOTFOUND : TFX_ESYS, "open %s", path);
   }
-  /* A directory or a pipe has no size to read up to (fuzz_ckpt: a manifest naming "" gave the directory). */
   struct stat st;
-  if (fstat(fileno(f), &st) || !S_ISREG(st.st_mode)) {
-    fclose(f);
+  if (fstat(fileno(*f), &st) || !S_ISREG(st.st_mode)) {
+    fclose(*f);
     return tfx_err_set(err, TFX_ECORRUPT, "%s: not a regular file", path);
   }
-  size_t size = (size_t)st.st_size;
+  *size = (size_t)st.st_size;
+  return TFX_OK;
+}
+
+static int slurp(const char *path, uint8_t **buf, size_t *len, tfx_err *err) {
+  FILE *f;
+  size_t size;
+  int rc = open_regular(path, &f, &size, err);
+  if (rc) {
+    return rc;
+  }
   *buf = malloc(size ? size : 1);
   if (!*buf || fread(*buf, 1, size, f) != size) {
     fclose(f);
     free(*buf);
+    *buf = NULL;
     return tfx_err_sys(err, TFX_ESYS, "read %s", path);
   }
   fclose(f);
@@ -296,14 +307,11 @@ const tfx_ckpt_entry *tfx_ckpt_find(const tfx_ckpt *c, const char *name) {
 }
 
 int tfx_file_crc32(const char *path, uint32_t *crc, uint64_t *bytes, tfx_err *err) {
-  FILE *f = fopen(path, "rb");
-  if (!f) {
-    return tfx_err_sys(err, errno == ENOENT ? TFX_ENOTFOUND : TFX_ESYS, "open %s", path);
-  }
-  struct stat st;
-  if (fstat(fileno(f), &st) || !S_ISREG(st.st_mode)) {
-    fclose(f);
-    return tfx_err_set(err, TFX_ECORRUPT, "%s: not a regular file", path);
+  FILE *f;
+  size_t size;
+  int rc = open_regular(path, &f, &size, err);
+  if (rc) {
+    return rc;
   }
   /* Streamed a block at a time: checking a shard never holds a second copy of the model in memory. */
   static _Thread_local uint8_t block[1 << 16];
