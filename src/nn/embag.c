@@ -111,8 +111,13 @@ static bag_pair *radix_sort(bag_pair *p, bag_pair *tmp, size_t n, int64_t max_id
   return p;
 }
 
-/* The batch's valid ids as (id, position, example), sorted by id then position, into *out; returns how many. */
+/* The batch's valid ids as (id, position, example), sorted by id then position, into *out; returns how many.
+ * Sorted once per lent batch (tfx_model_set_csr clears l->sorted): the row pull and backward share it. */
 static size_t sorted_pairs(layer *l, int batch, const bag_pair **out) {
+  if (l->sorted) {
+    *out = l->sorted;
+    return l->n_sorted;
+  }
   const tfx_csr *c = l->csr;
   size_t n = 0;
   int64_t base = c->off[0], max_id = 0;
@@ -125,8 +130,8 @@ static size_t sorted_pairs(layer *l, int batch, const bag_pair **out) {
       }
     }
   }
-  *out = radix_sort(l->pairs, l->pairs + l->pairs_cap, n, max_id);
-  return n;
+  *out = l->sorted = radix_sort(l->pairs, l->pairs + l->pairs_cap, n, max_id);
+  return l->n_sorted = n;
 }
 
 void tfx_embag_batch_rows(layer *l, int batch) {

@@ -701,7 +701,7 @@ int tfx_model_set_csr(tfx_model *m, const tfx_csr *fields, int n_fields, tfx_err
     if (tfx_embag_reserve(l, nnz)) {
       return tfx_err_set(err, TFX_ENOMEM, "layer %s: out of memory for a batch of %zu ids", l->name, nnz);
     }
-    l->csr = c;
+    l->csr = c, l->sorted = NULL; /* a new batch: its ids are sorted when first needed */
     if (m->row_source) {
       tfx_embag_batch_rows(l, c->n);
     }

@@ -66,6 +66,8 @@ typedef struct layer {
   float *bag_scale;       /* embedding bag: [batch] the combiner's factor of each example */
   struct bag_pair *pairs; /* embedding bag: (id, position, example) of each valid id, sorted in backward */
   size_t pairs_cap;
+  const struct bag_pair *sorted; /* embedding bag: the lent batch's pairs once sorted (NULL: not yet) */
+  size_t n_sorted;
 } layer;
 
 /* Row chunks of a bias gradient: each sums its rows, then the chunks are added in order, so the result does
