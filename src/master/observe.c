@@ -9,6 +9,7 @@
 #include "common/log.h"
 #include "master/master_impl.h"
 #include "net/curve.h"
+#include "net/ipcbuf.h"
 #include "observe/http.h"
 #include "observe/prom.h"
 #include "store/runindex.h"
@@ -117,6 +118,9 @@ static char *render_metrics(master *m) {
              5);
   restarts(&b, m);
   links(&b, m);
+  gauge(&b, m, "tfx_ipc_links_sized_total",
+        "The master's Unix-socket connections whose kernel buffers were raised to 4 MiB (ZeroMQ sizes only TCP).",
+        "counter", (double)tfx_ipcbuf_tuned());
   return b.s;
 }
 

@@ -9,6 +9,10 @@
 #include <time.h>
 
 #include "net/curve.h"
+#include "net/ipcbuf.h"
+
+/* Kernel buffer size asked for every link (the kernel caps it at net.core.wmem_max/rmem_max). */
+#define LINK_BUFFER_BYTES (4 << 20)
 
 struct tfx_client {
   void *sock;
@@ -32,10 +36,12 @@ void *tfx_net_context(void) {
 void tfx_net_forget_context(void) {
   context = NULL;
   tfx_curve_forget();
+  tfx_ipcbuf_forget();
 }
 
 void tfx_net_shutdown(void) {
   tfx_curve_stop();
+  tfx_ipcbuf_stop();
   if (context) {
     zmq_ctx_term(context);
   }
@@ -48,7 +54,7 @@ void tfx_net_keep_buffers(void) {
 }
 
 static void set_common(void *sock) {
-  int zero = 0, one = 1, buf = 4 << 20;
+  int zero = 0, one = 1, buf = LINK_BUFFER_BYTES;
   int64_t maxmsg = (int64_t)TFX_MAX_FRAME;
   zmq_setsockopt(sock, ZMQ_LINGER, &zero, sizeof zero);
   zmq_setsockopt(sock, ZMQ_IPV6, &one, sizeof one);
@@ -70,6 +76,9 @@ int tfx_server_open(const char *endpoint, void **sock, tfx_err *err) {
   if (rc) {
     zmq_close(s);
     return rc;
+  }
+  if (!tfx_curve_enabled()) { /* CURVE's handshake monitor owns the socket's one monitor */
+    tfx_ipcbuf_watch(tfx_net_context(), s, endpoint, LINK_BUFFER_BYTES);
   }
   if (zmq_bind(s, endpoint)) {
     rc = tfx_err_sys(err, TFX_ESYS, "bind %s", endpoint);
@@ -119,6 +128,7 @@ static int client_connect(tfx_client *c, tfx_err *err) {
     c->sock = NULL;
     return rc;
   }
+  tfx_ipcbuf_watch(tfx_net_context(), c->sock, c->endpoint, LINK_BUFFER_BYTES);
   if (zmq_connect(c->sock, c->endpoint)) {
     rc = tfx_err_sys(err, TFX_ECONFIG, "connect %s", c->endpoint);
     zmq_close(c->sock);

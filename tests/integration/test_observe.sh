@@ -42,6 +42,8 @@ assert samples[("tfx_pulls_served_total", "ps", 0)] > 0, "the master shows no pu
 # The default local cluster: every link of the master over a Unix socket, guarded by the socket directory's mode.
 assert links.get(("ps", 1)) == ("ipc", "unix-socket-permissions"), links
 assert links.get(("worker", 1)) == ("ipc", "unix-socket-permissions"), links
+# ... with kernel buffers raised past the 208 KiB ZeroMQ leaves Unix sockets at (the master's links to its peers).
+assert samples.get(("tfx_ipc_links_sized_total", "master", 0), 0) >= 1, "no ipc link of the master was sized"
 PY
 # A killed worker is restarted by the supervisor, and the master's /metrics counts it.
 wpid=$(sed -n 's/.*LOCAL-SPAWN worker 1: pid \([0-9]*\).*/\1/p' "$WORK/local.log" | head -1)

@@ -1,0 +1,135 @@
+/* Unit tests of src/net/ipcbuf.c over real ZeroMQ sockets: a ROUTER bound to an ipc:// path and a DEALER client
+ * exchange a 1 MiB message; both ends of the Unix-socket connection then have kernel buffers above the default
+ * (ZeroMQ alone leaves ipc links at net.core.wmem_default), a TCP link is not watched, and shutting down after
+ * the sockets close does not hang on their monitors. */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+#include <zmq.h>
+
+#include "common/clock.h"
+#include "net/ipcbuf.h"
+#include "net/net.h"
+#include "tmpdir.h"
+
+static void setup(void) {
+  tmpdir_create("ipcbuf");
+}
+
+static void teardown(void) {
+  tfx_net_shutdown();
+  tmpdir_remove();
+}
+
+TestSuite(ipcbuf, .init = setup, .fini = teardown, .timeout = 60);
+
+static long read_sysctl(const char *path) {
+  FILE *f = fopen(path, "r");
+  long v = -1;
+  if (f && fscanf(f, "%ld", &v) != 1) {
+    v = -1;
+  }
+  if (f) {
+    fclose(f);
+  }
+  return v;
+}
+
+/* The smallest SO_SNDBUF among this process's connected Unix sockets whose peer or own path lies under tmp;
+ * *count gets how many there are. */
+static int smallest_sndbuf_under_tmp(int *count) {
+  int smallest = -1;
+  *count = 0;
+  for (int fd = 0; fd < 1024; fd++) {
+    struct sockaddr_un own = {0}, peer = {0};
+    socklen_t lo = sizeof own, lp = sizeof peer;
+    if (getsockname(fd, (struct sockaddr *)&own, &lo) || own.sun_family != AF_UNIX ||
+        getpeername(fd, (struct sockaddr *)&peer, &lp)) {
+      continue;
+    }
+    if (strncmp(own.sun_path, tmp, strlen(tmp)) != 0 && strncmp(peer.sun_path, tmp, strlen(tmp)) != 0) {
+      continue;
+    }
+    int v = 0;
+    socklen_t lv = sizeof v;
+    cr_assert_eq(getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &v, &lv), 0);
+    smallest = smallest < 0 || v < smallest ? v : smallest;
+    (*count)++;
+  }
+  return smallest;
+}
+
+/* Sends one 1 MiB message DEALER -> ROUTER and waits for it (the connection exists on both ends afterwards). */
+static void exchange(void *server, void *client) {
+  size_t n = 1 << 20;
+  char *big = calloc(1, n);
+  cr_assert_eq(zmq_send(client, big, n, 0), (int)n);
+  zmq_msg_t id, body;
+  zmq_msg_init(&id), zmq_msg_init(&body);
+  cr_assert_geq(zmq_msg_recv(&id, server, 0), 0);
+  cr_assert_eq(zmq_msg_recv(&body, server, 0), (int)n);
+  zmq_msg_close(&id), zmq_msg_close(&body);
+  free(big);
+}
+
+Test(ipcbuf, unix_socket_links_get_the_buffers_asked_for) {
+  long wmem_max = read_sysctl("/proc/sys/net/core/wmem_max");
+  long wmem_default = read_sysctl("/proc/sys/net/core/wmem_default");
+  cr_assert_gt(wmem_max, 0);
+  char endpoint[128];
+  snprintf(endpoint, sizeof endpoint, "ipc://%s/ps-0.sock", tmp);
+  void *server = NULL;
+  tfx_err err = {0};
+  unsigned before = tfx_ipcbuf_tuned();
+  cr_assert_eq(tfx_server_open(endpoint, &server, &err), TFX_OK, "%s", err.msg);
+  tfx_client *client = NULL;
+  cr_assert_eq(tfx_client_create(endpoint, &client, &err), TFX_OK, "%s", err.msg);
+  exchange(server, tfx_client_socket(client));
+  /* The helper sizes both ends once it has read their events: wait for that progress, not for a set time. */
+  for (int64_t end = tfx_now_ms() + 20000; tfx_ipcbuf_tuned() < before + 2 && tfx_now_ms() < end;) {
+    usleep(1000);
+  }
+  cr_assert_geq(tfx_ipcbuf_tuned(), before + 2, "both ends of the link sized");
+  int count = 0, smallest = smallest_sndbuf_under_tmp(&count);
+  cr_assert_eq(count, 2, "the connection's two ends");
+  long asked = (4 << 20) < wmem_max ? (4 << 20) : wmem_max;
+  /* Linux doubles the value set; the default is taken as is. */
+  cr_assert_geq(smallest, 2 * asked, "SO_SNDBUF %d, asked %ld (default %ld)", smallest, asked, wmem_default);
+  cr_assert_gt(smallest, wmem_default);
+  tfx_client_destroy(client);
+  tfx_net_close(server);
+}
+
+Test(ipcbuf, tcp_links_are_left_to_zeromq) {
+  void *ctx = tfx_net_context();
+  void *sock = zmq_socket(ctx, ZMQ_DEALER);
+  unsigned before = tfx_ipcbuf_tuned();
+  cr_assert_eq(tfx_ipcbuf_watch(ctx, sock, "tcp://127.0.0.1:1", 1 << 20), 0);
+  tfx_net_close(sock);
+  cr_assert_eq(tfx_ipcbuf_tuned(), before);
+}
+
+Test(ipcbuf, reconnecting_clients_are_each_sized_and_shutdown_drains) {
+  char endpoint[128];
+  snprintf(endpoint, sizeof endpoint, "ipc://%s/ps-1.sock", tmp);
+  void *server = NULL;
+  tfx_err err = {0};
+  cr_assert_eq(tfx_server_open(endpoint, &server, &err), TFX_OK, "%s", err.msg);
+  tfx_client *client = NULL;
+  cr_assert_eq(tfx_client_create(endpoint, &client, &err), TFX_OK, "%s", err.msg);
+  unsigned before = tfx_ipcbuf_tuned();
+  /* More resets than the helper watches sockets at once: closed sockets give their places back. */
+  for (unsigned i = 1; i <= 80; i++) {
+    cr_assert_eq(tfx_client_reset(client, &err), TFX_OK, "%s", err.msg);
+    exchange(server, tfx_client_socket(client));
+    for (int64_t end = tfx_now_ms() + 20000; tfx_ipcbuf_tuned() < before + 2 * i && tfx_now_ms() < end;) {
+      usleep(1000);
+    }
+    cr_assert_geq(tfx_ipcbuf_tuned(), before + 2 * i, "connection %u: both ends sized", i);
+  }
+  tfx_client_destroy(client);
+  tfx_net_close(server);
+  tfx_net_shutdown(); /* returns: the monitors' last events were read before their readers closed */
+}
