@@ -16,7 +16,7 @@
 #define EVENTS (ZMQ_EVENT_CONNECTED | ZMQ_EVENT_ACCEPTED | ZMQ_EVENT_MONITOR_STOPPED)
 /* How long stop waits for the watched sockets' last events: libzmq blocks a closing socket's reaper on its monitor
  * until the event is read, so a reader must outlive the socket it reads. */
-#define DRAIN_MS 2000
+#define DRAIN_MS 10000
 
 /* The helper of the current context. `lock` guards `readers`, `bytes`, `n` and `serial`: the caller's thread adds a
  * reader, the helper thread reads and removes them. */
