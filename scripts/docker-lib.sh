@@ -2,7 +2,7 @@
 #
 #   tfx_docker_up     use the engine that `docker` reaches (DOCKER_HOST or the system socket); if none answers,
 #                     start a private dockerd and export DOCKER_HOST for it. Returns 2 when no engine can be had
-#                     here (not root, or docker.io missing), with the reason in TFX_DOCKER_WHY.
+#                     here (not root, docker.io missing, no cgroup file system), with the reason in TFX_DOCKER_WHY.
 #   tfx_docker_down   stop the private dockerd, if tfx_docker_up started one.
 #   dk ARGS...        the docker CLI (Debian's docker.io client when present: it matches Debian's engine).
 #
@@ -41,6 +41,9 @@ tfx_docker_up() {
   [ "$(id -u)" = 0 ] || { TFX_DOCKER_WHY="no docker engine answers and a private dockerd needs root"; return 2; }
   command -v dockerd >/dev/null || { TFX_DOCKER_WHY="no docker engine answers and dockerd is not installed (apt-get install docker.io)"; return 2; }
   [ -x "$DOCKER_CLI" ] || command -v "$DOCKER_CLI" >/dev/null || { TFX_DOCKER_WHY="the docker CLI is not installed"; return 2; }
+  # dockerd needs the control-group file system; a chroot or a container without /sys/fs/cgroup has none.
+  awk '$2 == "/sys/fs/cgroup" || index($2, "/sys/fs/cgroup/") == 1 { found = 1 } END { exit !found }' /proc/self/mounts ||
+    { TFX_DOCKER_WHY="no cgroup file system is mounted at /sys/fs/cgroup (a chroot?): dockerd cannot run here"; return 2; }
   mkdir -p "$TFX_DOCKER_ROOT"
   exec {TFX_DOCKER_LOCK}>"$TFX_DOCKER_ROOT/lock"
   if ! flock -n "$TFX_DOCKER_LOCK"; then
