@@ -52,6 +52,7 @@ static int worker_as_chief(tfx_node *n, tfx_err *err) {
     _exit(rc ? 1 : 0);
   }
   tfx_log(TFX_LOG_INFO, "WORKER-CHIEF", "no chief in TF_CONFIG: worker 0 runs the chief's duties in pid %d", (int)pid);
+  n->chief_pid = (int)pid;
   int rc = tfx_worker_run(n, err), status = 0;
   if (rc) {
     kill(pid, SIGTERM);

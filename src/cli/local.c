@@ -211,11 +211,16 @@ static int all_exited(const child *kids, int total) {
 }
 
 /* Waits up to ms for every child, then kills what is left. */
-static void drain(child *kids, int total, int ms) {
+/* Reaps children until every one has exited or `ms` passed. */
+static void await_exits(child *kids, int total, int ms) {
   for (int64_t end = tfx_now_ms() + ms; !all_exited(kids, total) && tfx_now_ms() < end;) {
     reap(kids, total);
     usleep(50000);
   }
+}
+
+static void drain(child *kids, int total, int ms) {
+  await_exits(kids, total, ms);
   signal_all(kids, total, SIGKILL);
   while (!all_exited(kids, total) && waitpid(-1, NULL, 0) > 0) {
     reap(kids, total);
@@ -340,7 +345,10 @@ static int supervise(cluster_run *r, tfx_err *err) {
       return child_failed(r, &kids[spent], err);
     }
     if (kids[0].exited && !kids[0].failed) {
-      drain(kids, r->total, 10000);
+      /* The master stopped its peers; one that missed the STOP (a worker waiting at max_steps) gets SIGTERM. */
+      await_exits(kids, r->total, 3000);
+      signal_all(kids, r->total, SIGTERM);
+      drain(kids, r->total, 7000);
       return TFX_OK;
     }
     if (forwarded && kids[0].exited) {

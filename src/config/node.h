@@ -17,6 +17,7 @@ typedef struct tfx_node {
   int resume;    /* 1: restore the newest checkpoint of run_dir if any (default) */
   int http_port; /* --http-port: serve /metrics and /status (0: off; the chief also reads observe.http_port) */
   struct tfx_plugin_handle *plugin; /* model.plugin, loaded by main when the experiment names one */
+  int chief_pid;                    /* worker 0 acting as chief: the pid of the master it forked (0: none) */
 } tfx_node;
 
 /* Installs SIGTERM/SIGINT handlers that set the stop flag (and ignores SIGPIPE). */

@@ -612,8 +612,8 @@ static const char *no_acc_reason(const master *m) {
   return m->eval_refused ? "eval data refused, see the log" : "no evaluation, see the log";
 }
 
-/* Stops the workers, then checkpoints where the ps stand and evaluates. */
-static int finish(master *m, tfx_err *err) {
+/* Stops the workers, then (unless `checkpointed`) checkpoints where the ps stand, and evaluates. */
+static int finish(master *m, int checkpointed, tfx_err *err) {
   m->finished = 1;
   for (int w = 0; w < m->n_workers; w++) {
     tfx_envelope env;
@@ -627,8 +627,8 @@ static int finish(master *m, tfx_err *err) {
     tfx_client_destroy(m->workers[w]);
     m->workers[w] = NULL;
   }
-  int rc = tfx_master_poll_versions(m, err);
-  if (!rc) {
+  int rc = checkpointed ? TFX_OK : tfx_master_poll_versions(m, err);
+  if (!rc && !checkpointed) {
     rc = tfx_master_checkpoint(m, m->max_version, err);
   }
   if (!has_evaluator(m)) {
@@ -659,6 +659,22 @@ static int poll_or_wait(master *m, int64_t *lost_since, tfx_err *err) {
   return rc ? tfx_err_set(err, rc, "%s", perr.msg) : TFX_OK;
 }
 
+/* The run reached max_steps: the final checkpoint is taken while the workers wait at max_steps, then they are
+ * stopped. A ps lost meanwhile (no answer, or back empty) sends the loop back to training: the cluster rolls back
+ * to the newest checkpoint and the waiting workers train on. Returns 1 when the loop should go on. */
+static int finish_at_max_steps(master *m, int *attempts, int *rc, tfx_err *err) {
+  tfx_err cerr;
+  int ck = tfx_master_checkpoint(m, m->max_version, &cerr);
+  if ((ck == TFX_EPEER || ck == TFX_ESTATE) && ++*attempts < CKPT_ATTEMPTS && !tfx_stop_requested()) {
+    tfx_log(TFX_LOG_WARN, "MASTER-FINAL-RETRY",
+            "final checkpoint at step %lld: %s; the workers wait at max_steps, asking again (%d of %d)",
+            (long long)m->max_version, cerr.msg, *attempts, CKPT_ATTEMPTS);
+    return 1;
+  }
+  *rc = finish(m, ck == TFX_OK, err);
+  return 0;
+}
+
 int tfx_master_loop(master *m, tfx_err *err) {
   m->hook_stop |= tfx_plugin_hook(m->n->plugin, TFX_HOOK_TRAIN_BEGIN, m->start_step, NAN, NAN, m->n->run_dir);
   tfx_notify_status("chief: training from step %lld", (long long)m->start_step);
@@ -666,6 +682,7 @@ int tfx_master_loop(master *m, tfx_err *err) {
     tfx_master_evaluate(m), tfx_master_validate(m, 1);
   }
   int64_t last_poll = 0, lost_since = 0;
+  int final_attempts = 0;
   while (!tfx_stop_requested() && !m->abort_code) {
     serve(m, 50);
     if (tfx_now_ms() - last_poll < 200) {
@@ -684,12 +701,15 @@ int tfx_master_loop(master *m, tfx_err *err) {
     }
     tfx_notify_status("chief: step %lld of %lld, eval accuracy %.4f", (long long)m->global_step,
                       (long long)m->cfg.max_steps, m->last_acc);
+    if (m->global_step >= m->cfg.max_steps && !finish_at_max_steps(m, &final_attempts, &rc, err)) {
+      return rc;
+    }
     if (m->global_step >= m->cfg.max_steps) {
-      return finish(m, err);
+      continue;
     }
     if (m->hook_stop) {
       tfx_log(TFX_LOG_INFO, "MASTER-HOOK-STOP", "a plugin hook asked to stop at step %lld", (long long)m->global_step);
-      return finish(m, err);
+      return finish(m, 0, err);
     }
     heartbeat(m);
     periodic(m);
@@ -699,7 +719,7 @@ int tfx_master_loop(master *m, tfx_err *err) {
     return tfx_err_set(err, m->abort_code, "%s; the last good checkpoint is kept", m->abort_msg);
   }
   tfx_log(TFX_LOG_INFO, "MASTER-SIGNAL", "stop requested: checkpointing and stopping the cluster");
-  return finish(m, err);
+  return finish(m, 0, err);
 }
 
 void tfx_master_stop_all(master *m) {

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/log.h"
@@ -210,6 +211,11 @@ static void announce(worker *w) {
 /* A ps that stopped answering (TFX_EPEER) or was rolled back to a checkpoint (TFX_ESTATE) is waited for here
  * rather than by exiting: pulls again until every ps answers, within cluster.register_timeout_s. The pull sets
  * the version the next push is computed from, so no gradient is applied to a step it was not made for. */
+/* Whether a call failed only because a stop signal cut it short (then the worker stops gracefully). */
+static int stopped_by_signal(int rc) {
+  return rc == TFX_EINTR && tfx_stop_requested();
+}
+
 static int resync(worker *w, const tfx_err *why, tfx_err *err) {
   tfx_log(TFX_LOG_WARN, "WORKER-PS-WAIT", "%s; pulling until every ps answers", why->msg);
   int64_t deadline = tfx_now_ms() + (int64_t)w->cfg.register_timeout_s * 1000;
@@ -219,6 +225,9 @@ static int resync(worker *w, const tfx_err *why, tfx_err *err) {
     int rc = tfx_psclient_pull(w->ps, 0, &w->version, &perr);
     if (rc == TFX_OK) {
       tfx_log(TFX_LOG_INFO, "WORKER-PS-BACK", "every ps answers: continuing from step %lld", (long long)w->version);
+      return TFX_OK;
+    }
+    if (stopped_by_signal(rc)) {
       return TFX_OK;
     }
     if ((rc != TFX_EPEER && rc != TFX_ESTATE) || tfx_now_ms() > deadline) {
@@ -251,7 +260,75 @@ static int report_or_skip(worker *w, double loss, double acc, double eps, tfx_er
   return rc ? tfx_err_set(err, rc, "%s", rerr.msg) : TFX_OK;
 }
 
-static int train(worker *w, tfx_err *err) {
+/* The chief's state from a STATUS call: 1 finished, 0 training, -1 no answer within `timeout_ms`. */
+static int chief_finished(worker *w, int timeout_ms) {
+  tfx_envelope env;
+  tfx_inmsg r;
+  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_STATUS);
+  int rc = tfx_client_call(w->master, &env, NULL, 0, &r, timeout_ms, NULL);
+  int state = rc ? -1 : r.env->text && !strcmp(r.env->text, "finished") ? 1 : 0;
+  tfx_inmsg_fini(&r);
+  return state;
+}
+
+/* Whether the master that worker 0 forked (acting as chief) has exited; the child is left for its waitpid. */
+static int forked_chief_exited(const worker *w) {
+  siginfo_t info;
+  memset(&info, 0, sizeof info);
+  return w->n->chief_pid > 0 && waitid(P_PID, (id_t)w->n->chief_pid, &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+         info.si_pid != 0;
+}
+
+/* Waits up to `ms` for control messages (STOP, STATUS) and serves them. */
+static void wait_control(worker *w, int ms) {
+  if (w->sock) {
+    zmq_pollitem_t item = {w->sock, 0, ZMQ_POLLIN, 0};
+    zmq_poll(&item, 1, ms);
+  } else {
+    usleep((useconds_t)ms * 1000);
+  }
+  serve_control(w);
+}
+
+/* At max_steps a worker waits for the chief's verdict instead of exiting: a ps that restarts before the final
+ * checkpoint rolls the cluster back to the newest checkpoint, and the steps after it need the workers again.
+ * It mostly listens on its control socket (the chief's STOP comes there); each round it pulls to see whether the
+ * ps went back, and each second asks the chief. Returns 1 to train on (the ps went back below max_steps), 0 to
+ * stop (STOP, a signal, the chief finished or exited, or silent for cluster.request_timeout_s). */
+static int wait_at_max_steps(worker *w) {
+  tfx_log(TFX_LOG_INFO, "WORKER-AT-MAX", "global step %lld reached max_steps: waiting for the chief's final checkpoint",
+          (long long)w->version);
+  int64_t heard = tfx_now_ms(), next_ask = 0;
+  for (;;) {
+    wait_control(w, 200);
+    if (w->stop || tfx_stop_requested() || forked_chief_exited(w)) {
+      return 0;
+    }
+    if (tfx_now_ms() >= next_ask) {
+      next_ask = tfx_now_ms() + 1000;
+      int chief = chief_finished(w, 200);
+      heard = chief == 0 ? tfx_now_ms() : heard;
+      if (chief == 1) {
+        return 0;
+      }
+      if (chief < 0 && tfx_now_ms() - heard > (int64_t)w->cfg.request_timeout_s * 1000) {
+        tfx_log(TFX_LOG_WARN, "WORKER-CHIEF-GONE", "the chief has not answered for %d s: stopping",
+                w->cfg.request_timeout_s);
+        return 0;
+      }
+    }
+    tfx_err perr;
+    if (tfx_psclient_pull(w->ps, 0, &w->version, &perr) == TFX_OK && w->version < w->cfg.max_steps) {
+      tfx_log(TFX_LOG_WARN, "WORKER-ROLLBACK",
+              "the ps went back to step %lld (a ps restarted before the final checkpoint): training on",
+              (long long)w->version);
+      return 1;
+    }
+    tfx_notify_watchdog();
+  }
+}
+
+static int train_steps(worker *w, tfx_err *err) {
   int sync = strcmp(w->cfg.mode, "sync") == 0, rc;
   double loss = 0, hits = 0, seen = 0, n = 0;
   int64_t t0 = tfx_now_ms();
@@ -259,6 +336,9 @@ static int train(worker *w, tfx_err *err) {
   double t_call = tfx_worker_obs_now();
   tfx_err perr;
   rc = tfx_psclient_pull(w->ps, 0, &w->version, &perr);
+  if (stopped_by_signal(rc)) {
+    return TFX_OK;
+  }
   if (rc == TFX_EPEER || rc == TFX_ESTATE) {
     rc = resync(w, &perr, err);
   } else if (rc) {
@@ -270,7 +350,6 @@ static int train(worker *w, tfx_err *err) {
   tfx_worker_obs_pull(&w->obs, tfx_worker_obs_now() - t_call, tfx_psclient_bytes(w->ps));
   tfx_notify_status("worker %d: training from step %lld", w->n->index, (long long)w->version);
   tfx_log(TFX_LOG_INFO, "WORKER-TRAIN", "training from global step %lld", (long long)w->version);
-  tfx_timing_init(&w->timing);
   while (!w->stop && !tfx_stop_requested() && w->version < w->cfg.max_steps) {
     tfx_step_stats st;
     tfx_timing_mark(&w->timing, TFX_TIMING_OTHER);
@@ -287,6 +366,9 @@ static int train(worker *w, tfx_err *err) {
     int64_t step = w->version;
     t_call = tfx_worker_obs_now();
     rc = tfx_psclient_push_pull(w->ps, step, &w->version, &perr);
+    if (stopped_by_signal(rc)) {
+      break;
+    }
     if (rc == TFX_EPEER || rc == TFX_ESTATE) {
       if ((rc = resync(w, &perr, err))) {
         return rc;
@@ -316,11 +398,22 @@ static int train(worker *w, tfx_err *err) {
     tfx_notify_status("worker %d: global step %lld of %lld", w->n->index, (long long)w->version,
                       (long long)w->cfg.max_steps);
   }
+  return TFX_OK;
+}
+
+/* Trains to max_steps, then stays until the chief's final checkpoint holds (training on after a rollback). */
+static int train(worker *w, tfx_err *err) {
+  int rc;
+  tfx_timing_init(&w->timing);
+  while (!(rc = train_steps(w, err)) && !w->stop && !tfx_stop_requested() && wait_at_max_steps(w)) {
+  }
   tfx_notify_stopping();
   tfx_timing_log(&w->timing);
-  tfx_log(TFX_LOG_INFO, "WORKER-DONE", "stopped at global step %lld after %lld local steps", (long long)w->version,
-          (long long)w->steps);
-  return TFX_OK;
+  if (!rc) {
+    tfx_log(TFX_LOG_INFO, "WORKER-DONE", "stopped at global step %lld after %lld local steps", (long long)w->version,
+            (long long)w->steps);
+  }
+  return rc;
 }
 
 static void cleanup(worker *w) {
