@@ -208,14 +208,14 @@ static void announce(worker *w) {
   }
 }
 
-/* A ps that stopped answering (TFX_EPEER) or was rolled back to a checkpoint (TFX_ESTATE) is waited for here
- * rather than by exiting: pulls again until every ps answers, within cluster.register_timeout_s. The pull sets
- * the version the next push is computed from, so no gradient is applied to a step it was not made for. */
 /* Whether a call failed only because a stop signal cut it short (then the worker stops gracefully). */
 static int stopped_by_signal(int rc) {
   return rc == TFX_EINTR && tfx_stop_requested();
 }
 
+/* A ps that stopped answering (TFX_EPEER) or was rolled back to a checkpoint (TFX_ESTATE) is waited for here
+ * rather than by exiting: pulls again until every ps answers, within cluster.register_timeout_s. The pull sets
+ * the version the next push is computed from, so no gradient is applied to a step it was not made for. */
 static int resync(worker *w, const tfx_err *why, tfx_err *err) {
   tfx_log(TFX_LOG_WARN, "WORKER-PS-WAIT", "%s; pulling until every ps answers", why->msg);
   int64_t deadline = tfx_now_ms() + (int64_t)w->cfg.register_timeout_s * 1000;
@@ -260,13 +260,20 @@ static int report_or_skip(worker *w, double loss, double acc, double eps, tfx_er
   return rc ? tfx_err_set(err, rc, "%s", rerr.msg) : TFX_OK;
 }
 
-/* The chief's state from a STATUS call: 1 finished, 0 training, -1 no answer within `timeout_ms`. */
-static int chief_finished(worker *w, int timeout_ms) {
+/* The chief's state from a STATUS call. */
+typedef enum chief_state { CHIEF_SILENT, CHIEF_TRAINING, CHIEF_WAITING, CHIEF_FINISHED } chief_state;
+
+static chief_state ask_chief(worker *w, int timeout_ms) {
   tfx_envelope env;
   tfx_inmsg r;
   tfx_wire_request(&env, TFX__MSG_TYPE__MSG_STATUS);
-  int rc = tfx_client_call(w->master, &env, NULL, 0, &r, timeout_ms, NULL);
-  int state = rc ? -1 : r.env->text && !strcmp(r.env->text, "finished") ? 1 : 0;
+  chief_state state = CHIEF_SILENT;
+  if (tfx_client_call(w->master, &env, NULL, 0, &r, timeout_ms, NULL) == TFX_OK) {
+    const char *text = r.env->text ? r.env->text : "";
+    state = !strcmp(text, "finished")              ? CHIEF_FINISHED
+            : !strcmp(text, "waiting-for-cluster") ? CHIEF_WAITING
+                                                   : CHIEF_TRAINING;
+  }
   tfx_inmsg_fini(&r);
   return state;
 }
@@ -293,8 +300,9 @@ static void wait_control(worker *w, int ms) {
 /* At max_steps a worker waits for the chief's verdict instead of exiting: a ps that restarts before the final
  * checkpoint rolls the cluster back to the newest checkpoint, and the steps after it need the workers again.
  * It mostly listens on its control socket (the chief's STOP comes there); each round it pulls to see whether the
- * ps went back, and each second asks the chief. Returns 1 to train on (the ps went back below max_steps), 0 to
- * stop (STOP, a signal, the chief finished or exited, or silent for cluster.request_timeout_s). */
+ * ps went back, and each second asks the chief (registering with one that restarted). Returns 1 to train on (the ps
+ * went back below max_steps), 0 to stop (STOP, a signal, the chief finished or exited, or silent for
+ * cluster.request_timeout_s). */
 static int wait_at_max_steps(worker *w) {
   tfx_log(TFX_LOG_INFO, "WORKER-AT-MAX", "global step %lld reached max_steps: waiting for the chief's final checkpoint",
           (long long)w->version);
@@ -306,12 +314,15 @@ static int wait_at_max_steps(worker *w) {
     }
     if (tfx_now_ms() >= next_ask) {
       next_ask = tfx_now_ms() + 1000;
-      int chief = chief_finished(w, 200);
-      heard = chief == 0 ? tfx_now_ms() : heard;
-      if (chief == 1) {
+      chief_state chief = ask_chief(w, 200);
+      heard = chief != CHIEF_SILENT ? tfx_now_ms() : heard;
+      if (chief == CHIEF_FINISHED) {
         return 0;
       }
-      if (chief < 0 && tfx_now_ms() - heard > (int64_t)w->cfg.request_timeout_s * 1000) {
+      if (chief == CHIEF_WAITING) {
+        announce(w); /* a restarted chief waits for the workers before it resumes from its checkpoint */
+      }
+      if (chief == CHIEF_SILENT && tfx_now_ms() - heard > (int64_t)w->cfg.request_timeout_s * 1000) {
         tfx_log(TFX_LOG_WARN, "WORKER-CHIEF-GONE", "the chief has not answered for %d s: stopping",
                 w->cfg.request_timeout_s);
         return 0;
