@@ -263,13 +263,15 @@ static int report_or_skip(worker *w, double loss, double acc, double eps, tfx_er
 /* The chief's state from a STATUS call. */
 typedef enum chief_state { CHIEF_SILENT, CHIEF_TRAINING, CHIEF_WAITING, CHIEF_FINISHED } chief_state;
 
-static chief_state ask_chief(worker *w, int timeout_ms) {
+/* Asks the chief its state and (*step) the global step it last saw. */
+static chief_state ask_chief(worker *w, int timeout_ms, int64_t *step) {
   tfx_envelope env;
   tfx_inmsg r;
   tfx_wire_request(&env, TFX__MSG_TYPE__MSG_STATUS);
   chief_state state = CHIEF_SILENT;
   if (tfx_client_call(w->master, &env, NULL, 0, &r, timeout_ms, NULL) == TFX_OK) {
     const char *text = r.env->text ? r.env->text : "";
+    *step = r.env->step;
     state = !strcmp(text, "finished")              ? CHIEF_FINISHED
             : !strcmp(text, "waiting-for-cluster") ? CHIEF_WAITING
                                                    : CHIEF_TRAINING;
@@ -299,39 +301,38 @@ static void wait_control(worker *w, int ms) {
 
 /* At max_steps a worker waits for the chief's verdict instead of exiting: a ps that restarts before the final
  * checkpoint rolls the cluster back to the newest checkpoint, and the steps after it need the workers again.
- * It mostly listens on its control socket (the chief's STOP comes there); each round it pulls to see whether the
- * ps went back, and each second asks the chief (registering with one that restarted). Returns 1 to train on (the ps
- * went back below max_steps), 0 to stop (STOP, a signal, the chief finished or exited, or silent for
- * cluster.request_timeout_s). */
+ * It listens on its control socket (the chief's STOP comes there) and asks the chief each round, registering
+ * with one that restarted; when the chief's global step is below max_steps it pulls to see the rollback.
+ * Returns 1 to train on (the ps went back below max_steps), 0 to stop (STOP, a signal, the chief finished or
+ * exited, or silent for cluster.request_timeout_s). */
 static int wait_at_max_steps(worker *w) {
   tfx_log(TFX_LOG_INFO, "WORKER-AT-MAX", "global step %lld reached max_steps: waiting for the chief's final checkpoint",
           (long long)w->version);
-  int64_t heard = tfx_now_ms(), next_ask = 0;
+  int64_t heard = tfx_now_ms();
   for (;;) {
     wait_control(w, 200);
     if (w->stop || tfx_stop_requested() || forked_chief_exited(w)) {
       return 0;
     }
-    if (tfx_now_ms() >= next_ask) {
-      next_ask = tfx_now_ms() + 1000;
-      chief_state chief = ask_chief(w, 200);
-      heard = chief != CHIEF_SILENT ? tfx_now_ms() : heard;
-      if (chief == CHIEF_FINISHED) {
-        return 0;
-      }
-      if (chief == CHIEF_WAITING) {
-        announce(w); /* a restarted chief waits for the workers before it resumes from its checkpoint */
-      }
-      if (chief == CHIEF_SILENT && tfx_now_ms() - heard > (int64_t)w->cfg.request_timeout_s * 1000) {
-        tfx_log(TFX_LOG_WARN, "WORKER-CHIEF-GONE", "the chief has not answered for %d s: stopping",
-                w->cfg.request_timeout_s);
-        return 0;
-      }
+    int64_t chief_step = w->cfg.max_steps;
+    chief_state chief = ask_chief(w, 200, &chief_step);
+    heard = chief != CHIEF_SILENT ? tfx_now_ms() : heard;
+    if (chief == CHIEF_FINISHED) {
+      return 0;
+    }
+    if (chief == CHIEF_WAITING) {
+      announce(w); /* a restarted chief waits for the workers before it resumes from its checkpoint */
+    }
+    if (chief == CHIEF_SILENT && tfx_now_ms() - heard > (int64_t)w->cfg.request_timeout_s * 1000) {
+      tfx_log(TFX_LOG_WARN, "WORKER-CHIEF-GONE", "the chief has not answered for %d s: stopping",
+              w->cfg.request_timeout_s);
+      return 0;
     }
     tfx_err perr;
-    if (tfx_psclient_pull(w->ps, 0, &w->version, &perr) == TFX_OK && w->version < w->cfg.max_steps) {
+    if (chief == CHIEF_TRAINING && chief_step < w->cfg.max_steps &&
+        tfx_psclient_pull(w->ps, 0, &w->version, &perr) == TFX_OK && w->version < w->cfg.max_steps) {
       tfx_log(TFX_LOG_WARN, "WORKER-ROLLBACK",
-              "the ps went back to step %lld (a ps restarted before the final checkpoint): training on",
+              "the ps went back to step %lld (a ps or the chief restarted before the final checkpoint): training on",
               (long long)w->version);
       return 1;
     }
