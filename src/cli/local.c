@@ -210,7 +210,6 @@ static int all_exited(const child *kids, int total) {
   return 1;
 }
 
-/* Waits up to ms for every child, then kills what is left. */
 /* Reaps children until every one has exited or `ms` passed. */
 static void await_exits(child *kids, int total, int ms) {
   for (int64_t end = tfx_now_ms() + ms; !all_exited(kids, total) && tfx_now_ms() < end;) {
@@ -219,6 +218,7 @@ static void await_exits(child *kids, int total, int ms) {
   }
 }
 
+/* Waits up to ms for every child, then kills what is left. */
 static void drain(child *kids, int total, int ms) {
   await_exits(kids, total, ms);
   signal_all(kids, total, SIGKILL);
