@@ -9,7 +9,7 @@
 #include "common/log.h"
 #include "master/master_impl.h"
 #include "net/curve.h"
-#include "net/ipcbuf.h"
+#include "net/linkwatch.h"
 #include "observe/http.h"
 #include "observe/prom.h"
 #include "store/runindex.h"
@@ -120,7 +120,7 @@ static char *render_metrics(master *m) {
   links(&b, m);
   gauge(&b, m, "tfx_ipc_links_sized_total",
         "The master's Unix-socket connections whose kernel buffers were raised to 4 MiB (ZeroMQ sizes only TCP).",
-        "counter", (double)tfx_ipcbuf_tuned());
+        "counter", (double)tfx_linkwatch_sized());
   return b.s;
 }
 

@@ -9,16 +9,19 @@
 #include <time.h>
 
 #include "net/curve.h"
-#include "net/ipcbuf.h"
+#include "net/linkwatch.h"
 
 /* Kernel buffer size asked for every link (the kernel caps it at net.core.wmem_max/rmem_max). */
 #define LINK_BUFFER_BYTES (4 << 20)
+/* How often a client waiting for a reply looks whether its connection was lost meanwhile. */
+#define LOST_CHECK_MS 100
 
 struct tfx_client {
   void *sock;
   char endpoint[300];
   uint64_t next_id;
   uint64_t pending_id;
+  unsigned lost_at_send; /* the socket's disconnections (linkwatch) when the pending request went out */
 };
 
 static void *context;
@@ -36,12 +39,12 @@ void *tfx_net_context(void) {
 void tfx_net_forget_context(void) {
   context = NULL;
   tfx_curve_forget();
-  tfx_ipcbuf_forget();
+  tfx_linkwatch_forget();
 }
 
 void tfx_net_shutdown(void) {
   tfx_curve_stop();
-  tfx_ipcbuf_stop();
+  tfx_linkwatch_stop();
   if (context) {
     zmq_ctx_term(context);
   }
@@ -77,8 +80,8 @@ int tfx_server_open(const char *endpoint, void **sock, tfx_err *err) {
     zmq_close(s);
     return rc;
   }
-  if (!tfx_curve_enabled()) { /* CURVE's handshake monitor owns the socket's one monitor */
-    tfx_ipcbuf_watch(tfx_net_context(), s, endpoint, LINK_BUFFER_BYTES);
+  if (!tfx_curve_enabled()) { /* CURVE's handshake monitor owns a server socket's one monitor */
+    tfx_linkwatch_add(tfx_net_context(), s, endpoint, LINK_BUFFER_BYTES);
   }
   if (zmq_bind(s, endpoint)) {
     rc = tfx_err_sys(err, TFX_ESYS, "bind %s", endpoint);
@@ -128,7 +131,7 @@ static int client_connect(tfx_client *c, tfx_err *err) {
     c->sock = NULL;
     return rc;
   }
-  tfx_ipcbuf_watch(tfx_net_context(), c->sock, c->endpoint, LINK_BUFFER_BYTES);
+  tfx_linkwatch_add(tfx_net_context(), c->sock, c->endpoint, LINK_BUFFER_BYTES);
   if (zmq_connect(c->sock, c->endpoint)) {
     rc = tfx_err_sys(err, TFX_ECONFIG, "connect %s", c->endpoint);
     zmq_close(c->sock);
@@ -179,6 +182,7 @@ void *tfx_client_socket(const tfx_client *c) {
 int tfx_client_send(tfx_client *c, tfx_envelope *env, const tfx_payload *payloads, int n, tfx_err *err) {
   env->request_id = c->next_id++;
   c->pending_id = env->request_id;
+  c->lost_at_send = tfx_linkwatch_disconnects(c->sock);
   return tfx_wire_send(c->sock, NULL, env, payloads, n, err);
 }
 
@@ -195,15 +199,33 @@ static int reply_code(tfx_client *c, tfx_inmsg *reply, tfx_err *err) {
   return tfx_err_set(err, code, "%s: %s", c->endpoint, reply->env->error ? reply->env->error : "error");
 }
 
+/* Waits up to `left` ms for the client's socket to be readable, in slices: a connection lost after the request
+ * went out (the peer died with it) ends the wait early. Returns zmq_poll's count, or -2 for a lost connection. */
+static int wait_readable(tfx_client *c, int64_t left) {
+  for (;;) {
+    zmq_pollitem_t item = {c->sock, 0, ZMQ_POLLIN, 0};
+    long slice = left < LOST_CHECK_MS ? (long)left : LOST_CHECK_MS;
+    int n = slice > 0 ? zmq_poll(&item, 1, slice) : 0;
+    if (n != 0 || (left -= slice) <= 0) {
+      return n;
+    }
+    if (tfx_linkwatch_disconnects(c->sock) != c->lost_at_send) {
+      return -2;
+    }
+  }
+}
+
 int tfx_client_recv(tfx_client *c, tfx_inmsg *reply, int timeout_ms, tfx_err *err) {
   memset(reply, 0, sizeof *reply);
   int64_t deadline = tfx_now_ms() + timeout_ms;
   for (;;) {
-    int64_t left = deadline - tfx_now_ms();
-    zmq_pollitem_t item = {c->sock, 0, ZMQ_POLLIN, 0};
-    int n = left > 0 ? zmq_poll(&item, 1, (long)left) : 0;
-    if (n < 0 && errno == EINTR) {
+    int n = wait_readable(c, deadline - tfx_now_ms());
+    if (n == -1 && errno == EINTR) {
       return tfx_err_set(err, TFX_EINTR, "%s: interrupted", c->endpoint);
+    }
+    if (n == -2) {
+      return tfx_err_set(err, TFX_EPEER, "%s: the connection was lost before the reply (the peer restarted?)",
+                         c->endpoint);
     }
     if (n <= 0) {
       return tfx_err_set(err, TFX_EPEER, "%s: no reply within %d ms", c->endpoint, timeout_ms);

@@ -1,7 +1,8 @@
-/* Unit tests of src/net/ipcbuf.c over real ZeroMQ sockets: a ROUTER bound to an ipc:// path and a DEALER client
+/* Unit tests of src/net/linkwatch.c over real ZeroMQ sockets: a ROUTER bound to an ipc:// path and a DEALER client
  * exchange a 1 MiB message; both ends of the Unix-socket connection then have kernel buffers above the default
- * (ZeroMQ alone leaves ipc links at net.core.wmem_default), a TCP link is not watched, and shutting down after
- * the sockets close does not hang on their monitors. */
+ * (ZeroMQ alone leaves ipc links at net.core.wmem_default), a TCP link keeps ZeroMQ's, a client waiting for a
+ * reply from a peer that died learns it from the lost connection, and shutting down after the sockets close does
+ * not hang on their monitors. */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -10,12 +11,13 @@
 #include <zmq.h>
 
 #include "common/clock.h"
-#include "net/ipcbuf.h"
+#include "net/linkwatch.h"
 #include "net/net.h"
+#include "net/wire.h"
 #include "tmpdir.h"
 
 static void setup(void) {
-  tmpdir_create("ipcbuf");
+  tmpdir_create("linkwatch");
 }
 
 static void teardown(void) {
@@ -23,7 +25,7 @@ static void teardown(void) {
   tmpdir_remove();
 }
 
-TestSuite(ipcbuf, .init = setup, .fini = teardown, .timeout = 60);
+TestSuite(linkwatch, .init = setup, .fini = teardown, .timeout = 60);
 
 static long read_sysctl(const char *path) {
   FILE *f = fopen(path, "r");
@@ -74,7 +76,7 @@ static void exchange(void *server, void *client) {
   free(big);
 }
 
-Test(ipcbuf, unix_socket_links_get_the_buffers_asked_for) {
+Test(linkwatch, unix_socket_links_get_the_buffers_asked_for) {
   long wmem_max = read_sysctl("/proc/sys/net/core/wmem_max");
   long wmem_default = read_sysctl("/proc/sys/net/core/wmem_default");
   cr_assert_gt(wmem_max, 0);
@@ -82,16 +84,16 @@ Test(ipcbuf, unix_socket_links_get_the_buffers_asked_for) {
   snprintf(endpoint, sizeof endpoint, "ipc://%s/ps-0.sock", tmp);
   void *server = NULL;
   tfx_err err = {0};
-  unsigned before = tfx_ipcbuf_tuned();
+  unsigned before = tfx_linkwatch_sized();
   cr_assert_eq(tfx_server_open(endpoint, &server, &err), TFX_OK, "%s", err.msg);
   tfx_client *client = NULL;
   cr_assert_eq(tfx_client_create(endpoint, &client, &err), TFX_OK, "%s", err.msg);
   exchange(server, tfx_client_socket(client));
   /* The helper sizes both ends once it has read their events: wait for that progress, not for a set time. */
-  for (int64_t end = tfx_now_ms() + 20000; tfx_ipcbuf_tuned() < before + 2 && tfx_now_ms() < end;) {
+  for (int64_t end = tfx_now_ms() + 20000; tfx_linkwatch_sized() < before + 2 && tfx_now_ms() < end;) {
     usleep(1000);
   }
-  cr_assert_geq(tfx_ipcbuf_tuned(), before + 2, "both ends of the link sized");
+  cr_assert_geq(tfx_linkwatch_sized(), before + 2, "both ends of the link sized");
   int count = 0, smallest = smallest_sndbuf_under_tmp(&count);
   cr_assert_eq(count, 2, "the connection's two ends");
   long asked = (4 << 20) < wmem_max ? (4 << 20) : wmem_max;
@@ -102,16 +104,48 @@ Test(ipcbuf, unix_socket_links_get_the_buffers_asked_for) {
   tfx_net_close(server);
 }
 
-Test(ipcbuf, tcp_links_are_left_to_zeromq) {
+Test(linkwatch, tcp_links_keep_the_buffers_zeromq_gives_them) {
   void *ctx = tfx_net_context();
-  void *sock = zmq_socket(ctx, ZMQ_DEALER);
-  unsigned before = tfx_ipcbuf_tuned();
-  cr_assert_eq(tfx_ipcbuf_watch(ctx, sock, "tcp://127.0.0.1:1", 1 << 20), 0);
-  tfx_net_close(sock);
-  cr_assert_eq(tfx_ipcbuf_tuned(), before);
+  void *server = zmq_socket(ctx, ZMQ_ROUTER);
+  cr_assert_eq(zmq_bind(server, "tcp://127.0.0.1:*"), 0);
+  char endpoint[128];
+  size_t len = sizeof endpoint;
+  cr_assert_eq(zmq_getsockopt(server, ZMQ_LAST_ENDPOINT, endpoint, &len), 0);
+  unsigned before = tfx_linkwatch_sized();
+  tfx_client *client = NULL;
+  tfx_err err = {0};
+  cr_assert_eq(tfx_client_create(endpoint, &client, &err), TFX_OK, "%s", err.msg);
+  exchange(server, tfx_client_socket(client));
+  cr_assert_eq(tfx_linkwatch_sized(), before, "a TCP connection was resized");
+  tfx_client_destroy(client);
+  tfx_net_close(server);
 }
 
-Test(ipcbuf, reconnecting_clients_are_each_sized_and_shutdown_drains) {
+/* A request whose peer dies before replying: the waiting client learns it from the lost connection, long before
+ * its deadline. */
+Test(linkwatch, a_lost_connection_ends_the_wait_for_a_reply) {
+  char endpoint[128];
+  snprintf(endpoint, sizeof endpoint, "ipc://%s/ps-2.sock", tmp);
+  void *server = NULL;
+  tfx_err err = {0};
+  cr_assert_eq(tfx_server_open(endpoint, &server, &err), TFX_OK, "%s", err.msg);
+  tfx_client *client = NULL;
+  cr_assert_eq(tfx_client_create(endpoint, &client, &err), TFX_OK, "%s", err.msg);
+  tfx_envelope env;
+  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_STATUS);
+  cr_assert_eq(tfx_client_send(client, &env, NULL, 0, &err), TFX_OK, "%s", err.msg);
+  tfx_inmsg got;
+  cr_assert_eq(tfx_wire_recv(server, 1, &got, &err), TFX_OK, "%s", err.msg); /* taken, never answered */
+  tfx_inmsg_fini(&got);
+  tfx_net_close(server); /* the peer dies with the request */
+  tfx_inmsg reply;
+  cr_assert_eq(tfx_client_recv(client, &reply, 60000, &err), TFX_EPEER);
+  cr_assert(strstr(err.msg, "connection was lost") != NULL, "%s", err.msg);
+  tfx_inmsg_fini(&reply);
+  tfx_client_destroy(client);
+}
+
+Test(linkwatch, reconnecting_clients_are_each_sized_and_shutdown_drains) {
   char endpoint[128];
   snprintf(endpoint, sizeof endpoint, "ipc://%s/ps-1.sock", tmp);
   void *server = NULL;
@@ -119,15 +153,15 @@ Test(ipcbuf, reconnecting_clients_are_each_sized_and_shutdown_drains) {
   cr_assert_eq(tfx_server_open(endpoint, &server, &err), TFX_OK, "%s", err.msg);
   tfx_client *client = NULL;
   cr_assert_eq(tfx_client_create(endpoint, &client, &err), TFX_OK, "%s", err.msg);
-  unsigned before = tfx_ipcbuf_tuned();
+  unsigned before = tfx_linkwatch_sized();
   /* More resets than the helper watches sockets at once: closed sockets give their places back. */
   for (unsigned i = 1; i <= 80; i++) {
     cr_assert_eq(tfx_client_reset(client, &err), TFX_OK, "%s", err.msg);
     exchange(server, tfx_client_socket(client));
-    for (int64_t end = tfx_now_ms() + 20000; tfx_ipcbuf_tuned() < before + 2 * i && tfx_now_ms() < end;) {
+    for (int64_t end = tfx_now_ms() + 20000; tfx_linkwatch_sized() < before + 2 * i && tfx_now_ms() < end;) {
       usleep(1000);
     }
-    cr_assert_geq(tfx_ipcbuf_tuned(), before + 2 * i, "connection %u: both ends sized", i);
+    cr_assert_geq(tfx_linkwatch_sized(), before + 2 * i, "connection %u: both ends sized", i);
   }
   tfx_client_destroy(client);
   tfx_net_close(server);

@@ -1,5 +1,5 @@
-/* Kernel buffers of Unix-socket links: a helper thread sizes each new ipc:// connection from its socket's monitor. */
-#include "net/ipcbuf.h"
+/* A helper thread reads each watched socket's monitor: sizes new Unix-socket connections, counts disconnections. */
+#include "net/linkwatch.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -13,32 +13,51 @@
 #include "common/clock.h"
 
 #define MAX_WATCHED 64
-#define EVENTS (ZMQ_EVENT_CONNECTED | ZMQ_EVENT_ACCEPTED | ZMQ_EVENT_MONITOR_STOPPED)
+#define EVENTS (ZMQ_EVENT_CONNECTED | ZMQ_EVENT_ACCEPTED | ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_MONITOR_STOPPED)
 /* How long stop waits for the watched sockets' last events: libzmq blocks a closing socket's reaper on its monitor
  * until the event is read, so a reader must outlive the socket it reads. */
 #define DRAIN_MS 10000
 
-/* The helper of the current context. `lock` guards `readers`, `bytes`, `n` and `serial`: the caller's thread adds a
- * reader, the helper thread reads and removes them. */
+/* One watched socket: the PAIR reading its monitor, the buffer size asked, the disconnections seen. */
+typedef struct slot {
+  void *reader, *watched;
+  int bytes;
+  unsigned disconnects;
+} slot;
+
+/* The helper of the current context. `lock` guards `slots`, `n` and `serial`: the caller's thread adds a slot,
+ * the helper thread updates and removes them. */
 static struct {
   pthread_mutex_t lock;
   pthread_t thread;
   int running;
   void *ctx;
-  void *readers[MAX_WATCHED];
-  int bytes[MAX_WATCHED];
+  slot slots[MAX_WATCHED];
   int n;
   unsigned serial;
   atomic_int stop;
 } helper = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
-static atomic_uint tuned;
+static atomic_uint sized;
 
-unsigned tfx_ipcbuf_tuned(void) {
-  return atomic_load(&tuned);
+unsigned tfx_linkwatch_sized(void) {
+  return atomic_load(&sized);
 }
 
-/* Sizes one connection's buffers; a descriptor that is no longer a Unix socket (closed and reused) is left alone. */
+unsigned tfx_linkwatch_disconnects(void *sock) {
+  unsigned n = 0;
+  pthread_mutex_lock(&helper.lock);
+  for (int i = 0; i < helper.n; i++) {
+    if (helper.slots[i].watched == sock) {
+      n = helper.slots[i].disconnects;
+    }
+  }
+  pthread_mutex_unlock(&helper.lock);
+  return n;
+}
+
+/* Sizes one connection's buffers; a descriptor that is not a Unix socket (TCP, or closed and reused) is left
+ * alone. */
 static void size_fd(int fd, int bytes) {
   struct sockaddr_storage sa;
   socklen_t len = sizeof sa;
@@ -47,8 +66,18 @@ static void size_fd(int fd, int bytes) {
   }
   if (!setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof bytes) &&
       !setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof bytes)) {
-    atomic_fetch_add(&tuned, 1);
+    atomic_fetch_add(&sized, 1);
   }
+}
+
+static void count_disconnect(void *reader) {
+  pthread_mutex_lock(&helper.lock);
+  for (int i = 0; i < helper.n; i++) {
+    if (helper.slots[i].reader == reader) {
+      helper.slots[i].disconnects++;
+    }
+  }
+  pthread_mutex_unlock(&helper.lock);
 }
 
 /* Reads one monitor event and acts on it; returns 1 when the watched socket is gone (its monitor stopped). */
@@ -64,6 +93,8 @@ static int read_event(void *reader, int bytes) {
     memcpy(&value, (char *)zmq_msg_data(&head) + 2, 4);
     if (event == ZMQ_EVENT_CONNECTED || event == ZMQ_EVENT_ACCEPTED) {
       size_fd((int)value, bytes);
+    } else if (event == ZMQ_EVENT_DISCONNECTED) {
+      count_disconnect(reader);
     }
     done = event == ZMQ_EVENT_MONITOR_STOPPED;
   }
@@ -77,14 +108,12 @@ static void close_reader(void *reader) {
   zmq_close(reader);
 }
 
-/* Drops a reader whose socket is gone (helper thread). */
+/* Drops the slot of a socket that is gone (helper thread). */
 static void remove_reader(void *reader) {
   pthread_mutex_lock(&helper.lock);
   for (int i = 0; i < helper.n; i++) {
-    if (helper.readers[i] == reader) {
-      helper.n--;
-      helper.readers[i] = helper.readers[helper.n];
-      helper.bytes[i] = helper.bytes[helper.n];
+    if (helper.slots[i].reader == reader) {
+      helper.slots[i] = helper.slots[--helper.n];
       break;
     }
   }
@@ -99,8 +128,8 @@ static int poll_once(long timeout_ms) {
   pthread_mutex_lock(&helper.lock);
   int n = helper.n;
   for (int i = 0; i < n; i++) {
-    items[i] = (zmq_pollitem_t){helper.readers[i], 0, ZMQ_POLLIN, 0};
-    bytes[i] = helper.bytes[i];
+    items[i] = (zmq_pollitem_t){helper.slots[i].reader, 0, ZMQ_POLLIN, 0};
+    bytes[i] = helper.slots[i].bytes;
   }
   pthread_mutex_unlock(&helper.lock);
   if (zmq_poll(items, n, timeout_ms) > 0) {
@@ -123,7 +152,7 @@ static void *helper_main(void *arg) {
   }
   pthread_mutex_lock(&helper.lock);
   for (int i = 0; i < helper.n; i++) {
-    close_reader(helper.readers[i]);
+    close_reader(helper.slots[i].reader);
   }
   helper.n = 0;
   pthread_mutex_unlock(&helper.lock);
@@ -134,7 +163,7 @@ static int helper_start(void *ctx) {
   if (helper.running && helper.ctx == ctx) {
     return 0;
   }
-  tfx_ipcbuf_stop();
+  tfx_linkwatch_stop();
   atomic_store(&helper.stop, 0);
   helper.ctx = ctx;
   if (pthread_create(&helper.thread, NULL, helper_main, NULL)) {
@@ -150,7 +179,7 @@ static int add_reader(void *ctx, void *sock, int bytes) {
   char ep[64];
   pthread_mutex_lock(&helper.lock);
   int full = helper.n == MAX_WATCHED;
-  snprintf(ep, sizeof ep, "inproc://tfx-ipcbuf-%u", helper.serial++);
+  snprintf(ep, sizeof ep, "inproc://tfx-linkwatch-%u", helper.serial++);
   pthread_mutex_unlock(&helper.lock);
   if (full || zmq_socket_monitor(sock, ep, EVENTS)) {
     return -1;
@@ -164,10 +193,14 @@ static int add_reader(void *ctx, void *sock, int bytes) {
     return -1;
   }
   pthread_mutex_lock(&helper.lock);
+  for (int i = 0; i < helper.n; i++) {
+    if (helper.slots[i].watched == sock) {
+      helper.slots[i].watched = NULL; /* a closed socket whose address the new one reuses, its last events due */
+    }
+  }
   full = helper.n == MAX_WATCHED;
   if (!full) {
-    helper.readers[helper.n] = reader;
-    helper.bytes[helper.n++] = bytes;
+    helper.slots[helper.n++] = (slot){reader, sock, bytes, 0};
   }
   pthread_mutex_unlock(&helper.lock);
   if (full) {
@@ -178,8 +211,8 @@ static int add_reader(void *ctx, void *sock, int bytes) {
   return 0;
 }
 
-int tfx_ipcbuf_watch(void *ctx, void *sock, const char *endpoint, int bytes) {
-  if (strncmp(endpoint, "ipc://", 6) != 0) {
+int tfx_linkwatch_add(void *ctx, void *sock, const char *endpoint, int bytes) {
+  if (strncmp(endpoint, "ipc://", 6) != 0 && strncmp(endpoint, "tcp://", 6) != 0) {
     return 0;
   }
   if (helper_start(ctx)) {
@@ -188,7 +221,7 @@ int tfx_ipcbuf_watch(void *ctx, void *sock, const char *endpoint, int bytes) {
   return add_reader(ctx, sock, bytes);
 }
 
-void tfx_ipcbuf_stop(void) {
+void tfx_linkwatch_stop(void) {
   if (helper.running) {
     atomic_store(&helper.stop, 1);
     pthread_join(helper.thread, NULL);
@@ -197,7 +230,7 @@ void tfx_ipcbuf_stop(void) {
   helper.ctx = NULL;
 }
 
-void tfx_ipcbuf_forget(void) {
+void tfx_linkwatch_forget(void) {
   pthread_mutex_init(&helper.lock, NULL);
   helper.running = 0;
   helper.ctx = NULL;
