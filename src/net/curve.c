@@ -14,6 +14,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "net/keys.h"
+#include "net/monitor.h"
 
 #define ZAP_ENDPOINT "inproc://zeromq.zap.01"
 #define ZAP_DOMAIN "tfx"
@@ -165,28 +166,17 @@ static const char *const handshake_reasons[] = {
 
 /* Reads one event; returns 1 when the monitored socket closed (the monitor is done). */
 static int monitor_handle(void *mon) {
-  zmq_msg_t head, addr;
-  zmq_msg_init(&head), zmq_msg_init(&addr);
-  int ok = zmq_msg_recv(&head, mon, 0) >= 0 && zmq_msg_more(&head) && zmq_msg_recv(&addr, mon, 0) >= 0;
-  int done = !ok;
-  if (ok && zmq_msg_size(&head) >= 6) {
-    uint16_t event;
-    uint32_t value;
-    memcpy(&event, zmq_msg_data(&head), 2);
-    memcpy(&value, (char *)zmq_msg_data(&head) + 2, 4);
-    char where[80];
-    tfx_log_escape(zmq_msg_data(&addr), zmq_msg_size(&addr), where, sizeof where);
-    done = event == ZMQ_EVENT_MONITOR_STOPPED;
-    if (event == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL) {
-      refusal kind = handshake_kind(event, value);
-      char why[160];
-      snprintf(why, sizeof why, "%s (event 0x%x, error 0x%x)", handshake_reasons[kind], (unsigned)event,
-               (unsigned)value);
-      count_refusal(kind, "a client of", where, why);
-    }
+  uint16_t event;
+  uint32_t value;
+  char where[80];
+  int got = tfx_monitor_next(mon, &event, &value, where, sizeof where);
+  if (got == 1 && event == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL) {
+    refusal kind = handshake_kind(event, value);
+    char why[160];
+    snprintf(why, sizeof why, "%s (event 0x%x, error 0x%x)", handshake_reasons[kind], (unsigned)event, (unsigned)value);
+    count_refusal(kind, "a client of", where, why);
   }
-  zmq_msg_close(&head), zmq_msg_close(&addr);
-  return done;
+  return got < 0 || (got == 1 && event == ZMQ_EVENT_MONITOR_STOPPED);
 }
 
 static void monitor_endpoint(int i, char *buf, size_t n) {
@@ -209,15 +199,12 @@ static void connect_monitors(void *mons[], int *connected) {
 }
 
 static void close_all(void *rep, void *mons[], int n) {
-  int zero = 0;
   for (int i = 0; i < n; i++) {
     if (mons[i]) {
-      zmq_setsockopt(mons[i], ZMQ_LINGER, &zero, sizeof zero);
-      zmq_close(mons[i]);
+      tfx_monitor_close(mons[i]);
     }
   }
-  zmq_setsockopt(rep, ZMQ_LINGER, &zero, sizeof zero);
-  zmq_close(rep);
+  tfx_monitor_close(rep);
 }
 
 /* The ZAP thread: owns the ZAP REP socket and the monitors' PAIR sockets; polls them until told to stop. */

@@ -11,6 +11,7 @@
 #include <zmq.h>
 
 #include "common/clock.h"
+#include "net/monitor.h"
 
 #define MAX_WATCHED 64
 #define EVENTS (ZMQ_EVENT_CONNECTED | ZMQ_EVENT_ACCEPTED | ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_MONITOR_STOPPED)
@@ -82,30 +83,15 @@ static void count_disconnect(void *reader) {
 
 /* Reads one monitor event and acts on it; returns 1 when the watched socket is gone (its monitor stopped). */
 static int read_event(void *reader, int bytes) {
-  zmq_msg_t head, addr;
-  zmq_msg_init(&head), zmq_msg_init(&addr);
-  int ok = zmq_msg_recv(&head, reader, 0) >= 0 && zmq_msg_more(&head) && zmq_msg_recv(&addr, reader, 0) >= 0;
-  int done = !ok;
-  if (ok && zmq_msg_size(&head) >= 6) {
-    uint16_t event;
-    uint32_t value;
-    memcpy(&event, zmq_msg_data(&head), 2);
-    memcpy(&value, (char *)zmq_msg_data(&head) + 2, 4);
-    if (event == ZMQ_EVENT_CONNECTED || event == ZMQ_EVENT_ACCEPTED) {
-      size_fd((int)value, bytes);
-    } else if (event == ZMQ_EVENT_DISCONNECTED) {
-      count_disconnect(reader);
-    }
-    done = event == ZMQ_EVENT_MONITOR_STOPPED;
+  uint16_t event;
+  uint32_t value;
+  int got = tfx_monitor_next(reader, &event, &value, NULL, 0);
+  if (got == 1 && (event == ZMQ_EVENT_CONNECTED || event == ZMQ_EVENT_ACCEPTED)) {
+    size_fd((int)value, bytes);
+  } else if (got == 1 && event == ZMQ_EVENT_DISCONNECTED) {
+    count_disconnect(reader);
   }
-  zmq_msg_close(&head), zmq_msg_close(&addr);
-  return done;
-}
-
-static void close_reader(void *reader) {
-  int zero = 0;
-  zmq_setsockopt(reader, ZMQ_LINGER, &zero, sizeof zero);
-  zmq_close(reader);
+  return got < 0 || (got == 1 && event == ZMQ_EVENT_MONITOR_STOPPED);
 }
 
 /* Drops the slot of a socket that is gone (helper thread). */
@@ -118,7 +104,7 @@ static void remove_reader(void *reader) {
     }
   }
   pthread_mutex_unlock(&helper.lock);
-  close_reader(reader);
+  tfx_monitor_close(reader);
 }
 
 /* One poll over the current readers; returns how many there were. */
@@ -152,7 +138,7 @@ static void *helper_main(void *arg) {
   }
   pthread_mutex_lock(&helper.lock);
   for (int i = 0; i < helper.n; i++) {
-    close_reader(helper.slots[i].reader);
+    tfx_monitor_close(helper.slots[i].reader);
   }
   helper.n = 0;
   pthread_mutex_unlock(&helper.lock);
@@ -187,7 +173,7 @@ static int add_reader(void *ctx, void *sock, int bytes) {
   void *reader = zmq_socket(ctx, ZMQ_PAIR);
   if (!reader || zmq_connect(reader, ep)) {
     if (reader) {
-      close_reader(reader);
+      tfx_monitor_close(reader);
     }
     zmq_socket_monitor(sock, NULL, 0);
     return -1;
@@ -205,7 +191,7 @@ static int add_reader(void *ctx, void *sock, int bytes) {
   pthread_mutex_unlock(&helper.lock);
   if (full) {
     zmq_socket_monitor(sock, NULL, 0);
-    close_reader(reader);
+    tfx_monitor_close(reader);
     return -1;
   }
   return 0;
