@@ -701,10 +701,10 @@ int tfx_master_loop(master *m, tfx_err *err) {
     }
     tfx_notify_status("chief: step %lld of %lld, eval accuracy %.4f", (long long)m->global_step,
                       (long long)m->cfg.max_steps, m->last_acc);
-    if (m->global_step >= m->cfg.max_steps && !finish_at_max_steps(m, &final_attempts, &rc, err)) {
-      return rc;
-    }
     if (m->global_step >= m->cfg.max_steps) {
+      if (!finish_at_max_steps(m, &final_attempts, &rc, err)) {
+        return rc;
+      }
       continue;
     }
     if (m->hook_stop) {
