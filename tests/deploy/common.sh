@@ -1,5 +1,5 @@
 # Shared by the deployment tests (tests/deploy/test_*.sh): the integration helpers (lib.sh: WORK, fail, pass,
-# metric, ge, experiment) plus a Docker engine (scripts/docker-lib.sh) that the test gives back on exit.
+# metric, ge, experiment, wait_for) plus a Docker engine (scripts/docker-lib.sh) that the test gives back on exit.
 #
 # skip REASON: prints "SKIP: REASON" and exits 77, which CTest reports as skipped (SKIP_RETURN_CODE). Tests skip
 # only when this machine cannot run the thing at all (not root, a tool missing); anything that starts and then
@@ -36,12 +36,3 @@ need_docker() {
   bash "$SRC/scripts/docker-build.sh" "$@" || fail "scripts/docker-build.sh $* failed"
 }
 
-# wait_for SECONDS CMD...: polls CMD every half second until it succeeds; fails the test after SECONDS.
-wait_for() {
-  local limit=$1 t0=$SECONDS
-  shift
-  until "$@"; do
-    [ $((SECONDS - t0)) -lt "$limit" ] || return 1
-    sleep 0.5
-  done
-}

@@ -13,6 +13,19 @@ pass() { echo "PASS: $*"; exit 0; }
 # skip WHY: this machine cannot run the test; CTest reports it as skipped (SKIP_RETURN_CODE 77), never as passed.
 skip() { echo "SKIP: $*"; exit 77; }
 
+# wait_for SECONDS CMD...: polls CMD every half second until it succeeds; returns 1 after SECONDS.
+wait_for() {
+  local limit=$1 t0=$SECONDS
+  shift
+  until "$@"; do
+    [ $((SECONDS - t0)) -lt "$limit" ] || return 1
+    sleep 0.5
+  done
+}
+
+# pid_of RUN ROLE INDEX: the pid of a live process of the local cluster in RUN (from the TF_CONFIG it was given).
+pid_of() { pgrep -f -- "--run-dir $1\$" | while read -r p; do tr '\0' '\n' </proc/$p/environ 2>/dev/null | grep -q "\"type\":\"$2\",\"index\":$3" && echo "$p"; done | head -1; }
+
 # free_port: a TCP port on 127.0.0.1 that the kernel just handed out.
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
 

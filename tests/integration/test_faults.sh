@@ -6,8 +6,6 @@
 . "$(dirname "$0")/lib.sh"
 experiment "$WORK/exp.json" training.max_steps=1500 eval.every_steps=0 checkpoint.every_steps=200 \
   training.report_every=50 cluster.request_timeout_s=5 cluster.register_timeout_s=30
-# pid_of RUN ROLE INDEX: the pid of a live process of the local cluster in RUN.
-pid_of() { pgrep -f -- "--run-dir $1\$" | while read -r p; do tr '\0' '\n' </proc/$p/environ 2>/dev/null | grep -q "\"type\":\"$2\",\"index\":$3" && echo "$p"; done | head -1; }
 run_with_kill() { # NAME ROLE INDEX LOGNAME (the role as logs name it)
   local run=$WORK/$1
   "$TFX_NODE" local --config "$WORK/exp.json" --run-dir "$run" >"$WORK/$1.log" 2>&1 &

@@ -10,13 +10,6 @@
 MAX=2000
 experiment "$WORK/exp.json" training.max_steps=$MAX eval.every_steps=0 checkpoint.every_steps=400 \
   training.report_every=1000000 cluster.request_timeout_s=60 cluster.register_timeout_s=60
-# pid_of ROLE INDEX: the pid of a live process of the local cluster in RUN.
-pid_of() { pgrep -f -- "--run-dir $RUN\$" | while read -r p; do tr '\0' '\n' </proc/$p/environ 2>/dev/null | grep -q "\"type\":\"$1\",\"index\":$2" && echo "$p"; done | head -1; }
-# wait_until SECONDS CMD...: polls CMD every 0.2 s; fails the test with the command's text after SECONDS.
-wait_until() {
-  local limit=$1 t0=$SECONDS; shift
-  until "$@"; do [ $((SECONDS - t0)) -lt "$limit" ] || fail "waited ${limit}s for: $*"; sleep 0.2; done
-}
 has_ckpt() { compgen -G "$RUN/checkpoints/ckpt-*/manifest.json" >/dev/null; }
 at_max() { [ "$(cat "$RUN"/logs/worker-*.log 2>/dev/null | grep -c WORKER-AT-MAX)" -ge 2 ]; }
 
@@ -27,18 +20,18 @@ lose_at_max() {
   "$TFX_NODE" local --config "$WORK/exp.json" --run-dir "$RUN" >"$WORK/$1.log" 2>&1 &
   local lp=$!
   PIDS+=($lp)
-  wait_until 600 has_ckpt
-  local chief; chief=$(pid_of chief 0)
+  wait_for 600 has_ckpt || fail "$1: no checkpoint within 600 s"
+  local chief; chief=$(pid_of "$RUN" chief 0)
   [ -n "$chief" ] || fail "$1: no chief process"
   kill -STOP "$chief"
   PIDS+=("$chief") # (cleanup kills it; a stopped process takes SIGKILL)
   # Without the chief the workers still train (the ps count the sync steps) up to max_steps, and wait there.
-  wait_until 600 at_max
+  wait_for 600 at_max || fail "$1: the workers did not reach max_steps within 600 s"
   grep -q "WORKER-DONE" "$RUN"/logs/worker-*.log && fail "$1: a worker exited at max_steps before the chief's verdict"
-  local victim; victim=$(pid_of "$2" 0)
+  local victim; victim=$(pid_of "$RUN" "$2" 0)
   [ -n "$victim" ] || fail "$1: no $2 0 process"
   kill -9 "$victim"
-  wait_until 120 grep -q "LOCAL-RESTART $3 0 exited with status 137" "$WORK/$1.log"
+  wait_for 120 grep -q "LOCAL-RESTART $3 0 exited with status 137" "$WORK/$1.log" || fail "$1: no restart of $3 0"
   kill -CONT "$chief" 2>/dev/null
   wait "$lp" || fail "$1: the run failed after $2 0 died at max_steps: $(tail -3 "$WORK/$1.log")"
   grep -q "WORKER-ROLLBACK" "$RUN"/logs/worker-*.log || fail "$1: no worker trained on after the rollback"

@@ -5,11 +5,6 @@
 . "$(dirname "$0")/lib.sh"
 command -v prometheus >/dev/null || fail "prometheus is not installed (scripts/install-deps.sh)"
 command -v chromium >/dev/null || fail "chromium is not installed (scripts/install-deps.sh)"
-# wait_for SECONDS CMD...: runs CMD every 0.5 s until it succeeds or the deadline passes.
-wait_for() {
-  local end=$((SECONDS + $1)); shift
-  until "$@"; do [ $SECONDS -lt $end ] || return 1; sleep 0.5; done
-}
 experiment "$WORK/exp.json" training.max_steps=50000 eval.every_steps=100 training.report_every=20 checkpoint.every_steps=100000
 "$TFX_NODE" local --config "$WORK/exp.json" --run-dir "$WORK/run" >"$WORK/local.log" 2>&1 &
 LOCAL=$!

@@ -76,23 +76,33 @@ static void exchange(void *server, void *client) {
   free(big);
 }
 
+/* A ROUTER bound to ipc://TMP/NAME and a client connected to it. */
+static void open_link(const char *name, void **server, tfx_client **client) {
+  char endpoint[128];
+  snprintf(endpoint, sizeof endpoint, "ipc://%s/%s", tmp, name);
+  tfx_err err = {0};
+  cr_assert_eq(tfx_server_open(endpoint, server, &err), TFX_OK, "%s", err.msg);
+  cr_assert_eq(tfx_client_create(endpoint, client, &err), TFX_OK, "%s", err.msg);
+}
+
+/* Waits until the helper has sized `want` connections in all (it sizes each once it has read the event): a
+ * deadline from progress, not a set time. */
+static void await_sized(unsigned want) {
+  for (int64_t end = tfx_now_ms() + 20000; tfx_linkwatch_sized() < want && tfx_now_ms() < end;) {
+    usleep(1000);
+  }
+}
+
 Test(linkwatch, unix_socket_links_get_the_buffers_asked_for) {
   long wmem_max = read_sysctl("/proc/sys/net/core/wmem_max");
   long wmem_default = read_sysctl("/proc/sys/net/core/wmem_default");
   cr_assert_gt(wmem_max, 0);
-  char endpoint[128];
-  snprintf(endpoint, sizeof endpoint, "ipc://%s/ps-0.sock", tmp);
-  void *server = NULL;
-  tfx_err err = {0};
   unsigned before = tfx_linkwatch_sized();
-  cr_assert_eq(tfx_server_open(endpoint, &server, &err), TFX_OK, "%s", err.msg);
+  void *server = NULL;
   tfx_client *client = NULL;
-  cr_assert_eq(tfx_client_create(endpoint, &client, &err), TFX_OK, "%s", err.msg);
+  open_link("ps-0.sock", &server, &client);
   exchange(server, tfx_client_socket(client));
-  /* The helper sizes both ends once it has read their events: wait for that progress, not for a set time. */
-  for (int64_t end = tfx_now_ms() + 20000; tfx_linkwatch_sized() < before + 2 && tfx_now_ms() < end;) {
-    usleep(1000);
-  }
+  await_sized(before + 2);
   cr_assert_geq(tfx_linkwatch_sized(), before + 2, "both ends of the link sized");
   int count = 0, smallest = smallest_sndbuf_under_tmp(&count);
   cr_assert_eq(count, 2, "the connection's two ends");
@@ -124,13 +134,10 @@ Test(linkwatch, tcp_links_keep_the_buffers_zeromq_gives_them) {
 /* A request whose peer dies before replying: the waiting client learns it from the lost connection, long before
  * its deadline. */
 Test(linkwatch, a_lost_connection_ends_the_wait_for_a_reply) {
-  char endpoint[128];
-  snprintf(endpoint, sizeof endpoint, "ipc://%s/ps-2.sock", tmp);
   void *server = NULL;
-  tfx_err err = {0};
-  cr_assert_eq(tfx_server_open(endpoint, &server, &err), TFX_OK, "%s", err.msg);
   tfx_client *client = NULL;
-  cr_assert_eq(tfx_client_create(endpoint, &client, &err), TFX_OK, "%s", err.msg);
+  open_link("ps-2.sock", &server, &client);
+  tfx_err err = {0};
   tfx_envelope env;
   tfx_wire_request(&env, TFX__MSG_TYPE__MSG_STATUS);
   cr_assert_eq(tfx_client_send(client, &env, NULL, 0, &err), TFX_OK, "%s", err.msg);
@@ -146,21 +153,16 @@ Test(linkwatch, a_lost_connection_ends_the_wait_for_a_reply) {
 }
 
 Test(linkwatch, reconnecting_clients_are_each_sized_and_shutdown_drains) {
-  char endpoint[128];
-  snprintf(endpoint, sizeof endpoint, "ipc://%s/ps-1.sock", tmp);
   void *server = NULL;
-  tfx_err err = {0};
-  cr_assert_eq(tfx_server_open(endpoint, &server, &err), TFX_OK, "%s", err.msg);
   tfx_client *client = NULL;
-  cr_assert_eq(tfx_client_create(endpoint, &client, &err), TFX_OK, "%s", err.msg);
+  open_link("ps-1.sock", &server, &client);
+  tfx_err err = {0};
   unsigned before = tfx_linkwatch_sized();
   /* More resets than the helper watches sockets at once: closed sockets give their places back. */
   for (unsigned i = 1; i <= 80; i++) {
     cr_assert_eq(tfx_client_reset(client, &err), TFX_OK, "%s", err.msg);
     exchange(server, tfx_client_socket(client));
-    for (int64_t end = tfx_now_ms() + 20000; tfx_linkwatch_sized() < before + 2 * i && tfx_now_ms() < end;) {
-      usleep(1000);
-    }
+    await_sized(before + 2 * i);
     cr_assert_geq(tfx_linkwatch_sized(), before + 2 * i, "connection %u: both ends sized", i);
   }
   tfx_client_destroy(client);
