@@ -255,7 +255,7 @@ static void bench_scaling(double seconds) {
   for (int n_ps = 1; n_ps <= 8; n_ps *= 2) {
     one_variable(&cfg, 64 << 20);
     cfg.min_slice_bytes = n_ps > 1 ? (64 << 20) / n_ps : 0, cfg.max_shards = n_ps;
-    strcpy(cfg.strategy, "greedy_bytes");
+    cfg.strategy = TFX_STRATEGY_GREEDY_BYTES;
     us = tfx_round_trip_us(&cfg, n_ps, 8, seconds * 2, &gbps);
     printf("scaling ps=%d workers=8 size=%d tfx_us=%.1f aggregate_gbps=%.2f\n", n_ps, 64 << 20, us, gbps);
     fflush(stdout);

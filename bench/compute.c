@@ -136,8 +136,8 @@ static int load_config(const char *arg, tfx_config *cfg, char *name, size_t name
   }
   /* The bench times Adam steps at a constant rate, as torch.optim.Adam runs them, whatever the file says. */
   if (!rc) {
-    snprintf(cfg->optimizer, sizeof cfg->optimizer, "adam");
-    snprintf(cfg->schedule, sizeof cfg->schedule, "constant");
+    cfg->optimizer = TFX_OPT_ADAM;
+    cfg->schedule = TFX_SCHED_CONSTANT;
   }
   return rc ? rc : tfx_config_validate(cfg, err);
 }

@@ -194,7 +194,7 @@ static void write_row(FILE *out, int csv, size_t index, const float *p, int clas
 /* The input examples, scaled as in training: IDX images (no labels needed) or, when the run's data.format says
  * so, CSV / LibSVM / TFRecord files (their label column or feature is read and ignored). */
 static int load_inputs(const tfx_config *cfg, const char *input, size_t dim, tfx_dataset **out, tfx_err *err) {
-  if (strcmp(cfg->data_format, "idx")) {
+  if (cfg->data_format != TFX_FORMAT_IDX) {
     tfx_config c = *cfg;
     snprintf(c.eval_images, sizeof c.eval_images, "%s", input);
     return tfx_dataset_load_config(&c, 1, dim, out, err);

@@ -427,7 +427,7 @@ static int secure_cluster(tfx_node *n, const char *sock_dir, tfx_err *err) {
  * experiment names CURVE keys or plaintext TCP, which are about TCP. */
 static int use_ipc(const tfx_config *c) {
   int tcp_asked = c->server_key[0] || c->client_key[0] || c->authorized_keys[0] || c->security_plaintext;
-  return !strcmp(c->local_transport, "ipc") && !tcp_asked;
+  return c->local_transport == TFX_TRANSPORT_IPC && !tcp_asked;
 }
 
 int tfx_local_run(tfx_node *n, const tfx_cli_opts *o, const char *self, tfx_err *err) {

@@ -286,7 +286,7 @@ int tfx_search_run(tfx_node *n, const tfx_cli_opts *o, const char *self, tfx_err
   }
   if (!rc) {
     tfx_log(TFX_LOG_INFO, "SEARCH", "%d trial(s), %d at a time, %s search, results in %s", count, o->parallel,
-            n->cfg.search_method, n->run_dir);
+            tfx_config_choice_name("search.method", n->cfg.search_method), n->run_dir);
     supervise(all, count, self, o, n);
     rc = summarize(all, count, n->run_dir, err);
   }

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config/config_impl.h"
+
 #define MAX_TASKS 1024
 
 struct tfx_cluster {
@@ -268,41 +270,19 @@ static int parse_root(tfx_cluster *c, json_object *root, tfx_err *err) {
 }
 
 int tfx_cluster_parse(const char *json, tfx_cluster **out, tfx_err *err) {
-  json_tokener *tok = json_tokener_new();
+  json_object *root = config__json_parse(json, "TF_CONFIG", err);
+  if (!root) {
+    return err ? err->code : TFX_ECONFIG;
+  }
   tfx_cluster *c = tfx_cluster_create();
-  json_object *root = NULL;
-  int rc = TFX_ENOMEM;
-  if (!tok || !c) {
-    goto fail;
-  }
-  root = json_tokener_parse_ex(tok, json, -1);
-  enum json_tokener_error jerr = json_tokener_get_error(tok);
-  size_t end = json_tokener_get_parse_end(tok), len = strlen(json);
-  /* After a trailing comment the parse end counts the NUL too: past the text, where strspn must not look. */
-  end = end < len ? end : len;
-  if (root && jerr == json_tokener_success) {
-    end += strspn(json + end, " \t\r\n");
-  }
-  if (!root || jerr != json_tokener_success || json[end]) {
-    rc = tfx_err_set(err, TFX_ECONFIG, "TF_CONFIG: malformed JSON at offset %zu: %s", end,
-                     jerr == json_tokener_success ? "unexpected text after the object" : json_tokener_error_desc(jerr));
-    goto fail;
-  }
-  if ((rc = parse_root(c, root, err))) {
-    goto fail;
-  }
+  int rc = c ? parse_root(c, root, err) : tfx_err_set(err, TFX_ENOMEM, "out of memory");
   json_object_put(root);
-  json_tokener_free(tok);
+  if (rc) {
+    tfx_cluster_destroy(c);
+    return rc;
+  }
   *out = c;
   return TFX_OK;
-fail:
-  if (rc == TFX_ENOMEM && (!tok || !c)) {
-    tfx_err_set(err, rc, "out of memory");
-  }
-  json_object_put(root);
-  json_tokener_free(tok);
-  tfx_cluster_destroy(c);
-  return rc;
 }
 
 int tfx_cluster_promote_worker0(tfx_cluster *c) {

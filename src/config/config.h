@@ -10,6 +10,43 @@
 
 #include "common/err.h"
 
+/* Options with a fixed set of values are C enums, parsed once by the option table (redis's createEnumConfig):
+ * each X-macro lists (ENUM_VALUE, "option text") in the enum's order, and tfx_config_choice_name turns a value
+ * back into its text. */
+#define TFX_MODES(X) X(TFX_MODE_SYNC, "sync") X(TFX_MODE_ASYNC, "async") X(TFX_MODE_SSP, "ssp")
+#define TFX_OPTIMIZERS(X)                                                                                             \
+  X(TFX_OPT_SGD, "sgd")                                                                                               \
+  X(TFX_OPT_MOMENTUM, "momentum") X(TFX_OPT_ADAGRAD, "adagrad") X(TFX_OPT_RMSPROP, "rmsprop") X(TFX_OPT_ADAM, "adam") \
+      X(TFX_OPT_ADAMW, "adamw") X(TFX_OPT_FTRL, "ftrl")
+#define TFX_SCHEDULES(X)                                                                          \
+  X(TFX_SCHED_CONSTANT, "constant")                                                               \
+  X(TFX_SCHED_EXPONENTIAL, "exponential") X(TFX_SCHED_STEP, "step") X(TFX_SCHED_COSINE, "cosine") \
+      X(TFX_SCHED_PIECEWISE, "piecewise")
+#define TFX_STRATEGIES(X) X(TFX_STRATEGY_ROUND_ROBIN, "round_robin") X(TFX_STRATEGY_GREEDY_BYTES, "greedy_bytes")
+#define TFX_PARTITIONS(X) X(TFX_PARTITION_MOD, "mod") X(TFX_PARTITION_RANGE, "range")
+#define TFX_LOSSES(X)                                        \
+  X(TFX_LOSS_SOFTMAX_CROSS_ENTROPY, "softmax_cross_entropy") \
+  X(TFX_LOSS_SIGMOID_CROSS_ENTROPY, "sigmoid_cross_entropy") X(TFX_LOSS_MSE, "mse")
+#define TFX_FORMATS(X) \
+  X(TFX_FORMAT_IDX, "idx") X(TFX_FORMAT_CSV, "csv") X(TFX_FORMAT_LIBSVM, "libsvm") X(TFX_FORMAT_TFRECORD, "tfrecord")
+#define TFX_SHARD_KINDS(X) X(TFX_SHARD_BY_RECORD, "record") X(TFX_SHARD_BY_FILE, "file")
+#define TFX_NAN_POLICIES(X) X(TFX_NAN_REJECT, "reject") X(TFX_NAN_SKIP, "skip")
+#define TFX_TRANSPORTS(X) X(TFX_TRANSPORT_IPC, "ipc") X(TFX_TRANSPORT_TCP, "tcp")
+#define TFX_SEARCH_METHODS(X) X(TFX_SEARCH_RANDOM, "random") X(TFX_SEARCH_GRID, "grid")
+
+#define TFX_CHOICE_VALUE(value, text) value,
+typedef enum tfx_mode { TFX_MODES(TFX_CHOICE_VALUE) } tfx_mode;
+typedef enum tfx_opt_kind { TFX_OPTIMIZERS(TFX_CHOICE_VALUE) } tfx_opt_kind; /* ftrl: slots "accum", "linear" */
+typedef enum tfx_schedule { TFX_SCHEDULES(TFX_CHOICE_VALUE) } tfx_schedule;
+typedef enum tfx_strategy { TFX_STRATEGIES(TFX_CHOICE_VALUE) } tfx_strategy;
+typedef enum tfx_partition { TFX_PARTITIONS(TFX_CHOICE_VALUE) } tfx_partition;
+typedef enum tfx_loss { TFX_LOSSES(TFX_CHOICE_VALUE) } tfx_loss;
+typedef enum tfx_format { TFX_FORMATS(TFX_CHOICE_VALUE) } tfx_format;
+typedef enum tfx_shard_by { TFX_SHARD_KINDS(TFX_CHOICE_VALUE) } tfx_shard_by;
+typedef enum tfx_nan_policy { TFX_NAN_POLICIES(TFX_CHOICE_VALUE) } tfx_nan_policy;
+typedef enum tfx_transport { TFX_TRANSPORTS(TFX_CHOICE_VALUE) } tfx_transport;
+typedef enum tfx_search_method { TFX_SEARCH_METHODS(TFX_CHOICE_VALUE) } tfx_search_method;
+
 #define TFX_MAX_LAYERS 96
 #define TFX_PATH_MAX 512
 
@@ -84,7 +121,7 @@ typedef struct tfx_config {
   int n_variables;
   tfx_feature_spec features[TFX_MAX_FEATURES]; /* model.features: the feature columns (none: the file's row) */
   int n_features;
-  char loss[32];
+  tfx_loss loss;
   char metrics[64];          /* model.metrics: reported evaluation metrics, e.g. "loss,accuracy,top_5" */
   char plugin[TFX_PATH_MAX]; /* model.plugin: a shared object that builds the model (see include/tfx/plugin.h) */
   char plugin_params[2048];  /* model.params as JSON text */
@@ -93,36 +130,36 @@ typedef struct tfx_config {
   char train_images[TFX_PATH_MAX], train_labels[TFX_PATH_MAX];
   char eval_images[TFX_PATH_MAX], eval_labels[TFX_PATH_MAX];
   double data_scale;
-  double data_mean, data_std;          /* after scale: x = (x * scale - mean) / std; std > 0 */
-  char data_format[16];                /* idx | csv | libsvm | tfrecord */
+  double data_mean, data_std; /* after scale: x = (x * scale - mean) / std; std > 0 */
+  tfx_format data_format;
   char label_column[64];               /* csv: header name or index */
   int data_header;                     /* csv: first line is a header */
   char feature_key[64], label_key[64]; /* tfrecord: tf.train.Example feature names */
   int data_stream;                     /* read the training files a window at a time */
-  char shard_by[8];                    /* record | file */
-  int shuffle_buffer;                  /* examples per shuffled window when streaming */
+  tfx_shard_by shard_by;
+  int shuffle_buffer; /* examples per shuffled window when streaming */
   /* optimizer */
-  char optimizer[16];
+  tfx_opt_kind optimizer;
   double learning_rate, momentum, beta1, beta2, epsilon, weight_decay;
   double l1, l2, lr_power, initial_accumulator; /* ftrl (McMahan et al. 2013, TensorFlow's Ftrl) */
   int nesterov;
-  char schedule[16];
+  tfx_schedule schedule;
   char boundaries[256], lr_values[256]; /* piecewise: comma-separated steps and rates */
   double decay_rate;
   int64_t decay_steps, warmup_steps;
   /* training */
-  char mode[8];
+  tfx_mode mode;
   char trainable[512]; /* comma-separated variable-name prefixes to train; empty: all */
   int64_t max_steps, steps;
   int epochs; /* passes over the training set (0: no limit); the budget is src/data/epochs.h's */
   int batch_size, replicas_to_aggregate, staleness, accumulate, report_every, threads, ps_apply_threads;
-  int push_part_bytes; /* async/ssp push-pull in parts of this many bytes (0: whole) */
-  char nan_policy[8];  /* a push with NaN/Inf: reject | skip */
+  int push_part_bytes;       /* async/ssp push-pull in parts of this many bytes (0: whole) */
+  tfx_nan_policy nan_policy; /* a push with NaN/Inf */
   int64_t seed;
   double thres_loss, clip_norm, clip_value;
   /* placement */
-  char strategy[16];
-  char table_partition[8]; /* lazy tables over the ps: mod (id % n_ps) | range (contiguous id ranges) */
+  tfx_strategy strategy;
+  tfx_partition table_partition; /* lazy tables over the ps: mod (id % n_ps) | range (contiguous ids) */
   int64_t min_slice_bytes;
   int max_shards;
   /* checkpoint */
@@ -135,7 +172,7 @@ typedef struct tfx_config {
                                                                                           */
   int keep_max;
   /* search */
-  char search_method[16];
+  tfx_search_method search_method;
   int search_early_stopping;
   /* warm start */
   char warm_from[TFX_PATH_MAX], warm_restore[512], warm_rename[1024];
@@ -149,7 +186,7 @@ typedef struct tfx_config {
   int http_port; /* the master's HTTP port for /metrics, /status and / (0: off) */
   /* cluster timing */
   int register_timeout_s, request_timeout_s;
-  char local_transport[8]; /* tfx-node local: "ipc" (Unix sockets, default) or "tcp" */
+  tfx_transport local_transport; /* tfx-node local: Unix sockets (default) or TCP */
   /* security: CURVE key files (see curve.h); none named means plaintext */
   int security_plaintext; /* explicit plaintext (an error if keys are named too) */
   char server_key[TFX_PATH_MAX], client_key[TFX_PATH_MAX], authorized_keys[TFX_PATH_MAX];
@@ -194,6 +231,9 @@ const char *tfx_config_eval_file(const tfx_config *cfg);
 /* The part of tfx_config_validate a ps needs: every option with a fixed set of values (mode, nan_policy,
  * optimizer and schedule, ...) holds one of them; errors name the key. */
 int tfx_config_validate_choices(const tfx_config *cfg, tfx_err *err);
+/* The option text of value v of the fixed-value option at `key` ("training.mode"), "?" when out of range;
+ * static. */
+const char *tfx_config_choice_name(const char *key, int v);
 /* The resolved experiment as pretty JSON; caller owns; free with free(). */
 char *tfx_config_to_json(const tfx_config *cfg);
 /* Appends one layer given as a JSON object (as in model.layers). */

@@ -189,10 +189,10 @@ static char *summarize(json_object *values) {
   return strdup(buf);
 }
 
-int tfx_hparams_trial(const char *experiment, const char *method, uint64_t seed, int trial, char **out, char **summary,
-                      tfx_err *err) {
+int tfx_hparams_trial(const char *experiment, tfx_search_method method, uint64_t seed, int trial, char **out,
+                      char **summary, tfx_err *err) {
   json_object *root = json_tokener_parse(experiment), *hps, *values = NULL;
-  int rc = TFX_OK, grid = !strcmp(method, "grid");
+  int rc = TFX_OK, grid = method == TFX_SEARCH_GRID;
   if (!root || !json_object_object_get_ex(root, "hyperparameters", &hps) ||
       !json_object_is_type(hps, json_type_object)) {
     json_object_put(root);

@@ -9,11 +9,12 @@
 #include <stdint.h>
 
 #include "common/err.h"
+#include "config/config.h"
 
 /* Trial `trial` of a search: the experiment text with every hyperparameter fixed to a sampled value (random:
  * seeded by seed and trial; grid: the trial-th point, min/max ranges taken at 3 points) and a summary
  * "name=value ..."; caller owns both; free with free(). TFX_ENOTFOUND when the grid has fewer points. */
-int tfx_hparams_trial(const char *experiment, const char *method, uint64_t seed, int trial, char **out, char **summary,
-                      tfx_err *err);
+int tfx_hparams_trial(const char *experiment, tfx_search_method method, uint64_t seed, int trial, char **out,
+                      char **summary, tfx_err *err);
 
 #endif

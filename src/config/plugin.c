@@ -164,7 +164,9 @@ int tfx_builder_loss(tfx_builder *b, const char *loss) {
   if (b->failed) {
     return b->failed;
   }
-  return copy_field(b, b->cfg->loss, sizeof b->cfg->loss, loss ? loss : "", "loss");
+  char assignment[96];
+  snprintf(assignment, sizeof assignment, "model.loss=%s", loss ? loss : "");
+  return result(b, tfx_config_set(b->cfg, assignment, b->err));
 }
 
 int tfx_builder_metrics(tfx_builder *b, const char *metrics) {

@@ -495,7 +495,7 @@ int tfx_columns_open(const tfx_config *cfg, const char *path, tfx_columns_reader
     free(c);
     return tfx_err_set(err, TFX_ENOMEM, "%s: out of memory", path);
   }
-  int csv = strcmp(cfg->data_format, "tfrecord") != 0, rc;
+  int csv = cfg->data_format != TFX_FORMAT_TFRECORD, rc;
   size_t ncols = 0;
   c->r = (reader){.path = c->path, .unit = csv ? "line" : "record", .label_name = cfg->label_column};
   if (csv) {
@@ -554,12 +554,12 @@ static int load_all(const tfx_config *cfg, const char *path, tfx_dataset **out, 
 
 int tfx_columns_load_csv(const tfx_config *cfg, const char *path, tfx_dataset **out, tfx_err *err) {
   tfx_config c = *cfg;
-  snprintf(c.data_format, sizeof c.data_format, "csv");
+  c.data_format = TFX_FORMAT_CSV;
   return load_all(&c, path, out, err);
 }
 
 int tfx_columns_load_tfrecord(const tfx_config *cfg, const char *path, tfx_dataset **out, tfx_err *err) {
   tfx_config c = *cfg;
-  snprintf(c.data_format, sizeof c.data_format, "tfrecord");
+  c.data_format = TFX_FORMAT_TFRECORD;
   return load_all(&c, path, out, err);
 }

@@ -36,13 +36,13 @@ static int count_tfrecord(const char *path, int64_t *n, tfx_err *err) {
 
 /* The examples of one file (an IDX pair: images and labels). */
 static int count_file(const tfx_config *cfg, const char *images, const char *labels, int64_t *n, tfx_err *err) {
-  if (!strcmp(cfg->data_format, "idx")) {
+  if (cfg->data_format == TFX_FORMAT_IDX) {
     return count_idx(images, labels, n, err);
   }
-  if (!strcmp(cfg->data_format, "tfrecord")) {
+  if (cfg->data_format == TFX_FORMAT_TFRECORD) {
     return count_tfrecord(images, n, err);
   }
-  if (!strcmp(cfg->data_format, "csv")) {
+  if (cfg->data_format == TFX_FORMAT_CSV) {
     return tfx_csv_count(images, cfg->data_header, n, err);
   }
   return tfx_libsvm_count(images, n, err);
@@ -50,7 +50,7 @@ static int count_file(const tfx_config *cfg, const char *images, const char *lab
 
 /* The streamed training set: every file of data.train.images (and, for IDX, its paired labels file). */
 static int count_files(const tfx_config *cfg, int64_t *n, tfx_err *err) {
-  int idx = !strcmp(cfg->data_format, "idx");
+  int idx = cfg->data_format == TFX_FORMAT_IDX;
   char **images = NULL, **labels = NULL;
   size_t ni = 0, nl = 0;
   int rc = tfx_data_files_expand(cfg->train_images, &images, &ni, err);
@@ -72,7 +72,7 @@ static int count_files(const tfx_config *cfg, int64_t *n, tfx_err *err) {
 }
 
 int tfx_data_count_examples(const tfx_config *cfg, int64_t *n, tfx_err *err) {
-  if (cfg->data_stream || !strcmp(cfg->shard_by, "file")) {
+  if (cfg->data_stream || cfg->shard_by == TFX_SHARD_BY_FILE) {
     return count_files(cfg, n, err);
   }
   return count_file(cfg, cfg->train_images, cfg->train_labels, n, err);
@@ -80,7 +80,7 @@ int tfx_data_count_examples(const tfx_config *cfg, int64_t *n, tfx_err *err) {
 
 int64_t tfx_epochs_examples_per_step(const tfx_config *cfg, int n_workers) {
   int64_t per = (int64_t)cfg->batch_size * cfg->accumulate;
-  if (n_workers > 0 && !strcmp(cfg->mode, "sync")) {
+  if (n_workers > 0 && cfg->mode == TFX_MODE_SYNC) {
     per *= cfg->replicas_to_aggregate > 0 ? cfg->replicas_to_aggregate : n_workers;
   }
   return per;

@@ -10,19 +10,20 @@
 #include "data/stream.h"
 
 static int load_other(const tfx_config *cfg, const char *path, size_t dim, tfx_dataset **out, tfx_err *err) {
-  const char *f = cfg->data_format;
+  tfx_format f = cfg->data_format;
   if (cfg->n_features > 0) {
-    if (!strcmp(f, "tfrecord")) {
+    if (f == TFX_FORMAT_TFRECORD) {
       return tfx_columns_load_tfrecord(cfg, path, out, err);
     }
-    return strcmp(f, "csv") ? tfx_err_set(err, TFX_ECONFIG,
-                                          "model.features: data.format %s (feature columns read csv or tfrecord)", f)
-                            : tfx_columns_load_csv(cfg, path, out, err);
+    return f != TFX_FORMAT_CSV
+               ? tfx_err_set(err, TFX_ECONFIG, "model.features: data.format %s (feature columns read csv or tfrecord)",
+                             tfx_config_choice_name("data.format", f))
+               : tfx_columns_load_csv(cfg, path, out, err);
   }
-  if (!strcmp(f, "csv")) {
+  if (f == TFX_FORMAT_CSV) {
     return tfx_csv_load(path, cfg->label_column, cfg->data_header, out, err);
   }
-  if (!strcmp(f, "libsvm")) {
+  if (f == TFX_FORMAT_LIBSVM) {
     return tfx_config_sparse_input(cfg) ? tfx_libsvm_load_sparse(path, dim, out, err)
                                         : tfx_libsvm_load(path, dim, out, err);
   }
@@ -32,7 +33,7 @@ static int load_other(const tfx_config *cfg, const char *path, size_t dim, tfx_d
 int tfx_dataset_load_config(const tfx_config *cfg, int eval, size_t expect_dim, tfx_dataset **out, tfx_err *err) {
   const char *images = eval ? cfg->eval_images : cfg->train_images,
              *labels = eval ? cfg->eval_labels : cfg->train_labels;
-  int idx = !strcmp(cfg->data_format, "idx");
+  int idx = cfg->data_format == TFX_FORMAT_IDX;
   tfx_dataset *d;
   int rc = idx ? tfx_dataset_load_idx(images, labels, cfg->data_scale, expect_dim, &d, err)
                : load_other(cfg, images, expect_dim, &d, err);
@@ -71,12 +72,12 @@ int tfx_dataset_load_config(const tfx_config *cfg, int eval, size_t expect_dim, 
 int tfx_train_input_open(const tfx_config *cfg, int index, int count, size_t dim, tfx_dataset **data, tfx_batcher **out,
                          tfx_err *err) {
   *data = NULL;
-  if (cfg->data_stream || !strcmp(cfg->shard_by, "file")) {
+  if (cfg->data_stream || cfg->shard_by == TFX_SHARD_BY_FILE) {
     tfx_stream *s = NULL;
     int rc = tfx_stream_open(cfg, index, count, dim, &s, err);
     return rc ? rc : tfx_batcher_create_stream(s, out, err);
   }
-  if (!strcmp(cfg->data_format, "idx")) {
+  if (cfg->data_format == TFX_FORMAT_IDX) {
     /* IDX: only this worker's records, as the file's bytes (converted per batch). */
     int rc = tfx_dataset_load_idx_shard(cfg->train_images, cfg->train_labels, cfg->data_scale, cfg->data_mean,
                                         cfg->data_std, dim, index, count, data, err);

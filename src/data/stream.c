@@ -13,15 +13,13 @@
 #include "data/example.h"
 #include "data/libsvm.h"
 
-typedef enum fmt { FMT_IDX, FMT_CSV, FMT_LIBSVM, FMT_TFRECORD } fmt;
-
 typedef struct file_list {
   char **paths;
   size_t n;
 } file_list;
 
 struct tfx_stream {
-  fmt format;
+  tfx_format format;
   int sparse;          /* LibSVM rows kept as CSR (a model that reads them with an embedding_bag), or columns */
   int n_fields;        /* the sparse fields of an example: 1 for LibSVM rows, the categorical columns' count */
   tfx_config *columns; /* feature columns (model.features): the experiment they are read with, or NULL */
@@ -123,7 +121,7 @@ static void keep_shard(file_list *l, int index, int count) {
 
 static int list_files(tfx_stream *s, const tfx_config *cfg, tfx_err *err) {
   int rc = expand(&s->images, cfg->train_images, err);
-  if (!rc && s->format == FMT_IDX) {
+  if (!rc && s->format == TFX_FORMAT_IDX) {
     rc = expand(&s->labels, cfg->train_labels, err);
     if (!rc && s->labels.n != s->images.n) {
       return tfx_err_set(err, TFX_ECONFIG, "data.train: %zu image files but %zu label files", s->images.n, s->labels.n);
@@ -137,7 +135,7 @@ static int list_files(tfx_stream *s, const tfx_config *cfg, tfx_err *err) {
                        s->images.n, s->count);
   }
   keep_shard(&s->images, s->index, s->count);
-  if (s->format == FMT_IDX) {
+  if (s->format == TFX_FORMAT_IDX) {
     keep_shard(&s->labels, s->index, s->count);
   }
   return TFX_OK;
@@ -153,13 +151,13 @@ static void close_reader(tfx_stream *s) {
     return;
   }
   switch (s->format) {
-    case FMT_IDX:
+    case TFX_FORMAT_IDX:
       tfx_idx_close(s->reader);
       break;
-    case FMT_CSV:
+    case TFX_FORMAT_CSV:
       tfx_csv_close(s->reader);
       break;
-    case FMT_LIBSVM:
+    case TFX_FORMAT_LIBSVM:
       tfx_libsvm_close(s->reader);
       break;
     default:
@@ -174,11 +172,11 @@ static int open_reader(tfx_stream *s, size_t file, tfx_err *err) {
     return tfx_columns_open(s->columns, path, (tfx_columns_reader **)&s->reader, err);
   }
   switch (s->format) {
-    case FMT_IDX:
+    case TFX_FORMAT_IDX:
       return tfx_idx_open(path, s->labels.paths[file], s->scale, s->dim, (tfx_idx_reader **)&s->reader, err);
-    case FMT_CSV:
+    case TFX_FORMAT_CSV:
       return tfx_csv_open(path, s->label_column, s->header, (tfx_csv_reader **)&s->reader, err);
-    case FMT_LIBSVM:
+    case TFX_FORMAT_LIBSVM:
       return tfx_libsvm_open(path, s->dim, (tfx_libsvm_reader **)&s->reader, err);
     default:
       return tfx_example_open(path, s->feature_key, s->label_key, 1.0, (tfx_example_reader **)&s->reader, err);
@@ -190,11 +188,11 @@ static int read_chunk(tfx_stream *s, tfx_dataset **out, tfx_err *err) {
     return tfx_columns_read(s->reader, s->window, out, err);
   }
   switch (s->format) {
-    case FMT_IDX:
+    case TFX_FORMAT_IDX:
       return tfx_idx_read_chunk(s->reader, s->window, out, err);
-    case FMT_CSV:
+    case TFX_FORMAT_CSV:
       return tfx_csv_read(s->reader, s->window, out, err);
-    case FMT_LIBSVM:
+    case TFX_FORMAT_LIBSVM:
       return s->sparse ? tfx_libsvm_read_sparse(s->reader, s->window, out, err)
                        : tfx_libsvm_read(s->reader, s->window, out, err);
     default:
@@ -291,7 +289,7 @@ static int filter_chunk(tfx_stream *s, tfx_dataset *d, size_t file, tfx_err *err
     }
   }
   d->n = k;
-  if (s->format != FMT_IDX && s->scale != 1.0) {
+  if (s->format != TFX_FORMAT_IDX && s->scale != 1.0) {
     for (size_t i = 0; i < k * d->dim; i++) {
       d->x[i] = (float)(d->x[i] * s->scale);
     }
@@ -399,13 +397,6 @@ int tfx_stream_skip(tfx_stream *s, int64_t n, tfx_err *err) {
   return TFX_OK;
 }
 
-static fmt format_of(const char *name) {
-  return !strcmp(name, "csv")        ? FMT_CSV
-         : !strcmp(name, "libsvm")   ? FMT_LIBSVM
-         : !strcmp(name, "tfrecord") ? FMT_TFRECORD
-                                     : FMT_IDX;
-}
-
 int tfx_stream_open(const tfx_config *cfg, int index, int count, size_t dim, tfx_stream **out, tfx_err *err) {
   if (count < 1 || index < 0 || index >= count || dim == 0) {
     return tfx_err_set(err, TFX_EINVAL, "stream: shard %d of %d, dim %zu", index, count, dim);
@@ -414,18 +405,18 @@ int tfx_stream_open(const tfx_config *cfg, int index, int count, size_t dim, tfx
   if (!s) {
     return tfx_err_set(err, TFX_ENOMEM, "out of memory");
   }
-  *s = (tfx_stream){.format = format_of(cfg->data_format),
+  *s = (tfx_stream){.format = cfg->data_format,
                     .header = cfg->data_header,
                     .scale = cfg->data_scale,
                     .dim = dim,
                     .window = (size_t)cfg->shuffle_buffer,
                     .index = index,
                     .count = count,
-                    .by_file = !strcmp(cfg->shard_by, "file"),
+                    .by_file = cfg->shard_by == TFX_SHARD_BY_FILE,
                     .seed = (uint64_t)cfg->seed ^ (uint64_t)index * 0x9E37ULL,
                     .file_seed = (uint64_t)cfg->seed};
   s->mean = cfg->data_mean, s->std = cfg->data_std;
-  s->sparse = tfx_config_sparse_input(cfg) && (s->format == FMT_LIBSVM || cfg->n_features > 0);
+  s->sparse = tfx_config_sparse_input(cfg) && (s->format == TFX_FORMAT_LIBSVM || cfg->n_features > 0);
   s->n_fields = cfg->n_features > 0 ? tfx_config_sparse_fields(cfg) : 1;
   if (cfg->n_features > 0 && !(s->columns = malloc(sizeof *cfg))) {
     free(s);

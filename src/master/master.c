@@ -63,7 +63,7 @@ static int setup(master *m, tfx_err *err) {
   if (m->n_ps < 1 || m->n_workers < 1) {
     return tfx_err_set(err, TFX_ECONFIG, "TF_CONFIG: the cluster needs at least one ps and one worker");
   }
-  if (!strcmp(m->cfg.mode, "sync") && m->cfg.replicas_to_aggregate > m->n_workers) {
+  if (m->cfg.mode == TFX_MODE_SYNC && m->cfg.replicas_to_aggregate > m->n_workers) {
     return tfx_err_set(err, TFX_ECONFIG,
                        "training.replicas_to_aggregate %d exceeds the %d worker(s): no step could ever complete",
                        m->cfg.replicas_to_aggregate, m->n_workers);
@@ -120,7 +120,7 @@ static int setup(master *m, tfx_err *err) {
   }
   if (!rc) {
     tfx_log(TFX_LOG_INFO, "MASTER-START", "listening on %s; %d ps, %d worker(s), mode %s", ep, m->n_ps, m->n_workers,
-            m->cfg.mode);
+            tfx_config_choice_name("training.mode", m->cfg.mode));
     tfx_notify_ready("chief: waiting for the parameter servers and workers");
   }
   return rc;

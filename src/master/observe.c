@@ -133,7 +133,8 @@ static char *render_status(master *m) {
   observed *o = &m->obs;
   put(&b,
       "{\"role\": \"master\", \"state\": \"%s\", \"step\": %lld, \"max_steps\": %lld, \"mode\": \"%s\", \"workers\": [",
-      state_of(m), (long long)o->step, (long long)m->cfg.max_steps, m->cfg.mode);
+      state_of(m), (long long)o->step, (long long)m->cfg.max_steps,
+      tfx_config_choice_name("training.mode", m->cfg.mode));
   for (int w = 0; w < m->n_workers; w++) {
     put(&b, "%s{\"index\": %d, \"address\": \"%s\", \"registered\": %s, \"silent\": %s}", w ? ", " : "", w,
         tfx_cluster_address(m->n->cluster, TFX_ROLE_WORKER, w), m->registered[w] ? "true" : "false",

@@ -91,7 +91,7 @@ int tfx_plan_build(const tfx_config *cfg, tfx_model *m, int n_ps, tfx_plan *plan
   if (n_ps < 1) {
     return tfx_err_set(err, TFX_ECONFIG, "placement: the cluster has no ps");
   }
-  int nv = tfx_model_nvars(m), total = 0, greedy = strcmp(cfg->strategy, "greedy_bytes") == 0;
+  int nv = tfx_model_nvars(m), total = 0, greedy = cfg->strategy == TFX_STRATEGY_GREEDY_BYTES;
   tfx_var **order = calloc((size_t)nv, sizeof *order);
   size_t *load = calloc((size_t)n_ps, sizeof *load);
   for (int i = 0; order && i < nv; i++) {
@@ -112,7 +112,7 @@ int tfx_plan_build(const tfx_config *cfg, tfx_model *m, int n_ps, tfx_plan *plan
     int parts = parts_of(cfg, order[i], n_ps);
     for (int part = 0; part < parts; part++, k++) {
       int ps = order[i]->lazy ? part : greedy ? least_loaded(load, n_ps) : next++ % n_ps;
-      fill(plan, k, order[i], part, parts, ps, !strcmp(cfg->table_partition, "range"));
+      fill(plan, k, order[i], part, parts, ps, cfg->table_partition == TFX_PARTITION_RANGE);
       load[ps] += shard_load(&plan->shards[k]);
     }
   }

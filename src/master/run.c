@@ -64,7 +64,7 @@ static void on_report(master *m, const tfx_inmsg *in) {
   }
   /* One progress line per report step for the cluster (every worker reports the same step), labelled as the
    * single-process trainer labels it: a sync report at version v comes after the step that makes v + 1. */
-  int64_t shown = e->step + (strcmp(m->cfg.mode, "sync") ? 0 : 1);
+  int64_t shown = e->step + (m->cfg.mode != TFX_MODE_SYNC ? 0 : 1);
   if (shown > m->progress_step) {
     m->progress_step = shown;
     tfx_progress_show(&m->progress, shown < m->cfg.max_steps ? shown : m->cfg.max_steps, loss, m->last_acc,
@@ -459,7 +459,7 @@ int tfx_master_checkpoint(master *m, int64_t at, tfx_err *err) {
   env.step = at, env.path = dir;
   rc = tfx_master_call_ps(m, &env, m->cfg.request_timeout_s * 1000, on_ckpt_reply, err);
   for (int p = 0; !rc && p < m->n_ps; p++) {
-    if (acc->step[p] != acc->step[0] && !strcmp(m->cfg.mode, "sync")) {
+    if (acc->step[p] != acc->step[0] && m->cfg.mode == TFX_MODE_SYNC) {
       rc = tfx_err_set(err, TFX_ESTATE, "checkpoint %lld: ps 0 wrote step %lld, ps %d step %lld; discarded",
                        (long long)at, (long long)acc->step[0], p, (long long)acc->step[p]);
     }
@@ -490,7 +490,7 @@ static void count_ckpt(master *m, int64_t *counter) {
  * master knows; when a ps has already passed it (an evaluation ran meanwhile, or the ps moved on while the request
  * travelled), the versions are polled again and the request moves further ahead, up to CKPT_ATTEMPTS times. */
 static int periodic_checkpoint(master *m, int64_t *written, tfx_err *err) {
-  int sync = !strcmp(m->cfg.mode, "sync"), rc = TFX_OK;
+  int sync = m->cfg.mode == TFX_MODE_SYNC, rc = TFX_OK;
   for (int attempt = 0; attempt < CKPT_ATTEMPTS; attempt++) {
     if (attempt && (rc = tfx_master_poll_versions(m, err))) {
       return rc;
@@ -520,7 +520,7 @@ static int periodic_checkpoint(master *m, int64_t *written, tfx_err *err) {
 static int64_t ckpt_lead(master *m) {
   int64_t tick = m->global_step - m->tick_step;
   m->tick_step = m->global_step;
-  if (strcmp(m->cfg.mode, "sync")) {
+  if (m->cfg.mode != TFX_MODE_SYNC) {
     return 0;
   }
   int64_t every = m->cfg.ckpt_every_steps, lead = every / 4;

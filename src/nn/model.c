@@ -416,7 +416,7 @@ int tfx_model_create(const tfx_config *cfg, int max_batch, tfx_model **out, tfx_
     goto fail;
   }
   m->max_batch = max_batch;
-  m->loss = strcmp(cfg->loss, "sigmoid_cross_entropy") == 0 ? 1 : strcmp(cfg->loss, "mse") == 0 ? 2 : 0;
+  m->loss = cfg->loss == TFX_LOSS_SIGMOID_CROSS_ENTROPY ? 1 : cfg->loss == TFX_LOSS_MSE ? 2 : 0;
   m->top_k = top_k_of(cfg->metrics);
   set_input_shape(m, cfg);
   if ((rc = tfx_graph_declare(m, cfg, err))) {

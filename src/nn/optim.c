@@ -6,19 +6,9 @@
 #include <string.h>
 
 void tfx_optim_init(tfx_optim *o, const tfx_config *cfg) {
-  static const char *const kinds[] = {"sgd", "momentum", "adagrad", "rmsprop", "adam", "adamw", "ftrl"};
-  static const char *const scheds[] = {"constant", "exponential", "step", "cosine", "piecewise"};
   memset(o, 0, sizeof *o);
-  for (int i = 0; i < 7; i++) {
-    if (strcmp(cfg->optimizer, kinds[i]) == 0) {
-      o->kind = (tfx_opt_kind)i;
-    }
-  }
-  for (int i = 0; i < 5; i++) {
-    if (strcmp(cfg->schedule, scheds[i]) == 0) {
-      o->schedule = (tfx_schedule)i;
-    }
-  }
+  o->kind = cfg->optimizer;
+  o->schedule = cfg->schedule;
   o->lr = cfg->learning_rate;
   o->momentum = cfg->momentum;
   o->beta1 = cfg->beta1;

@@ -10,24 +10,7 @@
 #include "config/config.h"
 #include "nn/par.h"
 
-typedef enum tfx_opt_kind {
-  TFX_OPT_SGD,
-  TFX_OPT_MOMENTUM,
-  TFX_OPT_ADAGRAD,
-  TFX_OPT_RMSPROP,
-  TFX_OPT_ADAM,
-  TFX_OPT_ADAMW,
-  TFX_OPT_FTRL, /* FTRL-Proximal: slots "accum" (less its initial value) and "linear" */
-} tfx_opt_kind;
-
-typedef enum tfx_schedule {
-  TFX_SCHED_CONSTANT,
-  TFX_SCHED_EXPONENTIAL,
-  TFX_SCHED_STEP,
-  TFX_SCHED_COSINE,
-  TFX_SCHED_PIECEWISE,
-} tfx_schedule;
-
+/* tfx_opt_kind and tfx_schedule are the experiment's enums (config/config.h). */
 typedef struct tfx_optim {
   tfx_opt_kind kind;
   tfx_schedule schedule;

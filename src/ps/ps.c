@@ -129,7 +129,7 @@ static int restore_slot(ps_state *p, shard *s, int k, const tfx_ckpt *c, const c
   const tfx_ckpt_entry *se = tfx_ckpt_find(c, name);
   if (!se) {
     tfx_log(TFX_LOG_WARN, "PS-RESTORE-NO-SLOT", "'%s': %s has no such slot of optimizer %s; it starts at zero", name,
-            path, p->cfg.optimizer);
+            path, tfx_config_choice_name("optimizer.name", p->cfg.optimizer));
     return TFX_OK;
   }
   int rc = check_entry(s, name, se, path, err);
@@ -246,7 +246,8 @@ static int handle_init(ps_state *p, const tfx_envelope *e, tfx_err *err) {
   tfx_ps_sync_reset(p, (int)e->flag);
   p->initialized = 1;
   tfx_log(TFX_LOG_INFO, "PS-INIT", "%d shard(s), %zu bytes, mode %s, step %lld%s%s", p->n_shards, tfx_ps_bytes(p),
-          cfg.mode, (long long)p->version, e->path && *e->path ? " restored from " : "", e->path ? e->path : "");
+          tfx_config_choice_name("training.mode", cfg.mode), (long long)p->version,
+          e->path && *e->path ? " restored from " : "", e->path ? e->path : "");
   return TFX_OK;
 }
 

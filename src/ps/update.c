@@ -13,10 +13,10 @@
 #include "store/ckpt.h"
 
 static int is_sync(const ps_state *p) {
-  return strcmp(p->cfg.mode, "sync") == 0;
+  return p->cfg.mode == TFX_MODE_SYNC;
 }
 static int is_ssp(const ps_state *p) {
-  return strcmp(p->cfg.mode, "ssp") == 0;
+  return p->cfg.mode == TFX_MODE_SSP;
 }
 /* Whether a push is one of several messages of one push-pull (its tensors may then be element ranges). */
 static int is_part(const tfx_envelope *e) {
@@ -380,7 +380,7 @@ static int validate_whole(const shard *s, const Tfx__Tensor *t, tfx_err *err) {
 static int nan_found(ps_state *p, const char *key, tfx_err *err) {
   p->push_nan = 1;
   return tfx_err_set(err, TFX_EINVAL, "push: '%s' carries NaN or Inf; %s (training.nan_policy)", key,
-                     strcmp(p->cfg.nan_policy, "skip") ? "rejected" : "skipped");
+                     p->cfg.nan_policy != TFX_NAN_SKIP ? "rejected" : "skipped");
 }
 
 /* Checks every tensor of a push before anything changes (NaN/Inf of fusable ones: in push_fused). */
@@ -734,7 +734,7 @@ static void skip_step(ps_state *p, const tfx_envelope *e) {
 /* Applies training.nan_policy to a push refused for NaN/Inf (code rc): reject returns rc (the error reply);
  * skip drops the push, logs it and returns TFX_OK (a normal reply follows). Each is counted. */
 static int nan_outcome(ps_state *p, const tfx_inmsg *m, int rc, tfx_err *err) {
-  if (strcmp(p->cfg.nan_policy, "skip") != 0) {
+  if (p->cfg.nan_policy != TFX_NAN_SKIP) {
     p->stats.nan_rejected++;
     return rc;
   }

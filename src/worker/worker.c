@@ -127,7 +127,7 @@ static int setup(worker *w, tfx_err *err) {
   if (!rc) {
     tfx_psclient_lend_rows(w->ps, w->model); /* lazy tables: each batch pulls the rows it touches */
   }
-  if (!rc && strcmp(w->cfg.mode, "sync") != 0) { /* sync pushes stay whole: the ps averages them per step */
+  if (!rc && w->cfg.mode != TFX_MODE_SYNC) { /* sync pushes stay whole: the ps averages them per step */
     rc = tfx_psclient_use_parts(w->ps, (size_t)w->cfg.push_part_bytes, err);
   }
   if (rc) {
@@ -137,7 +137,7 @@ static int setup(worker *w, tfx_err *err) {
   if ((rc = tfx_train_input_open(&w->cfg, w->n->index, n_workers, dim, &w->data, &w->batcher, err))) {
     return rc;
   }
-  int64_t done = strcmp(w->cfg.mode, "sync") == 0 ? p->step : p->step / n_workers;
+  int64_t done = w->cfg.mode == TFX_MODE_SYNC ? p->step : p->step / n_workers;
   tfx_batcher_skip(w->batcher, done * w->cfg.accumulate, w->cfg.batch_size);
   int row_input = tfx_model_sparse_input(w->model) && !w->cfg.n_features; /* a LibSVM row: no dense part */
   w->x = row_input ? NULL : malloc(sizeof(float) * dim * (size_t)w->cfg.batch_size);
@@ -341,7 +341,7 @@ static int wait_at_max_steps(worker *w) {
 }
 
 static int train_steps(worker *w, tfx_err *err) {
-  int sync = strcmp(w->cfg.mode, "sync") == 0, rc;
+  int sync = w->cfg.mode == TFX_MODE_SYNC, rc;
   double loss = 0, hits = 0, seen = 0, n = 0;
   int64_t t0 = tfx_now_ms();
   (void)sync;

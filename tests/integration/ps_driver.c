@@ -340,6 +340,14 @@ static void case_ssp(void) {
   tfx_client_destroy(c);
 }
 
+/* Sets cfg's optimizer by its option text ("adam"), as the experiment would. */
+static void set_optimizer(tfx_config *cfg, const char *name) {
+  char assignment[64];
+  snprintf(assignment, sizeof assignment, "optimizer.name=%s", name);
+  tfx_err err;
+  CHECK(tfx_config_set(cfg, assignment, &err) == 0, "%s: %s", assignment, err.msg);
+}
+
 static void case_optim(void) {
   const char *opts[] = {"momentum", "adagrad", "rmsprop", "adam", "adamw"};
   for (int o = 0; o < 5; o++) {
@@ -348,7 +356,8 @@ static void case_optim(void) {
     CHECK(init_ps(c, "async", opts[o], 1, 0, 0, NULL, &err) == 0, "init: %s", err.msg);
     tfx_config cfg;
     tfx_config_init(&cfg);
-    strcpy(cfg.optimizer, opts[o]), cfg.learning_rate = 0.01;
+    set_optimizer(&cfg, opts[o]);
+    cfg.learning_rate = 0.01;
     tfx_optim opt;
     tfx_optim_init(&opt, &cfg);
     float w[N] = {0}, m[N] = {0}, s2[N] = {0}, g[N], v[N];
@@ -831,7 +840,7 @@ static void assign_async(tfx_client *c) {
             vars, counts, trainable, 2, 1);
   tfx_config cfg;
   tfx_config_init(&cfg);
-  strcpy(cfg.optimizer, "momentum"), cfg.learning_rate = 0.5;
+  cfg.optimizer = TFX_OPT_MOMENTUM, cfg.learning_rate = 0.5;
   tfx_optim opt;
   tfx_optim_init(&opt, &cfg);
   for (int i = 0; i < N; i++) {
@@ -1088,7 +1097,7 @@ static void checkpoint_no_slots(tfx_client *c, const float *g) {
         "no PS-RESTORE-NO-SLOT warning naming v@m and v@v");
   tfx_config cfg;
   tfx_config_init(&cfg);
-  strcpy(cfg.optimizer, "adam"), cfg.learning_rate = 0.01;
+  cfg.optimizer = TFX_OPT_ADAM, cfg.learning_rate = 0.01;
   tfx_optim opt;
   tfx_optim_init(&opt, &cfg);
   tfx_optim_apply(&opt, 1, w, g, 1.0f, slots, N);
@@ -1302,7 +1311,8 @@ static void split_case(const char *opt_name, int threads) {
   tfx_inmsg_fini(&r);
   tfx_config cfg;
   tfx_config_init(&cfg);
-  strcpy(cfg.optimizer, opt_name), cfg.learning_rate = 0.01;
+  set_optimizer(&cfg, opt_name);
+  cfg.learning_rate = 0.01;
   tfx_optim opt;
   tfx_optim_init(&opt, &cfg);
   float *w = calloc(BIG, 4), *m = calloc(BIG, 4), *s2 = calloc(BIG, 4), *g = malloc(BIG * 4);

@@ -154,7 +154,7 @@ Test(embag, the_lazy_update_leaves_untouched_rows_bit_for_bit) {
   tfx_model_backward(m, NULL, 3);
   tfx_config cfg;
   tfx_config_init(&cfg);
-  snprintf(cfg.optimizer, sizeof cfg.optimizer, "adagrad");
+  cfg.optimizer = TFX_OPT_ADAGRAD;
   tfx_optim o;
   tfx_optim_init(&o, &cfg);
   float *slots[2] = {slot, NULL};

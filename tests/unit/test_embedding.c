@@ -120,7 +120,7 @@ Test(embedding, a_training_step_on_a_bad_id_fails_the_batcher) {
 Test(embedding, lazy_row_update_leaves_other_rows) {
   tfx_config cfg;
   tfx_config_init(&cfg);
-  strcpy(cfg.optimizer, "adam");
+  cfg.optimizer = TFX_OPT_ADAM;
   tfx_optim o;
   tfx_optim_init(&o, &cfg);
   float w[12] = {0}, m[12] = {0}, v[12] = {0}, g[6] = {1, 1, 1, 2, 2, 2};

@@ -12,6 +12,13 @@
 #include "data/tfrecord.h"
 #include "tmpdir.h"
 
+/* Sets option `key` of cfg to its text `value`, as the experiment would. */
+static void set_option(tfx_config *cfg, const char *key, const char *value) {
+  char assignment[96];
+  snprintf(assignment, sizeof assignment, "%s=%s", key, value);
+  cr_assert_eq(tfx_config_set(cfg, assignment, NULL), TFX_OK, "%s", assignment);
+}
+
 static void setup(void) {
   tmpdir_create("epochs");
 }
@@ -22,7 +29,7 @@ TestSuite(epochs, .init = setup, .fini = tmpdir_remove);
 static tfx_config config(const char *format, const char *name) {
   tfx_config cfg;
   tfx_config_init(&cfg);
-  snprintf(cfg.data_format, sizeof cfg.data_format, "%s", format);
+  set_option(&cfg, "data.format", format);
   snprintf(cfg.train_images, sizeof cfg.train_images, "%s/%s", tmp, name);
   return cfg;
 }
@@ -186,7 +193,7 @@ Test(epochs, streamed_glob_sums_every_file) {
   tfx_config cfg = config("csv", "part-*.csv");
   cfg.data_header = 0, cfg.data_stream = 1;
   cr_assert_eq(count(&cfg), 6);
-  snprintf(cfg.shard_by, sizeof cfg.shard_by, "file");
+  cfg.shard_by = TFX_SHARD_BY_FILE;
   cfg.data_stream = 0; /* sharding by file streams too: still every file of the set */
   cr_assert_eq(count(&cfg), 6);
   snprintf(cfg.train_images, sizeof cfg.train_images, "%s/part-0.csv,%s/part-2.csv", tmp, tmp);
@@ -226,7 +233,7 @@ Test(epochs, missing_file_is_named) {
 static tfx_config budget_config(const char *mode, int batch, int accumulate, int replicas) {
   tfx_config cfg;
   tfx_config_init(&cfg);
-  snprintf(cfg.mode, sizeof cfg.mode, "%s", mode);
+  set_option(&cfg, "training.mode", mode);
   cfg.batch_size = batch, cfg.accumulate = accumulate, cfg.replicas_to_aggregate = replicas;
   return cfg;
 }

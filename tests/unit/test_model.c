@@ -51,7 +51,9 @@ static void base(tfx_config *c, int rank, int d0, int d1, int d2, const char *lo
   tfx_config_init(c);
   c->input_rank = rank;
   c->input_shape[0] = d0, c->input_shape[1] = d1, c->input_shape[2] = d2;
-  snprintf(c->loss, sizeof c->loss, "%s", loss);
+  char assignment[64];
+  snprintf(assignment, sizeof assignment, "model.loss=%s", loss);
+  cr_assert_eq(tfx_config_set(c, assignment, NULL), TFX_OK, "%s", assignment);
   c->n_layers = 0;
 }
 
@@ -302,7 +304,7 @@ Test(model, grad_small_cnn_end_to_end) {
   dense(&c, 5, "tanh");
   dense(&c, 3, "none");
   check_config("cnn / mse", &c, 3, 0, SMOOTH_EPS);
-  snprintf(c.loss, sizeof c.loss, "sigmoid_cross_entropy");
+  c.loss = TFX_LOSS_SIGMOID_CROSS_ENTROPY;
   check_config("cnn / sigmoid", &c, 3, 0, SMOOTH_EPS);
 }
 
@@ -1320,7 +1322,7 @@ Test(model, training_on_gaussian_blobs_learns) {
   base(&cfg, 1, 8, 1, 1, "softmax_cross_entropy");
   dense(&cfg, 16, "relu");
   dense(&cfg, 4, "none");
-  snprintf(cfg.optimizer, sizeof cfg.optimizer, "adam");
+  cfg.optimizer = TFX_OPT_ADAM;
   cfg.learning_rate = 0.01;
   tfx_model *m = create(&cfg, 32);
   tfx_model_init_vars(m, 1);
@@ -1357,7 +1359,7 @@ Test(model, training_on_fashion_mnist_learns) {
   add(&cfg, "flatten");
   dense(&cfg, 64, "relu");
   dense(&cfg, 10, "none");
-  snprintf(cfg.optimizer, sizeof cfg.optimizer, "adam");
+  cfg.optimizer = TFX_OPT_ADAM;
   cfg.learning_rate = 0.002;
   tfx_model *m = create(&cfg, 64);
   tfx_model_init_vars(m, 42);

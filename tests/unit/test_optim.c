@@ -11,13 +11,20 @@
 #define N 4
 #define STEPS 3
 
+/* Sets option `key` of cfg to its text `value`, as the experiment would. */
+static void set_option(tfx_config *cfg, const char *key, const char *value) {
+  char assignment[96];
+  snprintf(assignment, sizeof assignment, "%s=%s", key, value);
+  cr_assert_eq(tfx_config_set(cfg, assignment, NULL), TFX_OK, "%s", assignment);
+}
+
 static const double w0[N] = {1.0, -2.0, 0.5, 0.0};
 static const double grads[STEPS][N] = {{0.3, -0.1, 2.0, 0.0}, {-0.5, 0.2, 1.0, 1e-3}, {0.1, 0.1, -3.0, -4.0}};
 
 static tfx_optim make(const char *name, double lr) {
   tfx_config cfg;
   tfx_config_init(&cfg);
-  snprintf(cfg.optimizer, sizeof cfg.optimizer, "%s", name);
+  set_option(&cfg, "optimizer.name", name);
   cfg.learning_rate = lr;
   tfx_optim o;
   tfx_optim_init(&o, &cfg);
@@ -46,8 +53,8 @@ static void run_and_compare(const tfx_optim *o, float scale, double want[STEPS][
 Test(optim, init_copies_the_optimizer_section) {
   tfx_config cfg;
   tfx_config_init(&cfg);
-  snprintf(cfg.optimizer, sizeof cfg.optimizer, "rmsprop");
-  snprintf(cfg.schedule, sizeof cfg.schedule, "step");
+  cfg.optimizer = TFX_OPT_RMSPROP;
+  cfg.schedule = TFX_SCHED_STEP;
   cfg.learning_rate = 0.02, cfg.momentum = 0.8, cfg.beta1 = 0.7, cfg.beta2 = 0.99, cfg.epsilon = 1e-5;
   cfg.weight_decay = 0.01, cfg.decay_rate = 0.3, cfg.decay_steps = 77, cfg.warmup_steps = 5, cfg.max_steps = 900;
   cfg.nesterov = 1;
@@ -257,7 +264,7 @@ static tfx_optim sched(const char *schedule, double lr, double rate, int64_t dec
                        int64_t total) {
   tfx_config cfg;
   tfx_config_init(&cfg);
-  snprintf(cfg.schedule, sizeof cfg.schedule, "%s", schedule);
+  set_option(&cfg, "optimizer.schedule", schedule);
   cfg.learning_rate = lr, cfg.decay_rate = rate, cfg.decay_steps = decay_steps, cfg.warmup_steps = warmup;
   cfg.max_steps = total;
   tfx_optim o;

@@ -226,7 +226,7 @@ Test(par, apply_all_equals_apply_one_by_one) {
   enum { N = 5 };
   tfx_config cfg;
   tfx_config_init(&cfg);
-  snprintf(cfg.optimizer, sizeof cfg.optimizer, "adam");
+  cfg.optimizer = TFX_OPT_ADAM;
   tfx_optim o;
   tfx_optim_init(&o, &cfg);
   tfx_par *p = NULL;

@@ -11,6 +11,13 @@
 
 #define EXAMPLE TFX_SOURCE_DIR "/examples/fashion_mnist_mlp.json"
 
+/* Sets option `key` of cfg to its text `value`, as the experiment would. */
+static void set_option(tfx_config *cfg, const char *key, const char *value) {
+  char assignment[96];
+  snprintf(assignment, sizeof assignment, "%s=%s", key, value);
+  cr_assert_eq(tfx_config_set(cfg, assignment, NULL), TFX_OK, "%s", assignment);
+}
+
 static tfx_config cfg;
 static tfx_model *model;
 
@@ -28,7 +35,7 @@ static void teardown(void) {
 TestSuite(plan, .init = setup, .fini = teardown);
 
 static void build(const char *strategy, int64_t min_slice, int max_shards, int n_ps, tfx_plan *p) {
-  snprintf(cfg.strategy, sizeof cfg.strategy, "%s", strategy);
+  set_option(&cfg, "placement.strategy", strategy);
   cfg.min_slice_bytes = min_slice;
   cfg.max_shards = max_shards;
   tfx_err err = {0};

@@ -19,6 +19,13 @@
 #define PER_FILE 40
 #define TOTAL (FILES * PER_FILE)
 
+/* Sets option `key` of cfg to its text `value`, as the experiment would. */
+static void set_option(tfx_config *cfg, const char *key, const char *value) {
+  char assignment[96];
+  snprintf(assignment, sizeof assignment, "%s=%s", key, value);
+  cr_assert_eq(tfx_config_set(cfg, assignment, NULL), TFX_OK, "%s", assignment);
+}
+
 static void setup(void) {
   tmpdir_create("stream");
 }
@@ -29,9 +36,9 @@ TestSuite(stream, .init = setup, .fini = tmpdir_remove);
 static tfx_config config(const char *format, const char *pattern, int window, const char *shard_by) {
   tfx_config cfg;
   tfx_config_init(&cfg);
-  snprintf(cfg.data_format, sizeof cfg.data_format, "%s", format);
+  set_option(&cfg, "data.format", format);
   snprintf(cfg.train_images, sizeof cfg.train_images, "%s/%s", tmp, pattern);
-  snprintf(cfg.shard_by, sizeof cfg.shard_by, "%s", shard_by);
+  set_option(&cfg, "data.shard_by", shard_by);
   cfg.data_stream = 1, cfg.shuffle_buffer = window, cfg.data_scale = 1.0, cfg.data_header = 0;
   return cfg;
 }

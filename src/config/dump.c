@@ -1,0 +1,144 @@
+/* The resolved experiment as JSON (config.json, an export's model.json) and the option table as --help-options
+ * text. */
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "config/config.h"
+#include "config/config_impl.h"
+
+static json_object *section(json_object *root, const char *path, char *leaf, size_t n) {
+  TFX_ASSERT(strlen(path) < 256);
+  json_object *node = root, *next;
+  char buf[256];
+  snprintf(buf, sizeof buf, "%s", path);
+  char *part = buf, *dot;
+  while ((dot = strchr(part, '.'))) {
+    *dot = '\0';
+    if (!json_object_object_get_ex(node, part, &next)) {
+      next = json_object_new_object();
+      json_object_object_add(node, part, next);
+    }
+    node = next;
+    part = dot + 1;
+  }
+  snprintf(leaf, n, "%s", part);
+  return node;
+}
+
+/* A checked shape "784,10" as the JSON list [784, 10]. */
+static json_object *dims_json(const char *shape) {
+  json_object *arr = json_object_new_array();
+  for (const char *p = shape; *p;) {
+    char *end;
+    long long d = strtoll(p, &end, 10);
+    if (end == p) {
+      break; /* not reached: shapes are checked when they enter the config */
+    }
+    json_object_array_add(arr, json_object_new_int64(d));
+    p = end + (*end == ',');
+  }
+  return arr;
+}
+
+static json_object *layers_json(const tfx_config *cfg) {
+  json_object *arr = json_object_new_array();
+  for (int i = 0; i < cfg->n_layers; i++) {
+    json_object *l = json_object_new_object();
+    for (size_t k = 0; k < config__n_layer_options; k++) {
+      json_object_object_add(l, config__layer_options[k].path,
+                             config__value_json(&cfg->layers[i], &config__layer_options[k]));
+    }
+    json_object_array_add(arr, l);
+  }
+  return arr;
+}
+
+char *tfx_config_to_json(const tfx_config *cfg) {
+  json_object *root = json_object_new_object(), *model = json_object_new_object(), *shape = json_object_new_array();
+  for (int i = 0; i < cfg->input_rank; i++) {
+    json_object_array_add(shape, json_object_new_int(cfg->input_shape[i]));
+  }
+  json_object_object_add(model, "input_shape", shape);
+  json_object_object_add(model, "layers", layers_json(cfg));
+  json_object *vars = json_object_new_array();
+  for (int i = 0; i < cfg->n_variables; i++) {
+    json_object *v = json_object_new_object();
+    for (size_t k = 0; k < config__n_var_options; k++) {
+      json_object *val = strcmp(config__var_options[k].path, "shape")
+                             ? config__value_json(&cfg->variables[i], &config__var_options[k])
+                             : dims_json(cfg->variables[i].shape);
+      json_object_object_add(v, config__var_options[k].path, val);
+    }
+    json_object_array_add(vars, v);
+  }
+  json_object_object_add(model, "variables", vars);
+  json_object *params = cfg->plugin_params[0] ? json_tokener_parse(cfg->plugin_params) : NULL;
+  if (params) {
+    json_object_object_add(model, "params", params);
+  }
+  json_object *feats = json_object_new_array();
+  for (int i = 0; i < cfg->n_features; i++) {
+    json_object *f = json_object_new_object();
+    for (size_t k = 0; k < config__n_feature_options; k++) {
+      json_object_object_add(f, config__feature_options[k].path,
+                             config__value_json(&cfg->features[i], &config__feature_options[k]));
+    }
+    json_object_array_add(feats, f);
+  }
+  json_object_object_add(model, "features", feats);
+  json_object_object_add(root, TFX_CONFIG_FORMAT_KEY, json_object_new_int(TFX_CONFIG_FORMAT));
+  json_object_object_add(root, "model", model);
+  json_object *vals = json_object_new_array();
+  for (int i = 0; i < cfg->n_valsets; i++) {
+    json_object *v = json_object_new_object();
+    for (size_t k = 0; k < config__n_valset_options; k++) {
+      json_object_object_add(v, config__valset_options[k].path,
+                             config__value_json(&cfg->valsets[i], &config__valset_options[k]));
+    }
+    json_object_array_add(vals, v);
+  }
+  json_object_object_add(root, "validation", vals);
+  char leaf[256];
+  for (size_t i = 0; i < config__n_options; i++) {
+    json_object *node = section(root, config__options[i].path, leaf, sizeof leaf);
+    json_object_object_add(node, leaf, config__value_json(cfg, &config__options[i]));
+  }
+  char *s = strdup(json_object_to_json_string_ext(
+      root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE));
+  json_object_put(root);
+  return s;
+}
+
+/* Prints one config__option table: path (after prefix), type, default and meaning, nothing cut. */
+static void print_table(const char *title, const char *prefix, const config__option *table, size_t n) {
+  static const char *const tnames[] = {"int", "int", "number", "string", "bool", "choice"};
+  printf("\n%s\n", title);
+  for (size_t i = 0; i < n; i++) {
+    const config__option *o = &table[i];
+    char path[96];
+    snprintf(path, sizeof path, "%s%s", prefix, o->path);
+    printf("%-34s %-7s %-10s %s\n", path, tnames[o->type], o->def[0] ? o->def : "\"\"", o->help);
+  }
+}
+
+void tfx_config_print_options(void) {
+  printf("%-34s %-7s %-10s %s\n", "config__option", "type", "default", "meaning");
+  print_table("# the experiment's sections (--set KEY=VALUE)", "", config__options, config__n_options);
+  print_table("# model.layers[N]: each layer", "model.layers[].", config__layer_options, config__n_layer_options);
+  print_table("# model.features[N]: feature columns (sparse models)", "model.features[].", config__feature_options,
+              config__n_feature_options);
+  print_table("# model.variables[N]: variables the graph ops use", "model.variables[].", config__var_options,
+              config__n_var_options);
+  print_table("# validation[N]: named validation sets", "validation[].", config__valset_options,
+              config__n_valset_options);
+  printf(
+      "\n# hyperparameters: {NAME: SPEC}, referenced as \"$NAME\" anywhere in the experiment\n"
+      "%-34s %s\n%-34s %s\n%-34s %s\n%-34s %s\n%-34s %s\n",
+      "hyperparameters.NAME.type", "constant (value) | int (min, max) | float | log_float (min, max) | categorical",
+      "hyperparameters.NAME.value", "constant: the value", "hyperparameters.NAME.min / max", "the range searched",
+      "hyperparameters.NAME.values", "categorical: the choices", "hyperparameters.NAME.default",
+      "what a plain run uses (else the constant, the minimum or the first value)");
+}

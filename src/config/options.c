@@ -1,0 +1,221 @@
+/* The experiment's option tables (path, type, bounds, default, meaning): the data that drives parsing,
+ * validation, --set, the environment and printing; and the texts of the fixed-value options' enums. */
+#include <stddef.h>
+#include <string.h>
+
+#include "config/config.h"
+#include "config/config_impl.h"
+
+#define CHOICE_TEXT(value, text) text,
+static const char *const modes[] = {TFX_MODES(CHOICE_TEXT) NULL};
+static const char *const optimizers[] = {TFX_OPTIMIZERS(CHOICE_TEXT) NULL};
+static const char *const schedules[] = {TFX_SCHEDULES(CHOICE_TEXT) NULL};
+static const char *const strategies[] = {TFX_STRATEGIES(CHOICE_TEXT) NULL};
+static const char *const table_partitions[] = {TFX_PARTITIONS(CHOICE_TEXT) NULL};
+static const char *const losses[] = {TFX_LOSSES(CHOICE_TEXT) NULL};
+static const char *const formats[] = {TFX_FORMATS(CHOICE_TEXT) NULL};
+static const char *const shard_kinds[] = {TFX_SHARD_KINDS(CHOICE_TEXT) NULL};
+static const char *const nan_policies[] = {TFX_NAN_POLICIES(CHOICE_TEXT) NULL};
+static const char *const transports[] = {TFX_TRANSPORTS(CHOICE_TEXT) NULL};
+static const char *const search_methods[] = {TFX_SEARCH_METHODS(CHOICE_TEXT) NULL};
+
+#define O(field) offsetof(tfx_config, field), sizeof(((tfx_config *)0)->field)
+#define FMNIST "/usr/share/datasets/fashion-mnist/"
+#define BIG 1e18
+
+const config__option config__options[] = {
+    {"model.loss", OPT_ENUM, O(loss), 0, 0, "softmax_cross_entropy",
+     "softmax_cross_entropy | sigmoid_cross_entropy | mse", losses},
+    {"model.metrics", OPT_STR, O(metrics), 0, 0, "loss,accuracy,top_5",
+     "evaluation metrics reported: loss, accuracy, top_K (comma-separated)"},
+    {"model.plugin", OPT_STR, O(plugin), 0, 0, "",
+     "shared object whose tfx_plugin_entry builds the model and hooks the run"},
+    {"data.train.images", OPT_STR, O(train_images), 0, 0, FMNIST "train-images-idx3-ubyte.gz", "IDX images (.gz ok)"},
+    {"data.train.labels", OPT_STR, O(train_labels), 0, 0, FMNIST "train-labels-idx1-ubyte.gz", "IDX labels"},
+    {"data.eval.images", OPT_STR, O(eval_images), 0, 0, FMNIST "t10k-images-idx3-ubyte.gz", "IDX images"},
+    {"data.eval.labels", OPT_STR, O(eval_labels), 0, 0, FMNIST "t10k-labels-idx1-ubyte.gz", "IDX labels"},
+    {"data.scale", OPT_DBL, O(data_scale), 0, BIG, "0.00392156862745098", "feature multiplier"},
+    {"data.mean", OPT_DBL, O(data_mean), -BIG, BIG, "0", "subtracted after scale: x = (x * scale - mean) / std"},
+    {"data.std", OPT_DBL, O(data_std), -BIG, BIG, "1", "divides after the mean (must be > 0)"},
+    {"data.format", OPT_ENUM, O(data_format), 0, 0, "idx",
+     "idx (images + labels) | csv | libsvm | tfrecord (the *.images path is the file)", formats},
+    {"data.label_column", OPT_STR, O(label_column), 0, 0, "-1", "csv: label column, header name or index (-1: last)"},
+    {"data.header", OPT_BOOL, O(data_header), 0, 1, "true", "csv: the first line is a header"},
+    {"data.stream", OPT_BOOL, O(data_stream), 0, 1, "false",
+     "read the training files a window at a time (files larger than memory); images may be a glob or a list"},
+    {"data.shard_by", OPT_ENUM, O(shard_by), 0, 0, "record", "record | file: how workers split the training data",
+     shard_kinds},
+    {"data.shuffle_buffer", OPT_INT, O(shuffle_buffer), 1, 1e8, "10000", "streaming: examples per shuffled window"},
+    {"data.feature_key", OPT_STR, O(feature_key), 0, 0, "image", "tfrecord: the Example feature holding the inputs"},
+    {"data.label_key", OPT_STR, O(label_key), 0, 0, "label", "tfrecord: the Example feature holding the label"},
+    {"optimizer.name", OPT_ENUM, O(optimizer), 0, 0, "adam", "sgd | momentum | adagrad | rmsprop | adam | adamw | ftrl",
+     optimizers},
+    {"optimizer.learning_rate", OPT_DBL, O(learning_rate), 0, 10, "0.001", "base learning rate"},
+    {"optimizer.momentum", OPT_DBL, O(momentum), 0, 1, "0.9", "momentum / rmsprop decay"},
+    {"optimizer.nesterov", OPT_BOOL, O(nesterov), 0, 1, "false", "Nesterov momentum"},
+    {"optimizer.beta1", OPT_DBL, O(beta1), 0, 1, "0.9", "Adam beta1"},
+    {"optimizer.beta2", OPT_DBL, O(beta2), 0, 1, "0.999", "Adam beta2"},
+    {"optimizer.epsilon", OPT_DBL, O(epsilon), 0, 1, "1e-7", "Adam/Adagrad/RMSProp epsilon"},
+    {"optimizer.weight_decay", OPT_DBL, O(weight_decay), 0, 1, "0", "L2 (AdamW: decoupled) weight decay"},
+    {"optimizer.l1", OPT_DBL, O(l1), 0, BIG, "0", "ftrl: L1 strength (exact zeros below it)"},
+    {"optimizer.l2", OPT_DBL, O(l2), 0, BIG, "0", "ftrl: L2 strength"},
+    {"optimizer.lr_power", OPT_DBL, O(lr_power), -BIG, 0, "-0.5", "ftrl: the rate's power of the squared-gradient sum"},
+    {"optimizer.initial_accumulator", OPT_DBL, O(initial_accumulator), 0, BIG, "0.1",
+     "ftrl: the squared-gradient sum a weight starts with"},
+    {"optimizer.schedule", OPT_ENUM, O(schedule), 0, 0, "constant",
+     "constant | exponential | step | cosine | piecewise", schedules},
+    {"optimizer.boundaries", OPT_STR, O(boundaries), 0, 0, "", "piecewise: steps where the rate changes, [2000, 4000]"},
+    {"optimizer.values", OPT_STR, O(lr_values), 0, 0, "", "piecewise: rates before, between, after the boundaries"},
+    {"optimizer.decay_rate", OPT_DBL, O(decay_rate), 0, 1, "0.5", "exponential/step decay factor"},
+    {"optimizer.decay_steps", OPT_I64, O(decay_steps), 1, BIG, "1000", "steps per decay"},
+    {"optimizer.warmup_steps", OPT_I64, O(warmup_steps), 0, BIG, "0", "linear warmup steps"},
+    {"training.mode", OPT_ENUM, O(mode), 0, 0, "sync", "sync | async | ssp", modes},
+    {"training.max_steps", OPT_I64, O(max_steps), 1, BIG, "1000", "absolute global step to stop at"},
+    {"training.epochs", OPT_INT, O(epochs), 0, 1e6, "0",
+     "stop after this many passes over the training set (0: no limit; a max_steps given still caps it)"},
+    {"training.steps", OPT_I64, O(steps), 0, BIG, "0", "train this many more steps from where the run stands (0: off)"},
+    {"training.hooks", OPT_STR, O(hooks), 0, 0, "",
+     "built-in hooks: stop_at_step:N, nan_guard, log_every:N (comma-separated)"},
+    {"training.trainable", OPT_STR, O(trainable), 0, 0, "",
+     "train only variables whose names start with one of these comma-separated prefixes"},
+    {"training.batch_size", OPT_INT, O(batch_size), 1, 65536, "64", "per-worker minibatch"},
+    {"training.replicas_to_aggregate", OPT_INT, O(replicas_to_aggregate), 0, 1024, "0", "sync: 0 = all workers"},
+    {"training.staleness", OPT_INT, O(staleness), 0, 1000000, "4", "ssp: max steps ahead of the slowest"},
+    {"training.accumulate", OPT_INT, O(accumulate), 1, 1024, "1", "minibatches per push"},
+    {"training.report_every", OPT_INT, O(report_every), 1, 1000000, "100", "steps between metric reports"},
+    {"training.threads", OPT_INT, O(threads), 1, 256, "1", "OpenBLAS and model threads per process"},
+    {"training.ps_apply_threads", OPT_INT, O(ps_apply_threads), 1, 2, "1",
+     "threads a ps uses to update one large shard"},
+    {"training.push_part_bytes", OPT_INT, O(push_part_bytes), 0, 1 << 30, "524288",
+     "async/ssp: a push-pull to one ps of at least 4x this goes in pipelined parts of about this size (0: never)"},
+    {"training.nan_policy", OPT_ENUM, O(nan_policy), 0, 0, "reject",
+     "a push with NaN/Inf gradients: reject (error reply) | skip (dropped, success reply); each counted at the ps",
+     nan_policies},
+    {"training.seed", OPT_I64, O(seed), 0, BIG, "42", "experiment seed"},
+    {"training.thres_loss", OPT_DBL, O(thres_loss), 0, BIG, "1e6", "abort when the training loss exceeds this"},
+    {"training.clip_norm", OPT_DBL, O(clip_norm), 0, BIG, "0", "clip gradients by global norm (0: off)"},
+    {"training.clip_value", OPT_DBL, O(clip_value), 0, BIG, "0", "clip gradients by value (0: off)"},
+    {"placement.strategy", OPT_ENUM, O(strategy), 0, 0, "round_robin", "round_robin | greedy_bytes", strategies},
+    {"placement.min_slice_bytes", OPT_I64, O(min_slice_bytes), 0, BIG, "0", "partition variables above this (0: off)"},
+    {"placement.max_shards", OPT_INT, O(max_shards), 1, 1024, "1", "max slices per variable"},
+    {"placement.table_partition", OPT_ENUM, O(table_partition), 0, 0, "mod",
+     "lazy tables (embedding_bag): mod (ps k holds ids % n_ps == k: hot ids spread) | range (contiguous ids)",
+     table_partitions},
+    {"checkpoint.every_steps", OPT_I64, O(ckpt_every_steps), 0, BIG, "1000", "0: only at the end"},
+    {"checkpoint.every_secs", OPT_I64, O(ckpt_every_secs), 0, BIG, "0", "also checkpoint every N seconds (0: off)"},
+    {"checkpoint.min_interval_secs", OPT_I64, O(ckpt_min_interval_secs), 0, BIG, "10",
+     "train: periodic checkpoints start at least N s apart (one asked meanwhile is taken at the first step after)"},
+    {"checkpoint.keep_max", OPT_INT, O(keep_max), 1, 1000, "3", "checkpoints kept"},
+    {"search.method", OPT_ENUM, O(search_method), 0, 0, "random", "tfx-node search: random | grid", search_methods},
+    {"search.early_stopping", OPT_BOOL, O(search_early_stopping), 0, 1, "true",
+     "stop trials below the median at a validation point"},
+    {"warm_start.from", OPT_STR, O(warm_from), 0, 0, "",
+     "run, checkpoint or export directory to start from (fresh runs only)"},
+    {"warm_start.to_restore", OPT_STR, O(warm_restore), 0, 0, "",
+     "comma-separated variable-name prefixes to take (empty: all found)"},
+    {"warm_start.rename", OPT_STR, O(warm_rename), 0, 0, "",
+     "load_param_dict: comma-separated source:model name pairs"},
+    {"eval.every_steps", OPT_I64, O(eval_every_steps), 0, BIG, "500", "0: only at the end"},
+    {"eval.validate_first", OPT_BOOL, O(validate_first), 0, 1, "false", "evaluate at step 0"},
+    {"observe.http_port", OPT_INT, O(http_port), 0, 65535, "0",
+     "the master serves /metrics, /status and / here (0: off)"},
+    {"cluster.register_timeout_s", OPT_INT, O(register_timeout_s), 1, 86400, "60", "wait for peers"},
+    {"cluster.request_timeout_s", OPT_INT, O(request_timeout_s), 1, 86400, "60", "deadline of one request"},
+    {"cluster.local_transport", OPT_ENUM, O(local_transport), 0, 0, "ipc",
+     "tfx-node local: ipc (Unix sockets in a private 0700 directory, no keys needed) | tcp (loopback, CURVE)",
+     transports},
+    {"security.plaintext", OPT_BOOL, O(security_plaintext), 0, 1, "false",
+     "true: plain TCP on purpose (no keys); otherwise plaintext only when no key is named, with a warning"},
+    {"security.server_key", OPT_STR, O(server_key), 0, 0, "",
+     "CURVE key file of the cluster's servers (NAME.key, mode 0600; a client-only tool may give NAME.pub)"},
+    {"security.client_key", OPT_STR, O(client_key), 0, 0, "",
+     "this node's CURVE client key file (NAME.key, 0600; default: security.server_key)"},
+    {"security.authorized_keys", OPT_STR, O(authorized_keys), 0, 0, "",
+     "public key file or directory of *.pub files the servers admit (default: the client key)"},
+};
+const size_t config__n_options = sizeof config__options / sizeof config__options[0];
+
+#define L(field) offsetof(tfx_layer_spec, field), sizeof(((tfx_layer_spec *)0)->field)
+const config__option config__layer_options[] = {
+    {"type", OPT_STR, L(type), 0, 0, "",
+     "dense conv2d max_pool2d avg_pool2d flatten dropout batch_norm embedding embedding_bag fm bi_interaction "
+     "concat add matmul bias_add lookup scale relu tanh sigmoid leaky_relu softmax"},
+    {"name", OPT_STR, L(name), 0, 0, "", "the layer's name (default TYPE_N); variables are NAME/kernel, ..."},
+    {"activation", OPT_STR, L(activation), 0, 0, "none", "fused activation of dense, conv2d, matmul, bias_add"},
+    {"padding", OPT_STR, L(padding), 0, 0, "valid", "conv2d and pooling: same | valid"},
+    {"initializer", OPT_STR, L(initializer), 0, 0, "", "kernel initializer, e.g. glorot_uniform, zeros, uniform:0.05"},
+    {"units", OPT_INT, L(units), 1, 1 << 24, "1", "outputs of dense, embedding (width), embedding_bag, matmul"},
+    {"filters", OPT_INT, L(filters), 1, 1 << 16, "1", "conv2d: output channels"},
+    {"kernel_size", OPT_INT, L(kernel_size), 1, 64, "3", "conv2d: square kernel side"},
+    {"strides", OPT_INT, L(strides), 0, 64, "0", "conv2d and pooling (0: 1 for conv2d, pool_size for pooling)"},
+    {"pool_size", OPT_INT, L(pool_size), 1, 64, "2", "pooling window side"},
+    {"rate", OPT_DBL, L(rate), 0, 1, "0", "dropout rate, leaky_relu alpha, scale factor, batch_norm momentum"},
+    {"input_dim", OPT_INT, L(input_dim), 1, 1 << 30, "1",
+     "embedding: vocabulary rows; embedding_bag: table rows (1: its input's size)"},
+    {"inputs", OPT_STR, L(inputs), 0, 0, "",
+     "earlier layers by name, comma-separated, or input; embedding_bag: a feature column (default: the previous)"},
+    {"variable", OPT_STR, L(variable), 0, 0, "", "matmul, bias_add, lookup: the model.variables entry used"},
+    {"combiner", OPT_STR, L(combiner), 0, 0, "sum", "embedding_bag: sum | mean | sqrtn"},
+    {"use_bias", OPT_BOOL, L(use_bias), 0, 1, "true", "embedding_bag: add a bias of units values"},
+};
+const size_t config__n_layer_options = sizeof config__layer_options / sizeof config__layer_options[0];
+
+#define VS(field) offsetof(tfx_var_spec, field), sizeof(((tfx_var_spec *)0)->field)
+const config__option config__var_options[] = {
+    {"name", OPT_STR, VS(name), 0, 0, "", "the variable's name (matmul, bias_add and lookup name it)"},
+    {"shape", OPT_STR, VS(shape), 0, 0, "", "1 to 4 positive dims, e.g. [784, 10]"},
+    {"initializer", OPT_STR, VS(initializer), 0, 0, "", "as a layer's (default glorot_uniform for rank 2, else zeros)"},
+    {"trainable", OPT_BOOL, VS(trainable), 0, 1, "true", "false: kept as initialized or restored"},
+};
+const size_t config__n_var_options = sizeof config__var_options / sizeof config__var_options[0];
+
+#define F(field) offsetof(tfx_feature_spec, field), sizeof(((tfx_feature_spec *)0)->field)
+const config__option config__feature_options[] = {
+    {"name", OPT_STR, F(name), 0, 0, "", "what layers read in inputs (default: key)"},
+    {"key", OPT_STR, F(key), 0, 0, "", "the CSV column or Example feature read"},
+    {"type", OPT_STR, F(type), 0, 0, "", "numeric | identity | hash | crossed"},
+    {"num_buckets", OPT_I64, F(num_buckets), 0, (double)(1LL << 40), "0", "identity: ids in [0, num_buckets)"},
+    {"hash_bucket_size", OPT_I64, F(hash_bucket_size), 0, (double)(1LL << 40), "0",
+     "hash, crossed: buckets of XXH3-64 of the value's text"},
+    {"keys", OPT_STR, F(keys), 0, 0, "", "crossed: the comma-separated columns whose tuple is hashed"},
+    {"separator", OPT_STR, F(separator), 0, 0, "", "multi-valued cells: the separator of the values"},
+    {"weight_key", OPT_STR, F(weight_key), 0, 0, "", "the column of per-value weights"},
+    {"required", OPT_BOOL, F(required), 0, 1, "false", "an empty cell is an error"},
+    {"default_value", OPT_DBL, F(default_value), -BIG, BIG, "0", "numeric: the value of an empty cell"},
+    {"normalizer", OPT_STR, F(normalizer), 0, 0, "", "numeric: log1p, or none"},
+};
+const size_t config__n_feature_options = sizeof config__feature_options / sizeof config__feature_options[0];
+
+#define V(field) offsetof(tfx_valset, field), sizeof(((tfx_valset *)0)->field)
+const config__option config__valset_options[] = {
+    {"name", OPT_STR, V(name), 0, 0, "", "the set's name: its records are kind validation.NAME"},
+    {"images", OPT_STR, V(images), 0, 0, "", "the set's (images) file"},
+    {"labels", OPT_STR, V(labels), 0, 0, "", "its labels file (IDX)"},
+    {"every_steps", OPT_I64, V(every_steps), 0, BIG, "500", "evaluate every N steps"},
+    {"batches", OPT_INT, V(batches), 0, 1 << 20, "0", "batches of 1000 examples evaluated (0: all)"},
+    {"agg", OPT_STR, V(agg), 0, 0, "mean", "mean | min | max | sum of per-batch metrics, or per metric"},
+    {"first", OPT_BOOL, V(first), 0, 1, "false", "also at step 0"},
+};
+const size_t config__n_valset_options = sizeof config__valset_options / sizeof config__valset_options[0];
+
+int config__choice_count(const config__option *o) {
+  int n = 0;
+  while (o->choices && o->choices[n]) {
+    n++;
+  }
+  return n;
+}
+
+const char *tfx_config_choice_name(const char *key, int v) {
+  const config__option *o = config__find(config__options, config__n_options, key);
+  return o && o->type == OPT_ENUM && v >= 0 && v < config__choice_count(o) ? o->choices[v] : "?";
+}
+
+const config__option *config__find(const config__option *table, size_t n, const char *path) {
+  for (size_t i = 0; i < n; i++) {
+    if (strcmp(table[i].path, path) == 0) {
+      return &table[i];
+    }
+  }
+  return NULL;
+}

@@ -1,0 +1,164 @@
+/* The experiment's cross-field rules (tfx_config_validate), the piecewise schedule's lists, and what the
+ * experiment implies (sparse input, feature counts, a layer's strides). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config/config.h"
+#include "config/config_impl.h"
+
+int config__is_agg(const char *a, size_t n) {
+  return (n == 4 && !strncmp(a, "mean", 4)) ||
+         (n == 3 && (!strncmp(a, "min", 3) || !strncmp(a, "max", 3) || !strncmp(a, "sum", 3)));
+}
+
+/* A metric name of model.metrics: loss, accuracy or top_K (1 <= K <= 100). */
+int config__is_metric(const char *m, size_t n) {
+  if ((n == 4 && !strncmp(m, "loss", 4)) || (n == 8 && !strncmp(m, "accuracy", 8)) ||
+      (n == 3 && !strncmp(m, "auc", 3)) || (n == 8 && !strncmp(m, "log_loss", 8))) {
+    return 1;
+  }
+  int k = n > 4 && !strncmp(m, "top_", 4) ? atoi(m + 4) : 0;
+  return k >= 1 && k <= 100 && strspn(m + 4, "0123456789") == n - 4;
+}
+
+/* Parses comma-separated numbers into out[0..*n); errors name the key and the entry. */
+static int parse_numbers(const char *text, const char *key, double *out, int max, int *n, tfx_err *err) {
+  *n = 0;
+  for (const char *p = text; *p;) {
+    char *end;
+    double v = strtod(p, &end);
+    if (end == p || !isfinite(v) || (*end && *end != ',')) {
+      return tfx_err_set(err, TFX_ECONFIG, "%s: entry %d ('%s') is not a number", key, *n, p);
+    }
+    if (*n == max) {
+      return tfx_err_set(err, TFX_ECONFIG, "%s: more than %d entries", key, max);
+    }
+    out[(*n)++] = v;
+    p = *end ? end + 1 : end;
+  }
+  return TFX_OK;
+}
+
+int tfx_config_piecewise(const tfx_config *cfg, int64_t bounds[TFX_MAX_PIECES], double values[TFX_MAX_PIECES + 1],
+                         int *n_bounds, tfx_err *err) {
+  double b[TFX_MAX_PIECES];
+  int nb, nv, rc;
+  if ((rc = parse_numbers(cfg->boundaries, "optimizer.boundaries", b, TFX_MAX_PIECES, &nb, err)) ||
+      (rc = parse_numbers(cfg->lr_values, "optimizer.values", values, TFX_MAX_PIECES + 1, &nv, err))) {
+    return rc;
+  }
+  if (nv != nb + 1) {
+    return tfx_err_set(err, TFX_ECONFIG, "optimizer.values: %d rates for %d boundaries (need one more rate)", nv, nb);
+  }
+  for (int i = 0; i < nb; i++) {
+    if (b[i] != floor(b[i]) || b[i] < 0 || (i && b[i] <= b[i - 1])) {
+      return tfx_err_set(err, TFX_ECONFIG, "optimizer.boundaries[%d] = %g: expected increasing steps >= 0", i, b[i]);
+    }
+    bounds[i] = (int64_t)b[i];
+  }
+  for (int i = 0; i < nv; i++) {
+    if (values[i] < 0) {
+      return tfx_err_set(err, TFX_ECONFIG, "optimizer.values[%d] = %g: a rate cannot be negative", i, values[i]);
+    }
+  }
+  *n_bounds = nb;
+  return TFX_OK;
+}
+
+static int validate_schedule(const tfx_config *cfg, tfx_err *err) {
+  if (cfg->schedule != TFX_SCHED_PIECEWISE) {
+    return TFX_OK;
+  }
+  int64_t bounds[TFX_MAX_PIECES];
+  double values[TFX_MAX_PIECES + 1];
+  int n;
+  return tfx_config_piecewise(cfg, bounds, values, &n, err);
+}
+
+/* Every fixed-value option of cfg holds one of its enum's values (a struct filled by code, not by the parser,
+ * may not). */
+static int check_choices(const tfx_config *cfg, tfx_err *err) {
+  for (size_t i = 0; i < config__n_options; i++) {
+    const config__option *o = &config__options[i];
+    if (o->type != OPT_ENUM) {
+      continue;
+    }
+    int v = *(const int *)((const char *)cfg + o->offset);
+    if (v < 0 || v >= config__choice_count(o)) {
+      return tfx_err_set(err, TFX_ECONFIG, "%s: unknown value %d", o->path, v);
+    }
+  }
+  return TFX_OK;
+}
+
+int tfx_config_validate_choices(const tfx_config *cfg, tfx_err *err) {
+  int rc = check_choices(cfg, err);
+  return rc ? rc : validate_schedule(cfg, err);
+}
+
+int tfx_config_validate(const tfx_config *cfg, tfx_err *err) {
+  int rc = tfx_config_validate_choices(cfg, err);
+  if (rc) {
+    return rc;
+  }
+  if (!(cfg->data_std > 0)) {
+    return tfx_err_set(err, TFX_ECONFIG, "data.std: %g must be > 0 (features become (x * scale - mean) / std)",
+                       cfg->data_std);
+  }
+  if (cfg->n_layers == 0 && !cfg->plugin[0]) {
+    return tfx_err_set(err, TFX_ECONFIG, "model.layers: the model has no layers");
+  }
+  int streamed = cfg->data_stream || cfg->shard_by == TFX_SHARD_BY_FILE;
+  if (tfx_config_sparse_input(cfg) && !cfg->n_features && (cfg->data_mean != 0 || cfg->data_std != 1)) {
+    return tfx_err_set(err, TFX_ECONFIG,
+                       "sparse input (an embedding_bag): data.mean and data.std would make every feature nonzero; "
+                       "use data.scale");
+  }
+  if (tfx_config_sparse_input(cfg) && streamed && !cfg->n_features && cfg->data_format != TFX_FORMAT_LIBSVM) {
+    return tfx_err_set(err, TFX_ECONFIG,
+                       "data.stream / shard_by file: an embedding_bag over the input streams LibSVM "
+                       "files (or declare model.features)");
+  }
+  for (const char *p = cfg->metrics; *p;) {
+    size_t n = strcspn(p, ",");
+    if (!config__is_metric(p, n)) {
+      return tfx_err_set(err, TFX_ECONFIG, "model.metrics: '%.*s' (want loss, accuracy, top_K, auc or log_loss)",
+                         (int)n, p);
+    }
+    p += n + (p[n] == ',');
+  }
+  return TFX_OK;
+}
+
+int tfx_config_sparse_fields(const tfx_config *cfg) {
+  int n = 0;
+  for (int i = 0; i < cfg->n_features; i++) {
+    n += strcmp(cfg->features[i].type, "numeric") != 0;
+  }
+  return n;
+}
+
+int tfx_config_numeric_features(const tfx_config *cfg) {
+  return cfg->n_features - tfx_config_sparse_fields(cfg);
+}
+
+int tfx_config_sparse_input(const tfx_config *cfg) {
+  const tfx_layer_spec *l = &cfg->layers[0];
+  if (cfg->n_features > 0) {
+    return 1; /* feature columns: read by their own reader (categorical as CSR, numeric dense) */
+  }
+  return cfg->n_layers > 0 && !strcmp(l->type, "embedding_bag") && (!l->inputs[0] || !strcmp(l->inputs, "input"));
+}
+
+const char *tfx_config_eval_file(const tfx_config *cfg) {
+  return cfg->eval_labels[0] ? cfg->eval_labels : cfg->eval_images;
+}
+
+int tfx_config_layer_strides(const tfx_layer_spec *l) {
+  if (l->strides) {
+    return l->strides;
+  }
+  return strstr(l->type, "pool2d") ? l->pool_size : 1;
+}
