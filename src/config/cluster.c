@@ -241,7 +241,8 @@ static int parse_task(tfx_cluster *c, json_object *task, tfx_err *err) {
   }
   if (role == TFX_ROLE_EVALUATOR && c->count[role] == 0 && idx >= 0) {
     /* TensorFlow's train_and_evaluate layout: the evaluator is a task outside the training cluster. */
-    c->task_role = role, c->task_index = idx;
+    c->task_role = role;
+    c->task_index = idx;
     return TFX_OK;
   }
   return tfx_cluster_set_task(c, role, idx, err);

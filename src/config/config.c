@@ -113,7 +113,7 @@ int tfx_config_parse(tfx_config *cfg, const char *json, const char *origin, tfx_
     rc = tfx_err_set(err, TFX_ECONFIG, "%s: expected a JSON object", origin);
   } else {
     tfx_config next = *cfg;
-    rc = tfx_hparams_apply_defaults(root, err);
+    rc = config__hparams_apply_defaults(root, err);
     if (!rc) {
       rc = parse_object(&next, root, "", err);
     }
@@ -179,7 +179,8 @@ int tfx_config_load_saved(tfx_config *cfg, const char *path, tfx_err *err) {
   for (int i = 0; legacy && i < cfg->n_layers; i++) { /* before pooling had strides, dumps wrote an unused 1 */
     tfx_layer_spec *l = &cfg->layers[i];
     if (strstr(l->type, "pool2d") && l->strides == 1) {
-      l->strides = 0, fixed++;
+      l->strides = 0;
+      fixed++;
     }
   }
   if (fixed) {

@@ -134,7 +134,7 @@ static json_object *pick_default(json_object *spec, int i, void *ctx) {
   return default_value(spec);
 }
 
-int tfx_hparams_apply_defaults(json_object *root, tfx_err *err) {
+int config__hparams_apply_defaults(json_object *root, tfx_err *err) {
   json_object *hps;
   if (!json_object_object_get_ex(root, "hyperparameters", &hps)) {
     return TFX_OK;

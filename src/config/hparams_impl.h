@@ -1,4 +1,4 @@
-/* Declarations private to src/common: the hyperparameter substitution the experiment parser applies. */
+/* Declarations private to src/config: the hyperparameter substitution the experiment parser applies. */
 #ifndef TFX_HPARAMS_IMPL_H
 #define TFX_HPARAMS_IMPL_H
 
@@ -7,6 +7,6 @@
 #include "common/err.h"
 
 /* Replaces every "$NAME" reference in root by its hyperparameter's default; leaves the section in place. */
-int tfx_hparams_apply_defaults(json_object *root, tfx_err *err);
+int config__hparams_apply_defaults(json_object *root, tfx_err *err);
 
 #endif

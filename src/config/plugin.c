@@ -194,7 +194,8 @@ static int build(tfx_plugin_handle *h, tfx_config *cfg, tfx_err *err) {
     return tfx_err_set(err, TFX_ENOMEM, "out of memory");
   }
   *next = *cfg;
-  next->n_layers = 0, next->n_variables = 0;
+  next->n_layers = 0;
+  next->n_variables = 0;
   tfx_builder b = {next, err, 0};
   tfx_err_clear(err);
   int rc = h->api->build ? h->api->build(&b, cfg->plugin_params[0] ? cfg->plugin_params : "{}") : -1;
