@@ -348,16 +348,34 @@ int tfx_ckpt_write_manifest(const char *dir, int64_t step, int n_ps, const uint3
   return tfx_ckpt_write_manifest_rows(dir, step, n_ps, crc, bytes, NULL, NULL, err);
 }
 
+static const char *const part_ext[] = {"shard", "rows"};
+
+int tfx_ckpt_part_path(char *out, size_t n, const char *dir, int ps, tfx_ckpt_part part) {
+  return dir ? snprintf(out, n, "%s/ps-%d.%s", dir, ps, part_ext[part])
+             : snprintf(out, n, "ps-%d.%s", ps, part_ext[part]);
+}
+
+int tfx_ckpt_part_owner(const char *path, tfx_ckpt_part part) {
+  const char *slash = strrchr(path, '/'), *name = slash ? slash + 1 : path;
+  int ps = -1, end = 0;
+  char want[16];
+  snprintf(want, sizeof want, "ps-%%d.%s%%n", part_ext[part]);
+  if (sscanf(name, want, &ps, &end) != 1 || name[end] || ps < 0) {
+    return -1;
+  }
+  return ps;
+}
+
 int tfx_ckpt_write_manifest_rows(const char *dir, int64_t step, int n_ps, const uint32_t *crc, const uint64_t *bytes,
                                  const uint32_t *rows_crc, const uint64_t *rows_bytes, tfx_err *err) {
   json_object *root = json_object_new_object(), *shards = json_object_new_array(), *rows = json_object_new_array();
   json_object_object_add(root, "step", json_object_new_int64(step));
   for (int i = 0; i < n_ps; i++) {
     char file[32];
-    snprintf(file, sizeof file, "ps-%d.shard", i);
+    tfx_ckpt_part_path(file, sizeof file, NULL, i, TFX_CKPT_SHARD);
     json_object_array_add(shards, file_entry(file, crc[i], bytes[i]));
     if (rows_bytes && rows_bytes[i]) {
-      snprintf(file, sizeof file, "ps-%d.rows", i);
+      tfx_ckpt_part_path(file, sizeof file, NULL, i, TFX_CKPT_ROWS);
       json_object_array_add(rows, file_entry(file, rows_crc[i], rows_bytes[i]));
     }
   }

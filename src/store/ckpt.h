@@ -67,6 +67,14 @@ void tfx_ckpt_dir(const char *run_dir, int64_t step, char *out, size_t n);
 /* Writes dir/manifest.json atomically for n_ps shards named ps-K.shard, with their checksums. */
 int tfx_ckpt_write_manifest(const char *dir, int64_t step, int n_ps, const uint32_t *crc, const uint64_t *bytes,
                             tfx_err *err);
+/* The parts of a checkpoint directory, one of each per ps: a dense shard and the rows of lazy tables. */
+typedef enum tfx_ckpt_part { TFX_CKPT_SHARD, TFX_CKPT_ROWS } tfx_ckpt_part;
+/* Writes into out[n] the path of ps `ps`'s part in checkpoint dir ("DIR/ps-K.shard"; dir NULL: the bare file
+ * name); the one place those names are made. Returns snprintf's length (>= n: cut). */
+int tfx_ckpt_part_path(char *out, size_t n, const char *dir, int ps, tfx_ckpt_part part);
+/* The ps whose part a file is, from its name (a path's last part, "ps-K.shard" or "ps-K.rows"), or -1 when the
+ * name is not such a part. */
+int tfx_ckpt_part_owner(const char *path, tfx_ckpt_part part);
 /* As tfx_ckpt_write_manifest, with the row files of lazy tables (rowfile.h): "rows": [{"file": "ps-K.rows", ...}]
  * for every ps whose rows_bytes is nonzero; a checkpoint then exists only if they match too. */
 int tfx_ckpt_write_manifest_rows(const char *dir, int64_t step, int n_ps, const uint32_t *crc, const uint64_t *bytes,

@@ -151,7 +151,7 @@ static int gather_rows(const char *dir, int nps, int with_slots, tfx_weights *ws
   char path[1200], run_config[1200];
   int any = 0;
   for (int p = 0; p < nps && !any; p++) {
-    snprintf(path, sizeof path, "%s/ps-%d.rows", dir, p);
+    tfx_ckpt_part_path(path, sizeof path, dir, p, TFX_CKPT_ROWS);
     any = access(path, F_OK) == 0;
   }
   if (!any) {
@@ -169,7 +169,7 @@ static int gather_rows(const char *dir, int nps, int with_slots, tfx_weights *ws
   }
   for (int p = 0; !rc && p < nps; p++) {
     int64_t step;
-    snprintf(path, sizeof path, "%s/ps-%d.rows", dir, p);
+    tfx_ckpt_part_path(path, sizeof path, dir, p, TFX_CKPT_ROWS);
     rc = access(path, F_OK) ? TFX_OK : tfx_rowfile_read(path, take_row, &x, &step, err);
   }
   tfx_model_destroy(x.model);
@@ -183,7 +183,7 @@ static int gather(const char *dir, int with_slots, tfx_weights *ws, tfx_err *err
   for (int p = 0; !rc && p < nps; p++) {
     char path[1200];
     tfx_ckpt *c;
-    snprintf(path, sizeof path, "%s/ps-%d.shard", dir, p);
+    tfx_ckpt_part_path(path, sizeof path, dir, p, TFX_CKPT_SHARD);
     if ((rc = tfx_ckpt_read(path, &c, err))) {
       break;
     }

@@ -523,3 +523,18 @@ Test(ckpt, documented_reader_limits) {
   cr_assert_eq(tfx_ckpt_read(path, &c, &err), TFX_ECORRUPT);
   cr_assert(strstr(err.msg, path) && strstr(err.msg, "name length 160"), "msg: %s", err.msg);
 }
+
+/* The names of a checkpoint's parts are made in one place, and read back by the same rule. */
+Test(ckpt, part_names_round_trip) {
+  char path[64];
+  cr_assert_eq(tfx_ckpt_part_path(path, sizeof path, "run/ckpt-7", 3, TFX_CKPT_SHARD), 21);
+  cr_assert_str_eq(path, "run/ckpt-7/ps-3.shard");
+  tfx_ckpt_part_path(path, sizeof path, NULL, 12, TFX_CKPT_ROWS);
+  cr_assert_str_eq(path, "ps-12.rows");
+  cr_assert_eq(tfx_ckpt_part_owner("run/ckpt-7/ps-3.shard", TFX_CKPT_SHARD), 3);
+  cr_assert_eq(tfx_ckpt_part_owner("ps-12.rows", TFX_CKPT_ROWS), 12);
+  cr_assert_eq(tfx_ckpt_part_owner("ps-12.rows", TFX_CKPT_SHARD), -1);
+  cr_assert_eq(tfx_ckpt_part_owner("ps-3.shard.tmp", TFX_CKPT_SHARD), -1);
+  cr_assert_eq(tfx_ckpt_part_owner("ps-x.shard", TFX_CKPT_SHARD), -1);
+  cr_assert_eq(tfx_ckpt_part_owner("manifest.json", TFX_CKPT_ROWS), -1);
+}
