@@ -13,6 +13,7 @@
 #include <zlib.h>
 
 #include "common/log.h"
+#include "nn/optim.h"
 
 /* Shards are written as the host holds them in memory, and the format is little-endian. */
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -346,6 +347,25 @@ static json_object *file_entry(const char *file, uint32_t crc, uint64_t bytes) {
 int tfx_ckpt_write_manifest(const char *dir, int64_t step, int n_ps, const uint32_t *crc, const uint64_t *bytes,
                             tfx_err *err) {
   return tfx_ckpt_write_manifest_rows(dir, step, n_ps, crc, bytes, NULL, NULL, err);
+}
+
+int tfx_ckpt_slice_entries(tfx_ckpt_entry *e, const tfx_ckpt_slice *s) {
+  for (int k = -1; k < s->n_slots; k++) {
+    tfx_ckpt_entry *x = &e[k + 1];
+    if (k < 0) {
+      snprintf(x->name, sizeof x->name, "%s", s->key);
+    } else {
+      snprintf(x->name, sizeof x->name, "%s@%s", s->key, tfx_optim_slot_name(k));
+    }
+    x->rank = s->rank;
+    memcpy(x->dims, s->dims, (size_t)s->rank * sizeof s->dims[0]);
+    x->row_begin = s->row_begin;
+    x->row_end = s->row_end;
+    x->version = s->version;
+    x->count = s->count;
+    x->data = k < 0 ? s->value : s->slots[k];
+  }
+  return 1 + s->n_slots;
 }
 
 static const char *const part_ext[] = {"shard", "rows"};

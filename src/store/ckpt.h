@@ -50,6 +50,24 @@ typedef struct tfx_ckpt {
   tfx_ckpt_entry *entries;
 } tfx_ckpt;
 
+/* One slice of a variable (rows [row_begin, row_end) of a tensor of `dims`) as it goes into a checkpoint: its
+ * values and the optimizer's n_slots slot arrays, each of count floats (all borrowed). */
+typedef struct tfx_ckpt_slice {
+  const char *key;
+  int rank;
+  const int64_t *dims;
+  int64_t row_begin, row_end;
+  uint64_t version;
+  size_t count;
+  float *value;
+  float *const *slots;
+  int n_slots;
+} tfx_ckpt_slice;
+
+/* Fills e[0..1 + s->n_slots) with the slice's entries: its values named KEY, then each slot named KEY@SLOT (the
+ * optimizer's slot names); the one place a checkpoint's list of tensors is built. Data borrowed. Returns the
+ * number of entries filled. */
+int tfx_ckpt_slice_entries(tfx_ckpt_entry *e, const tfx_ckpt_slice *s);
 /* Writes a shard atomically (tmp, fsync, rename); entries are borrowed. *crc gets the file checksum. */
 int tfx_ckpt_write(const char *path, int64_t step, const tfx_ckpt_entry *entries, int n, uint32_t *crc, uint64_t *bytes,
                    tfx_err *err);

@@ -538,3 +538,30 @@ Test(ckpt, part_names_round_trip) {
   cr_assert_eq(tfx_ckpt_part_owner("ps-x.shard", TFX_CKPT_SHARD), -1);
   cr_assert_eq(tfx_ckpt_part_owner("manifest.json", TFX_CKPT_ROWS), -1);
 }
+
+/* A slice's entries: the values under the key, each optimizer slot under KEY@SLOT, rows and version carried. */
+Test(ckpt, slice_entries_name_values_and_slots) {
+  float value[6] = {1, 2, 3, 4, 5, 6}, m[6] = {0}, v[6] = {0};
+  float *slots[2] = {m, v};
+  int64_t dims[2] = {4, 3};
+  tfx_ckpt_slice s = {.key = "dense/kernel/part_1",
+                      .rank = 2,
+                      .dims = dims,
+                      .row_begin = 2,
+                      .row_end = 4,
+                      .version = 9,
+                      .count = 6,
+                      .value = value,
+                      .slots = slots,
+                      .n_slots = 2};
+  tfx_ckpt_entry e[3] = {0};
+  cr_assert_eq(tfx_ckpt_slice_entries(e, &s), 3);
+  cr_assert_str_eq(e[0].name, "dense/kernel/part_1");
+  cr_assert_str_eq(e[1].name, "dense/kernel/part_1@m");
+  cr_assert_str_eq(e[2].name, "dense/kernel/part_1@v");
+  cr_assert(e[0].data == value && e[1].data == m && e[2].data == v);
+  for (int i = 0; i < 3; i++) {
+    cr_assert(e[i].rank == 2 && e[i].dims[0] == 4 && e[i].dims[1] == 3 && e[i].count == 6);
+    cr_assert(e[i].row_begin == 2 && e[i].row_end == 4 && e[i].version == 9);
+  }
+}
