@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "common/fs.h"
 #include "common/log.h"
 #include "nn/optim.h"
 
@@ -97,7 +98,7 @@ int tfx_ckpt_write(const char *path, int64_t step, const tfx_ckpt_entry *entries
                    tfx_err *err) {
   char tmp[1100];
   snprintf(tmp, sizeof tmp, "%s.tmp", path);
-  writer w = {fopen(tmp, "wb"), crc32(0, NULL, 0), 0};
+  writer w = {tfx_fopen_write(tmp, "wb"), crc32(0, NULL, 0), 0};
   if (!w.f) {
     return tfx_err_sys(err, TFX_ESYS, "open %s", tmp);
   }
@@ -408,7 +409,7 @@ int tfx_ckpt_write_manifest_rows(const char *dir, int64_t step, int n_ps, const 
   char path[1100], tmp[1200];
   snprintf(path, sizeof path, "%s/manifest.json", dir);
   snprintf(tmp, sizeof tmp, "%s.tmp", path);
-  FILE *f = fopen(tmp, "w");
+  FILE *f = tfx_fopen_write(tmp, "w");
   int rc = f ? TFX_OK : tfx_err_sys(err, TFX_ESYS, "open %s", tmp);
   if (f) {
     fputs(json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY), f);
@@ -443,6 +444,28 @@ static int verify_shard(const char *dir, json_object *s, tfx_err *err) {
   return TFX_OK;
 }
 
+/* The step a checkpoint directory's name gives (ckpt-000000006000: 6000), or -1 for another name. */
+static int64_t dir_step(const char *name) {
+  long long step = -1;
+  int end = 0;
+  if (sscanf(name, "ckpt-%lld%n", &step, &end) != 1 || name[end] || step < 0) {
+    return -1;
+  }
+  return step;
+}
+
+/* A checkpoint directory (named ckpt-STEP) whose manifest claims another step is corrupt: a resume "at" that step
+ * would start from the wrong place. Other directories (an export, a copied checkpoint) are not checked. */
+static int check_dir_step(const char *dir, int64_t step, tfx_err *err) {
+  const char *slash = strrchr(dir, '/');
+  int64_t named = dir_step(slash ? slash + 1 : dir);
+  if (named >= 0 && named != step) {
+    return tfx_err_set(err, TFX_ECORRUPT, "%s/manifest.json: step %lld, but the directory is step %lld", dir,
+                       (long long)step, (long long)named);
+  }
+  return TFX_OK;
+}
+
 int tfx_ckpt_verify(const char *dir, int64_t *step, int *n_ps, tfx_err *err) {
   char path[1100];
   snprintf(path, sizeof path, "%s/manifest.json", dir);
@@ -465,6 +488,9 @@ int tfx_ckpt_verify(const char *dir, int64_t *step, int *n_ps, tfx_err *err) {
     }
   }
   if (!rc) {
+    rc = check_dir_step(dir, json_object_get_int64(st), err);
+  }
+  if (!rc) {
     *step = json_object_get_int64(st);
     *n_ps = (int)n;
   }
@@ -484,8 +510,8 @@ static int list_steps(const char *run_dir, int64_t **steps) {
   *steps = NULL;
   struct dirent *de;
   while ((de = readdir(d))) {
-    long long s;
-    if (sscanf(de->d_name, "ckpt-%lld", &s) != 1) {
+    int64_t s = dir_step(de->d_name); /* exactly ckpt-STEP: a directory set aside (ckpt-STEP.unusable) is not one */
+    if (s < 0) {
       continue;
     }
     if (n == cap) {
@@ -561,10 +587,33 @@ int tfx_ckpt_any(const char *run_dir) {
   return any;
 }
 
-int tfx_ckpt_resume_point(const char *run_dir, int64_t *step, char *dir, size_t n, tfx_err *err) {
-  int64_t *steps = NULL;
-  int count = list_steps(run_dir, &steps), written = 0, rc = TFX_ENOTFOUND;
-  char first_bad[1400] = "";
+/* Renames an unusable checkpoint directory to DIR.unusable (or .unusable-N, the first free), so that no new
+ * checkpoint is ever written into it and a user can still recover its files by hand. */
+static void set_aside(const char *dir, const char *why) {
+  char to[1200];
+  snprintf(to, sizeof to, "%s.unusable", dir);
+  for (int k = 2; access(to, F_OK) == 0 && k < 1000; k++) {
+    snprintf(to, sizeof to, "%s.unusable-%d", dir, k);
+  }
+  if (rename(dir, to) != 0) {
+    tfx_log(TFX_LOG_WARN, "CKPT-SKIP", "%s is not usable, skipped; setting it aside as %s failed (%s): %s", dir, to,
+            strerror(errno), why);
+    return;
+  }
+  tfx_log(TFX_LOG_WARN, "CKPT-SKIP", "%s is not usable, skipped and kept on disk as %s: %s", dir, to, why);
+}
+
+/* The checkpoint directories of steps[0..count) that have a manifest, newest first, up to the first usable one:
+ * its step and dir on success; *bad (caller frees) lists the unusable ones before it, with their reasons. */
+typedef struct bad_ckpt {
+  char dir[1100];
+  char why[256];
+} bad_ckpt;
+
+static int first_usable(const char *run_dir, const int64_t *steps, int count, int64_t *step, char *dir, size_t n,
+                        bad_ckpt *bad, int *n_bad) {
+  int rc = TFX_ENOTFOUND;
+  *n_bad = 0;
   for (int i = 0; i < count && rc; i++) {
     char d[1100];
     int nps;
@@ -573,25 +622,44 @@ int tfx_ckpt_resume_point(const char *run_dir, int64_t *step, char *dir, size_t 
     if (!has_manifest(d)) {
       continue; /* a checkpoint whose write never finished: not one */
     }
-    written++;
     if (tfx_ckpt_verify(d, step, &nps, &why) == TFX_OK) {
       snprintf(dir, n, "%s", d);
       rc = TFX_OK;
     } else {
-      tfx_log(TFX_LOG_WARN, "CKPT-SKIP", "%s is not usable, skipped (kept on disk): %s", d, why.msg);
-      if (!first_bad[0]) {
-        snprintf(first_bad, sizeof first_bad, "%s", why.msg);
-      }
+      snprintf(bad[*n_bad].dir, sizeof bad[*n_bad].dir, "%s", d);
+      snprintf(bad[(*n_bad)++].why, sizeof bad->why, "%s", why.msg);
     }
   }
-  free(steps);
-  if (rc && written) {
-    return tfx_err_set(err, TFX_ECORRUPT,
-                       "%s: %d checkpoint(s), none usable (newest: %s); not starting over on top of them: repair or "
-                       "move them, or start a new run with --fresh",
-                       run_dir, written, first_bad);
+  return rc;
+}
+
+int tfx_ckpt_resume_point(const char *run_dir, int64_t *step, char *dir, size_t n, tfx_err *err) {
+  int64_t *steps = NULL;
+  int count = list_steps(run_dir, &steps), n_bad = 0;
+  bad_ckpt *bad = calloc((size_t)count + 1, sizeof *bad);
+  if (!bad) {
+    free(steps);
+    return tfx_err_set(err, TFX_ENOMEM, "out of memory");
   }
-  return rc ? tfx_err_set(err, TFX_ENOTFOUND, "%s: no checkpoint", run_dir) : TFX_OK;
+  int rc = first_usable(run_dir, steps, count, step, dir, n, bad, &n_bad);
+  for (int i = 0; i < n_bad; i++) { /* resuming: the newer, unusable ones move aside; refusing: nothing changes */
+    if (rc == TFX_OK) {
+      set_aside(bad[i].dir, bad[i].why);
+    } else {
+      tfx_log(TFX_LOG_WARN, "CKPT-SKIP", "%s is not usable (kept on disk): %s", bad[i].dir, bad[i].why);
+    }
+  }
+  if (rc && n_bad) {
+    rc = tfx_err_set(err, TFX_ECORRUPT,
+                     "%s: %d checkpoint(s), none usable (newest: %s); not starting over on top of them: repair or "
+                     "move them, or start a new run with --fresh",
+                     run_dir, n_bad, bad[0].why);
+  } else if (rc) {
+    rc = tfx_err_set(err, TFX_ENOTFOUND, "%s: no checkpoint", run_dir);
+  }
+  free(bad);
+  free(steps);
+  return rc;
 }
 
 void tfx_ckpt_prune(const char *run_dir, int keep) {

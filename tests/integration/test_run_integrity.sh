@@ -109,16 +109,20 @@ out=$("$TFX_NODE" train --config "$EXAMPLE" --run-dir "$WORK/run-model" --max-st
 grep -q '"learning_rate": 0.001' "$WORK/run-model/experiment.rev-1.json" && grep -q '"learning_rate": 0.0005' "$WORK/run-model/experiment.json" ||
   fail "the earlier experiment was not kept as a revision"
 
-# Corrupt checkpoints are named and kept: the newest corrupt one is skipped with CKPT-SKIP and the run resumes
-# from the one before; when none is usable the run stops with exit 2 and deletes nothing.
+# Corrupt checkpoints are named and kept: the newest corrupt one is skipped with CKPT-SKIP, set aside as
+# ckpt-STEP.unusable (never written again, though the resumed run checkpoints that step anew), and the run resumes
+# from the one before; when none is usable the run stops with exit 2 and changes nothing.
 ck=$WORK/run-model/checkpoints
 printf '\x01\x02\x03\x04' | dd of="$ck/ckpt-000000000300/ps-0.shard" bs=1 seek=100 conv=notrunc 2>/dev/null
-"$TFX_NODE" local --config "$EXAMPLE" --run-dir "$WORK/run-model" --max-steps 350 --set checkpoint.every_steps=0 \
+bad_sum=$(cd "$ck/ckpt-000000000300" && md5sum ps-0.shard ps-1.shard manifest.json)
+"$TFX_NODE" local --config "$EXAMPLE" --run-dir "$WORK/run-model" --max-steps 350 --set checkpoint.every_steps=100 \
   --set eval.every_steps=0 --set optimizer.learning_rate=0.0005 >"$WORK/corrupt.log" 2>&1 || fail "resume past a corrupt checkpoint: $(tail -2 "$WORK/corrupt.log")"
-grep -q "CKPT-SKIP .*ckpt-000000000300 is not usable, skipped (kept on disk): .*ps-0.shard" "$WORK/run-model/logs/master-0.log" ||
+grep -q "CKPT-SKIP .*ckpt-000000000300 is not usable, skipped and kept on disk as .*ckpt-000000000300.unusable: .*ps-0.shard" "$WORK/run-model/logs/master-0.log" ||
   fail "the corrupt checkpoint was not named"
 grep -q "MASTER-RESUME resuming from .*ckpt-000000000200" "$WORK/run-model/logs/master-0.log" || fail "did not resume from the checkpoint before"
-[ -d "$ck/ckpt-000000000300" ] || fail "the corrupt checkpoint was deleted"
+[ "$(cd "$ck/ckpt-000000000300.unusable" 2>/dev/null && md5sum ps-0.shard ps-1.shard manifest.json)" = "$bad_sum" ] ||
+  fail "the corrupt checkpoint was not kept as it was: $(ls "$ck")"
+[ -f "$ck/ckpt-000000000300/manifest.json" ] || fail "step 300 was not checkpointed anew beside the one set aside: $(ls "$ck")"
 for c in "$ck"/ckpt-*; do printf '\x01\x02\x03\x04' | dd of="$c/ps-1.shard" bs=1 seek=100 conv=notrunc 2>/dev/null; done
 before=$(ls "$ck" | tr '\n' ' ')
 out=$("$TFX_NODE" local --config "$EXAMPLE" --run-dir "$WORK/run-model" --max-steps 400 --set eval.every_steps=0 \

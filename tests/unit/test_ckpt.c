@@ -565,3 +565,63 @@ Test(ckpt, slice_entries_name_values_and_slots) {
     cr_assert(e[i].row_begin == 2 && e[i].row_end == 4 && e[i].version == 9);
   }
 }
+
+/* A manifest whose step is not its directory's (ckpt-STEP) is corrupt: a resume "at" it would start elsewhere. */
+Test(ckpt, manifest_step_must_match_its_directory) {
+  char run[128], dir[1100];
+  uint32_t crc[2];
+  uint64_t bytes[2];
+  snprintf(run, sizeof run, "%s/run", tmp);
+  make_checkpoint(run, 6000, 1, dir);
+  int64_t step;
+  int nps;
+  tfx_err err = {0};
+  for (int p = 0; p < 2; p++) {
+    char path[1200];
+    snprintf(path, sizeof path, "%s/ps-%d.shard", dir, p);
+    cr_assert_eq(tfx_file_crc32(path, &crc[p], &bytes[p], &err), TFX_OK, "%s", err.msg);
+  }
+  cr_assert_eq(tfx_ckpt_write_manifest(dir, 7000, 2, crc, bytes, &err), TFX_OK, "%s", err.msg);
+  cr_assert_eq(tfx_ckpt_verify(dir, &step, &nps, &err), TFX_ECORRUPT);
+  cr_assert(strstr(err.msg, "step 7000, but the directory is step 6000") != NULL, "msg: %s", err.msg);
+  cr_assert_eq(tfx_ckpt_resume_point(run, &step, dir, sizeof dir, &err), TFX_ECORRUPT);
+  cr_assert(strstr(err.msg, "none usable") != NULL, "msg: %s", err.msg);
+}
+
+/* Resuming past an unusable checkpoint sets it aside, byte for byte, where no new checkpoint can overwrite it;
+ * a refused resume (none usable) moves nothing. */
+Test(ckpt, resume_sets_unusable_checkpoints_aside) {
+  char run[128], dir[1100], bad[1100], path[1200], found[1100];
+  snprintf(run, sizeof run, "%s/run", tmp);
+  make_checkpoint(run, 100, 1, NULL);
+  make_checkpoint(run, 200, 1, bad);
+  snprintf(path, sizeof path, "%s/ps-0.shard", bad);
+  size_t len;
+  uint8_t *buf = slurp(path, &len);
+  buf[len / 2] ^= 0x80;
+  spit(path, buf, len);
+  int64_t step = 0;
+  tfx_err err = {0};
+  cr_assert_eq(tfx_ckpt_resume_point(run, &step, found, sizeof found, &err), TFX_OK, "%s", err.msg);
+  cr_assert_eq(step, 100);
+  cr_assert(!exists(bad), "%s is still where a new checkpoint would be written", bad);
+  snprintf(path, sizeof path, "%s.unusable/ps-0.shard", bad);
+  size_t kept_len;
+  uint8_t *kept = slurp(path, &kept_len);
+  cr_assert(kept_len == len && memcmp(kept, buf, len) == 0, "the set-aside shard changed");
+  free(kept);
+  free(buf);
+  make_checkpoint(run, 200, 1, dir); /* step 200 again: a new directory, the set-aside one untouched */
+  cr_assert_eq(tfx_ckpt_latest(run, &step, found, sizeof found, &err), TFX_OK, "%s", err.msg);
+  cr_assert_eq(step, 200);
+  snprintf(path, sizeof path, "%s/ps-1.shard", dir);
+  unlink(path); /* 200 unusable again, 100 too: nothing usable, nothing moves */
+  tfx_ckpt_dir(run, 100, dir, sizeof dir);
+  snprintf(path, sizeof path, "%s/ps-1.shard", dir);
+  unlink(path);
+  cr_assert_eq(tfx_ckpt_resume_point(run, &step, found, sizeof found, &err), TFX_ECORRUPT);
+  tfx_ckpt_dir(run, 200, dir, sizeof dir);
+  cr_assert(exists(dir) && exists(bad) == exists(dir), "a refused resume moved a checkpoint");
+  snprintf(path, sizeof path, "%s.unusable-2", bad);
+  cr_assert(!exists(path), "a refused resume set a checkpoint aside");
+}
