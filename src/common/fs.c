@@ -1,9 +1,11 @@
-/* Directories made on demand. */
+/* Directories made on demand, and files written without following links. */
 #include "common/fs.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 int tfx_mkdirs(const char *path, tfx_err *err) {
   char buf[1024];
@@ -24,10 +26,25 @@ int tfx_mkdirs(const char *path, tfx_err *err) {
   return TFX_OK;
 }
 
+FILE *tfx_fopen_write(const char *path, const char *mode) {
+  int append = mode[0] == 'a';
+  int fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | (append ? O_APPEND : O_TRUNC), 0644);
+  if (fd < 0) {
+    return NULL;
+  }
+  FILE *f = fdopen(fd, append ? "a" : "w");
+  if (!f) {
+    int e = errno;
+    close(fd);
+    errno = e;
+  }
+  return f;
+}
+
 int tfx_write_file(const char *path, const char *text, tfx_err *err) {
   char tmp[1100];
   snprintf(tmp, sizeof tmp, "%s.tmp", path);
-  FILE *f = fopen(tmp, "w");
+  FILE *f = tfx_fopen_write(tmp, "w");
   if (!f) {
     return tfx_err_sys(err, TFX_ESYS, "open %s", tmp);
   }

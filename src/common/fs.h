@@ -3,10 +3,16 @@
 #ifndef TFX_FS_H
 #define TFX_FS_H
 
+#include <stdio.h>
+
 #include "common/err.h"
 
 /* Creates a directory and its parents (mkdir -p). */
 int tfx_mkdirs(const char *path, tfx_err *err);
+/* Opens path for writing as fopen's "w"/"wb" (truncate) or "a"/"ab" (append) do, creating it 0644, but never
+ * through a symbolic link (O_NOFOLLOW: a link planted where tfx writes is an error, ELOOP, not a write to its
+ * target). Caller owns; close with fclose. NULL with errno set on failure. */
+FILE *tfx_fopen_write(const char *path, const char *mode);
 /* Writes text to path atomically (tmp + rename). */
 int tfx_write_file(const char *path, const char *text, tfx_err *err);
 

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <sys/time.h>
 
+#include "common/fs.h"
+
 struct tfx_metrics {
   FILE *f;
 };
@@ -17,7 +19,7 @@ int tfx_metrics_open(const char *run_dir, tfx_metrics **out, tfx_err *err) {
   if (!m) {
     return tfx_err_set(err, TFX_ENOMEM, "out of memory");
   }
-  if (!(m->f = fopen(path, "a"))) {
+  if (!(m->f = tfx_fopen_write(path, "a"))) {
     free(m);
     return tfx_err_sys(err, TFX_ESYS, "open %s", path);
   }

@@ -8,6 +8,8 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "common/fs.h"
+
 #if __BYTE_ORDER != __LITTLE_ENDIAN
 #error "row files are little-endian and written as in memory: this host is big-endian"
 #endif
@@ -42,7 +44,7 @@ int tfx_rowfile_create(const char *path, int64_t step, int n_tables, tfx_rowfile
   }
   snprintf(w->path, sizeof w->path, "%s", path);
   snprintf(w->tmp, sizeof w->tmp, "%s.tmp", path);
-  if (!(w->f = fopen(w->tmp, "wb"))) {
+  if (!(w->f = tfx_fopen_write(w->tmp, "wb"))) {
     int rc = tfx_err_sys(err, TFX_ESYS, "open %s", w->tmp);
     free(w);
     return rc;

@@ -29,7 +29,7 @@ int tfx_run_lock(const char *run_dir, int *fd, tfx_err *err) {
     return rc;
   }
   snprintf(path, sizeof path, "%s/.lock", run_dir);
-  int f = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  int f = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644); /* a planted link is refused */
   if (f < 0) {
     return tfx_err_sys(err, TFX_ESYS, "run lock %s", path);
   }

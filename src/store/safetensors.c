@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/fs.h"
+
 size_t tfx_st_dtype_size(const char *dtype) {
   static const struct {
     const char *name;
@@ -57,7 +59,7 @@ int tfx_st_write(const char *path, const char *const *names, const int *ranks, c
   size_t hl = strlen(text), padded = (hl + 7) / 8 * 8;
   char tmp[1100];
   snprintf(tmp, sizeof tmp, "%s.tmp", path);
-  FILE *f = fopen(tmp, "wb");
+  FILE *f = tfx_fopen_write(tmp, "wb");
   int rc = f ? TFX_OK : tfx_err_sys(err, TFX_ESYS, "open %s", tmp);
   if (f) {
     uint64_t len = padded;
