@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -39,6 +40,21 @@ FILE *tfx_fopen_write(const char *path, const char *mode) {
     errno = e;
   }
   return f;
+}
+
+long tfx_fd_limit_raise(void) {
+  struct rlimit r;
+  if (getrlimit(RLIMIT_NOFILE, &r) != 0) {
+    return -1;
+  }
+  if (r.rlim_cur < r.rlim_max) {
+    rlim_t want = r.rlim_max;
+    r.rlim_cur = want;
+    if (setrlimit(RLIMIT_NOFILE, &r) != 0) {
+      getrlimit(RLIMIT_NOFILE, &r);
+    }
+  }
+  return r.rlim_cur == RLIM_INFINITY ? -1 : (long)r.rlim_cur;
 }
 
 int tfx_write_file(const char *path, const char *text, tfx_err *err) {

@@ -13,6 +13,9 @@ int tfx_mkdirs(const char *path, tfx_err *err);
  * through a symbolic link (O_NOFOLLOW: a link planted where tfx writes is an error, ELOOP, not a write to its
  * target). Caller owns; close with fclose. NULL with errno set on failure. */
 FILE *tfx_fopen_write(const char *path, const char *mode);
+/* Raises this process's soft limit of open files to its hard limit (a ps with many peers, or under a flood of idle
+ * connections, needs more than the usual 1024) and returns the soft limit now in force. */
+long tfx_fd_limit_raise(void);
 /* Writes text to path atomically (tmp + rename). */
 int tfx_write_file(const char *path, const char *text, tfx_err *err);
 

@@ -1,6 +1,7 @@
 /* common/fs and the run lock: files tfx creates in a run directory are never written through a symbolic link. */
 #include <errno.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "common/fs.h"
@@ -78,4 +79,19 @@ Test(fs, write_file_refuses_a_planted_tmp_link) {
   tfx_err err = {0};
   cr_assert_eq(tfx_write_file(path, "{}", &err), TFX_ESYS);
   assert_intact(target);
+}
+
+/* The soft limit of open files rises to the hard limit (1024 is too few for a ps under many connections). */
+Test(fs, fd_limit_rises_to_the_hard_limit) {
+  struct rlimit r;
+  cr_assert_eq(getrlimit(RLIMIT_NOFILE, &r), 0);
+  if (r.rlim_max <= 64 || r.rlim_max == RLIM_INFINITY) {
+    cr_skip_test("this machine's hard limit of open files (%llu) leaves nothing to raise",
+                 (unsigned long long)r.rlim_max);
+  }
+  struct rlimit low = {64, r.rlim_max};
+  cr_assert_eq(setrlimit(RLIMIT_NOFILE, &low), 0);
+  cr_assert_eq(tfx_fd_limit_raise(), (long)r.rlim_max);
+  cr_assert_eq(getrlimit(RLIMIT_NOFILE, &low), 0);
+  cr_assert_eq(low.rlim_cur, r.rlim_max);
 }
