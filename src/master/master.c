@@ -1,4 +1,6 @@
-/* The master (chief): startup, plan, metrics, evaluation, checkpoints, stop. */
+/* The master (chief): its entry point and its setup (experiment, model and plan, eval data, run directory,
+ * sockets), then the phases in order: wait for the cluster and start the ps (startup.c), the step loop
+ * (loop.c), the stop. Also `tfx-node plan`. Calls the other files of the room; none calls it. */
 #include "master/master.h"
 
 #include <cblas.h>
@@ -27,25 +29,15 @@
 #include "store/runconfig.h"
 #include "train/evaluate.h"
 
-static int open_clients(master *m, tfx_role role, tfx_client ***out, int n, tfx_err *err) {
-  *out = calloc((size_t)n + 1, sizeof **out);
-  if (!*out) {
-    return tfx_err_set(err, TFX_ENOMEM, "out of memory");
-  }
-  for (int i = 0; i < n; i++) {
-    char ep[320];
-    int rc = tfx_address_endpoint(tfx_cluster_address(m->n->cluster, role, i), 0, NULL, ep, sizeof ep, err);
-    if (!rc) {
-      rc = tfx_client_create(ep, &(*out)[i], err);
-    }
-    if (rc) {
-      return rc;
-    }
-  }
-  return TFX_OK;
+/* Opens a DEALER to task i of role into *out. */
+static int open_client(master *m, tfx_role role, int i, tfx_client **out, tfx_err *err) {
+  char ep[320];
+  int rc = tfx_address_endpoint(tfx_cluster_address(m->n->cluster, role, i), 0, NULL, ep, sizeof ep, err);
+  return rc ? rc : tfx_client_create(ep, out, err);
 }
 
-static int setup(master *m, tfx_err *err) {
+/* The experiment as this run uses it: the hooks' stop step, --http-port, the cluster's size, the epoch budget. */
+static int setup_config(master *m, tfx_err *err) {
   tfx_node *n = m->n;
   if (!n->config_path[0]) {
     return tfx_err_set(err, TFX_ECONFIG, "the master needs --config EXPERIMENT.json");
@@ -68,10 +60,12 @@ static int setup(master *m, tfx_err *err) {
                        "training.replicas_to_aggregate %d exceeds the %d worker(s): no step could ever complete",
                        m->cfg.replicas_to_aggregate, m->n_workers);
   }
-  int rc = tfx_epochs_apply(&m->cfg, m->n_workers, &m->epoch_steps, err);
-  if (rc) {
-    return rc;
-  }
+  return tfx_epochs_apply(&m->cfg, m->n_workers, &m->epoch_steps, err);
+}
+
+/* The model, its plan over the ps, the eval set and the validation sets. */
+static int setup_model(master *m, tfx_err *err) {
+  int rc;
   if ((rc = tfx_model_create(&m->cfg, 1000, &m->model, err)) ||
       (rc = tfx_plan_build(&m->cfg, m->model, m->n_ps, &m->plan, err))) {
     return rc;
@@ -87,36 +81,56 @@ static int setup(master *m, tfx_err *err) {
       return rc;
     }
   }
-  /* The saved experiment is checked (a resume keeps its model) before anything is written in the run. */
+  return TFX_OK;
+}
+
+/* The run directory: the saved experiment (checked first: a resume keeps its model), metrics.jsonl, events. */
+static int setup_run_dir(master *m, tfx_err *err) {
+  tfx_node *n = m->n;
   m->config_json = tfx_config_to_json(&m->cfg);
+  int rc;
   if ((rc = tfx_mkdirs(n->run_dir, err)) ||
       (rc = tfx_run_save_config(n->run_dir, "config.json", m->config_json, n->resume, err)) ||
       (rc = tfx_metrics_open(n->run_dir, &m->metrics, err)) || (rc = tfx_events_open(n->run_dir, &m->events, err))) {
     return rc;
   }
-  char ep[320];
-  rc = tfx_address_endpoint(tfx_cluster_address(n->cluster, TFX_ROLE_MASTER, 0), 1, n->bind_host, ep, sizeof ep, err);
+  return TFX_OK;
+}
+
+/* The master's ROUTER (bound at ep) and one peer struct with a DEALER per ps and per worker. */
+static int setup_sockets(master *m, char *ep, size_t n, tfx_err *err) {
+  int rc = tfx_address_endpoint(tfx_cluster_address(m->n->cluster, TFX_ROLE_MASTER, 0), 1, m->n->bind_host, ep, n, err);
   if (!rc) {
     rc = tfx_server_open(ep, &m->sock, err);
-    m->serve_pending = tfx_master_serve_pending;
+  }
+  if (rc) {
+    return rc;
+  }
+  m->ps = calloc((size_t)m->n_ps, sizeof *m->ps);
+  m->workers = calloc((size_t)m->n_workers, sizeof *m->workers);
+  if (!m->ps || !m->workers) {
+    return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  }
+  for (int p = 0; !rc && p < m->n_ps; p++) {
+    rc = open_client(m, TFX_ROLE_PS, p, &m->ps[p].client, err);
+  }
+  for (int w = 0; !rc && w < m->n_workers; w++) {
+    rc = open_client(m, TFX_ROLE_WORKER, w, &m->workers[w].client, err);
+  }
+  return rc;
+}
+
+static int setup(master *m, tfx_err *err) {
+  char ep[320];
+  int rc = setup_config(m, err);
+  if (!rc) {
+    rc = setup_model(m, err);
   }
   if (!rc) {
-    rc = open_clients(m, TFX_ROLE_PS, &m->ps, m->n_ps, err);
+    rc = setup_run_dir(m, err);
   }
   if (!rc) {
-    rc = open_clients(m, TFX_ROLE_WORKER, &m->workers, m->n_workers, err);
-  }
-  m->ps_up = calloc((size_t)m->n_ps, sizeof(int));
-  m->registered = calloc((size_t)m->n_workers, sizeof(int));
-  m->worker_ids = calloc((size_t)m->n_workers, sizeof(peer_id));
-  m->ps_version = calloc((size_t)m->n_ps, sizeof(int64_t));
-  m->hb_pending = calloc((size_t)m->n_workers, sizeof(int));
-  m->hb_warned = calloc((size_t)m->n_workers, sizeof(int));
-  m->hb_sent = calloc((size_t)m->n_workers, sizeof(int64_t));
-  m->hb_seen = calloc((size_t)m->n_workers, sizeof(int64_t));
-  if (!rc && (!m->ps_up || !m->registered || !m->worker_ids || !m->ps_version || !m->hb_pending || !m->hb_warned ||
-              !m->hb_sent || !m->hb_seen)) {
-    rc = tfx_err_set(err, TFX_ENOMEM, "out of memory");
+    rc = setup_sockets(m, ep, sizeof ep, err);
   }
   if (!rc) {
     tfx_log(TFX_LOG_INFO, "MASTER-START", "listening on %s; %d ps, %d worker(s), mode %s", ep, m->n_ps, m->n_workers,
@@ -128,13 +142,13 @@ static int setup(master *m, tfx_err *err) {
 
 static void cleanup(master *m) {
   for (int p = 0; m->ps && p < m->n_ps; p++) {
-    tfx_client_destroy(m->ps[p]);
+    tfx_client_destroy(m->ps[p].client);
   }
   for (int w = 0; m->workers && w < m->n_workers; w++) {
-    tfx_client_destroy(m->workers[w]);
+    tfx_client_destroy(m->workers[w].client);
   }
-  free(m->ps), free(m->workers), free(m->ps_up), free(m->registered), free(m->worker_ids), free(m->ps_version);
-  free(m->hb_pending), free(m->hb_warned), free(m->hb_sent), free(m->hb_seen);
+  free(m->ps);
+  free(m->workers);
   tfx_net_close(m->sock);
   tfx_plan_fini(&m->plan);
   tfx_model_destroy(m->model);
@@ -155,28 +169,28 @@ int tfx_master_run(tfx_node *n, tfx_err *err) {
   tfx_wire_set_sender(TFX__ROLE__ROLE_MASTER, n->index);
   /* Evaluation runs beside the workers: OpenBLAS's default (a spinning thread per core) would take their cores. */
   openblas_set_num_threads(n->cfg.threads);
-  tfx_master_observe_init(&m);
+  master__observe_init(&m);
   int rc = setup(&m, err);
   if (!rc) {
-    rc = tfx_master_observe_start(&m, err);
+    rc = master__observe_start(&m, err);
   }
   if (!rc) {
-    rc = tfx_master_wait_cluster(&m, err);
+    rc = master__wait_cluster(&m, err);
   }
   if (!rc) {
-    rc = tfx_master_init_ps(&m, err);
+    rc = master__init_ps(&m, err);
   }
   if (!rc) {
-    rc = tfx_master_loop(&m, err);
+    rc = master__loop(&m, err);
   }
   if (rc == TFX_EPEER) {
     /* A lost peer is a fault a restart can mend: the ps keep their state and the workers wait for the master
      * that tfx-node local, compose or Kubernetes restarts, which resumes from the newest checkpoint. */
     tfx_log(TFX_LOG_WARN, "MASTER-LEAVE", "leaving the ps and workers running for a restarted master");
   } else {
-    tfx_master_stop_all(&m);
+    master__stop_all(&m);
   }
-  tfx_master_observe_stop(&m);
+  master__observe_stop(&m);
   cleanup(&m);
   pthread_mutex_destroy(&m.obs.lock);
   return rc;

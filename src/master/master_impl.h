@@ -1,4 +1,6 @@
-/* Declarations private to src/master: the master's state and its phases. */
+/* Declarations private to src/master: the master's state, one struct per peer, and its phases. Functions carry
+ * the room-private prefix master__ (the public ones, tfx_master_*, are in master.h). All of them run on the
+ * master's one thread; the HTTP thread reads what `observed` and the peer structs mark as under obs.lock. */
 #ifndef TFX_MASTER_IMPL_H
 #define TFX_MASTER_IMPL_H
 
@@ -15,16 +17,31 @@
 #define OBS_POINTS 512
 #define OBS_MAX_PS 64 /* ps whose counters /metrics shows */
 
+/* The counters of a ps's STATUS reply that /metrics shows: X(field and STATUS key, metric name, help). */
+#define MASTER_PS_STATS(X)                                                                               \
+  X(stale_dropped, "tfx_stale_gradients_dropped_total", "Stale or duplicate gradients each ps dropped.") \
+  X(rejected, "tfx_rejected_requests_total", "Requests each ps rejected (bad names, shapes, NaN).")      \
+  X(bad_frames, "tfx_rejected_frames_total", "Malformed frames each ps dropped.")                        \
+  X(pulls_served, "tfx_pulls_served_total", "Pulls each ps answered.")                                   \
+  X(nan_rejected, "tfx_nan_rejected_pushes_total",                                                       \
+    "Pushes with NaN/Inf each ps rejected (training.nan_policy = reject).")                              \
+  X(nan_skipped, "tfx_nan_skipped_pushes_total", "Pushes with NaN/Inf each ps skipped (training.nan_policy = skip).")
+
+/* The counters of one ps's last STATUS reply (master__observe_ps). */
+typedef struct ps_stats {
+#define X(field, metric, help) double field;
+  MASTER_PS_STATS(X)
+#undef X
+} ps_stats;
+
 /* What the HTTP thread may read, under `lock`: written by the master's thread as the run goes. */
 typedef struct observed {
   pthread_mutex_t lock;
   int64_t step, reports, checkpoints, ckpt_retries, ckpt_failures, last_ckpt_ms, start_ms;
   double loss, accuracy, eval_loss, eval_accuracy, examples_per_sec;
   int n_train, n_eval;
-  double train[OBS_POINTS][4];    /* step, loss, accuracy, seconds */
-  double eval[OBS_POINTS][3];     /* step, loss, accuracy */
-  double ps_stats[OBS_MAX_PS][6]; /* from each ps's STATUS reply: stale_dropped, rejected, bad_frames, pulls_served,
-                                     nan_rejected, nan_skipped (tfx_master_observe_ps) */
+  double train[OBS_POINTS][4]; /* step, loss, accuracy, seconds */
+  double eval[OBS_POINTS][3];  /* step, loss, accuracy */
 } observed;
 
 /* A peer's ZeroMQ routing identity, as a ROUTER sees it. */
@@ -33,20 +50,35 @@ typedef struct peer_id {
   size_t n;
 } peer_id;
 
+/* One parameter server, as the master knows it. up, version and stats are written under obs.lock. */
+typedef struct ps_peer {
+  tfx_client *client; /* DEALER to the ps */
+  int up;             /* answered a STATUS while the master waited for the cluster */
+  int64_t version;    /* its step at the last version poll */
+  ps_stats stats;     /* kept for the first OBS_MAX_PS ps only */
+} ps_peer;
+
+/* One worker, as the master knows it. registered and hb_warned are written under obs.lock. */
+typedef struct worker_peer {
+  tfx_client *client;       /* DEALER to the worker (heartbeats, STOP); NULL once finished stops it */
+  int registered;           /* registered with this master (or reported after registering with an earlier one) */
+  peer_id id;               /* the routing identity it registered with */
+  int hb_pending;           /* a heartbeat is out, unanswered */
+  int hb_warned;            /* MASTER-WORKER-SILENT was logged and it has not answered since */
+  int64_t hb_sent, hb_seen; /* when the last heartbeat went out / was answered */
+} worker_peer;
+
 typedef struct master {
   tfx_node *n;
   tfx_config cfg;
   void *sock;
-  void (*serve_pending)(struct master *m); /* answers what waits on sock (run.c), called while waiting on a ps */
-  tfx_client **ps, **workers;
+  ps_peer *ps;
+  worker_peer *workers;
   int n_ps, n_workers, running, finished;
-  int *ps_up, *registered, *hb_pending, *hb_warned;
-  struct peer_id *worker_ids; /* the routing identity each worker registered with (run.c) */
-  int64_t bad_frames;         /* frames and reports the master dropped (logged at 1..10, then powers of two) */
-  int64_t *hb_sent, *hb_seen;
-  int64_t *ps_version, global_step, max_version, start_step, next_eval, next_ckpt, last_ckpt_ms;
+  int64_t bad_frames; /* frames and reports the master dropped (logged at 1..10, then powers of two) */
+  int64_t global_step, max_version, start_step, next_eval, next_ckpt, last_ckpt_ms;
   int64_t ckpt_retry_at; /* a failed periodic checkpoint is asked again from this time on */
-  int64_t tick_step;     /* the global step at the last periodic tick (ckpt_lead) */
+  int64_t tick_step;     /* the global step at the last periodic tick (for the checkpoint lead) */
   int64_t progress_step; /* the step of the last progress line shown (one line per report step) */
   tfx_plan plan;
   tfx_model *model;
@@ -66,44 +98,77 @@ typedef struct master {
   char abort_msg[256];
 } master;
 
+/* What a ps call does with each reply: ctx is the caller's, p the ps, e the reply (borrowed until return). */
+typedef void master__on_reply(void *ctx, int p, const tfx_envelope *e);
+
+/* observe.c: the observed state, the HTTP endpoint, the run index and the metrics record. */
+
 /* Prepares the observed state (before anything else). */
-void tfx_master_observe_init(master *m);
+void master__observe_init(master *m);
 /* Takes (lock = 1) or releases the observed state's lock around writes the HTTP thread may read. */
-void tfx_master_lock(master *m, int lock);
+void master__lock(master *m, int lock);
 /* Registers the run in the experiment index (a warning on failure) and starts the HTTP endpoint when
  * observe.http_port is set (after setup). */
-int tfx_master_observe_start(master *m, tfx_err *err);
+int master__observe_start(master *m, tfx_err *err);
 /* Stops the HTTP endpoint and stores the run's series and final status in the experiment index. */
-void tfx_master_observe_stop(master *m);
-/* Records the counters of ps p's STATUS reply (stale gradients dropped, rejected requests, bad frames, pulls
- * served) for /metrics. */
-void tfx_master_observe_ps(master *m, int p, const tfx_envelope *status);
+void master__observe_stop(master *m);
+/* Records the counters of ps p's STATUS reply (MASTER_PS_STATS) for /metrics. */
+void master__observe_ps(master *m, int p, const tfx_envelope *status);
 /* Records a training report / an evaluation / a checkpoint / the global step for the HTTP endpoint. */
-void tfx_master_observe(master *m, const char *kind, int64_t step, double loss, double accuracy, double eps);
+void master__observe(master *m, const char *kind, int64_t step, double loss, double accuracy, double eps);
 /* Appends a metrics line and the same scalars to the TensorBoard event file. */
-void tfx_master_record(master *m, const char *kind, int64_t step, const char *const *names, const double *values,
-                       int n);
+void master__record(master *m, const char *kind, int64_t step, const char *const *names, const double *values, int n);
+
+/* serve.c: the master's own socket (workers' REGISTER and REPORT, anyone's STATUS). */
+
+/* The value of a STATUS or REPORT statistic (NaN when absent). */
+double master__stat(const tfx_envelope *e, const char *key);
+/* Serves the master's socket: waits up to timeout_ms for a message, then serves every one waiting. */
+void master__serve(master *m, int timeout_ms);
 /* Serves every message waiting on the master's socket, without blocking. */
-void tfx_master_serve_pending(master *m);
-/* Sends req to every ps, collects each reply (on_reply may be NULL), serving the master's socket meanwhile. */
-int tfx_master_call_ps(master *m, tfx_envelope *req, int timeout_ms,
-                       void (*on_reply)(master *, int, const tfx_envelope *), tfx_err *err);
-/* Refreshes every ps's version; global_step = the smallest, max_version = the largest. */
-int tfx_master_poll_versions(master *m, tfx_err *err);
+void master__serve_pending(master *m);
+
+/* startup.c: waiting for the cluster and starting the ps. */
+
+/* Waits (bounded) until every ps answers and every worker registered, naming who is missing. */
+int master__wait_cluster(master *m, tfx_err *err);
+/* Sends each ps its part of the plan, fresh or restored from the newest complete checkpoint. */
+int master__init_ps(master *m, tfx_err *err);
+
+/* pscalls.c: requests to every ps. */
+
+/* Sends req to every ps, collects each reply (on_reply(ctx, ...) sees each; may be NULL), serving the master's
+ * socket meanwhile. */
+int master__call_ps(master *m, tfx_envelope *req, int timeout_ms, master__on_reply *on_reply, void *ctx, tfx_err *err);
+/* Refreshes every ps's version; global_step = the smallest, max_version = the largest. A ps back empty rolls
+ * every ps back to the newest checkpoint first. */
+int master__poll_versions(master *m, tfx_err *err);
+
+/* evaluate.c: evaluation on the eval set and the validation sets. */
+
 /* Pulls the variables and evaluates on the eval set; writes an eval line. */
-void tfx_master_evaluate(master *m);
+void master__evaluate(master *m);
 /* Pulls the variables and evaluates the named validation sets that are due (all with force); writes
  * "validation" lines. */
-void tfx_master_validate(master *m, int force);
-/* Waits (bounded) until every ps answers and every worker registered, naming who is missing. */
-int tfx_master_wait_cluster(master *m, tfx_err *err);
-/* Sends each ps its part of the plan, fresh or restored from the newest complete checkpoint. */
-int tfx_master_init_ps(master *m, tfx_err *err);
-/* Serves workers and drives evaluation and checkpoints until max_steps. */
-int tfx_master_loop(master *m, tfx_err *err);
+void master__validate(master *m, int force);
+
+/* ckpt.c: checkpoints. */
+
 /* Asks every ps to write its shard at step >= at, then writes the manifest. */
-int tfx_master_checkpoint(master *m, int64_t at, tfx_err *err);
+int master__checkpoint(master *m, int64_t at, tfx_err *err);
+/* Takes the periodic checkpoint when it is due (by steps or seconds); a failure is asked again after 1 s. */
+void master__checkpoint_if_due(master *m);
+
+/* heartbeat.c */
+
+/* A STATUS to every worker every 2 s; names a worker silent for longer than the request deadline. */
+void master__heartbeat(master *m);
+
+/* loop.c */
+
+/* Serves workers and drives evaluation and checkpoints until max_steps. */
+int master__loop(master *m, tfx_err *err);
 /* Sends STOP to every worker and ps (best effort). */
-void tfx_master_stop_all(master *m);
+void master__stop_all(master *m);
 
 #endif

@@ -1,5 +1,7 @@
-/* The master's HTTP endpoint: /metrics (Prometheus text format), /status (JSON), / (a self-contained live page
- * with plots of loss and accuracy against step and of throughput against time, and the cluster table). */
+/* What the master records and shows: the observed state and the HTTP endpoint (/metrics in Prometheus text
+ * format, /status in JSON, / a self-contained live page with plots of loss and accuracy against step and of
+ * throughput against time, and the cluster table), the run's row in the experiment index, and the metrics
+ * record (metrics.jsonl and the TensorBoard events). Calls no other file of the room. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -10,6 +12,7 @@
 #include "master/master_impl.h"
 #include "net/curve.h"
 #include "net/linkwatch.h"
+#include "observe/events.h"
 #include "observe/http.h"
 #include "observe/prom.h"
 #include "store/runindex.h"
@@ -19,14 +22,6 @@ typedef tfx_text buf;
 
 static void gauge(buf *b, const master *m, const char *name, const char *help, const char *type, double v) {
   tfx_prom_metric(b, name, help, type, "master", m->n->index, v);
-}
-
-/* One family with a sample per ps: column col of the counters of each ps's last STATUS reply. */
-static void ps_counter(buf *b, const master *m, const char *name, const char *help, int col) {
-  tfx_prom_family(b, name, help, "counter");
-  for (int p = 0; p < m->n_ps && p < OBS_MAX_PS; p++) {
-    tfx_prom_sample(b, name, "ps", p, m->obs.ps_stats[p][col]);
-  }
 }
 
 /* Restarts of the task (role, index) in RUN/logs/restarts.txt, which the tfx-node local supervisor keeps. */
@@ -81,12 +76,23 @@ static void links(buf *b, const master *m) {
   }
 }
 
+/* A family per counter of the ps's STATUS replies (MASTER_PS_STATS), with a sample per ps. */
+static void ps_counters(buf *b, const master *m) {
+#define X(field, metric, help)                                 \
+  tfx_prom_family(b, metric, help, "counter");                 \
+  for (int p = 0; p < m->n_ps && p < OBS_MAX_PS; p++) {        \
+    tfx_prom_sample(b, metric, "ps", p, m->ps[p].stats.field); \
+  }
+  MASTER_PS_STATS(X)
+#undef X
+}
+
 static char *render_metrics(master *m) {
   buf b = {0};
   observed *o = &m->obs;
   int reg = 0;
   for (int w = 0; w < m->n_workers; w++) {
-    reg += m->registered[w];
+    reg += m->workers[w].registered;
   }
   gauge(&b, m, "tfx_global_step", "Global training step (the smallest ps version).", "gauge", (double)o->step);
   gauge(&b, m, "tfx_max_steps", "The step the run stops at.", "gauge", (double)m->cfg.max_steps);
@@ -108,14 +114,7 @@ static char *render_metrics(master *m) {
         (double)(tfx_now_ms() - (o->last_ckpt_ms ? o->last_ckpt_ms : o->start_ms)) / 1000.0);
   gauge(&b, m, "tfx_uptime_seconds", "Seconds since the master started.", "gauge",
         (double)(tfx_now_ms() - o->start_ms) / 1000.0);
-  ps_counter(&b, m, "tfx_stale_gradients_dropped_total", "Stale or duplicate gradients each ps dropped.", 0);
-  ps_counter(&b, m, "tfx_rejected_requests_total", "Requests each ps rejected (bad names, shapes, NaN).", 1);
-  ps_counter(&b, m, "tfx_rejected_frames_total", "Malformed frames each ps dropped.", 2);
-  ps_counter(&b, m, "tfx_pulls_served_total", "Pulls each ps answered.", 3);
-  ps_counter(&b, m, "tfx_nan_rejected_pushes_total",
-             "Pushes with NaN/Inf each ps rejected (training.nan_policy = reject).", 4);
-  ps_counter(&b, m, "tfx_nan_skipped_pushes_total", "Pushes with NaN/Inf each ps skipped (training.nan_policy = skip).",
-             5);
+  ps_counters(&b, m);
   restarts(&b, m);
   links(&b, m);
   gauge(&b, m, "tfx_ipc_links_sized_total",
@@ -137,14 +136,14 @@ static char *render_status(master *m) {
       tfx_config_choice_name("training.mode", m->cfg.mode));
   for (int w = 0; w < m->n_workers; w++) {
     put(&b, "%s{\"index\": %d, \"address\": \"%s\", \"registered\": %s, \"silent\": %s}", w ? ", " : "", w,
-        tfx_cluster_address(m->n->cluster, TFX_ROLE_WORKER, w), m->registered[w] ? "true" : "false",
-        m->hb_warned[w] ? "true" : "false");
+        tfx_cluster_address(m->n->cluster, TFX_ROLE_WORKER, w), m->workers[w].registered ? "true" : "false",
+        m->workers[w].hb_warned ? "true" : "false");
   }
   put(&b, "], \"ps\": [");
   for (int p = 0; p < m->n_ps; p++) {
     put(&b, "%s{\"index\": %d, \"address\": \"%s\", \"up\": %s, \"version\": %lld}", p ? ", " : "", p,
-        tfx_cluster_address(m->n->cluster, TFX_ROLE_PS, p), m->ps_up[p] ? "true" : "false",
-        (long long)m->ps_version[p]);
+        tfx_cluster_address(m->n->cluster, TFX_ROLE_PS, p), m->ps[p].up ? "true" : "false",
+        (long long)m->ps[p].version);
   }
   put(&b, "], \"plan\": [");
   for (int i = 0; i < m->plan.n; i++) {
@@ -197,23 +196,30 @@ static char *render(const char *path, const char **type, void *ctx) {
   char *body = NULL;
   pthread_mutex_lock(&m->obs.lock);
   if (!strcmp(path, "/metrics")) {
-    body = render_metrics(m), *type = "text/plain; version=0.0.4; charset=utf-8";
+    body = render_metrics(m);
+    *type = "text/plain; version=0.0.4; charset=utf-8";
   } else if (!strcmp(path, "/status")) {
-    body = render_status(m), *type = "application/json";
+    body = render_status(m);
+    *type = "application/json";
   } else if (!strcmp(path, "/")) {
-    body = strdup(page), *type = "text/html; charset=utf-8";
+    body = strdup(page);
+    *type = "text/html; charset=utf-8";
   }
   pthread_mutex_unlock(&m->obs.lock);
   return body;
 }
 
-void tfx_master_observe_init(master *m) {
+void master__observe_init(master *m) {
   pthread_mutex_init(&m->obs.lock, NULL);
   m->obs.start_ms = tfx_now_ms();
-  m->obs.loss = m->obs.accuracy = m->obs.eval_loss = m->obs.eval_accuracy = m->obs.examples_per_sec = NAN;
+  m->obs.loss = NAN;
+  m->obs.accuracy = NAN;
+  m->obs.eval_loss = NAN;
+  m->obs.eval_accuracy = NAN;
+  m->obs.examples_per_sec = NAN;
 }
 
-void tfx_master_lock(master *m, int lock) {
+void master__lock(master *m, int lock) {
   if (lock) {
     pthread_mutex_lock(&m->obs.lock);
   } else {
@@ -258,7 +264,7 @@ static void index_end(master *m) {
   tfx_runindex_close(x);
 }
 
-int tfx_master_observe_start(master *m, tfx_err *err) {
+int master__observe_start(master *m, tfx_err *err) {
   index_begin(m);
   if (!m->cfg.http_port) {
     return TFX_OK;
@@ -270,7 +276,7 @@ int tfx_master_observe_start(master *m, tfx_err *err) {
   return rc;
 }
 
-void tfx_master_observe_stop(master *m) {
+void master__observe_stop(master *m) {
   tfx_http_stop(m->http);
   m->http = NULL;
   if (m->metrics) {
@@ -278,43 +284,69 @@ void tfx_master_observe_stop(master *m) {
   }
 }
 
-void tfx_master_observe_ps(master *m, int p, const tfx_envelope *status) {
-  static const char *const names[] = {"stale_dropped", "rejected",     "bad_frames",
-                                      "pulls_served",  "nan_rejected", "nan_skipped"};
+/* Stores a STATUS statistic in the ps_stats field of the same name (others are ignored). */
+static void set_ps_stat(ps_stats *st, const char *key, double value) {
+#define X(field, metric, help) \
+  if (!strcmp(key, #field)) {  \
+    st->field = value;         \
+  }
+  MASTER_PS_STATS(X)
+#undef X
+}
+
+void master__observe_ps(master *m, int p, const tfx_envelope *status) {
   if (p < 0 || p >= OBS_MAX_PS) {
     return;
   }
   pthread_mutex_lock(&m->obs.lock);
   for (size_t i = 0; i < status->n_stats; i++) {
-    for (int k = 0; k < 6; k++) {
-      if (status->stats[i]->key && !strcmp(status->stats[i]->key, names[k])) {
-        m->obs.ps_stats[p][k] = status->stats[i]->value;
-      }
+    if (status->stats[i]->key) {
+      set_ps_stat(&m->ps[p].stats, status->stats[i]->key, status->stats[i]->value);
     }
   }
   pthread_mutex_unlock(&m->obs.lock);
 }
 
-void tfx_master_observe(master *m, const char *kind, int64_t step, double loss, double accuracy, double eps) {
+/* The row of a series of OBS_POINTS rows to write next: the next free one, or the last after dropping the
+ * oldest. */
+static int next_point(double *rows, size_t row_size, int *n) {
+  if (*n < OBS_POINTS) {
+    return (*n)++;
+  }
+  memmove(rows, (char *)rows + row_size, row_size * (OBS_POINTS - 1));
+  return OBS_POINTS - 1;
+}
+
+void master__observe(master *m, const char *kind, int64_t step, double loss, double accuracy, double eps) {
   observed *o = &m->obs;
   pthread_mutex_lock(&o->lock);
   if (!strcmp(kind, "train")) {
-    o->loss = loss, o->accuracy = accuracy, o->examples_per_sec = eps, o->reports++;
-    int i = o->n_train < OBS_POINTS
-                ? o->n_train++
-                : (memmove(o->train, o->train + 1, sizeof o->train[0] * (OBS_POINTS - 1)), OBS_POINTS - 1);
-    o->train[i][0] = (double)step, o->train[i][1] = loss, o->train[i][2] = accuracy,
+    o->loss = loss;
+    o->accuracy = accuracy;
+    o->examples_per_sec = eps;
+    o->reports++;
+    int i = next_point(&o->train[0][0], sizeof o->train[0], &o->n_train);
+    o->train[i][0] = (double)step;
+    o->train[i][1] = loss;
+    o->train[i][2] = accuracy;
     o->train[i][3] = (double)(tfx_now_ms() - o->start_ms) / 1000.0;
   } else if (!strcmp(kind, "eval")) {
-    o->eval_loss = loss, o->eval_accuracy = accuracy;
-    int i = o->n_eval < OBS_POINTS
-                ? o->n_eval++
-                : (memmove(o->eval, o->eval + 1, sizeof o->eval[0] * (OBS_POINTS - 1)), OBS_POINTS - 1);
-    o->eval[i][0] = (double)step, o->eval[i][1] = loss, o->eval[i][2] = accuracy;
+    o->eval_loss = loss;
+    o->eval_accuracy = accuracy;
+    int i = next_point(&o->eval[0][0], sizeof o->eval[0], &o->n_eval);
+    o->eval[i][0] = (double)step;
+    o->eval[i][1] = loss;
+    o->eval[i][2] = accuracy;
   } else if (!strcmp(kind, "checkpoint")) {
-    o->checkpoints++, o->last_ckpt_ms = tfx_now_ms();
+    o->checkpoints++;
+    o->last_ckpt_ms = tfx_now_ms();
   } else if (step > o->step) {
     o->step = step;
   }
   pthread_mutex_unlock(&o->lock);
+}
+
+void master__record(master *m, const char *kind, int64_t step, const char *const *names, const double *values, int n) {
+  tfx_metrics_write(m->metrics, kind, step, names, values, n);
+  tfx_events_write(m->events, kind, step, names, values, n);
 }

@@ -42,9 +42,12 @@ static void fill(tfx_plan *plan, int k, const tfx_var *v, int part, int parts, i
     char key[160];
     snprintf(key, sizeof key, "%s/%s_%d", v->name, range ? "range" : "mod", part);
     s->key = strdup(key);
-    s->lazy = 1, s->mod_n = range ? 0 : parts, s->mod_r = range ? 0 : part;
+    s->lazy = 1;
+    s->mod_n = range ? 0 : parts;
+    s->mod_r = range ? 0 : part;
     if (!range) {
-      part = 0, parts = 1;
+      part = 0;
+      parts = 1;
     }
   } else if (parts == 1) {
     s->key = strdup(v->name);
@@ -54,12 +57,15 @@ static void fill(tfx_plan *plan, int k, const tfx_var *v, int part, int parts, i
     s->key = strdup(key);
   }
   s->ps = ps;
-  s->shape = plan->shapes + 4 * k, s->n_shape = (size_t)v->rank;
+  s->shape = plan->shapes + 4 * k;
+  s->n_shape = (size_t)v->rank;
   memcpy(s->shape, v->shape, sizeof(int64_t) * (size_t)v->rank);
-  s->row_begin = rows * part / parts, s->row_end = rows * (part + 1) / parts;
+  s->row_begin = rows * part / parts;
+  s->row_end = rows * (part + 1) / parts;
   s->trainable = v->trainable;
   s->init = strdup(v->init);
-  s->fan_in = v->fan_in, s->fan_out = v->fan_out;
+  s->fan_in = v->fan_in;
+  s->fan_out = v->fan_out;
   s->dtype = (char *)"float32"; /* every variable is float32; a static string the plan does not free */
   plan->ptrs[k] = s;
 }
@@ -95,13 +101,16 @@ int tfx_plan_build(const tfx_config *cfg, tfx_model *m, int n_ps, tfx_plan *plan
   tfx_var **order = calloc((size_t)nv, sizeof *order);
   size_t *load = calloc((size_t)n_ps, sizeof *load);
   for (int i = 0; order && i < nv; i++) {
-    order[i] = tfx_model_var(m, i), total += parts_of(cfg, order[i], n_ps);
+    order[i] = tfx_model_var(m, i);
+    total += parts_of(cfg, order[i], n_ps);
   }
   plan->shards = calloc((size_t)total + 1, sizeof *plan->shards);
   plan->ptrs = calloc((size_t)total + 1, sizeof *plan->ptrs);
   plan->shapes = calloc((size_t)total * 4 + 4, sizeof *plan->shapes);
   if (!order || !load || !plan->shards || !plan->ptrs || !plan->shapes) {
-    free(order), free(load), tfx_plan_fini(plan);
+    free(order);
+    free(load);
+    tfx_plan_fini(plan);
     return tfx_err_set(err, TFX_ENOMEM, "out of memory");
   }
   if (greedy) {
@@ -116,16 +125,22 @@ int tfx_plan_build(const tfx_config *cfg, tfx_model *m, int n_ps, tfx_plan *plan
       load[ps] += shard_load(&plan->shards[k]);
     }
   }
-  plan->n = k, plan->n_ps = n_ps;
-  free(order), free(load);
+  plan->n = k;
+  plan->n_ps = n_ps;
+  free(order);
+  free(load);
   return TFX_OK;
 }
 
 void tfx_plan_fini(tfx_plan *plan) {
   for (int i = 0; plan->shards && i < plan->n; i++) {
-    free(plan->shards[i].key), free(plan->shards[i].var), free(plan->shards[i].init);
+    free(plan->shards[i].key);
+    free(plan->shards[i].var);
+    free(plan->shards[i].init);
   }
-  free(plan->shards), free(plan->ptrs), free(plan->shapes);
+  free(plan->shards);
+  free(plan->ptrs);
+  free(plan->shapes);
   memset(plan, 0, sizeof *plan);
 }
 

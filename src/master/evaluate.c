@@ -1,6 +1,8 @@
-/* The chief's calls to the ps (one request to one ps, the version poll, the model pull) and what it builds on
- * them: evaluation, validation and the metrics record. Used by startup (master.c) and the step loop (run.c);
- * it calls neither. */
+/* The master's evaluation: it pulls the variables through the workers' client code (src/psclient) and scores
+ * the eval set (eval lines) and the named validation sets that are due ("validation.NAME" lines). Calls only
+ * observe.c of this room; the loop calls it. */
+#include "train/evaluate.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,53 +13,8 @@
 #include "config/plugin.h"
 #include "data/dataset.h"
 #include "master/master_impl.h"
-#include "net/net.h"
-#include "observe/events.h"
-#include "observe/metrics.h"
 #include "observe/progress.h"
 #include "psclient/psclient.h"
-#include "train/evaluate.h"
-
-/* Waits for ps p's reply while still serving the master's own socket, so workers blocked on a report or a
- * registration are answered and never wait on the ps that waits on them. */
-static int await_ps(master *m, int p, tfx_inmsg *r, int timeout_ms, tfx_err *err) {
-  int64_t deadline = tfx_now_ms() + timeout_ms;
-  for (;;) {
-    zmq_pollitem_t items[2] = {{tfx_client_socket(m->ps[p]), 0, ZMQ_POLLIN, 0}, {m->sock, 0, ZMQ_POLLIN, 0}};
-    int64_t left = deadline - tfx_now_ms();
-    if (left <= 0) {
-      return tfx_err_set(err, TFX_EPEER, "%s: no reply within %d ms", tfx_client_endpoint(m->ps[p]), timeout_ms);
-    }
-    if (zmq_poll(items, m->sock ? 2 : 1, (long)left) < 0) {
-      continue; /* a signal: the master still wants this reply (a stop checkpoints after it), within the deadline */
-    }
-    if (m->sock && (items[1].revents & ZMQ_POLLIN)) {
-      m->serve_pending(m);
-    }
-    if (items[0].revents & ZMQ_POLLIN) {
-      return tfx_client_recv(m->ps[p], r, (int)(left > 1 ? left : 1), err);
-    }
-  }
-}
-
-/* Sends one request to every ps and collects the replies; on_reply (may be NULL) sees each. */
-int tfx_master_call_ps(master *m, tfx_envelope *req, int timeout_ms,
-                       void (*on_reply)(master *, int, const tfx_envelope *), tfx_err *err) {
-  int rc = TFX_OK;
-  for (int p = 0; p < m->n_ps && !rc; p++) {
-    rc = tfx_client_send(m->ps[p], req, NULL, 0, err);
-  }
-  for (int p = 0; p < m->n_ps && !rc; p++) {
-    tfx_inmsg r;
-    memset(&r, 0, sizeof r);
-    rc = await_ps(m, p, &r, timeout_ms, err);
-    if (!rc && on_reply) {
-      on_reply(m, p, r.env);
-    }
-    tfx_inmsg_fini(&r);
-  }
-  return rc;
-}
 
 /* Pulls every variable from the ps into the master's model, through the workers' client code; the client stays
  * (*pc, the caller's: end_pull) as the model's row source while lazy tables are evaluated batch by batch. */
@@ -77,7 +34,7 @@ static void end_pull(master *m, tfx_psclient *pc) {
   tfx_psclient_destroy(pc);
 }
 
-void tfx_master_evaluate(master *m) {
+void master__evaluate(master *m) {
   tfx_err err;
   int64_t version = 0;
   tfx_psclient *pc;
@@ -99,16 +56,16 @@ void tfx_master_evaluate(master *m) {
   }
   tfx_eval_report rep;
   tfx_eval_report_init(&rep, m->cfg.metrics, &r);
-  tfx_master_record(m, "eval", version, rep.names, rep.values, rep.n);
+  master__record(m, "eval", version, rep.names, rep.values, rep.n);
   m->last_acc = r.accuracy;
   m->eval_refused = 0;
-  tfx_master_observe(m, "eval", version, r.loss, r.accuracy, NAN);
+  master__observe(m, "eval", version, r.loss, r.accuracy, NAN);
   m->hook_stop |= tfx_plugin_hook(m->n->plugin, TFX_HOOK_EVAL, version, r.loss, r.accuracy, m->n->run_dir);
   tfx_log(TFX_LOG_INFO, "MASTER-EVAL", "step %lld: eval loss %.4f accuracy %.4f over %zu examples", (long long)version,
           r.loss, r.accuracy, r.examples);
 }
 
-void tfx_master_validate(master *m, int force) {
+void master__validate(master *m, int force) {
   int due = 0;
   for (int i = 0; i < m->cfg.n_valsets; i++) {
     due |= force || m->global_step >= m->next_val[i];
@@ -138,7 +95,7 @@ void tfx_master_validate(master *m, int force) {
     snprintf(line, sizeof line, "validation.%s", v->name);
     tfx_eval_report rep;
     tfx_eval_report_init(&rep, tfx_valset_metrics(v, m->cfg.metrics), &r);
-    tfx_master_record(m, line, version, rep.names, rep.values, rep.n);
+    master__record(m, line, version, rep.names, rep.values, rep.n);
     tfx_log(TFX_LOG_INFO, "MASTER-VALIDATE", "step %lld %s: loss %.4f accuracy %.4f (%s over %zu)", (long long)version,
             v->name, r.loss, r.accuracy, v->agg, r.examples);
   }
@@ -146,10 +103,4 @@ void tfx_master_validate(master *m, int force) {
   if (rc) {
     tfx_log(TFX_LOG_WARN, "MASTER-VALIDATE-FAIL", "cannot pull the variables: %s", err.msg);
   }
-}
-
-void tfx_master_record(master *m, const char *kind, int64_t step, const char *const *names, const double *values,
-                       int n) {
-  tfx_metrics_write(m->metrics, kind, step, names, values, n);
-  tfx_events_write(m->events, kind, step, names, values, n);
 }

@@ -1,0 +1,138 @@
+/* Checkpoints of the running cluster: every ps writes its shard at one step, then the master writes the
+ * manifest (store/ckpt.h names the files). The periodic checkpoint asks a step ahead in sync mode and asks
+ * again further ahead when a ps has passed it; its schedule is in rules.c. Calls pscalls.c, serve.c (the
+ * replies' statistics), observe.c and rules.c; the loop calls it. */
+#include "store/ckpt.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <tfx/plugin.h>
+
+#include "common/fs.h"
+#include "common/log.h"
+#include "config/plugin.h"
+#include "master/master_impl.h"
+#include "master/rules.h"
+
+/* What the ps replied to a CHECKPOINT request, per ps: the manifest's entries and the step each wrote. */
+typedef struct ckpt_acc {
+  uint32_t crc[1024], rows_crc[1024];
+  uint64_t bytes[1024], rows_bytes[1024]; /* rows: the ps's row file of lazy tables (0: none) */
+  int64_t step[1024];
+} ckpt_acc;
+
+/* A CHECKPOINT reply from ps p (ctx: the ckpt_acc being filled). */
+static void on_ckpt_reply(void *ctx, int p, const tfx_envelope *e) {
+  ckpt_acc *acc = ctx;
+  if (p >= 1024) {
+    return;
+  }
+  double crc = master__stat(e, "crc32");
+  double bytes = master__stat(e, "bytes");
+  double rows_crc = master__stat(e, "rows_crc32");
+  double rows_bytes = master__stat(e, "rows_bytes");
+  acc->crc[p] = isfinite(crc) ? (uint32_t)crc : 0;
+  acc->bytes[p] = isfinite(bytes) ? (uint64_t)bytes : 0;
+  acc->rows_crc[p] = isfinite(rows_crc) ? (uint32_t)rows_crc : 0;
+  acc->rows_bytes[p] = isfinite(rows_bytes) ? (uint64_t)rows_bytes : 0;
+  acc->step[p] = e->step;
+}
+
+/* Asks every ps for its shard of step at in dir, then checks the steps they wrote and writes the manifest. */
+static int collect_shards(master *m, int64_t at, char *dir, tfx_err *err) {
+  ckpt_acc *acc = calloc(1, sizeof *acc);
+  if (!acc || m->n_ps > 1024) {
+    free(acc);
+    return tfx_err_set(err, TFX_ENOMEM, "checkpoint bookkeeping");
+  }
+  tfx_envelope env;
+  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_CHECKPOINT);
+  env.step = at;
+  env.path = dir;
+  int rc = master__call_ps(m, &env, m->cfg.request_timeout_s * 1000, on_ckpt_reply, acc, err);
+  for (int p = 0; !rc && p < m->n_ps; p++) {
+    if (acc->step[p] != acc->step[0] && m->cfg.mode == TFX_MODE_SYNC) {
+      rc = tfx_err_set(err, TFX_ESTATE, "checkpoint %lld: ps 0 wrote step %lld, ps %d step %lld; discarded",
+                       (long long)at, (long long)acc->step[0], p, (long long)acc->step[p]);
+    }
+  }
+  if (!rc) {
+    rc = tfx_ckpt_write_manifest_rows(dir, at, m->n_ps, acc->crc, acc->bytes, acc->rows_crc, acc->rows_bytes, err);
+  }
+  free(acc);
+  return rc;
+}
+
+int master__checkpoint(master *m, int64_t at, tfx_err *err) {
+  char dir[1100];
+  int64_t have_step;
+  int have_ps;
+  tfx_ckpt_dir(m->n->run_dir, at, dir, sizeof dir);
+  if (tfx_ckpt_verify(dir, &have_step, &have_ps, NULL) == TFX_OK) {
+    return TFX_OK; /* already complete: keep it */
+  }
+  int rc = tfx_mkdirs(dir, err);
+  if (!rc) {
+    rc = collect_shards(m, at, dir, err);
+  }
+  if (rc) {
+    return rc;
+  }
+  tfx_ckpt_prune(m->n->run_dir, m->cfg.keep_max);
+  tfx_log(TFX_LOG_INFO, "MASTER-CKPT", "checkpoint at step %lld: %s", (long long)at, dir);
+  master__observe(m, "checkpoint", at, NAN, NAN, NAN);
+  m->hook_stop |= tfx_plugin_hook(m->n->plugin, TFX_HOOK_CHECKPOINT, at, NAN, NAN, m->n->run_dir);
+  return TFX_OK;
+}
+
+static void count_ckpt(master *m, int64_t *counter) {
+  master__lock(m, 1);
+  (*counter)++;
+  master__lock(m, 0);
+}
+
+/* A periodic checkpoint at the first step every ps can still write (master__ckpt_step); when a ps has already
+ * passed it, the versions are polled again and the request moves further ahead, up to MASTER_CKPT_ATTEMPTS
+ * times. *written: the step last asked. */
+static int periodic_checkpoint(master *m, int64_t *written, tfx_err *err) {
+  int sync = m->cfg.mode == TFX_MODE_SYNC;
+  int rc = TFX_OK;
+  for (int attempt = 0; attempt < MASTER_CKPT_ATTEMPTS; attempt++) {
+    if (attempt && (rc = master__poll_versions(m, err))) {
+      return rc;
+    }
+    int64_t at = master__ckpt_step(sync, m->max_version, attempt, m->next_ckpt, m->cfg.max_steps);
+    rc = master__checkpoint(m, at, err);
+    *written = at;
+    if (rc != TFX_ESTATE) {
+      return rc;
+    }
+    count_ckpt(m, &m->obs.ckpt_retries);
+    tfx_log(TFX_LOG_INFO, "MASTER-CKPT-AHEAD", "%s: asking again further ahead", err->msg);
+  }
+  return rc;
+}
+
+void master__checkpoint_if_due(master *m) {
+  int64_t now = tfx_now_ms();
+  int64_t tick = m->global_step - m->tick_step; /* the steps since the last tick, which the lead scales with */
+  m->tick_step = m->global_step;
+  int64_t lead = master__ckpt_lead(m->cfg.mode == TFX_MODE_SYNC, m->cfg.ckpt_every_steps, tick);
+  int by_time = master__ckpt_due_by_time(m->cfg.ckpt_every_secs, now, m->last_ckpt_ms);
+  if (!master__ckpt_due(m->global_step, lead, m->next_ckpt, m->cfg.max_steps, by_time, now, m->ckpt_retry_at)) {
+    return;
+  }
+  tfx_err err;
+  int64_t written = 0;
+  if (periodic_checkpoint(m, &written, &err)) {
+    /* Not skipped: asked again at the next tick after a second, until it is written (or the run ends, whose
+     * final checkpoint then holds everything). */
+    m->ckpt_retry_at = tfx_now_ms() + 1000;
+    count_ckpt(m, &m->obs.ckpt_failures);
+    tfx_log(TFX_LOG_WARN, "MASTER-CKPT-FAIL", "%s; asking again in 1 s", err.msg);
+    return;
+  }
+  m->last_ckpt_ms = tfx_now_ms();
+  m->next_ckpt = master__advance(m->next_ckpt, m->cfg.ckpt_every_steps, m->global_step, written);
+}

@@ -1,0 +1,40 @@
+/* The master's decisions as pure functions of numbers: when a checkpoint is due and at which step it is asked,
+ * when a failed one is retried, when a lost ps is waited for, which steps evaluation and checkpoints come next.
+ * No sockets, no clock, no state: the callers (ckpt.c, loop.c, startup.c, serve.c) read the clock and the
+ * master's state and pass them in, so tests/unit/test_master_rules.c checks every decision with plain values.
+ * Room-private (master__); thread-free. */
+#ifndef TFX_MASTER_RULES_H
+#define TFX_MASTER_RULES_H
+
+#include <stdint.h>
+
+/* How many times a checkpoint is asked again further ahead, and a final checkpoint after a lost ps. */
+#define MASTER_CKPT_ATTEMPTS 8
+
+/* The first multiple of every after step (INT64_MAX when every is 0: never). */
+int64_t master__next_multiple(int64_t step, int64_t every);
+/* next advanced by every until it is past both step and written (unchanged when already past). */
+int64_t master__advance(int64_t next, int64_t every, int64_t step, int64_t written);
+/* How many steps before a periodic checkpoint's step the master asks for it. Sync: a quarter of the interval
+ * `every`, at least three times the steps the last tick took, at least 1 and below every; async: 0. */
+int64_t master__ckpt_lead(int sync, int64_t every, int64_t tick);
+/* Whether a periodic checkpoint is due by seconds: every_secs > 0 and that long since the last one. */
+int master__ckpt_due_by_time(int64_t every_secs, int64_t now_ms, int64_t last_ckpt_ms);
+/* Whether the periodic checkpoint is asked now: due by steps (step + lead reaches next_ckpt, which is below
+ * max_steps: that one is the final checkpoint's) or by time, the run short of max_steps, and past retry_at. */
+int master__ckpt_due(int64_t step, int64_t lead, int64_t next_ckpt, int64_t max_steps, int by_time, int64_t now_ms,
+                     int64_t retry_at);
+/* The step a periodic checkpoint asks for at attempt 0, 1, ...: sync a step still ahead of max_version (1, 3,
+ * 5... ahead), or next_ckpt when that is further and below max_steps; async where the ps stand; never past
+ * max_steps. */
+int64_t master__ckpt_step(int sync, int64_t max_version, int attempt, int64_t next_ckpt, int64_t max_steps);
+/* Whether the final checkpoint's result rc, at its attempts-th try, sends the loop back to training: a lost ps
+ * (TFX_EPEER) or a ps past the step (TFX_ESTATE), fewer than MASTER_CKPT_ATTEMPTS tries, no stop asked. */
+int master__final_retry(int rc, int attempts, int stop_requested);
+/* Whether a failed version poll rc is waited out: a ps not answering (TFX_EPEER) for less than timeout_s since
+ * lost_since_ms (0: first miss). */
+int master__ps_wait(int rc, int64_t lost_since_ms, int64_t now_ms, int timeout_s);
+/* Whether the n-th dropped frame or report is logged: the first 10, then at powers of two. */
+int master__log_drop(int64_t n);
+
+#endif

@@ -1,0 +1,126 @@
+/* Unit tests of src/master/rules.c: the master's checkpoint and retry decisions as pure functions (the step a
+ * periodic checkpoint asks for, its lead, whether it is due by steps or seconds, the next checkpoint after one
+ * is written, the final checkpoint's retries, waiting out a lost ps, the rate of drop logs). */
+#include <criterion/criterion.h>
+#include <stdint.h>
+
+#include "common/err.h"
+#include "master/rules.h"
+
+TestSuite(master_rules);
+
+Test(master_rules, next_multiple_is_the_first_multiple_after_the_step) {
+  cr_assert_eq(master__next_multiple(0, 100), 100);
+  cr_assert_eq(master__next_multiple(99, 100), 100);
+  cr_assert_eq(master__next_multiple(100, 100), 200); /* a resume at a checkpoint's step asks the next one */
+  cr_assert_eq(master__next_multiple(250, 100), 300);
+  cr_assert_eq(master__next_multiple(250, 0), INT64_MAX); /* every 0: never */
+}
+
+Test(master_rules, advance_passes_the_step_and_the_step_written) {
+  cr_assert_eq(master__advance(100, 100, 100, 0), 200);
+  cr_assert_eq(master__advance(100, 100, 90, 130), 200);  /* asked ahead: written at 130, next is 200 */
+  cr_assert_eq(master__advance(100, 100, 350, 0), 400);   /* several intervals at once: one checkpoint */
+  cr_assert_eq(master__advance(200, 100, 150, 150), 200); /* already past both: unchanged */
+}
+
+Test(master_rules, async_asks_on_the_step) {
+  cr_assert_eq(master__ckpt_lead(0, 100, 40), 0);
+}
+
+Test(master_rules, sync_lead_is_a_quarter_or_three_ticks) {
+  cr_assert_eq(master__ckpt_lead(1, 100, 0), 25);  /* a quarter of the interval */
+  cr_assert_eq(master__ckpt_lead(1, 100, 5), 25);  /* 3 * 5 = 15 < 25 */
+  cr_assert_eq(master__ckpt_lead(1, 100, 10), 30); /* three times the last tick */
+  cr_assert_eq(master__ckpt_lead(1, 100, 40), 99); /* never a whole interval: below every */
+  cr_assert_eq(master__ckpt_lead(1, 3, 0), 1);     /* at least 1 */
+  cr_assert_eq(master__ckpt_lead(1, 1, 0), 1);     /* every 1: 1 */
+  cr_assert_eq(master__ckpt_lead(1, 0, 0), 1);     /* no periodic checkpoint: the lead does not matter, 1 */
+}
+
+Test(master_rules, due_by_time_needs_an_interval_and_its_seconds) {
+  cr_assert_eq(master__ckpt_due_by_time(0, 1000000, 0), 0);
+  cr_assert_eq(master__ckpt_due_by_time(60, 60000, 1), 0);
+  cr_assert_eq(master__ckpt_due_by_time(60, 60001, 1), 1);
+  cr_assert_eq(master__ckpt_due_by_time(60, 70000, 1), 1);
+}
+
+Test(master_rules, due_by_steps_with_the_lead) {
+  /* step, lead, next_ckpt, max_steps, by_time, now, retry_at */
+  cr_assert_eq(master__ckpt_due(74, 25, 100, 1000, 0, 5000, 0), 0);
+  cr_assert_eq(master__ckpt_due(75, 25, 100, 1000, 0, 5000, 0), 1);
+  cr_assert_eq(master__ckpt_due(120, 0, 100, 1000, 0, 5000, 0), 1);
+}
+
+Test(master_rules, the_checkpoint_at_max_steps_is_the_final_one) {
+  cr_assert_eq(master__ckpt_due(990, 25, 1000, 1000, 0, 5000, 0), 0); /* next_ckpt == max_steps: the final's */
+  cr_assert_eq(master__ckpt_due(990, 25, 1000, 1000, 1, 5000, 0), 1); /* by time it still is due */
+  cr_assert_eq(master__ckpt_due(1000, 25, 900, 1000, 1, 5000, 0), 0); /* at max_steps: never periodic */
+}
+
+Test(master_rules, a_failed_checkpoint_waits_for_its_retry_time) {
+  cr_assert_eq(master__ckpt_due(100, 0, 100, 1000, 0, 5999, 6000), 0);
+  cr_assert_eq(master__ckpt_due(100, 0, 100, 1000, 0, 6000, 6000), 1);
+}
+
+Test(master_rules, async_checkpoints_where_the_ps_stand) {
+  cr_assert_eq(master__ckpt_step(0, 137, 0, 200, 1000), 137);
+  cr_assert_eq(master__ckpt_step(0, 137, 3, 200, 1000), 137);
+  cr_assert_eq(master__ckpt_step(0, 1200, 0, 200, 1000), 1000);
+}
+
+Test(master_rules, sync_asks_a_step_ahead_and_further_on_each_attempt) {
+  cr_assert_eq(master__ckpt_step(1, 137, 0, 100, 1000), 138);
+  cr_assert_eq(master__ckpt_step(1, 137, 1, 100, 1000), 140);
+  cr_assert_eq(master__ckpt_step(1, 137, 2, 100, 1000), 142);
+}
+
+Test(master_rules, sync_asks_for_the_scheduled_step_when_it_is_further) {
+  cr_assert_eq(master__ckpt_step(1, 80, 0, 100, 1000), 100); /* asked with the lead: the ps hold at 100 */
+  cr_assert_eq(master__ckpt_step(1, 99, 0, 100, 1000), 100);
+  cr_assert_eq(master__ckpt_step(1, 100, 0, 100, 1000), 101);
+  cr_assert_eq(master__ckpt_step(1, 980, 0, 1000, 1000), 981); /* next_ckpt at max_steps is not asked early */
+}
+
+Test(master_rules, never_past_max_steps) {
+  cr_assert_eq(master__ckpt_step(1, 999, 0, 1100, 1000), 1000);
+  cr_assert_eq(master__ckpt_step(1, 995, 4, 1100, 1000), 1000);
+}
+
+Test(master_rules, the_final_checkpoint_is_retried_after_a_lost_or_passed_ps) {
+  cr_assert_eq(master__final_retry(TFX_EPEER, 1, 0), 1);
+  cr_assert_eq(master__final_retry(TFX_ESTATE, 1, 0), 1);
+  cr_assert_eq(master__final_retry(TFX_ESTATE, MASTER_CKPT_ATTEMPTS - 1, 0), 1);
+}
+
+Test(master_rules, the_final_checkpoint_ends_the_run_otherwise) {
+  cr_assert_eq(MASTER_CKPT_ATTEMPTS, 8);
+  cr_assert_eq(master__final_retry(TFX_OK, 1, 0), 0);
+  cr_assert_eq(master__final_retry(TFX_ESYS, 1, 0), 0);
+  cr_assert_eq(master__final_retry(TFX_EPEER, MASTER_CKPT_ATTEMPTS, 0), 0); /* tries used up */
+  cr_assert_eq(master__final_retry(TFX_EPEER, 1, 1), 0);                    /* a stop was asked */
+}
+
+Test(master_rules, a_ps_that_does_not_answer_is_waited_for) {
+  /* rc, lost_since, now, timeout_s */
+  cr_assert_eq(master__ps_wait(TFX_EPEER, 0, 50000, 30), 1); /* the first miss */
+  cr_assert_eq(master__ps_wait(TFX_EPEER, 20000, 49999, 30), 1);
+  cr_assert_eq(master__ps_wait(TFX_EPEER, 20000, 50000, 30), 0); /* register_timeout_s reached: give up */
+  cr_assert_eq(master__ps_wait(TFX_OK, 20000, 21000, 30), 0);
+  cr_assert_eq(master__ps_wait(TFX_EPROTO, 0, 21000, 30), 0); /* only a silent ps is waited for */
+}
+
+Test(master_rules, drops_are_logged_ten_times_then_at_powers_of_two) {
+  int logged[40] = {0};
+  int n = 0;
+  for (int64_t i = 1; i <= 1024; i++) {
+    if (master__log_drop(i)) {
+      logged[n++] = (int)i;
+    }
+  }
+  int want[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 16, 32, 64, 128, 256, 512, 1024};
+  cr_assert_eq(n, 17);
+  for (int i = 0; i < n; i++) {
+    cr_assert_eq(logged[i], want[i], "drop %d", i);
+  }
+}
