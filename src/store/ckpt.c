@@ -633,15 +633,37 @@ static int first_usable(const char *run_dir, const int64_t *steps, int count, in
   return rc;
 }
 
-int tfx_ckpt_resume_point(const char *run_dir, int64_t *step, char *dir, size_t n, tfx_err *err) {
+/* The newest usable checkpoint as first_usable finds it, the unusable ones before it in *bad (caller frees) and
+ * the error a resume gives when there is none: TFX_ENOTFOUND (no checkpoint) or TFX_ECORRUPT (none usable). */
+static int scan(const char *run_dir, int64_t *step, char *dir, size_t n, bad_ckpt **bad, int *n_bad, tfx_err *err) {
   int64_t *steps = NULL;
-  int count = list_steps(run_dir, &steps), n_bad = 0;
-  bad_ckpt *bad = calloc((size_t)count + 1, sizeof *bad);
-  if (!bad) {
+  int count = list_steps(run_dir, &steps);
+  *n_bad = 0;
+  if (!(*bad = calloc((size_t)count + 1, sizeof **bad))) {
     free(steps);
     return tfx_err_set(err, TFX_ENOMEM, "out of memory");
   }
-  int rc = first_usable(run_dir, steps, count, step, dir, n, bad, &n_bad);
+  int rc = first_usable(run_dir, steps, count, step, dir, n, *bad, n_bad);
+  free(steps);
+  if (rc && *n_bad) {
+    return tfx_err_set(err, TFX_ECORRUPT,
+                       "%s: %d checkpoint(s), none usable (newest: %s); not starting over on top of them: repair or "
+                       "move them, or start a new run with --fresh",
+                       run_dir, *n_bad, (*bad)[0].why);
+  }
+  return rc ? tfx_err_set(err, TFX_ENOTFOUND, "%s: no checkpoint", run_dir) : TFX_OK;
+}
+
+int tfx_ckpt_usable(const char *run_dir, int64_t *step, char *dir, size_t n, tfx_err *err) {
+  bad_ckpt *bad = NULL;
+  int n_bad, rc = scan(run_dir, step, dir, n, &bad, &n_bad, err);
+  free(bad);
+  return rc;
+}
+
+int tfx_ckpt_resume_point(const char *run_dir, int64_t *step, char *dir, size_t n, tfx_err *err) {
+  bad_ckpt *bad = NULL;
+  int n_bad, rc = scan(run_dir, step, dir, n, &bad, &n_bad, err);
   for (int i = 0; i < n_bad; i++) { /* resuming: the newer, unusable ones move aside; refusing: nothing changes */
     if (rc == TFX_OK) {
       set_aside(bad[i].dir, bad[i].why);
@@ -649,16 +671,7 @@ int tfx_ckpt_resume_point(const char *run_dir, int64_t *step, char *dir, size_t 
       tfx_log(TFX_LOG_WARN, "CKPT-SKIP", "%s is not usable (kept on disk): %s", bad[i].dir, bad[i].why);
     }
   }
-  if (rc && n_bad) {
-    rc = tfx_err_set(err, TFX_ECORRUPT,
-                     "%s: %d checkpoint(s), none usable (newest: %s); not starting over on top of them: repair or "
-                     "move them, or start a new run with --fresh",
-                     run_dir, n_bad, bad[0].why);
-  } else if (rc) {
-    rc = tfx_err_set(err, TFX_ENOTFOUND, "%s: no checkpoint", run_dir);
-  }
   free(bad);
-  free(steps);
   return rc;
 }
 

@@ -101,10 +101,13 @@ int tfx_ckpt_write_manifest_rows(const char *dir, int64_t step, int n_ps, const 
 int tfx_ckpt_verify(const char *dir, int64_t *step, int *n_ps, tfx_err *err);
 /* Whether the run has written any checkpoint (one with a manifest, usable or not). */
 int tfx_ckpt_any(const char *run_dir);
-/* The checkpoint a run resumes from: the newest complete one, each skipped one named in a CKPT-SKIP warning (and
- * left on disk). TFX_ENOTFOUND when the run has none; TFX_ECORRUPT when it has some and none is usable (the run
- * must not start over on top of them). */
+/* The checkpoint a run resumes from: the newest complete one; each newer unusable one is named in a CKPT-SKIP
+ * warning and set aside as ckpt-STEP.unusable (byte for byte, never written again). TFX_ENOTFOUND when the run has
+ * none; TFX_ECORRUPT when it has some and none is usable (the run must not start over on top of them). */
 int tfx_ckpt_resume_point(const char *run_dir, int64_t *step, char *dir, size_t n, tfx_err *err);
+/* As tfx_ckpt_resume_point, without logging or moving anything: whether a resume would find a usable checkpoint
+ * (TFX_OK, its step and dir), none (TFX_ENOTFOUND) or only unusable ones (TFX_ECORRUPT, naming the newest's fault). */
+int tfx_ckpt_usable(const char *run_dir, int64_t *step, char *dir, size_t n, tfx_err *err);
 /* The newest complete checkpoint of a run: its step and directory. TFX_ENOTFOUND when there is none. */
 int tfx_ckpt_latest(const char *run_dir, int64_t *step, char *dir, size_t n, tfx_err *err);
 /* Removes all but the newest keep complete checkpoints, and any older incomplete ones. */

@@ -11,6 +11,7 @@
 #include "common/fs.h"
 #include "common/log.h"
 #include "config/config.h"
+#include "nn/optim.h"
 #include "store/ckpt.h"
 
 /* Lists into out the keys of model sections a and b whose values differ ("model.layers, model.loss"). */
@@ -74,6 +75,30 @@ static json_object *saved_experiment(const char *path) {
   return o;
 }
 
+/* A resume under another optimizer that keeps slots would train on the old one's: the checkpoints hold slots by
+ * position (KEY@m, KEY@v), and Adam's m read as Adagrad's accumulator gave NaN on the first step. Refused, naming
+ * both; a change to plain SGD (no slots) is allowed. */
+static int check_optimizer(const char *path, json_object *old, const char *json, tfx_err *err) {
+  json_object *o = NULL, *name = NULL;
+  tfx_config now;
+  tfx_config_init(&now);
+  if (!json_object_object_get_ex(old, "optimizer", &o) || !json_object_object_get_ex(o, "name", &name) ||
+      tfx_config_parse(&now, json, path, NULL)) {
+    return TFX_OK;
+  }
+  const char *was = json_object_get_string(name), *is = tfx_config_choice_name("optimizer.name", now.optimizer);
+  tfx_optim opt;
+  tfx_optim_init(&opt, &now);
+  if (!strcmp(was, is) || tfx_optim_slots(&opt) == 0) {
+    return TFX_OK;
+  }
+  return tfx_err_set(err, TFX_ECONFIG,
+                     "resume: optimizer.name %s, but the run's checkpoints hold %s's slots (%s); %s would train on "
+                     "them: resume with optimizer.name %s, or start over with --fresh (warm_start.from the run keeps "
+                     "its weights without the slots)",
+                     is, was, path, is, was);
+}
+
 /* Checks a resume's new experiment against the saved one: model equal (else TFX_ECONFIG), and whether the rest
  * changed (*changed). */
 static int check_resume(const char *path, const char *json, int *changed, tfx_err *err) {
@@ -91,6 +116,7 @@ static int check_resume(const char *path, const char *json, int *changed, tfx_er
                        "same model, or start over with --fresh (the earlier run is kept in previous-N/)",
                        path, keys);
     }
+    rc = rc ? rc : check_optimizer(path, old, json, err);
     *changed = !rc && !json_object_equal(comparable(old), comparable(now));
   }
   json_object_put(old), json_object_put(now);
@@ -101,9 +127,12 @@ int tfx_run_save_config(const char *run_dir, const char *name, const char *json,
   char path[1200], ckdir[1100];
   int64_t step;
   snprintf(path, sizeof path, "%s/%s", run_dir, name);
-  int checked =
-      resume && access(path, F_OK) == 0 && tfx_ckpt_latest(run_dir, &step, ckdir, sizeof ckdir, NULL) == TFX_OK;
-  int changed = 0, rc = checked ? check_resume(path, json, &changed, err) : TFX_OK;
+  int rc = TFX_OK, changed = 0;
+  if (resume && access(path, F_OK) == 0) {
+    /* Checkpoints that exist but none usable refuse the start before anything here is written. */
+    rc = tfx_ckpt_usable(run_dir, &step, ckdir, sizeof ckdir, err);
+    rc = rc == TFX_ENOTFOUND ? TFX_OK : rc ? rc : check_resume(path, json, &changed, err);
+  }
   if (!rc && changed) {
     rc = keep_revision(run_dir, name, err);
   }

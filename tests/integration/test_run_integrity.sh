@@ -109,6 +109,14 @@ out=$("$TFX_NODE" train --config "$EXAMPLE" --run-dir "$WORK/run-model" --max-st
 grep -q '"learning_rate": 0.001' "$WORK/run-model/experiment.rev-1.json" && grep -q '"learning_rate": 0.0005' "$WORK/run-model/experiment.json" ||
   fail "the earlier experiment was not kept as a revision"
 
+# Another optimizer would train on the checkpoints' slots (held by position): adam -> adagrad is refused naming both
+# (it gave NaN on the first resumed step), nothing rewritten; plain SGD (no slots) is allowed.
+sums=$(md5sum "$WORK/run-model/config.json" "$WORK/run-model/experiment.json")
+out=$("$TFX_NODE" train --config "$EXAMPLE" --run-dir "$WORK/run-model" --max-steps 400 --set optimizer.name=adagrad 2>&1); rc=$?
+[ "$rc" = 2 ] && echo "$out" | grep -q "optimizer.name adagrad, but the run's checkpoints hold adam's slots" ||
+  fail "resume under another optimizer: exit $rc: $(echo "$out" | tail -1)"
+[ "$(md5sum "$WORK/run-model/config.json" "$WORK/run-model/experiment.json")" = "$sums" ] || fail "a refused optimizer change rewrote the saved experiment"
+
 # Corrupt checkpoints are named and kept: the newest corrupt one is skipped with CKPT-SKIP, set aside as
 # ckpt-STEP.unusable (never written again, though the resumed run checkpoints that step anew), and the run resumes
 # from the one before; when none is usable the run stops with exit 2 and changes nothing.
@@ -125,10 +133,19 @@ grep -q "MASTER-RESUME resuming from .*ckpt-000000000200" "$WORK/run-model/logs/
 [ -f "$ck/ckpt-000000000300/manifest.json" ] || fail "step 300 was not checkpointed anew beside the one set aside: $(ls "$ck")"
 for c in "$ck"/ckpt-*; do printf '\x01\x02\x03\x04' | dd of="$c/ps-1.shard" bs=1 seek=100 conv=notrunc 2>/dev/null; done
 before=$(ls "$ck" | tr '\n' ' ')
+sums=$(md5sum "$WORK/run-model/config.json" "$WORK/run-model/experiment.json")
 out=$("$TFX_NODE" local --config "$EXAMPLE" --run-dir "$WORK/run-model" --max-steps 400 --set eval.every_steps=0 \
   --set optimizer.learning_rate=0.0005 2>&1); rc=$?
 [ "$rc" = 2 ] && echo "$out" | grep -q "none usable" || fail "every checkpoint corrupt: exit $rc: $(echo "$out" | tail -1)"
 [ "$(ls "$ck" | tr '\n' ' ')" = "$before" ] || fail "checkpoints changed after a refused start: $(ls "$ck")"
+[ "$(md5sum "$WORK/run-model/config.json" "$WORK/run-model/experiment.json")" = "$sums" ] ||
+  fail "a refused start (no usable checkpoint) rewrote the saved experiment"
+# ... also with another model: refused for the checkpoints, the new model not saved.
+out=$("$TFX_NODE" local --config "$EXAMPLE" --run-dir "$WORK/run-model" --max-steps 400 --set eval.every_steps=0 \
+  --set 'model.layers=[{"type":"flatten"},{"type":"dense","units":16},{"type":"dense","units":10}]' 2>&1); rc=$?
+[ "$rc" = 2 ] && echo "$out" | grep -q "none usable" || fail "none usable, another model: exit $rc: $(echo "$out" | tail -1)"
+[ "$(md5sum "$WORK/run-model/config.json" "$WORK/run-model/experiment.json")" = "$sums" ] ||
+  fail "a refused start with another model saved it"
 
 # 6. TF_CONFIG from a file that cannot be one is an error; '{}' in the environment is local mode.
 mkdir -p "$WORK/adir"; : >"$WORK/empty.json"
