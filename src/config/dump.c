@@ -43,15 +43,20 @@ static json_object *dims_json(const char *shape) {
   return arr;
 }
 
-static json_object *layers_json(const tfx_config *cfg) {
+/* A list of n entries (stride bytes apart from first) as a JSON array of objects, one key per option of table; a
+ * variable's shape "784,10" as the list [784, 10]. */
+static json_object *list_json(const void *first, size_t stride, int n, const config__option *table, size_t n_opts) {
   json_object *arr = json_object_new_array();
-  for (int i = 0; i < cfg->n_layers; i++) {
-    json_object *l = json_object_new_object();
-    for (size_t k = 0; k < config__n_layer_options; k++) {
-      json_object_object_add(l, config__layer_options[k].path,
-                             config__value_json(&cfg->layers[i], &config__layer_options[k]));
+  for (int i = 0; i < n; i++) {
+    const char *entry = (const char *)first + (size_t)i * stride;
+    json_object *o = json_object_new_object();
+    for (size_t k = 0; k < n_opts; k++) {
+      int shape = table == config__var_options && !strcmp(table[k].path, "shape");
+      json_object_object_add(
+          o, table[k].path,
+          shape ? dims_json(((const tfx_var_spec *)entry)->shape) : config__value_json(entry, &table[k]));
     }
-    json_object_array_add(arr, l);
+    json_object_array_add(arr, o);
   }
   return arr;
 }
@@ -62,45 +67,24 @@ char *tfx_config_to_json(const tfx_config *cfg) {
     json_object_array_add(shape, json_object_new_int(cfg->input_shape[i]));
   }
   json_object_object_add(model, "input_shape", shape);
-  json_object_object_add(model, "layers", layers_json(cfg));
-  json_object *vars = json_object_new_array();
-  for (int i = 0; i < cfg->n_variables; i++) {
-    json_object *v = json_object_new_object();
-    for (size_t k = 0; k < config__n_var_options; k++) {
-      json_object *val = strcmp(config__var_options[k].path, "shape")
-                             ? config__value_json(&cfg->variables[i], &config__var_options[k])
-                             : dims_json(cfg->variables[i].shape);
-      json_object_object_add(v, config__var_options[k].path, val);
-    }
-    json_object_array_add(vars, v);
-  }
-  json_object_object_add(model, "variables", vars);
+  json_object_object_add(
+      model, "layers",
+      list_json(cfg->layers, sizeof cfg->layers[0], cfg->n_layers, config__layer_options, config__n_layer_options));
+  json_object_object_add(model, "variables",
+                         list_json(cfg->variables, sizeof cfg->variables[0], cfg->n_variables, config__var_options,
+                                   config__n_var_options));
   json_object *params = cfg->plugin_params[0] ? json_tokener_parse(cfg->plugin_params) : NULL;
   if (params) {
     json_object_object_add(model, "params", params);
   }
-  json_object *feats = json_object_new_array();
-  for (int i = 0; i < cfg->n_features; i++) {
-    json_object *f = json_object_new_object();
-    for (size_t k = 0; k < config__n_feature_options; k++) {
-      json_object_object_add(f, config__feature_options[k].path,
-                             config__value_json(&cfg->features[i], &config__feature_options[k]));
-    }
-    json_object_array_add(feats, f);
-  }
-  json_object_object_add(model, "features", feats);
+  json_object_object_add(model, "features",
+                         list_json(cfg->features, sizeof cfg->features[0], cfg->n_features, config__feature_options,
+                                   config__n_feature_options));
   json_object_object_add(root, TFX_CONFIG_FORMAT_KEY, json_object_new_int(TFX_CONFIG_FORMAT));
   json_object_object_add(root, "model", model);
-  json_object *vals = json_object_new_array();
-  for (int i = 0; i < cfg->n_valsets; i++) {
-    json_object *v = json_object_new_object();
-    for (size_t k = 0; k < config__n_valset_options; k++) {
-      json_object_object_add(v, config__valset_options[k].path,
-                             config__value_json(&cfg->valsets[i], &config__valset_options[k]));
-    }
-    json_object_array_add(vals, v);
-  }
-  json_object_object_add(root, "validation", vals);
+  json_object_object_add(root, "validation",
+                         list_json(cfg->valsets, sizeof cfg->valsets[0], cfg->n_valsets, config__valset_options,
+                                   config__n_valset_options));
   char leaf[256];
   for (size_t i = 0; i < config__n_options; i++) {
     json_object *node = section(root, config__options[i].path, leaf, sizeof leaf);

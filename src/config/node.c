@@ -42,7 +42,3 @@ int tfx_signals_seen(void) {
 int tfx_stop_requested(void) {
   return stop_flag != 0;
 }
-
-void tfx_request_stop(void) {
-  stop_flag = 1;
-}

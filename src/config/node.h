@@ -28,7 +28,5 @@ void tfx_signals_install(void);
 int tfx_signals_seen(void);
 /* Nonzero once SIGTERM or SIGINT arrived. */
 int tfx_stop_requested(void);
-/* Sets the stop flag (e.g. after a STOP message). */
-void tfx_request_stop(void);
 
 #endif
