@@ -2,8 +2,8 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "net/net.h"
 #include "observe/http.h"
@@ -76,12 +76,6 @@ void tfx_worker_obs_stop(worker_obs *o) {
   tfx_http_stop(o->http);
   o->http = NULL;
   pthread_mutex_destroy(&o->lock);
-}
-
-double tfx_worker_obs_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 void tfx_worker_obs_pull(worker_obs *o, double seconds, uint64_t received) {

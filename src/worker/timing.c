@@ -2,25 +2,19 @@
 #include "worker/timing.h"
 
 #include <string.h>
-#include <time.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 
 static const char *const phase_keys[TFX_TIMING_N] = {"compute_ms", "push_pull_ms", "other_ms"};
 
-static int64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 void tfx_timing_init(tfx_timing *t) {
   memset(t, 0, sizeof *t);
-  t->last_ns = now_ns();
+  t->last_ns = tfx_now_ns();
 }
 
 void tfx_timing_mark(tfx_timing *t, tfx_timing_phase p) {
-  int64_t now = now_ns(), d = now - t->last_ns;
+  int64_t now = tfx_now_ns(), d = now - t->last_ns;
   t->last_ns = now;
   t->window_ns[p] += d, t->total_ns[p] += d;
   if (p == TFX_TIMING_PUSH_PULL) {

@@ -25,8 +25,6 @@ typedef struct worker_obs {
 int tfx_worker_obs_start(worker_obs *o, int index, int port, tfx_err *err);
 /* Stops the HTTP endpoint (if any) and releases the lock. */
 void tfx_worker_obs_stop(worker_obs *o);
-/* Seconds on a monotonic clock, for timing the ps calls. */
-double tfx_worker_obs_now(void);
 /* Records a pull that took seconds and received bytes. */
 void tfx_worker_obs_pull(worker_obs *o, double seconds, uint64_t received);
 /* Records a push round trip (gradients out, values back) of model's gradients that took seconds. */
