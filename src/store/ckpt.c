@@ -511,18 +511,6 @@ static int has_manifest(const char *dir) {
   return access(path, F_OK) == 0;
 }
 
-int tfx_ckpt_any(const char *run_dir) {
-  int64_t *steps = NULL;
-  int count = list_steps(run_dir, &steps), any = 0;
-  for (int i = 0; i < count && !any; i++) {
-    char d[1100];
-    tfx_ckpt_dir(run_dir, steps[i], d, sizeof d);
-    any = has_manifest(d);
-  }
-  free(steps);
-  return any;
-}
-
 int tfx_ckpt_resume_point(const char *run_dir, int64_t *step, char *dir, size_t n, tfx_err *err) {
   int64_t *steps = NULL;
   int count = list_steps(run_dir, &steps), written = 0, rc = TFX_ENOTFOUND;
