@@ -163,21 +163,17 @@ static int dispatch(tfx_args *a, tfx_err *err) {
   return rc;
 }
 
-static int run_command(tfx_args *a, tfx_err *err) {
-  const char *cmd = a->command;
-  int rc = lock_run(a, err);
-  if (!rc) {
-    rc = secure_sockets(a, err);
-  }
-  if (rc) {
-    return rc;
-  }
-  if (!cmd) {
-    if (a->cli.max_steps > 0) {
-      a->node.cfg.max_steps = a->cli.max_steps; /* a chief started with --max-steps stops there */
-    }
-    return run_role(&a->node, err);
-  }
+/* The experiment as the run sees it (all sources merged), after the task. */
+static int show_config(tfx_args *a) {
+  show_task(&a->node);
+  char *json = tfx_config_to_json(&a->node.cfg);
+  puts(json);
+  free(json);
+  return TFX_OK;
+}
+
+/* Runs the command named cmd. */
+static int run_named(tfx_args *a, const char *cmd, tfx_err *err) {
   if (!strcmp(cmd, "keygen")) {
     return tfx_keygen_run(&a->cli, err);
   }
@@ -218,13 +214,27 @@ static int run_command(tfx_args *a, tfx_err *err) {
     return tfx_search_run(&a->node, &a->cli, a->self_exe, err);
   }
   if (!strcmp(cmd, "config")) {
-    show_task(&a->node);
-    char *json = tfx_config_to_json(&a->node.cfg);
-    puts(json);
-    free(json);
-    return TFX_OK;
+    return show_config(a);
   }
   return tfx_err_set(err, TFX_EINVAL, "unknown command '%s' (see --help)", cmd);
+}
+
+static int run_command(tfx_args *a, tfx_err *err) {
+  const char *cmd = a->command;
+  int rc = lock_run(a, err);
+  if (!rc) {
+    rc = secure_sockets(a, err);
+  }
+  if (rc) {
+    return rc;
+  }
+  if (!cmd) {
+    if (a->cli.max_steps > 0) {
+      a->node.cfg.max_steps = a->cli.max_steps; /* a chief started with --max-steps stops there */
+    }
+    return run_role(&a->node, err);
+  }
+  return run_named(a, cmd, err);
 }
 
 int main(int argc, char **argv) {
