@@ -102,11 +102,23 @@ static inline int layer_out_size(const layer *l) {
   return l->oh * l->ow * l->oc;
 }
 
+/* The smallest part of an element loop worth handing to another thread (a hand-off costs a few microseconds). */
+#define PAR_GRAIN_FLOATS 16384
+
+/* The grain, in rows of `width` floats, of a loop over rows split over the worker pool. */
+static inline size_t nn__grain_rows(size_t width) {
+  return width >= PAR_GRAIN_FLOATS ? 1 : PAR_GRAIN_FLOATS / width;
+}
+
 /* Forward of one layer on in [batch, in_size] into l->out. */
 void tfx_layer_forward(layer *l, const float *in, int batch, int training, uint64_t step);
 /* Backward of one layer: reads l->dout (and may overwrite it), writes grads and, if din, the input grad.
  * Must follow this layer's forward on the same `in`: conv reuses the im2col columns that forward left in l->cols. */
 void tfx_layer_backward(layer *l, const float *in, float *din, int batch);
+/* Max or average pooling forward of in into l->out (pool.c). */
+void nn__pool_forward(layer *l, const float *in, int batch);
+/* Pooling backward: the input gradient din from l->dout (pool.c). */
+void nn__pool_backward(layer *l, float *din, int batch);
 
 /* Embedding bag: grows the step buffers for a batch of n ids; -1 when memory runs out. */
 int tfx_embag_reserve(layer *l, size_t nnz);
