@@ -13,6 +13,7 @@
 #include "common/fs.h"
 #include "common/log.h"
 #include "data/dataset.h"
+#include "data/idx.h"
 #include "data/source.h"
 #include "nn/model.h"
 #include "observe/metrics.h"

@@ -7,6 +7,7 @@
 #include "data/csv.h"
 #include "data/data_impl.h"
 #include "data/dataset.h"
+#include "data/idx.h"
 #include "data/libsvm.h"
 #include "data/tfrecord.h"
 

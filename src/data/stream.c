@@ -11,6 +11,7 @@
 #include "data/csv.h"
 #include "data/data_impl.h"
 #include "data/example.h"
+#include "data/idx.h"
 #include "data/libsvm.h"
 
 typedef enum fmt { FMT_IDX, FMT_CSV, FMT_LIBSVM, FMT_TFRECORD } fmt;

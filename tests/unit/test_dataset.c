@@ -10,6 +10,7 @@
 #include <zlib.h>
 
 #include "data/dataset.h"
+#include "data/idx.h"
 #include "tmpdir.h"
 
 static void setup(void) {

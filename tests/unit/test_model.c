@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "data/dataset.h"
+#include "data/idx.h"
 #include "nn/init.h"
 #include "nn/model.h"
 #include "nn/nn_impl.h"

@@ -9,6 +9,7 @@
 
 #include "config/config.h"
 #include "data/dataset.h"
+#include "data/idx.h"
 #include "data/example.h"
 #include "data/source.h"
 #include "data/stream.h"
