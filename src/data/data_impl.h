@@ -5,9 +5,9 @@
 #include "data/dataset.h"
 
 /* Expands a comma-separated list of paths and glob patterns (sorted matches) into files, in order; caller owns
- * *paths (free with tfx_data_files_free). TFX_ENOTFOUND when a pattern matches nothing or no file is named. */
-int tfx_data_files_expand(const char *spec, char ***paths, size_t *n, tfx_err *err);
-/* Frees a list from tfx_data_files_expand; NULL does nothing. */
-void tfx_data_files_free(char **paths, size_t n);
+ * *paths (free with data__free). TFX_ENOTFOUND when a pattern matches nothing or no file is named. */
+int data__expand(const char *spec, char ***paths, size_t *n, tfx_err *err);
+/* Frees a list from data__expand; NULL does nothing. */
+void data__free(char **paths, size_t n);
 
 #endif

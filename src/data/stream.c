@@ -93,7 +93,7 @@ static int expand(file_list *l, const char *spec, tfx_err *err) {
   return rc;
 }
 
-int tfx_data_files_expand(const char *spec, char ***paths, size_t *n, tfx_err *err) {
+int data__expand(const char *spec, char ***paths, size_t *n, tfx_err *err) {
   file_list l = {0};
   int rc = expand(&l, spec, err);
   if (rc) {
@@ -104,7 +104,7 @@ int tfx_data_files_expand(const char *spec, char ***paths, size_t *n, tfx_err *e
   return TFX_OK;
 }
 
-void tfx_data_files_free(char **paths, size_t n) {
+void data__free(char **paths, size_t n) {
   file_list l = {paths, n};
   list_free(&l);
 }

@@ -13,7 +13,7 @@ typedef struct bag_pair {
   int32_t pos, example;
 } bag_pair;
 
-int tfx_embag_reserve(layer *l, size_t nnz) {
+int nn__embag_reserve(layer *l, size_t nnz) {
   if (nnz <= l->pairs_cap) {
     return 0;
   }
@@ -56,7 +56,7 @@ static void axpy(float a, const float *row, float *out, int d) {
   }
 }
 
-void tfx_embag_forward(layer *l, int batch) {
+void nn__embag_forward(layer *l, int batch) {
   const tfx_csr *c = l->csr;
   int d = l->oc;
   l->n_bad_ids = 0;
@@ -134,7 +134,7 @@ static size_t sorted_pairs(layer *l, int batch, const bag_pair **out) {
   return l->n_sorted = n;
 }
 
-void tfx_embag_batch_rows(layer *l, int batch) {
+void nn__embag_batch_rows(layer *l, int batch) {
   const bag_pair *pairs;
   size_t n = sorted_pairs(l, batch, &pairs);
   tfx_var *v = l->w;
@@ -146,7 +146,7 @@ void tfx_embag_batch_rows(layer *l, int batch) {
   }
 }
 
-void tfx_embag_backward(layer *l, int batch) {
+void nn__embag_backward(layer *l, int batch) {
   const tfx_csr *c = l->csr;
   tfx_var *v = l->w;
   int d = l->oc;

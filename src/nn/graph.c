@@ -69,7 +69,7 @@ static int link_bag(tfx_model *m, layer *l, const tfx_layer_spec *s, tfx_err *er
   return TFX_OK;
 }
 
-int tfx_graph_link(tfx_model *m, int i, const tfx_layer_spec *s, tfx_err *err) {
+int nn__graph_link(tfx_model *m, int i, const tfx_layer_spec *s, tfx_err *err) {
   layer *l = &m->layers[i];
   if (l->kind == L_EMBAG) {
     return link_bag(m, l, s, err);
@@ -187,7 +187,7 @@ static int shape_op(tfx_model *m, layer *l, const tfx_layer_spec *s, tfx_err *er
   return TFX_OK;
 }
 
-int tfx_graph_shape(tfx_model *m, layer *l, const tfx_layer_spec *s, tfx_err *err) {
+int nn__graph_shape(tfx_model *m, layer *l, const tfx_layer_spec *s, tfx_err *err) {
   if (layer_is_merge(l)) {
     return shape_merge(m, l, err);
   }
@@ -205,7 +205,7 @@ static void parse_dims(tfx_var *v, const char *shape) {
   }
 }
 
-int tfx_graph_declare(tfx_model *m, const tfx_config *cfg, tfx_err *err) {
+int nn__graph_declare(tfx_model *m, const tfx_config *cfg, tfx_err *err) {
   for (int i = 0; i < cfg->n_variables; i++) {
     const tfx_var_spec *s = &cfg->variables[i];
     tfx_var *v = &m->vars[m->n_vars];
@@ -231,7 +231,7 @@ int tfx_graph_declare(tfx_model *m, const tfx_config *cfg, tfx_err *err) {
   return TFX_OK;
 }
 
-int tfx_graph_finish(tfx_model *m, tfx_err *err) {
+int nn__graph_finish(tfx_model *m, tfx_err *err) {
   for (int k = 0; k < m->n_declared; k++) {
     int used = 0;
     for (int i = 0; i < m->n_layers; i++) {
@@ -309,7 +309,7 @@ static void fm_backward(tfx_model *m, layer *l, int batch) {
   }
 }
 
-void tfx_graph_merge_forward(tfx_model *m, layer *l, const float *x, int batch) {
+void nn__graph_merge_forward(tfx_model *m, layer *l, const float *x, int batch) {
   if (l->kind == L_FM) {
     fm_forward(m, l, x, batch);
     return;
@@ -370,20 +370,20 @@ static void layer_backward(tfx_model *m, layer *l, const float *x, int batch) {
   int p = l->in[0];
   const float *in = output_of(m, p, x);
   if (p < 0 || !m->layers[p].needs_grad) {
-    tfx_layer_backward(l, in, NULL, batch);
+    nn__layer_backward(l, in, NULL, batch);
     return;
   }
   layer *q = &m->layers[p];
   if (q->consumers == 1) {
-    tfx_layer_backward(l, in, q->dout, batch);
+    nn__layer_backward(l, in, q->dout, batch);
     return;
   }
   int n = layer_out_size(q);
-  tfx_layer_backward(l, in, m->scratch, batch);
+  nn__layer_backward(l, in, m->scratch, batch);
   give_grad(m, p, m->scratch, batch, n, n);
 }
 
-void tfx_graph_backward(tfx_model *m, const float *x, int batch) {
+void nn__graph_backward(tfx_model *m, const float *x, int batch) {
   for (int i = 0; i < m->n_layers - 1; i++) {
     layer *l = &m->layers[i];
     if (l->needs_grad && l->consumers > 1) {

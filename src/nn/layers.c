@@ -479,7 +479,7 @@ static void scale(const float *x, float *y, size_t n, float rate) {
   }
 }
 
-void tfx_layer_forward(layer *l, const float *in, int batch, int training, uint64_t step) {
+void nn__layer_forward(layer *l, const float *in, int batch, int training, uint64_t step) {
   size_t n = (size_t)batch * layer_out_size(l);
   switch (l->kind) {
     case L_DENSE:
@@ -518,17 +518,17 @@ void tfx_layer_forward(layer *l, const float *in, int batch, int training, uint6
       embed_forward(l, in, batch);
       break;
     case L_EMBAG:
-      tfx_embag_forward(l, batch);
+      nn__embag_forward(l, batch);
       break;
     case L_BN:
       bn_forward(l, in, batch, training);
       break;
-    default: /* merges are run by the graph (tfx_graph_merge_forward) */
+    default: /* merges are run by the graph (nn__graph_merge_forward) */
       break;
   }
 }
 
-void tfx_layer_backward(layer *l, const float *in, float *din, int batch) {
+void nn__layer_backward(layer *l, const float *in, float *din, int batch) {
   size_t n = (size_t)batch * layer_out_size(l);
   switch (l->kind) {
     case L_DENSE:
@@ -577,12 +577,12 @@ void tfx_layer_backward(layer *l, const float *in, float *din, int batch) {
       embed_backward(l, din, batch);
       break;
     case L_EMBAG:
-      tfx_embag_backward(l, batch);
+      nn__embag_backward(l, batch);
       break;
     case L_BN:
       bn_backward(l, din, batch);
       break;
-    default: /* merges: tfx_graph_backward */
+    default: /* merges: nn__graph_backward */
       break;
   }
 }

@@ -220,7 +220,7 @@ static int shape_layer(tfx_model *m, layer *l, const tfx_layer_spec *s, tfx_err 
     case L_CONCAT:
     case L_ADD:
     case L_FM:
-      return tfx_graph_shape(m, l, s, err);
+      return nn__graph_shape(m, l, s, err);
     default:
       return TFX_OK;
   }
@@ -253,7 +253,7 @@ static int build_layer(tfx_model *m, int i, const tfx_layer_spec *s, const tfx_c
   if (s->variable[0] && l->kind != L_MATMUL && l->kind != L_BIAS && l->kind != L_LOOKUP) {
     return tfx_err_set(err, TFX_ECONFIG, "layer %s: only matmul, bias_add and lookup take a variable", l->name);
   }
-  int rc = tfx_graph_link(m, i, s, err);
+  int rc = nn__graph_link(m, i, s, err);
   if (rc) {
     return rc;
   }
@@ -419,7 +419,7 @@ int tfx_model_create(const tfx_config *cfg, int max_batch, tfx_model **out, tfx_
   m->loss = strcmp(cfg->loss, "sigmoid_cross_entropy") == 0 ? 1 : strcmp(cfg->loss, "mse") == 0 ? 2 : 0;
   m->top_k = top_k_of(cfg->metrics);
   set_input_shape(m, cfg);
-  if ((rc = tfx_graph_declare(m, cfg, err))) {
+  if ((rc = nn__graph_declare(m, cfg, err))) {
     goto fail;
   }
   for (int i = 0; i < cfg->n_layers; i++) {
@@ -428,7 +428,7 @@ int tfx_model_create(const tfx_config *cfg, int max_batch, tfx_model **out, tfx_
       goto fail;
     }
   }
-  if ((rc = tfx_graph_finish(m, err))) {
+  if ((rc = nn__graph_finish(m, err))) {
     goto fail;
   }
   if (m->layers[m->n_layers - 1].out_rank != 1) {
@@ -520,9 +520,9 @@ const float *tfx_model_forward(tfx_model *m, const float *x, int batch, int trai
   for (int i = 0; i < m->n_layers; i++) {
     layer *l = &m->layers[i];
     if (layer_is_merge(l)) {
-      tfx_graph_merge_forward(m, l, x, batch);
+      nn__graph_merge_forward(m, l, x, batch);
     } else {
-      tfx_layer_forward(l, l->in[0] < 0 ? x : m->layers[l->in[0]].out, batch, training, step);
+      nn__layer_forward(l, l->in[0] < 0 ? x : m->layers[l->in[0]].out, batch, training, step);
     }
   }
   return m->layers[m->n_layers - 1].out;
@@ -549,12 +549,12 @@ int tfx_model_set_csr(tfx_model *m, const tfx_csr *fields, int n_fields, tfx_err
     }
     const tfx_csr *c = &fields[l->field];
     size_t nnz = (size_t)(c->off[c->n] - c->off[0]);
-    if (tfx_embag_reserve(l, nnz)) {
+    if (nn__embag_reserve(l, nnz)) {
       return tfx_err_set(err, TFX_ENOMEM, "layer %s: out of memory for a batch of %zu ids", l->name, nnz);
     }
     l->csr = c, l->sorted = NULL; /* a new batch: its ids are sorted when first needed */
     if (m->row_source) {
-      tfx_embag_batch_rows(l, c->n);
+      nn__embag_batch_rows(l, c->n);
     }
   }
   return m->row_source ? m->row_source(m->row_ctx, m, err) : TFX_OK;
@@ -565,8 +565,8 @@ void tfx_model_set_row_source(tfx_model *m, tfx_row_source fn, void *ctx) {
 }
 
 void tfx_model_backward(tfx_model *m, const float *x, int batch) {
-  /* Below the layers with variables nothing needs a gradient: tfx_graph_backward skips them. */
-  tfx_graph_backward(m, x, batch);
+  /* Below the layers with variables nothing needs a gradient: nn__graph_backward skips them. */
+  nn__graph_backward(m, x, batch);
 }
 
 void tfx_model_probabilities(const tfx_model *m, int batch, float *out) {

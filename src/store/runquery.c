@@ -150,12 +150,12 @@ static void print_row(sqlite3_stmt *st, FILE *out) {
   }
   int64_t step;
   char cdir[1100];
-  if (tfx_ckpt_latest(tfx_runindex_text(st, 8), &step, cdir, sizeof cdir, NULL) == TFX_OK) {
+  if (tfx_ckpt_latest(store__runindex_text(st, 8), &step, cdir, sizeof cdir, NULL) == TFX_OK) {
     snprintf(ck, sizeof ck, "%lld", (long long)step);
   }
-  fprintf(out, "%-24s %-10s %8lld %9s %9s %8s %8s %-8s %s\n", tfx_runindex_text(st, 0), tfx_runindex_text(st, 1),
+  fprintf(out, "%-24s %-10s %8lld %9s %9s %8s %8s %-8s %s\n", store__runindex_text(st, 0), store__runindex_text(st, 1),
           (long long)sqlite3_column_int64(st, 2), num(st, 3, "%.4f", acc, sizeof acc),
-          num(st, 4, "%.4f", loss, sizeof loss), num(st, 5, "%.1f", secs, sizeof secs), ck, tfx_runindex_text(st, 6),
+          num(st, 4, "%.4f", loss, sizeof loss), num(st, 5, "%.1f", secs, sizeof secs), ck, store__runindex_text(st, 6),
           started);
 }
 
@@ -166,7 +166,7 @@ int tfx_runindex_list(tfx_runindex *x, const tfx_run_filter *f, int n, FILE *out
     return tfx_err_set(err, TFX_ENOMEM, "out of memory");
   }
   sqlite3_stmt *st;
-  int rc = tfx_runindex_prepare(x, q.s, &st, err), rows = 0, src;
+  int rc = store__runindex_prepare(x, q.s, &st, err), rows = 0, src;
   free(q.s);
   if (rc) {
     return rc;
@@ -179,7 +179,7 @@ int tfx_runindex_list(tfx_runindex *x, const tfx_run_filter *f, int n, FILE *out
   }
   sqlite3_finalize(st);
   if (src != SQLITE_DONE) {
-    return tfx_runindex_fail(x, src, "list runs", err);
+    return store__runindex_fail(x, src, "list runs", err);
   }
   *shown = rows;
   return TFX_OK;
@@ -197,10 +197,10 @@ static int run_summary(tfx_runindex *x, const char *id, char cols[4][64], char *
   int found = sqlite3_step(st) == SQLITE_ROW;
   if (found) {
     char buf[32];
-    snprintf(cols[0], 64, "%s", tfx_runindex_text(st, 0));
+    snprintf(cols[0], 64, "%s", store__runindex_text(st, 0));
     snprintf(cols[1], 64, "%lld", (long long)sqlite3_column_int64(st, 1));
     snprintf(cols[2], 64, "%s", num(st, 2, "%.1f", buf, sizeof buf));
-    snprintf(cols[3], 64, "%s", tfx_runindex_text(st, 3));
+    snprintf(cols[3], 64, "%s", store__runindex_text(st, 3));
     *config = sqlite3_column_text(st, 4) ? strdup((const char *)sqlite3_column_text(st, 4)) : NULL;
   }
   sqlite3_finalize(st);
@@ -210,7 +210,7 @@ static int run_summary(tfx_runindex *x, const char *id, char cols[4][64], char *
 /* Prints "kind.name  a  b  b-a" for every series either run has (its last value). */
 static int compare_metrics(tfx_runindex *x, const char *a, const char *b, FILE *out, tfx_err *err) {
   sqlite3_stmt *st;
-  int rc = tfx_runindex_prepare(
+  int rc = store__runindex_prepare(
       x,
       "SELECT k.kind, k.name,"
       " (SELECT value FROM series s WHERE s.run = ?1 AND s.kind = k.kind AND s.name = k.name"
@@ -226,7 +226,7 @@ static int compare_metrics(tfx_runindex *x, const char *a, const char *b, FILE *
   int src;
   while ((src = sqlite3_step(st)) == SQLITE_ROW) {
     char key[200], va[32], vb[32], d[32] = "-";
-    snprintf(key, sizeof key, "%s.%s", tfx_runindex_text(st, 0), tfx_runindex_text(st, 1));
+    snprintf(key, sizeof key, "%s.%s", store__runindex_text(st, 0), store__runindex_text(st, 1));
     if (sqlite3_column_type(st, 2) != SQLITE_NULL && sqlite3_column_type(st, 3) != SQLITE_NULL) {
       snprintf(d, sizeof d, "%+.6g", sqlite3_column_double(st, 3) - sqlite3_column_double(st, 2));
     }
@@ -234,7 +234,7 @@ static int compare_metrics(tfx_runindex *x, const char *a, const char *b, FILE *
             d);
   }
   sqlite3_finalize(st);
-  return src == SQLITE_DONE ? TFX_OK : tfx_runindex_fail(x, src, "compare series", err);
+  return src == SQLITE_DONE ? TFX_OK : store__runindex_fail(x, src, "compare series", err);
 }
 
 /* Flattens a JSON config into "a.b.c" -> JSON text of the leaf (arrays are leaves) in flat. */

@@ -58,7 +58,7 @@ static char *render(const char *path, const char **type, void *ctx) {
   return body;
 }
 
-int tfx_worker_obs_start(worker_obs *o, int index, int port, tfx_err *err) {
+int worker__obs_start(worker_obs *o, int index, int port, tfx_err *err) {
   memset(o, 0, sizeof *o);
   pthread_mutex_init(&o->lock, NULL);
   o->index = index, o->start_ms = tfx_now_ms(), o->loss = o->examples_per_sec = NAN;
@@ -72,13 +72,13 @@ int tfx_worker_obs_start(worker_obs *o, int index, int port, tfx_err *err) {
   return rc;
 }
 
-void tfx_worker_obs_stop(worker_obs *o) {
+void worker__obs_stop(worker_obs *o) {
   tfx_http_stop(o->http);
   o->http = NULL;
   pthread_mutex_destroy(&o->lock);
 }
 
-void tfx_worker_obs_pull(worker_obs *o, double seconds, uint64_t received) {
+void worker__obs_pull(worker_obs *o, double seconds, uint64_t received) {
   pthread_mutex_lock(&o->lock);
   tfx_prom_hist_observe(&o->pull, seconds);
   o->bytes_received += received, o->training = 1;
@@ -98,7 +98,7 @@ static uint64_t push_bytes(const tfx_model *model) {
   return bytes;
 }
 
-void tfx_worker_obs_push_pull(worker_obs *o, double seconds, const tfx_model *model, uint64_t received) {
+void worker__obs_push_pull(worker_obs *o, double seconds, const tfx_model *model, uint64_t received) {
   uint64_t sent = push_bytes(model);
   pthread_mutex_lock(&o->lock);
   tfx_prom_hist_observe(&o->push_pull, seconds);
@@ -106,7 +106,7 @@ void tfx_worker_obs_push_pull(worker_obs *o, double seconds, const tfx_model *mo
   pthread_mutex_unlock(&o->lock);
 }
 
-void tfx_worker_obs_step(worker_obs *o, int64_t version, int64_t steps, double loss, double examples_per_sec) {
+void worker__obs_step(worker_obs *o, int64_t version, int64_t steps, double loss, double examples_per_sec) {
   pthread_mutex_lock(&o->lock);
   o->version = version, o->steps = steps;
   if (!isnan(loss)) {
@@ -115,7 +115,7 @@ void tfx_worker_obs_step(worker_obs *o, int64_t version, int64_t steps, double l
   pthread_mutex_unlock(&o->lock);
 }
 
-void tfx_worker_obs_bad_frame(worker_obs *o) {
+void worker__obs_bad_frame(worker_obs *o) {
   pthread_mutex_lock(&o->lock);
   o->bad_frames++;
   pthread_mutex_unlock(&o->lock);

@@ -71,7 +71,7 @@ static void serve_control(worker *w) {
         tfx_server_reply_error(w->sock, &m, TFX_EPROTO, "a worker answers only STATUS and STOP", NULL);
       }
     } else {
-      tfx_worker_obs_bad_frame(&w->obs);
+      worker__obs_bad_frame(&w->obs);
       tfx_server_reply_error(w->sock, &m, TFX_EPROTO, err.msg, NULL);
     }
     tfx_inmsg_fini(&m);
@@ -361,7 +361,7 @@ static int first_pull(worker *w, int *go, tfx_err *err) {
     return rc;
   }
   *go = 1;
-  tfx_worker_obs_pull(&w->obs, tfx_now_s() - t_call, tfx_psclient_bytes(w->ps));
+  worker__obs_pull(&w->obs, tfx_now_s() - t_call, tfx_psclient_bytes(w->ps));
   tfx_notify_status("worker %d: training from step %lld", w->n->index, (long long)w->version);
   tfx_log(TFX_LOG_INFO, "WORKER-TRAIN", "training from global step %lld", (long long)w->version);
   return TFX_OK;
@@ -398,7 +398,7 @@ static int push_pull(worker *w, int64_t step, pushed *out, tfx_err *err) {
   if (rc) {
     return tfx_err_set(err, rc, "%s", perr.msg);
   }
-  tfx_worker_obs_push_pull(&w->obs, tfx_now_s() - t_call, w->model, tfx_psclient_bytes(w->ps));
+  worker__obs_push_pull(&w->obs, tfx_now_s() - t_call, w->model, tfx_psclient_bytes(w->ps));
   tfx_timing_mark(&w->timing, TFX_TIMING_PUSH_PULL);
   *out = PUSHED_DONE;
   return TFX_OK;
@@ -426,7 +426,7 @@ static int count_step(worker *w, window *win, const tfx_step_stats *st, int64_t 
     return TFX_OK;
   }
   double eps = win->seen / ((tfx_now_ms() - win->t0 + 1) / 1000.0);
-  tfx_worker_obs_step(&w->obs, w->version, w->steps, win->loss / win->n, eps);
+  worker__obs_step(&w->obs, w->version, w->steps, win->loss / win->n, eps);
   int rc = report_or_skip(w, step, win->loss / win->n, win->hits / win->seen, eps, err);
   if (!rc) {
     window_reset(win);
@@ -436,7 +436,7 @@ static int count_step(worker *w, window *win, const tfx_step_stats *st, int64_t 
 
 /* Between steps: the step shown on the HTTP port, control messages, the service status. */
 static void after_step(worker *w) {
-  tfx_worker_obs_step(&w->obs, w->version, w->steps, NAN, NAN);
+  worker__obs_step(&w->obs, w->version, w->steps, NAN, NAN);
   serve_control(w);
   tfx_notify_status("worker %d: global step %lld of %lld", w->n->index, (long long)w->version,
                     (long long)w->cfg.max_steps);
@@ -493,7 +493,7 @@ static int train(worker *w, tfx_err *err) {
 }
 
 static void cleanup(worker *w) {
-  tfx_worker_obs_stop(&w->obs);
+  worker__obs_stop(&w->obs);
   for (int i = 0; w->acc && w->model && i < tfx_model_nvars(w->model); i++) {
     free(w->acc[i]);
   }
@@ -521,7 +521,7 @@ int tfx_worker_run(tfx_node *n, tfx_err *err) {
    * beside it); no control socket and no HTTP endpoint of its own. Only --http-port: observe.http_port in the
    * shared experiment is the master's too. */
   int is_chief = !strcmp(maddr, tfx_cluster_address(n->cluster, TFX_ROLE_WORKER, n->index));
-  int rc = tfx_worker_obs_start(&w.obs, n->index, is_chief ? 0 : n->http_port, err);
+  int rc = worker__obs_start(&w.obs, n->index, is_chief ? 0 : n->http_port, err);
   if (rc) {
     pthread_mutex_destroy(&w.obs.lock);
     return rc;

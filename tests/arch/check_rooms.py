@@ -31,7 +31,9 @@ ALLOWED = {
 ROLES = {"ps", "worker", "master"}
 TOP = "."  # src/tfx-node.c: main() dispatches to every role
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
-DEFINE = re.compile(r"^[a-z][\w \*]*?\b(tfx_\w+)\(", re.M)
+# A function shared between files: public (tfx_) or room-private (<room>__, libuv's uv__ tier).
+SHARED = r"(?:tfx_\w+|[a-z]+__\w+)"
+DEFINE = re.compile(r"^[a-z][\w \*]*?\b(" + SHARED + r")\(", re.M)
 
 
 def room_of(src, path):
@@ -92,7 +94,7 @@ def file_cycles(src):
         defined = {fn: name for name, t in text.items() for fn in DEFINE.findall(t)}
         calls = {name: set() for name in text}
         for name, t in text.items():
-            for fn in set(re.findall(r"\b(tfx_\w+)\(", t)):
+            for fn in set(re.findall(r"\b(" + SHARED + r")\(", t)):
                 if defined.get(fn, name) != name:
                     calls[name].add(defined[fn])
         yield from cycles_of(room, calls)
