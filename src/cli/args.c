@@ -82,7 +82,8 @@ static int is_command(const char *s) {
 static char *slurp_text(const char *path, tfx_err *err) {
   FILE *f = fopen(path, "rb");
   if (!f) {
-    return tfx_err_sys(err, TFX_ECONFIG, "open %s", path), NULL;
+    tfx_err_sys(err, TFX_ECONFIG, "open %s", path);
+    return NULL;
   }
   size_t cap = 8192, len = 0, got;
   char *buf = malloc(cap), *grown;
@@ -92,7 +93,8 @@ static char *slurp_text(const char *path, tfx_err *err) {
       continue;
     }
     if (cap > (64u << 20) || !(grown = realloc(buf, cap *= 2))) {
-      free(buf), buf = NULL;
+      free(buf);
+      buf = NULL;
     } else {
       buf = grown;
     }
@@ -101,10 +103,12 @@ static char *slurp_text(const char *path, tfx_err *err) {
   fclose(f);
   if (failed) {
     free(buf);
-    return tfx_err_sys(err, TFX_ECONFIG, "read %s", path), NULL; /* a directory, say (EISDIR) */
+    tfx_err_sys(err, TFX_ECONFIG, "read %s", path);
+    return NULL; /* a directory, say (EISDIR) */
   }
   if (!buf) {
-    return tfx_err_set(err, TFX_ECONFIG, "read %s: too large or out of memory", path), NULL;
+    tfx_err_set(err, TFX_ECONFIG, "read %s: too large or out of memory", path);
+    return NULL;
   }
   buf[len] = '\0';
   return buf;
@@ -226,13 +230,23 @@ static int scan(tfx_args *a, raw *r, int argc, char **argv, tfx_err *err) {
     const char *arg = argv[i];
     if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
       const char *cmd = a->command ? a->command : command_in(argc, argv);
-      return cmd ? print_command_help(cmd) : (void)fputs(usage, stdout), a->done = 1, TFX_OK;
+      if (cmd) {
+        print_command_help(cmd);
+      } else {
+        fputs(usage, stdout);
+      }
+      a->done = 1;
+      return TFX_OK;
     }
     if (!strcmp(arg, "--version")) {
-      return printf("tfx-node %s (protocol 1)\n", TFX_VERSION), a->done = 1, TFX_OK;
+      printf("tfx-node %s (protocol 1)\n", TFX_VERSION);
+      a->done = 1;
+      return TFX_OK;
     }
     if (!strcmp(arg, "--help-options")) {
-      return tfx_config_print_options(), a->done = 1, TFX_OK;
+      tfx_config_print_options();
+      a->done = 1;
+      return TFX_OK;
     }
     if (!strcmp(arg, "--fresh")) {
       a->node.resume = 0;
@@ -425,7 +439,10 @@ int tfx_args_parse(tfx_args *a, int argc, char **argv, tfx_err *err) {
   memset(&r, 0, sizeof r);
   tfx_config_init(&a->node.cfg);
   a->node.resume = 1;
-  a->cli.workers = 2, a->cli.ps = 2, a->cli.trials = 4, a->cli.parallel = 1;
+  a->cli.workers = 2;
+  a->cli.ps = 2;
+  a->cli.trials = 4;
+  a->cli.parallel = 1;
   strcpy(a->node.run_dir, "tfx-run");
   ssize_t n = readlink("/proc/self/exe", a->self_exe, sizeof a->self_exe - 1);
   if (n > 0) {

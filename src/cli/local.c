@@ -167,7 +167,8 @@ static int spawn_all(const tfx_node *n, const tfx_cluster *c, child *kids, int t
     if (pid == 0) {
       exec_child(n, c, &kids[i], self, exp);
     }
-    kids[i].pid = pid, kids[i].started_at = tfx_now_ms();
+    kids[i].pid = pid;
+    kids[i].started_at = tfx_now_ms();
     tfx_log(TFX_LOG_INFO, "LOCAL-SPAWN", "%s %d: pid %d at %s", tfx_role_name(kids[i].role), kids[i].index, (int)pid,
             tfx_cluster_address(c, kids[i].role, kids[i].index));
   }
@@ -324,7 +325,11 @@ static int handle_failures(cluster_run *r) {
         exec_child(r->n, r->c, k, r->self, r->exp);
       }
       if (pid > 0) {
-        k->pid = pid, k->exited = k->failed = 0, k->restart_at = 0, k->restarts++, k->started_at = tfx_now_ms();
+        k->pid = pid;
+        k->exited = k->failed = 0;
+        k->restart_at = 0;
+        k->restarts++;
+        k->started_at = tfx_now_ms();
         k->restarts_total++;
         write_restarts(r);
       }

@@ -66,7 +66,9 @@ static void trainer_free(trainer *t) {
   tfx_err ignored = {0};
   reap(t, &ignored); /* a run that failed still lets its last periodic checkpoint finish */
   for (int i = 0; t->model && i < tfx_model_nvars(t->model); i++) {
-    free(t->slots[i][0]), free(t->slots[i][1]), free(t->acc[i]);
+    free(t->slots[i][0]);
+    free(t->slots[i][1]);
+    free(t->acc[i]);
   }
   tfx_model_destroy(t->model);
   tfx_model_destroy(t->eval_model);
@@ -99,8 +101,11 @@ static int save(trainer *t, tfx_err *err) {
       }
       e[n].rank = v->rank;
       memcpy(e[n].dims, v->shape, sizeof v->shape);
-      e[n].row_begin = 0, e[n].row_end = v->shape[0], e[n].version = (uint64_t)t->step;
-      e[n].count = v->count, e[n].data = s < 0 ? v->value : t->slots[i][s];
+      e[n].row_begin = 0;
+      e[n].row_end = v->shape[0];
+      e[n].version = (uint64_t)t->step;
+      e[n].count = v->count;
+      e[n].data = s < 0 ? v->value : t->slots[i][s];
     }
   }
   char dir[1100], path[1200];
@@ -175,13 +180,16 @@ static int save_background(trainer *t, tfx_err *err) {
   if (rc) {
     return rc;
   }
-  fflush(stdout), fflush(stderr);
+  fflush(stdout);
+  fflush(stderr);
   pid_t pid = fork();
   if (pid < 0) {
     return save_now(t, err);
   }
   if (pid == 0) {
-    signal(SIGINT, SIG_IGN), signal(SIGTERM, SIG_IGN), signal(SIGHUP, SIG_IGN);
+    signal(SIGINT, SIG_IGN);
+    signal(SIGTERM, SIG_IGN);
+    signal(SIGHUP, SIG_IGN);
     close_range(3, ~0U, 0);
     tfx_err e = {0};
     if (save(t, &e)) {
@@ -190,7 +198,8 @@ static int save_background(trainer *t, tfx_err *err) {
     }
     _exit(0);
   }
-  t->ckpt_pid = pid, t->ckpt_step = t->step;
+  t->ckpt_pid = pid;
+  t->ckpt_step = t->step;
   return TFX_OK;
 }
 
@@ -503,7 +512,7 @@ int tfx_train_run(tfx_node *n, const tfx_cli_opts *o, tfx_err *err) {
   t.resume = n->resume;
   openblas_set_num_threads(t.cfg.threads);
   if (o->max_steps > 0) {
-    t.cfg.max_steps = o->max_steps,
+    t.cfg.max_steps = o->max_steps;
     t.cfg.max_steps_given = 1; /* as `local` does: config.json (and the run index) say where the run stops */
   }
   long long stop_at = tfx_hooks_stop_step(n->plugin);

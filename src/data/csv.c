@@ -59,7 +59,8 @@ static int push_cell(csv *c, char *cell, tfx_err *err) {
     if (!cells) {
       return tfx_err_set(err, TFX_ENOMEM, "%s: line %zu: out of memory", c->path, c->lineno);
     }
-    c->cells = cells, c->cells_cap = cap;
+    c->cells = cells;
+    c->cells_cap = cap;
   }
   c->cells[c->ncells++] = cell;
   return TFX_OK;
@@ -199,7 +200,8 @@ static int grow(csv *c, tfx_err *err) {
   if (!y) {
     return tfx_err_set(err, TFX_ENOMEM, "%s: out of memory at line %zu", c->path, c->lineno);
   }
-  c->y = y, c->cap = cap;
+  c->y = y;
+  c->cap = cap;
   return TFX_OK;
 }
 
@@ -307,8 +309,13 @@ static int take_rows(csv *c, tfx_dataset **out, tfx_err *err) {
   if (!d) {
     return tfx_err_set(err, TFX_ENOMEM, "%s: out of memory", c->path);
   }
-  d->n = c->n, d->dim = c->dim, d->x = c->x, d->y = c->y;
-  c->x = NULL, c->y = NULL, c->n = c->cap = 0;
+  d->n = c->n;
+  d->dim = c->dim;
+  d->x = c->x;
+  d->y = c->y;
+  c->x = NULL;
+  c->y = NULL;
+  c->n = c->cap = 0;
   *out = d;
   return TFX_OK;
 }
@@ -398,7 +405,8 @@ int tfx_csv_rows_open(const char *path, tfx_csv_rows **out, tfx_err *err) {
   tfx_csv_rows *r = calloc(1, sizeof *r);
   char *name = strdup(path);
   if (!r || !name) {
-    free(r), free(name);
+    free(r);
+    free(name);
     return tfx_err_set(err, TFX_ENOMEM, "%s: out of memory", path);
   }
   r->c.path = name;
@@ -441,7 +449,8 @@ int tfx_csv_rows_next(tfx_csv_rows *r, char ***cells, size_t *lineno, tfx_err *e
   for (size_t i = 0; i < c->ncells; i++) {
     c->cells[i] = trim(c->cells[i]);
   }
-  *cells = c->cells, *lineno = c->lineno;
+  *cells = c->cells;
+  *lineno = c->lineno;
   return TFX_OK;
 }
 

@@ -145,7 +145,8 @@ int tfx_dataset_load_idx(const char *images, const char *labels, double scale, s
     rc = tfx_err_set(err, TFX_ENOMEM, "out of memory");
     goto done;
   }
-  d->n = (size_t)di[0], d->dim = dim;
+  d->n = (size_t)di[0];
+  d->dim = dim;
   for (size_t i = 0; i < d->n * dim; i++) {
     d->x[i] = (float)(img[i] * scale);
   }
@@ -182,8 +183,10 @@ static int idx_open_pair(tfx_idx_reader *r, size_t expect_dim, tfx_err *err) {
       (rc = read_header(r->lab, r->labels, &rl, dl, &cl, err))) {
     return rc;
   }
-  r->dim = ci / (size_t)di[0], r->total = (size_t)di[0];
-  r->img_off = 4 + 4 * (size_t)ri, r->lab_off = 4 + 4 * (size_t)rl;
+  r->dim = ci / (size_t)di[0];
+  r->total = (size_t)di[0];
+  r->img_off = 4 + 4 * (size_t)ri;
+  r->lab_off = 4 + 4 * (size_t)rl;
   if (rl != 1 || dl[0] != di[0]) {
     return tfx_err_set(err, TFX_ESHAPE, "%s: %lld labels for %lld images in %s", r->labels, (long long)dl[0],
                        (long long)di[0], r->images);
@@ -220,7 +223,8 @@ static int idx_fill(tfx_idx_reader *r, tfx_dataset *d, size_t n, tfx_err *err) {
     if (!b) {
       return tfx_err_set(err, TFX_ENOMEM, "%s: out of memory", r->images);
     }
-    r->buf = b, r->buf_cap = bytes;
+    r->buf = b;
+    r->buf_cap = bytes;
   }
   size_t left = r->total - r->done - n; /* examples after this chunk, for the truncation message */
   int rc = read_exact(r->img, r->buf, bytes, left * r->dim, r->images, r->img_off + r->done * r->dim, err);
@@ -246,7 +250,8 @@ int tfx_idx_read_chunk(tfx_idx_reader *r, size_t max, tfx_dataset **out, tfx_err
     tfx_dataset_destroy(d);
     return tfx_err_set(err, TFX_ENOMEM, "%s: out of memory for %zu examples", r->images, n);
   }
-  d->n = n, d->dim = r->dim;
+  d->n = n;
+  d->dim = r->dim;
   int rc = idx_fill(r, d, n, err);
   if (rc) {
     tfx_dataset_destroy(d);
@@ -271,7 +276,9 @@ void tfx_idx_close(tfx_idx_reader *r) {
   if (r->lab) {
     gzclose(r->lab);
   }
-  free(r->images), free(r->labels), free(r->buf);
+  free(r->images);
+  free(r->labels);
+  free(r->buf);
   free(r);
 }
 
@@ -311,14 +318,19 @@ int tfx_dataset_load_idx_shard(const char *images, const char *labels, double sc
     rc = tfx_err_set(err, TFX_ENOMEM, "out of memory");
   }
   if (!rc) {
-    d->n = keep_shard(img, lab, (size_t)di[0], dim, index, count), d->dim = dim;
+    d->n = keep_shard(img, lab, (size_t)di[0], dim, index, count);
+    d->dim = dim;
     for (size_t i = 0; i < d->n; i++) {
       d->y[i] = lab[i];
     }
     uint8_t *small = realloc(img, d->n * dim); /* the other workers' records are not kept */
-    d->x8 = small ? small : img, img = NULL;
-    d->scale = scale, d->mean = mean, d->std = std;
-    *out = d, d = NULL;
+    d->x8 = small ? small : img;
+    img = NULL;
+    d->scale = scale;
+    d->mean = mean;
+    d->std = std;
+    *out = d;
+    d = NULL;
   }
   tfx_dataset_destroy(d);
   free(img);

@@ -24,7 +24,8 @@ int nn__embag_reserve(layer *l, size_t nnz) {
   if (!p) {
     return -1;
   }
-  l->pairs = p, l->pairs_cap = cap;
+  l->pairs = p;
+  l->pairs_cap = cap;
   int64_t *r = realloc(v->rows, sizeof(int64_t) * rows);
   v->rows = r ? r : v->rows;
   float *g = r ? realloc(v->grad, sizeof(float) * rows * width) : NULL;
@@ -69,11 +70,13 @@ void nn__embag_forward(layer *l, int batch) {
       int64_t id = c->ids[k];
       if (k + 4 < to && c->ids[k + 4] >= 0 && c->ids[k + 4] < l->vocab) { /* a scattered row, four ahead */
         const float *ahead = l->w->value + (size_t)c->ids[k + 4] * d;
-        __builtin_prefetch(ahead), __builtin_prefetch(ahead + d - 1);
+        __builtin_prefetch(ahead);
+        __builtin_prefetch(ahead + d - 1);
       }
       if (id < 0 || id >= l->vocab) {
         if (!l->n_bad_ids++) {
-          l->bad_id = (float)id, l->bad_example = b;
+          l->bad_id = (float)id;
+          l->bad_example = b;
         }
         continue; /* an id outside the table: no row, no gradient (tfx_model_input_status reports it) */
       }
@@ -100,13 +103,15 @@ static bag_pair *radix_sort(bag_pair *p, bag_pair *tmp, size_t n, int64_t max_id
     size_t sum = 0;
     for (int d = 0; d < RADIX; d++) {
       size_t c = count[d];
-      count[d] = sum, sum += c;
+      count[d] = sum;
+      sum += c;
     }
     for (size_t i = 0; i < n; i++) {
       tmp[count[(p[i].id >> shift) & (RADIX - 1)]++] = p[i];
     }
     bag_pair *t = p;
-    p = tmp, tmp = t;
+    p = tmp;
+    tmp = t;
   }
   return p;
 }

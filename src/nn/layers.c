@@ -351,7 +351,8 @@ static void embed_forward(layer *l, const float *in, int batch) {
     int ok = f >= 0 && f < (float)l->vocab;
     l->ids[i] = ok ? (int)f : -1;
     if (!ok && !l->n_bad_ids++) {
-      l->bad_id = f, l->bad_example = i / n;
+      l->bad_id = f;
+      l->bad_example = i / n;
     }
     float *row = l->out + (size_t)i * d;
     if (ok) {
@@ -425,7 +426,8 @@ static void bn_forward(layer *l, const float *in, int batch, int training) {
     }
     float mu = training ? (float)(s / rows) : l->mmean->value[k],
           var = training ? (float)(q / rows) : l->mvar->value[k];
-    mean[k] = mu, inv[k] = 1.0f / sqrtf(var + BN_EPS);
+    mean[k] = mu;
+    inv[k] = 1.0f / sqrtf(var + BN_EPS);
     if (training) {
       l->mmean->value[k] = mom * l->mmean->value[k] + (1 - mom) * mu;
       l->mvar->value[k] = mom * l->mvar->value[k] + (1 - mom) * var;
@@ -443,10 +445,12 @@ static void bn_forward(layer *l, const float *in, int batch, int training) {
 static void bn_backward(layer *l, float *din, int batch) {
   int c = l->ic, rows = batch * l->ih * l->iw;
   float *dg = l->w->grad, *db = l->b->grad, *inv = l->bn + c;
-  memset(dg, 0, sizeof(float) * (size_t)c), memset(db, 0, sizeof(float) * (size_t)c);
+  memset(dg, 0, sizeof(float) * (size_t)c);
+  memset(db, 0, sizeof(float) * (size_t)c);
   for (int r = 0; r < rows; r++) {
     for (int k = 0; k < c; k++) {
-      db[k] += l->dout[(size_t)r * c + k], dg[k] += l->dout[(size_t)r * c + k] * l->mask[(size_t)r * c + k];
+      db[k] += l->dout[(size_t)r * c + k];
+      dg[k] += l->dout[(size_t)r * c + k] * l->mask[(size_t)r * c + k];
     }
   }
   for (int r = 0; din && r < rows; r++) {

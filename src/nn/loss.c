@@ -32,7 +32,8 @@ static void count_hits(const float *z, const int32_t *labels, int batch, int c, 
     const float *zr = z + (size_t)b * c;
     if (c == 1) { /* binary: a hit when the logit's side is the label's */
       int hit = (labels[b] == 1) == (zr[0] > 0);
-      st->correct += hit, st->top5 += hit;
+      st->correct += hit;
+      st->top5 += hit;
       continue;
     }
     if (labels[b] < 0 || labels[b] >= c) {

@@ -85,7 +85,10 @@ static int shape_dense(tfx_model *m, layer *l, const tfx_layer_spec *s, tfx_err 
     return rc;
   }
   int n_in = layer_in_size(l);
-  l->out_rank = 1, l->oh = 1, l->ow = 1, l->oc = s->units;
+  l->out_rank = 1;
+  l->oh = 1;
+  l->ow = 1;
+  l->oc = s->units;
   int64_t ws[2] = {n_in, s->units}, bs[1] = {s->units};
   l->w = add_var(m, l, "kernel", 2, ws, s->initializer[0] ? s->initializer : "glorot_uniform", n_in, s->units);
   l->b = add_var(m, l, "bias", 1, bs, "zeros", n_in, s->units);
@@ -99,15 +102,18 @@ static int shape_window(layer *l, int k, const char *padding, const char *what, 
     return tfx_err_set(err, TFX_ECONFIG, "layer %s: %s %d, strides %d (want both >= 1)", l->name, what, k, l->stride);
   }
   if (strcmp(padding, "same") == 0) {
-    l->oh = (l->ih + l->stride - 1) / l->stride, l->ow = (l->iw + l->stride - 1) / l->stride;
+    l->oh = (l->ih + l->stride - 1) / l->stride;
+    l->ow = (l->iw + l->stride - 1) / l->stride;
     int ph = (l->oh - 1) * l->stride + k - l->ih, pw = (l->ow - 1) * l->stride + k - l->iw;
-    l->pad_t = ph > 0 ? ph / 2 : 0, l->pad_l = pw > 0 ? pw / 2 : 0;
+    l->pad_t = ph > 0 ? ph / 2 : 0;
+    l->pad_l = pw > 0 ? pw / 2 : 0;
   } else if (strcmp(padding, "valid") == 0) {
     if (l->ih < k || l->iw < k) {
       return tfx_err_set(err, TFX_ESHAPE, "layer %s: %s %d larger than input %dx%d (padding 'valid')", l->name, what, k,
                          l->ih, l->iw);
     }
-    l->oh = (l->ih - k) / l->stride + 1, l->ow = (l->iw - k) / l->stride + 1;
+    l->oh = (l->ih - k) / l->stride + 1;
+    l->ow = (l->iw - k) / l->stride + 1;
   } else {
     return tfx_err_set(err, TFX_ECONFIG, "layer %s: padding '%s' (want same or valid)", l->name, padding);
   }
@@ -119,7 +125,10 @@ static int shape_conv(tfx_model *m, layer *l, const tfx_layer_spec *s, tfx_err *
   if (rc) {
     return rc;
   }
-  l->k = s->kernel_size, l->stride = tfx_config_layer_strides(s), l->out_rank = 3, l->oc = s->filters;
+  l->k = s->kernel_size;
+  l->stride = tfx_config_layer_strides(s);
+  l->out_rank = 3;
+  l->oc = s->filters;
   if ((rc = shape_window(l, l->k, s->padding, "kernel", err))) {
     return rc;
   }
@@ -136,7 +145,10 @@ static int shape_pool(layer *l, const tfx_layer_spec *s, tfx_err *err) {
   if (rc) {
     return rc;
   }
-  l->pool = s->pool_size, l->stride = tfx_config_layer_strides(s), l->out_rank = 3, l->oc = l->ic;
+  l->pool = s->pool_size;
+  l->stride = tfx_config_layer_strides(s);
+  l->out_rank = 3;
+  l->oc = l->ic;
   return shape_window(l, l->pool, s->padding, "pool", err);
 }
 
@@ -147,7 +159,11 @@ static int shape_embed(tfx_model *m, layer *l, const tfx_layer_spec *s, tfx_err 
     return rc;
   }
   int n = layer_in_size(l);
-  l->vocab = s->input_dim, l->out_rank = 1, l->oh = 1, l->ow = 1, l->oc = n * s->units;
+  l->vocab = s->input_dim;
+  l->out_rank = 1;
+  l->oh = 1;
+  l->ow = 1;
+  l->oc = n * s->units;
   int64_t ws[2] = {s->input_dim, s->units};
   l->w =
       add_var(m, l, "embeddings", 2, ws, s->initializer[0] ? s->initializer : "uniform:0.05", s->input_dim, s->units);
@@ -172,7 +188,10 @@ static int shape_embag(tfx_model *m, layer *l, const tfx_layer_spec *s, int last
     return tfx_err_set(err, TFX_ECONFIG, "layer %s: combiner '%s' (want sum, mean or sqrtn)", l->name, s->combiner);
   }
   l->vocab = s->input_dim > 1 ? s->input_dim : layer_in_size(l);
-  l->out_rank = 1, l->oh = 1, l->ow = 1, l->oc = s->units;
+  l->out_rank = 1;
+  l->oh = 1;
+  l->ow = 1;
+  l->oc = s->units;
   int64_t ws[2] = {l->vocab, s->units}, bs[1] = {s->units};
   const char *init = s->initializer[0] ? s->initializer : last ? "zeros" : "uniform:0.05";
   l->w = add_var(m, l, "embeddings", 2, ws, init, l->vocab, s->units);
@@ -194,7 +213,10 @@ static void shape_bn(tfx_model *m, layer *l) {
 
 /* Infers the output shape of layer l (input shape already set) and declares its variables. */
 static int shape_layer(tfx_model *m, layer *l, const tfx_layer_spec *s, tfx_err *err) {
-  l->out_rank = l->in_rank, l->oh = l->ih, l->ow = l->iw, l->oc = l->ic;
+  l->out_rank = l->in_rank;
+  l->oh = l->ih;
+  l->ow = l->iw;
+  l->oc = l->ic;
   switch (l->kind) {
     case L_DENSE:
       return shape_dense(m, l, s, err);
@@ -204,13 +226,18 @@ static int shape_layer(tfx_model *m, layer *l, const tfx_layer_spec *s, tfx_err 
     case L_AVGPOOL:
       return shape_pool(l, s, err);
     case L_FLATTEN:
-      l->out_rank = 1, l->oh = 1, l->ow = 1, l->oc = layer_in_size(l);
+      l->out_rank = 1;
+      l->oh = 1;
+      l->ow = 1;
+      l->oc = layer_in_size(l);
       return TFX_OK;
     case L_EMBED:
       return shape_embed(m, l, s, err);
     case L_BN:
       if (l->in_rank == 1) {
-        l->ic = l->ih * l->iw * l->ic, l->ih = l->iw = 1, l->oc = l->ic;
+        l->ic = l->ih * l->iw * l->ic;
+        l->ih = l->iw = 1;
+        l->oc = l->ic;
       }
       shape_bn(m, l);
       return TFX_OK;
@@ -365,7 +392,9 @@ static int alloc_buffers(tfx_model *m) {
 static void set_input_shape(tfx_model *m, const tfx_config *cfg) {
   if (cfg->n_features > 0) { /* feature columns: the numeric ones are the dense input, the others sparse fields */
     int numeric = tfx_config_numeric_features(cfg);
-    m->in_rank = 1, m->ih = m->iw = 1, m->ic = numeric > 0 ? numeric : 1;
+    m->in_rank = 1;
+    m->ih = m->iw = 1;
+    m->ic = numeric > 0 ? numeric : 1;
     for (int i = 0; i < cfg->n_features; i++) {
       const tfx_feature_spec *f = &cfg->features[i];
       if (strcmp(f->type, "numeric")) {
@@ -461,14 +490,24 @@ void tfx_model_destroy(tfx_model *m) {
     } else {
       free(m->vars[i].storage);
     }
-    free(m->vars[i].grad), free(m->vars[i].rows);
+    free(m->vars[i].grad);
+    free(m->vars[i].rows);
   }
   for (int i = 0; i < m->n_layers; i++) {
     layer *l = &m->layers[i];
-    free(l->out), free(l->dout), free(l->cols), free(l->argmax), free(l->mask), free(l->ids), free(l->bn);
-    free(l->dbpart), free(l->bag_scale), free(l->pairs);
+    free(l->out);
+    free(l->dout);
+    free(l->cols);
+    free(l->argmax);
+    free(l->mask);
+    free(l->ids);
+    free(l->bn);
+    free(l->dbpart);
+    free(l->bag_scale);
+    free(l->pairs);
   }
-  free(m->probs), free(m->scratch);
+  free(m->probs);
+  free(m->scratch);
   tfx_par_destroy(m->par);
   free(m);
 }
@@ -552,7 +591,8 @@ int tfx_model_set_csr(tfx_model *m, const tfx_csr *fields, int n_fields, tfx_err
     if (nn__embag_reserve(l, nnz)) {
       return tfx_err_set(err, TFX_ENOMEM, "layer %s: out of memory for a batch of %zu ids", l->name, nnz);
     }
-    l->csr = c, l->sorted = NULL; /* a new batch: its ids are sorted when first needed */
+    l->csr = c;
+    l->sorted = NULL; /* a new batch: its ids are sorted when first needed */
     if (m->row_source) {
       nn__embag_batch_rows(l, c->n);
     }
@@ -561,7 +601,8 @@ int tfx_model_set_csr(tfx_model *m, const tfx_csr *fields, int n_fields, tfx_err
 }
 
 void tfx_model_set_row_source(tfx_model *m, tfx_row_source fn, void *ctx) {
-  m->row_source = fn, m->row_ctx = ctx;
+  m->row_source = fn;
+  m->row_ctx = ctx;
 }
 
 void tfx_model_backward(tfx_model *m, const float *x, int batch) {
@@ -597,7 +638,8 @@ size_t tfx_dtype_size(tfx_dtype dtype) {
 static size_t describe_vars(const layer *l, char *buf, size_t n) {
   const tfx_var *v = l->w ? l->w : l->b;
   if (!v) {
-    return snprintf(buf, n, "-"), 0;
+    snprintf(buf, n, "-");
+    return 0;
   }
   if (l->kind == L_MATMUL || l->kind == L_BIAS || l->kind == L_LOOKUP) {
     snprintf(buf, n, "%s%s", v->name, l->kind == L_LOOKUP ? " (row-sparse)" : "");

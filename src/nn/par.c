@@ -161,7 +161,9 @@ void tfx_par_for(tfx_par *p, size_t n, size_t grain, tfx_par_fn fn, void *ctx) {
     return;
   }
   unsigned gen = atomic_load_explicit(&p->gen, memory_order_relaxed) + 1; /* only this thread bumps gen */
-  p->fn = fn, p->ctx = ctx, p->n = n;
+  p->fn = fn;
+  p->ctx = ctx;
+  p->n = n;
   atomic_store_explicit(&p->done, 0, memory_order_relaxed);
   atomic_store_explicit(&p->claim, (uint64_t)gen << 32 | (uint64_t)parts << 16, memory_order_release);
   bump(p);

@@ -27,7 +27,8 @@ static window pool_window(const layer *l, int oy, int ox) {
 static void max_window(const layer *l, const float *img, window w, float *y, int32_t *arg) {
   int C = l->oc, first = (w.y0 * l->iw + w.x0) * l->ic;
   for (int c = 0; c < C; c++) {
-    y[c] = img[first + c], arg[c] = first + c;
+    y[c] = img[first + c];
+    arg[c] = first + c;
   }
   for (int iy = w.y0; iy < w.y1; iy++) {
     for (int ix = w.x0; ix < w.x1; ix++) {

@@ -80,10 +80,16 @@ static int map_shard(const Tfx__Shard *s, tfx_model *m, slot *out, tfx_err *err)
     }
   }
   size_t row = v->count / (size_t)v->shape[0];
-  out->lazy = s->lazy, out->mod_n = s->mod_n > 1 ? s->mod_n : 1, out->mod_r = s->mod_n > 1 ? s->mod_r : 0;
+  out->lazy = s->lazy;
+  out->mod_n = s->mod_n > 1 ? s->mod_n : 1;
+  out->mod_r = s->mod_n > 1 ? s->mod_r : 0;
   snprintf(out->key, sizeof out->key, "%s", s->key);
-  out->var = v, out->rank = v->rank, out->row_begin = s->row_begin, out->row_end = s->row_end;
-  out->offset = row * (size_t)s->row_begin, out->count = row * (size_t)(s->row_end - s->row_begin);
+  out->var = v;
+  out->rank = v->rank;
+  out->row_begin = s->row_begin;
+  out->row_end = s->row_end;
+  out->offset = row * (size_t)s->row_begin;
+  out->count = row * (size_t)(s->row_end - s->row_begin);
   memcpy(out->shape, v->shape, sizeof v->shape);
   out->shape[0] = s->row_end - s->row_begin;
   return TFX_OK;
@@ -142,7 +148,9 @@ static int fill_push(ps_link *l) {
     }
     Tfx__Tensor *t = &l->metas[n];
     tfx__tensor__init(t);
-    t->name = s->key, t->shape = s->shape, t->n_shape = (size_t)s->rank;
+    t->name = s->key;
+    t->shape = s->shape;
+    t->n_shape = (size_t)s->rank;
     const float *g = (v->assign ? v->value : v->grad) + s->offset; /* statistics travel as values to assign */
     size_t bytes = s->count * sizeof(float);
     if (s->lazy) {
@@ -150,16 +158,20 @@ static int fill_push(ps_link *l) {
       if (rows <= 0) {
         continue; /* no row of this ps in the batch (or no memory: the step pushes nothing here) */
       }
-      t->rows = s->ids, t->n_rows = (size_t)rows;
-      g = s->rows, bytes = (size_t)rows * (v->count / (size_t)v->shape[0]) * sizeof(float);
+      t->rows = s->ids;
+      t->n_rows = (size_t)rows;
+      g = s->rows;
+      bytes = (size_t)rows * (v->count / (size_t)v->shape[0]) * sizeof(float);
     } else if (v->sparse) {
       size_t width = v->count / (size_t)v->shape[0], lo = tfx_rows_lower_bound(v->rows, v->n_rows, s->row_begin);
       size_t hi = tfx_rows_lower_bound(v->rows, v->n_rows, s->row_end);
       if (hi == lo) {
         continue;
       }
-      t->rows = v->rows + lo, t->n_rows = hi - lo;
-      g = v->grad + lo * width, bytes = (hi - lo) * width * sizeof(float);
+      t->rows = v->rows + lo;
+      t->n_rows = hi - lo;
+      g = v->grad + lo * width;
+      bytes = (hi - lo) * width * sizeof(float);
     }
     t->nbytes = bytes;
     l->ptrs[n] = t;
@@ -199,7 +211,8 @@ static int plan_parts(ps_link *l, size_t part_floats, tfx_err *err) {
     for (size_t off = 0; off < l->slots[i].count && !rc;) {
       size_t take = l->slots[i].count - off < left ? l->slots[i].count - off : left;
       rc = add_unit(l, i, off, take);
-      off += take, left -= take;
+      off += take;
+      left -= take;
       if (!left || (i == l->n - 1 && off == l->slots[i].count)) {
         int *f = realloc(l->part_first, sizeof *f * (size_t)(l->n_parts + 2));
         if (!f) {
@@ -207,12 +220,15 @@ static int plan_parts(ps_link *l, size_t part_floats, tfx_err *err) {
           break;
         }
         l->part_first = f;
-        l->part_first[++l->n_parts] = l->n_units, left = part_floats;
+        l->part_first[++l->n_parts] = l->n_units;
+        left = part_floats;
       }
     }
   }
   size_t cap = (size_t)(l->n_units > l->n ? l->n_units : l->n) + 1; /* whole pushes (fill_push) use them too */
-  free(l->metas), free(l->ptrs), free(l->payloads);
+  free(l->metas);
+  free(l->ptrs);
+  free(l->payloads);
   l->metas = calloc(cap, sizeof *l->metas);
   l->ptrs = calloc(cap, sizeof *l->ptrs);
   l->payloads = calloc(cap, sizeof *l->payloads);
@@ -310,10 +326,16 @@ void tfx_psclient_destroy(tfx_psclient *c) {
     release_held(l);
     tfx_client_destroy(l->client);
     for (int i = 0; i < l->n; i++) {
-      free(l->slots[i].ids), free(l->slots[i].rows);
+      free(l->slots[i].ids);
+      free(l->slots[i].rows);
     }
-    free(l->slots), free(l->metas), free(l->ptrs), free(l->payloads);
-    free(l->units), free(l->part_first), free(l->unit_len);
+    free(l->slots);
+    free(l->metas);
+    free(l->ptrs);
+    free(l->payloads);
+    free(l->units);
+    free(l->part_first);
+    free(l->unit_len);
   }
   free(c->ps);
   free(c);
@@ -333,7 +355,8 @@ static void release_held(ps_link *l) {
   for (int i = 0; i < l->n; i++) {
     tfx_var *v = l->slots[i].var;
     if (v->value != v->storage) {
-      memcpy(v->storage, v->value, sizeof(float) * v->count), v->value = v->storage;
+      memcpy(v->storage, v->value, sizeof(float) * v->count);
+      v->value = v->storage;
     }
   }
   tfx_inmsg_fini(&l->held);
@@ -382,7 +405,8 @@ static int recv_values(tfx_psclient *c, int p, int64_t *lowest, tfx_err *err) {
   l->since = -1; /* until this reply is taken whole */
   int rc = tfx_client_recv(l->client, &m, c->timeout_ms, err);
   if (rc) {
-    return tfx_inmsg_fini(&m), rc;
+    tfx_inmsg_fini(&m);
+    return rc;
   }
   for (int i = 0; i < l->n; i++) {
     l->slots[i].fresh = 0;
@@ -392,7 +416,8 @@ static int recv_values(tfx_psclient *c, int p, int64_t *lowest, tfx_err *err) {
     tfx_var *v = l->slots[i].var;
     /* Left out of this reply (unchanged) but living in the previous reply's frame: keep it in storage. */
     if (!l->slots[i].fresh && v->value != v->storage) {
-      memcpy(v->storage, v->value, sizeof(float) * v->count), v->value = v->storage;
+      memcpy(v->storage, v->value, sizeof(float) * v->count);
+      v->value = v->storage;
     }
   }
   if (!rc && m.env->step < *lowest) {
@@ -408,7 +433,8 @@ static int recv_values(tfx_psclient *c, int p, int64_t *lowest, tfx_err *err) {
 
 int tfx_psclient_pull(tfx_psclient *c, int64_t min_version, int64_t *version, tfx_err *err) {
   int rc = TFX_OK;
-  c->bytes = c->row_bytes, c->row_bytes = 0;
+  c->bytes = c->row_bytes;
+  c->row_bytes = 0;
   for (int p = 0; p < c->n_ps && !rc; p++) {
     if (!c->ps[p].client) {
       continue;
@@ -453,10 +479,14 @@ static int send_pushes(tfx_psclient *c, int64_t step, int flag, tfx_err *err) {
     int n = fill_push(l);
     tfx_envelope env;
     tfx_wire_request(&env, TFX__MSG_TYPE__MSG_PUSH);
-    env.step = step, env.tensors = l->ptrs, env.n_tensors = (size_t)n, env.flag = flag;
+    env.step = step;
+    env.tensors = l->ptrs;
+    env.n_tensors = (size_t)n;
+    env.flag = flag;
     Tfx__Since since = TFX__SINCE__INIT;
     if (flag && may_skip_unchanged(l)) {
-      since.version = (uint64_t)l->since, env.since = &since;
+      since.version = (uint64_t)l->since;
+      env.since = &since;
     }
     rc = tfx_client_send(l->client, &env, l->payloads, n, err);
   }
@@ -494,15 +524,22 @@ static int send_parts(ps_link *l, int64_t step, tfx_err *err) {
       Tfx__Tensor *t = &l->metas[k];
       tfx__tensor__init(t);
       l->unit_len[k] = (int64_t)u->count;
-      t->name = (char *)s->key, t->shape = &l->unit_len[k], t->n_shape = 1, t->offset = u->offset;
+      t->name = (char *)s->key;
+      t->shape = &l->unit_len[k];
+      t->n_shape = 1;
+      t->offset = u->offset;
       t->nbytes = u->count * sizeof(float);
       l->ptrs[k] = t;
       l->payloads[k] = (tfx_payload){s->var->grad + s->offset + u->offset, t->nbytes, 0, NULL, NULL};
     }
     tfx_envelope env;
     tfx_wire_request(&env, TFX__MSG_TYPE__MSG_PUSH);
-    env.step = step, env.tensors = l->ptrs, env.n_tensors = (size_t)n, env.flag = 1;
-    env.part = (uint32_t)j, env.parts = (uint32_t)l->n_parts;
+    env.step = step;
+    env.tensors = l->ptrs;
+    env.n_tensors = (size_t)n;
+    env.flag = 1;
+    env.part = (uint32_t)j;
+    env.parts = (uint32_t)l->n_parts;
     rc = j ? tfx_client_send_part(l->client, &env, l->payloads, n, err)
            : tfx_client_send(l->client, &env, l->payloads, n, err);
   }
@@ -552,7 +589,8 @@ int tfx_psclient_push_pull(tfx_psclient *c, int64_t step, int64_t *version, tfx_
   }
   rc = rc ? rc : send_pushes(c, step, 1, err);
   int64_t lowest = INT64_MAX;
-  c->bytes = c->row_bytes, c->row_bytes = 0;
+  c->bytes = c->row_bytes;
+  c->row_bytes = 0;
   for (int p = 0; p < c->n_ps && !rc; p++) {
     if (c->ps[p].client) {
       rc = c->ps[p].n_parts ? recv_parts(c, p, &lowest, err) : recv_values(c, p, &lowest, err);
@@ -580,15 +618,21 @@ static int send_row_pull(ps_link *l, int *sent, tfx_err *err) {
       continue;
     }
     tfx__tensor__init(&s->want);
-    s->want.name = s->key, s->want.rows = s->ids, s->want.n_rows = (size_t)rows;
-    wants[n] = &s->want, names[n++] = s->key;
+    s->want.name = s->key;
+    s->want.rows = s->ids;
+    s->want.n_rows = (size_t)rows;
+    wants[n] = &s->want;
+    names[n++] = s->key;
   }
   if (!n) {
     return TFX_OK;
   }
   tfx_envelope env;
   tfx_wire_request(&env, TFX__MSG_TYPE__MSG_PULL);
-  env.names = names, env.n_names = n, env.want = wants, env.n_want = n;
+  env.names = names;
+  env.n_names = n;
+  env.want = wants;
+  env.n_want = n;
   *sent = 1;
   return tfx_client_send(l->client, &env, NULL, 0, err);
 }
@@ -611,7 +655,8 @@ static int take_rows(tfx_psclient *c, ps_link *l, const tfx_inmsg *m, tfx_err *e
     for (size_t k = 0; k < t->n_rows; k++) {
       memcpy(v->value + (size_t)t->rows[k] * width, (const float *)data + k * width, sizeof(float) * width);
     }
-    c->row_bytes += size, c->cached_rows += t->n_rows;
+    c->row_bytes += size;
+    c->cached_rows += t->n_rows;
   }
   return TFX_OK;
 }

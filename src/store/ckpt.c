@@ -319,14 +319,16 @@ int tfx_file_crc32(const char *path, uint32_t *crc, uint64_t *bytes, tfx_err *er
   uint64_t total = 0;
   size_t n;
   while ((n = fread(block, 1, sizeof block, f)) > 0) {
-    c = crc32_z(c, block, n), total += n;
+    c = crc32_z(c, block, n);
+    total += n;
   }
   int failed = ferror(f);
   fclose(f);
   if (failed) {
     return tfx_err_sys(err, TFX_ESYS, "read %s", path);
   }
-  *crc = (uint32_t)c, *bytes = total;
+  *crc = (uint32_t)c;
+  *bytes = total;
   return TFX_OK;
 }
 

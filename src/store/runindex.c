@@ -102,7 +102,8 @@ static char *slurp(const char *path, size_t *len) {
     if (n + 4096 + 1 > cap) {
       char *g = realloc(s, cap = cap * 2 + 8192);
       if (!g) {
-        free(s), fclose(f);
+        free(s);
+        fclose(f);
         return NULL;
       }
       s = g;
@@ -196,7 +197,9 @@ static int import_line(import_state *s, const char *line) {
   if (ok) {
     long long st = (long long)json_object_get_int64(step);
     double t = json_object_get_double(when);
-    s->first = s->first ? s->first : t, s->last = t, s->last_step = st > s->last_step ? st : s->last_step;
+    s->first = s->first ? s->first : t;
+    s->last = t;
+    s->last_step = st > s->last_step ? st : s->last_step;
     json_object_object_foreach(o, key, val) {
       if (!strcmp(key, "kind") || !strcmp(key, "step") || !strcmp(key, "time") ||
           !(json_object_is_type(val, json_type_double) || json_object_is_type(val, json_type_int))) {

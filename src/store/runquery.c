@@ -64,9 +64,11 @@ static int skip_joiner(const char **p) {
   }
   int joined = 0;
   if (*s == ',') {
-    s++, joined = 1;
+    s++;
+    joined = 1;
   } else if (!strncasecmp(s, "and", 3) && s[3] && !isalnum((unsigned char)s[3])) {
-    s += 3, joined = 1;
+    s += 3;
+    joined = 1;
   }
   while (*s == ' ') {
     s++;
@@ -120,8 +122,10 @@ static void list_sql(const tfx_run_filter *f, int n, tfx_text *q) {
 
 static void bind_filters(sqlite3_stmt *st, const tfx_run_filter *f, int n) {
   int k = 1;
-  sqlite3_bind_text(st, k++, "eval", -1, SQLITE_STATIC), sqlite3_bind_text(st, k++, "accuracy", -1, SQLITE_STATIC);
-  sqlite3_bind_text(st, k++, "eval", -1, SQLITE_STATIC), sqlite3_bind_text(st, k++, "loss", -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, k++, "eval", -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, k++, "accuracy", -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, k++, "eval", -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, k++, "loss", -1, SQLITE_STATIC);
   for (int i = 0; i < n; i++) {
     int column = !strcmp(f[i].kind, "eval") && (!strcmp(f[i].name, "step") || !strcmp(f[i].name, "seconds"));
     if (!column) {
@@ -175,7 +179,8 @@ int tfx_runindex_list(tfx_runindex *x, const tfx_run_filter *f, int n, FILE *out
   fprintf(out, "%-24s %-10s %8s %9s %9s %8s %8s %-8s %s\n", "run", "status", "step", "accuracy", "loss", "seconds",
           "ckpt", "config", "started");
   while ((src = sqlite3_step(st)) == SQLITE_ROW) {
-    print_row(st, out), rows++;
+    print_row(st, out);
+    rows++;
   }
   sqlite3_finalize(st);
   if (src != SQLITE_DONE) {
@@ -222,7 +227,8 @@ static int compare_metrics(tfx_runindex *x, const char *a, const char *b, FILE *
   if (rc) {
     return rc;
   }
-  sqlite3_bind_text(st, 1, a, -1, SQLITE_STATIC), sqlite3_bind_text(st, 2, b, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 1, a, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 2, b, -1, SQLITE_STATIC);
   int src;
   while ((src = sqlite3_step(st)) == SQLITE_ROW) {
     char key[200], va[32], vb[32], d[32] = "-";
@@ -275,7 +281,8 @@ static void compare_configs(const char *ca, const char *cb, FILE *out) {
       fprintf(out, "config %-29s %16s %16s\n", key2, "-", json_object_get_string(vb));
     }
   }
-  json_object_put(fa), json_object_put(fb);
+  json_object_put(fa);
+  json_object_put(fb);
 }
 
 int tfx_runindex_compare(tfx_runindex *x, const char *a, const char *b, FILE *out, tfx_err *err) {
@@ -296,6 +303,7 @@ int tfx_runindex_compare(tfx_runindex *x, const char *a, const char *b, FILE *ou
   if (!rc) {
     compare_configs(config_a, config_b, out);
   }
-  free(config_a), free(config_b);
+  free(config_a);
+  free(config_b);
   return rc;
 }

@@ -50,9 +50,11 @@ static char *render(const char *path, const char **type, void *ctx) {
   char *body = NULL;
   pthread_mutex_lock(&o->lock);
   if (!strcmp(path, "/metrics")) {
-    body = render_metrics(o), *type = "text/plain; version=0.0.4; charset=utf-8";
+    body = render_metrics(o);
+    *type = "text/plain; version=0.0.4; charset=utf-8";
   } else if (!strcmp(path, "/status")) {
-    body = render_status(o), *type = "application/json";
+    body = render_status(o);
+    *type = "application/json";
   }
   pthread_mutex_unlock(&o->lock);
   return body;
@@ -61,7 +63,9 @@ static char *render(const char *path, const char **type, void *ctx) {
 int worker__obs_start(worker_obs *o, int index, int port, tfx_err *err) {
   memset(o, 0, sizeof *o);
   pthread_mutex_init(&o->lock, NULL);
-  o->index = index, o->start_ms = tfx_now_ms(), o->loss = o->examples_per_sec = NAN;
+  o->index = index;
+  o->start_ms = tfx_now_ms();
+  o->loss = o->examples_per_sec = NAN;
   if (port <= 0) {
     return TFX_OK;
   }
@@ -81,7 +85,8 @@ void worker__obs_stop(worker_obs *o) {
 void worker__obs_pull(worker_obs *o, double seconds, uint64_t received) {
   pthread_mutex_lock(&o->lock);
   tfx_prom_hist_observe(&o->pull, seconds);
-  o->bytes_received += received, o->training = 1;
+  o->bytes_received += received;
+  o->training = 1;
   pthread_mutex_unlock(&o->lock);
 }
 
@@ -102,15 +107,18 @@ void worker__obs_push_pull(worker_obs *o, double seconds, const tfx_model *model
   uint64_t sent = push_bytes(model);
   pthread_mutex_lock(&o->lock);
   tfx_prom_hist_observe(&o->push_pull, seconds);
-  o->bytes_sent += sent, o->bytes_received += received;
+  o->bytes_sent += sent;
+  o->bytes_received += received;
   pthread_mutex_unlock(&o->lock);
 }
 
 void worker__obs_step(worker_obs *o, int64_t version, int64_t steps, double loss, double examples_per_sec) {
   pthread_mutex_lock(&o->lock);
-  o->version = version, o->steps = steps;
+  o->version = version;
+  o->steps = steps;
   if (!isnan(loss)) {
-    o->loss = loss, o->examples_per_sec = examples_per_sec;
+    o->loss = loss;
+    o->examples_per_sec = examples_per_sec;
   }
   pthread_mutex_unlock(&o->lock);
 }

@@ -44,11 +44,16 @@ static int reply_status(worker *w, const tfx_inmsg *m) {
   tfx_envelope env;
   tfx_reply_init(&env, m);
   Tfx__KeyValue kv[2], *kvp[2] = {&kv[0], &kv[1]};
-  tfx__key_value__init(&kv[0]), tfx__key_value__init(&kv[1]);
-  kv[0].key = "uptime_s", kv[0].value = (tfx_now_ms() - w->start_ms) / 1000.0;
-  kv[1].key = "local_steps", kv[1].value = (double)w->steps;
+  tfx__key_value__init(&kv[0]);
+  tfx__key_value__init(&kv[1]);
+  kv[0].key = "uptime_s";
+  kv[0].value = (tfx_now_ms() - w->start_ms) / 1000.0;
+  kv[1].key = "local_steps";
+  kv[1].value = (double)w->steps;
   env.text = (char *)(w->model ? "training" : "registering");
-  env.step = w->version, env.stats = kvp, env.n_stats = 2;
+  env.step = w->version;
+  env.stats = kvp;
+  env.n_stats = 2;
   return tfx_wire_send(w->sock, &m->identity, &env, NULL, 0, NULL);
 }
 
@@ -92,7 +97,8 @@ static int register_with_master(worker *w, tfx_err *err) {
       return TFX_OK;
     }
     if (rc == TFX_OK && w->plan.env->flag == 2) {
-      return w->stop = 1, TFX_OK;
+      w->stop = 1;
+      return TFX_OK;
     }
     tfx_inmsg_fini(&w->plan);
     if (rc == TFX_EPEER) {
@@ -174,16 +180,22 @@ static int report(worker *w, int64_t step, double loss, double acc, double eps, 
   uint64_t bytes = w->obs.bytes_sent + w->obs.bytes_received; /* written by this thread only */
   int n = 3 + tfx_timing_take_window(&w->timing, names + 3, vals + 3);
   if (steps > 0) { /* gradients out and values (or a batch's rows) back, per step of the window */
-    names[n] = "wire_bytes_per_step", vals[n++] = (double)(bytes - w->reported_bytes) / (double)steps;
+    names[n] = "wire_bytes_per_step";
+    vals[n++] = (double)(bytes - w->reported_bytes) / (double)steps;
   }
   w->reported_bytes = bytes;
   Tfx__KeyValue kv[3 + TFX_TIMING_N + 2], *kvp[3 + TFX_TIMING_N + 2];
   for (int i = 0; i < n; i++) {
-    tfx__key_value__init(&kv[i]), kv[i].key = (char *)names[i], kv[i].value = vals[i], kvp[i] = &kv[i];
+    tfx__key_value__init(&kv[i]);
+    kv[i].key = (char *)names[i];
+    kv[i].value = vals[i];
+    kvp[i] = &kv[i];
   }
   tfx_envelope env;
   tfx_wire_request(&env, TFX__MSG_TYPE__MSG_REPORT);
-  env.step = step, env.stats = kvp, env.n_stats = (size_t)n;
+  env.step = step;
+  env.stats = kvp;
+  env.n_stats = (size_t)n;
   tfx_inmsg m;
   int rc = tfx_client_call(w->master, &env, NULL, 0, &m, w->cfg.request_timeout_s * 1000, err);
   if (!rc && m.env->flag == 1) {
@@ -497,7 +509,9 @@ static void cleanup(worker *w) {
   for (int i = 0; w->acc && w->model && i < tfx_model_nvars(w->model); i++) {
     free(w->acc[i]);
   }
-  free(w->acc), free(w->x), free(w->y);
+  free(w->acc);
+  free(w->x);
+  free(w->y);
   tfx_psclient_destroy(w->ps);
   tfx_client_destroy(w->master);
   tfx_net_close(w->sock);
@@ -512,7 +526,9 @@ static void cleanup(worker *w) {
 int tfx_worker_run(tfx_node *n, tfx_err *err) {
   worker w;
   memset(&w, 0, sizeof w);
-  w.n = n, w.cfg = n->cfg, w.start_ms = tfx_now_ms();
+  w.n = n;
+  w.cfg = n->cfg;
+  w.start_ms = tfx_now_ms();
   tfx_wire_set_sender(TFX__ROLE__ROLE_WORKER, n->index);
   openblas_set_num_threads(n->cfg.threads);
   char ep[320], mep[320];
