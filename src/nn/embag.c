@@ -1,6 +1,8 @@
 /* The embedding bag over sparse examples (tfx_csr): TensorFlow's embedding_lookup_sparse and PyTorch's
  * EmbeddingBag with per-sample weights. Forward combines the weighted rows of each example's ids; backward gives
- * the gradient of the touched rows only, ascending and with duplicates summed, and never touches the others. */
+ * the gradient of the touched rows only, ascending and with duplicates summed, and never touches the others.
+ * The model lends each bag its field of the batch here (tfx_model_set_csr), and a lazy table's rows are fetched
+ * through the model's row source. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -174,4 +176,44 @@ void nn__embag_backward(layer *l, int batch) {
       axpy(1.0f, l->dout + (size_t)b * d, l->b->grad, d);
     }
   }
+}
+
+/* The model's sparse input: which models read it, and lending each bag its field of the step's batch. */
+
+int tfx_model_sparse_input(const tfx_model *m) {
+  for (int i = 0; i < m->n_layers; i++) {
+    if (m->layers[i].kind == L_EMBAG) {
+      return 1;
+    }
+  }
+  return 0;
+}
+
+int tfx_model_set_csr(tfx_model *m, const tfx_csr *fields, int n_fields, tfx_err *err) {
+  for (int i = 0; i < m->n_layers; i++) {
+    layer *l = &m->layers[i];
+    if (l->kind != L_EMBAG) {
+      continue;
+    }
+    if (l->field >= n_fields) {
+      return tfx_err_set(err, TFX_EINVAL, "layer %s: the data has %d sparse fields, it reads field %d", l->name,
+                         n_fields, l->field);
+    }
+    const tfx_csr *c = &fields[l->field];
+    size_t nnz = (size_t)(c->off[c->n] - c->off[0]);
+    if (nn__embag_reserve(l, nnz)) {
+      return tfx_err_set(err, TFX_ENOMEM, "layer %s: out of memory for a batch of %zu ids", l->name, nnz);
+    }
+    l->csr = c;
+    l->sorted = NULL; /* a new batch: its ids are sorted when first needed */
+    if (m->row_source) {
+      nn__embag_batch_rows(l, c->n);
+    }
+  }
+  return m->row_source ? m->row_source(m->row_ctx, m, err) : TFX_OK;
+}
+
+void tfx_model_set_row_source(tfx_model *m, tfx_row_source fn, void *ctx) {
+  m->row_source = fn;
+  m->row_ctx = ctx;
 }

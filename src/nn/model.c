@@ -567,44 +567,6 @@ const float *tfx_model_forward(tfx_model *m, const float *x, int batch, int trai
   return m->layers[m->n_layers - 1].out;
 }
 
-int tfx_model_sparse_input(const tfx_model *m) {
-  for (int i = 0; i < m->n_layers; i++) {
-    if (m->layers[i].kind == L_EMBAG) {
-      return 1;
-    }
-  }
-  return 0;
-}
-
-int tfx_model_set_csr(tfx_model *m, const tfx_csr *fields, int n_fields, tfx_err *err) {
-  for (int i = 0; i < m->n_layers; i++) {
-    layer *l = &m->layers[i];
-    if (l->kind != L_EMBAG) {
-      continue;
-    }
-    if (l->field >= n_fields) {
-      return tfx_err_set(err, TFX_EINVAL, "layer %s: the data has %d sparse fields, it reads field %d", l->name,
-                         n_fields, l->field);
-    }
-    const tfx_csr *c = &fields[l->field];
-    size_t nnz = (size_t)(c->off[c->n] - c->off[0]);
-    if (nn__embag_reserve(l, nnz)) {
-      return tfx_err_set(err, TFX_ENOMEM, "layer %s: out of memory for a batch of %zu ids", l->name, nnz);
-    }
-    l->csr = c;
-    l->sorted = NULL; /* a new batch: its ids are sorted when first needed */
-    if (m->row_source) {
-      nn__embag_batch_rows(l, c->n);
-    }
-  }
-  return m->row_source ? m->row_source(m->row_ctx, m, err) : TFX_OK;
-}
-
-void tfx_model_set_row_source(tfx_model *m, tfx_row_source fn, void *ctx) {
-  m->row_source = fn;
-  m->row_ctx = ctx;
-}
-
 void tfx_model_backward(tfx_model *m, const float *x, int batch) {
   /* Below the layers with variables nothing needs a gradient: nn__graph_backward skips them. */
   nn__graph_backward(m, x, batch);
