@@ -11,6 +11,7 @@
 #include <xxhash.h>
 
 #include "data/csv.h"
+#include "data/data_impl.h"
 #include "data/example.h"
 #include "data/tfrecord.h"
 
@@ -317,22 +318,17 @@ static int add_row(reader *r, char **cells, tfx_err *err) {
 
 /* Hands the rows to a new dataset. */
 static int finish(reader *r, tfx_dataset **out, tfx_err *err) {
-  tfx_dataset *d = calloc(1, sizeof *d);
-  if (!d) {
-    return tfx_err_set(err, TFX_ENOMEM, "%s: out of memory", r->path);
+  size_t dim = r->p.numeric ? (size_t)r->p.numeric : 1;
+  int rc = data__dataset_take(r->n, dim, &r->x, &r->y, r->path, out, err);
+  if (rc) {
+    return rc;
   }
-  d->n = r->n;
-  d->dim = r->p.numeric ? (size_t)r->p.numeric : 1;
-  d->x = r->x;
-  d->y = r->y;
-  r->x = NULL;
-  r->y = NULL;
+  tfx_dataset *d = *out;
   for (int s = 0; s < r->p.fields; s++) {
     d->fields[s] = (tfx_field){r->fb[s].off, r->fb[s].ids, r->fb[s].vals};
     r->fb[s] = (field_buf){0};
   }
   d->n_fields = r->p.fields;
-  *out = d;
   return TFX_OK;
 }
 

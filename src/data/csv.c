@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "data/data_impl.h"
+
 typedef struct csv {
   const char *path;
   FILE *f;
@@ -305,19 +307,11 @@ static int take_rows(csv *c, tfx_dataset **out, tfx_err *err) {
   if (c->n == 0) {
     return TFX_OK;
   }
-  tfx_dataset *d = calloc(1, sizeof *d);
-  if (!d) {
-    return tfx_err_set(err, TFX_ENOMEM, "%s: out of memory", c->path);
+  int rc = data__dataset_take(c->n, c->dim, &c->x, &c->y, c->path, out, err);
+  if (!rc) {
+    c->n = c->cap = 0;
   }
-  d->n = c->n;
-  d->dim = c->dim;
-  d->x = c->x;
-  d->y = c->y;
-  c->x = NULL;
-  c->y = NULL;
-  c->n = c->cap = 0;
-  *out = d;
-  return TFX_OK;
+  return rc;
 }
 
 struct tfx_csv_reader {

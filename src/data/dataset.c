@@ -3,6 +3,24 @@
 
 #include <stdlib.h>
 
+#include "data/data_impl.h"
+
+int data__dataset_take(size_t n, size_t dim, float **x, int32_t **y, const char *path, tfx_dataset **out,
+                       tfx_err *err) {
+  tfx_dataset *d = calloc(1, sizeof *d);
+  if (!d) {
+    return tfx_err_set(err, TFX_ENOMEM, "%s: out of memory", path);
+  }
+  d->n = n;
+  d->dim = dim;
+  d->x = *x;
+  d->y = *y;
+  *x = NULL;
+  *y = NULL;
+  *out = d;
+  return TFX_OK;
+}
+
 void tfx_dataset_normalize(float *x, size_t n, double mean, double std) {
   if (mean == 0 && std == 1) {
     return;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "data/data_impl.h"
 #include "data/tfrecord.h"
 #include "example.pb-c.h"
 
@@ -475,18 +476,10 @@ int tfx_example_read(tfx_example_reader *er, size_t max, tfx_dataset **out, tfx_
   if (rc || l->n == 0) {
     return rc;
   }
-  tfx_dataset *d = calloc(1, sizeof *d);
-  if (!d) {
-    return tfx_err_set(err, TFX_ENOMEM, "%s: out of memory", l->path);
+  if ((rc = data__dataset_take(l->n, l->dim, &l->x, &l->y, l->path, out, err))) {
+    return rc;
   }
-  d->n = l->n;
-  d->dim = l->dim;
-  d->x = l->x;
-  d->y = l->y;
-  l->x = NULL;
-  l->y = NULL;
   l->n = l->cap = 0; /* dim stays: every chunk has the first record's width */
-  *out = d;
   return TFX_OK;
 }
 

@@ -95,7 +95,7 @@ static int expand(file_list *l, const char *spec, tfx_err *err) {
   return rc;
 }
 
-int data__expand(const char *spec, char ***paths, size_t *n, tfx_err *err) {
+int data__files_expand(const char *spec, char ***paths, size_t *n, tfx_err *err) {
   file_list l = {0};
   int rc = expand(&l, spec, err);
   if (rc) {
@@ -107,7 +107,7 @@ int data__expand(const char *spec, char ***paths, size_t *n, tfx_err *err) {
   return TFX_OK;
 }
 
-void data__free(char **paths, size_t n) {
+void data__files_free(char **paths, size_t n) {
   file_list l = {paths, n};
   list_free(&l);
 }
