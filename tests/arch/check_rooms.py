@@ -124,6 +124,7 @@ def self_test():
         ("nn/a.c", '#include "err.h"\n', 1),
         ("x.c", '#include "master/master.h"\n#include "tfx.pb-c.h"\n', 0),
         ("nn/a.c", "int tfx_a(void) { return tfx_b(); }\n", 1),  # with nn/b.c below: a cycle
+        ("nn/a.c", "int nn__a(void) { return nn__b(); }\n", 1),  # a cycle through room-private functions
     ]
     for path, text, want in cases:
         with tempfile.TemporaryDirectory() as d:
@@ -133,7 +134,11 @@ def self_test():
             with open(os.path.join(src, path), "w") as f:
                 f.write(text)
             with open(os.path.join(src, "nn", "b.c"), "w") as f:
-                f.write("int tfx_b(void) { return tfx_a(); }\n" if "tfx_b" in text else "\n")
+                back = {
+                    "tfx_b": "int tfx_b(void) { return tfx_a(); }\n",
+                    "nn__b": "int nn__b(void) { return nn__a(); }\n",
+                }
+                f.write(next((code for fn, code in back.items() if fn in text), "\n"))
             got = len(list(violations(src))) + len(list(file_cycles(src)))
             if got != want:
                 print(f"self-test: {path} with {text!r}: {got} violations, want {want}")
