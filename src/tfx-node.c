@@ -8,6 +8,7 @@
 
 #include "cli/args.h"
 #include "cli/cli.h"
+#include "common/fs.h"
 #include "common/log.h"
 #include "master/master.h"
 #include "net/curve.h"
@@ -163,6 +164,80 @@ static int dispatch(tfx_args *a, tfx_err *err) {
   return rc;
 }
 
+/* The experiment as the run sees it (all sources merged), after the task. */
+static int show_config(tfx_args *a) {
+  show_task(&a->node);
+  char *json = tfx_config_to_json(&a->node.cfg);
+  puts(json);
+  free(json);
+  return TFX_OK;
+}
+
+static int cmd_keygen(tfx_args *a, tfx_err *err) {
+  return tfx_keygen_run(&a->cli, err);
+}
+static int cmd_train(tfx_args *a, tfx_err *err) {
+  return tfx_train_run(&a->node, &a->cli, err);
+}
+static int cmd_local(tfx_args *a, tfx_err *err) {
+  return tfx_local_run(&a->node, &a->cli, a->self_exe, err);
+}
+static int cmd_status(tfx_args *a, tfx_err *err) {
+  return tfx_status_run(&a->cli, err);
+}
+static int cmd_model(tfx_args *a, tfx_err *err) {
+  return tfx_model_cmd(&a->node, err);
+}
+static int cmd_plan(tfx_args *a, tfx_err *err) {
+  return tfx_plan_cmd(&a->node, &a->cli, err);
+}
+static int cmd_export(tfx_args *a, tfx_err *err) {
+  return tfx_export_run(&a->node, &a->cli, err);
+}
+static int cmd_inspect(tfx_args *a, tfx_err *err) {
+  return tfx_inspect_run(&a->cli, err);
+}
+static int cmd_predict(tfx_args *a, tfx_err *err) {
+  return tfx_predict_run(&a->node, &a->cli, err);
+}
+static int cmd_evaluate(tfx_args *a, tfx_err *err) {
+  return tfx_evaluate_run(&a->node, &a->cli, err);
+}
+static int cmd_report(tfx_args *a, tfx_err *err) {
+  return tfx_report_run(&a->node, &a->cli, err);
+}
+static int cmd_runs(tfx_args *a, tfx_err *err) {
+  return tfx_runs_run(&a->cli, err);
+}
+static int cmd_search(tfx_args *a, tfx_err *err) {
+  return tfx_search_run(&a->node, &a->cli, a->self_exe, err);
+}
+static int cmd_config(tfx_args *a, tfx_err *err) {
+  (void)err;
+  return show_config(a);
+}
+
+/* The commands by name (redis's command table). */
+static const struct command {
+  const char *name;
+  int (*run)(tfx_args *a, tfx_err *err);
+} commands[] = {
+    {"keygen", cmd_keygen},   {"train", cmd_train},       {"local", cmd_local},   {"status", cmd_status},
+    {"model", cmd_model},     {"plan", cmd_plan},         {"export", cmd_export}, {"inspect", cmd_inspect},
+    {"predict", cmd_predict}, {"evaluate", cmd_evaluate}, {"report", cmd_report}, {"runs", cmd_runs},
+    {"search", cmd_search},   {"config", cmd_config},
+};
+
+/* Runs the command named cmd. */
+static int run_named(tfx_args *a, const char *cmd, tfx_err *err) {
+  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+    if (!strcmp(cmd, commands[i].name)) {
+      return commands[i].run(a, err);
+    }
+  }
+  return tfx_err_set(err, TFX_EINVAL, "unknown command '%s' (see --help)", cmd);
+}
+
 static int run_command(tfx_args *a, tfx_err *err) {
   const char *cmd = a->command;
   int rc = lock_run(a, err);
@@ -178,53 +253,7 @@ static int run_command(tfx_args *a, tfx_err *err) {
     }
     return run_role(&a->node, err);
   }
-  if (!strcmp(cmd, "keygen")) {
-    return tfx_keygen_run(&a->cli, err);
-  }
-  if (!strcmp(cmd, "train")) {
-    return tfx_train_run(&a->node, &a->cli, err);
-  }
-  if (!strcmp(cmd, "local")) {
-    return tfx_local_run(&a->node, &a->cli, a->self_exe, err);
-  }
-  if (!strcmp(cmd, "status")) {
-    return tfx_status_run(&a->cli, err);
-  }
-  if (!strcmp(cmd, "model")) {
-    return tfx_model_cmd(&a->node, err);
-  }
-  if (!strcmp(cmd, "plan")) {
-    return tfx_plan_cmd(&a->node, &a->cli, err);
-  }
-  if (!strcmp(cmd, "export")) {
-    return tfx_export_run(&a->node, &a->cli, err);
-  }
-  if (!strcmp(cmd, "inspect")) {
-    return tfx_inspect_run(&a->cli, err);
-  }
-  if (!strcmp(cmd, "predict")) {
-    return tfx_predict_run(&a->node, &a->cli, err);
-  }
-  if (!strcmp(cmd, "evaluate")) {
-    return tfx_evaluate_run(&a->node, &a->cli, err);
-  }
-  if (!strcmp(cmd, "report")) {
-    return tfx_report_run(&a->node, &a->cli, err);
-  }
-  if (!strcmp(cmd, "runs")) {
-    return tfx_runs_run(&a->cli, err);
-  }
-  if (!strcmp(cmd, "search")) {
-    return tfx_search_run(&a->node, &a->cli, a->self_exe, err);
-  }
-  if (!strcmp(cmd, "config")) {
-    show_task(&a->node);
-    char *json = tfx_config_to_json(&a->node.cfg);
-    puts(json);
-    free(json);
-    return TFX_OK;
-  }
-  return tfx_err_set(err, TFX_EINVAL, "unknown command '%s' (see --help)", cmd);
+  return run_named(a, cmd, err);
 }
 
 int main(int argc, char **argv) {
@@ -239,6 +268,7 @@ int main(int argc, char **argv) {
   }
   if (rc == TFX_OK) {
     tfx_signals_install();
+    tfx_fd_limit_raise(); /* a ps under many connections needs more than the usual 1024 files */
     rc = dispatch(&a, &err);
   }
   if (rc) {

@@ -1,6 +1,7 @@
 /* Argument parsing for tfx-node. */
 #include "cli/args.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,7 +82,8 @@ static int is_command(const char *s) {
 static char *slurp_text(const char *path, tfx_err *err) {
   FILE *f = fopen(path, "rb");
   if (!f) {
-    return tfx_err_sys(err, TFX_ECONFIG, "open %s", path), NULL;
+    tfx_err_sys(err, TFX_ECONFIG, "open %s", path);
+    return NULL;
   }
   size_t cap = 8192, len = 0, got;
   char *buf = malloc(cap), *grown;
@@ -91,7 +93,8 @@ static char *slurp_text(const char *path, tfx_err *err) {
       continue;
     }
     if (cap > (64u << 20) || !(grown = realloc(buf, cap *= 2))) {
-      free(buf), buf = NULL;
+      free(buf);
+      buf = NULL;
     } else {
       buf = grown;
     }
@@ -100,10 +103,12 @@ static char *slurp_text(const char *path, tfx_err *err) {
   fclose(f);
   if (failed) {
     free(buf);
-    return tfx_err_sys(err, TFX_ECONFIG, "read %s", path), NULL; /* a directory, say (EISDIR) */
+    tfx_err_sys(err, TFX_ECONFIG, "read %s", path);
+    return NULL; /* a directory, say (EISDIR) */
   }
   if (!buf) {
-    return tfx_err_set(err, TFX_ECONFIG, "read %s: too large or out of memory", path), NULL;
+    tfx_err_set(err, TFX_ECONFIG, "read %s: too large or out of memory", path);
+    return NULL;
   }
   buf[len] = '\0';
   return buf;
@@ -123,86 +128,82 @@ static int set_str(char *dst, size_t n, const char *v, const char *flag, tfx_err
   return TFX_OK;
 }
 
-/* Stores one --flag value; returns TFX_EINVAL for unknown flags. */
 static int parse_int(const char *s, const char *flag, long lo, long hi, long *out, tfx_err *err);
 
-static int take_flag(tfx_args *a, raw *r, const char *flag, const char *v, tfx_err *err) {
+/* The flags read after every flag is seen (the task, TF_CONFIG, the experiment and its overrides): where each
+ * value is kept in raw. */
+static const struct raw_flag {
+  const char *name;
+  size_t off;
+} raw_flags[] = {
+    {"role", offsetof(raw, role)},           {"index", offsetof(raw, index)},
+    {"tf-config", offsetof(raw, tf_config)}, {"config", offsetof(raw, config)},
+    {"log-level", offsetof(raw, log_level)}, {"max-steps", offsetof(raw, max_steps)},
+    {"workers", offsetof(raw, workers)},     {"ps", offsetof(raw, ps)},
+};
+
+/* The flags whose value is text copied into the arguments: where and how much room. */
+#define TEXT_FLAG(name, field) \
+  { name, offsetof(tfx_args, field), sizeof(((tfx_args *)0)->field) }
+static const struct text_flag {
+  const char *name;
+  size_t off, size;
+} text_flags[] = {
+    TEXT_FLAG("run-dir", node.run_dir),      TEXT_FLAG("bind", node.bind_host),
+    TEXT_FLAG("address", cli.address),       TEXT_FLAG("input", cli.input),
+    TEXT_FLAG("output", cli.output),         TEXT_FLAG("out", cli.out_dir),
+    TEXT_FLAG("export", cli.target),         TEXT_FLAG("keys", cli.keys),
+    TEXT_FLAG("name", cli.key_name),         TEXT_FLAG("var", cli.var),
+    TEXT_FLAG("checkpoint", cli.checkpoint), TEXT_FLAG("data", cli.data),
+    TEXT_FLAG("root", cli.target),           TEXT_FLAG("where", cli.where),
+    TEXT_FLAG("compare", cli.compare[0]),
+};
+#undef TEXT_FLAG
+
+/* Stores a numeric flag's value; returns TFX_EINVAL for unknown flags. */
+static int take_number(tfx_args *a, const char *flag, const char *v, tfx_err *err) {
   tfx_cli_opts *c = &a->cli;
-  if (!strcmp(flag, "role")) {
-    r->role = v;
-  } else if (!strcmp(flag, "index")) {
-    r->index = v;
-  } else if (!strcmp(flag, "tf-config")) {
-    r->tf_config = v;
-  } else if (!strcmp(flag, "config")) {
-    r->config = v;
-  } else if (!strcmp(flag, "log-level")) {
-    r->log_level = v;
-  } else if (!strcmp(flag, "max-steps")) {
-    r->max_steps = v;
-  } else if (!strcmp(flag, "workers")) {
-    r->workers = v;
-  } else if (!strcmp(flag, "ps")) {
-    r->ps = v;
-  } else if (!strcmp(flag, "set")) {
+  long n = 0;
+  int rc;
+  if (!strcmp(flag, "steps")) {
+    rc = parse_int(v, flag, 1, 2000000000L, &n, err); /* evaluate --steps: batches of the eval set */
+    c->steps = n;
+  } else if (!strcmp(flag, "trials")) {
+    rc = parse_int(v, flag, 1, 100000, &n, err);
+    c->trials = (int)n;
+  } else if (!strcmp(flag, "http-port")) {
+    rc = parse_int(v, flag, 0, 65535, &n, err);
+    a->node.http_port = (int)n;
+  } else if (!strcmp(flag, "parallel")) {
+    rc = parse_int(v, flag, 1, 1024, &n, err);
+    c->parallel = (int)n;
+  } else {
+    rc = tfx_err_set(err, TFX_EINVAL, "unknown option --%s (see --help)", flag);
+  }
+  return rc;
+}
+
+/* Stores one --flag value; returns TFX_EINVAL for unknown flags. */
+static int take_flag(tfx_args *a, raw *r, const char *flag, const char *v, tfx_err *err) {
+  for (size_t i = 0; i < sizeof raw_flags / sizeof raw_flags[0]; i++) {
+    if (!strcmp(flag, raw_flags[i].name)) {
+      *(const char **)((char *)r + raw_flags[i].off) = v;
+      return TFX_OK;
+    }
+  }
+  if (!strcmp(flag, "set")) {
     if (r->n_sets == 64) {
       return tfx_err_set(err, TFX_EINVAL, "--set: at most 64");
     }
     r->sets[r->n_sets++] = v;
-  } else if (!strcmp(flag, "run-dir")) {
-    return set_str(a->node.run_dir, sizeof a->node.run_dir, v, flag, err);
-  } else if (!strcmp(flag, "bind")) {
-    return set_str(a->node.bind_host, sizeof a->node.bind_host, v, flag, err);
-  } else if (!strcmp(flag, "address")) {
-    return set_str(c->address, sizeof c->address, v, flag, err);
-  } else if (!strcmp(flag, "input")) {
-    return set_str(c->input, sizeof c->input, v, flag, err);
-  } else if (!strcmp(flag, "output")) {
-    return set_str(c->output, sizeof c->output, v, flag, err);
-  } else if (!strcmp(flag, "out")) {
-    return set_str(c->out_dir, sizeof c->out_dir, v, flag, err);
-  } else if (!strcmp(flag, "export")) {
-    return set_str(c->target, sizeof c->target, v, flag, err);
-  } else if (!strcmp(flag, "keys")) {
-    return set_str(c->keys, sizeof c->keys, v, flag, err);
-  } else if (!strcmp(flag, "name")) {
-    return set_str(c->key_name, sizeof c->key_name, v, flag, err);
-  } else if (!strcmp(flag, "var")) {
-    return set_str(c->var, sizeof c->var, v, flag, err);
-  } else if (!strcmp(flag, "checkpoint")) {
-    return set_str(c->checkpoint, sizeof c->checkpoint, v, flag, err);
-  } else if (!strcmp(flag, "steps")) {
-    long n;
-    int rc = parse_int(v, flag, 1, 2000000000L, &n, err); /* evaluate --steps: batches of the eval set */
-    c->steps = n;
-    return rc;
-  } else if (!strcmp(flag, "trials")) {
-    long n;
-    int rc = parse_int(v, flag, 1, 100000, &n, err);
-    c->trials = (int)n;
-    return rc;
-  } else if (!strcmp(flag, "data")) {
-    return set_str(c->data, sizeof c->data, v, flag, err);
-  } else if (!strcmp(flag, "http-port")) {
-    long n;
-    int rc = parse_int(v, flag, 0, 65535, &n, err);
-    a->node.http_port = (int)n;
-    return rc;
-  } else if (!strcmp(flag, "root")) {
-    return set_str(c->target, sizeof c->target, v, flag, err);
-  } else if (!strcmp(flag, "where")) {
-    return set_str(c->where, sizeof c->where, v, flag, err);
-  } else if (!strcmp(flag, "compare")) {
-    return set_str(c->compare[0], sizeof c->compare[0], v, flag, err);
-  } else if (!strcmp(flag, "parallel")) {
-    long n;
-    int rc = parse_int(v, flag, 1, 1024, &n, err);
-    c->parallel = (int)n;
-    return rc;
-  } else {
-    return tfx_err_set(err, TFX_EINVAL, "unknown option --%s (see --help)", flag);
+    return TFX_OK;
   }
-  return TFX_OK;
+  for (size_t i = 0; i < sizeof text_flags / sizeof text_flags[0]; i++) {
+    if (!strcmp(flag, text_flags[i].name)) {
+      return set_str((char *)a + text_flags[i].off, text_flags[i].size, v, flag, err);
+    }
+  }
+  return take_number(a, flag, v, err);
 }
 
 static int parse_int(const char *s, const char *flag, long lo, long hi, long *out, tfx_err *err) {
@@ -229,13 +230,23 @@ static int scan(tfx_args *a, raw *r, int argc, char **argv, tfx_err *err) {
     const char *arg = argv[i];
     if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
       const char *cmd = a->command ? a->command : command_in(argc, argv);
-      return cmd ? print_command_help(cmd) : (void)fputs(usage, stdout), a->done = 1, TFX_OK;
+      if (cmd) {
+        print_command_help(cmd);
+      } else {
+        fputs(usage, stdout);
+      }
+      a->done = 1;
+      return TFX_OK;
     }
     if (!strcmp(arg, "--version")) {
-      return printf("tfx-node %s (protocol 1)\n", TFX_VERSION), a->done = 1, TFX_OK;
+      printf("tfx-node %s (protocol 1)\n", TFX_VERSION);
+      a->done = 1;
+      return TFX_OK;
     }
     if (!strcmp(arg, "--help-options")) {
-      return tfx_config_print_options(), a->done = 1, TFX_OK;
+      tfx_config_print_options();
+      a->done = 1;
+      return TFX_OK;
     }
     if (!strcmp(arg, "--fresh")) {
       a->node.resume = 0;
@@ -350,23 +361,10 @@ static int apply_role(tfx_args *a, const raw *r, tfx_err *err) {
   return TFX_OK;
 }
 
-static int load_experiment(tfx_args *a, const raw *r, tfx_err *err) {
-  int rc;
-  if (r->config && (rc = tfx_config_load(&a->node.cfg, r->config, err))) {
-    return rc;
-  }
-  if ((rc = tfx_config_apply_env(&a->node.cfg, err))) {
-    return rc;
-  }
-  if (r->config) {
-    set_str(a->node.config_path, sizeof a->node.config_path, r->config, "config", err);
-  }
-  for (int i = 0; i < r->n_sets; i++) {
-    if ((rc = tfx_config_set(&a->node.cfg, r->sets[i], err))) {
-      return rc;
-    }
-  }
+/* The numbers of --max-steps, --workers and --ps, where given. */
+static int take_counts(tfx_args *a, const raw *r, tfx_err *err) {
   long v = 0;
+  int rc;
   if (r->max_steps && (rc = parse_int(r->max_steps, "max-steps", 1, 2000000000L, &v, err))) {
     return rc;
   }
@@ -385,30 +383,52 @@ static int load_experiment(tfx_args *a, const raw *r, tfx_err *err) {
   if (r->ps) {
     a->cli.ps = (int)v;
   }
+  return TFX_OK;
+}
+
+/* The experiment's model plugin (from beside the experiment file), or the hooks of a plugin-free experiment. */
+static int load_plugin(tfx_args *a, const char *config, tfx_err *err) {
+  if (!a->node.cfg.plugin[0]) {
+    return tfx_hooks_create(&a->node.cfg, &a->node.plugin, err);
+  }
+  char base[512];
+  snprintf(base, sizeof base, "%s", config);
+  char *slash = strrchr(base, '/');
+  if (slash) {
+    *slash = '\0';
+  } else {
+    strcpy(base, ".");
+  }
+  return tfx_plugin_load(&a->node.cfg, base, &a->node.plugin, err);
+}
+
+static int load_experiment(tfx_args *a, const raw *r, tfx_err *err) {
+  int rc;
+  if (r->config && (rc = tfx_config_load(&a->node.cfg, r->config, err))) {
+    return rc;
+  }
+  if ((rc = tfx_config_apply_env(&a->node.cfg, err))) {
+    return rc;
+  }
+  if (r->config) {
+    set_str(a->node.config_path, sizeof a->node.config_path, r->config, "config", err);
+  }
+  for (int i = 0; i < r->n_sets; i++) {
+    if ((rc = tfx_config_set(&a->node.cfg, r->sets[i], err))) {
+      return rc;
+    }
+  }
+  if ((rc = take_counts(a, r, err))) {
+    return rc;
+  }
   int needs = !a->command || (strcmp(a->command, "status") && strcmp(a->command, "inspect") &&
                               strcmp(a->command, "runs") && strcmp(a->command, "keygen"));
   if (needs && !r->config && a->command && strcmp(a->command, "export") && strcmp(a->command, "predict") &&
       strcmp(a->command, "evaluate") && strcmp(a->command, "report")) {
     return tfx_err_set(err, TFX_ECONFIG, "%s needs --config EXPERIMENT.json", a->command);
   }
-  if (needs && r->config && a->node.cfg.plugin[0]) {
-    char base[512];
-    snprintf(base, sizeof base, "%s", r->config);
-    char *slash = strrchr(base, '/');
-    if (slash) {
-      *slash = '\0';
-    } else {
-      strcpy(base, ".");
-    }
-    int prc = tfx_plugin_load(&a->node.cfg, base, &a->node.plugin, err);
-    if (prc) {
-      return prc;
-    }
-  } else if (needs && r->config) {
-    int hrc = tfx_hooks_create(&a->node.cfg, &a->node.plugin, err);
-    if (hrc) {
-      return hrc;
-    }
+  if (needs && r->config && (rc = load_plugin(a, r->config, err))) {
+    return rc;
   }
   return needs && r->config ? tfx_config_validate(&a->node.cfg, err) : TFX_OK;
 }
@@ -419,7 +439,10 @@ int tfx_args_parse(tfx_args *a, int argc, char **argv, tfx_err *err) {
   memset(&r, 0, sizeof r);
   tfx_config_init(&a->node.cfg);
   a->node.resume = 1;
-  a->cli.workers = 2, a->cli.ps = 2, a->cli.trials = 4, a->cli.parallel = 1;
+  a->cli.workers = 2;
+  a->cli.ps = 2;
+  a->cli.trials = 4;
+  a->cli.parallel = 1;
   strcpy(a->node.run_dir, "tfx-run");
   ssize_t n = readlink("/proc/self/exe", a->self_exe, sizeof a->self_exe - 1);
   if (n > 0) {

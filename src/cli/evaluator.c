@@ -33,9 +33,13 @@ static void answer_status(evaluator *e) {
     tfx_envelope env;
     Tfx__KeyValue kv, *kvp = &kv;
     tfx__key_value__init(&kv);
-    kv.key = "uptime_s", kv.value = (tfx_now_ms() - e->start_ms) / 1000.0;
+    kv.key = "uptime_s";
+    kv.value = (tfx_now_ms() - e->start_ms) / 1000.0;
     tfx_reply_init(&env, &m);
-    env.text = "evaluating", env.step = e->last, env.stats = &kvp, env.n_stats = 1;
+    env.text = "evaluating";
+    env.step = e->last;
+    env.stats = &kvp;
+    env.n_stats = 1;
     tfx_wire_send(e->sock, &m.identity, &env, NULL, 0, NULL);
   } else {
     tfx_server_reply_error(e->sock, &m, TFX_EPROTO, "an evaluator answers only STATUS", NULL);
@@ -47,7 +51,8 @@ static void answer_status(evaluator *e) {
 static void record_eval(evaluator *e, int64_t step, const tfx_eval_result *r) {
   tfx_eval_report rep;
   tfx_eval_report_init(&rep, e->n->cfg.metrics, r);
-  rep.names[rep.n] = "evaluator", rep.values[rep.n++] = e->n->index;
+  rep.names[rep.n] = "evaluator";
+  rep.values[rep.n++] = e->n->index;
   tfx_metrics_write(e->metrics, "eval", step, rep.names, rep.values, rep.n);
   tfx_log(TFX_LOG_INFO, "EVALUATOR-EVAL", "step %lld: eval loss %.4f accuracy %.4f", (long long)step, r->loss,
           r->accuracy);
@@ -108,7 +113,8 @@ static int loop(evaluator *e, tfx_err *err) {
     }
     tfx_err eerr;
     if (evaluate_new(e, dir, &eerr)) {
-      tfx_log(TFX_LOG_WARN, "EVALUATOR-SKIP", "%s", eerr.msg), e->last = step;
+      tfx_log(TFX_LOG_WARN, "EVALUATOR-SKIP", "%s", eerr.msg);
+      e->last = step;
     }
   }
   (void)err;

@@ -13,6 +13,7 @@
 #include "common/fs.h"
 #include "common/log.h"
 #include "data/dataset.h"
+#include "data/idx.h"
 #include "data/source.h"
 #include "nn/model.h"
 #include "observe/metrics.h"
@@ -35,7 +36,8 @@ static char *read_text(const char *path) {
       continue;
     }
     if (!(grown = realloc(s, cap *= 2))) {
-      free(s), s = NULL;
+      free(s);
+      s = NULL;
     } else {
       s = grown;
     }
@@ -57,7 +59,8 @@ static void last_eval(const char *run_dir, int64_t step, char *out, size_t n) {
   FILE *f = fopen(path, "r");
   while (f && fgets(line, sizeof line, f)) {
     if (strstr(line, "\"kind\": \"eval\"") && strstr(line, want)) {
-      line[strcspn(line, "\n")] = '\0', snprintf(out, n, "%s", line);
+      line[strcspn(line, "\n")] = '\0';
+      snprintf(out, n, "%s", line);
     }
   }
   if (f) {
@@ -72,7 +75,10 @@ static int write_export(const tfx_weights *ws, const char *config, const char *d
   const float **data = calloc((size_t)ws->n + 1, sizeof *data);
   int rc = names && ranks && shapes && data ? TFX_OK : tfx_err_set(err, TFX_ENOMEM, "out of memory");
   for (int i = 0; !rc && i < ws->n; i++) {
-    names[i] = ws->w[i].name, ranks[i] = ws->w[i].rank, shapes[i] = ws->w[i].shape, data[i] = ws->w[i].data;
+    names[i] = ws->w[i].name;
+    ranks[i] = ws->w[i].rank;
+    shapes[i] = ws->w[i].shape;
+    data[i] = ws->w[i].data;
   }
   char step[32], hash[16], path[1200], meta[3072], metrics[1024];
   last_eval(run_dir, ws->step, metrics, sizeof metrics);
@@ -95,7 +101,10 @@ static int write_export(const tfx_weights *ws, const char *config, const char *d
   if (!rc) {
     rc = tfx_write_file(path, meta, err);
   }
-  free(names), free(ranks), free(shapes), free(data);
+  free(names);
+  free(ranks);
+  free(shapes);
+  free(data);
   return rc;
 }
 
@@ -150,7 +159,9 @@ int tfx_inspect_run(const tfx_cli_opts *o, tfx_err *err) {
     if (!o->var[0]) {
       printf("%-36s %-20s %-6s %12zu  %s\n", w->name, shape, "F32", w->count * 4, w->holders);
     } else if (!strcmp(o->var, w->name)) {
-      found = 1, printf("%s %s float32\n", w->name, shape), print_values(w);
+      found = 1;
+      printf("%s %s float32\n", w->name, shape);
+      print_values(w);
     }
   }
   if (o->var[0] && !found) {
@@ -218,7 +229,8 @@ static int load_inputs(const tfx_config *cfg, const char *input, size_t dim, tfx
     rc = tfx_err_set(err, TFX_ENOMEM, "out of memory");
   }
   if (!rc) {
-    d->n = (size_t)dims[0], d->dim = per;
+    d->n = (size_t)dims[0];
+    d->dim = per;
     for (size_t i = 0; i < d->n * per; i++) {
       d->x[i] = (float)(raw[i] * cfg->data_scale);
     }
@@ -273,7 +285,8 @@ static int predict_all(tfx_model *m, const tfx_config *cfg, const tfx_cli_opts *
     }
   }
   tfx_dataset_destroy(d);
-  free(p), free(y);
+  free(p);
+  free(y);
   return rc;
 }
 

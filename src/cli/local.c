@@ -167,7 +167,8 @@ static int spawn_all(const tfx_node *n, const tfx_cluster *c, child *kids, int t
     if (pid == 0) {
       exec_child(n, c, &kids[i], self, exp);
     }
-    kids[i].pid = pid, kids[i].started_at = tfx_now_ms();
+    kids[i].pid = pid;
+    kids[i].started_at = tfx_now_ms();
     tfx_log(TFX_LOG_INFO, "LOCAL-SPAWN", "%s %d: pid %d at %s", tfx_role_name(kids[i].role), kids[i].index, (int)pid,
             tfx_cluster_address(c, kids[i].role, kids[i].index));
   }
@@ -324,7 +325,11 @@ static int handle_failures(cluster_run *r) {
         exec_child(r->n, r->c, k, r->self, r->exp);
       }
       if (pid > 0) {
-        k->pid = pid, k->exited = k->failed = 0, k->restart_at = 0, k->restarts++, k->started_at = tfx_now_ms();
+        k->pid = pid;
+        k->exited = k->failed = 0;
+        k->restart_at = 0;
+        k->restarts++;
+        k->started_at = tfx_now_ms();
         k->restarts_total++;
         write_restarts(r);
       }
@@ -430,12 +435,14 @@ static int use_ipc(const tfx_config *c) {
   return c->local_transport == TFX_TRANSPORT_IPC && !tcp_asked;
 }
 
-int tfx_local_run(tfx_node *n, const tfx_cli_opts *o, const char *self, tfx_err *err) {
+/* The step budget (max_steps, capped by training.epochs) and the master's HTTP port, before anything is written. */
+static int plan_run(tfx_node *n, const tfx_cli_opts *o, tfx_err *err) {
   if (!n->config_path[0]) {
     return tfx_err_set(err, TFX_ECONFIG, "local needs --config EXPERIMENT.json");
   }
   if (o->max_steps > 0) {
-    n->cfg.max_steps = o->max_steps, n->cfg.max_steps_given = 1;
+    n->cfg.max_steps = o->max_steps;
+    n->cfg.max_steps_given = 1;
   }
   int64_t epoch_steps = 0; /* experiment.json states max_steps: the epochs' budget when they decide alone */
   int rc_epochs = tfx_epochs_apply(&n->cfg, o->workers, &epoch_steps, err);
@@ -449,14 +456,17 @@ int tfx_local_run(tfx_node *n, const tfx_cli_opts *o, const char *self, tfx_err 
       n->cfg.http_port = port; /* the master's /metrics, /status and / */
     }
   }
-  char logs[1100], exp[1100];
+  return TFX_OK;
+}
+
+/* Writes what the children read (RUN/logs, the socket directory when sock_dir is given, keys,
+ * RUN/experiment.json) and builds their cluster into *c; on failure removes the socket directory it made. */
+static int prepare(tfx_node *n, const tfx_cli_opts *o, char *sock_dir, size_t sock_n, tfx_cluster **c, tfx_err *err) {
+  char logs[1100];
   snprintf(logs, sizeof logs, "%s/logs", n->run_dir);
-  snprintf(exp, sizeof exp, "%s/experiment.json", n->run_dir);
-  tfx_cluster *c = NULL;
-  char sock_buf[128] = "", *sock_dir = use_ipc(&n->cfg) ? sock_buf : NULL;
   int rc = tfx_mkdirs(logs, err);
   if (!rc && sock_dir) {
-    rc = make_socket_dir(sock_buf, sizeof sock_buf, err);
+    rc = make_socket_dir(sock_dir, sock_n, err);
   }
   if (!rc) {
     rc = secure_cluster(n, sock_dir, err);
@@ -467,14 +477,17 @@ int tfx_local_run(tfx_node *n, const tfx_cli_opts *o, const char *self, tfx_err 
   }
   free(json);
   if (!rc) {
-    rc = build_cluster(o->ps, o->workers, sock_dir, &c, err);
+    rc = build_cluster(o->ps, o->workers, sock_dir, c, err);
   }
-  if (rc) {
-    if (sock_dir && sock_buf[0] == '/') {
-      rmdir(sock_dir);
-    }
-    return rc;
+  if (rc && sock_dir && sock_dir[0] == '/') {
+    rmdir(sock_dir);
   }
+  return rc;
+}
+
+/* Starts the master, the ps and the workers and supervises them until the master finishes. */
+static int run_children(tfx_node *n, const tfx_cli_opts *o, tfx_cluster *c, const char *self, const char *exp,
+                        tfx_err *err) {
   int total = 1 + o->ps + o->workers;
   child *kids = calloc((size_t)total, sizeof *kids);
   for (int i = 0; kids && i < total; i++) {
@@ -487,14 +500,31 @@ int tfx_local_run(tfx_node *n, const tfx_cli_opts *o, const char *self, tfx_err 
     printf("tfx: live page, /metrics and /status at http://127.0.0.1:%d/\n", n->cfg.http_port);
     fflush(stdout);
   }
-  rc = kids ? spawn_all(n, c, kids, total, self, exp, err) : tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  int rc = kids ? spawn_all(n, c, kids, total, self, exp, err) : tfx_err_set(err, TFX_ENOMEM, "out of memory");
   cluster_run run = {n, c, self, exp, kids, total};
   if (!rc) {
     rc = supervise(&run, err);
   } else if (kids) {
-    signal_all(kids, total, SIGKILL), drain(kids, total, 1000);
+    signal_all(kids, total, SIGKILL);
+    drain(kids, total, 1000);
   }
   free(kids);
+  return rc;
+}
+
+int tfx_local_run(tfx_node *n, const tfx_cli_opts *o, const char *self, tfx_err *err) {
+  int rc = plan_run(n, o, err);
+  if (rc) {
+    return rc;
+  }
+  char exp[1100];
+  snprintf(exp, sizeof exp, "%s/experiment.json", n->run_dir);
+  tfx_cluster *c = NULL;
+  char sock_buf[128] = "", *sock_dir = use_ipc(&n->cfg) ? sock_buf : NULL;
+  if ((rc = prepare(n, o, sock_dir, sizeof sock_buf, &c, err))) {
+    return rc;
+  }
+  rc = run_children(n, o, c, self, exp, err);
   if (sock_dir) {
     remove_socket_dir(sock_dir, c);
   }

@@ -18,7 +18,8 @@ typedef struct series {
 
 static void add(series *s, double x, double y) {
   if (s->n < MAX_POINTS && isfinite(y)) {
-    s->x[s->n] = x, s->y[s->n++] = y;
+    s->x[s->n] = x;
+    s->y[s->n++] = y;
   }
 }
 
@@ -48,7 +49,10 @@ static void read_series(const char *run_dir, series *loss, series *acc, char *la
 static void svg(FILE *out, const char *title, const series *s, const char *color) {
   double x0 = INFINITY, x1 = -INFINITY, y0 = INFINITY, y1 = -INFINITY;
   for (int i = 0; i < s->n; i++) {
-    x0 = fmin(x0, s->x[i]), x1 = fmax(x1, s->x[i]), y0 = fmin(y0, s->y[i]), y1 = fmax(y1, s->y[i]);
+    x0 = fmin(x0, s->x[i]);
+    x1 = fmax(x1, s->x[i]);
+    y0 = fmin(y0, s->y[i]);
+    y1 = fmax(y1, s->y[i]);
   }
   if (x1 <= x0) {
     x1 = x0 + 1;

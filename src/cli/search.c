@@ -98,7 +98,8 @@ static int below_median(trial *all, int n, int k) {
 
 static int start_trial(trial *t, const char *self, const tfx_cli_opts *o, const tfx_node *n) {
   char exp[1200], log[1200], steps[32], workers[16], ps[16];
-  snprintf(workers, sizeof workers, "%d", o->workers), snprintf(ps, sizeof ps, "%d", o->ps);
+  snprintf(workers, sizeof workers, "%d", o->workers);
+  snprintf(ps, sizeof ps, "%d", o->ps);
   snprintf(exp, sizeof exp, "%s/trial.json", t->dir);
   snprintf(log, sizeof log, "%s.log", t->dir);
   snprintf(steps, sizeof steps, "%lld", (long long)(o->max_steps > 0 ? o->max_steps : n->cfg.max_steps));
@@ -186,7 +187,8 @@ static int summarize(trial *all, int n, const char *root, tfx_err *err) {
   for (int i = 1; i < n; i++) {
     for (int j = i; j > 0 && final_acc(&all[order[j]]) > final_acc(&all[order[j - 1]]); j--) {
       int x = order[j];
-      order[j] = order[j - 1], order[j - 1] = x;
+      order[j] = order[j - 1];
+      order[j - 1] = x;
     }
   }
   char *json = malloc(65536), path[1100];
@@ -215,7 +217,8 @@ static int summarize(trial *all, int n, const char *root, tfx_err *err) {
 static char *read_file(const char *path, tfx_err *err) {
   FILE *f = fopen(path, "rb");
   if (!f) {
-    return tfx_err_sys(err, TFX_ECONFIG, "%s", path), NULL;
+    tfx_err_sys(err, TFX_ECONFIG, "%s", path);
+    return NULL;
   }
   fseek(f, 0, SEEK_END);
   long len = ftell(f);
@@ -224,7 +227,9 @@ static char *read_file(const char *path, tfx_err *err) {
   if (s && fread(s, 1, (size_t)len, f) == (size_t)len) {
     s[len] = '\0';
   } else {
-    free(s), s = NULL, tfx_err_set(err, TFX_ESYS, "read %s", path);
+    free(s);
+    s = NULL;
+    tfx_err_set(err, TFX_ESYS, "read %s", path);
   }
   fclose(f);
   return s;
@@ -238,7 +243,8 @@ static int trial_last_step(const char *exp, const tfx_cli_opts *o, int64_t *last
   int64_t budget;
   int rc = tfx_config_parse(&cfg, exp, "trial", err);
   if (!rc && o->max_steps > 0) {
-    cfg.max_steps = o->max_steps, cfg.max_steps_given = 1;
+    cfg.max_steps = o->max_steps;
+    cfg.max_steps_given = 1;
   }
   if (!rc && !(rc = tfx_epochs_apply(&cfg, o->workers, &budget, err))) {
     *last = cfg.max_steps;

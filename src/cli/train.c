@@ -66,7 +66,9 @@ static void trainer_free(trainer *t) {
   tfx_err ignored = {0};
   reap(t, &ignored); /* a run that failed still lets its last periodic checkpoint finish */
   for (int i = 0; t->model && i < tfx_model_nvars(t->model); i++) {
-    free(t->slots[i][0]), free(t->slots[i][1]), free(t->acc[i]);
+    free(t->slots[i][0]);
+    free(t->slots[i][1]);
+    free(t->acc[i]);
   }
   tfx_model_destroy(t->model);
   tfx_model_destroy(t->eval_model);
@@ -99,8 +101,11 @@ static int save(trainer *t, tfx_err *err) {
       }
       e[n].rank = v->rank;
       memcpy(e[n].dims, v->shape, sizeof v->shape);
-      e[n].row_begin = 0, e[n].row_end = v->shape[0], e[n].version = (uint64_t)t->step;
-      e[n].count = v->count, e[n].data = s < 0 ? v->value : t->slots[i][s];
+      e[n].row_begin = 0;
+      e[n].row_end = v->shape[0];
+      e[n].version = (uint64_t)t->step;
+      e[n].count = v->count;
+      e[n].data = s < 0 ? v->value : t->slots[i][s];
     }
   }
   char dir[1100], path[1200];
@@ -175,13 +180,16 @@ static int save_background(trainer *t, tfx_err *err) {
   if (rc) {
     return rc;
   }
-  fflush(stdout), fflush(stderr);
+  fflush(stdout);
+  fflush(stderr);
   pid_t pid = fork();
   if (pid < 0) {
     return save_now(t, err);
   }
   if (pid == 0) {
-    signal(SIGINT, SIG_IGN), signal(SIGTERM, SIG_IGN), signal(SIGHUP, SIG_IGN);
+    signal(SIGINT, SIG_IGN);
+    signal(SIGTERM, SIG_IGN);
+    signal(SIGHUP, SIG_IGN);
     close_range(3, ~0U, 0);
     tfx_err e = {0};
     if (save(t, &e)) {
@@ -190,7 +198,8 @@ static int save_background(trainer *t, tfx_err *err) {
     }
     _exit(0);
   }
-  t->ckpt_pid = pid, t->ckpt_step = t->step;
+  t->ckpt_pid = pid;
+  t->ckpt_step = t->step;
   return TFX_OK;
 }
 
@@ -240,10 +249,13 @@ static int restore(trainer *t, tfx_err *err) {
   return rc;
 }
 
-static int setup(trainer *t, tfx_err *err) {
+/* The model, its evaluation twin (batches of 1000), a warm start on a fresh run, optimizer slots and the
+ * accumulation buffers. */
+static int setup_model(trainer *t, tfx_err *err) {
   const tfx_config *c = &t->cfg;
-  int rc, batch = c->batch_size;
-  if ((rc = tfx_model_create(c, batch, &t->model, err)) || (rc = tfx_model_create(c, 1000, &t->eval_model, err))) {
+  int rc;
+  if ((rc = tfx_model_create(c, c->batch_size, &t->model, err)) ||
+      (rc = tfx_model_create(c, 1000, &t->eval_model, err))) {
     return rc;
   }
   tfx_model_init_vars(t->model, (uint64_t)c->seed);
@@ -269,7 +281,14 @@ static int setup(trainer *t, tfx_err *err) {
       return tfx_err_set(err, TFX_ENOMEM, "out of memory");
     }
   }
+  return TFX_OK;
+}
+
+/* The training input, the eval set, the named validation sets and the batch buffers. */
+static int setup_data(trainer *t, tfx_err *err) {
+  const tfx_config *c = &t->cfg;
   size_t dim = tfx_model_input_size(t->model);
+  int rc;
   if ((rc = tfx_train_input_open(c, 0, 1, dim, &t->train, &t->batcher, err)) ||
       (rc = tfx_dataset_load_config(c, 1, dim, &t->eval, err))) {
     return rc;
@@ -283,10 +302,19 @@ static int setup(trainer *t, tfx_err *err) {
     }
   }
   int sparse = tfx_model_sparse_input(t->model) && c->n_features == 0; /* a LibSVM row has no dense part */
-  t->x = sparse ? NULL : malloc(sizeof(float) * dim * (size_t)batch);
-  t->y = malloc(sizeof(int32_t) * (size_t)batch);
+  t->x = sparse ? NULL : malloc(sizeof(float) * dim * (size_t)c->batch_size);
+  t->y = malloc(sizeof(int32_t) * (size_t)c->batch_size);
   if ((!sparse && !t->x) || !t->y) {
     return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  }
+  return TFX_OK;
+}
+
+static int setup(trainer *t, tfx_err *err) {
+  const tfx_config *c = &t->cfg;
+  int rc;
+  if ((rc = setup_model(t, err)) || (rc = setup_data(t, err))) {
+    return rc;
   }
   char *json = tfx_config_to_json(c); /* checked (a resume keeps its model) before anything is written */
   rc = tfx_mkdirs(t->run_dir, err);
@@ -300,7 +328,7 @@ static int setup(trainer *t, tfx_err *err) {
     rc = restore(t, err);
   }
   if (!rc) {
-    tfx_batcher_skip(t->batcher, t->step * c->accumulate, batch);
+    tfx_batcher_skip(t->batcher, t->step * c->accumulate, c->batch_size);
   }
   return rc;
 }
@@ -387,11 +415,56 @@ static int step_once(trainer *t, tfx_step_stats *st, tfx_err *err) {
   return rc;
 }
 
+/* The sums of the steps since the last train record. */
+typedef struct window {
+  double loss, hits, seen, steps;
+} window;
+
+/* Counts a step; every report_every steps and at max_steps, writes the window's train record, shows progress and
+ * runs the step hook. */
+static void count_step(trainer *t, window *win, const tfx_step_stats *st, tfx_progress *prog, int64_t max_steps,
+                       double acc) {
+  const tfx_config *c = &t->cfg;
+  win->loss += st->loss;
+  win->hits += st->correct;
+  win->seen += st->count;
+  win->steps++;
+  if (t->step % c->report_every == 0 || t->step == max_steps) {
+    static const char *const names[] = {"loss", "accuracy", "examples_per_sec", "learning_rate"};
+    double eps = tfx_progress_rate(prog, t->step) * c->batch_size * c->accumulate;
+    double vals[] = {win->loss / win->steps, win->hits / win->seen, eps, tfx_optim_lr(&t->opt, t->step)};
+    record(t, "train", t->step, names, vals, 4);
+    tfx_progress_show(prog, t->step, vals[0], acc, eps);
+    t->stop |= tfx_plugin_hook(t->plugin, TFX_HOOK_STEP, t->step, vals[0], vals[1], t->run_dir);
+    memset(win, 0, sizeof *win);
+  }
+}
+
+/* Asks for a periodic checkpoint (by steps or by time) and starts one in the background when it may. */
+static int checkpoint_if_due(trainer *t, int64_t max_steps, tfx_err *err) {
+  const tfx_config *c = &t->cfg;
+  int by_time = c->ckpt_every_secs > 0 && tfx_now_ms() - t->last_ckpt_ms >= c->ckpt_every_secs * 1000;
+  if (((c->ckpt_every_steps && t->step % c->ckpt_every_steps == 0) || by_time) && t->step < max_steps) {
+    t->ckpt_due = 1;
+  }
+  /* A checkpoint asked for at step s is taken at the first step >= s where the previous one is on disk and
+   * checkpoint.min_interval_secs have passed since it started (a fast trainer asking every 1000 steps would
+   * otherwise spend its time copying pages for the writer). */
+  if (t->ckpt_due && t->step < max_steps && !writing(t) &&
+      tfx_now_ms() - t->last_ckpt_ms >= c->ckpt_min_interval_secs * 1000) {
+    t->last_ckpt_ms = tfx_now_ms();
+    t->ckpt_due = 0;
+    return save_background(t, err);
+  }
+  return TFX_OK;
+}
+
 static int loop(trainer *t, int64_t max_steps, tfx_err *err) {
   const tfx_config *c = &t->cfg;
   tfx_progress prog;
   tfx_progress_init(&prog, t->step, max_steps);
-  double acc = NAN, loss_sum = 0, hits = 0, seen = 0, steps = 0;
+  window win = {0, 0, 0, 0};
+  double acc = NAN;
   if (c->validate_first && t->step == 0) {
     evaluate(t, &acc);
   }
@@ -411,36 +484,15 @@ static int loop(trainer *t, int64_t max_steps, tfx_err *err) {
                          "training loss %g at step %lld exceeds thres_loss %g; the last good checkpoint is kept",
                          st.loss, (long long)t->step, c->thres_loss);
     }
-    loss_sum += st.loss, hits += st.correct, seen += st.count, steps++;
-    if (t->step % c->report_every == 0 || t->step == max_steps) {
-      static const char *const names[] = {"loss", "accuracy", "examples_per_sec", "learning_rate"};
-      double eps = tfx_progress_rate(&prog, t->step) * c->batch_size * c->accumulate;
-      double vals[] = {loss_sum / steps, hits / seen, eps, tfx_optim_lr(&t->opt, t->step)};
-      record(t, "train", t->step, names, vals, 4);
-      tfx_progress_show(&prog, t->step, vals[0], acc, eps);
-      t->stop |= tfx_plugin_hook(t->plugin, TFX_HOOK_STEP, t->step, vals[0], vals[1], t->run_dir);
-      loss_sum = hits = seen = steps = 0;
-    }
+    count_step(t, &win, &st, &prog, max_steps, acc);
     if (c->eval_every_steps && t->step % c->eval_every_steps == 0 && t->step < max_steps) {
       evaluate(t, &acc);
     }
     if (t->step < max_steps) {
       validate(t, 0);
     }
-    int by_time = c->ckpt_every_secs > 0 && tfx_now_ms() - t->last_ckpt_ms >= c->ckpt_every_secs * 1000;
-    if (((c->ckpt_every_steps && t->step % c->ckpt_every_steps == 0) || by_time) && t->step < max_steps) {
-      t->ckpt_due = 1;
-    }
-    /* A checkpoint asked for at step s is taken at the first step >= s where the previous one is on disk and
-     * checkpoint.min_interval_secs have passed since it started (a fast trainer asking every 1000 steps would
-     * otherwise spend its time copying pages for the writer). */
-    if (t->ckpt_due && t->step < max_steps && !writing(t) &&
-        tfx_now_ms() - t->last_ckpt_ms >= c->ckpt_min_interval_secs * 1000) {
-      t->last_ckpt_ms = tfx_now_ms(), t->ckpt_due = 0;
-      int rc = save_background(t, err);
-      if (rc) {
-        return rc;
-      }
+    if ((rc = checkpoint_if_due(t, max_steps, err))) {
+      return rc;
     }
   }
   evaluate(t, &acc);
@@ -460,7 +512,7 @@ int tfx_train_run(tfx_node *n, const tfx_cli_opts *o, tfx_err *err) {
   t.resume = n->resume;
   openblas_set_num_threads(t.cfg.threads);
   if (o->max_steps > 0) {
-    t.cfg.max_steps = o->max_steps,
+    t.cfg.max_steps = o->max_steps;
     t.cfg.max_steps_given = 1; /* as `local` does: config.json (and the run index) say where the run stops */
   }
   long long stop_at = tfx_hooks_stop_step(n->plugin);

@@ -20,6 +20,7 @@ void tfx_text_put(tfx_text *t, const char *fmt, ...) {
     if (!g) {
       return;
     }
-    t->s = g, t->cap = cap;
+    t->s = g;
+    t->cap = cap;
   }
 }

@@ -52,7 +52,9 @@ int tfx_batcher_create(const tfx_dataset *d, int index, int count, uint64_t seed
   for (size_t i = 0; i < b->n; i++) {
     b->order[i] = (size_t)index + i * (size_t)count;
   }
-  b->d = d, b->seed = seed ^ (uint64_t)index * 0x9E37ULL, b->shuffle = shuffle;
+  b->d = d;
+  b->seed = seed ^ (uint64_t)index * 0x9E37ULL;
+  b->shuffle = shuffle;
   reshuffle(b);
   *out = b;
   return TFX_OK;
@@ -72,7 +74,9 @@ int tfx_batcher_create_shard(const tfx_dataset *d, int index, int count, uint64_
   for (size_t i = 0; i < b->n; i++) {
     b->order[i] = i; /* the shard's i-th record is the whole set's index + i * count */
   }
-  b->d = d, b->seed = seed ^ (uint64_t)index * 0x9E37ULL, b->shuffle = 1;
+  b->d = d;
+  b->seed = seed ^ (uint64_t)index * 0x9E37ULL;
+  b->shuffle = 1;
   reshuffle(b);
   *out = b;
   return TFX_OK;
@@ -111,7 +115,9 @@ void tfx_batcher_destroy(tfx_batcher *b) {
   tfx_stream_close(b->stream);
   free(b->order);
   for (int f = 0; f < TFX_MAX_FIELDS; f++) {
-    free(b->csr_buf[f].off), free(b->csr_buf[f].ids), free(b->csr_buf[f].vals);
+    free(b->csr_buf[f].off);
+    free(b->csr_buf[f].ids);
+    free(b->csr_buf[f].vals);
   }
   free(b);
 }
@@ -168,7 +174,8 @@ static int csr_reserve(tfx_batcher *b, int f, size_t rows, size_t nnz) {
     if (!off) {
       return -1;
     }
-    c->off = off, b->csr_rows[f] = rows;
+    c->off = off;
+    b->csr_rows[f] = rows;
   }
   if (nnz > b->csr_cap[f]) {
     size_t cap = nnz * 2;

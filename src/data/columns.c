@@ -11,6 +11,7 @@
 #include <xxhash.h>
 
 #include "data/csv.h"
+#include "data/data_impl.h"
 #include "data/example.h"
 #include "data/tfrecord.h"
 
@@ -57,7 +58,8 @@ static int grow(void **p, size_t *cap, size_t need, size_t size) {
   if (!q) {
     return -1;
   }
-  *p = q, *cap = c;
+  *p = q;
+  *cap = c;
   return 0;
 }
 
@@ -68,7 +70,8 @@ static int push_id(field_buf *b, int64_t id, float w) {
       grow((void **)&b->vals, &b->cap, b->nnz + 1, sizeof(float))) {
     return -1;
   }
-  b->ids[b->nnz] = id, b->vals[b->nnz++] = w;
+  b->ids[b->nnz] = id;
+  b->vals[b->nnz++] = w;
   return 0;
 }
 
@@ -116,7 +119,8 @@ static int make_plan(reader *r, const tfx_config *cfg, size_t ncols, tfx_err *er
       k += n + (k[n] == ',');
     }
   }
-  p->n = cfg->n_features, p->fields = fields;
+  p->n = cfg->n_features;
+  p->fields = fields;
   if (rc) {
     return rc;
   }
@@ -146,7 +150,8 @@ static char *next_value(char **p, char sep) {
   }
   char *v = *p, *end = sep ? strchr(v, sep) : NULL;
   if (end) {
-    *end = '\0', *p = end + 1;
+    *end = '\0';
+    *p = end + 1;
   } else {
     *p = v + strlen(v);
   }
@@ -211,7 +216,8 @@ static int categorical(reader *r, int i, char **cells, field_buf *b, tfx_err *er
   char *key = strdup(cells[r->p.key[i]]), *weights = cell_w ? strdup(cell_w) : NULL;
   int rc = !key || (cell_w && !weights) ? tfx_err_set(err, TFX_ENOMEM, "%s: out of memory", r->path)
                                         : split_categorical(r, i, key, weights, cell_w, b, err);
-  free(key), free(weights);
+  free(key);
+  free(weights);
   return rc;
 }
 
@@ -312,26 +318,28 @@ static int add_row(reader *r, char **cells, tfx_err *err) {
 
 /* Hands the rows to a new dataset. */
 static int finish(reader *r, tfx_dataset **out, tfx_err *err) {
-  tfx_dataset *d = calloc(1, sizeof *d);
-  if (!d) {
-    return tfx_err_set(err, TFX_ENOMEM, "%s: out of memory", r->path);
+  size_t dim = r->p.numeric ? (size_t)r->p.numeric : 1;
+  int rc = data__dataset_take(r->n, dim, &r->x, &r->y, r->path, out, err);
+  if (rc) {
+    return rc;
   }
-  d->n = r->n, d->dim = r->p.numeric ? (size_t)r->p.numeric : 1, d->x = r->x, d->y = r->y;
-  r->x = NULL, r->y = NULL;
+  tfx_dataset *d = *out;
   for (int s = 0; s < r->p.fields; s++) {
     d->fields[s] = (tfx_field){r->fb[s].off, r->fb[s].ids, r->fb[s].vals};
     r->fb[s] = (field_buf){0};
   }
   d->n_fields = r->p.fields;
-  *out = d;
   return TFX_OK;
 }
 
 static void reader_free(reader *r) {
   for (int s = 0; s < TFX_MAX_FIELDS; s++) {
-    free(r->fb[s].off), free(r->fb[s].ids), free(r->fb[s].vals);
+    free(r->fb[s].off);
+    free(r->fb[s].ids);
+    free(r->fb[s].vals);
   }
-  free(r->x), free(r->y);
+  free(r->x);
+  free(r->y);
 }
 
 /* Allocates every field's offsets (row 0 starts at 0) for the next chunk. */
@@ -394,7 +402,8 @@ static int cell_put(char **buf, size_t *len, size_t *cap, const char *text, size
     if (!b) {
       return -1;
     }
-    *buf = b, *cap = c;
+    *buf = b;
+    *cap = c;
   }
   memcpy(*buf + *len, text, n);
   *len += n;
@@ -455,7 +464,8 @@ static void as_lists(const tfx_config *cfg, tfx_config *lists) {
   for (int i = 0; i < lists->n_features; i++) {
     tfx_feature_spec *f = &lists->features[i];
     if (strcmp(f->type, "numeric")) {
-      f->separator[0] = LIST_SEP, f->separator[1] = '\0';
+      f->separator[0] = LIST_SEP;
+      f->separator[1] = '\0';
     }
   }
 }
@@ -505,7 +515,9 @@ int tfx_columns_open(const tfx_config *cfg, const char *path, tfx_columns_reader
   } else {
     as_lists(cfg, &c->lists);
     collect_keys(&c->lists, &c->keys);
-    c->r.names = c->keys.ptr, c->r.label_name = c->lists.label_key, ncols = c->keys.n;
+    c->r.names = c->keys.ptr;
+    c->r.label_name = c->lists.label_key;
+    ncols = c->keys.n;
     rc = tfx_tfrecord_reader_open(path, &c->tr, err);
   }
   rc = rc ? rc : make_plan(&c->r, &c->lists, ncols, err);

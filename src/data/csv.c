@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "data/data_impl.h"
+
 typedef struct csv {
   const char *path;
   FILE *f;
@@ -59,7 +61,8 @@ static int push_cell(csv *c, char *cell, tfx_err *err) {
     if (!cells) {
       return tfx_err_set(err, TFX_ENOMEM, "%s: line %zu: out of memory", c->path, c->lineno);
     }
-    c->cells = cells, c->cells_cap = cap;
+    c->cells = cells;
+    c->cells_cap = cap;
   }
   c->cells[c->ncells++] = cell;
   return TFX_OK;
@@ -199,7 +202,8 @@ static int grow(csv *c, tfx_err *err) {
   if (!y) {
     return tfx_err_set(err, TFX_ENOMEM, "%s: out of memory at line %zu", c->path, c->lineno);
   }
-  c->y = y, c->cap = cap;
+  c->y = y;
+  c->cap = cap;
   return TFX_OK;
 }
 
@@ -303,14 +307,11 @@ static int take_rows(csv *c, tfx_dataset **out, tfx_err *err) {
   if (c->n == 0) {
     return TFX_OK;
   }
-  tfx_dataset *d = calloc(1, sizeof *d);
-  if (!d) {
-    return tfx_err_set(err, TFX_ENOMEM, "%s: out of memory", c->path);
+  int rc = data__dataset_take(c->n, c->dim, &c->x, &c->y, c->path, out, err);
+  if (!rc) {
+    c->n = c->cap = 0;
   }
-  d->n = c->n, d->dim = c->dim, d->x = c->x, d->y = c->y;
-  c->x = NULL, c->y = NULL, c->n = c->cap = 0;
-  *out = d;
-  return TFX_OK;
+  return rc;
 }
 
 struct tfx_csv_reader {
@@ -398,7 +399,8 @@ int tfx_csv_rows_open(const char *path, tfx_csv_rows **out, tfx_err *err) {
   tfx_csv_rows *r = calloc(1, sizeof *r);
   char *name = strdup(path);
   if (!r || !name) {
-    free(r), free(name);
+    free(r);
+    free(name);
     return tfx_err_set(err, TFX_ENOMEM, "%s: out of memory", path);
   }
   r->c.path = name;
@@ -441,7 +443,8 @@ int tfx_csv_rows_next(tfx_csv_rows *r, char ***cells, size_t *lineno, tfx_err *e
   for (size_t i = 0; i < c->ncells; i++) {
     c->cells[i] = trim(c->cells[i]);
   }
-  *cells = c->cells, *lineno = c->lineno;
+  *cells = c->cells;
+  *lineno = c->lineno;
   return TFX_OK;
 }
 

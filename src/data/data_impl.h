@@ -4,10 +4,13 @@
 
 #include "data/dataset.h"
 
+/* A new dataset of the n examples of dim floats a reader holds: takes *x and *y (set to NULL); caller owns *out
+ * (free with tfx_dataset_destroy). TFX_ENOMEM naming path when memory runs out; then nothing is taken. */
+int data__dataset_take(size_t n, size_t dim, float **x, int32_t **y, const char *path, tfx_dataset **out, tfx_err *err);
 /* Expands a comma-separated list of paths and glob patterns (sorted matches) into files, in order; caller owns
- * *paths (free with tfx_data_files_free). TFX_ENOTFOUND when a pattern matches nothing or no file is named. */
-int tfx_data_files_expand(const char *spec, char ***paths, size_t *n, tfx_err *err);
-/* Frees a list from tfx_data_files_expand; NULL does nothing. */
-void tfx_data_files_free(char **paths, size_t n);
+ * *paths (free with data__files_free). TFX_ENOTFOUND when a pattern matches nothing or no file is named. */
+int data__files_expand(const char *spec, char ***paths, size_t *n, tfx_err *err);
+/* Frees a list from data__files_expand; NULL does nothing. */
+void data__files_free(char **paths, size_t n);
 
 #endif

@@ -1,6 +1,6 @@
-/* Datasets in memory (features as float32, integer labels), read from IDX files (the MNIST family, plain or
- * gzip through zlib), and a batcher: seeded shuffle per epoch, deterministic sharding across N workers by
- * record index, batches that wrap into the next epoch. Errors name the file and the offset. */
+/* Datasets in memory (features as float32 or the file's bytes, integer labels, sparse fields) as every reader
+ * fills them (IDX: idx.h), and a batcher: seeded shuffle per epoch, deterministic sharding across N workers by
+ * record index, batches that wrap into the next epoch. */
 #ifndef TFX_DATASET_H
 #define TFX_DATASET_H
 
@@ -35,34 +35,11 @@ typedef struct tfx_dataset {
 typedef struct tfx_batcher tfx_batcher;
 typedef struct tfx_stream tfx_stream;
 
-/* Reads an IDX file (u8 data, any rank); caller owns *data (free()); dims[0..*rank) get the shape. */
-int tfx_idx_read(const char *path, uint8_t **data, int *rank, int64_t dims[4], tfx_err *err);
-/* Loads images and labels IDX files, scaling pixels by `scale`; caller owns *out; free with
- * tfx_dataset_destroy. The images' per-example size must equal expect_dim (0: any). */
-int tfx_dataset_load_idx(const char *images, const char *labels, double scale, size_t expect_dim, tfx_dataset **out,
-                         tfx_err *err);
-typedef struct tfx_idx_reader tfx_idx_reader;
-
-/* Opens an images/labels IDX pair for reading in chunks (headers checked now); caller owns *out; close with
- * tfx_idx_close. */
-int tfx_idx_open(const char *images, const char *labels, double scale, size_t expect_dim, tfx_idx_reader **out,
-                 tfx_err *err);
-/* Reads up to max more examples into a new dataset; caller owns *out (NULL after the last example). */
-int tfx_idx_read_chunk(tfx_idx_reader *r, size_t max, tfx_dataset **out, tfx_err *err);
-/* The number of examples the headers declare (only the headers are read, gzip or not). */
-size_t tfx_idx_count(const tfx_idx_reader *r);
-/* Closes both files and frees the reader; NULL does nothing. */
-void tfx_idx_close(tfx_idx_reader *r);
 /* x[0..n) = (x - mean) / std in place (data.mean, data.std, applied after data.scale); nothing for 0 and 1. */
 void tfx_dataset_normalize(float *x, size_t n, double mean, double std);
 /* Frees a dataset; NULL does nothing. */
 void tfx_dataset_destroy(tfx_dataset *d);
 
-/* Loads a worker's shard of an IDX training set (records i with i % count == index) as bytes (x8), converted per
- * batch with data.scale, data.mean and data.std: a quarter of float32's memory, and only the shard's. Caller
- * owns *out; feed it to tfx_batcher_create_shard with the same index and count. */
-int tfx_dataset_load_idx_shard(const char *images, const char *labels, double scale, double mean, double std,
-                               size_t expect_dim, int index, int count, tfx_dataset **out, tfx_err *err);
 /* A batcher over a dataset that holds only shard `index` of `count` (tfx_dataset_load_idx_shard): the same
  * batches, in the same order, as tfx_batcher_create over the whole set. Caller owns *out. */
 int tfx_batcher_create_shard(const tfx_dataset *d, int index, int count, uint64_t seed, tfx_batcher **out,

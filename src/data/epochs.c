@@ -7,6 +7,7 @@
 #include "data/csv.h"
 #include "data/data_impl.h"
 #include "data/dataset.h"
+#include "data/idx.h"
 #include "data/libsvm.h"
 #include "data/tfrecord.h"
 
@@ -53,8 +54,8 @@ static int count_files(const tfx_config *cfg, int64_t *n, tfx_err *err) {
   int idx = cfg->data_format == TFX_FORMAT_IDX;
   char **images = NULL, **labels = NULL;
   size_t ni = 0, nl = 0;
-  int rc = tfx_data_files_expand(cfg->train_images, &images, &ni, err);
-  if (!rc && idx && !(rc = tfx_data_files_expand(cfg->train_labels, &labels, &nl, err)) && nl != ni) {
+  int rc = data__files_expand(cfg->train_images, &images, &ni, err);
+  if (!rc && idx && !(rc = data__files_expand(cfg->train_labels, &labels, &nl, err)) && nl != ni) {
     rc = tfx_err_set(err, TFX_ECONFIG, "data.train: %zu image files but %zu label files", ni, nl);
   }
   int64_t total = 0;
@@ -63,8 +64,8 @@ static int count_files(const tfx_config *cfg, int64_t *n, tfx_err *err) {
     rc = count_file(cfg, images[i], idx ? labels[i] : NULL, &k, err);
     total += k;
   }
-  tfx_data_files_free(images, ni);
-  tfx_data_files_free(labels, nl);
+  data__files_free(images, ni);
+  data__files_free(labels, nl);
   if (!rc) {
     *n = total;
   }

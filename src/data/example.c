@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "data/data_impl.h"
 #include "data/tfrecord.h"
 #include "example.pb-c.h"
 
@@ -106,7 +107,8 @@ int tfx_example_find(const tfx_example *ex, const char *name, tfx_feature_kind *
   }
   view v = {0};
   view_of(e->value, &v);
-  *kind = v.kind, *count = v.n;
+  *kind = v.kind;
+  *count = v.n;
   return TFX_OK;
 }
 
@@ -131,7 +133,8 @@ int tfx_example_floats(const tfx_example *ex, const char *name, const float **va
   if (rc) {
     return rc;
   }
-  *values = v.n ? v.p : NULL, *n = v.n;
+  *values = v.n ? v.p : NULL;
+  *n = v.n;
   return TFX_OK;
 }
 
@@ -141,7 +144,8 @@ int tfx_example_int64s(const tfx_example *ex, const char *name, const int64_t **
   if (rc) {
     return rc;
   }
-  *values = v.n ? v.p : NULL, *n = v.n;
+  *values = v.n ? v.p : NULL;
+  *n = v.n;
   return TFX_OK;
 }
 
@@ -157,7 +161,8 @@ int tfx_example_bytes(const tfx_example *ex, const char *name, size_t i, const u
                        i);
   }
   const ProtobufCBinaryData *b = (const ProtobufCBinaryData *)v.p + i;
-  *data = b->len ? b->data : (const uint8_t *)"", *len = b->len;
+  *data = b->len ? b->data : (const uint8_t *)"";
+  *len = b->len;
   return TFX_OK;
 }
 
@@ -195,29 +200,38 @@ static void fill_feature(parts *p, size_t i, const tfx_feature *fe, ProtobufCBin
   Tensorflow__Feature *f = &p->f[i];
   tensorflow__feature__init(f);
   tensorflow__features__feature_entry__init(&p->en[i]);
-  p->en[i].key = (char *)fe->key, p->en[i].value = f, p->ens[i] = &p->en[i];
+  p->en[i].key = (char *)fe->key;
+  p->en[i].value = f;
+  p->ens[i] = &p->en[i];
   if (fe->kind == TFX_FEATURE_KIND_FLOAT) {
     tensorflow__float_list__init(&p->fl[i]);
-    p->fl[i].n_value = fe->n, p->fl[i].value = (float *)fe->floats;
-    f->kind_case = TENSORFLOW__FEATURE__KIND_FLOAT_LIST, f->float_list = &p->fl[i];
+    p->fl[i].n_value = fe->n;
+    p->fl[i].value = (float *)fe->floats;
+    f->kind_case = TENSORFLOW__FEATURE__KIND_FLOAT_LIST;
+    f->float_list = &p->fl[i];
   } else if (fe->kind == TFX_FEATURE_KIND_INT64) {
     tensorflow__int64_list__init(&p->il[i]);
-    p->il[i].n_value = fe->n, p->il[i].value = (int64_t *)fe->int64s;
-    f->kind_case = TENSORFLOW__FEATURE__KIND_INT64_LIST, f->int64_list = &p->il[i];
+    p->il[i].n_value = fe->n;
+    p->il[i].value = (int64_t *)fe->int64s;
+    f->kind_case = TENSORFLOW__FEATURE__KIND_INT64_LIST;
+    f->int64_list = &p->il[i];
   } else if (fe->kind == TFX_FEATURE_KIND_BYTES) {
     for (size_t j = 0; j < fe->n; j++) {
       bin[j] = (ProtobufCBinaryData){fe->bytes_len[j], (uint8_t *)fe->bytes[j]};
     }
     tensorflow__bytes_list__init(&p->bl[i]);
-    p->bl[i].n_value = fe->n, p->bl[i].value = bin;
-    f->kind_case = TENSORFLOW__FEATURE__KIND_BYTES_LIST, f->bytes_list = &p->bl[i];
+    p->bl[i].n_value = fe->n;
+    p->bl[i].value = bin;
+    f->kind_case = TENSORFLOW__FEATURE__KIND_BYTES_LIST;
+    f->bytes_list = &p->bl[i];
   }
 }
 
 /* Packs the Example whose features p holds; caller owns *out. */
 static int pack_parts(parts *p, size_t n, uint8_t **out, size_t *len, tfx_err *err) {
   Tensorflow__Features fs = TENSORFLOW__FEATURES__INIT;
-  fs.n_feature = n, fs.feature = p->ens;
+  fs.n_feature = n;
+  fs.feature = p->ens;
   Tensorflow__Example ex = TENSORFLOW__EXAMPLE__INIT;
   ex.features = &fs;
   size_t size = tensorflow__example__get_packed_size(&ex);
@@ -226,7 +240,8 @@ static int pack_parts(parts *p, size_t n, uint8_t **out, size_t *len, tfx_err *e
     return tfx_err_set(err, TFX_ENOMEM, "tf.train.Example: out of memory for %zu bytes", size);
   }
   tensorflow__example__pack(&ex, buf);
-  *out = buf, *len = size;
+  *out = buf;
+  *len = size;
   return TFX_OK;
 }
 
@@ -256,7 +271,13 @@ int tfx_example_pack(const tfx_feature *features, size_t n, uint8_t **out, size_
     b += features[i].kind == TFX_FEATURE_KIND_BYTES ? features[i].n : 0;
   }
   rc = rc ? rc : pack_parts(&p, n, out, len, err);
-  free(p.f), free(p.en), free(p.ens), free(p.fl), free(p.il), free(p.bl), free(p.bin);
+  free(p.f);
+  free(p.en);
+  free(p.ens);
+  free(p.fl);
+  free(p.il);
+  free(p.bl);
+  free(p.bin);
   return rc;
 }
 
@@ -298,7 +319,8 @@ static int feature_view(const loader *l, const tfx_example *ex, view *v, tfx_err
                          v->n);
     }
     const ProtobufCBinaryData *b = v->p;
-    v->n = b->len, v->p = b->data;
+    v->n = b->len;
+    v->p = b->data;
   }
   if (v->n == 0) {
     return tfx_err_set(err, TFX_ESHAPE, "%s: feature '%s' is empty", l->where, l->feature_key);
@@ -329,7 +351,8 @@ static int label_value(const loader *l, const tfx_example *ex, int32_t *y, tfx_e
   double d;
   if (v.kind == TFX_FEATURE_KIND_INT64) {
     int64_t i = *(const int64_t *)v.p;
-    ok = i >= INT32_MIN && i <= INT32_MAX, d = (double)i;
+    ok = i >= INT32_MIN && i <= INT32_MAX;
+    d = (double)i;
   } else {
     d = *(const float *)v.p;
     ok = d == floor(d) && d >= INT32_MIN && d <= INT32_MAX;
@@ -358,7 +381,8 @@ static int grow(loader *l, tfx_err *err) {
   if (!y) {
     return tfx_err_set(err, TFX_ENOMEM, "%s: out of memory at %zu examples", l->path, l->n);
   }
-  l->y = y, l->cap = cap;
+  l->y = y;
+  l->cap = cap;
   return TFX_OK;
 }
 
@@ -429,7 +453,10 @@ int tfx_example_open(const char *path, const char *feature_key, const char *labe
   tfx_example_reader *er = calloc(1, sizeof *er);
   char *name = strdup(path), *fk = strdup(feature_key), *lk = strdup(label_key);
   if (!er || !name || !fk || !lk) {
-    free(er), free(name), free(fk), free(lk);
+    free(er);
+    free(name);
+    free(fk);
+    free(lk);
     return tfx_err_set(err, TFX_ENOMEM, "%s: out of memory", path);
   }
   er->l = (loader){.path = name, .feature_key = fk, .label_key = lk, .scale = scale};
@@ -449,13 +476,10 @@ int tfx_example_read(tfx_example_reader *er, size_t max, tfx_dataset **out, tfx_
   if (rc || l->n == 0) {
     return rc;
   }
-  tfx_dataset *d = calloc(1, sizeof *d);
-  if (!d) {
-    return tfx_err_set(err, TFX_ENOMEM, "%s: out of memory", l->path);
+  if ((rc = data__dataset_take(l->n, l->dim, &l->x, &l->y, l->path, out, err))) {
+    return rc;
   }
-  d->n = l->n, d->dim = l->dim, d->x = l->x, d->y = l->y;
-  l->x = NULL, l->y = NULL, l->n = l->cap = 0; /* dim stays: every chunk has the first record's width */
-  *out = d;
+  l->n = l->cap = 0; /* dim stays: every chunk has the first record's width */
   return TFX_OK;
 }
 
@@ -464,8 +488,11 @@ void tfx_example_close(tfx_example_reader *er) {
     return;
   }
   tfx_tfrecord_reader_close(er->r);
-  free((char *)er->l.path), free((char *)er->l.feature_key), free((char *)er->l.label_key);
-  free(er->l.x), free(er->l.y);
+  free((char *)er->l.path);
+  free((char *)er->l.feature_key);
+  free((char *)er->l.label_key);
+  free(er->l.x);
+  free(er->l.y);
   free(er);
 }
 

@@ -41,7 +41,8 @@ static int reserve(void **p, size_t *cap, size_t need, size_t size) {
   if (!q) {
     return -1;
   }
-  *p = q, *cap = c;
+  *p = q;
+  *cap = c;
   return 0;
 }
 
@@ -90,7 +91,8 @@ static int parse_pair(svm *s, char *tok, size_t *prev, tfx_err *err) {
       reserve((void **)&s->vals, &s->vals_cap, s->ne + 1, sizeof *s->vals)) {
     return tfx_err_set(err, TFX_ENOMEM, "%s: line %zu: out of memory", s->path, s->lineno);
   }
-  s->ids[s->ne] = (int64_t)idx - 1, s->vals[s->ne++] = v;
+  s->ids[s->ne] = (int64_t)idx - 1;
+  s->vals[s->ne++] = v;
   *prev = idx;
   if (idx > s->max_idx) {
     s->max_idx = idx;
@@ -186,7 +188,10 @@ static int densify(svm *s, tfx_dataset **out, tfx_err *err) {
       x[i * dim + (size_t)s->ids[k]] = s->vals[k];
     }
   }
-  d->n = s->n, d->dim = dim, d->x = x, d->y = s->y;
+  d->n = s->n;
+  d->dim = dim;
+  d->x = x;
+  d->y = s->y;
   s->y = NULL;
   *out = d;
   return TFX_OK;
@@ -204,7 +209,8 @@ static int to_csr(svm *s, tfx_dataset **out, tfx_err *err) {
   if (!d || !off ||
       (!s->ne && (reserve((void **)&s->ids, &s->ids_cap, 1, sizeof *s->ids) ||
                   reserve((void **)&s->vals, &s->vals_cap, 1, sizeof *s->vals)))) {
-    free(d), free(off);
+    free(d);
+    free(off);
     return tfx_err_set(err, TFX_ENOMEM, "%s: out of memory for %zu nonzeros", s->path, s->ne);
   }
   for (size_t i = 0; i < s->n; i++) {
@@ -214,9 +220,15 @@ static int to_csr(svm *s, tfx_dataset **out, tfx_err *err) {
   /* The parse buffers become the dataset's, trimmed to the nonzeros: no second copy of the set is made. */
   int64_t *ids = s->ne ? realloc(s->ids, sizeof(int64_t) * s->ne) : s->ids;
   float *vals = s->ne ? realloc(s->vals, sizeof(float) * s->ne) : s->vals;
-  d->n = s->n, d->dim = dim, d->y = s->y, d->n_fields = 1;
+  d->n = s->n;
+  d->dim = dim;
+  d->y = s->y;
+  d->n_fields = 1;
   d->fields[0] = (tfx_field){off, ids ? ids : s->ids, vals ? vals : s->vals};
-  s->y = NULL, s->ids = NULL, s->vals = NULL, s->ids_cap = s->vals_cap = 0;
+  s->y = NULL;
+  s->ids = NULL;
+  s->vals = NULL;
+  s->ids_cap = s->vals_cap = 0;
   *out = d;
   return TFX_OK;
 }
@@ -240,7 +252,8 @@ int tfx_libsvm_open(const char *path, size_t dim, tfx_libsvm_reader **out, tfx_e
     free(name);
     return tfx_err_set(err, TFX_ENOMEM, "%s: out of memory", path);
   }
-  r->s.path = name, r->s.dim = dim;
+  r->s.path = name;
+  r->s.dim = dim;
   if (!(r->s.f = fopen(path, "r"))) {
     tfx_libsvm_close(r);
     return tfx_err_sys(err, errno == ENOENT ? TFX_ENOTFOUND : TFX_ESYS, "open %s", path);

@@ -6,6 +6,7 @@
 #include "data/columns.h"
 #include "data/csv.h"
 #include "data/example.h"
+#include "data/idx.h"
 #include "data/libsvm.h"
 #include "data/stream.h"
 

@@ -11,6 +11,7 @@
 #include "data/csv.h"
 #include "data/data_impl.h"
 #include "data/example.h"
+#include "data/idx.h"
 #include "data/libsvm.h"
 
 typedef struct file_list {
@@ -43,7 +44,8 @@ static void list_free(file_list *l) {
     free(l->paths[i]);
   }
   free(l->paths);
-  l->paths = NULL, l->n = 0;
+  l->paths = NULL;
+  l->n = 0;
 }
 
 static int list_add(file_list *l, const char *path, tfx_err *err) {
@@ -54,7 +56,8 @@ static int list_add(file_list *l, const char *path, tfx_err *err) {
     }
     return tfx_err_set(err, TFX_ENOMEM, "out of memory listing %s", path);
   }
-  l->paths = p, l->n++;
+  l->paths = p;
+  l->n++;
   return TFX_OK;
 }
 
@@ -90,18 +93,19 @@ static int expand(file_list *l, const char *spec, tfx_err *err) {
   return rc;
 }
 
-int tfx_data_files_expand(const char *spec, char ***paths, size_t *n, tfx_err *err) {
+int data__files_expand(const char *spec, char ***paths, size_t *n, tfx_err *err) {
   file_list l = {0};
   int rc = expand(&l, spec, err);
   if (rc) {
     list_free(&l);
     return rc;
   }
-  *paths = l.paths, *n = l.n;
+  *paths = l.paths;
+  *n = l.n;
   return TFX_OK;
 }
 
-void tfx_data_files_free(char **paths, size_t n) {
+void data__files_free(char **paths, size_t n) {
   file_list l = {paths, n};
   list_free(&l);
 }
@@ -214,7 +218,9 @@ static void shuffle_files(tfx_stream *s) {
     s->order[i] = s->order[j];
     s->order[j] = t;
   }
-  s->next_file = 0, s->record = 0, s->kept = 0;
+  s->next_file = 0;
+  s->record = 0;
+  s->kept = 0;
 }
 
 /* Moves to the next file (or the next epoch after the last one) and opens it. */
@@ -238,7 +244,8 @@ static void move_row(tfx_field *f, size_t i, size_t k, int64_t *at, double scale
   for (int64_t j = 0; j < len; j++) {
     f->vals[*at + j] = (float)(f->vals[from + j] * scale);
   }
-  f->off[k] = *at, *at += len;
+  f->off[k] = *at;
+  *at += len;
 }
 
 /* filter_chunk of a sparse chunk: this shard's records' ids and weights (and dense part) moved down in place;
@@ -306,7 +313,8 @@ static int shuffle_window(tfx_stream *s, tfx_err *err) {
     if (!p) {
       return tfx_err_set(err, TFX_ENOMEM, "data: out of memory for a window of %zu", n);
     }
-    s->perm = p, s->perm_cap = n;
+    s->perm = p;
+    s->perm_cap = n;
   }
   for (size_t i = 0; i < n; i++) {
     s->perm[i] = i;
@@ -415,7 +423,8 @@ int tfx_stream_open(const tfx_config *cfg, int index, int count, size_t dim, tfx
                     .by_file = cfg->shard_by == TFX_SHARD_BY_FILE,
                     .seed = (uint64_t)cfg->seed ^ (uint64_t)index * 0x9E37ULL,
                     .file_seed = (uint64_t)cfg->seed};
-  s->mean = cfg->data_mean, s->std = cfg->data_std;
+  s->mean = cfg->data_mean;
+  s->std = cfg->data_std;
   s->sparse = tfx_config_sparse_input(cfg) && (s->format == TFX_FORMAT_LIBSVM || cfg->n_features > 0);
   s->n_fields = cfg->n_features > 0 ? tfx_config_sparse_fields(cfg) : 1;
   if (cfg->n_features > 0 && !(s->columns = malloc(sizeof *cfg))) {

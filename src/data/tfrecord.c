@@ -169,7 +169,8 @@ static int reserve(tfx_tfrecord_reader *r, uint64_t len, tfx_err *err) {
   if (!buf) {
     return tfx_err_set(err, TFX_ENOMEM, "%s: out of memory for a %llu-byte record", r->path, (unsigned long long)len);
   }
-  r->buf = buf, r->cap = cap;
+  r->buf = buf;
+  r->cap = cap;
   return TFX_OK;
 }
 
@@ -202,7 +203,8 @@ int tfx_tfrecord_reader_next(tfx_tfrecord_reader *r, const uint8_t **data, size_
   int eof = 0;
   int rc = read_header(r, &n, &eof, err);
   if (!rc && eof) {
-    *data = NULL, *len = 0;
+    *data = NULL;
+    *len = 0;
     return TFX_OK;
   }
   if (!rc) {
@@ -217,7 +219,8 @@ int tfx_tfrecord_reader_next(tfx_tfrecord_reader *r, const uint8_t **data, size_
   }
   r->off += HEADER_BYTES + n + FOOTER_BYTES;
   r->count++;
-  *data = r->buf, *len = (size_t)n;
+  *data = r->buf;
+  *len = (size_t)n;
   return TFX_OK;
 }
 

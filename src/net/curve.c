@@ -214,7 +214,10 @@ static void *zap_main(void *arg) {
   zap.bind_errno = !rep ? zmq_errno() : zmq_bind(rep, ZAP_ENDPOINT) ? zmq_errno() : 0;
   sem_post(&zap.ready);
   if (zap.bind_errno) {
-    return rep ? zmq_close(rep), NULL : NULL;
+    if (rep) {
+      zmq_close(rep);
+    }
+    return NULL;
   }
   int connected = 0;
   while (!atomic_load(&zap.stop)) {
@@ -415,7 +418,10 @@ int tfx_curve_configure(const tfx_config *cfg, int serves, tfx_err *err) {
   }
   tfx_curve_reset();
   if (named) {
-    setup.on = 1, setup.server = server, setup.client = client, setup.authorized = auth;
+    setup.on = 1;
+    setup.server = server;
+    setup.client = client;
+    setup.authorized = auth;
     unsigned char raw[32];
     zmq_z85_decode(raw, client.public_key);
     if (serves && !tfx_keylist_has(&auth, raw)) {
@@ -424,6 +430,7 @@ int tfx_curve_configure(const tfx_config *cfg, int serves, tfx_err *err) {
               client.public_key, cfg->authorized_keys);
     }
   }
-  memset(&server, 0, sizeof server), memset(&client, 0, sizeof client);
+  memset(&server, 0, sizeof server);
+  memset(&client, 0, sizeof client);
   return TFX_OK;
 }

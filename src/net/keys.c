@@ -27,18 +27,21 @@ static char *read_key_file(const char *path, mode_t *mode, tfx_err *err) {
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   struct stat st;
   if (fd < 0) {
-    return tfx_err_sys(err, TFX_ECONFIG, "key file %s", path), NULL;
+    tfx_err_sys(err, TFX_ECONFIG, "key file %s", path);
+    return NULL;
   }
   if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_size > MAX_KEY_FILE) {
     close(fd);
-    return tfx_err_set(err, TFX_ECONFIG, "key file %s: not a regular file of at most 1 MiB", path), NULL;
+    tfx_err_set(err, TFX_ECONFIG, "key file %s: not a regular file of at most 1 MiB", path);
+    return NULL;
   }
   char *text = malloc((size_t)st.st_size + 1);
   ssize_t got = text ? read(fd, text, (size_t)st.st_size) : -1;
   close(fd);
   if (got != st.st_size) {
     free(text);
-    return tfx_err_sys(err, TFX_ECONFIG, "read key file %s", path), NULL;
+    tfx_err_sys(err, TFX_ECONFIG, "read key file %s", path);
+    return NULL;
   }
   text[got] = '\0';
   *mode = st.st_mode & 07777;

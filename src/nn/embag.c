@@ -1,6 +1,8 @@
 /* The embedding bag over sparse examples (tfx_csr): TensorFlow's embedding_lookup_sparse and PyTorch's
  * EmbeddingBag with per-sample weights. Forward combines the weighted rows of each example's ids; backward gives
- * the gradient of the touched rows only, ascending and with duplicates summed, and never touches the others. */
+ * the gradient of the touched rows only, ascending and with duplicates summed, and never touches the others.
+ * The model lends each bag its field of the batch here (tfx_model_set_csr), and a lazy table's rows are fetched
+ * through the model's row source. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +15,7 @@ typedef struct bag_pair {
   int32_t pos, example;
 } bag_pair;
 
-int tfx_embag_reserve(layer *l, size_t nnz) {
+int nn__embag_reserve(layer *l, size_t nnz) {
   if (nnz <= l->pairs_cap) {
     return 0;
   }
@@ -24,7 +26,8 @@ int tfx_embag_reserve(layer *l, size_t nnz) {
   if (!p) {
     return -1;
   }
-  l->pairs = p, l->pairs_cap = cap;
+  l->pairs = p;
+  l->pairs_cap = cap;
   int64_t *r = realloc(v->rows, sizeof(int64_t) * rows);
   v->rows = r ? r : v->rows;
   float *g = r ? realloc(v->grad, sizeof(float) * rows * width) : NULL;
@@ -56,7 +59,7 @@ static void axpy(float a, const float *row, float *out, int d) {
   }
 }
 
-void tfx_embag_forward(layer *l, int batch) {
+void nn__embag_forward(layer *l, int batch) {
   const tfx_csr *c = l->csr;
   int d = l->oc;
   l->n_bad_ids = 0;
@@ -69,11 +72,13 @@ void tfx_embag_forward(layer *l, int batch) {
       int64_t id = c->ids[k];
       if (k + 4 < to && c->ids[k + 4] >= 0 && c->ids[k + 4] < l->vocab) { /* a scattered row, four ahead */
         const float *ahead = l->w->value + (size_t)c->ids[k + 4] * d;
-        __builtin_prefetch(ahead), __builtin_prefetch(ahead + d - 1);
+        __builtin_prefetch(ahead);
+        __builtin_prefetch(ahead + d - 1);
       }
       if (id < 0 || id >= l->vocab) {
         if (!l->n_bad_ids++) {
-          l->bad_id = (float)id, l->bad_example = b;
+          l->bad_id = (float)id;
+          l->bad_example = b;
         }
         continue; /* an id outside the table: no row, no gradient (tfx_model_input_status reports it) */
       }
@@ -100,13 +105,15 @@ static bag_pair *radix_sort(bag_pair *p, bag_pair *tmp, size_t n, int64_t max_id
     size_t sum = 0;
     for (int d = 0; d < RADIX; d++) {
       size_t c = count[d];
-      count[d] = sum, sum += c;
+      count[d] = sum;
+      sum += c;
     }
     for (size_t i = 0; i < n; i++) {
       tmp[count[(p[i].id >> shift) & (RADIX - 1)]++] = p[i];
     }
     bag_pair *t = p;
-    p = tmp, tmp = t;
+    p = tmp;
+    tmp = t;
   }
   return p;
 }
@@ -134,7 +141,7 @@ static size_t sorted_pairs(layer *l, int batch, const bag_pair **out) {
   return l->n_sorted = n;
 }
 
-void tfx_embag_batch_rows(layer *l, int batch) {
+void nn__embag_batch_rows(layer *l, int batch) {
   const bag_pair *pairs;
   size_t n = sorted_pairs(l, batch, &pairs);
   tfx_var *v = l->w;
@@ -146,7 +153,7 @@ void tfx_embag_batch_rows(layer *l, int batch) {
   }
 }
 
-void tfx_embag_backward(layer *l, int batch) {
+void nn__embag_backward(layer *l, int batch) {
   const tfx_csr *c = l->csr;
   tfx_var *v = l->w;
   int d = l->oc;
@@ -169,4 +176,44 @@ void tfx_embag_backward(layer *l, int batch) {
       axpy(1.0f, l->dout + (size_t)b * d, l->b->grad, d);
     }
   }
+}
+
+/* The model's sparse input: which models read it, and lending each bag its field of the step's batch. */
+
+int tfx_model_sparse_input(const tfx_model *m) {
+  for (int i = 0; i < m->n_layers; i++) {
+    if (m->layers[i].kind == L_EMBAG) {
+      return 1;
+    }
+  }
+  return 0;
+}
+
+int tfx_model_set_csr(tfx_model *m, const tfx_csr *fields, int n_fields, tfx_err *err) {
+  for (int i = 0; i < m->n_layers; i++) {
+    layer *l = &m->layers[i];
+    if (l->kind != L_EMBAG) {
+      continue;
+    }
+    if (l->field >= n_fields) {
+      return tfx_err_set(err, TFX_EINVAL, "layer %s: the data has %d sparse fields, it reads field %d", l->name,
+                         n_fields, l->field);
+    }
+    const tfx_csr *c = &fields[l->field];
+    size_t nnz = (size_t)(c->off[c->n] - c->off[0]);
+    if (nn__embag_reserve(l, nnz)) {
+      return tfx_err_set(err, TFX_ENOMEM, "layer %s: out of memory for a batch of %zu ids", l->name, nnz);
+    }
+    l->csr = c;
+    l->sorted = NULL; /* a new batch: its ids are sorted when first needed */
+    if (m->row_source) {
+      nn__embag_batch_rows(l, c->n);
+    }
+  }
+  return m->row_source ? m->row_source(m->row_ctx, m, err) : TFX_OK;
+}
+
+void tfx_model_set_row_source(tfx_model *m, tfx_row_source fn, void *ctx) {
+  m->row_source = fn;
+  m->row_ctx = ctx;
 }

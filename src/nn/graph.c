@@ -24,11 +24,17 @@ static int find_layer(const tfx_model *m, int n, const char *name, size_t len) {
 /* Copies the output shape of producer p (-1: the model input) as l's input shape. */
 static void take_shape(const tfx_model *m, layer *l, int p) {
   if (p < 0) {
-    l->in_rank = m->in_rank, l->ih = m->ih, l->iw = m->iw, l->ic = m->ic;
+    l->in_rank = m->in_rank;
+    l->ih = m->ih;
+    l->iw = m->iw;
+    l->ic = m->ic;
     return;
   }
   const layer *q = &m->layers[p];
-  l->in_rank = q->out_rank, l->ih = q->oh, l->iw = q->ow, l->ic = q->oc;
+  l->in_rank = q->out_rank;
+  l->ih = q->oh;
+  l->iw = q->ow;
+  l->ic = q->oc;
 }
 
 static int parse_inputs(tfx_model *m, int i, const tfx_layer_spec *s, tfx_err *err) {
@@ -64,12 +70,15 @@ static int link_bag(tfx_model *m, layer *l, const tfx_layer_spec *s, tfx_err *er
     return tfx_err_set(err, TFX_ESHAPE, "layer %s: %s has %lld ids; a table in one process holds at most 2^31 rows",
                        l->name, want, (long long)m->field_dim[l->field]);
   }
-  l->in[0] = -1, l->n_in = 1;
-  l->in_rank = 1, l->ih = l->iw = 1, l->ic = (int)m->field_dim[l->field];
+  l->in[0] = -1;
+  l->n_in = 1;
+  l->in_rank = 1;
+  l->ih = l->iw = 1;
+  l->ic = (int)m->field_dim[l->field];
   return TFX_OK;
 }
 
-int tfx_graph_link(tfx_model *m, int i, const tfx_layer_spec *s, tfx_err *err) {
+int nn__graph_link(tfx_model *m, int i, const tfx_layer_spec *s, tfx_err *err) {
   layer *l = &m->layers[i];
   if (l->kind == L_EMBAG) {
     return link_bag(m, l, s, err);
@@ -118,10 +127,16 @@ static int shape_merge(tfx_model *m, layer *l, tfx_err *err) {
     total += n;
   }
   if (l->kind == L_CONCAT) {
-    l->out_rank = 1, l->oh = 1, l->ow = 1, l->oc = total;
+    l->out_rank = 1;
+    l->oh = 1;
+    l->ow = 1;
+    l->oc = total;
   }
   if (l->kind == L_FM) { /* fm: the pairwise term [1]; bi_interaction (l->pool = 0): its vector [k] */
-    l->out_rank = 1, l->oh = 1, l->ow = 1, l->oc = l->pool ? 1 : first;
+    l->out_rank = 1;
+    l->oh = 1;
+    l->ow = 1;
+    l->oc = l->pool ? 1 : first;
   }
   return TFX_OK;
 }
@@ -178,7 +193,9 @@ static int shape_op(tfx_model *m, layer *l, const tfx_layer_spec *s, tfx_err *er
                        (long long)layer_in_size(l) * v->shape[1]);
   }
   l->w = v;
-  l->out_rank = 1, l->oh = 1, l->ow = 1;
+  l->out_rank = 1;
+  l->oh = 1;
+  l->ow = 1;
   l->oc = l->kind == L_MATMUL ? (int)v->shape[1] : layer_in_size(l) * (int)v->shape[1];
   if (l->kind == L_LOOKUP) {
     l->vocab = (int)v->shape[0];
@@ -187,7 +204,7 @@ static int shape_op(tfx_model *m, layer *l, const tfx_layer_spec *s, tfx_err *er
   return TFX_OK;
 }
 
-int tfx_graph_shape(tfx_model *m, layer *l, const tfx_layer_spec *s, tfx_err *err) {
+int nn__graph_shape(tfx_model *m, layer *l, const tfx_layer_spec *s, tfx_err *err) {
   if (layer_is_merge(l)) {
     return shape_merge(m, l, err);
   }
@@ -196,7 +213,8 @@ int tfx_graph_shape(tfx_model *m, layer *l, const tfx_layer_spec *s, tfx_err *er
 
 /* Parses "784,10" (already checked by the config reader) into v's shape. */
 static void parse_dims(tfx_var *v, const char *shape) {
-  v->rank = 0, v->count = 1;
+  v->rank = 0;
+  v->count = 1;
   for (const char *p = shape; *p && v->rank < 4;) {
     char *end;
     v->shape[v->rank] = strtoll(p, &end, 10);
@@ -205,7 +223,7 @@ static void parse_dims(tfx_var *v, const char *shape) {
   }
 }
 
-int tfx_graph_declare(tfx_model *m, const tfx_config *cfg, tfx_err *err) {
+int nn__graph_declare(tfx_model *m, const tfx_config *cfg, tfx_err *err) {
   for (int i = 0; i < cfg->n_variables; i++) {
     const tfx_var_spec *s = &cfg->variables[i];
     tfx_var *v = &m->vars[m->n_vars];
@@ -224,14 +242,15 @@ int tfx_graph_declare(tfx_model *m, const tfx_config *cfg, tfx_err *err) {
              s->initializer[0] ? s->initializer
              : v->rank >= 2    ? "glorot_uniform"
                                : "zeros");
-    v->fan_in = v->shape[0], v->fan_out = v->rank >= 2 ? v->shape[1] : v->shape[0];
+    v->fan_in = v->shape[0];
+    v->fan_out = v->rank >= 2 ? v->shape[1] : v->shape[0];
     v->trainable = s->trainable;
     m->n_vars = m->n_declared = i + 1;
   }
   return TFX_OK;
 }
 
-int tfx_graph_finish(tfx_model *m, tfx_err *err) {
+int nn__graph_finish(tfx_model *m, tfx_err *err) {
   for (int k = 0; k < m->n_declared; k++) {
     int used = 0;
     for (int i = 0; i < m->n_layers; i++) {
@@ -272,7 +291,8 @@ static void fm_forward(tfx_model *m, layer *l, const float *x, int batch) {
       float s = 0, q = 0;
       for (int f = 0; f < l->n_in; f++) {
         float v = output_of(m, l->in[f], x)[(size_t)b * k + j];
-        s += v, q += v * v;
+        s += v;
+        q += v * v;
       }
       float t = 0.5f * (s * s - q);
       total += t;
@@ -309,7 +329,7 @@ static void fm_backward(tfx_model *m, layer *l, int batch) {
   }
 }
 
-void tfx_graph_merge_forward(tfx_model *m, layer *l, const float *x, int batch) {
+void nn__graph_merge_forward(tfx_model *m, layer *l, const float *x, int batch) {
   if (l->kind == L_FM) {
     fm_forward(m, l, x, batch);
     return;
@@ -370,20 +390,20 @@ static void layer_backward(tfx_model *m, layer *l, const float *x, int batch) {
   int p = l->in[0];
   const float *in = output_of(m, p, x);
   if (p < 0 || !m->layers[p].needs_grad) {
-    tfx_layer_backward(l, in, NULL, batch);
+    nn__layer_backward(l, in, NULL, batch);
     return;
   }
   layer *q = &m->layers[p];
   if (q->consumers == 1) {
-    tfx_layer_backward(l, in, q->dout, batch);
+    nn__layer_backward(l, in, q->dout, batch);
     return;
   }
   int n = layer_out_size(q);
-  tfx_layer_backward(l, in, m->scratch, batch);
+  nn__layer_backward(l, in, m->scratch, batch);
   give_grad(m, p, m->scratch, batch, n, n);
 }
 
-void tfx_graph_backward(tfx_model *m, const float *x, int batch) {
+void nn__graph_backward(tfx_model *m, const float *x, int batch) {
   for (int i = 0; i < m->n_layers - 1; i++) {
     layer *l = &m->layers[i];
     if (l->needs_grad && l->consumers > 1) {

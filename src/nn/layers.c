@@ -96,14 +96,6 @@ static void act_backward(act a, float alpha, const float *y, float *dy, size_t n
 /* Rows per block of the fused bias/activation passes: a block stays in L1 between its two sub-passes. */
 #define ROW_BLOCK_FLOATS 2048
 
-/* The smallest part of an element loop worth handing to another thread (a hand-off costs a few microseconds). */
-#define PAR_GRAIN_FLOATS 16384
-
-/* The grain, in rows of `width` floats, of a loop over rows. */
-static size_t grain_rows(size_t width) {
-  return width >= PAR_GRAIN_FLOATS ? 1 : PAR_GRAIN_FLOATS / width;
-}
-
 /* What one part of a split loop works on; each part function reads the fields it needs. */
 typedef struct job {
   const layer *l;
@@ -137,7 +129,7 @@ static void bias_act_part(void *ctx, size_t r0, size_t r1) {
 /* y = act(y + b) over [rows, cols], split over rows. */
 static void bias_act_forward(layer *l, float *y, int rows, int cols) {
   job j = {.l = l, .out = y, .cols = cols};
-  tfx_par_for(l->par, (size_t)rows, grain_rows((size_t)cols), bias_act_part, &j);
+  tfx_par_for(l->par, (size_t)rows, nn__grain_rows((size_t)cols), bias_act_part, &j);
 }
 
 /* Chunks [c0, c1) of TFX_NN_CHUNKS: dy *= act'(y) on the chunk's rows, and (with db) the chunk's column sums
@@ -283,7 +275,7 @@ static void col2im_part(void *ctx, size_t b0, size_t b1) {
 static void conv_forward(layer *l, const float *in, int batch) {
   int rows = batch * l->oh * l->ow, kkc = l->k * l->k * l->ic;
   job j = {.l = l, .in = in};
-  tfx_par_for(l->par, (size_t)batch, grain_rows((size_t)l->oh * l->ow * kkc), im2col_part, &j);
+  tfx_par_for(l->par, (size_t)batch, nn__grain_rows((size_t)l->oh * l->ow * kkc), im2col_part, &j);
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, l->oc, kkc, 1.0f, l->cols, kkc, l->w->value, l->oc, 0.0f,
               l->out, l->oc);
   bias_act_forward(l, l->out, rows, l->oc);
@@ -301,153 +293,7 @@ static void conv_backward(layer *l, const float *in, float *din, int batch) {
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, kkc, l->oc, 1.0f, l->dout, l->oc, l->w->value, l->oc, 0.0f,
               l->cols, kkc);
   job j = {.l = l, .out = din};
-  tfx_par_for(l->par, (size_t)batch, grain_rows((size_t)l->oh * l->ow * kkc), col2im_part, &j);
-}
-
-/* The in-image part [y0, y1) x [x0, x1) of the pooling window of output (oy, ox); padded positions are left out. */
-typedef struct window {
-  int y0, y1, x0, x1;
-} window;
-
-static window pool_window(const layer *l, int oy, int ox) {
-  int y = oy * l->stride - l->pad_t, x = ox * l->stride - l->pad_l;
-  window w = {y < 0 ? 0 : y, y + l->pool > l->ih ? l->ih : y + l->pool, x < 0 ? 0 : x,
-              x + l->pool > l->iw ? l->iw : x + l->pool};
-  return w;
-}
-
-/* Max of one window over channels: y and arg (the image index of each max) start at its first position. */
-static void max_window(const layer *l, const float *img, window w, float *y, int32_t *arg) {
-  int C = l->oc, first = (w.y0 * l->iw + w.x0) * l->ic;
-  for (int c = 0; c < C; c++) {
-    y[c] = img[first + c], arg[c] = first + c;
-  }
-  for (int iy = w.y0; iy < w.y1; iy++) {
-    for (int ix = w.x0; ix < w.x1; ix++) {
-      int base = (iy * l->iw + ix) * l->ic;
-      const float *x = img + base;
-      for (int c = 0; c < C; c++) {
-        int gt = x[c] > y[c];
-        y[c] = gt ? x[c] : y[c];
-        arg[c] = gt ? base + c : arg[c];
-      }
-    }
-  }
-}
-
-/* Mean of one window's in-image positions (TensorFlow's 'same' average leaves the padding out of the count). */
-static void avg_window(const layer *l, const float *img, window w, float *y) {
-  int C = l->oc;
-  float inv = 1.0f / (float)((w.y1 - w.y0) * (w.x1 - w.x0));
-  for (int c = 0; c < C; c++) {
-    y[c] = 0;
-  }
-  for (int iy = w.y0; iy < w.y1; iy++) {
-    for (int ix = w.x0; ix < w.x1; ix++) {
-      const float *x = img + (iy * l->iw + ix) * l->ic;
-      for (int c = 0; c < C; c++) {
-        y[c] += x[c];
-      }
-    }
-  }
-  for (int c = 0; c < C; c++) {
-    y[c] *= inv;
-  }
-}
-
-/* Max or average pooling of samples [b0, b1); channels innermost so each step is a vector op. */
-static void pool_forward_part(void *ctx, size_t b0, size_t b1) {
-  const job *j = ctx;
-  const layer *l = j->l;
-  for (int b = (int)b0; b < (int)b1; b++) {
-    const float *img = j->in + (size_t)b * layer_in_size(l);
-    for (int oy = 0; oy < l->oh; oy++) {
-      for (int ox = 0; ox < l->ow; ox++) {
-        size_t o = (size_t)b * layer_out_size(l) + ((size_t)oy * l->ow + ox) * l->oc;
-        if (l->kind == L_MAXPOOL) {
-          max_window(l, img, pool_window(l, oy, ox), l->out + o, l->argmax + o);
-        } else {
-          avg_window(l, img, pool_window(l, oy, ox), l->out + o);
-        }
-      }
-    }
-  }
-}
-
-/* Adds one window's share of the output gradient g to the input gradient img: all of g[c] to the max's position
- * (max), or g[c] / (in-image positions) to each position (avg). Overlapping windows add up. */
-static void pool_window_backward(const layer *l, const float *g, const int32_t *arg, float *img, int oy, int ox) {
-  int C = l->oc;
-  if (l->kind == L_MAXPOOL) {
-    for (int c = 0; c < C; c++) {
-      img[arg[c]] += g[c];
-    }
-    return;
-  }
-  window w = pool_window(l, oy, ox);
-  float inv = 1.0f / (float)((w.y1 - w.y0) * (w.x1 - w.x0));
-  for (int iy = w.y0; iy < w.y1; iy++) {
-    for (int ix = w.x0; ix < w.x1; ix++) {
-      float *d = img + (iy * l->iw + ix) * l->ic;
-      for (int c = 0; c < C; c++) {
-        d[c] += g[c] * inv;
-      }
-    }
-  }
-}
-
-static void pool_forward(layer *l, const float *in, int batch) {
-  job j = {.l = l, .in = in};
-  tfx_par_for(l->par, (size_t)batch, grain_rows((size_t)layer_in_size(l)), pool_forward_part, &j);
-}
-
-/* Whether the windows tile the image (stride = pool, none over an edge): then each input position is in at most
- * one window, and the backward pass writes each window's gradient instead of adding it. */
-static int pool_tiles(const layer *l) {
-  return l->stride == l->pool && l->pad_t == 0 && l->pad_l == 0 && l->oh * l->pool <= l->ih && l->ow * l->pool <= l->iw;
-}
-
-/* Writes one tiling window's gradient, every position of it (vector selects, no scatter): g[c] at the max's
- * position and 0 elsewhere (max), or g[c] / pool^2 (avg). */
-static void pool_tile_backward(const layer *l, const float *g, const int32_t *arg, float *img, int oy, int ox) {
-  int p = l->pool, C = l->oc;
-  float inv = 1.0f / (float)(p * p);
-  for (int iy = oy * p; iy < oy * p + p; iy++) {
-    for (int ix = ox * p; ix < ox * p + p; ix++) {
-      int base = (iy * l->iw + ix) * l->ic;
-      float *d = img + base;
-      for (int c = 0; c < C; c++) {
-        d[c] = l->kind == L_MAXPOOL ? (arg[c] == base + c ? g[c] : 0) : g[c] * inv;
-      }
-    }
-  }
-}
-
-/* The input gradient (j->out) of samples [b0, b1). Tiling windows write theirs (zeroing first only the rows or
- * columns no window covers); otherwise it is zeroed and each window's share added in a fixed order, so the sum
- * is the same at any thread count. */
-static void pool_backward_part(void *ctx, size_t b0, size_t b1) {
-  const job *j = ctx;
-  const layer *l = j->l;
-  float *din = j->out;
-  int in_size = layer_in_size(l), out_size = layer_out_size(l), tiles = pool_tiles(l);
-  if (!tiles || l->ih % l->pool || l->iw % l->pool) {
-    memset(din + b0 * in_size, 0, sizeof(float) * (b1 - b0) * in_size);
-  }
-  for (int b = (int)b0; b < (int)b1; b++) {
-    for (int oy = 0; oy < l->oh; oy++) {
-      for (int ox = 0; ox < l->ow; ox++) {
-        size_t o = (size_t)b * out_size + ((size_t)oy * l->ow + ox) * l->oc;
-        (tiles ? pool_tile_backward : pool_window_backward)(l, l->dout + o, l->argmax + o, din + (size_t)b * in_size,
-                                                            oy, ox);
-      }
-    }
-  }
-}
-
-static void pool_backward(layer *l, float *din, int batch) {
-  job j = {.l = l, .out = din};
-  tfx_par_for(l->par, (size_t)batch, grain_rows((size_t)layer_in_size(l)), pool_backward_part, &j);
+  tfx_par_for(l->par, (size_t)batch, nn__grain_rows((size_t)l->oh * l->ow * kkc), col2im_part, &j);
 }
 
 /* Elements [i0, i1) of a training dropout: a counter-based mask, so any split draws the same one. */
@@ -505,7 +351,8 @@ static void embed_forward(layer *l, const float *in, int batch) {
     int ok = f >= 0 && f < (float)l->vocab;
     l->ids[i] = ok ? (int)f : -1;
     if (!ok && !l->n_bad_ids++) {
-      l->bad_id = f, l->bad_example = i / n;
+      l->bad_id = f;
+      l->bad_example = i / n;
     }
     float *row = l->out + (size_t)i * d;
     if (ok) {
@@ -579,7 +426,8 @@ static void bn_forward(layer *l, const float *in, int batch, int training) {
     }
     float mu = training ? (float)(s / rows) : l->mmean->value[k],
           var = training ? (float)(q / rows) : l->mvar->value[k];
-    mean[k] = mu, inv[k] = 1.0f / sqrtf(var + BN_EPS);
+    mean[k] = mu;
+    inv[k] = 1.0f / sqrtf(var + BN_EPS);
     if (training) {
       l->mmean->value[k] = mom * l->mmean->value[k] + (1 - mom) * mu;
       l->mvar->value[k] = mom * l->mvar->value[k] + (1 - mom) * var;
@@ -597,10 +445,12 @@ static void bn_forward(layer *l, const float *in, int batch, int training) {
 static void bn_backward(layer *l, float *din, int batch) {
   int c = l->ic, rows = batch * l->ih * l->iw;
   float *dg = l->w->grad, *db = l->b->grad, *inv = l->bn + c;
-  memset(dg, 0, sizeof(float) * (size_t)c), memset(db, 0, sizeof(float) * (size_t)c);
+  memset(dg, 0, sizeof(float) * (size_t)c);
+  memset(db, 0, sizeof(float) * (size_t)c);
   for (int r = 0; r < rows; r++) {
     for (int k = 0; k < c; k++) {
-      db[k] += l->dout[(size_t)r * c + k], dg[k] += l->dout[(size_t)r * c + k] * l->mask[(size_t)r * c + k];
+      db[k] += l->dout[(size_t)r * c + k];
+      dg[k] += l->dout[(size_t)r * c + k] * l->mask[(size_t)r * c + k];
     }
   }
   for (int r = 0; din && r < rows; r++) {
@@ -633,7 +483,7 @@ static void scale(const float *x, float *y, size_t n, float rate) {
   }
 }
 
-void tfx_layer_forward(layer *l, const float *in, int batch, int training, uint64_t step) {
+void nn__layer_forward(layer *l, const float *in, int batch, int training, uint64_t step) {
   size_t n = (size_t)batch * layer_out_size(l);
   switch (l->kind) {
     case L_DENSE:
@@ -651,7 +501,7 @@ void tfx_layer_forward(layer *l, const float *in, int batch, int training, uint6
       break;
     case L_MAXPOOL:
     case L_AVGPOOL:
-      pool_forward(l, in, batch);
+      nn__pool_forward(l, in, batch);
       break;
     case L_DROPOUT:
       dropout_forward(l, in, batch, training, step);
@@ -672,17 +522,17 @@ void tfx_layer_forward(layer *l, const float *in, int batch, int training, uint6
       embed_forward(l, in, batch);
       break;
     case L_EMBAG:
-      tfx_embag_forward(l, batch);
+      nn__embag_forward(l, batch);
       break;
     case L_BN:
       bn_forward(l, in, batch, training);
       break;
-    default: /* merges are run by the graph (tfx_graph_merge_forward) */
+    default: /* merges are run by the graph (nn__graph_merge_forward) */
       break;
   }
 }
 
-void tfx_layer_backward(layer *l, const float *in, float *din, int batch) {
+void nn__layer_backward(layer *l, const float *in, float *din, int batch) {
   size_t n = (size_t)batch * layer_out_size(l);
   switch (l->kind) {
     case L_DENSE:
@@ -703,7 +553,7 @@ void tfx_layer_backward(layer *l, const float *in, float *din, int batch) {
     case L_MAXPOOL:
     case L_AVGPOOL:
       if (din) {
-        pool_backward(l, din, batch);
+        nn__pool_backward(l, din, batch);
       }
       break;
     case L_DROPOUT:
@@ -731,12 +581,12 @@ void tfx_layer_backward(layer *l, const float *in, float *din, int batch) {
       embed_backward(l, din, batch);
       break;
     case L_EMBAG:
-      tfx_embag_backward(l, batch);
+      nn__embag_backward(l, batch);
       break;
     case L_BN:
       bn_backward(l, din, batch);
       break;
-    default: /* merges: tfx_graph_backward */
+    default: /* merges: nn__graph_backward */
       break;
   }
 }

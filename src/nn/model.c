@@ -1,4 +1,4 @@
-/* Models from the experiment's layer list: shape inference, variables, step buffers, loss. */
+/* Models from the experiment's layer list: shape inference, variables, step buffers (the loss is loss.c's). */
 #include "nn/model.h"
 
 #include <math.h>
@@ -85,7 +85,10 @@ static int shape_dense(tfx_model *m, layer *l, const tfx_layer_spec *s, tfx_err 
     return rc;
   }
   int n_in = layer_in_size(l);
-  l->out_rank = 1, l->oh = 1, l->ow = 1, l->oc = s->units;
+  l->out_rank = 1;
+  l->oh = 1;
+  l->ow = 1;
+  l->oc = s->units;
   int64_t ws[2] = {n_in, s->units}, bs[1] = {s->units};
   l->w = add_var(m, l, "kernel", 2, ws, s->initializer[0] ? s->initializer : "glorot_uniform", n_in, s->units);
   l->b = add_var(m, l, "bias", 1, bs, "zeros", n_in, s->units);
@@ -99,15 +102,18 @@ static int shape_window(layer *l, int k, const char *padding, const char *what, 
     return tfx_err_set(err, TFX_ECONFIG, "layer %s: %s %d, strides %d (want both >= 1)", l->name, what, k, l->stride);
   }
   if (strcmp(padding, "same") == 0) {
-    l->oh = (l->ih + l->stride - 1) / l->stride, l->ow = (l->iw + l->stride - 1) / l->stride;
+    l->oh = (l->ih + l->stride - 1) / l->stride;
+    l->ow = (l->iw + l->stride - 1) / l->stride;
     int ph = (l->oh - 1) * l->stride + k - l->ih, pw = (l->ow - 1) * l->stride + k - l->iw;
-    l->pad_t = ph > 0 ? ph / 2 : 0, l->pad_l = pw > 0 ? pw / 2 : 0;
+    l->pad_t = ph > 0 ? ph / 2 : 0;
+    l->pad_l = pw > 0 ? pw / 2 : 0;
   } else if (strcmp(padding, "valid") == 0) {
     if (l->ih < k || l->iw < k) {
       return tfx_err_set(err, TFX_ESHAPE, "layer %s: %s %d larger than input %dx%d (padding 'valid')", l->name, what, k,
                          l->ih, l->iw);
     }
-    l->oh = (l->ih - k) / l->stride + 1, l->ow = (l->iw - k) / l->stride + 1;
+    l->oh = (l->ih - k) / l->stride + 1;
+    l->ow = (l->iw - k) / l->stride + 1;
   } else {
     return tfx_err_set(err, TFX_ECONFIG, "layer %s: padding '%s' (want same or valid)", l->name, padding);
   }
@@ -119,7 +125,10 @@ static int shape_conv(tfx_model *m, layer *l, const tfx_layer_spec *s, tfx_err *
   if (rc) {
     return rc;
   }
-  l->k = s->kernel_size, l->stride = tfx_config_layer_strides(s), l->out_rank = 3, l->oc = s->filters;
+  l->k = s->kernel_size;
+  l->stride = tfx_config_layer_strides(s);
+  l->out_rank = 3;
+  l->oc = s->filters;
   if ((rc = shape_window(l, l->k, s->padding, "kernel", err))) {
     return rc;
   }
@@ -136,7 +145,10 @@ static int shape_pool(layer *l, const tfx_layer_spec *s, tfx_err *err) {
   if (rc) {
     return rc;
   }
-  l->pool = s->pool_size, l->stride = tfx_config_layer_strides(s), l->out_rank = 3, l->oc = l->ic;
+  l->pool = s->pool_size;
+  l->stride = tfx_config_layer_strides(s);
+  l->out_rank = 3;
+  l->oc = l->ic;
   return shape_window(l, l->pool, s->padding, "pool", err);
 }
 
@@ -147,7 +159,11 @@ static int shape_embed(tfx_model *m, layer *l, const tfx_layer_spec *s, tfx_err 
     return rc;
   }
   int n = layer_in_size(l);
-  l->vocab = s->input_dim, l->out_rank = 1, l->oh = 1, l->ow = 1, l->oc = n * s->units;
+  l->vocab = s->input_dim;
+  l->out_rank = 1;
+  l->oh = 1;
+  l->ow = 1;
+  l->oc = n * s->units;
   int64_t ws[2] = {s->input_dim, s->units};
   l->w =
       add_var(m, l, "embeddings", 2, ws, s->initializer[0] ? s->initializer : "uniform:0.05", s->input_dim, s->units);
@@ -172,7 +188,10 @@ static int shape_embag(tfx_model *m, layer *l, const tfx_layer_spec *s, int last
     return tfx_err_set(err, TFX_ECONFIG, "layer %s: combiner '%s' (want sum, mean or sqrtn)", l->name, s->combiner);
   }
   l->vocab = s->input_dim > 1 ? s->input_dim : layer_in_size(l);
-  l->out_rank = 1, l->oh = 1, l->ow = 1, l->oc = s->units;
+  l->out_rank = 1;
+  l->oh = 1;
+  l->ow = 1;
+  l->oc = s->units;
   int64_t ws[2] = {l->vocab, s->units}, bs[1] = {s->units};
   const char *init = s->initializer[0] ? s->initializer : last ? "zeros" : "uniform:0.05";
   l->w = add_var(m, l, "embeddings", 2, ws, init, l->vocab, s->units);
@@ -194,7 +213,10 @@ static void shape_bn(tfx_model *m, layer *l) {
 
 /* Infers the output shape of layer l (input shape already set) and declares its variables. */
 static int shape_layer(tfx_model *m, layer *l, const tfx_layer_spec *s, tfx_err *err) {
-  l->out_rank = l->in_rank, l->oh = l->ih, l->ow = l->iw, l->oc = l->ic;
+  l->out_rank = l->in_rank;
+  l->oh = l->ih;
+  l->ow = l->iw;
+  l->oc = l->ic;
   switch (l->kind) {
     case L_DENSE:
       return shape_dense(m, l, s, err);
@@ -204,13 +226,18 @@ static int shape_layer(tfx_model *m, layer *l, const tfx_layer_spec *s, tfx_err 
     case L_AVGPOOL:
       return shape_pool(l, s, err);
     case L_FLATTEN:
-      l->out_rank = 1, l->oh = 1, l->ow = 1, l->oc = layer_in_size(l);
+      l->out_rank = 1;
+      l->oh = 1;
+      l->ow = 1;
+      l->oc = layer_in_size(l);
       return TFX_OK;
     case L_EMBED:
       return shape_embed(m, l, s, err);
     case L_BN:
       if (l->in_rank == 1) {
-        l->ic = l->ih * l->iw * l->ic, l->ih = l->iw = 1, l->oc = l->ic;
+        l->ic = l->ih * l->iw * l->ic;
+        l->ih = l->iw = 1;
+        l->oc = l->ic;
       }
       shape_bn(m, l);
       return TFX_OK;
@@ -220,7 +247,7 @@ static int shape_layer(tfx_model *m, layer *l, const tfx_layer_spec *s, tfx_err 
     case L_CONCAT:
     case L_ADD:
     case L_FM:
-      return tfx_graph_shape(m, l, s, err);
+      return nn__graph_shape(m, l, s, err);
     default:
       return TFX_OK;
   }
@@ -253,7 +280,7 @@ static int build_layer(tfx_model *m, int i, const tfx_layer_spec *s, const tfx_c
   if (s->variable[0] && l->kind != L_MATMUL && l->kind != L_BIAS && l->kind != L_LOOKUP) {
     return tfx_err_set(err, TFX_ECONFIG, "layer %s: only matmul, bias_add and lookup take a variable", l->name);
   }
-  int rc = tfx_graph_link(m, i, s, err);
+  int rc = nn__graph_link(m, i, s, err);
   if (rc) {
     return rc;
   }
@@ -365,7 +392,9 @@ static int alloc_buffers(tfx_model *m) {
 static void set_input_shape(tfx_model *m, const tfx_config *cfg) {
   if (cfg->n_features > 0) { /* feature columns: the numeric ones are the dense input, the others sparse fields */
     int numeric = tfx_config_numeric_features(cfg);
-    m->in_rank = 1, m->ih = m->iw = 1, m->ic = numeric > 0 ? numeric : 1;
+    m->in_rank = 1;
+    m->ih = m->iw = 1;
+    m->ic = numeric > 0 ? numeric : 1;
     for (int i = 0; i < cfg->n_features; i++) {
       const tfx_feature_spec *f = &cfg->features[i];
       if (strcmp(f->type, "numeric")) {
@@ -419,7 +448,7 @@ int tfx_model_create(const tfx_config *cfg, int max_batch, tfx_model **out, tfx_
   m->loss = cfg->loss == TFX_LOSS_SIGMOID_CROSS_ENTROPY ? 1 : cfg->loss == TFX_LOSS_MSE ? 2 : 0;
   m->top_k = top_k_of(cfg->metrics);
   set_input_shape(m, cfg);
-  if ((rc = tfx_graph_declare(m, cfg, err))) {
+  if ((rc = nn__graph_declare(m, cfg, err))) {
     goto fail;
   }
   for (int i = 0; i < cfg->n_layers; i++) {
@@ -428,7 +457,7 @@ int tfx_model_create(const tfx_config *cfg, int max_batch, tfx_model **out, tfx_
       goto fail;
     }
   }
-  if ((rc = tfx_graph_finish(m, err))) {
+  if ((rc = nn__graph_finish(m, err))) {
     goto fail;
   }
   if (m->layers[m->n_layers - 1].out_rank != 1) {
@@ -461,14 +490,24 @@ void tfx_model_destroy(tfx_model *m) {
     } else {
       free(m->vars[i].storage);
     }
-    free(m->vars[i].grad), free(m->vars[i].rows);
+    free(m->vars[i].grad);
+    free(m->vars[i].rows);
   }
   for (int i = 0; i < m->n_layers; i++) {
     layer *l = &m->layers[i];
-    free(l->out), free(l->dout), free(l->cols), free(l->argmax), free(l->mask), free(l->ids), free(l->bn);
-    free(l->dbpart), free(l->bag_scale), free(l->pairs);
+    free(l->out);
+    free(l->dout);
+    free(l->cols);
+    free(l->argmax);
+    free(l->mask);
+    free(l->ids);
+    free(l->bn);
+    free(l->dbpart);
+    free(l->bag_scale);
+    free(l->pairs);
   }
-  free(m->probs), free(m->scratch);
+  free(m->probs);
+  free(m->scratch);
   tfx_par_destroy(m->par);
   free(m);
 }
@@ -520,202 +559,17 @@ const float *tfx_model_forward(tfx_model *m, const float *x, int batch, int trai
   for (int i = 0; i < m->n_layers; i++) {
     layer *l = &m->layers[i];
     if (layer_is_merge(l)) {
-      tfx_graph_merge_forward(m, l, x, batch);
+      nn__graph_merge_forward(m, l, x, batch);
     } else {
-      tfx_layer_forward(l, l->in[0] < 0 ? x : m->layers[l->in[0]].out, batch, training, step);
+      nn__layer_forward(l, l->in[0] < 0 ? x : m->layers[l->in[0]].out, batch, training, step);
     }
   }
   return m->layers[m->n_layers - 1].out;
 }
 
-static void softmax_rows(const float *z, float *p, int batch, int c) {
-  for (int b = 0; b < batch; b++) {
-    const float *zr = z + (size_t)b * c;
-    float *pr = p + (size_t)b * c, mx = zr[0], sum = 0;
-    for (int j = 1; j < c; j++) {
-      mx = zr[j] > mx ? zr[j] : mx;
-    }
-    for (int j = 0; j < c; j++) {
-      sum += pr[j] = expf(zr[j] - mx);
-    }
-    for (int j = 0; j < c; j++) {
-      pr[j] /= sum;
-    }
-  }
-}
-
-/* The number of classes a label may name: c, or 2 for a binary classifier (one sigmoid output). */
-static int label_classes(const tfx_model *m, int c) {
-  return m->loss == 1 && c == 1 ? 2 : c;
-}
-
-static void count_hits(const float *z, const int32_t *labels, int batch, int c, int k, tfx_step_stats *st) {
-  for (int b = 0; b < batch; b++) {
-    const float *zr = z + (size_t)b * c;
-    if (c == 1) { /* binary: a hit when the logit's side is the label's */
-      int hit = (labels[b] == 1) == (zr[0] > 0);
-      st->correct += hit, st->top5 += hit;
-      continue;
-    }
-    if (labels[b] < 0 || labels[b] >= c) {
-      continue; /* an unknown class is never a hit */
-    }
-    int above = 0;
-    for (int j = 0; j < c; j++) {
-      above += zr[j] > zr[labels[b]];
-    }
-    st->correct += above == 0;
-    st->top5 += above < k;
-  }
-}
-
-/* -log softmax(z)[label] as log-sum-exp(z) - z[label], in double: exact however small the probability. */
-static double softmax_xent(const float *z, int label, int c) {
-  double mx = z[0], sum = 0;
-  for (int j = 1; j < c; j++) {
-    mx = z[j] > mx ? z[j] : mx;
-  }
-  for (int j = 0; j < c; j++) {
-    sum += exp((double)z[j] - mx);
-  }
-  return mx + log(sum) - (double)z[label];
-}
-
-/* Sigmoid cross-entropy of one logit against target t in the stable form max(z,0) - z*t + log1p(exp(-|z|)). */
-static double sigmoid_xent(float z, float t) {
-  double zd = z;
-  return fmax(zd, 0) - zd * t + log1p(exp(-fabs(zd)));
-}
-
-/* Per-example loss and d(mean loss)/dz for one row. A single sigmoid output is a binary classifier: the label
- * (0 or 1) is its target. */
-static double row_loss(int kind, const float *z, const float *p, int label, int c, float *dz, float inv_b) {
-  double loss = kind == 0 ? softmax_xent(z, label, c) : 0;
-  for (int j = 0; j < c; j++) {
-    float t = (kind == 1 && c == 1 ? label == 1 : j == label) ? 1.0f : 0.0f;
-    if (kind == 0) {
-      if (dz) {
-        dz[j] = (p[j] - t) * inv_b;
-      }
-    } else if (kind == 1) {
-      loss += sigmoid_xent(z[j], t);
-      if (dz) {
-        dz[j] = (1.0f / (1.0f + expf(-z[j])) - t) * inv_b;
-      }
-    } else {
-      loss += 0.5 * (z[j] - t) * (z[j] - t);
-      if (dz) {
-        dz[j] = (z[j] - t) * inv_b;
-      }
-    }
-  }
-  return loss;
-}
-
-int tfx_model_scores(const tfx_model *m, int batch, float *out) {
-  const layer *last = &m->layers[m->n_layers - 1];
-  int c = last->oc;
-  if (!(c == 1 && m->loss == 1) && !(c == 2 && m->loss == 0)) {
-    return 0;
-  }
-  for (int b = 0; b < batch; b++) { /* a monotone score of the positive class: its logit, or the logits' margin */
-    out[b] = c == 1 ? last->out[b] : last->out[2 * b + 1] - last->out[2 * b];
-  }
-  return 1;
-}
-
-void tfx_model_loss(tfx_model *m, const int32_t *labels, int batch, int grad, tfx_step_stats *st) {
-  layer *last = &m->layers[m->n_layers - 1];
-  int c = last->oc;
-  softmax_rows(last->out, m->probs, batch, c);
-  for (int b = 0; c == 1 && m->loss == 1 && b < batch; b++) {
-    m->probs[b] = 1.0f / (1.0f + expf(-last->out[b])); /* binary: the probability of class 1 */
-  }
-  double total = 0;
-  for (int b = 0; b < batch; b++) {
-    float *dz = grad ? last->dout + (size_t)b * c : NULL;
-    if (labels[b] < 0 || labels[b] >= label_classes(m, c)) {
-      /* No loss and no gradient: tfx_model_check_labels is how a caller learns of it. */
-      if (dz) {
-        memset(dz, 0, sizeof(float) * (size_t)c);
-      }
-      continue;
-    }
-    total +=
-        row_loss(m->loss, last->out + (size_t)b * c, m->probs + (size_t)b * c, labels[b], c, dz, 1.0f / (float)batch);
-  }
-  memset(st, 0, sizeof *st);
-  st->loss = total / batch;
-  st->count = batch;
-  count_hits(last->out, labels, batch, c, m->top_k, st);
-}
-
-int tfx_model_check_labels(const tfx_model *m, const int32_t *labels, int batch, int *example, tfx_err *err) {
-  int c = label_classes(m, m->layers[m->n_layers - 1].oc);
-  for (int b = 0; b < batch; b++) {
-    if (labels[b] < 0 || labels[b] >= c) {
-      if (example) {
-        *example = b;
-      }
-      return tfx_err_set(err, TFX_EINVAL, "label %d is outside the model's %d classes [0, %d)", (int)labels[b], c, c);
-    }
-  }
-  return TFX_OK;
-}
-
-int tfx_model_input_status(const tfx_model *m, int *example, tfx_err *err) {
-  for (int i = 0; i < m->n_layers; i++) {
-    const layer *l = &m->layers[i];
-    if ((l->kind == L_EMBED || l->kind == L_LOOKUP || l->kind == L_EMBAG) && l->n_bad_ids) {
-      if (example) {
-        *example = l->bad_example;
-      }
-      return tfx_err_set(err, TFX_EINVAL, "%s: id %g is outside the table's %d rows [0, %d)", l->name,
-                         (double)l->bad_id, l->vocab, l->vocab);
-    }
-  }
-  return TFX_OK;
-}
-
-int tfx_model_sparse_input(const tfx_model *m) {
-  for (int i = 0; i < m->n_layers; i++) {
-    if (m->layers[i].kind == L_EMBAG) {
-      return 1;
-    }
-  }
-  return 0;
-}
-
-int tfx_model_set_csr(tfx_model *m, const tfx_csr *fields, int n_fields, tfx_err *err) {
-  for (int i = 0; i < m->n_layers; i++) {
-    layer *l = &m->layers[i];
-    if (l->kind != L_EMBAG) {
-      continue;
-    }
-    if (l->field >= n_fields) {
-      return tfx_err_set(err, TFX_EINVAL, "layer %s: the data has %d sparse fields, it reads field %d", l->name,
-                         n_fields, l->field);
-    }
-    const tfx_csr *c = &fields[l->field];
-    size_t nnz = (size_t)(c->off[c->n] - c->off[0]);
-    if (tfx_embag_reserve(l, nnz)) {
-      return tfx_err_set(err, TFX_ENOMEM, "layer %s: out of memory for a batch of %zu ids", l->name, nnz);
-    }
-    l->csr = c, l->sorted = NULL; /* a new batch: its ids are sorted when first needed */
-    if (m->row_source) {
-      tfx_embag_batch_rows(l, c->n);
-    }
-  }
-  return m->row_source ? m->row_source(m->row_ctx, m, err) : TFX_OK;
-}
-
-void tfx_model_set_row_source(tfx_model *m, tfx_row_source fn, void *ctx) {
-  m->row_source = fn, m->row_ctx = ctx;
-}
-
 void tfx_model_backward(tfx_model *m, const float *x, int batch) {
-  /* Below the layers with variables nothing needs a gradient: tfx_graph_backward skips them. */
-  tfx_graph_backward(m, x, batch);
+  /* Below the layers with variables nothing needs a gradient: nn__graph_backward skips them. */
+  nn__graph_backward(m, x, batch);
 }
 
 void tfx_model_probabilities(const tfx_model *m, int batch, float *out) {
@@ -746,7 +600,8 @@ size_t tfx_dtype_size(tfx_dtype dtype) {
 static size_t describe_vars(const layer *l, char *buf, size_t n) {
   const tfx_var *v = l->w ? l->w : l->b;
   if (!v) {
-    return snprintf(buf, n, "-"), 0;
+    snprintf(buf, n, "-");
+    return 0;
   }
   if (l->kind == L_MATMUL || l->kind == L_BIAS || l->kind == L_LOOKUP) {
     snprintf(buf, n, "%s%s", v->name, l->kind == L_LOOKUP ? " (row-sparse)" : "");

@@ -102,20 +102,32 @@ static inline int layer_out_size(const layer *l) {
   return l->oh * l->ow * l->oc;
 }
 
+/* The smallest part of an element loop worth handing to another thread (a hand-off costs a few microseconds). */
+#define PAR_GRAIN_FLOATS 16384
+
+/* The grain, in rows of `width` floats, of a loop over rows split over the worker pool. */
+static inline size_t nn__grain_rows(size_t width) {
+  return width >= PAR_GRAIN_FLOATS ? 1 : PAR_GRAIN_FLOATS / width;
+}
+
 /* Forward of one layer on in [batch, in_size] into l->out. */
-void tfx_layer_forward(layer *l, const float *in, int batch, int training, uint64_t step);
+void nn__layer_forward(layer *l, const float *in, int batch, int training, uint64_t step);
 /* Backward of one layer: reads l->dout (and may overwrite it), writes grads and, if din, the input grad.
  * Must follow this layer's forward on the same `in`: conv reuses the im2col columns that forward left in l->cols. */
-void tfx_layer_backward(layer *l, const float *in, float *din, int batch);
+void nn__layer_backward(layer *l, const float *in, float *din, int batch);
+/* Max or average pooling forward of in into l->out (pool.c). */
+void nn__pool_forward(layer *l, const float *in, int batch);
+/* Pooling backward: the input gradient din from l->dout (pool.c). */
+void nn__pool_backward(layer *l, float *din, int batch);
 
 /* Embedding bag: grows the step buffers for a batch of n ids; -1 when memory runs out. */
-int tfx_embag_reserve(layer *l, size_t nnz);
+int nn__embag_reserve(layer *l, size_t nnz);
 /* Embedding bag forward of l->csr into l->out: bias + combiner(sum of weight * row) per example. */
-void tfx_embag_forward(layer *l, int batch);
+void nn__embag_forward(layer *l, int batch);
 /* Embedding bag: the batch's valid ids, ascending and unique, into l->w->rows / n_rows (before forward). */
-void tfx_embag_batch_rows(layer *l, int batch);
+void nn__embag_batch_rows(layer *l, int batch);
 /* Embedding bag backward from l->dout: the touched rows (ascending, duplicates summed) and the bias gradient. */
-void tfx_embag_backward(layer *l, int batch);
+void nn__embag_backward(layer *l, int batch);
 
 /* 1 for the layers the graph runs from several inputs (concat, add, fm). */
 static inline int layer_is_merge(const layer *l) {
@@ -124,18 +136,18 @@ static inline int layer_is_merge(const layer *l) {
 
 /* Resolves layer i's inputs (names of earlier layers, "input", or the previous layer) and copies the first
  * input's shape into l; counts consumers. Errors (TFX_ECONFIG) name the layer and the unknown input. */
-int tfx_graph_link(tfx_model *m, int i, const tfx_layer_spec *s, tfx_err *err);
+int nn__graph_link(tfx_model *m, int i, const tfx_layer_spec *s, tfx_err *err);
 /* Shape of a merge (concat, add) or an op on a declared variable (matmul, bias_add, lookup); binds the
  * variable. Errors (TFX_ESHAPE / TFX_ECONFIG) name the layer, the variable and both shapes. */
-int tfx_graph_shape(tfx_model *m, layer *l, const tfx_layer_spec *s, tfx_err *err);
+int nn__graph_shape(tfx_model *m, layer *l, const tfx_layer_spec *s, tfx_err *err);
 /* Declares cfg's model.variables as the model's first variables. Errors name the variable. */
-int tfx_graph_declare(tfx_model *m, const tfx_config *cfg, tfx_err *err);
+int nn__graph_declare(tfx_model *m, const tfx_config *cfg, tfx_err *err);
 /* After every layer is built: checks each declared variable feeds an op and every layer but the last is read;
  * marks which layers backward runs through. */
-int tfx_graph_finish(tfx_model *m, tfx_err *err);
+int nn__graph_finish(tfx_model *m, tfx_err *err);
 /* Forward of a merge layer from its inputs' outputs (x is the model input). */
-void tfx_graph_merge_forward(tfx_model *m, layer *l, const float *x, int batch);
+void nn__graph_merge_forward(tfx_model *m, layer *l, const float *x, int batch);
 /* The whole backward pass over the graph, summing the gradients of layers read by several others. */
-void tfx_graph_backward(tfx_model *m, const float *x, int batch);
+void nn__graph_backward(tfx_model *m, const float *x, int batch);
 
 #endif

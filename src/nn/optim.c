@@ -15,7 +15,10 @@ void tfx_optim_init(tfx_optim *o, const tfx_config *cfg) {
   o->beta2 = cfg->beta2;
   o->epsilon = cfg->epsilon;
   o->weight_decay = cfg->weight_decay;
-  o->l1 = cfg->l1, o->l2 = cfg->l2, o->lr_power = cfg->lr_power, o->initial_accumulator = cfg->initial_accumulator;
+  o->l1 = cfg->l1;
+  o->l2 = cfg->l2;
+  o->lr_power = cfg->lr_power;
+  o->initial_accumulator = cfg->initial_accumulator;
   o->decay_rate = cfg->decay_rate;
   o->nesterov = cfg->nesterov;
   o->decay_steps = cfg->decay_steps;
@@ -228,9 +231,11 @@ void tfx_optim_apply_rows(const tfx_optim *o, int64_t step, float *w, const floa
     size_t off = (size_t)rows[k] * width;
     if (k + 4 < n_rows) { /* rows are scattered: ask for the one four ahead while this one is updated */
       size_t ahead = (size_t)rows[k + 4] * width;
-      __builtin_prefetch(w + ahead, 1), __builtin_prefetch(w + ahead + width - 1, 1);
+      __builtin_prefetch(w + ahead, 1);
+      __builtin_prefetch(w + ahead + width - 1, 1);
       if (slots[0]) {
-        __builtin_prefetch(slots[0] + ahead, 1), __builtin_prefetch(slots[0] + ahead + width - 1, 1);
+        __builtin_prefetch(slots[0] + ahead, 1);
+        __builtin_prefetch(slots[0] + ahead + width - 1, 1);
       }
     }
     float *row_slots[2] = {slots[0] ? slots[0] + off : NULL, slots[1] ? slots[1] + off : NULL};

@@ -10,7 +10,8 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
-#include <time.h>
+
+#include "common/clock.h"
 
 struct tfx_par {
   int threads;
@@ -29,12 +30,6 @@ struct tfx_par {
   void *ctx;
   size_t n;
 };
-
-static double now_us(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return 1e6 * (double)ts.tv_sec + 1e-3 * (double)ts.tv_nsec;
-}
 
 /* Takes and runs the parts of job `gen` that nobody has taken yet; returns when none is left. */
 static void run_parts(tfx_par *p, unsigned gen) {
@@ -56,13 +51,13 @@ static void run_parts(tfx_par *p, unsigned gen) {
 /* Waits until gen differs from `seen`: polls for TFX_PAR_SPIN_US (jobs often come back to back), then
  * sleeps, so that the core goes to OpenBLAS's threads during an sgemm. Returns the new generation. */
 static unsigned wait_job(tfx_par *p, unsigned seen) {
-  double start = now_us();
+  double start = tfx_now_us();
   for (int i = 0;; i++) {
     unsigned g = atomic_load_explicit(&p->gen, memory_order_acquire);
     if (g != seen) {
       return g;
     }
-    if ((i & 63) == 63 && now_us() - start > TFX_PAR_SPIN_US) {
+    if ((i & 63) == 63 && tfx_now_us() - start > TFX_PAR_SPIN_US) {
       break;
     }
     _mm_pause();
@@ -147,7 +142,7 @@ int tfx_par_threads(const tfx_par *p) {
 static void wait_done(tfx_par *p, int parts) {
   double start = 0;
   for (int i = 0; atomic_load_explicit(&p->done, memory_order_acquire) < parts; i++) {
-    if (i < 64 || (i & 63) || (start ? now_us() - start < TFX_PAR_SPIN_US : (start = now_us(), 1))) {
+    if (i < 64 || (i & 63) || (start ? tfx_now_us() - start < TFX_PAR_SPIN_US : (start = tfx_now_us(), 1))) {
       _mm_pause();
     } else {
       sched_yield();
@@ -166,7 +161,9 @@ void tfx_par_for(tfx_par *p, size_t n, size_t grain, tfx_par_fn fn, void *ctx) {
     return;
   }
   unsigned gen = atomic_load_explicit(&p->gen, memory_order_relaxed) + 1; /* only this thread bumps gen */
-  p->fn = fn, p->ctx = ctx, p->n = n;
+  p->fn = fn;
+  p->ctx = ctx;
+  p->n = n;
   atomic_store_explicit(&p->done, 0, memory_order_relaxed);
   atomic_store_explicit(&p->claim, (uint64_t)gen << 32 | (uint64_t)parts << 16, memory_order_release);
   bump(p);

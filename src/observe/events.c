@@ -43,7 +43,8 @@ int tfx_events_open(const char *run_dir, tfx_events **out, tfx_err *err) {
   }
   int rc = tfx_tfrecord_writer_open(path, &e->w, err);
   if (rc) {
-    return free(e), rc;
+    free(e);
+    return rc;
   }
   Tensorflow__Event ev;
   tensorflow__event__init(&ev);
@@ -74,17 +75,20 @@ void tfx_events_write(tfx_events *e, const char *kind, int64_t step, const char 
     }
     tensorflow__summary__value__init(&vals[k]);
     snprintf(tags[k], sizeof tags[k], "%s/%s%s", kind, names[i], who);
-    vals[k].tag = tags[k], vals[k].simple_value = (float)values[i];
+    vals[k].tag = tags[k];
+    vals[k].simple_value = (float)values[i];
     vals[k].value_case = TENSORFLOW__SUMMARY__VALUE__VALUE_SIMPLE_VALUE;
     ptrs[k] = &vals[k];
     k++;
   }
   Tensorflow__Summary summary;
   tensorflow__summary__init(&summary);
-  summary.value = ptrs, summary.n_value = (size_t)k;
+  summary.value = ptrs;
+  summary.n_value = (size_t)k;
   Tensorflow__Event ev;
   tensorflow__event__init(&ev);
-  ev.wall_time = now(), ev.step = step;
+  ev.wall_time = now();
+  ev.step = step;
   ev.what_case = TENSORFLOW__EVENT__WHAT_SUMMARY;
   ev.summary = &summary;
   put(e, &ev);

@@ -13,7 +13,10 @@ struct tfx_http {
 
 static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                               const char *version, const char *upload, size_t *upload_size, void **state) {
-  (void)version, (void)upload, (void)upload_size, (void)state;
+  (void)version;
+  (void)upload;
+  (void)upload_size;
+  (void)state;
   tfx_http *h = cls;
   const char *type = "text/plain; charset=utf-8";
   char *body = strcmp(method, "GET") ? NULL : h->render(url, &type, h->ctx);
@@ -26,7 +29,8 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
   }
   struct MHD_Response *r = MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE);
   if (!r) {
-    return free(body), MHD_NO;
+    free(body);
+    return MHD_NO;
   }
   MHD_add_response_header(r, "Content-Type", type);
   MHD_add_response_header(r, "Cache-Control", "no-store");
@@ -40,7 +44,8 @@ int tfx_http_start(int port, tfx_http_render render, void *ctx, tfx_http **out, 
   if (!h) {
     return tfx_err_set(err, TFX_ENOMEM, "out of memory");
   }
-  h->render = render, h->ctx = ctx;
+  h->render = render;
+  h->ctx = ctx;
   h->daemon = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, (uint16_t)port, NULL, NULL, answer,
                                h, MHD_OPTION_CONNECTION_LIMIT, (unsigned)64, MHD_OPTION_CONNECTION_TIMEOUT,
                                (unsigned)10, MHD_OPTION_END);

@@ -32,7 +32,9 @@ void tfx_prom_hist_observe(tfx_prom_hist *h, double seconds) {
   while (i < TFX_PROM_BUCKETS && seconds > tfx_prom_latency_bounds[i]) {
     i++;
   }
-  h->counts[i]++, h->count++, h->sum += seconds;
+  h->counts[i]++;
+  h->count++;
+  h->sum += seconds;
 }
 
 void tfx_prom_histogram(tfx_text *t, const char *name, const char *help, const char *role, int index,

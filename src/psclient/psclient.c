@@ -8,60 +8,7 @@
 #include "common/log.h"
 #include "common/mem.h"
 #include "net/net.h"
-
-typedef struct slot {
-  char key[128];
-  tfx_var *var;
-  size_t offset, count; /* in floats */
-  int64_t row_begin, row_end;
-  int fresh; /* set by the last reply */
-  int64_t shape[4];
-  int rank;
-  int lazy; /* a lazy table: this ps holds ids % mod_n == mod_r, pulled and pushed by rows only */
-  int64_t mod_n, mod_r;
-  int64_t *ids; /* lazy: this step's ids of this ps (pull wants, push rows), grown as needed */
-  float *rows;  /* lazy: their gradient rows, gathered for a push */
-  size_t ids_cap;
-  Tfx__Tensor want; /* lazy: the pull's request for those ids */
-} slot;
-
-/* A range of one slot's values that travels in one part of a push-pull. */
-typedef struct part_unit {
-  int slot;
-  size_t offset, count; /* in floats, within the slot */
-} part_unit;
-
-typedef struct ps_link {
-  tfx_client *client;
-  part_unit *units; /* push-pull in parts: message j holds units part_first[j] .. part_first[j + 1] - 1 */
-  int *part_first;
-  int n_units, n_parts;
-  int64_t *unit_len;
-  tfx_inmsg held; /* the last reply: whole-variable values are used in place from its frames */
-  slot *slots;
-  int n;
-  Tfx__Tensor *metas;
-  Tfx__Tensor **ptrs;
-  tfx_payload *payloads;
-  int n_push;
-  int64_t since; /* the version as of which the variables hold every value of this ps (last reply), or -1 */
-  int row_pull;  /* a row pull (tfx_psclient_pull_rows) was sent and awaits its reply */
-} ps_link;
-
-struct tfx_psclient {
-  ps_link *ps;
-  int n_ps;
-  int timeout_ms;
-  uint64_t bytes;
-  uint64_t row_bytes;    /* rows of lazy tables pulled since the last pull or push-pull (counted into its bytes) */
-  uint64_t cached_rows;  /* rows pulled since the copies of lazy tables were last dropped */
-  tfx_model *lazy_model; /* the model whose lazy tables the row pulls fill */
-};
-
-/* A worker's copy of a lazy table is a cache of the rows of recent batches: once this many rows were pulled into
- * it, its pages go back to the kernel (one madvise per table), so it holds at most about this many rows' pages
- * (4 KiB each at worst: 256 MiB), whatever the table declares. */
-#define TFX_ROW_CACHE_ROWS 65536
+#include "psclient/psclient_impl.h"
 
 static void release_held(ps_link *l);
 
@@ -80,10 +27,16 @@ static int map_shard(const Tfx__Shard *s, tfx_model *m, slot *out, tfx_err *err)
     }
   }
   size_t row = v->count / (size_t)v->shape[0];
-  out->lazy = s->lazy, out->mod_n = s->mod_n > 1 ? s->mod_n : 1, out->mod_r = s->mod_n > 1 ? s->mod_r : 0;
+  out->lazy = s->lazy;
+  out->mod_n = s->mod_n > 1 ? s->mod_n : 1;
+  out->mod_r = s->mod_n > 1 ? s->mod_r : 0;
   snprintf(out->key, sizeof out->key, "%s", s->key);
-  out->var = v, out->rank = v->rank, out->row_begin = s->row_begin, out->row_end = s->row_end;
-  out->offset = row * (size_t)s->row_begin, out->count = row * (size_t)(s->row_end - s->row_begin);
+  out->var = v;
+  out->rank = v->rank;
+  out->row_begin = s->row_begin;
+  out->row_end = s->row_end;
+  out->offset = row * (size_t)s->row_begin;
+  out->count = row * (size_t)(s->row_end - s->row_begin);
   memcpy(out->shape, v->shape, sizeof v->shape);
   out->shape[0] = s->row_end - s->row_begin;
   return TFX_OK;
@@ -105,7 +58,7 @@ static int prepare_push(ps_link *l, tfx_err *err) {
 
 /* Selects into s->ids the ids of the variable's `rows` that this ps holds (and, with grads, gathers their
  * gradient rows into s->rows); returns how many, or -1 when memory runs out. */
-static long lazy_select(slot *s, int grads) {
+long psclient__lazy_select(slot *s, int grads) {
   tfx_var *v = s->var;
   size_t width = v->count / (size_t)v->shape[0], n = 0;
   if (v->n_rows > s->ids_cap) {
@@ -142,24 +95,30 @@ static int fill_push(ps_link *l) {
     }
     Tfx__Tensor *t = &l->metas[n];
     tfx__tensor__init(t);
-    t->name = s->key, t->shape = s->shape, t->n_shape = (size_t)s->rank;
+    t->name = s->key;
+    t->shape = s->shape;
+    t->n_shape = (size_t)s->rank;
     const float *g = (v->assign ? v->value : v->grad) + s->offset; /* statistics travel as values to assign */
     size_t bytes = s->count * sizeof(float);
     if (s->lazy) {
-      long rows = lazy_select(s, 1);
+      long rows = psclient__lazy_select(s, 1);
       if (rows <= 0) {
         continue; /* no row of this ps in the batch (or no memory: the step pushes nothing here) */
       }
-      t->rows = s->ids, t->n_rows = (size_t)rows;
-      g = s->rows, bytes = (size_t)rows * (v->count / (size_t)v->shape[0]) * sizeof(float);
+      t->rows = s->ids;
+      t->n_rows = (size_t)rows;
+      g = s->rows;
+      bytes = (size_t)rows * (v->count / (size_t)v->shape[0]) * sizeof(float);
     } else if (v->sparse) {
       size_t width = v->count / (size_t)v->shape[0], lo = tfx_rows_lower_bound(v->rows, v->n_rows, s->row_begin);
       size_t hi = tfx_rows_lower_bound(v->rows, v->n_rows, s->row_end);
       if (hi == lo) {
         continue;
       }
-      t->rows = v->rows + lo, t->n_rows = hi - lo;
-      g = v->grad + lo * width, bytes = (hi - lo) * width * sizeof(float);
+      t->rows = v->rows + lo;
+      t->n_rows = hi - lo;
+      g = v->grad + lo * width;
+      bytes = (hi - lo) * width * sizeof(float);
     }
     t->nbytes = bytes;
     l->ptrs[n] = t;
@@ -199,7 +158,8 @@ static int plan_parts(ps_link *l, size_t part_floats, tfx_err *err) {
     for (size_t off = 0; off < l->slots[i].count && !rc;) {
       size_t take = l->slots[i].count - off < left ? l->slots[i].count - off : left;
       rc = add_unit(l, i, off, take);
-      off += take, left -= take;
+      off += take;
+      left -= take;
       if (!left || (i == l->n - 1 && off == l->slots[i].count)) {
         int *f = realloc(l->part_first, sizeof *f * (size_t)(l->n_parts + 2));
         if (!f) {
@@ -207,12 +167,15 @@ static int plan_parts(ps_link *l, size_t part_floats, tfx_err *err) {
           break;
         }
         l->part_first = f;
-        l->part_first[++l->n_parts] = l->n_units, left = part_floats;
+        l->part_first[++l->n_parts] = l->n_units;
+        left = part_floats;
       }
     }
   }
   size_t cap = (size_t)(l->n_units > l->n ? l->n_units : l->n) + 1; /* whole pushes (fill_push) use them too */
-  free(l->metas), free(l->ptrs), free(l->payloads);
+  free(l->metas);
+  free(l->ptrs);
+  free(l->payloads);
   l->metas = calloc(cap, sizeof *l->metas);
   l->ptrs = calloc(cap, sizeof *l->ptrs);
   l->payloads = calloc(cap, sizeof *l->payloads);
@@ -310,10 +273,16 @@ void tfx_psclient_destroy(tfx_psclient *c) {
     release_held(l);
     tfx_client_destroy(l->client);
     for (int i = 0; i < l->n; i++) {
-      free(l->slots[i].ids), free(l->slots[i].rows);
+      free(l->slots[i].ids);
+      free(l->slots[i].rows);
     }
-    free(l->slots), free(l->metas), free(l->ptrs), free(l->payloads);
-    free(l->units), free(l->part_first), free(l->unit_len);
+    free(l->slots);
+    free(l->metas);
+    free(l->ptrs);
+    free(l->payloads);
+    free(l->units);
+    free(l->part_first);
+    free(l->unit_len);
   }
   free(c->ps);
   free(c);
@@ -333,7 +302,8 @@ static void release_held(ps_link *l) {
   for (int i = 0; i < l->n; i++) {
     tfx_var *v = l->slots[i].var;
     if (v->value != v->storage) {
-      memcpy(v->storage, v->value, sizeof(float) * v->count), v->value = v->storage;
+      memcpy(v->storage, v->value, sizeof(float) * v->count);
+      v->value = v->storage;
     }
   }
   tfx_inmsg_fini(&l->held);
@@ -341,7 +311,7 @@ static void release_held(ps_link *l) {
 
 /* The i-th tensor of a reply: its slot on link l (NULL if unknown) and its bytes (*data, *size; none when it has
  * no frame), advancing *part over the data frames. */
-static slot *reply_tensor(ps_link *l, const tfx_inmsg *m, size_t i, int *part, const void **data, size_t *size) {
+slot *psclient__reply_tensor(ps_link *l, const tfx_inmsg *m, size_t i, int *part, const void **data, size_t *size) {
   const Tfx__Tensor *t = m->env->tensors[i];
   *size = 0;
   *data = t->nbytes ? tfx_inmsg_part(m, (*part)++, size) : NULL;
@@ -356,7 +326,7 @@ static int take_values(tfx_psclient *c, ps_link *l, tfx_inmsg *m, tfx_err *err) 
     const Tfx__Tensor *t = m->env->tensors[i];
     const void *data;
     size_t size;
-    slot *s = reply_tensor(l, m, i, &part, &data, &size);
+    slot *s = psclient__reply_tensor(l, m, i, &part, &data, &size);
     if (!s || size != s->count * sizeof(float)) {
       return tfx_err_set(err, TFX_ESHAPE, "%s: pull reply tensor '%.64s' unknown or of %zu bytes",
                          tfx_client_endpoint(l->client), t->name, size);
@@ -382,7 +352,8 @@ static int recv_values(tfx_psclient *c, int p, int64_t *lowest, tfx_err *err) {
   l->since = -1; /* until this reply is taken whole */
   int rc = tfx_client_recv(l->client, &m, c->timeout_ms, err);
   if (rc) {
-    return tfx_inmsg_fini(&m), rc;
+    tfx_inmsg_fini(&m);
+    return rc;
   }
   for (int i = 0; i < l->n; i++) {
     l->slots[i].fresh = 0;
@@ -392,7 +363,8 @@ static int recv_values(tfx_psclient *c, int p, int64_t *lowest, tfx_err *err) {
     tfx_var *v = l->slots[i].var;
     /* Left out of this reply (unchanged) but living in the previous reply's frame: keep it in storage. */
     if (!l->slots[i].fresh && v->value != v->storage) {
-      memcpy(v->storage, v->value, sizeof(float) * v->count), v->value = v->storage;
+      memcpy(v->storage, v->value, sizeof(float) * v->count);
+      v->value = v->storage;
     }
   }
   if (!rc && m.env->step < *lowest) {
@@ -408,7 +380,8 @@ static int recv_values(tfx_psclient *c, int p, int64_t *lowest, tfx_err *err) {
 
 int tfx_psclient_pull(tfx_psclient *c, int64_t min_version, int64_t *version, tfx_err *err) {
   int rc = TFX_OK;
-  c->bytes = c->row_bytes, c->row_bytes = 0;
+  c->bytes = c->row_bytes;
+  c->row_bytes = 0;
   for (int p = 0; p < c->n_ps && !rc; p++) {
     if (!c->ps[p].client) {
       continue;
@@ -453,10 +426,14 @@ static int send_pushes(tfx_psclient *c, int64_t step, int flag, tfx_err *err) {
     int n = fill_push(l);
     tfx_envelope env;
     tfx_wire_request(&env, TFX__MSG_TYPE__MSG_PUSH);
-    env.step = step, env.tensors = l->ptrs, env.n_tensors = (size_t)n, env.flag = flag;
+    env.step = step;
+    env.tensors = l->ptrs;
+    env.n_tensors = (size_t)n;
+    env.flag = flag;
     Tfx__Since since = TFX__SINCE__INIT;
     if (flag && may_skip_unchanged(l)) {
-      since.version = (uint64_t)l->since, env.since = &since;
+      since.version = (uint64_t)l->since;
+      env.since = &since;
     }
     rc = tfx_client_send(l->client, &env, l->payloads, n, err);
   }
@@ -494,15 +471,22 @@ static int send_parts(ps_link *l, int64_t step, tfx_err *err) {
       Tfx__Tensor *t = &l->metas[k];
       tfx__tensor__init(t);
       l->unit_len[k] = (int64_t)u->count;
-      t->name = (char *)s->key, t->shape = &l->unit_len[k], t->n_shape = 1, t->offset = u->offset;
+      t->name = (char *)s->key;
+      t->shape = &l->unit_len[k];
+      t->n_shape = 1;
+      t->offset = u->offset;
       t->nbytes = u->count * sizeof(float);
       l->ptrs[k] = t;
       l->payloads[k] = (tfx_payload){s->var->grad + s->offset + u->offset, t->nbytes, 0, NULL, NULL};
     }
     tfx_envelope env;
     tfx_wire_request(&env, TFX__MSG_TYPE__MSG_PUSH);
-    env.step = step, env.tensors = l->ptrs, env.n_tensors = (size_t)n, env.flag = 1;
-    env.part = (uint32_t)j, env.parts = (uint32_t)l->n_parts;
+    env.step = step;
+    env.tensors = l->ptrs;
+    env.n_tensors = (size_t)n;
+    env.flag = 1;
+    env.part = (uint32_t)j;
+    env.parts = (uint32_t)l->n_parts;
     rc = j ? tfx_client_send_part(l->client, &env, l->payloads, n, err)
            : tfx_client_send(l->client, &env, l->payloads, n, err);
   }
@@ -516,7 +500,7 @@ static int take_ranges(tfx_psclient *c, ps_link *l, const tfx_inmsg *m, tfx_err 
     const Tfx__Tensor *t = m->env->tensors[i];
     const void *data;
     size_t size;
-    slot *s = reply_tensor(l, m, i, &part, &data, &size);
+    slot *s = psclient__reply_tensor(l, m, i, &part, &data, &size);
     if (!s || size % sizeof(float) || t->offset > s->count || size / sizeof(float) > s->count - t->offset) {
       return tfx_err_set(err, TFX_ESHAPE, "%s: reply range '%.64s' unknown or of %zu bytes at element %llu",
                          tfx_client_endpoint(l->client), t->name, size, (unsigned long long)t->offset);
@@ -552,7 +536,8 @@ int tfx_psclient_push_pull(tfx_psclient *c, int64_t step, int64_t *version, tfx_
   }
   rc = rc ? rc : send_pushes(c, step, 1, err);
   int64_t lowest = INT64_MAX;
-  c->bytes = c->row_bytes, c->row_bytes = 0;
+  c->bytes = c->row_bytes;
+  c->row_bytes = 0;
   for (int p = 0; p < c->n_ps && !rc; p++) {
     if (c->ps[p].client) {
       rc = c->ps[p].n_parts ? recv_parts(c, p, &lowest, err) : recv_values(c, p, &lowest, err);
@@ -562,122 +547,6 @@ int tfx_psclient_push_pull(tfx_psclient *c, int64_t step, int64_t *version, tfx_
     *version = lowest == INT64_MAX ? 0 : lowest;
   }
   return rc;
-}
-
-/* Asks ps l for the rows of its lazy tables this batch touches; *sent: whether a request went out. */
-static int send_row_pull(ps_link *l, int *sent, tfx_err *err) {
-  Tfx__Tensor *wants[64];
-  char *names[64];
-  size_t n = 0;
-  *sent = 0;
-  for (int i = 0; i < l->n && n < 64; i++) {
-    slot *s = &l->slots[i];
-    long rows = s->lazy ? lazy_select(s, 0) : 0;
-    if (rows < 0) {
-      return tfx_err_set(err, TFX_ENOMEM, "table %s: out of memory for %zu rows", s->var->name, s->var->n_rows);
-    }
-    if (rows == 0) {
-      continue;
-    }
-    tfx__tensor__init(&s->want);
-    s->want.name = s->key, s->want.rows = s->ids, s->want.n_rows = (size_t)rows;
-    wants[n] = &s->want, names[n++] = s->key;
-  }
-  if (!n) {
-    return TFX_OK;
-  }
-  tfx_envelope env;
-  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_PULL);
-  env.names = names, env.n_names = n, env.want = wants, env.n_want = n;
-  *sent = 1;
-  return tfx_client_send(l->client, &env, NULL, 0, err);
-}
-
-/* Copies the rows of a row-pull reply into their tables, checking each tensor against what was asked. */
-static int take_rows(tfx_psclient *c, ps_link *l, const tfx_inmsg *m, tfx_err *err) {
-  int part = 0;
-  for (size_t i = 0; i < m->env->n_tensors; i++) {
-    const Tfx__Tensor *t = m->env->tensors[i];
-    const void *data;
-    size_t size;
-    slot *s = reply_tensor(l, m, i, &part, &data, &size);
-    tfx_var *v = s ? s->var : NULL;
-    size_t width = v ? v->count / (size_t)v->shape[0] : 0;
-    if (!s || !s->lazy || t->n_rows != s->want.n_rows || size != t->n_rows * width * sizeof(float) ||
-        (t->n_rows && memcmp(t->rows, s->want.rows, sizeof(int64_t) * t->n_rows))) {
-      return tfx_err_set(err, TFX_ESHAPE, "%s: row reply '%.64s' is not the %zu rows asked for",
-                         tfx_client_endpoint(l->client), t->name, s ? s->want.n_rows : 0);
-    }
-    for (size_t k = 0; k < t->n_rows; k++) {
-      memcpy(v->value + (size_t)t->rows[k] * width, (const float *)data + k * width, sizeof(float) * width);
-    }
-    c->row_bytes += size, c->cached_rows += t->n_rows;
-  }
-  return TFX_OK;
-}
-
-/* Drops the pages of every lazy table's copy (their rows are pulled again when a batch touches them). */
-static void drop_rows(tfx_psclient *c) {
-  for (int i = 0; c->lazy_model && i < tfx_model_nvars(c->lazy_model); i++) {
-    tfx_var *v = tfx_model_var(c->lazy_model, i);
-    if (v->lazy && v->mapped) {
-      tfx_mem_drop(v->storage, v->mapped);
-    }
-  }
-}
-
-int tfx_psclient_pull_rows(tfx_psclient *c, tfx_err *err) {
-  int rc = TFX_OK;
-  if (c->cached_rows > TFX_ROW_CACHE_ROWS) {
-    drop_rows(c);
-    c->cached_rows = 0;
-  }
-  for (int p = 0; p < c->n_ps; p++) {
-    c->ps[p].row_pull = 0;
-  }
-  for (int p = 0; p < c->n_ps && !rc; p++) {
-    rc = c->ps[p].client ? send_row_pull(&c->ps[p], &c->ps[p].row_pull, err) : TFX_OK;
-  }
-  for (int p = 0; p < c->n_ps && !rc; p++) {
-    if (!c->ps[p].row_pull) {
-      continue;
-    }
-    tfx_inmsg m;
-    rc = tfx_client_recv(c->ps[p].client, &m, c->timeout_ms, err);
-    rc = rc ? rc : take_rows(c, &c->ps[p], &m, err);
-    tfx_inmsg_fini(&m);
-  }
-  return rc;
-}
-
-int tfx_psclient_row_source(void *ctx, tfx_model *m, tfx_err *err) {
-  (void)m;
-  return tfx_psclient_pull_rows(ctx, err);
-}
-
-void tfx_psclient_lend_rows(tfx_psclient *c, tfx_model *m) {
-  if (!tfx_psclient_has_lazy(c)) {
-    return;
-  }
-  tfx_model_set_row_source(m, tfx_psclient_row_source, c);
-  c->lazy_model = m;
-  for (int i = 0; i < tfx_model_nvars(m); i++) {
-    tfx_var *v = tfx_model_var(m, i);
-    if (v->lazy) { /* scattered rows: 4 KiB pages, so the copy costs the rows touched */
-      tfx_mem_small_pages(v->storage, v->mapped);
-    }
-  }
-}
-
-int tfx_psclient_has_lazy(const tfx_psclient *c) {
-  for (int p = 0; p < c->n_ps; p++) {
-    for (int i = 0; i < c->ps[p].n; i++) {
-      if (c->ps[p].slots[i].lazy) {
-        return 1;
-      }
-    }
-  }
-  return 0;
 }
 
 int tfx_psclient_parts(const tfx_psclient *c, int ps) {

@@ -321,14 +321,16 @@ int tfx_file_crc32(const char *path, uint32_t *crc, uint64_t *bytes, tfx_err *er
   uint64_t total = 0;
   size_t n;
   while ((n = fread(block, 1, sizeof block, f)) > 0) {
-    c = crc32_z(c, block, n), total += n;
+    c = crc32_z(c, block, n);
+    total += n;
   }
   int failed = ferror(f);
   fclose(f);
   if (failed) {
     return tfx_err_sys(err, TFX_ESYS, "read %s", path);
   }
-  *crc = (uint32_t)c, *bytes = total;
+  *crc = (uint32_t)c;
+  *bytes = total;
   return TFX_OK;
 }
 
@@ -573,18 +575,6 @@ static int has_manifest(const char *dir) {
   char path[1200];
   snprintf(path, sizeof path, "%s/manifest.json", dir);
   return access(path, F_OK) == 0;
-}
-
-int tfx_ckpt_any(const char *run_dir) {
-  int64_t *steps = NULL;
-  int count = list_steps(run_dir, &steps), any = 0;
-  for (int i = 0; i < count && !any; i++) {
-    char d[1100];
-    tfx_ckpt_dir(run_dir, steps[i], d, sizeof d);
-    any = has_manifest(d);
-  }
-  free(steps);
-  return any;
 }
 
 /* Renames an unusable checkpoint directory to DIR.unusable (or .unusable-N, the first free), so that no new

@@ -96,7 +96,8 @@ int tfx_rowfile_finish(tfx_rowfile *w, uint32_t *crc, uint64_t *bytes, tfx_err *
   if (rc) {
     unlink(w->tmp);
   } else {
-    *crc = w->crc, *bytes = w->bytes;
+    *crc = w->crc;
+    *bytes = w->bytes;
   }
   free(w);
   return rc;

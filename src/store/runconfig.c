@@ -119,7 +119,8 @@ static int check_resume(const char *path, const char *json, int *changed, tfx_er
     rc = rc ? rc : check_optimizer(path, old, json, err);
     *changed = !rc && !json_object_equal(comparable(old), comparable(now));
   }
-  json_object_put(old), json_object_put(now);
+  json_object_put(old);
+  json_object_put(now);
   return rc;
 }
 

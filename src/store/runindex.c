@@ -23,7 +23,7 @@ static const char schema[] =
     "CREATE INDEX IF NOT EXISTS series_run ON series(run, kind, name, step);";
 
 /* Maps a SQLite result code to a tfx code with the index path and SQLite's message. */
-int tfx_runindex_fail(tfx_runindex *x, int rc, const char *what, tfx_err *err) {
+int store__runindex_fail(tfx_runindex *x, int rc, const char *what, tfx_err *err) {
   int code = rc == SQLITE_BUSY || rc == SQLITE_LOCKED      ? TFX_ESTATE
              : rc == SQLITE_NOTADB || rc == SQLITE_CORRUPT ? TFX_ECORRUPT
              : rc == SQLITE_NOMEM                          ? TFX_ENOMEM
@@ -74,7 +74,7 @@ int tfx_runindex_open(const char *path, int busy_ms, tfx_runindex **out, tfx_err
     rc = sqlite3_exec(x->db, schema, NULL, NULL, NULL);
   }
   if (rc != SQLITE_OK) {
-    int code = tfx_runindex_fail(x, rc, "open", err);
+    int code = store__runindex_fail(x, rc, "open", err);
     tfx_runindex_close(x);
     return code;
   }
@@ -102,7 +102,8 @@ static char *slurp(const char *path, size_t *len) {
     if (n + 4096 + 1 > cap) {
       char *g = realloc(s, cap = cap * 2 + 8192);
       if (!g) {
-        free(s), fclose(f);
+        free(s);
+        fclose(f);
         return NULL;
       }
       s = g;
@@ -134,16 +135,16 @@ static void read_config(const char *run_dir, char **config, char hash[9]) {
 static int step_done(tfx_runindex *x, sqlite3_stmt *st, const char *what, tfx_err *err) {
   int rc = sqlite3_step(st);
   sqlite3_finalize(st);
-  return rc == SQLITE_DONE || rc == SQLITE_ROW ? TFX_OK : tfx_runindex_fail(x, rc, what, err);
+  return rc == SQLITE_DONE || rc == SQLITE_ROW ? TFX_OK : store__runindex_fail(x, rc, what, err);
 }
 
-int tfx_runindex_prepare(tfx_runindex *x, const char *sql, sqlite3_stmt **st, tfx_err *err) {
+int store__runindex_prepare(tfx_runindex *x, const char *sql, sqlite3_stmt **st, tfx_err *err) {
   int rc = sqlite3_prepare_v2(x->db, sql, -1, st, NULL);
-  return rc == SQLITE_OK ? TFX_OK : tfx_runindex_fail(x, rc, "prepare", err);
+  return rc == SQLITE_OK ? TFX_OK : store__runindex_fail(x, rc, "prepare", err);
 }
 
 /* A text column ("-" when NULL), borrowed from st until its next step. */
-const char *tfx_runindex_text(sqlite3_stmt *st, int col) {
+const char *store__runindex_text(sqlite3_stmt *st, int col) {
   const unsigned char *s = sqlite3_column_text(st, col);
   return s ? (const char *)s : "-";
 }
@@ -160,7 +161,7 @@ int tfx_runindex_begin(tfx_runindex *x, const char *run_dir, double start, tfx_e
   absolute_dir(run_dir, dir, sizeof dir);
   read_config(run_dir, &config, hash);
   sqlite3_stmt *st;
-  int rc = tfx_runindex_prepare(
+  int rc = store__runindex_prepare(
       x,
       "INSERT INTO runs(id, dir, config_hash, config, start_time, status) VALUES(?, ?, ?, ?, ?, 'running')"
       " ON CONFLICT(id) DO UPDATE SET dir = excluded.dir, config_hash = excluded.config_hash,"
@@ -196,7 +197,9 @@ static int import_line(import_state *s, const char *line) {
   if (ok) {
     long long st = (long long)json_object_get_int64(step);
     double t = json_object_get_double(when);
-    s->first = s->first ? s->first : t, s->last = t, s->last_step = st > s->last_step ? st : s->last_step;
+    s->first = s->first ? s->first : t;
+    s->last = t;
+    s->last_step = st > s->last_step ? st : s->last_step;
     json_object_object_foreach(o, key, val) {
       if (!strcmp(key, "kind") || !strcmp(key, "step") || !strcmp(key, "time") ||
           !(json_object_is_type(val, json_type_double) || json_object_is_type(val, json_type_int))) {
@@ -275,7 +278,7 @@ static int store_run(tfx_runindex *x, const char *run_dir, const import_state *s
   read_config(run_dir, &config, hash);
   known_status(x, s->id, known, sizeof known);
   sqlite3_stmt *st;
-  int rc = tfx_runindex_prepare(
+  int rc = store__runindex_prepare(
       x,
       "INSERT INTO runs(id, dir, config_hash, config, start_time, end_time, status, last_step,"
       " source_size, source_mtime) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET"
@@ -304,25 +307,25 @@ static int store_run(tfx_runindex *x, const char *run_dir, const import_state *s
 
 static int exec(tfx_runindex *x, const char *sql, tfx_err *err) {
   int rc = sqlite3_exec(x->db, sql, NULL, NULL, NULL);
-  return rc == SQLITE_OK ? TFX_OK : tfx_runindex_fail(x, rc, sql, err);
+  return rc == SQLITE_OK ? TFX_OK : store__runindex_fail(x, rc, sql, err);
 }
 
 /* Deletes the run's old series and reads metrics.jsonl into the table, inside the caller's transaction. */
 static int replace_series(tfx_runindex *x, FILE *f, import_state *s, tfx_err *err) {
   sqlite3_stmt *del;
-  int rc = tfx_runindex_prepare(x, "DELETE FROM series WHERE run = ?", &del, err);
+  int rc = store__runindex_prepare(x, "DELETE FROM series WHERE run = ?", &del, err);
   if (rc) {
     return rc;
   }
   sqlite3_bind_text(del, 1, s->id, -1, SQLITE_STATIC);
   if ((rc = step_done(x, del, "delete series", err)) ||
-      (rc = tfx_runindex_prepare(x, "INSERT INTO series(run, kind, step, time, name, value) VALUES(?, ?, ?, ?, ?, ?)",
-                                 &s->insert, err))) {
+      (rc = store__runindex_prepare(
+           x, "INSERT INTO series(run, kind, step, time, name, value) VALUES(?, ?, ?, ?, ?, ?)", &s->insert, err))) {
     return rc;
   }
   import_lines(f, s);
   sqlite3_finalize(s->insert);
-  return s->insert_rc ? tfx_runindex_fail(x, s->insert_rc, "insert series", err) : TFX_OK;
+  return s->insert_rc ? store__runindex_fail(x, s->insert_rc, "insert series", err) : TFX_OK;
 }
 
 int tfx_runindex_import(tfx_runindex *x, const char *run_dir, const char *status, tfx_err *err) {
@@ -365,7 +368,7 @@ static int is_current(tfx_runindex *x, const char *id, const char *dir, const st
   if (sqlite3_step(st) == SQLITE_ROW) {
     current = sqlite3_column_int64(st, 0) == (sqlite3_int64)sb->st_size &&
               sqlite3_column_double(st, 1) == (double)sb->st_mtim.tv_sec + sb->st_mtim.tv_nsec / 1e9 &&
-              !strcmp(tfx_runindex_text(st, 2), real);
+              !strcmp(store__runindex_text(st, 2), real);
   }
   sqlite3_finalize(st);
   return current;
@@ -374,7 +377,7 @@ static int is_current(tfx_runindex *x, const char *id, const char *dir, const st
 /* Notes id in the temporary table of the run directories this sync found. */
 static int note_seen(tfx_runindex *x, const char *id, tfx_err *err) {
   sqlite3_stmt *st;
-  int rc = tfx_runindex_prepare(x, "INSERT OR IGNORE INTO temp.seen(id) VALUES(?)", &st, err);
+  int rc = store__runindex_prepare(x, "INSERT OR IGNORE INTO temp.seen(id) VALUES(?)", &st, err);
   if (!rc) {
     sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
     rc = step_done(x, st, "note run", err);

@@ -13,10 +13,10 @@ struct tfx_runindex {
 };
 
 /* Maps a SQLite result code to a tfx code, with the index path, what failed and SQLite's message in err. */
-int tfx_runindex_fail(tfx_runindex *x, int rc, const char *what, tfx_err *err);
+int store__runindex_fail(tfx_runindex *x, int rc, const char *what, tfx_err *err);
 /* Prepares sql on the index's connection; caller owns *st (sqlite3_finalize). */
-int tfx_runindex_prepare(tfx_runindex *x, const char *sql, sqlite3_stmt **st, tfx_err *err);
+int store__runindex_prepare(tfx_runindex *x, const char *sql, sqlite3_stmt **st, tfx_err *err);
 /* A text column ("-" when NULL), borrowed from st until its next step. */
-const char *tfx_runindex_text(sqlite3_stmt *st, int col);
+const char *store__runindex_text(sqlite3_stmt *st, int col);
 
 #endif

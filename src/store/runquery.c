@@ -64,9 +64,11 @@ static int skip_joiner(const char **p) {
   }
   int joined = 0;
   if (*s == ',') {
-    s++, joined = 1;
+    s++;
+    joined = 1;
   } else if (!strncasecmp(s, "and", 3) && s[3] && !isalnum((unsigned char)s[3])) {
-    s += 3, joined = 1;
+    s += 3;
+    joined = 1;
   }
   while (*s == ' ') {
     s++;
@@ -120,8 +122,10 @@ static void list_sql(const tfx_run_filter *f, int n, tfx_text *q) {
 
 static void bind_filters(sqlite3_stmt *st, const tfx_run_filter *f, int n) {
   int k = 1;
-  sqlite3_bind_text(st, k++, "eval", -1, SQLITE_STATIC), sqlite3_bind_text(st, k++, "accuracy", -1, SQLITE_STATIC);
-  sqlite3_bind_text(st, k++, "eval", -1, SQLITE_STATIC), sqlite3_bind_text(st, k++, "loss", -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, k++, "eval", -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, k++, "accuracy", -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, k++, "eval", -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, k++, "loss", -1, SQLITE_STATIC);
   for (int i = 0; i < n; i++) {
     int column = !strcmp(f[i].kind, "eval") && (!strcmp(f[i].name, "step") || !strcmp(f[i].name, "seconds"));
     if (!column) {
@@ -150,12 +154,12 @@ static void print_row(sqlite3_stmt *st, FILE *out) {
   }
   int64_t step;
   char cdir[1100];
-  if (tfx_ckpt_latest(tfx_runindex_text(st, 8), &step, cdir, sizeof cdir, NULL) == TFX_OK) {
+  if (tfx_ckpt_latest(store__runindex_text(st, 8), &step, cdir, sizeof cdir, NULL) == TFX_OK) {
     snprintf(ck, sizeof ck, "%lld", (long long)step);
   }
-  fprintf(out, "%-24s %-10s %8lld %9s %9s %8s %8s %-8s %s\n", tfx_runindex_text(st, 0), tfx_runindex_text(st, 1),
+  fprintf(out, "%-24s %-10s %8lld %9s %9s %8s %8s %-8s %s\n", store__runindex_text(st, 0), store__runindex_text(st, 1),
           (long long)sqlite3_column_int64(st, 2), num(st, 3, "%.4f", acc, sizeof acc),
-          num(st, 4, "%.4f", loss, sizeof loss), num(st, 5, "%.1f", secs, sizeof secs), ck, tfx_runindex_text(st, 6),
+          num(st, 4, "%.4f", loss, sizeof loss), num(st, 5, "%.1f", secs, sizeof secs), ck, store__runindex_text(st, 6),
           started);
 }
 
@@ -166,7 +170,7 @@ int tfx_runindex_list(tfx_runindex *x, const tfx_run_filter *f, int n, FILE *out
     return tfx_err_set(err, TFX_ENOMEM, "out of memory");
   }
   sqlite3_stmt *st;
-  int rc = tfx_runindex_prepare(x, q.s, &st, err), rows = 0, src;
+  int rc = store__runindex_prepare(x, q.s, &st, err), rows = 0, src;
   free(q.s);
   if (rc) {
     return rc;
@@ -175,11 +179,12 @@ int tfx_runindex_list(tfx_runindex *x, const tfx_run_filter *f, int n, FILE *out
   fprintf(out, "%-24s %-10s %8s %9s %9s %8s %8s %-8s %s\n", "run", "status", "step", "accuracy", "loss", "seconds",
           "ckpt", "config", "started");
   while ((src = sqlite3_step(st)) == SQLITE_ROW) {
-    print_row(st, out), rows++;
+    print_row(st, out);
+    rows++;
   }
   sqlite3_finalize(st);
   if (src != SQLITE_DONE) {
-    return tfx_runindex_fail(x, src, "list runs", err);
+    return store__runindex_fail(x, src, "list runs", err);
   }
   *shown = rows;
   return TFX_OK;
@@ -197,10 +202,10 @@ static int run_summary(tfx_runindex *x, const char *id, char cols[4][64], char *
   int found = sqlite3_step(st) == SQLITE_ROW;
   if (found) {
     char buf[32];
-    snprintf(cols[0], 64, "%s", tfx_runindex_text(st, 0));
+    snprintf(cols[0], 64, "%s", store__runindex_text(st, 0));
     snprintf(cols[1], 64, "%lld", (long long)sqlite3_column_int64(st, 1));
     snprintf(cols[2], 64, "%s", num(st, 2, "%.1f", buf, sizeof buf));
-    snprintf(cols[3], 64, "%s", tfx_runindex_text(st, 3));
+    snprintf(cols[3], 64, "%s", store__runindex_text(st, 3));
     *config = sqlite3_column_text(st, 4) ? strdup((const char *)sqlite3_column_text(st, 4)) : NULL;
   }
   sqlite3_finalize(st);
@@ -210,7 +215,7 @@ static int run_summary(tfx_runindex *x, const char *id, char cols[4][64], char *
 /* Prints "kind.name  a  b  b-a" for every series either run has (its last value). */
 static int compare_metrics(tfx_runindex *x, const char *a, const char *b, FILE *out, tfx_err *err) {
   sqlite3_stmt *st;
-  int rc = tfx_runindex_prepare(
+  int rc = store__runindex_prepare(
       x,
       "SELECT k.kind, k.name,"
       " (SELECT value FROM series s WHERE s.run = ?1 AND s.kind = k.kind AND s.name = k.name"
@@ -222,11 +227,12 @@ static int compare_metrics(tfx_runindex *x, const char *a, const char *b, FILE *
   if (rc) {
     return rc;
   }
-  sqlite3_bind_text(st, 1, a, -1, SQLITE_STATIC), sqlite3_bind_text(st, 2, b, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 1, a, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 2, b, -1, SQLITE_STATIC);
   int src;
   while ((src = sqlite3_step(st)) == SQLITE_ROW) {
     char key[200], va[32], vb[32], d[32] = "-";
-    snprintf(key, sizeof key, "%s.%s", tfx_runindex_text(st, 0), tfx_runindex_text(st, 1));
+    snprintf(key, sizeof key, "%s.%s", store__runindex_text(st, 0), store__runindex_text(st, 1));
     if (sqlite3_column_type(st, 2) != SQLITE_NULL && sqlite3_column_type(st, 3) != SQLITE_NULL) {
       snprintf(d, sizeof d, "%+.6g", sqlite3_column_double(st, 3) - sqlite3_column_double(st, 2));
     }
@@ -234,7 +240,7 @@ static int compare_metrics(tfx_runindex *x, const char *a, const char *b, FILE *
             d);
   }
   sqlite3_finalize(st);
-  return src == SQLITE_DONE ? TFX_OK : tfx_runindex_fail(x, src, "compare series", err);
+  return src == SQLITE_DONE ? TFX_OK : store__runindex_fail(x, src, "compare series", err);
 }
 
 /* Flattens a JSON config into "a.b.c" -> JSON text of the leaf (arrays are leaves) in flat. */
@@ -275,7 +281,8 @@ static void compare_configs(const char *ca, const char *cb, FILE *out) {
       fprintf(out, "config %-29s %16s %16s\n", key2, "-", json_object_get_string(vb));
     }
   }
-  json_object_put(fa), json_object_put(fb);
+  json_object_put(fa);
+  json_object_put(fb);
 }
 
 int tfx_runindex_compare(tfx_runindex *x, const char *a, const char *b, FILE *out, tfx_err *err) {
@@ -296,6 +303,7 @@ int tfx_runindex_compare(tfx_runindex *x, const char *a, const char *b, FILE *ou
   if (!rc) {
     compare_configs(config_a, config_b, out);
   }
-  free(config_a), free(config_b);
+  free(config_a);
+  free(config_b);
   return rc;
 }

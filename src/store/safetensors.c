@@ -37,7 +37,8 @@ static json_object *header_json(const char *const *names, const int *ranks, cons
     json_object *t = json_object_new_object(), *shape = json_object_new_array(), *offs = json_object_new_array();
     size_t count = 1;
     for (int d = 0; d < ranks[i]; d++) {
-      count *= (size_t)shapes[i][d], json_object_array_add(shape, json_object_new_int64(shapes[i][d]));
+      count *= (size_t)shapes[i][d];
+      json_object_array_add(shape, json_object_new_int64(shapes[i][d]));
     }
     json_object_array_add(offs, json_object_new_int64((int64_t)off));
     json_object_array_add(offs, json_object_new_int64((int64_t)(off + count * 4)));
@@ -113,7 +114,8 @@ static int parse_entry(const char *path, const char *name, json_object *v, size_
     return tfx_err_set(err, TFX_ECORRUPT, "%s: tensor '%s': %s%s offsets %lld..%lld do not fit %zu data bytes", path,
                        name, t->dtype, es ? "" : " (unknown dtype)", (long long)b, (long long)e, data_size);
   }
-  t->begin = (size_t)b, t->end = (size_t)e;
+  t->begin = (size_t)b;
+  t->end = (size_t)e;
   return TFX_OK;
 }
 
@@ -191,7 +193,9 @@ void tfx_st_destroy(tfx_st_file *f) {
   if (!f) {
     return;
   }
-  free(f->tensors), free(f->data), free(f->metadata_json);
+  free(f->tensors);
+  free(f->data);
+  free(f->metadata_json);
   free(f);
 }
 

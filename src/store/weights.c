@@ -37,18 +37,21 @@ static tfx_weight *find_or_add(tfx_weights *ws, const char *name, const tfx_ckpt
   }
   tfx_weight *g = realloc(ws->w, sizeof *g * (size_t)(ws->n + 1));
   if (!g) {
-    return tfx_err_set(err, TFX_ENOMEM, "out of memory"), NULL;
+    tfx_err_set(err, TFX_ENOMEM, "out of memory");
+    return NULL;
   }
   ws->w = g;
   tfx_weight *w = &g[ws->n];
   memset(w, 0, sizeof *w);
   snprintf(w->name, sizeof w->name, "%s", name);
-  w->rank = e->rank, w->count = 1;
+  w->rank = e->rank;
+  w->count = 1;
   for (int d = 0; d < e->rank; d++) {
     w->count *= (size_t)(w->shape[d] = e->dims[d]);
   }
   if (!(w->data = calloc(w->count ? w->count : 1, sizeof(float)))) {
-    return tfx_err_set(err, TFX_ENOMEM, "out of memory"), NULL;
+    tfx_err_set(err, TFX_ENOMEM, "out of memory");
+    return NULL;
   }
   ws->n++;
   return w;
@@ -165,7 +168,8 @@ static int gather_rows(const char *dir, int nps, int with_slots, tfx_weights *ws
   if (!rc && !(rc = tfx_model_create(&cfg, 1, &x.model, err))) {
     tfx_optim o;
     tfx_optim_init(&o, &cfg);
-    x.seed = (uint64_t)cfg.seed, x.n_slots = tfx_optim_slots(&o);
+    x.seed = (uint64_t)cfg.seed;
+    x.n_slots = tfx_optim_slots(&o);
   }
   for (int p = 0; !rc && p < nps; p++) {
     int64_t step;
@@ -194,7 +198,8 @@ static int gather(const char *dir, int with_slots, tfx_weights *ws, tfx_err *err
     rc = gather_rows(dir, nps, with_slots, ws, err);
   }
   if (rc) {
-    return tfx_weights_fini(ws), rc;
+    tfx_weights_fini(ws);
+    return rc;
   }
   ws->step = step;
   snprintf(ws->source, sizeof ws->source, "%s", dir);
@@ -233,13 +238,15 @@ int tfx_weights_from_export(const char *dir, tfx_weights *ws, tfx_err *err) {
       continue;
     }
     snprintf(w->name, sizeof w->name, "%s", t->name);
-    w->rank = t->rank, w->count = (t->end - t->begin) / 4;
+    w->rank = t->rank;
+    w->count = (t->end - t->begin) / 4;
     memcpy(w->shape, t->shape, sizeof t->shape);
     snprintf(w->holders, sizeof w->holders, "export");
     if (!(w->data = malloc(w->count * 4 + 4))) {
       rc = tfx_err_set(err, TFX_ENOMEM, "out of memory");
     } else {
-      memcpy(w->data, f->data + t->begin, w->count * 4), ws->n++;
+      memcpy(w->data, f->data + t->begin, w->count * 4);
+      ws->n++;
     }
   }
   if (!ws->w) {
@@ -247,7 +254,8 @@ int tfx_weights_from_export(const char *dir, tfx_weights *ws, tfx_err *err) {
   }
   tfx_st_destroy(f);
   if (rc) {
-    return tfx_weights_fini(ws), rc;
+    tfx_weights_fini(ws);
+    return rc;
   }
   snprintf(ws->source, sizeof ws->source, "%s", path);
   return TFX_OK;

@@ -126,7 +126,9 @@ int tfx_evaluate_agg(tfx_model *m, const tfx_dataset *d, int batch, size_t max_e
                      tfx_eval_result *out, tfx_err *err) {
   size_t n = max_examples && max_examples < d->n ? max_examples : d->n;
   char aggs[3][8];
-  agg_for(agg, "loss", aggs[0]), agg_for(agg, "accuracy", aggs[1]), agg_for(agg, "top_", aggs[2]);
+  agg_for(agg, "loss", aggs[0]);
+  agg_for(agg, "accuracy", aggs[1]);
+  agg_for(agg, "top_", aggs[2]);
   double acc[3] = {0, 0, 0};
   for (size_t i = 0; i < n; i += (size_t)batch) {
     int b = (int)(n - i < (size_t)batch ? n - i : (size_t)batch);
@@ -144,8 +146,11 @@ int tfx_evaluate_agg(tfx_model *m, const tfx_dataset *d, int batch, size_t max_e
     acc[k] = !strcmp(aggs[k], "mean") && n ? acc[k] / (double)n : acc[k];
   }
   out->examples = n;
-  out->auc = NAN, out->has_auc = 0; /* per-batch aggregation has no AUC */
-  out->loss = acc[0], out->accuracy = acc[1], out->top5 = acc[2];
+  out->auc = NAN;
+  out->has_auc = 0; /* per-batch aggregation has no AUC */
+  out->loss = acc[0];
+  out->accuracy = acc[1];
+  out->top5 = acc[2];
   out->top_k = tfx_model_top_k(m);
   return TFX_OK;
 }
@@ -155,23 +160,29 @@ void tfx_eval_report_init(tfx_eval_report *out, const char *metrics, const tfx_e
   for (const char *p = metrics; *p && out->n < TFX_EVAL_MAX_FIELDS - 1;) {
     size_t len = strcspn(p, ",:");
     if (len == 4 && !strncmp(p, "loss", 4)) {
-      out->names[out->n] = "loss", out->values[out->n++] = r->loss;
+      out->names[out->n] = "loss";
+      out->values[out->n++] = r->loss;
     } else if (len == 8 && !strncmp(p, "accuracy", 8)) {
-      out->names[out->n] = "accuracy", out->values[out->n++] = r->accuracy;
+      out->names[out->n] = "accuracy";
+      out->values[out->n++] = r->accuracy;
     } else if (len == 3 && !strncmp(p, "auc", 3)) {
       if (r->has_auc) {
-        out->names[out->n] = "auc", out->values[out->n++] = r->auc;
+        out->names[out->n] = "auc";
+        out->values[out->n++] = r->auc;
       }
     } else if (len == 8 && !strncmp(p, "log_loss", 8)) {
-      out->names[out->n] = "log_loss", out->values[out->n++] = r->loss;
+      out->names[out->n] = "log_loss";
+      out->values[out->n++] = r->loss;
     } else if (len > 4 && !strncmp(p, "top_", 4)) {
       snprintf(out->text[out->n], sizeof out->text[0], "top%d_accuracy", r->top_k);
-      out->names[out->n] = out->text[out->n], out->values[out->n++] = r->top5;
+      out->names[out->n] = out->text[out->n];
+      out->values[out->n++] = r->top5;
     }
     p += strcspn(p, ",");
     p += *p == ',';
   }
-  out->names[out->n] = "examples", out->values[out->n++] = (double)r->examples;
+  out->names[out->n] = "examples";
+  out->values[out->n++] = (double)r->examples;
 }
 
 const char *tfx_valset_metrics(const tfx_valset *v, const char *model_metrics) {

@@ -70,7 +70,10 @@ void tfx_compute_gradients(tfx_model *m, tfx_batcher *b, const tfx_grad_step *g,
     }
     tfx_model_loss(m, g->y, g->batch, 1, &one);
     tfx_model_backward(m, g->x, g->batch);
-    sum.loss += one.loss / k, sum.correct += one.correct, sum.top5 += one.top5, sum.count += one.count;
+    sum.loss += one.loss / k;
+    sum.correct += one.correct;
+    sum.top5 += one.top5;
+    sum.count += one.count;
     if (k > 1) {
       accumulate(m, g->acc, a, k);
     }

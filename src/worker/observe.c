@@ -2,8 +2,8 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "net/net.h"
 #include "observe/http.h"
@@ -50,18 +50,22 @@ static char *render(const char *path, const char **type, void *ctx) {
   char *body = NULL;
   pthread_mutex_lock(&o->lock);
   if (!strcmp(path, "/metrics")) {
-    body = render_metrics(o), *type = "text/plain; version=0.0.4; charset=utf-8";
+    body = render_metrics(o);
+    *type = "text/plain; version=0.0.4; charset=utf-8";
   } else if (!strcmp(path, "/status")) {
-    body = render_status(o), *type = "application/json";
+    body = render_status(o);
+    *type = "application/json";
   }
   pthread_mutex_unlock(&o->lock);
   return body;
 }
 
-int tfx_worker_obs_start(worker_obs *o, int index, int port, tfx_err *err) {
+int worker__obs_start(worker_obs *o, int index, int port, tfx_err *err) {
   memset(o, 0, sizeof *o);
   pthread_mutex_init(&o->lock, NULL);
-  o->index = index, o->start_ms = tfx_now_ms(), o->loss = o->examples_per_sec = NAN;
+  o->index = index;
+  o->start_ms = tfx_now_ms();
+  o->loss = o->examples_per_sec = NAN;
   if (port <= 0) {
     return TFX_OK;
   }
@@ -72,22 +76,17 @@ int tfx_worker_obs_start(worker_obs *o, int index, int port, tfx_err *err) {
   return rc;
 }
 
-void tfx_worker_obs_stop(worker_obs *o) {
+void worker__obs_stop(worker_obs *o) {
   tfx_http_stop(o->http);
   o->http = NULL;
   pthread_mutex_destroy(&o->lock);
 }
 
-double tfx_worker_obs_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-void tfx_worker_obs_pull(worker_obs *o, double seconds, uint64_t received) {
+void worker__obs_pull(worker_obs *o, double seconds, uint64_t received) {
   pthread_mutex_lock(&o->lock);
   tfx_prom_hist_observe(&o->pull, seconds);
-  o->bytes_received += received, o->training = 1;
+  o->bytes_received += received;
+  o->training = 1;
   pthread_mutex_unlock(&o->lock);
 }
 
@@ -104,24 +103,27 @@ static uint64_t push_bytes(const tfx_model *model) {
   return bytes;
 }
 
-void tfx_worker_obs_push_pull(worker_obs *o, double seconds, const tfx_model *model, uint64_t received) {
+void worker__obs_push_pull(worker_obs *o, double seconds, const tfx_model *model, uint64_t received) {
   uint64_t sent = push_bytes(model);
   pthread_mutex_lock(&o->lock);
   tfx_prom_hist_observe(&o->push_pull, seconds);
-  o->bytes_sent += sent, o->bytes_received += received;
+  o->bytes_sent += sent;
+  o->bytes_received += received;
   pthread_mutex_unlock(&o->lock);
 }
 
-void tfx_worker_obs_step(worker_obs *o, int64_t version, int64_t steps, double loss, double examples_per_sec) {
+void worker__obs_step(worker_obs *o, int64_t version, int64_t steps, double loss, double examples_per_sec) {
   pthread_mutex_lock(&o->lock);
-  o->version = version, o->steps = steps;
+  o->version = version;
+  o->steps = steps;
   if (!isnan(loss)) {
-    o->loss = loss, o->examples_per_sec = examples_per_sec;
+    o->loss = loss;
+    o->examples_per_sec = examples_per_sec;
   }
   pthread_mutex_unlock(&o->lock);
 }
 
-void tfx_worker_obs_bad_frame(worker_obs *o) {
+void worker__obs_bad_frame(worker_obs *o) {
   pthread_mutex_lock(&o->lock);
   o->bad_frames++;
   pthread_mutex_unlock(&o->lock);

@@ -2,29 +2,25 @@
 #include "worker/timing.h"
 
 #include <string.h>
-#include <time.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 
 static const char *const phase_keys[TFX_TIMING_N] = {"compute_ms", "push_pull_ms", "other_ms"};
 
-static int64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 void tfx_timing_init(tfx_timing *t) {
   memset(t, 0, sizeof *t);
-  t->last_ns = now_ns();
+  t->last_ns = tfx_now_ns();
 }
 
 void tfx_timing_mark(tfx_timing *t, tfx_timing_phase p) {
-  int64_t now = now_ns(), d = now - t->last_ns;
+  int64_t now = tfx_now_ns(), d = now - t->last_ns;
   t->last_ns = now;
-  t->window_ns[p] += d, t->total_ns[p] += d;
+  t->window_ns[p] += d;
+  t->total_ns[p] += d;
   if (p == TFX_TIMING_PUSH_PULL) {
-    t->window_steps++, t->total_steps++;
+    t->window_steps++;
+    t->total_steps++;
   }
 }
 
@@ -39,7 +35,8 @@ int tfx_timing_take_window(tfx_timing *t, const char **names, double *ms_per_ste
     step += ms_per_step[p];
     t->window_ns[p] = 0;
   }
-  names[TFX_TIMING_N] = "step_ms", ms_per_step[TFX_TIMING_N] = step;
+  names[TFX_TIMING_N] = "step_ms";
+  ms_per_step[TFX_TIMING_N] = step;
   t->window_steps = 0;
   return TFX_TIMING_N + 1;
 }

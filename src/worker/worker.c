@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "data/dataset.h"
 #include "data/epochs.h"
@@ -43,11 +44,16 @@ static int reply_status(worker *w, const tfx_inmsg *m) {
   tfx_envelope env;
   tfx_reply_init(&env, m);
   Tfx__KeyValue kv[2], *kvp[2] = {&kv[0], &kv[1]};
-  tfx__key_value__init(&kv[0]), tfx__key_value__init(&kv[1]);
-  kv[0].key = "uptime_s", kv[0].value = (tfx_now_ms() - w->start_ms) / 1000.0;
-  kv[1].key = "local_steps", kv[1].value = (double)w->steps;
+  tfx__key_value__init(&kv[0]);
+  tfx__key_value__init(&kv[1]);
+  kv[0].key = "uptime_s";
+  kv[0].value = (tfx_now_ms() - w->start_ms) / 1000.0;
+  kv[1].key = "local_steps";
+  kv[1].value = (double)w->steps;
   env.text = (char *)(w->model ? "training" : "registering");
-  env.step = w->version, env.stats = kvp, env.n_stats = 2;
+  env.step = w->version;
+  env.stats = kvp;
+  env.n_stats = 2;
   return tfx_wire_send(w->sock, &m->identity, &env, NULL, 0, NULL);
 }
 
@@ -70,7 +76,7 @@ static void serve_control(worker *w) {
         tfx_server_reply_error(w->sock, &m, TFX_EPROTO, "a worker answers only STATUS and STOP", NULL);
       }
     } else {
-      tfx_worker_obs_bad_frame(&w->obs);
+      worker__obs_bad_frame(&w->obs);
       tfx_server_reply_error(w->sock, &m, TFX_EPROTO, err.msg, NULL);
     }
     tfx_inmsg_fini(&m);
@@ -91,7 +97,8 @@ static int register_with_master(worker *w, tfx_err *err) {
       return TFX_OK;
     }
     if (rc == TFX_OK && w->plan.env->flag == 2) {
-      return w->stop = 1, TFX_OK;
+      w->stop = 1;
+      return TFX_OK;
     }
     tfx_inmsg_fini(&w->plan);
     if (rc == TFX_EPEER) {
@@ -165,23 +172,30 @@ static void compute(worker *w, tfx_step_stats *st) {
   tfx_compute_gradients(w->model, w->batcher, &g, (uint64_t)w->version * 1024 + (uint64_t)w->n->index, st);
 }
 
-static int report(worker *w, double loss, double acc, double eps, tfx_err *err) {
+/* Sends the master the window's means for `step` and the step-time breakdown; a stop answer stops the worker. */
+static int report(worker *w, int64_t step, double loss, double acc, double eps, tfx_err *err) {
   const char *names[3 + TFX_TIMING_N + 2] = {"loss", "accuracy", "examples_per_sec"};
   double vals[3 + TFX_TIMING_N + 2] = {loss, acc, eps};
   int64_t steps = w->timing.window_steps;
   uint64_t bytes = w->obs.bytes_sent + w->obs.bytes_received; /* written by this thread only */
   int n = 3 + tfx_timing_take_window(&w->timing, names + 3, vals + 3);
   if (steps > 0) { /* gradients out and values (or a batch's rows) back, per step of the window */
-    names[n] = "wire_bytes_per_step", vals[n++] = (double)(bytes - w->reported_bytes) / (double)steps;
+    names[n] = "wire_bytes_per_step";
+    vals[n++] = (double)(bytes - w->reported_bytes) / (double)steps;
   }
   w->reported_bytes = bytes;
   Tfx__KeyValue kv[3 + TFX_TIMING_N + 2], *kvp[3 + TFX_TIMING_N + 2];
   for (int i = 0; i < n; i++) {
-    tfx__key_value__init(&kv[i]), kv[i].key = (char *)names[i], kv[i].value = vals[i], kvp[i] = &kv[i];
+    tfx__key_value__init(&kv[i]);
+    kv[i].key = (char *)names[i];
+    kv[i].value = vals[i];
+    kvp[i] = &kv[i];
   }
   tfx_envelope env;
   tfx_wire_request(&env, TFX__MSG_TYPE__MSG_REPORT);
-  env.step = w->version, env.stats = kvp, env.n_stats = (size_t)n;
+  env.step = step;
+  env.stats = kvp;
+  env.n_stats = (size_t)n;
   tfx_inmsg m;
   int rc = tfx_client_call(w->master, &env, NULL, 0, &m, w->cfg.request_timeout_s * 1000, err);
   if (!rc && m.env->flag == 1) {
@@ -243,9 +257,9 @@ static int resync(worker *w, const tfx_err *why, tfx_err *err) {
 /* Reports to the master; a master that does not answer is being restarted: the report is skipped (logged) and
  * the next one goes to the new master, which counts it as this worker's registration. A report the master
  * refuses (it knows this worker by another connection) is followed by a new registration. */
-static int report_or_skip(worker *w, double loss, double acc, double eps, tfx_err *err) {
+static int report_or_skip(worker *w, int64_t step, double loss, double acc, double eps, tfx_err *err) {
   tfx_err rerr;
-  int rc = report(w, loss, acc, eps, &rerr);
+  int rc = report(w, step, loss, acc, eps, &rerr);
   if (rc == TFX_EPEER) {
     tfx_log(TFX_LOG_WARN, "WORKER-MASTER-LOST", "%s; training on, the next report goes to a restarted master",
             rerr.msg);
@@ -340,14 +354,13 @@ static int wait_at_max_steps(worker *w) {
   }
 }
 
-static int train_steps(worker *w, tfx_err *err) {
-  int sync = w->cfg.mode == TFX_MODE_SYNC, rc;
-  double loss = 0, hits = 0, seen = 0, n = 0;
-  int64_t t0 = tfx_now_ms();
-  (void)sync;
-  double t_call = tfx_worker_obs_now();
+/* The first pull: the values and the global step to train from, waiting for a ps that is gone or rolled back.
+ * *go is 0 when a stop signal cut it short. */
+static int first_pull(worker *w, int *go, tfx_err *err) {
+  double t_call = tfx_now_s();
   tfx_err perr;
-  rc = tfx_psclient_pull(w->ps, 0, &w->version, &perr);
+  int rc = tfx_psclient_pull(w->ps, 0, &w->version, &perr);
+  *go = 0;
   if (stopped_by_signal(rc)) {
     return TFX_OK;
   }
@@ -359,56 +372,119 @@ static int train_steps(worker *w, tfx_err *err) {
   if (rc) {
     return rc;
   }
-  tfx_worker_obs_pull(&w->obs, tfx_worker_obs_now() - t_call, tfx_psclient_bytes(w->ps));
+  *go = 1;
+  worker__obs_pull(&w->obs, tfx_now_s() - t_call, tfx_psclient_bytes(w->ps));
   tfx_notify_status("worker %d: training from step %lld", w->n->index, (long long)w->version);
   tfx_log(TFX_LOG_INFO, "WORKER-TRAIN", "training from global step %lld", (long long)w->version);
+  return TFX_OK;
+}
+
+/* A loss above training.thres_loss (or not finite) ends the run, reported to the master first. */
+static int check_loss(worker *w, const tfx_step_stats *st, tfx_err *err) {
+  if (!isfinite(st->loss) || st->loss > w->cfg.thres_loss) {
+    report(w, w->version, st->loss, 0, 0, NULL);
+    return tfx_err_set(err, TFX_ELOSS, "training loss %g at step %lld exceeds thres_loss %g", st->loss,
+                       (long long)w->version, w->cfg.thres_loss);
+  }
+  return TFX_OK;
+}
+
+/* How a push-pull ended when it returned TFX_OK. */
+typedef enum pushed { PUSHED_DONE, PUSHED_AGAIN, PUSHED_STOP } pushed;
+
+/* Pushes the gradients computed at `step` and receives the new values and version: PUSHED_DONE, PUSHED_AGAIN
+ * after waiting for a ps that was gone or rolled back (the step is not counted), or PUSHED_STOP when a stop
+ * signal cut it short. */
+static int push_pull(worker *w, int64_t step, pushed *out, tfx_err *err) {
+  double t_call = tfx_now_s();
+  tfx_err perr;
+  int rc = tfx_psclient_push_pull(w->ps, step, &w->version, &perr);
+  if (stopped_by_signal(rc)) {
+    *out = PUSHED_STOP;
+    return TFX_OK;
+  }
+  if (rc == TFX_EPEER || rc == TFX_ESTATE) {
+    *out = PUSHED_AGAIN;
+    return resync(w, &perr, err);
+  }
+  if (rc) {
+    return tfx_err_set(err, rc, "%s", perr.msg);
+  }
+  worker__obs_push_pull(&w->obs, tfx_now_s() - t_call, w->model, tfx_psclient_bytes(w->ps));
+  tfx_timing_mark(&w->timing, TFX_TIMING_PUSH_PULL);
+  *out = PUSHED_DONE;
+  return TFX_OK;
+}
+
+/* The sums of the steps since the last report, and when the window began. */
+typedef struct window {
+  double loss, hits, seen, n;
+  int64_t t0;
+} window;
+
+static void window_reset(window *win) {
+  memset(win, 0, sizeof *win);
+  win->t0 = tfx_now_ms();
+}
+
+/* Counts the step computed at `step`; every report_every local steps, reports the window's means. */
+static int count_step(worker *w, window *win, const tfx_step_stats *st, int64_t step, tfx_err *err) {
+  w->steps++;
+  win->loss += st->loss;
+  win->hits += st->correct;
+  win->seen += st->count;
+  win->n++;
+  if (w->steps % w->cfg.report_every != 0) {
+    return TFX_OK;
+  }
+  double eps = win->seen / ((tfx_now_ms() - win->t0 + 1) / 1000.0);
+  worker__obs_step(&w->obs, w->version, w->steps, win->loss / win->n, eps);
+  int rc = report_or_skip(w, step, win->loss / win->n, win->hits / win->seen, eps, err);
+  if (!rc) {
+    window_reset(win);
+  }
+  return rc;
+}
+
+/* Between steps: the step shown on the HTTP port, control messages, the service status. */
+static void after_step(worker *w) {
+  worker__obs_step(&w->obs, w->version, w->steps, NAN, NAN);
+  serve_control(w);
+  tfx_notify_status("worker %d: global step %lld of %lld", w->n->index, (long long)w->version,
+                    (long long)w->cfg.max_steps);
+}
+
+/* The step loop: first pull, then compute, the loss threshold, push-pull, counters and reports, control. */
+static int train_steps(worker *w, tfx_err *err) {
+  window win;
+  window_reset(&win);
+  int go, rc = first_pull(w, &go, err);
+  if (rc || !go) {
+    return rc;
+  }
   while (!w->stop && !tfx_stop_requested() && w->version < w->cfg.max_steps) {
     tfx_step_stats st;
     tfx_timing_mark(&w->timing, TFX_TIMING_OTHER);
     compute(w, &st);
     tfx_timing_mark(&w->timing, TFX_TIMING_COMPUTE);
-    if ((rc = tfx_batcher_status(w->batcher, err))) {
+    if ((rc = tfx_batcher_status(w->batcher, err)) || (rc = check_loss(w, &st, err))) {
       return rc;
     }
-    if (!isfinite(st.loss) || st.loss > w->cfg.thres_loss) {
-      report(w, st.loss, 0, 0, NULL);
-      return tfx_err_set(err, TFX_ELOSS, "training loss %g at step %lld exceeds thres_loss %g", st.loss,
-                         (long long)w->version, w->cfg.thres_loss);
-    }
     int64_t step = w->version;
-    t_call = tfx_worker_obs_now();
-    rc = tfx_psclient_push_pull(w->ps, step, &w->version, &perr);
-    if (stopped_by_signal(rc)) {
+    pushed out = PUSHED_DONE;
+    if ((rc = push_pull(w, step, &out, err))) {
+      return rc;
+    }
+    if (out == PUSHED_STOP) {
       break;
     }
-    if (rc == TFX_EPEER || rc == TFX_ESTATE) {
-      if ((rc = resync(w, &perr, err))) {
-        return rc;
-      }
+    if (out == PUSHED_AGAIN) {
       continue;
     }
-    if (rc) {
-      return tfx_err_set(err, rc, "%s", perr.msg);
+    if ((rc = count_step(w, &win, &st, step, err))) {
+      return rc;
     }
-    tfx_worker_obs_push_pull(&w->obs, tfx_worker_obs_now() - t_call, w->model, tfx_psclient_bytes(w->ps));
-    tfx_timing_mark(&w->timing, TFX_TIMING_PUSH_PULL);
-    w->steps++, loss += st.loss, hits += st.correct, seen += st.count, n++;
-    if (w->steps % w->cfg.report_every == 0) {
-      double eps = seen / ((tfx_now_ms() - t0 + 1) / 1000.0);
-      tfx_worker_obs_step(&w->obs, w->version, w->steps, loss / n, eps);
-      int64_t now = w->version;
-      w->version = step;
-      rc = report_or_skip(w, loss / n, hits / seen, eps, err);
-      w->version = now;
-      if (rc) {
-        return rc;
-      }
-      loss = hits = seen = n = 0, t0 = tfx_now_ms();
-    }
-    tfx_worker_obs_step(&w->obs, w->version, w->steps, NAN, NAN);
-    serve_control(w);
-    tfx_notify_status("worker %d: global step %lld of %lld", w->n->index, (long long)w->version,
-                      (long long)w->cfg.max_steps);
+    after_step(w);
   }
   return TFX_OK;
 }
@@ -429,30 +505,30 @@ static int train(worker *w, tfx_err *err) {
 }
 
 static void cleanup(worker *w) {
-  tfx_worker_obs_stop(&w->obs);
+  worker__obs_stop(&w->obs);
   for (int i = 0; w->acc && w->model && i < tfx_model_nvars(w->model); i++) {
     free(w->acc[i]);
   }
-  free(w->acc), free(w->x), free(w->y);
+  free(w->acc);
+  free(w->x);
+  free(w->y);
   tfx_psclient_destroy(w->ps);
   tfx_client_destroy(w->master);
-  w->master = NULL;
   tfx_net_close(w->sock);
-  w->sock = NULL;
   /* Gradients are sent in place: end ZeroMQ (every socket is closed) before their buffers are freed. */
   tfx_net_shutdown();
   tfx_batcher_destroy(w->batcher);
   tfx_dataset_destroy(w->data);
   tfx_model_destroy(w->model);
   tfx_inmsg_fini(&w->plan);
-  tfx_client_destroy(w->master);
-  tfx_net_close(w->sock);
 }
 
 int tfx_worker_run(tfx_node *n, tfx_err *err) {
   worker w;
   memset(&w, 0, sizeof w);
-  w.n = n, w.cfg = n->cfg, w.start_ms = tfx_now_ms();
+  w.n = n;
+  w.cfg = n->cfg;
+  w.start_ms = tfx_now_ms();
   tfx_wire_set_sender(TFX__ROLE__ROLE_WORKER, n->index);
   openblas_set_num_threads(n->cfg.threads);
   char ep[320], mep[320];
@@ -461,7 +537,7 @@ int tfx_worker_run(tfx_node *n, tfx_err *err) {
    * beside it); no control socket and no HTTP endpoint of its own. Only --http-port: observe.http_port in the
    * shared experiment is the master's too. */
   int is_chief = !strcmp(maddr, tfx_cluster_address(n->cluster, TFX_ROLE_WORKER, n->index));
-  int rc = tfx_worker_obs_start(&w.obs, n->index, is_chief ? 0 : n->http_port, err);
+  int rc = worker__obs_start(&w.obs, n->index, is_chief ? 0 : n->http_port, err);
   if (rc) {
     pthread_mutex_destroy(&w.obs.lock);
     return rc;

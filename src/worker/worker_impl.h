@@ -21,19 +21,17 @@ typedef struct worker_obs {
   tfx_prom_hist pull, push_pull; /* seconds per tfx_psclient_pull / tfx_psclient_push_pull */
 } worker_obs;
 
-/* Prepares o for task index; starts the HTTP endpoint when port > 0. Stop with tfx_worker_obs_stop. */
-int tfx_worker_obs_start(worker_obs *o, int index, int port, tfx_err *err);
+/* Prepares o for task index; starts the HTTP endpoint when port > 0. Stop with worker__obs_stop. */
+int worker__obs_start(worker_obs *o, int index, int port, tfx_err *err);
 /* Stops the HTTP endpoint (if any) and releases the lock. */
-void tfx_worker_obs_stop(worker_obs *o);
-/* Seconds on a monotonic clock, for timing the ps calls. */
-double tfx_worker_obs_now(void);
+void worker__obs_stop(worker_obs *o);
 /* Records a pull that took seconds and received bytes. */
-void tfx_worker_obs_pull(worker_obs *o, double seconds, uint64_t received);
+void worker__obs_pull(worker_obs *o, double seconds, uint64_t received);
 /* Records a push round trip (gradients out, values back) of model's gradients that took seconds. */
-void tfx_worker_obs_push_pull(worker_obs *o, double seconds, const tfx_model *model, uint64_t received);
+void worker__obs_push_pull(worker_obs *o, double seconds, const tfx_model *model, uint64_t received);
 /* Records the worker's view after a step: global version, local steps, last mean loss and throughput. */
-void tfx_worker_obs_step(worker_obs *o, int64_t version, int64_t steps, double loss, double examples_per_sec);
+void worker__obs_step(worker_obs *o, int64_t version, int64_t steps, double loss, double examples_per_sec);
 /* Counts one malformed control frame that was dropped. */
-void tfx_worker_obs_bad_frame(worker_obs *o);
+void worker__obs_bad_frame(worker_obs *o);
 
 #endif

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "data/dataset.h"
+#include "data/idx.h"
 #include "fuzz.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

@@ -1,4 +1,4 @@
-/* Unit tests of src/data/dataset.c: IDX files (plain and gzip) written into a temporary directory, their
+/* Unit tests of src/data/idx.c: IDX files (plain and gzip) written into a temporary directory, their
  * corruptions, the sharding/shuffling batcher, and the real Fashion-MNIST files when installed. */
 #include <criterion/criterion.h>
 #include <ftw.h>
@@ -10,6 +10,7 @@
 #include <zlib.h>
 
 #include "data/dataset.h"
+#include "data/idx.h"
 #include "tmpdir.h"
 
 static void setup(void) {
@@ -238,7 +239,7 @@ Test(dataset, gzip_trailer_is_verified) {
   }
   free(raw);
   if (accepted) {
-    /* BUG (src/data/dataset.c:58, tfx_idx_read): read_exact stops after the last data byte, so zlib never
+    /* BUG (src/data/idx.c, tfx_idx_read): read_exact stops after the last data byte, so zlib never
      * reaches the end of the deflate stream and the gzip trailer: the CRC32 is never checked, and a .gz file
      * that is cut short or corrupted in its trailer loads silently. */
     cr_skip_test("known bug: %d of 11 damaged gzip endings accepted (CRC32 never checked)", accepted);
@@ -288,7 +289,7 @@ Test(dataset, dims_whose_product_overflows_are_rejected) {
   tfx_err err = {0};
   int rc = tfx_idx_read(path, &out, &rank, dims, &err);
   if (rc == TFX_OK) {
-    /* BUG (src/data/dataset.c:42-47, read_header): *count *= dims[i] is checked against 2^34 only after the
+    /* BUG (src/data/idx.c, read_header): *count *= dims[i] is checked against 2^34 only after the
      * loop, so four dims of 2^16 wrap to 0 and a 20-byte file "holds" 2^64 bytes; tfx_dataset_load_idx would then
      * size x from the wrapped count while n and dim still claim 2^16 examples of 2^48 values. */
     free(out);

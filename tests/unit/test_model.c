@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "data/dataset.h"
+#include "data/idx.h"
 #include "nn/init.h"
 #include "nn/model.h"
 #include "nn/nn_impl.h"
@@ -409,7 +410,7 @@ static void lt_pool(lt *t, lkind kind, int ih, int iw, int ic, int p, int stride
 /* sum(r * layer(x)): its gradient with respect to the output is r. */
 static double lt_loss(void *p) {
   lt *t = p;
-  tfx_layer_forward(&t->l, t->x, t->batch, t->training, STEP);
+  nn__layer_forward(&t->l, t->x, t->batch, t->training, STEP);
   double s = 0;
   size_t n = (size_t)t->batch * layer_out_size(&t->l);
   for (size_t i = 0; i < n; i++) {
@@ -421,9 +422,9 @@ static double lt_loss(void *p) {
 static void lt_check(const char *what, lt *t) {
   layer *l = &t->l;
   size_t nin = (size_t)t->batch * layer_in_size(l), nout = (size_t)t->batch * layer_out_size(l);
-  tfx_layer_forward(l, t->x, t->batch, t->training, STEP);
+  nn__layer_forward(l, t->x, t->batch, t->training, STEP);
   memcpy(l->dout, t->r, sizeof(float) * nout);
-  tfx_layer_backward(l, t->x, t->din, t->batch);
+  nn__layer_backward(l, t->x, t->din, t->batch);
   float *gw = NULL, *gb = NULL;
   if (l->w) {
     gw = malloc(sizeof(float) * l->w->count), gb = malloc(sizeof(float) * l->b->count);
@@ -543,9 +544,9 @@ Test(model, dropout_masks) {
   t.l.rate = 0.3f;
   lt_alloc(&t, 4);
   size_t n = 4000;
-  tfx_layer_forward(&t.l, t.x, 4, 0, 1);
+  nn__layer_forward(&t.l, t.x, 4, 0, 1);
   cr_assert_eq(memcmp(t.l.out, t.x, n * sizeof(float)), 0, "evaluation mode is the identity");
-  tfx_layer_forward(&t.l, t.x, 4, 1, 1);
+  nn__layer_forward(&t.l, t.x, 4, 1, 1);
   int dropped = 0;
   for (size_t i = 0; i < n; i++) {
     if (t.l.out[i] == 0.0f) {
@@ -557,9 +558,9 @@ Test(model, dropout_masks) {
   cr_assert(dropped > 1050 && dropped < 1350, "%d of 4000 dropped at rate 0.3", dropped);
   float *first = malloc(n * sizeof(float));
   memcpy(first, t.l.out, n * sizeof(float));
-  tfx_layer_forward(&t.l, t.x, 4, 1, 1);
+  nn__layer_forward(&t.l, t.x, 4, 1, 1);
   cr_assert_eq(memcmp(first, t.l.out, n * sizeof(float)), 0, "same step, same mask");
-  tfx_layer_forward(&t.l, t.x, 4, 1, 2);
+  nn__layer_forward(&t.l, t.x, 4, 1, 2);
   cr_assert_neq(memcmp(first, t.l.out, n * sizeof(float)), 0, "another step, another mask");
   free(first);
   lt_free(&t);
@@ -577,9 +578,9 @@ Test(model, conv_backward_matches_an_exact_reference) {
     lt_conv(&t, h, wd, C, F, k, s, cases[i].same, A_NONE);
     lt_alloc(&t, B);
     layer *l = &t.l;
-    tfx_layer_forward(l, t.x, B, 0, 0);
+    nn__layer_forward(l, t.x, B, 0, 0);
     memcpy(l->dout, t.r, sizeof(float) * (size_t)B * layer_out_size(l));
-    tfx_layer_backward(l, t.x, t.din, B);
+    nn__layer_backward(l, t.x, t.din, B);
     double *dw = calloc(t.w.count, sizeof(double)), *db = calloc((size_t)F, sizeof(double));
     double *dx = calloc((size_t)B * h * wd * C, sizeof(double));
     for (int b = 0; b < B; b++) {

@@ -10,6 +10,7 @@
 
 #include "config/config.h"
 #include "data/dataset.h"
+#include "data/idx.h"
 #include "nn/model.h"
 #include "nn/optim.h"
 #include "tmpdir.h"

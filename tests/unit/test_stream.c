@@ -10,6 +10,7 @@
 #include "config/config.h"
 #include "data/dataset.h"
 #include "data/example.h"
+#include "data/idx.h"
 #include "data/source.h"
 #include "data/stream.h"
 #include "data/tfrecord.h"

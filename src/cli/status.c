@@ -1,14 +1,10 @@
-/* Small commands: status, keygen, model, plan. */
-#include <math.h>
+/* The status command: asks a running node (any role) for its state over its control socket and prints one line. */
 #include <stdio.h>
 #include <string.h>
 
 #include "cli/cli.h"
-#include "master/master.h"
 #include "net/curve.h"
-#include "net/keys.h"
 #include "net/net.h"
-#include "nn/model.h"
 
 static const char *const role_names[] = {"none", "master", "worker", "ps", "evaluator", "client"};
 
@@ -48,35 +44,4 @@ int tfx_status_run(const tfx_cli_opts *o, tfx_err *err) {
   tfx_inmsg_fini(&r);
   tfx_client_destroy(c);
   return rc;
-}
-
-int tfx_keygen_run(const tfx_cli_opts *o, tfx_err *err) {
-  if (!o->out_dir[0]) {
-    return tfx_err_set(err, TFX_EINVAL, "keygen needs --out DIR");
-  }
-  const char *name = o->key_name[0] ? o->key_name : "cluster";
-  tfx_keypair k;
-  int rc = tfx_keys_generate(o->out_dir, name, &k, err);
-  if (rc) {
-    return rc;
-  }
-  printf("secret key: %s/%s.key (mode 0600: give it only to the nodes that use it)\n", o->out_dir, name);
-  printf("public key: %s/%s.pub %s\n", o->out_dir, name, k.public_key);
-  memset(&k, 0, sizeof k);
-  return TFX_OK;
-}
-
-int tfx_model_cmd(const tfx_node *n, tfx_err *err) {
-  tfx_model *m;
-  int rc = tfx_model_create(&n->cfg, 1, &m, err);
-  if (rc) {
-    return rc;
-  }
-  tfx_model_print(m, stdout);
-  tfx_model_destroy(m);
-  return TFX_OK;
-}
-
-int tfx_plan_cmd(const tfx_node *n, const tfx_cli_opts *o, tfx_err *err) {
-  return tfx_master_print_plan(&n->cfg, o->ps, stdout, err);
 }

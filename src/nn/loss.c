@@ -1,0 +1,157 @@
+/* The loss of a model's last layer (softmax or sigmoid cross-entropy, squared error) and its gradient, the hits
+ * counted against the labels, scores for AUC, and the checks that report labels and ids the model cannot score. */
+#include <math.h>
+#include <string.h>
+
+#include "nn/model.h"
+#include "nn/nn_impl.h"
+
+static void softmax_rows(const float *z, float *p, int batch, int c) {
+  for (int b = 0; b < batch; b++) {
+    const float *zr = z + (size_t)b * c;
+    float *pr = p + (size_t)b * c, mx = zr[0], sum = 0;
+    for (int j = 1; j < c; j++) {
+      mx = zr[j] > mx ? zr[j] : mx;
+    }
+    for (int j = 0; j < c; j++) {
+      sum += pr[j] = expf(zr[j] - mx);
+    }
+    for (int j = 0; j < c; j++) {
+      pr[j] /= sum;
+    }
+  }
+}
+
+/* The number of classes a label may name: c, or 2 for a binary classifier (one sigmoid output). */
+static int label_classes(const tfx_model *m, int c) {
+  return m->loss == 1 && c == 1 ? 2 : c;
+}
+
+static void count_hits(const float *z, const int32_t *labels, int batch, int c, int k, tfx_step_stats *st) {
+  for (int b = 0; b < batch; b++) {
+    const float *zr = z + (size_t)b * c;
+    if (c == 1) { /* binary: a hit when the logit's side is the label's */
+      int hit = (labels[b] == 1) == (zr[0] > 0);
+      st->correct += hit;
+      st->top5 += hit;
+      continue;
+    }
+    if (labels[b] < 0 || labels[b] >= c) {
+      continue; /* an unknown class is never a hit */
+    }
+    int above = 0;
+    for (int j = 0; j < c; j++) {
+      above += zr[j] > zr[labels[b]];
+    }
+    st->correct += above == 0;
+    st->top5 += above < k;
+  }
+}
+
+/* -log softmax(z)[label] as log-sum-exp(z) - z[label], in double: exact however small the probability. */
+static double softmax_xent(const float *z, int label, int c) {
+  double mx = z[0], sum = 0;
+  for (int j = 1; j < c; j++) {
+    mx = z[j] > mx ? z[j] : mx;
+  }
+  for (int j = 0; j < c; j++) {
+    sum += exp((double)z[j] - mx);
+  }
+  return mx + log(sum) - (double)z[label];
+}
+
+/* Sigmoid cross-entropy of one logit against target t in the stable form max(z,0) - z*t + log1p(exp(-|z|)). */
+static double sigmoid_xent(float z, float t) {
+  double zd = z;
+  return fmax(zd, 0) - zd * t + log1p(exp(-fabs(zd)));
+}
+
+/* Per-example loss and d(mean loss)/dz for one row. A single sigmoid output is a binary classifier: the label
+ * (0 or 1) is its target. */
+static double row_loss(int kind, const float *z, const float *p, int label, int c, float *dz, float inv_b) {
+  double loss = kind == 0 ? softmax_xent(z, label, c) : 0;
+  for (int j = 0; j < c; j++) {
+    float t = (kind == 1 && c == 1 ? label == 1 : j == label) ? 1.0f : 0.0f;
+    if (kind == 0) {
+      if (dz) {
+        dz[j] = (p[j] - t) * inv_b;
+      }
+    } else if (kind == 1) {
+      loss += sigmoid_xent(z[j], t);
+      if (dz) {
+        dz[j] = (1.0f / (1.0f + expf(-z[j])) - t) * inv_b;
+      }
+    } else {
+      loss += 0.5 * (z[j] - t) * (z[j] - t);
+      if (dz) {
+        dz[j] = (z[j] - t) * inv_b;
+      }
+    }
+  }
+  return loss;
+}
+
+int tfx_model_scores(const tfx_model *m, int batch, float *out) {
+  const layer *last = &m->layers[m->n_layers - 1];
+  int c = last->oc;
+  if (!(c == 1 && m->loss == 1) && !(c == 2 && m->loss == 0)) {
+    return 0;
+  }
+  for (int b = 0; b < batch; b++) { /* a monotone score of the positive class: its logit, or the logits' margin */
+    out[b] = c == 1 ? last->out[b] : last->out[2 * b + 1] - last->out[2 * b];
+  }
+  return 1;
+}
+
+void tfx_model_loss(tfx_model *m, const int32_t *labels, int batch, int grad, tfx_step_stats *st) {
+  layer *last = &m->layers[m->n_layers - 1];
+  int c = last->oc;
+  softmax_rows(last->out, m->probs, batch, c);
+  for (int b = 0; c == 1 && m->loss == 1 && b < batch; b++) {
+    m->probs[b] = 1.0f / (1.0f + expf(-last->out[b])); /* binary: the probability of class 1 */
+  }
+  double total = 0;
+  for (int b = 0; b < batch; b++) {
+    float *dz = grad ? last->dout + (size_t)b * c : NULL;
+    if (labels[b] < 0 || labels[b] >= label_classes(m, c)) {
+      /* No loss and no gradient: tfx_model_check_labels is how a caller learns of it. */
+      if (dz) {
+        memset(dz, 0, sizeof(float) * (size_t)c);
+      }
+      continue;
+    }
+    total +=
+        row_loss(m->loss, last->out + (size_t)b * c, m->probs + (size_t)b * c, labels[b], c, dz, 1.0f / (float)batch);
+  }
+  memset(st, 0, sizeof *st);
+  st->loss = total / batch;
+  st->count = batch;
+  count_hits(last->out, labels, batch, c, m->top_k, st);
+}
+
+int tfx_model_check_labels(const tfx_model *m, const int32_t *labels, int batch, int *example, tfx_err *err) {
+  int c = label_classes(m, m->layers[m->n_layers - 1].oc);
+  for (int b = 0; b < batch; b++) {
+    if (labels[b] < 0 || labels[b] >= c) {
+      if (example) {
+        *example = b;
+      }
+      return tfx_err_set(err, TFX_EINVAL, "label %d is outside the model's %d classes [0, %d)", (int)labels[b], c, c);
+    }
+  }
+  return TFX_OK;
+}
+
+int tfx_model_input_status(const tfx_model *m, int *example, tfx_err *err) {
+  for (int i = 0; i < m->n_layers; i++) {
+    const layer *l = &m->layers[i];
+    if ((l->kind == L_EMBED || l->kind == L_LOOKUP || l->kind == L_EMBAG) && l->n_bad_ids) {
+      if (example) {
+        *example = l->bad_example;
+      }
+      return tfx_err_set(err, TFX_EINVAL, "%s: id %g is outside the table's %d rows [0, %d)", l->name,
+                         (double)l->bad_id, l->vocab, l->vocab);
+    }
+  }
+  return TFX_OK;
+}
