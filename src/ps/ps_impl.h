@@ -135,6 +135,34 @@ void tfx_ps_touch(ps_state *p, shard *s);
 /* Replies to one part of a push-pull with the current values of the ranges it pushed (checked by the caller),
  * sent in place. */
 int tfx_ps_send_ranges(ps_state *p, const tfx_inmsg *m, tfx_err *err);
+/* The ps's decisions that need no socket (rules.c). */
+
+/* Whether the experiment's training.mode is sync / ssp. */
+int ps__is_sync(const ps_state *p);
+int ps__is_ssp(const ps_state *p);
+/* Whether a push is one of several messages of one push-pull (its tensors may then be element ranges). */
+int ps__is_part(const tfx_envelope *e);
+/* Whether a push completes a worker's step: a whole push, or the last part of one. */
+int ps__completes_step(const tfx_envelope *e);
+/* The slowest worker's clock (ssp). */
+int64_t ps__min_clock(const ps_state *p);
+/* The worker index of a request, or -1 for anyone else (the master's evaluation pulls are not clocked). */
+int ps__worker_of(const tfx_envelope *e);
+/* Whether a pull may be answered now: the version reached min_version and, in ssp, the worker is within
+ * `staleness` steps of the slowest. */
+int ps__pull_ready(const ps_state *p, int64_t min_version, int worker);
+/* Whether worker w already counts in the current sync step. */
+int ps__sync_contributed(const ps_state *p, int w);
+/* Whether an async push arrives after the run's last step (max_steps): nothing is applied, so two workers
+ * finishing together do not take the ps one step past the end; the reply still carries the values. */
+int ps__past_the_end(const ps_state *p, const tfx_envelope *e);
+
+/* Parks a pull (or a push-pull's reply) until ps__service finds it ready or its deadline passes. */
+int ps__park(ps_state *p, tfx_inmsg *m, tfx_err *err);
+/* After an update: writes a parked checkpoint that became due, then answers parked pulls that became ready. */
+void ps__service(ps_state *p);
+/* Writes the parked checkpoint if the version reached its step (in async and ssp: or passed it). */
+void ps__ckpt_service(ps_state *p);
 /* Resets the sync accumulators and worker clocks for n_workers workers. */
 void tfx_ps_sync_reset(ps_state *p, int n_workers);
 /* MSG_PULL: answers now, or parks the request until its version (or the staleness bound) is reached. */
