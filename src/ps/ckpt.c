@@ -17,7 +17,7 @@ static int write_shard(ps_state *p, int64_t step, const char *path, uint32_t *cr
   }
   for (int i = 0; i < p->n_shards; i++) {
     shard *s = &p->shards[i];
-    for (int k = -1; k < ns && !s->table; k++, n++) { /* lazy tables go to the row file (tfx_ps_lazy_save) */
+    for (int k = -1; k < ns && !s->table; k++, n++) { /* lazy tables go to the row file (ps__lazy_save) */
       if (k < 0) {
         snprintf(e[n].name, sizeof e[n].name, "%s", s->key);
       } else {
@@ -48,7 +48,7 @@ static void write_checkpoint(ps_state *p) {
     rc = write_shard(p, p->ckpt_step, path, &crc, &bytes, &err);
   }
   if (!rc) {
-    rc = tfx_ps_lazy_save(p, p->ckpt_dir, p->ckpt_step, &rows_crc, &rows_bytes, &err);
+    rc = ps__lazy_save(p, p->ckpt_dir, p->ckpt_step, &rows_crc, &rows_bytes, &err);
   }
   tfx_envelope env;
   tfx_wire_request(&env, TFX__MSG_TYPE__MSG_REPLY);
@@ -96,7 +96,7 @@ static int check_ckpt_path(const ps_state *p, const char *path, tfx_err *err) {
   return TFX_OK;
 }
 
-int tfx_ps_checkpoint_request(ps_state *p, tfx_inmsg *m, tfx_err *err) {
+int ps__checkpoint_request(ps_state *p, tfx_inmsg *m, tfx_err *err) {
   const tfx_envelope *e = m->env;
   if (!e->path || !*e->path) {
     return tfx_err_set(err, TFX_EINVAL, "checkpoint: no directory given");

@@ -54,7 +54,7 @@ static void *helper_main(void *arg) {
   return NULL;
 }
 
-ps_helper *tfx_ps_helper_create(void) {
+ps_helper *ps__helper_create(void) {
   ps_helper *h = calloc(1, sizeof *h);
   if (!h) {
     return NULL;
@@ -70,7 +70,7 @@ ps_helper *tfx_ps_helper_create(void) {
   return h;
 }
 
-void tfx_ps_helper_destroy(ps_helper *h) {
+void ps__helper_destroy(ps_helper *h) {
   if (!h) {
     return;
   }
@@ -83,7 +83,7 @@ void tfx_ps_helper_destroy(ps_helper *h) {
   free(h);
 }
 
-void tfx_ps_helper_run(ps_helper *h, ps_range_fn fn, void *ctx, size_t n) {
+void ps__helper_run(ps_helper *h, ps_range_fn fn, void *ctx, size_t n) {
   if (!h) {
     fn(ctx, 0, n);
     return;

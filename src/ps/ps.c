@@ -23,9 +23,9 @@
 static void free_shards(ps_state *p) {
   for (int i = 0; i < p->n_shards; i++) {
     shard *s = &p->shards[i];
-    tfx_ps_vbuf_release(NULL, s->value);
+    ps__vbuf_release(NULL, s->value);
     free(s->slots[0]), free(s->slots[1]), free(s->acc), free(s->touched);
-    tfx_ps_lazy_free(s);
+    ps__lazy_free(s);
   }
   free(p->shards);
   p->shards = NULL;
@@ -59,11 +59,11 @@ static int make_shard(ps_state *p, shard *s, const Tfx__Shard *m, tfx_err *err) 
   s->row_begin = m->row_begin, s->row_end = m->row_end, s->trainable = m->trainable;
   s->row_size = row;
   s->count = m->lazy ? 0 : row * (size_t)(m->row_end - m->row_begin);
-  if (!(s->value = tfx_ps_vbuf_create(s->count))) {
+  if (!(s->value = ps__vbuf_create(s->count))) {
     return tfx_err_set(err, TFX_ENOMEM, "out of memory for '%s'", s->key);
   }
   if (m->lazy) {
-    return tfx_ps_lazy_make(p, s, m, err);
+    return ps__lazy_make(p, s, m, err);
   }
   for (int k = 0; k < tfx_optim_slots(&p->opt); k++) {
     if (!(s->slots[k] = calloc(s->count, sizeof(float)))) {
@@ -202,7 +202,7 @@ static int restore_shards(ps_state *p, const char *path, tfx_err *err) {
   }
   free(done);
   if (!rc) {
-    rc = tfx_ps_lazy_restore(p, dir, err);
+    rc = ps__lazy_restore(p, dir, err);
   }
   for (int i = 0; !rc && i < p->n_shards; i++) {
     p->shards[i].changed = step;
@@ -240,12 +240,12 @@ static int handle_init(ps_state *p, const tfx_envelope *e, tfx_err *err) {
     free_shards(&next);
     return rc;
   }
-  tfx_ps_fail_pending(p, "the ps was re-initialized (rolled back to a checkpoint)");
+  ps__fail_pending(p, "the ps was re-initialized (rolled back to a checkpoint)");
   free_shards(p);
   p->cfg = next.cfg, p->opt = next.opt, p->shards = next.shards, p->n_shards = next.n_shards, p->version = next.version;
-  tfx_ps_sync_reset(p, (int)e->flag);
+  ps__sync_reset(p, (int)e->flag);
   p->initialized = 1;
-  tfx_log(TFX_LOG_INFO, "PS-INIT", "%d shard(s), %zu bytes, mode %s, step %lld%s%s", p->n_shards, tfx_ps_bytes(p),
+  tfx_log(TFX_LOG_INFO, "PS-INIT", "%d shard(s), %zu bytes, mode %s, step %lld%s%s", p->n_shards, ps__bytes(p),
           cfg.mode, (long long)p->version, e->path && *e->path ? " restored from " : "", e->path ? e->path : "");
   return TFX_OK;
 }
@@ -264,7 +264,7 @@ static int handle_status(ps_state *p, const tfx_inmsg *m, tfx_err *err) {
                                 "nan_rejected", "nan_skipped"};
   double vals[] = {(tfx_now_ms() - p->start_ms) / 1000.0,
                    p->n_shards,
-                   (double)tfx_ps_bytes(p),
+                   (double)ps__bytes(p),
                    (double)p->stats.applied,
                    (double)p->stats.stale,
                    (double)p->stats.rejected,
@@ -308,11 +308,11 @@ static int handle(ps_state *p, tfx_inmsg *m, tfx_err *err) {
   }
   switch (e->type) {
     case TFX__MSG_TYPE__MSG_PULL:
-      return tfx_ps_pull(p, m, err);
+      return ps__pull(p, m, err);
     case TFX__MSG_TYPE__MSG_PUSH:
-      return tfx_ps_push(p, m, err);
+      return ps__push(p, m, err);
     case TFX__MSG_TYPE__MSG_CHECKPOINT:
-      return tfx_ps_checkpoint_request(p, m, err);
+      return ps__checkpoint_request(p, m, err);
     default:
       return tfx_err_set(err, TFX_EPROTO, "message type %d is not for a ps", e->type);
   }
@@ -359,7 +359,7 @@ static void serve_one(ps_state *p) {
 static void publish(ps_state *p) {
   ps_view *v = &p->view;
   pthread_mutex_lock(&v->lock);
-  v->version = p->version, v->shards = p->n_shards, v->initialized = p->initialized, v->bytes = (double)tfx_ps_bytes(p);
+  v->version = p->version, v->shards = p->n_shards, v->initialized = p->initialized, v->bytes = (double)ps__bytes(p);
   v->applied = (double)p->stats.applied, v->stale = (double)p->stats.stale, v->rejected = (double)p->stats.rejected;
   v->pulls = (double)p->stats.pulls, v->bad_frames = (double)p->stats.bad_frames, v->busy_us = p->stats.busy_us;
   v->handled = (double)p->stats.handled;
@@ -378,7 +378,7 @@ static char *render(const char *path, const char **type, void *ctx) {
     tfx_prom_metric(&t, "tfx_ps_version", "Updates applied to this ps's variables (its step).", "gauge", "ps", i,
                     (double)v->version);
     tfx_prom_metric(&t, "tfx_ps_shards", "Variables or slices held.", "gauge", "ps", i, v->shards);
-    tfx_prom_metric(&t, "tfx_ps_bytes", "Bytes of variable values held.", "gauge", "ps", i, v->bytes);
+    tfx_prom_metric(&t, "ps__bytes", "Bytes of variable values held.", "gauge", "ps", i, v->bytes);
     tfx_prom_metric(&t, "tfx_ps_pushes_applied_total", "Gradient pushes applied.", "counter", "ps", i, v->applied);
     tfx_prom_metric(&t, "tfx_ps_stale_dropped_total", "Stale or duplicate gradients dropped.", "counter", "ps", i,
                     v->stale);
@@ -433,7 +433,7 @@ int tfx_ps_run(tfx_node *n, tfx_err *err) {
     if (ready > 0) {
       serve_one(&p);
     }
-    tfx_ps_expire_pulls(&p);
+    ps__expire_pulls(&p);
     publish(&p);
     if (p.initialized) {
       tfx_notify_status("ps %d: step %lld, %d shard(s), %llu pushes applied", n->index, (long long)p.version,
@@ -449,8 +449,8 @@ int tfx_ps_run(tfx_node *n, tfx_err *err) {
           (unsigned long long)p.stats.rejected, (unsigned long long)p.stats.cow_copies);
   tfx_http_stop(p.http);
   pthread_mutex_destroy(&p.view.lock);
-  tfx_ps_drop_pending(&p);
-  tfx_ps_helper_destroy(p.helper);
+  ps__drop_pending(&p);
+  ps__helper_destroy(p.helper);
   tfx_net_close(p.sock);
   free_shards(&p);
   return TFX_OK;

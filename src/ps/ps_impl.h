@@ -23,7 +23,7 @@ typedef struct ps_helper ps_helper;
 typedef void (*ps_range_fn)(void *ctx, size_t begin, size_t end);
 
 /* A shard's values: reference-counted (a reply sends them in place), in memory of their own or in a received
- * gradient frame that became the shard's values (frame_owned; see tfx_ps_vbuf_adopt). */
+ * gradient frame that became the shard's values (frame_owned; see ps__vbuf_adopt). */
 typedef struct vbuf {
   atomic_int refs;
   int frame_owned;
@@ -102,39 +102,39 @@ typedef struct ps_state {
   } stats;
 } ps_state;
 
-/* Starts the helper thread; caller owns; free with tfx_ps_helper_destroy. NULL when no thread can be made. */
-ps_helper *tfx_ps_helper_create(void);
+/* Starts the helper thread; caller owns; free with ps__helper_destroy. NULL when no thread can be made. */
+ps_helper *ps__helper_create(void);
 /* Stops and frees the helper; NULL does nothing. */
-void tfx_ps_helper_destroy(ps_helper *h);
+void ps__helper_destroy(ps_helper *h);
 /* Runs fn over [0, n) in chunks shared by this thread and the helper (all here when h is NULL); returns when
  * every chunk is done. ctx is borrowed until return; fn must be safe to run on two disjoint ranges at once. */
-void tfx_ps_helper_run(ps_helper *h, ps_range_fn fn, void *ctx, size_t n);
+void ps__helper_run(ps_helper *h, ps_range_fn fn, void *ctx, size_t n);
 /* Wraps a received frame (moved out of *frame, which is left empty) as a value buffer with one reference;
- * caller owns; release with tfx_ps_vbuf_release. NULL when out of memory (*frame is then untouched). */
-vbuf *tfx_ps_vbuf_adopt(zmq_msg_t *frame);
-/* A buffer of count floats with one reference; caller owns; release with tfx_ps_vbuf_release. NULL when out of
+ * caller owns; release with ps__vbuf_release. NULL when out of memory (*frame is then untouched). */
+vbuf *ps__vbuf_adopt(zmq_msg_t *frame);
+/* A buffer of count floats with one reference; caller owns; release with ps__vbuf_release. NULL when out of
  * memory. */
-vbuf *tfx_ps_vbuf_create(size_t count);
+vbuf *ps__vbuf_create(size_t count);
 /* Drops one reference of a value buffer (also ZeroMQ's free callback of a reply sent in place). */
-void tfx_ps_vbuf_release(void *data, void *hint);
+void ps__vbuf_release(void *data, void *hint);
 /* Makes a shard's value buffer private (copy on write) before an update; -1 when out of memory. */
-int tfx_ps_own_value(ps_state *p, shard *s);
+int ps__own_value(ps_state *p, shard *s);
 /* Bytes of variable values held. */
-size_t tfx_ps_bytes(const ps_state *p);
+size_t ps__bytes(const ps_state *p);
 /* The shard with this key (borrowed), or NULL. */
-shard *tfx_ps_find(ps_state *p, const char *key);
+shard *ps__find(ps_state *p, const char *key);
 /* Replies to a pull with the values of the named shards (all if none named), sent in place; with changed_only,
  * non-trainable shards never assigned are left out; with since >= 0 (at most the version), shards unchanged since
  * that version are left out. Lazy tables are never sent whole: the rows of each want (Envelope.want) are. */
-int tfx_ps_send_values(ps_state *p, const zmq_msg_t *identity, uint64_t request_id, char **names, size_t n_names,
+int ps__send_values(ps_state *p, const zmq_msg_t *identity, uint64_t request_id, char **names, size_t n_names,
                        int changed_only, int64_t since, Tfx__Tensor *const *want, size_t n_want, tfx_err *err);
 /* The Envelope.since of a request as a version, or -1 when absent (or out of range). */
-int64_t tfx_ps_since(const tfx_envelope *e);
+int64_t ps__since(const tfx_envelope *e);
 /* Marks a shard changed by an update made now (see shard.changed). */
-void tfx_ps_touch(ps_state *p, shard *s);
+void ps__touch(ps_state *p, shard *s);
 /* Replies to one part of a push-pull with the current values of the ranges it pushed (checked by the caller),
  * sent in place. */
-int tfx_ps_send_ranges(ps_state *p, const tfx_inmsg *m, tfx_err *err);
+int ps__send_ranges(ps_state *p, const tfx_inmsg *m, tfx_err *err);
 /* The ps's decisions that need no socket (rules.c). */
 
 /* Whether the experiment's training.mode is sync / ssp. */
@@ -164,47 +164,47 @@ void ps__service(ps_state *p);
 /* Writes the parked checkpoint if the version reached its step (in async and ssp: or passed it). */
 void ps__ckpt_service(ps_state *p);
 /* Resets the sync accumulators and worker clocks for n_workers workers. */
-void tfx_ps_sync_reset(ps_state *p, int n_workers);
+void ps__sync_reset(ps_state *p, int n_workers);
 /* MSG_PULL: answers now, or parks the request until its version (or the staleness bound) is reached. */
-int tfx_ps_pull(ps_state *p, tfx_inmsg *m, tfx_err *err);
+int ps__pull(ps_state *p, tfx_inmsg *m, tfx_err *err);
 /* MSG_PUSH: validates every tensor first, then accumulates (sync) or applies (async, ssp). */
-int tfx_ps_push(ps_state *p, tfx_inmsg *m, tfx_err *err);
+int ps__push(ps_state *p, tfx_inmsg *m, tfx_err *err);
 /* MSG_CHECKPOINT: writes the shard once the version reaches the requested step. */
-int tfx_ps_checkpoint_request(ps_state *p, tfx_inmsg *m, tfx_err *err);
+int ps__checkpoint_request(ps_state *p, tfx_inmsg *m, tfx_err *err);
 /* Answers parked pulls whose deadline passed with TFX_EPEER. */
-void tfx_ps_expire_pulls(ps_state *p);
+void ps__expire_pulls(ps_state *p);
 /* Answers every parked pull with TFX_ESTATE and the text (re-initialization). */
-void tfx_ps_fail_pending(ps_state *p, const char *text);
+void ps__fail_pending(ps_state *p, const char *text);
 /* Drops every parked request (shutdown). */
-void tfx_ps_drop_pending(ps_state *p);
+void ps__drop_pending(ps_state *p);
 
 /* Lazy tables (lazy.c): embedding tables held row by row (ps/rowtable.h), pushed and pulled by rows only. */
 
 /* Makes shard s a lazy table from its plan entry (count 0, an empty value buffer); TFX_EPROTO for a bad entry. */
-int tfx_ps_lazy_make(ps_state *p, shard *s, const Tfx__Shard *m, tfx_err *err);
+int ps__lazy_make(ps_state *p, shard *s, const Tfx__Shard *m, tfx_err *err);
 /* Frees a lazy shard's tables; a dense shard is left alone. */
-void tfx_ps_lazy_free(shard *s);
+void ps__lazy_free(shard *s);
 /* Checks a pushed tensor (or a requested one, with nbytes 0) against a lazy shard: rows given, each an id this
  * ps holds, ascending and unique, and nbytes of that many rows. Names the table and the id. */
-int tfx_ps_lazy_check(const shard *s, const Tfx__Tensor *t, tfx_err *err);
+int ps__lazy_check(const shard *s, const Tfx__Tensor *t, tfx_err *err);
 /* Applies a row-sparse gradient to the listed rows at once (async); -1 when out of memory. */
-int tfx_ps_lazy_apply(ps_state *p, shard *s, const float *g, const Tfx__Tensor *t);
+int ps__lazy_apply(ps_state *p, shard *s, const float *g, const Tfx__Tensor *t);
 /* Adds a row-sparse gradient into the sync step's summed rows; -1 when out of memory. */
-int tfx_ps_lazy_accumulate(shard *s, const float *g, const Tfx__Tensor *t);
+int ps__lazy_accumulate(shard *s, const float *g, const Tfx__Tensor *t);
 /* Applies the sync step's summed rows, scaled, to the table and empties the sum; -1 when out of memory. */
-int tfx_ps_lazy_apply_accumulated(ps_state *p, shard *s, float scale);
+int ps__lazy_apply_accumulated(ps_state *p, shard *s, float scale);
 /* Empties a lazy shard's sync sum (a new step, or a reset). */
-void tfx_ps_lazy_clear_sum(shard *s);
+void ps__lazy_clear_sum(shard *s);
 /* The values of the requested rows (t->rows), into out (n_rows x row width floats; rows never touched read as
  * their initial values and are not stored). */
-void tfx_ps_lazy_gather(const shard *s, const Tfx__Tensor *t, float *out);
+void ps__lazy_gather(const shard *s, const Tfx__Tensor *t, float *out);
 /* Writes the rows of the ps's lazy tables (values and slots) as dir/ps-K.rows, streamed (store/rowfile.h); *crc and
  * *bytes get the file's checksum and size, both 0 when the ps holds no lazy table (no file). */
-int tfx_ps_lazy_save(ps_state *p, const char *dir, int64_t step, uint32_t *crc, uint64_t *bytes, tfx_err *err);
+int ps__lazy_save(ps_state *p, const char *dir, int64_t step, uint32_t *crc, uint64_t *bytes, tfx_err *err);
 /* Restores every lazy table of the ps from the row files of checkpoint dir (as its manifest lists them, written
  * by any number of ps): each row whose id this ps holds (id % mod_n == mod_r), bit for bit. */
-int tfx_ps_lazy_restore(ps_state *p, const char *dir, tfx_err *err);
+int ps__lazy_restore(ps_state *p, const char *dir, tfx_err *err);
 /* Rows stored and bytes held by the lazy tables of the ps. */
-void tfx_ps_lazy_usage(const ps_state *p, size_t *rows, size_t *bytes);
+void ps__lazy_usage(const ps_state *p, size_t *rows, size_t *bytes);
 
 #endif

@@ -59,7 +59,7 @@ int ps__park(ps_state *p, tfx_inmsg *m, tfx_err *err) {
   zmq_msg_init(&q->identity);
   zmq_msg_copy(&q->identity, &m->identity);
   q->request_id = m->env->request_id, q->min_version = m->env->step, q->worker = ps__worker_of(m->env);
-  q->since = tfx_ps_since(m->env);
+  q->since = ps__since(m->env);
   q->deadline = tfx_now_ms() + (int64_t)p->cfg.request_timeout_s * 1000;
   q->names = calloc(m->env->n_names + 1, sizeof(char *)); /* a push-pull names none: all shards */
   for (size_t i = 0; q->names && i < m->env->n_names; i++) {
@@ -77,10 +77,10 @@ int ps__park(ps_state *p, tfx_inmsg *m, tfx_err *err) {
   return TFX_OK;
 }
 
-int tfx_ps_pull(ps_state *p, tfx_inmsg *m, tfx_err *err) {
+int ps__pull(ps_state *p, tfx_inmsg *m, tfx_err *err) {
   const tfx_envelope *e = m->env;
   if (ps__pull_ready(p, e->step, ps__worker_of(e))) {
-    return tfx_ps_send_values(p, &m->identity, e->request_id, e->names, e->n_names, 0, tfx_ps_since(e), e->want,
+    return ps__send_values(p, &m->identity, e->request_id, e->names, e->n_names, 0, ps__since(e), e->want,
                               e->n_want, err);
   }
   return ps__park(p, m, err);
@@ -101,7 +101,7 @@ void ps__service(ps_state *p) {
       continue;
     }
     tfx_err err;
-    if (tfx_ps_send_values(p, &q->identity, q->request_id, q->names, q->n_names, q->changed_only, q->since, q->want,
+    if (ps__send_values(p, &q->identity, q->request_id, q->names, q->n_names, q->changed_only, q->since, q->want,
                            q->n_want, &err)) {
       tfx_log(TFX_LOG_WARN, "PS-PULL-FAIL", "%s", err.msg);
     }
@@ -109,7 +109,7 @@ void ps__service(ps_state *p) {
   }
 }
 
-void tfx_ps_expire_pulls(ps_state *p) {
+void ps__expire_pulls(ps_state *p) {
   int64_t now = tfx_now_ms();
   for (int i = 0; i < p->n_pending;) {
     pending_pull *q = &p->pending[i];
@@ -129,7 +129,7 @@ void tfx_ps_expire_pulls(ps_state *p) {
   }
 }
 
-void tfx_ps_fail_pending(ps_state *p, const char *text) {
+void ps__fail_pending(ps_state *p, const char *text) {
   while (p->n_pending) {
     pending_pull *q = &p->pending[p->n_pending - 1];
     tfx_envelope env;
@@ -140,7 +140,7 @@ void tfx_ps_fail_pending(ps_state *p, const char *text) {
   }
 }
 
-void tfx_ps_drop_pending(ps_state *p) {
+void ps__drop_pending(ps_state *p) {
   while (p->n_pending) {
     remove_pending(p, p->n_pending - 1);
   }

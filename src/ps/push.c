@@ -8,7 +8,7 @@
 #include "common/log.h"
 #include "ps/ps_impl.h"
 
-void tfx_ps_sync_reset(ps_state *p, int n_workers) {
+void ps__sync_reset(ps_state *p, int n_workers) {
   p->n_workers = n_workers > 0 && n_workers <= PS_MAX_WORKERS ? n_workers : 1;
   p->replicas = p->cfg.replicas_to_aggregate > 0 ? p->cfg.replicas_to_aggregate : p->n_workers;
   p->n_acc = 0, p->n_grads = 0;
@@ -19,7 +19,7 @@ void tfx_ps_sync_reset(ps_state *p, int n_workers) {
   for (int i = 0; i < p->n_shards; i++) {
     shard *s = &p->shards[i];
     if (s->table) {
-      tfx_ps_lazy_clear_sum(s);
+      ps__lazy_clear_sum(s);
     } else {
       memset(s->acc, 0, sizeof(float) * s->count);
       memset(s->touched, 0, (size_t)(s->row_end - s->row_begin));
@@ -83,7 +83,7 @@ static ps_helper *helper_for(ps_state *p, size_t n) {
     return NULL;
   }
   if (!p->helper) {
-    p->helper = tfx_ps_helper_create(); /* NULL (no thread): this thread does every chunk */
+    p->helper = ps__helper_create(); /* NULL (no thread): this thread does every chunk */
   }
   return p->helper;
 }
@@ -95,7 +95,7 @@ static int all_finite_split(ps_state *p, const void *data, size_t n) {
     return all_finite(data, n);
   }
   finite_job job = {data, 0};
-  tfx_ps_helper_run(h, finite_range, &job, n);
+  ps__helper_run(h, finite_range, &job, n);
   return !atomic_load(&job.bad);
 }
 
@@ -152,7 +152,7 @@ static int validate_whole(const shard *s, const Tfx__Tensor *t, tfx_err *err) {
   if (s->table) {
     return t->dtype != TFX__DTYPE__DTYPE_FLOAT32 || !t->nbytes
                ? tfx_err_set(err, TFX_EINVAL, "push: table %s takes float32 row gradients", s->var)
-               : tfx_ps_lazy_check(s, t, err);
+               : ps__lazy_check(s, t, err);
   }
   if (!s->trainable && t->n_rows) {
     return tfx_err_set(err, TFX_EINVAL, "push: '%s' is assigned whole, not by rows", s->key);
@@ -181,7 +181,7 @@ static int validate_whole(const shard *s, const Tfx__Tensor *t, tfx_err *err) {
   return TFX_OK;
 }
 
-/* Fails a push whose tensor `key` carries NaN or Inf; tfx_ps_push then applies training.nan_policy. */
+/* Fails a push whose tensor `key` carries NaN or Inf; ps__push then applies training.nan_policy. */
 static int nan_found(ps_state *p, const char *key, tfx_err *err) {
   p->push_nan = 1;
   return tfx_err_set(err, TFX_EINVAL, "push: '%s' carries NaN or Inf; %s (training.nan_policy)", key,
@@ -194,7 +194,7 @@ static int validate_push(ps_state *p, const tfx_inmsg *m, shard **targets, tfx_e
   int part = 0;
   for (size_t i = 0; i < e->n_tensors; i++) {
     const Tfx__Tensor *t = e->tensors[i];
-    shard *s = tfx_ps_find(p, t->name);
+    shard *s = ps__find(p, t->name);
     if (!s) {
       return tfx_err_set(err, TFX_ENOTFOUND, "push: unknown variable '%.64s'", t->name);
     }
@@ -240,12 +240,12 @@ static void apply_range(void *ctx, size_t begin, size_t end) {
  * still on its way then carries some updated values, which async SGD tolerates (TensorFlow's optimizers read
  * and write without locks by default too); the replies of one worker's own parts never overlap. */
 static int apply_span(ps_state *p, shard *s, size_t base, size_t n, const float *g, float scale) {
-  if (n == s->count && tfx_ps_own_value(p, s)) {
+  if (n == s->count && ps__own_value(p, s)) {
     return -1;
   }
   apply_job job = {&p->opt, p->version, s, base, g, scale};
-  tfx_ps_helper_run(helper_for(p, n), apply_range, &job, n);
-  tfx_ps_touch(p, s);
+  ps__helper_run(helper_for(p, n), apply_range, &job, n);
+  ps__touch(p, s);
   return 0;
 }
 
@@ -256,18 +256,18 @@ static int apply_one(ps_state *p, shard *s, const float *g, float scale) {
 
 /* A push to a non-trainable shard (batch-norm moving statistics) carries values: they are assigned. */
 static int assign_values(ps_state *p, shard *s, const float *values) {
-  if (tfx_ps_own_value(p, s)) {
+  if (ps__own_value(p, s)) {
     return -1;
   }
   s->assigned = 1;
   memcpy(s->value->data, values, sizeof(float) * s->count);
-  tfx_ps_touch(p, s);
+  ps__touch(p, s);
   return 0;
 }
 
 /* Applies a row-sparse gradient to the listed rows only (lazy update of the slots too). */
 static int apply_rows(ps_state *p, shard *s, const float *g, const Tfx__Tensor *t) {
-  if (tfx_ps_own_value(p, s)) {
+  if (ps__own_value(p, s)) {
     return -1;
   }
   for (size_t k = 0; k < t->n_rows; k++) {
@@ -275,14 +275,14 @@ static int apply_rows(ps_state *p, shard *s, const float *g, const Tfx__Tensor *
     tfx_optim_apply_rows(&p->opt, p->version, s->value->data, g + k * s->row_size, 1.0f, s->slots, &local, 1,
                          s->row_size);
   }
-  tfx_ps_touch(p, s);
+  ps__touch(p, s);
   return 0;
 }
 
 /* The step's row-sparse sum applied to the rows that were looked up only (as async does): rows nobody
  * touched keep their values and slots, even under weight decay. */
 static int apply_touched_rows(ps_state *p, shard *s, float scale) {
-  if (tfx_ps_own_value(p, s)) {
+  if (ps__own_value(p, s)) {
     return -1;
   }
   for (int64_t r = 0; r < s->row_end - s->row_begin; r++) {
@@ -291,7 +291,7 @@ static int apply_touched_rows(ps_state *p, shard *s, float scale) {
       tfx_optim_apply_rows(&p->opt, p->version, s->value->data, acc, scale, s->slots, &r, 1, s->row_size);
       memset(acc, 0, sizeof(float) * s->row_size);
       s->touched[r] = 0;
-      tfx_ps_touch(p, s); /* only when a row was looked up: an untouched table keeps its version */
+      ps__touch(p, s); /* only when a row was looked up: an untouched table keeps its version */
     }
   }
   return 0;
@@ -306,7 +306,7 @@ static void apply_accumulated(ps_state *p) {
       continue;
     }
     if (s->table) {
-      if (tfx_ps_lazy_apply_accumulated(p, s, scale)) {
+      if (ps__lazy_apply_accumulated(p, s, scale)) {
         tfx_log(TFX_LOG_ERROR, "PS-NOMEM", "table %s: out of memory for new rows; some not applied", s->var);
       }
       continue;
@@ -364,7 +364,7 @@ static int push_sync(ps_state *p, const tfx_inmsg *m, shard **targets, int *stal
       continue;
     }
     if (s->table) {
-      if (tfx_ps_lazy_accumulate(s, g, t)) {
+      if (ps__lazy_accumulate(s, g, t)) {
         return tfx_err_set(err, TFX_ENOMEM, "table %s: out of memory for the step's rows", s->var);
       }
       continue;
@@ -433,15 +433,15 @@ static int push_fused(ps_state *p, tfx_inmsg *m, shard **targets, vbuf **adopted
                     .lr = (float)tfx_optim_lr(&p->opt, p->version),
                     .wd = (float)p->opt.weight_decay,
                     .scale = 1.0f};
-    tfx_ps_helper_run(helper_for(p, targets[i]->count), fuse_range, &job, targets[i]->count);
+    ps__helper_run(helper_for(p, targets[i]->count), fuse_range, &job, targets[i]->count);
     if (atomic_load(&job.bad)) {
       rc = nan_found(p, targets[i]->key, err);
-    } else if (!(adopted[i] = tfx_ps_vbuf_adopt(&m->parts[i]))) {
+    } else if (!(adopted[i] = ps__vbuf_adopt(&m->parts[i]))) {
       rc = tfx_err_set(err, TFX_ENOMEM, "out of memory");
     }
   }
   for (size_t i = 0; rc && i < e->n_tensors; i++) {
-    tfx_ps_vbuf_release(NULL, adopted[i]); /* its frame was computed over: it goes, the push is rejected */
+    ps__vbuf_release(NULL, adopted[i]); /* its frame was computed over: it goes, the push is rejected */
     adopted[i] = NULL;
   }
   return rc;
@@ -453,15 +453,15 @@ static int push_async(ps_state *p, tfx_inmsg *m, shard **targets, tfx_err *err) 
   int rc = adopted ? push_fused(p, m, targets, adopted, err) : tfx_err_set(err, TFX_ENOMEM, "out of memory");
   for (size_t i = 0; i < e->n_tensors && !rc; i++) {
     if (adopted[i]) { /* the frame holds the new values: it becomes the shard's value buffer */
-      tfx_ps_vbuf_release(NULL, targets[i]->value);
+      ps__vbuf_release(NULL, targets[i]->value);
       targets[i]->value = adopted[i], adopted[i] = NULL;
-      tfx_ps_touch(p, targets[i]);
+      ps__touch(p, targets[i]);
       continue;
     }
     const float *g = grad_data(p, m, (int)i);
     const Tfx__Tensor *t = e->tensors[i];
     int bad = !g || (!targets[i]->trainable ? assign_values(p, targets[i], g)
-                     : targets[i]->table    ? tfx_ps_lazy_apply(p, targets[i], g, t)
+                     : targets[i]->table    ? ps__lazy_apply(p, targets[i], g, t)
                      : t->n_rows            ? apply_rows(p, targets[i], g, t)
                                             : apply_span(p, targets[i], t->offset, t->nbytes / 4, g, 1.0f));
     if (bad) {
@@ -469,7 +469,7 @@ static int push_async(ps_state *p, tfx_inmsg *m, shard **targets, tfx_err *err) 
     }
   }
   for (size_t i = 0; adopted && i < e->n_tensors; i++) {
-    tfx_ps_vbuf_release(NULL, adopted[i]); /* left after an out-of-memory stop */
+    ps__vbuf_release(NULL, adopted[i]); /* left after an out-of-memory stop */
   }
   if (adopted != stack) {
     free(adopted);
@@ -492,12 +492,12 @@ static int push_async(ps_state *p, tfx_inmsg *m, shard **targets, tfx_err *err) 
 static int answer_push(ps_state *p, tfx_inmsg *m, int stale, tfx_err *err) {
   const tfx_envelope *e = m->env;
   if ((e->flag & 1) && ps__is_part(e) && (!ps__completes_step(e) || ps__pull_ready(p, 0, ps__worker_of(e)))) {
-    return tfx_ps_send_ranges(p, m, err);
+    return ps__send_ranges(p, m, err);
   }
   if (e->flag & 1) {
     int64_t want = ps__is_sync(p) ? e->step + 1 : 0;
     if (ps__pull_ready(p, want, ps__worker_of(e))) {
-      return tfx_ps_send_values(p, &m->identity, e->request_id, NULL, 0, 1, tfx_ps_since(e), e->want, e->n_want, err);
+      return ps__send_values(p, &m->identity, e->request_id, NULL, 0, 1, ps__since(e), e->want, e->n_want, err);
     }
     int rc = ps__park(p, m, err);
     if (!rc) {
@@ -546,7 +546,7 @@ static int nan_outcome(ps_state *p, const tfx_inmsg *m, int rc, tfx_err *err) {
   return TFX_OK;
 }
 
-int tfx_ps_push(ps_state *p, tfx_inmsg *m, tfx_err *err) {
+int ps__push(ps_state *p, tfx_inmsg *m, tfx_err *err) {
   shard *stack[64], **targets = m->env->n_tensors <= 64 ? stack : calloc(m->env->n_tensors, sizeof *targets);
   if (!targets) {
     return tfx_err_set(err, TFX_ENOMEM, "out of memory");

@@ -10,7 +10,7 @@
 #include "net/net.h"
 #include "ps/ps_impl.h"
 
-vbuf *tfx_ps_vbuf_create(size_t count) {
+vbuf *ps__vbuf_create(size_t count) {
   vbuf *b = malloc(sizeof *b + sizeof(float) * (count ? count : 1));
   if (b) {
     atomic_init(&b->refs, 1);
@@ -19,7 +19,7 @@ vbuf *tfx_ps_vbuf_create(size_t count) {
   return b;
 }
 
-vbuf *tfx_ps_vbuf_adopt(zmq_msg_t *frame) {
+vbuf *ps__vbuf_adopt(zmq_msg_t *frame) {
   vbuf *b = malloc(sizeof *b);
   if (b) {
     atomic_init(&b->refs, 1);
@@ -31,7 +31,7 @@ vbuf *tfx_ps_vbuf_adopt(zmq_msg_t *frame) {
   return b;
 }
 
-void tfx_ps_vbuf_release(void *data, void *hint) {
+void ps__vbuf_release(void *data, void *hint) {
   (void)data;
   vbuf *b = hint;
   if (b && atomic_fetch_sub(&b->refs, 1) == 1) {
@@ -43,31 +43,31 @@ void tfx_ps_vbuf_release(void *data, void *hint) {
 }
 
 /* Makes the shard's value buffer private before writing to it. */
-int tfx_ps_own_value(ps_state *p, shard *s) {
+int ps__own_value(ps_state *p, shard *s) {
   if (atomic_load(&s->value->refs) == 1) {
     return 0;
   }
   p->stats.cow_copies++;
-  vbuf *b = tfx_ps_vbuf_create(s->count);
+  vbuf *b = ps__vbuf_create(s->count);
   if (!b) {
     return -1;
   }
   memcpy(b->data, s->value->data, sizeof(float) * s->count);
-  tfx_ps_vbuf_release(NULL, s->value);
+  ps__vbuf_release(NULL, s->value);
   s->value = b;
   return 0;
 }
 
-size_t tfx_ps_bytes(const ps_state *p) {
+size_t ps__bytes(const ps_state *p) {
   size_t n = 0, rows, lazy;
   for (int i = 0; i < p->n_shards; i++) {
     n += p->shards[i].count * sizeof(float);
   }
-  tfx_ps_lazy_usage(p, &rows, &lazy);
+  ps__lazy_usage(p, &rows, &lazy);
   return n + lazy;
 }
 
-shard *tfx_ps_find(ps_state *p, const char *key) {
+shard *ps__find(ps_state *p, const char *key) {
   for (int i = 0; i < p->n_shards; i++) {
     if (strcmp(p->shards[i].key, key) == 0) {
       return &p->shards[i];
@@ -76,11 +76,11 @@ shard *tfx_ps_find(ps_state *p, const char *key) {
   return NULL;
 }
 
-int64_t tfx_ps_since(const tfx_envelope *e) {
+int64_t ps__since(const tfx_envelope *e) {
   return e->since && e->since->version <= (uint64_t)INT64_MAX ? (int64_t)e->since->version : -1;
 }
 
-void tfx_ps_touch(ps_state *p, shard *s) {
+void ps__touch(ps_state *p, shard *s) {
   s->changed = p->version + 1;
 }
 
@@ -105,11 +105,11 @@ static void free_rows(void *data, void *hint) {
 /* Checks every want against its lazy table before anything is sent. */
 static int check_wants(ps_state *p, Tfx__Tensor *const *want, size_t n_want, tfx_err *err) {
   for (size_t i = 0; i < n_want; i++) {
-    shard *s = tfx_ps_find(p, want[i]->name);
+    shard *s = ps__find(p, want[i]->name);
     if (!s || !s->table) {
       return tfx_err_set(err, TFX_ENOTFOUND, "pull: '%.64s' is not a lazy table of this ps", want[i]->name);
     }
-    int rc = tfx_ps_lazy_check(s, want[i], err);
+    int rc = ps__lazy_check(s, want[i], err);
     if (rc) {
       return rc;
     }
@@ -121,13 +121,13 @@ static int check_wants(ps_state *p, Tfx__Tensor *const *want, size_t n_want, tfx
 static int add_wants(ps_state *p, Tfx__Tensor *const *want, size_t n_want, Tfx__Tensor *metas, int64_t *shapes,
                      tfx_payload *pl, int k, tfx_err *err) {
   for (size_t i = 0; i < n_want; i++, k++) {
-    shard *s = tfx_ps_find(p, want[i]->name);
+    shard *s = ps__find(p, want[i]->name);
     size_t bytes = want[i]->n_rows * s->row_size * sizeof(float);
     float *rows = malloc(bytes);
     if (!rows) {
       return tfx_err_set(err, TFX_ENOMEM, "table %s: out of memory for %zu rows", s->var, want[i]->n_rows);
     }
-    tfx_ps_lazy_gather(s, want[i], rows);
+    ps__lazy_gather(s, want[i], rows);
     tfx__tensor__init(&metas[k]);
     shapes[4 * k] = s->shape[0], shapes[4 * k + 1] = s->shape[1];
     metas[k].name = s->key, metas[k].shape = shapes + 4 * k, metas[k].n_shape = 2;
@@ -138,7 +138,7 @@ static int add_wants(ps_state *p, Tfx__Tensor *const *want, size_t n_want, Tfx__
   return TFX_OK;
 }
 
-int tfx_ps_send_values(ps_state *p, const zmq_msg_t *identity, uint64_t request_id, char **names, size_t n_names,
+int ps__send_values(ps_state *p, const zmq_msg_t *identity, uint64_t request_id, char **names, size_t n_names,
                        int changed_only, int64_t since, Tfx__Tensor *const *want, size_t n_want, tfx_err *err) {
   int n = (n_names ? (int)n_names : p->n_shards) + (int)n_want, rc, k = 0;
   Tfx__Tensor *metas = calloc((size_t)n, sizeof *metas);
@@ -150,7 +150,7 @@ int tfx_ps_send_values(ps_state *p, const zmq_msg_t *identity, uint64_t request_
     goto done;
   }
   for (size_t i = 0; i < n_names; i++) {
-    if (!tfx_ps_find(p, names[i])) {
+    if (!ps__find(p, names[i])) {
       rc = tfx_err_set(err, TFX_ENOTFOUND, "pull: unknown variable '%.64s'", names[i]);
       goto done; /* before any reference is taken */
     }
@@ -160,7 +160,7 @@ int tfx_ps_send_values(ps_state *p, const zmq_msg_t *identity, uint64_t request_
   }
   n -= (int)n_want;
   for (int i = 0; i < 2 * n; i++) { /* small tensors first (TFX_WIRE_SMALL), then the large ones */
-    shard *s = n_names ? tfx_ps_find(p, names[i % n]) : &p->shards[i % n];
+    shard *s = n_names ? ps__find(p, names[i % n]) : &p->shards[i % n];
     if (left_out(p, s, changed_only, since) || (s->count * sizeof(float) > TFX_WIRE_SMALL) != (i >= n)) {
       continue;
     }
@@ -172,7 +172,7 @@ int tfx_ps_send_values(ps_state *p, const zmq_msg_t *identity, uint64_t request_
     metas[k].nbytes = s->count * sizeof(float), metas[k].version = (uint64_t)p->version;
     ptrs[k] = &metas[k];
     atomic_fetch_add(&s->value->refs, 1);
-    pl[k++] = (tfx_payload){s->value->data, s->count * sizeof(float), 0, tfx_ps_vbuf_release, s->value};
+    pl[k++] = (tfx_payload){s->value->data, s->count * sizeof(float), 0, ps__vbuf_release, s->value};
   }
   if ((rc = add_wants(p, want, n_want, metas, shapes, pl, k, err))) {
     goto done; /* the dense payloads' references stay until the next init, as after a failed send */
@@ -193,7 +193,7 @@ done:
   return rc;
 }
 
-int tfx_ps_send_ranges(ps_state *p, const tfx_inmsg *m, tfx_err *err) {
+int ps__send_ranges(ps_state *p, const tfx_inmsg *m, tfx_err *err) {
   size_t n = m->env->n_tensors;
   Tfx__Tensor *metas = calloc(n + 1, sizeof *metas);
   Tfx__Tensor **ptrs = calloc(n + 1, sizeof *ptrs);
@@ -202,14 +202,14 @@ int tfx_ps_send_ranges(ps_state *p, const tfx_inmsg *m, tfx_err *err) {
   int rc = metas && ptrs && pl && lengths ? TFX_OK : tfx_err_set(err, TFX_ENOMEM, "out of memory");
   for (size_t i = 0; i < n && !rc; i++) { /* validate_push checked every range */
     const Tfx__Tensor *t = m->env->tensors[i];
-    shard *s = tfx_ps_find(p, t->name);
+    shard *s = ps__find(p, t->name);
     tfx__tensor__init(&metas[i]);
     lengths[i] = (int64_t)(t->nbytes / sizeof(float));
     metas[i].name = s->key, metas[i].shape = &lengths[i], metas[i].n_shape = 1, metas[i].offset = t->offset;
     metas[i].nbytes = t->nbytes, metas[i].version = (uint64_t)p->version;
     ptrs[i] = &metas[i];
     atomic_fetch_add(&s->value->refs, 1);
-    pl[i] = (tfx_payload){s->value->data + t->offset, t->nbytes, 0, tfx_ps_vbuf_release, s->value};
+    pl[i] = (tfx_payload){s->value->data + t->offset, t->nbytes, 0, ps__vbuf_release, s->value};
   }
   if (!rc) {
     tfx_envelope env;

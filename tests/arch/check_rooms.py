@@ -31,7 +31,9 @@ ALLOWED = {
 ROLES = {"ps", "worker", "master"}
 TOP = "."  # src/tfx-node.c: main() dispatches to every role
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
-DEFINE = re.compile(r"^[a-z][\w \*]*?\b(tfx_\w+)\(", re.M)
+# A function shared beyond its file: public (tfx_) or room-private (the uv__ tier: ps__, ...).
+SHARED = r"(?:tfx_|[a-z]+__)\w+"
+DEFINE = re.compile(r"^[a-z][\w \*]*?\b(" + SHARED + r")\(", re.M)
 
 
 def room_of(src, path):
@@ -92,7 +94,7 @@ def file_cycles(src):
         defined = {fn: name for name, t in text.items() for fn in DEFINE.findall(t)}
         calls = {name: set() for name in text}
         for name, t in text.items():
-            for fn in set(re.findall(r"\b(tfx_\w+)\(", t)):
+            for fn in set(re.findall(r"\b(" + SHARED + r")\(", t)):
                 if defined.get(fn, name) != name:
                     calls[name].add(defined[fn])
         yield from cycles_of(room, calls)
@@ -122,6 +124,7 @@ def self_test():
         ("nn/a.c", '#include "err.h"\n', 1),
         ("x.c", '#include "master/master.h"\n#include "tfx.pb-c.h"\n', 0),
         ("nn/a.c", "int tfx_a(void) { return tfx_b(); }\n", 1),  # with nn/b.c below: a cycle
+        ("nn/a.c", "int nn__a(void) { return tfx_b(); }\n", 1),  # the room-private tier counts too
     ]
     for path, text, want in cases:
         with tempfile.TemporaryDirectory() as d:
@@ -131,7 +134,8 @@ def self_test():
             with open(os.path.join(src, path), "w") as f:
                 f.write(text)
             with open(os.path.join(src, "nn", "b.c"), "w") as f:
-                f.write("int tfx_b(void) { return tfx_a(); }\n" if "tfx_b" in text else "\n")
+                callee = "nn__a" if "nn__a" in text else "tfx_a"
+                f.write(f"int tfx_b(void) {{ return {callee}(); }}\n" if "tfx_b" in text else "\n")
             got = len(list(violations(src))) + len(list(file_cycles(src)))
             if got != want:
                 print(f"self-test: {path} with {text!r}: {got} violations, want {want}")
