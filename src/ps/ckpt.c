@@ -73,6 +73,13 @@ static void write_checkpoint(ps_state *p) {
   p->ckpt_pending = 0;
 }
 
+void ps__ckpt_drop(ps_state *p) {
+  if (p->ckpt_pending) {
+    zmq_msg_close(&p->ckpt_identity);
+  }
+  p->ckpt_pending = 0;
+}
+
 void ps__ckpt_service(ps_state *p) {
   if (p->ckpt_pending && (p->version == p->ckpt_step || (!ps__is_sync(p) && p->version > p->ckpt_step))) {
     write_checkpoint(p);

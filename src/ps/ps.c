@@ -450,6 +450,8 @@ int tfx_ps_run(tfx_node *n, tfx_err *err) {
   tfx_http_stop(p.http);
   pthread_mutex_destroy(&p.view.lock);
   ps__drop_pending(&p);
+  ps__ckpt_drop(&p);
+  ps__push_free_scratch(&p);
   ps__helper_destroy(p.helper);
   tfx_net_close(p.sock);
   free_shards(&p);

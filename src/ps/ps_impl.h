@@ -80,7 +80,6 @@ typedef struct ps_state {
   int n_shards;
   int64_t version, start_ms;
   int n_workers, replicas, n_acc, n_grads; /* sync: arrivals this step; of them, gradients accumulated */
-  int push_nan;                            /* the push being handled carries NaN/Inf (set by its checks) */
   uint8_t contributed[PS_MAX_WORKERS];
   int64_t clock[PS_MAX_WORKERS];
   pending_pull *pending;
@@ -157,8 +156,9 @@ int ps__sync_contributed(const ps_state *p, int w);
  * finishing together do not take the ps one step past the end; the reply still carries the values. */
 int ps__past_the_end(const ps_state *p, const tfx_envelope *e);
 
-/* Parks a pull (or a push-pull's reply) until ps__service finds it ready or its deadline passes. */
-int ps__park(ps_state *p, tfx_inmsg *m, tfx_err *err);
+/* Parks a pull (or a push-pull's reply, changed_only) until the version reaches min_version (and, in ssp, the
+ * worker is within the bound), when ps__service answers it, or its deadline passes. Copies what it keeps of m. */
+int ps__park(ps_state *p, tfx_inmsg *m, int64_t min_version, int changed_only, tfx_err *err);
 /* After an update: writes a parked checkpoint that became due, then answers parked pulls that became ready. */
 void ps__service(ps_state *p);
 /* Writes the parked checkpoint if the version reached its step (in async and ssp: or passed it). */
@@ -175,8 +175,12 @@ int ps__checkpoint_request(ps_state *p, tfx_inmsg *m, tfx_err *err);
 void ps__expire_pulls(ps_state *p);
 /* Answers every parked pull with TFX_ESTATE and the text (re-initialization). */
 void ps__fail_pending(ps_state *p, const char *text);
-/* Drops every parked request (shutdown). */
+/* Drops every parked pull (shutdown). */
 void ps__drop_pending(ps_state *p);
+/* Drops a parked checkpoint request unanswered (shutdown). */
+void ps__ckpt_drop(ps_state *p);
+/* Frees the buffer misaligned gradients are copied into (shutdown). */
+void ps__push_free_scratch(ps_state *p);
 
 /* Lazy tables (lazy.c): embedding tables held row by row (ps/rowtable.h), pushed and pulled by rows only. */
 

@@ -42,7 +42,7 @@ static int keep_wants(pending_pull *q, const tfx_envelope *e) {
   return 0;
 }
 
-int ps__park(ps_state *p, tfx_inmsg *m, tfx_err *err) {
+int ps__park(ps_state *p, tfx_inmsg *m, int64_t min_version, int changed_only, tfx_err *err) {
   if (p->n_pending == p->cap_pending) {
     int cap = p->cap_pending * 2 + 8;
     if (cap > 4 * PS_MAX_WORKERS) {
@@ -58,7 +58,10 @@ int ps__park(ps_state *p, tfx_inmsg *m, tfx_err *err) {
   memset(q, 0, sizeof *q);
   zmq_msg_init(&q->identity);
   zmq_msg_copy(&q->identity, &m->identity);
-  q->request_id = m->env->request_id, q->min_version = m->env->step, q->worker = ps__worker_of(m->env);
+  q->request_id = m->env->request_id;
+  q->min_version = min_version;
+  q->changed_only = changed_only;
+  q->worker = ps__worker_of(m->env);
   q->since = ps__since(m->env);
   q->deadline = tfx_now_ms() + (int64_t)p->cfg.request_timeout_s * 1000;
   q->names = calloc(m->env->n_names + 1, sizeof(char *)); /* a push-pull names none: all shards */
@@ -83,7 +86,7 @@ int ps__pull(ps_state *p, tfx_inmsg *m, tfx_err *err) {
     return ps__send_values(p, &m->identity, e->request_id, e->names, e->n_names, 0, ps__since(e), e->want,
                               e->n_want, err);
   }
-  return ps__park(p, m, err);
+  return ps__park(p, m, e->step, 0, err);
 }
 
 static void remove_pending(ps_state *p, int i) {
@@ -147,10 +150,4 @@ void ps__drop_pending(ps_state *p) {
   free(p->pending);
   p->pending = NULL;
   p->cap_pending = 0;
-  if (p->ckpt_pending) {
-    zmq_msg_close(&p->ckpt_identity);
-  }
-  p->ckpt_pending = 0;
-  free(p->scratch);
-  p->scratch = NULL;
 }

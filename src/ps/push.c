@@ -28,6 +28,12 @@ void ps__sync_reset(ps_state *p, int n_workers) {
   }
 }
 
+void ps__push_free_scratch(ps_state *p) {
+  free(p->scratch);
+  p->scratch = NULL;
+  p->scratch_size = 0;
+}
+
 /* The gradient bytes of tensor i, 4-byte aligned (copied to scratch only if the frame is not). */
 static const float *grad_data(ps_state *p, const tfx_inmsg *m, int part) {
   size_t size;
@@ -181,10 +187,9 @@ static int validate_whole(const shard *s, const Tfx__Tensor *t, tfx_err *err) {
   return TFX_OK;
 }
 
-/* Fails a push whose tensor `key` carries NaN or Inf; ps__push then applies training.nan_policy. */
-static int nan_found(ps_state *p, const char *key, tfx_err *err) {
-  p->push_nan = 1;
-  return tfx_err_set(err, TFX_EINVAL, "push: '%s' carries NaN or Inf; %s (training.nan_policy)", key,
+/* Fails a push whose tensor `key` carries NaN or Inf with TFX_ENAN; ps__push then applies training.nan_policy. */
+static int nan_found(const ps_state *p, const char *key, tfx_err *err) {
+  return tfx_err_set(err, TFX_ENAN, "push: '%s' carries NaN or Inf; %s (training.nan_policy)", key,
                      strcmp(p->cfg.nan_policy, "skip") ? "rejected" : "skipped");
 }
 
@@ -499,11 +504,7 @@ static int answer_push(ps_state *p, tfx_inmsg *m, int stale, tfx_err *err) {
     if (ps__pull_ready(p, want, ps__worker_of(e))) {
       return ps__send_values(p, &m->identity, e->request_id, NULL, 0, 1, ps__since(e), e->want, e->n_want, err);
     }
-    int rc = ps__park(p, m, err);
-    if (!rc) {
-      p->pending[p->n_pending - 1].min_version = want, p->pending[p->n_pending - 1].changed_only = 1;
-    }
-    return rc;
+    return ps__park(p, m, want, 1, err);
   }
   tfx_envelope env;
   tfx_reply_init(&env, m);
@@ -531,12 +532,16 @@ static void skip_step(ps_state *p, const tfx_envelope *e) {
   }
 }
 
-/* Applies training.nan_policy to a push refused for NaN/Inf (code rc): reject returns rc (the error reply);
- * skip drops the push, logs it and returns TFX_OK (a normal reply follows). Each is counted. */
-static int nan_outcome(ps_state *p, const tfx_inmsg *m, int rc, tfx_err *err) {
+/* Applies training.nan_policy to a push refused with TFX_ENAN: reject answers TFX_EINVAL (the code a worker
+ * has always got for it, the message naming the variable); skip drops the push, logs it and returns TFX_OK (a
+ * normal reply follows). Each is counted. */
+static int nan_outcome(ps_state *p, const tfx_inmsg *m, tfx_err *err) {
   if (strcmp(p->cfg.nan_policy, "skip") != 0) {
     p->stats.nan_rejected++;
-    return rc;
+    if (err) {
+      err->code = TFX_EINVAL;
+    }
+    return TFX_EINVAL;
   }
   if (p->stats.nan_skipped++ < 20 && err) {
     tfx_log(TFX_LOG_WARN, "PS-NAN-SKIP", "worker %d, step %lld: %s", ps__worker_of(m->env), (long long)m->env->step,
@@ -551,7 +556,6 @@ int ps__push(ps_state *p, tfx_inmsg *m, tfx_err *err) {
   if (!targets) {
     return tfx_err_set(err, TFX_ENOMEM, "out of memory");
   }
-  p->push_nan = 0;
   int stale = 0, rc = validate_push(p, m, targets, err);
   if (!rc && !ps__past_the_end(p, m->env)) {
     rc = ps__is_sync(p) ? push_sync(p, m, targets, &stale, err) : push_async(p, m, targets, err);
@@ -559,8 +563,8 @@ int ps__push(ps_state *p, tfx_inmsg *m, tfx_err *err) {
   if (targets != stack) {
     free(targets);
   }
-  if (rc && p->push_nan) {
-    rc = nan_outcome(p, m, rc, err);
+  if (rc == TFX_ENAN) {
+    rc = nan_outcome(p, m, err);
   }
   if (rc) {
     return rc;
