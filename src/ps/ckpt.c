@@ -1,4 +1,6 @@
 /* The ps's checkpoint shard: written once the version reaches the step the master asked for. */
+#include "store/ckpt.h"
+
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,7 +9,6 @@
 #include "common/fs.h"
 #include "common/log.h"
 #include "ps/ps_impl.h"
-#include "store/ckpt.h"
 
 static int write_shard(ps_state *p, int64_t step, const char *path, uint32_t *crc, uint64_t *bytes, tfx_err *err) {
   int ns = tfx_optim_slots(&p->opt), n = 0;

@@ -126,7 +126,7 @@ shard *ps__find(ps_state *p, const char *key);
  * non-trainable shards never assigned are left out; with since >= 0 (at most the version), shards unchanged since
  * that version are left out. Lazy tables are never sent whole: the rows of each want (Envelope.want) are. */
 int ps__send_values(ps_state *p, const zmq_msg_t *identity, uint64_t request_id, char **names, size_t n_names,
-                       int changed_only, int64_t since, Tfx__Tensor *const *want, size_t n_want, tfx_err *err);
+                    int changed_only, int64_t since, Tfx__Tensor *const *want, size_t n_want, tfx_err *err);
 /* The Envelope.since of a request as a version, or -1 when absent (or out of range). */
 int64_t ps__since(const tfx_envelope *e);
 /* Marks a shard changed by an update made now (see shard.changed). */

@@ -139,7 +139,7 @@ static int add_wants(ps_state *p, Tfx__Tensor *const *want, size_t n_want, Tfx__
 }
 
 int ps__send_values(ps_state *p, const zmq_msg_t *identity, uint64_t request_id, char **names, size_t n_names,
-                       int changed_only, int64_t since, Tfx__Tensor *const *want, size_t n_want, tfx_err *err) {
+                    int changed_only, int64_t since, Tfx__Tensor *const *want, size_t n_want, tfx_err *err) {
   int n = (n_names ? (int)n_names : p->n_shards) + (int)n_want, rc, k = 0;
   Tfx__Tensor *metas = calloc((size_t)n, sizeof *metas);
   Tfx__Tensor **ptrs = calloc((size_t)n, sizeof *ptrs);
