@@ -4,6 +4,7 @@
 #include <cblas.h>
 #include <math.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -257,32 +258,63 @@ static int reply_simple(ps_state *p, const tfx_inmsg *m, int64_t step, int64_t f
   return tfx_wire_send(p->sock, &m->identity, &env, NULL, 0, err);
 }
 
+#define STAT_KEY(kind, field, key, metric, help, type) key,
+#define STAT_METRIC(kind, field, key, metric, help, type) metric,
+#define STAT_HELP(kind, field, key, metric, help, type) help,
+#define STAT_TYPE(kind, field, key, metric, help, type) type,
+#define STAT_AT(kind, field, key, metric, help, type) offsetof(ps_shown, field),
+#define STAT_COPY_COUNT(field) s->field = (double)p->stats.field;
+#define STAT_COPY_SHOWN(field)
+#define STAT_COPY(kind, field, key, metric, help, type) STAT_COPY_##kind(field)
+enum { N_STATS = sizeof(ps_shown) / sizeof(double) };
+static const char *const stat_keys[N_STATS] = {PS_STATS(STAT_KEY)};
+static const char *const stat_metrics[N_STATS] = {PS_STATS(STAT_METRIC)};
+static const char *const stat_helps[N_STATS] = {PS_STATS(STAT_HELP)};
+static const char *const stat_types[N_STATS] = {PS_STATS(STAT_TYPE)};
+static const size_t stat_at[N_STATS] = {PS_STATS(STAT_AT)};
+
+/* Statistic i of PS_STATS as shown in s. */
+static double stat_value(const ps_shown *s, int i) {
+  double v;
+  memcpy(&v, (const char *)s + stat_at[i], sizeof v);
+  return v;
+}
+
+static double uptime_s(int64_t start_ms) {
+  return (double)(tfx_now_ms() - start_ms) / 1000.0;
+}
+
+/* The values of every statistic of PS_STATS, as of now. */
+static void snapshot(const ps_state *p, ps_shown *s) {
+  PS_STATS(STAT_COPY)
+  s->uptime = uptime_s(p->start_ms);
+  s->shards = p->n_shards;
+  s->bytes = (double)ps__bytes(p);
+  s->version = (double)p->version;
+  s->busy_us_per_message = p->stats.handled ? p->stats.busy_us / (double)p->stats.handled : 0;
+  s->busy_seconds = p->stats.busy_us / 1e6;
+}
+
 static int handle_status(ps_state *p, const tfx_inmsg *m, tfx_err *err) {
-  enum { N_STATS = 12 };
-  const char *names[N_STATS] = {"uptime_s",     "shards",       "bytes",      "pushes_applied", "stale_dropped",
-                                "rejected",     "pulls_served", "bad_frames", "version",        "busy_us_per_message",
-                                "nan_rejected", "nan_skipped"};
-  double vals[] = {(tfx_now_ms() - p->start_ms) / 1000.0,
-                   p->n_shards,
-                   (double)ps__bytes(p),
-                   (double)p->stats.applied,
-                   (double)p->stats.stale,
-                   (double)p->stats.rejected,
-                   (double)p->stats.pulls,
-                   (double)p->stats.bad_frames,
-                   (double)p->version,
-                   p->stats.handled ? p->stats.busy_us / (double)p->stats.handled : 0,
-                   (double)p->stats.nan_rejected,
-                   (double)p->stats.nan_skipped};
+  ps_shown s;
+  snapshot(p, &s);
   Tfx__KeyValue kv[N_STATS], *kvp[N_STATS];
+  size_t n = 0;
   for (int i = 0; i < N_STATS; i++) {
-    tfx__key_value__init(&kv[i]);
-    kv[i].key = (char *)names[i], kv[i].value = vals[i], kvp[i] = &kv[i];
+    if (stat_keys[i]) {
+      tfx__key_value__init(&kv[n]);
+      kv[n].key = (char *)stat_keys[i];
+      kv[n].value = stat_value(&s, i);
+      kvp[n] = &kv[n];
+      n++;
+    }
   }
   tfx_envelope env;
   tfx_reply_init(&env, m);
   env.text = (char *)(p->initialized ? "serving" : "waiting-for-plan");
-  env.step = p->version, env.stats = kvp, env.n_stats = N_STATS;
+  env.step = p->version;
+  env.stats = kvp;
+  env.n_stats = n;
   return tfx_wire_send(p->sock, &m->identity, &env, NULL, 0, err);
 }
 
@@ -358,12 +390,11 @@ static void serve_one(ps_state *p) {
 /* Copies the state the HTTP thread shows. */
 static void publish(ps_state *p) {
   ps_view *v = &p->view;
+  ps_shown s;
+  snapshot(p, &s);
   pthread_mutex_lock(&v->lock);
-  v->version = p->version, v->shards = p->n_shards, v->initialized = p->initialized, v->bytes = (double)ps__bytes(p);
-  v->applied = (double)p->stats.applied, v->stale = (double)p->stats.stale, v->rejected = (double)p->stats.rejected;
-  v->pulls = (double)p->stats.pulls, v->bad_frames = (double)p->stats.bad_frames, v->busy_us = p->stats.busy_us;
-  v->handled = (double)p->stats.handled;
-  v->nan_rejected = (double)p->stats.nan_rejected, v->nan_skipped = (double)p->stats.nan_skipped;
+  v->initialized = p->initialized;
+  v->shown = s;
   pthread_mutex_unlock(&v->lock);
 }
 
@@ -375,31 +406,19 @@ static char *render(const char *path, const char **type, void *ctx) {
   pthread_mutex_lock(&v->lock);
   if (!strcmp(path, "/metrics")) {
     *type = "text/plain; version=0.0.4; charset=utf-8";
-    tfx_prom_metric(&t, "tfx_ps_version", "Updates applied to this ps's variables (its step).", "gauge", "ps", i,
-                    (double)v->version);
-    tfx_prom_metric(&t, "tfx_ps_shards", "Variables or slices held.", "gauge", "ps", i, v->shards);
-    tfx_prom_metric(&t, "ps__bytes", "Bytes of variable values held.", "gauge", "ps", i, v->bytes);
-    tfx_prom_metric(&t, "tfx_ps_pushes_applied_total", "Gradient pushes applied.", "counter", "ps", i, v->applied);
-    tfx_prom_metric(&t, "tfx_ps_stale_dropped_total", "Stale or duplicate gradients dropped.", "counter", "ps", i,
-                    v->stale);
-    tfx_prom_metric(&t, "tfx_ps_rejected_total", "Requests rejected (bad names, shapes, NaN).", "counter", "ps", i,
-                    v->rejected);
-    tfx_prom_metric(&t, "tfx_ps_nan_rejected_total", "Pushes rejected for NaN/Inf (training.nan_policy = reject).",
-                    "counter", "ps", i, v->nan_rejected);
-    tfx_prom_metric(&t, "tfx_ps_nan_skipped_total", "Pushes skipped for NaN/Inf (training.nan_policy = skip).",
-                    "counter", "ps", i, v->nan_skipped);
-    tfx_prom_metric(&t, "tfx_ps_pulls_served_total", "Pulls answered.", "counter", "ps", i, v->pulls);
-    tfx_prom_metric(&t, "tfx_ps_bad_frames_total", "Malformed frames dropped.", "counter", "ps", i, v->bad_frames);
-    tfx_prom_metric(&t, "tfx_ps_busy_seconds_total", "Time spent handling messages.", "counter", "ps", i,
-                    v->busy_us / 1e6);
-    tfx_prom_metric(&t, "tfx_ps_messages_total", "Messages handled.", "counter", "ps", i, v->handled);
-    tfx_prom_metric(&t, "tfx_uptime_seconds", "Seconds since the process started.", "gauge", "ps", i,
-                    (double)(tfx_now_ms() - v->start_ms) / 1000.0);
+    ps_shown s = v->shown;
+    s.uptime = uptime_s(v->start_ms); /* as of this request, not of the last publish */
+    for (int k = 0; k < N_STATS; k++) {
+      if (stat_metrics[k]) {
+        tfx_prom_metric(&t, stat_metrics[k], stat_helps[k], stat_types[k], "ps", i, stat_value(&s, k));
+      }
+    }
   } else if (!strcmp(path, "/status")) {
     *type = "application/json";
     tfx_text_put(
         &t, "{\"role\": \"ps\", \"index\": %d, \"state\": \"%s\", \"step\": %lld, \"shards\": %d, \"bytes\": %.0f}\n",
-        i, v->initialized ? "serving" : "waiting-for-plan", (long long)v->version, v->shards, v->bytes);
+        i, v->initialized ? "serving" : "waiting-for-plan", (long long)v->shown.version, (int)v->shown.shards,
+        v->shown.bytes);
   }
   pthread_mutex_unlock(&v->lock);
   return t.s;

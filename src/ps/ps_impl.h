@@ -62,12 +62,44 @@ typedef struct pending_pull {
   size_t n_want;
 } pending_pull;
 
+/* Every statistic of the ps, once, in the order of its status reply: kind (COUNT: a counter in ps_state.stats,
+ * bumped where it happens; SHOWN: worked out when shown, in ps.c), field, status key (NULL: not in the status),
+ * /metrics name, help and type (NULL: not in /metrics). It makes the counters, the status and /metrics. */
+#define PS_STATS(X)                                                                                                  \
+  X(SHOWN, uptime, "uptime_s", "tfx_uptime_seconds", "Seconds since the process started.", "gauge")                  \
+  X(SHOWN, shards, "shards", "tfx_ps_shards", "Variables or slices held.", "gauge")                                  \
+  X(SHOWN, bytes, "bytes", "tfx_ps_bytes", "Bytes of variable values held.", "gauge")                                \
+  X(COUNT, applied, "pushes_applied", "tfx_ps_pushes_applied_total", "Gradient pushes applied.", "counter")          \
+  X(COUNT, stale, "stale_dropped", "tfx_ps_stale_dropped_total", "Stale or duplicate gradients dropped.", "counter") \
+  X(COUNT, rejected, "rejected", "tfx_ps_rejected_total", "Requests rejected (bad names, shapes, NaN).", "counter")  \
+  X(COUNT, pulls, "pulls_served", "tfx_ps_pulls_served_total", "Pulls answered.", "counter")                         \
+  X(COUNT, bad_frames, "bad_frames", "tfx_ps_bad_frames_total", "Malformed frames dropped.", "counter")              \
+  X(SHOWN, version, "version", "tfx_ps_version", "Updates applied to this ps's variables (its step).", "gauge")      \
+  X(SHOWN, busy_us_per_message, "busy_us_per_message", NULL, NULL, NULL)                                             \
+  X(COUNT, nan_rejected, "nan_rejected", "tfx_ps_nan_rejected_total",                                                \
+    "Pushes rejected for NaN/Inf (training.nan_policy = reject).", "counter")                                        \
+  X(COUNT, nan_skipped, "nan_skipped", "tfx_ps_nan_skipped_total",                                                   \
+    "Pushes skipped for NaN/Inf (training.nan_policy = skip).", "counter")                                           \
+  X(SHOWN, busy_seconds, NULL, "tfx_ps_busy_seconds_total", "Time spent handling messages.", "counter")              \
+  X(COUNT, handled, NULL, "tfx_ps_messages_total", "Messages handled.", "counter")                                   \
+  X(COUNT, cow_copies, NULL, NULL, NULL, NULL)
+
+/* The counters of PS_STATS (uint64_t each). */
+#define PS_STAT_COUNTER_COUNT(field) uint64_t field;
+#define PS_STAT_COUNTER_SHOWN(field)
+#define PS_STAT_COUNTER(kind, field, key, metric, help, type) PS_STAT_COUNTER_##kind(field)
+/* The values of PS_STATS as shown (double each). */
+#define PS_STAT_SHOWN(kind, field, key, metric, help, type) double field;
+typedef struct ps_shown {
+  PS_STATS(PS_STAT_SHOWN)
+} ps_shown;
+
 /* What the HTTP thread reads (under lock), copied from the ps's state after every message. */
 typedef struct ps_view {
   pthread_mutex_t lock;
-  int64_t version, start_ms;
-  int shards, initialized;
-  double bytes, applied, stale, rejected, pulls, bad_frames, busy_us, handled, nan_rejected, nan_skipped;
+  int64_t start_ms;
+  int initialized;
+  ps_shown shown;
 } ps_view;
 
 typedef struct ps_state {
@@ -95,9 +127,8 @@ typedef struct ps_state {
   struct tfx_http *http;
   size_t scratch_size;
   struct {
-    uint64_t applied, stale, rejected, pulls, bad_frames, cow_copies, handled;
-    uint64_t nan_rejected, nan_skipped; /* pushes with NaN/Inf, by training.nan_policy */
-    double busy_us;                     /* time spent handling messages (decode to reply sent) */
+    PS_STATS(PS_STAT_COUNTER)
+    double busy_us; /* time spent handling messages (decode to reply sent) */
   } stats;
 } ps_state;
 
