@@ -82,7 +82,7 @@ void ps__ckpt_drop(ps_state *p) {
 }
 
 void ps__ckpt_service(ps_state *p) {
-  if (p->ckpt_pending && (p->version == p->ckpt_step || (!ps__is_sync(p) && p->version > p->ckpt_step))) {
+  if (p->ckpt_pending && ps__ckpt_due(p)) {
     write_checkpoint(p);
   }
 }

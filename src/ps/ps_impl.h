@@ -12,6 +12,8 @@
 #include "ps/ps.h"
 
 #define PS_MAX_WORKERS 1024
+/* Pulls (and push-pull replies) parked at once, at most. */
+#define PS_MAX_PARKED (4 * PS_MAX_WORKERS)
 /* Floats: with training.ps_apply_threads = 2, tensors this large are scanned and updated by two threads. */
 #define PS_PARALLEL_MIN (256 * 1024)
 /* Bytes: async SGD updates of shards this large take the one-pass path (check and update in one sweep, written
@@ -183,6 +185,31 @@ int ps__worker_of(const tfx_envelope *e);
 int ps__pull_ready(const ps_state *p, int64_t min_version, int worker);
 /* Whether worker w already counts in the current sync step. */
 int ps__sync_contributed(const ps_state *p, int w);
+/* Starts sync counting and worker clocks afresh for n_workers workers (1 when out of range): a step takes
+ * training.replicas_to_aggregate arrivals, or one per worker; every clock starts at the version. */
+void ps__sync_start(ps_state *p, int n_workers);
+/* What a sync push tagged with `step` from worker w is: ahead of the ps (an error), stale (an older step, or the
+ * worker's second push of this step: dropped and counted) or fresh (accumulated). */
+typedef enum ps_sync_verdict {
+  PS_SYNC_VERDICT_FRESH,
+  PS_SYNC_VERDICT_STALE,
+  PS_SYNC_VERDICT_AHEAD,
+} ps_sync_verdict;
+ps_sync_verdict ps__sync_verdict(const ps_state *p, int64_t step, int w);
+/* Counts worker w's arrival in the current sync step; 1 when it completes the step (replicas arrivals). */
+int ps__sync_arrive(ps_state *p, int w);
+/* The factor that averages a sync step's n_grads summed gradients (0 for none: every arrival was skipped). */
+float ps__sync_scale(int n_grads);
+/* Ends a sync step once applied: the version and pushes_applied move, and counting starts afresh. */
+void ps__sync_end_step(ps_state *p);
+/* Moves worker w's clock (async and ssp: one push done); anyone else (w out of range) has none. */
+void ps__clock_tick(ps_state *p, int w);
+/* The parked-pull array's next capacity after cap, or 0 when it would pass PS_MAX_PARKED. */
+int ps__park_capacity(int cap);
+/* The version a push-pull's reply waits for: the step it completes (sync), or none (async, ssp: the latest). */
+int64_t ps__push_pull_version(const ps_state *p, const tfx_envelope *e);
+/* Whether a parked checkpoint is due: the version is at its step (in async and ssp: or past it). */
+int ps__ckpt_due(const ps_state *p);
 /* Whether an async push arrives after the run's last step (max_steps): nothing is applied, so two workers
  * finishing together do not take the ps one step past the end; the reply still carries the values. */
 int ps__past_the_end(const ps_state *p, const tfx_envelope *e);

@@ -44,8 +44,8 @@ static int keep_wants(pending_pull *q, const tfx_envelope *e) {
 
 int ps__park(ps_state *p, tfx_inmsg *m, int64_t min_version, int changed_only, tfx_err *err) {
   if (p->n_pending == p->cap_pending) {
-    int cap = p->cap_pending * 2 + 8;
-    if (cap > 4 * PS_MAX_WORKERS) {
+    int cap = ps__park_capacity(p->cap_pending);
+    if (!cap) {
       return tfx_err_set(err, TFX_ESTATE, "too many parked pulls");
     }
     pending_pull *g = realloc(p->pending, sizeof *g * (size_t)cap);

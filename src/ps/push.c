@@ -9,13 +9,7 @@
 #include "ps/ps_impl.h"
 
 void ps__sync_reset(ps_state *p, int n_workers) {
-  p->n_workers = n_workers > 0 && n_workers <= PS_MAX_WORKERS ? n_workers : 1;
-  p->replicas = p->cfg.replicas_to_aggregate > 0 ? p->cfg.replicas_to_aggregate : p->n_workers;
-  p->n_acc = 0, p->n_grads = 0;
-  memset(p->contributed, 0, sizeof p->contributed);
-  for (int i = 0; i < PS_MAX_WORKERS; i++) {
-    p->clock[i] = p->version;
-  }
+  ps__sync_start(p, n_workers);
   for (int i = 0; i < p->n_shards; i++) {
     shard *s = &p->shards[i];
     if (s->table) {
@@ -304,7 +298,7 @@ static int apply_touched_rows(ps_state *p, shard *s, float scale) {
 
 /* Ends a sync step: applies the average of the gradients accumulated (none when every arrival was skipped). */
 static void apply_accumulated(ps_state *p) {
-  float scale = p->n_grads ? 1.0f / (float)p->n_grads : 0.0f;
+  float scale = ps__sync_scale(p->n_grads);
   for (int i = 0; p->n_grads && i < p->n_shards; i++) {
     shard *s = &p->shards[i];
     if (!s->trainable) {
@@ -326,19 +320,13 @@ static void apply_accumulated(ps_state *p) {
     }
     s->acc_dense = 0;
   }
-  p->version++;
-  p->stats.applied++;
-  p->n_acc = 0, p->n_grads = 0;
-  memset(p->contributed, 0, sizeof p->contributed);
+  ps__sync_end_step(p);
 }
 
 /* Counts worker w's arrival in the current sync step (its gradient, if any, already accumulated); the arrival
  * that completes replicas_to_aggregate applies the step. */
 static void sync_arrive(ps_state *p, int w) {
-  if (w >= 0 && w < PS_MAX_WORKERS) {
-    p->contributed[w] = 1;
-  }
-  if (++p->n_acc >= p->replicas) {
+  if (ps__sync_arrive(p, w)) {
     apply_accumulated(p);
   }
 }
@@ -346,11 +334,12 @@ static void sync_arrive(ps_state *p, int w) {
 static int push_sync(ps_state *p, const tfx_inmsg *m, shard **targets, int *stale, tfx_err *err) {
   const tfx_envelope *e = m->env;
   int w = ps__worker_of(e);
-  if (e->step > p->version) {
+  ps_sync_verdict verdict = ps__sync_verdict(p, e->step, w);
+  if (verdict == PS_SYNC_VERDICT_AHEAD) {
     return tfx_err_set(err, TFX_ESTATE, "push from worker %d for step %lld, but the ps is at step %lld", w,
                        (long long)e->step, (long long)p->version);
   }
-  if (e->step < p->version || ps__sync_contributed(p, w)) {
+  if (verdict == PS_SYNC_VERDICT_STALE) {
     p->stats.stale++;
     *stale = 1;
     return TFX_OK;
@@ -484,10 +473,7 @@ static int push_async(ps_state *p, tfx_inmsg *m, shard **targets, tfx_err *err) 
   }
   p->version++;
   p->stats.applied++;
-  int w = ps__worker_of(e);
-  if (w >= 0 && w < PS_MAX_WORKERS) {
-    p->clock[w]++;
-  }
+  ps__clock_tick(p, ps__worker_of(e));
   return TFX_OK;
 }
 
@@ -500,7 +486,7 @@ static int answer_push(ps_state *p, tfx_inmsg *m, int stale, tfx_err *err) {
     return ps__send_ranges(p, m, err);
   }
   if (e->flag & 1) {
-    int64_t want = ps__is_sync(p) ? e->step + 1 : 0;
+    int64_t want = ps__push_pull_version(p, e);
     if (ps__pull_ready(p, want, ps__worker_of(e))) {
       return ps__send_values(p, &m->identity, e->request_id, NULL, 0, 1, ps__since(e), e->want, e->n_want, err);
     }
@@ -519,16 +505,15 @@ static int answer_push(ps_state *p, tfx_inmsg *m, int stale, tfx_err *err) {
 static void skip_step(ps_state *p, const tfx_envelope *e) {
   int w = ps__worker_of(e);
   if (ps__is_sync(p)) {
-    if (e->step == p->version && !ps__sync_contributed(p, w)) {
+    if (ps__sync_verdict(p, e->step, w) == PS_SYNC_VERDICT_FRESH) {
       sync_arrive(p, w);
     }
     return;
   }
   if (ps__completes_step(e)) {
-    p->version += ps__is_part(e), p->stats.applied += ps__is_part(e);
-    if (w >= 0 && w < PS_MAX_WORKERS) {
-      p->clock[w]++;
-    }
+    p->version += ps__is_part(e);
+    p->stats.applied += ps__is_part(e);
+    ps__clock_tick(p, w);
   }
 }
 
