@@ -26,8 +26,11 @@ static int write_shard(ps_state *p, int64_t step, const char *path, uint32_t *cr
       }
       e[n].rank = s->rank;
       memcpy(e[n].dims, s->shape, sizeof s->shape);
-      e[n].row_begin = s->row_begin, e[n].row_end = s->row_end, e[n].version = (uint64_t)p->version;
-      e[n].count = s->count, e[n].data = k < 0 ? s->value->data : s->slots[k];
+      e[n].row_begin = s->row_begin;
+      e[n].row_end = s->row_end;
+      e[n].version = (uint64_t)p->version;
+      e[n].count = s->count;
+      e[n].data = k < 0 ? s->value->data : s->slots[k];
     }
   }
   int rc = tfx_ckpt_write(path, step, e, n, crc, bytes, err);
@@ -59,10 +62,14 @@ static void write_checkpoint(ps_state *p) {
   }
   kv[0].key = "crc32", kv[0].value = crc, kv[1].key = "bytes", kv[1].value = (double)bytes;
   kv[2].key = "rows_crc32", kv[2].value = rows_crc, kv[3].key = "rows_bytes", kv[3].value = (double)rows_bytes;
-  env.request_id = p->ckpt_request, env.step = p->version, env.path = path, env.stats = kvp;
+  env.request_id = p->ckpt_request;
+  env.step = p->version;
+  env.path = path;
+  env.stats = kvp;
   env.n_stats = rows_bytes ? 4 : 2; /* rows only when this ps holds lazy tables */
   if (rc) {
-    env.code = rc, env.error = err.msg;
+    env.code = rc;
+    env.error = err.msg;
   }
   tfx_wire_send(p->sock, &p->ckpt_identity, &env, NULL, 0, NULL);
   if (rc) {
@@ -117,7 +124,9 @@ int ps__checkpoint_request(ps_state *p, tfx_inmsg *m, tfx_err *err) {
     zmq_msg_close(&p->ckpt_identity);
   }
   snprintf(p->ckpt_dir, sizeof p->ckpt_dir, "%s", e->path);
-  p->ckpt_step = e->step, p->ckpt_request = e->request_id, p->ckpt_pending = 1;
+  p->ckpt_step = e->step;
+  p->ckpt_request = e->request_id;
+  p->ckpt_pending = 1;
   zmq_msg_init(&p->ckpt_identity);
   zmq_msg_copy(&p->ckpt_identity, &m->identity);
   if (ps__is_sync(p) && p->version > p->ckpt_step) {

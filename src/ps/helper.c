@@ -43,7 +43,8 @@ static void *helper_main(void *arg) {
     if (h->quit) {
       break;
     }
-    h->seen = h->gen, h->inside = 1;
+    h->seen = h->gen;
+    h->inside = 1;
     pthread_mutex_unlock(&h->lock);
     work(h);
     pthread_mutex_lock(&h->lock);
@@ -63,7 +64,9 @@ ps_helper *ps__helper_create(void) {
   pthread_cond_init(&h->wake, NULL);
   pthread_cond_init(&h->done, NULL);
   if (pthread_create(&h->thread, NULL, helper_main, h)) {
-    pthread_cond_destroy(&h->wake), pthread_cond_destroy(&h->done), pthread_mutex_destroy(&h->lock);
+    pthread_cond_destroy(&h->wake);
+    pthread_cond_destroy(&h->done);
+    pthread_mutex_destroy(&h->lock);
     free(h);
     return NULL;
   }
@@ -79,7 +82,9 @@ void ps__helper_destroy(ps_helper *h) {
   pthread_cond_signal(&h->wake);
   pthread_mutex_unlock(&h->lock);
   pthread_join(h->thread, NULL);
-  pthread_cond_destroy(&h->wake), pthread_cond_destroy(&h->done), pthread_mutex_destroy(&h->lock);
+  pthread_cond_destroy(&h->wake);
+  pthread_cond_destroy(&h->done);
+  pthread_mutex_destroy(&h->lock);
   free(h);
 }
 
@@ -89,7 +94,11 @@ void ps__helper_run(ps_helper *h, ps_range_fn fn, void *ctx, size_t n) {
     return;
   }
   pthread_mutex_lock(&h->lock);
-  h->fn = fn, h->ctx = ctx, h->n = n, h->open = 1, h->gen++;
+  h->fn = fn;
+  h->ctx = ctx;
+  h->n = n;
+  h->open = 1;
+  h->gen++;
   atomic_store(&h->next, 0);
   pthread_cond_signal(&h->wake);
   pthread_mutex_unlock(&h->lock);

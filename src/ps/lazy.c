@@ -30,7 +30,8 @@ int ps__lazy_make(ps_state *p, shard *s, const Tfx__Shard *m, tfx_err *err) {
   if (!rc) {
     rc = tfx_rowtable_create(&acc, &s->acc_rows, err);
   }
-  s->mod_n = m->mod_n > 1 ? m->mod_n : 1, s->mod_r = m->mod_n > 1 ? m->mod_r : 0;
+  s->mod_n = m->mod_n > 1 ? m->mod_n : 1;
+  s->mod_r = m->mod_n > 1 ? m->mod_r : 0;
   s->count = 0;
   return rc;
 }

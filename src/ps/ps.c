@@ -25,7 +25,10 @@ static void free_shards(ps_state *p) {
   for (int i = 0; i < p->n_shards; i++) {
     shard *s = &p->shards[i];
     ps__vbuf_release(NULL, s->value);
-    free(s->slots[0]), free(s->slots[1]), free(s->acc), free(s->touched);
+    free(s->slots[0]);
+    free(s->slots[1]);
+    free(s->acc);
+    free(s->touched);
     ps__lazy_free(s);
   }
   free(p->shards);
@@ -55,9 +58,12 @@ static int make_shard(ps_state *p, shard *s, const Tfx__Shard *m, tfx_err *err) 
   s->rank = (int)m->n_shape;
   size_t row = 1;
   for (int d = 0; d < s->rank; d++) {
-    s->shape[d] = m->shape[d], row *= d ? (size_t)m->shape[d] : 1;
+    s->shape[d] = m->shape[d];
+    row *= d ? (size_t)m->shape[d] : 1;
   }
-  s->row_begin = m->row_begin, s->row_end = m->row_end, s->trainable = m->trainable;
+  s->row_begin = m->row_begin;
+  s->row_end = m->row_end;
+  s->trainable = m->trainable;
   s->row_size = row;
   s->count = m->lazy ? 0 : row * (size_t)(m->row_end - m->row_begin);
   if (!(s->value = ps__vbuf_create(s->count))) {
@@ -177,7 +183,8 @@ static int restore_shards(ps_state *p, const char *path, tfx_err *err) {
   if (access(path, F_OK) == 0) { /* this ps's own file first: all it needs under the same ps count */
     tfx_ckpt *c = NULL;
     if (!(rc = tfx_ckpt_read(path, &c, err))) {
-      step = c->step, rc = restore_from(p, c, path, done, err);
+      step = c->step;
+      rc = restore_from(p, c, path, done, err);
     }
     tfx_ckpt_destroy(c);
   }
@@ -226,7 +233,8 @@ static int handle_init(ps_state *p, const tfx_envelope *e, tfx_err *err) {
   ps_state next = *p;
   next.cfg = cfg;
   tfx_optim_init(&next.opt, &cfg);
-  next.n_shards = 0, next.version = 0;
+  next.n_shards = 0;
+  next.version = 0;
   if (!(next.shards = calloc(e->n_shards ? e->n_shards : 1, sizeof *next.shards))) {
     return tfx_err_set(err, TFX_ENOMEM, "out of memory");
   }
@@ -243,7 +251,11 @@ static int handle_init(ps_state *p, const tfx_envelope *e, tfx_err *err) {
   }
   ps__fail_pending(p, "the ps was re-initialized (rolled back to a checkpoint)");
   free_shards(p);
-  p->cfg = next.cfg, p->opt = next.opt, p->shards = next.shards, p->n_shards = next.n_shards, p->version = next.version;
+  p->cfg = next.cfg;
+  p->opt = next.opt;
+  p->shards = next.shards;
+  p->n_shards = next.n_shards;
+  p->version = next.version;
   ps__sync_reset(p, (int)e->flag);
   p->initialized = 1;
   tfx_log(TFX_LOG_INFO, "PS-INIT", "%d shard(s), %zu bytes, mode %s, step %lld%s%s", p->n_shards, ps__bytes(p),
@@ -254,7 +266,9 @@ static int handle_init(ps_state *p, const tfx_envelope *e, tfx_err *err) {
 static int reply_simple(ps_state *p, const tfx_inmsg *m, int64_t step, int64_t flag, const char *path, tfx_err *err) {
   tfx_envelope env;
   tfx_reply_init(&env, m);
-  env.step = step, env.flag = flag, env.path = (char *)(path ? path : "");
+  env.step = step;
+  env.flag = flag;
+  env.path = (char *)(path ? path : "");
   return tfx_wire_send(p->sock, &m->identity, &env, NULL, 0, err);
 }
 

@@ -13,7 +13,9 @@ static void free_pending(pending_pull *q) {
   }
   free(q->names);
   for (size_t i = 0; i < q->n_want; i++) {
-    free(q->want[i]->name), free(q->want[i]->rows), free(q->want[i]);
+    free(q->want[i]->name);
+    free(q->want[i]->rows);
+    free(q->want[i]);
   }
   free(q->want);
 }
@@ -33,11 +35,13 @@ static int keep_wants(pending_pull *q, const tfx_envelope *e) {
     }
     q->want[q->n_want++] = t;
     tfx__tensor__init(t);
-    t->name = strdup(e->want[i]->name), t->rows = malloc(sizeof(int64_t) * e->want[i]->n_rows);
+    t->name = strdup(e->want[i]->name);
+    t->rows = malloc(sizeof(int64_t) * e->want[i]->n_rows);
     if (!t->name || !t->rows) {
       return -1;
     }
-    memcpy(t->rows, e->want[i]->rows, sizeof(int64_t) * e->want[i]->n_rows), t->n_rows = e->want[i]->n_rows;
+    memcpy(t->rows, e->want[i]->rows, sizeof(int64_t) * e->want[i]->n_rows);
+    t->n_rows = e->want[i]->n_rows;
   }
   return 0;
 }
@@ -52,7 +56,8 @@ int ps__park(ps_state *p, tfx_inmsg *m, int64_t min_version, int changed_only, t
     if (!g) {
       return tfx_err_set(err, TFX_ENOMEM, "out of memory");
     }
-    p->pending = g, p->cap_pending = cap;
+    p->pending = g;
+    p->cap_pending = cap;
   }
   pending_pull *q = &p->pending[p->n_pending];
   memset(q, 0, sizeof *q);
@@ -126,7 +131,9 @@ void ps__expire_pulls(ps_state *p) {
     tfx_log(TFX_LOG_WARN, "PS-PULL-TIMEOUT", "worker %d: %s", q->worker, text); /* logged before the reply leaves */
     tfx_envelope env;
     tfx_wire_request(&env, TFX__MSG_TYPE__MSG_REPLY);
-    env.request_id = q->request_id, env.code = TFX_EPEER, env.error = text;
+    env.request_id = q->request_id;
+    env.code = TFX_EPEER;
+    env.error = text;
     tfx_wire_send(p->sock, &q->identity, &env, NULL, 0, NULL);
     remove_pending(p, i);
   }
@@ -137,7 +144,9 @@ void ps__fail_pending(ps_state *p, const char *text) {
     pending_pull *q = &p->pending[p->n_pending - 1];
     tfx_envelope env;
     tfx_wire_request(&env, TFX__MSG_TYPE__MSG_REPLY);
-    env.request_id = q->request_id, env.code = TFX_ESTATE, env.error = (char *)text;
+    env.request_id = q->request_id;
+    env.code = TFX_ESTATE;
+    env.error = (char *)text;
     tfx_wire_send(p->sock, &q->identity, &env, NULL, 0, NULL);
     remove_pending(p, p->n_pending - 1);
   }

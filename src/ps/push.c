@@ -448,7 +448,8 @@ static int push_async(ps_state *p, tfx_inmsg *m, shard **targets, tfx_err *err) 
   for (size_t i = 0; i < e->n_tensors && !rc; i++) {
     if (adopted[i]) { /* the frame holds the new values: it becomes the shard's value buffer */
       ps__vbuf_release(NULL, targets[i]->value);
-      targets[i]->value = adopted[i], adopted[i] = NULL;
+      targets[i]->value = adopted[i];
+      adopted[i] = NULL;
       ps__touch(p, targets[i]);
       continue;
     }
@@ -494,7 +495,8 @@ static int answer_push(ps_state *p, tfx_inmsg *m, int stale, tfx_err *err) {
   }
   tfx_envelope env;
   tfx_reply_init(&env, m);
-  env.step = p->version, env.flag = stale;
+  env.step = p->version;
+  env.flag = stale;
   return tfx_wire_send(p->sock, &m->identity, &env, NULL, 0, err);
 }
 

@@ -14,7 +14,8 @@ vbuf *ps__vbuf_create(size_t count) {
   vbuf *b = malloc(sizeof *b + sizeof(float) * (count ? count : 1));
   if (b) {
     atomic_init(&b->refs, 1);
-    b->frame_owned = 0, b->data = (float *)(b + 1);
+    b->frame_owned = 0;
+    b->data = (float *)(b + 1);
   }
   return b;
 }
@@ -129,13 +130,32 @@ static int add_wants(ps_state *p, Tfx__Tensor *const *want, size_t n_want, Tfx__
     }
     ps__lazy_gather(s, want[i], rows);
     tfx__tensor__init(&metas[k]);
-    shapes[4 * k] = s->shape[0], shapes[4 * k + 1] = s->shape[1];
-    metas[k].name = s->key, metas[k].shape = shapes + 4 * k, metas[k].n_shape = 2;
-    metas[k].rows = want[i]->rows, metas[k].n_rows = want[i]->n_rows;
-    metas[k].nbytes = bytes, metas[k].version = (uint64_t)p->version;
+    shapes[4 * k] = s->shape[0];
+    shapes[4 * k + 1] = s->shape[1];
+    metas[k].name = s->key;
+    metas[k].shape = shapes + 4 * k;
+    metas[k].n_shape = 2;
+    metas[k].rows = want[i]->rows;
+    metas[k].n_rows = want[i]->n_rows;
+    metas[k].nbytes = bytes;
+    metas[k].version = (uint64_t)p->version;
     pl[k] = (tfx_payload){rows, bytes, 0, free_rows, NULL};
   }
   return TFX_OK;
+}
+
+/* Describes a shard's values in meta (its shape in shape[4]) and lends them to payload, sent in place. */
+static void add_values(const ps_state *p, shard *s, Tfx__Tensor *meta, int64_t *shape, tfx_payload *payload) {
+  tfx__tensor__init(meta);
+  meta->name = s->key;
+  memcpy(shape, s->shape, sizeof s->shape);
+  shape[0] = s->row_end - s->row_begin;
+  meta->shape = shape;
+  meta->n_shape = (size_t)s->rank;
+  meta->nbytes = s->count * sizeof(float);
+  meta->version = (uint64_t)p->version;
+  atomic_fetch_add(&s->value->refs, 1);
+  *payload = (tfx_payload){s->value->data, s->count * sizeof(float), 0, ps__vbuf_release, s->value};
 }
 
 int ps__send_values(ps_state *p, const zmq_msg_t *identity, uint64_t request_id, char **names, size_t n_names,
@@ -164,15 +184,9 @@ int ps__send_values(ps_state *p, const zmq_msg_t *identity, uint64_t request_id,
     if (left_out(p, s, changed_only, since) || (s->count * sizeof(float) > TFX_WIRE_SMALL) != (i >= n)) {
       continue;
     }
-    tfx__tensor__init(&metas[k]);
-    metas[k].name = s->key;
-    memcpy(shapes + 4 * k, s->shape, sizeof s->shape);
-    shapes[4 * k] = s->row_end - s->row_begin;
-    metas[k].shape = shapes + 4 * k, metas[k].n_shape = (size_t)s->rank;
-    metas[k].nbytes = s->count * sizeof(float), metas[k].version = (uint64_t)p->version;
+    add_values(p, s, &metas[k], shapes + 4 * k, &pl[k]);
     ptrs[k] = &metas[k];
-    atomic_fetch_add(&s->value->refs, 1);
-    pl[k++] = (tfx_payload){s->value->data, s->count * sizeof(float), 0, ps__vbuf_release, s->value};
+    k++;
   }
   if ((rc = add_wants(p, want, n_want, metas, shapes, pl, k, err))) {
     goto done; /* the dense payloads' references stay until the next init, as after a failed send */
@@ -183,13 +197,19 @@ int ps__send_values(ps_state *p, const zmq_msg_t *identity, uint64_t request_id,
   }
   tfx_envelope env;
   tfx_wire_request(&env, TFX__MSG_TYPE__MSG_REPLY);
-  env.request_id = request_id, env.step = p->version, env.n_tensors = (size_t)n, env.tensors = ptrs;
+  env.request_id = request_id;
+  env.step = p->version;
+  env.n_tensors = (size_t)n;
+  env.tensors = ptrs;
   rc = tfx_wire_send(p->sock, identity, &env, pl, n, err);
   /* A failed send may have taken some payloads; the rest keep their extra reference until the next init,
    * which is a bounded leak only on a broken socket. */
   p->stats.pulls++;
 done:
-  free(metas), free(ptrs), free(pl), free(shapes);
+  free(metas);
+  free(ptrs);
+  free(pl);
+  free(shapes);
   return rc;
 }
 
@@ -205,8 +225,12 @@ int ps__send_ranges(ps_state *p, const tfx_inmsg *m, tfx_err *err) {
     shard *s = ps__find(p, t->name);
     tfx__tensor__init(&metas[i]);
     lengths[i] = (int64_t)(t->nbytes / sizeof(float));
-    metas[i].name = s->key, metas[i].shape = &lengths[i], metas[i].n_shape = 1, metas[i].offset = t->offset;
-    metas[i].nbytes = t->nbytes, metas[i].version = (uint64_t)p->version;
+    metas[i].name = s->key;
+    metas[i].shape = &lengths[i];
+    metas[i].n_shape = 1;
+    metas[i].offset = t->offset;
+    metas[i].nbytes = t->nbytes;
+    metas[i].version = (uint64_t)p->version;
     ptrs[i] = &metas[i];
     atomic_fetch_add(&s->value->refs, 1);
     pl[i] = (tfx_payload){s->value->data + t->offset, t->nbytes, 0, ps__vbuf_release, s->value};
@@ -214,10 +238,17 @@ int ps__send_ranges(ps_state *p, const tfx_inmsg *m, tfx_err *err) {
   if (!rc) {
     tfx_envelope env;
     tfx_reply_init(&env, m);
-    env.step = p->version, env.n_tensors = n, env.tensors = ptrs, env.part = m->env->part, env.parts = m->env->parts;
+    env.step = p->version;
+    env.n_tensors = n;
+    env.tensors = ptrs;
+    env.part = m->env->part;
+    env.parts = m->env->parts;
     rc = tfx_wire_send(p->sock, &m->identity, &env, pl, (int)n, err);
     p->stats.pulls += m->env->part == 0;
   }
-  free(metas), free(ptrs), free(pl), free(lengths);
+  free(metas);
+  free(ptrs);
+  free(pl);
+  free(lengths);
   return rc;
 }
