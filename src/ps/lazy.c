@@ -134,7 +134,8 @@ void ps__lazy_gather(const shard *s, const Tfx__Tensor *t, float *out) {
 }
 
 void ps__lazy_usage(const ps_state *p, size_t *rows, size_t *bytes) {
-  *rows = 0, *bytes = 0;
+  *rows = 0;
+  *bytes = 0;
   for (int i = 0; i < p->n_shards; i++) {
     if (p->shards[i].table) {
       *rows += tfx_rowtable_rows(p->shards[i].table);
@@ -155,7 +156,8 @@ static int save_row(int64_t id, const float *row, void *ctx) {
 
 int ps__lazy_save(ps_state *p, const char *dir, int64_t step, uint32_t *crc, uint64_t *bytes, tfx_err *err) {
   int n = 0;
-  *crc = 0, *bytes = 0;
+  *crc = 0;
+  *bytes = 0;
   for (int i = 0; i < p->n_shards; i++) {
     n += p->shards[i].table != NULL;
   }

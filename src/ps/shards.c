@@ -1,6 +1,6 @@
 /* The shards a ps holds: their value buffers (reference-counted, sent in place by ZeroMQ, copied on write when
  * a send is in flight), lookup by key, change versions, and the replies that send their values. Used by the
- * server loop (ps.c) and the update handlers (update.c); it calls neither. */
+ * server loop (ps.c) and the handlers (push.c, pull.c, ckpt.c); it calls neither. */
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
