@@ -38,40 +38,51 @@ static int write_shard(ps_state *p, int64_t step, const char *path, uint32_t *cr
   return rc;
 }
 
-static void write_checkpoint(ps_state *p) {
-  char path[1200];
-  snprintf(path, sizeof path, "%s/ps-%d.shard", p->ckpt_dir, p->node->index);
-  uint32_t crc = 0;
-  uint64_t bytes = 0;
-  tfx_err err;
-  tfx_err_clear(&err);
-  uint32_t rows_crc = 0;
-  uint64_t rows_bytes = 0;
-  int rc = tfx_mkdirs(p->ckpt_dir, &err);
-  if (!rc) {
-    rc = write_shard(p, p->ckpt_step, path, &crc, &bytes, &err);
-  }
-  if (!rc) {
-    rc = ps__lazy_save(p, p->ckpt_dir, p->ckpt_step, &rows_crc, &rows_bytes, &err);
+/* What a written checkpoint reports: the shard file's and the row file's checksum and size. */
+typedef struct ckpt_sums {
+  uint32_t crc, rows_crc;
+  uint64_t bytes, rows_bytes;
+} ckpt_sums;
+
+/* Answers the parked checkpoint request with the file's path and sums, or the error (rc, text). */
+static void answer_checkpoint(ps_state *p, const char *path, const ckpt_sums *sums, int rc, const char *text) {
+  const char *keys[4] = {"crc32", "bytes", "rows_crc32", "rows_bytes"};
+  double values[4] = {sums->crc, (double)sums->bytes, sums->rows_crc, (double)sums->rows_bytes};
+  Tfx__KeyValue kv[4], *kvp[4];
+  for (int i = 0; i < 4; i++) {
+    tfx__key_value__init(&kv[i]);
+    kv[i].key = (char *)keys[i];
+    kv[i].value = values[i];
+    kvp[i] = &kv[i];
   }
   tfx_envelope env;
   tfx_wire_request(&env, TFX__MSG_TYPE__MSG_REPLY);
-  Tfx__KeyValue kv[4], *kvp[4] = {&kv[0], &kv[1], &kv[2], &kv[3]};
-  for (int i = 0; i < 4; i++) {
-    tfx__key_value__init(&kv[i]);
-  }
-  kv[0].key = "crc32", kv[0].value = crc, kv[1].key = "bytes", kv[1].value = (double)bytes;
-  kv[2].key = "rows_crc32", kv[2].value = rows_crc, kv[3].key = "rows_bytes", kv[3].value = (double)rows_bytes;
   env.request_id = p->ckpt_request;
   env.step = p->version;
-  env.path = path;
+  env.path = (char *)path;
   env.stats = kvp;
-  env.n_stats = rows_bytes ? 4 : 2; /* rows only when this ps holds lazy tables */
+  env.n_stats = sums->rows_bytes ? 4 : 2; /* rows only when this ps holds lazy tables */
   if (rc) {
     env.code = rc;
-    env.error = err.msg;
+    env.error = (char *)text;
   }
   tfx_wire_send(p->sock, &p->ckpt_identity, &env, NULL, 0, NULL);
+}
+
+static void write_checkpoint(ps_state *p) {
+  char path[1200];
+  snprintf(path, sizeof path, "%s/ps-%d.shard", p->ckpt_dir, p->node->index);
+  ckpt_sums sums = {0};
+  tfx_err err;
+  tfx_err_clear(&err);
+  int rc = tfx_mkdirs(p->ckpt_dir, &err);
+  if (!rc) {
+    rc = write_shard(p, p->ckpt_step, path, &sums.crc, &sums.bytes, &err);
+  }
+  if (!rc) {
+    rc = ps__lazy_save(p, p->ckpt_dir, p->ckpt_step, &sums.rows_crc, &sums.rows_bytes, &err);
+  }
+  answer_checkpoint(p, path, &sums, rc, err.msg);
   if (rc) {
     tfx_log(TFX_LOG_ERROR, "PS-CKPT-FAIL", "%s", err.msg);
   } else {

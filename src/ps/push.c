@@ -331,6 +331,29 @@ static void sync_arrive(ps_state *p, int w) {
   }
 }
 
+/* Adds one tensor of a fresh sync push into its shard's sum for the step (dense, or the rows it names); a
+ * non-trainable shard's values are assigned instead. */
+static int accumulate(ps_state *p, shard *s, const float *g, const Tfx__Tensor *t, tfx_err *err) {
+  if (!s->trainable) {
+    return assign_values(p, s, g) ? tfx_err_set(err, TFX_ENOMEM, "out of memory") : TFX_OK;
+  }
+  if (s->table) {
+    return ps__lazy_accumulate(s, g, t)
+               ? tfx_err_set(err, TFX_ENOMEM, "table %s: out of memory for the step's rows", s->var)
+               : TFX_OK;
+  }
+  if (!t->n_rows) {
+    cblas_saxpy((int)s->count, 1.0f, g, 1, s->acc, 1);
+    s->acc_dense = 1;
+  }
+  for (size_t k = 0; k < t->n_rows; k++) {
+    cblas_saxpy((int)s->row_size, 1.0f, g + k * s->row_size, 1,
+                s->acc + (size_t)(t->rows[k] - s->row_begin) * s->row_size, 1);
+    s->touched[t->rows[k] - s->row_begin] = 1;
+  }
+  return TFX_OK;
+}
+
 static int push_sync(ps_state *p, const tfx_inmsg *m, shard **targets, int *stale, tfx_err *err) {
   const tfx_envelope *e = m->env;
   int w = ps__worker_of(e);
@@ -346,31 +369,9 @@ static int push_sync(ps_state *p, const tfx_inmsg *m, shard **targets, int *stal
   }
   for (size_t i = 0; i < e->n_tensors; i++) {
     const float *g = grad_data(p, m, (int)i);
-    const Tfx__Tensor *t = e->tensors[i];
-    shard *s = targets[i];
-    if (!g) {
-      return tfx_err_set(err, TFX_ENOMEM, "out of memory");
-    }
-    if (!s->trainable) {
-      if (assign_values(p, s, g)) {
-        return tfx_err_set(err, TFX_ENOMEM, "out of memory");
-      }
-      continue;
-    }
-    if (s->table) {
-      if (ps__lazy_accumulate(s, g, t)) {
-        return tfx_err_set(err, TFX_ENOMEM, "table %s: out of memory for the step's rows", s->var);
-      }
-      continue;
-    }
-    if (!t->n_rows) {
-      cblas_saxpy((int)s->count, 1.0f, g, 1, s->acc, 1);
-      s->acc_dense = 1;
-    }
-    for (size_t k = 0; k < t->n_rows; k++) {
-      cblas_saxpy((int)s->row_size, 1.0f, g + k * s->row_size, 1,
-                  s->acc + (size_t)(t->rows[k] - s->row_begin) * s->row_size, 1);
-      s->touched[t->rows[k] - s->row_begin] = 1;
+    int rc = g ? accumulate(p, targets[i], g, e->tensors[i], err) : tfx_err_set(err, TFX_ENOMEM, "out of memory");
+    if (rc) {
+      return rc;
     }
   }
   p->n_grads++;
