@@ -36,7 +36,8 @@ static void free_shards(ps_state *p) {
   p->n_shards = 0;
 }
 
-static int make_shard(ps_state *p, shard *s, const Tfx__Shard *m, tfx_err *err) {
+/* Checks a plan entry: float32, rank 1 to 4, rows inside dim 0, each dim >= 1 and the values within a frame. */
+static int check_plan_shard(const Tfx__Shard *m, tfx_err *err) {
   if (m->dtype && *m->dtype && strcmp(m->dtype, "float32")) {
     return tfx_err_set(err, TFX_EPROTO, "plan shard '%.64s': dtype '%.32s' (a ps holds float32 only)", m->key,
                        m->dtype);
@@ -52,6 +53,15 @@ static int make_shard(ps_state *p, shard *s, const Tfx__Shard *m, tfx_err *err) 
                          m->key, d, (long long)m->shape[d], TFX_MAX_FRAME / 4);
     }
     total *= (uint64_t)m->shape[d];
+  }
+  return TFX_OK;
+}
+
+/* Makes shard s from plan entry m: its values from the initializer (or, lazy, row by row), slots and sync sums. */
+static int make_shard(ps_state *p, shard *s, const Tfx__Shard *m, tfx_err *err) {
+  int rc = check_plan_shard(m, err);
+  if (rc) {
+    return rc;
   }
   snprintf(s->key, sizeof s->key, "%s", m->key);
   snprintf(s->var, sizeof s->var, "%s", m->var);
@@ -166,15 +176,41 @@ static int restore_from(ps_state *p, const tfx_ckpt *c, const char *path, char *
   return rc;
 }
 
+/* Whether a dense shard is not restored yet (done[i] == 0). */
+static int missing(const ps_state *p, const char *done) {
+  for (int i = 0; i < p->n_shards; i++) {
+    if (!p->shards[i].table && !done[i]) {
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/* Restores the shards not yet done from the other files of checkpoint dir (a plan of another ps count: the
+ * manifest lists every file of the checkpoint, and gives *step). */
+static int restore_others(ps_state *p, const char *dir, int own, char *done, int64_t *step, tfx_err *err) {
+  char file[1300];
+  int nps = 0, rc = tfx_ckpt_verify(dir, step, &nps, err);
+  for (int k = 0; !rc && k < nps; k++) {
+    snprintf(file, sizeof file, "%s/ps-%d.shard", dir, k);
+    tfx_ckpt *c = NULL;
+    if (k != own && !(rc = tfx_ckpt_read(file, &c, err))) {
+      rc = restore_from(p, c, file, done, err);
+    }
+    tfx_ckpt_destroy(c);
+  }
+  return rc;
+}
+
 /* Restores every shard from the checkpoint of path (DIR/ps-K.shard): from this ps's own file, then, for a plan
  * of another ps count, from the files of the others (a shard's key and slice do not depend on the ps count, only
  * which ps holds it); lazy tables from the row files. */
 static int restore_shards(ps_state *p, const char *path, tfx_err *err) {
-  char dir[1200], file[1300];
+  char dir[1200];
   const char *slash = strrchr(path, '/');
   snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) : 1, slash ? path : ".");
   int64_t step = 0;
-  int nps = 0, own = -1, rc = TFX_OK;
+  int own = -1, rc = TFX_OK;
   sscanf(slash ? slash + 1 : path, "ps-%d.shard", &own);
   char *done = calloc((size_t)p->n_shards + 1, 1);
   if (!done) {
@@ -188,20 +224,8 @@ static int restore_shards(ps_state *p, const char *path, tfx_err *err) {
     }
     tfx_ckpt_destroy(c);
   }
-  int missing = 0;
-  for (int i = 0; i < p->n_shards; i++) {
-    missing |= !p->shards[i].table && !done[i];
-  }
-  if (!rc && missing) { /* another ps count: the manifest lists every file of the checkpoint */
-    rc = tfx_ckpt_verify(dir, &step, &nps, err);
-  }
-  for (int k = 0; !rc && missing && k < nps; k++) {
-    snprintf(file, sizeof file, "%s/ps-%d.shard", dir, k);
-    tfx_ckpt *c = NULL;
-    if (k != own && !(rc = tfx_ckpt_read(file, &c, err))) {
-      rc = restore_from(p, c, file, done, err);
-    }
-    tfx_ckpt_destroy(c);
+  if (!rc && missing(p, done)) {
+    rc = restore_others(p, dir, own, done, &step, err);
   }
   for (int i = 0; !rc && i < p->n_shards; i++) {
     if (!p->shards[i].table && !done[i]) {
@@ -438,6 +462,25 @@ static char *render(const char *path, const char **type, void *ctx) {
   return t.s;
 }
 
+/* The poll loop: serves messages, expires parked pulls every 100 ms, publishes the view, until STOP or SIGTERM. */
+static void serve(ps_state *p) {
+  while (!p->stopping && !tfx_stop_requested()) {
+    zmq_pollitem_t item = {p->sock, 0, ZMQ_POLLIN, 0};
+    int ready = zmq_poll(&item, 1, 100);
+    if (ready > 0) {
+      serve_one(p);
+    }
+    ps__expire_pulls(p);
+    publish(p);
+    if (p->initialized) {
+      tfx_notify_status("ps %d: step %lld, %d shard(s), %llu pushes applied", p->node->index, (long long)p->version,
+                        p->n_shards, (unsigned long long)p->stats.applied);
+    } else {
+      tfx_notify_watchdog();
+    }
+  }
+}
+
 int tfx_ps_run(tfx_node *n, tfx_err *err) {
   ps_state p;
   memset(&p, 0, sizeof p);
@@ -460,21 +503,7 @@ int tfx_ps_run(tfx_node *n, tfx_err *err) {
   }
   tfx_log(TFX_LOG_INFO, "PS-START", "listening on %s", ep);
   tfx_notify_ready("ps: waiting for the plan");
-  while (!p.stopping && !tfx_stop_requested()) {
-    zmq_pollitem_t item = {p.sock, 0, ZMQ_POLLIN, 0};
-    int ready = zmq_poll(&item, 1, 100);
-    if (ready > 0) {
-      serve_one(&p);
-    }
-    ps__expire_pulls(&p);
-    publish(&p);
-    if (p.initialized) {
-      tfx_notify_status("ps %d: step %lld, %d shard(s), %llu pushes applied", n->index, (long long)p.version,
-                        p.n_shards, (unsigned long long)p.stats.applied);
-    } else {
-      tfx_notify_watchdog();
-    }
-  }
+  serve(&p);
   tfx_notify_stopping();
   tfx_log(TFX_LOG_INFO, "PS-STOP",
           "stopping at step %lld: %llu pushes applied, %llu stale dropped, %llu rejected, %llu copied on write",
