@@ -1,4 +1,6 @@
-/* Declarations private to src/ps: shard and server state, and the update / pull / checkpoint handlers. */
+/* Declarations private to src/ps (the ps__ tier: no other room may call them): shard and server state, the
+ * statistics list, the push / pull / checkpoint handlers and the decisions of rules.c. One thread (the ps's) uses
+ * all of it; helper.c's thread only runs the range jobs it is handed. */
 #ifndef TFX_PS_IMPL_H
 #define TFX_PS_IMPL_H
 

@@ -144,6 +144,16 @@ static int add_wants(ps_state *p, Tfx__Tensor *const *want, size_t n_want, Tfx__
   return TFX_OK;
 }
 
+/* Checks that every name of a pull is a shard of this ps. */
+static int check_names(ps_state *p, char **names, size_t n_names, tfx_err *err) {
+  for (size_t i = 0; i < n_names; i++) {
+    if (!ps__find(p, names[i])) {
+      return tfx_err_set(err, TFX_ENOTFOUND, "pull: unknown variable '%.64s'", names[i]);
+    }
+  }
+  return TFX_OK;
+}
+
 /* Describes a shard's values in meta (its shape in shape[4]) and lends them to payload, sent in place. */
 static void add_values(const ps_state *p, shard *s, Tfx__Tensor *meta, int64_t *shape, tfx_payload *payload) {
   tfx__tensor__init(meta);
@@ -169,14 +179,8 @@ int ps__send_values(ps_state *p, const zmq_msg_t *identity, uint64_t request_id,
     rc = tfx_err_set(err, TFX_ENOMEM, "out of memory");
     goto done;
   }
-  for (size_t i = 0; i < n_names; i++) {
-    if (!ps__find(p, names[i])) {
-      rc = tfx_err_set(err, TFX_ENOTFOUND, "pull: unknown variable '%.64s'", names[i]);
-      goto done; /* before any reference is taken */
-    }
-  }
-  if ((rc = check_wants(p, want, n_want, err))) {
-    goto done;
+  if ((rc = check_names(p, names, n_names, err)) || (rc = check_wants(p, want, n_want, err))) {
+    goto done; /* before any reference is taken */
   }
   n -= (int)n_want;
   for (int i = 0; i < 2 * n; i++) { /* small tensors first (TFX_WIRE_SMALL), then the large ones */
