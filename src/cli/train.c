@@ -93,24 +93,20 @@ static int save(trainer *t, tfx_err *err) {
   }
   for (int i = 0; i < nv; i++) {
     tfx_var *v = tfx_model_var(t->model, i);
-    for (int s = -1; s < ns; s++, n++) {
-      if (s < 0) {
-        snprintf(e[n].name, sizeof e[n].name, "%s", v->name);
-      } else {
-        snprintf(e[n].name, sizeof e[n].name, "%s@%s", v->name, tfx_optim_slot_name(s));
-      }
-      e[n].rank = v->rank;
-      memcpy(e[n].dims, v->shape, sizeof v->shape);
-      e[n].row_begin = 0;
-      e[n].row_end = v->shape[0];
-      e[n].version = (uint64_t)t->step;
-      e[n].count = v->count;
-      e[n].data = s < 0 ? v->value : t->slots[i][s];
-    }
+    tfx_ckpt_slice slice = {.key = v->name,
+                            .rank = v->rank,
+                            .dims = v->shape,
+                            .row_end = v->shape[0],
+                            .version = (uint64_t)t->step,
+                            .count = v->count,
+                            .value = v->value,
+                            .slots = t->slots[i],
+                            .n_slots = ns};
+    n += tfx_ckpt_slice_entries(&e[n], &slice);
   }
   char dir[1100], path[1200];
   tfx_ckpt_dir(t->run_dir, t->step, dir, sizeof dir);
-  snprintf(path, sizeof path, "%s/ps-0.shard", dir);
+  tfx_ckpt_part_path(path, sizeof path, dir, 0, TFX_CKPT_SHARD);
   uint32_t crc;
   uint64_t bytes;
   int rc = tfx_mkdirs(dir, err);

@@ -19,7 +19,8 @@
   X(TFX_ENOTFOUND, "not found")                 \
   X(TFX_ESTATE, "wrong state")                  \
   X(TFX_ELOSS, "loss diverged")                 \
-  X(TFX_EINTR, "interrupted")
+  X(TFX_EINTR, "interrupted")                   \
+  X(TFX_ENAN, "NaN or Inf in the values")
 
 typedef enum tfx_code {
 #define TFX_ERR_ENUM(name, text) name,

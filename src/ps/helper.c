@@ -43,7 +43,8 @@ static void *helper_main(void *arg) {
     if (h->quit) {
       break;
     }
-    h->seen = h->gen, h->inside = 1;
+    h->seen = h->gen;
+    h->inside = 1;
     pthread_mutex_unlock(&h->lock);
     work(h);
     pthread_mutex_lock(&h->lock);
@@ -54,7 +55,7 @@ static void *helper_main(void *arg) {
   return NULL;
 }
 
-ps_helper *tfx_ps_helper_create(void) {
+ps_helper *ps__helper_create(void) {
   ps_helper *h = calloc(1, sizeof *h);
   if (!h) {
     return NULL;
@@ -63,14 +64,16 @@ ps_helper *tfx_ps_helper_create(void) {
   pthread_cond_init(&h->wake, NULL);
   pthread_cond_init(&h->done, NULL);
   if (pthread_create(&h->thread, NULL, helper_main, h)) {
-    pthread_cond_destroy(&h->wake), pthread_cond_destroy(&h->done), pthread_mutex_destroy(&h->lock);
+    pthread_cond_destroy(&h->wake);
+    pthread_cond_destroy(&h->done);
+    pthread_mutex_destroy(&h->lock);
     free(h);
     return NULL;
   }
   return h;
 }
 
-void tfx_ps_helper_destroy(ps_helper *h) {
+void ps__helper_destroy(ps_helper *h) {
   if (!h) {
     return;
   }
@@ -79,17 +82,23 @@ void tfx_ps_helper_destroy(ps_helper *h) {
   pthread_cond_signal(&h->wake);
   pthread_mutex_unlock(&h->lock);
   pthread_join(h->thread, NULL);
-  pthread_cond_destroy(&h->wake), pthread_cond_destroy(&h->done), pthread_mutex_destroy(&h->lock);
+  pthread_cond_destroy(&h->wake);
+  pthread_cond_destroy(&h->done);
+  pthread_mutex_destroy(&h->lock);
   free(h);
 }
 
-void tfx_ps_helper_run(ps_helper *h, ps_range_fn fn, void *ctx, size_t n) {
+void ps__helper_run(ps_helper *h, ps_range_fn fn, void *ctx, size_t n) {
   if (!h) {
     fn(ctx, 0, n);
     return;
   }
   pthread_mutex_lock(&h->lock);
-  h->fn = fn, h->ctx = ctx, h->n = n, h->open = 1, h->gen++;
+  h->fn = fn;
+  h->ctx = ctx;
+  h->n = n;
+  h->open = 1;
+  h->gen++;
   atomic_store(&h->next, 0);
   pthread_cond_signal(&h->wake);
   pthread_mutex_unlock(&h->lock);

@@ -8,9 +8,10 @@
 #include "nn/init.h"
 #include "ps/ps_impl.h"
 #include "ps/rowtable.h"
+#include "store/ckpt.h"
 #include "store/rowfile.h"
 
-int tfx_ps_lazy_make(ps_state *p, shard *s, const Tfx__Shard *m, tfx_err *err) {
+int ps__lazy_make(ps_state *p, shard *s, const Tfx__Shard *m, tfx_err *err) {
   const char *init = m->init && *m->init ? m->init : "zeros";
   int whole = m->row_begin == 0 && m->row_end == m->shape[0];
   if (m->n_shape != 2 || m->row_begin < 0 || m->row_end > m->shape[0] || m->row_begin >= m->row_end || m->mod_n < 0 ||
@@ -30,18 +31,19 @@ int tfx_ps_lazy_make(ps_state *p, shard *s, const Tfx__Shard *m, tfx_err *err) {
   if (!rc) {
     rc = tfx_rowtable_create(&acc, &s->acc_rows, err);
   }
-  s->mod_n = m->mod_n > 1 ? m->mod_n : 1, s->mod_r = m->mod_n > 1 ? m->mod_r : 0;
+  s->mod_n = m->mod_n > 1 ? m->mod_n : 1;
+  s->mod_r = m->mod_n > 1 ? m->mod_r : 0;
   s->count = 0;
   return rc;
 }
 
-void tfx_ps_lazy_free(shard *s) {
+void ps__lazy_free(shard *s) {
   tfx_rowtable_destroy(s->table);
   tfx_rowtable_destroy(s->acc_rows);
   s->table = s->acc_rows = NULL;
 }
 
-int tfx_ps_lazy_check(const shard *s, const Tfx__Tensor *t, tfx_err *err) {
+int ps__lazy_check(const shard *s, const Tfx__Tensor *t, tfx_err *err) {
   if (!t->n_rows) {
     return tfx_err_set(err, TFX_EINVAL, "table %s: pushed and pulled by rows only (a lazy table is never whole)",
                        s->var);
@@ -70,7 +72,7 @@ static void apply_row(const ps_state *p, const shard *s, float *row, const float
   tfx_optim_apply_rows(&p->opt, p->version, row, g, scale, slots, &first, 1, s->row_size);
 }
 
-int tfx_ps_lazy_apply(ps_state *p, shard *s, const float *g, const Tfx__Tensor *t) {
+int ps__lazy_apply(ps_state *p, shard *s, const float *g, const Tfx__Tensor *t) {
   for (size_t k = 0; k < t->n_rows; k++) {
     float *row = tfx_rowtable_touch(s->table, t->rows[k], p->version);
     if (!row) {
@@ -82,7 +84,7 @@ int tfx_ps_lazy_apply(ps_state *p, shard *s, const float *g, const Tfx__Tensor *
   return 0;
 }
 
-int tfx_ps_lazy_accumulate(shard *s, const float *g, const Tfx__Tensor *t) {
+int ps__lazy_accumulate(shard *s, const float *g, const Tfx__Tensor *t) {
   for (size_t k = 0; k < t->n_rows; k++) {
     float *sum = tfx_rowtable_touch(s->acc_rows, t->rows[k], 0);
     if (!sum) {
@@ -111,29 +113,30 @@ static int apply_sum(int64_t id, const float *sum, void *ctx) {
   return 0;
 }
 
-int tfx_ps_lazy_apply_accumulated(ps_state *p, shard *s, float scale) {
+int ps__lazy_apply_accumulated(ps_state *p, shard *s, float scale) {
   if (!tfx_rowtable_rows(s->acc_rows)) {
     return 0; /* nobody looked a row up this step: the table keeps its version */
   }
   acc_job job = {p, s, scale};
   int rc = tfx_rowtable_each(s->acc_rows, apply_sum, &job);
-  tfx_ps_lazy_clear_sum(s); /* the sum starts empty next step */
+  ps__lazy_clear_sum(s); /* the sum starts empty next step */
   s->changed = p->version + 1;
   return rc ? -1 : 0;
 }
 
-void tfx_ps_lazy_clear_sum(shard *s) {
+void ps__lazy_clear_sum(shard *s) {
   tfx_rowtable_evict(s->acc_rows, INT64_MAX);
 }
 
-void tfx_ps_lazy_gather(const shard *s, const Tfx__Tensor *t, float *out) {
+void ps__lazy_gather(const shard *s, const Tfx__Tensor *t, float *out) {
   for (size_t k = 0; k < t->n_rows; k++) {
     tfx_rowtable_read(s->table, t->rows[k], out + k * s->row_size);
   }
 }
 
-void tfx_ps_lazy_usage(const ps_state *p, size_t *rows, size_t *bytes) {
-  *rows = 0, *bytes = 0;
+void ps__lazy_usage(const ps_state *p, size_t *rows, size_t *bytes) {
+  *rows = 0;
+  *bytes = 0;
   for (int i = 0; i < p->n_shards; i++) {
     if (p->shards[i].table) {
       *rows += tfx_rowtable_rows(p->shards[i].table);
@@ -152,9 +155,10 @@ static int save_row(int64_t id, const float *row, void *ctx) {
   return tfx_rowfile_row(j->w, id, row, j->err);
 }
 
-int tfx_ps_lazy_save(ps_state *p, const char *dir, int64_t step, uint32_t *crc, uint64_t *bytes, tfx_err *err) {
+int ps__lazy_save(ps_state *p, const char *dir, int64_t step, uint32_t *crc, uint64_t *bytes, tfx_err *err) {
   int n = 0;
-  *crc = 0, *bytes = 0;
+  *crc = 0;
+  *bytes = 0;
   for (int i = 0; i < p->n_shards; i++) {
     n += p->shards[i].table != NULL;
   }
@@ -162,7 +166,7 @@ int tfx_ps_lazy_save(ps_state *p, const char *dir, int64_t step, uint32_t *crc, 
     return TFX_OK;
   }
   char path[1300];
-  snprintf(path, sizeof path, "%s/ps-%d.rows", dir, p->node->index);
+  tfx_ckpt_part_path(path, sizeof path, dir, p->node->index, TFX_CKPT_ROWS);
   tfx_rowfile *w;
   int rc = tfx_rowfile_create(path, step, n, &w, err);
   save_job job = {rc ? NULL : w, err};
@@ -226,7 +230,7 @@ static int restore_row(const char *table, int64_t ids, int row_floats, int64_t i
   return tfx_rowtable_put(s->table, id, row, j->err);
 }
 
-int tfx_ps_lazy_restore(ps_state *p, const char *dir, tfx_err *err) {
+int ps__lazy_restore(ps_state *p, const char *dir, tfx_err *err) {
   int lazy = 0;
   for (int i = 0; i < p->n_shards; i++) {
     lazy |= p->shards[i].table != NULL;
@@ -241,8 +245,7 @@ int tfx_ps_lazy_restore(ps_state *p, const char *dir, tfx_err *err) {
   restore_job job = {p, err, 0};
   int rc = TFX_OK, files = 0;
   for (struct dirent *e; !rc && (e = readdir(d));) {
-    size_t len = strlen(e->d_name);
-    if (strncmp(e->d_name, "ps-", 3) || len < 8 || strcmp(e->d_name + len - 5, ".rows")) {
+    if (tfx_ckpt_part_owner(e->d_name, TFX_CKPT_ROWS) < 0) {
       continue;
     }
     char path[1400];

@@ -4,12 +4,14 @@
 #include <cblas.h>
 #include <math.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "net/net.h"
 #include "nn/init.h"
@@ -23,16 +25,20 @@
 static void free_shards(ps_state *p) {
   for (int i = 0; i < p->n_shards; i++) {
     shard *s = &p->shards[i];
-    tfx_ps_vbuf_release(NULL, s->value);
-    free(s->slots[0]), free(s->slots[1]), free(s->acc), free(s->touched);
-    tfx_ps_lazy_free(s);
+    ps__vbuf_release(NULL, s->value);
+    free(s->slots[0]);
+    free(s->slots[1]);
+    free(s->acc);
+    free(s->touched);
+    ps__lazy_free(s);
   }
   free(p->shards);
   p->shards = NULL;
   p->n_shards = 0;
 }
 
-static int make_shard(ps_state *p, shard *s, const Tfx__Shard *m, tfx_err *err) {
+/* Checks a plan entry: float32, rank 1 to 4, rows inside dim 0, each dim >= 1 and the values within a frame. */
+static int check_plan_shard(const Tfx__Shard *m, tfx_err *err) {
   if (m->dtype && *m->dtype && strcmp(m->dtype, "float32")) {
     return tfx_err_set(err, TFX_EPROTO, "plan shard '%.64s': dtype '%.32s' (a ps holds float32 only)", m->key,
                        m->dtype);
@@ -49,21 +55,33 @@ static int make_shard(ps_state *p, shard *s, const Tfx__Shard *m, tfx_err *err) 
     }
     total *= (uint64_t)m->shape[d];
   }
+  return TFX_OK;
+}
+
+/* Makes shard s from plan entry m: its values from the initializer (or, lazy, row by row), slots and sync sums. */
+static int make_shard(ps_state *p, shard *s, const Tfx__Shard *m, tfx_err *err) {
+  int rc = check_plan_shard(m, err);
+  if (rc) {
+    return rc;
+  }
   snprintf(s->key, sizeof s->key, "%s", m->key);
   snprintf(s->var, sizeof s->var, "%s", m->var);
   s->rank = (int)m->n_shape;
   size_t row = 1;
   for (int d = 0; d < s->rank; d++) {
-    s->shape[d] = m->shape[d], row *= d ? (size_t)m->shape[d] : 1;
+    s->shape[d] = m->shape[d];
+    row *= d ? (size_t)m->shape[d] : 1;
   }
-  s->row_begin = m->row_begin, s->row_end = m->row_end, s->trainable = m->trainable;
+  s->row_begin = m->row_begin;
+  s->row_end = m->row_end;
+  s->trainable = m->trainable;
   s->row_size = row;
   s->count = m->lazy ? 0 : row * (size_t)(m->row_end - m->row_begin);
-  if (!(s->value = tfx_ps_vbuf_create(s->count))) {
+  if (!(s->value = ps__vbuf_create(s->count))) {
     return tfx_err_set(err, TFX_ENOMEM, "out of memory for '%s'", s->key);
   }
   if (m->lazy) {
-    return tfx_ps_lazy_make(p, s, m, err);
+    return ps__lazy_make(p, s, m, err);
   }
   for (int k = 0; k < tfx_optim_slots(&p->opt); k++) {
     if (!(s->slots[k] = calloc(s->count, sizeof(float)))) {
@@ -159,16 +177,41 @@ static int restore_from(ps_state *p, const tfx_ckpt *c, const char *path, char *
   return rc;
 }
 
+/* Whether a dense shard is not restored yet (done[i] == 0). */
+static int missing(const ps_state *p, const char *done) {
+  for (int i = 0; i < p->n_shards; i++) {
+    if (!p->shards[i].table && !done[i]) {
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/* Restores the shards not yet done from the other files of checkpoint dir (a plan of another ps count: the
+ * manifest lists every file of the checkpoint, and gives *step). */
+static int restore_others(ps_state *p, const char *dir, int own, char *done, int64_t *step, tfx_err *err) {
+  char file[1300];
+  int nps = 0, rc = tfx_ckpt_verify(dir, step, &nps, err);
+  for (int k = 0; !rc && k < nps; k++) {
+    tfx_ckpt_part_path(file, sizeof file, dir, k, TFX_CKPT_SHARD);
+    tfx_ckpt *c = NULL;
+    if (k != own && !(rc = tfx_ckpt_read(file, &c, err))) {
+      rc = restore_from(p, c, file, done, err);
+    }
+    tfx_ckpt_destroy(c);
+  }
+  return rc;
+}
+
 /* Restores every shard from the checkpoint of path (DIR/ps-K.shard): from this ps's own file, then, for a plan
  * of another ps count, from the files of the others (a shard's key and slice do not depend on the ps count, only
  * which ps holds it); lazy tables from the row files. */
 static int restore_shards(ps_state *p, const char *path, tfx_err *err) {
-  char dir[1200], file[1300];
+  char dir[1200];
   const char *slash = strrchr(path, '/');
   snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) : 1, slash ? path : ".");
   int64_t step = 0;
-  int nps = 0, own = -1, rc = TFX_OK;
-  sscanf(slash ? slash + 1 : path, "ps-%d.shard", &own);
+  int own = tfx_ckpt_part_owner(path, TFX_CKPT_SHARD), rc = TFX_OK;
   char *done = calloc((size_t)p->n_shards + 1, 1);
   if (!done) {
     return tfx_err_set(err, TFX_ENOMEM, "out of memory");
@@ -176,24 +219,13 @@ static int restore_shards(ps_state *p, const char *path, tfx_err *err) {
   if (access(path, F_OK) == 0) { /* this ps's own file first: all it needs under the same ps count */
     tfx_ckpt *c = NULL;
     if (!(rc = tfx_ckpt_read(path, &c, err))) {
-      step = c->step, rc = restore_from(p, c, path, done, err);
+      step = c->step;
+      rc = restore_from(p, c, path, done, err);
     }
     tfx_ckpt_destroy(c);
   }
-  int missing = 0;
-  for (int i = 0; i < p->n_shards; i++) {
-    missing |= !p->shards[i].table && !done[i];
-  }
-  if (!rc && missing) { /* another ps count: the manifest lists every file of the checkpoint */
-    rc = tfx_ckpt_verify(dir, &step, &nps, err);
-  }
-  for (int k = 0; !rc && missing && k < nps; k++) {
-    snprintf(file, sizeof file, "%s/ps-%d.shard", dir, k);
-    tfx_ckpt *c = NULL;
-    if (k != own && !(rc = tfx_ckpt_read(file, &c, err))) {
-      rc = restore_from(p, c, file, done, err);
-    }
-    tfx_ckpt_destroy(c);
+  if (!rc && missing(p, done)) {
+    rc = restore_others(p, dir, own, done, &step, err);
   }
   for (int i = 0; !rc && i < p->n_shards; i++) {
     if (!p->shards[i].table && !done[i]) {
@@ -202,7 +234,7 @@ static int restore_shards(ps_state *p, const char *path, tfx_err *err) {
   }
   free(done);
   if (!rc) {
-    rc = tfx_ps_lazy_restore(p, dir, err);
+    rc = ps__lazy_restore(p, dir, err);
   }
   for (int i = 0; !rc && i < p->n_shards; i++) {
     p->shards[i].changed = step;
@@ -225,7 +257,8 @@ static int handle_init(ps_state *p, const tfx_envelope *e, tfx_err *err) {
   ps_state next = *p;
   next.cfg = cfg;
   tfx_optim_init(&next.opt, &cfg);
-  next.n_shards = 0, next.version = 0;
+  next.n_shards = 0;
+  next.version = 0;
   if (!(next.shards = calloc(e->n_shards ? e->n_shards : 1, sizeof *next.shards))) {
     return tfx_err_set(err, TFX_ENOMEM, "out of memory");
   }
@@ -240,12 +273,16 @@ static int handle_init(ps_state *p, const tfx_envelope *e, tfx_err *err) {
     free_shards(&next);
     return rc;
   }
-  tfx_ps_fail_pending(p, "the ps was re-initialized (rolled back to a checkpoint)");
+  ps__fail_pending(p, "the ps was re-initialized (rolled back to a checkpoint)");
   free_shards(p);
-  p->cfg = next.cfg, p->opt = next.opt, p->shards = next.shards, p->n_shards = next.n_shards, p->version = next.version;
-  tfx_ps_sync_reset(p, (int)e->flag);
+  p->cfg = next.cfg;
+  p->opt = next.opt;
+  p->shards = next.shards;
+  p->n_shards = next.n_shards;
+  p->version = next.version;
+  ps__sync_reset(p, (int)e->flag);
   p->initialized = 1;
-  tfx_log(TFX_LOG_INFO, "PS-INIT", "%d shard(s), %zu bytes, mode %s, step %lld%s%s", p->n_shards, tfx_ps_bytes(p),
+  tfx_log(TFX_LOG_INFO, "PS-INIT", "%d shard(s), %zu bytes, mode %s, step %lld%s%s", p->n_shards, ps__bytes(p),
           tfx_config_choice_name("training.mode", cfg.mode), (long long)p->version,
           e->path && *e->path ? " restored from " : "", e->path ? e->path : "");
   return TFX_OK;
@@ -254,36 +291,69 @@ static int handle_init(ps_state *p, const tfx_envelope *e, tfx_err *err) {
 static int reply_simple(ps_state *p, const tfx_inmsg *m, int64_t step, int64_t flag, const char *path, tfx_err *err) {
   tfx_envelope env;
   tfx_reply_init(&env, m);
-  env.step = step, env.flag = flag, env.path = (char *)(path ? path : "");
+  env.step = step;
+  env.flag = flag;
+  env.path = (char *)(path ? path : "");
   return tfx_wire_send(p->sock, &m->identity, &env, NULL, 0, err);
 }
 
+#define STAT_KEY(kind, field, key, metric, help, type) key,
+#define STAT_METRIC(kind, field, key, metric, help, type) metric,
+#define STAT_HELP(kind, field, key, metric, help, type) help,
+#define STAT_TYPE(kind, field, key, metric, help, type) type,
+#define STAT_AT(kind, field, key, metric, help, type) offsetof(ps_shown, field),
+#define STAT_COPY_COUNT(field) s->field = (double)p->stats.field;
+#define STAT_COPY_SHOWN(field)
+#define STAT_COPY(kind, field, key, metric, help, type) STAT_COPY_##kind(field)
+enum { N_STATS = sizeof(ps_shown) / sizeof(double) };
+static const char *const stat_keys[N_STATS] = {PS_STATS(STAT_KEY)};
+static const char *const stat_metrics[N_STATS] = {PS_STATS(STAT_METRIC)};
+static const char *const stat_helps[N_STATS] = {PS_STATS(STAT_HELP)};
+static const char *const stat_types[N_STATS] = {PS_STATS(STAT_TYPE)};
+static const size_t stat_at[N_STATS] = {PS_STATS(STAT_AT)};
+
+/* Statistic i of PS_STATS as shown in s. */
+static double stat_value(const ps_shown *s, int i) {
+  double v;
+  memcpy(&v, (const char *)s + stat_at[i], sizeof v);
+  return v;
+}
+
+static double uptime_s(int64_t start_ms) {
+  return (double)(tfx_now_ms() - start_ms) / 1000.0;
+}
+
+/* The values of every statistic of PS_STATS, as of now. */
+static void snapshot(const ps_state *p, ps_shown *s) {
+  PS_STATS(STAT_COPY)
+  s->uptime = uptime_s(p->start_ms);
+  s->shards = p->n_shards;
+  s->bytes = (double)ps__bytes(p);
+  s->version = (double)p->version;
+  s->busy_us_per_message = p->stats.handled ? p->stats.busy_us / (double)p->stats.handled : 0;
+  s->busy_seconds = p->stats.busy_us / 1e6;
+}
+
 static int handle_status(ps_state *p, const tfx_inmsg *m, tfx_err *err) {
-  enum { N_STATS = 12 };
-  const char *names[N_STATS] = {"uptime_s",     "shards",       "bytes",      "pushes_applied", "stale_dropped",
-                                "rejected",     "pulls_served", "bad_frames", "version",        "busy_us_per_message",
-                                "nan_rejected", "nan_skipped"};
-  double vals[] = {(tfx_now_ms() - p->start_ms) / 1000.0,
-                   p->n_shards,
-                   (double)tfx_ps_bytes(p),
-                   (double)p->stats.applied,
-                   (double)p->stats.stale,
-                   (double)p->stats.rejected,
-                   (double)p->stats.pulls,
-                   (double)p->stats.bad_frames,
-                   (double)p->version,
-                   p->stats.handled ? p->stats.busy_us / (double)p->stats.handled : 0,
-                   (double)p->stats.nan_rejected,
-                   (double)p->stats.nan_skipped};
+  ps_shown s;
+  snapshot(p, &s);
   Tfx__KeyValue kv[N_STATS], *kvp[N_STATS];
+  size_t n = 0;
   for (int i = 0; i < N_STATS; i++) {
-    tfx__key_value__init(&kv[i]);
-    kv[i].key = (char *)names[i], kv[i].value = vals[i], kvp[i] = &kv[i];
+    if (stat_keys[i]) {
+      tfx__key_value__init(&kv[n]);
+      kv[n].key = (char *)stat_keys[i];
+      kv[n].value = stat_value(&s, i);
+      kvp[n] = &kv[n];
+      n++;
+    }
   }
   tfx_envelope env;
   tfx_reply_init(&env, m);
   env.text = (char *)(p->initialized ? "serving" : "waiting-for-plan");
-  env.step = p->version, env.stats = kvp, env.n_stats = N_STATS;
+  env.step = p->version;
+  env.stats = kvp;
+  env.n_stats = n;
   return tfx_wire_send(p->sock, &m->identity, &env, NULL, 0, err);
 }
 
@@ -309,24 +379,18 @@ static int handle(ps_state *p, tfx_inmsg *m, tfx_err *err) {
   }
   switch (e->type) {
     case TFX__MSG_TYPE__MSG_PULL:
-      return tfx_ps_pull(p, m, err);
+      return ps__pull(p, m, err);
     case TFX__MSG_TYPE__MSG_PUSH:
-      return tfx_ps_push(p, m, err);
+      return ps__push(p, m, err);
     case TFX__MSG_TYPE__MSG_CHECKPOINT:
-      return tfx_ps_checkpoint_request(p, m, err);
+      return ps__checkpoint_request(p, m, err);
     default:
       return tfx_err_set(err, TFX_EPROTO, "message type %d is not for a ps", e->type);
   }
 }
 
-static double now_us(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
-
 static void serve_one(ps_state *p) {
-  double t0 = now_us();
+  double t0 = tfx_now_us();
   tfx_inmsg m;
   tfx_err err;
   tfx_err_clear(&err);
@@ -352,19 +416,18 @@ static void serve_one(ps_state *p) {
     tfx_server_reply_error(p->sock, &m, rc, err.msg, NULL);
   }
   tfx_inmsg_fini(&m);
-  p->stats.busy_us += now_us() - t0;
+  p->stats.busy_us += tfx_now_us() - t0;
   p->stats.handled++;
 }
 
 /* Copies the state the HTTP thread shows. */
 static void publish(ps_state *p) {
   ps_view *v = &p->view;
+  ps_shown s;
+  snapshot(p, &s);
   pthread_mutex_lock(&v->lock);
-  v->version = p->version, v->shards = p->n_shards, v->initialized = p->initialized, v->bytes = (double)tfx_ps_bytes(p);
-  v->applied = (double)p->stats.applied, v->stale = (double)p->stats.stale, v->rejected = (double)p->stats.rejected;
-  v->pulls = (double)p->stats.pulls, v->bad_frames = (double)p->stats.bad_frames, v->busy_us = p->stats.busy_us;
-  v->handled = (double)p->stats.handled;
-  v->nan_rejected = (double)p->stats.nan_rejected, v->nan_skipped = (double)p->stats.nan_skipped;
+  v->initialized = p->initialized;
+  v->shown = s;
   pthread_mutex_unlock(&v->lock);
 }
 
@@ -376,34 +439,41 @@ static char *render(const char *path, const char **type, void *ctx) {
   pthread_mutex_lock(&v->lock);
   if (!strcmp(path, "/metrics")) {
     *type = "text/plain; version=0.0.4; charset=utf-8";
-    tfx_prom_metric(&t, "tfx_ps_version", "Updates applied to this ps's variables (its step).", "gauge", "ps", i,
-                    (double)v->version);
-    tfx_prom_metric(&t, "tfx_ps_shards", "Variables or slices held.", "gauge", "ps", i, v->shards);
-    tfx_prom_metric(&t, "tfx_ps_bytes", "Bytes of variable values held.", "gauge", "ps", i, v->bytes);
-    tfx_prom_metric(&t, "tfx_ps_pushes_applied_total", "Gradient pushes applied.", "counter", "ps", i, v->applied);
-    tfx_prom_metric(&t, "tfx_ps_stale_dropped_total", "Stale or duplicate gradients dropped.", "counter", "ps", i,
-                    v->stale);
-    tfx_prom_metric(&t, "tfx_ps_rejected_total", "Requests rejected (bad names, shapes, NaN).", "counter", "ps", i,
-                    v->rejected);
-    tfx_prom_metric(&t, "tfx_ps_nan_rejected_total", "Pushes rejected for NaN/Inf (training.nan_policy = reject).",
-                    "counter", "ps", i, v->nan_rejected);
-    tfx_prom_metric(&t, "tfx_ps_nan_skipped_total", "Pushes skipped for NaN/Inf (training.nan_policy = skip).",
-                    "counter", "ps", i, v->nan_skipped);
-    tfx_prom_metric(&t, "tfx_ps_pulls_served_total", "Pulls answered.", "counter", "ps", i, v->pulls);
-    tfx_prom_metric(&t, "tfx_ps_bad_frames_total", "Malformed frames dropped.", "counter", "ps", i, v->bad_frames);
-    tfx_prom_metric(&t, "tfx_ps_busy_seconds_total", "Time spent handling messages.", "counter", "ps", i,
-                    v->busy_us / 1e6);
-    tfx_prom_metric(&t, "tfx_ps_messages_total", "Messages handled.", "counter", "ps", i, v->handled);
-    tfx_prom_metric(&t, "tfx_uptime_seconds", "Seconds since the process started.", "gauge", "ps", i,
-                    (double)(tfx_now_ms() - v->start_ms) / 1000.0);
+    ps_shown s = v->shown;
+    s.uptime = uptime_s(v->start_ms); /* as of this request, not of the last publish */
+    for (int k = 0; k < N_STATS; k++) {
+      if (stat_metrics[k]) {
+        tfx_prom_metric(&t, stat_metrics[k], stat_helps[k], stat_types[k], "ps", i, stat_value(&s, k));
+      }
+    }
   } else if (!strcmp(path, "/status")) {
     *type = "application/json";
     tfx_text_put(
         &t, "{\"role\": \"ps\", \"index\": %d, \"state\": \"%s\", \"step\": %lld, \"shards\": %d, \"bytes\": %.0f}\n",
-        i, v->initialized ? "serving" : "waiting-for-plan", (long long)v->version, v->shards, v->bytes);
+        i, v->initialized ? "serving" : "waiting-for-plan", (long long)v->shown.version, (int)v->shown.shards,
+        v->shown.bytes);
   }
   pthread_mutex_unlock(&v->lock);
   return t.s;
+}
+
+/* The poll loop: serves messages, expires parked pulls every 100 ms, publishes the view, until STOP or SIGTERM. */
+static void serve(ps_state *p) {
+  while (!p->stopping && !tfx_stop_requested()) {
+    zmq_pollitem_t item = {p->sock, 0, ZMQ_POLLIN, 0};
+    int ready = zmq_poll(&item, 1, 100);
+    if (ready > 0) {
+      serve_one(p);
+    }
+    ps__expire_pulls(p);
+    publish(p);
+    if (p->initialized) {
+      tfx_notify_status("ps %d: step %lld, %d shard(s), %llu pushes applied", p->node->index, (long long)p->version,
+                        p->n_shards, (unsigned long long)p->stats.applied);
+    } else {
+      tfx_notify_watchdog();
+    }
+  }
 }
 
 int tfx_ps_run(tfx_node *n, tfx_err *err) {
@@ -428,21 +498,7 @@ int tfx_ps_run(tfx_node *n, tfx_err *err) {
   }
   tfx_log(TFX_LOG_INFO, "PS-START", "listening on %s", ep);
   tfx_notify_ready("ps: waiting for the plan");
-  while (!p.stopping && !tfx_stop_requested()) {
-    zmq_pollitem_t item = {p.sock, 0, ZMQ_POLLIN, 0};
-    int ready = zmq_poll(&item, 1, 100);
-    if (ready > 0) {
-      serve_one(&p);
-    }
-    tfx_ps_expire_pulls(&p);
-    publish(&p);
-    if (p.initialized) {
-      tfx_notify_status("ps %d: step %lld, %d shard(s), %llu pushes applied", n->index, (long long)p.version,
-                        p.n_shards, (unsigned long long)p.stats.applied);
-    } else {
-      tfx_notify_watchdog();
-    }
-  }
+  serve(&p);
   tfx_notify_stopping();
   tfx_log(TFX_LOG_INFO, "PS-STOP",
           "stopping at step %lld: %llu pushes applied, %llu stale dropped, %llu rejected, %llu copied on write",
@@ -450,8 +506,10 @@ int tfx_ps_run(tfx_node *n, tfx_err *err) {
           (unsigned long long)p.stats.rejected, (unsigned long long)p.stats.cow_copies);
   tfx_http_stop(p.http);
   pthread_mutex_destroy(&p.view.lock);
-  tfx_ps_drop_pending(&p);
-  tfx_ps_helper_destroy(p.helper);
+  ps__drop_pending(&p);
+  ps__ckpt_drop(&p);
+  ps__push_free_scratch(&p);
+  ps__helper_destroy(p.helper);
   tfx_net_close(p.sock);
   free_shards(&p);
   return TFX_OK;

@@ -1,4 +1,6 @@
-/* Declarations private to src/ps: shard and server state, and the update / pull / checkpoint handlers. */
+/* Declarations private to src/ps (the ps__ tier: no other room may call them): shard and server state, the
+ * statistics list, the push / pull / checkpoint handlers and the decisions of rules.c. One thread (the ps's) uses
+ * all of it; helper.c's thread only runs the range jobs it is handed. */
 #ifndef TFX_PS_IMPL_H
 #define TFX_PS_IMPL_H
 
@@ -12,6 +14,8 @@
 #include "ps/ps.h"
 
 #define PS_MAX_WORKERS 1024
+/* Pulls (and push-pull replies) parked at once, at most. */
+#define PS_MAX_PARKED (4 * PS_MAX_WORKERS)
 /* Floats: with training.ps_apply_threads = 2, tensors this large are scanned and updated by two threads. */
 #define PS_PARALLEL_MIN (256 * 1024)
 /* Bytes: async SGD updates of shards this large take the one-pass path (check and update in one sweep, written
@@ -23,7 +27,7 @@ typedef struct ps_helper ps_helper;
 typedef void (*ps_range_fn)(void *ctx, size_t begin, size_t end);
 
 /* A shard's values: reference-counted (a reply sends them in place), in memory of their own or in a received
- * gradient frame that became the shard's values (frame_owned; see tfx_ps_vbuf_adopt). */
+ * gradient frame that became the shard's values (frame_owned; see ps__vbuf_adopt). */
 typedef struct vbuf {
   atomic_int refs;
   int frame_owned;
@@ -62,12 +66,44 @@ typedef struct pending_pull {
   size_t n_want;
 } pending_pull;
 
+/* Every statistic of the ps, once, in the order of its status reply: kind (COUNT: a counter in ps_state.stats,
+ * bumped where it happens; SHOWN: worked out when shown, in ps.c), field, status key (NULL: not in the status),
+ * /metrics name, help and type (NULL: not in /metrics). It makes the counters, the status and /metrics. */
+#define PS_STATS(X)                                                                                                  \
+  X(SHOWN, uptime, "uptime_s", "tfx_uptime_seconds", "Seconds since the process started.", "gauge")                  \
+  X(SHOWN, shards, "shards", "tfx_ps_shards", "Variables or slices held.", "gauge")                                  \
+  X(SHOWN, bytes, "bytes", "tfx_ps_bytes", "Bytes of variable values held.", "gauge")                                \
+  X(COUNT, applied, "pushes_applied", "tfx_ps_pushes_applied_total", "Gradient pushes applied.", "counter")          \
+  X(COUNT, stale, "stale_dropped", "tfx_ps_stale_dropped_total", "Stale or duplicate gradients dropped.", "counter") \
+  X(COUNT, rejected, "rejected", "tfx_ps_rejected_total", "Requests rejected (bad names, shapes, NaN).", "counter")  \
+  X(COUNT, pulls, "pulls_served", "tfx_ps_pulls_served_total", "Pulls answered.", "counter")                         \
+  X(COUNT, bad_frames, "bad_frames", "tfx_ps_bad_frames_total", "Malformed frames dropped.", "counter")              \
+  X(SHOWN, version, "version", "tfx_ps_version", "Updates applied to this ps's variables (its step).", "gauge")      \
+  X(SHOWN, busy_us_per_message, "busy_us_per_message", NULL, NULL, NULL)                                             \
+  X(COUNT, nan_rejected, "nan_rejected", "tfx_ps_nan_rejected_total",                                                \
+    "Pushes rejected for NaN/Inf (training.nan_policy = reject).", "counter")                                        \
+  X(COUNT, nan_skipped, "nan_skipped", "tfx_ps_nan_skipped_total",                                                   \
+    "Pushes skipped for NaN/Inf (training.nan_policy = skip).", "counter")                                           \
+  X(SHOWN, busy_seconds, NULL, "tfx_ps_busy_seconds_total", "Time spent handling messages.", "counter")              \
+  X(COUNT, handled, NULL, "tfx_ps_messages_total", "Messages handled.", "counter")                                   \
+  X(COUNT, cow_copies, NULL, NULL, NULL, NULL)
+
+/* The counters of PS_STATS (uint64_t each). */
+#define PS_STAT_COUNTER_COUNT(field) uint64_t field;
+#define PS_STAT_COUNTER_SHOWN(field)
+#define PS_STAT_COUNTER(kind, field, key, metric, help, type) PS_STAT_COUNTER_##kind(field)
+/* The values of PS_STATS as shown (double each). */
+#define PS_STAT_SHOWN(kind, field, key, metric, help, type) double field;
+typedef struct ps_shown {
+  PS_STATS(PS_STAT_SHOWN)
+} ps_shown;
+
 /* What the HTTP thread reads (under lock), copied from the ps's state after every message. */
 typedef struct ps_view {
   pthread_mutex_t lock;
-  int64_t version, start_ms;
-  int shards, initialized;
-  double bytes, applied, stale, rejected, pulls, bad_frames, busy_us, handled, nan_rejected, nan_skipped;
+  int64_t start_ms;
+  int initialized;
+  ps_shown shown;
 } ps_view;
 
 typedef struct ps_state {
@@ -80,7 +116,6 @@ typedef struct ps_state {
   int n_shards;
   int64_t version, start_ms;
   int n_workers, replicas, n_acc, n_grads; /* sync: arrivals this step; of them, gradients accumulated */
-  int push_nan;                            /* the push being handled carries NaN/Inf (set by its checks) */
   uint8_t contributed[PS_MAX_WORKERS];
   int64_t clock[PS_MAX_WORKERS];
   pending_pull *pending;
@@ -96,87 +131,144 @@ typedef struct ps_state {
   struct tfx_http *http;
   size_t scratch_size;
   struct {
-    uint64_t applied, stale, rejected, pulls, bad_frames, cow_copies, handled;
-    uint64_t nan_rejected, nan_skipped; /* pushes with NaN/Inf, by training.nan_policy */
-    double busy_us;                     /* time spent handling messages (decode to reply sent) */
+    PS_STATS(PS_STAT_COUNTER)
+    double busy_us; /* time spent handling messages (decode to reply sent) */
   } stats;
 } ps_state;
 
-/* Starts the helper thread; caller owns; free with tfx_ps_helper_destroy. NULL when no thread can be made. */
-ps_helper *tfx_ps_helper_create(void);
+/* Starts the helper thread; caller owns; free with ps__helper_destroy. NULL when no thread can be made. */
+ps_helper *ps__helper_create(void);
 /* Stops and frees the helper; NULL does nothing. */
-void tfx_ps_helper_destroy(ps_helper *h);
+void ps__helper_destroy(ps_helper *h);
 /* Runs fn over [0, n) in chunks shared by this thread and the helper (all here when h is NULL); returns when
  * every chunk is done. ctx is borrowed until return; fn must be safe to run on two disjoint ranges at once. */
-void tfx_ps_helper_run(ps_helper *h, ps_range_fn fn, void *ctx, size_t n);
+void ps__helper_run(ps_helper *h, ps_range_fn fn, void *ctx, size_t n);
 /* Wraps a received frame (moved out of *frame, which is left empty) as a value buffer with one reference;
- * caller owns; release with tfx_ps_vbuf_release. NULL when out of memory (*frame is then untouched). */
-vbuf *tfx_ps_vbuf_adopt(zmq_msg_t *frame);
-/* A buffer of count floats with one reference; caller owns; release with tfx_ps_vbuf_release. NULL when out of
+ * caller owns; release with ps__vbuf_release. NULL when out of memory (*frame is then untouched). */
+vbuf *ps__vbuf_adopt(zmq_msg_t *frame);
+/* A buffer of count floats with one reference; caller owns; release with ps__vbuf_release. NULL when out of
  * memory. */
-vbuf *tfx_ps_vbuf_create(size_t count);
+vbuf *ps__vbuf_create(size_t count);
 /* Drops one reference of a value buffer (also ZeroMQ's free callback of a reply sent in place). */
-void tfx_ps_vbuf_release(void *data, void *hint);
+void ps__vbuf_release(void *data, void *hint);
 /* Makes a shard's value buffer private (copy on write) before an update; -1 when out of memory. */
-int tfx_ps_own_value(ps_state *p, shard *s);
+int ps__own_value(ps_state *p, shard *s);
 /* Bytes of variable values held. */
-size_t tfx_ps_bytes(const ps_state *p);
+size_t ps__bytes(const ps_state *p);
 /* The shard with this key (borrowed), or NULL. */
-shard *tfx_ps_find(ps_state *p, const char *key);
+shard *ps__find(ps_state *p, const char *key);
 /* Replies to a pull with the values of the named shards (all if none named), sent in place; with changed_only,
  * non-trainable shards never assigned are left out; with since >= 0 (at most the version), shards unchanged since
  * that version are left out. Lazy tables are never sent whole: the rows of each want (Envelope.want) are. */
-int tfx_ps_send_values(ps_state *p, const zmq_msg_t *identity, uint64_t request_id, char **names, size_t n_names,
-                       int changed_only, int64_t since, Tfx__Tensor *const *want, size_t n_want, tfx_err *err);
+int ps__send_values(ps_state *p, const zmq_msg_t *identity, uint64_t request_id, char **names, size_t n_names,
+                    int changed_only, int64_t since, Tfx__Tensor *const *want, size_t n_want, tfx_err *err);
 /* The Envelope.since of a request as a version, or -1 when absent (or out of range). */
-int64_t tfx_ps_since(const tfx_envelope *e);
+int64_t ps__since(const tfx_envelope *e);
 /* Marks a shard changed by an update made now (see shard.changed). */
-void tfx_ps_touch(ps_state *p, shard *s);
+void ps__touch(ps_state *p, shard *s);
 /* Replies to one part of a push-pull with the current values of the ranges it pushed (checked by the caller),
  * sent in place. */
-int tfx_ps_send_ranges(ps_state *p, const tfx_inmsg *m, tfx_err *err);
+int ps__send_ranges(ps_state *p, const tfx_inmsg *m, tfx_err *err);
+/* The ps's decisions that need no socket (rules.c). */
+
+/* Whether the experiment's training.mode is sync / ssp. */
+int ps__is_sync(const ps_state *p);
+int ps__is_ssp(const ps_state *p);
+/* Whether a push is one of several messages of one push-pull (its tensors may then be element ranges). */
+int ps__is_part(const tfx_envelope *e);
+/* Whether a push completes a worker's step: a whole push, or the last part of one. */
+int ps__completes_step(const tfx_envelope *e);
+/* The slowest worker's clock (ssp). */
+int64_t ps__min_clock(const ps_state *p);
+/* The worker index of a request, or -1 for anyone else (the master's evaluation pulls are not clocked). */
+int ps__worker_of(const tfx_envelope *e);
+/* Whether a pull may be answered now: the version reached min_version and, in ssp, the worker is within
+ * `staleness` steps of the slowest. */
+int ps__pull_ready(const ps_state *p, int64_t min_version, int worker);
+/* Whether worker w already counts in the current sync step. */
+int ps__sync_contributed(const ps_state *p, int w);
+/* Starts sync counting and worker clocks afresh for n_workers workers (1 when out of range): a step takes
+ * training.replicas_to_aggregate arrivals, or one per worker; every clock starts at the version. */
+void ps__sync_start(ps_state *p, int n_workers);
+/* What a sync push tagged with `step` from worker w is: ahead of the ps (an error), stale (an older step, or the
+ * worker's second push of this step: dropped and counted) or fresh (accumulated). */
+typedef enum ps_sync_verdict {
+  PS_SYNC_VERDICT_FRESH,
+  PS_SYNC_VERDICT_STALE,
+  PS_SYNC_VERDICT_AHEAD,
+} ps_sync_verdict;
+ps_sync_verdict ps__sync_verdict(const ps_state *p, int64_t step, int w);
+/* Counts worker w's arrival in the current sync step; 1 when it completes the step (replicas arrivals). */
+int ps__sync_arrive(ps_state *p, int w);
+/* The factor that averages a sync step's n_grads summed gradients (0 for none: every arrival was skipped). */
+float ps__sync_scale(int n_grads);
+/* Ends a sync step once applied: the version and pushes_applied move, and counting starts afresh. */
+void ps__sync_end_step(ps_state *p);
+/* Moves worker w's clock (async and ssp: one push done); anyone else (w out of range) has none. */
+void ps__clock_tick(ps_state *p, int w);
+/* The parked-pull array's next capacity after cap, or 0 when it would pass PS_MAX_PARKED. */
+int ps__park_capacity(int cap);
+/* The version a push-pull's reply waits for: the step it completes (sync), or none (async, ssp: the latest). */
+int64_t ps__push_pull_version(const ps_state *p, const tfx_envelope *e);
+/* Whether a parked checkpoint is due: the version is at its step (in async and ssp: or past it). */
+int ps__ckpt_due(const ps_state *p);
+/* Whether an async push arrives after the run's last step (max_steps): nothing is applied, so two workers
+ * finishing together do not take the ps one step past the end; the reply still carries the values. */
+int ps__past_the_end(const ps_state *p, const tfx_envelope *e);
+
+/* Parks a pull (or a push-pull's reply, changed_only) until the version reaches min_version (and, in ssp, the
+ * worker is within the bound), when ps__service answers it, or its deadline passes. Copies what it keeps of m. */
+int ps__park(ps_state *p, tfx_inmsg *m, int64_t min_version, int changed_only, tfx_err *err);
+/* After an update: writes a parked checkpoint that became due, then answers parked pulls that became ready. */
+void ps__service(ps_state *p);
+/* Writes the parked checkpoint if the version reached its step (in async and ssp: or passed it). */
+void ps__ckpt_service(ps_state *p);
 /* Resets the sync accumulators and worker clocks for n_workers workers. */
-void tfx_ps_sync_reset(ps_state *p, int n_workers);
+void ps__sync_reset(ps_state *p, int n_workers);
 /* MSG_PULL: answers now, or parks the request until its version (or the staleness bound) is reached. */
-int tfx_ps_pull(ps_state *p, tfx_inmsg *m, tfx_err *err);
+int ps__pull(ps_state *p, tfx_inmsg *m, tfx_err *err);
 /* MSG_PUSH: validates every tensor first, then accumulates (sync) or applies (async, ssp). */
-int tfx_ps_push(ps_state *p, tfx_inmsg *m, tfx_err *err);
+int ps__push(ps_state *p, tfx_inmsg *m, tfx_err *err);
 /* MSG_CHECKPOINT: writes the shard once the version reaches the requested step. */
-int tfx_ps_checkpoint_request(ps_state *p, tfx_inmsg *m, tfx_err *err);
+int ps__checkpoint_request(ps_state *p, tfx_inmsg *m, tfx_err *err);
 /* Answers parked pulls whose deadline passed with TFX_EPEER. */
-void tfx_ps_expire_pulls(ps_state *p);
+void ps__expire_pulls(ps_state *p);
 /* Answers every parked pull with TFX_ESTATE and the text (re-initialization). */
-void tfx_ps_fail_pending(ps_state *p, const char *text);
-/* Drops every parked request (shutdown). */
-void tfx_ps_drop_pending(ps_state *p);
+void ps__fail_pending(ps_state *p, const char *text);
+/* Drops every parked pull (shutdown). */
+void ps__drop_pending(ps_state *p);
+/* Drops a parked checkpoint request unanswered (shutdown). */
+void ps__ckpt_drop(ps_state *p);
+/* Frees the buffer misaligned gradients are copied into (shutdown). */
+void ps__push_free_scratch(ps_state *p);
 
 /* Lazy tables (lazy.c): embedding tables held row by row (ps/rowtable.h), pushed and pulled by rows only. */
 
 /* Makes shard s a lazy table from its plan entry (count 0, an empty value buffer); TFX_EPROTO for a bad entry. */
-int tfx_ps_lazy_make(ps_state *p, shard *s, const Tfx__Shard *m, tfx_err *err);
+int ps__lazy_make(ps_state *p, shard *s, const Tfx__Shard *m, tfx_err *err);
 /* Frees a lazy shard's tables; a dense shard is left alone. */
-void tfx_ps_lazy_free(shard *s);
+void ps__lazy_free(shard *s);
 /* Checks a pushed tensor (or a requested one, with nbytes 0) against a lazy shard: rows given, each an id this
  * ps holds, ascending and unique, and nbytes of that many rows. Names the table and the id. */
-int tfx_ps_lazy_check(const shard *s, const Tfx__Tensor *t, tfx_err *err);
+int ps__lazy_check(const shard *s, const Tfx__Tensor *t, tfx_err *err);
 /* Applies a row-sparse gradient to the listed rows at once (async); -1 when out of memory. */
-int tfx_ps_lazy_apply(ps_state *p, shard *s, const float *g, const Tfx__Tensor *t);
+int ps__lazy_apply(ps_state *p, shard *s, const float *g, const Tfx__Tensor *t);
 /* Adds a row-sparse gradient into the sync step's summed rows; -1 when out of memory. */
-int tfx_ps_lazy_accumulate(shard *s, const float *g, const Tfx__Tensor *t);
+int ps__lazy_accumulate(shard *s, const float *g, const Tfx__Tensor *t);
 /* Applies the sync step's summed rows, scaled, to the table and empties the sum; -1 when out of memory. */
-int tfx_ps_lazy_apply_accumulated(ps_state *p, shard *s, float scale);
+int ps__lazy_apply_accumulated(ps_state *p, shard *s, float scale);
 /* Empties a lazy shard's sync sum (a new step, or a reset). */
-void tfx_ps_lazy_clear_sum(shard *s);
+void ps__lazy_clear_sum(shard *s);
 /* The values of the requested rows (t->rows), into out (n_rows x row width floats; rows never touched read as
  * their initial values and are not stored). */
-void tfx_ps_lazy_gather(const shard *s, const Tfx__Tensor *t, float *out);
+void ps__lazy_gather(const shard *s, const Tfx__Tensor *t, float *out);
 /* Writes the rows of the ps's lazy tables (values and slots) as dir/ps-K.rows, streamed (store/rowfile.h); *crc and
  * *bytes get the file's checksum and size, both 0 when the ps holds no lazy table (no file). */
-int tfx_ps_lazy_save(ps_state *p, const char *dir, int64_t step, uint32_t *crc, uint64_t *bytes, tfx_err *err);
+int ps__lazy_save(ps_state *p, const char *dir, int64_t step, uint32_t *crc, uint64_t *bytes, tfx_err *err);
 /* Restores every lazy table of the ps from the row files of checkpoint dir (as its manifest lists them, written
  * by any number of ps): each row whose id this ps holds (id % mod_n == mod_r), bit for bit. */
-int tfx_ps_lazy_restore(ps_state *p, const char *dir, tfx_err *err);
+int ps__lazy_restore(ps_state *p, const char *dir, tfx_err *err);
 /* Rows stored and bytes held by the lazy tables of the ps. */
-void tfx_ps_lazy_usage(const ps_state *p, size_t *rows, size_t *bytes);
+void ps__lazy_usage(const ps_state *p, size_t *rows, size_t *bytes);
 
 #endif

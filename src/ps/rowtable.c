@@ -34,15 +34,22 @@ int tfx_rowtable_create(const tfx_rowtable_spec *spec, tfx_rowtable **out, tfx_e
   }
   tfx_rowtable *t = calloc(1, sizeof *t);
   if (t) {
-    t->name = strdup(spec->name), t->init = strdup(spec->init ? spec->init : "zeros");
-    t->map_cap = 1024, t->map = calloc(t->map_cap, sizeof *t->map);
+    t->name = strdup(spec->name);
+    t->init = strdup(spec->init ? spec->init : "zeros");
+    t->map_cap = 1024;
+    t->map = calloc(t->map_cap, sizeof *t->map);
   }
   if (!t || !t->name || !t->init || !t->map) {
     tfx_rowtable_destroy(t);
     return tfx_err_set(err, TFX_ENOMEM, "table %s: out of memory", spec->name);
   }
-  t->vocab = spec->vocab, t->fan_in = spec->fan_in, t->fan_out = spec->fan_out, t->seed = spec->seed;
-  t->dim = spec->dim, t->n_slots = spec->n_slots, t->slot_init = spec->slot_init;
+  t->vocab = spec->vocab;
+  t->fan_in = spec->fan_in;
+  t->fan_out = spec->fan_out;
+  t->seed = spec->seed;
+  t->dim = spec->dim;
+  t->n_slots = spec->n_slots;
+  t->slot_init = spec->slot_init;
   t->row_floats = (size_t)spec->dim * (size_t)(1 + spec->n_slots);
   *out = t;
   return TFX_OK;
@@ -55,8 +62,13 @@ void tfx_rowtable_destroy(tfx_rowtable *t) {
   for (size_t i = 0; i < t->n_slabs; i++) {
     free(t->slabs[i]);
   }
-  free(t->slabs), free(t->ids), free(t->touched), free(t->free_rows), free(t->map);
-  free(t->name), free(t->init);
+  free(t->slabs);
+  free(t->ids);
+  free(t->touched);
+  free(t->free_rows);
+  free(t->map);
+  free(t->name);
+  free(t->init);
   free(t);
 }
 
@@ -112,7 +124,8 @@ static int grow_map(tfx_rowtable *t) {
     return -1;
   }
   size_t old_cap = t->map_cap;
-  t->map = map, t->map_cap = cap;
+  t->map = map;
+  t->map_cap = cap;
   for (size_t c = 0; c < old_cap; c++) {
     if (old[c]) {
       t->map[probe(t, t->ids[old[c] - 1])] = old[c];
@@ -168,7 +181,8 @@ static int64_t insert(tfx_rowtable *t, int64_t id, int64_t step) {
   if (r < 0) {
     return -1;
   }
-  t->ids[r] = id, t->touched[r] = step;
+  t->ids[r] = id;
+  t->touched[r] = step;
   t->map[probe(t, id)] = (uint32_t)r + 1;
   t->used++;
   return r;
@@ -240,7 +254,9 @@ static void remove_cell(tfx_rowtable *t, size_t c) {
     size_t home = cell_of(t, t->ids[t->map[next] - 1]);
     /* the entry at next may move to c when its home is not in (c, next] (cyclically) */
     if (((next - home) & mask) >= ((next - c) & mask)) {
-      t->map[c] = t->map[next], t->map[next] = 0, c = next;
+      t->map[c] = t->map[next];
+      t->map[next] = 0;
+      c = next;
     }
     next = (next + 1) & mask;
   }
@@ -253,8 +269,10 @@ size_t tfx_rowtable_evict(tfx_rowtable *t, int64_t before) {
       continue;
     }
     remove_cell(t, probe(t, t->ids[r]));
-    t->touched[r] = -1, t->free_rows[t->n_free++] = (uint32_t)r;
-    t->used--, n++;
+    t->touched[r] = -1;
+    t->free_rows[t->n_free++] = (uint32_t)r;
+    t->used--;
+    n++;
   }
   return n;
 }

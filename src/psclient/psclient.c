@@ -440,26 +440,6 @@ static int send_pushes(tfx_psclient *c, int64_t step, int flag, tfx_err *err) {
   return rc;
 }
 
-int tfx_psclient_push(tfx_psclient *c, int64_t step, int *stale, tfx_err *err) {
-  int rc = send_pushes(c, step, 0, err), n_stale = 0;
-  for (int p = 0; p < c->n_ps && !rc; p++) {
-    ps_link *l = &c->ps[p];
-    if (!l->client || !l->n_push) {
-      continue;
-    }
-    tfx_inmsg m;
-    rc = tfx_client_recv(l->client, &m, c->timeout_ms, err);
-    if (!rc) {
-      n_stale += m.env->flag != 0;
-    }
-    tfx_inmsg_fini(&m);
-  }
-  if (!rc && stale) {
-    *stale = n_stale;
-  }
-  return rc;
-}
-
 /* Sends one ps its gradients as a push-pull in parts (plan_parts), each part's bytes in place. */
 static int send_parts(ps_link *l, int64_t step, tfx_err *err) {
   int rc = TFX_OK;

@@ -32,8 +32,6 @@ int tfx_psclient_row_source(void *ctx, tfx_model *m, tfx_err *err);
 /* When the plan placed a lazy table, makes the client the model's row source: each batch lent to the model
  * pulls the rows it touches (c must outlive that use). */
 void tfx_psclient_lend_rows(tfx_psclient *c, tfx_model *m);
-/* Pushes the model's trainable grads, tagged with `step`; *stale gets how many ps dropped them as stale. */
-int tfx_psclient_push(tfx_psclient *c, int64_t step, int *stale, tfx_err *err);
 /* Pushes the grads tagged `step` and receives the updated values in the same round trip: at version >= step+1
  * in sync mode (the ps answers once the step is applied), the latest otherwise. *version as in pull. */
 int tfx_psclient_push_pull(tfx_psclient *c, int64_t step, int64_t *version, tfx_err *err);

@@ -1694,7 +1694,8 @@ static void case_lazy_reject(void) {
 }
 
 /* Checkpoints the lazy table at step into RUN/checkpoints/ckpt-TAG and writes the manifest as the master would,
- * with the row file the ps reports; shard gets the shard's path. */
+ * with the row file the ps reports; shard gets the shard's path. TAG keeps this driver's writes apart; the
+ * manifest names TAG as its step, as a checkpoint directory's manifest must. */
 static void checkpoint_lazy(tfx_client *c, int64_t step, int tag, char *shard, size_t n) {
   char dir[300];
   snprintf(dir, sizeof dir, "%s/checkpoints/ckpt-%012d", run_dir, tag);
@@ -1715,7 +1716,7 @@ static void checkpoint_lazy(tfx_client *c, int64_t step, int tag, char *shard, s
   }
   tfx_inmsg_fini(&r);
   CHECK(rows_bytes[0] > 0, "the ps reported no row file for its lazy table");
-  CHECK(tfx_ckpt_write_manifest_rows(dir, step, 1, crc, bytes, rows_crc, rows_bytes, &err) == 0, "manifest: %s",
+  CHECK(tfx_ckpt_write_manifest_rows(dir, tag, 1, crc, bytes, rows_crc, rows_bytes, &err) == 0, "manifest: %s",
         err.msg);
   int64_t got_step;
   int nps;

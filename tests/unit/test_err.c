@@ -28,6 +28,7 @@ static const struct {
     {TFX_ESTATE, "TFX_ESTATE", "wrong state"},
     {TFX_ELOSS, "TFX_ELOSS", "loss diverged"},
     {TFX_EINTR, "TFX_EINTR", "interrupted"},
+    {TFX_ENAN, "TFX_ENAN", "NaN or Inf in the values"},
 };
 #define N_CODES ((int)(sizeof codes / sizeof codes[0]))
 

@@ -1,44 +1,19 @@
-/* Pulls, pushes (sync / async / bounded staleness) and shard checkpoints of the parameter server. */
+/* Pushes of the parameter server: validated whole, then accumulated (sync) or applied (async, ssp), and answered. */
 #include <cblas.h>
-#include <limits.h>
-#include <math.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/fs.h"
 #include "common/log.h"
 #include "ps/ps_impl.h"
-#include "store/ckpt.h"
 
-static int is_sync(const ps_state *p) {
-  return p->cfg.mode == TFX_MODE_SYNC;
-}
-static int is_ssp(const ps_state *p) {
-  return p->cfg.mode == TFX_MODE_SSP;
-}
-/* Whether a push is one of several messages of one push-pull (its tensors may then be element ranges). */
-static int is_part(const tfx_envelope *e) {
-  return e->parts > 1;
-}
-/* Whether a push completes a worker's step: a whole push, or the last part of one. */
-static int completes_step(const tfx_envelope *e) {
-  return !is_part(e) || e->part + 1 == e->parts;
-}
-
-void tfx_ps_sync_reset(ps_state *p, int n_workers) {
-  p->n_workers = n_workers > 0 && n_workers <= PS_MAX_WORKERS ? n_workers : 1;
-  p->replicas = p->cfg.replicas_to_aggregate > 0 ? p->cfg.replicas_to_aggregate : p->n_workers;
-  p->n_acc = 0, p->n_grads = 0;
-  memset(p->contributed, 0, sizeof p->contributed);
-  for (int i = 0; i < PS_MAX_WORKERS; i++) {
-    p->clock[i] = p->version;
-  }
+void ps__sync_reset(ps_state *p, int n_workers) {
+  ps__sync_start(p, n_workers);
   for (int i = 0; i < p->n_shards; i++) {
     shard *s = &p->shards[i];
     if (s->table) {
-      tfx_ps_lazy_clear_sum(s);
+      ps__lazy_clear_sum(s);
     } else {
       memset(s->acc, 0, sizeof(float) * s->count);
       memset(s->touched, 0, (size_t)(s->row_end - s->row_begin));
@@ -47,180 +22,10 @@ void tfx_ps_sync_reset(ps_state *p, int n_workers) {
   }
 }
 
-static int64_t min_clock(const ps_state *p) {
-  int64_t m = p->clock[0];
-  for (int i = 1; i < p->n_workers; i++) {
-    m = p->clock[i] < m ? p->clock[i] : m;
-  }
-  return m;
-}
-
-/* The worker index of a request, or -1 for anyone else (the master's evaluation pulls are not clocked). */
-static int worker_of(const tfx_envelope *e) {
-  return e->sender_role == TFX__ROLE__ROLE_WORKER ? e->sender_index : -1;
-}
-
-static int pull_ready(const ps_state *p, int64_t min_version, int worker) {
-  if (p->version < min_version) {
-    return 0;
-  }
-  if (!is_ssp(p) || worker < 0 || worker >= p->n_workers) {
-    return 1;
-  }
-  return p->clock[worker] <= min_clock(p) + p->cfg.staleness;
-}
-
-static void free_pending(pending_pull *q) {
-  zmq_msg_close(&q->identity);
-  for (size_t i = 0; i < q->n_names; i++) {
-    free(q->names[i]);
-  }
-  free(q->names);
-  for (size_t i = 0; i < q->n_want; i++) {
-    free(q->want[i]->name), free(q->want[i]->rows), free(q->want[i]);
-  }
-  free(q->want);
-}
-
-/* Copies the request's row wants into q (a parked pull outlives its message); 0, or -1 when out of memory. */
-static int keep_wants(pending_pull *q, const tfx_envelope *e) {
-  if (!e->n_want) {
-    return 0;
-  }
-  if (!(q->want = calloc(e->n_want, sizeof *q->want))) {
-    return -1;
-  }
-  for (size_t i = 0; i < e->n_want; i++) {
-    Tfx__Tensor *t = calloc(1, sizeof *t);
-    if (!t) {
-      return -1;
-    }
-    q->want[q->n_want++] = t;
-    tfx__tensor__init(t);
-    t->name = strdup(e->want[i]->name), t->rows = malloc(sizeof(int64_t) * e->want[i]->n_rows);
-    if (!t->name || !t->rows) {
-      return -1;
-    }
-    memcpy(t->rows, e->want[i]->rows, sizeof(int64_t) * e->want[i]->n_rows), t->n_rows = e->want[i]->n_rows;
-  }
-  return 0;
-}
-
-static int park(ps_state *p, tfx_inmsg *m, tfx_err *err) {
-  if (p->n_pending == p->cap_pending) {
-    int cap = p->cap_pending * 2 + 8;
-    if (cap > 4 * PS_MAX_WORKERS) {
-      return tfx_err_set(err, TFX_ESTATE, "too many parked pulls");
-    }
-    pending_pull *g = realloc(p->pending, sizeof *g * (size_t)cap);
-    if (!g) {
-      return tfx_err_set(err, TFX_ENOMEM, "out of memory");
-    }
-    p->pending = g, p->cap_pending = cap;
-  }
-  pending_pull *q = &p->pending[p->n_pending];
-  memset(q, 0, sizeof *q);
-  zmq_msg_init(&q->identity);
-  zmq_msg_copy(&q->identity, &m->identity);
-  q->request_id = m->env->request_id, q->min_version = m->env->step, q->worker = worker_of(m->env);
-  q->since = tfx_ps_since(m->env);
-  q->deadline = tfx_now_ms() + (int64_t)p->cfg.request_timeout_s * 1000;
-  q->names = calloc(m->env->n_names + 1, sizeof(char *)); /* a push-pull names none: all shards */
-  for (size_t i = 0; q->names && i < m->env->n_names; i++) {
-    if (!(q->names[q->n_names] = strdup(m->env->names[i]))) {
-      break;
-    }
-    q->n_names++;
-  }
-  p->n_pending++;
-  if (keep_wants(q, m->env)) {
-    free_pending(q);
-    p->n_pending--;
-    return tfx_err_set(err, TFX_ENOMEM, "out of memory keeping a pull's rows");
-  }
-  return TFX_OK;
-}
-
-int tfx_ps_pull(ps_state *p, tfx_inmsg *m, tfx_err *err) {
-  const tfx_envelope *e = m->env;
-  if (pull_ready(p, e->step, worker_of(e))) {
-    return tfx_ps_send_values(p, &m->identity, e->request_id, e->names, e->n_names, 0, tfx_ps_since(e), e->want,
-                              e->n_want, err);
-  }
-  return park(p, m, err);
-}
-
-static void remove_pending(ps_state *p, int i) {
-  free_pending(&p->pending[i]);
-  p->pending[i] = p->pending[--p->n_pending];
-}
-
-static void write_checkpoint(ps_state *p);
-
-/* After an update: answers parked pulls that became ready and a parked checkpoint. */
-static void service(ps_state *p) {
-  if (p->ckpt_pending && (p->version == p->ckpt_step || (!is_sync(p) && p->version > p->ckpt_step))) {
-    write_checkpoint(p);
-  }
-  for (int i = 0; i < p->n_pending;) {
-    pending_pull *q = &p->pending[i];
-    if (!pull_ready(p, q->min_version, q->worker)) {
-      i++;
-      continue;
-    }
-    tfx_err err;
-    if (tfx_ps_send_values(p, &q->identity, q->request_id, q->names, q->n_names, q->changed_only, q->since, q->want,
-                           q->n_want, &err)) {
-      tfx_log(TFX_LOG_WARN, "PS-PULL-FAIL", "%s", err.msg);
-    }
-    remove_pending(p, i);
-  }
-}
-
-void tfx_ps_expire_pulls(ps_state *p) {
-  int64_t now = tfx_now_ms();
-  for (int i = 0; i < p->n_pending;) {
-    pending_pull *q = &p->pending[i];
-    if (q->deadline > now) {
-      i++;
-      continue;
-    }
-    char text[160];
-    snprintf(text, sizeof text, "pull for version %lld timed out: the ps is at %lld", (long long)q->min_version,
-             (long long)p->version);
-    tfx_log(TFX_LOG_WARN, "PS-PULL-TIMEOUT", "worker %d: %s", q->worker, text); /* logged before the reply leaves */
-    tfx_envelope env;
-    tfx_wire_request(&env, TFX__MSG_TYPE__MSG_REPLY);
-    env.request_id = q->request_id, env.code = TFX_EPEER, env.error = text;
-    tfx_wire_send(p->sock, &q->identity, &env, NULL, 0, NULL);
-    remove_pending(p, i);
-  }
-}
-
-void tfx_ps_fail_pending(ps_state *p, const char *text) {
-  while (p->n_pending) {
-    pending_pull *q = &p->pending[p->n_pending - 1];
-    tfx_envelope env;
-    tfx_wire_request(&env, TFX__MSG_TYPE__MSG_REPLY);
-    env.request_id = q->request_id, env.code = TFX_ESTATE, env.error = (char *)text;
-    tfx_wire_send(p->sock, &q->identity, &env, NULL, 0, NULL);
-    remove_pending(p, p->n_pending - 1);
-  }
-}
-
-void tfx_ps_drop_pending(ps_state *p) {
-  while (p->n_pending) {
-    remove_pending(p, p->n_pending - 1);
-  }
-  free(p->pending);
-  p->pending = NULL;
-  p->cap_pending = 0;
-  if (p->ckpt_pending) {
-    zmq_msg_close(&p->ckpt_identity);
-  }
-  p->ckpt_pending = 0;
+void ps__push_free_scratch(ps_state *p) {
   free(p->scratch);
   p->scratch = NULL;
+  p->scratch_size = 0;
 }
 
 /* The gradient bytes of tensor i, 4-byte aligned (copied to scratch only if the frame is not). */
@@ -278,7 +83,7 @@ static ps_helper *helper_for(ps_state *p, size_t n) {
     return NULL;
   }
   if (!p->helper) {
-    p->helper = tfx_ps_helper_create(); /* NULL (no thread): this thread does every chunk */
+    p->helper = ps__helper_create(); /* NULL (no thread): this thread does every chunk */
   }
   return p->helper;
 }
@@ -290,7 +95,7 @@ static int all_finite_split(ps_state *p, const void *data, size_t n) {
     return all_finite(data, n);
   }
   finite_job job = {data, 0};
-  tfx_ps_helper_run(h, finite_range, &job, n);
+  ps__helper_run(h, finite_range, &job, n);
   return !atomic_load(&job.bad);
 }
 
@@ -300,7 +105,7 @@ static int all_finite_split(ps_state *p, const void *data, size_t n) {
  * way). Decided once per push, by validate_push, since a send may end meanwhile. */
 static int fusable(const ps_state *p, const shard *s, const Tfx__Tensor *t, const void *g) {
   size_t bytes = s->count * sizeof(float);
-  return !is_sync(p) && s->trainable && !t->n_rows && !tfx_optim_slots(&p->opt) && ((uintptr_t)g & 3) == 0 &&
+  return !ps__is_sync(p) && s->trainable && !t->n_rows && !tfx_optim_slots(&p->opt) && ((uintptr_t)g & 3) == 0 &&
          bytes >= TFX_WIRE_SMALL && (bytes >= PS_FUSE_MIN || atomic_load(&s->value->refs) > 1);
 }
 
@@ -321,7 +126,7 @@ static const char *dtype_name(int dtype) {
 
 /* Checks a push sent in parts: async or ssp mode, and every tensor a dense range of a trainable shard. */
 static int validate_part(const ps_state *p, const tfx_envelope *e, const shard *s, const Tfx__Tensor *t, tfx_err *err) {
-  if (is_sync(p)) {
+  if (ps__is_sync(p)) {
     return tfx_err_set(err, TFX_EINVAL, "push in parts: the ps runs sync mode, which takes whole pushes only");
   }
   if (e->part >= e->parts) {
@@ -347,7 +152,7 @@ static int validate_whole(const shard *s, const Tfx__Tensor *t, tfx_err *err) {
   if (s->table) {
     return t->dtype != TFX__DTYPE__DTYPE_FLOAT32 || !t->nbytes
                ? tfx_err_set(err, TFX_EINVAL, "push: table %s takes float32 row gradients", s->var)
-               : tfx_ps_lazy_check(s, t, err);
+               : ps__lazy_check(s, t, err);
   }
   if (!s->trainable && t->n_rows) {
     return tfx_err_set(err, TFX_EINVAL, "push: '%s' is assigned whole, not by rows", s->key);
@@ -376,10 +181,9 @@ static int validate_whole(const shard *s, const Tfx__Tensor *t, tfx_err *err) {
   return TFX_OK;
 }
 
-/* Fails a push whose tensor `key` carries NaN or Inf; tfx_ps_push then applies training.nan_policy. */
-static int nan_found(ps_state *p, const char *key, tfx_err *err) {
-  p->push_nan = 1;
-  return tfx_err_set(err, TFX_EINVAL, "push: '%s' carries NaN or Inf; %s (training.nan_policy)", key,
+/* Fails a push whose tensor `key` carries NaN or Inf with TFX_ENAN; ps__push then applies training.nan_policy. */
+static int nan_found(const ps_state *p, const char *key, tfx_err *err) {
+  return tfx_err_set(err, TFX_ENAN, "push: '%s' carries NaN or Inf; %s (training.nan_policy)", key,
                      p->cfg.nan_policy != TFX_NAN_SKIP ? "rejected" : "skipped");
 }
 
@@ -389,17 +193,17 @@ static int validate_push(ps_state *p, const tfx_inmsg *m, shard **targets, tfx_e
   int part = 0;
   for (size_t i = 0; i < e->n_tensors; i++) {
     const Tfx__Tensor *t = e->tensors[i];
-    shard *s = tfx_ps_find(p, t->name);
+    shard *s = ps__find(p, t->name);
     if (!s) {
       return tfx_err_set(err, TFX_ENOTFOUND, "push: unknown variable '%.64s'", t->name);
     }
-    int rc = is_part(e) ? validate_part(p, e, s, t, err) : validate_whole(s, t, err);
+    int rc = ps__is_part(e) ? validate_part(p, e, s, t, err) : validate_whole(s, t, err);
     if (rc) {
       return rc;
     }
     size_t size;
     const void *g = tfx_inmsg_part(m, part++, &size);
-    int fuse = !is_part(e) && first_use(targets, i, s) && fusable(p, s, t, g);
+    int fuse = !ps__is_part(e) && first_use(targets, i, s) && fusable(p, s, t, g);
     if (first_use(targets, i, s)) {
       s->fuse = fuse;
     }
@@ -435,12 +239,12 @@ static void apply_range(void *ctx, size_t begin, size_t end) {
  * still on its way then carries some updated values, which async SGD tolerates (TensorFlow's optimizers read
  * and write without locks by default too); the replies of one worker's own parts never overlap. */
 static int apply_span(ps_state *p, shard *s, size_t base, size_t n, const float *g, float scale) {
-  if (n == s->count && tfx_ps_own_value(p, s)) {
+  if (n == s->count && ps__own_value(p, s)) {
     return -1;
   }
   apply_job job = {&p->opt, p->version, s, base, g, scale};
-  tfx_ps_helper_run(helper_for(p, n), apply_range, &job, n);
-  tfx_ps_touch(p, s);
+  ps__helper_run(helper_for(p, n), apply_range, &job, n);
+  ps__touch(p, s);
   return 0;
 }
 
@@ -451,18 +255,18 @@ static int apply_one(ps_state *p, shard *s, const float *g, float scale) {
 
 /* A push to a non-trainable shard (batch-norm moving statistics) carries values: they are assigned. */
 static int assign_values(ps_state *p, shard *s, const float *values) {
-  if (tfx_ps_own_value(p, s)) {
+  if (ps__own_value(p, s)) {
     return -1;
   }
   s->assigned = 1;
   memcpy(s->value->data, values, sizeof(float) * s->count);
-  tfx_ps_touch(p, s);
+  ps__touch(p, s);
   return 0;
 }
 
 /* Applies a row-sparse gradient to the listed rows only (lazy update of the slots too). */
 static int apply_rows(ps_state *p, shard *s, const float *g, const Tfx__Tensor *t) {
-  if (tfx_ps_own_value(p, s)) {
+  if (ps__own_value(p, s)) {
     return -1;
   }
   for (size_t k = 0; k < t->n_rows; k++) {
@@ -470,14 +274,14 @@ static int apply_rows(ps_state *p, shard *s, const float *g, const Tfx__Tensor *
     tfx_optim_apply_rows(&p->opt, p->version, s->value->data, g + k * s->row_size, 1.0f, s->slots, &local, 1,
                          s->row_size);
   }
-  tfx_ps_touch(p, s);
+  ps__touch(p, s);
   return 0;
 }
 
 /* The step's row-sparse sum applied to the rows that were looked up only (as async does): rows nobody
  * touched keep their values and slots, even under weight decay. */
 static int apply_touched_rows(ps_state *p, shard *s, float scale) {
-  if (tfx_ps_own_value(p, s)) {
+  if (ps__own_value(p, s)) {
     return -1;
   }
   for (int64_t r = 0; r < s->row_end - s->row_begin; r++) {
@@ -486,7 +290,7 @@ static int apply_touched_rows(ps_state *p, shard *s, float scale) {
       tfx_optim_apply_rows(&p->opt, p->version, s->value->data, acc, scale, s->slots, &r, 1, s->row_size);
       memset(acc, 0, sizeof(float) * s->row_size);
       s->touched[r] = 0;
-      tfx_ps_touch(p, s); /* only when a row was looked up: an untouched table keeps its version */
+      ps__touch(p, s); /* only when a row was looked up: an untouched table keeps its version */
     }
   }
   return 0;
@@ -494,14 +298,14 @@ static int apply_touched_rows(ps_state *p, shard *s, float scale) {
 
 /* Ends a sync step: applies the average of the gradients accumulated (none when every arrival was skipped). */
 static void apply_accumulated(ps_state *p) {
-  float scale = p->n_grads ? 1.0f / (float)p->n_grads : 0.0f;
+  float scale = ps__sync_scale(p->n_grads);
   for (int i = 0; p->n_grads && i < p->n_shards; i++) {
     shard *s = &p->shards[i];
     if (!s->trainable) {
       continue;
     }
     if (s->table) {
-      if (tfx_ps_lazy_apply_accumulated(p, s, scale)) {
+      if (ps__lazy_apply_accumulated(p, s, scale)) {
         tfx_log(TFX_LOG_ERROR, "PS-NOMEM", "table %s: out of memory for new rows; some not applied", s->var);
       }
       continue;
@@ -516,67 +320,58 @@ static void apply_accumulated(ps_state *p) {
     }
     s->acc_dense = 0;
   }
-  p->version++;
-  p->stats.applied++;
-  p->n_acc = 0, p->n_grads = 0;
-  memset(p->contributed, 0, sizeof p->contributed);
-}
-
-/* Whether worker w already counts in the current sync step. */
-static int sync_contributed(const ps_state *p, int w) {
-  return w >= 0 && w < PS_MAX_WORKERS && p->contributed[w];
+  ps__sync_end_step(p);
 }
 
 /* Counts worker w's arrival in the current sync step (its gradient, if any, already accumulated); the arrival
  * that completes replicas_to_aggregate applies the step. */
 static void sync_arrive(ps_state *p, int w) {
-  if (w >= 0 && w < PS_MAX_WORKERS) {
-    p->contributed[w] = 1;
-  }
-  if (++p->n_acc >= p->replicas) {
+  if (ps__sync_arrive(p, w)) {
     apply_accumulated(p);
   }
 }
 
+/* Adds one tensor of a fresh sync push into its shard's sum for the step (dense, or the rows it names); a
+ * non-trainable shard's values are assigned instead. */
+static int accumulate(ps_state *p, shard *s, const float *g, const Tfx__Tensor *t, tfx_err *err) {
+  if (!s->trainable) {
+    return assign_values(p, s, g) ? tfx_err_set(err, TFX_ENOMEM, "out of memory") : TFX_OK;
+  }
+  if (s->table) {
+    return ps__lazy_accumulate(s, g, t)
+               ? tfx_err_set(err, TFX_ENOMEM, "table %s: out of memory for the step's rows", s->var)
+               : TFX_OK;
+  }
+  if (!t->n_rows) {
+    cblas_saxpy((int)s->count, 1.0f, g, 1, s->acc, 1);
+    s->acc_dense = 1;
+  }
+  for (size_t k = 0; k < t->n_rows; k++) {
+    cblas_saxpy((int)s->row_size, 1.0f, g + k * s->row_size, 1,
+                s->acc + (size_t)(t->rows[k] - s->row_begin) * s->row_size, 1);
+    s->touched[t->rows[k] - s->row_begin] = 1;
+  }
+  return TFX_OK;
+}
+
 static int push_sync(ps_state *p, const tfx_inmsg *m, shard **targets, int *stale, tfx_err *err) {
   const tfx_envelope *e = m->env;
-  int w = worker_of(e);
-  if (e->step > p->version) {
+  int w = ps__worker_of(e);
+  ps_sync_verdict verdict = ps__sync_verdict(p, e->step, w);
+  if (verdict == PS_SYNC_VERDICT_AHEAD) {
     return tfx_err_set(err, TFX_ESTATE, "push from worker %d for step %lld, but the ps is at step %lld", w,
                        (long long)e->step, (long long)p->version);
   }
-  if (e->step < p->version || sync_contributed(p, w)) {
+  if (verdict == PS_SYNC_VERDICT_STALE) {
     p->stats.stale++;
     *stale = 1;
     return TFX_OK;
   }
   for (size_t i = 0; i < e->n_tensors; i++) {
     const float *g = grad_data(p, m, (int)i);
-    const Tfx__Tensor *t = e->tensors[i];
-    shard *s = targets[i];
-    if (!g) {
-      return tfx_err_set(err, TFX_ENOMEM, "out of memory");
-    }
-    if (!s->trainable) {
-      if (assign_values(p, s, g)) {
-        return tfx_err_set(err, TFX_ENOMEM, "out of memory");
-      }
-      continue;
-    }
-    if (s->table) {
-      if (tfx_ps_lazy_accumulate(s, g, t)) {
-        return tfx_err_set(err, TFX_ENOMEM, "table %s: out of memory for the step's rows", s->var);
-      }
-      continue;
-    }
-    if (!t->n_rows) {
-      cblas_saxpy((int)s->count, 1.0f, g, 1, s->acc, 1);
-      s->acc_dense = 1;
-    }
-    for (size_t k = 0; k < t->n_rows; k++) {
-      cblas_saxpy((int)s->row_size, 1.0f, g + k * s->row_size, 1,
-                  s->acc + (size_t)(t->rows[k] - s->row_begin) * s->row_size, 1);
-      s->touched[t->rows[k] - s->row_begin] = 1;
+    int rc = g ? accumulate(p, targets[i], g, e->tensors[i], err) : tfx_err_set(err, TFX_ENOMEM, "out of memory");
+    if (rc) {
+      return rc;
     }
   }
   p->n_grads++;
@@ -633,15 +428,15 @@ static int push_fused(ps_state *p, tfx_inmsg *m, shard **targets, vbuf **adopted
                     .lr = (float)tfx_optim_lr(&p->opt, p->version),
                     .wd = (float)p->opt.weight_decay,
                     .scale = 1.0f};
-    tfx_ps_helper_run(helper_for(p, targets[i]->count), fuse_range, &job, targets[i]->count);
+    ps__helper_run(helper_for(p, targets[i]->count), fuse_range, &job, targets[i]->count);
     if (atomic_load(&job.bad)) {
       rc = nan_found(p, targets[i]->key, err);
-    } else if (!(adopted[i] = tfx_ps_vbuf_adopt(&m->parts[i]))) {
+    } else if (!(adopted[i] = ps__vbuf_adopt(&m->parts[i]))) {
       rc = tfx_err_set(err, TFX_ENOMEM, "out of memory");
     }
   }
   for (size_t i = 0; rc && i < e->n_tensors; i++) {
-    tfx_ps_vbuf_release(NULL, adopted[i]); /* its frame was computed over: it goes, the push is rejected */
+    ps__vbuf_release(NULL, adopted[i]); /* its frame was computed over: it goes, the push is rejected */
     adopted[i] = NULL;
   }
   return rc;
@@ -653,15 +448,16 @@ static int push_async(ps_state *p, tfx_inmsg *m, shard **targets, tfx_err *err) 
   int rc = adopted ? push_fused(p, m, targets, adopted, err) : tfx_err_set(err, TFX_ENOMEM, "out of memory");
   for (size_t i = 0; i < e->n_tensors && !rc; i++) {
     if (adopted[i]) { /* the frame holds the new values: it becomes the shard's value buffer */
-      tfx_ps_vbuf_release(NULL, targets[i]->value);
-      targets[i]->value = adopted[i], adopted[i] = NULL;
-      tfx_ps_touch(p, targets[i]);
+      ps__vbuf_release(NULL, targets[i]->value);
+      targets[i]->value = adopted[i];
+      adopted[i] = NULL;
+      ps__touch(p, targets[i]);
       continue;
     }
     const float *g = grad_data(p, m, (int)i);
     const Tfx__Tensor *t = e->tensors[i];
     int bad = !g || (!targets[i]->trainable ? assign_values(p, targets[i], g)
-                     : targets[i]->table    ? tfx_ps_lazy_apply(p, targets[i], g, t)
+                     : targets[i]->table    ? ps__lazy_apply(p, targets[i], g, t)
                      : t->n_rows            ? apply_rows(p, targets[i], g, t)
                                             : apply_span(p, targets[i], t->offset, t->nbytes / 4, g, 1.0f));
     if (bad) {
@@ -669,20 +465,17 @@ static int push_async(ps_state *p, tfx_inmsg *m, shard **targets, tfx_err *err) 
     }
   }
   for (size_t i = 0; adopted && i < e->n_tensors; i++) {
-    tfx_ps_vbuf_release(NULL, adopted[i]); /* left after an out-of-memory stop */
+    ps__vbuf_release(NULL, adopted[i]); /* left after an out-of-memory stop */
   }
   if (adopted != stack) {
     free(adopted);
   }
-  if (rc || !completes_step(e)) {
+  if (rc || !ps__completes_step(e)) {
     return rc;
   }
   p->version++;
   p->stats.applied++;
-  int w = worker_of(e);
-  if (w >= 0 && w < PS_MAX_WORKERS) {
-    p->clock[w]++;
-  }
+  ps__clock_tick(p, ps__worker_of(e));
   return TFX_OK;
 }
 
@@ -691,23 +484,20 @@ static int push_async(ps_state *p, tfx_inmsg *m, shard **targets, tfx_err *err) 
  * last part's, when ssp parks it, every value). Otherwise the reply is a bare acknowledgement. */
 static int answer_push(ps_state *p, tfx_inmsg *m, int stale, tfx_err *err) {
   const tfx_envelope *e = m->env;
-  if ((e->flag & 1) && is_part(e) && (!completes_step(e) || pull_ready(p, 0, worker_of(e)))) {
-    return tfx_ps_send_ranges(p, m, err);
+  if ((e->flag & 1) && ps__is_part(e) && (!ps__completes_step(e) || ps__pull_ready(p, 0, ps__worker_of(e)))) {
+    return ps__send_ranges(p, m, err);
   }
   if (e->flag & 1) {
-    int64_t want = is_sync(p) ? e->step + 1 : 0;
-    if (pull_ready(p, want, worker_of(e))) {
-      return tfx_ps_send_values(p, &m->identity, e->request_id, NULL, 0, 1, tfx_ps_since(e), e->want, e->n_want, err);
+    int64_t want = ps__push_pull_version(p, e);
+    if (ps__pull_ready(p, want, ps__worker_of(e))) {
+      return ps__send_values(p, &m->identity, e->request_id, NULL, 0, 1, ps__since(e), e->want, e->n_want, err);
     }
-    int rc = park(p, m, err);
-    if (!rc) {
-      p->pending[p->n_pending - 1].min_version = want, p->pending[p->n_pending - 1].changed_only = 1;
-    }
-    return rc;
+    return ps__park(p, m, want, 1, err);
   }
   tfx_envelope env;
   tfx_reply_init(&env, m);
-  env.step = p->version, env.flag = stale;
+  env.step = p->version;
+  env.flag = stale;
   return tfx_wire_send(p->sock, &m->identity, &env, NULL, 0, err);
 }
 
@@ -716,172 +506,58 @@ static int answer_push(ps_state *p, tfx_inmsg *m, int stale, tfx_err *err) {
  * as they are); in async and ssp the worker's clock moves, and the version too when it is the last part of a push
  * whose other parts were applied. */
 static void skip_step(ps_state *p, const tfx_envelope *e) {
-  int w = worker_of(e);
-  if (is_sync(p)) {
-    if (e->step == p->version && !sync_contributed(p, w)) {
+  int w = ps__worker_of(e);
+  if (ps__is_sync(p)) {
+    if (ps__sync_verdict(p, e->step, w) == PS_SYNC_VERDICT_FRESH) {
       sync_arrive(p, w);
     }
     return;
   }
-  if (completes_step(e)) {
-    p->version += is_part(e), p->stats.applied += is_part(e);
-    if (w >= 0 && w < PS_MAX_WORKERS) {
-      p->clock[w]++;
-    }
+  if (ps__completes_step(e)) {
+    p->version += ps__is_part(e);
+    p->stats.applied += ps__is_part(e);
+    ps__clock_tick(p, w);
   }
 }
 
-/* Applies training.nan_policy to a push refused for NaN/Inf (code rc): reject returns rc (the error reply);
- * skip drops the push, logs it and returns TFX_OK (a normal reply follows). Each is counted. */
-static int nan_outcome(ps_state *p, const tfx_inmsg *m, int rc, tfx_err *err) {
+/* Applies training.nan_policy to a push refused with TFX_ENAN: reject answers TFX_EINVAL (the code a worker
+ * has always got for it, the message naming the variable); skip drops the push, logs it and returns TFX_OK (a
+ * normal reply follows). Each is counted. */
+static int nan_outcome(ps_state *p, const tfx_inmsg *m, tfx_err *err) {
   if (p->cfg.nan_policy != TFX_NAN_SKIP) {
     p->stats.nan_rejected++;
-    return rc;
+    if (err) {
+      err->code = TFX_EINVAL;
+    }
+    return TFX_EINVAL;
   }
   if (p->stats.nan_skipped++ < 20 && err) {
-    tfx_log(TFX_LOG_WARN, "PS-NAN-SKIP", "worker %d, step %lld: %s", worker_of(m->env), (long long)m->env->step,
+    tfx_log(TFX_LOG_WARN, "PS-NAN-SKIP", "worker %d, step %lld: %s", ps__worker_of(m->env), (long long)m->env->step,
             err->msg);
   }
   skip_step(p, m->env);
   return TFX_OK;
 }
 
-/* Whether an async push arrives after the run's last step (max_steps): nothing is applied, so two workers
- * finishing together do not take the ps one step past the end; the reply still carries the values. */
-static int past_the_end(const ps_state *p, const tfx_envelope *e) {
-  return !is_sync(p) && !is_part(e) && p->cfg.max_steps > 0 && p->version >= p->cfg.max_steps;
-}
-
-int tfx_ps_push(ps_state *p, tfx_inmsg *m, tfx_err *err) {
+int ps__push(ps_state *p, tfx_inmsg *m, tfx_err *err) {
   shard *stack[64], **targets = m->env->n_tensors <= 64 ? stack : calloc(m->env->n_tensors, sizeof *targets);
   if (!targets) {
     return tfx_err_set(err, TFX_ENOMEM, "out of memory");
   }
-  p->push_nan = 0;
   int stale = 0, rc = validate_push(p, m, targets, err);
-  if (!rc && !past_the_end(p, m->env)) {
-    rc = is_sync(p) ? push_sync(p, m, targets, &stale, err) : push_async(p, m, targets, err);
+  if (!rc && !ps__past_the_end(p, m->env)) {
+    rc = ps__is_sync(p) ? push_sync(p, m, targets, &stale, err) : push_async(p, m, targets, err);
   }
   if (targets != stack) {
     free(targets);
   }
-  if (rc && p->push_nan) {
-    rc = nan_outcome(p, m, rc, err);
+  if (rc == TFX_ENAN) {
+    rc = nan_outcome(p, m, err);
   }
   if (rc) {
     return rc;
   }
   rc = answer_push(p, m, stale, err);
-  service(p);
+  ps__service(p);
   return rc;
-}
-
-static int write_shard(ps_state *p, int64_t step, const char *path, uint32_t *crc, uint64_t *bytes, tfx_err *err) {
-  int ns = tfx_optim_slots(&p->opt), n = 0;
-  tfx_ckpt_entry *e = calloc((size_t)p->n_shards * 3 + 1, sizeof *e);
-  if (!e) {
-    return tfx_err_set(err, TFX_ENOMEM, "out of memory");
-  }
-  for (int i = 0; i < p->n_shards; i++) {
-    shard *s = &p->shards[i];
-    for (int k = -1; k < ns && !s->table; k++, n++) { /* lazy tables go to the row file (tfx_ps_lazy_save) */
-      if (k < 0) {
-        snprintf(e[n].name, sizeof e[n].name, "%s", s->key);
-      } else {
-        snprintf(e[n].name, sizeof e[n].name, "%s@%s", s->key, tfx_optim_slot_name(k));
-      }
-      e[n].rank = s->rank;
-      memcpy(e[n].dims, s->shape, sizeof s->shape);
-      e[n].row_begin = s->row_begin, e[n].row_end = s->row_end, e[n].version = (uint64_t)p->version;
-      e[n].count = s->count, e[n].data = k < 0 ? s->value->data : s->slots[k];
-    }
-  }
-  int rc = tfx_ckpt_write(path, step, e, n, crc, bytes, err);
-  free(e);
-  return rc;
-}
-
-static void write_checkpoint(ps_state *p) {
-  char path[1200];
-  snprintf(path, sizeof path, "%s/ps-%d.shard", p->ckpt_dir, p->node->index);
-  uint32_t crc = 0;
-  uint64_t bytes = 0;
-  tfx_err err;
-  tfx_err_clear(&err);
-  uint32_t rows_crc = 0;
-  uint64_t rows_bytes = 0;
-  int rc = tfx_mkdirs(p->ckpt_dir, &err);
-  if (!rc) {
-    rc = write_shard(p, p->ckpt_step, path, &crc, &bytes, &err);
-  }
-  if (!rc) {
-    rc = tfx_ps_lazy_save(p, p->ckpt_dir, p->ckpt_step, &rows_crc, &rows_bytes, &err);
-  }
-  tfx_envelope env;
-  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_REPLY);
-  Tfx__KeyValue kv[4], *kvp[4] = {&kv[0], &kv[1], &kv[2], &kv[3]};
-  for (int i = 0; i < 4; i++) {
-    tfx__key_value__init(&kv[i]);
-  }
-  kv[0].key = "crc32", kv[0].value = crc, kv[1].key = "bytes", kv[1].value = (double)bytes;
-  kv[2].key = "rows_crc32", kv[2].value = rows_crc, kv[3].key = "rows_bytes", kv[3].value = (double)rows_bytes;
-  env.request_id = p->ckpt_request, env.step = p->version, env.path = path, env.stats = kvp;
-  env.n_stats = rows_bytes ? 4 : 2; /* rows only when this ps holds lazy tables */
-  if (rc) {
-    env.code = rc, env.error = err.msg;
-  }
-  tfx_wire_send(p->sock, &p->ckpt_identity, &env, NULL, 0, NULL);
-  if (rc) {
-    tfx_log(TFX_LOG_ERROR, "PS-CKPT-FAIL", "%s", err.msg);
-  } else {
-    tfx_log(TFX_LOG_INFO, "PS-CKPT", "wrote %s at step %lld", path, (long long)p->version);
-  }
-  zmq_msg_close(&p->ckpt_identity);
-  p->ckpt_pending = 0;
-}
-
-/* A checkpoint directory a peer names must be RUN/checkpoints/ckpt-DIGITS under this ps's own run directory: a
- * ps never writes (or makes directories) anywhere else. */
-static int check_ckpt_path(const ps_state *p, const char *path, tfx_err *err) {
-  char mine[1100], want[PATH_MAX], parent[1100], got[PATH_MAX];
-  const char *base = strrchr(path, '/');
-  snprintf(mine, sizeof mine, "%s/checkpoints", p->node->run_dir);
-  int named = base && !strncmp(base + 1, "ckpt-", 5) && base[6] && strspn(base + 6, "0123456789") == strlen(base + 6);
-  if (named) {
-    snprintf(parent, sizeof parent, "%.*s", (int)(base - path), path);
-  }
-  if (!named || tfx_mkdirs(mine, NULL) || !realpath(mine, want) || !realpath(parent, got) || strcmp(want, got)) {
-    return tfx_err_set(err, TFX_EINVAL,
-                       "checkpoint: '%.300s' is not a checkpoint directory of this ps's run (%s/ckpt-N)", path, mine);
-  }
-  return TFX_OK;
-}
-
-int tfx_ps_checkpoint_request(ps_state *p, tfx_inmsg *m, tfx_err *err) {
-  const tfx_envelope *e = m->env;
-  if (!e->path || !*e->path) {
-    return tfx_err_set(err, TFX_EINVAL, "checkpoint: no directory given");
-  }
-  int rc = check_ckpt_path(p, e->path, err);
-  if (rc) {
-    return rc;
-  }
-  if (p->ckpt_pending) {
-    zmq_msg_close(&p->ckpt_identity);
-  }
-  snprintf(p->ckpt_dir, sizeof p->ckpt_dir, "%s", e->path);
-  p->ckpt_step = e->step, p->ckpt_request = e->request_id, p->ckpt_pending = 1;
-  zmq_msg_init(&p->ckpt_identity);
-  zmq_msg_copy(&p->ckpt_identity, &m->identity);
-  if (is_sync(p) && p->version > p->ckpt_step) {
-    /* The values of that step are gone: say so rather than label later values with it. */
-    zmq_msg_close(&p->ckpt_identity);
-    p->ckpt_pending = 0;
-    return tfx_err_set(err, TFX_ESTATE, "checkpoint at step %lld: this ps is already at step %lld", (long long)e->step,
-                       (long long)p->version);
-  }
-  if (p->version >= p->ckpt_step) {
-    write_checkpoint(p);
-  }
-  return TFX_OK;
 }

@@ -1,0 +1,112 @@
+/* The decisions of the ps that need no socket: its mode, whose request it is, when a pull may be answered. */
+#include <string.h>
+
+#include "ps/ps_impl.h"
+
+int ps__is_sync(const ps_state *p) {
+  return p->cfg.mode == TFX_MODE_SYNC;
+}
+int ps__is_ssp(const ps_state *p) {
+  return p->cfg.mode == TFX_MODE_SSP;
+}
+/* Whether a push is one of several messages of one push-pull (its tensors may then be element ranges). */
+int ps__is_part(const tfx_envelope *e) {
+  return e->parts > 1;
+}
+/* Whether a push completes a worker's step: a whole push, or the last part of one. */
+int ps__completes_step(const tfx_envelope *e) {
+  return !ps__is_part(e) || e->part + 1 == e->parts;
+}
+
+int64_t ps__min_clock(const ps_state *p) {
+  int64_t m = p->clock[0];
+  for (int i = 1; i < p->n_workers; i++) {
+    m = p->clock[i] < m ? p->clock[i] : m;
+  }
+  return m;
+}
+
+/* The worker index of a request, or -1 for anyone else (the master's evaluation pulls are not clocked). */
+int ps__worker_of(const tfx_envelope *e) {
+  return e->sender_role == TFX__ROLE__ROLE_WORKER ? e->sender_index : -1;
+}
+
+int ps__pull_ready(const ps_state *p, int64_t min_version, int worker) {
+  if (p->version < min_version) {
+    return 0;
+  }
+  if (!ps__is_ssp(p) || worker < 0 || worker >= p->n_workers) {
+    return 1;
+  }
+  return p->clock[worker] <= ps__min_clock(p) + p->cfg.staleness;
+}
+
+/* Whether worker w already counts in the current sync step. */
+int ps__sync_contributed(const ps_state *p, int w) {
+  return w >= 0 && w < PS_MAX_WORKERS && p->contributed[w];
+}
+
+void ps__sync_start(ps_state *p, int n_workers) {
+  p->n_workers = n_workers > 0 && n_workers <= PS_MAX_WORKERS ? n_workers : 1;
+  p->replicas = p->cfg.replicas_to_aggregate > 0 ? p->cfg.replicas_to_aggregate : p->n_workers;
+  p->n_acc = 0;
+  p->n_grads = 0;
+  memset(p->contributed, 0, sizeof p->contributed);
+  for (int i = 0; i < PS_MAX_WORKERS; i++) {
+    p->clock[i] = p->version;
+  }
+}
+
+ps_sync_verdict ps__sync_verdict(const ps_state *p, int64_t step, int w) {
+  if (step > p->version) {
+    return PS_SYNC_VERDICT_AHEAD;
+  }
+  if (step < p->version || ps__sync_contributed(p, w)) {
+    return PS_SYNC_VERDICT_STALE;
+  }
+  return PS_SYNC_VERDICT_FRESH;
+}
+
+int ps__sync_arrive(ps_state *p, int w) {
+  if (w >= 0 && w < PS_MAX_WORKERS) {
+    p->contributed[w] = 1;
+  }
+  return ++p->n_acc >= p->replicas;
+}
+
+float ps__sync_scale(int n_grads) {
+  return n_grads ? 1.0f / (float)n_grads : 0.0f;
+}
+
+void ps__sync_end_step(ps_state *p) {
+  p->version++;
+  p->stats.applied++;
+  p->n_acc = 0;
+  p->n_grads = 0;
+  memset(p->contributed, 0, sizeof p->contributed);
+}
+
+void ps__clock_tick(ps_state *p, int w) {
+  if (w >= 0 && w < PS_MAX_WORKERS) {
+    p->clock[w]++;
+  }
+}
+
+int ps__park_capacity(int cap) {
+  int grown = cap * 2 + 8;
+  return grown > PS_MAX_PARKED ? 0 : grown;
+}
+
+int64_t ps__push_pull_version(const ps_state *p, const tfx_envelope *e) {
+  return ps__is_sync(p) ? e->step + 1 : 0;
+}
+
+int ps__ckpt_due(const ps_state *p) {
+  return p->version == p->ckpt_step || (!ps__is_sync(p) && p->version > p->ckpt_step);
+}
+
+/* Whether an async push arrives after the run's last step (max_steps): nothing is applied, so two workers
+ * finishing together do not take the ps one step past the end; the reply still carries the values. */
+int ps__past_the_end(const ps_state *p, const tfx_envelope *e) {
+  return !ps__is_sync(p) && !ps__is_part(e) && p->cfg.max_steps > 0 && p->version >= p->cfg.max_steps;
+}
