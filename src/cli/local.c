@@ -142,7 +142,7 @@ static void exec_child(const tfx_node *n, const tfx_cluster *c, const child *ch,
   char *tfc = tfx_cluster_to_json(c, ch->role, ch->index), log[1200];
   setenv("TF_CONFIG", tfc, 1);
   snprintf(log, sizeof log, "%s/logs/%s-%d.log", n->run_dir, tfx_role_name(ch->role), ch->index);
-  int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+  int fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW, 0644);
   if (fd >= 0) {
     dup2(fd, STDERR_FILENO);
     if (ch->role != TFX_ROLE_MASTER) {
@@ -150,7 +150,16 @@ static void exec_child(const tfx_node *n, const tfx_cluster *c, const child *ch,
     }
     close(fd);
   }
-  char *argv[] = {"tfx-node", "--config", (char *)exp, "--run-dir", (char *)n->run_dir, n->resume ? NULL : "--fresh",
+  /* One machine: every socket and the HTTP page on loopback unless --bind says otherwise. */
+  const char *host = n->bind_host[0] ? n->bind_host : "127.0.0.1";
+  char *argv[] = {"tfx-node",
+                  "--config",
+                  (char *)exp,
+                  "--run-dir",
+                  (char *)n->run_dir,
+                  "--bind",
+                  (char *)host,
+                  n->resume ? NULL : "--fresh",
                   NULL};
   execv(self, argv);
   fprintf(stderr, "exec %s: %s\n", self, strerror(errno));

@@ -269,7 +269,7 @@ int master__observe_start(master *m, tfx_err *err) {
   if (!m->cfg.http_port) {
     return TFX_OK;
   }
-  int rc = tfx_http_start(m->cfg.http_port, render, m, &m->http, err);
+  int rc = tfx_http_start(m->n->bind_host, m->cfg.http_port, render, m, &m->http, err);
   if (!rc) {
     tfx_log(TFX_LOG_INFO, "MASTER-HTTP", "serving /metrics, /status and / at http://127.0.0.1:%d/", m->cfg.http_port);
   }

@@ -2,8 +2,11 @@
 #include "observe/http.h"
 
 #include <microhttpd.h>
+#include <netdb.h>
+#include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 struct tfx_http {
   struct MHD_Daemon *daemon;
@@ -39,19 +42,50 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
   return rc;
 }
 
-int tfx_http_start(int port, tfx_http_render render, void *ctx, tfx_http **out, tfx_err *err) {
+/* The address host:port resolves to (host NULL or "": any IPv4 address) into *sa. */
+static int resolve(const char *host, int port, struct sockaddr_storage *sa, tfx_err *err) {
+  memset(sa, 0, sizeof *sa);
+  if (!host || !*host || !strcmp(host, "*") || !strcmp(host, "0.0.0.0")) {
+    struct sockaddr_in *in = (struct sockaddr_in *)sa;
+    in->sin_family = AF_INET;
+    in->sin_port = htons((uint16_t)port);
+    in->sin_addr.s_addr = htonl(INADDR_ANY);
+    return TFX_OK;
+  }
+  struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *res = NULL;
+  int g = getaddrinfo(host, NULL, &hints, &res);
+  if (g || !res) {
+    return tfx_err_set(err, TFX_ECONFIG, "HTTP server: cannot resolve bind host '%s': %s", host, gai_strerror(g));
+  }
+  memcpy(sa, res->ai_addr, res->ai_addrlen);
+  freeaddrinfo(res);
+  if (sa->ss_family == AF_INET6) {
+    ((struct sockaddr_in6 *)sa)->sin6_port = htons((uint16_t)port);
+  } else {
+    ((struct sockaddr_in *)sa)->sin_port = htons((uint16_t)port);
+  }
+  return TFX_OK;
+}
+
+int tfx_http_start(const char *host, int port, tfx_http_render render, void *ctx, tfx_http **out, tfx_err *err) {
+  struct sockaddr_storage sa;
+  int rc = resolve(host, port, &sa, err);
+  if (rc) {
+    return rc;
+  }
   tfx_http *h = calloc(1, sizeof *h);
   if (!h) {
     return tfx_err_set(err, TFX_ENOMEM, "out of memory");
   }
   h->render = render;
   h->ctx = ctx;
-  h->daemon = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, (uint16_t)port, NULL, NULL, answer,
-                               h, MHD_OPTION_CONNECTION_LIMIT, (unsigned)64, MHD_OPTION_CONNECTION_TIMEOUT,
-                               (unsigned)10, MHD_OPTION_END);
+  unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG | (sa.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0);
+  h->daemon = MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, answer, h, MHD_OPTION_SOCK_ADDR,
+                               (struct sockaddr *)&sa, MHD_OPTION_CONNECTION_LIMIT, (unsigned)512,
+                               MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)3, MHD_OPTION_END);
   if (!h->daemon) {
     free(h);
-    return tfx_err_sys(err, TFX_ESYS, "HTTP server on port %d", port);
+    return tfx_err_sys(err, TFX_ESYS, "HTTP server on %s:%d", host && *host ? host : "*", port);
   }
   *out = h;
   return TFX_OK;

@@ -11,8 +11,10 @@ typedef struct tfx_http tfx_http;
  * 404. Called on the HTTP thread: it must only read state guarded for that. */
 typedef char *(*tfx_http_render)(const char *path, const char **type, void *ctx);
 
-/* Serves GET on port (all interfaces); caller owns *out; stop with tfx_http_stop. */
-int tfx_http_start(int port, tfx_http_render render, void *ctx, tfx_http **out, tfx_err *err);
+/* Serves GET on host:port (host NULL or "": all interfaces; an IPv4 or IPv6 address or a name); caller owns *out;
+ * stop with tfx_http_stop. Up to 512 connections at once, each closed after 3 s without a byte, so slow or idle
+ * clients cannot hold the page from everyone else. */
+int tfx_http_start(const char *host, int port, tfx_http_render render, void *ctx, tfx_http **out, tfx_err *err);
 /* Stops the server and frees it; NULL does nothing. */
 void tfx_http_stop(tfx_http *h);
 

@@ -492,7 +492,7 @@ int tfx_ps_run(tfx_node *n, tfx_err *err) {
   tfx_config_init(&p.cfg);
   pthread_mutex_init(&p.view.lock, NULL);
   p.view.start_ms = p.start_ms;
-  if (n->http_port && (rc = tfx_http_start(n->http_port, render, &p, &p.http, err))) {
+  if (n->http_port && (rc = tfx_http_start(n->bind_host, n->http_port, render, &p, &p.http, err))) {
     tfx_net_close(p.sock);
     return rc;
   }

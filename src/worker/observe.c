@@ -60,7 +60,7 @@ static char *render(const char *path, const char **type, void *ctx) {
   return body;
 }
 
-int worker__obs_start(worker_obs *o, int index, int port, tfx_err *err) {
+int worker__obs_start(worker_obs *o, int index, const char *host, int port, tfx_err *err) {
   memset(o, 0, sizeof *o);
   pthread_mutex_init(&o->lock, NULL);
   o->index = index;
@@ -69,7 +69,7 @@ int worker__obs_start(worker_obs *o, int index, int port, tfx_err *err) {
   if (port <= 0) {
     return TFX_OK;
   }
-  int rc = tfx_http_start(port, render, o, &o->http, err);
+  int rc = tfx_http_start(host, port, render, o, &o->http, err);
   if (!rc) {
     tfx_log(TFX_LOG_INFO, "WORKER-HTTP", "serving /metrics and /status at http://127.0.0.1:%d/", port);
   }

@@ -537,7 +537,7 @@ int tfx_worker_run(tfx_node *n, tfx_err *err) {
    * beside it); no control socket and no HTTP endpoint of its own. Only --http-port: observe.http_port in the
    * shared experiment is the master's too. */
   int is_chief = !strcmp(maddr, tfx_cluster_address(n->cluster, TFX_ROLE_WORKER, n->index));
-  int rc = worker__obs_start(&w.obs, n->index, is_chief ? 0 : n->http_port, err);
+  int rc = worker__obs_start(&w.obs, n->index, n->bind_host, is_chief ? 0 : n->http_port, err);
   if (rc) {
     pthread_mutex_destroy(&w.obs.lock);
     return rc;

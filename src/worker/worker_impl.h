@@ -21,8 +21,8 @@ typedef struct worker_obs {
   tfx_prom_hist pull, push_pull; /* seconds per tfx_psclient_pull / tfx_psclient_push_pull */
 } worker_obs;
 
-/* Prepares o for task index; starts the HTTP endpoint when port > 0. Stop with worker__obs_stop. */
-int worker__obs_start(worker_obs *o, int index, int port, tfx_err *err);
+/* Prepares o for task index; starts the HTTP endpoint on host:port when port > 0. Stop with worker__obs_stop. */
+int worker__obs_start(worker_obs *o, int index, const char *host, int port, tfx_err *err);
 /* Stops the HTTP endpoint (if any) and releases the lock. */
 void worker__obs_stop(worker_obs *o);
 /* Records a pull that took seconds and received bytes. */
