@@ -306,6 +306,19 @@ static int missing(const loader *l, const tfx_example *ex, const char *what, con
                      used ? have : "no features");
 }
 
+/* A float feature's values are finite, as the CSV and LibSVM readers require of theirs: one NaN record would
+ * train NaN weights into the model. */
+static int check_finite(const loader *l, const view *v, tfx_err *err) {
+  for (size_t i = 0; v->kind == TFX_FEATURE_KIND_FLOAT && i < v->n; i++) {
+    float x = ((const float *)v->p)[i];
+    if (!isfinite(x)) {
+      return tfx_err_set(err, TFX_ECORRUPT, "%s: feature '%s' value %zu (%g) is not a finite number", l->where,
+                         l->feature_key, i, (double)x);
+    }
+  }
+  return TFX_OK;
+}
+
 /* The x values of one record: a float or int64 list, or the bytes of a one-value bytes_list. */
 static int feature_view(const loader *l, const tfx_example *ex, view *v, tfx_err *err) {
   const entry_t *e = lookup(ex, l->feature_key);
@@ -329,7 +342,7 @@ static int feature_view(const loader *l, const tfx_example *ex, view *v, tfx_err
     return tfx_err_set(err, TFX_ESHAPE, "%s: feature '%s' has %zu values, the first record had %zu", l->where,
                        l->feature_key, v->n, l->dim);
   }
-  return TFX_OK;
+  return check_finite(l, v, err);
 }
 
 /* The label of one record: a single int64, or a single integral float, within int32. */
