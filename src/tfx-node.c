@@ -1,4 +1,5 @@
 /* tfx-node: the single binary. Parses argv and TF_CONFIG and dispatches on the command or role. */
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -125,6 +126,11 @@ static int lock_run(const tfx_args *a, tfx_err *err) {
   char where[1100];
   made_run_dir = access(a->node.run_dir, F_OK) != 0;
   int rc = tfx_run_lock(a->node.run_dir, &lock_fd, err), moved = 0;
+  if (!rc && cmd && !strcmp(cmd, "local")) {
+    /* The cluster's processes inherit the lock: it is held until the last of them is gone, so a supervisor
+     * killed with -9 does not free the directory while its children still write there. */
+    fcntl(lock_fd, F_SETFD, 0);
+  }
   if (!rc && !a->node.resume && !(rc = tfx_run_set_aside(a->node.run_dir, &moved, where, sizeof where, err)) && moved) {
     tfx_log(TFX_LOG_INFO, "RUN-FRESH", "--fresh: the earlier run's %d entries moved to %s", moved, where);
   }
