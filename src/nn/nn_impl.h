@@ -150,4 +150,8 @@ void nn__graph_merge_forward(tfx_model *m, layer *l, const float *x, int batch);
 /* The whole backward pass over the graph, summing the gradients of layers read by several others. */
 void nn__graph_backward(tfx_model *m, const float *x, int batch);
 
+/* Softmax over each of `rows` rows of `width` values of z into p (p may be z); loss.c's, shared with the softmax
+ * layer. */
+void nn__softmax_rows(const float *z, float *p, size_t rows, size_t width);
+
 #endif
