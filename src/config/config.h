@@ -14,14 +14,15 @@
  * each X-macro lists (ENUM_VALUE, "option text") in the enum's order, and tfx_config_choice_name turns a value
  * back into its text. */
 #define TFX_MODES(X) X(TFX_MODE_SYNC, "sync") X(TFX_MODE_ASYNC, "async") X(TFX_MODE_SSP, "ssp")
-#define TFX_OPTIMIZERS(X)                                                                                             \
-  X(TFX_OPT_SGD, "sgd")                                                                                               \
-  X(TFX_OPT_MOMENTUM, "momentum") X(TFX_OPT_ADAGRAD, "adagrad") X(TFX_OPT_RMSPROP, "rmsprop") X(TFX_OPT_ADAM, "adam") \
-      X(TFX_OPT_ADAMW, "adamw") X(TFX_OPT_FTRL, "ftrl")
-#define TFX_SCHEDULES(X)                                                                          \
-  X(TFX_SCHED_CONSTANT, "constant")                                                               \
-  X(TFX_SCHED_EXPONENTIAL, "exponential") X(TFX_SCHED_STEP, "step") X(TFX_SCHED_COSINE, "cosine") \
-      X(TFX_SCHED_PIECEWISE, "piecewise")
+#define TFX_OPTIMIZERS(X)                                                                                       \
+  X(TFX_OPT_SGD, "sgd")                                                                                         \
+  X(TFX_OPT_MOMENTUM, "momentum")                                                                               \
+  X(TFX_OPT_ADAGRAD, "adagrad") X(TFX_OPT_RMSPROP, "rmsprop") X(TFX_OPT_ADAM, "adam") X(TFX_OPT_ADAMW, "adamw") \
+      X(TFX_OPT_FTRL, "ftrl")
+#define TFX_SCHEDULES(X)                  \
+  X(TFX_SCHED_CONSTANT, "constant")       \
+  X(TFX_SCHED_EXPONENTIAL, "exponential") \
+  X(TFX_SCHED_STEP, "step") X(TFX_SCHED_COSINE, "cosine") X(TFX_SCHED_PIECEWISE, "piecewise")
 #define TFX_STRATEGIES(X) X(TFX_STRATEGY_ROUND_ROBIN, "round_robin") X(TFX_STRATEGY_GREEDY_BYTES, "greedy_bytes")
 #define TFX_PARTITIONS(X) X(TFX_PARTITION_MOD, "mod") X(TFX_PARTITION_RANGE, "range")
 #define TFX_LOSSES(X)                                        \

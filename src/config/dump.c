@@ -111,6 +111,9 @@ static void print_table(const char *title, const char *prefix, const config__opt
 void tfx_config_print_options(void) {
   printf("%-34s %-7s %-10s %s\n", "config__option", "type", "default", "meaning");
   print_table("# the experiment's sections (--set KEY=VALUE)", "", config__options, config__n_options);
+  printf("%-34s %-7s %-10s %s\n%-34s %-7s %-10s %s\n", "model.input_shape", "list", "[28,28,1]",
+         "the model input's shape: 1 to 3 positive dims", "model.params", "object", "{}",
+         "a plugin's parameters (any JSON), handed to its build");
   print_table("# model.layers[N]: each layer", "model.layers[].", config__layer_options, config__n_layer_options);
   print_table("# model.features[N]: feature columns (sparse models)", "model.features[].", config__feature_options,
               config__n_feature_options);
@@ -118,6 +121,9 @@ void tfx_config_print_options(void) {
               config__n_var_options);
   print_table("# validation[N]: named validation sets", "validation[].", config__valset_options,
               config__n_valset_options);
+  printf("%-34s %-7s %-10s %s\n", "validation[].metrics", "object", "-",
+         "per metric aggregation, {\"accuracy\": \"mean\", \"loss\": \"max\"}: also names the metrics reported");
+  printf("\n# lists' entries are set as --set model.layers[N].KEY=VALUE (N an entry of the experiment)\n");
   printf(
       "\n# hyperparameters: {NAME: SPEC}, referenced as \"$NAME\" anywhere in the experiment\n"
       "%-34s %s\n%-34s %s\n%-34s %s\n%-34s %s\n%-34s %s\n",

@@ -794,3 +794,33 @@ Test(config, a_saved_config_with_the_format_key_means_what_it_says) {
   cr_assert_eq(tfx_config_layer_strides(&again.layers[0]), 1);
   free(dumped);
 }
+
+/* --set reaches a list's entries as --help-options lists them (model.layers[].units), checked as the list would
+ * be; keys tfx reads only from the file (name, hyperparameters) are refused instead of ignored (#25). */
+Test(config, set_indexes_lists_and_refuses_what_it_cannot_set) {
+  tfx_config c;
+  tfx_err err = {0};
+  tfx_config_init(&c);
+  cr_assert_eq(tfx_config_load(&c, EXAMPLE, &err), TFX_OK, "%s", err.msg);
+  cr_assert_eq(tfx_config_set(&c, "model.layers[1].units=128", &err), TFX_OK, "%s", err.msg);
+  cr_assert_eq(c.layers[1].units, 128);
+  cr_assert_eq(tfx_config_set(&c, "model.layers[1].activation=tanh", &err), TFX_OK, "%s", err.msg);
+  cr_assert_str_eq(c.layers[1].activation, "tanh");
+  static const struct {
+    const char *set, *fragment;
+  } bad[] = {
+      {"model.layers[99].units=1", "model.layers[99].units: the experiment has"},
+      {"model.layers[-1].units=1", "the experiment has"},
+      {"model.layers[1].colour=1", "model.layers[1].colour: unknown key"},
+      {"model.layers[1].units=0", "model.layers[1].units: 0 out of range"},
+      {"model.features[0].type=numeric", "the experiment has 0 entries in model.features"},
+      {"model.layers[1]=1", "unknown key 'model.layers[1]'"},
+      {"name=zzz", "--set name: not an option"},
+      {"hyperparameters={\"lr\": {\"type\": \"constant\", \"value\": 1}}", "--set hyperparameters: not an option"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    tfx_config before = c;
+    assert_fails(tfx_config_set(&c, bad[i].set, &err), TFX_ECONFIG, err, bad[i].fragment);
+    cr_assert_eq(memcmp(&c, &before, sizeof c), 0, "%s: a refused --set changed the config", bad[i].set);
+  }
+}
