@@ -226,7 +226,7 @@ int tfx_config_numeric_features(const tfx_config *cfg);
 /* 1 when the model reads sparse examples: its first layer is an embedding_bag over the model input (the data
  * pipeline then keeps ids and weights as CSR, never a dense row of input_shape values). */
 int tfx_config_sparse_input(const tfx_config *cfg);
-/* The eval file an error about the eval data names: the labels file when there is one, else the images (or
+/* The eval file an error about the eval data names: IDX's labels file when there is one, else the images (or
  * only) file; borrowed from cfg. */
 const char *tfx_config_eval_file(const tfx_config *cfg);
 /* The part of tfx_config_validate a ps needs: every option with a fixed set of values (mode, nan_policy,

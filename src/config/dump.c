@@ -87,8 +87,10 @@ char *tfx_config_to_json(const tfx_config *cfg) {
                                    config__n_valset_options));
   char leaf[256];
   for (size_t i = 0; i < config__n_options; i++) {
-    json_object *node = section(root, config__options[i].path, leaf, sizeof leaf);
-    json_object_object_add(node, leaf, config__value_json(cfg, &config__options[i]));
+    const config__option *o = &config__options[i];
+    json_object *node = section(root, o->path, leaf, sizeof leaf);
+    int idx_only = !strcmp(leaf, "labels") && cfg->data_format != TFX_FORMAT_IDX; /* one file holds both */
+    json_object_object_add(node, leaf, idx_only ? json_object_new_string("") : config__value_json(cfg, o));
   }
   char *s = strdup(json_object_to_json_string_ext(
       root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE));

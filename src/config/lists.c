@@ -225,6 +225,9 @@ static int check_feature(const tfx_config *cfg, tfx_feature_spec *f, int i, tfx_
     return tfx_err_set(err, TFX_ECONFIG, "model.features[%d] (%s): %s must be >= 1", i, f->name,
                        !strcmp(f->type, "identity") ? "num_buckets" : "hash_bucket_size");
   }
+  if (!strcmp(f->normalizer, "none")) {
+    f->normalizer[0] = '\0'; /* as it is, the same as leaving it out */
+  }
   if (f->normalizer[0] && strcmp(f->normalizer, "log1p")) {
     return tfx_err_set(err, TFX_ECONFIG, "model.features[%d] (%s): normalizer '%s' (want log1p, or none)", i, f->name,
                        f->normalizer);

@@ -824,3 +824,26 @@ Test(config, set_indexes_lists_and_refuses_what_it_cannot_set) {
     cr_assert_eq(memcmp(&c, &before, sizeof c), 0, "%s: a refused --set changed the config", bad[i].set);
   }
 }
+
+/* A numeric column's normalizer is log1p or none (as the message offers), anything else refused naming it. */
+Test(config, feature_normalizer_none_or_log1p) {
+  static const char *ok[] = {"none", "log1p"};
+  for (int i = 0; i < 2; i++) {
+    tfx_config c;
+    tfx_err err = {0};
+    char json[256];
+    tfx_config_init(&c);
+    snprintf(json, sizeof json,
+             "{\"model\": {\"features\": [{\"key\": \"n\", \"type\": \"numeric\", \"normalizer\": \"%s\"}]}}", ok[i]);
+    cr_assert_eq(tfx_config_parse(&c, json, "t.json", &err), TFX_OK, "%s: %s", ok[i], err.msg);
+    cr_assert_str_eq(c.features[0].normalizer, i ? "log1p" : "");
+  }
+  tfx_config c;
+  tfx_err err = {0};
+  tfx_config_init(&c);
+  assert_fails(
+      tfx_config_parse(
+          &c, "{\"model\": {\"features\": [{\"key\": \"n\", \"type\": \"numeric\", \"normalizer\": \"log\"}]}}",
+          "t.json", &err),
+      TFX_ECONFIG, err, "normalizer 'log' (want log1p, or none)");
+}
