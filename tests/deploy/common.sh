@@ -13,11 +13,11 @@ skip() { echo "SKIP: $*"; exit 77; }
 ON_EXIT=()
 at_exit() { ON_EXIT=("$*" "${ON_EXIT[@]}"); }
 deploy_cleanup() {
-  local step
+  local rc=$? step
   trap '' TERM INT HUP
   for step in "${ON_EXIT[@]}"; do eval "$step" >/dev/null 2>&1; done
   tfx_docker_down
-  cleanup
+  cleanup "$rc"
 }
 trap deploy_cleanup EXIT
 trap 'exit 143' TERM INT HUP

@@ -6,10 +6,31 @@ SRC=${TFX_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 EXAMPLE=$SRC/examples/fashion_mnist_mlp.json
 WORK=$(mktemp -d /tmp/tfx-it.XXXXXX)
 PIDS=()
-cleanup() { for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done; rm -rf "$WORK"; }
+# cleanup: kills what the test started; a script that ends with status 0 without going through pass (and so
+# without its sanitizer check) fails.
+cleanup() {
+  local rc=${1:-$?}
+  for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
+  [ "$rc" != 0 ] || [ -n "${TFX_PASSED:-}" ] || { echo "FAIL: the test ended without pass"; rc=1; }
+  rm -rf "$WORK"
+  exit "$rc"
+}
 trap cleanup EXIT
 fail() { echo "FAIL: $*"; for f in "$WORK"/*.log "$WORK"/run*/logs/*.log; do [ -f "$f" ] && { echo "--- $f"; tail -20 "$f"; }; done; exit 1; }
-pass() { echo "PASS: $*"; exit 0; }
+# sanitizer_reports: fails the test on an ASan, LSan or UBSan report in any log the test wrote ($WORK/**/*.log,
+# which holds RUN/logs/*.log). A supervised child that reports exits 1 and `tfx-node local` restarts it, so the
+# run itself can succeed over the report: the logs are the only place it is seen.
+sanitizer_reports() {
+  local f hit
+  while IFS= read -r -d '' f; do
+    hit=$(grep -a -m1 -E 'AddressSanitizer|LeakSanitizer|runtime error:' "$f") || continue
+    echo "FAIL: sanitizer report in ${f#"$WORK"/}: $hit"
+    grep -a -A30 -m1 -E 'AddressSanitizer|LeakSanitizer|runtime error:' "$f" | head -40
+    exit 1
+  done < <(find "$WORK" -type f -name '*.log' -print0 2>/dev/null)
+}
+# pass WHAT: every test ends here (or in fail/skip); a sanitizer report in any of its logs turns it into a failure.
+pass() { sanitizer_reports; echo "PASS: $*"; TFX_PASSED=1; exit 0; }
 # skip WHY: this machine cannot run the test; CTest reports it as skipped (SKIP_RETURN_CODE 77), never as passed.
 skip() { echo "SKIP: $*"; exit 77; }
 
