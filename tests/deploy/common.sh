@@ -22,17 +22,36 @@ deploy_cleanup() {
 trap deploy_cleanup EXIT
 trap 'exit 143' TERM INT HUP
 
+# probe_container: a trivial container (an image of /bin/true and its libraries, imported from a tar: no
+# registry, no build) runs, or the test skips naming why when the engine cannot make a container's namespaces
+# (in an unprivileged container: "Error creating mount namespace before pivot: operation not permitted"). Any
+# other failure is one.
+probe_container() {
+  local root=$WORK/probe-root f
+  for f in /bin/true $(ldd /bin/true | grep -o '/[^ ]*'); do
+    mkdir -p "$root$(dirname "$f")" && cp -L "$f" "$root$f" || fail "probe image: cannot copy $f"
+  done
+  tar -C "$root" -c . | dk import - tfx-probe:latest >"$WORK/probe.txt" 2>&1 || fail "docker import: $(cat "$WORK/probe.txt")"
+  at_exit "dk rmi -f tfx-probe:latest"
+  dk run --rm --network none tfx-probe:latest /bin/true >"$WORK/probe.txt" 2>&1 && return 0
+  grep -q "operation not permitted" "$WORK/probe.txt" &&
+    skip "the docker engine cannot start a container here (an unprivileged container?): $(grep -m1 "operation not permitted" "$WORK/probe.txt")"
+  fail "a trivial container (/bin/true) did not run: $(tail -3 "$WORK/probe.txt")"
+}
+
 # need_docker: an engine to use (or skip with the reason), and the images built by scripts/docker-build.sh ARGS.
 need_docker() {
   [ "$(id -u)" = 0 ] || [ -n "${DOCKER_HOST:-}" ] || skip "not root and no DOCKER_HOST: cannot start a private dockerd"
   local t
+  # A missing tool is not the machine's limit: scripts/install-deps.sh installs them, so CI lacking one fails.
   for t in docker-compose debootstrap python3; do
-    command -v "$t" >/dev/null || skip "$t is not installed (scripts/install-deps.sh installs it)"
+    command -v "$t" >/dev/null || fail "$t is not installed (scripts/install-deps.sh test installs it)"
   done
   local rc=0
   tfx_docker_up || rc=$?
   [ "$rc" = 2 ] && skip "$TFX_DOCKER_WHY"
   [ "$rc" = 0 ] || fail "cannot start a Docker engine"
+  probe_container
   bash "$SRC/scripts/docker-build.sh" "$@" || fail "scripts/docker-build.sh $* failed"
 }
 
