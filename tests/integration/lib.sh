@@ -85,6 +85,18 @@ print("none" if val is None else val)
 PY
 }
 
+# var_values RUN VAR: the values of VAR in RUN's newest checkpoint (or in an export), one a line; returns 1 with
+# the reason on stderr when inspect fails or prints no value (so a comparison of two empty outputs cannot pass).
+var_values() {
+  local out
+  out=$("$TFX_NODE" inspect "$1" --var "$2" 2>&1) || { echo "inspect $1 --var $2: $out" >&2; return 1; }
+  out=$(echo "$out" | tail -n +2 | tr ' ' '\n' | grep .)
+  [ -n "$out" ] || { echo "inspect $1 --var $2 printed no value" >&2; return 1; }
+  echo "$out"
+}
+# all_zero FILE: every value in FILE (one a line, at least one) is zero.
+all_zero() { [ -s "$1" ] && ! grep -qvE '^-?0(\.0*)?$' "$1"; }
+
 # ge A B: exit 0 if A >= B (floats).
 ge() { python3 -c "import sys; sys.exit(0 if '$1' != 'none' and float('$1') >= float('$2') else 1)"; }
 le() { python3 -c "import sys; sys.exit(0 if '$1' != 'none' and float('$1') <= float('$2') else 1)"; }
