@@ -47,6 +47,20 @@ wait_for() {
   done
 }
 
+# wait_exit SECONDS PID: waits for PID (a child of this shell) and returns its exit status; returns 124 when it
+# is still running after SECONDS (the caller fails, naming what it waited for; cleanup kills it).
+wait_exit() {
+  local limit=$1 pid=$2 t0=$SECONDS
+  while kill -0 "$pid" 2>/dev/null && [ "$(ps -o stat= -p "$pid" 2>/dev/null | cut -c1)" != Z ]; do
+    if [ $((SECONDS - t0)) -ge "$limit" ]; then
+      echo "wait_exit: pid $pid ($(ps -o args= -p "$pid" | cut -c1-100)) still running after $limit s"
+      return 124
+    fi
+    sleep 0.2
+  done
+  wait "$pid"
+}
+
 # pid_of RUN ROLE INDEX: the pid of a live process of the local cluster in RUN (from the TF_CONFIG it was given).
 pid_of() { pgrep -f -- "--run-dir $1\$" | while read -r p; do tr '\0' '\n' </proc/$p/environ 2>/dev/null | grep -q "\"type\":\"$2\",\"index\":$3" && echo "$p"; done | head -1; }
 

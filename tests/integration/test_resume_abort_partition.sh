@@ -5,11 +5,25 @@
 experiment "$WORK/exp.json" training.max_steps=200 eval.every_steps=0 checkpoint.every_steps=100 training.report_every=50
 "$TFX_NODE" local --config "$WORK/exp.json" --run-dir "$WORK/run" >"$WORK/first.log" 2>&1 || fail "first run"
 acc1=$(metric "$WORK/run/metrics.jsonl" eval accuracy)
+lines1=$(wc -l <"$WORK/run/metrics.jsonl")
 "$TFX_NODE" local --config "$WORK/exp.json" --run-dir "$WORK/run" --max-steps 400 >"$WORK/second.log" 2>&1 || fail "resumed run"
 grep -q "MASTER-RESUME resuming from .*ckpt-000000000200 at step 200" "$WORK/run/logs/master-0.log" || fail "master did not resume at 200"
 acc2=$(metric "$WORK/run/metrics.jsonl" eval accuracy); step2=$(metric "$WORK/run/metrics.jsonl" eval step)
 [ "$step2" = 400 ] || fail "resumed run ended at step $step2, want 400"
 ge "$acc2" "$(python3 -c "print($acc1 - 0.01)")" || fail "accuracy dropped after resume: $acc1 -> $acc2"
+# The resumed run goes on from the checkpoint's weights, not only its step: its first training loss is about the
+# first run's last (a model re-initialized at step 200 reports a loss over 1 after 50 steps, as at the start).
+python3 - "$WORK/run/metrics.jsonl" "$lines1" <<'PY' || fail "the resumed run did not continue the first run's loss"
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1])]
+first, second = recs[:int(sys.argv[2])], recs[int(sys.argv[2]):]
+last = [r["loss"] for r in first if r["kind"] == "train" and r["step"] >= 150]
+resumed = [r for r in second if r["kind"] == "train"]
+assert last and resumed, (last, resumed)
+ref, head = sum(last) / len(last), resumed[0]
+print("resume: loss %.3f before, %.3f at step %d after" % (ref, head["loss"], head["step"]))
+assert 200 < head["step"] <= 300 and head["loss"] <= ref + 0.3, (ref, head)
+PY
 echo "resume: step 200 accuracy $acc1 -> step 400 accuracy $acc2"
 
 experiment "$WORK/boom.json" training.max_steps=200 optimizer.name='"sgd"' optimizer.learning_rate=9 training.thres_loss=20 training.report_every=1
