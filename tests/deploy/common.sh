@@ -2,8 +2,10 @@
 # metric, ge, experiment, wait_for) plus a Docker engine (scripts/docker-lib.sh) that the test gives back on exit.
 #
 # skip REASON: prints "SKIP: REASON" and exits 77, which CTest reports as skipped (SKIP_RETURN_CODE). Tests skip
-# only when this machine cannot run the thing at all (not root, a tool missing); anything that starts and then
+# only when this machine cannot run the thing at all (not root, no cgroups, an unprivileged container); a tool
+# that scripts/install-deps.sh installs but is missing, or anything that starts and then
 # misbehaves is a failure.
+: "${TFX_TEST_TIMEOUT:=1100}" # the watchdog of lib.sh, under CTest's 1200 s for deploy tests
 . "$(dirname "${BASH_SOURCE[0]}")/../integration/lib.sh"
 . "$SRC/scripts/docker-lib.sh"
 

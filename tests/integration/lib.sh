@@ -1,5 +1,6 @@
-# Helpers for the integration tests. Each test runs in its own temp dir, in its own process group, with a
-# watchdog that kills the group after TFX_TEST_TIMEOUT seconds; ports are chosen by the kernel (bind to 0).
+# Helpers for the integration tests. Each test runs in its own temp dir, with a watchdog that kills the test and
+# every process under it after TFX_TEST_TIMEOUT seconds (default 800, under CTest's 900), saying so and showing
+# the logs' tails; ports are chosen by the kernel (bind to 0).
 set -u
 : "${TFX_NODE:?set TFX_NODE to the tfx-node binary}"
 SRC=${TFX_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
@@ -10,13 +11,37 @@ PIDS=()
 # without its sanitizer check) fails.
 cleanup() {
   local rc=${1:-$?}
+  stop_watchdog
   for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
   [ "$rc" != 0 ] || [ -n "${TFX_PASSED:-}" ] || { echo "FAIL: the test ended without pass"; rc=1; }
   rm -rf "$WORK"
   exit "$rc"
 }
 trap cleanup EXIT
-fail() { echo "FAIL: $*"; for f in "$WORK"/*.log "$WORK"/run*/logs/*.log; do [ -f "$f" ] && { echo "--- $f"; tail -20 "$f"; }; done; exit 1; }
+trap 'exit 143' TERM INT HUP # the watchdog's (or a user's) signal runs the EXIT trap too
+
+# descendants PID: every process under PID (children first walked by parent pid, not by name).
+descendants() { local c; for c in $(pgrep -P "$1"); do echo "$c"; descendants "$c"; done; }
+# show_logs: the tails of the test's logs (what fail prints).
+show_logs() { for f in "$WORK"/*.log "$WORK"/run*/logs/*.log; do [ -f "$f" ] && { echo "--- $f"; tail -20 "$f"; }; done; }
+# The watchdog: a background shell that, after TFX_TEST_TIMEOUT seconds, names the timeout, shows the logs and
+# sends SIGTERM to the test and everything under it (SIGKILL 5 s later). Its sleep writes nowhere, so that once
+# stopped it holds no pipe of CTest's open.
+TFX_TEST_TIMEOUT=${TFX_TEST_TIMEOUT:-800}
+(
+  trap - TERM INT HUP # (not the test's 'exit 143': stop_watchdog's SIGTERM just ends it)
+  sleep "$TFX_TEST_TIMEOUT" </dev/null >/dev/null 2>&1
+  echo "FAIL: TIMEOUT: the test ran for more than TFX_TEST_TIMEOUT=$TFX_TEST_TIMEOUT s; killing it and its processes"
+  show_logs
+  me=$BASHPID
+  victims="$$ $(descendants $$ | grep -vx "$me")"
+  kill -TERM $victims 2>/dev/null
+  sleep 5
+  kill -KILL $victims 2>/dev/null
+) &
+WATCHDOG=$!
+stop_watchdog() { kill $(pgrep -P "$WATCHDOG") "$WATCHDOG" 2>/dev/null; }
+fail() { echo "FAIL: $*"; show_logs; exit 1; }
 # sanitizer_reports: fails the test on an ASan, LSan or UBSan report in any log the test wrote ($WORK/**/*.log,
 # which holds RUN/logs/*.log). A supervised child that reports exits 1 and `tfx-node local` restarts it, so the
 # run itself can succeed over the report: the logs are the only place it is seen.

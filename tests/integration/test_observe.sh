@@ -8,9 +8,11 @@ experiment "$WORK/exp.json" training.max_steps=1500 eval.every_steps=500 trainin
 "$TFX_NODE" local --config "$WORK/exp.json" --run-dir "$WORK/runs/r1" >"$WORK/local.log" 2>&1 &
 PIDS+=($!)
 url=""
-for _ in $(seq 1 100); do url=$(grep -o 'http://127.0.0.1:[0-9]*' "$WORK/local.log" | head -1); [ -n "$url" ] && break; sleep 0.2; done
-[ -n "$url" ] || fail "local printed no address"
-for _ in $(seq 1 50); do curl -sf "$url/metrics" >"$WORK/metrics.txt" && grep -q '^tfx_global_step{role="master",index="0"} [1-9]' "$WORK/metrics.txt" && break; sleep 0.2; done
+# Generous bounds (a loaded 2-core CI machine under ASan): the run is still going, so waiting costs nothing.
+address() { url=$(grep -o 'http://127.0.0.1:[0-9]*' "$WORK/local.log" | head -1); [ -n "$url" ]; }
+wait_for 120 address || fail "local printed no address"
+stepped() { curl -sf "$url/metrics" >"$WORK/metrics.txt" && grep -q '^tfx_global_step{role="master",index="0"} [1-9]' "$WORK/metrics.txt"; }
+wait_for 120 stepped
 grep -q '^tfx_global_step{role="master",index="0"} [1-9]' "$WORK/metrics.txt" || fail "/metrics has no global step: $(head -5 "$WORK/metrics.txt")"
 if command -v promtool >/dev/null; then promtool check metrics <"$WORK/metrics.txt" || fail "promtool rejects /metrics"; fi
 python3 - "$WORK/metrics.txt" <<'PY' || fail "/metrics is not valid exposition text or lacks a family"
