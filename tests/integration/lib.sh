@@ -30,7 +30,7 @@ show_logs() { for f in "$WORK"/*.log "$WORK"/run*/logs/*.log; do [ -f "$f" ] && 
 TFX_TEST_TIMEOUT=${TFX_TEST_TIMEOUT:-800}
 (
   trap - TERM INT HUP # (not the test's 'exit 143': stop_watchdog's SIGTERM just ends it)
-  sleep "$TFX_TEST_TIMEOUT" </dev/null >/dev/null 2>&1
+  sleep "$TFX_TEST_TIMEOUT" </dev/null >/dev/null 2>&1 || exit 0 # a killed sleep: the test is over
   echo "FAIL: TIMEOUT: the test ran for more than TFX_TEST_TIMEOUT=$TFX_TEST_TIMEOUT s; killing it and its processes"
   show_logs
   me=$BASHPID
@@ -40,7 +40,14 @@ TFX_TEST_TIMEOUT=${TFX_TEST_TIMEOUT:-800}
   kill -KILL $victims 2>/dev/null
 ) &
 WATCHDOG=$!
-stop_watchdog() { kill $(pgrep -P "$WATCHDOG") "$WATCHDOG" 2>/dev/null; }
+# stop_watchdog: the watchdog first (its SIGTERM ends it at once, waiting on its sleep), then the sleep; killed the
+# other way round, the watchdog could wake from its sleep and fire at a test that is finishing.
+stop_watchdog() {
+  local s
+  s=$(pgrep -P "$WATCHDOG")
+  kill "$WATCHDOG" 2>/dev/null
+  [ -z "$s" ] || kill $s 2>/dev/null
+}
 fail() { echo "FAIL: $*"; show_logs; exit 1; }
 # sanitizer_reports: fails the test on an ASan, LSan or UBSan report in any log the test wrote ($WORK/**/*.log,
 # which holds RUN/logs/*.log). A supervised child that reports exits 1 and `tfx-node local` restarts it, so the
