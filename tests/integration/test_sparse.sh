@@ -66,6 +66,17 @@ ge "$csacc" 0.85 || fail "streamed feature columns reached accuracy $csacc, want
 [ "$(metric "$WORK/run-local/metrics.jsonl" eval step)" = 40 ] || fail "the cluster did not evaluate at step 40"
 lacc=$(metric "$WORK/run-local/metrics.jsonl" eval accuracy)
 ge "$lacc" 0.3 || fail "the cluster's accuracy after 40 steps is $lacc (chance 0.25)"
+# FTRL at the ps (its two slots, l1's exact zeros, over lazy rows) is the single-process rule: a cluster of one
+# worker and one ps ends 100 steps with the same train and eval loss as `train`, to every printed digit.
+exp "$WORK/ftrl.json" "$WORK/train.libsvm" optimizer.name='"ftrl"' optimizer.learning_rate=0.5 optimizer.l1=0.001
+"$TFX_NODE" train --config "$WORK/ftrl.json" --run-dir "$WORK/run-ftrl1" --max-steps 100 >"$WORK/ftrl1.log" 2>&1 ||
+  fail "ftrl train: $(tail -1 "$WORK/ftrl1.log")"
+"$TFX_NODE" local --config "$WORK/ftrl.json" --run-dir "$WORK/run-ftrlc" --workers 1 --ps 1 --max-steps 100 \
+  >"$WORK/ftrlc.log" 2>&1 || fail "ftrl cluster: $(tail -1 "$WORK/ftrlc.log")"
+for k in "train loss" "eval loss" "eval accuracy"; do
+  a=$(metric "$WORK/run-ftrl1/metrics.jsonl" $k) b=$(metric "$WORK/run-ftrlc/metrics.jsonl" $k)
+  [ "$a" != none ] && [ "$a" = "$b" ] || fail "ftrl: $k $b in the cluster, $a in one process"
+done
 # Bad input: exit 2, the file and line named, no run directory written.
 bad() { # bad NAME EXPECTED-MESSAGE CONFIG-KEY=VALUE...
   local name=$1 want=$2; shift 2
