@@ -5,7 +5,8 @@
 # the run finishes once worker 1 goes on. The same pause in async mode lets worker 0 run on (the version moves by
 # far more): the measurement can tell the two apart.
 . "$(dirname "$0")/lib.sh"
-# paused MODE: prints how far ps 0's version moved while worker 1 was stopped for 4 s.
+# paused MODE: writes to WORK/MODE.moved how far ps 0's version moved while worker 1 was stopped for 4 s (in this
+# shell, not a $(...) subshell, so that a failure fails the test and cleanup knows the cluster's pid).
 paused() {
   local run=$WORK/run-$1
   experiment "$WORK/$1.json" training.mode="\"$1\"" training.staleness=3 training.max_steps=600 eval.every_steps=0 \
@@ -28,10 +29,10 @@ paused() {
   kill -CONT "$w"
   wait_exit 300 "$lp" >/dev/null || fail "$1: the run failed after the pause: $(tail -2 "$WORK/$1.log")"
   [ -n "$v0" ] && [ -n "$v1" ] || fail "$1: no version from ps 0 ($v0, $v1)"
-  echo $((v1 - v0))
+  echo $((v1 - v0)) >"$WORK/$1.moved"
 }
-ssp=$(paused ssp) || fail "ssp run: $ssp"
+paused ssp; ssp=$(cat "$WORK/ssp.moved")
 [ "$ssp" -le 5 ] || fail "ssp (staleness 3): the version moved by $ssp while worker 1 was stopped, want <= 5"
-async=$(paused async) || fail "async run: $async"
+paused async; async=$(cat "$WORK/async.moved")
 [ "$async" -gt 20 ] || fail "async: the version moved by only $async while worker 1 was stopped: the measurement cannot see a lead"
 pass "ssp staleness 3: version moved by $ssp while worker 1 was stopped for 4 s (async: $async)"
