@@ -241,6 +241,8 @@ int main(int argc, char **argv) {
   idx_seeds();
   safetensors_seeds();
   rowfile_seeds();
+  text("columns", "rows", "", "y,cat,words,w,x,n\n1,2,a b c,0.5 1 2,3.5,10\n0,4,b,1,,0\n1,0,,,-2,1e6\n");
+  text("columns", "quoted", "", "n,x,y,w,words,cat\n7,\"1,5\",0,2,\"x y\",3\n");
   text("where", "two", "", "accuracy>0.88, train.loss<=0.4");
   text("where", "and", "", "validation.heldout.accuracy >= 0.5 and step=100 and seconds<3600");
   text("where", "bad", "", "accuracy >> 1");
