@@ -297,11 +297,11 @@ static void last_error(const tfx_node *n, const child *k, char *out, size_t size
 }
 
 /* The supervisor's error for a child that will not be restarted: its own error line, and exit 2 when it exited 2
- * (bad input), else TFX_EPEER. */
+ * (bad input), 3 when it exited 3 (the run aborted on purpose: thres_loss), else TFX_EPEER. */
 static int child_failed(const cluster_run *r, const child *k, tfx_err *err) {
   char why[600];
   last_error(r->n, k, why, sizeof why);
-  int code = k->status == 2 ? TFX_ECONFIG : TFX_EPEER;
+  int code = k->status == 2 ? TFX_ECONFIG : k->status == 3 ? TFX_ELOSS : TFX_EPEER;
   return tfx_err_set(err, code, "%s %d exited with status %d%s%s%s (log: %s/logs/%s-%d.log)", tfx_role_name(k->role),
                      k->index, k->status, k->restarts ? " after restarts" : "", why[0] ? ": " : "", why, r->n->run_dir,
                      tfx_role_name(k->role), k->index);
