@@ -152,14 +152,9 @@ static void exec_child(const tfx_node *n, const tfx_cluster *c, const child *ch,
   }
   /* One machine: every socket and the HTTP page on loopback unless --bind says otherwise. */
   const char *host = n->bind_host[0] ? n->bind_host : "127.0.0.1";
-  char *argv[] = {"tfx-node",
-                  "--config",
-                  (char *)exp,
-                  "--run-dir",
-                  (char *)n->run_dir,
-                  "--bind",
-                  (char *)host,
-                  n->resume ? NULL : "--fresh",
+  /* The run directory stays the last argument (before --fresh): tools find a run's processes by it. */
+  char *argv[] = {"tfx-node",  "--bind",    (char *)host,       "--config",
+                  (char *)exp, "--run-dir", (char *)n->run_dir, n->resume ? NULL : "--fresh",
                   NULL};
   execv(self, argv);
   fprintf(stderr, "exec %s: %s\n", self, strerror(errno));
