@@ -52,7 +52,7 @@ static int missing(master *m, char *buf, size_t n) {
       name_missing(m, TFX_ROLE_PS, p, buf, n, &len, &count);
     }
   }
-  for (int w = 0; w < m->n_workers; w++) {
+  for (int w = 0; w < m->n_workers && !m->over; w++) {
     if (!m->workers[w].registered) {
       name_missing(m, TFX_ROLE_WORKER, w, buf, n, &len, &count);
     }
@@ -60,7 +60,22 @@ static int missing(master *m, char *buf, size_t n) {
   return count;
 }
 
+/* Whether the run this master resumes already reached max_steps (a master restarted after the final checkpoint,
+ * the workers gone): then it needs only the ps, to evaluate the final step. */
+static int run_over(master *m) {
+  char dir[1100];
+  int64_t step = 0;
+  int have = m->n->resume && tfx_ckpt_resume_point(m->n->run_dir, &step, dir, sizeof dir, NULL) == TFX_OK;
+  if (!master__run_over(have, step, m->cfg.max_steps, m->cfg.steps > 0)) {
+    return 0;
+  }
+  tfx_log(TFX_LOG_INFO, "MASTER-AT-MAX", "%s is at max_steps %lld: waiting for the ps only, to evaluate it", dir,
+          (long long)m->cfg.max_steps);
+  return 1;
+}
+
 int master__wait_cluster(master *m, tfx_err *err) {
+  m->over = run_over(m);
   int64_t start = tfx_now_ms();
   int64_t deadline = start + (int64_t)m->cfg.register_timeout_s * 1000;
   int64_t last_log = start;
