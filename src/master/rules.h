@@ -45,6 +45,12 @@ int master__final_eval_done(int rc, int refused, int64_t eval_step, int64_t fina
 /* Whether a final evaluation that did not stand is asked again: less than timeout_s since the first failure at
  * first_fail_ms (a lost ps is given as long to come back as at any other time). */
 int master__final_eval_retry(int64_t first_fail_ms, int64_t now_ms, int timeout_s);
+/* The step at which a starting master adopts the live state of its n ps instead of initializing them, or -1:
+ * every ps serves (serving[p]: initialized), holds its part of the plan (shards[p] == want[p]), and all stand at
+ * one step (version[p]) that is not behind the newest checkpoint (ckpt_step; -1: none). A restarted master then
+ * loses no step the ps already took. */
+int64_t master__adopt_step(int n, const int *serving, const int64_t *shards, const int64_t *want,
+                           const int64_t *version, int64_t ckpt_step);
 /* Whether the n-th dropped frame or report is logged: the first 10, then at powers of two. */
 int master__log_drop(int64_t n);
 

@@ -144,3 +144,23 @@ Test(master_rules, the_final_evaluation_stands_only_at_the_final_step) {
   cr_assert_eq(master__final_eval_retry(10000, 39999, 30), 1);
   cr_assert_eq(master__final_eval_retry(10000, 40000, 30), 0); /* register_timeout_s reached: not evaluated */
 }
+
+Test(master_rules, a_starting_master_adopts_ps_that_agree_on_a_step) {
+  int serving[2] = {1, 1};
+  int64_t shards[2] = {3, 2};
+  int64_t want[2] = {3, 2};
+  int64_t version[2] = {1600, 1600};
+  cr_assert_eq(master__adopt_step(2, serving, shards, want, version, -1), 1600);   /* no checkpoint yet */
+  cr_assert_eq(master__adopt_step(2, serving, shards, want, version, 1200), 1600); /* ahead of the checkpoint */
+  cr_assert_eq(master__adopt_step(2, serving, shards, want, version, 1600), 1600);
+  cr_assert_eq(master__adopt_step(2, serving, shards, want, version, 2000), -1); /* behind it: restore it */
+  version[1] = 1601;
+  cr_assert_eq(master__adopt_step(2, serving, shards, want, version, -1), -1); /* steps differ */
+  version[1] = 1600;
+  serving[1] = 0;
+  cr_assert_eq(master__adopt_step(2, serving, shards, want, version, -1), -1); /* a ps back empty */
+  serving[1] = 1;
+  shards[0] = 2;
+  cr_assert_eq(master__adopt_step(2, serving, shards, want, version, -1), -1); /* another plan */
+  cr_assert_eq(master__adopt_step(0, serving, shards, want, version, -1), -1);
+}
