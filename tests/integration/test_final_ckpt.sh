@@ -11,8 +11,6 @@
 MAX=2000
 experiment "$WORK/exp.json" training.max_steps=$MAX eval.every_steps=0 checkpoint.every_steps=400 \
   training.report_every=1000000 cluster.request_timeout_s=60 cluster.register_timeout_s=60
-has_ckpt() { compgen -G "$RUN/checkpoints/ckpt-*/manifest.json" >/dev/null; }
-at_max() { [ "$(cat "$RUN"/logs/worker-*.log 2>/dev/null | grep -c WORKER-AT-MAX)" -ge 2 ]; }
 
 # lose_at_max NAME ROLE LOGNAME: a run whose ROLE (ps 0 or the chief) is killed -9 while the workers wait at
 # max_steps with the chief stopped; it must still end at max_steps with its final checkpoint.
@@ -21,13 +19,13 @@ lose_at_max() {
   "$TFX_NODE" local --config "$WORK/exp.json" --run-dir "$RUN" >"$WORK/$1.log" 2>&1 &
   local lp=$!
   PIDS+=($lp)
-  wait_for 600 has_ckpt || fail "$1: no checkpoint within 600 s"
+  wait_for 600 has_ckpt "$RUN" || fail "$1: no checkpoint within 600 s"
   local chief; chief=$(pid_of "$RUN" chief 0)
   [ -n "$chief" ] || fail "$1: no chief process"
   kill -STOP "$chief"
   PIDS+=("$chief") # (cleanup kills it; a stopped process takes SIGKILL)
   # Without the chief the workers still train (the ps count the sync steps) up to max_steps, and wait there.
-  wait_for 600 at_max || fail "$1: the workers did not reach max_steps within 600 s"
+  wait_for 600 at_max "$RUN" || fail "$1: the workers did not reach max_steps within 600 s"
   grep -q "WORKER-DONE" "$RUN"/logs/worker-*.log && fail "$1: a worker exited at max_steps before the chief's verdict"
   local victim; victim=$(pid_of "$RUN" "$2" 0)
   [ -n "$victim" ] || fail "$1: no $2 0 process"

@@ -12,8 +12,6 @@
 MAX=600
 experiment "$WORK/exp.json" training.max_steps=$MAX eval.every_steps=200 checkpoint.every_steps=200 \
   training.report_every=1000000 cluster.request_timeout_s=20 cluster.register_timeout_s=20
-has_ckpt() { compgen -G "$RUN/checkpoints/ckpt-*/manifest.json" >/dev/null; }
-at_max() { [ "$(cat "$RUN"/logs/worker-*.log 2>/dev/null | grep -c WORKER-AT-MAX)" -ge 2 ]; }
 workers_exited() { [ "$(grep -c "LOCAL-EXIT worker" "$LOG")" -ge 2 ]; }
 gone() { ! kill -0 "$1" 2>/dev/null; }
 stopped() { [ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" = T ]; }
@@ -26,12 +24,12 @@ stop_after_final_ckpt() {
   "$TFX_NODE" local --config "$WORK/exp.json" --run-dir "$RUN" >"$LOG" 2>&1 &
   LP=$!
   PIDS+=($LP)
-  wait_for 300 has_ckpt || fail "$1: no checkpoint within 300 s"
+  wait_for 300 has_ckpt "$RUN" || fail "$1: no checkpoint within 300 s"
   CHIEF=$(pid_of "$RUN" chief 0)
   [ -n "$CHIEF" ] || fail "$1: no chief process"
   kill -STOP "$CHIEF"
   PIDS+=("$CHIEF")
-  wait_for 300 at_max || fail "$1: the workers did not reach max_steps within 300 s"
+  wait_for 300 at_max "$RUN" || fail "$1: the workers did not reach max_steps within 300 s"
   WORKERS="$(pid_of "$RUN" worker 0) $(pid_of "$RUN" worker 1)"
   kill -STOP $WORKERS
   local manifest

@@ -17,7 +17,7 @@ LP=$!
 PIDS+=($LP)
 wait_for 300 evaluated || fail "no evaluation at step 200 within 300 s"
 killed_at=$(metric "$RUN/metrics.jsonl" eval step)
-compgen -G "$RUN/checkpoints/ckpt-*/manifest.json" >/dev/null && fail "a checkpoint exists: the case is 'none yet'"
+has_ckpt "$RUN" && fail "a checkpoint exists: the case is 'none yet'"
 kill -9 "$(pid_of "$RUN" chief 0)"
 wait_for 60 grep -q "LOCAL-RESTART master 0 exited with status 137" "$LOG" || fail "no restart of the chief"
 wait "$LP" || fail "the run failed after its chief was restarted: $(tail -3 "$LOG")"
