@@ -6,7 +6,7 @@
 # the run end at max_steps with no step trained twice (no WORKER-ROLLBACK). (A chief lost near the end, with a
 # checkpoint behind the ps, is test_final_ckpt.sh's chief-lost case.)
 . "$(dirname "$0")/lib.sh"
-MAX=600
+MAX=1200
 experiment "$WORK/exp.json" training.max_steps=$MAX eval.every_steps=100 checkpoint.every_steps=0 \
   training.report_every=1000000 cluster.request_timeout_s=20 cluster.register_timeout_s=20
 RUN=$WORK/run
@@ -17,10 +17,10 @@ LP=$!
 PIDS+=($LP)
 wait_for 300 evaluated || fail "no evaluation at step 200 within 300 s"
 killed_at=$(metric "$RUN/metrics.jsonl" eval step)
-has_ckpt "$RUN" && fail "a checkpoint exists: the case is 'none yet'"
+has_ckpt "$RUN" && fail "a checkpoint exists ($(ls "$RUN/checkpoints")): the case is 'none yet'"
 kill -9 "$(pid_of "$RUN" chief 0)"
 wait_for 60 grep -q "LOCAL-RESTART master 0 exited with status 137" "$LOG" || fail "no restart of the chief"
-wait "$LP" || fail "the run failed after its chief was restarted: $(tail -3 "$LOG")"
+wait_exit 300 "$LP" || fail "the run failed after its chief was restarted: $(tail -3 "$LOG")"
 grep -q "done: step $MAX," "$LOG" || fail "the run did not end at $MAX: $(grep done: "$LOG")"
 [ "$(grep -c MASTER-FRESH "$RUN/logs/master-0.log")" = 1 ] && grep -q MASTER-ADOPT "$RUN/logs/master-0.log" ||
   fail "the restarted chief did not adopt the ps: $(grep -h 'MASTER-FRESH\|MASTER-RESUME\|MASTER-ADOPT' "$RUN/logs/master-0.log")"
