@@ -34,7 +34,7 @@ static void end_pull(master *m, tfx_psclient *pc) {
   tfx_psclient_destroy(pc);
 }
 
-void master__evaluate(master *m) {
+int master__evaluate(master *m) {
   tfx_err err;
   int64_t version = 0;
   tfx_psclient *pc;
@@ -42,7 +42,7 @@ void master__evaluate(master *m) {
   if (rc) {
     end_pull(m, pc);
     tfx_log(TFX_LOG_WARN, "MASTER-EVAL-FAIL", "cannot pull the variables: %s", err.msg);
-    return;
+    return rc;
   }
   tfx_eval_result r;
   rc = tfx_evaluate(m->model, m->eval, 1000, &r, &err);
@@ -52,17 +52,19 @@ void master__evaluate(master *m) {
             (long long)version, tfx_config_eval_file(&m->cfg), err.msg);
     m->last_acc = NAN; /* not the accuracy of an earlier step either */
     m->eval_refused = 1;
-    return;
+    return rc;
   }
   tfx_eval_report rep;
   tfx_eval_report_init(&rep, m->cfg.metrics, &r);
   master__record(m, "eval", version, rep.names, rep.values, rep.n);
   m->last_acc = r.accuracy;
+  m->eval_step = version;
   m->eval_refused = 0;
   master__observe(m, "eval", version, r.loss, r.accuracy, NAN);
   m->hook_stop |= tfx_plugin_hook(m->n->plugin, TFX_HOOK_EVAL, version, r.loss, r.accuracy, m->n->run_dir);
   tfx_log(TFX_LOG_INFO, "MASTER-EVAL", "step %lld: eval loss %.4f accuracy %.4f over %zu examples", (long long)version,
           r.loss, r.accuracy, r.examples);
+  return TFX_OK;
 }
 
 void master__validate(master *m, int force) {

@@ -33,6 +33,9 @@ static const char *no_acc_reason(const master *m) {
   if (has_evaluator(m)) {
     return "the evaluator task evaluates";
   }
+  if (m->eval_missed) {
+    return "the final step was not evaluated, see the log";
+  }
   return m->eval_refused ? "eval data refused, see the log" : "no evaluation, see the log";
 }
 
@@ -52,7 +55,34 @@ static void stop_workers(master *m) {
   }
 }
 
-/* Stops the workers, then (unless `checkpointed`) checkpoints where the ps stand, and evaluates. */
+/* The final evaluation scores the step the run ends at, or says that it could not: an earlier step's accuracy
+ * is never reported as the run's. A ps lost meanwhile is waited for (one back empty is restored from the newest
+ * checkpoint by the version poll) and the evaluation asked again, up to cluster.register_timeout_s. */
+static int final_evaluate(master *m, tfx_err *err) {
+  int64_t final_step = m->global_step;
+  int64_t first_fail = 0;
+  for (;;) {
+    int rc = master__evaluate(m);
+    if (master__final_eval_done(rc, m->eval_refused, m->eval_step, final_step)) {
+      return TFX_OK;
+    }
+    first_fail = first_fail ? first_fail : tfx_now_ms();
+    if (tfx_stop_requested() || !master__final_eval_retry(first_fail, tfx_now_ms(), m->cfg.register_timeout_s)) {
+      m->last_acc = NAN;
+      m->eval_missed = 1;
+      return tfx_err_set(err, rc ? rc : TFX_ESTATE, "the final step %lld was not evaluated within %d s (%s)",
+                         (long long)final_step, m->cfg.register_timeout_s,
+                         rc ? tfx_strerror(rc) : "the ps stand at an earlier step");
+    }
+    tfx_log(TFX_LOG_WARN, "MASTER-EVAL-RETRY", "the final evaluation of step %lld did not stand: asking again",
+            (long long)final_step);
+    tfx_err perr;
+    master__poll_versions(m, &perr); /* a ps back empty is restored from the newest checkpoint */
+    master__serve(m, 500);
+  }
+}
+
+/* Stops the workers, then (unless `checkpointed`) checkpoints where the ps stand, and evaluates the final step. */
 static int finish(master *m, int checkpointed, tfx_err *err) {
   m->finished = 1;
   stop_workers(m);
@@ -60,8 +90,9 @@ static int finish(master *m, int checkpointed, tfx_err *err) {
   if (!rc && !checkpointed) {
     rc = master__checkpoint(m, m->max_version, err);
   }
-  if (!has_evaluator(m)) {
-    master__evaluate(m); /* else the evaluator does */
+  if (!has_evaluator(m)) { /* else the evaluator does */
+    int ev = final_evaluate(m, rc ? NULL : err);
+    rc = rc ? rc : ev;
   }
   master__validate(m, 1);
   tfx_progress_done(&m->progress, m->global_step, m->last_acc, no_acc_reason(m));
@@ -116,6 +147,11 @@ static void begin(master *m) {
 }
 
 int master__loop(master *m, tfx_err *err) {
+  if (m->over) {
+    tfx_log(TFX_LOG_INFO, "MASTER-OVER", "the run reached max_steps %lld before this master started: finishing",
+            (long long)m->cfg.max_steps);
+    return finish(m, 1, err);
+  }
   begin(m);
   int64_t last_poll = 0;
   int64_t lost_since = 0;

@@ -92,7 +92,10 @@ typedef struct master {
   tfx_progress progress;
   char *config_json;
   double last_acc, last_loss;
-  int eval_refused; /* the last evaluation refused its data (last_acc is NaN) */
+  int64_t eval_step; /* the step last_acc was scored at */
+  int eval_refused;  /* the last evaluation refused its data (last_acc is NaN) */
+  int eval_missed;   /* the final step could not be evaluated (last_acc is NaN) */
+  int over;          /* the newest checkpoint is at max_steps: the run only evaluates and finishes */
   int abort_code, hook_stop, ps_lost;
   observed obs;
   char abort_msg[256];
@@ -146,8 +149,10 @@ int master__poll_versions(master *m, tfx_err *err);
 
 /* evaluate.c: evaluation on the eval set and the validation sets. */
 
-/* Pulls the variables and evaluates on the eval set; writes an eval line. */
-void master__evaluate(master *m);
+/* Pulls the variables and evaluates on the eval set; writes an eval line and sets last_acc and eval_step (the
+ * step scored). Returns TFX_OK, or why not: the pull's error (logged; last_acc unchanged) or the eval data's
+ * (logged; last_acc NaN, eval_refused set). */
+int master__evaluate(master *m);
 /* Pulls the variables and evaluates the named validation sets that are due (all with force); writes
  * "validation" lines. */
 void master__validate(master *m, int force);

@@ -58,6 +58,28 @@ int master__ps_wait(int rc, int64_t lost_since_ms, int64_t now_ms, int timeout_s
   return rc == TFX_EPEER && (!lost_since_ms || now_ms - lost_since_ms < timeout_s * 1000LL);
 }
 
+int master__run_over(int have, int64_t ckpt_step, int64_t max_steps, int relative) {
+  return have && !relative && ckpt_step >= max_steps;
+}
+
+int master__final_eval_done(int rc, int refused, int64_t eval_step, int64_t final_step) {
+  return (rc == TFX_OK && eval_step >= final_step) || (rc != TFX_OK && refused);
+}
+
+int master__final_eval_retry(int64_t first_fail_ms, int64_t now_ms, int timeout_s) {
+  return now_ms - first_fail_ms < timeout_s * 1000LL;
+}
+
+int64_t master__adopt_step(int n, const int *serving, const int64_t *shards, const int64_t *want,
+                           const int64_t *version, int64_t ckpt_step) {
+  for (int p = 0; p < n; p++) {
+    if (!serving[p] || shards[p] != want[p] || version[p] != version[0]) {
+      return -1;
+    }
+  }
+  return n > 0 && version[0] >= ckpt_step ? version[0] : -1;
+}
+
 int master__log_drop(int64_t n) {
   return n <= 10 || (n & (n - 1)) == 0;
 }

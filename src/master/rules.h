@@ -34,6 +34,23 @@ int master__final_retry(int rc, int attempts, int stop_requested);
 /* Whether a failed version poll rc is waited out: a ps not answering (TFX_EPEER) for less than timeout_s since
  * lost_since_ms (0: first miss). */
 int master__ps_wait(int rc, int64_t lost_since_ms, int64_t now_ms, int timeout_s);
+/* Whether a master that starts from a checkpoint at ckpt_step (have: one was found) finds the run over: the
+ * checkpoint is at max_steps, and the run counts its steps from 0 (relative training, `training.steps`, counts
+ * them from the checkpoint it starts from). A master restarted after the final checkpoint then evaluates and
+ * finishes without waiting for workers that have already left. */
+int master__run_over(int have, int64_t ckpt_step, int64_t max_steps, int relative);
+/* Whether the final evaluation stands: it scored a step at or past final_step (rc 0, eval_step), or its data was
+ * refused (refused: asking again cannot help). Otherwise it is asked again (master__final_eval_retry). */
+int master__final_eval_done(int rc, int refused, int64_t eval_step, int64_t final_step);
+/* Whether a final evaluation that did not stand is asked again: less than timeout_s since the first failure at
+ * first_fail_ms (a lost ps is given as long to come back as at any other time). */
+int master__final_eval_retry(int64_t first_fail_ms, int64_t now_ms, int timeout_s);
+/* The step at which a starting master adopts the live state of its n ps instead of initializing them, or -1:
+ * every ps serves (serving[p]: initialized), holds its part of the plan (shards[p] == want[p]), and all stand at
+ * one step (version[p]) that is not behind the newest checkpoint (ckpt_step; -1: none). A restarted master then
+ * loses no step the ps already took. */
+int64_t master__adopt_step(int n, const int *serving, const int64_t *shards, const int64_t *want,
+                           const int64_t *version, int64_t ckpt_step);
 /* Whether the n-th dropped frame or report is logged: the first 10, then at powers of two. */
 int master__log_drop(int64_t n);
 

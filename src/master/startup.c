@@ -52,7 +52,7 @@ static int missing(master *m, char *buf, size_t n) {
       name_missing(m, TFX_ROLE_PS, p, buf, n, &len, &count);
     }
   }
-  for (int w = 0; w < m->n_workers; w++) {
+  for (int w = 0; w < m->n_workers && !m->over; w++) {
     if (!m->workers[w].registered) {
       name_missing(m, TFX_ROLE_WORKER, w, buf, n, &len, &count);
     }
@@ -60,7 +60,22 @@ static int missing(master *m, char *buf, size_t n) {
   return count;
 }
 
+/* Whether the run this master resumes already reached max_steps (a master restarted after the final checkpoint,
+ * the workers gone): then it needs only the ps, to evaluate the final step. */
+static int run_over(master *m) {
+  char dir[1100];
+  int64_t step = 0;
+  int have = m->n->resume && tfx_ckpt_resume_point(m->n->run_dir, &step, dir, sizeof dir, NULL) == TFX_OK;
+  if (!master__run_over(have, step, m->cfg.max_steps, m->cfg.steps > 0)) {
+    return 0;
+  }
+  tfx_log(TFX_LOG_INFO, "MASTER-AT-MAX", "%s is at max_steps %lld: waiting for the ps only, to evaluate it", dir,
+          (long long)m->cfg.max_steps);
+  return 1;
+}
+
 int master__wait_cluster(master *m, tfx_err *err) {
+  m->over = run_over(m);
   int64_t start = tfx_now_ms();
   int64_t deadline = start + (int64_t)m->cfg.register_timeout_s * 1000;
   int64_t last_log = start;
@@ -210,21 +225,76 @@ static void set_start(master *m, int64_t start_step) {
   }
 }
 
+/* What every ps said of its state before this master starts it. */
+typedef struct live_ps {
+  int *serving;
+  int64_t *shards, *want, *version;
+} live_ps;
+
+/* Asks ps p its state into l; 0 when it does not answer (the ps have just answered the cluster wait). */
+static int status_of(master *m, int p, live_ps *l) {
+  tfx_envelope env;
+  tfx_inmsg r;
+  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_STATUS);
+  int ok = tfx_client_call(m->ps[p].client, &env, NULL, 0, &r, 1000, NULL) == TFX_OK && r.env;
+  if (ok) {
+    double shards = master__stat(r.env, "shards");
+    l->serving[p] = r.env->text && !strcmp(r.env->text, "serving");
+    l->shards[p] = isfinite(shards) ? (int64_t)shards : -1;
+    l->version[p] = r.env->step;
+  }
+  tfx_inmsg_fini(&r);
+  return ok;
+}
+
+/* The step at which this master adopts the ps's live state (master__adopt_step), or -1. Only a master that
+ * resumes and has not started the ps yet adopts (a rollback restores on purpose), and not under relative
+ * training, whose max_steps the ps got from the master that started them. The ps are asked a few times: in
+ * sync mode they may be between the halves of one step. */
+static int64_t live_step(master *m, int64_t ckpt_step) {
+  if (m->running || !m->n->resume || m->cfg.steps > 0) {
+    return -1;
+  }
+  int n = m->n_ps;
+  live_ps l = {calloc((size_t)n, sizeof *l.serving), calloc((size_t)n, sizeof *l.shards),
+               calloc((size_t)n, sizeof *l.want), calloc((size_t)n, sizeof *l.version)};
+  int64_t step = -1;
+  for (int i = 0; l.serving && l.shards && l.want && l.version && i < m->plan.n; i++) {
+    l.want[m->plan.shards[i].ps]++;
+  }
+  int ok = l.serving && l.shards && l.want && l.version;
+  for (int tries = 0; ok && step < 0 && tries < 5; tries++) {
+    for (int p = 0; ok && p < n; p++) {
+      ok = status_of(m, p, &l);
+    }
+    step = ok ? master__adopt_step(n, l.serving, l.shards, l.want, l.version, ckpt_step) : -1;
+  }
+  free(l.serving);
+  free(l.shards);
+  free(l.want);
+  free(l.version);
+  return step;
+}
+
 int master__init_ps(master *m, tfx_err *err) {
   char dir[1100];
   int64_t step = 0;
   int have = 0;
   int rc = find_start(m, dir, sizeof dir, &have, &step, err);
-  for (int p = 0; !rc && p < m->n_ps; p++) {
+  int64_t live = rc ? -1 : live_step(m, have ? step : -1);
+  for (int p = 0; !rc && live < 0 && p < m->n_ps; p++) {
     rc = init_one(m, p, have ? dir : NULL, err);
   }
   if (rc) {
     return rc;
   }
-  set_start(m, have ? step : 0);
+  set_start(m, live >= 0 ? live : have ? step : 0);
   m->running = 1;
   tfx_progress_init(&m->progress, m->start_step, m->cfg.max_steps);
-  if (have) {
+  if (live >= 0) {
+    tfx_log(TFX_LOG_INFO, "MASTER-ADOPT", "every ps serves the plan at step %lld: adopting their state (%s%s)",
+            (long long)live, have ? "newest checkpoint: " : "no checkpoint yet", have ? dir : "");
+  } else if (have) {
     tfx_log(TFX_LOG_INFO, "MASTER-RESUME", "resuming from %s at step %lld", dir, (long long)step);
   } else {
     tfx_log(TFX_LOG_INFO, "MASTER-FRESH", "fresh start: %d shard(s) on %d ps", m->plan.n, m->n_ps);

@@ -94,7 +94,11 @@ wait_exit() {
 }
 
 # pid_of RUN ROLE INDEX: the pid of a live process of the local cluster in RUN (from the TF_CONFIG it was given).
-pid_of() { pgrep -f -- "--run-dir $1\$" | while read -r p; do tr '\0' '\n' </proc/$p/environ 2>/dev/null | grep -q "\"type\":\"$2\",\"index\":$3" && echo "$p"; done | head -1; }
+pid_of() { pgrep -f -- "--run-dir $1( |\$)" | while read -r p; do tr '\0' '\n' </proc/$p/environ 2>/dev/null | grep -q "\"type\":\"$2\",\"index\":$3" && echo "$p"; done | head -1; }
+
+# has_ckpt RUN: whether the run has a complete checkpoint. at_max RUN: whether both workers wait at max_steps.
+has_ckpt() { compgen -G "$1/checkpoints/ckpt-*/manifest.json" >/dev/null; }
+at_max() { [ "$(cat "$1"/logs/worker-*.log 2>/dev/null | grep -c WORKER-AT-MAX)" -ge 2 ]; }
 
 # free_port: a TCP port on 127.0.0.1 that the kernel just handed out.
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }

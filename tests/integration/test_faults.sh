@@ -1,8 +1,8 @@
 #!/bin/bash
 # tfx-node local as a supervisor: kill -9 a worker, a ps, then the master in the middle of sync runs; each is
 # restarted with its role and address (a log line names it), the cluster recovers (a lost ps rolls every ps back
-# to the newest checkpoint; a new master resumes from it) and the run completes at max_steps with a model that
-# learned.
+# to the newest checkpoint; a new master adopts the live ps when they agree on a step, else resumes from it) and
+# the run completes at max_steps with a model that learned.
 . "$(dirname "$0")/lib.sh"
 experiment "$WORK/exp.json" training.max_steps=1500 eval.every_steps=0 checkpoint.every_steps=200 \
   training.report_every=50 cluster.request_timeout_s=5 cluster.register_timeout_s=30
@@ -62,11 +62,29 @@ assert ckpt < first["step"] <= ckpt + 100, "first step after recovery %d, want i
 assert first["loss"] <= ref + 0.3, "first loss after recovery %.3f, the checkpoint's %.3f" % (first["loss"], ref)
 PY
 }
+# adopted NAME: the restarted master adopted the live ps (MASTER-ADOPT) at a step no earlier than the last one
+# reported before the kill: no step the ps had taken was lost.
+adopted() {
+  python3 - "$WORK/$1" "$(cat "$WORK/$1.killed")" <<'PY' || fail "$1: the restarted master adopted the ps behind the kill"
+import json, re, sys
+run, killed = sys.argv[1], float(sys.argv[2])
+m = re.search(r"MASTER-ADOPT every ps serves the plan at step (\d+)", open(run + "/logs/master-0.log").read())
+train = [json.loads(l) for l in open(run + "/metrics.jsonl") if '"train"' in l]
+last = max(r["step"] for r in train if r["time"] < killed)
+print("adopted at step %s; the last report before the kill was at step %d" % (m.group(1), last))
+assert int(m.group(1)) >= last, (m.group(1), last)
+PY
+}
 run_with_kill worker worker 1
 run_with_kill ps ps 0
 grep -q "MASTER-PS-LOST" "$WORK"/ps/logs/master-0.log || fail "the master did not roll back after losing a ps"
 recovered ps MASTER-PS-LOST
 run_with_kill master chief 0 master
-grep -q "MASTER-RESUME" "$WORK"/master/logs/master-0.log || fail "the restarted master did not resume from a checkpoint"
-recovered master MASTER-RESUME
+if grep -q "MASTER-ADOPT" "$WORK"/master/logs/master-0.log; then
+  adopted master
+else
+  grep -q "MASTER-RESUME" "$WORK"/master/logs/master-0.log ||
+    fail "the restarted master neither adopted the live ps nor resumed from a checkpoint"
+  recovered master MASTER-RESUME
+fi
 pass "worker, ps and master each survived kill -9"

@@ -124,3 +124,43 @@ Test(master_rules, drops_are_logged_ten_times_then_at_powers_of_two) {
     cr_assert_eq(logged[i], want[i], "drop %d", i);
   }
 }
+
+Test(master_rules, a_restarted_master_finds_the_run_over_at_a_checkpoint_at_max_steps) {
+  /* have, ckpt_step, max_steps, relative */
+  cr_assert_eq(master__run_over(1, 2500, 2500, 0), 1); /* restarted after the final checkpoint: evaluate, finish */
+  cr_assert_eq(master__run_over(1, 2400, 2500, 0), 0); /* steps left: the workers are needed */
+  cr_assert_eq(master__run_over(0, 0, 2500, 0), 0);    /* no checkpoint: a fresh start */
+  cr_assert_eq(master__run_over(1, 2500, 2500, 1), 0); /* training.steps counts from the checkpoint */
+}
+
+Test(master_rules, the_final_evaluation_stands_only_at_the_final_step) {
+  /* rc, refused, eval_step, final_step */
+  cr_assert_eq(master__final_eval_done(TFX_OK, 0, 2500, 2500), 1);
+  cr_assert_eq(master__final_eval_done(TFX_OK, 0, 2000, 2500), 0);    /* an older step (a ps restored): again */
+  cr_assert_eq(master__final_eval_done(TFX_EPEER, 0, 2500, 2500), 0); /* the pull failed: again */
+  cr_assert_eq(master__final_eval_done(TFX_ESTATE, 0, 0, 2500), 0);   /* a ps back empty: again */
+  cr_assert_eq(master__final_eval_done(TFX_ECORRUPT, 1, 0, 2500), 1); /* data refused: asking again cannot help */
+  /* first_fail_ms, now_ms, timeout_s */
+  cr_assert_eq(master__final_eval_retry(10000, 39999, 30), 1);
+  cr_assert_eq(master__final_eval_retry(10000, 40000, 30), 0); /* register_timeout_s reached: not evaluated */
+}
+
+Test(master_rules, a_starting_master_adopts_ps_that_agree_on_a_step) {
+  int serving[2] = {1, 1};
+  int64_t shards[2] = {3, 2};
+  int64_t want[2] = {3, 2};
+  int64_t version[2] = {1600, 1600};
+  cr_assert_eq(master__adopt_step(2, serving, shards, want, version, -1), 1600);   /* no checkpoint yet */
+  cr_assert_eq(master__adopt_step(2, serving, shards, want, version, 1200), 1600); /* ahead of the checkpoint */
+  cr_assert_eq(master__adopt_step(2, serving, shards, want, version, 1600), 1600);
+  cr_assert_eq(master__adopt_step(2, serving, shards, want, version, 2000), -1); /* behind it: restore it */
+  version[1] = 1601;
+  cr_assert_eq(master__adopt_step(2, serving, shards, want, version, -1), -1); /* steps differ */
+  version[1] = 1600;
+  serving[1] = 0;
+  cr_assert_eq(master__adopt_step(2, serving, shards, want, version, -1), -1); /* a ps back empty */
+  serving[1] = 1;
+  shards[0] = 2;
+  cr_assert_eq(master__adopt_step(2, serving, shards, want, version, -1), -1); /* another plan */
+  cr_assert_eq(master__adopt_step(0, serving, shards, want, version, -1), -1);
+}
