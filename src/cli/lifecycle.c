@@ -21,6 +21,7 @@
 #include "store/safetensors.h"
 #include "store/weights.h"
 #include "train/evaluate.h"
+#include "train/labels.h"
 
 /* The whole text of a file (regular or not); caller owns; free with free(). NULL when unreadable. */
 static char *read_text(const char *path) {
@@ -448,7 +449,7 @@ int tfx_evaluate_run(const tfx_node *n, const tfx_cli_opts *o, tfx_err *err) {
   tfx_model *m = NULL;
   tfx_dataset *d = NULL;
   if (!(rc = tfx_model_create(&cfg, 1000, &m, err)) && !(rc = tfx_weights_load_model(&ws, m, err)) &&
-      !(rc = tfx_dataset_load_config(&cfg, 1, tfx_model_input_size(m), &d, err))) {
+      !(rc = tfx_labels_load(m, &cfg, 1, &d, err))) {
     if (o->steps > 0 && (size_t)o->steps * 1000 < d->n) {
       d->n = (size_t)o->steps * 1000; /* N batches of 1000 */
     }

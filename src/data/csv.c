@@ -360,23 +360,46 @@ void tfx_csv_close(tfx_csv_reader *r) {
   }
 }
 
-int tfx_csv_count(const char *path, int has_header, int64_t *n, tfx_err *err) {
+/* Reads the non-blank lines of path up to the line `stop` (0-based among them; SIZE_MAX: all): their number into
+ * *lines and the 1-based number of the last one read into *lineno. */
+static int scan_lines(const char *path, size_t stop, size_t *lines, size_t *lineno, tfx_err *err) {
   csv c = {.path = path};
   if (!(c.f = fopen(path, "r"))) {
     return tfx_err_sys(err, errno == ENOENT ? TFX_ENOTFOUND : TFX_ESYS, "open %s", path);
   }
-  int64_t lines = 0;
+  size_t n = 0;
   int eof = 0, rc;
-  while (!(rc = next_line(&c, &eof, err)) && !eof) {
-    lines++;
+  while (!(rc = next_line(&c, &eof, err)) && !eof && n++ < stop) {
   }
   fclose(c.f);
   free(c.line);
+  if (!rc) {
+    *lines = n;
+    *lineno = c.lineno;
+  }
+  return rc;
+}
+
+int tfx_csv_count(const char *path, int has_header, int64_t *n, tfx_err *err) {
+  size_t lines = 0, lineno = 0;
+  int rc = scan_lines(path, SIZE_MAX, &lines, &lineno, err);
   if (!rc && lines == 0) {
     rc = tfx_err_set(err, TFX_ECORRUPT, "%s: empty file", path);
   }
   if (!rc) {
-    *n = has_header ? lines - 1 : lines;
+    *n = (int64_t)(has_header ? lines - 1 : lines);
+  }
+  return rc;
+}
+
+int tfx_csv_line_of(const char *path, int has_header, size_t index, size_t *line, tfx_err *err) {
+  size_t lines = 0, lineno = 0, want = index + (has_header ? 1 : 0);
+  int rc = scan_lines(path, want, &lines, &lineno, err);
+  if (!rc && lines <= want) {
+    rc = tfx_err_set(err, TFX_ENOTFOUND, "%s: no row %zu", path, index);
+  }
+  if (!rc) {
+    *line = lineno;
   }
   return rc;
 }

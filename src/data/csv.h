@@ -31,6 +31,9 @@ void tfx_csv_close(tfx_csv_reader *r);
 /* Counts the rows of a CSV file without parsing them: its non-blank lines, less the header (the reader's rules);
  * *n is written on success. TFX_ECORRUPT for an empty file, as the reader. */
 int tfx_csv_count(const char *path, int has_header, int64_t *n, tfx_err *err);
+/* The 1-based line of data row `index` (0-based, the reader's rules: blank lines skipped, after the header) into
+ * *line; TFX_ENOTFOUND when the file has fewer rows. */
+int tfx_csv_line_of(const char *path, int has_header, size_t index, size_t *line, tfx_err *err);
 /* Loads a CSV file; label_column is a header name or an index string; caller owns *out; free with
  * tfx_dataset_destroy. */
 int tfx_csv_load(const char *path, const char *label_column, int has_header, tfx_dataset **out, tfx_err *err);

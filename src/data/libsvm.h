@@ -31,6 +31,8 @@ void tfx_libsvm_close(tfx_libsvm_reader *r);
 /* Counts the examples of a LibSVM file without parsing them: its lines with a token outside a comment (the
  * reader's rules); *n is written on success. */
 int tfx_libsvm_count(const char *path, int64_t *n, tfx_err *err);
+/* The 1-based line of example `index` (0-based, the reader's rules) into *line; TFX_ENOTFOUND past the end. */
+int tfx_libsvm_line_of(const char *path, size_t index, size_t *line, tfx_err *err);
 /* Loads a LibSVM file with dim features (0: inferred); caller owns *out; free with tfx_dataset_destroy. */
 int tfx_libsvm_load(const char *path, size_t dim, tfx_dataset **out, tfx_err *err);
 /* Reads up to max more examples into a new sparse dataset (as tfx_libsvm_load_sparse); caller owns *out (NULL
