@@ -267,7 +267,8 @@ static int setup_model(trainer *t, tfx_err *err) {
     size_t n = tfx_model_var(t->model, i)->count;
     for (int s = 0; s < tfx_optim_slots(&t->opt); s++) {
       if (!(t->slots[i][s] = tfx_calloc_large(n, sizeof(float)))) {
-        return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+        return tfx_err_set(err, TFX_ENOMEM, "optimizer slots of %s (%zu values): out of memory",
+                           tfx_model_var(t->model, i)->name, n);
       }
     }
     if (c->accumulate > 1 && tfx_model_var(t->model, i)->sparse) {

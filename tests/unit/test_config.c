@@ -368,6 +368,10 @@ Test(config, type_errors_name_the_key_and_the_expected_type) {
       {"{\"model\": {\"input_shape\": [1, 2, 3, 4]}}", "1 to 3"},
       {"{\"model\": {\"input_shape\": []}}", "1 to 3"},
       {"{\"model\": {\"input_shape\": 784}}", "1 to 3"},
+      /* json-c clamps to INT32_MAX silently: a LibSVM model of 2^62 ids then ran out of memory (#30, item 15) */
+      {"{\"model\": {\"input_shape\": [4611686018427387904]}}",
+       "model.input_shape[0]: 4611686018427387904 makes the input over the bound of 2147483647 values"},
+      {"{\"model\": {\"input_shape\": [65536, 65536]}}", "model.input_shape[1]: 65536 makes the input over the bound"},
   };
   assert_all_fail(cases, sizeof cases / sizeof cases[0]);
 }

@@ -939,7 +939,8 @@ Test(example, load_reports_framing_and_payload_errors) {
   cr_assert_eq(tfx_tfrecord_writer_write(w, "\x0a\x20\x01", 3, &e), TFX_OK);
   cr_assert_eq(tfx_tfrecord_writer_close(w, &e), TFX_OK);
   rc = tfx_example_load(junk, "pixels", "label", 1, &d, &e);
-  assert_fails(rc, &e, TFX_EPROTO, junk, "record 0 at offset 0: tf.train.Example: unpack failed (3 bytes)");
+  /* A good checksum around bytes that are no Example: bad input (exit 2), not a protocol error (#30, item 15). */
+  assert_fails(rc, &e, TFX_ECORRUPT, junk, "record 0 at offset 0: tf.train.Example: unpack failed (3 bytes)");
   cr_assert_eq(tfx_tfrecord_writer_open(junk, &w, &e), TFX_OK);
   cr_assert_eq(tfx_tfrecord_writer_close(w, &e), TFX_OK);
   assert_fails(tfx_example_load(junk, "pixels", "label", 1, &d, &e), &e, TFX_ECORRUPT, "junk.tfrecord: no records",
