@@ -155,6 +155,11 @@ static int read_rows(svm *s, size_t max, int *eof, tfx_err *err) {
       return TFX_OK;
     }
     s->lineno++;
+    const char *nul = memchr(s->line, '\0', (size_t)len); /* the text after it would be dropped unread */
+    if (nul) {
+      return tfx_err_set(err, TFX_ECORRUPT, "%s: line %zu, column %zu: a NUL byte", s->path, s->lineno,
+                         (size_t)(nul - s->line) + 1);
+    }
     int rc = add_line(s, err);
     if (rc) {
       return rc;

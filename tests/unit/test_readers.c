@@ -303,6 +303,21 @@ Test(libsvm, bad_tokens_name_line_and_column) {
   cr_assert_null(d);
 }
 
+/* A NUL byte inside a line is refused naming the line and column: the parser stopped at it and dropped the rest of
+ * the line unread (#30, item 18). */
+Test(libsvm, nul_byte_names_line_and_column) {
+  static const char text[] = "1 1:1\n2 1:1 2:5\0 3:7\n";
+  FILE *f = fopen(tmp("nul.svm"), "wb");
+  cr_assert_not_null(f);
+  cr_assert_eq(fwrite(text, 1, sizeof text - 1, f), sizeof text - 1);
+  fclose(f);
+  tfx_dataset *d = NULL;
+  tfx_err e = {0};
+  int rc = tfx_libsvm_load(tmp("nul.svm"), 0, &d, &e);
+  assert_fails(rc, &e, TFX_ECORRUPT, "nul.svm: line 2, column 10: a NUL byte", NULL);
+  cr_assert_null(d);
+}
+
 Test(libsvm, empty_and_featureless_files) {
   tfx_dataset *d = NULL;
   tfx_err e = {0};
