@@ -143,7 +143,40 @@ static char *trim(char *s) {
   return s;
 }
 
-/* Keeps the header's cells as column names. */
+/* Orders pointers into a names array by name, then by column. */
+static int cmp_name(const void *a, const void *b) {
+  char *const *x = *(char *const *const *)a, *const *y = *(char *const *const *)b;
+  int c = strcmp(*x, *y);
+  return c ? c : (x > y) - (x < y);
+}
+
+/* TFX_ECORRUPT naming the first column (in file order) whose header name an earlier one has, and that one (a label
+ * or feature named by it would be the first, silently). Sorted pointers: a header of many columns costs n log n. */
+static int unique_names(const csv *c, tfx_err *err) {
+  char ***by = malloc((c->ncells + 1) * sizeof *by);
+  if (!by) {
+    return tfx_err_set(err, TFX_ENOMEM, "%s: out of memory", c->path);
+  }
+  for (size_t i = 0; i < c->ncells; i++) {
+    by[i] = &c->names[i];
+  }
+  qsort(by, c->ncells, sizeof *by, cmp_name);
+  size_t first = 0, again = SIZE_MAX;
+  for (size_t i = 1; i < c->ncells; i++) { /* the second of each run of one name; the earliest of them */
+    int second = !strcmp(*by[i - 1], *by[i]) && (i < 2 || strcmp(*by[i - 2], *by[i - 1]));
+    if (second && (size_t)(by[i] - c->names) < again) {
+      again = (size_t)(by[i] - c->names);
+      first = (size_t)(by[i - 1] - c->names);
+    }
+  }
+  free(by);
+  return again == SIZE_MAX
+             ? TFX_OK
+             : tfx_err_set(err, TFX_ECORRUPT, "%s: line %zu: column %zu ('%s') has the name of column %zu", c->path,
+                           c->lineno, again + 1, c->names[again], first + 1);
+}
+
+/* Keeps the header's cells as column names, which must differ. */
 static int take_header(csv *c, tfx_err *err) {
   if (!(c->header = strdup(c->line))) {
     return tfx_err_set(err, TFX_ENOMEM, "%s: out of memory", c->path);
@@ -158,7 +191,7 @@ static int take_header(csv *c, tfx_err *err) {
   for (size_t i = 0; i < c->ncells; i++) {
     c->names[i] = trim(c->cells[i]);
   }
-  return TFX_OK;
+  return unique_names(c, err);
 }
 
 /* Resolves the label column by header name, else by (possibly negative) index. */

@@ -9,8 +9,8 @@
  * Ownership: the dataset is the caller's (tfx_dataset_destroy). Thread-safety: no shared state. Errors:
  * TFX_EINVAL (NULL arguments), TFX_ENOTFOUND / TFX_ESYS (open, read), TFX_ECONFIG (unknown or out-of-range label
  * column, fewer than two columns), TFX_ECORRUPT (a cell that is not a finite number, a label that is not an
- * int32, a row of the wrong width, an unterminated quote, no data rows; the message names the file, the 1-based
- * line and column and, with a header, the column's name), TFX_ENOMEM. */
+ * int32, a row of the wrong width, an unterminated quote, no data rows, two header columns of one name; the message
+ * names the file, the 1-based line and column and, with a header, the column's name), TFX_ENOMEM. */
 #ifndef TFX_CSV_H
 #define TFX_CSV_H
 

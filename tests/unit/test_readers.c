@@ -227,6 +227,20 @@ Test(csv, label_column_errors) {
   assert_fails(rc, &e, TFX_ECONFIG, "want a label and at least one feature", NULL);
 }
 
+/* A header naming two columns alike is refused naming both (the label or a feature named by it was silently the
+ * first of them: #30, item 18), for the plain reader and the feature-column rows reader alike. */
+Test(csv, duplicate_header_names) {
+  tfx_err e = {0};
+  int rc = csv_fail("\xEF\xBB\xBFw, label ,h,\"label\"\n1,0,2,1\n", "label", 1, &e);
+  assert_fails(rc, &e, TFX_ECORRUPT, "d.csv: line 1: column 4 ('label') has the name of column 2", NULL);
+  tfx_csv_rows *r = NULL;
+  write_text(tmp("d.csv"), "a,b,c,b,a\n1,2,3,4,5\n");
+  assert_fails(tfx_csv_rows_open(tmp("d.csv"), &r, &e), &e, TFX_ECORRUPT, "column 4 ('b') has the name of column 2",
+               NULL);
+  cr_assert_null(r);
+  tfx_dataset_destroy(csv_ok("a,b,label\n1,2,0\n", "label", 1));
+}
+
 Test(csv, empty_inputs_and_bad_arguments) {
   tfx_err e = {0};
   int rc = csv_fail("", "0", 0, &e);
