@@ -302,8 +302,8 @@ int config__parse_shape(tfx_config *cfg, json_object *arr, tfx_err *err) {
       return tfx_err_set(err, TFX_ECONFIG, "model.input_shape[%zu]: expected a positive integer", i);
     }
     if (v > INT_MAX || (values *= v) > INT_MAX) {
-      return tfx_err_set(err, TFX_ECONFIG, "model.input_shape[%zu]: %lld makes the input over the bound of %d values", i,
-                         (long long)v, INT_MAX);
+      return tfx_err_set(err, TFX_ECONFIG, "model.input_shape[%zu]: %lld makes the input over the bound of %d values",
+                         i, (long long)v, INT_MAX);
     }
     shape[i] = (int)v;
   }

@@ -7,8 +7,8 @@
  * while reading and made dense ([n, dim] floats) at the end.
  *
  * Ownership: the dataset is the caller's (tfx_dataset_destroy). Thread-safety: no shared state. Errors:
- * TFX_EINVAL (NULL arguments), TFX_ENOTFOUND / TFX_ESYS (open, read), TFX_ECORRUPT (a NUL byte, a bad label, token, index or
- * value, indices out of order, no rows; the message names the file, the 1-based line and byte column),
+ * TFX_EINVAL (NULL arguments), TFX_ENOTFOUND / TFX_ESYS (open, read), TFX_ECORRUPT (a NUL byte, a bad label, token,
+ * index or value, indices out of order, no rows; the message names the file, the 1-based line and byte column),
  * TFX_ESHAPE (an index above the given dim), TFX_ECONFIG (dim 0 and no index to infer it from), TFX_ENOMEM. */
 #ifndef TFX_LIBSVM_H
 #define TFX_LIBSVM_H

@@ -76,17 +76,17 @@ int tfx_dataset_where(const tfx_config *cfg, int eval, size_t index, char *buf, 
   size_t line = 0;
   int rc = TFX_OK;
   switch (cfg->data_format) {
-  case TFX_FORMAT_IDX:
-    snprintf(buf, len, "%s: record %zu", eval ? cfg->eval_labels : cfg->train_labels, index);
-    break;
-  case TFX_FORMAT_TFRECORD:
-    snprintf(buf, len, "%s: record %zu", file, index);
-    break;
-  case TFX_FORMAT_CSV: /* feature columns read a header always */
-    rc = tfx_csv_line_of(file, cfg->data_header || cfg->n_features > 0, index, &line, err);
-    break;
-  default:
-    rc = tfx_libsvm_line_of(file, index, &line, err);
+    case TFX_FORMAT_IDX:
+      snprintf(buf, len, "%s: record %zu", eval ? cfg->eval_labels : cfg->train_labels, index);
+      break;
+    case TFX_FORMAT_TFRECORD:
+      snprintf(buf, len, "%s: record %zu", file, index);
+      break;
+    case TFX_FORMAT_CSV: /* feature columns read a header always */
+      rc = tfx_csv_line_of(file, cfg->data_header || cfg->n_features > 0, index, &line, err);
+      break;
+    default:
+      rc = tfx_libsvm_line_of(file, index, &line, err);
   }
   if (!rc && line) {
     snprintf(buf, len, "%s: line %zu", file, line);
