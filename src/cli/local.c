@@ -456,13 +456,13 @@ static int plan_run(tfx_node *n, const tfx_cli_opts *o, tfx_err *err) {
     n->cfg.max_steps_given = 1;
   }
   int64_t epoch_steps = 0; /* experiment.json states max_steps: the epochs' budget when they decide alone */
-  int rc_epochs = tfx_epochs_apply(&n->cfg, o->workers, &epoch_steps, err);
-  if (rc_epochs) {
-    return rc_epochs;
+  int rc = tfx_config_validate_cluster(&n->cfg, o->workers, err);
+  if (rc || (rc = tfx_epochs_apply(&n->cfg, o->workers, &epoch_steps, err))) {
+    return rc;
   }
   n->cfg.max_steps_given = 1;
   tfx_model *m = NULL; /* bad input (a label outside the classes) refused before a file or process exists */
-  int rc = tfx_model_create(&n->cfg, 1, &m, err);
+  rc = tfx_model_create(&n->cfg, 1, &m, err);
   rc = rc ? rc : tfx_labels_check_inputs(m, &n->cfg, err);
   tfx_model_destroy(m);
   if (rc) {

@@ -56,12 +56,8 @@ static int setup_config(master *m, tfx_err *err) {
   if (m->n_ps < 1 || m->n_workers < 1) {
     return tfx_err_set(err, TFX_ECONFIG, "TF_CONFIG: the cluster needs at least one ps and one worker");
   }
-  if (m->cfg.mode == TFX_MODE_SYNC && m->cfg.replicas_to_aggregate > m->n_workers) {
-    return tfx_err_set(err, TFX_ECONFIG,
-                       "training.replicas_to_aggregate %d exceeds the %d worker(s): no step could ever complete",
-                       m->cfg.replicas_to_aggregate, m->n_workers);
-  }
-  return tfx_epochs_apply(&m->cfg, m->n_workers, &m->epoch_steps, err);
+  int rc = tfx_config_validate_cluster(&m->cfg, m->n_workers, err);
+  return rc ? rc : tfx_epochs_apply(&m->cfg, m->n_workers, &m->epoch_steps, err);
 }
 
 /* The model, its plan over the ps, the eval set and the validation sets. */

@@ -798,3 +798,17 @@ Test(config, a_saved_config_with_the_format_key_means_what_it_says) {
   cr_assert_eq(tfx_config_layer_strides(&again.layers[0]), 1);
   free(dumped);
 }
+
+/* The rule that needs the cluster's size, checked by local (its flags) and a chief (TF_CONFIG) before starting. */
+Test(config, replicas_to_aggregate_bounded_by_the_workers) {
+  tfx_config c;
+  tfx_config_init(&c);
+  tfx_err err = {0};
+  cr_assert_eq(tfx_config_set(&c, "training.replicas_to_aggregate=3", &err), TFX_OK, "%s", err.msg);
+  cr_assert_eq(tfx_config_set(&c, "training.mode=sync", &err), TFX_OK, "%s", err.msg);
+  assert_fails(tfx_config_validate_cluster(&c, 2, &err), TFX_ECONFIG, err,
+               "training.replicas_to_aggregate 3 exceeds the 2 worker(s)");
+  cr_assert_eq(tfx_config_validate_cluster(&c, 3, &err), TFX_OK, "%s", err.msg);
+  cr_assert_eq(tfx_config_set(&c, "training.mode=async", &err), TFX_OK, "%s", err.msg);
+  cr_assert_eq(tfx_config_validate_cluster(&c, 2, &err), TFX_OK, "%s", err.msg);
+}
