@@ -14,8 +14,11 @@ typedef struct csv {
   FILE *f;
   char *line; /* getline buffer, reused */
   size_t line_cap;
-  size_t lineno; /* 1-based number of the line in `line` */
-  char **cells;  /* pointers into `line` after split */
+  size_t lineno;   /* 1-based number of the (first) line of the row in `line` */
+  size_t physical; /* lines read so far (a row with a quoted newline spans several) */
+  char *more;      /* getline buffer for a row's further lines, reused */
+  size_t more_cap;
+  char **cells; /* pointers into `line` after split */
   size_t ncells, cells_cap;
   char *header; /* the header line, split; names point into it */
   char **names;
@@ -29,27 +32,78 @@ static int is_blank(char c) {
   return c == ' ' || c == '\t';
 }
 
-/* Reads the next line that is not blank into c->line without its line end; *eof at the end of the file. */
+/* Whether a line ends inside a quoted cell, by split's rules (a cell whose first non-blank is '"' is quoted up to
+ * a '"' that is not doubled): the row then goes on at the next line (RFC 4180 allows newlines in quotes). */
+static int open_quote(const char *s) {
+  int in = 0, start = 1;
+  for (; *s; s++) {
+    if (in && *s == '"' && s[1] == '"') {
+      s++; /* a doubled quote: one inside the cell */
+    } else if (in) {
+      in = *s != '"';
+    } else if (*s == '"' && start) {
+      in = 1;
+    } else {
+      start = *s == ',' || (start && (*s == ' ' || *s == '\t'));
+    }
+  }
+  return in;
+}
+
+/* One more line into `buf` without its line end; its length, or -1 at the end of the file. */
+static ssize_t read_line(csv *c, char **buf, size_t *cap) {
+  ssize_t len = getline(buf, cap, c->f);
+  if (len >= 0) {
+    c->physical++;
+    while (len > 0 && ((*buf)[len - 1] == '\n' || (*buf)[len - 1] == '\r')) {
+      (*buf)[--len] = '\0';
+    }
+  }
+  return len;
+}
+
+/* Appends the row's further lines (joined by '\n') while it ends inside quotes; an unterminated quote at the end
+ * of the file is left for split to name. */
+static int join_quoted(csv *c, size_t len, tfx_err *err) {
+  while (open_quote(c->line)) {
+    ssize_t more = read_line(c, &c->more, &c->more_cap);
+    if (more < 0) {
+      return TFX_OK;
+    }
+    if (len + (size_t)more + 2 > c->line_cap) {
+      char *grown = realloc(c->line, len + (size_t)more + 2);
+      if (!grown) {
+        return tfx_err_set(err, TFX_ENOMEM, "%s: line %zu: out of memory", c->path, c->lineno);
+      }
+      c->line = grown;
+      c->line_cap = len + (size_t)more + 2;
+    }
+    c->line[len] = '\n';
+    memcpy(c->line + len + 1, c->more, (size_t)more + 1);
+    len += (size_t)more + 1;
+  }
+  return TFX_OK;
+}
+
+/* Reads the next row that is not blank into c->line without its line end; *eof at the end of the file. */
 static int next_line(csv *c, int *eof, tfx_err *err) {
   for (;;) {
-    ssize_t len = getline(&c->line, &c->line_cap, c->f);
+    ssize_t len = read_line(c, &c->line, &c->line_cap);
     if (len < 0) {
       if (ferror(c->f)) {
-        return tfx_err_sys(err, TFX_ESYS, "%s: read error after line %zu", c->path, c->lineno);
+        return tfx_err_sys(err, TFX_ESYS, "%s: read error after line %zu", c->path, c->physical);
       }
       *eof = 1;
       return TFX_OK;
     }
-    c->lineno++;
-    while (len > 0 && (c->line[len - 1] == '\n' || c->line[len - 1] == '\r')) {
-      c->line[--len] = '\0';
-    }
+    c->lineno = c->physical;
     if (c->lineno == 1 && strncmp(c->line, "\xEF\xBB\xBF", 3) == 0) {
       memmove(c->line, c->line + 3, (size_t)len - 2);
+      len -= 3;
     }
     if (c->line[strspn(c->line, " \t")] != '\0') {
       *eof = 0;
-      return TFX_OK;
+      return join_quoted(c, (size_t)len, err);
     }
   }
 }
@@ -327,6 +381,7 @@ static void release(csv *c) {
     fclose(c->f);
   }
   free(c->line);
+  free(c->more);
   free(c->cells);
   free(c->header);
   free(c->names);
@@ -406,6 +461,7 @@ static int scan_lines(const char *path, size_t stop, size_t *lines, size_t *line
   }
   fclose(c.f);
   free(c.line);
+  free(c.more);
   if (!rc) {
     *lines = n;
     *lineno = c.lineno;

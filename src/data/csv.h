@@ -3,7 +3,8 @@
  * The first line may be a header of column names. The label column is named by its header name or by its
  * 0-based index as a decimal string (negative counts from the end: "-1" is the last column); a header name
  * that looks like a number wins over the index. Every other column is a float feature, in file order. Cells may be
- * double-quoted ("" inside quotes is a quote) and padded with blanks; blank lines, CRLF line ends and a UTF-8
+ * double-quoted ("" inside quotes is a quote, a line end inside quotes is part of the cell and the row goes on;
+ * messages name a row by its first line) and padded with blanks; blank lines, CRLF line ends and a UTF-8
  * byte-order mark are accepted. Every row must have as many cells as the first.
  *
  * Ownership: the dataset is the caller's (tfx_dataset_destroy). Thread-safety: no shared state. Errors:

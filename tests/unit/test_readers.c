@@ -213,6 +213,32 @@ Test(csv, ragged_rows_and_quotes) {
   assert_fails(rc, &e, TFX_ECORRUPT, "line 2, column 1: text after a closing quote", NULL);
 }
 
+/* A newline inside a quoted cell is part of the cell (RFC 4180): the row goes on at the next line, and rows after
+ * it are named by their own first line; counting and finding rows go by the same rule (#30, item 18). */
+Test(csv, quoted_newline_continues_the_row) {
+  const char text[] = "a,note,label\n1,\"two\nlines, \"\"quoted\"\"\n\nend\",0\n2,x,1\n3,\"y\"\n";
+  tfx_err e = {0};
+  tfx_csv_rows *r = NULL;
+  write_text(tmp("d.csv"), text);
+  cr_assert_eq(tfx_csv_rows_open(tmp("d.csv"), &r, &e), TFX_OK, "%s", e.msg);
+  char **cells = NULL;
+  size_t line = 0;
+  cr_assert_eq(tfx_csv_rows_next(r, &cells, &line, &e), TFX_OK, "%s", e.msg);
+  cr_assert_eq(line, 2);
+  cr_assert_str_eq(cells[1], "two\nlines, \"quoted\"\n\nend");
+  cr_assert_eq(tfx_csv_rows_next(r, &cells, &line, &e), TFX_OK, "%s", e.msg);
+  cr_assert_eq(line, 6);
+  cr_assert_str_eq(cells[1], "x");
+  assert_fails(tfx_csv_rows_next(r, &cells, &line, &e), &e, TFX_ECORRUPT, "d.csv: line 7: 2 cells, the header has 3", NULL);
+  tfx_csv_rows_close(r);
+  int64_t n = 0;
+  cr_assert_eq(tfx_csv_count(tmp("d.csv"), 1, &n, &e), TFX_OK, "%s", e.msg);
+  cr_assert_eq(n, 3);
+  size_t at = 0;
+  cr_assert_eq(tfx_csv_line_of(tmp("d.csv"), 1, 2, &at, &e), TFX_OK, "%s", e.msg);
+  cr_assert_eq(at, 7);
+}
+
 Test(csv, label_column_errors) {
   tfx_err e = {0};
   int rc = csv_fail("a,b\n1,2\n", "label", 1, &e);
