@@ -48,24 +48,22 @@ static void refused(const char *format, const char *file, const char *want) {
   tfx_model_destroy(m);
 }
 
-Test(labels, libsvm_line_named) {
-  char path[128];
-  snprintf(path, sizeof path, "%s/a.svm", tmp);
-  const char text[] = "# a comment\n1 1:0.5\n\n7 2:1\n";
+/* A text file of `format` written as `text`, refused with "FILE: " + where. */
+static void text_refused(const char *format, const char *name, const char *text, const char *where) {
+  char path[128], want[192];
+  snprintf(path, sizeof path, "%s/%s", tmp, name);
   spit(path, text, strlen(text));
-  char want[192];
-  snprintf(want, sizeof want, "%s: line 4: label 7 is outside the model's 3 classes", path);
-  refused("libsvm", path, want);
+  snprintf(want, sizeof want, "%s: %s", path, where);
+  refused(format, path, want);
+}
+
+Test(labels, libsvm_line_named) {
+  text_refused("libsvm", "a.svm", "# a comment\n1 1:0.5\n\n7 2:1\n",
+               "line 4: label 7 is outside the model's 3 classes");
 }
 
 Test(labels, csv_line_named) {
-  char path[128];
-  snprintf(path, sizeof path, "%s/a.csv", tmp);
-  const char text[] = "a,b,label\n\n0.5,0.5,1\n1,1,99\n";
-  spit(path, text, strlen(text));
-  char want[192];
-  snprintf(want, sizeof want, "%s: line 4: label 99 is outside", path);
-  refused("csv", path, want);
+  text_refused("csv", "a.csv", "a,b,label\n\n0.5,0.5,1\n1,1,99\n", "line 4: label 99 is outside");
 }
 
 Test(labels, tfrecord_record_named) {
