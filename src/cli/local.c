@@ -153,14 +153,9 @@ static void exec_child(const tfx_node *n, const tfx_cluster *c, const child *ch,
   }
   /* One machine: every socket and the HTTP page on loopback unless --bind says otherwise. */
   const char *host = n->bind_host[0] ? n->bind_host : "127.0.0.1";
-  char *argv[] = {"tfx-node",
-                  "--config",
-                  (char *)exp,
-                  "--run-dir",
-                  (char *)n->run_dir,
-                  "--bind",
-                  (char *)host,
-                  n->resume ? NULL : "--fresh",
+  /* The run directory stays the last argument (before --fresh): tools find a run's processes by it. */
+  char *argv[] = {"tfx-node",  "--bind",    (char *)host,       "--config",
+                  (char *)exp, "--run-dir", (char *)n->run_dir, n->resume ? NULL : "--fresh",
                   NULL};
   execv(self, argv);
   fprintf(stderr, "exec %s: %s\n", self, strerror(errno));
@@ -298,11 +293,11 @@ static void last_error(const tfx_node *n, const child *k, char *out, size_t size
 }
 
 /* The supervisor's error for a child that will not be restarted: its own error line, and exit 2 when it exited 2
- * (bad input), else TFX_EPEER. */
+ * (bad input), 3 when it exited 3 (the run aborted on purpose: thres_loss), else TFX_EPEER. */
 static int child_failed(const cluster_run *r, const child *k, tfx_err *err) {
   char why[600];
   last_error(r->n, k, why, sizeof why);
-  int code = k->status == 2 ? TFX_ECONFIG : TFX_EPEER;
+  int code = k->status == 2 ? TFX_ECONFIG : k->status == 3 ? TFX_ELOSS : TFX_EPEER;
   return tfx_err_set(err, code, "%s %d exited with status %d%s%s%s (log: %s/logs/%s-%d.log)", tfx_role_name(k->role),
                      k->index, k->status, k->restarts ? " after restarts" : "", why[0] ? ": " : "", why, r->n->run_dir,
                      tfx_role_name(k->role), k->index);

@@ -203,7 +203,14 @@ int tfx_config_set(tfx_config *cfg, const char *assignment, tfx_err *err) {
     val = json_object_new_string(eq + 1);
   }
   tfx_config next = *cfg;
-  int rc = set_path(&next, path, val, err);
+  const struct special *sp = find_special(path);
+  int rc;
+  if (sp && !sp->parse) {
+    rc = tfx_err_set(err, TFX_ECONFIG, "--set %s: not an option (tfx reads '%s' from the experiment file only)", path,
+                     path);
+  } else {
+    rc = strchr(path, '[') ? config__set_entry(&next, path, val, err) : set_path(&next, path, val, err);
+  }
   if (!rc) {
     *cfg = next;
   }

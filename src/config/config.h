@@ -14,14 +14,15 @@
  * each X-macro lists (ENUM_VALUE, "option text") in the enum's order, and tfx_config_choice_name turns a value
  * back into its text. */
 #define TFX_MODES(X) X(TFX_MODE_SYNC, "sync") X(TFX_MODE_ASYNC, "async") X(TFX_MODE_SSP, "ssp")
-#define TFX_OPTIMIZERS(X)                                                                                             \
-  X(TFX_OPT_SGD, "sgd")                                                                                               \
-  X(TFX_OPT_MOMENTUM, "momentum") X(TFX_OPT_ADAGRAD, "adagrad") X(TFX_OPT_RMSPROP, "rmsprop") X(TFX_OPT_ADAM, "adam") \
-      X(TFX_OPT_ADAMW, "adamw") X(TFX_OPT_FTRL, "ftrl")
-#define TFX_SCHEDULES(X)                                                                          \
-  X(TFX_SCHED_CONSTANT, "constant")                                                               \
-  X(TFX_SCHED_EXPONENTIAL, "exponential") X(TFX_SCHED_STEP, "step") X(TFX_SCHED_COSINE, "cosine") \
-      X(TFX_SCHED_PIECEWISE, "piecewise")
+#define TFX_OPTIMIZERS(X)                                                                                       \
+  X(TFX_OPT_SGD, "sgd")                                                                                         \
+  X(TFX_OPT_MOMENTUM, "momentum")                                                                               \
+  X(TFX_OPT_ADAGRAD, "adagrad") X(TFX_OPT_RMSPROP, "rmsprop") X(TFX_OPT_ADAM, "adam") X(TFX_OPT_ADAMW, "adamw") \
+      X(TFX_OPT_FTRL, "ftrl")
+#define TFX_SCHEDULES(X)                  \
+  X(TFX_SCHED_CONSTANT, "constant")       \
+  X(TFX_SCHED_EXPONENTIAL, "exponential") \
+  X(TFX_SCHED_STEP, "step") X(TFX_SCHED_COSINE, "cosine") X(TFX_SCHED_PIECEWISE, "piecewise")
 #define TFX_STRATEGIES(X) X(TFX_STRATEGY_ROUND_ROBIN, "round_robin") X(TFX_STRATEGY_GREEDY_BYTES, "greedy_bytes")
 #define TFX_PARTITIONS(X) X(TFX_PARTITION_MOD, "mod") X(TFX_PARTITION_RANGE, "range")
 #define TFX_LOSSES(X)                                        \
@@ -228,7 +229,7 @@ int tfx_config_numeric_features(const tfx_config *cfg);
 /* 1 when the model reads sparse examples: its first layer is an embedding_bag over the model input (the data
  * pipeline then keeps ids and weights as CSR, never a dense row of input_shape values). */
 int tfx_config_sparse_input(const tfx_config *cfg);
-/* The eval file an error about the eval data names: the labels file when there is one, else the images (or
+/* The eval file an error about the eval data names: IDX's labels file when there is one, else the images (or
  * only) file; borrowed from cfg. */
 const char *tfx_config_eval_file(const tfx_config *cfg);
 /* The part of tfx_config_validate a ps needs: every option with a fixed set of values (mode, nan_policy,

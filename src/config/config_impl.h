@@ -61,6 +61,9 @@ int config__parse_variables(tfx_config *cfg, json_object *arr, tfx_err *err);
 int config__parse_features(tfx_config *cfg, json_object *arr, tfx_err *err);
 int config__parse_valsets(tfx_config *cfg, json_object *arr, tfx_err *err);
 int config__parse_shape(tfx_config *cfg, json_object *arr, tfx_err *err);
+/* Sets one key of one entry of a list: model.layers[N].KEY, model.variables[N].KEY, model.features[N].KEY or
+ * validation[N].KEY (N an existing entry), checked as the whole list would be. */
+int config__set_entry(tfx_config *cfg, const char *path, json_object *val, tfx_err *err);
 /* Keeps model.params (any JSON, for a plugin) as compact text. */
 int config__parse_params(tfx_config *cfg, json_object *val, tfx_err *err);
 

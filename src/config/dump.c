@@ -87,8 +87,10 @@ char *tfx_config_to_json(const tfx_config *cfg) {
                                    config__n_valset_options));
   char leaf[256];
   for (size_t i = 0; i < config__n_options; i++) {
-    json_object *node = section(root, config__options[i].path, leaf, sizeof leaf);
-    json_object_object_add(node, leaf, config__value_json(cfg, &config__options[i]));
+    const config__option *o = &config__options[i];
+    json_object *node = section(root, o->path, leaf, sizeof leaf);
+    int idx_only = !strcmp(leaf, "labels") && cfg->data_format != TFX_FORMAT_IDX; /* one file holds both */
+    json_object_object_add(node, leaf, idx_only ? json_object_new_string("") : config__value_json(cfg, o));
   }
   char *s = strdup(json_object_to_json_string_ext(
       root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE));
@@ -111,6 +113,9 @@ static void print_table(const char *title, const char *prefix, const config__opt
 void tfx_config_print_options(void) {
   printf("%-34s %-7s %-10s %s\n", "config__option", "type", "default", "meaning");
   print_table("# the experiment's sections (--set KEY=VALUE)", "", config__options, config__n_options);
+  printf("%-34s %-7s %-10s %s\n%-34s %-7s %-10s %s\n", "model.input_shape", "list", "[28,28,1]",
+         "the model input's shape: 1 to 3 positive dims", "model.params", "object", "{}",
+         "a plugin's parameters (any JSON), handed to its build");
   print_table("# model.layers[N]: each layer", "model.layers[].", config__layer_options, config__n_layer_options);
   print_table("# model.features[N]: feature columns (sparse models)", "model.features[].", config__feature_options,
               config__n_feature_options);
@@ -118,6 +123,9 @@ void tfx_config_print_options(void) {
               config__n_var_options);
   print_table("# validation[N]: named validation sets", "validation[].", config__valset_options,
               config__n_valset_options);
+  printf("%-34s %-7s %-10s %s\n", "validation[].metrics", "object", "-",
+         "per metric aggregation, {\"accuracy\": \"mean\", \"loss\": \"max\"}: also names the metrics reported");
+  printf("\n# lists' entries are set as --set model.layers[N].KEY=VALUE (N an entry of the experiment)\n");
   printf(
       "\n# hyperparameters: {NAME: SPEC}, referenced as \"$NAME\" anywhere in the experiment\n"
       "%-34s %s\n%-34s %s\n%-34s %s\n%-34s %s\n%-34s %s\n",

@@ -226,6 +226,9 @@ static int check_feature(const tfx_config *cfg, tfx_feature_spec *f, int i, tfx_
     return tfx_err_set(err, TFX_ECONFIG, "model.features[%d] (%s): %s must be >= 1", i, f->name,
                        !strcmp(f->type, "identity") ? "num_buckets" : "hash_bucket_size");
   }
+  if (!strcmp(f->normalizer, "none")) {
+    f->normalizer[0] = '\0'; /* as it is, the same as leaving it out */
+  }
   if (f->normalizer[0] && strcmp(f->normalizer, "log1p")) {
     return tfx_err_set(err, TFX_ECONFIG, "model.features[%d] (%s): normalizer '%s' (want log1p, or none)", i, f->name,
                        f->normalizer);
@@ -350,4 +353,59 @@ int config__parse_params(tfx_config *cfg, json_object *val, tfx_err *err) {
   }
   strcpy(cfg->plugin_params, text);
   return TFX_OK;
+}
+
+/* The lists --set may index: model.layers[N].KEY and the like, each with its table, entries and checker. */
+typedef struct indexed_list {
+  const char *name;
+  const config__option *table;
+  const size_t *n_opts;
+  size_t offset, stride, count_offset;
+} indexed_list;
+
+#define LIST(path, tbl, n, arr, count) \
+  { path, tbl, &n, offsetof(tfx_config, arr), sizeof(((tfx_config *)0)->arr[0]), offsetof(tfx_config, count) }
+static const indexed_list indexed[] = {
+    LIST("model.layers", config__layer_options, config__n_layer_options, layers, n_layers),
+    LIST("model.variables", config__var_options, config__n_var_options, variables, n_variables),
+    LIST("model.features", config__feature_options, config__n_feature_options, features, n_features),
+    LIST("validation", config__valset_options, config__n_valset_options, valsets, n_valsets),
+};
+
+/* Checks entry i of a list after one of its keys changed, as parsing the whole list would. */
+static int recheck(tfx_config *cfg, const indexed_list *l, int i, tfx_err *err) {
+  if (l->table == config__var_options) {
+    return check_variable(cfg, &cfg->variables[i], i, err);
+  }
+  if (l->table == config__feature_options) {
+    return check_feature(cfg, &cfg->features[i], i, err);
+  }
+  if (l->table == config__valset_options) {
+    return check_agg(cfg->valsets[i].agg, i, err);
+  }
+  return TFX_OK;
+}
+
+int config__set_entry(tfx_config *cfg, const char *path, json_object *val, tfx_err *err) {
+  for (size_t k = 0; k < sizeof indexed / sizeof indexed[0]; k++) {
+    const indexed_list *l = &indexed[k];
+    size_t n = strlen(l->name);
+    char key[64];
+    int i = -1, end = 0;
+    if (strncmp(path, l->name, n) || sscanf(path + n, "[%d].%63[a-z_]%n", &i, key, &end) != 2 || path[n + end]) {
+      continue;
+    }
+    int count = *(const int *)((const char *)cfg + l->count_offset);
+    if (i < 0 || i >= count) {
+      return tfx_err_set(err, TFX_ECONFIG, "%s: the experiment has %d entries in %s", path, count, l->name);
+    }
+    const config__option *o = config__find(l->table, *l->n_opts, key);
+    if (!o) {
+      return tfx_err_set(err, TFX_ECONFIG, "%s: unknown key", path);
+    }
+    char *entry = (char *)cfg + l->offset + (size_t)i * l->stride;
+    int rc = config__set_json_or_list(entry, o, val, path, err);
+    return rc ? rc : recheck(cfg, l, i, err);
+  }
+  return tfx_err_set(err, TFX_ECONFIG, "unknown key '%s' (lists are indexed as model.layers[N].KEY)", path);
 }

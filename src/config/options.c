@@ -27,7 +27,7 @@ const config__option config__options[] = {
     {"model.loss", OPT_ENUM, O(loss), 0, 0, "softmax_cross_entropy",
      "softmax_cross_entropy | sigmoid_cross_entropy | mse", losses},
     {"model.metrics", OPT_STR, O(metrics), 0, 0, "loss,accuracy,top_5",
-     "evaluation metrics reported: loss, accuracy, top_K (comma-separated)"},
+     "evaluation metrics reported: loss, accuracy, top_K, auc, log_loss (comma-separated)"},
     {"model.plugin", OPT_STR, O(plugin), 0, 0, "",
      "shared object whose tfx_plugin_entry builds the model and hooks the run"},
     {"data.train.images", OPT_STR, O(train_images), 0, 0, FMNIST "train-images-idx3-ubyte.gz", "IDX images (.gz ok)"},

@@ -8,22 +8,6 @@
 #include "nn/init.h"
 #include "nn/nn_impl.h"
 
-/* Softmax over each example's row of `width` values, in place. */
-static void softmax_forward(float *y, size_t rows, size_t width) {
-  for (size_t r = 0; r < rows; r++) {
-    float *v = y + r * width, mx = v[0], sum = 0;
-    for (size_t j = 1; j < width; j++) {
-      mx = v[j] > mx ? v[j] : mx;
-    }
-    for (size_t j = 0; j < width; j++) {
-      sum += v[j] = expf(v[j] - mx);
-    }
-    for (size_t j = 0; j < width; j++) {
-      v[j] /= sum;
-    }
-  }
-}
-
 /* dx = y * (dy - sum(dy * y)) per row, in place in dy. */
 static void softmax_backward(const float *y, float *dy, size_t rows, size_t width) {
   for (size_t r = 0; r < rows; r++) {
@@ -509,7 +493,7 @@ void nn__layer_forward(layer *l, const float *in, int batch, int training, uint6
     case L_ACT:
       if (l->act == A_SOFTMAX) {
         memcpy(l->out, in, sizeof(float) * n);
-        softmax_forward(l->out, (size_t)batch, (size_t)layer_out_size(l));
+        nn__softmax_rows(l->out, l->out, (size_t)batch, (size_t)layer_out_size(l));
       } else {
         elementwise(l->par, in, NULL, l->out, l, n);
       }

@@ -6,17 +6,17 @@
 #include "nn/model.h"
 #include "nn/nn_impl.h"
 
-static void softmax_rows(const float *z, float *p, int batch, int c) {
-  for (int b = 0; b < batch; b++) {
-    const float *zr = z + (size_t)b * c;
-    float *pr = p + (size_t)b * c, mx = zr[0], sum = 0;
-    for (int j = 1; j < c; j++) {
+void nn__softmax_rows(const float *z, float *p, size_t rows, size_t width) {
+  for (size_t b = 0; b < rows; b++) {
+    const float *zr = z + b * width;
+    float *pr = p + b * width, mx = zr[0], sum = 0;
+    for (size_t j = 1; j < width; j++) {
       mx = zr[j] > mx ? zr[j] : mx;
     }
-    for (int j = 0; j < c; j++) {
+    for (size_t j = 0; j < width; j++) {
       sum += pr[j] = expf(zr[j] - mx);
     }
-    for (int j = 0; j < c; j++) {
+    for (size_t j = 0; j < width; j++) {
       pr[j] /= sum;
     }
   }
@@ -106,7 +106,7 @@ int tfx_model_scores(const tfx_model *m, int batch, float *out) {
 void tfx_model_loss(tfx_model *m, const int32_t *labels, int batch, int grad, tfx_step_stats *st) {
   layer *last = &m->layers[m->n_layers - 1];
   int c = last->oc;
-  softmax_rows(last->out, m->probs, batch, c);
+  nn__softmax_rows(last->out, m->probs, (size_t)batch, (size_t)c);
   for (int b = 0; c == 1 && m->loss == 1 && b < batch; b++) {
     m->probs[b] = 1.0f / (1.0f + expf(-last->out[b])); /* binary: the probability of class 1 */
   }

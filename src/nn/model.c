@@ -24,19 +24,24 @@ static int parse_act(const char *s, act *out) {
   return 0;
 }
 
+#define NN_KIND_NAME(kind, name) [kind] = name,
+static const char *const kind_names[L_NKINDS] = {NN_LAYER_KINDS(NN_KIND_NAME)};
+
+/* The type a layer is written as in model.layers. */
+static const char *kind_name(const layer *l) {
+  return l->kind == L_FM && !l->pool ? "bi_interaction" : kind_names[l->kind];
+}
+
 static int parse_kind(const char *type, lkind *kind, act *a) {
-  static const struct {
-    const char *name;
-    lkind kind;
-  } kinds[] = {{"dense", L_DENSE},      {"conv2d", L_CONV},     {"max_pool2d", L_MAXPOOL},  {"avg_pool2d", L_AVGPOOL},
-               {"flatten", L_FLATTEN},  {"dropout", L_DROPOUT}, {"embedding", L_EMBED},     {"batch_norm", L_BN},
-               {"matmul", L_MATMUL},    {"bias_add", L_BIAS},   {"lookup", L_LOOKUP},       {"scale", L_SCALE},
-               {"concat", L_CONCAT},    {"add", L_ADD},         {"embedding_bag", L_EMBAG}, {"fm", L_FM},
-               {"bi_interaction", L_FM}};
-  for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
-    if (strcmp(type, kinds[i].name) == 0) {
-      return *kind = kinds[i].kind, 1;
+  for (int i = 0; i < L_NKINDS; i++) {
+    if (i != L_ACT && strcmp(type, kind_names[i]) == 0) {
+      *kind = (lkind)i;
+      return 1;
     }
+  }
+  if (strcmp(type, "bi_interaction") == 0) {
+    *kind = L_FM;
+    return 1;
   }
   if (parse_act(type, a) && *a != A_NONE) {
     return *kind = L_ACT, 1;
@@ -615,22 +620,26 @@ static size_t describe_vars(const layer *l, char *buf, size_t n) {
   return v->count + (l->b ? l->b->count : 0) + (l->mmean ? 2 * l->mmean->count : 0);
 }
 
+/* What a layer reading the model input reads: an embedding bag's feature column, or "input". */
+static const char *input_name(const tfx_model *m, const layer *l) {
+  return l->kind == L_EMBAG && m->n_fields > 1 && l->field >= 0 && l->field < m->n_fields ? m->field_name[l->field]
+                                                                                          : "input";
+}
+
 void tfx_model_print(const tfx_model *m, FILE *f) {
-  fprintf(f, "%-16s %-12s %-16s %-28s %-7s %10s %12s\n", "layer", "type", "output", "variables", "dtype", "params",
+  fprintf(f, "%-16s %-14s %-16s %-28s %-7s %10s %12s\n", "layer", "type", "output", "variables", "dtype", "params",
           "bytes");
-  static const char *const kinds[L_NKINDS] = {"dense",      "conv2d",  "max_pool2d", "avg_pool2d", "flatten",
-                                              "activation", "dropout", "embedding",  "batch_norm", "matmul",
-                                              "bias_add",   "lookup",  "scale",      "concat",     "add"};
   for (int i = 0; i < m->n_layers; i++) {
     const layer *l = &m->layers[i];
     char shape[48], vars[128];
     fmt_shape(l, 1, shape, sizeof shape);
     size_t params = describe_vars(l, vars, sizeof vars);
     const tfx_var *v = l->w ? l->w : l->b; /* a layer's variables share one dtype */
-    fprintf(f, "%-16s %-12s %-16s %-28s %-7s %10zu %12zu", l->name, kinds[l->kind], shape, vars,
+    fprintf(f, "%-16s %-14s %-16s %-28s %-7s %10zu %12zu", l->name, kind_name(l), shape, vars,
             v ? tfx_dtype_name(v->dtype) : "-", params, v ? params * tfx_dtype_size(v->dtype) : 0);
-    for (int k = 0; k < l->n_in && (l->n_in > 1 || l->in[0] != i - 1); k++) {
-      fprintf(f, "%s%s", k ? ", " : "  <- ", l->in[k] < 0 ? "input" : m->layers[l->in[k]].name);
+    int shown = l->n_in > 1 || l->in[0] != i - 1 || (l->in[0] < 0 && strcmp(input_name(m, l), "input"));
+    for (int k = 0; shown && k < l->n_in; k++) {
+      fprintf(f, "%s%s", k ? ", " : "  <- ", l->in[k] >= 0 ? m->layers[l->in[k]].name : input_name(m, l));
     }
     fputc('\n', f);
   }

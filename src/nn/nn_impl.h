@@ -9,26 +9,29 @@
 #include "nn/model.h"
 #include "nn/par.h"
 
-typedef enum lkind {
-  L_DENSE,
-  L_CONV,
-  L_MAXPOOL,
-  L_AVGPOOL,
-  L_FLATTEN,
-  L_ACT,
-  L_DROPOUT,
-  L_EMBED,
-  L_BN,
-  L_MATMUL, /* x W with a declared variable W [in, units] (no bias), optional activation */
-  L_BIAS,   /* x + b with a declared variable b [channels], optional activation */
-  L_LOOKUP, /* embedding lookup in a declared table [vocab, dim]: row-sparse gradient */
-  L_SCALE,  /* x * rate */
-  L_CONCAT, /* rank-1 inputs side by side */
-  L_ADD,    /* the sum of equally shaped inputs */
-  L_EMBAG,  /* embedding bag over the sparse model input (tfx_csr): a combined row per example, plus a bias */
-  L_FM,     /* factorization machine over field embeddings: the pairwise term (fm) or its vector (bi_interaction) */
-  L_NKINDS
-} lkind;
+/* The layer kinds and the type each is written as in model.layers (L_ACT: the activation layers, named by their
+ * function; L_FM is also written bi_interaction, its vector form): one list for the parser and the printer. */
+#define NN_LAYER_KINDS(X)                                                                                     \
+  X(L_DENSE, "dense")                                                                                         \
+  X(L_CONV, "conv2d")                                                                                         \
+  X(L_MAXPOOL, "max_pool2d")                                                                                  \
+  X(L_AVGPOOL, "avg_pool2d")                                                                                  \
+  X(L_FLATTEN, "flatten")                                                                                     \
+  X(L_ACT, "activation")                                                                                      \
+  X(L_DROPOUT, "dropout")                                                                                     \
+  X(L_EMBED, "embedding")                                                                                     \
+  X(L_BN, "batch_norm")                                                                                       \
+  X(L_MATMUL, "matmul")       /* x W with a declared variable W [in, units] (no bias), optional activation */ \
+  X(L_BIAS, "bias_add")       /* x + b with a declared variable b [channels], optional activation */          \
+  X(L_LOOKUP, "lookup")       /* embedding lookup in a declared table [vocab, dim]: row-sparse gradient */    \
+  X(L_SCALE, "scale")         /* x * rate */                                                                  \
+  X(L_CONCAT, "concat")       /* rank-1 inputs side by side */                                                \
+  X(L_ADD, "add")             /* the sum of equally shaped inputs */                                          \
+  X(L_EMBAG, "embedding_bag") /* a combined row per example over a sparse field (tfx_csr), plus a bias */     \
+  X(L_FM, "fm")               /* factorization machine over field embeddings: the pairwise term, or its vector */
+
+#define NN_KIND_VALUE(kind, name) kind,
+typedef enum lkind { NN_LAYER_KINDS(NN_KIND_VALUE) L_NKINDS } lkind;
 
 #define TFX_MAX_INPUTS 40 /* inputs of one merge layer (a DeepFM over Criteo's 26 fields and more) */
 typedef enum act { A_NONE, A_RELU, A_TANH, A_SIGMOID, A_LEAKY, A_SOFTMAX } act;
@@ -149,5 +152,9 @@ int nn__graph_finish(tfx_model *m, tfx_err *err);
 void nn__graph_merge_forward(tfx_model *m, layer *l, const float *x, int batch);
 /* The whole backward pass over the graph, summing the gradients of layers read by several others. */
 void nn__graph_backward(tfx_model *m, const float *x, int batch);
+
+/* Softmax over each of `rows` rows of `width` values of z into p (p may be z); loss.c's, shared with the softmax
+ * layer. */
+void nn__softmax_rows(const float *z, float *p, size_t rows, size_t width);
 
 #endif

@@ -5,7 +5,7 @@
 # address the replica's DNS name on its Service's port) and the TFJob's operator-generated one.
 . "$(dirname "$0")/common.sh"
 
-python3 -c 'import yaml' 2>/dev/null || skip "python3-yaml is not installed (scripts/install-deps.sh installs it)"
+python3 -c 'import yaml' 2>/dev/null || fail "python3-yaml is not installed (scripts/install-deps.sh test installs it)"
 python3 "$SRC/tests/deploy/k8s_check.py" "$SRC" "$WORK" >"$WORK/k8s.txt" 2>&1; rc=$?
 cat "$WORK/k8s.txt"
 [ "$rc" = 0 ] || fail "deploy/k8s: the problems above"

@@ -12,6 +12,8 @@
 #include "data/tfrecord.h"
 #include "net/wire.h"
 #include "store/ckpt.h"
+#include "store/rowfile.h"
+#include "store/safetensors.h"
 
 static const char *root;
 
@@ -74,6 +76,66 @@ static void wire_seeds(void) {
   tfx_wire_request(&env, TFX__MSG_TYPE__MSG_REPLY);
   env.code = 3, env.error = "bad", env.flag = 1;
   wire_seed("reply", &env, NULL, 0);
+  /* The other kinds, so that every message type has a seed. */
+  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_REGISTER);
+  env.text = "host1:2222";
+  wire_seed("register", &env, NULL, 0);
+  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_CHECKPOINT);
+  env.step = 200, env.path = "/tmp/run/checkpoints/ckpt-000000000200";
+  wire_seed("checkpoint", &env, NULL, 0);
+  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_STOP);
+  env.step = 1000;
+  wire_seed("stop", &env, NULL, 0);
+  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_REPORT);
+  env.step = 50, env.n_stats = 1, env.stats = kvs;
+  wire_seed("report", &env, NULL, 0);
+}
+
+/* Writes the file at path (written by a real encoder) as a seed of target, then removes it. */
+static void file_seed(const char *target, const char *name, const char *path) {
+  FILE *f = fopen(path, "rb");
+  uint8_t buf[4096];
+  size_t len = f ? fread(buf, 1, sizeof buf, f) : 0;
+  if (f) {
+    fclose(f);
+  }
+  if (!len) {
+    fprintf(stderr, "cannot read %s\n", path);
+    exit(1);
+  }
+  seed(target, name, "", 0, buf, len);
+  remove(path);
+}
+
+static void safetensors_seeds(void) {
+  char path[1024];
+  snprintf(path, sizeof path, "%s/st.tmpseed", root);
+  float a[6] = {1, 2, 3, 4, 5, 6}, b[2] = {0.5f, -1};
+  const int64_t sa[2] = {3, 2}, sb[1] = {2};
+  const char *names[2] = {"dense/kernel", "dense/bias"}, *meta[2] = {"format", "pt"};
+  const int ranks[2] = {2, 1};
+  const int64_t *shapes[2] = {sa, sb};
+  const float *data[2] = {a, b};
+  if (tfx_st_write(path, names, ranks, shapes, data, 2, meta, 1, NULL)) {
+    exit(1);
+  }
+  file_seed("safetensors", "two", path);
+}
+
+static void rowfile_seeds(void) {
+  char path[1024];
+  snprintf(path, sizeof path, "%s/rows.tmpseed", root);
+  float r[3] = {0.25f, -1, 2};
+  uint32_t crc = 0;
+  uint64_t bytes = 0;
+  tfx_rowfile *w = NULL;
+  if (tfx_rowfile_create(path, 40, 2, &w, NULL) || tfx_rowfile_table(w, "emb/part_0", 1000, 3, 2, NULL) ||
+      tfx_rowfile_row(w, 7, r, NULL) || tfx_rowfile_row(w, 999, r, NULL) ||
+      tfx_rowfile_table(w, "emb@accumulator/part_0", 1000, 3, 1, NULL) || tfx_rowfile_row(w, 7, r, NULL) ||
+      tfx_rowfile_finish(w, &crc, &bytes, NULL)) {
+    exit(1);
+  }
+  file_seed("rowfile", "two_tables", path);
 }
 
 static void ckpt_seeds(void) {
@@ -177,6 +239,13 @@ int main(int argc, char **argv) {
   ckpt_seeds();
   tfrecord_seeds();
   idx_seeds();
+  safetensors_seeds();
+  rowfile_seeds();
+  text("columns", "rows", "", "y,cat,words,w,x,n\n1,2,a b c,0.5 1 2,3.5,10\n0,4,b,1,,0\n1,0,,,-2,1e6\n");
+  text("columns", "quoted", "", "n,x,y,w,words,cat\n7,\"1,5\",0,2,\"x y\",3\n");
+  text("where", "two", "", "accuracy>0.88, train.loss<=0.4");
+  text("where", "and", "", "validation.heldout.accuracy >= 0.5 and step=100 and seconds<3600");
+  text("where", "bad", "", "accuracy >> 1");
   text("csv", "header", "\x05", "a,b,label\n1,2,0\n3.5,-4e2,1\n");
   text("csv", "plain", "\x00", "0,0.1,0.2\n1,0.3,0.4\n2,,0.5\n");
   text("libsvm", "inferred", "\x00", "1 1:0.5 3:2\n0 2:1e-3 # comment\n\n-1 qid:3 4:7\n");

@@ -1,9 +1,10 @@
 /* A hostile client and a polite one, for tests/integration/test_flood.sh.
  *   tfx-flood flood HOST:PORT status|pull SECONDS   sends requests as fast as the socket takes them and never
- *                                                   reads a reply (one DEALER); prints how many it sent.
+ *                                                   reads a reply (one DEALER); prints how many it sent
+ *                                                   ("sent N KIND requests ..."); exit 1 on a send error.
  *   tfx-flood probe HOST:PORT N INTERVAL_MS         sends N STATUS requests one at a time on its own DEALER and
  *                                                   prints "answered A of N, max latency M ms" (timeout 10 s).
- * Exit 0 unless the arguments or the socket are wrong. */
+ * Exit 0 unless the arguments or the socket are wrong (2) or a send fails (1). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,21 +21,25 @@ static int flood(tfx_client *c, const char *kind, int seconds) {
   tfx_wire_request(&env, strcmp(kind, "pull") == 0 ? TFX__MSG_TYPE__MSG_PULL : TFX__MSG_TYPE__MSG_STATUS);
   size_t len = 0;
   uint8_t *packed = tfx_wire_pack(&env, &len);
-  long sent = 0, refused = 0;
+  long sent = 0, full = 0;
+  int rc = 0;
   for (int64_t end = tfx_now_ms() + seconds * 1000LL; tfx_now_ms() < end;) {
-    /* Non-blocking: when the high-water mark is reached ZeroMQ refuses (EAGAIN) rather than queueing more. */
+    /* Non-blocking: when the high-water mark is reached ZeroMQ says EAGAIN rather than queueing more; that is
+     * the queue being full (waited out), not a request refused by the ps. Any other error ends the flood. */
     if (zmq_send(tfx_client_socket(c), packed, len, ZMQ_DONTWAIT) >= 0) {
       sent++;
     } else if (errno == EAGAIN) {
-      refused++;
+      full++;
       usleep(100);
     } else {
+      fprintf(stderr, "flood: zmq_send: %s after %ld requests\n", zmq_strerror(errno), sent);
+      rc = 1;
       break;
     }
   }
   free(packed);
-  printf("sent %ld %s requests in %d s (%ld refused at the high-water mark)\n", sent, kind, seconds, refused);
-  return 0;
+  printf("sent %ld %s requests in %d s (the send queue was full %ld times)\n", sent, kind, seconds, full);
+  return rc;
 }
 
 static int probe(tfx_client *c, int n, int interval_ms) {

@@ -1,17 +1,73 @@
-# Helpers for the integration tests. Each test runs in its own temp dir, in its own process group, with a
-# watchdog that kills the group after TFX_TEST_TIMEOUT seconds; ports are chosen by the kernel (bind to 0).
+# Helpers for the integration tests. Each test runs in its own temp dir, with a watchdog that kills the test and
+# every process under it after TFX_TEST_TIMEOUT seconds (default 800, under CTest's 900), saying so and showing
+# the logs' tails; ports are chosen by the kernel (bind to 0).
 set -u
 : "${TFX_NODE:?set TFX_NODE to the tfx-node binary}"
 SRC=${TFX_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 EXAMPLE=$SRC/examples/fashion_mnist_mlp.json
 WORK=$(mktemp -d /tmp/tfx-it.XXXXXX)
 PIDS=()
-cleanup() { for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done; rm -rf "$WORK"; }
+# cleanup: kills what the test started; a script that ends with status 0 without going through pass (and so
+# without its sanitizer check) fails.
+cleanup() {
+  local rc=${1:-$?}
+  stop_watchdog
+  for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
+  [ "$rc" != 0 ] || [ -n "${TFX_PASSED:-}" ] || { echo "FAIL: the test ended without pass"; rc=1; }
+  rm -rf "$WORK"
+  exit "$rc"
+}
 trap cleanup EXIT
-fail() { echo "FAIL: $*"; for f in "$WORK"/*.log "$WORK"/run*/logs/*.log; do [ -f "$f" ] && { echo "--- $f"; tail -20 "$f"; }; done; exit 1; }
-pass() { echo "PASS: $*"; exit 0; }
+trap 'exit 143' TERM INT HUP # the watchdog's (or a user's) signal runs the EXIT trap too
+
+# descendants PID: every process under PID (children first walked by parent pid, not by name).
+descendants() { local c; for c in $(pgrep -P "$1"); do echo "$c"; descendants "$c"; done; }
+# show_logs: the tails of the test's logs (what fail prints).
+show_logs() { for f in "$WORK"/*.log "$WORK"/run*/logs/*.log; do [ -f "$f" ] && { echo "--- $f"; tail -20 "$f"; }; done; }
+# The watchdog: a background shell that, after TFX_TEST_TIMEOUT seconds, names the timeout, shows the logs and
+# sends SIGTERM to the test and everything under it (SIGKILL 5 s later). Its sleep writes nowhere, so that once
+# stopped it holds no pipe of CTest's open.
+TFX_TEST_TIMEOUT=${TFX_TEST_TIMEOUT:-800}
+(
+  trap - TERM INT HUP # (not the test's 'exit 143': stop_watchdog's SIGTERM just ends it)
+  sleep "$TFX_TEST_TIMEOUT" </dev/null >/dev/null 2>&1 || exit 0 # a killed sleep: the test is over
+  echo "FAIL: TIMEOUT: the test ran for more than TFX_TEST_TIMEOUT=$TFX_TEST_TIMEOUT s; killing it and its processes"
+  show_logs
+  me=$BASHPID
+  victims="$$ $(descendants $$ | grep -vx "$me")"
+  kill -TERM $victims 2>/dev/null
+  sleep 5
+  kill -KILL $victims 2>/dev/null
+) &
+WATCHDOG=$!
+# stop_watchdog: the watchdog first (its SIGTERM ends it at once, waiting on its sleep), then the sleep; killed the
+# other way round, the watchdog could wake from its sleep and fire at a test that is finishing.
+stop_watchdog() {
+  local s
+  s=$(pgrep -P "$WATCHDOG")
+  kill "$WATCHDOG" 2>/dev/null
+  [ -z "$s" ] || kill $s 2>/dev/null
+}
+fail() { echo "FAIL: $*"; show_logs; exit 1; }
+# sanitizer_reports: fails the test on an ASan, LSan or UBSan report in any log the test wrote ($WORK/**/*.log,
+# which holds RUN/logs/*.log). A supervised child that reports exits 1 and `tfx-node local` restarts it, so the
+# run itself can succeed over the report: the logs are the only place it is seen.
+sanitizer_reports() {
+  local f hit
+  while IFS= read -r -d '' f; do
+    hit=$(grep -a -m1 -E 'AddressSanitizer|LeakSanitizer|runtime error:' "$f") || continue
+    echo "FAIL: sanitizer report in ${f#"$WORK"/}: $hit"
+    grep -a -A30 -m1 -E 'AddressSanitizer|LeakSanitizer|runtime error:' "$f" | head -40
+    exit 1
+  done < <(find "$WORK" -type f -name '*.log' -print0 2>/dev/null)
+}
+# pass WHAT: every test ends here (or in fail/skip); a sanitizer report in any of its logs turns it into a failure.
+pass() { sanitizer_reports; echo "PASS: $*"; TFX_PASSED=1; exit 0; }
 # skip WHY: this machine cannot run the test; CTest reports it as skipped (SKIP_RETURN_CODE 77), never as passed.
 skip() { echo "SKIP: $*"; exit 77; }
+# skip_part WHY: this machine cannot run one check of a test that goes on; scripts/ctest_skips.py lists the line
+# and fails CI unless WHY names an allowed environment (not root, ...).
+skip_part() { echo "SKIP-PART: $*"; }
 
 # wait_for SECONDS CMD...: polls CMD every half second until it succeeds; returns 1 after SECONDS.
 wait_for() {
@@ -21,6 +77,20 @@ wait_for() {
     [ $((SECONDS - t0)) -lt "$limit" ] || return 1
     sleep 0.5
   done
+}
+
+# wait_exit SECONDS PID: waits for PID (a child of this shell) and returns its exit status; returns 124 when it
+# is still running after SECONDS (the caller fails, naming what it waited for; cleanup kills it).
+wait_exit() {
+  local limit=$1 pid=$2 t0=$SECONDS
+  while kill -0 "$pid" 2>/dev/null && [ "$(ps -o stat= -p "$pid" 2>/dev/null | cut -c1)" != Z ]; do
+    if [ $((SECONDS - t0)) -ge "$limit" ]; then
+      echo "wait_exit: pid $pid ($(ps -o args= -p "$pid" | cut -c1-100)) still running after $limit s"
+      return 124
+    fi
+    sleep 0.2
+  done
+  wait "$pid"
 }
 
 # pid_of RUN ROLE INDEX: the pid of a live process of the local cluster in RUN (from the TF_CONFIG it was given).
@@ -60,6 +130,18 @@ for line in open(path):
 print("none" if val is None else val)
 PY
 }
+
+# var_values RUN VAR: the values of VAR in RUN's newest checkpoint (or in an export), one a line; returns 1 with
+# the reason on stderr when inspect fails or prints no value (so a comparison of two empty outputs cannot pass).
+var_values() {
+  local out
+  out=$("$TFX_NODE" inspect "$1" --var "$2" 2>&1) || { echo "inspect $1 --var $2: $out" >&2; return 1; }
+  out=$(echo "$out" | tail -n +2 | tr ' ' '\n' | grep .)
+  [ -n "$out" ] || { echo "inspect $1 --var $2 printed no value" >&2; return 1; }
+  echo "$out"
+}
+# all_zero FILE: every value in FILE (one a line, at least one) is zero.
+all_zero() { [ -s "$1" ] && ! grep -qvE '^-?0(\.0*)?$' "$1"; }
 
 # ge A B: exit 0 if A >= B (floats).
 ge() { python3 -c "import sys; sys.exit(0 if '$1' != 'none' and float('$1') >= float('$2') else 1)"; }

@@ -349,8 +349,8 @@ static void set_optimizer(tfx_config *cfg, const char *name) {
 }
 
 static void case_optim(void) {
-  const char *opts[] = {"momentum", "adagrad", "rmsprop", "adam", "adamw"};
-  for (int o = 0; o < 5; o++) {
+  const char *opts[] = {"momentum", "adagrad", "rmsprop", "adam", "adamw", "ftrl"};
+  for (int o = 0; o < 6; o++) {
     tfx_client *c = connect_ps();
     tfx_err err;
     CHECK(init_ps(c, "async", opts[o], 1, 0, 0, NULL, &err) == 0, "init: %s", err.msg);
@@ -375,7 +375,7 @@ static void case_optim(void) {
     }
     tfx_client_destroy(c);
   }
-  printf("ok: momentum, adagrad, rmsprop, adam, adamw at the ps equal the single-process rule bit for bit\n");
+  printf("ok: momentum, adagrad, rmsprop, adam, adamw, ftrl at the ps equal the single-process rule bit for bit\n");
 }
 
 /* A push of int64 values, and a whole push at an offset, are refused naming v and what is wrong. */

@@ -47,7 +47,7 @@ while kill -0 "$LP" 2>/dev/null; do
   killed=$((killed + 1))
   echo "chaos: t=$(( $(date +%s) - started ))s kill -9 ${pick#*:} (pid ${pick%%:*})"
 done
-wait "$LP"; rc=$?
+wait_exit 600 "$LP"; rc=$?
 elapsed=$(( $(date +%s) - started ))
 [ "$rc" = 0 ] || fail "the run exited $rc after $killed kills: $(tail -3 "$WORK/local.log")"
 [ "$killed" -ge 5 ] || fail "only $killed kills in ${elapsed}s: the run was too short to be chaos"

@@ -16,7 +16,7 @@ start ps ps
 start worker worker
 for _ in $(seq 1 50); do "$TFX_NODE" status --address "127.0.0.1:$e0" 2>/dev/null | grep -q "role=evaluator" && break; sleep 0.2; done
 for i in 0 1 2 3; do
-  wait "${PIDS[$i]}"; rc=$?
+  wait_exit 300 "${PIDS[$i]}"; rc=$?
   [ "$rc" = 0 ] || fail "process $i exited $rc"
 done
 python3 - "$WORK/run/metrics.jsonl" <<'PY' || fail "eval lines are not the evaluator's"
@@ -33,7 +33,7 @@ start chief chief --config "$WORK/exp.json" --max-steps 150
 start ps ps
 start worker worker
 for i in 0 1 2 3; do
-  wait "${PIDS[$i]}"; rc=$?
+  wait_exit 300 "${PIDS[$i]}"; rc=$?
   [ "$rc" = 0 ] || fail "short run: process $i exited $rc (the evaluator waited for max_steps 200?)"
 done
 python3 - "$WORK/run/metrics.jsonl" <<'PY' || fail "short run: the evaluator did not evaluate step 150"
@@ -51,7 +51,7 @@ start chief chief --config "$WORK/exp.json"
 start ps ps
 start worker worker
 for i in 0 1 2 3; do
-  wait "${PIDS[$i]}"; rc=$?
+  wait_exit 300 "${PIDS[$i]}"; rc=$?
   [ "$rc" = 0 ] || fail "evaluator outside the cluster: process $i exited $rc"
 done
 python3 - "$WORK/run/metrics.jsonl" <<'PY' || fail "the evaluator outside the cluster did not evaluate step 200"

@@ -11,14 +11,15 @@ run_with_kill() { # NAME ROLE INDEX LOGNAME (the role as logs name it)
   "$TFX_NODE" local --config "$WORK/exp.json" --run-dir "$run" >"$WORK/$1.log" 2>&1 &
   local lp=$!
   PIDS+=($lp)
-  for _ in $(seq 1 150); do
-    [ -f "$run/metrics.jsonl" ] && [ "$(metric "$run/metrics.jsonl" train step)" != none ] && [ "$(metric "$run/metrics.jsonl" train step)" -ge 450 ] && break
-    sleep 0.2
-  done
+  # Killed past step 450 with a complete checkpoint (200 or 400) behind it: recovery has something to go back to.
+  past() { [ "$(metric "$run/metrics.jsonl" train step 2>/dev/null || echo 0)" -ge 450 ] 2>/dev/null; }
+  wait_for 120 past || fail "$1: the run did not reach step 450: $(tail -3 "$WORK/$1.log")"
+  ls "$run"/checkpoints/ckpt-*/manifest.json >/dev/null 2>&1 || fail "$1: no complete checkpoint at step 450"
   local victim; victim=$(pid_of "$run" "$2" "$3")
   [ -n "$victim" ] || fail "$1: no $2 $3 process to kill"
+  date +%s.%N >"$WORK/$1.killed"
   kill -9 "$victim"
-  wait "$lp" || fail "$1: the run did not survive kill -9 of $2 $3: $(tail -3 "$WORK/$1.log")"
+  wait_exit 300 "$lp" || fail "$1: the run did not survive kill -9 of $2 $3: $(tail -3 "$WORK/$1.log")"
   grep -q "LOCAL-RESTART ${4:-$2} $3 exited with status 137" "$WORK/$1.log" || fail "$1: no restart logged for $2 $3"
   local step acc
   step=$(metric "$run/metrics.jsonl" eval step); acc=$(metric "$run/metrics.jsonl" eval accuracy)
@@ -26,9 +27,46 @@ run_with_kill() { # NAME ROLE INDEX LOGNAME (the role as logs name it)
   ge "$acc" 0.8 || fail "$1: accuracy $acc"
   echo "$1: killed $2 $3, restarted, finished at $step with accuracy $acc"
 }
+# recovered NAME MARKER: after MARKER (the master's log ID for the recovery) every ps restored exactly the newest
+# checkpoint the master had finished before it, and training went on from that checkpoint's step and loss: a ps
+# restarted from scratch reports a step under 100 and a loss near the start's (over 1), not the checkpoint's.
+recovered() {
+  python3 - "$WORK/$1" "$2" "$(cat "$WORK/$1.killed")" <<'PY' || fail "$1: recovery after $2 did not continue from the checkpoint"
+import datetime, glob, json, re, sys
+run, marker, killed = sys.argv[1], sys.argv[2], float(sys.argv[3])
+def when(line):
+    stamp = datetime.datetime.strptime(line.split()[0], "%Y-%m-%dT%H:%M:%S.%fZ")
+    return stamp.replace(tzinfo=datetime.timezone.utc).timestamp()
+ckpt = None
+for line in open(run + "/logs/master-0.log"):
+    if " " + marker + " " in line:
+        break
+    m = re.search(r"MASTER-CKPT checkpoint at step (\d+):", line)
+    ckpt = int(m.group(1)) if m else ckpt
+else:
+    sys.exit("no %s line in master-0.log" % marker)
+assert ckpt is not None and ckpt >= 200, "no checkpoint finished before %s: %s" % (marker, ckpt)
+restored = []
+for path in sorted(glob.glob(run + "/logs/ps-*.log")):
+    want = r"PS-INIT .* step %d restored from .*ckpt-%012d/ps-\d+\.shard" % (ckpt, ckpt)
+    hits = [when(l) for l in open(path) if re.search(want, l)]
+    assert hits, "%s: no restore of checkpoint %d" % (path, ckpt)
+    restored.append(hits[0])
+train = [json.loads(l) for l in open(run + "/metrics.jsonl") if '"train"' in l]
+before = [r["loss"] for r in train if r["time"] < killed and ckpt - 100 <= r["step"] <= ckpt]
+after = [r for r in train if r["time"] > max(restored)]
+assert before and after, (len(before), len(after))
+ref, first = sum(before) / len(before), after[0]
+print("checkpoint %d restored; loss around it %.3f, first after recovery %.3f at step %d" % (ckpt, ref, first["loss"], first["step"]))
+assert ckpt < first["step"] <= ckpt + 100, "first step after recovery %d, want in (%d, %d]" % (first["step"], ckpt, ckpt + 100)
+assert first["loss"] <= ref + 0.3, "first loss after recovery %.3f, the checkpoint's %.3f" % (first["loss"], ref)
+PY
+}
 run_with_kill worker worker 1
 run_with_kill ps ps 0
 grep -q "MASTER-PS-LOST" "$WORK"/ps/logs/master-0.log || fail "the master did not roll back after losing a ps"
+recovered ps MASTER-PS-LOST
 run_with_kill master chief 0 master
 grep -q "MASTER-RESUME" "$WORK"/master/logs/master-0.log || fail "the restarted master did not resume from a checkpoint"
+recovered master MASTER-RESUME
 pass "worker, ps and master each survived kill -9"

@@ -42,9 +42,8 @@ grep -q "shards=0" "$WORK/status2.txt" || fail "random frames changed state: $(c
 curl -sf "http://127.0.0.1:$hp/metrics" | grep -q '^tfx_ps_bad_frames_total{role="ps",index="0"} [1-9]' || fail "ps /metrics does not count the bad frames"
 curl -sf "http://127.0.0.1:$hp/status" | python3 -c "import json,sys; d=json.load(sys.stdin); assert d['role']=='ps' and d['state']=='waiting-for-plan', d" || fail "ps /status"
 kill -TERM "$pid"
-for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-kill -0 "$pid" 2>/dev/null && fail "ps still running 5 s after SIGTERM"
-wait "$pid"; rc=$?
+wait_exit 60 "$pid"; rc=$?
+[ "$rc" = 124 ] && fail "ps still running 60 s after SIGTERM"
 [ "$rc" = 0 ] || fail "ps exited $rc after SIGTERM"
 grep -q "PS-STOP" "$WORK/ps.log" || fail "no PS-STOP log line"
 # sd_notify: a ps under a (simulated) Type=notify unit says READY and reports its state.

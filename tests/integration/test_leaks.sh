@@ -34,7 +34,7 @@ start worker 0 "${VG[@]}"
 start worker 1
 start chief 0
 for t in chief-0 ps-0 ps-1 worker-0 worker-1; do
-  wait "${PID_OF[$t]}"; rc=$?
+  wait_exit 400 "${PID_OF[$t]}"; rc=$?
   [ "$rc" = 0 ] || fail "$t exited $rc under $checker: $(grep -A12 -m1 'LeakSanitizer\|definitely lost\|ERROR' "$WORK/$t.log")"
 done
 grep -l "LeakSanitizer\|definitely lost" "$WORK"/*.log && fail "a leak report in a log"

@@ -28,7 +28,7 @@ netns_cleanup() {
   } 2>/dev/null                  # (quiet: bash's "Killed" notices)
   for ns in "${MADE[@]}"; do [ -e "/run/netns/$ns" ] && ip netns del "$ns"; done
 }
-trap 'netns_cleanup; cleanup' EXIT
+trap 'rc=$?; netns_cleanup; cleanup $rc' EXIT
 trap 'exit 143' TERM INT HUP     # run the EXIT trap on a watchdog's signal too
 
 # mkns NAME: recorded before it exists, so that a signal between the two cannot leak it.

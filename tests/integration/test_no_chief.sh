@@ -14,7 +14,7 @@ start ps0 ps 0
 start worker1 worker 1
 start worker0 worker 0 --config "$WORK/exp.json"
 for i in 0 1 2; do
-  wait "${PIDS[$i]}"; rc=$?
+  wait_exit 300 "${PIDS[$i]}"; rc=$?
   [ "$rc" = 0 ] || fail "process $i exited $rc"
 done
 grep -q "WORKER-CHIEF" "$WORK/worker0.log" || fail "worker 0 did not take the chief's duties"

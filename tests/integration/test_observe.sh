@@ -8,9 +8,11 @@ experiment "$WORK/exp.json" training.max_steps=1500 eval.every_steps=500 trainin
 "$TFX_NODE" local --config "$WORK/exp.json" --run-dir "$WORK/runs/r1" >"$WORK/local.log" 2>&1 &
 PIDS+=($!)
 url=""
-for _ in $(seq 1 100); do url=$(grep -o 'http://127.0.0.1:[0-9]*' "$WORK/local.log" | head -1); [ -n "$url" ] && break; sleep 0.2; done
-[ -n "$url" ] || fail "local printed no address"
-for _ in $(seq 1 50); do curl -sf "$url/metrics" >"$WORK/metrics.txt" && grep -q '^tfx_global_step{role="master",index="0"} [1-9]' "$WORK/metrics.txt" && break; sleep 0.2; done
+# Generous bounds (a loaded 2-core CI machine under ASan): the run is still going, so waiting costs nothing.
+address() { url=$(grep -o 'http://127.0.0.1:[0-9]*' "$WORK/local.log" | head -1); [ -n "$url" ]; }
+wait_for 120 address || fail "local printed no address"
+stepped() { curl -sf "$url/metrics" >"$WORK/metrics.txt" && grep -q '^tfx_global_step{role="master",index="0"} [1-9]' "$WORK/metrics.txt"; }
+wait_for 120 stepped
 grep -q '^tfx_global_step{role="master",index="0"} [1-9]' "$WORK/metrics.txt" || fail "/metrics has no global step: $(head -5 "$WORK/metrics.txt")"
 if command -v promtool >/dev/null; then promtool check metrics <"$WORK/metrics.txt" || fail "promtool rejects /metrics"; fi
 python3 - "$WORK/metrics.txt" <<'PY' || fail "/metrics is not valid exposition text or lacks a family"
@@ -62,6 +64,20 @@ ev=$(ls "$WORK"/runs/r1/events.out.tfevents.* | head -1)
 [ -n "$ev" ] || fail "no event file"
 python3 - "$ev" "$WORK/runs/r1/metrics.jsonl" <<'PY' || fail "event file does not match metrics.jsonl"
 import json, struct, sys
+def crc32c(b):  # CRC32C (Castagnoli); each TFRecord stores it masked, for the length and for the data
+    c = 0xFFFFFFFF
+    for x in b:
+        c ^= x
+        for _ in range(8): c = (c >> 1) ^ (0x82F63B78 & -(c & 1))
+    return c ^ 0xFFFFFFFF
+def masked(b): c = crc32c(b); return (((c >> 15) | (c << 17)) + 0xA282EAD8) & 0xFFFFFFFF
+assert crc32c(b"123456789") == 0xE3069283
+def record(data, i):  # the payload at offset i and the next offset, both masked CRCs checked
+    (n,) = struct.unpack("<Q", data[i:i + 8])
+    assert struct.unpack("<I", data[i + 8:i + 12])[0] == masked(data[i:i + 8]), "length crc at offset %d" % i
+    payload = data[i + 12:i + 12 + n]
+    assert len(payload) == n and struct.unpack("<I", data[i + 12 + n:i + 16 + n])[0] == masked(payload), "data crc at offset %d" % i
+    return payload, i + 16 + n
 def varint(b, i):
     v = s = 0
     while True:
@@ -79,7 +95,7 @@ def fields(b):
         yield f, v
 data = open(sys.argv[1], "rb").read(); i = 0; events = []
 while i < len(data):
-    (n,) = struct.unpack("<Q", data[i:i + 8]); payload = data[i + 12:i + 12 + n]; i += 12 + n + 4
+    payload, i = record(data, i)
     ev = {"scalars": {}}
     for f, v in fields(payload):
         if f == 2: ev["step"] = v
@@ -109,6 +125,20 @@ PY
   --set optimizer.learning_rate=0 --set eval.every_steps=0 >"$WORK/lr0.log" 2>&1 || fail "lr0 run: $(tail -1 "$WORK/lr0.log")"
 python3 - "$(ls "$WORK"/runs/lr0/events.out.tfevents.* | head -1)" <<'PY' || fail "a zero scalar is missing from the event file"
 import struct, sys
+def crc32c(b):  # CRC32C (Castagnoli); each TFRecord stores it masked, for the length and for the data
+    c = 0xFFFFFFFF
+    for x in b:
+        c ^= x
+        for _ in range(8): c = (c >> 1) ^ (0x82F63B78 & -(c & 1))
+    return c ^ 0xFFFFFFFF
+def masked(b): c = crc32c(b); return (((c >> 15) | (c << 17)) + 0xA282EAD8) & 0xFFFFFFFF
+assert crc32c(b"123456789") == 0xE3069283
+def record(data, i):  # the payload at offset i and the next offset, both masked CRCs checked
+    (n,) = struct.unpack("<Q", data[i:i + 8])
+    assert struct.unpack("<I", data[i + 8:i + 12])[0] == masked(data[i:i + 8]), "length crc at offset %d" % i
+    payload = data[i + 12:i + 12 + n]
+    assert len(payload) == n and struct.unpack("<I", data[i + 12 + n:i + 16 + n])[0] == masked(payload), "data crc at offset %d" % i
+    return payload, i + 16 + n
 def varint(b, i):
     v = s = 0
     while True:
@@ -126,7 +156,7 @@ def fields(b):
         yield f, v
 data = open(sys.argv[1], "rb").read(); i = 0; lrs = []
 while i < len(data):
-    (n,) = struct.unpack("<Q", data[i:i + 8]); payload = data[i + 12:i + 12 + n]; i += 12 + n + 4
+    payload, i = record(data, i)
     for f, v in fields(payload):
         if f == 5:
             for sf, sv in fields(v):

@@ -114,15 +114,19 @@ unset TFX_SECURITY_SERVER_KEY TFX_SECURITY_CLIENT_KEY
 experiment "$WORK/ipc.json" training.max_steps=300 eval.every_steps=0 training.report_every=50
 timeout 300 "$TFX_NODE" local --config "$WORK/ipc.json" --run-dir "$WORK/run-ipc" --workers 1 --ps 1 >"$WORK/ipc.log" 2>&1 &
 ip=$!; PIDS+=($ip)
-for _ in $(seq 1 100); do grep -q "LOCAL-SPAWN ps 0" "$WORK/ipc.log" && break; sleep 0.1; done
+wait_for 120 grep -q "LOCAL-SPAWN ps 0" "$WORK/ipc.log"
 ips=$(grep -o "LOCAL-SPAWN ps 0: pid [0-9]* at unix:[^ ]*" "$WORK/ipc.log" | awk '{print $NF}')
 [ -n "$ips" ] || fail "the default local cluster is not on Unix sockets: $(cat "$WORK/ipc.log")"
 sockdir=$(dirname "${ips#unix:}")
 [ "$(stat -c '%a %u' "$sockdir")" = "700 $(id -u)" ] || fail "socket directory $sockdir: $(stat -c '%a %u' "$sockdir")"
-for _ in $(seq 1 50); do "$TFX_NODE" status --address "$ips" >"$WORK/i-status.txt" 2>&1 && break; sleep 0.2; done
+answers() { "$TFX_NODE" status --address "$ips" >"$WORK/i-status.txt" 2>&1; }
+wait_for 120 answers
 grep -q "role=ps index=0" "$WORK/i-status.txt" || fail "status over the Unix socket: $(cat "$WORK/i-status.txt")"
-if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null && [ -x /usr/bin/python3 ]; then
+if [ "$(id -u)" != 0 ]; then
+  skip_part "not root: cannot run a client as another uid (the other-user socket check)"
+else
   # Another user (nobody) is refused by the kernel before ZeroMQ sees a byte.
+  command -v setpriv >/dev/null || fail "setpriv (util-linux) is not installed: the other-user socket check cannot run"
   out=$(setpriv --reuid=nobody --regid=nogroup --clear-groups /usr/bin/python3 -c "
 import socket, sys
 s = socket.socket(socket.AF_UNIX)
@@ -131,8 +135,6 @@ try:
 except OSError as e:
     print('refused:', e.strerror)" "${ips#unix:}" 2>&1)
   echo "$out" | grep -q "refused: Permission denied" || fail "another uid reached the ps socket: $out"
-else
-  echo "SKIP-PART: not root, cannot run a client as another uid"
 fi
 wait "$ip" || fail "ipc local run: $(tail -3 "$WORK/ipc.log")"
 grep -q "NET-IPC" "$WORK/run-ipc/logs/ps-0.log" || fail "ps-0 did not say it runs over Unix sockets"
@@ -146,10 +148,11 @@ experiment "$WORK/local.json" training.max_steps=300 eval.every_steps=0 training
 timeout 300 "$TFX_NODE" local --config "$WORK/local.json" --run-dir "$WORK/run-local" --workers 1 --ps 1 >"$WORK/local.log" 2>&1 &
 lp=$!; PIDS+=($lp)
 # While it trains, the status tool asks its ps with the run's own experiment (keys included); without, it cannot.
-for _ in $(seq 1 100); do grep -q "LOCAL-SPAWN ps 0" "$WORK/local.log" && break; sleep 0.1; done
+wait_for 120 grep -q "LOCAL-SPAWN ps 0" "$WORK/local.log"
 lps=$(grep -o "LOCAL-SPAWN ps 0: pid [0-9]* at [0-9.:]*" "$WORK/local.log" | awk '{print $NF}')
 [ -n "$lps" ] || fail "no LOCAL-SPAWN line for ps 0: $(cat "$WORK/local.log")"
-for _ in $(seq 1 50); do "$TFX_NODE" status --address "$lps" --config "$WORK/run-local/experiment.json" >"$WORK/l-status.txt" 2>&1 && break; sleep 0.2; done
+answers_l() { "$TFX_NODE" status --address "$lps" --config "$WORK/run-local/experiment.json" >"$WORK/l-status.txt" 2>&1; }
+wait_for 120 answers_l
 grep -q "role=ps index=0" "$WORK/l-status.txt" || fail "status --config RUN/experiment.json: $(cat "$WORK/l-status.txt")"
 "$TFX_NODE" status --address "$lps" >/dev/null 2>&1 && fail "status without keys got an answer from the secured local cluster"
 wait "$lp" || fail "secured local run: $(tail -3 "$WORK/local.log")"
@@ -171,7 +174,7 @@ out=$(timeout 60 "$TFX_NODE" local --config "$WORK/local.json" --run-dir "$WORK/
 p1=$(free_port)
 TF_CONFIG="{\"cluster\":{\"ps\":[\"127.0.0.1:$p1\"]},\"task\":{\"type\":\"ps\",\"index\":0}}" "$TFX_NODE" >"$WORK/plain.log" 2>&1 &
 pid=$!; PIDS+=($pid)
-for _ in $(seq 1 50); do grep -q NET-PLAINTEXT "$WORK/plain.log" && break; sleep 0.1; done
+wait_for 120 grep -q NET-PLAINTEXT "$WORK/plain.log"
 grep -q "WARN NET-PLAINTEXT no CURVE keys configured" "$WORK/plain.log" || fail "no plaintext warning: $(cat "$WORK/plain.log")"
 kill -TERM "$pid"; wait "$pid"
 pass "CURVE: strangers refused and counted, state unchanged, secured clusters train, loose keys refused"

@@ -36,8 +36,9 @@ PY
 for v in dense_1/kernel dense_1/bias dense_2/kernel dense_2/bias dense_3/kernel dense_3/bias; do
   grep -q "^$v " "$WORK/inspect.txt" || fail "inspect does not list $v"
 done
-"$TFX_NODE" inspect "$run" --var dense_3/bias >"$WORK/v_ckpt.txt" 2>&1 || fail "inspect --var"
-"$TFX_NODE" inspect "$exp" --var dense_3/bias >"$WORK/v_exp.txt" 2>&1 || fail "inspect export --var"
+var_values "$run" dense_3/bias >"$WORK/v_ckpt.txt" || fail "inspect --var"
+var_values "$exp" dense_3/bias >"$WORK/v_exp.txt" || fail "inspect export --var"
+[ "$(wc -l <"$WORK/v_ckpt.txt")" = 10 ] || fail "inspect --var dense_3/bias: $(wc -l <"$WORK/v_ckpt.txt") values, want 10"
 cmp -s "$WORK/v_ckpt.txt" "$WORK/v_exp.txt" || fail "export values differ from the checkpoint"
 imgs=/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz
 "$TFX_NODE" predict --export "$exp" --input "$imgs" --output "$WORK/pred.jsonl" --keys classes >"$WORK/pred.log" 2>&1 || fail "predict: $(tail -1 "$WORK/pred.log")"
@@ -59,8 +60,16 @@ python3 -c "import sys; sys.exit(0 if abs($pacc - $acc) < 1e-3 else 1)" || fail 
 "$TFX_NODE" train --config "$EXAMPLE" --run-dir "$WORK/warm" --max-steps 1 --set warm_start.from="$run" \
   --set warm_start.to_restore=dense_1 --set optimizer.learning_rate=0 >"$WORK/warm.log" 2>&1 || fail "warm start: $(tail -1 "$WORK/warm.log")"
 grep -q "WARM-START took 2 variable(s)" "$WORK/warm.log" || fail "warm start did not take dense_1's 2 variables"
-cmp -s <("$TFX_NODE" inspect "$run" --var dense_1/kernel) <("$TFX_NODE" inspect "$WORK/warm" --var dense_1/kernel) || fail "warm-started dense_1/kernel differs from the source"
-"$TFX_NODE" inspect "$WORK/warm" --var dense_3/bias | tail -n +2 | tr ' ' '\n' | grep -v '^0$' | grep -q . && fail "dense_3 was not initialized fresh"
+for r in run warm; do
+  for v in dense_1/kernel dense_3/kernel dense_3/bias; do
+    var_values "$WORK/$r" $v >"$WORK/$r-${v/\//-}.txt" || fail "inspect $r $v"
+  done
+done
+cmp -s "$WORK/run-dense_1-kernel.txt" "$WORK/warm-dense_1-kernel.txt" || fail "warm-started dense_1/kernel differs from the source"
+# dense_3 fresh: its kernel is not the source's, and its bias is the initializer's zeros where the source's is not.
+cmp -s "$WORK/run-dense_3-kernel.txt" "$WORK/warm-dense_3-kernel.txt" && fail "dense_3/kernel was taken from the source"
+all_zero "$WORK/run-dense_3-bias.txt" && fail "the source's dense_3/bias is all zeros: the check below could not fail"
+all_zero "$WORK/warm-dense_3-bias.txt" || fail "dense_3/bias was not initialized fresh"
 out=$("$TFX_NODE" train --config "$EXAMPLE" --run-dir "$WORK/warm-bad" --max-steps 1 --set warm_start.from="$run" \
   --set warm_start.rename=dense_3/bias:dense_2/bias 2>&1); rc=$?
 [ "$rc" = 2 ] || fail "warm start with a mismatched rename: exit $rc, want 2"

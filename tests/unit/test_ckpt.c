@@ -133,12 +133,10 @@ Test(ckpt, empty_shard_and_empty_entries) {
 }
 
 Test(ckpt, zero_element_entry_with_null_data) {
-  /* BUG (src/store/ckpt.c:37-41, put): an entry with count 0 and data NULL (a legal empty borrowed array)
-   * calls fwrite(NULL, 1, 0, f), undefined behaviour that UBSan aborts on, and crc32(crc, NULL, 0), which
-   * returns zlib's initial value 0 instead of crc: the running file checksum restarts, the trailer no longer
-   * matches and the writer's own shard reads back as TFX_ECORRUPT "bad trailer". Not run: it aborts under
-   * UBSan. Fix: return early from put() when n == 0. */
-  cr_skip_test("known bug: tfx_ckpt_write with an empty entry whose data is NULL (UB, then a bad checksum)");
+  /* Regression guard (src/store/ckpt.c, put): an entry with count 0 and data NULL (a legal empty borrowed array)
+   * once called fwrite(NULL, 1, 0, f), undefined behaviour that UBSan aborts on, and crc32(crc, NULL, 0), which
+   * returns zlib's initial value 0 instead of crc: the trailer no longer matched and the writer's own shard read
+   * back as TFX_ECORRUPT "bad trailer". put() now returns early when n == 0. */
   char path[128];
   snprintf(path, sizeof path, "%s/null.shard", tmp);
   sample s;

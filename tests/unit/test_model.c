@@ -1379,3 +1379,36 @@ Test(model, training_on_fashion_mnist_learns) {
   tfx_dataset_destroy(d);
   tfx_model_destroy(m);
 }
+
+/* `tfx-node model` names every layer's type (embedding_bag, fm, bi_interaction printed "(null)" before: #25) and
+ * shows the feature column a bag reads, not "input". */
+static char *printed(const char *example) {
+  tfx_config cfg;
+  tfx_err err = {0};
+  tfx_config_init(&cfg);
+  cr_assert_eq(tfx_config_load(&cfg, example, &err), TFX_OK, "%s", err.msg);
+  tfx_model *m = NULL;
+  cr_assert_eq(tfx_model_create(&cfg, 1, &m, &err), TFX_OK, "%s", err.msg);
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  tfx_model_print(m, f);
+  fclose(f);
+  tfx_model_destroy(m);
+  cr_assert(text && !strstr(text, "(null)"), "a layer without its type:\n%s", text);
+  return text;
+}
+
+Test(model, print_names_every_kind_and_the_columns_bags_read) {
+  char *lr = printed(TFX_SOURCE_DIR "/examples/debian_lr.json");
+  cr_assert(strstr(lr, "wide_name        embedding_bag ") && strstr(lr, "<- name\n") &&
+                strstr(lr, "<- maint_x_size\n") && !strstr(lr, "<- input"),
+            "%s", lr);
+  free(lr);
+  char *deepfm = printed(TFX_SOURCE_DIR "/examples/debian_deepfm.json");
+  cr_assert(strstr(deepfm, " bi_interaction ") != NULL, "%s", deepfm);
+  free(deepfm);
+  char *ctr = printed(TFX_SOURCE_DIR "/examples/ctr_deepfm.json");
+  cr_assert(strstr(ctr, " fm ") != NULL, "%s", ctr);
+  free(ctr);
+}
