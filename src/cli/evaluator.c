@@ -17,6 +17,7 @@
 #include "store/ckpt.h"
 #include "store/weights.h"
 #include "train/evaluate.h"
+#include "train/labels.h"
 
 typedef struct evaluator {
   tfx_node *n;
@@ -141,7 +142,7 @@ int tfx_evaluator_run(tfx_node *n, tfx_err *err) {
     rc = tfx_model_create(&n->cfg, 1000, &e.model, err);
   }
   if (!rc) {
-    rc = tfx_dataset_load_config(&n->cfg, 1, tfx_model_input_size(e.model), &e.data, err);
+    rc = tfx_labels_load(e.model, &n->cfg, 1, &e.data, err);
   }
   if (!rc) {
     rc = tfx_mkdirs(n->run_dir, err);

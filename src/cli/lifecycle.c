@@ -21,6 +21,7 @@
 #include "store/safetensors.h"
 #include "store/weights.h"
 #include "train/evaluate.h"
+#include "train/labels.h"
 
 /* The whole text of a file (regular or not); caller owns; free with free(). NULL when unreadable. */
 static char *read_text(const char *path) {
@@ -243,6 +244,26 @@ static int load_inputs(const tfx_config *cfg, const char *input, size_t dim, tfx
   return rc;
 }
 
+/* --keys: a comma-separated list of probabilities and classes (empty: both) into *probs and *cls. TFX_EINVAL
+ * naming a key that is neither (a typo used to leave only the indices, with exit 0). */
+static int parse_keys(const char *keys, int *probs, int *cls, tfx_err *err) {
+  int p = !keys[0], c = !keys[0];
+  for (const char *k = keys; *k;) {
+    size_t n = strcspn(k, ",");
+    if (n == 13 && !strncmp(k, "probabilities", n)) {
+      p = 1;
+    } else if (n == 7 && !strncmp(k, "classes", n)) {
+      c = 1;
+    } else {
+      return tfx_err_set(err, TFX_EINVAL, "--keys: unknown key '%.*s' (want probabilities, classes)", (int)n, k);
+    }
+    k += n + (k[n] == ',');
+  }
+  *probs = p;
+  *cls = c;
+  return TFX_OK;
+}
+
 static int predict_all(tfx_model *m, const tfx_config *cfg, const tfx_cli_opts *o, FILE *out, tfx_err *err) {
   size_t in = tfx_model_input_size(m), classes = tfx_model_output_size(m);
   tfx_dataset *d = NULL;
@@ -255,8 +276,8 @@ static int predict_all(tfx_model *m, const tfx_config *cfg, const tfx_cli_opts *
   if (!p || !y) {
     rc = tfx_err_set(err, TFX_ENOMEM, "out of memory");
   }
-  int probs = !o->keys[0] || strstr(o->keys, "probabilities") != NULL,
-      cls = !o->keys[0] || strstr(o->keys, "classes") != NULL;
+  int probs = 1, cls = 1;
+  parse_keys(o->keys, &probs, &cls, NULL); /* checked by tfx_predict_run */
   size_t len = strlen(o->output);
   int csv = len > 4 && !strcmp(o->output + len - 4, ".csv");
   if (!rc && csv) {
@@ -366,6 +387,10 @@ int tfx_predict_run(const tfx_node *n, const tfx_cli_opts *o, tfx_err *err) {
   if (!o->input[0]) {
     return tfx_err_set(err, TFX_EINVAL, "predict needs --input FILE (IDX images)");
   }
+  int probs, cls;
+  if (parse_keys(o->keys, &probs, &cls, err)) {
+    return TFX_EINVAL;
+  }
   const char *src = o->target[0] ? o->target : n->run_dir;
   char cfgpath[1100];
   snprintf(cfgpath, sizeof cfgpath, "%s/%s", src, o->target[0] ? "model.json" : "config.json");
@@ -448,7 +473,7 @@ int tfx_evaluate_run(const tfx_node *n, const tfx_cli_opts *o, tfx_err *err) {
   tfx_model *m = NULL;
   tfx_dataset *d = NULL;
   if (!(rc = tfx_model_create(&cfg, 1000, &m, err)) && !(rc = tfx_weights_load_model(&ws, m, err)) &&
-      !(rc = tfx_dataset_load_config(&cfg, 1, tfx_model_input_size(m), &d, err))) {
+      !(rc = tfx_labels_load(m, &cfg, 1, &d, err))) {
     if (o->steps > 0 && (size_t)o->steps * 1000 < d->n) {
       d->n = (size_t)o->steps * 1000; /* N batches of 1000 */
     }

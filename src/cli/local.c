@@ -25,6 +25,7 @@
 #include "store/ckpt.h"
 #include "store/runconfig.h"
 #include "store/runlock.h"
+#include "train/labels.h"
 
 #define RESTART_BUDGET 5
 /* A process that ran this long before failing was not crash-looping: its budget and backoff start over (as a
@@ -439,7 +440,8 @@ static int use_ipc(const tfx_config *c) {
   return c->local_transport == TFX_TRANSPORT_IPC && !tcp_asked;
 }
 
-/* The step budget (max_steps, capped by training.epochs) and the master's HTTP port, before anything is written. */
+/* The step budget (max_steps, capped by training.epochs), the input checked against the model, and the master's
+ * HTTP port, before anything is written. */
 static int plan_run(tfx_node *n, const tfx_cli_opts *o, tfx_err *err) {
   if (!n->config_path[0]) {
     return tfx_err_set(err, TFX_ECONFIG, "local needs --config EXPERIMENT.json");
@@ -449,11 +451,18 @@ static int plan_run(tfx_node *n, const tfx_cli_opts *o, tfx_err *err) {
     n->cfg.max_steps_given = 1;
   }
   int64_t epoch_steps = 0; /* experiment.json states max_steps: the epochs' budget when they decide alone */
-  int rc_epochs = tfx_epochs_apply(&n->cfg, o->workers, &epoch_steps, err);
-  if (rc_epochs) {
-    return rc_epochs;
+  int rc = tfx_config_validate_cluster(&n->cfg, o->workers, err);
+  if (rc || (rc = tfx_epochs_apply(&n->cfg, o->workers, &epoch_steps, err))) {
+    return rc;
   }
   n->cfg.max_steps_given = 1;
+  tfx_model *m = NULL; /* bad input (a label outside the classes) refused before a file or process exists */
+  rc = tfx_model_create(&n->cfg, 1, &m, err);
+  rc = rc ? rc : tfx_labels_check_inputs(m, &n->cfg, err);
+  tfx_model_destroy(m);
+  if (rc) {
+    return rc;
+  }
   if (!n->cfg.http_port) {
     int port = 0;
     if (free_ports(1, &port, err) == TFX_OK) {

@@ -30,6 +30,7 @@
 #include "store/weights.h"
 #include "train/evaluate.h"
 #include "train/step.h"
+#include "train/labels.h"
 
 typedef struct trainer {
   tfx_config cfg;
@@ -266,7 +267,8 @@ static int setup_model(trainer *t, tfx_err *err) {
     size_t n = tfx_model_var(t->model, i)->count;
     for (int s = 0; s < tfx_optim_slots(&t->opt); s++) {
       if (!(t->slots[i][s] = tfx_calloc_large(n, sizeof(float)))) {
-        return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+        return tfx_err_set(err, TFX_ENOMEM, "optimizer slots of %s (%zu values): out of memory",
+                           tfx_model_var(t->model, i)->name, n);
       }
     }
     if (c->accumulate > 1 && tfx_model_var(t->model, i)->sparse) {
@@ -285,15 +287,15 @@ static int setup_data(trainer *t, tfx_err *err) {
   const tfx_config *c = &t->cfg;
   size_t dim = tfx_model_input_size(t->model);
   int rc;
-  if ((rc = tfx_train_input_open(c, 0, 1, dim, &t->train, &t->batcher, err)) ||
-      (rc = tfx_dataset_load_config(c, 1, dim, &t->eval, err))) {
+  if ((rc = tfx_labels_train_input(t->model, c, 0, 1, &t->train, &t->batcher, err)) ||
+      (rc = tfx_labels_load(t->model, c, 1, &t->eval, err))) {
     return rc;
   }
   for (int i = 0; i < c->n_valsets; i++) {
     tfx_config vc = *c;
     snprintf(vc.eval_images, sizeof vc.eval_images, "%s", c->valsets[i].images);
     snprintf(vc.eval_labels, sizeof vc.eval_labels, "%s", c->valsets[i].labels);
-    if ((rc = tfx_dataset_load_config(&vc, 1, dim, &t->valsets[i], err))) {
+    if ((rc = tfx_labels_load(t->model, &vc, 1, &t->valsets[i], err))) {
       return rc;
     }
   }

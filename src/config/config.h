@@ -219,6 +219,9 @@ int tfx_config_apply_env(tfx_config *cfg, tfx_err *err);
 int tfx_config_set(tfx_config *cfg, const char *assignment, tfx_err *err);
 /* Checks cross-field rules (mode names, layer types, positive sizes). */
 int tfx_config_validate(const tfx_config *cfg, tfx_err *err);
+/* The rules that need the cluster's size (a sync step aggregates at most n_workers replicas), checked wherever it
+ * is known before a process starts: a chief from TF_CONFIG, local from its flags. */
+int tfx_config_validate_cluster(const tfx_config *cfg, int n_workers, tfx_err *err);
 /* The number of the feature columns that are categorical (sparse fields), and of the numeric ones (the dense
  * input's width). */
 int tfx_config_sparse_fields(const tfx_config *cfg);

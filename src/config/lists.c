@@ -1,6 +1,7 @@
 /* The experiment's lists: model.layers, model.variables, model.features, validation sets and model.input_shape,
  * each entry read through its option table; a list is replaced whole or not at all. */
 #include <json-c/json.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -296,12 +297,18 @@ int config__parse_shape(tfx_config *cfg, json_object *arr, tfx_err *err) {
     return tfx_err_set(err, TFX_ECONFIG, "model.input_shape: expected 1 to 3 positive integers");
   }
   int shape[3];
+  int64_t values = 1; /* every size the model computes from the shape is an int (json-c would clamp silently) */
   for (size_t i = 0; i < n; i++) {
     json_object *d = json_object_array_get_idx(arr, i);
-    if (!json_object_is_type(d, json_type_int) || json_object_get_int(d) < 1) {
+    int64_t v = json_object_is_type(d, json_type_int) ? json_object_get_int64(d) : 0;
+    if (v < 1) {
       return tfx_err_set(err, TFX_ECONFIG, "model.input_shape[%zu]: expected a positive integer", i);
     }
-    shape[i] = json_object_get_int(d);
+    if (v > INT_MAX || (values *= v) > INT_MAX) {
+      return tfx_err_set(err, TFX_ECONFIG, "model.input_shape[%zu]: %lld makes the input over the bound of %d values",
+                         i, (long long)v, INT_MAX);
+    }
+    shape[i] = (int)v;
   }
   memcpy(cfg->input_shape, shape, n * sizeof(int));
   cfg->input_rank = (int)n;

@@ -98,6 +98,15 @@ int tfx_config_validate_choices(const tfx_config *cfg, tfx_err *err) {
   return rc ? rc : validate_schedule(cfg, err);
 }
 
+int tfx_config_validate_cluster(const tfx_config *cfg, int n_workers, tfx_err *err) {
+  if (cfg->mode == TFX_MODE_SYNC && cfg->replicas_to_aggregate > n_workers) {
+    return tfx_err_set(err, TFX_ECONFIG,
+                       "training.replicas_to_aggregate %d exceeds the %d worker(s): no step could ever complete",
+                       cfg->replicas_to_aggregate, n_workers);
+  }
+  return TFX_OK;
+}
+
 int tfx_config_validate(const tfx_config *cfg, tfx_err *err) {
   int rc = tfx_config_validate_choices(cfg, err);
   if (rc) {

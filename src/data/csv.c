@@ -14,8 +14,11 @@ typedef struct csv {
   FILE *f;
   char *line; /* getline buffer, reused */
   size_t line_cap;
-  size_t lineno; /* 1-based number of the line in `line` */
-  char **cells;  /* pointers into `line` after split */
+  size_t lineno;   /* 1-based number of the (first) line of the row in `line` */
+  size_t physical; /* lines read so far (a row with a quoted newline spans several) */
+  char *more;      /* getline buffer for a row's further lines, reused */
+  size_t more_cap;
+  char **cells; /* pointers into `line` after split */
   size_t ncells, cells_cap;
   char *header; /* the header line, split; names point into it */
   char **names;
@@ -29,27 +32,78 @@ static int is_blank(char c) {
   return c == ' ' || c == '\t';
 }
 
-/* Reads the next line that is not blank into c->line without its line end; *eof at the end of the file. */
+/* Whether a line ends inside a quoted cell, by split's rules (a cell whose first non-blank is '"' is quoted up to
+ * a '"' that is not doubled): the row then goes on at the next line (RFC 4180 allows newlines in quotes). */
+static int open_quote(const char *s) {
+  int in = 0, start = 1;
+  for (; *s; s++) {
+    if (in && *s == '"' && s[1] == '"') {
+      s++; /* a doubled quote: one inside the cell */
+    } else if (in) {
+      in = *s != '"';
+    } else if (*s == '"' && start) {
+      in = 1;
+    } else {
+      start = *s == ',' || (start && (*s == ' ' || *s == '\t'));
+    }
+  }
+  return in;
+}
+
+/* One more line into `buf` without its line end; its length, or -1 at the end of the file. */
+static ssize_t read_line(csv *c, char **buf, size_t *cap) {
+  ssize_t len = getline(buf, cap, c->f);
+  if (len >= 0) {
+    c->physical++;
+    while (len > 0 && ((*buf)[len - 1] == '\n' || (*buf)[len - 1] == '\r')) {
+      (*buf)[--len] = '\0';
+    }
+  }
+  return len;
+}
+
+/* Appends the row's further lines (joined by '\n') while it ends inside quotes; an unterminated quote at the end
+ * of the file is left for split to name. */
+static int join_quoted(csv *c, size_t len, tfx_err *err) {
+  while (open_quote(c->line)) {
+    ssize_t more = read_line(c, &c->more, &c->more_cap);
+    if (more < 0) {
+      return TFX_OK;
+    }
+    if (len + (size_t)more + 2 > c->line_cap) {
+      char *grown = realloc(c->line, len + (size_t)more + 2);
+      if (!grown) {
+        return tfx_err_set(err, TFX_ENOMEM, "%s: line %zu: out of memory", c->path, c->lineno);
+      }
+      c->line = grown;
+      c->line_cap = len + (size_t)more + 2;
+    }
+    c->line[len] = '\n';
+    memcpy(c->line + len + 1, c->more, (size_t)more + 1);
+    len += (size_t)more + 1;
+  }
+  return TFX_OK;
+}
+
+/* Reads the next row that is not blank into c->line without its line end; *eof at the end of the file. */
 static int next_line(csv *c, int *eof, tfx_err *err) {
   for (;;) {
-    ssize_t len = getline(&c->line, &c->line_cap, c->f);
+    ssize_t len = read_line(c, &c->line, &c->line_cap);
     if (len < 0) {
       if (ferror(c->f)) {
-        return tfx_err_sys(err, TFX_ESYS, "%s: read error after line %zu", c->path, c->lineno);
+        return tfx_err_sys(err, TFX_ESYS, "%s: read error after line %zu", c->path, c->physical);
       }
       *eof = 1;
       return TFX_OK;
     }
-    c->lineno++;
-    while (len > 0 && (c->line[len - 1] == '\n' || c->line[len - 1] == '\r')) {
-      c->line[--len] = '\0';
-    }
+    c->lineno = c->physical;
     if (c->lineno == 1 && strncmp(c->line, "\xEF\xBB\xBF", 3) == 0) {
       memmove(c->line, c->line + 3, (size_t)len - 2);
+      len -= 3;
     }
     if (c->line[strspn(c->line, " \t")] != '\0') {
       *eof = 0;
-      return TFX_OK;
+      return join_quoted(c, (size_t)len, err);
     }
   }
 }
@@ -143,7 +197,40 @@ static char *trim(char *s) {
   return s;
 }
 
-/* Keeps the header's cells as column names. */
+/* Orders pointers into a names array by name, then by column. */
+static int cmp_name(const void *a, const void *b) {
+  char *const *x = *(char *const *const *)a, *const *y = *(char *const *const *)b;
+  int c = strcmp(*x, *y);
+  return c ? c : (x > y) - (x < y);
+}
+
+/* TFX_ECORRUPT naming the first column (in file order) whose header name an earlier one has, and that one (a label
+ * or feature named by it would be the first, silently). Sorted pointers: a header of many columns costs n log n. */
+static int unique_names(const csv *c, tfx_err *err) {
+  char ***by = malloc((c->ncells + 1) * sizeof *by);
+  if (!by) {
+    return tfx_err_set(err, TFX_ENOMEM, "%s: out of memory", c->path);
+  }
+  for (size_t i = 0; i < c->ncells; i++) {
+    by[i] = &c->names[i];
+  }
+  qsort(by, c->ncells, sizeof *by, cmp_name);
+  size_t first = 0, again = SIZE_MAX;
+  for (size_t i = 1; i < c->ncells; i++) { /* the second of each run of one name; the earliest of them */
+    int second = !strcmp(*by[i - 1], *by[i]) && (i < 2 || strcmp(*by[i - 2], *by[i - 1]));
+    if (second && (size_t)(by[i] - c->names) < again) {
+      again = (size_t)(by[i] - c->names);
+      first = (size_t)(by[i - 1] - c->names);
+    }
+  }
+  free(by);
+  return again == SIZE_MAX
+             ? TFX_OK
+             : tfx_err_set(err, TFX_ECORRUPT, "%s: line %zu: column %zu ('%s') has the name of column %zu", c->path,
+                           c->lineno, again + 1, c->names[again], first + 1);
+}
+
+/* Keeps the header's cells as column names, which must differ. */
 static int take_header(csv *c, tfx_err *err) {
   if (!(c->header = strdup(c->line))) {
     return tfx_err_set(err, TFX_ENOMEM, "%s: out of memory", c->path);
@@ -158,7 +245,7 @@ static int take_header(csv *c, tfx_err *err) {
   for (size_t i = 0; i < c->ncells; i++) {
     c->names[i] = trim(c->cells[i]);
   }
-  return TFX_OK;
+  return unique_names(c, err);
 }
 
 /* Resolves the label column by header name, else by (possibly negative) index. */
@@ -294,6 +381,7 @@ static void release(csv *c) {
     fclose(c->f);
   }
   free(c->line);
+  free(c->more);
   free(c->cells);
   free(c->header);
   free(c->names);
@@ -360,23 +448,47 @@ void tfx_csv_close(tfx_csv_reader *r) {
   }
 }
 
-int tfx_csv_count(const char *path, int has_header, int64_t *n, tfx_err *err) {
+/* Reads the non-blank lines of path up to the line `stop` (0-based among them; SIZE_MAX: all): their number into
+ * *lines and the 1-based number of the last one read into *lineno. */
+static int scan_lines(const char *path, size_t stop, size_t *lines, size_t *lineno, tfx_err *err) {
   csv c = {.path = path};
   if (!(c.f = fopen(path, "r"))) {
     return tfx_err_sys(err, errno == ENOENT ? TFX_ENOTFOUND : TFX_ESYS, "open %s", path);
   }
-  int64_t lines = 0;
+  size_t n = 0;
   int eof = 0, rc;
-  while (!(rc = next_line(&c, &eof, err)) && !eof) {
-    lines++;
+  while (!(rc = next_line(&c, &eof, err)) && !eof && n++ < stop) {
   }
   fclose(c.f);
   free(c.line);
+  free(c.more);
+  if (!rc) {
+    *lines = n;
+    *lineno = c.lineno;
+  }
+  return rc;
+}
+
+int tfx_csv_count(const char *path, int has_header, int64_t *n, tfx_err *err) {
+  size_t lines = 0, lineno = 0;
+  int rc = scan_lines(path, SIZE_MAX, &lines, &lineno, err);
   if (!rc && lines == 0) {
     rc = tfx_err_set(err, TFX_ECORRUPT, "%s: empty file", path);
   }
   if (!rc) {
-    *n = has_header ? lines - 1 : lines;
+    *n = (int64_t)(has_header ? lines - 1 : lines);
+  }
+  return rc;
+}
+
+int tfx_csv_line_of(const char *path, int has_header, size_t index, size_t *line, tfx_err *err) {
+  size_t lines = 0, lineno = 0, want = index + (has_header ? 1 : 0);
+  int rc = scan_lines(path, want, &lines, &lineno, err);
+  if (!rc && lines <= want) {
+    rc = tfx_err_set(err, TFX_ENOTFOUND, "%s: no row %zu", path, index);
+  }
+  if (!rc) {
+    *line = lineno;
   }
   return rc;
 }

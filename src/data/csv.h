@@ -3,14 +3,15 @@
  * The first line may be a header of column names. The label column is named by its header name or by its
  * 0-based index as a decimal string (negative counts from the end: "-1" is the last column); a header name
  * that looks like a number wins over the index. Every other column is a float feature, in file order. Cells may be
- * double-quoted ("" inside quotes is a quote) and padded with blanks; blank lines, CRLF line ends and a UTF-8
+ * double-quoted ("" inside quotes is a quote, a line end inside quotes is part of the cell and the row goes on;
+ * messages name a row by its first line) and padded with blanks; blank lines, CRLF line ends and a UTF-8
  * byte-order mark are accepted. Every row must have as many cells as the first.
  *
  * Ownership: the dataset is the caller's (tfx_dataset_destroy). Thread-safety: no shared state. Errors:
  * TFX_EINVAL (NULL arguments), TFX_ENOTFOUND / TFX_ESYS (open, read), TFX_ECONFIG (unknown or out-of-range label
  * column, fewer than two columns), TFX_ECORRUPT (a cell that is not a finite number, a label that is not an
- * int32, a row of the wrong width, an unterminated quote, no data rows; the message names the file, the 1-based
- * line and column and, with a header, the column's name), TFX_ENOMEM. */
+ * int32, a row of the wrong width, an unterminated quote, no data rows, two header columns of one name; the message
+ * names the file, the 1-based line and column and, with a header, the column's name), TFX_ENOMEM. */
 #ifndef TFX_CSV_H
 #define TFX_CSV_H
 
@@ -31,6 +32,9 @@ void tfx_csv_close(tfx_csv_reader *r);
 /* Counts the rows of a CSV file without parsing them: its non-blank lines, less the header (the reader's rules);
  * *n is written on success. TFX_ECORRUPT for an empty file, as the reader. */
 int tfx_csv_count(const char *path, int has_header, int64_t *n, tfx_err *err);
+/* The 1-based line of data row `index` (0-based, the reader's rules: blank lines skipped, after the header) into
+ * *line; TFX_ENOTFOUND when the file has fewer rows. */
+int tfx_csv_line_of(const char *path, int has_header, size_t index, size_t *line, tfx_err *err);
 /* Loads a CSV file; label_column is a header name or an index string; caller owns *out; free with
  * tfx_dataset_destroy. */
 int tfx_csv_load(const char *path, const char *label_column, int has_header, tfx_dataset **out, tfx_err *err);

@@ -413,8 +413,8 @@ static int add_record(loader *l, const uint8_t *data, size_t len, tfx_err *err) 
   tfx_example *ex = NULL;
   tfx_err e = {0};
   int rc = tfx_example_unpack(data, len, &ex, &e);
-  if (rc) {
-    return tfx_err_set(err, rc, "%s: %s", l->where, e.msg);
+  if (rc) { /* the framing checked out, the bytes are no Example: a bad file (exit 2), nothing a retry mends */
+    return tfx_err_set(err, TFX_ECORRUPT, "%s: %s", l->where, e.msg);
   }
   view v = {0};
   int32_t y = 0;

@@ -8,10 +8,10 @@
  *
  * Key types: tfx_example (opaque, one decoded record), tfx_feature_kind. Ownership: the caller owns a
  * tfx_example; every pointer a getter returns is borrowed from it until tfx_example_destroy. Thread-safety: an
- * Example may be read from several threads; the loader shares nothing. Errors: TFX_EPROTO (not an Example),
- * TFX_ENOTFOUND (no such feature), TFX_EINVAL (feature of another kind, index out of range), and from the loader
- * also TFX_ECONFIG (a key is missing or of an unusable kind), TFX_ESHAPE (values per example differ),
- * TFX_ECORRUPT (framing, or a label that is not an int32) naming file, record and offset. */
+ * Example may be read from several threads; the loader shares nothing. Errors: TFX_EPROTO (tfx_example_unpack: not an
+ * Example), TFX_ENOTFOUND (no such feature), TFX_EINVAL (feature of another kind, index out of range), and from the
+ * loader also TFX_ECONFIG (a key is missing or of an unusable kind), TFX_ESHAPE (values per example differ),
+ * TFX_ECORRUPT (framing, a record that is no Example, a label that is not an int32) naming file, record, offset. */
 #ifndef TFX_EXAMPLE_H
 #define TFX_EXAMPLE_H
 

@@ -155,6 +155,11 @@ static int read_rows(svm *s, size_t max, int *eof, tfx_err *err) {
       return TFX_OK;
     }
     s->lineno++;
+    const char *nul = memchr(s->line, '\0', (size_t)len); /* the text after it would be dropped unread */
+    if (nul) {
+      return tfx_err_set(err, TFX_ECORRUPT, "%s: line %zu, column %zu: a NUL byte", s->path, s->lineno,
+                         (size_t)(nul - s->line) + 1);
+    }
     int rc = add_line(s, err);
     if (rc) {
       return rc;
@@ -297,24 +302,47 @@ void tfx_libsvm_close(tfx_libsvm_reader *r) {
   free(r);
 }
 
-int tfx_libsvm_count(const char *path, int64_t *n, tfx_err *err) {
+/* Reads the lines of path until the example `stop` (0-based; SIZE_MAX - 1: all): the examples seen into *rows and the
+ * 1-based number of the last line read into *lineno. */
+static int scan_rows(const char *path, size_t stop, size_t *rows, size_t *lineno, tfx_err *err) {
   FILE *f = fopen(path, "r");
   if (!f) {
     return tfx_err_sys(err, errno == ENOENT ? TFX_ENOTFOUND : TFX_ESYS, "open %s", path);
   }
   char *line = NULL;
-  size_t cap = 0, lineno = 0;
-  int64_t rows = 0;
-  while (getline(&line, &cap, f) >= 0) {
+  size_t cap = 0, at = 0, n = 0;
+  while (n <= stop && getline(&line, &cap, f) >= 0) {
     char *p;
-    rows += row_label(line, &p) != NULL;
-    lineno++;
+    n += row_label(line, &p) != NULL;
+    at++;
   }
-  int rc = ferror(f) ? tfx_err_sys(err, TFX_ESYS, "%s: read error after line %zu", path, lineno) : TFX_OK;
+  int rc = ferror(f) ? tfx_err_sys(err, TFX_ESYS, "%s: read error after line %zu", path, at) : TFX_OK;
   free(line);
   fclose(f);
   if (!rc) {
-    *n = rows;
+    *rows = n;
+    *lineno = at;
+  }
+  return rc;
+}
+
+int tfx_libsvm_count(const char *path, int64_t *n, tfx_err *err) {
+  size_t rows = 0, lineno = 0;
+  int rc = scan_rows(path, SIZE_MAX - 1, &rows, &lineno, err);
+  if (!rc) {
+    *n = (int64_t)rows;
+  }
+  return rc;
+}
+
+int tfx_libsvm_line_of(const char *path, size_t index, size_t *line, tfx_err *err) {
+  size_t rows = 0, lineno = 0;
+  int rc = scan_rows(path, index, &rows, &lineno, err);
+  if (!rc && rows <= index) {
+    rc = tfx_err_set(err, TFX_ENOTFOUND, "%s: no example %zu", path, index);
+  }
+  if (!rc) {
+    *line = lineno;
   }
   return rc;
 }

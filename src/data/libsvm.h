@@ -7,8 +7,8 @@
  * while reading and made dense ([n, dim] floats) at the end.
  *
  * Ownership: the dataset is the caller's (tfx_dataset_destroy). Thread-safety: no shared state. Errors:
- * TFX_EINVAL (NULL arguments), TFX_ENOTFOUND / TFX_ESYS (open, read), TFX_ECORRUPT (a bad label, token, index or
- * value, indices out of order, no rows; the message names the file, the 1-based line and byte column),
+ * TFX_EINVAL (NULL arguments), TFX_ENOTFOUND / TFX_ESYS (open, read), TFX_ECORRUPT (a NUL byte, a bad label, token,
+ * index or value, indices out of order, no rows; the message names the file, the 1-based line and byte column),
  * TFX_ESHAPE (an index above the given dim), TFX_ECONFIG (dim 0 and no index to infer it from), TFX_ENOMEM. */
 #ifndef TFX_LIBSVM_H
 #define TFX_LIBSVM_H
@@ -31,6 +31,8 @@ void tfx_libsvm_close(tfx_libsvm_reader *r);
 /* Counts the examples of a LibSVM file without parsing them: its lines with a token outside a comment (the
  * reader's rules); *n is written on success. */
 int tfx_libsvm_count(const char *path, int64_t *n, tfx_err *err);
+/* The 1-based line of example `index` (0-based, the reader's rules) into *line; TFX_ENOTFOUND past the end. */
+int tfx_libsvm_line_of(const char *path, size_t index, size_t *line, tfx_err *err);
 /* Loads a LibSVM file with dim features (0: inferred); caller owns *out; free with tfx_dataset_destroy. */
 int tfx_libsvm_load(const char *path, size_t dim, tfx_dataset **out, tfx_err *err);
 /* Reads up to max more examples into a new sparse dataset (as tfx_libsvm_load_sparse); caller owns *out (NULL

@@ -1,6 +1,7 @@
 /* Dispatch on data.format. */
 #include "data/source.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "data/columns.h"
@@ -68,6 +69,29 @@ int tfx_dataset_load_config(const tfx_config *cfg, int eval, size_t expect_dim, 
   tfx_dataset_normalize(d->x, d->n * d->dim, cfg->data_mean, cfg->data_std);
   *out = d;
   return TFX_OK;
+}
+
+int tfx_dataset_where(const tfx_config *cfg, int eval, size_t index, char *buf, size_t len, tfx_err *err) {
+  const char *file = eval ? cfg->eval_images : cfg->train_images;
+  size_t line = 0;
+  int rc = TFX_OK;
+  switch (cfg->data_format) {
+    case TFX_FORMAT_IDX:
+      snprintf(buf, len, "%s: record %zu", eval ? cfg->eval_labels : cfg->train_labels, index);
+      break;
+    case TFX_FORMAT_TFRECORD:
+      snprintf(buf, len, "%s: record %zu", file, index);
+      break;
+    case TFX_FORMAT_CSV: /* feature columns read a header always */
+      rc = tfx_csv_line_of(file, cfg->data_header || cfg->n_features > 0, index, &line, err);
+      break;
+    default:
+      rc = tfx_libsvm_line_of(file, index, &line, err);
+  }
+  if (!rc && line) {
+    snprintf(buf, len, "%s: line %zu", file, line);
+  }
+  return rc;
 }
 
 int tfx_train_input_open(const tfx_config *cfg, int index, int count, size_t dim, tfx_dataset **data, tfx_batcher **out,

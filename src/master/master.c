@@ -28,6 +28,7 @@
 #include "store/ckpt.h"
 #include "store/runconfig.h"
 #include "train/evaluate.h"
+#include "train/labels.h"
 
 /* Opens a DEALER to task i of role into *out. */
 static int open_client(master *m, tfx_role role, int i, tfx_client **out, tfx_err *err) {
@@ -55,12 +56,8 @@ static int setup_config(master *m, tfx_err *err) {
   if (m->n_ps < 1 || m->n_workers < 1) {
     return tfx_err_set(err, TFX_ECONFIG, "TF_CONFIG: the cluster needs at least one ps and one worker");
   }
-  if (m->cfg.mode == TFX_MODE_SYNC && m->cfg.replicas_to_aggregate > m->n_workers) {
-    return tfx_err_set(err, TFX_ECONFIG,
-                       "training.replicas_to_aggregate %d exceeds the %d worker(s): no step could ever complete",
-                       m->cfg.replicas_to_aggregate, m->n_workers);
-  }
-  return tfx_epochs_apply(&m->cfg, m->n_workers, &m->epoch_steps, err);
+  int rc = tfx_config_validate_cluster(&m->cfg, m->n_workers, err);
+  return rc ? rc : tfx_epochs_apply(&m->cfg, m->n_workers, &m->epoch_steps, err);
 }
 
 /* The model, its plan over the ps, the eval set and the validation sets. */
@@ -70,14 +67,14 @@ static int setup_model(master *m, tfx_err *err) {
       (rc = tfx_plan_build(&m->cfg, m->model, m->n_ps, &m->plan, err))) {
     return rc;
   }
-  if ((rc = tfx_dataset_load_config(&m->cfg, 1, tfx_model_input_size(m->model), &m->eval, err))) {
+  if ((rc = tfx_labels_load(m->model, &m->cfg, 1, &m->eval, err))) {
     return rc;
   }
   for (int i = 0; i < m->cfg.n_valsets; i++) {
     tfx_config vc = m->cfg;
     snprintf(vc.eval_images, sizeof vc.eval_images, "%s", m->cfg.valsets[i].images);
     snprintf(vc.eval_labels, sizeof vc.eval_labels, "%s", m->cfg.valsets[i].labels);
-    if ((rc = tfx_dataset_load_config(&vc, 1, tfx_model_input_size(m->model), &m->valsets[i], err))) {
+    if ((rc = tfx_labels_load(m->model, &vc, 1, &m->valsets[i], err))) {
       return rc;
     }
   }

@@ -8,11 +8,14 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "common/log.h"
 #include "data/tfrecord.h"
 #include "event.pb-c.h"
 
 struct tfx_events {
-  tfx_tfrecord_writer *w;
+  char path[1200];        /* created at the first event: a run refused before it writes nothing */
+  tfx_tfrecord_writer *w; /* NULL until then */
+  int failed;             /* creating it failed (logged once): events are dropped */
 };
 
 static double now(void) {
@@ -33,18 +36,15 @@ static void put(tfx_events *e, Tensorflow__Event *ev) {
   free(buf);
 }
 
-int tfx_events_open(const char *run_dir, tfx_events **out, tfx_err *err) {
-  char host[64] = "host", path[1200];
-  gethostname(host, sizeof host - 1);
-  snprintf(path, sizeof path, "%s/events.out.tfevents.%lld.%s.%d.tfx", run_dir, (long long)now(), host, (int)getpid());
-  tfx_events *e = calloc(1, sizeof *e);
-  if (!e) {
-    return tfx_err_set(err, TFX_ENOMEM, "out of memory");
-  }
-  int rc = tfx_tfrecord_writer_open(path, &e->w, err);
-  if (rc) {
-    free(e);
-    return rc;
+/* Creates the file and writes its file_version record; logs once and drops events when it cannot. */
+static int create(tfx_events *e) {
+  tfx_err err = {0};
+  if (e->failed || tfx_tfrecord_writer_open(e->path, &e->w, &err)) {
+    if (!e->failed) {
+      tfx_log(TFX_LOG_WARN, "EVENTS-OPEN", "no TensorBoard events for this run: %s", err.msg);
+    }
+    e->failed = 1;
+    return err.code ? err.code : TFX_ESYS;
   }
   Tensorflow__Event ev;
   tensorflow__event__init(&ev);
@@ -52,13 +52,25 @@ int tfx_events_open(const char *run_dir, tfx_events **out, tfx_err *err) {
   ev.what_case = TENSORFLOW__EVENT__WHAT_FILE_VERSION;
   ev.file_version = "brain.Event:2";
   put(e, &ev);
+  return TFX_OK;
+}
+
+int tfx_events_open(const char *run_dir, tfx_events **out, tfx_err *err) {
+  char host[64] = "host";
+  gethostname(host, sizeof host - 1);
+  tfx_events *e = calloc(1, sizeof *e);
+  if (!e) {
+    return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  }
+  snprintf(e->path, sizeof e->path, "%s/events.out.tfevents.%lld.%s.%d.tfx", run_dir, (long long)now(), host,
+           (int)getpid());
   *out = e;
   return TFX_OK;
 }
 
 void tfx_events_write(tfx_events *e, const char *kind, int64_t step, const char *const *names, const double *values,
                       int n) {
-  if (!e || n <= 0 || n > 32) {
+  if (!e || n <= 0 || n > 32 || (!e->w && create(e))) {
     return;
   }
   Tensorflow__Summary__Value vals[32], *ptrs[32];

@@ -651,16 +651,29 @@ int tfx_ckpt_usable(const char *run_dir, int64_t *step, char *dir, size_t n, tfx
   return rc;
 }
 
-int tfx_ckpt_resume_point(const char *run_dir, int64_t *step, char *dir, size_t n, tfx_err *err) {
-  bad_ckpt *bad = NULL;
-  int n_bad, rc = scan(run_dir, step, dir, n, &bad, &n_bad, err);
-  for (int i = 0; i < n_bad; i++) { /* resuming: the newer, unusable ones move aside; refusing: nothing changes */
-    if (rc == TFX_OK) {
+/* Names each unusable checkpoint in a CKPT-SKIP warning; with move (a resume going on past them) sets it aside. */
+static void skip_bad(const bad_ckpt *bad, int n_bad, int move) {
+  for (int i = 0; i < n_bad; i++) {
+    if (move) {
       set_aside(bad[i].dir, bad[i].why);
     } else {
       tfx_log(TFX_LOG_WARN, "CKPT-SKIP", "%s is not usable (kept on disk): %s", bad[i].dir, bad[i].why);
     }
   }
+}
+
+int tfx_ckpt_resume_point(const char *run_dir, int64_t *step, char *dir, size_t n, tfx_err *err) {
+  bad_ckpt *bad = NULL;
+  int n_bad, rc = scan(run_dir, step, dir, n, &bad, &n_bad, err);
+  skip_bad(bad, n_bad, rc == TFX_OK); /* resuming: the newer, unusable ones move aside; refusing: nothing changes */
+  free(bad);
+  return rc;
+}
+
+int tfx_ckpt_read_point(const char *run_dir, int64_t *step, char *dir, size_t n, tfx_err *err) {
+  bad_ckpt *bad = NULL;
+  int n_bad, rc = scan(run_dir, step, dir, n, &bad, &n_bad, err);
+  skip_bad(bad, n_bad, 0);
   free(bad);
   return rc;
 }

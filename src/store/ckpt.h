@@ -106,6 +106,9 @@ int tfx_ckpt_resume_point(const char *run_dir, int64_t *step, char *dir, size_t 
 /* As tfx_ckpt_resume_point, without logging or moving anything: whether a resume would find a usable checkpoint
  * (TFX_OK, its step and dir), none (TFX_ENOTFOUND) or only unusable ones (TFX_ECORRUPT, naming the newest's fault). */
 int tfx_ckpt_usable(const char *run_dir, int64_t *step, char *dir, size_t n, tfx_err *err);
+/* The checkpoint a command that only reads (evaluate, export, predict, inspect) uses: as tfx_ckpt_usable, and each
+ * newer unusable one named in a CKPT-SKIP warning, kept where it is; nothing on disk changes. */
+int tfx_ckpt_read_point(const char *run_dir, int64_t *step, char *dir, size_t n, tfx_err *err);
 /* The newest complete checkpoint of a run: its step and directory. TFX_ENOTFOUND when there is none. */
 int tfx_ckpt_latest(const char *run_dir, int64_t *step, char *dir, size_t n, tfx_err *err);
 /* Removes all but the newest keep complete checkpoints, and any older incomplete ones. */

@@ -217,7 +217,7 @@ int tfx_weights_with_slots(const char *dir, tfx_weights *ws, tfx_err *err) {
 int tfx_weights_from_run(const char *run_dir, tfx_weights *ws, tfx_err *err) {
   char dir[1100];
   int64_t step;
-  int rc = tfx_ckpt_latest(run_dir, &step, dir, sizeof dir, err);
+  int rc = tfx_ckpt_read_point(run_dir, &step, dir, sizeof dir, err);
   return rc ? rc : tfx_weights_from_checkpoint(dir, ws, err);
 }
 

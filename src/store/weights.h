@@ -28,7 +28,8 @@ typedef struct tfx_weights {
 int tfx_weights_from_checkpoint(const char *dir, tfx_weights *ws, tfx_err *err);
 /* As tfx_weights_from_checkpoint, with the optimizer slots too, each whole as "VAR@SLOT" (a resume's state). */
 int tfx_weights_with_slots(const char *dir, tfx_weights *ws, tfx_err *err);
-/* Gathers the newest complete checkpoint of a run directory. */
+/* Gathers the newest usable checkpoint of a run directory (tfx_ckpt_read_point: newer unusable ones are named in
+ * CKPT-SKIP warnings, nothing moves); TFX_ECORRUPT with their reasons when none is usable. */
 int tfx_weights_from_run(const char *run_dir, tfx_weights *ws, tfx_err *err);
 /* Reads an export directory's model.safetensors. */
 int tfx_weights_from_export(const char *dir, tfx_weights *ws, tfx_err *err);

@@ -20,6 +20,7 @@
 #include "train/step.h"
 #include "worker/timing.h"
 #include "worker/worker_impl.h"
+#include "train/labels.h"
 
 typedef struct worker {
   tfx_node *n;
@@ -141,7 +142,7 @@ static int setup(worker *w, tfx_err *err) {
     return rc;
   }
   size_t dim = tfx_model_input_size(w->model);
-  if ((rc = tfx_train_input_open(&w->cfg, w->n->index, n_workers, dim, &w->data, &w->batcher, err))) {
+  if ((rc = tfx_labels_train_input(w->model, &w->cfg, w->n->index, n_workers, &w->data, &w->batcher, err))) {
     return rc;
   }
   int64_t done = w->cfg.mode == TFX_MODE_SYNC ? p->step : p->step / n_workers;

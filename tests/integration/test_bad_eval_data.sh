@@ -1,9 +1,11 @@
 #!/bin/bash
-# Eval data the model cannot score: a real Fashion-MNIST eval labels file with one label (example 1234) set to 12,
+# Eval data the model cannot score: a real Fashion-MNIST eval labels file with one label (record 1234) set to 12,
 # outside the 10 classes, and a CSV file with an embedding id outside its table. Such an example used to count as
-# a silent miss; now the trainer, the master and the evaluator log an error naming the label and record no eval
-# accuracy (training goes on; the final "done:" line says why it has none), `tfx-node evaluate` fails naming it,
-# and `tfx-node predict` refuses the bad id, writing no output.
+# a silent miss, then was found at the first evaluation (training went on, exit 0); now the labels are checked
+# when the set is loaded: train, local, a TF_CONFIG chief and its evaluator task refuse with exit 2 naming the
+# file, the record and the label before the run directory is written, and `tfx-node evaluate` on a run whose
+# eval file turned bad refuses the same way (#30, item 16). `tfx-node predict` refuses the bad id, writing no
+# output.
 source "$(dirname "$0")/lib.sh"
 D=/usr/share/datasets/fashion-mnist
 python3 - "$D/t10k-labels-idx1-ubyte.gz" "$WORK/bad-labels-idx1-ubyte" <<'PY'
@@ -12,59 +14,56 @@ raw = bytearray(gzip.open(sys.argv[1]).read())
 raw[8 + 1234] = 12  # IDX: an 8-byte header, then one byte per label
 open(sys.argv[2], "wb").write(raw)
 PY
+BAD=$WORK/bad-labels-idx1-ubyte
 experiment "$WORK/exp.json" training.max_steps=100 eval.every_steps=50 checkpoint.every_steps=50 \
-  training.report_every=50 data.eval.labels="\"$WORK/bad-labels-idx1-ubyte\"" \
-  "validation=[{\"name\": \"bad\", \"images\": \"$D/t10k-images-idx3-ubyte.gz\", \"labels\": \"$WORK/bad-labels-idx1-ubyte\", \"every_steps\": 50}]"
-WANT="example 1234: label 12 is outside the model's 10 classes [0, 10)"
+  training.report_every=50 data.eval.labels="\"$BAD\""
+experiment "$WORK/val.json" training.max_steps=100 eval.every_steps=50 checkpoint.every_steps=50 \
+  "validation=[{\"name\": \"bad\", \"images\": \"$D/t10k-images-idx3-ubyte.gz\", \"labels\": \"$BAD\", \"every_steps\": 50}]"
+WANT="$BAD: record 1234: label 12 is outside the model's 10 classes [0, 10)"
 
-# no_eval RUN: the run trained (train records) but recorded no eval or validation accuracy.
-no_eval() {
-  python3 - "$1/metrics.jsonl" <<'PY' || fail "$1: metrics.jsonl"
+# refused WHAT RUN CMD...: CMD exits 2 naming the file, the record and the label, and RUN was never created.
+refused() {
+  local what=$1 run=$2
+  shift 2
+  out=$("$@" 2>&1); rc=$?
+  [ "$rc" = 2 ] || fail "$what: exit $rc, want 2: $(echo "$out" | tail -2)"
+  echo "$out" | grep -qF "$WANT" || fail "$what: the label not named: $(echo "$out" | tail -2)"
+  [ ! -e "$run" ] || fail "$what: wrote $(ls -A "$run" | tr '\n' ' ')in the run directory"
+}
+refused "train, eval set" "$WORK/run1" "$TFX_NODE" train --config "$WORK/exp.json" --run-dir "$WORK/run1"
+refused "train, validation set" "$WORK/run1" "$TFX_NODE" train --config "$WORK/val.json" --run-dir "$WORK/run1"
+refused "local, eval set" "$WORK/run2" "$TFX_NODE" local --config "$WORK/exp.json" --run-dir "$WORK/run2"
+refused "local, validation set" "$WORK/run2" "$TFX_NODE" local --config "$WORK/val.json" --run-dir "$WORK/run2"
+
+# evaluate: a good run whose saved eval file is then the bad one.
+experiment "$WORK/good.json" training.max_steps=20 eval.every_steps=0 checkpoint.every_steps=20
+"$TFX_NODE" train --config "$WORK/good.json" --run-dir "$WORK/run1" >"$WORK/train.log" 2>&1 || fail "train: $(tail -2 "$WORK/train.log")"
+python3 - "$WORK/run1/config.json" "$BAD" <<'PY'
 import json, sys
-recs = [json.loads(l) for l in open(sys.argv[1])]
-assert any(r["kind"] == "train" for r in recs), "no train records"
-bad = [r for r in recs if r["kind"] in ("eval", "validation.bad")]
-assert not bad, bad
+c = json.load(open(sys.argv[1]))
+c["data"]["eval"]["labels"] = sys.argv[2]
+json.dump(c, open(sys.argv[1], "w"))
 PY
-}
-# logged LOG ID: LOG has an ERROR line with ID naming the file, the example and the bad label.
-logged() {
-  grep " ERROR $2 " "$1" | grep -F "$WORK/bad-labels-idx1-ubyte" | grep -qF ": $WANT" ||
-    fail "$1 lacks an ERROR $2 naming the file and the label: $(grep -m3 EVAL "$1")"
-}
+out=$("$TFX_NODE" evaluate --run-dir "$WORK/run1" 2>&1); rc=$?
+[ "$rc" = 2 ] || fail "evaluate scored the bad eval file: exit $rc: $out"
+echo "$out" | grep -qF "$WANT" || fail "evaluate: $out"
 
-"$TFX_NODE" train --config "$WORK/exp.json" --run-dir "$WORK/run1" >"$WORK/train.log" 2>&1 || fail "train: $(tail -2 "$WORK/train.log")"
-logged "$WORK/train.log" TRAIN-EVAL-DATA
-logged "$WORK/train.log" TRAIN-VALIDATE-DATA
-no_eval "$WORK/run1"
-DONE="eval accuracy n/a (eval data refused, see the log)"
-grep -q "^done: step 100, $DONE" "$WORK/train.log" || fail "train's done line: $(grep done: "$WORK/train.log")"
-out=$("$TFX_NODE" evaluate --run-dir "$WORK/run1" 2>&1) && fail "evaluate scored the bad eval file: $out"
-echo "$out" | grep -qF "eval data $WORK/bad-labels-idx1-ubyte: $WANT" || fail "evaluate: $out"
-out=$("$TFX_NODE" evaluate --run-dir "$WORK/run1" --data bad 2>&1) && fail "evaluate --data bad: $out"
-echo "$out" | grep -qF "eval data $WORK/bad-labels-idx1-ubyte: $WANT" || fail "evaluate --data bad: $out"
-
-"$TFX_NODE" local --config "$WORK/exp.json" --run-dir "$WORK/run2" >"$WORK/local.log" 2>&1 || fail "local: $(tail -2 "$WORK/local.log")"
-logged "$WORK/run2/logs/master-0.log" MASTER-EVAL-DATA
-logged "$WORK/run2/logs/master-0.log" MASTER-VALIDATE-DATA
-no_eval "$WORK/run2"
-grep -q "done: step 100, $DONE" "$WORK/local.log" || fail "local's done line: $(grep done: "$WORK/local.log")"
-
-# The evaluator task of a TF_CONFIG cluster (the chief leaves evaluation to it).
+# A TF_CONFIG cluster: its chief and its evaluator task each refuse the eval set at their start.
 c0=$(free_port) p0=$(free_port) w0=$(free_port) e0=$(free_port)
 cluster="\"cluster\":{\"chief\":[\"127.0.0.1:$c0\"],\"ps\":[\"127.0.0.1:$p0\"],\"worker\":[\"127.0.0.1:$w0\"],\"evaluator\":[\"127.0.0.1:$e0\"]}"
-experiment "$WORK/exp3.json" training.max_steps=100 checkpoint.every_steps=50 training.report_every=50 \
-  data.eval.labels="\"$WORK/bad-labels-idx1-ubyte\""
 for task in evaluator chief ps worker; do
   TF_CONFIG="{$cluster,\"task\":{\"type\":\"$task\",\"index\":0}}" "$TFX_NODE" --run-dir "$WORK/run3" \
-    $([ "$task" = evaluator ] || [ "$task" = chief ] && echo --config "$WORK/exp3.json") >"$WORK/$task.log" 2>&1 &
+    $([ "$task" = evaluator ] || [ "$task" = chief ] && echo --config "$WORK/exp.json") >"$WORK/$task.log" 2>&1 &
   PIDS+=($!)
 done
-for i in 0 1 2 3; do wait "${PIDS[$i]}" || fail "cluster process $i exited $?"; done
-logged "$WORK/evaluator.log" EVALUATOR-EVAL-DATA
-grep -q "done: step 100, eval accuracy n/a (the evaluator task evaluates)" "$WORK/chief.log" ||
-  fail "chief's done line: $(grep done: "$WORK/chief.log")"
-no_eval "$WORK/run3"
+for i in 0 1; do
+  wait "${PIDS[$i]}"; rc=$?
+  [ "$rc" = 2 ] || fail "TF_CONFIG task $i exited $rc, want 2"
+done
+grep -qF "$WANT" "$WORK/evaluator.log" || fail "evaluator: $(tail -1 "$WORK/evaluator.log")"
+grep -qF "$WANT" "$WORK/chief.log" || fail "chief: $(tail -1 "$WORK/chief.log")"
+kill "${PIDS[2]}" "${PIDS[3]}" 2>/dev/null
+[ ! -e "$WORK/run3/config.json" ] || fail "the chief wrote config.json before refusing its eval set"
 
 # predict: a CSV run whose embedding table has 10 rows, then an input row with id 15 in the second batch of 1000
 # (rows of the first batch once reached the output before predict stopped).
@@ -98,4 +97,4 @@ cp "$WORK/good.jsonl" "$WORK/kept.jsonl"
 bad_predict "$WORK/kept.jsonl"
 cmp -s "$WORK/good.jsonl" "$WORK/kept.jsonl" || fail "a failed predict changed the existing output file"
 leftover=$(ls "$WORK" | grep -E '^(bad|kept)\.jsonl\.') && fail "temporary files left behind: $leftover"
-pass "a label outside the classes: logged by trainer, master and evaluator with no eval recorded, evaluate fails; predict refuses an id outside its table, leaving no output"
+pass "a label outside the classes: refused with exit 2 by train, local, chief, evaluator and evaluate, naming file and record, nothing written; predict refuses an id outside its table, leaving no output"

@@ -57,4 +57,12 @@ experiment "$WORK/bad.json" training.bogus=1
 out=$("$TFX_NODE" local --config "$WORK/bad.json" --run-dir "$WORK/run-bad" 2>&1); rc=$?
 [ "$rc" = 2 ] || fail "unknown key: exit $rc, want 2"
 echo "$out" | grep -q "training.bogus" || fail "unknown key not named: $out"
+# More replicas to aggregate than workers: refused before any process starts or any file is written (the
+# master found it after local had started the cluster: #30, item 18).
+experiment "$WORK/replicas.json" training.mode='"sync"' training.replicas_to_aggregate=3
+out=$("$TFX_NODE" local --workers 2 --config "$WORK/replicas.json" --run-dir "$WORK/run-replicas" 2>&1); rc=$?
+[ "$rc" = 2 ] || fail "replicas_to_aggregate 3 over 2 workers: exit $rc, want 2"
+echo "$out" | grep -q "training.replicas_to_aggregate 3 exceeds the 2 worker(s)" || fail "replicas not named: $out"
+echo "$out" | grep -q "LOCAL-START" && fail "local started the cluster before refusing: $out"
+[ ! -e "$WORK/run-replicas" ] || fail "a refused local wrote $(ls -A "$WORK/run-replicas" | tr '\n' ' ')"
 pass "local sync / async / backup"

@@ -43,6 +43,11 @@ cmp -s "$WORK/v_ckpt.txt" "$WORK/v_exp.txt" || fail "export values differ from t
 imgs=/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz
 "$TFX_NODE" predict --export "$exp" --input "$imgs" --output "$WORK/pred.jsonl" --keys classes >"$WORK/pred.log" 2>&1 || fail "predict: $(tail -1 "$WORK/pred.log")"
 [ "$(grep -c . "$WORK/pred.jsonl")" = 10000 ] || fail "predict rows"
+# A --keys typo is refused naming it, writing nothing (it had written only indices, with exit 0: #30, item 18).
+out=$("$TFX_NODE" predict --export "$exp" --input "$imgs" --output "$WORK/bogus.jsonl" --keys classes,bogus 2>&1); rc=$?
+[ "$rc" = 2 ] || fail "predict --keys classes,bogus: exit $rc, want 2"
+echo "$out" | grep -q "\-\-keys: unknown key 'bogus' (want probabilities, classes)" || fail "--keys typo not named: $out"
+[ ! -e "$WORK/bogus.jsonl" ] || fail "a refused predict wrote its output"
 pacc=$(python3 - "$WORK/pred.jsonl" <<'PY'
 import gzip, json, sys
 labels = gzip.open("/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz").read()[8:]

@@ -1,6 +1,7 @@
 /* Unit tests of src/store/ckpt.c: shard files (round trip, truncation, bit flips), manifests, the newest
  * complete checkpoint, and pruning. Everything happens in a fresh mkdtemp directory. */
 #include <criterion/criterion.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <json-c/json.h>
 #include <stdio.h>
@@ -12,6 +13,7 @@
 
 #include "common/fs.h"
 #include "store/ckpt.h"
+#include "store/weights.h"
 #include "tmpdir.h"
 
 static void setup(void) {
@@ -622,4 +624,51 @@ Test(ckpt, resume_sets_unusable_checkpoints_aside) {
   cr_assert(exists(dir) && exists(bad) == exists(dir), "a refused resume moved a checkpoint");
   snprintf(path, sizeof path, "%s.unusable-2", bad);
   cr_assert(!exists(path), "a refused resume set a checkpoint aside");
+}
+
+/* Runs tfx_weights_from_run with stderr into a file; returns its code and the log lines in log[n]. */
+static int read_run_logged(const char *run, tfx_weights *ws, tfx_err *err, char *log, size_t n) {
+  char path[160];
+  snprintf(path, sizeof path, "%s/stderr.txt", tmp);
+  fflush(stderr);
+  int saved = dup(2), fd = open(path, O_CREAT | O_TRUNC | O_WRONLY, 0600);
+  cr_assert(saved >= 0 && fd >= 0);
+  dup2(fd, 2);
+  int rc = tfx_weights_from_run(run, ws, err);
+  fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
+  close(fd);
+  size_t len;
+  uint8_t *buf = slurp(path, &len);
+  snprintf(log, n, "%.*s", (int)len, (const char *)buf);
+  free(buf);
+  return rc;
+}
+
+/* Commands that only read a run (evaluate, export, predict, inspect: tfx_weights_from_run) name each checkpoint
+ * they skip and why in a CKPT-SKIP warning and move nothing; with none usable they give a resume's reasons, not
+ * "no complete checkpoint" (#30, item 17). */
+Test(ckpt, reading_names_skipped_checkpoints_and_moves_nothing) {
+  char run[128], bad[1100], path[1200], log[4096];
+  snprintf(run, sizeof run, "%s/run", tmp);
+  make_checkpoint(run, 100, 1, NULL);
+  make_checkpoint(run, 200, 1, bad);
+  snprintf(path, sizeof path, "%s/ps-1.shard", bad);
+  cr_assert_eq(unlink(path), 0);
+  tfx_weights ws;
+  tfx_err err = {0};
+  cr_assert_eq(read_run_logged(run, &ws, &err, log, sizeof log), TFX_OK, "%s", err.msg);
+  cr_assert(strstr(ws.source, "ckpt-000000000100") != NULL, "read %s", ws.source);
+  tfx_weights_fini(&ws);
+  cr_assert(strstr(log, "CKPT-SKIP") && strstr(log, "ckpt-000000000200 is not usable") && strstr(log, "ps-1.shard"),
+            "log: %s", log);
+  cr_assert(exists(bad), "a reading command moved %s", bad);
+  tfx_ckpt_dir(run, 100, path, sizeof path);
+  snprintf(path + strlen(path), sizeof path - strlen(path), "/ps-1.shard");
+  cr_assert_eq(unlink(path), 0); /* none usable now */
+  cr_assert_eq(read_run_logged(run, &ws, &err, log, sizeof log), TFX_ECORRUPT, "%s", err.msg);
+  cr_assert(strstr(err.msg, "2 checkpoint(s), none usable") && strstr(err.msg, "ps-1.shard"), "msg: %s", err.msg);
+  cr_assert(strstr(log, "ckpt-000000000100 is not usable"), "log: %s", log);
+  cr_assert(exists(bad), "a reading command moved %s", bad);
 }

@@ -368,6 +368,10 @@ Test(config, type_errors_name_the_key_and_the_expected_type) {
       {"{\"model\": {\"input_shape\": [1, 2, 3, 4]}}", "1 to 3"},
       {"{\"model\": {\"input_shape\": []}}", "1 to 3"},
       {"{\"model\": {\"input_shape\": 784}}", "1 to 3"},
+      /* json-c clamps to INT32_MAX silently: a LibSVM model of 2^62 ids then ran out of memory (#30, item 15) */
+      {"{\"model\": {\"input_shape\": [4611686018427387904]}}",
+       "model.input_shape[0]: 4611686018427387904 makes the input over the bound of 2147483647 values"},
+      {"{\"model\": {\"input_shape\": [65536, 65536]}}", "model.input_shape[1]: 65536 makes the input over the bound"},
   };
   assert_all_fail(cases, sizeof cases / sizeof cases[0]);
 }
@@ -845,4 +849,18 @@ Test(config, feature_normalizer_none_or_log1p) {
           &c, "{\"model\": {\"features\": [{\"key\": \"n\", \"type\": \"numeric\", \"normalizer\": \"log\"}]}}",
           "t.json", &err),
       TFX_ECONFIG, err, "normalizer 'log' (want log1p, or none)");
+}
+
+/* The rule that needs the cluster's size, checked by local (its flags) and a chief (TF_CONFIG) before starting. */
+Test(config, replicas_to_aggregate_bounded_by_the_workers) {
+  tfx_config c;
+  tfx_config_init(&c);
+  tfx_err err = {0};
+  cr_assert_eq(tfx_config_set(&c, "training.replicas_to_aggregate=3", &err), TFX_OK, "%s", err.msg);
+  cr_assert_eq(tfx_config_set(&c, "training.mode=sync", &err), TFX_OK, "%s", err.msg);
+  assert_fails(tfx_config_validate_cluster(&c, 2, &err), TFX_ECONFIG, err,
+               "training.replicas_to_aggregate 3 exceeds the 2 worker(s)");
+  cr_assert_eq(tfx_config_validate_cluster(&c, 3, &err), TFX_OK, "%s", err.msg);
+  cr_assert_eq(tfx_config_set(&c, "training.mode=async", &err), TFX_OK, "%s", err.msg);
+  cr_assert_eq(tfx_config_validate_cluster(&c, 2, &err), TFX_OK, "%s", err.msg);
 }

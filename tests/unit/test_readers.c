@@ -213,6 +213,32 @@ Test(csv, ragged_rows_and_quotes) {
   assert_fails(rc, &e, TFX_ECORRUPT, "line 2, column 1: text after a closing quote", NULL);
 }
 
+/* A newline inside a quoted cell is part of the cell (RFC 4180): the row goes on at the next line, and rows after
+ * it are named by their own first line; counting and finding rows go by the same rule (#30, item 18). */
+Test(csv, quoted_newline_continues_the_row) {
+  const char text[] = "a,note,label\n1,\"two\nlines, \"\"quoted\"\"\n\nend\",0\n2,x,1\n3,\"y\"\n";
+  tfx_err e = {0};
+  tfx_csv_rows *r = NULL;
+  write_text(tmp("d.csv"), text);
+  cr_assert_eq(tfx_csv_rows_open(tmp("d.csv"), &r, &e), TFX_OK, "%s", e.msg);
+  char **cells = NULL;
+  size_t line = 0;
+  cr_assert_eq(tfx_csv_rows_next(r, &cells, &line, &e), TFX_OK, "%s", e.msg);
+  cr_assert_eq(line, 2);
+  cr_assert_str_eq(cells[1], "two\nlines, \"quoted\"\n\nend");
+  cr_assert_eq(tfx_csv_rows_next(r, &cells, &line, &e), TFX_OK, "%s", e.msg);
+  cr_assert_eq(line, 6);
+  cr_assert_str_eq(cells[1], "x");
+  assert_fails(tfx_csv_rows_next(r, &cells, &line, &e), &e, TFX_ECORRUPT, "d.csv: line 7: 2 cells, the header has 3", NULL);
+  tfx_csv_rows_close(r);
+  int64_t n = 0;
+  cr_assert_eq(tfx_csv_count(tmp("d.csv"), 1, &n, &e), TFX_OK, "%s", e.msg);
+  cr_assert_eq(n, 3);
+  size_t at = 0;
+  cr_assert_eq(tfx_csv_line_of(tmp("d.csv"), 1, 2, &at, &e), TFX_OK, "%s", e.msg);
+  cr_assert_eq(at, 7);
+}
+
 Test(csv, label_column_errors) {
   tfx_err e = {0};
   int rc = csv_fail("a,b\n1,2\n", "label", 1, &e);
@@ -225,6 +251,20 @@ Test(csv, label_column_errors) {
   assert_fails(rc, &e, TFX_ECONFIG, "label column -3 is out of range", NULL);
   rc = csv_fail("label\n1\n", "label", 1, &e);
   assert_fails(rc, &e, TFX_ECONFIG, "want a label and at least one feature", NULL);
+}
+
+/* A header naming two columns alike is refused naming both (the label or a feature named by it was silently the
+ * first of them: #30, item 18), for the plain reader and the feature-column rows reader alike. */
+Test(csv, duplicate_header_names) {
+  tfx_err e = {0};
+  int rc = csv_fail("\xEF\xBB\xBFw, label ,h,\"label\"\n1,0,2,1\n", "label", 1, &e);
+  assert_fails(rc, &e, TFX_ECORRUPT, "d.csv: line 1: column 4 ('label') has the name of column 2", NULL);
+  tfx_csv_rows *r = NULL;
+  write_text(tmp("d.csv"), "a,b,c,b,a\n1,2,3,4,5\n");
+  assert_fails(tfx_csv_rows_open(tmp("d.csv"), &r, &e), &e, TFX_ECORRUPT, "column 4 ('b') has the name of column 2",
+               NULL);
+  cr_assert_null(r);
+  tfx_dataset_destroy(csv_ok("a,b,label\n1,2,0\n", "label", 1));
 }
 
 Test(csv, empty_inputs_and_bad_arguments) {
@@ -300,6 +340,21 @@ Test(libsvm, bad_tokens_name_line_and_column) {
   assert_fails(rc, &e, TFX_ECORRUPT, "line 2, column 1: 'yes': the label is not an int32", NULL);
   rc = svm_load("1 99999999999:1\n", 0, &d, &e);
   assert_fails(rc, &e, TFX_ECORRUPT, "index too large", NULL);
+  cr_assert_null(d);
+}
+
+/* A NUL byte inside a line is refused naming the line and column: the parser stopped at it and dropped the rest of
+ * the line unread (#30, item 18). */
+Test(libsvm, nul_byte_names_line_and_column) {
+  static const char text[] = "1 1:1\n2 1:1 2:5\0 3:7\n";
+  FILE *f = fopen(tmp("nul.svm"), "wb");
+  cr_assert_not_null(f);
+  cr_assert_eq(fwrite(text, 1, sizeof text - 1, f), sizeof text - 1);
+  fclose(f);
+  tfx_dataset *d = NULL;
+  tfx_err e = {0};
+  int rc = tfx_libsvm_load(tmp("nul.svm"), 0, &d, &e);
+  assert_fails(rc, &e, TFX_ECORRUPT, "nul.svm: line 2, column 10: a NUL byte", NULL);
   cr_assert_null(d);
 }
 
@@ -939,7 +994,8 @@ Test(example, load_reports_framing_and_payload_errors) {
   cr_assert_eq(tfx_tfrecord_writer_write(w, "\x0a\x20\x01", 3, &e), TFX_OK);
   cr_assert_eq(tfx_tfrecord_writer_close(w, &e), TFX_OK);
   rc = tfx_example_load(junk, "pixels", "label", 1, &d, &e);
-  assert_fails(rc, &e, TFX_EPROTO, junk, "record 0 at offset 0: tf.train.Example: unpack failed (3 bytes)");
+  /* A good checksum around bytes that are no Example: bad input (exit 2), not a protocol error (#30, item 15). */
+  assert_fails(rc, &e, TFX_ECORRUPT, junk, "record 0 at offset 0: tf.train.Example: unpack failed (3 bytes)");
   cr_assert_eq(tfx_tfrecord_writer_open(junk, &w, &e), TFX_OK);
   cr_assert_eq(tfx_tfrecord_writer_close(w, &e), TFX_OK);
   assert_fails(tfx_example_load(junk, "pixels", "label", 1, &d, &e), &e, TFX_ECORRUPT, "junk.tfrecord: no records",
