@@ -109,6 +109,20 @@ static int write_export(const tfx_weights *ws, const char *config, const char *d
   return rc;
 }
 
+/* Loads the weights a command asked for: --checkpoint STEP (or a checkpoint directory), else the run's newest. */
+static int load_chosen(const tfx_node *n, const tfx_cli_opts *o, tfx_weights *ws, tfx_err *err) {
+  if (!o->checkpoint[0]) {
+    return tfx_weights_from_run(n->run_dir, ws, err);
+  }
+  char *end, dir[1100];
+  long long step = strtoll(o->checkpoint, &end, 10);
+  if (*end) {
+    return tfx_weights_from_checkpoint(o->checkpoint, ws, err);
+  }
+  tfx_ckpt_dir(n->run_dir, step, dir, sizeof dir);
+  return tfx_weights_from_checkpoint(dir, ws, err);
+}
+
 int tfx_export_run(const tfx_node *n, const tfx_cli_opts *o, tfx_err *err) {
   if (!o->out_dir[0]) {
     return tfx_err_set(err, TFX_EINVAL, "export needs --out DIR");
@@ -120,7 +134,7 @@ int tfx_export_run(const tfx_node *n, const tfx_cli_opts *o, tfx_err *err) {
     return tfx_err_sys(err, TFX_ENOTFOUND, "%s", cfgpath);
   }
   tfx_weights ws;
-  int rc = tfx_weights_from_run(n->run_dir, &ws, err);
+  int rc = load_chosen(n, o, &ws, err); /* --checkpoint STEP ships that step, not the newest */
   snprintf(dir, sizeof dir, "%s/%lld", o->out_dir, (long long)time(NULL));
   if (!rc && !(rc = tfx_mkdirs(dir, err)) && !(rc = write_export(&ws, config, dir, n->run_dir, err))) {
     printf("exported step %lld (%d variables) to %s\n", (long long)ws.step, ws.n, dir);
@@ -391,6 +405,9 @@ int tfx_predict_run(const tfx_node *n, const tfx_cli_opts *o, tfx_err *err) {
   if (parse_keys(o->keys, &probs, &cls, err)) {
     return TFX_EINVAL;
   }
+  if (o->target[0] && o->checkpoint[0]) {
+    return tfx_err_set(err, TFX_EINVAL, "predict: --checkpoint picks a run's checkpoint; an export has one step");
+  }
   const char *src = o->target[0] ? o->target : n->run_dir;
   char cfgpath[1100];
   snprintf(cfgpath, sizeof cfgpath, "%s/%s", src, o->target[0] ? "model.json" : "config.json");
@@ -400,7 +417,7 @@ int tfx_predict_run(const tfx_node *n, const tfx_cli_opts *o, tfx_err *err) {
   tfx_model *m = NULL;
   int rc = tfx_config_load_saved(&cfg, cfgpath, err);
   if (!rc) {
-    rc = o->target[0] ? tfx_weights_from_export(src, &ws, err) : tfx_weights_from_run(src, &ws, err);
+    rc = o->target[0] ? tfx_weights_from_export(src, &ws, err) : load_chosen(n, o, &ws, err);
   }
   if (rc) {
     return rc;
@@ -411,20 +428,6 @@ int tfx_predict_run(const tfx_node *n, const tfx_cli_opts *o, tfx_err *err) {
   tfx_model_destroy(m);
   tfx_weights_fini(&ws);
   return rc;
-}
-
-/* Loads the weights to evaluate: --checkpoint STEP (or a checkpoint directory), else the newest. */
-static int load_for_eval(const tfx_node *n, const tfx_cli_opts *o, tfx_weights *ws, tfx_err *err) {
-  if (!o->checkpoint[0]) {
-    return tfx_weights_from_run(n->run_dir, ws, err);
-  }
-  char *end, dir[1100];
-  long long step = strtoll(o->checkpoint, &end, 10);
-  if (*end) {
-    return tfx_weights_from_checkpoint(o->checkpoint, ws, err);
-  }
-  tfx_ckpt_dir(n->run_dir, step, dir, sizeof dir);
-  return tfx_weights_from_checkpoint(dir, ws, err);
 }
 
 /* Evaluates m on d, prints the result and appends it to the run's metrics; data the model cannot score (a label
@@ -467,7 +470,7 @@ int tfx_evaluate_run(const tfx_node *n, const tfx_cli_opts *o, tfx_err *err) {
     break;
   }
   tfx_weights ws;
-  if (rc || (rc = load_for_eval(n, o, &ws, err))) {
+  if (rc || (rc = load_chosen(n, o, &ws, err))) {
     return rc;
   }
   tfx_model *m = NULL;

@@ -2,6 +2,7 @@
 #include "store/weights.h"
 
 #include <ctype.h>
+#include <json-c/json.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -221,6 +222,17 @@ int tfx_weights_from_run(const char *run_dir, tfx_weights *ws, tfx_err *err) {
   return rc ? rc : tfx_weights_from_checkpoint(dir, ws, err);
 }
 
+/* The step an export holds: its safetensors metadata's tfx_step (written by export), or 0 when it has none. */
+static int64_t export_step(const tfx_st_file *f) {
+  json_object *meta = f->metadata_json ? json_tokener_parse(f->metadata_json) : NULL, *step;
+  int64_t at = 0;
+  if (meta && json_object_object_get_ex(meta, "tfx_step", &step)) {
+    at = strtoll(json_object_get_string(step), NULL, 10);
+  }
+  json_object_put(meta);
+  return at;
+}
+
 int tfx_weights_from_export(const char *dir, tfx_weights *ws, tfx_err *err) {
   memset(ws, 0, sizeof *ws);
   char path[1100];
@@ -252,6 +264,7 @@ int tfx_weights_from_export(const char *dir, tfx_weights *ws, tfx_err *err) {
   if (!ws->w) {
     rc = tfx_err_set(err, TFX_ENOMEM, "out of memory");
   }
+  ws->step = export_step(f);
   tfx_st_destroy(f);
   if (rc) {
     tfx_weights_fini(ws);

@@ -32,6 +32,17 @@ m = json.load(open(sys.argv[1]))
 assert m["step"] == 350 and m["variables"] == 6 and len(m["config_crc32"]) == 8, m
 assert abs(m["last_eval"]["accuracy"] - float(sys.argv[2])) < 1e-6, m
 PY
+# inspect shows an export's step (its metadata's), and --checkpoint picks the step export and predict use (#25:
+# both took the newest whatever was asked): the export of 300 holds 300's values, not 350's.
+"$TFX_NODE" inspect "$exp" | grep -q "^source .* step 350$" || fail "inspect of the export: $("$TFX_NODE" inspect "$exp" 2>&1 | head -1)"
+"$TFX_NODE" export --run-dir "$run" --checkpoint 300 --out "$WORK/export300" >"$WORK/export300.log" 2>&1 ||
+  fail "export --checkpoint 300: $(cat "$WORK/export300.log")"
+grep -q "exported step 300 " "$WORK/export300.log" || fail "export --checkpoint 300: $(cat "$WORK/export300.log")"
+exp300=$(ls -d "$WORK"/export300/*/ | head -1)
+var_values "$exp300" dense_3/bias >"$WORK/v_exp300.txt" || fail "inspect export 300"
+var_values "$run/checkpoints/ckpt-000000000300" dense_3/bias >"$WORK/v_ckpt300.txt" || fail "inspect checkpoint 300"
+cmp -s "$WORK/v_exp300.txt" "$WORK/v_ckpt300.txt" || fail "export --checkpoint 300 does not hold step 300's values"
+var_values "$run" dense_3/bias | cmp -s - "$WORK/v_exp300.txt" && fail "step 300's and 350's values are the same: the check above proves nothing"
 "$TFX_NODE" inspect "$run" >"$WORK/inspect.txt" 2>&1 || fail "inspect run"
 for v in dense_1/kernel dense_1/bias dense_2/kernel dense_2/bias dense_3/kernel dense_3/bias; do
   grep -q "^$v " "$WORK/inspect.txt" || fail "inspect does not list $v"
@@ -44,6 +55,12 @@ imgs=/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz
 "$TFX_NODE" predict --export "$exp" --input "$imgs" --output "$WORK/pred.jsonl" --keys classes >"$WORK/pred.log" 2>&1 || fail "predict: $(tail -1 "$WORK/pred.log")"
 [ "$(grep -c . "$WORK/pred.jsonl")" = 10000 ] || fail "predict rows"
 # A --keys typo is refused naming it, writing nothing (it had written only indices, with exit 0: #30, item 18).
+"$TFX_NODE" predict --run-dir "$run" --checkpoint 300 --input "$imgs" --output "$WORK/p300.jsonl" >/dev/null 2>&1 ||
+  fail "predict --checkpoint 300"
+"$TFX_NODE" predict --export "$exp300" --input "$imgs" --output "$WORK/p300x.jsonl" >/dev/null 2>&1 || fail "predict export 300"
+cmp -s "$WORK/p300.jsonl" "$WORK/p300x.jsonl" || fail "predict --checkpoint 300 differs from the export of 300"
+"$TFX_NODE" predict --run-dir "$run" --input "$imgs" --output "$WORK/p350.jsonl" >/dev/null 2>&1 || fail "predict newest"
+cmp -s "$WORK/p350.jsonl" "$WORK/p300.jsonl" && fail "predict of 350 equals 300's: --checkpoint was ignored or proves nothing"
 out=$("$TFX_NODE" predict --export "$exp" --input "$imgs" --output "$WORK/bogus.jsonl" --keys classes,bogus 2>&1); rc=$?
 [ "$rc" = 2 ] || fail "predict --keys classes,bogus: exit $rc, want 2"
 echo "$out" | grep -q "\-\-keys: unknown key 'bogus' (want probabilities, classes)" || fail "--keys typo not named: $out"
