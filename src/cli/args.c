@@ -22,7 +22,8 @@ static const char usage[] =
     "\n"
     "commands:\n"
     "  local    --config X [--workers N] [--ps M] [--run-dir D] [--max-steps N]   a whole cluster on this host\n"
-    "  train    --config X [--run-dir D] [--max-steps N]        single-process training\n"
+    "           [--fresh] [--http-port N] [--bind HOST] (children listen on 127.0.0.1 unless --bind says otherwise)\n"
+    "  train    --config X [--run-dir D] [--max-steps N] [--fresh]  single-process training\n"
     "  status   --address HOST:PORT [--config X]                ask a running node for its role and state (keys: X's\n"
     "                                                           security section or TFX_SECURITY_* variables)\n"
     "  config   --config X                                      print the resolved experiment\n"
@@ -52,19 +53,43 @@ static const char usage[] =
     "  --log-level=LEVEL       debug|info|warn|error\n"
     "  --help, --version, --help-options (the experiment option table)\n";
 
-/* The command's own help: its lines of the usage's command list (and their continuation lines), then the
- * options every command takes. */
+/* Whether an option line of the usage ("  --run-dir=DIR ...") belongs in the help of a command whose usage lines
+ * are text[0..n): the options those lines name, --set beside --config, and the log level and help every command
+ * takes. */
+static int option_applies(const char *opt, const char *text, size_t n) {
+  char name[32];
+  if (sscanf(opt, " --%31[a-z-]", name) != 1) {
+    return 0;
+  }
+  char flag[40];
+  snprintf(flag, sizeof flag, "--%s", name);
+  int named = memmem(text, n, flag, strlen(flag)) != NULL;
+  int set_beside_config = !strcmp(name, "set") && memmem(text, n, "--config", 8);
+  return named || set_beside_config || !strcmp(name, "log-level") || !strcmp(name, "help");
+}
+
+/* The command's own help: its lines of the usage's command list (and their continuation lines), then the options
+ * it takes (#25: every command listed every global option). */
 static void print_command_help(const char *cmd) {
   char head[32];
   snprintf(head, sizeof head, "  %s ", cmd);
-  const char *line = strstr(usage, head), *opts = strstr(usage, "\noptions:");
+  const char *line = strstr(usage, head), *start = line, *opts = strstr(usage, "\noptions:\n");
   printf("usage: tfx-node %s [OPTIONS]\n\n", cmd);
   for (int first = 1; line && *line && (first || !strncmp(line, "           ", 11)); first = 0) {
     const char *end = strchr(line, '\n');
     printf("%.*s\n", (int)(end - line), line);
     line = end + 1;
   }
-  fputs(opts ? opts : "", stdout);
+  size_t n = start ? (size_t)(line - start) : 0;
+  printf("\noptions:\n");
+  for (const char *o = opts ? opts + 10 : ""; *o;) {
+    const char *end = strchr(o, '\n');
+    size_t len = end ? (size_t)(end - o) : strlen(o);
+    if (option_applies(o, start ? start : "", n)) {
+      printf("%.*s\n", (int)len, o);
+    }
+    o += len + (end != NULL);
+  }
 }
 
 /* The command named anywhere in argv (the help of `tfx-node --help train` is train's), or NULL. */

@@ -24,7 +24,11 @@ for cmd in train local evaluate predict export search; do
   echo "$out" | grep -q "^  $cmd " || fail "$cmd --help lacks its usage line"
   ! echo "$out" | grep -q "^  keygen " || fail "$cmd --help prints every command"
   echo "$out" | grep -q "^options:" || fail "$cmd --help lacks the options"
+  ! echo "$out" | grep -q "^  --role=" || fail "$cmd --help lists the roles' options, which it does not take"
 done
+"$TFX_NODE" export --help | grep -q "^  --run-dir=" || fail "export --help lacks --run-dir"
+"$TFX_NODE" export --help | grep -q "^  --http-port=" && fail "export --help lists --http-port"
+"$TFX_NODE" local --help | grep -q "^  --http-port=" || fail "local --help lacks --http-port"
 "$TFX_NODE" --help train | head -1 | grep -q "^usage: tfx-node train " || fail "--help train is train's help"
 
 p0=$(free_port); p1=$(free_port); p2=$(free_port)
