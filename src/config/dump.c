@@ -61,12 +61,24 @@ static json_object *list_json(const void *first, size_t stride, int n, const con
   return arr;
 }
 
-char *tfx_config_to_json(const tfx_config *cfg) {
-  json_object *root = json_object_new_object(), *model = json_object_new_object(), *shape = json_object_new_array();
+/* model.input_shape as the model reads it: with feature columns, the dense input is their numeric columns
+ * ([count], at least 1), not the IDX default [28, 28, 1] (#25). */
+static json_object *shape_json(const tfx_config *cfg) {
+  json_object *shape = json_object_new_array();
+  if (cfg->n_features > 0) {
+    int numeric = tfx_config_numeric_features(cfg);
+    json_object_array_add(shape, json_object_new_int(numeric > 0 ? numeric : 1));
+    return shape;
+  }
   for (int i = 0; i < cfg->input_rank; i++) {
     json_object_array_add(shape, json_object_new_int(cfg->input_shape[i]));
   }
-  json_object_object_add(model, "input_shape", shape);
+  return shape;
+}
+
+char *tfx_config_to_json(const tfx_config *cfg) {
+  json_object *root = json_object_new_object(), *model = json_object_new_object();
+  json_object_object_add(model, "input_shape", shape_json(cfg));
   json_object_object_add(
       model, "layers",
       list_json(cfg->layers, sizeof cfg->layers[0], cfg->n_layers, config__layer_options, config__n_layer_options));

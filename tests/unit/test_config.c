@@ -864,3 +864,22 @@ Test(config, replicas_to_aggregate_bounded_by_the_workers) {
   cr_assert_eq(tfx_config_set(&c, "training.mode=async", &err), TFX_OK, "%s", err.msg);
   cr_assert_eq(tfx_config_validate_cluster(&c, 2, &err), TFX_OK, "%s", err.msg);
 }
+
+/* The resolved experiment of a CSV feature-column model shows what it reads: no IDX labels files and the dense
+ * input of its numeric columns, not Fashion-MNIST's defaults (#25). */
+Test(config, resolved_feature_column_experiment_shows_its_own_input) {
+  tfx_config c;
+  tfx_err err = {0};
+  tfx_config_init(&c);
+  cr_assert_eq(tfx_config_load(&c, TFX_SOURCE_DIR "/examples/debian_lr.json", &err), TFX_OK, "%s", err.msg);
+  char *text = tfx_config_to_json(&c);
+  json_object *root = json_tokener_parse(text);
+  cr_assert_str_eq(json_object_get_string(at(root, "data.train.labels")), "");
+  cr_assert_str_eq(json_object_get_string(at(root, "data.eval.labels")), "");
+  json_object *shape = at(root, "model.input_shape");
+  cr_assert_eq(json_object_array_length(shape), 1);
+  cr_assert_eq(json_object_get_int(json_object_array_get_idx(shape, 0)), tfx_config_numeric_features(&c));
+  cr_assert_str_eq(tfx_config_eval_file(&c), c.eval_images);
+  json_object_put(root);
+  free(text);
+}
