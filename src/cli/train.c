@@ -29,8 +29,8 @@
 #include "store/warmstart.h"
 #include "store/weights.h"
 #include "train/evaluate.h"
-#include "train/step.h"
 #include "train/labels.h"
+#include "train/step.h"
 
 typedef struct trainer {
   tfx_config cfg;
@@ -45,6 +45,7 @@ typedef struct trainer {
   float *x;
   int32_t *y;
   int64_t step, last_ckpt_ms;
+  int64_t last_write_ms; /* when the last periodic checkpoint started (0: none yet in this process) */
   const char *run_dir;
   struct tfx_plugin_handle *plugin;
   int stop, resume;
@@ -447,10 +448,11 @@ static int checkpoint_if_due(trainer *t, int64_t max_steps, tfx_err *err) {
   }
   /* A checkpoint asked for at step s is taken at the first step >= s where the previous one is on disk and
    * checkpoint.min_interval_secs have passed since it started (a fast trainer asking every 1000 steps would
-   * otherwise spend its time copying pages for the writer). */
+   * otherwise spend its time copying pages for the writer); the first one has no previous to wait for. */
   if (t->ckpt_due && t->step < max_steps && !writing(t) &&
-      tfx_now_ms() - t->last_ckpt_ms >= c->ckpt_min_interval_secs * 1000) {
+      (!t->last_write_ms || tfx_now_ms() - t->last_write_ms >= c->ckpt_min_interval_secs * 1000)) {
     t->last_ckpt_ms = tfx_now_ms();
+    t->last_write_ms = t->last_ckpt_ms;
     t->ckpt_due = 0;
     return save_background(t, err);
   }

@@ -91,4 +91,9 @@ out=$("$TFX_NODE" train --config "$EXAMPLE" --run-dir "$WORK/warm-bad" --max-ste
   --set warm_start.rename=dense_3/bias:dense_2/bias 2>&1); rc=$?
 [ "$rc" = 2 ] || fail "warm start with a mismatched rename: exit $rc, want 2"
 echo "$out" | grep -q "dense_3/bias has 10 values .* dense_2/bias has 128" || fail "mismatch not named: $out"
+# The first periodic checkpoint has no earlier write to keep its distance from: asked every 400 steps of a run
+# shorter than checkpoint.min_interval_secs, step 400 is on disk beside the final one (it was not).
+"$TFX_NODE" train --config "$EXAMPLE" --run-dir "$WORK/every" --max-steps 800 --set checkpoint.every_steps=400 \
+  --set eval.every_steps=0 >"$WORK/every.log" 2>&1 || fail "train every 400: $(tail -1 "$WORK/every.log")"
+[ -f "$WORK/every/checkpoints/ckpt-000000000400/manifest.json" ] || fail "no checkpoint at 400: $(ls "$WORK/every/checkpoints")"
 pass "train -> export -> inspect -> predict (loss $loss, accuracy $acc)"
