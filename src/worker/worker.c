@@ -119,6 +119,21 @@ static int register_with_master(worker *w, tfx_err *err) {
   return tfx_err_set(err, TFX_EINTR, "stopped while registering");
 }
 
+/* The ps links accept the frames the experiment from the master implies, as every process of the run derives them
+ * (the sockets opened before it came keep the bound they were opened with). */
+static int bound_messages(const worker *w, tfx_err *err) {
+  size_t largest = 0, ids = 0, before = tfx_wire_max_frame();
+  int rc = tfx_model_extent(&w->cfg, &largest, &ids, err);
+  if (!rc) {
+    tfx_wire_set_max_frame(tfx_net_message_bound(&w->cfg, largest, ids));
+  }
+  if (!rc && tfx_wire_max_frame() != before) {
+    tfx_log(TFX_LOG_INFO, "NET-MAX-MESSAGE", "the ps links accept frames up to %zu bytes (from the experiment)",
+            tfx_wire_max_frame());
+  }
+  return rc;
+}
+
 static int setup(worker *w, tfx_err *err) {
   const tfx_envelope *p = w->plan.env;
   tfx_config_init(&w->cfg);
@@ -126,7 +141,7 @@ static int setup(worker *w, tfx_err *err) {
   int64_t epoch_steps = 0; /* the master sends max_steps already capped; the same budget again changes nothing */
   if ((rc = tfx_config_parse(&w->cfg, p->text ? p->text : "", "experiment from the master", err)) ||
       (rc = tfx_epochs_apply(&w->cfg, n_workers, &epoch_steps, err)) ||
-      (rc = tfx_model_create(&w->cfg, w->cfg.batch_size, &w->model, err))) {
+      (rc = tfx_model_create(&w->cfg, w->cfg.batch_size, &w->model, err)) || (rc = bound_messages(w, err))) {
     return rc;
   }
   rc = tfx_psclient_create(w->n->cluster, p->shards, p->n_shards, w->model, w->cfg.request_timeout_s * 1000, &w->ps,
