@@ -45,4 +45,45 @@ step1=$(step)
 [ "$step1" -gt "$step0" ] || fail "training stalled (step $step0 -> $step1)"
 kill -TERM "$LP"
 wait "$LP" || fail "the run did not stop cleanly: $(tail -3 "$WORK/local.log")"
-pass "3 connections claiming 1.1 GB closed at the header, ps RSS $rss0 -> at most $peak MB, training went from step $step0 to $step1"
+
+# A ps started from TF_CONFIG alone has no experiment to size its socket by: it accepts what
+# TFX_CLUSTER_MAX_MESSAGE_BYTES says (else 64 MiB), fixed at bind. An experiment needing more is refused at INIT,
+# naming the size to set, and the chief stops with that message (exit 2) instead of workers losing connections.
+experiment "$WORK/small.json" training.max_steps=20 eval.every_steps=0 checkpoint.every_steps=0 \
+  cluster.register_timeout_s=20 cluster.request_timeout_s=10
+ports=()
+for _ in 1 2 3; do ports+=("$(free_port)"); done
+cluster="\"chief\":[\"127.0.0.1:${ports[0]}\"],\"ps\":[\"127.0.0.1:${ports[1]}\"],\"worker\":[\"127.0.0.1:${ports[2]}\"]"
+start() { # TYPE LOG [ARGS...]: a node of that cluster, in the background ($! is its pid)
+  local type=$1 log=$2; shift 2
+  TF_CONFIG="{\"cluster\":{$cluster},\"task\":{\"type\":\"$type\",\"index\":0}}" "$TFX_NODE" "$@" >"$log" 2>&1 &
+}
+TFX_CLUSTER_MAX_MESSAGE_BYTES=1000000 start ps "$WORK/ps-small.log" --run-dir "$WORK/tfc"
+PS=$!
+start worker "$WORK/worker-small.log" --run-dir "$WORK/tfc"
+W=$!
+PIDS+=($PS $W)
+start chief "$WORK/chief-small.log" --config "$WORK/small.json" --run-dir "$WORK/tfc"
+C=$!
+PIDS+=($C)
+wait "$C"
+rc=$?
+[ "$rc" = 2 ] || fail "the chief exited $rc with a ps too small for its experiment: $(tail -3 "$WORK/chief-small.log")"
+grep -q "NET-MAX-MESSAGE every socket accepts frames up to 1000000 bytes" "$WORK/ps-small.log" ||
+  fail "the ps did not take TFX_CLUSTER_MAX_MESSAGE_BYTES: $(head -5 "$WORK/ps-small.log")"
+grep -q "this ps accepts 1000000 .*TFX_CLUSTER_MAX_MESSAGE_BYTES=[0-9]" "$WORK/chief-small.log" ||
+  fail "the chief's error does not say what to set: $(tail -2 "$WORK/chief-small.log")"
+kill "$PS" "$W" 2>/dev/null
+wait "$PS" "$W" 2>/dev/null
+# The same cluster with a ps at the default bound trains.
+start ps "$WORK/ps-default.log" --run-dir "$WORK/tfc"
+PS=$!
+start worker "$WORK/worker-default.log" --run-dir "$WORK/tfc"
+W=$!
+start chief "$WORK/chief-default.log" --config "$WORK/small.json" --run-dir "$WORK/tfc" --fresh
+C=$!
+PIDS+=($PS $W $C)
+wait "$C" || fail "the chief failed with a ps at the default bound: $(tail -3 "$WORK/chief-default.log")"
+grep -q "NET-MAX-MESSAGE every socket accepts frames up to 67108864 bytes (the default" "$WORK/ps-default.log" ||
+  fail "the ps given no experiment did not take the 64 MiB default: $(head -5 "$WORK/ps-default.log")"
+pass "3 connections claiming 1.1 GB closed at the header, ps RSS $rss0 -> at most $peak MB, training went from step $step0 to $step1; a ps too small for the experiment refused its INIT naming the size"
