@@ -115,12 +115,15 @@ static int secure_sockets(const tfx_args *a, tfx_err *err) {
 
 /* The largest frame every socket of a role accepts (ZMQ_MAXMSGSIZE), fixed before the role opens any: from the
  * experiment when the node was given one, else cluster.max_message_bytes (TFX_CLUSTER_MAX_MESSAGE_BYTES) or the
- * default. A worker sets it again from the experiment the master sends; a ps checks the one INIT brings. */
-static int bound_messages(const tfx_node *n, tfx_err *err) {
+ * default. A worker sets it again from the experiment the master sends; a ps checks the one INIT brings. A model
+ * that cannot be measured here (the role will say why) leaves the default. */
+static void bound_messages(const tfx_node *n) {
   size_t largest = 0, ids = 0;
-  int known = n->config_path[0] != '\0', rc = TFX_OK;
-  if (known && (rc = tfx_model_extent(&n->cfg, &largest, &ids, err))) {
-    return rc;
+  tfx_err err;
+  int known = n->config_path[0] != '\0';
+  if (known && tfx_model_extent(&n->cfg, &largest, &ids, &err)) {
+    tfx_log(TFX_LOG_WARN, "NET-MAX-MESSAGE", "cannot measure the experiment's model: %s", err.msg);
+    known = 0;
   }
   if (known || n->cfg.max_message_bytes) {
     tfx_wire_set_max_frame(tfx_net_message_bound(&n->cfg, largest, ids));
@@ -129,7 +132,6 @@ static int bound_messages(const tfx_node *n, tfx_err *err) {
           n->cfg.max_message_bytes ? "cluster.max_message_bytes"
           : known                  ? "the experiment's largest tensor with margin"
                                    : "the default before the experiment is known");
-  return TFX_OK;
 }
 
 /* One owner per run directory: `local`, `train` and a chief take RUN/.lock before writing anything there (a
@@ -277,7 +279,8 @@ static int run_command(tfx_args *a, tfx_err *err) {
     if (a->cli.max_steps > 0) {
       a->node.cfg.max_steps = a->cli.max_steps; /* a chief started with --max-steps stops there */
     }
-    return (rc = bound_messages(&a->node, err)) ? rc : run_role(&a->node, err);
+    bound_messages(&a->node);
+    return run_role(&a->node, err);
   }
   return run_named(a, cmd, err);
 }
