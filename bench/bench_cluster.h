@@ -125,6 +125,9 @@ static pid_t spawn_ps(tfx_cluster *c, int i) {
   if (pid == 0) {
     char *tfc = tfx_cluster_to_json(c, TFX_ROLE_PS, i);
     setenv("TF_CONFIG", tfc, 1);
+    /* Started without the experiment, a ps accepts 64 MiB frames unless told; the scaling case's one ps holds a
+     * 64 MiB variable, which with its margin needs more (docs/security.md). */
+    setenv("TFX_CLUSTER_MAX_MESSAGE_BYTES", "2147483648", 1);
     execl(tfx_node, "tfx-node", "--log-level", getenv("TFX_BENCH_LOG") ? getenv("TFX_BENCH_LOG") : "warn",
           (char *)NULL);
     _exit(127);

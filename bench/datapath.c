@@ -257,6 +257,7 @@ int main(int argc, char **argv) {
     return fprintf(stderr, "usage: %s TFX_NODE [seconds-per-case]\n", argv[0]), 2;
   }
   tfx_net_keep_buffers(); /* as every tfx-node process does; the raw echo's client is this process too */
+  tfx_wire_set_max_frame(TFX_MAX_FRAME); /* its clients and ps (spawn_ps) take up to the 64 MiB model whole */
   tfx_node = argv[1];
   if (argc > 2) {
     seconds_per_case = atof(argv[2]);

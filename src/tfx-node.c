@@ -14,6 +14,7 @@
 #include "master/master.h"
 #include "net/curve.h"
 #include "net/net.h"
+#include "nn/model.h"
 #include "ps/ps.h"
 #include "store/runlock.h"
 #include "worker/worker.h"
@@ -110,6 +111,27 @@ static int secure_sockets(const tfx_args *a, tfx_err *err) {
             "encrypted nor authenticated; anyone who reaches the ports can pull and push (see tfx-node keygen)");
   }
   return TFX_OK;
+}
+
+/* The largest frame every socket of a role accepts (ZMQ_MAXMSGSIZE), fixed before the role opens any: from the
+ * experiment when the node was given one, else cluster.max_message_bytes (TFX_CLUSTER_MAX_MESSAGE_BYTES) or the
+ * default. A worker sets it again from the experiment the master sends; a ps checks the one INIT brings. A model
+ * that cannot be measured here (the role will say why) leaves the default. */
+static void bound_messages(const tfx_node *n) {
+  size_t largest = 0, ids = 0;
+  tfx_err err;
+  int known = n->config_path[0] != '\0';
+  if (known && tfx_model_extent(&n->cfg, &largest, &ids, &err)) {
+    tfx_log(TFX_LOG_WARN, "NET-MAX-MESSAGE", "cannot measure the experiment's model: %s", err.msg);
+    known = 0;
+  }
+  if (known || n->cfg.max_message_bytes) {
+    tfx_wire_set_max_frame(tfx_net_message_bound(&n->cfg, largest, ids));
+  }
+  tfx_log(TFX_LOG_INFO, "NET-MAX-MESSAGE", "every socket accepts frames up to %zu bytes (%s)", tfx_wire_max_frame(),
+          n->cfg.max_message_bytes ? "cluster.max_message_bytes"
+          : known                  ? "the experiment's largest tensor with margin"
+                                   : "the default before the experiment is known");
 }
 
 /* One owner per run directory: `local`, `train` and a chief take RUN/.lock before writing anything there (a
@@ -257,6 +279,7 @@ static int run_command(tfx_args *a, tfx_err *err) {
     if (a->cli.max_steps > 0) {
       a->node.cfg.max_steps = a->cli.max_steps; /* a chief started with --max-steps stops there */
     }
+    bound_messages(&a->node);
     return run_role(&a->node, err);
   }
   return run_named(a, cmd, err);

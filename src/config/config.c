@@ -232,7 +232,8 @@ int tfx_config_apply_env(tfx_config *cfg, tfx_err *err) {
   for (size_t i = 0; i < config__n_options; i++) {
     char name[96];
     env_name(config__options[i].path, name, sizeof name);
-    const char *v = strncmp(config__options[i].path, "security.", 9) ? NULL : getenv(name);
+    const char *path = config__options[i].path;
+    const char *v = strncmp(path, "security.", 9) && strcmp(path, "cluster.max_message_bytes") ? NULL : getenv(name);
     if (!v) {
       continue;
     }

@@ -188,6 +188,7 @@ typedef struct tfx_config {
   /* cluster timing */
   int register_timeout_s, request_timeout_s;
   tfx_transport local_transport; /* tfx-node local: Unix sockets (default) or TCP */
+  int64_t max_message_bytes;     /* the largest frame a socket accepts (ZMQ_MAXMSGSIZE); 0: from the model */
   /* security: CURVE key files (see curve.h); none named means plaintext */
   int security_plaintext; /* explicit plaintext (an error if keys are named too) */
   char server_key[TFX_PATH_MAX], client_key[TFX_PATH_MAX], authorized_keys[TFX_PATH_MAX];
@@ -212,7 +213,8 @@ int tfx_config_load(tfx_config *cfg, const char *path, tfx_err *err);
  * and a file without the format key, written before pooling layers took strides, keeps their stride = pool_size
  * (its pooling layers carry the unused default 1). */
 int tfx_config_load_saved(tfx_config *cfg, const char *path, tfx_err *err);
-/* Applies the environment's TFX_SECURITY_* variables (TFX_SECURITY_SERVER_KEY for security.server_key, ...)
+/* Applies the environment's TFX_SECURITY_* variables (TFX_SECURITY_SERVER_KEY for security.server_key, ...) and
+ * TFX_CLUSTER_MAX_MESSAGE_BYTES (a ps started without the experiment needs it before the master sends one)
  * over cfg: they override the file and are overridden by --set. Errors name the variable. */
 int tfx_config_apply_env(tfx_config *cfg, tfx_err *err);
 /* Applies one "section.key=value" override, type-checked like the file. */

@@ -124,6 +124,9 @@ const config__option config__options[] = {
     {"cluster.local_transport", OPT_ENUM, O(local_transport), 0, 0, "ipc",
      "tfx-node local: ipc (Unix sockets in a private 0700 directory, no keys needed) | tcp (loopback, CURVE)",
      transports},
+    {"cluster.max_message_bytes", OPT_I64, O(max_message_bytes), 0, 2147483648.0, "0",
+     "largest message frame every socket accepts, from anyone (0: the largest frame the model's steps move, "
+     "with margin; TFX_CLUSTER_MAX_MESSAGE_BYTES)"},
     {"security.plaintext", OPT_BOOL, O(security_plaintext), 0, 1, "false",
      "true: plain TCP on purpose (no keys); otherwise plaintext only when no key is named, with a warning"},
     {"security.server_key", OPT_STR, O(server_key), 0, 0, "",

@@ -56,9 +56,21 @@ void tfx_net_keep_buffers(void) {
   mallopt(M_TRIM_THRESHOLD, 64 << 20);
 }
 
+size_t tfx_net_message_bound(const tfx_config *cfg, size_t largest, size_t ids) {
+  if (cfg->max_message_bytes > 0) {
+    return (size_t)cfg->max_message_bytes;
+  }
+  size_t need = largest > ids * 10 ? largest : ids * 10; /* a row id is a varint of at most 10 bytes */
+  /* A quarter for what the estimate misses and 8 MiB for an envelope's other fields: the experiment's text (INIT
+   * and a registration's reply carry it) and the plan. Only the model's shapes count, so that every process of
+   * a run derives the same bound from the same experiment. */
+  size_t bound = need + need / 4 + ((size_t)8 << 20);
+  return bound < TFX_MAX_FRAME ? bound : TFX_MAX_FRAME;
+}
+
 static void set_common(void *sock) {
   int zero = 0, one = 1, buf = LINK_BUFFER_BYTES;
-  int64_t maxmsg = (int64_t)TFX_MAX_FRAME;
+  int64_t maxmsg = (int64_t)tfx_wire_max_frame(); /* libzmq copies it into each connection (a listener's at bind) */
   zmq_setsockopt(sock, ZMQ_LINGER, &zero, sizeof zero);
   zmq_setsockopt(sock, ZMQ_IPV6, &one, sizeof one);
   zmq_setsockopt(sock, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);

@@ -1,12 +1,14 @@
 /* ZeroMQ sockets: the process context, servers on ROUTER, clients on DEALER with request ids and deadlines.
  * Every socket opened here applies the process's security setting (curve.h: CURVE server or client once
- * tfx_curve_configure installed keys, plaintext otherwise). One thread creates, uses and closes each socket.
+ * tfx_curve_configure installed keys, plaintext otherwise) and accepts frames up to tfx_wire_max_frame
+ * (ZMQ_MAXMSGSIZE, as set when it is opened). One thread creates, uses and closes each socket.
  * Errors: TFX_EPEER for timeouts and refused sends. */
 #ifndef TFX_NET_H
 #define TFX_NET_H
 
 #include "common/clock.h"
 #include "common/err.h"
+#include "config/config.h"
 #include "net/wire.h"
 
 typedef struct tfx_client tfx_client;
@@ -17,6 +19,10 @@ void *tfx_net_context(void);
 void tfx_net_forget_context(void);
 /* Stops the ZAP handler and destroys the context (after every socket is closed). */
 void tfx_net_shutdown(void);
+/* The largest frame an experiment's messages need (for tfx_wire_set_max_frame): cluster.max_message_bytes when set,
+ * else the model's extent (largest, ids: tfx_model_extent) with margin for the rest of an envelope (8 MiB: the
+ * experiment's text, the plan); at most TFX_MAX_FRAME. */
+size_t tfx_net_message_bound(const tfx_config *cfg, size_t largest, size_t ids);
 /* Opens a ROUTER bound to the endpoint; caller owns *sock; close with tfx_net_close. */
 int tfx_server_open(const char *endpoint, void **sock, tfx_err *err);
 /* Closes a socket with linger 0; NULL does nothing. */

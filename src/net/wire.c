@@ -7,6 +7,15 @@
 
 static int sender_role = TFX__ROLE__ROLE_NONE;
 static int sender_index = 0;
+static size_t max_frame = TFX_WIRE_DEFAULT_MAX_FRAME;
+
+void tfx_wire_set_max_frame(size_t bytes) {
+  max_frame = bytes && bytes < TFX_MAX_FRAME ? bytes : bytes ? TFX_MAX_FRAME : TFX_WIRE_DEFAULT_MAX_FRAME;
+}
+
+size_t tfx_wire_max_frame(void) {
+  return max_frame;
+}
 
 void tfx_wire_set_sender(int role, int index) {
   sender_role = role;
@@ -65,10 +74,34 @@ static int send_payload(void *sock, const tfx_payload *p, int more, tfx_err *err
   return send_part(sock, &msg, more, err);
 }
 
+/* Refuses, before any frame goes out, a message with a frame over the bound its receiver applies (it would drop
+ * the connection without a word); the zero-copy payloads are released as ZeroMQ would have. */
+static int check_sizes(size_t envelope, const tfx_payload *payloads, int n, tfx_err *err) {
+  size_t big = envelope;
+  for (int i = 0; i < n; i++) {
+    big = payloads[i].size > big ? payloads[i].size : big;
+  }
+  if (big <= max_frame) {
+    return TFX_OK;
+  }
+  for (int i = 0; i < n; i++) {
+    if (!payloads[i].copy && payloads[i].release) {
+      payloads[i].release((void *)payloads[i].data, payloads[i].hint);
+    }
+  }
+  return tfx_err_set(err, TFX_ECONFIG,
+                     "a frame of %zu bytes is over the %zu bytes a message may hold (cluster.max_message_bytes)", big,
+                     max_frame);
+}
+
 int tfx_wire_send(void *sock, const zmq_msg_t *identity, const tfx_envelope *env, const tfx_payload *payloads,
                   int n_payloads, tfx_err *err) {
   zmq_msg_t msg;
-  int rc;
+  size_t n = tfx__envelope__get_packed_size(env);
+  int rc = check_sizes(n, payloads, n_payloads, err);
+  if (rc) {
+    return rc;
+  }
   if (identity) {
     zmq_msg_init(&msg);
     zmq_msg_copy(&msg, (zmq_msg_t *)identity);
@@ -76,7 +109,6 @@ int tfx_wire_send(void *sock, const zmq_msg_t *identity, const tfx_envelope *env
       return rc;
     }
   }
-  size_t n = tfx__envelope__get_packed_size(env);
   if (zmq_msg_init_size(&msg, n)) {
     return tfx_err_sys(err, TFX_ENOMEM, "envelope of %zu bytes", n);
   }

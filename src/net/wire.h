@@ -15,6 +15,9 @@
 #define TFX_PROTOCOL_VERSION 1
 #define TFX_MAX_FRAME ((size_t)1 << 31) /* 2 GiB: the largest tensor frame accepted */
 #define TFX_MAX_PARTS 4096
+/* The largest frame of a process that does not know its experiment (tfx_wire_set_max_frame): enough for the
+ * experiment and plan that INIT and a registration's reply carry. */
+#define TFX_WIRE_DEFAULT_MAX_FRAME ((size_t)64 << 20)
 /* Senders put the data frames of tensors up to this size before the larger ones: a tiny frame behind a large
  * zero-copy one costs ZeroMQ an extra send and the receiver an extra wake-up. Receivers look tensors up by
  * name, so the order carries no meaning. */
@@ -44,9 +47,16 @@ typedef struct tfx_inmsg {
 } tfx_inmsg;
 
 /* Sends [identity], envelope, payloads as one multipart message; payloads[i] belongs to the i-th tensor with
- * nbytes > 0. identity (may be NULL) is borrowed. Returns TFX_EPEER when the socket refuses. */
+ * nbytes > 0. identity (may be NULL) is borrowed. Returns TFX_EPEER when the socket refuses, TFX_ECONFIG (nothing
+ * sent, every zero-copy payload released) when a frame is over tfx_wire_max_frame. */
 int tfx_wire_send(void *sock, const zmq_msg_t *identity, const tfx_envelope *env, const tfx_payload *payloads,
                   int n_payloads, tfx_err *err);
+/* Sets the largest frame this process sends and that every socket net.c opens from now on accepts
+ * (ZMQ_MAXMSGSIZE): a peer announcing a longer frame, authenticated or not, is disconnected before anything is
+ * allocated for it. 0: TFX_WIRE_DEFAULT_MAX_FRAME; at most TFX_MAX_FRAME. Set before the sockets are opened. */
+void tfx_wire_set_max_frame(size_t bytes);
+/* The largest frame, as set. */
+size_t tfx_wire_max_frame(void);
 /* Receives one whole message (blocking; poll first) into m; the caller tfx_inmsg_fini's m on every path. On a
  * decode error m holds only the sender's identity (to answer it) and the error names the problem. */
 int tfx_wire_recv(void *sock, int with_identity, tfx_inmsg *m, tfx_err *err);

@@ -56,6 +56,13 @@ typedef struct tfx_step_stats {
 const char *tfx_dtype_name(tfx_dtype dtype);
 /* The bytes of one value of a dtype (0 for a value outside the enum). */
 size_t tfx_dtype_size(tfx_dtype dtype);
+/* The examples an evaluation batch holds (the master's and the evaluator's models are built for it). */
+#define TFX_EVAL_BATCH 1000
+/* How large a step's tensors can get, for the model of cfg (built to measure, nothing initialized or touched):
+ * *largest, the bytes of the largest tensor of one variable (a dense variable whole, any slice being smaller; a
+ * lazy table the rows a batch of the larger of training.batch_size and TFX_EVAL_BATCH may touch, at 1024 ids an
+ * example, at most the table), and *ids, how many row ids of lazy tables one message may list. */
+int tfx_model_extent(const tfx_config *cfg, size_t *largest, size_t *ids, tfx_err *err);
 /* Builds and shape-checks the model for batches up to max_batch; caller owns *out; free with
  * tfx_model_destroy. */
 int tfx_model_create(const tfx_config *cfg, int max_batch, tfx_model **out, tfx_err *err);

@@ -15,6 +15,7 @@
 #include "common/log.h"
 #include "net/net.h"
 #include "nn/init.h"
+#include "nn/model.h"
 #include "nn/optim.h"
 #include "observe/http.h"
 #include "observe/notify.h"
@@ -245,12 +246,31 @@ static int restore_shards(ps_state *p, const char *path, tfx_err *err) {
   return rc;
 }
 
+/* Refuses an experiment whose messages need larger frames than this ps accepts: libzmq fixed its socket's bound
+ * at bind (a ps started without the experiment has the default or cluster.max_message_bytes from its
+ * environment), and a longer frame would only cut the sender's connection. An experiment without a model to
+ * measure (a test driver's plan of bare variables) is not checked: the master builds its model before any INIT. */
+static int check_message_bound(const tfx_config *cfg, tfx_err *err) {
+  size_t largest = 0, ids = 0, limit = tfx_wire_max_frame();
+  if (tfx_model_extent(cfg, &largest, &ids, NULL)) {
+    return TFX_OK;
+  }
+  size_t need = tfx_net_message_bound(cfg, largest, ids);
+  if (need <= limit) {
+    return TFX_OK;
+  }
+  return tfx_err_set(err, TFX_ECONFIG,
+                     "the experiment's messages need frames of up to %zu bytes; this ps accepts %zu (fixed when it "
+                     "opened its socket): start it with the experiment (--config) or TFX_CLUSTER_MAX_MESSAGE_BYTES=%zu",
+                     need, limit, need);
+}
+
 /* MSG_INIT: (re)builds every shard from the plan, fresh or from a checkpoint shard. */
 static int handle_init(ps_state *p, const tfx_envelope *e, tfx_err *err) {
   tfx_config cfg;
   tfx_config_init(&cfg);
   int rc = tfx_config_parse(&cfg, e->text ? e->text : "", "init experiment", err);
-  if (rc || (rc = tfx_config_validate_choices(&cfg, err))) {
+  if (rc || (rc = tfx_config_validate_choices(&cfg, err)) || (rc = check_message_bound(&cfg, err))) {
     return rc;
   }
   /* Build the new state aside: a bad plan or shard leaves the current one untouched. */

@@ -120,6 +120,23 @@ static int register_with_master(worker *w, tfx_err *err) {
   return tfx_err_set(err, TFX_EINTR, "stopped while registering");
 }
 
+/* The ps links accept the frames the experiment from the master implies, as every process of the run derives them
+ * (the sockets opened before it came keep the bound they were opened with). */
+static int bound_messages(const worker *w, tfx_err *err) {
+  size_t largest = 0, ids = 0, before = tfx_wire_max_frame();
+  int rc = tfx_model_extent(&w->cfg, &largest, &ids, err);
+  if (!rc) {
+    tfx_wire_set_max_frame(tfx_net_message_bound(&w->cfg, largest, ids));
+  }
+  if (!rc && tfx_wire_max_frame() != before) {
+    tfx_log(TFX_LOG_INFO, "NET-MAX-MESSAGE", "the ps links accept frames up to %zu bytes (from the experiment)",
+            tfx_wire_max_frame());
+  }
+  return rc;
+}
+
+static int batch_rows(void *ctx, tfx_model *m, tfx_err *err);
+
 static int setup(worker *w, tfx_err *err) {
   const tfx_envelope *p = w->plan.env;
   tfx_config_init(&w->cfg);
@@ -127,13 +144,15 @@ static int setup(worker *w, tfx_err *err) {
   int64_t epoch_steps = 0; /* the master sends max_steps already capped; the same budget again changes nothing */
   if ((rc = tfx_config_parse(&w->cfg, p->text ? p->text : "", "experiment from the master", err)) ||
       (rc = tfx_epochs_apply(&w->cfg, n_workers, &epoch_steps, err)) ||
-      (rc = tfx_model_create(&w->cfg, w->cfg.batch_size, &w->model, err))) {
+      (rc = tfx_model_create(&w->cfg, w->cfg.batch_size, &w->model, err)) || (rc = bound_messages(w, err))) {
     return rc;
   }
   rc = tfx_psclient_create(w->n->cluster, p->shards, p->n_shards, w->model, w->cfg.request_timeout_s * 1000, &w->ps,
                            err);
-  if (!rc) {
-    tfx_psclient_lend_rows(w->ps, w->model); /* lazy tables: each batch pulls the rows it touches */
+  if (!rc && tfx_psclient_has_lazy(w->ps)) {
+    /* Lazy tables: each batch pulls the rows it touches (psclient's row source, wrapped to wait for a lost ps). */
+    tfx_psclient_lend_rows(w->ps, w->model);
+    tfx_model_set_row_source(w->model, batch_rows, w);
   }
   if (!rc && w->cfg.mode != TFX_MODE_SYNC) { /* sync pushes stay whole: the ps averages them per step */
     rc = tfx_psclient_use_parts(w->ps, (size_t)w->cfg.push_part_bytes, err);
@@ -230,14 +249,18 @@ static int stopped_by_signal(int rc) {
 
 /* A ps that stopped answering (TFX_EPEER) or was rolled back to a checkpoint (TFX_ESTATE) is waited for here
  * rather than by exiting: pulls again until every ps answers, within cluster.register_timeout_s. The pull sets
- * the version the next push is computed from, so no gradient is applied to a step it was not made for. */
-static int resync(worker *w, const tfx_err *why, tfx_err *err) {
+ * the version the next push is computed from, so no gradient is applied to a step it was not made for. With
+ * `rows` (a batch's row pull was cut short) the batch's rows are pulled again too, from the ps that are back. */
+static int resync(worker *w, int rows, const tfx_err *why, tfx_err *err) {
   tfx_log(TFX_LOG_WARN, "WORKER-PS-WAIT", "%s; pulling until every ps answers", why->msg);
   int64_t deadline = tfx_now_ms() + (int64_t)w->cfg.register_timeout_s * 1000;
   while (!w->stop && !tfx_stop_requested()) {
     serve_control(w);
     tfx_err perr;
     int rc = tfx_psclient_pull(w->ps, 0, &w->version, &perr);
+    if (rc == TFX_OK && rows) {
+      rc = tfx_psclient_pull_rows(w->ps, &perr);
+    }
     if (rc == TFX_OK) {
       tfx_log(TFX_LOG_INFO, "WORKER-PS-BACK", "every ps answers: continuing from step %lld", (long long)w->version);
       return TFX_OK;
@@ -253,6 +276,24 @@ static int resync(worker *w, const tfx_err *why, tfx_err *err) {
     usleep(200000);
   }
   return TFX_OK;
+}
+
+/* The model's row source: the rows of the lazy tables a batch touches, from the ps that hold them. A ps that is
+ * gone or rolled back is waited for as on the dense path (resync, which then pulls the rows again), and the batch
+ * goes on from the version the ps are back at; a stop meanwhile ends the batch (TFX_EINTR). */
+static int batch_rows(void *ctx, tfx_model *m, tfx_err *err) {
+  worker *w = ctx;
+  tfx_err perr;
+  (void)m;
+  int rc = tfx_psclient_pull_rows(w->ps, &perr);
+  if (rc == TFX_EPEER || rc == TFX_ESTATE) {
+    rc = resync(w, 1, &perr, err);
+    if (!rc && (w->stop || tfx_stop_requested())) {
+      rc = tfx_err_set(err, TFX_EINTR, "stopped while waiting for the ps");
+    }
+    return rc;
+  }
+  return rc ? tfx_err_set(err, rc, "%s", perr.msg) : TFX_OK;
 }
 
 /* Reports to the master; a master that does not answer is being restarted: the report is skipped (logged) and
@@ -366,7 +407,7 @@ static int first_pull(worker *w, int *go, tfx_err *err) {
     return TFX_OK;
   }
   if (rc == TFX_EPEER || rc == TFX_ESTATE) {
-    rc = resync(w, &perr, err);
+    rc = resync(w, 0, &perr, err);
   } else if (rc) {
     tfx_err_set(err, rc, "%s", perr.msg);
   }
@@ -406,7 +447,7 @@ static int push_pull(worker *w, int64_t step, pushed *out, tfx_err *err) {
   }
   if (rc == TFX_EPEER || rc == TFX_ESTATE) {
     *out = PUSHED_AGAIN;
-    return resync(w, &perr, err);
+    return resync(w, 0, &perr, err);
   }
   if (rc) {
     return tfx_err_set(err, rc, "%s", perr.msg);
@@ -468,7 +509,10 @@ static int train_steps(worker *w, tfx_err *err) {
     tfx_timing_mark(&w->timing, TFX_TIMING_OTHER);
     compute(w, &st);
     tfx_timing_mark(&w->timing, TFX_TIMING_COMPUTE);
-    if ((rc = tfx_batcher_status(w->batcher, err)) || (rc = check_loss(w, &st, err))) {
+    if ((rc = tfx_batcher_status(w->batcher, err)) == TFX_EINTR && (w->stop || tfx_stop_requested())) {
+      break; /* stopped while a batch's rows were pulled or waited for */
+    }
+    if (rc || (rc = check_loss(w, &st, err))) {
       return rc;
     }
     int64_t step = w->version;

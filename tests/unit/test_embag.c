@@ -1,7 +1,8 @@
 /* The embedding bag over sparse examples: forward against a hand-computed reference for each combiner (weights
  * from the LibSVM values, empty bags), the row-sparse backward (ascending unique rows, duplicates summed) checked
  * by finite differences, ids outside the table refused by name, untouched rows left bit for bit by the lazy
- * update, and the CSR data path (LibSVM kept sparse, the batcher's sparse batches). */
+ * update, the CSR data path (LibSVM kept sparse, the batcher's sparse batches), and what a lazy table adds to the
+ * bound on a message's frames (tfx_model_extent). */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -200,4 +201,24 @@ Test(embag, libsvm_stays_sparse_and_batches_carry_their_rows) {
   cr_assert_eq(tfx_libsvm_load_sparse(path, 5, &d, &err), TFX_ESHAPE, "an index past dim is refused");
   cr_assert(strstr(err.msg, "line 3") && strstr(err.msg, "index 6 exceeds dim 5"), "msg: %s", err.msg);
   tmpdir_remove();
+}
+
+/* What bounds a message's frames (tfx_model_extent): a lazy table counts the rows an evaluation batch may touch
+ * (1000 examples at 1024 ids each) and no more than the table; a dense variable counts whole. */
+Test(embag, extent_counts_a_lazy_tables_batch_rows_and_dense_variables_whole) {
+  tfx_config cfg;
+  tfx_config_init(&cfg);
+  const char *json =
+      "{\"model\": {\"input_shape\": [1048576], \"layers\": [{\"type\": \"embedding_bag\", \"units\": 4},"
+      " {\"type\": \"dense\", \"units\": 300}]}, \"training\": {\"batch_size\": 32}}";
+  tfx_err err = {0};
+  cr_assert_eq(tfx_config_parse(&cfg, json, "test", &err), TFX_OK, "%s", err.msg);
+  size_t largest = 0, ids = 0;
+  cr_assert_eq(tfx_model_extent(&cfg, &largest, &ids, &err), TFX_OK, "%s", err.msg);
+  cr_assert_eq(ids, 1024000, "ids %zu: 1000 examples x 1024, below the table's 2^20", ids);
+  cr_assert_eq(largest, 1024000 * 4 * sizeof(float), "largest %zu: the table's rows, above the dense 4x300", largest);
+  cfg.input_shape[0] = 1000; /* a table smaller than a batch's rows counts whole */
+  cr_assert_eq(tfx_model_extent(&cfg, &largest, &ids, &err), TFX_OK, "%s", err.msg);
+  cr_assert_eq(ids, 1000);
+  cr_assert_eq(largest, 1000 * 4 * sizeof(float));
 }

@@ -12,6 +12,7 @@
 
 static void teardown(void) {
   tfx_wire_set_sender(TFX__ROLE__ROLE_NONE, 0);
+  tfx_wire_set_max_frame(0);
 }
 
 /* Socket tests close their sockets and call tfx_net_shutdown themselves: after a failed assertion sockets may
@@ -425,6 +426,37 @@ Test(wire, push_over_tcp_with_two_payloads_and_an_error_reply) {
   tfx_net_close(server);
   tfx_net_shutdown();
   cr_assert_eq(released, 1, "the zero-copy payload was released exactly once");
+}
+
+Test(wire, frames_over_the_bound_are_refused_by_the_sender_and_cut_by_the_receiver) {
+  static float big[32 << 10]; /* 128 KiB */
+  char endpoint[256];
+  tfx_wire_set_max_frame(64 << 10);
+  cr_assert_eq(tfx_wire_max_frame(), (size_t)64 << 10);
+  void *server = open_server(endpoint, sizeof endpoint); /* accepts 64 KiB frames, fixed at bind */
+  tfx_client *client = NULL;
+  tfx_err err = {0};
+  cr_assert_eq(tfx_client_create(endpoint, &client, &err), TFX_OK, "%s", err.msg);
+  sample s;
+  sample_init(&s, 0);
+  s.t[0].nbytes = sizeof big; /* the envelope is not checked on send; only the sizes matter here */
+  released = 0;
+  tfx_payload payloads[2] = {{big, sizeof big, 0, on_release, &released}, {s.bias, sizeof s.bias, 1, NULL, NULL}};
+  int rc = tfx_client_send(client, &s.env, payloads, 2, &err);
+  cr_assert_eq(rc, TFX_ECONFIG, "rc %d: %s", rc, err.msg);
+  cr_assert(strstr(err.msg, "131072 bytes") && strstr(err.msg, "cluster.max_message_bytes"), "msg: %s", err.msg);
+  cr_assert_eq(released, 1, "the refused zero-copy payload was released");
+  cr_assert_eq(wait_readable(server, 300), 0, "nothing went out");
+
+  /* A sender with a larger bound gets through its own check, and the server drops its connection at the header. */
+  tfx_wire_set_max_frame(1 << 20);
+  tfx_client_destroy(client);
+  cr_assert_eq(tfx_client_create(endpoint, &client, &err), TFX_OK, "%s", err.msg);
+  cr_assert_eq(tfx_client_send(client, &s.env, payloads, 2, &err), TFX_OK, "%s", err.msg);
+  cr_assert_eq(wait_readable(server, 500), 0, "the server took a 128 KiB frame over its 64 KiB bound");
+  tfx_client_destroy(client);
+  tfx_net_close(server);
+  tfx_net_shutdown();
 }
 
 Test(wire, reply_with_a_payload_and_stale_replies_are_dropped) {
