@@ -7,6 +7,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "common/fs.h"
+
 /* Header: u64 length and its u32 masked CRC; footer: the data's u32 masked CRC. */
 #define HEADER_BYTES 12
 #define FOOTER_BYTES 4
@@ -252,7 +254,7 @@ int tfx_tfrecord_writer_open(const char *path, tfx_tfrecord_writer **out, tfx_er
   if (!path || !out) {
     return tfx_err_set(err, TFX_EINVAL, "tfrecord writer: NULL path or out");
   }
-  FILE *f = fopen(path, "wb");
+  FILE *f = tfx_fopen_write(path, "wb"); /* never through a link planted where an event file goes */
   if (!f) {
     return tfx_err_sys(err, errno == ENOENT ? TFX_ENOTFOUND : TFX_ESYS, "create %s", path);
   }
