@@ -497,8 +497,10 @@ static int loop(trainer *t, int64_t max_steps, tfx_err *err) {
   }
   evaluate(t, &acc);
   validate(t, 1);
-  tfx_progress_done(&prog, t->step, acc, "eval data refused, see the log"); /* the only way to a NaN here */
-  int rc = save_now(t, err);
+  int rc = save_now(t, err); /* "done:" only once the final checkpoint is on disk (#30: it preceded ENOSPC) */
+  if (!rc) {
+    tfx_progress_done(&prog, t->step, acc, "eval data refused, see the log"); /* the only way to a NaN here */
+  }
   tfx_plugin_hook(t->plugin, TFX_HOOK_TRAIN_END, t->step, NAN, acc, t->run_dir);
   return rc;
 }

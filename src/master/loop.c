@@ -90,12 +90,15 @@ static int finish(master *m, int checkpointed, tfx_err *err) {
   if (!rc && !checkpointed) {
     rc = master__checkpoint(m, m->max_version, err);
   }
+  int saved = rc == TFX_OK;
   if (!has_evaluator(m)) { /* else the evaluator does */
     int ev = final_evaluate(m, rc ? NULL : err);
     rc = rc ? rc : ev;
   }
   master__validate(m, 1);
-  tfx_progress_done(&m->progress, m->global_step, m->last_acc, no_acc_reason(m));
+  if (saved) { /* a run whose final checkpoint failed is not "done": its error says why (#30: ENOSPC after it) */
+    tfx_progress_done(&m->progress, m->global_step, m->last_acc, no_acc_reason(m));
+  }
   tfx_plugin_hook(m->n->plugin, TFX_HOOK_TRAIN_END, m->global_step, m->last_loss, m->last_acc, m->n->run_dir);
   return rc;
 }
