@@ -62,37 +62,9 @@ curl -sf "$url/" | grep -q "<canvas" || fail "/ is not the page"
 wait "${PIDS[0]}" || fail "local run failed: $(tail -1 "$WORK/local.log")"
 ev=$(ls "$WORK"/runs/r1/events.out.tfevents.* | head -1)
 [ -n "$ev" ] || fail "no event file"
-python3 - "$ev" "$WORK/runs/r1/metrics.jsonl" <<'PY' || fail "event file does not match metrics.jsonl"
+PYTHONPATH=$(dirname "$0") python3 - "$ev" "$WORK/runs/r1/metrics.jsonl" <<'PY' || fail "event file does not match metrics.jsonl"
 import json, struct, sys
-def crc32c(b):  # CRC32C (Castagnoli); each TFRecord stores it masked, for the length and for the data
-    c = 0xFFFFFFFF
-    for x in b:
-        c ^= x
-        for _ in range(8): c = (c >> 1) ^ (0x82F63B78 & -(c & 1))
-    return c ^ 0xFFFFFFFF
-def masked(b): c = crc32c(b); return (((c >> 15) | (c << 17)) + 0xA282EAD8) & 0xFFFFFFFF
-assert crc32c(b"123456789") == 0xE3069283
-def record(data, i):  # the payload at offset i and the next offset, both masked CRCs checked
-    (n,) = struct.unpack("<Q", data[i:i + 8])
-    assert struct.unpack("<I", data[i + 8:i + 12])[0] == masked(data[i:i + 8]), "length crc at offset %d" % i
-    payload = data[i + 12:i + 12 + n]
-    assert len(payload) == n and struct.unpack("<I", data[i + 12 + n:i + 16 + n])[0] == masked(payload), "data crc at offset %d" % i
-    return payload, i + 16 + n
-def varint(b, i):
-    v = s = 0
-    while True:
-        c = b[i]; i += 1; v |= (c & 0x7f) << s; s += 7
-        if c < 0x80: return v, i
-def fields(b):
-    i = 0
-    while i < len(b):
-        key, i = varint(b, i); f, t = key >> 3, key & 7
-        if t == 0: v, i = varint(b, i)
-        elif t == 1: v = b[i:i + 8]; i += 8
-        elif t == 5: v = b[i:i + 4]; i += 4
-        elif t == 2: n, i = varint(b, i); v = b[i:i + n]; i += n
-        else: raise ValueError(t)
-        yield f, v
+from tfevents import record, fields
 data = open(sys.argv[1], "rb").read(); i = 0; events = []
 while i < len(data):
     payload, i = record(data, i)
@@ -123,37 +95,9 @@ PY
 # learning rate 0 has train/learning_rate = 0.0 in every train event, as metrics.jsonl has it.
 "$TFX_NODE" train --config "$EXAMPLE" --run-dir "$WORK/runs/lr0" --max-steps 200 --set training.report_every=100 \
   --set optimizer.learning_rate=0 --set eval.every_steps=0 >"$WORK/lr0.log" 2>&1 || fail "lr0 run: $(tail -1 "$WORK/lr0.log")"
-python3 - "$(ls "$WORK"/runs/lr0/events.out.tfevents.* | head -1)" <<'PY' || fail "a zero scalar is missing from the event file"
+PYTHONPATH=$(dirname "$0") python3 - "$(ls "$WORK"/runs/lr0/events.out.tfevents.* | head -1)" <<'PY' || fail "a zero scalar is missing from the event file"
 import struct, sys
-def crc32c(b):  # CRC32C (Castagnoli); each TFRecord stores it masked, for the length and for the data
-    c = 0xFFFFFFFF
-    for x in b:
-        c ^= x
-        for _ in range(8): c = (c >> 1) ^ (0x82F63B78 & -(c & 1))
-    return c ^ 0xFFFFFFFF
-def masked(b): c = crc32c(b); return (((c >> 15) | (c << 17)) + 0xA282EAD8) & 0xFFFFFFFF
-assert crc32c(b"123456789") == 0xE3069283
-def record(data, i):  # the payload at offset i and the next offset, both masked CRCs checked
-    (n,) = struct.unpack("<Q", data[i:i + 8])
-    assert struct.unpack("<I", data[i + 8:i + 12])[0] == masked(data[i:i + 8]), "length crc at offset %d" % i
-    payload = data[i + 12:i + 12 + n]
-    assert len(payload) == n and struct.unpack("<I", data[i + 12 + n:i + 16 + n])[0] == masked(payload), "data crc at offset %d" % i
-    return payload, i + 16 + n
-def varint(b, i):
-    v = s = 0
-    while True:
-        c = b[i]; i += 1; v |= (c & 0x7f) << s; s += 7
-        if c < 0x80: return v, i
-def fields(b):
-    i = 0
-    while i < len(b):
-        key, i = varint(b, i); f, t = key >> 3, key & 7
-        if t == 0: v, i = varint(b, i)
-        elif t == 1: v = b[i:i + 8]; i += 8
-        elif t == 5: v = b[i:i + 4]; i += 4
-        elif t == 2: n, i = varint(b, i); v = b[i:i + n]; i += n
-        else: raise ValueError(t)
-        yield f, v
+from tfevents import record, fields
 data = open(sys.argv[1], "rb").read(); i = 0; lrs = []
 while i < len(data):
     payload, i = record(data, i)
