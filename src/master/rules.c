@@ -8,6 +8,11 @@ int64_t master__next_multiple(int64_t step, int64_t every) {
   return every ? (step / every + 1) * every : INT64_MAX;
 }
 
+int64_t master__first_eval(int64_t start_step, int64_t last_eval, int64_t every) {
+  int64_t from = last_eval >= 0 && last_eval < start_step ? last_eval : start_step;
+  return master__next_multiple(from, every);
+}
+
 int64_t master__advance(int64_t next, int64_t every, int64_t step, int64_t written) {
   while (next <= step || next <= written) {
     next += every;

@@ -13,6 +13,10 @@
 
 /* The first multiple of every after step (INT64_MAX when every is 0: never). */
 int64_t master__next_multiple(int64_t step, int64_t every);
+/* The first evaluation point of a chief starting at start_step whose run last evaluated at last_eval (-1: never):
+ * a point the run passed while no chief was there to evaluate (after the last evaluation, at or before the start)
+ * is due at once; else the first multiple of every after the start. */
+int64_t master__first_eval(int64_t start_step, int64_t last_eval, int64_t every);
 /* next advanced by every until it is past both step and written (unchanged when already past). */
 int64_t master__advance(int64_t next, int64_t every, int64_t step, int64_t written);
 /* How many steps before a periodic checkpoint's step the master asks for it. Sync: a quarter of the interval

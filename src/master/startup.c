@@ -10,6 +10,7 @@
 #include "common/log.h"
 #include "master/master_impl.h"
 #include "master/rules.h"
+#include "observe/metrics.h"
 #include "observe/notify.h"
 #include "store/ckpt.h"
 #include "store/warmstart.h"
@@ -217,7 +218,9 @@ static void set_start(master *m, int64_t start_step) {
     m->config_json = tfx_config_to_json(&m->cfg);
   }
   m->last_ckpt_ms = tfx_now_ms();
-  m->next_eval = master__next_multiple(m->start_step, m->cfg.eval_every_steps);
+  /* An evaluation point passed while no chief was there (the run resumed or adopted beyond it) is not skipped. */
+  m->next_eval =
+      master__first_eval(m->start_step, tfx_metrics_last_step(m->n->run_dir, "eval"), m->cfg.eval_every_steps);
   m->next_ckpt = master__next_multiple(m->start_step, m->cfg.ckpt_every_steps);
   for (int i = 0; i < m->cfg.n_valsets; i++) {
     int first = m->cfg.valsets[i].first && m->start_step == 0;

@@ -35,6 +35,26 @@ void tfx_metrics_close(tfx_metrics *m) {
   free(m);
 }
 
+int64_t tfx_metrics_last_step(const char *run_dir, const char *kind) {
+  char path[1100], want[64], *line = NULL;
+  snprintf(path, sizeof path, "%s/metrics.jsonl", run_dir);
+  snprintf(want, sizeof want, "{\"kind\": \"%s\", \"step\": %%lld", kind);
+  FILE *f = fopen(path, "r");
+  size_t cap = 0;
+  int64_t last = -1;
+  while (f && getline(&line, &cap, f) > 0) {
+    long long step;
+    if (sscanf(line, want, &step) == 1 && step > last) {
+      last = step;
+    }
+  }
+  free(line);
+  if (f) {
+    fclose(f);
+  }
+  return last;
+}
+
 void tfx_metrics_write(tfx_metrics *m, const char *kind, int64_t step, const char *const *names, const double *values,
                        int n) {
   struct timeval tv;

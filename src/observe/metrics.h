@@ -14,6 +14,9 @@ typedef struct tfx_metrics tfx_metrics;
 int tfx_metrics_open(const char *run_dir, tfx_metrics **out, tfx_err *err);
 /* Closes the file; NULL does nothing. */
 void tfx_metrics_close(tfx_metrics *m);
+/* The largest step among the records of `kind` ("eval") in run_dir/metrics.jsonl, or -1 when it has none (or the
+ * file is missing): where a restarted chief's evaluations left off. */
+int64_t tfx_metrics_last_step(const char *run_dir, const char *kind);
 /* Appends {"kind": kind, "step": step, "time": t, names[i]: values[i]...} and flushes. */
 void tfx_metrics_write(tfx_metrics *m, const char *kind, int64_t step, const char *const *names, const double *values,
                        int n);

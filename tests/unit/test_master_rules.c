@@ -164,3 +164,15 @@ Test(master_rules, a_starting_master_adopts_ps_that_agree_on_a_step) {
   cr_assert_eq(master__adopt_step(2, serving, shards, want, version, -1), -1); /* another plan */
   cr_assert_eq(master__adopt_step(0, serving, shards, want, version, -1), -1);
 }
+
+/* A chief that starts past an evaluation point its run never evaluated (it was down, and the ps went on or were
+ * adopted beyond it) evaluates at once; otherwise at the first multiple after the start (#30: evals at 1048, 2064,
+ * then 4015 after a chief restart adopted the ps at 3217: 3000 was lost). */
+Test(master_rules, first_eval_catches_up_a_point_passed_while_down) {
+  cr_assert_eq(master__first_eval(3217, 2064, 1000), 3000);  /* 3000 passed unevaluated: due at once */
+  cr_assert_eq(master__first_eval(3217, 3038, 1000), 4000);  /* 3000 evaluated (late): next is 4000 */
+  cr_assert_eq(master__first_eval(2000, 3038, 1000), 3000);  /* rolled back behind the last eval: 3000 again */
+  cr_assert_eq(master__first_eval(0, -1, 500), 500);         /* a fresh run */
+  cr_assert_eq(master__first_eval(2500, -1, 1000), 3000);    /* no evaluation recorded */
+  cr_assert_eq(master__first_eval(2500, 100, 0), INT64_MAX); /* eval.every_steps 0: only at the end */
+}
