@@ -150,3 +150,22 @@ all_zero() { [ -s "$1" ] && ! grep -qvE '^-?0(\.0*)?$' "$1"; }
 # ge A B: exit 0 if A >= B (floats).
 ge() { python3 -c "import sys; sys.exit(0 if '$1' != 'none' and float('$1') >= float('$2') else 1)"; }
 le() { python3 -c "import sys; sys.exit(0 if '$1' != 'none' and float('$1') <= float('$2') else 1)"; }
+
+# start_ps_cluster EXPERIMENT: starts `tfx-node local` on it in $WORK/run (RUN; the supervisor's pid LP) and waits
+# for step 100; PS_PID and PS_ADDR are then ps 0's pid and address, and `step` prints the run's last train step.
+step() { metric "$RUN/metrics.jsonl" train step 2>/dev/null || echo none; }
+start_ps_cluster() {
+  RUN=$WORK/run
+  "$TFX_NODE" local --config "$1" --run-dir "$RUN" >"$WORK/local.log" 2>&1 &
+  LP=$!
+  PIDS+=($LP)
+  for _ in $(seq 1 300); do
+    s=$(step); [ "$s" != none ] && [ "$s" -ge 100 ] && break
+    kill -0 "$LP" 2>/dev/null || fail "the cluster exited before training"
+    sleep 0.2
+  done
+  local addr
+  addr=$(sed -n 's/.*LOCAL-SPAWN ps 0: pid \([0-9]*\) at \(.*\)$/\1 \2/p' "$WORK/local.log" | head -1)
+  PS_PID=${addr%% *} PS_ADDR=${addr#* }
+  [ -n "$PS_PID" ] && kill -0 "$PS_PID" || fail "no ps 0 in the cluster: $(tail -3 "$WORK/local.log")"
+}

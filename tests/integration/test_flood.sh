@@ -13,19 +13,7 @@ FLOOD_S=${TFX_FLOOD_SECONDS:-20}
 export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}quarantine_size_mb=16
 experiment "$WORK/exp.json" training.max_steps=100000 eval.every_steps=0 checkpoint.every_steps=0 \
   training.report_every=50 cluster.request_timeout_s=10 cluster.local_transport=tcp
-RUN=$WORK/run
-"$TFX_NODE" local --config "$WORK/exp.json" --run-dir "$RUN" >"$WORK/local.log" 2>&1 &
-LP=$!
-PIDS+=($LP)
-step() { metric "$RUN/metrics.jsonl" train step 2>/dev/null || echo none; }
-for _ in $(seq 1 300); do
-  s=$(step); [ "$s" != none ] && [ "$s" -ge 100 ] && break
-  kill -0 "$LP" 2>/dev/null || fail "the cluster exited before training"
-  sleep 0.2
-done
-addr=$(sed -n 's/.*LOCAL-SPAWN ps 0: pid \([0-9]*\) at \(.*\)$/\1 \2/p' "$WORK/local.log" | head -1)
-PS_PID=${addr%% *} PS_ADDR=${addr#* }
-[ -n "$PS_PID" ] && kill -0 "$PS_PID" || fail "no ps 0 in the cluster: $(tail -3 "$WORK/local.log")"
+start_ps_cluster "$WORK/exp.json"
 # The flooders and the probe are authenticated clients of the secured cluster (its keys from RUN/keys): the
 # flood is about fairness and bounded memory, not about strangers (test_security covers those).
 export TFX_SECURITY_SERVER_KEY=$RUN/keys/server.key TFX_SECURITY_CLIENT_KEY=$RUN/keys/client.key

@@ -10,19 +10,7 @@
 export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}quarantine_size_mb=16
 experiment "$WORK/exp.json" training.max_steps=100000 eval.every_steps=0 checkpoint.every_steps=0 \
   training.report_every=50 cluster.local_transport=tcp
-RUN=$WORK/run
-"$TFX_NODE" local --config "$WORK/exp.json" --run-dir "$RUN" >"$WORK/local.log" 2>&1 &
-LP=$!
-PIDS+=($LP)
-step() { metric "$RUN/metrics.jsonl" train step 2>/dev/null || echo none; }
-for _ in $(seq 1 300); do
-  s=$(step); [ "$s" != none ] && [ "$s" -ge 100 ] && break
-  kill -0 "$LP" 2>/dev/null || fail "the cluster exited before training"
-  sleep 0.2
-done
-addr=$(sed -n 's/.*LOCAL-SPAWN ps 0: pid \([0-9]*\) at \(.*\)$/\1 \2/p' "$WORK/local.log" | head -1)
-PS_PID=${addr%% *} PS_ADDR=${addr#* }
-[ -n "$PS_PID" ] && kill -0 "$PS_PID" || fail "no ps 0 in the cluster: $(tail -3 "$WORK/local.log")"
+start_ps_cluster "$WORK/exp.json"
 grep -q "NET-CURVE" "$RUN/logs/ps-0.log" || fail "ps 0 is not CURVE-secured: $(head -3 "$RUN/logs/ps-0.log")"
 rss() { awk '/^VmRSS/ {print int($2 / 1024)}' "/proc/$PS_PID/status"; }
 rss0=$(rss) step0=$(step)
