@@ -187,6 +187,7 @@ typedef struct tfx_config {
   int http_port; /* the master's HTTP port for /metrics, /status and / (0: off) */
   /* cluster timing */
   int register_timeout_s, request_timeout_s;
+  int ps_replicas; /* cluster.replicas: 1 = each ps instance has a backup on the next ps */
   tfx_transport local_transport; /* tfx-node local: Unix sockets (default) or TCP */
   int64_t max_message_bytes;     /* the largest frame a socket accepts (ZMQ_MAXMSGSIZE); 0: from the model */
   /* security: CURVE key files (see curve.h); none named means plaintext */

@@ -121,6 +121,8 @@ const config__option config__options[] = {
      "the master serves /metrics, /status and / here (0: off)"},
     {"cluster.register_timeout_s", OPT_INT, O(register_timeout_s), 1, 86400, "60", "wait for peers"},
     {"cluster.request_timeout_s", OPT_INT, O(request_timeout_s), 1, 86400, "60", "deadline of one request"},
+    {"cluster.replicas", OPT_INT, O(ps_replicas), 0, 1, "0",
+     "1: every ps shard has a backup on the next ps (ring), promoted when its primary dies (no rollback)"},
     {"cluster.local_transport", OPT_ENUM, O(local_transport), 0, 0, "ipc",
      "tfx-node local: ipc (Unix sockets in a private 0700 directory, no keys needed) | tcp (loopback, CURVE)",
      transports},

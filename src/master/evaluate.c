@@ -22,6 +22,12 @@ static int pull_model(master *m, int64_t *version, tfx_psclient **pc, tfx_err *e
   *pc = NULL;
   int rc = tfx_psclient_create(m->n->cluster, m->plan.ptrs, (size_t)m->plan.n, m->model,
                                m->cfg.request_timeout_s * 1000, pc, err);
+  if (!rc) {
+    tfx_psclient_set_replicas(*pc, master__replicated(m));
+  }
+  for (int p = 0; !rc && p < m->n_ps; p++) {
+    rc = tfx_psclient_route(*pc, p, m->ps[p].at, err); /* instances served by a promoted backup */
+  }
   if (!rc && !(rc = tfx_psclient_pull(*pc, 0, version, err))) {
     tfx_psclient_lend_rows(*pc, m->model);
   }

@@ -217,5 +217,6 @@ void master__stop_all(master *m) {
   }
   for (int p = 0; m->ps && p < m->n_ps; p++) {
     stop_peer(m->ps[p].client);
+    stop_peer(m->ps[p].home); /* a ps whose shards its backup took over: restarted empty, or gone */
   }
 }

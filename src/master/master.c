@@ -103,12 +103,15 @@ static int setup_sockets(master *m, char *ep, size_t n, tfx_err *err) {
   if (rc) {
     return rc;
   }
+  m->epoch = 1;
+  m->lost_ps = -1;
   m->ps = calloc((size_t)m->n_ps, sizeof *m->ps);
   m->workers = calloc((size_t)m->n_workers, sizeof *m->workers);
   if (!m->ps || !m->workers) {
     return tfx_err_set(err, TFX_ENOMEM, "out of memory");
   }
   for (int p = 0; !rc && p < m->n_ps; p++) {
+    m->ps[p].at = p;
     rc = open_client(m, TFX_ROLE_PS, p, &m->ps[p].client, err);
   }
   for (int w = 0; !rc && w < m->n_workers; w++) {
@@ -140,6 +143,7 @@ static int setup(master *m, tfx_err *err) {
 static void cleanup(master *m) {
   for (int p = 0; m->ps && p < m->n_ps; p++) {
     tfx_client_destroy(m->ps[p].client);
+    tfx_client_destroy(m->ps[p].home);
   }
   for (int w = 0; m->workers && w < m->n_workers; w++) {
     tfx_client_destroy(m->workers[w].client);

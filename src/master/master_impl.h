@@ -52,7 +52,10 @@ typedef struct peer_id {
 
 /* One parameter server, as the master knows it. up, version and stats are written under obs.lock. */
 typedef struct ps_peer {
-  tfx_client *client; /* DEALER to the ps */
+  tfx_client *client; /* DEALER to the ps serving this plan instance (its own, or the backup promoted) */
+  tfx_client *home;   /* after a failover: the DEALER to the instance's own ps (for STOP), else NULL */
+  int at;             /* the ps serving the instance: its own index, or the next on the ring once promoted */
+  unsigned seen;      /* replicas: the client's disconnections as of the last look (a change: the ps died) */
   int up;             /* answered a STATUS while the master waited for the cluster */
   int64_t version;    /* its step at the last version poll */
   ps_stats stats;     /* kept for the first OBS_MAX_PS ps only */
@@ -97,6 +100,9 @@ typedef struct master {
   int eval_missed;   /* the final step could not be evaluated (last_acc is NaN) */
   int over;          /* the newest checkpoint is at max_steps: the run only evaluates and finishes */
   int abort_code, hook_stop, ps_lost;
+  int lost_ps;        /* the instance whose call failed or came back empty in the last ps call, or -1 */
+  uint64_t epoch;     /* the plan epoch: 1 at the start, + 1 per promotion (cluster.replicas 1) */
+  int64_t failovers;  /* promotions of a backup (tfx_failovers_total); under obs.lock */
   observed obs;
   char abort_msg[256];
 } master;
@@ -137,6 +143,21 @@ void master__serve_pending(master *m);
 int master__wait_cluster(master *m, tfx_err *err);
 /* Sends each ps its part of the plan, fresh or restored from the newest complete checkpoint. */
 int master__init_ps(master *m, tfx_err *err);
+
+/* failover.c: replicated shards (cluster.replicas 1): routing, backups' INIT, promotion. */
+
+/* Whether the ps instances have backups: cluster.replicas 1 and at least 2 ps. */
+int master__replicated(const master *m);
+/* Addresses req to plan instance p (Envelope.target, the plan epoch) when replicated; else leaves it alone. */
+void master__route(const master *m, int p, tfx_envelope *req);
+/* After instance p's INIT (init, borrowed): the backup on the next ps gets the same INIT, or, for an instance
+ * already served by its promoted backup, the promotion is repeated (a re-INIT demotes it). */
+int master__init_backup(master *m, int p, tfx_envelope *init, tfx_err *err);
+/* Promotes the backup of instance p (lost: why) to its primary at a new plan epoch and routes p's calls there.
+ * TFX_ESTATE when it has no live backup (already promoted, or the next ps is lost too). */
+int master__promote(master *m, int p, const char *why, tfx_err *err);
+/* Shards whose instance has no backup now (lost or promoted; tfx_shards_unreplicated). */
+int master__unreplicated_shards(const master *m);
 
 /* pscalls.c: requests to every ps. */
 

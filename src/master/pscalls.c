@@ -18,7 +18,11 @@ static int await_ps(master *m, int p, tfx_inmsg *r, int timeout_ms, tfx_err *err
     if (left <= 0) {
       return tfx_err_set(err, TFX_EPEER, "%s: no reply within %d ms", tfx_client_endpoint(c), timeout_ms);
     }
-    if (zmq_poll(items, m->sock ? 2 : 1, (long)left) < 0) {
+    if (master__replicated(m) && tfx_client_lost(c)) { /* the ps died with the request: its backup takes over */
+      return tfx_err_set(err, TFX_EPEER, "%s: the connection was lost before the reply", tfx_client_endpoint(c));
+    }
+    long slice = master__replicated(m) && left > 20 ? 20 : (long)left;
+    if (zmq_poll(items, m->sock ? 2 : 1, slice) < 0) {
       continue; /* a signal: the master still wants this reply (a stop checkpoints after it), within the deadline */
     }
     if (m->sock && (items[1].revents & ZMQ_POLLIN)) {
@@ -32,13 +36,22 @@ static int await_ps(master *m, int p, tfx_inmsg *r, int timeout_ms, tfx_err *err
 
 int master__call_ps(master *m, tfx_envelope *req, int timeout_ms, master__on_reply *on_reply, void *ctx, tfx_err *err) {
   int rc = TFX_OK;
+  m->lost_ps = -1;
   for (int p = 0; p < m->n_ps && !rc; p++) {
+    master__route(m, p, req);
+    if (master__replicated(m) && tfx_client_disconnects(m->ps[p].client) != m->ps[p].seen) {
+      m->lost_ps = p; /* its connection dropped since it last answered: it died, maybe with a request */
+      m->ps[p].seen = tfx_client_disconnects(m->ps[p].client);
+      return tfx_err_set(err, TFX_EPEER, "%s: the connection was lost", tfx_client_endpoint(m->ps[p].client));
+    }
     rc = tfx_client_send(m->ps[p].client, req, NULL, 0, err);
+    m->lost_ps = rc ? p : -1;
   }
   for (int p = 0; p < m->n_ps && !rc; p++) {
     tfx_inmsg r;
     memset(&r, 0, sizeof r);
     rc = await_ps(m, p, &r, timeout_ms, err);
+    m->lost_ps = rc == TFX_EPEER ? p : m->lost_ps;
     if (!rc && on_reply) {
       on_reply(ctx, p, r.env);
     }
@@ -56,6 +69,7 @@ static void note_version(void *ctx, int p, const tfx_envelope *e) {
   master__observe_ps(m, p, e);
   if (m->running && e->text && !strcmp(e->text, "waiting-for-plan")) {
     m->ps_lost = 1;
+    m->lost_ps = p;
   }
 }
 
@@ -64,13 +78,21 @@ int master__poll_versions(master *m, tfx_err *err) {
   tfx_wire_request(&env, TFX__MSG_TYPE__MSG_STATUS);
   m->ps_lost = 0;
   int rc = master__call_ps(m, &env, m->cfg.request_timeout_s * 1000, note_version, m, err);
+  int lost = m->lost_ps;
+  tfx_err perr;
+  if ((rc == TFX_EPEER || (!rc && m->ps_lost)) && lost >= 0 && master__replicated(m) &&
+      master__promote(m, lost, rc ? err->msg : "it came back empty", &perr) == TFX_OK) {
+    return master__poll_versions(m, err);
+  }
   if (rc) {
     return rc;
   }
   if (m->ps_lost) {
     /* A ps came back empty (restarted): every ps rolls back to the newest complete checkpoint, so that the
-     * cluster is at one consistent step; workers that were ahead fail their next push and re-register. */
-    tfx_log(TFX_LOG_WARN, "MASTER-PS-LOST", "a ps lost its state: rolling every ps back to the newest checkpoint");
+     * cluster is at one consistent step; workers that were ahead fail their next push and re-register. With
+     * replicas, only when the ps and its backup are both lost. */
+    tfx_log(TFX_LOG_WARN, "MASTER-PS-LOST", "a ps lost its state%s: rolling every ps back to the newest checkpoint",
+            master__replicated(m) ? " and so did its backup" : "");
     if ((rc = master__init_ps(m, err))) {
       return rc;
     }

@@ -118,8 +118,12 @@ static int init_one(master *m, int p, const char *restore_dir, tfx_err *err) {
   env.n_shards = n;
   env.path = path;
   env.flag = m->n_workers;
+  master__route(m, p, &env);
   int rc = tfx_client_call(m->ps[p].client, &env, NULL, 0, &r, m->cfg.request_timeout_s * 1000, err);
   tfx_inmsg_fini(&r);
+  if (!rc) {
+    rc = master__init_backup(m, p, &env, err);
+  }
   free(mine);
   return rc;
 }

@@ -191,6 +191,14 @@ void *tfx_client_socket(const tfx_client *c) {
   return c->sock;
 }
 
+int tfx_client_lost(const tfx_client *c) {
+  return tfx_linkwatch_disconnects(c->sock) != c->lost_at_send;
+}
+
+unsigned tfx_client_disconnects(const tfx_client *c) {
+  return tfx_linkwatch_disconnects(c->sock);
+}
+
 int tfx_client_send(tfx_client *c, tfx_envelope *env, const tfx_payload *payloads, int n, tfx_err *err) {
   env->request_id = c->next_id++;
   c->pending_id = env->request_id;

@@ -54,6 +54,11 @@ int tfx_client_call(tfx_client *c, tfx_envelope *env, const tfx_payload *payload
 const char *tfx_client_endpoint(const tfx_client *c);
 /* The raw DEALER socket, for zmq_poll (borrowed). */
 void *tfx_client_socket(const tfx_client *c);
+/* Whether the client's socket lost a connection (linkwatch) since its last request went out: the peer may have
+ * died with the request. */
+int tfx_client_lost(const tfx_client *c);
+/* How many disconnections the client's socket has had so far (linkwatch; 0 when unwatched). */
+unsigned tfx_client_disconnects(const tfx_client *c);
 /* Drops the socket and reconnects (after a timeout, so a late reply cannot be taken for the next one). */
 int tfx_client_reset(tfx_client *c, tfx_err *err);
 

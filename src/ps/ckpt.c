@@ -71,7 +71,7 @@ static void answer_checkpoint(ps_state *p, const char *path, const ckpt_sums *su
 
 static void write_checkpoint(ps_state *p) {
   char path[1200];
-  tfx_ckpt_part_path(path, sizeof path, p->ckpt_dir, p->node->index, TFX_CKPT_SHARD);
+  tfx_ckpt_part_path(path, sizeof path, p->ckpt_dir, p->index, TFX_CKPT_SHARD);
   ckpt_sums sums = {0};
   tfx_err err;
   tfx_err_clear(&err);

@@ -166,7 +166,7 @@ int ps__lazy_save(ps_state *p, const char *dir, int64_t step, uint32_t *crc, uin
     return TFX_OK;
   }
   char path[1300];
-  tfx_ckpt_part_path(path, sizeof path, dir, p->node->index, TFX_CKPT_ROWS);
+  tfx_ckpt_part_path(path, sizeof path, dir, p->index, TFX_CKPT_ROWS);
   tfx_rowfile *w;
   int rc = tfx_rowfile_create(path, step, n, &w, err);
   save_job job = {rc ? NULL : w, err};

@@ -300,9 +300,12 @@ static int handle_init(ps_state *p, const tfx_envelope *e, tfx_err *err) {
   p->shards = next.shards;
   p->n_shards = next.n_shards;
   p->version = next.version;
+  p->epoch = e->epoch;
+  p->promoted = 0;
   ps__sync_reset(p, (int)e->flag);
   p->initialized = 1;
-  tfx_log(TFX_LOG_INFO, "PS-INIT", "%d shard(s), %zu bytes, mode %s, step %lld%s%s", p->n_shards, ps__bytes(p),
+  tfx_log(TFX_LOG_INFO, "PS-INIT", "%s%d: %d shard(s), %zu bytes, mode %s, step %lld%s%s",
+          p->backup_of ? "backup of ps instance " : "ps instance ", p->index, p->n_shards, ps__bytes(p),
           tfx_config_choice_name("training.mode", cfg.mode), (long long)p->version,
           e->path && *e->path ? " restored from " : "", e->path ? e->path : "");
   return TFX_OK;
@@ -350,6 +353,7 @@ static void snapshot(const ps_state *p, ps_shown *s) {
   s->shards = p->n_shards;
   s->bytes = (double)ps__bytes(p);
   s->version = (double)p->version;
+  s->unreplicated = p->unreplicated;
   s->busy_us_per_message = p->stats.handled ? p->stats.busy_us / (double)p->stats.handled : 0;
   s->busy_seconds = p->stats.busy_us / 1e6;
 }
@@ -370,37 +374,85 @@ static int handle_status(ps_state *p, const tfx_inmsg *m, tfx_err *err) {
   }
   tfx_envelope env;
   tfx_reply_init(&env, m);
-  env.text = (char *)(p->initialized ? "serving" : "waiting-for-plan");
+  env.text = (char *)(!p->initialized                  ? "waiting-for-plan"
+                      : p->backup_of && !p->promoted ? "backup"
+                                                     : "serving");
+  env.epoch = p->epoch;
   env.step = p->version;
   env.stats = kvp;
   env.n_stats = n;
   return tfx_wire_send(p->sock, &m->identity, &env, NULL, 0, err);
 }
 
-static int handle(ps_state *p, tfx_inmsg *m, tfx_err *err) {
-  const tfx_envelope *e = m->env;
-  int rc;
-  switch (e->type) {
-    case TFX__MSG_TYPE__MSG_STATUS:
-      return handle_status(p, m, err);
-    case TFX__MSG_TYPE__MSG_INIT:
-      if ((rc = handle_init(p, e, err))) {
-        return rc;
-      }
-      return reply_simple(p, m, p->version, 0, NULL, err);
-    case TFX__MSG_TYPE__MSG_STOP:
-      p->stopping = 1;
-      return reply_simple(p, m, p->version, 0, NULL, err);
-    default:
-      break;
+/* A mirror state for instance `index`, sharing own's socket and node; caller owns; free with mirror_destroy. */
+static ps_state *mirror_create(ps_state *own, int index) {
+  ps_state *m = calloc(1, sizeof *m);
+  if (m) {
+    m->node = own->node;
+    m->sock = own->sock;
+    m->index = index;
+    m->backup_of = 1;
+    m->start_ms = own->start_ms;
+    tfx_config_init(&m->cfg);
   }
+  return m;
+}
+
+/* Frees a mirror state and everything it holds; NULL does nothing. */
+static void mirror_destroy(ps_state *m) {
+  if (!m) {
+    return;
+  }
+  ps__drop_pending(m);
+  ps__ckpt_drop(m);
+  ps__push_free_scratch(m);
+  ps__helper_destroy(m->helper);
+  free_shards(m);
+  free(m);
+}
+
+/* The state a request is for: the own one or the mirror; an INIT of another instance makes the mirror anew. */
+static int instance_of(ps_state *own, const tfx_envelope *e, ps_state **out, tfx_err *err) {
+  int rc = ps__route(own, e, out, err);
+  if (rc || *out) {
+    return rc;
+  }
+  ps_state *m = mirror_create(own, e->target - 1);
+  if (!m) {
+    return tfx_err_set(err, TFX_ENOMEM, "out of memory for the mirror of ps instance %d", e->target - 1);
+  }
+  mirror_destroy(own->mirror);
+  own->mirror = m;
+  *out = m;
+  return TFX_OK;
+}
+
+/* An INIT of the own instance (re)opens the link to its backup (cluster.replicas 1). */
+static int init_and_reply(ps_state *own, ps_state *p, const tfx_inmsg *m, tfx_err *err) {
+  int rc = handle_init(p, m->env, err);
+  if (!rc && p == own) {
+    rc = ps__backup_open(own, err);
+  }
+  return rc ? rc : reply_simple(p, m, p->version, 0, NULL, err);
+}
+
+static void forward(ps_state *own, ps_state *p, const tfx_inmsg *m);
+
+/* Serves requests for an initialized state; a push goes to the backup first (replicas). */
+static int handle_data(ps_state *own, ps_state *p, tfx_inmsg *m, tfx_err *err) {
+  const tfx_envelope *e = m->env;
   if (!p->initialized) {
     return tfx_err_set(err, TFX_ESTATE, "no plan yet: the master has not initialized this ps");
+  }
+  int rc = ps__gate(p, e, err);
+  if (rc) {
+    return rc;
   }
   switch (e->type) {
     case TFX__MSG_TYPE__MSG_PULL:
       return ps__pull(p, m, err);
     case TFX__MSG_TYPE__MSG_PUSH:
+      forward(own, p, m);
       return ps__push(p, m, err);
     case TFX__MSG_TYPE__MSG_CHECKPOINT:
       return ps__checkpoint_request(p, m, err);
@@ -409,35 +461,132 @@ static int handle(ps_state *p, tfx_inmsg *m, tfx_err *err) {
   }
 }
 
-static void serve_one(ps_state *p) {
-  double t0 = tfx_now_us();
-  tfx_inmsg m;
-  tfx_err err;
-  tfx_err_clear(&err);
-  int rc = tfx_wire_recv(p->sock, 1, &m, &err);
+static int handle(ps_state *own, tfx_inmsg *m, tfx_err *err) {
+  const tfx_envelope *e = m->env;
+  if (e->type == TFX__MSG_TYPE__MSG_STOP) {
+    own->stopping = 1;
+    return reply_simple(own, m, own->version, 0, NULL, err);
+  }
+  ps_state *p = NULL;
+  int rc = instance_of(own, e, &p, err);
+  if (rc) {
+    return rc;
+  }
+  switch (e->type) {
+    case TFX__MSG_TYPE__MSG_STATUS:
+      return handle_status(p, m, err);
+    case TFX__MSG_TYPE__MSG_INIT:
+      return init_and_reply(own, p, m, err);
+    case TFX__MSG_TYPE__MSG_PROMOTE:
+      return ps__promote(p, m, err);
+    default:
+      return handle_data(own, p, m, err);
+  }
+}
+
+/* Handles one received message (rc: its receipt), answers an error, counts it and releases it. */
+static void serve_msg(ps_state *p, tfx_inmsg *m, int rc, tfx_err *err, double t0) {
   if (rc) {
     char safe[600];
-    tfx_log_escape(err.msg, strlen(err.msg), safe, sizeof safe);
+    tfx_log_escape(err->msg, strlen(err->msg), safe, sizeof safe);
     if (p->stats.bad_frames++ < 10) {
       tfx_log(TFX_LOG_WARN, "PS-BAD-FRAME", "dropped: %s", safe);
     }
   } else {
-    rc = handle(p, &m, &err);
+    rc = handle(p, m, err);
     if (rc) {
       p->stats.rejected++;
       char safe[600];
-      tfx_log_escape(err.msg, strlen(err.msg), safe, sizeof safe);
+      tfx_log_escape(err->msg, strlen(err->msg), safe, sizeof safe);
       if (p->stats.rejected < 20) {
         tfx_log(TFX_LOG_WARN, "PS-REJECT", "%s", safe);
       }
     }
   }
   if (rc && rc != TFX_EPEER) {
-    tfx_server_reply_error(p->sock, &m, rc, err.msg, NULL);
+    tfx_server_reply_error(p->sock, m, rc, err->msg, NULL);
   }
-  tfx_inmsg_fini(&m);
+  tfx_inmsg_fini(m);
   p->stats.busy_us += tfx_now_us() - t0;
   p->stats.handled++;
+}
+
+static void serve_one(ps_state *p) {
+  double t0 = tfx_now_us();
+  tfx_inmsg m;
+  tfx_err err;
+  tfx_err_clear(&err);
+  int rc = tfx_wire_recv(p->sock, 1, &m, &err);
+  serve_msg(p, &m, rc, &err, t0);
+}
+
+/* Serves the requests deferred while a forward waited, in the order they came. */
+static void serve_deferred(ps_state *p) {
+  while (p->n_deferred > 0) {
+    tfx_inmsg m = p->deferred[0];
+    memmove(p->deferred, p->deferred + 1, sizeof *p->deferred * (size_t)--p->n_deferred);
+    tfx_err err;
+    tfx_err_clear(&err);
+    serve_msg(p, &m, TFX_OK, &err, tfx_now_us());
+  }
+}
+
+/* Keeps a request (moved out of *m) to serve once the forward is acknowledged; dropped when memory runs out. */
+static void defer(ps_state *own, tfx_inmsg *m) {
+  if (own->n_deferred == own->cap_deferred) {
+    int cap = own->cap_deferred * 2 + 8;
+    tfx_inmsg *d = cap <= PS_MAX_PARKED ? realloc(own->deferred, sizeof *d * (size_t)cap) : NULL;
+    if (!d) {
+      own->stats.bad_frames++;
+      tfx_inmsg_fini(m);
+      return;
+    }
+    own->deferred = d;
+    own->cap_deferred = cap;
+  }
+  tfx_inmsg *slot = &own->deferred[own->n_deferred++];
+  *slot = *m;
+  zmq_msg_init(&slot->identity);
+  zmq_msg_move(&slot->identity, &m->identity);
+  memset(m, 0, sizeof *m);
+}
+
+/* While a forward waits: a request for the mirror (the previous ps's forwards, which may be waiting on ours) is
+ * served at once; anything else waits its turn. */
+static void take_one(ps_state *own) {
+  double t0 = tfx_now_us();
+  tfx_inmsg m;
+  tfx_err err;
+  tfx_err_clear(&err);
+  int rc = tfx_wire_recv(own->sock, 1, &m, &err);
+  if (rc || (own->mirror && m.env->target - 1 == own->mirror->index)) {
+    serve_msg(own, &m, rc, &err, t0);
+    return;
+  }
+  defer(own, &m);
+}
+
+/* Forwards a push of state p to its backup and waits for the acknowledgement (up to the request deadline). */
+static void forward(ps_state *own, ps_state *p, const tfx_inmsg *m) {
+  if (!ps__forward_send(p, m)) {
+    return;
+  }
+  int64_t deadline = tfx_now_ms() + (int64_t)p->cfg.request_timeout_s * 1000;
+  for (;;) {
+    zmq_pollitem_t items[2] = {{tfx_client_socket(p->backup), 0, ZMQ_POLLIN, 0}, {own->sock, 0, ZMQ_POLLIN, 0}};
+    zmq_poll(items, 2, 20);
+    if (items[0].revents & ZMQ_POLLIN) {
+      ps__forward_ack(p);
+      return;
+    }
+    if (items[1].revents & ZMQ_POLLIN) {
+      take_one(own);
+    }
+    if (tfx_client_lost(p->backup) || tfx_now_ms() > deadline) {
+      ps__forward_fail(p, tfx_client_lost(p->backup) ? "its connection dropped" : "no acknowledgement in time");
+      return;
+    }
+  }
 }
 
 /* Copies the state the HTTP thread shows. */
@@ -481,11 +630,15 @@ static char *render(const char *path, const char **type, void *ctx) {
 static void serve(ps_state *p) {
   while (!p->stopping && !tfx_stop_requested()) {
     zmq_pollitem_t item = {p->sock, 0, ZMQ_POLLIN, 0};
-    int ready = zmq_poll(&item, 1, 100);
+    int ready = p->n_deferred ? 0 : zmq_poll(&item, 1, 100);
     if (ready > 0) {
       serve_one(p);
     }
+    serve_deferred(p);
     ps__expire_pulls(p);
+    if (p->mirror) {
+      ps__expire_pulls(p->mirror);
+    }
     publish(p);
     if (p->initialized) {
       tfx_notify_status("ps %d: step %lld, %d shard(s), %llu pushes applied", p->node->index, (long long)p->version,
@@ -508,6 +661,7 @@ int tfx_ps_run(tfx_node *n, tfx_err *err) {
   tfx_wire_set_sender(TFX__ROLE__ROLE_PS, n->index);
   openblas_set_num_threads(1);
   p.node = n;
+  p.index = n->index;
   p.start_ms = tfx_now_ms();
   tfx_config_init(&p.cfg);
   pthread_mutex_init(&p.view.lock, NULL);
@@ -530,6 +684,12 @@ int tfx_ps_run(tfx_node *n, tfx_err *err) {
   ps__ckpt_drop(&p);
   ps__push_free_scratch(&p);
   ps__helper_destroy(p.helper);
+  mirror_destroy(p.mirror);
+  for (int i = 0; i < p.n_deferred; i++) {
+    tfx_inmsg_fini(&p.deferred[i]);
+  }
+  free(p.deferred);
+  ps__backup_close(&p);
   tfx_net_close(p.sock);
   free_shards(&p);
   return TFX_OK;

@@ -84,6 +84,12 @@ typedef struct pending_pull {
     "Pushes rejected for NaN/Inf (training.nan_policy = reject).", "counter")                                        \
   X(COUNT, nan_skipped, "nan_skipped", "tfx_ps_nan_skipped_total",                                                   \
     "Pushes skipped for NaN/Inf (training.nan_policy = skip).", "counter")                                           \
+  X(COUNT, forwarded, "pushes_forwarded", "tfx_ps_pushes_forwarded_total",                                          \
+    "Pushes forwarded to the backup before they were applied (cluster.replicas 1).", "counter")                    \
+  X(COUNT, stale_epoch, "stale_epoch", "tfx_ps_stale_epoch_total",                                                 \
+    "Forwarded pushes refused for an older plan epoch (or a promoted backup).", "counter")                         \
+  X(SHOWN, unreplicated, "unreplicated", "tfx_ps_unreplicated",                                                    \
+    "1 when cluster.replicas is 1 and this ps's own shards have no backup (lost).", "gauge")                       \
   X(SHOWN, busy_seconds, NULL, "tfx_ps_busy_seconds_total", "Time spent handling messages.", "counter")              \
   X(COUNT, handled, NULL, "tfx_ps_messages_total", "Messages handled.", "counter")                                   \
   X(COUNT, cow_copies, NULL, NULL, NULL, NULL)
@@ -106,9 +112,23 @@ typedef struct ps_view {
   ps_shown shown;
 } ps_view;
 
+/* Envelope.flag bit of a push forwarded by a primary to its backup (answered with a bare acknowledgement). */
+#define PS_FLAG_FORWARDED 2
+
 typedef struct ps_state {
   tfx_node *node;
   void *sock;
+  int index;              /* the plan's ps instance this state holds (file names): the node's own, or, in a
+                             mirror, the instance it backs up */
+  int backup_of;          /* a mirror: another instance's backup copy (cluster.replicas 1) */
+  int promoted;           /* a mirror the master promoted: it serves workers as that instance's primary */
+  int unreplicated;       /* replicas on, and this instance has no backup (lost, or a promoted mirror) */
+  uint64_t epoch;         /* the plan epoch of the last INIT or PROMOTE */
+  struct ps_state *mirror; /* the own state's: the instance this ps backs up, or NULL */
+  tfx_client *backup;     /* the own state's: DEALER to the ps holding its backup, or NULL */
+  unsigned backup_seen;   /* the backup link's disconnections when it last answered (linkwatch) */
+  tfx_inmsg *deferred;    /* the own state's: requests that came while a forward waited (served next, in order) */
+  int n_deferred, cap_deferred;
   tfx_config cfg;
   tfx_optim opt;
   int initialized, stopping;
@@ -241,6 +261,29 @@ void ps__drop_pending(ps_state *p);
 void ps__ckpt_drop(ps_state *p);
 /* Frees the buffer misaligned gradients are copied into (shutdown). */
 void ps__push_free_scratch(ps_state *p);
+
+/* Replicas (replica.c, cluster.replicas 1): each ps holds its own instance and a mirror of the previous one. */
+
+/* The state a request is for (Envelope.target): the own one or the mirror (borrowed); *out NULL for an INIT of
+ * another instance (the caller makes the mirror). TFX_ESTATE naming the instance when this ps holds no copy. */
+int ps__route(ps_state *own, const tfx_envelope *e, ps_state **out, tfx_err *err);
+/* After the own instance's INIT with cluster.replicas 1: connects to the next ps on the ring (its backup). */
+int ps__backup_open(ps_state *p, tfx_err *err);
+/* Closes the backup link (shutdown, or lost). */
+void ps__backup_close(ps_state *p);
+/* Refuses what a state may not serve: a worker's request to a mirror not promoted, a forwarded push of an older
+ * plan epoch (or to a promoted mirror, or to a primary). Counts stale epochs. */
+int ps__gate(ps_state *p, const tfx_envelope *e, tfx_err *err);
+/* Forwards a worker's push (m borrowed) to the backup, before it is applied here: 1 when an acknowledgement is
+ * to be awaited (ps__forward_ack once the backup link is readable), 0 when nothing went (no backup, or lost). The
+ * backup then holds every push a worker will see acknowledged. */
+int ps__forward_send(ps_state *p, const tfx_inmsg *m);
+/* Takes the backup's acknowledgement of the forwarded push (a lost link leaves the instance unreplicated). */
+void ps__forward_ack(ps_state *p);
+/* The backup is lost (why): the instance goes on unreplicated, with one log line. */
+void ps__forward_fail(ps_state *p, const char *why);
+/* MSG_PROMOTE: the mirror becomes its instance's primary at the message's plan epoch; replies with the step. */
+int ps__promote(ps_state *p, const tfx_inmsg *m, tfx_err *err);
 
 /* Lazy tables (lazy.c): embedding tables held row by row (ps/rowtable.h), pushed and pulled by rows only. */
 

@@ -187,7 +187,7 @@ static int plan_parts(ps_link *l, size_t part_floats, tfx_err *err) {
 }
 
 int tfx_psclient_use_parts(tfx_psclient *c, size_t part_bytes, tfx_err *err) {
-  size_t part_floats = part_bytes / sizeof(float);
+  size_t part_floats = c->replicas ? 0 : part_bytes / sizeof(float); /* a part is not sent again on failover */
   for (int p = 0; p < c->n_ps && part_floats; p++) {
     ps_link *l = &c->ps[p];
     size_t total = 0;
@@ -235,6 +235,7 @@ int tfx_psclient_create(const tfx_cluster *cluster, Tfx__Shard *const *shards, s
   }
   c->n_ps = tfx_cluster_count(cluster, TFX_ROLE_PS);
   c->timeout_ms = timeout_ms;
+  c->cluster = cluster;
   if (!(c->ps = calloc((size_t)c->n_ps + 1, sizeof *c->ps))) {
     free(c);
     return tfx_err_set(err, TFX_ENOMEM, "out of memory");
@@ -245,6 +246,7 @@ int tfx_psclient_create(const tfx_cluster *cluster, Tfx__Shard *const *shards, s
   for (int p = 0; p < c->n_ps && !rc; p++) {
     char ep[320];
     c->ps[p].since = -1;
+    c->ps[p].at = p;
     if (!c->ps[p].n) {
       continue;
     }
@@ -378,23 +380,48 @@ static int recv_values(tfx_psclient *c, int p, int64_t *lowest, tfx_err *err) {
   return rc;
 }
 
+/* Asks ps p for every value at version >= min_version. */
+static int send_pull(tfx_psclient *c, int p, int64_t min_version, tfx_err *err) {
+  int rc = psclient__ready(c, p, err);
+  tfx_envelope env;
+  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_PULL);
+  env.step = min_version;
+  env.target = c->ps[p].target;
+  return rc ? rc : tfx_client_send(c->ps[p].client, &env, NULL, 0, err);
+}
+
+/* One request of a pull or push-pull, to send again to the ps that serves its link after a failover. */
+typedef struct request {
+  int push;     /* a push-pull (else a pull) */
+  int64_t step; /* its step (push) or min_version (pull) */
+} request;
+
+static int send_pushes(tfx_psclient *c, int64_t step, int flag, tfx_err *err);
+static int send_push(tfx_psclient *c, int p, int64_t step, int flag, tfx_err *err);
+
+/* Receives ps p's values reply; with replicas a lost ps's request is sent again to its backup (failover.c). */
+static int recv_or_failover(tfx_psclient *c, int p, const request *q, int64_t *lowest, tfx_err *err) {
+  int64_t deadline = 0;
+  int rc = recv_values(c, p, lowest, err);
+  while (rc && psclient__failover(c, p, rc, &deadline)) {
+    rc = q->push ? send_push(c, p, q->step, 1, err) : send_pull(c, p, q->step, err);
+    rc = rc ? rc : recv_values(c, p, lowest, err);
+  }
+  return rc;
+}
+
 int tfx_psclient_pull(tfx_psclient *c, int64_t min_version, int64_t *version, tfx_err *err) {
   int rc = TFX_OK;
   c->bytes = c->row_bytes;
   c->row_bytes = 0;
   for (int p = 0; p < c->n_ps && !rc; p++) {
-    if (!c->ps[p].client) {
-      continue;
-    }
-    tfx_envelope env;
-    tfx_wire_request(&env, TFX__MSG_TYPE__MSG_PULL);
-    env.step = min_version;
-    rc = tfx_client_send(c->ps[p].client, &env, NULL, 0, err);
+    rc = c->ps[p].client ? send_pull(c, p, min_version, err) : TFX_OK;
   }
   int64_t lowest = INT64_MAX;
+  request q = {0, min_version};
   for (int p = 0; p < c->n_ps && !rc; p++) {
     if (c->ps[p].client) {
-      rc = recv_values(c, p, &lowest, err);
+      rc = recv_or_failover(c, p, &q, &lowest, err);
     }
   }
   if (!rc) {
@@ -423,21 +450,32 @@ static int send_pushes(tfx_psclient *c, int64_t step, int flag, tfx_err *err) {
     if (!l->client || (!l->n_push && !flag) || (flag && l->n_parts)) {
       continue;
     }
-    int n = fill_push(l);
-    tfx_envelope env;
-    tfx_wire_request(&env, TFX__MSG_TYPE__MSG_PUSH);
-    env.step = step;
-    env.tensors = l->ptrs;
-    env.n_tensors = (size_t)n;
-    env.flag = flag;
-    Tfx__Since since = TFX__SINCE__INIT;
-    if (flag && may_skip_unchanged(l)) {
-      since.version = (uint64_t)l->since;
-      env.since = &since;
-    }
-    rc = tfx_client_send(l->client, &env, l->payloads, n, err);
+    rc = send_push(c, p, step, flag, err);
   }
   return rc;
+}
+
+/* Sends ps p its gradients tagged `step` (the same bytes when sent again after a failover). */
+static int send_push(tfx_psclient *c, int p, int64_t step, int flag, tfx_err *err) {
+  ps_link *l = &c->ps[p];
+  int rc = psclient__ready(c, p, err);
+  if (rc) {
+    return rc;
+  }
+  int n = fill_push(l);
+  tfx_envelope env;
+  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_PUSH);
+  env.step = step;
+  env.tensors = l->ptrs;
+  env.n_tensors = (size_t)n;
+  env.flag = flag;
+  env.target = l->target;
+  Tfx__Since since = TFX__SINCE__INIT;
+  if (flag && may_skip_unchanged(l)) {
+    since.version = (uint64_t)l->since;
+    env.since = &since;
+  }
+  return tfx_client_send(l->client, &env, l->payloads, n, err);
 }
 
 /* Sends one ps its gradients as a push-pull in parts (plan_parts), each part's bytes in place. */
@@ -518,15 +556,31 @@ int tfx_psclient_push_pull(tfx_psclient *c, int64_t step, int64_t *version, tfx_
   int64_t lowest = INT64_MAX;
   c->bytes = c->row_bytes;
   c->row_bytes = 0;
+  request q = {1, step};
   for (int p = 0; p < c->n_ps && !rc; p++) {
     if (c->ps[p].client) {
-      rc = c->ps[p].n_parts ? recv_parts(c, p, &lowest, err) : recv_values(c, p, &lowest, err);
+      rc = c->ps[p].n_parts ? recv_parts(c, p, &lowest, err) : recv_or_failover(c, p, &q, &lowest, err);
     }
   }
   if (!rc) {
     *version = lowest == INT64_MAX ? 0 : lowest;
   }
   return rc;
+}
+
+void tfx_psclient_set_replicas(tfx_psclient *c, int on) {
+  c->replicas = on && c->n_ps >= 2;
+  for (int p = 0; p < c->n_ps; p++) {
+    c->ps[p].target = c->replicas ? p + 1 : 0;
+    c->ps[p].seen = c->ps[p].client ? tfx_client_disconnects(c->ps[p].client) : 0;
+  }
+}
+
+int tfx_psclient_route(tfx_psclient *c, int p, int at, tfx_err *err) {
+  if (p < 0 || p >= c->n_ps || at < 0 || at >= c->n_ps || !c->ps[p].client || c->ps[p].at == at) {
+    return TFX_OK;
+  }
+  return psclient__relink(c, p, at, err);
 }
 
 int tfx_psclient_parts(const tfx_psclient *c, int ps) {

@@ -39,6 +39,12 @@ int tfx_psclient_push_pull(tfx_psclient *c, int64_t step, int64_t *version, tfx_
  * in equal parts of about part_bytes, each answered with its updated range as soon as the ps applied it, so
  * transfer and update overlap (async and ssp only; 0: off). */
 int tfx_psclient_use_parts(tfx_psclient *c, size_t part_bytes, tfx_err *err);
+/* cluster.replicas 1 (on): each ps's shards have a backup on the next ps. A request whose ps is lost (its link
+ * dropped, or it came back empty) is sent again to the backup, waiting (up to the client's deadline) until the
+ * master promoted it; push-pulls then never travel in parts. Call right after create. */
+void tfx_psclient_set_replicas(tfx_psclient *c, int on);
+/* Sends plan instance p's requests to ps `at` from now on (the master's routes after a failover). */
+int tfx_psclient_route(tfx_psclient *c, int p, int at, tfx_err *err);
 /* How many parts a push-pull to ps `ps` is sent in (0: one whole message). */
 int tfx_psclient_parts(const tfx_psclient *c, int ps);
 /* Bytes moved by the last pull and push. */

@@ -8,6 +8,7 @@
 
 #include "net/net.h"
 #include "nn/model.h"
+#include "psclient/psclient.h"
 
 typedef struct slot {
   char key[128];
@@ -46,6 +47,9 @@ typedef struct ps_link {
   int n_push;
   int64_t since; /* the version as of which the variables hold every value of this ps (last reply), or -1 */
   int row_pull;  /* a row pull (tfx_psclient_pull_rows) was sent and awaits its reply */
+  int at;        /* the ps serving this plan instance: its own index, or the next on the ring after a failover */
+  int target;    /* Envelope.target of its requests: instance + 1 with replicas, else 0 */
+  unsigned seen; /* the link's disconnections when it was (re)made or last answered */
 } ps_link;
 
 struct tfx_psclient {
@@ -56,6 +60,8 @@ struct tfx_psclient {
   uint64_t row_bytes;    /* rows of lazy tables pulled since the last pull or push-pull (counted into its bytes) */
   uint64_t cached_rows;  /* rows pulled since the copies of lazy tables were last dropped */
   tfx_model *lazy_model; /* the model whose lazy tables the row pulls fill */
+  const tfx_cluster *cluster; /* borrowed: where each ps is */
+  int replicas;               /* cluster.replicas 1: a lost ps's requests go to its backup (failover.c) */
 };
 
 /* Selects into s->ids the ids of the variable's `rows` that this ps holds (and, with grads, gathers their
@@ -64,5 +70,16 @@ long psclient__lazy_select(slot *s, int grads);
 /* The i-th tensor of a reply: its slot on link l (NULL if unknown) and its bytes (*data, *size; none when it has
  * no frame), advancing *part over the data frames. */
 slot *psclient__reply_tensor(ps_link *l, const tfx_inmsg *m, size_t i, int *part, const void **data, size_t *size);
+
+/* Failover (failover.c, cluster.replicas 1). */
+
+/* Before a request on link p: a link at its own ps whose connection dropped moves to the backup first. */
+int psclient__ready(tfx_psclient *c, int p, tfx_err *err);
+/* After link p's reply failed with rc: with replicas, moves a lost (or emptied) ps's link to its backup, or waits
+ * a little for the master to promote it, and returns 1 when the request should be sent again (until *deadline,
+ * set on the first call from 0); 0 to give up with rc. */
+int psclient__failover(tfx_psclient *c, int p, int rc, int64_t *deadline);
+/* Points link p at ps `at` (a new DEALER); its values are taken whole from the next reply. */
+int psclient__relink(tfx_psclient *c, int p, int at, tfx_err *err);
 
 #endif

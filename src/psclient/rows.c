@@ -43,6 +43,7 @@ static int send_row_pull(ps_link *l, int *sent, tfx_err *err) {
   env.n_names = n;
   env.want = wants;
   env.n_want = n;
+  env.target = l->target;
   *sent = 1;
   return tfx_client_send(l->client, &env, NULL, 0, err);
 }
@@ -91,16 +92,20 @@ int tfx_psclient_pull_rows(tfx_psclient *c, tfx_err *err) {
     c->ps[p].row_pull = 0;
   }
   for (int p = 0; p < c->n_ps && !rc; p++) {
-    rc = c->ps[p].client ? send_row_pull(&c->ps[p], &c->ps[p].row_pull, err) : TFX_OK;
+    rc = c->ps[p].client ? psclient__ready(c, p, err) : TFX_OK;
+    rc = rc || !c->ps[p].client ? rc : send_row_pull(&c->ps[p], &c->ps[p].row_pull, err);
   }
   for (int p = 0; p < c->n_ps && !rc; p++) {
-    if (!c->ps[p].row_pull) {
-      continue;
+    int64_t deadline = 0;
+    int sent = c->ps[p].row_pull;
+    while (sent) {
+      tfx_inmsg m;
+      rc = tfx_client_recv(c->ps[p].client, &m, c->timeout_ms, err);
+      rc = rc ? rc : take_rows(c, &c->ps[p], &m, err);
+      tfx_inmsg_fini(&m);
+      sent = rc && psclient__failover(c, p, rc, &deadline); /* replicas: asked again of the backup */
+      rc = sent ? send_row_pull(&c->ps[p], &sent, err) : rc;
     }
-    tfx_inmsg m;
-    rc = tfx_client_recv(c->ps[p].client, &m, c->timeout_ms, err);
-    rc = rc ? rc : take_rows(c, &c->ps[p], &m, err);
-    tfx_inmsg_fini(&m);
   }
   return rc;
 }

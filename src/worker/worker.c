@@ -149,6 +149,9 @@ static int setup(worker *w, tfx_err *err) {
   }
   rc = tfx_psclient_create(w->n->cluster, p->shards, p->n_shards, w->model, w->cfg.request_timeout_s * 1000, &w->ps,
                            err);
+  if (!rc) {
+    tfx_psclient_set_replicas(w->ps, w->cfg.ps_replicas);
+  }
   if (!rc && tfx_psclient_has_lazy(w->ps)) {
     /* Lazy tables: each batch pulls the rows it touches (psclient's row source, wrapped to wait for a lost ps). */
     tfx_psclient_lend_rows(w->ps, w->model);

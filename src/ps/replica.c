@@ -1,0 +1,147 @@
+/* Replicated shards (cluster.replicas 1, #27): every ps holds its own instance of the plan and a mirror of the
+ * previous ps's (ps k backs up instance k - 1 on the ring). A primary forwards each worker's push to its backup and
+ * waits for the acknowledgement before it applies the push itself, so the backup runs the same code on the same
+ * messages in the same order and holds, bit for bit, every update a worker was told of. The master promotes a
+ * mirror when its primary is lost (MSG_PROMOTE with a new plan epoch); a forward of an older epoch is refused. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "ps/ps_impl.h"
+
+int ps__route(ps_state *own, const tfx_envelope *e, ps_state **out, tfx_err *err) {
+  int want = e->target - 1;
+  *out = NULL;
+  if (e->target <= 0 || want == own->index) {
+    *out = own;
+    return TFX_OK;
+  }
+  if (own->mirror && own->mirror->index == want) {
+    *out = own->mirror;
+    return TFX_OK;
+  }
+  if (e->type != TFX__MSG_TYPE__MSG_INIT || want < 0 || want >= tfx_cluster_count(own->node->cluster, TFX_ROLE_PS)) {
+    return tfx_err_set(err, TFX_ESTATE, "ps %d holds no copy of ps instance %d", own->index, want);
+  }
+  return TFX_OK; /* an INIT for a new mirror: the caller makes it */
+}
+
+void ps__backup_close(ps_state *p) {
+  tfx_client_destroy(p->backup);
+  p->backup = NULL;
+}
+
+int ps__backup_open(ps_state *p, tfx_err *err) {
+  int n = tfx_cluster_count(p->node->cluster, TFX_ROLE_PS);
+  ps__backup_close(p);
+  p->unreplicated = 0;
+  if (!p->cfg.ps_replicas || n < 2 || p->backup_of) {
+    p->unreplicated = p->cfg.ps_replicas && p->backup_of;
+    return TFX_OK;
+  }
+  char ep[320];
+  int at = (p->index + 1) % n;
+  int rc = tfx_address_endpoint(tfx_cluster_address(p->node->cluster, TFX_ROLE_PS, at), 0, NULL, ep, sizeof ep, err);
+  if (!rc) {
+    rc = tfx_client_create(ep, &p->backup, err);
+  }
+  if (!rc) {
+    p->backup_seen = tfx_client_disconnects(p->backup);
+    tfx_log(TFX_LOG_INFO, "PS-REPLICA", "ps instance %d: backed up by ps %d (plan epoch %llu)", p->index, at,
+            (unsigned long long)p->epoch);
+  }
+  return rc;
+}
+
+int ps__gate(ps_state *p, const tfx_envelope *e, tfx_err *err) {
+  int forwarded = e->type == TFX__MSG_TYPE__MSG_PUSH && (e->flag & PS_FLAG_FORWARDED);
+  if (forwarded && (!p->backup_of || p->promoted || e->epoch < p->epoch)) {
+    p->stats.stale_epoch++;
+    return tfx_err_set(err, TFX_ESTATE,
+                       "forwarded push of plan epoch %llu refused: ps instance %d here is %s at epoch %llu",
+                       (unsigned long long)e->epoch, p->index, p->backup_of ? "promoted" : "a primary",
+                       (unsigned long long)p->epoch);
+  }
+  if (!forwarded && p->backup_of && !p->promoted && e->sender_role != TFX__ROLE__ROLE_MASTER) {
+    return tfx_err_set(err, TFX_ESTATE, "ps %d holds ps instance %d as its backup: not promoted (yet)",
+                       p->node->index, p->index);
+  }
+  return TFX_OK;
+}
+
+int ps__forward_send(ps_state *p, const tfx_inmsg *m) {
+  if (!p->backup || (m->env->flag & PS_FLAG_FORWARDED)) {
+    return 0;
+  }
+  if (tfx_client_disconnects(p->backup) != p->backup_seen) {
+    ps__forward_fail(p, "its connection dropped");
+    return 0;
+  }
+  tfx_envelope env = *m->env; /* borrows the request's fields until the send returns */
+  env.flag = PS_FLAG_FORWARDED;
+  env.target = p->index + 1;
+  env.epoch = p->epoch;
+  env.since = NULL;
+  env.want = NULL;
+  env.n_want = 0;
+  tfx_payload stack[64], *pl = m->n_parts <= 64 ? stack : calloc((size_t)m->n_parts, sizeof *pl);
+  tfx_err ferr;
+  int rc = pl ? TFX_OK : tfx_err_set(&ferr, TFX_ENOMEM, "out of memory");
+  for (int i = 0; !rc && i < m->n_parts; i++) {
+    size_t size;
+    const void *data = tfx_inmsg_part(m, i, &size);
+    pl[i] = (tfx_payload){data, size, 1, NULL, NULL}; /* copied: a lost backup's queue must not hold our frame */
+  }
+  rc = rc ? rc : tfx_client_send(p->backup, &env, pl, m->n_parts, &ferr);
+  if (pl != stack) {
+    free(pl);
+  }
+  if (rc) {
+    ps__forward_fail(p, ferr.msg);
+  }
+  return rc == TFX_OK;
+}
+
+void ps__forward_ack(ps_state *p) {
+  tfx_inmsg r;
+  tfx_err ferr;
+  int rc = tfx_client_recv(p->backup, &r, 1000, &ferr);
+  tfx_inmsg_fini(&r);
+  if (rc == TFX_EPEER || rc == TFX_ESTATE || rc == TFX_ENOMEM) {
+    ps__forward_fail(p, ferr.msg);
+    return;
+  }
+  p->stats.forwarded++; /* a refusal there (NaN, shape) is the same refusal here */
+}
+
+void ps__forward_fail(ps_state *p, const char *why) {
+  tfx_log(TFX_LOG_WARN, "PS-BACKUP-LOST", "ps instance %d: its backup is lost (%s); serving unreplicated", p->index,
+          why);
+  ps__backup_close(p);
+  p->unreplicated = 1;
+}
+
+int ps__promote(ps_state *p, const tfx_inmsg *m, tfx_err *err) {
+  const tfx_envelope *e = m->env;
+  if (!p->backup_of || !p->initialized) {
+    return tfx_err_set(err, TFX_ESTATE, "promote ps instance %d: ps %d holds no initialized backup of it", p->index,
+                       p->node->index);
+  }
+  if (e->epoch < p->epoch) {
+    p->stats.stale_epoch++;
+    return tfx_err_set(err, TFX_ESTATE, "promote of plan epoch %llu refused: at epoch %llu",
+                       (unsigned long long)e->epoch, (unsigned long long)p->epoch);
+  }
+  p->epoch = e->epoch;
+  if (!p->promoted) {
+    tfx_log(TFX_LOG_WARN, "PS-PROMOTED", "ps %d now serves ps instance %d as its primary at step %lld (plan epoch %llu)",
+            p->node->index, p->index, (long long)p->version, (unsigned long long)p->epoch);
+  }
+  p->promoted = 1;
+  p->unreplicated = 1;
+  tfx_envelope env;
+  tfx_reply_init(&env, m);
+  env.step = p->version;
+  env.epoch = p->epoch;
+  return tfx_wire_send(p->sock, &m->identity, &env, NULL, 0, err);
+}

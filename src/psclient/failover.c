@@ -1,0 +1,63 @@
+/* Failover of the client's links (cluster.replicas 1, #27): ps k's shards have a backup on ps k + 1. A request
+ * whose ps died (the link dropped, or the ps came back empty) is sent again, once accepted, to the backup, which
+ * refuses it until the master promoted it; a push is tagged with its worker and step, so the ps applies a resent
+ * push once (sync: a second arrival of the step is dropped and answered with the step's values). */
+#include <stdio.h>
+#include <unistd.h>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "psclient/psclient_impl.h"
+
+int psclient__relink(tfx_psclient *c, int p, int at, tfx_err *err) {
+  ps_link *l = &c->ps[p];
+  char ep[320];
+  tfx_client *nc = NULL;
+  int rc = tfx_address_endpoint(tfx_cluster_address(c->cluster, TFX_ROLE_PS, at), 0, NULL, ep, sizeof ep, err);
+  rc = rc ? rc : tfx_client_create(ep, &nc, err);
+  if (rc) {
+    return rc;
+  }
+  tfx_client_destroy(l->client);
+  l->client = nc;
+  l->at = at;
+  l->seen = tfx_client_disconnects(nc);
+  l->since = -1;
+  return TFX_OK;
+}
+
+/* Moves link p from its own ps to the backup on the next ps. */
+static int to_backup(tfx_psclient *c, int p, tfx_err *err) {
+  int at = (p + 1) % c->n_ps;
+  int rc = psclient__relink(c, p, at, err);
+  if (!rc) {
+    tfx_log(TFX_LOG_WARN, "PSCLIENT-FAILOVER", "ps %d lost: its shards are asked of its backup, ps %d", p, at);
+  }
+  return rc;
+}
+
+int psclient__ready(tfx_psclient *c, int p, tfx_err *err) {
+  ps_link *l = &c->ps[p];
+  if (!c->replicas || l->at != p || tfx_client_disconnects(l->client) == l->seen) {
+    return TFX_OK;
+  }
+  return to_backup(c, p, err);
+}
+
+int psclient__failover(tfx_psclient *c, int p, int rc, int64_t *deadline) {
+  ps_link *l = &c->ps[p];
+  if (!c->replicas || (rc != TFX_EPEER && rc != TFX_ESTATE)) {
+    return 0;
+  }
+  if (!*deadline) {
+    *deadline = tfx_now_ms() + c->timeout_ms;
+  }
+  if (tfx_now_ms() > *deadline) {
+    return 0;
+  }
+  if (l->at == p) {
+    return to_backup(c, p, NULL) == TFX_OK;
+  }
+  usleep(20000); /* the backup is not promoted yet: the master confirms the loss first */
+  return 1;
+}
