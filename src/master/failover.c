@@ -18,9 +18,9 @@ void master__route(const master *m, int p, tfx_envelope *req) {
   }
 }
 
-/* The ps that backs instance p up. */
+/* The ps that backs instance p up (the plan's ring: tfx_plan_backup). */
 static int backup_of(const master *m, int p) {
-  return (p + 1) % m->n_ps;
+  return tfx_plan_backup(p, m->n_ps, 1);
 }
 
 /* Sends req to ps `at` addressed to instance p, over client c; the reply is dropped. */
@@ -73,6 +73,7 @@ int master__promote(master *m, int p, const char *why, tfx_err *err) {
   m->ps[p].seen = tfx_client_disconnects(c);
   m->ps[p].at = b;
   m->failovers++;
+  m->degraded_at = m->global_step;
   pthread_mutex_unlock(&m->obs.lock);
   tfx_log(TFX_LOG_WARN, "MASTER-FAILOVER",
           "ps %d lost (%s): its backup on ps %d now serves its shards at plan epoch %llu; nothing is trained again", p,
@@ -91,4 +92,16 @@ int master__unreplicated_shards(const master *m) {
     n += m->ps[p].at != p || m->ps[b].at != b;
   }
   return n;
+}
+
+int64_t master__replication_lag(const master *m) {
+  int64_t lag = m->global_step - m->degraded_at;
+  return master__unreplicated_shards(m) > 0 && lag > 0 ? lag : 0;
+}
+
+const char *master__replica_status(const master *m) {
+  if (!master__replicated(m)) {
+    return "off";
+  }
+  return master__unreplicated_shards(m) ? "degraded" : "replicated";
 }

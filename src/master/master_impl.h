@@ -103,6 +103,7 @@ typedef struct master {
   int lost_ps;        /* the instance whose call failed or came back empty in the last ps call, or -1 */
   uint64_t epoch;     /* the plan epoch: 1 at the start, + 1 per promotion (cluster.replicas 1) */
   int64_t failovers;  /* promotions of a backup (tfx_failovers_total); under obs.lock */
+  int64_t degraded_at; /* the global step at the last promotion */
   observed obs;
   char abort_msg[256];
 } master;
@@ -158,6 +159,10 @@ int master__init_backup(master *m, int p, tfx_envelope *init, tfx_err *err);
 int master__promote(master *m, int p, const char *why, tfx_err *err);
 /* Shards whose instance has no backup now (lost or promoted; tfx_shards_unreplicated). */
 int master__unreplicated_shards(const master *m);
+/* Steps trained since a shard last lost its backup while some still has none (tfx_replication_lag_steps), else 0. */
+int64_t master__replication_lag(const master *m);
+/* "off" (no replicas), "replicated" (every shard has a live backup) or "degraded" (/status). */
+const char *master__replica_status(const master *m);
 
 /* pscalls.c: requests to every ps. */
 

@@ -114,6 +114,13 @@ static char *render_metrics(master *m) {
         (double)(tfx_now_ms() - (o->last_ckpt_ms ? o->last_ckpt_ms : o->start_ms)) / 1000.0);
   gauge(&b, m, "tfx_uptime_seconds", "Seconds since the master started.", "gauge",
         (double)(tfx_now_ms() - o->start_ms) / 1000.0);
+  gauge(&b, m, "tfx_failovers_total", "Backups promoted to primary after their ps was lost (cluster.replicas 1).",
+        "counter", (double)m->failovers);
+  gauge(&b, m, "tfx_shards_unreplicated", "Plan shards without a live backup now (0 when replicated or off).", "gauge",
+        master__unreplicated_shards(m));
+  gauge(&b, m, "tfx_replication_lag_steps",
+        "Steps trained since a shard lost its backup (0: every acknowledged push is on two ps).", "gauge",
+        master__replication_lag(m));
   ps_counters(&b, m);
   restarts(&b, m);
   links(&b, m);
@@ -131,9 +138,10 @@ static char *render_status(master *m) {
   buf b = {0};
   observed *o = &m->obs;
   put(&b,
-      "{\"role\": \"master\", \"state\": \"%s\", \"step\": %lld, \"max_steps\": %lld, \"mode\": \"%s\", \"workers\": [",
-      state_of(m), (long long)o->step, (long long)m->cfg.max_steps,
-      tfx_config_choice_name("training.mode", m->cfg.mode));
+      "{\"role\": \"master\", \"state\": \"%s\", \"step\": %lld, \"max_steps\": %lld, \"mode\": \"%s\", "
+      "\"replicas\": {\"status\": \"%s\", \"failovers\": %lld, \"shards_unreplicated\": %d}, \"workers\": [",
+      state_of(m), (long long)o->step, (long long)m->cfg.max_steps, tfx_config_choice_name("training.mode", m->cfg.mode),
+      master__replica_status(m), (long long)m->failovers, master__unreplicated_shards(m));
   for (int w = 0; w < m->n_workers; w++) {
     put(&b, "%s{\"index\": %d, \"address\": \"%s\", \"registered\": %s, \"silent\": %s}", w ? ", " : "", w,
         tfx_cluster_address(m->n->cluster, TFX_ROLE_WORKER, w), m->workers[w].registered ? "true" : "false",
@@ -141,15 +149,15 @@ static char *render_status(master *m) {
   }
   put(&b, "], \"ps\": [");
   for (int p = 0; p < m->n_ps; p++) {
-    put(&b, "%s{\"index\": %d, \"address\": \"%s\", \"up\": %s, \"version\": %lld}", p ? ", " : "", p,
-        tfx_cluster_address(m->n->cluster, TFX_ROLE_PS, p), m->ps[p].up ? "true" : "false",
-        (long long)m->ps[p].version);
+    put(&b, "%s{\"index\": %d, \"address\": \"%s\", \"up\": %s, \"version\": %lld, \"served_by\": %d}", p ? ", " : "",
+        p, tfx_cluster_address(m->n->cluster, TFX_ROLE_PS, p), m->ps[p].up ? "true" : "false",
+        (long long)m->ps[p].version, m->ps[p].at);
   }
   put(&b, "], \"plan\": [");
   for (int i = 0; i < m->plan.n; i++) {
     const Tfx__Shard *s = &m->plan.shards[i];
-    put(&b, "%s{\"key\": \"%s\", \"ps\": %d, \"rows\": [%lld, %lld]}", i ? ", " : "", s->key, s->ps,
-        (long long)s->row_begin, (long long)s->row_end);
+    put(&b, "%s{\"key\": \"%s\", \"ps\": %d, \"backup\": %d, \"rows\": [%lld, %lld]}", i ? ", " : "", s->key, s->ps,
+        tfx_plan_backup(s->ps, m->n_ps, m->plan.replicas), (long long)s->row_begin, (long long)s->row_end);
   }
   put(&b, "], \"history\": {\"train\": [");
   for (int i = 0; i < o->n_train; i++) {

@@ -127,6 +127,7 @@ int tfx_plan_build(const tfx_config *cfg, tfx_model *m, int n_ps, tfx_plan *plan
   }
   plan->n = k;
   plan->n_ps = n_ps;
+  plan->replicas = tfx_plan_backup(0, n_ps, cfg->ps_replicas) >= 0;
   free(order);
   free(load);
   return TFX_OK;
@@ -155,31 +156,54 @@ Tfx__Shard **tfx_plan_for_ps(const tfx_plan *plan, int ps, size_t *n) {
   return out;
 }
 
+int tfx_plan_backup(int ps, int n_ps, int replicas) {
+  return replicas > 0 && n_ps >= 2 && ps >= 0 && ps < n_ps ? (ps + 1) % n_ps : -1;
+}
+
+/* Prints one shard's line (with its backup ps, or -1 for none). */
+static void print_shard(const Tfx__Shard *s, int backup, FILE *f) {
+  char also[32] = "";
+  if (backup >= 0) {
+    snprintf(also, sizeof also, "  backup: ps %d", backup);
+  }
+  if (s->lazy && s->mod_n <= 1 && s->row_end - s->row_begin < s->shape[0]) {
+    fprintf(f, "  %-32s ids %lld..%lld of %lld (lazy: rows made when touched)  <= %zu bytes%s\n", s->key,
+            (long long)s->row_begin, (long long)s->row_end, (long long)s->shape[0], shard_load(s), also);
+  } else if (s->lazy) {
+    fprintf(f, "  %-32s ids %% %lld == %lld of %lld (lazy: rows made when touched)  <= %zu bytes%s\n", s->key,
+            (long long)(s->mod_n > 1 ? s->mod_n : 1), (long long)s->mod_r, (long long)s->row_end, shard_load(s), also);
+  } else {
+    fprintf(f, "  %-32s rows %lld..%lld  %10zu bytes%s\n", s->key, (long long)s->row_begin, (long long)s->row_end,
+            shard_load(s), also);
+  }
+}
+
+/* The bytes of ps p's own shards. */
+static size_t ps_bytes(const tfx_plan *plan, int p) {
+  size_t bytes = 0;
+  for (int i = 0; i < plan->n; i++) {
+    bytes += plan->shards[i].ps == p ? shard_load(&plan->shards[i]) : 0;
+  }
+  return bytes;
+}
+
 void tfx_plan_print(const tfx_plan *plan, FILE *f) {
   size_t max = 0, sum = 0;
   for (int p = 0; p < plan->n_ps; p++) {
-    size_t bytes = 0;
+    int backup = tfx_plan_backup(p, plan->n_ps, plan->replicas);
     fprintf(f, "ps %d:\n", p);
     for (int i = 0; i < plan->n; i++) {
-      const Tfx__Shard *s = &plan->shards[i];
-      if (s->ps != p) {
-        continue;
+      if (plan->shards[i].ps == p) {
+        print_shard(&plan->shards[i], backup, f);
       }
-      bytes += shard_load(s);
-      if (s->lazy && s->mod_n <= 1 && s->row_end - s->row_begin < s->shape[0]) {
-        fprintf(f, "  %-32s ids %lld..%lld of %lld (lazy: rows made when touched)  <= %zu bytes\n", s->key,
-                (long long)s->row_begin, (long long)s->row_end, (long long)s->shape[0], shard_load(s));
-        continue;
-      }
-      if (s->lazy) {
-        fprintf(f, "  %-32s ids %% %lld == %lld of %lld (lazy: rows made when touched)  <= %zu bytes\n", s->key,
-                (long long)(s->mod_n > 1 ? s->mod_n : 1), (long long)s->mod_r, (long long)s->row_end, shard_load(s));
-        continue;
-      }
-      fprintf(f, "  %-32s rows %lld..%lld  %10zu bytes\n", s->key, (long long)s->row_begin, (long long)s->row_end,
-              shard_load(s));
     }
+    size_t bytes = ps_bytes(plan, p);
     fprintf(f, "  total %zu bytes\n", bytes);
+    if (backup >= 0) {
+      int of = (p + plan->n_ps - 1) % plan->n_ps; /* the ps whose backup p holds */
+      fprintf(f, "  as the backup of ps %d: %zu bytes; held in all: %zu bytes\n", of, ps_bytes(plan, of),
+              bytes + ps_bytes(plan, of));
+    }
     max = bytes > max ? bytes : max;
     sum += bytes;
   }

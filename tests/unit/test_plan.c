@@ -320,3 +320,35 @@ Test(plan, print_shows_every_ps_and_the_imbalance) {
   free(buf);
   tfx_plan_fini(&p);
 }
+
+Test(plan, replicas_put_each_backup_on_the_next_ps_of_the_ring) {
+  cr_assert_eq(tfx_plan_backup(0, 2, 1), 1);
+  cr_assert_eq(tfx_plan_backup(1, 2, 1), 0);
+  cr_assert_eq(tfx_plan_backup(2, 3, 1), 0);
+  cr_assert_eq(tfx_plan_backup(0, 3, 1), 1);
+  cr_assert_eq(tfx_plan_backup(0, 1, 1), -1, "a single ps has nowhere to put a backup");
+  cr_assert_eq(tfx_plan_backup(0, 2, 0), -1, "replicas off");
+  cr_assert_eq(tfx_plan_backup(2, 2, 1), -1, "no such ps");
+  for (int n = 2; n < 9; n++) {
+    for (int p = 0; p < n; p++) {
+      cr_assert_neq(tfx_plan_backup(p, n, 1), p, "a backup is never on its primary");
+    }
+  }
+}
+
+Test(plan, print_names_each_shards_backup_and_the_bytes_each_ps_holds_with_replicas) {
+  tfx_plan p;
+  set_option(&cfg, "cluster.replicas", "1");
+  build("greedy_bytes", 262144, 2, 2, &p);
+  cr_assert_eq(p.replicas, 1);
+  char *text = NULL;
+  size_t len = 0;
+  FILE *mem = open_memstream(&text, &len);
+  tfx_plan_print(&p, mem);
+  fclose(mem);
+  cr_assert(strstr(text, "dense_1/kernel/part_0            rows 0..392      401408 bytes  backup: ps 1"), "%s", text);
+  cr_assert(strstr(text, "as the backup of ps 1: 408104 bytes; held in all: 940584 bytes"), "%s", text);
+  cr_assert(strstr(text, "as the backup of ps 0: 532480 bytes; held in all: 940584 bytes"), "%s", text);
+  free(text);
+  tfx_plan_fini(&p);
+}

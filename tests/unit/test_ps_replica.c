@@ -1,0 +1,141 @@
+/* Unit tests of src/ps/replica.c (cluster.replicas 1, #27): which state a request is for (the own instance, the
+ * mirror of the previous ps's, or none), what a state refuses (a worker's request to a backup not promoted, a
+ * forwarded push of an older plan epoch, counted), and the rule that makes a resent push count once (a sync push
+ * is identified by worker and step: a second arrival of the step, or an older step, is stale). No sockets. */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ps/ps_impl.h"
+
+static tfx_cluster *cluster;
+static tfx_node node;
+
+static void setup(void) {
+  const char *tf = "{\"cluster\": {\"chief\": [\"127.0.0.1:1\"], \"ps\": [\"127.0.0.1:2\", \"127.0.0.1:3\", "
+                   "\"127.0.0.1:4\"], \"worker\": [\"127.0.0.1:5\"]}, \"task\": {\"type\": \"ps\", \"index\": 1}}";
+  tfx_err err = {0};
+  cr_assert_eq(tfx_cluster_parse(tf, &cluster, &err), TFX_OK, "%s", err.msg);
+  memset(&node, 0, sizeof node);
+  node.cluster = cluster;
+  node.index = 1;
+}
+
+static void teardown(void) {
+  tfx_cluster_destroy(cluster);
+}
+
+TestSuite(ps_replica, .init = setup, .fini = teardown);
+
+/* A state of instance `index` (a mirror when backup_of), initialized, in sync mode with 2 workers. */
+static ps_state *make(int index, int backup_of, uint64_t epoch) {
+  ps_state *p = calloc(1, sizeof *p);
+  cr_assert_not_null(p);
+  p->node = &node;
+  p->index = index;
+  p->backup_of = backup_of;
+  p->epoch = epoch;
+  p->initialized = 1;
+  p->cfg.mode = TFX_MODE_SYNC;
+  p->cfg.ps_replicas = 1;
+  ps__sync_start(p, 2);
+  return p;
+}
+
+static tfx_envelope request(Tfx__MsgType type, Tfx__Role role, int target, uint64_t epoch, int64_t flag) {
+  tfx_envelope e = TFX__ENVELOPE__INIT;
+  e.type = type;
+  e.sender_role = role;
+  e.target = target;
+  e.epoch = epoch;
+  e.flag = flag;
+  return e;
+}
+
+Test(ps_replica, a_request_goes_to_the_own_instance_or_the_mirror_and_an_init_makes_the_mirror) {
+  ps_state *own = make(1, 0, 1), *mirror = make(0, 1, 1), *out = NULL;
+  tfx_err err = {0};
+  tfx_envelope e = request(TFX__MSG_TYPE__MSG_PULL, TFX__ROLE__ROLE_WORKER, 0, 0, 0);
+  cr_assert_eq(ps__route(own, &e, &out, &err), TFX_OK);
+  cr_assert_eq(out, own, "no target: the receiver's own instance");
+  e.target = 2;
+  cr_assert_eq(ps__route(own, &e, &out, &err), TFX_OK);
+  cr_assert_eq(out, own);
+  e.target = 1;
+  cr_assert_eq(ps__route(own, &e, &out, &err), TFX_ESTATE, "no mirror yet");
+  cr_assert(strstr(err.msg, "ps 1 holds no copy of ps instance 0"), "%s", err.msg);
+  e.type = TFX__MSG_TYPE__MSG_INIT;
+  cr_assert_eq(ps__route(own, &e, &out, &err), TFX_OK);
+  cr_assert_null(out, "an INIT of another instance: the caller makes the mirror");
+  e.target = 9;
+  cr_assert_eq(ps__route(own, &e, &out, &err), TFX_ESTATE, "no such instance in a cluster of 3 ps");
+  own->mirror = mirror;
+  e.type = TFX__MSG_TYPE__MSG_PUSH;
+  e.target = 1;
+  cr_assert_eq(ps__route(own, &e, &out, &err), TFX_OK);
+  cr_assert_eq(out, mirror);
+  free(mirror);
+  free(own);
+}
+
+Test(ps_replica, a_backup_not_promoted_refuses_workers_and_takes_forwards_of_its_epoch) {
+  ps_state *m = make(0, 1, 3);
+  tfx_err err = {0};
+  tfx_envelope pull = request(TFX__MSG_TYPE__MSG_PULL, TFX__ROLE__ROLE_WORKER, 1, 0, 0);
+  cr_assert_eq(ps__gate(m, &pull, &err), TFX_ESTATE);
+  cr_assert(strstr(err.msg, "holds ps instance 0 as its backup: not promoted"), "%s", err.msg);
+  tfx_envelope push = request(TFX__MSG_TYPE__MSG_PUSH, TFX__ROLE__ROLE_WORKER, 1, 0, 1);
+  cr_assert_eq(ps__gate(m, &push, &err), TFX_ESTATE, "a worker's own push-pull");
+  tfx_envelope eval = request(TFX__MSG_TYPE__MSG_PULL, TFX__ROLE__ROLE_MASTER, 1, 3, 0);
+  cr_assert_eq(ps__gate(m, &eval, &err), TFX_OK, "the master may ask");
+  tfx_envelope fwd = request(TFX__MSG_TYPE__MSG_PUSH, TFX__ROLE__ROLE_WORKER, 1, 3, PS_FLAG_FORWARDED);
+  cr_assert_eq(ps__gate(m, &fwd, &err), TFX_OK);
+  fwd.epoch = 4;
+  cr_assert_eq(ps__gate(m, &fwd, &err), TFX_OK, "a newer epoch is fine");
+  cr_assert_eq(m->stats.stale_epoch, 0);
+  fwd.epoch = 2;
+  cr_assert_eq(ps__gate(m, &fwd, &err), TFX_ESTATE);
+  cr_assert(strstr(err.msg, "forwarded push of plan epoch 2 refused: ps instance 0 here is a backup at epoch 3") ||
+                strstr(err.msg, "forwarded push of plan epoch 2 refused"),
+            "%s", err.msg);
+  cr_assert_eq(m->stats.stale_epoch, 1, "counted");
+  free(m);
+}
+
+Test(ps_replica, a_promoted_backup_serves_workers_and_refuses_the_old_primarys_forwards) {
+  ps_state *m = make(0, 1, 1);
+  m->promoted = 1;
+  m->epoch = 2;
+  tfx_err err = {0};
+  tfx_envelope push = request(TFX__MSG_TYPE__MSG_PUSH, TFX__ROLE__ROLE_WORKER, 1, 0, 1);
+  cr_assert_eq(ps__gate(m, &push, &err), TFX_OK);
+  tfx_envelope fwd = request(TFX__MSG_TYPE__MSG_PUSH, TFX__ROLE__ROLE_WORKER, 1, 1, PS_FLAG_FORWARDED);
+  cr_assert_eq(ps__gate(m, &fwd, &err), TFX_ESTATE);
+  cr_assert(strstr(err.msg, "epoch 1 refused: ps instance 0 here is promoted at epoch 2"), "%s", err.msg);
+  fwd.epoch = 2;
+  cr_assert_eq(ps__gate(m, &fwd, &err), TFX_ESTATE, "a promoted backup takes no forwards at all");
+  cr_assert_eq(m->stats.stale_epoch, 2);
+  ps_state *own = make(1, 0, 1);
+  cr_assert_eq(ps__gate(own, &fwd, &err), TFX_ESTATE, "a primary takes no forwards");
+  cr_assert(strstr(err.msg, "a primary"), "%s", err.msg);
+  free(own);
+  free(m);
+}
+
+Test(ps_replica, a_push_resent_after_a_failover_counts_once) {
+  ps_state *p = make(0, 1, 1);
+  p->version = 5;
+  /* The forward of worker 0's push for step 5 arrived before the primary died. */
+  cr_assert_eq(ps__sync_verdict(p, 5, 0), PS_SYNC_VERDICT_FRESH);
+  cr_assert_eq(ps__sync_arrive(p, 0), 0);
+  /* Worker 0 resends it to the promoted backup: the same worker and step, a duplicate. */
+  cr_assert_eq(ps__sync_verdict(p, 5, 0), PS_SYNC_VERDICT_STALE);
+  cr_assert_eq(ps__sync_verdict(p, 5, 1), PS_SYNC_VERDICT_FRESH, "worker 1's push is still awaited");
+  cr_assert_eq(ps__sync_arrive(p, 1), 1, "the step completes with one push per worker");
+  ps__sync_end_step(p);
+  cr_assert_eq(p->version, 6);
+  /* A resend of a step already applied (both forwards arrived) is older than the version: stale too. */
+  cr_assert_eq(ps__sync_verdict(p, 5, 1), PS_SYNC_VERDICT_STALE);
+  cr_assert_eq(ps__sync_verdict(p, 6, 1), PS_SYNC_VERDICT_FRESH);
+  free(p);
+}
