@@ -452,6 +452,11 @@ static int handle_data(ps_state *own, ps_state *p, tfx_inmsg *m, tfx_err *err) {
     case TFX__MSG_TYPE__MSG_PULL:
       return ps__pull(p, m, err);
     case TFX__MSG_TYPE__MSG_PUSH:
+      if (e->flag & PS_FLAG_FORWARDED) { /* held once received: the primary applies it meanwhile */
+        rc = reply_simple(p, m, p->version, 0, NULL, err);
+        ps__push(p, m, NULL); /* a refusal here is the primary's too, answered there */
+        return rc;
+      }
       forward(own, p, m);
       return ps__push(p, m, err);
     case TFX__MSG_TYPE__MSG_CHECKPOINT:

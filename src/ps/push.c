@@ -484,6 +484,9 @@ static int push_async(ps_state *p, tfx_inmsg *m, shard **targets, tfx_err *err) 
  * last part's, when ssp parks it, every value). Otherwise the reply is a bare acknowledgement. */
 static int answer_push(ps_state *p, tfx_inmsg *m, int stale, tfx_err *err) {
   const tfx_envelope *e = m->env;
+  if (e->flag & PS_FLAG_FORWARDED) {
+    return TFX_OK; /* a backup acknowledges a forwarded push on receipt (ps.c) */
+  }
   if ((e->flag & 1) && ps__is_part(e) && (!ps__completes_step(e) || ps__pull_ready(p, 0, ps__worker_of(e)))) {
     return ps__send_ranges(p, m, err);
   }
