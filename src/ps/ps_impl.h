@@ -262,6 +262,11 @@ void ps__ckpt_drop(ps_state *p);
 /* Frees the buffer misaligned gradients are copied into (shutdown). */
 void ps__push_free_scratch(ps_state *p);
 
+/* Restores every shard of p from the checkpoint of path (DIR/ps-K.shard; restore.c): this ps's own file, then,
+ * for a plan of another ps count, the others (a shard's key and slice do not depend on the ps count); lazy tables
+ * from the row files; sets the version to the checkpoint's step. TFX_ESHAPE names a shard that does not fit. */
+int ps__restore_shards(ps_state *p, const char *path, tfx_err *err);
+
 /* Replicas (replica.c, cluster.replicas 1): each ps holds its own instance and a mirror of the previous one. */
 
 /* The state a request is for (Envelope.target): the own one or the mirror (borrowed); *out NULL for an INIT of
