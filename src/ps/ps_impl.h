@@ -138,6 +138,7 @@ typedef struct ps_state {
   int n_workers, replicas, n_acc, n_grads; /* sync: arrivals this step; of them, gradients accumulated */
   uint8_t contributed[PS_MAX_WORKERS];
   int64_t clock[PS_MAX_WORKERS];
+  int64_t last_push[PS_MAX_WORKERS]; /* async, ssp with replicas: the step of each worker's last applied push */
   pending_pull *pending;
   int n_pending, cap_pending;
   int ckpt_pending;
@@ -224,6 +225,11 @@ int ps__sync_arrive(ps_state *p, int w);
 float ps__sync_scale(int n_grads);
 /* Ends a sync step once applied: the version and pushes_applied move, and counting starts afresh. */
 void ps__sync_end_step(ps_state *p);
+/* Async and ssp with cluster.replicas 1: whether worker w's push tagged e->step was applied already (a push resent
+ * after a failover; a worker's steps only grow), so it is dropped, not applied twice. */
+int ps__async_duplicate(const ps_state *p, const tfx_envelope *e);
+/* Records that worker w's push tagged e->step was applied (async and ssp). */
+void ps__async_applied(ps_state *p, const tfx_envelope *e);
 /* Moves worker w's clock (async and ssp: one push done); anyone else (w out of range) has none. */
 void ps__clock_tick(ps_state *p, int w);
 /* The parked-pull array's next capacity after cap, or 0 when it would pass PS_MAX_PARKED. */

@@ -548,8 +548,12 @@ int ps__push(ps_state *p, tfx_inmsg *m, tfx_err *err) {
     return tfx_err_set(err, TFX_ENOMEM, "out of memory");
   }
   int stale = 0, rc = validate_push(p, m, targets, err);
-  if (!rc && !ps__past_the_end(p, m->env)) {
+  if (!rc && ps__async_duplicate(p, m->env)) {
+    p->stats.stale++; /* resent after a failover, and already applied: once only */
+    stale = 1;
+  } else if (!rc && !ps__past_the_end(p, m->env)) {
     rc = ps__is_sync(p) ? push_sync(p, m, targets, &stale, err) : push_async(p, m, targets, err);
+    ps__async_applied(p, m->env);
   }
   if (targets != stack) {
     free(targets);

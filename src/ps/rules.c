@@ -54,6 +54,7 @@ void ps__sync_start(ps_state *p, int n_workers) {
   memset(p->contributed, 0, sizeof p->contributed);
   for (int i = 0; i < PS_MAX_WORKERS; i++) {
     p->clock[i] = p->version;
+    p->last_push[i] = -1;
   }
 }
 
@@ -84,6 +85,19 @@ void ps__sync_end_step(ps_state *p) {
   p->n_acc = 0;
   p->n_grads = 0;
   memset(p->contributed, 0, sizeof p->contributed);
+}
+
+int ps__async_duplicate(const ps_state *p, const tfx_envelope *e) {
+  int w = ps__worker_of(e);
+  return p->cfg.ps_replicas && !ps__is_sync(p) && !ps__is_part(e) && w >= 0 && w < PS_MAX_WORKERS &&
+         e->step <= p->last_push[w];
+}
+
+void ps__async_applied(ps_state *p, const tfx_envelope *e) {
+  int w = ps__worker_of(e);
+  if (w >= 0 && w < PS_MAX_WORKERS && !ps__is_part(e)) {
+    p->last_push[w] = e->step;
+  }
 }
 
 void ps__clock_tick(ps_state *p, int w) {

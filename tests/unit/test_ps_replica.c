@@ -139,3 +139,26 @@ Test(ps_replica, a_push_resent_after_a_failover_counts_once) {
   cr_assert_eq(ps__sync_verdict(p, 6, 1), PS_SYNC_VERDICT_FRESH);
   free(p);
 }
+
+Test(ps_replica, an_async_push_resent_after_a_failover_is_applied_once) {
+  ps_state *p = make(0, 1, 1);
+  p->cfg.mode = TFX_MODE_ASYNC;
+  ps__sync_start(p, 2);
+  tfx_envelope e = request(TFX__MSG_TYPE__MSG_PUSH, TFX__ROLE__ROLE_WORKER, 1, 0, 1);
+  e.sender_index = 1;
+  e.step = 40;
+  cr_assert_eq(ps__async_duplicate(p, &e), 0, "never seen");
+  ps__async_applied(p, &e);
+  cr_assert_eq(ps__async_duplicate(p, &e), 1, "the same worker and step again: a resend");
+  e.step = 39;
+  cr_assert_eq(ps__async_duplicate(p, &e), 1, "older: already past");
+  e.step = 41;
+  cr_assert_eq(ps__async_duplicate(p, &e), 0, "the worker's next push");
+  e.sender_index = 0;
+  e.step = 40;
+  cr_assert_eq(ps__async_duplicate(p, &e), 0, "another worker's push of that step");
+  p->cfg.ps_replicas = 0;
+  e.sender_index = 1;
+  cr_assert_eq(ps__async_duplicate(p, &e), 0, "without replicas nothing changes");
+  free(p);
+}
