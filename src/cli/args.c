@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/version.h"
 #include "config/plugin.h"
 
 static const char *const commands[] = {"local",  "train",  "status",  "config",  "model",
@@ -265,7 +266,7 @@ static int scan(tfx_args *a, raw *r, int argc, char **argv, tfx_err *err) {
       return TFX_OK;
     }
     if (!strcmp(arg, "--version")) {
-      printf("tfx-node %s (protocol 1)\n", TFX_VERSION);
+      printf("%s\n", tfx_version_line());
       a->done = 1;
       return TFX_OK;
     }

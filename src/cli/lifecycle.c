@@ -12,6 +12,7 @@
 #include "cli/cli.h"
 #include "common/fs.h"
 #include "common/log.h"
+#include "common/version.h"
 #include "data/dataset.h"
 #include "data/idx.h"
 #include "data/source.h"
@@ -85,10 +86,10 @@ static int write_export(const tfx_weights *ws, const char *config, const char *d
   last_eval(run_dir, ws->step, metrics, sizeof metrics);
   snprintf(step, sizeof step, "%lld", (long long)ws->step);
   snprintf(hash, sizeof hash, "%08lx", crc32(0, (const Bytef *)config, (uInt)strlen(config)));
-  const char *kv[] = {"format", "pt", "tfx_step", step, "tfx_config_crc32", hash};
+  const char *kv[] = {"format", "pt", "tfx_step", step, "tfx_config_crc32", hash, "tfx_commit", tfx_version_commit()};
   snprintf(path, sizeof path, "%s/model.safetensors", dir);
   if (!rc) {
-    rc = tfx_st_write(path, names, ranks, shapes, data, ws->n, kv, 3, err);
+    rc = tfx_st_write(path, names, ranks, shapes, data, ws->n, kv, 4, err);
   }
   snprintf(path, sizeof path, "%s/model.json", dir);
   if (!rc) {
@@ -96,8 +97,9 @@ static int write_export(const tfx_weights *ws, const char *config, const char *d
   }
   snprintf(meta, sizeof meta,
            "{\"step\": %lld, \"variables\": %d, \"config_crc32\": \"%s\", \"exported_at\": %lld, \"source\": \"%s\", "
-           "\"last_eval\": %s}\n",
-           (long long)ws->step, ws->n, hash, (long long)time(NULL), ws->source, metrics);
+           "\"last_eval\": %s, \"tfx\": {\"version\": \"%s\", \"commit\": \"%s\", \"build\": \"%s\"}}\n",
+           (long long)ws->step, ws->n, hash, (long long)time(NULL), ws->source, metrics, tfx_version(),
+           tfx_version_commit(), tfx_version_build());
   snprintf(path, sizeof path, "%s/metadata.json", dir);
   if (!rc) {
     rc = tfx_write_file(path, meta, err);

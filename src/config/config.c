@@ -37,6 +37,7 @@ static const struct special {
     {"name", NULL},
     {"description", NULL},
     {"hyperparameters", NULL},
+    {"provenance", NULL},
     {TFX_CONFIG_FORMAT_KEY, NULL},
 };
 #define N_SPECIALS (sizeof specials / sizeof specials[0])

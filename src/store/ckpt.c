@@ -15,6 +15,7 @@
 #include "common/fs.h"
 #include "common/log.h"
 #include "nn/optim.h"
+#include "store/runconfig.h"
 
 /* Shards are written as the host holds them in memory, and the format is little-endian. */
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -393,6 +394,7 @@ int tfx_ckpt_write_manifest_rows(const char *dir, int64_t step, int n_ps, const 
                                  const uint32_t *rows_crc, const uint64_t *rows_bytes, tfx_err *err) {
   json_object *root = json_object_new_object(), *shards = json_object_new_array(), *rows = json_object_new_array();
   json_object_object_add(root, "step", json_object_new_int64(step));
+  json_object_object_add(root, "tfx", tfx_run_provenance());
   for (int i = 0; i < n_ps; i++) {
     char file[32];
     tfx_ckpt_part_path(file, sizeof file, NULL, i, TFX_CKPT_SHARD);
