@@ -139,6 +139,7 @@ typedef struct tfx_config {
   int data_stream;                     /* read the training files a window at a time */
   tfx_shard_by shard_by;
   int shuffle_buffer; /* examples per shuffled window when streaming */
+  int data_shuffle;   /* shuffle the training examples every epoch; 0: file order */
   /* optimizer */
   tfx_opt_kind optimizer;
   double learning_rate, momentum, beta1, beta2, epsilon, weight_decay;

@@ -45,6 +45,8 @@ const config__option config__options[] = {
      "read the training files a window at a time (files larger than memory); images may be a glob or a list"},
     {"data.shard_by", OPT_ENUM, O(shard_by), 0, 0, "record", "record | file: how workers split the training data",
      shard_kinds},
+    {"data.shuffle", OPT_BOOL, O(data_shuffle), 0, 1, "true",
+     "shuffle the training examples (and, streaming, the files) every epoch; false: file order, each worker its shard"},
     {"data.shuffle_buffer", OPT_INT, O(shuffle_buffer), 1, 1e8, "10000", "streaming: examples per shuffled window"},
     {"data.feature_key", OPT_STR, O(feature_key), 0, 0, "image", "tfrecord: the Example feature holding the inputs"},
     {"data.label_key", OPT_STR, O(label_key), 0, 0, "label", "tfrecord: the Example feature holding the label"},

@@ -60,7 +60,7 @@ int tfx_batcher_create(const tfx_dataset *d, int index, int count, uint64_t seed
   return TFX_OK;
 }
 
-int tfx_batcher_create_shard(const tfx_dataset *d, int index, int count, uint64_t seed, tfx_batcher **out,
+int tfx_batcher_create_shard(const tfx_dataset *d, int index, int count, uint64_t seed, int shuffle, tfx_batcher **out,
                              tfx_err *err) {
   if (count < 1 || index < 0 || index >= count || d->n < 1) {
     return tfx_err_set(err, TFX_EINVAL, "shard %d of %d of %zu examples", index, count, d->n);
@@ -76,7 +76,7 @@ int tfx_batcher_create_shard(const tfx_dataset *d, int index, int count, uint64_
   }
   b->d = d;
   b->seed = seed ^ (uint64_t)index * 0x9E37ULL;
-  b->shuffle = 1;
+  b->shuffle = shuffle;
   reshuffle(b);
   *out = b;
   return TFX_OK;

@@ -42,7 +42,7 @@ void tfx_dataset_destroy(tfx_dataset *d);
 
 /* A batcher over a dataset that holds only shard `index` of `count` (tfx_dataset_load_idx_shard): the same
  * batches, in the same order, as tfx_batcher_create over the whole set. Caller owns *out. */
-int tfx_batcher_create_shard(const tfx_dataset *d, int index, int count, uint64_t seed, tfx_batcher **out,
+int tfx_batcher_create_shard(const tfx_dataset *d, int index, int count, uint64_t seed, int shuffle, tfx_batcher **out,
                              tfx_err *err);
 /* A batcher over shard `index` of `count` (records i with i % count == index); caller owns; free with
  * tfx_batcher_destroy. The dataset is borrowed and must outlive the batcher. */
