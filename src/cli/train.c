@@ -471,10 +471,14 @@ static int loop(trainer *t, int64_t max_steps, tfx_err *err) {
   if (t->step == 0) {
     validate(t, 0);
   }
+  int rc = c->ckpt_save_initial && t->step == 0 ? save_now(t, err) : TFX_OK; /* checkpoint.save_initial */
+  if (rc) {
+    return rc;
+  }
   t->stop |= tfx_plugin_hook(t->plugin, TFX_HOOK_TRAIN_BEGIN, t->step, NAN, NAN, t->run_dir);
   while (t->step < max_steps && !tfx_stop_requested() && !t->stop) {
     tfx_step_stats st;
-    int rc = step_once(t, &st, err);
+    rc = step_once(t, &st, err);
     if (rc) {
       return rc;
     }
@@ -497,7 +501,7 @@ static int loop(trainer *t, int64_t max_steps, tfx_err *err) {
   }
   evaluate(t, &acc);
   validate(t, 1);
-  int rc = save_now(t, err); /* "done:" only once the final checkpoint is on disk (#30: it preceded ENOSPC) */
+  rc = save_now(t, err); /* "done:" only once the final checkpoint is on disk (#30: it preceded ENOSPC) */
   if (!rc) {
     tfx_progress_done(&prog, t->step, acc, "eval data refused, see the log"); /* the only way to a NaN here */
   }

@@ -173,6 +173,7 @@ typedef struct tfx_config {
                                                                                             at least this far apart
                                                                                           */
   int keep_max;
+  int ckpt_save_initial; /* checkpoint the initial weights at step 0 of a fresh run */
   /* search */
   tfx_search_method search_method;
   int search_early_stopping;

@@ -107,6 +107,8 @@ const config__option config__options[] = {
     {"checkpoint.every_secs", OPT_I64, O(ckpt_every_secs), 0, BIG, "0", "also checkpoint every N seconds (0: off)"},
     {"checkpoint.min_interval_secs", OPT_I64, O(ckpt_min_interval_secs), 0, BIG, "10",
      "train: periodic checkpoints start at least N s apart (one asked meanwhile is taken at the first step after)"},
+    {"checkpoint.save_initial", OPT_BOOL, O(ckpt_save_initial), 0, 1, "false",
+     "a fresh run checkpoints its initial weights at step 0 (ckpt-000000000000) before the first step"},
     {"checkpoint.keep_max", OPT_INT, O(keep_max), 1, 1000, "3", "checkpoints kept"},
     {"search.method", OPT_ENUM, O(search_method), 0, 0, "random", "tfx-node search: random | grid", search_methods},
     {"search.early_stopping", OPT_BOOL, O(search_early_stopping), 0, 1, "true",
