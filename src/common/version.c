@@ -1,7 +1,7 @@
 /* The binary's provenance (version.h), from the generated tfx_commit.h. */
 #include "common/version.h"
 
-#include "tfx_commit.h"
+#include "common/tfx_commit.h" /* generated in the build tree (cmake/commit.cmake) */
 
 const char *tfx_version(void) {
   return TFX_VERSION;

@@ -302,6 +302,5 @@ int master__init_ps(master *m, tfx_err *err) {
   } else {
     tfx_log(TFX_LOG_INFO, "MASTER-FRESH", "fresh start: %d shard(s) on %d ps", m->plan.n, m->n_ps);
   }
-  /* checkpoint.save_initial: the initial weights, before any worker has the plan (it is sent once this returns). */
-  return m->cfg.ckpt_save_initial && live < 0 && !have ? master__checkpoint(m, 0, err) : TFX_OK;
+  return TFX_OK;
 }

@@ -15,7 +15,7 @@
 #include "common/fs.h"
 #include "common/log.h"
 #include "nn/optim.h"
-#include "store/runconfig.h"
+#include "store/provenance.h"
 
 /* Shards are written as the host holds them in memory, and the format is little-endian. */
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__

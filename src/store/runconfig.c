@@ -14,6 +14,7 @@
 #include "config/config.h"
 #include "nn/optim.h"
 #include "store/ckpt.h"
+#include "store/provenance.h"
 
 /* Lists into out the keys of model sections a and b whose values differ ("model.layers, model.loss"). */
 static void differing_keys(json_object *a, json_object *b, char *out, size_t n) {
@@ -124,14 +125,6 @@ static int check_resume(const char *path, const char *json, int *changed, tfx_er
   json_object_put(old);
   json_object_put(now);
   return rc;
-}
-
-json_object *tfx_run_provenance(void) {
-  json_object *p = json_object_new_object();
-  json_object_object_add(p, "version", json_object_new_string(tfx_version()));
-  json_object_object_add(p, "commit", json_object_new_string(tfx_version_commit()));
-  json_object_object_add(p, "build", json_object_new_string(tfx_version_build()));
-  return p;
 }
 
 /* Logs, once per resume, that the run was last written by another binary (tfutils checks the commit before it

@@ -10,8 +10,4 @@
  * differences keep the old file as name's revision (config.rev-N.json) beside the new one. */
 int tfx_run_save_config(const char *run_dir, const char *name, const char *json, int resume, tfx_err *err);
 
-/* The binary's provenance as a JSON object {"version", "commit", "build"}, as config.json ("provenance"),
- * checkpoint manifests ("tfx") and exports record it; caller owns (json_object_put). */
-struct json_object *tfx_run_provenance(void);
-
 #endif
