@@ -35,7 +35,8 @@ static const char usage[] =
     "  search   --config X [--trials N] [--parallel P] [--run-dir ROOT] [--max-steps N]   hyperparameter search\n"
     "  evaluate --run-dir RUN [--checkpoint STEP|DIR] [--data NAME] [--steps N]  evaluate a checkpoint\n"
     "           (--steps N: the first N batches of 1000 examples of the eval set; default all)\n"
-    "  export   --run-dir RUN --out DIR [--checkpoint STEP|DIR]  safetensors model directory\n"
+    "  export   --run-dir RUN --out DIR [--checkpoint STEP|DIR|best] [--best]  safetensors model directory\n"
+    "           (--best: the best checkpoint by checkpoint.keep_best, as RUN/checkpoints/best.json names it)\n"
     "  inspect  RUN|CHECKPOINT_DIR|EXPORT_DIR [--var NAME]      list variables (or print one)\n"
     "  predict  --run-dir RUN [--checkpoint STEP|DIR]|--export DIR --input IDX [--output FILE]\n"
     "           [--keys probabilities,classes]\n"
@@ -273,6 +274,10 @@ static int scan(tfx_args *a, raw *r, int argc, char **argv, tfx_err *err) {
       tfx_config_print_options();
       a->done = 1;
       return TFX_OK;
+    }
+    if (!strcmp(arg, "--best")) {
+      snprintf(a->cli.checkpoint, sizeof a->cli.checkpoint, "best"); /* --checkpoint best */
+      continue;
     }
     if (!strcmp(arg, "--fresh")) {
       a->node.resume = 0;
