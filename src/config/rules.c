@@ -134,12 +134,20 @@ static int validate_trainer(const tfx_config *cfg, tfx_err *err) {
       (rc = tfx_config_class_weights(cfg, w, TFX_MAX_CLASS_WEIGHTS, &n, err))) {
     return rc;
   }
+  if (cfg->label_smoothing > 0 && cfg->loss == TFX_LOSS_MSE) {
+    return tfx_err_set(err, TFX_ECONFIG, "model.label_smoothing: smooths cross-entropy targets; model.loss is mse");
+  }
   if (cfg->export_on_best && !cfg->keep_best_metric[0]) {
     return tfx_err_set(err, TFX_ECONFIG, "export.on_best: needs checkpoint.keep_best.metric (best by what?)");
   }
-  if (cfg->weight_key[0] && cfg->data_format != TFX_FORMAT_CSV && cfg->data_format != TFX_FORMAT_TFRECORD) {
-    return tfx_err_set(err, TFX_ECONFIG, "data.weight_key '%s': example weights are read from csv and tfrecord data "
-                       "only (data.format is %s)", cfg->weight_key, tfx_config_choice_name("data.format", cfg->data_format));
+  int columns = cfg->n_features > 0 && !cfg->data_stream && cfg->shard_by == TFX_SHARD_BY_RECORD &&
+                (cfg->data_format == TFX_FORMAT_CSV || cfg->data_format == TFX_FORMAT_TFRECORD);
+  if (cfg->weight_key[0] && !columns) {
+    return tfx_err_set(err, TFX_ECONFIG,
+                       "data.weight_key '%s': example weights are read by the feature columns (model.features) of "
+                       "csv and tfrecord data held in memory (data.format %s%s)",
+                       cfg->weight_key, tfx_config_choice_name("data.format", cfg->data_format),
+                       cfg->n_features ? ", streamed" : ", no model.features");
   }
   return TFX_OK;
 }
