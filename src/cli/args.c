@@ -252,6 +252,20 @@ static const char *command_in(int argc, char **argv) {
   return NULL;
 }
 
+/* Takes a flag without a value (--fresh, --rebuild, --best: --checkpoint best); 0 when arg is none of them. */
+static int take_switch(tfx_args *a, const char *arg) {
+  if (!strcmp(arg, "--fresh")) {
+    a->node.resume = 0;
+  } else if (!strcmp(arg, "--rebuild")) {
+    a->cli.rebuild = 1;
+  } else if (!strcmp(arg, "--best")) {
+    snprintf(a->cli.checkpoint, sizeof a->cli.checkpoint, "best");
+  } else {
+    return 0;
+  }
+  return 1;
+}
+
 static int scan(tfx_args *a, raw *r, int argc, char **argv, tfx_err *err) {
   for (int i = 1; i < argc; i++) {
     const char *arg = argv[i];
@@ -275,16 +289,7 @@ static int scan(tfx_args *a, raw *r, int argc, char **argv, tfx_err *err) {
       a->done = 1;
       return TFX_OK;
     }
-    if (!strcmp(arg, "--best")) {
-      snprintf(a->cli.checkpoint, sizeof a->cli.checkpoint, "best"); /* --checkpoint best */
-      continue;
-    }
-    if (!strcmp(arg, "--fresh")) {
-      a->node.resume = 0;
-      continue;
-    }
-    if (!strcmp(arg, "--rebuild")) {
-      a->cli.rebuild = 1;
+    if (take_switch(a, arg)) {
       continue;
     }
     if (strncmp(arg, "--", 2)) {

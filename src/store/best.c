@@ -41,13 +41,14 @@ int tfx_best_read(const char *run_dir, tfx_best *b, tfx_err *err) {
     return errno == ENOENT ? tfx_err_set(err, TFX_ENOTFOUND, "%s: no best checkpoint recorded", path)
                            : tfx_err_sys(err, TFX_ESYS, "%s", path);
   }
-  json_object *root = json_object_from_file(path), *metric, *mode;
+  json_object *root = json_object_from_file(path), *metric, *direction;
   double value, step, eval_step;
   int ok = root && json_object_object_get_ex(root, "metric", &metric) &&
-           json_object_object_get_ex(root, "mode", &mode) && get_number(root, "value", &value) &&
+           json_object_object_get_ex(root, "mode", &direction) && get_number(root, "value", &value) &&
            get_number(root, "step", &step) && get_number(root, "eval_step", &eval_step) && step >= 0;
   if (ok) {
-    tfx_best r = {.maximize = !strcmp(json_object_get_string(mode), "max"),
+    const char *way = json_object_get_string(direction); /* the file's "max" | "min", as tfx_best_write wrote it */
+    tfx_best r = {.maximize = way[0] == 'm' && way[1] == 'a',
                   .value = value,
                   .step = (int64_t)step,
                   .eval_step = (int64_t)eval_step};
