@@ -152,8 +152,8 @@ int master__poll_versions(master *m, tfx_err *err);
 
 /* evaluate.c: evaluation on the eval set and the validation sets. */
 
-/* Pulls the variables and evaluates on the eval set; writes an eval line and sets last_acc and eval_step (the
- * step scored). Returns TFX_OK, or why not: the pull's error (logged; last_acc unchanged) or the eval data's
+/* Pulls the variables (with checkpoint.keep_best while the workers train: takes a checkpoint and loads it) and
+ * evaluates on the eval set; writes an eval line, feeds watch.c, and sets last_acc and eval_step (the step scored). Returns TFX_OK, or why not: the pull's error (logged; last_acc unchanged) or the eval data's
  * (logged; last_acc NaN, eval_refused set). */
 int master__evaluate(master *m);
 /* Pulls the variables and evaluates the named validation sets that are due (all with force); writes
