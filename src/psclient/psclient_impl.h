@@ -22,7 +22,10 @@ typedef struct slot {
   int64_t *ids; /* lazy: this step's ids of this ps (pull wants, push rows), grown as needed */
   float *rows;  /* lazy: their gradient rows, gathered for a push */
   size_t ids_cap;
-  Tfx__Tensor want; /* lazy: the pull's request for those ids */
+  int64_t *want_ids; /* lazy: the lent batch's ids of this ps (a row pull's wants), grown as needed */
+  uint32_t *want_at; /* lazy: the row of each among the variable's batch_ids (where its reply row goes) */
+  size_t want_cap;
+  Tfx__Tensor want; /* lazy: the row request for want_ids (a row pull's or a push-pull's) */
 } slot;
 
 /* A range of one slot's values that travels in one part of a push-pull. */
@@ -53,14 +56,16 @@ struct tfx_psclient {
   int n_ps;
   int timeout_ms;
   uint64_t bytes;
-  uint64_t row_bytes;    /* rows of lazy tables pulled since the last pull or push-pull (counted into its bytes) */
-  uint64_t cached_rows;  /* rows pulled since the copies of lazy tables were last dropped */
-  tfx_model *lazy_model; /* the model whose lazy tables the row pulls fill */
+  uint64_t row_bytes; /* rows of lazy tables pulled since the last pull or push-pull (counted into its bytes) */
 };
 
-/* Selects into s->ids the ids of the variable's `rows` that this ps holds (and, with grads, gathers their
- * gradient rows into s->rows); returns how many, or -1 when memory runs out. */
-long psclient__lazy_select(slot *s, int grads);
+/* Fills the row requests of link l for the lent batch (at most cap; wants[k] and names[k] point into the slots,
+ * valid until the next fill), *n_out how many; TFX_ENOMEM naming the table when memory runs out. */
+int psclient__fill_wants(ps_link *l, Tfx__Tensor **wants, char **names, size_t cap, size_t *n_out, tfx_err *err);
+/* Takes one reply tensor of rows (t, its slot s, its frame data/size) into the batch's rows of its table, checked
+ * against what was asked (TFX_ESHAPE naming the ps and the table otherwise). */
+int psclient__take_row_tensor(tfx_psclient *c, ps_link *l, const Tfx__Tensor *t, slot *s, const void *data,
+                              size_t size, tfx_err *err);
 /* The i-th tensor of a reply: its slot on link l (NULL if unknown) and its bytes (*data, *size; none when it has
  * no frame), advancing *part over the data frames. */
 slot *psclient__reply_tensor(ps_link *l, const tfx_inmsg *m, size_t i, int *part, const void **data, size_t *size);
