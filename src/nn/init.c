@@ -79,7 +79,8 @@ void tfx_init_fill(const char *spec, const char *name, uint64_t seed, int64_t fa
                    size_t count, float *out) {
   double scale = 0;
   kind k = parse(spec, fan_in, fan_out, &scale);
-  uint64_t key = tfx_rand_mix(seed) ^ tfx_hash_str(name);
+  /* random kinds only: a ps fills a never-touched row of a zeros table per row pulled, so no hash for those */
+  uint64_t key = k == K_UNIFORM || k == K_NORMAL || k == K_TRUNC ? tfx_rand_mix(seed) ^ tfx_hash_str(name) : 0;
   for (size_t j = 0; j < count; j++) {
     uint64_t i = offset + j;
     double v = 0;

@@ -125,7 +125,7 @@ int ps__lazy_apply_accumulated(ps_state *p, shard *s, float scale) {
 }
 
 void ps__lazy_clear_sum(shard *s) {
-  tfx_rowtable_evict(s->acc_rows, INT64_MAX);
+  tfx_rowtable_clear(s->acc_rows);
 }
 
 void ps__lazy_gather(const shard *s, const Tfx__Tensor *t, float *out) {

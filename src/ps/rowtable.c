@@ -276,3 +276,8 @@ size_t tfx_rowtable_evict(tfx_rowtable *t, int64_t before) {
   }
   return n;
 }
+
+void tfx_rowtable_clear(tfx_rowtable *t) {
+  memset(t->map, 0, t->map_cap * sizeof *t->map);
+  t->n_rows = t->used = t->n_free = 0; /* the slabs stay, taken again from the first row */
+}

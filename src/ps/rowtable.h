@@ -56,5 +56,8 @@ int tfx_rowtable_put(tfx_rowtable *t, int64_t id, const float *row, tfx_err *err
 /* Drops every row last touched before step `before`; returns how many. An evicted row reads as its initial
  * values again. */
 size_t tfx_rowtable_evict(tfx_rowtable *t, int64_t before);
+/* Drops every row at once, keeping the memory for the rows made next (a sync step's sums: O(map), not O(rows)
+ * probes). */
+void tfx_rowtable_clear(tfx_rowtable *t);
 
 #endif

@@ -30,6 +30,7 @@ static int map_shard(const Tfx__Shard *s, tfx_model *m, slot *out, tfx_err *err)
   out->lazy = s->lazy;
   out->mod_n = s->mod_n > 1 ? s->mod_n : 1;
   out->mod_r = s->mod_n > 1 ? s->mod_r : 0;
+  out->mod_mask = (out->mod_n & (out->mod_n - 1)) == 0 ? out->mod_n - 1 : -1;
   snprintf(out->key, sizeof out->key, "%s", s->key);
   out->var = v;
   out->rank = v->rank;
@@ -72,7 +73,7 @@ static long select_grads(slot *s) {
     s->ids_cap = v->n_rows;
   }
   for (size_t k = 0; k < v->n_rows; k++) {
-    if (v->rows[k] % s->mod_n == s->mod_r && v->rows[k] >= s->row_begin && v->rows[k] < s->row_end) {
+    if (psclient__holds(s, v->rows[k])) {
       memcpy(s->rows + n * width, v->grad + k * width, sizeof(float) * width);
       s->ids[n++] = v->rows[k];
     }

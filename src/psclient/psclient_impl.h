@@ -19,6 +19,7 @@ typedef struct slot {
   int rank;
   int lazy; /* a lazy table: this ps holds ids % mod_n == mod_r, pulled and pushed by rows only */
   int64_t mod_n, mod_r;
+  int64_t mod_mask; /* lazy: mod_n - 1 when mod_n is a power of two (the id test without a division), else -1 */
   int64_t *ids; /* lazy: this step's ids of this ps (pull wants, push rows), grown as needed */
   float *rows;  /* lazy: their gradient rows, gathered for a push */
   size_t ids_cap;
@@ -59,6 +60,12 @@ struct tfx_psclient {
   uint64_t row_bytes; /* rows of lazy tables pulled since the last pull or push-pull (counted into its bytes) */
 };
 
+/* Whether this slot's ps holds id (its share of the ids and its range): the test every id of every batch takes
+ * per ps, so a power-of-two ps count spares it a 64-bit division. */
+static inline int psclient__holds(const slot *s, int64_t id) {
+  int64_t r = s->mod_mask >= 0 ? id & s->mod_mask : id % s->mod_n;
+  return r == s->mod_r && id >= s->row_begin && id < s->row_end;
+}
 /* Fills the row requests of link l for the lent batch (at most cap; wants[k] and names[k] point into the slots,
  * valid until the next fill), *n_out how many; TFX_ENOMEM naming the table when memory runs out. */
 int psclient__fill_wants(ps_link *l, Tfx__Tensor **wants, char **names, size_t cap, size_t *n_out, tfx_err *err);

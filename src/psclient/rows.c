@@ -25,7 +25,7 @@ static long select_wants(slot *s) {
   size_t n = 0;
   for (size_t k = 0; k < v->n_batch; k++) {
     int64_t id = v->batch_ids[k];
-    if (id % s->mod_n == s->mod_r && id >= s->row_begin && id < s->row_end) {
+    if (psclient__holds(s, id)) {
       s->want_at[n] = (uint32_t)k;
       s->want_ids[n++] = id;
     }
