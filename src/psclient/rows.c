@@ -35,7 +35,7 @@ static long select_wants(slot *s) {
 
 int psclient__fill_wants(ps_link *l, Tfx__Tensor **wants, char **names, size_t cap, size_t *n_out, tfx_err *err) {
   size_t n = 0;
-  for (int i = 0; i < l->n && n < cap; i++) {
+  for (int i = 0; i < l->n; i++) {
     slot *s = &l->slots[i];
     s->want.n_rows = 0;
     long rows = s->lazy && s->var->batch_ids ? select_wants(s) : 0;
@@ -44,6 +44,10 @@ int psclient__fill_wants(ps_link *l, Tfx__Tensor **wants, char **names, size_t c
     }
     if (rows == 0) {
       continue;
+    }
+    if (n == cap) {
+      return tfx_err_set(err, TFX_EINVAL, "table %s: a batch asks %s for the rows of more than %zu lazy tables",
+                         s->var->name, tfx_client_endpoint(l->client), cap);
     }
     tfx__tensor__init(&s->want);
     s->want.name = s->key;
