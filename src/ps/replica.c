@@ -69,6 +69,13 @@ int ps__gate(ps_state *p, const tfx_envelope *e, tfx_err *err) {
   return TFX_OK;
 }
 
+/* ZeroMQ's free callback of a forwarded frame: drops the share of the received frame. */
+static void release_share(void *data, void *hint) {
+  (void)data;
+  zmq_msg_close(hint);
+  free(hint);
+}
+
 int ps__forward_send(ps_state *p, const tfx_inmsg *m) {
   if (!p->backup || (m->env->flag & PS_FLAG_FORWARDED)) {
     return 0;
@@ -87,10 +94,20 @@ int ps__forward_send(ps_state *p, const tfx_inmsg *m) {
   tfx_payload stack[64], *pl = m->n_parts <= 64 ? stack : calloc((size_t)m->n_parts, sizeof *pl);
   tfx_err ferr;
   int rc = pl ? TFX_OK : tfx_err_set(&ferr, TFX_ENOMEM, "out of memory");
-  for (int i = 0; !rc && i < m->n_parts; i++) {
-    size_t size;
-    const void *data = tfx_inmsg_part(m, i, &size);
-    pl[i] = (tfx_payload){data, size, 1, NULL, NULL}; /* copied: a lost backup's queue must not hold our frame */
+  int n = 0;
+  for (; !rc && n < m->n_parts; n++) {
+    zmq_msg_t *share = malloc(sizeof *share); /* the received frame, shared (no copy) until ZeroMQ sent it */
+    if (!share || zmq_msg_init(share) || zmq_msg_copy(share, &m->parts[n])) {
+      free(share);
+      rc = tfx_err_set(&ferr, TFX_ENOMEM, "out of memory");
+      break;
+    }
+    pl[n] = (tfx_payload){zmq_msg_data(share), zmq_msg_size(share), 0, release_share, share};
+  }
+  if (rc) {
+    for (int i = 0; i < n; i++) {
+      release_share(NULL, pl[i].hint);
+    }
   }
   rc = rc ? rc : tfx_client_send(p->backup, &env, pl, m->n_parts, &ferr);
   if (pl != stack) {
