@@ -427,26 +427,19 @@ static void take_one(ps_state *own) {
   defer(own, &m);
 }
 
-/* Forwards a push of state p to its backup and waits for the acknowledgement (up to the request deadline). */
+/* Forwards a push of state p to its backup. A push-pull's reply then waits, parked, for the acknowledgement
+ * (ps__pull_ready); a bare push, acknowledged at once, waits here for it. */
 static void forward(ps_state *own, ps_state *p, const tfx_inmsg *m) {
-  if (!ps__forward_send(p, m)) {
+  if (!ps__forward_send(p, m) || (m->env->flag & 1)) {
     return;
   }
-  int64_t deadline = tfx_now_ms() + (int64_t)p->cfg.request_timeout_s * 1000;
-  for (;;) {
+  while (p->fwd_pending > 0 && p->backup) {
     zmq_pollitem_t items[2] = {{tfx_client_socket(p->backup), 0, ZMQ_POLLIN, 0}, {own->sock, 0, ZMQ_POLLIN, 0}};
     zmq_poll(items, 2, 20);
-    if (items[0].revents & ZMQ_POLLIN) {
-      ps__forward_ack(p);
-      return;
-    }
     if (items[1].revents & ZMQ_POLLIN) {
       take_one(own);
     }
-    if (tfx_client_lost(p->backup) || tfx_now_ms() > deadline) {
-      ps__forward_fail(p, tfx_client_lost(p->backup) ? "its connection dropped" : "no acknowledgement in time");
-      return;
-    }
+    ps__forward_acks(p);
   }
 }
 
@@ -487,15 +480,27 @@ static char *render(const char *path, const char **type, void *ctx) {
   return t.s;
 }
 
+/* Takes the backup's acknowledgements; once none is pending, the replies parked for them go. */
+static void acknowledged(ps_state *p) {
+  if (p->fwd_pending > 0) {
+    ps__forward_acks(p);
+    if (p->fwd_pending == 0) {
+      ps__service(p);
+    }
+  }
+}
+
 /* The poll loop: serves messages, expires parked pulls every 100 ms, publishes the view, until STOP or SIGTERM. */
 static void serve(ps_state *p) {
   while (!p->stopping && !tfx_stop_requested()) {
-    zmq_pollitem_t item = {p->sock, 0, ZMQ_POLLIN, 0};
-    int ready = p->n_deferred ? 0 : zmq_poll(&item, 1, 100);
-    if (ready > 0) {
+    zmq_pollitem_t items[2] = {{p->sock, 0, ZMQ_POLLIN, 0}, {p->fwd_pending ? tfx_client_socket(p->backup) : NULL, 0,
+                                                             ZMQ_POLLIN, 0}};
+    int ready = p->n_deferred ? 0 : zmq_poll(items, p->fwd_pending ? 2 : 1, p->fwd_pending ? 20 : 100);
+    if (ready > 0 && (items[0].revents & ZMQ_POLLIN)) {
       serve_one(p);
     }
     serve_deferred(p);
+    acknowledged(p);
     ps__expire_pulls(p);
     if (p->mirror) {
       ps__expire_pulls(p->mirror);

@@ -127,6 +127,8 @@ typedef struct ps_state {
   struct ps_state *mirror; /* the own state's: the instance this ps backs up, or NULL */
   tfx_client *backup;     /* the own state's: DEALER to the ps holding its backup, or NULL */
   unsigned backup_seen;   /* the backup link's disconnections when it last answered (linkwatch) */
+  int fwd_pending;        /* forwards the backup has not acknowledged yet: replies and pulls wait (parked) */
+  int64_t fwd_deadline;   /* when the last forward's acknowledgement is overdue (the backup is then lost) */
   tfx_inmsg *deferred;    /* the own state's: requests that came while a forward waited (served next, in order) */
   int n_deferred, cap_deferred;
   tfx_config cfg;
@@ -204,7 +206,7 @@ int64_t ps__min_clock(const ps_state *p);
 /* The worker index of a request, or -1 for anyone else (the master's evaluation pulls are not clocked). */
 int ps__worker_of(const tfx_envelope *e);
 /* Whether a pull may be answered now: the version reached min_version and, in ssp, the worker is within
- * `staleness` steps of the slowest. */
+ * `staleness` steps of the slowest; never while a forward awaits the backup's acknowledgement (replicas). */
 int ps__pull_ready(const ps_state *p, int64_t min_version, int worker);
 /* Whether worker w already counts in the current sync step. */
 int ps__sync_contributed(const ps_state *p, int w);
@@ -286,11 +288,12 @@ void ps__backup_close(ps_state *p);
  * plan epoch (or to a promoted mirror, or to a primary). Counts stale epochs. */
 int ps__gate(ps_state *p, const tfx_envelope *e, tfx_err *err);
 /* Forwards a worker's push (m borrowed) to the backup, before it is applied here: 1 when an acknowledgement is
- * to be awaited (ps__forward_ack once the backup link is readable), 0 when nothing went (no backup, or lost). The
- * backup then holds every push a worker will see acknowledged. */
+ * awaited (fwd_pending; ps__forward_acks), 0 when nothing went (no backup, or lost). Until it comes no reply or
+ * pull is answered (ps__pull_ready), so the backup holds every push a worker will see acknowledged. */
 int ps__forward_send(ps_state *p, const tfx_inmsg *m);
-/* Takes the backup's acknowledgement of the forwarded push (a lost link leaves the instance unreplicated). */
-void ps__forward_ack(ps_state *p);
+/* Takes the backup's acknowledgements that arrived (one per forward, in order); an overdue one or a lost link
+ * leaves the instance unreplicated. The caller serves the parked replies once none is pending. */
+void ps__forward_acks(ps_state *p);
 /* The backup is lost (why): the instance goes on unreplicated, with one log line. */
 void ps__forward_fail(ps_state *p, const char *why);
 /* MSG_PROMOTE: the mirror becomes its instance's primary at the message's plan epoch; replies with the step. */

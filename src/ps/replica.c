@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "ps/ps_impl.h"
 
@@ -115,20 +116,34 @@ int ps__forward_send(ps_state *p, const tfx_inmsg *m) {
   }
   if (rc) {
     ps__forward_fail(p, ferr.msg);
+    return 0;
   }
-  return rc == TFX_OK;
+  p->fwd_pending++;
+  p->fwd_deadline = tfx_now_ms() + (int64_t)p->cfg.request_timeout_s * 1000;
+  return 1;
 }
 
-void ps__forward_ack(ps_state *p) {
-  tfx_inmsg r;
-  tfx_err ferr;
-  int rc = tfx_client_recv(p->backup, &r, 1000, &ferr);
-  tfx_inmsg_fini(&r);
-  if (rc == TFX_EPEER || rc == TFX_ESTATE || rc == TFX_ENOMEM) {
-    ps__forward_fail(p, ferr.msg);
-    return;
+void ps__forward_acks(ps_state *p) {
+  void *sock = p->backup ? tfx_client_socket(p->backup) : NULL;
+  zmq_pollitem_t item = {sock, 0, ZMQ_POLLIN, 0};
+  while (p->fwd_pending > 0 && p->backup && zmq_poll(&item, 1, 0) > 0) {
+    tfx_inmsg r;
+    tfx_err ferr;
+    int rc = tfx_wire_recv(sock, 0, &r, &ferr);
+    if (!rc && r.env->code == TFX_ESTATE) {
+      rc = tfx_err_set(&ferr, TFX_ESTATE, "%s", r.env->error ? r.env->error : "refused");
+    }
+    tfx_inmsg_fini(&r);
+    if (rc) {
+      ps__forward_fail(p, ferr.msg);
+      return;
+    }
+    p->fwd_pending--; /* one acknowledgement per forward, in order */
+    p->stats.forwarded++;
   }
-  p->stats.forwarded++; /* a refusal there (NaN, shape) is the same refusal here */
+  if (p->fwd_pending > 0 && p->backup && (tfx_client_lost(p->backup) || tfx_now_ms() > p->fwd_deadline)) {
+    ps__forward_fail(p, tfx_client_lost(p->backup) ? "its connection dropped" : "no acknowledgement in time");
+  }
 }
 
 void ps__forward_fail(ps_state *p, const char *why) {
@@ -136,6 +151,7 @@ void ps__forward_fail(ps_state *p, const char *why) {
           why);
   ps__backup_close(p);
   p->unreplicated = 1;
+  p->fwd_pending = 0;
 }
 
 int ps__promote(ps_state *p, const tfx_inmsg *m, tfx_err *err) {
