@@ -174,13 +174,17 @@ int tfx_scorer_run(tfx_scorer *s, const tfx_dataset *d, size_t i, int b, float *
   if (b < 1 || b > s->max_batch) {
     return tfx_err_set(err, TFX_EINVAL, "a batch of %d examples (the model takes 1..%d)", b, s->max_batch);
   }
-  int rc = tfx_forward_examples(s->model, d, i, b, at, err);
-  if (rc) {
-    return rc;
+  size_t classes = tfx_model_output_size(s->model);
+  for (int r = 0; r < b; r++) { /* one at a time: see the header */
+    int rc = tfx_forward_examples(s->model, d, i + (size_t)r, 1, at, err);
+    if (rc) {
+      *at = r;
+      return rc;
+    }
+    tfx_step_stats st;
+    tfx_model_loss(s->model, s->labels, 1, 0, &st);
+    tfx_model_probabilities(s->model, 1, probs + (size_t)r * classes);
   }
-  tfx_step_stats st;
-  tfx_model_loss(s->model, s->labels, b, 0, &st);
-  tfx_model_probabilities(s->model, b, probs);
   return TFX_OK;
 }
 
