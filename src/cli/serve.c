@@ -12,6 +12,7 @@
 #include "cli/cli.h"
 #include "cli/serve.h"
 #include "common/log.h"
+#include "observe/notify.h"
 #include "store/ckpt.h"
 
 typedef struct server {
@@ -140,9 +141,13 @@ int tfx_serve_run(const tfx_node *n, const tfx_cli_opts *o, tfx_err *err) {
   if (!rc) {
     rc = start(&s, sc, err);
   }
+  if (!rc) {
+    tfx_notify_ready("serving");
+  }
   while (!rc && !tfx_stop_requested()) {
     int64_t step;
     usleep(100 * 1000);
+    tfx_notify_status("serving step %lld", (long long)s.served);
     if (o->target[0]) {
       continue; /* an export holds one step */
     }
@@ -151,6 +156,7 @@ int tfx_serve_run(const tfx_node *n, const tfx_cli_opts *o, tfx_err *err) {
       follow(&s, step);
     }
   }
+  tfx_notify_stopping();
   tfx_serve_http_stop(s.http);
   tfx_serve_queue_destroy(s.q);
   return rc;
