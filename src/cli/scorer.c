@@ -11,13 +11,19 @@
 #include "store/ckpt.h"
 #include "store/rowindex.h"
 #include "store/weights.h"
-#include "train/evaluate.h"
+
+/* Every forward runs on exactly BLOCK rows (the examples, then zero or empty rows): OpenBLAS's sgemm rounds a row
+ * by the batch's size and the row's place in it (its tail kernels), and on a block of 8 every place gives the same
+ * bits, so an example's probabilities never depend on the examples scored with it (see scorer.h). */
+#define BLOCK 8
 
 struct tfx_scorer {
   tfx_config cfg;
   tfx_model *model;
   tfx_rowindex *rows; /* lazy tables of a checkpoint, read in place; NULL otherwise */
   int32_t *labels;    /* zeros: the loss computes the probabilities */
+  float *x, *probs;   /* one block's dense rows [BLOCK, inputs] and probabilities [BLOCK, classes] */
+  int64_t off[TFX_MAX_FIELDS][BLOCK + 1]; /* one block's offsets per sparse field, padded with empty rows */
   int max_batch;
   int64_t step;
   char source[1100];
@@ -58,7 +64,7 @@ static int shard_count(const char *dir) {
 
 static int create(const char *cfgpath, int max_batch, tfx_scorer **out, tfx_err *err) {
   tfx_scorer *s = calloc(1, sizeof *s);
-  if (!s || !(s->labels = calloc((size_t)max_batch, sizeof(int32_t)))) {
+  if (!s || !(s->labels = calloc(BLOCK, sizeof(int32_t)))) {
     free(s);
     return tfx_err_set(err, TFX_ENOMEM, "out of memory");
   }
@@ -66,7 +72,11 @@ static int create(const char *cfgpath, int max_batch, tfx_scorer **out, tfx_err 
   tfx_config_init(&s->cfg);
   int rc = tfx_config_load_saved(&s->cfg, cfgpath, err);
   if (!rc) {
-    rc = tfx_model_create(&s->cfg, max_batch, &s->model, err);
+    rc = tfx_model_create(&s->cfg, BLOCK, &s->model, err);
+  }
+  if (!rc && (!(s->x = calloc(BLOCK * tfx_model_input_size(s->model) + 1, sizeof(float))) ||
+              !(s->probs = calloc(BLOCK * tfx_model_output_size(s->model), sizeof(float))))) {
+    rc = tfx_err_set(err, TFX_ENOMEM, "out of memory");
   }
   if (rc) {
     tfx_scorer_close(s);
@@ -170,20 +180,44 @@ size_t tfx_scorer_lazy_bytes(const tfx_scorer *s) {
   return s->rows ? tfx_rowindex_bytes(s->rows) : 0;
 }
 
+/* Forward of examples [i, i + b) of d (b <= BLOCK) as one block of BLOCK rows; the outputs stay in the model. */
+static int forward_block(tfx_scorer *s, const tfx_dataset *d, size_t i, int b, int *at, tfx_err *err) {
+  size_t dim = tfx_model_input_size(s->model);
+  if (d->x) {
+    memcpy(s->x, d->x + i * d->dim, sizeof(float) * dim * (size_t)b);
+    memset(s->x + dim * (size_t)b, 0, sizeof(float) * dim * (size_t)(BLOCK - b));
+  }
+  tfx_csr csr[TFX_MAX_FIELDS];
+  for (int f = 0; f < d->n_fields; f++) {
+    for (int r = 0; r <= BLOCK; r++) {
+      s->off[f][r] = d->fields[f].off[i + (size_t)(r < b ? r : b)];
+    }
+    csr[f] = (tfx_csr){BLOCK, s->off[f], d->fields[f].ids, d->fields[f].vals};
+  }
+  int rc = d->n_fields ? tfx_model_set_csr(s->model, csr, d->n_fields, err) : TFX_OK;
+  if (rc) {
+    return rc;
+  }
+  tfx_model_forward(s->model, d->x ? s->x : NULL, BLOCK, 0, 0);
+  return tfx_model_input_status(s->model, at, err);
+}
+
 int tfx_scorer_run(tfx_scorer *s, const tfx_dataset *d, size_t i, int b, float *probs, int *at, tfx_err *err) {
   if (b < 1 || b > s->max_batch) {
     return tfx_err_set(err, TFX_EINVAL, "a batch of %d examples (the model takes 1..%d)", b, s->max_batch);
   }
   size_t classes = tfx_model_output_size(s->model);
-  for (int r = 0; r < b; r++) { /* one at a time: see the header */
-    int rc = tfx_forward_examples(s->model, d, i + (size_t)r, 1, at, err);
+  for (int r = 0; r < b; r += BLOCK) {
+    int n = b - r < BLOCK ? b - r : BLOCK, where = 0;
+    int rc = forward_block(s, d, i + (size_t)r, n, &where, err);
     if (rc) {
-      *at = r;
+      *at = r + where;
       return rc;
     }
     tfx_step_stats st;
-    tfx_model_loss(s->model, s->labels, 1, 0, &st);
-    tfx_model_probabilities(s->model, 1, probs + (size_t)r * classes);
+    tfx_model_loss(s->model, s->labels, BLOCK, 0, &st);
+    tfx_model_probabilities(s->model, BLOCK, s->probs);
+    memcpy(probs + (size_t)r * classes, s->probs, sizeof(float) * classes * (size_t)n);
   }
   return TFX_OK;
 }
@@ -202,5 +236,7 @@ void tfx_scorer_close(tfx_scorer *s) {
   tfx_rowindex_close(s->rows);
   tfx_model_destroy(s->model);
   free(s->labels);
+  free(s->x);
+  free(s->probs);
   free(s);
 }

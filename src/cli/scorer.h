@@ -37,10 +37,11 @@ int tfx_scorer_max_batch(const tfx_scorer *s);
 /* Rows of lazy tables indexed and the index's bytes (0 without lazy tables). */
 size_t tfx_scorer_lazy_rows(const tfx_scorer *s);
 size_t tfx_scorer_lazy_bytes(const tfx_scorer *s);
-/* The probabilities of examples [i, i + b) of d (b <= the max batch) into probs [b, classes]. Each example is run
- * alone (a batch of one), so its probabilities are the same bits whatever examples come with it: OpenBLAS's sgemm
- * rounds a row differently by its place in a batch (its tail kernels), and a served request is batched with
- * whatever else arrived. TFX_EINVAL for an embedding id outside its table, its position in the batch in *at. */
+/* The probabilities of examples [i, i + b) of d (b <= the max batch) into probs [b, classes]. The model runs on
+ * blocks of a fixed size (8 rows, the last padded with empty ones), so an example's probabilities are the same bits
+ * whatever examples come with it and wherever it sits: OpenBLAS's sgemm rounds a row by the batch's size and the
+ * row's place (its tail kernels), and a served request is batched with whatever else arrived; predict and serve
+ * thus agree bit for bit. TFX_EINVAL for an embedding id outside its table, its position in the batch in *at. */
 int tfx_scorer_run(tfx_scorer *s, const tfx_dataset *d, size_t i, int b, float *probs, int *at, tfx_err *err);
 /* Raw dense values (pixels, numbers as the files hold them) scaled in place as training scales them:
  * (float)(x * data.scale), then normalized by data.mean and data.std. */
