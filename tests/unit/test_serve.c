@@ -61,6 +61,21 @@ Test(serve, dense_lists_are_scaled_as_training_scales_them) {
   tfx_dataset_destroy(d);
 }
 
+Test(serve, the_fast_scanner_reads_numbers_as_json_c_does) {
+  /* The first body takes the scanner's path; the second, with a key besides "instances", takes json-c's. */
+  const char *fast = "{\"instances\": [[1.5e2, -0.25, 3, 0], [1234567890123456789, 0.1, -7e-3, 2.50]]}";
+  const char *slow = "{\"instances\": [[1.5e2, -0.25, 3, 0], [1234567890123456789, 0.1, -7e-3, 2.50]], \"x\": 1}";
+  tfx_dataset *a, *b;
+  tfx_err err = {0};
+  cr_assert_eq(parse(dense_json, 4, fast, &a, &err), TFX_OK, "%s", err.msg);
+  cr_assert_eq(parse(dense_json, 4, slow, &b, &err), TFX_OK, "%s", err.msg);
+  cr_assert_eq(a->n, 2);
+  cr_assert_arr_eq(a->x, b->x, sizeof(float) * 8, "the two paths read other floats");
+  tfx_dataset_destroy(a);
+  tfx_dataset_destroy(b);
+  refused(dense_json, 4, "{\"instances\": [[1, 2, 3, 4]]", "not JSON");
+}
+
 Test(serve, malformed_bodies_are_refused_naming_what_is_wrong) {
   refused(dense_json, 4, "not json", "not JSON");
   refused(dense_json, 4, "{\"instances\": ", "ends early");
