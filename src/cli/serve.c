@@ -62,7 +62,7 @@ static void follow(server *s, int64_t step) {
   tfx_ckpt_dir(s->n->run_dir, step, dir, sizeof dir);
   tfx_scorer *next = NULL;
   tfx_err err;
-  int rc = tfx_scorer_open_run(s->n->run_dir, dir, s->o->max_batch, &next, &err);
+  int rc = tfx_scorer_open_run(s->n->run_dir, dir, TFX_SERVE_MAX_INSTANCES, &next, &err);
   if (rc) {
     s->failed = step;
     tfx_serve_http_swap_failed(s->http);
@@ -79,13 +79,13 @@ static void follow(server *s, int64_t step) {
 /* Waits for the run's first checkpoint (a server started beside a cluster comes up before it has one). */
 static int first_model(const tfx_node *n, const tfx_cli_opts *o, tfx_scorer **out, tfx_err *err) {
   if (o->target[0]) {
-    return tfx_scorer_open_export(o->target, o->max_batch, out, err);
+    return tfx_scorer_open_export(o->target, TFX_SERVE_MAX_INSTANCES, out, err);
   }
   int64_t step;
   for (int logged = 0; !tfx_stop_requested(); logged = 1) {
     newest(n->run_dir, &step);
     if (step >= 0) {
-      return tfx_scorer_open_run(n->run_dir, NULL, o->max_batch, out, err);
+      return tfx_scorer_open_run(n->run_dir, NULL, TFX_SERVE_MAX_INSTANCES, out, err);
     }
     if (!logged) {
       tfx_log(TFX_LOG_INFO, "SERVE-WAIT", "%s has no checkpoint yet: waiting for the first", n->run_dir);

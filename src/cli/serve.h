@@ -50,8 +50,9 @@ typedef struct tfx_serve_job {
 
 typedef struct tfx_serve_queue tfx_serve_queue;
 
-/* Starts the scorer thread over s (the queue takes it on success): batches of up to max_batch instances, a
- * batch waits up to wait_us microseconds for more requests once the first arrives (0: never waits). Caller owns
+/* Starts the scorer thread over s (the queue takes it on success): requests are joined into batches of up to
+ * max_batch instances (a larger request is a batch of its own; 1: no joining), a batch waits up to wait_us
+ * microseconds for more requests once the first arrives (0: never waits). Caller owns
  * *out; stop with tfx_serve_queue_destroy. */
 int tfx_serve_queue_create(tfx_scorer *s, int max_batch, int wait_us, tfx_serve_queue **out, tfx_err *err);
 /* Queues job (its data taken); done is called once, on the scorer thread, or now with rc TFX_EPEER once the queue
