@@ -177,6 +177,7 @@ Test(serve, parsed_requests_join_into_one_batch_in_order) {
   int64_t off[] = {0, 2, 3, 6}, ids[] = {0, 2, 4, 1, 3, 8};
   cr_assert_arr_eq(joined->fields[0].off, off, sizeof off);
   cr_assert_arr_eq(joined->fields[0].ids, ids, sizeof ids);
+  tfx_dataset_destroy(joined);
   tfx_dataset *mixed[] = {a, s1};
   cr_assert_eq(tfx_serve_join(mixed, 2, &joined, &err), TFX_EINVAL);
   tfx_dataset_destroy(a);
