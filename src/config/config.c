@@ -38,6 +38,7 @@ static const struct special {
     {"name", config__parse_name, 1},
     {"description", NULL, 1},
     {"hyperparameters", NULL, 1},
+    {"provenance", NULL, 1},
     {TFX_CONFIG_FORMAT_KEY, NULL, 1},
 };
 #define N_SPECIALS (sizeof specials / sizeof specials[0])
@@ -98,7 +99,8 @@ static int set_path(tfx_config *cfg, const char *path, json_object *val, tfx_err
     return tfx_err_set(err, TFX_ECONFIG, "unknown key '%s'", path);
   }
   if (json_object_is_type(val, json_type_array) &&
-      (o->offset == offsetof(tfx_config, boundaries) || o->offset == offsetof(tfx_config, lr_values))) {
+      (o->offset == offsetof(tfx_config, boundaries) || o->offset == offsetof(tfx_config, lr_values) ||
+       o->offset == offsetof(tfx_config, class_weights))) {
     return config__set_list(cfg, o, val, path, 1, err);
   }
   return config__set_json(cfg, o, val, path, err);

@@ -11,15 +11,23 @@
 #include "master/master_impl.h"
 #include "master/rules.h"
 
+/* The register reply: start (with the plan, the experiment and the step) or stop. It names the number of workers
+ * ("workers"), which a worker under a sparse TF_CONFIG (only the tasks it talks to) cannot count itself. */
 static int reply_register(master *m, const tfx_inmsg *in) {
   tfx_envelope env;
   tfx_reply_init(&env, in);
+  Tfx__KeyValue kv, *kvp = &kv;
+  tfx__key_value__init(&kv);
+  kv.key = "workers";
+  kv.value = m->n_workers;
   env.flag = m->finished ? 2 : m->running ? 1 : 0;
   if (m->running && !m->finished) {
     env.text = m->config_json;
     env.step = m->global_step;
     env.shards = m->plan.ptrs;
     env.n_shards = (size_t)m->plan.n;
+    env.stats = &kvp;
+    env.n_stats = 1;
   }
   return tfx_wire_send(m->sock, &in->identity, &env, NULL, 0, NULL);
 }

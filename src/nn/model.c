@@ -470,6 +470,9 @@ int tfx_model_create(const tfx_config *cfg, int max_batch, tfx_model **out, tfx_
                      m->layers[m->n_layers - 1].name);
     goto fail;
   }
+  if ((rc = nn__loss_setup(m, cfg, err))) {
+    goto fail;
+  }
   select_trainable(m, cfg->trainable);
   if (alloc_buffers(m)) {
     rc = tfx_err_set(err, TFX_ENOMEM, "out of memory for batch %d", max_batch);
@@ -498,6 +501,7 @@ void tfx_model_destroy(tfx_model *m) {
     free(m->vars[i].grad);
     free(m->vars[i].rows);
   }
+  free(m->class_w);
   for (int i = 0; i < m->n_layers; i++) {
     layer *l = &m->layers[i];
     free(l->out);

@@ -92,6 +92,11 @@ const float *tfx_model_forward(tfx_model *m, const float *x, int batch, int trai
 /* Loss and accuracy of the last forward against labels; with grad != 0 also seeds backward. A label outside
  * [0, classes) adds no loss, no gradient and no hit: check them first with tfx_model_check_labels. */
 void tfx_model_loss(tfx_model *m, const int32_t *labels, int batch, int grad, tfx_step_stats *st);
+/* Lends the model the weights of the next training batch's examples (data.weight_key; borrowed until the next
+ * call; NULL: all 1). With grad, tfx_model_loss weighs example b's loss by w[b] times its class's weight
+ * (model.class_weights) and smooths its targets (model.label_smoothing), Keras's way: the mean over the batch of
+ * the weighted losses. Without grad (evaluation) the loss is the plain one, comparable across experiments. */
+void tfx_model_set_example_weights(tfx_model *m, const float *w);
 /* TFX_EINVAL naming the layer, the first embedding id of the last forward outside its table and the table's
  * size, with that id's example (its position in the batch) in *example (NULL allowed; written only on this
  * error, which the caller prefixes with the example's name); TFX_OK if every id was inside. */

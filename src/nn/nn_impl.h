@@ -86,6 +86,9 @@ struct tfx_model {
   int max_batch;
   int loss;                /* 0 softmax CE, 1 sigmoid CE, 2 MSE */
   int top_k;               /* the K of the top-K hits counted (model.metrics top_K; 5 when absent) */
+  float *class_w;          /* model.class_weights, one per class (owned), or NULL: all 1 */
+  float smoothing;         /* model.label_smoothing */
+  const float *example_w;  /* the batch's example weights (tfx_model_set_example_weights, borrowed), or NULL */
   int in_rank, ih, iw, ic; /* the model input */
   float *probs;
   float *scratch;            /* an input gradient on its way into a producer with several consumers */
@@ -153,6 +156,8 @@ void nn__graph_merge_forward(tfx_model *m, layer *l, const float *x, int batch);
 /* The whole backward pass over the graph, summing the gradients of layers read by several others. */
 void nn__graph_backward(tfx_model *m, const float *x, int batch);
 
+/* loss.c: reads model.class_weights (one per class of the finished model) and model.label_smoothing. */
+int nn__loss_setup(tfx_model *m, const tfx_config *cfg, tfx_err *err);
 /* Softmax over each of `rows` rows of `width` values of z into p (p may be z); loss.c's, shared with the softmax
  * layer. */
 void nn__softmax_rows(const float *z, float *p, size_t rows, size_t width);

@@ -42,13 +42,16 @@ static int bad_ids(const tfx_model *m, tfx_batcher *b) {
   return rc;
 }
 
-/* The next minibatch into g's scratch (dense) or lent to the model (sparse); nonzero when the input failed. */
+/* The next minibatch into g's scratch (dense) or lent to the model (sparse), its example weights lent to the
+ * model; nonzero when the input failed. */
 static int next_batch(tfx_model *m, tfx_batcher *b, const tfx_grad_step *g) {
   if (!tfx_model_sparse_input(m)) {
     tfx_batcher_next(b, g->batch, g->x, g->y);
+    tfx_model_set_example_weights(m, tfx_batcher_weights(b));
     return tfx_batcher_status(b, NULL);
   }
   const tfx_csr *c = tfx_batcher_next_csr(b, g->batch, g->x, g->y);
+  tfx_model_set_example_weights(m, tfx_batcher_weights(b));
   tfx_err e = {0};
   int rc = tfx_batcher_status(b, NULL);
   if (!rc && (rc = tfx_model_set_csr(m, c, tfx_batcher_fields(b), &e))) {

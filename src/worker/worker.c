@@ -137,10 +137,27 @@ static int bound_messages(const worker *w, tfx_err *err) {
 
 static int batch_rows(void *ctx, tfx_model *m, tfx_err *err);
 
+/* The cluster's worker count: the chief's (its register reply), else the TF_CONFIG's (a chief before this
+ * field); a sparse TF_CONFIG lists only this worker, so its own count may be short. */
+static int count_workers(const worker *w) {
+  const tfx_envelope *p = w->plan.env;
+  for (size_t i = 0; i < p->n_stats; i++) {
+    if (!strcmp(p->stats[i]->key, "workers") && p->stats[i]->value >= 1 && p->stats[i]->value <= 1e6) {
+      int n = (int)p->stats[i]->value, listed = tfx_cluster_count(w->n->cluster, TFX_ROLE_WORKER);
+      if (n != listed) {
+        tfx_log(TFX_LOG_INFO, "WORKER-COUNT", "the chief counts %d workers where TF_CONFIG lists %d (a sparse "
+                "cluster spec): this worker reads shard %d of %d", n, listed, w->n->index, n);
+      }
+      return n;
+    }
+  }
+  return tfx_cluster_count(w->n->cluster, TFX_ROLE_WORKER);
+}
+
 static int setup(worker *w, tfx_err *err) {
   const tfx_envelope *p = w->plan.env;
   tfx_config_init(&w->cfg);
-  int n_workers = tfx_cluster_count(w->n->cluster, TFX_ROLE_WORKER), rc;
+  int n_workers = count_workers(w), rc;
   int64_t epoch_steps = 0; /* the master sends max_steps already capped; the same budget again changes nothing */
   if ((rc = tfx_config_parse(&w->cfg, p->text ? p->text : "", "experiment from the master", err)) ||
       (rc = tfx_epochs_apply(&w->cfg, n_workers, &epoch_steps, err)) ||
