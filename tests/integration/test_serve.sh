@@ -1,7 +1,7 @@
 #!/bin/bash
 # tfx-node serve (#29): TensorFlow Serving's REST API over a run. Dense: the served probabilities are predict's on
 # the same checkpoint (every digit predict prints), an instance's answer is the same bits alone, in a batch of 64 and
-# among concurrent requests (batched together); bad bodies are 400 with a JSON error; a corrupt newer checkpoint is
+# among concurrent requests (batched together); bad bodies are 400 with a JSON error, one over 64 MiB 413; a corrupt newer checkpoint is
 # logged while the old model serves on; a resumed run's newer checkpoint is picked up; SIGTERM stops it cleanly.
 # Sparse: lazy tables of a 2-ps cluster read in place from the row files answer what the export (tables gathered
 # whole, untrained rows at their initial values) answers, for LibSVM lines with ids never trained.
@@ -52,6 +52,10 @@ for body in '{"instances": [[1,2,3]]}' '{"instances": ' 'not json' '{"nothing": 
   python3 -c "import json,sys; assert json.load(open(sys.argv[1]))['error']" "$WORK/err.json" ||
     fail "bad body '$body': no JSON error: $(cat "$WORK/err.json")"
 done
+head -c $((65 << 20)) /dev/zero | tr '\0' ' ' >"$WORK/big.json"
+code=$(curl -s -o "$WORK/err.json" -w '%{http_code}' --data-binary @"$WORK/big.json" "$URL:predict")
+rm -f "$WORK/big.json"
+[ "$code" = 413 ] && grep -q '"error"' "$WORK/err.json" || fail "a 65 MiB body answered $code: $(cat "$WORK/err.json")"
 code=$(curl -s -o "$WORK/err.json" -w '%{http_code}' "http://127.0.0.1:$port/v1/models/nobody")
 [ "$code" = 404 ] || fail "an unknown model answered $code, want 404"
 
