@@ -91,9 +91,11 @@ compgen -G "$WORK/lr/checkpoints/ckpt-*/ps-1.rows" >/dev/null || fail "the check
 p1=$(free_port)
 p2=$(free_port)
 "$TFX_NODE" serve --run-dir "$WORK/lr" --port "$p1" >"$WORK/serve-lr.log" 2>&1 &
-PIDS+=($!)
+S1=$!
+PIDS+=($S1)
 "$TFX_NODE" serve --export "$(ls -d "$WORK"/exp/*)" --port "$p2" --max-batch 1 >"$WORK/serve-exp.log" 2>&1 &
-PIDS+=($!)
+S2=$!
+PIDS+=($S2)
 wait_for 60 curl -sf "http://127.0.0.1:$p1/v1/models/lr" -o /dev/null || fail "sparse serve never answered"
 wait_for 60 curl -sf "http://127.0.0.1:$p2/v1/models/lr" -o /dev/null || fail "export serve never answered"
 grep -q "rows indexed" "$WORK/serve-lr.log" || fail "no row index: $(cat "$WORK/serve-lr.log")"
@@ -108,4 +110,7 @@ def ask(port):
 a, b = ask(sys.argv[2]), ask(sys.argv[3])
 assert len(a) == 34 and a == b, [(i, x, y) for i, (x, y) in enumerate(zip(a, b)) if x != y][:3]
 PY
+kill -TERM $S1 $S2 # stopped cleanly, so that LeakSanitizer reads their heaps
+wait_exit 30 $S1 || fail "sparse serve did not stop cleanly"
+wait_exit 30 $S2 || fail "export serve did not stop cleanly"
 pass "serve: predict's answers, batched or alone; 400s; corrupt checkpoint kept out; followed to 300; lazy rows in place"
