@@ -47,11 +47,11 @@ static void newest(const char *run_dir, int64_t *step) {
   }
 }
 
-/* When a file was last written (Unix seconds), or 0. */
+/* When dir/file (file "": dir itself) was last written (Unix seconds), or 0. */
 static double written_at(const char *dir, const char *file) {
   char path[1200];
   struct stat st;
-  snprintf(path, sizeof path, "%s/%s", dir, file);
+  snprintf(path, sizeof path, "%s%s%s", dir, file[0] ? "/" : "", file);
   return stat(path, &st) ? 0 : (double)st.st_mtime;
 }
 
