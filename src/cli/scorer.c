@@ -29,7 +29,8 @@ struct tfx_scorer {
   char source[1100];
 };
 
-/* The row source of a lazy table: each row the batch touches from the checkpoint, or as the ps would make it. */
+/* The row source of a lazy table: each row the batch touches (its batch_ids) into its batch_vals, from the
+ * checkpoint's row files, or as the ps would make it (the initializer) when the checkpoint does not hold it. */
 static int fetch_rows(void *ctx, tfx_model *m, tfx_err *err) {
   tfx_scorer *s = ctx;
   (void)err;
@@ -38,12 +39,12 @@ static int fetch_rows(void *ctx, tfx_model *m, tfx_err *err) {
     if (!v->lazy || v->rank != 2) {
       continue;
     }
-    int width = (int)v->shape[1];
-    for (size_t r = 0; r < v->n_rows; r++) {
-      float *row = v->value + (size_t)v->rows[r] * (size_t)width;
-      if (!tfx_rowindex_get(s->rows, v->name, v->rows[r], width, row)) {
-        tfx_init_fill(v->init, v->name, (uint64_t)s->cfg.seed, v->fan_in, v->fan_out, (size_t)v->rows[r] * (size_t)width,
-                      (size_t)width, row);
+    size_t width = (size_t)v->shape[1];
+    for (size_t k = 0; k < v->n_batch; k++) {
+      float *row = v->batch_vals + k * width;
+      if (!tfx_rowindex_get(s->rows, v->name, v->batch_ids[k], (int)width, row)) {
+        tfx_init_fill(v->init, v->name, (uint64_t)s->cfg.seed, v->fan_in, v->fan_out, (size_t)v->batch_ids[k] * width,
+                      width, row);
       }
     }
   }
