@@ -5,7 +5,6 @@
 # weights bit-identical to the same run undisturbed: for the dense MLP and for a logistic regression whose
 # embedding_bag table is lazy. /metrics then says tfx_failovers_total 1 and shards unreplicated.
 . "$(dirname "$0")/lib.sh"
-trap 'rm -rf /tmp/rep/last-it; cp -r "$WORK" /tmp/rep/last-it 2>/dev/null; cleanup' EXIT
 MAX=240
 python3 "$(dirname "$0")/sparse_data.py" "$WORK" --train 2000 --test 200
 experiment "$WORK/mlp.json" training.report_every=20 eval.every_steps=0 model.layers='[{"type": "flatten"},
