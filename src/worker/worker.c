@@ -38,6 +38,7 @@ typedef struct worker {
   tfx_timing timing;
   int stop;
   worker_obs obs;          /* what --http-port shows */
+  worker_eval eval;        /* eval.distributed: the eval set's slice this worker scores when the chief asks */
   uint64_t reported_bytes; /* bytes on the wire (sent + received) as of the last report */
 } worker;
 
@@ -58,6 +59,52 @@ static int reply_status(worker *w, const tfx_inmsg *m) {
   return tfx_wire_send(w->sock, &m->identity, &env, NULL, 0, NULL);
 }
 
+static int batch_rows(void *ctx, tfx_model *m, tfx_err *err);
+
+/* The stat key of a request (NaN when absent). */
+static double request_stat(const tfx_envelope *e, const char *key) {
+  for (size_t i = 0; i < e->n_stats; i++) {
+    if (!strcmp(e->stats[i]->key, key)) {
+      return e->stats[i]->value;
+    }
+  }
+  return NAN;
+}
+
+/* Answers the chief's MSG_EVALUATE: this worker's slice of the eval set, scored now (between steps), as sums. */
+static void evaluate_slice(worker *w, const tfx_inmsg *m) {
+  double index = request_stat(m->env, "index"), count = request_stat(m->env, "count");
+  tfx_eval_result r;
+  tfx_err err = {0};
+  int rc = !w->model ? tfx_err_set(&err, TFX_ESTATE, "not training yet")
+                     : worker__eval_slice(&w->eval, w->model, w->ps, isfinite(index) ? (int)index : -1,
+                                          isfinite(count) ? (int)count : 0, &r, &err);
+  if (w->model && tfx_psclient_has_lazy(w->ps)) { /* the training batches' rows again, waited for as before */
+    tfx_psclient_lend_rows(w->ps, w->model);
+    tfx_model_set_row_source(w->model, batch_rows, w);
+  }
+  if (rc) {
+    tfx_server_reply_error(w->sock, m, rc, err.msg, NULL);
+    return;
+  }
+  tfx_envelope env;
+  tfx_reply_init(&env, m);
+  const char *keys[] = {"examples", "loss_sum", "correct", "topk", "top_k"};
+  double vals[] = {(double)r.examples, r.loss * (double)r.examples, r.accuracy * (double)r.examples,
+                   r.top5 * (double)r.examples, r.top_k};
+  Tfx__KeyValue kv[5], *kvp[5];
+  for (int i = 0; i < 5; i++) {
+    tfx__key_value__init(&kv[i]);
+    kv[i].key = (char *)keys[i];
+    kv[i].value = vals[i];
+    kvp[i] = &kv[i];
+  }
+  env.step = w->version;
+  env.stats = kvp;
+  env.n_stats = 5;
+  tfx_wire_send(w->sock, &m->identity, &env, NULL, 0, NULL);
+}
+
 /* Answers status queries and takes STOP, without blocking. */
 static void serve_control(worker *w) {
   if (!w->sock) {
@@ -73,8 +120,10 @@ static void serve_control(worker *w) {
       }
       if (m.env->type == TFX__MSG_TYPE__MSG_STATUS || m.env->type == TFX__MSG_TYPE__MSG_STOP) {
         reply_status(w, &m);
+      } else if (m.env->type == TFX__MSG_TYPE__MSG_EVALUATE) {
+        evaluate_slice(w, &m);
       } else {
-        tfx_server_reply_error(w->sock, &m, TFX_EPROTO, "a worker answers only STATUS and STOP", NULL);
+        tfx_server_reply_error(w->sock, &m, TFX_EPROTO, "a worker answers only STATUS, STOP and EVALUATE", NULL);
       }
     } else {
       worker__obs_bad_frame(&w->obs);
@@ -135,7 +184,6 @@ static int bound_messages(const worker *w, tfx_err *err) {
   return rc;
 }
 
-static int batch_rows(void *ctx, tfx_model *m, tfx_err *err);
 
 /* The cluster's worker count: the chief's (its register reply), else the TF_CONFIG's (a chief before this
  * field); a sparse TF_CONFIG lists only this worker, so its own count may be short. */
@@ -178,7 +226,8 @@ static int setup(worker *w, tfx_err *err) {
     return rc;
   }
   size_t dim = tfx_model_input_size(w->model);
-  if ((rc = tfx_labels_train_input(w->model, &w->cfg, w->n->index, n_workers, &w->data, &w->batcher, err))) {
+  if ((rc = tfx_labels_train_input(w->model, &w->cfg, w->n->index, n_workers, &w->data, &w->batcher, err)) ||
+      (rc = worker__eval_open(&w->eval, &w->cfg, err))) {
     return rc;
   }
   int64_t done = w->cfg.mode == TFX_MODE_SYNC ? p->step : p->step / n_workers;
@@ -581,6 +630,7 @@ static void cleanup(worker *w) {
   tfx_net_shutdown();
   tfx_batcher_destroy(w->batcher);
   tfx_dataset_destroy(w->data);
+  worker__eval_close(&w->eval);
   tfx_model_destroy(w->model);
   tfx_inmsg_fini(&w->plan);
 }

@@ -10,6 +10,8 @@
 #include "common/err.h"
 #include "nn/model.h"
 #include "observe/prom.h"
+#include "psclient/psclient.h"
+#include "train/evaluate.h"
 
 typedef struct worker_obs {
   pthread_mutex_t lock;
@@ -33,5 +35,22 @@ void worker__obs_push_pull(worker_obs *o, double seconds, const tfx_model *model
 void worker__obs_step(worker_obs *o, int64_t version, int64_t steps, double loss, double examples_per_sec);
 /* Counts one malformed control frame that was dropped. */
 void worker__obs_bad_frame(worker_obs *o);
+
+/* evaluate.c: eval.distributed, the worker's slice of the eval set. */
+typedef struct worker_eval {
+  tfx_model *model;   /* batches of 1000, its variables lent from the training model; NULL: off */
+  tfx_dataset *data;  /* the whole eval set (a slice is scored) */
+} worker_eval;
+
+/* Loads the eval set and its model when cfg->eval_distributed (else e stays empty); release with
+ * worker__eval_close. */
+int worker__eval_open(worker_eval *e, const tfx_config *cfg, tfx_err *err);
+/* Releases what worker__eval_open loaded. */
+void worker__eval_close(worker_eval *e);
+/* Scores slice index of count of the eval set with train's variables (lazy rows through ps, whose row source is
+ * then the eval model's: the caller lends it back) into *r. TFX_ESTATE when e is off, TFX_EPROTO for a bad slice,
+ * the evaluation's TFX_EINVAL for eval data the model cannot score. */
+int worker__eval_slice(worker_eval *e, tfx_model *train, tfx_psclient *ps, int index, int count,
+                       tfx_eval_result *r, tfx_err *err);
 
 #endif

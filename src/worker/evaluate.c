@@ -1,0 +1,41 @@
+/* eval.distributed on a worker: its slice of the eval set, scored between steps when the chief asks
+ * (MSG_EVALUATE), with the variables it trains with (the last version it pulled; lazy tables' rows fetched from the
+ * ps as a training batch fetches them). worker.c calls it; the chief merges the slices' sums. */
+#include <string.h>
+
+#include "psclient/psclient.h"
+#include "train/evaluate.h"
+#include "train/labels.h"
+#include "worker/worker_impl.h"
+
+int worker__eval_open(worker_eval *e, const tfx_config *cfg, tfx_err *err) {
+  memset(e, 0, sizeof *e);
+  if (!cfg->eval_distributed) {
+    return TFX_OK;
+  }
+  int rc = tfx_model_create(cfg, 1000, &e->model, err);
+  return rc ? rc : tfx_labels_load(e->model, cfg, 1, &e->data, err);
+}
+
+void worker__eval_close(worker_eval *e) {
+  tfx_model_destroy(e->model);
+  tfx_dataset_destroy(e->data);
+  memset(e, 0, sizeof *e);
+}
+
+int worker__eval_slice(worker_eval *e, tfx_model *train, tfx_psclient *ps, int index, int count, tfx_eval_result *r,
+                       tfx_err *err) {
+  if (!e->model) {
+    return tfx_err_set(err, TFX_ESTATE, "this worker has no eval set (eval.distributed is off in its experiment)");
+  }
+  if (count < 1 || index < 0 || index >= count) {
+    return tfx_err_set(err, TFX_EPROTO, "evaluate: slice %d of %d", index, count);
+  }
+  for (int i = 0; i < tfx_model_nvars(train); i++) { /* lent, not copied: the eval model only reads them */
+    tfx_model_var(e->model, i)->value = tfx_model_var(train, i)->value;
+  }
+  tfx_psclient_lend_rows(ps, e->model); /* lazy tables: the slice's rows from the ps (the caller lends them back) */
+  size_t lo, hi;
+  tfx_eval_slice(e->data->n, index, count, &lo, &hi);
+  return tfx_evaluate_range(e->model, e->data, 1000, lo, hi, r, err);
+}
