@@ -1,6 +1,7 @@
 /* eval.distributed on a worker: its slice of the eval set, scored between steps when the chief asks
- * (MSG_EVALUATE), with the variables it trains with (the last version it pulled; lazy tables' rows fetched from the
- * ps as a training batch fetches them). worker.c calls it; the chief merges the slices' sums. */
+ * (MSG_EVALUATE), with the dense variables it trains with (the last version it pulled, lent to the eval model) and
+ * the rows of lazy tables each eval batch touches, pulled from the ps through a client of the eval model's own.
+ * worker.c calls it; the chief merges the slices' sums. */
 #include <string.h>
 
 #include "psclient/psclient.h"
@@ -8,23 +9,28 @@
 #include "train/labels.h"
 #include "worker/worker_impl.h"
 
-int worker__eval_open(worker_eval *e, const tfx_config *cfg, tfx_err *err) {
+int worker__eval_open(worker_eval *e, const tfx_config *cfg, const tfx_psclient *train_ps, const tfx_cluster *cluster,
+                      Tfx__Shard *const *shards, size_t n_shards, tfx_err *err) {
   memset(e, 0, sizeof *e);
   if (!cfg->eval_distributed) {
     return TFX_OK;
   }
   int rc = tfx_model_create(cfg, 1000, &e->model, err);
+  if (!rc && tfx_psclient_has_lazy(train_ps) &&
+      !(rc = tfx_psclient_create(cluster, shards, n_shards, e->model, cfg->request_timeout_s * 1000, &e->ps, err))) {
+    tfx_psclient_lend_rows(e->ps, e->model);
+  }
   return rc ? rc : tfx_labels_load(e->model, cfg, 1, &e->data, err);
 }
 
 void worker__eval_close(worker_eval *e) {
+  tfx_psclient_destroy(e->ps);
   tfx_model_destroy(e->model);
   tfx_dataset_destroy(e->data);
   memset(e, 0, sizeof *e);
 }
 
-int worker__eval_slice(worker_eval *e, tfx_model *train, tfx_psclient *ps, int index, int count, tfx_eval_result *r,
-                       tfx_err *err) {
+int worker__eval_slice(worker_eval *e, tfx_model *train, int index, int count, tfx_eval_result *r, tfx_err *err) {
   if (!e->model) {
     return tfx_err_set(err, TFX_ESTATE, "this worker has no eval set (eval.distributed is off in its experiment)");
   }
@@ -32,9 +38,10 @@ int worker__eval_slice(worker_eval *e, tfx_model *train, tfx_psclient *ps, int i
     return tfx_err_set(err, TFX_EPROTO, "evaluate: slice %d of %d", index, count);
   }
   for (int i = 0; i < tfx_model_nvars(train); i++) { /* lent, not copied: the eval model only reads them */
-    tfx_model_var(e->model, i)->value = tfx_model_var(train, i)->value;
+    if (!tfx_model_var(train, i)->lazy) {
+      tfx_model_var(e->model, i)->value = tfx_model_var(train, i)->value;
+    }
   }
-  tfx_psclient_lend_rows(ps, e->model); /* lazy tables: the slice's rows from the ps (the caller lends them back) */
   size_t lo, hi;
   tfx_eval_slice(e->data->n, index, count, &lo, &hi);
   return tfx_evaluate_range(e->model, e->data, 1000, lo, hi, r, err);

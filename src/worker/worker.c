@@ -77,12 +77,8 @@ static void evaluate_slice(worker *w, const tfx_inmsg *m) {
   tfx_eval_result r;
   tfx_err err = {0};
   int rc = !w->model ? tfx_err_set(&err, TFX_ESTATE, "not training yet")
-                     : worker__eval_slice(&w->eval, w->model, w->ps, isfinite(index) ? (int)index : -1,
+                     : worker__eval_slice(&w->eval, w->model, isfinite(index) ? (int)index : -1,
                                           isfinite(count) ? (int)count : 0, &r, &err);
-  if (w->model && tfx_psclient_has_lazy(w->ps)) { /* the training batches' rows again, waited for as before */
-    tfx_psclient_lend_rows(w->ps, w->model);
-    tfx_model_set_row_source(w->model, batch_rows, w);
-  }
   if (rc) {
     tfx_server_reply_error(w->sock, m, rc, err.msg, NULL);
     return;
@@ -227,7 +223,7 @@ static int setup(worker *w, tfx_err *err) {
   }
   size_t dim = tfx_model_input_size(w->model);
   if ((rc = tfx_labels_train_input(w->model, &w->cfg, w->n->index, n_workers, &w->data, &w->batcher, err)) ||
-      (rc = worker__eval_open(&w->eval, &w->cfg, err))) {
+      (rc = worker__eval_open(&w->eval, &w->cfg, w->ps, w->n->cluster, p->shards, p->n_shards, err))) {
     return rc;
   }
   int64_t done = w->cfg.mode == TFX_MODE_SYNC ? p->step : p->step / n_workers;

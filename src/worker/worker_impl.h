@@ -40,17 +40,19 @@ void worker__obs_bad_frame(worker_obs *o);
 typedef struct worker_eval {
   tfx_model *model;   /* batches of 1000, its variables lent from the training model; NULL: off */
   tfx_dataset *data;  /* the whole eval set (a slice is scored) */
+  tfx_psclient *ps;   /* lazy tables: the eval batches' rows from the ps (NULL: none) */
 } worker_eval;
 
-/* Loads the eval set and its model when cfg->eval_distributed (else e stays empty); release with
+/* Loads the eval set and its model when cfg->eval_distributed (else e stays empty), with a ps client of its own
+ * when the model has lazy tables (train_ps does: the plan's shards, over cluster); release with
  * worker__eval_close. */
-int worker__eval_open(worker_eval *e, const tfx_config *cfg, tfx_err *err);
+int worker__eval_open(worker_eval *e, const tfx_config *cfg, const tfx_psclient *train_ps, const tfx_cluster *cluster,
+                      Tfx__Shard *const *shards, size_t n_shards, tfx_err *err);
 /* Releases what worker__eval_open loaded. */
 void worker__eval_close(worker_eval *e);
-/* Scores slice index of count of the eval set with train's variables (lazy rows through ps, whose row source is
- * then the eval model's: the caller lends it back) into *r. TFX_ESTATE when e is off, TFX_EPROTO for a bad slice,
- * the evaluation's TFX_EINVAL for eval data the model cannot score. */
-int worker__eval_slice(worker_eval *e, tfx_model *train, tfx_psclient *ps, int index, int count,
-                       tfx_eval_result *r, tfx_err *err);
+/* Scores slice index of count of the eval set with train's dense variables (lazy rows from the ps) into *r.
+ * TFX_ESTATE when e is off, TFX_EPROTO for a bad slice, the evaluation's TFX_EINVAL for eval data the model
+ * cannot score, a row pull's error. */
+int worker__eval_slice(worker_eval *e, tfx_model *train, int index, int count, tfx_eval_result *r, tfx_err *err);
 
 #endif
