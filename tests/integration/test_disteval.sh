@@ -15,13 +15,13 @@ PY
 experiment "$WORK/e.json" data.format='"csv"' data.train.images="\"$WORK/all.csv\"" data.eval.images="\"$WORK/all.csv\"" \
   data.label_column='"label"' data.scale=1 model.input_shape='[4]' \
   model.layers='[{"type": "dense", "units": 8, "activation": "relu"}, {"type": "dense", "units": 3}]' \
-  training.batch_size=8 training.max_steps=400 training.report_every=10 eval.every_steps=20 \
+  training.batch_size=8 training.max_steps=3000 training.report_every=100 eval.every_steps=100 \
   checkpoint.every_steps=0 optimizer.learning_rate=0 eval.distributed=true
 R=$WORK/run
 "$TFX_NODE" local --workers 2 --config "$WORK/e.json" --run-dir "$R" >"$WORK/local.log" 2>&1 || fail "local: $(tail -1 "$WORK/local.log")"
 n=$(grep -c "MASTER-EVAL step .* over 150 examples in .* (by the workers)" "$R/logs/master-0.log")
 [ "$n" -ge 1 ] || fail "no evaluation scored by the workers: $(grep -E 'MASTER-EVAL|DISTEVAL' "$R/logs/master-0.log" | head -3)"
-grep -q "MASTER-EVAL step 400: .* over 150 examples in .* (by the chief)" "$R/logs/master-0.log" || fail "no final evaluation by the chief"
+grep -q "MASTER-EVAL step 3000: .* over 150 examples in .* (by the chief)" "$R/logs/master-0.log" || fail "no final evaluation by the chief"
 python3 - "$R/metrics.jsonl" <<'PY' || fail "a merged evaluation differs from the chief's own"
 import json, sys
 ev = [json.loads(l) for l in open(sys.argv[1]) if '"kind": "eval"' in l]
