@@ -165,6 +165,7 @@ typedef struct tfx_config {
   int epochs; /* passes over the training set (0: no limit); the budget is src/data/epochs.h's */
   int batch_size, replicas_to_aggregate, staleness, accumulate, report_every, threads, ps_apply_threads;
   int push_part_bytes;       /* async/ssp push-pull in parts of this many bytes (0: whole) */
+  int rows_with_push;        /* lazy tables: a batch's rows ride on the push-pull of the step before */
   tfx_nan_policy nan_policy; /* a push with NaN/Inf */
   int64_t seed;
   double thres_loss, clip_norm, clip_value;

@@ -95,6 +95,8 @@ const config__option config__options[] = {
     {"training.threads", OPT_INT, O(threads), 1, 256, "1", "OpenBLAS and model threads per process"},
     {"training.ps_apply_threads", OPT_INT, O(ps_apply_threads), 1, 2, "1",
      "threads a ps uses to update one large shard"},
+    {"training.rows_with_push", OPT_BOOL, O(rows_with_push), 0, 1, "true",
+     "lazy tables: the next batch's rows ride on the push-pull of the step before (false: a row pull per batch)"},
     {"training.push_part_bytes", OPT_INT, O(push_part_bytes), 0, 1 << 30, "524288",
      "async/ssp: a push-pull to one ps of at least 4x this goes in pipelined parts of about this size (0: never)"},
     {"training.nan_policy", OPT_ENUM, O(nan_policy), 0, 0, "reject",

@@ -500,6 +500,8 @@ void tfx_model_destroy(tfx_model *m) {
     }
     free(m->vars[i].grad);
     free(m->vars[i].rows);
+    free(m->vars[i].batch_ids);
+    free(m->vars[i].batch_vals);
   }
   free(m->class_w);
   for (int i = 0; i < m->n_layers; i++) {
@@ -514,6 +516,7 @@ void tfx_model_destroy(tfx_model *m) {
     free(l->dbpart);
     free(l->bag_scale);
     free(l->pairs);
+    free(l->row_of);
   }
   free(m->probs);
   free(m->scratch);

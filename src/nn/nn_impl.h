@@ -71,6 +71,9 @@ typedef struct layer {
   size_t pairs_cap;
   const struct bag_pair *sorted; /* embedding bag: the lent batch's pairs once sorted (NULL: not yet) */
   size_t n_sorted;
+  int32_t *row_of;  /* embedding bag with a row source: the row in w->batch_vals of each id of the batch */
+  size_t batch_cap; /* embedding bag: the ids row_of has room for */
+  int from_batch;   /* embedding bag: reads its rows from w->batch_vals (a row source is set) */
 } layer;
 
 /* Row chunks of a bias gradient: each sums its rows, then the chunks are added in order, so the result does
@@ -130,7 +133,8 @@ void nn__pool_backward(layer *l, float *din, int batch);
 int nn__embag_reserve(layer *l, size_t nnz);
 /* Embedding bag forward of l->csr into l->out: bias + combiner(sum of weight * row) per example. */
 void nn__embag_forward(layer *l, int batch);
-/* Embedding bag: the batch's valid ids, ascending and unique, into l->w->rows / n_rows (before forward). */
+/* Embedding bag read from a row source: the batch's valid ids, ascending and unique, into l->w->batch_ids /
+ * n_batch, and each id's row among them into l->row_of (before forward). */
 void nn__embag_batch_rows(layer *l, int batch);
 /* Embedding bag backward from l->dout: the touched rows (ascending, duplicates summed) and the bias gradient. */
 void nn__embag_backward(layer *l, int batch);

@@ -56,5 +56,11 @@ int tfx_rowtable_put(tfx_rowtable *t, int64_t id, const float *row, tfx_err *err
 /* Drops every row last touched before step `before`; returns how many. An evicted row reads as its initial
  * values again. */
 size_t tfx_rowtable_evict(tfx_rowtable *t, int64_t before);
+/* Drops every row at once, keeping the memory for the rows made next (a sync step's sums: O(map), not O(rows)
+ * probes). */
+void tfx_rowtable_clear(tfx_rowtable *t);
+/* A hint for a loop over known ids: stage 0 asks the memory system for id's map cell, stage 1 (a few ids later,
+ * with that cell at hand) for its row, its id and touch mark; changes nothing, any id may be given. */
+void tfx_rowtable_prefetch(const tfx_rowtable *t, int64_t id, int stage);
 
 #endif

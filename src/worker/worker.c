@@ -37,6 +37,9 @@ typedef struct worker {
   int64_t version, start_ms, steps;
   tfx_timing timing;
   int stop;
+  int rows_with_push; /* lazy tables: the next batch is lent before the push-pull, which brings its rows */
+  int defer_rows;     /* the batch being lent gets its rows from the coming push-pull, not a row pull */
+  int lent;           /* a batch is lent to the model with its rows: the next step computes on it */
   worker_obs obs;          /* what --http-port shows */
   worker_eval eval;        /* eval.distributed: the eval set's slice this worker scores when the chief asks */
   uint64_t reported_bytes; /* bytes on the wire (sent + received) as of the last report */
@@ -211,9 +214,11 @@ static int setup(worker *w, tfx_err *err) {
   rc = tfx_psclient_create(w->n->cluster, p->shards, p->n_shards, w->model, w->cfg.request_timeout_s * 1000, &w->ps,
                            err);
   if (!rc && tfx_psclient_has_lazy(w->ps)) {
-    /* Lazy tables: each batch pulls the rows it touches (psclient's row source, wrapped to wait for a lost ps). */
+    /* Lazy tables: each batch pulls the rows it touches (psclient's row source, wrapped to wait for a lost ps),
+     * or gets them with the push-pull of the step before (rows_with_push). */
     tfx_psclient_lend_rows(w->ps, w->model);
     tfx_model_set_row_source(w->model, batch_rows, w);
+    w->rows_with_push = w->cfg.rows_with_push;
   }
   if (!rc && w->cfg.mode != TFX_MODE_SYNC) { /* sync pushes stay whole: the ps averages them per step */
     rc = tfx_psclient_use_parts(w->ps, (size_t)w->cfg.push_part_bytes, err);
@@ -247,17 +252,39 @@ static int setup(worker *w, tfx_err *err) {
   return TFX_OK;
 }
 
-/* Forward/backward over `accumulate` minibatches; leaves the mean grads in the model. */
+/* Forward/backward over `accumulate` minibatches (or the batch lent with its rows at the last push-pull); leaves
+ * the mean grads in the model. */
 static void compute(worker *w, tfx_step_stats *st) {
   const tfx_config *c = &w->cfg;
   tfx_grad_step g = {c->batch_size, c->accumulate, c->clip_value, c->clip_norm, w->x, w->y, w->acc};
-  tfx_compute_gradients(w->model, w->batcher, &g, (uint64_t)w->version * 1024 + (uint64_t)w->n->index, st);
+  uint64_t seed = (uint64_t)w->version * 1024 + (uint64_t)w->n->index;
+  if (w->lent) {
+    tfx_compute_lent(w->model, w->batcher, &g, seed, st);
+  } else {
+    tfx_compute_gradients(w->model, w->batcher, &g, seed, st);
+  }
+  w->lent = 0;
+}
+
+/* With rows_with_push, lends the model the next batch before the push-pull, its rows to come in the reply;
+ * returns whether the push-pull should ask for them (not when the batch failed: the next step reports it). */
+static int lend_next(worker *w) {
+  if (!w->rows_with_push) {
+    return 0;
+  }
+  const tfx_config *c = &w->cfg;
+  tfx_grad_step g = {c->batch_size, 1, c->clip_value, c->clip_norm, w->x, w->y, w->acc};
+  w->defer_rows = 1;
+  int bad = tfx_lend_batch(w->model, w->batcher, &g);
+  w->defer_rows = 0;
+  w->lent = 1;
+  return !bad;
 }
 
 /* Sends the master the window's means for `step` and the step-time breakdown; a stop answer stops the worker. */
 static int report(worker *w, int64_t step, double loss, double acc, double eps, tfx_err *err) {
-  const char *names[3 + TFX_TIMING_N + 2] = {"loss", "accuracy", "examples_per_sec"};
-  double vals[3 + TFX_TIMING_N + 2] = {loss, acc, eps};
+  const char *names[3 + TFX_TIMING_KEYS + 1] = {"loss", "accuracy", "examples_per_sec"};
+  double vals[3 + TFX_TIMING_KEYS + 1] = {loss, acc, eps};
   int64_t steps = w->timing.window_steps;
   uint64_t bytes = w->obs.bytes_sent + w->obs.bytes_received; /* written by this thread only */
   int n = 3 + tfx_timing_take_window(&w->timing, names + 3, vals + 3);
@@ -266,7 +293,7 @@ static int report(worker *w, int64_t step, double loss, double acc, double eps, 
     vals[n++] = (double)(bytes - w->reported_bytes) / (double)steps;
   }
   w->reported_bytes = bytes;
-  Tfx__KeyValue kv[3 + TFX_TIMING_N + 2], *kvp[3 + TFX_TIMING_N + 2];
+  Tfx__KeyValue kv[3 + TFX_TIMING_KEYS + 1], *kvp[3 + TFX_TIMING_KEYS + 1];
   for (int i = 0; i < n; i++) {
     tfx__key_value__init(&kv[i]);
     kv[i].key = (char *)names[i];
@@ -347,7 +374,12 @@ static int batch_rows(void *ctx, tfx_model *m, tfx_err *err) {
   worker *w = ctx;
   tfx_err perr;
   (void)m;
+  if (w->defer_rows) {
+    return TFX_OK; /* lend_next: the push-pull brings them */
+  }
+  tfx_timing_mark(&w->timing, TFX_TIMING_COMPUTE); /* the data so far */
   int rc = tfx_psclient_pull_rows(w->ps, &perr);
+  tfx_timing_mark(&w->timing, TFX_TIMING_ROWS);
   if (rc == TFX_EPEER || rc == TFX_ESTATE) {
     rc = resync(w, 1, &perr, err);
     if (!rc && (w->stop || tfx_stop_requested())) {
@@ -500,9 +532,14 @@ typedef enum pushed { PUSHED_DONE, PUSHED_AGAIN, PUSHED_STOP } pushed;
  * after waiting for a ps that was gone or rolled back (the step is not counted), or PUSHED_STOP when a stop
  * signal cut it short. */
 static int push_pull(worker *w, int64_t step, pushed *out, tfx_err *err) {
+  int rows = lend_next(w);
+  tfx_timing_mark(&w->timing, TFX_TIMING_COMPUTE);
   double t_call = tfx_now_s();
   tfx_err perr;
-  int rc = tfx_psclient_push_pull(w->ps, step, &w->version, &perr);
+  int rc = tfx_psclient_push_send(w->ps, step, rows, &perr);
+  tfx_timing_mark(&w->timing, TFX_TIMING_PUSH);
+  rc = rc ? rc : tfx_psclient_push_recv(w->ps, &w->version, &perr);
+  w->lent = w->lent && !rc; /* a failed reply brought no rows: the next step takes a new batch */
   if (stopped_by_signal(rc)) {
     *out = PUSHED_STOP;
     return TFX_OK;
@@ -515,7 +552,7 @@ static int push_pull(worker *w, int64_t step, pushed *out, tfx_err *err) {
     return tfx_err_set(err, rc, "%s", perr.msg);
   }
   worker__obs_push_pull(&w->obs, tfx_now_s() - t_call, w->model, tfx_psclient_bytes(w->ps));
-  tfx_timing_mark(&w->timing, TFX_TIMING_PUSH_PULL);
+  tfx_timing_mark(&w->timing, TFX_TIMING_WAIT);
   *out = PUSHED_DONE;
   return TFX_OK;
 }
@@ -566,6 +603,7 @@ static int train_steps(worker *w, tfx_err *err) {
   if (rc || !go) {
     return rc;
   }
+  w->lent = 0; /* a batch lent before a rollback has rows of the old version */
   while (!w->stop && !tfx_stop_requested() && w->version < w->cfg.max_steps) {
     tfx_step_stats st;
     tfx_timing_mark(&w->timing, TFX_TIMING_OTHER);
