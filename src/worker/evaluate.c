@@ -2,7 +2,10 @@
  * (MSG_EVALUATE), with the dense variables it trains with (the last version it pulled, lent to the eval model) and
  * the rows of lazy tables each eval batch touches, pulled from the ps through a client of the eval model's own.
  * worker.c calls it; the chief merges the slices' sums. */
+#include <math.h>
 #include <string.h>
+
+#include "net/net.h"
 
 #include "psclient/psclient.h"
 #include "train/evaluate.h"
@@ -45,4 +48,43 @@ int worker__eval_slice(worker_eval *e, tfx_model *train, int index, int count, t
   size_t lo, hi;
   tfx_eval_slice(e->data->n, index, count, &lo, &hi);
   return tfx_evaluate_range(e->model, e->data, 1000, lo, hi, r, err);
+}
+
+/* The stat key of a request (NaN when absent). */
+static double request_stat(const tfx_envelope *e, const char *key) {
+  for (size_t i = 0; i < e->n_stats; i++) {
+    if (!strcmp(e->stats[i]->key, key)) {
+      return e->stats[i]->value;
+    }
+  }
+  return NAN;
+}
+
+void worker__eval_serve(worker_eval *e, void *sock, const tfx_inmsg *m, tfx_model *train, int64_t version) {
+  double index = request_stat(m->env, "index"), count = request_stat(m->env, "count");
+  tfx_eval_result r;
+  tfx_err err = {0};
+  int rc = !train ? tfx_err_set(&err, TFX_ESTATE, "not training yet")
+                     : worker__eval_slice(e, train, isfinite(index) ? (int)index : -1,
+                                          isfinite(count) ? (int)count : 0, &r, &err);
+  if (rc) {
+    tfx_server_reply_error(sock, m, rc, err.msg, NULL);
+    return;
+  }
+  tfx_envelope env;
+  tfx_reply_init(&env, m);
+  const char *keys[] = {"examples", "loss_sum", "correct", "topk", "top_k"};
+  double vals[] = {(double)r.examples, r.loss * (double)r.examples, r.accuracy * (double)r.examples,
+                   r.top5 * (double)r.examples, r.top_k};
+  Tfx__KeyValue kv[5], *kvp[5];
+  for (int i = 0; i < 5; i++) {
+    tfx__key_value__init(&kv[i]);
+    kv[i].key = (char *)keys[i];
+    kv[i].value = vals[i];
+    kvp[i] = &kv[i];
+  }
+  env.step = version;
+  env.stats = kvp;
+  env.n_stats = 5;
+  tfx_wire_send(sock, &m->identity, &env, NULL, 0, NULL);
 }

@@ -64,46 +64,6 @@ static int reply_status(worker *w, const tfx_inmsg *m) {
 
 static int batch_rows(void *ctx, tfx_model *m, tfx_err *err);
 
-/* The stat key of a request (NaN when absent). */
-static double request_stat(const tfx_envelope *e, const char *key) {
-  for (size_t i = 0; i < e->n_stats; i++) {
-    if (!strcmp(e->stats[i]->key, key)) {
-      return e->stats[i]->value;
-    }
-  }
-  return NAN;
-}
-
-/* Answers the chief's MSG_EVALUATE: this worker's slice of the eval set, scored now (between steps), as sums. */
-static void evaluate_slice(worker *w, const tfx_inmsg *m) {
-  double index = request_stat(m->env, "index"), count = request_stat(m->env, "count");
-  tfx_eval_result r;
-  tfx_err err = {0};
-  int rc = !w->model ? tfx_err_set(&err, TFX_ESTATE, "not training yet")
-                     : worker__eval_slice(&w->eval, w->model, isfinite(index) ? (int)index : -1,
-                                          isfinite(count) ? (int)count : 0, &r, &err);
-  if (rc) {
-    tfx_server_reply_error(w->sock, m, rc, err.msg, NULL);
-    return;
-  }
-  tfx_envelope env;
-  tfx_reply_init(&env, m);
-  const char *keys[] = {"examples", "loss_sum", "correct", "topk", "top_k"};
-  double vals[] = {(double)r.examples, r.loss * (double)r.examples, r.accuracy * (double)r.examples,
-                   r.top5 * (double)r.examples, r.top_k};
-  Tfx__KeyValue kv[5], *kvp[5];
-  for (int i = 0; i < 5; i++) {
-    tfx__key_value__init(&kv[i]);
-    kv[i].key = (char *)keys[i];
-    kv[i].value = vals[i];
-    kvp[i] = &kv[i];
-  }
-  env.step = w->version;
-  env.stats = kvp;
-  env.n_stats = 5;
-  tfx_wire_send(w->sock, &m->identity, &env, NULL, 0, NULL);
-}
-
 /* Answers status queries and takes STOP, without blocking. */
 static void serve_control(worker *w) {
   if (!w->sock) {
@@ -120,7 +80,7 @@ static void serve_control(worker *w) {
       if (m.env->type == TFX__MSG_TYPE__MSG_STATUS || m.env->type == TFX__MSG_TYPE__MSG_STOP) {
         reply_status(w, &m);
       } else if (m.env->type == TFX__MSG_TYPE__MSG_EVALUATE) {
-        evaluate_slice(w, &m);
+        worker__eval_serve(&w->eval, w->sock, &m, w->model, w->version);
       } else {
         tfx_server_reply_error(w->sock, &m, TFX_EPROTO, "a worker answers only STATUS, STOP and EVALUATE", NULL);
       }

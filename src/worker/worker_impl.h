@@ -54,5 +54,8 @@ void worker__eval_close(worker_eval *e);
  * TFX_ESTATE when e is off, TFX_EPROTO for a bad slice, the evaluation's TFX_EINVAL for eval data the model
  * cannot score, a row pull's error. */
 int worker__eval_slice(worker_eval *e, tfx_model *train, int index, int count, tfx_eval_result *r, tfx_err *err);
+/* Answers the chief's MSG_EVALUATE m (borrowed) on sock: slice stats "index" of "count", scored now with train's
+ * variables (NULL: not training yet, an error reply), as sums in the reply's stats; step = version. */
+void worker__eval_serve(worker_eval *e, void *sock, const tfx_inmsg *m, tfx_model *train, int64_t version);
 
 #endif
