@@ -4,6 +4,7 @@
  * is served while the replies come (a worker may be reporting meanwhile). Calls serve.c; evaluate.c calls it. */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 #include <zmq.h>
 
 #include "common/clock.h"
@@ -16,7 +17,10 @@ typedef struct slice_sums {
 } slice_sums;
 
 int master__disteval_on(const master *m) {
-  return m->cfg.eval_distributed && !m->finished && m->n_workers > 0;
+  const char *chief = tfx_cluster_address(m->n->cluster, TFX_ROLE_MASTER, 0);
+  const char *w0 = m->n_workers > 0 ? tfx_cluster_address(m->n->cluster, TFX_ROLE_WORKER, 0) : NULL;
+  int w0_is_chief = chief && w0 && !strcmp(chief, w0); /* no chief task: worker 0's address is the chief's */
+  return m->cfg.eval_distributed && !m->finished && m->n_workers > 0 && !w0_is_chief;
 }
 
 /* Sends MSG_EVALUATE (slice w of n) to worker w over a DEALER of its own. */
