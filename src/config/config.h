@@ -205,6 +205,7 @@ typedef struct tfx_config {
   /* eval */
   int64_t eval_every_steps;
   int validate_first;
+  int eval_distributed; /* eval.distributed: the workers score slices of the eval set, the chief merges */
   /* observe */
   int http_port; /* the master's HTTP port for /metrics, /status and / (0: off) */
   /* cluster timing */

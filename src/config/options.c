@@ -147,6 +147,9 @@ const config__option config__options[] = {
     {"warm_start.rename", OPT_STR, O(warm_rename), 0, 0, "",
      "load_param_dict: comma-separated source:model name pairs"},
     {"eval.every_steps", OPT_I64, O(eval_every_steps), 0, BIG, "500", "0: only at the end"},
+    {"eval.distributed", OPT_BOOL, O(eval_distributed), 0, 1, "false",
+     "clusters: each worker scores its slice of the eval set between steps and the chief merges the sums "
+     "(loss, accuracy, top_K exactly; no auc)"},
     {"eval.validate_first", OPT_BOOL, O(validate_first), 0, 1, "false", "evaluate at step 0"},
     {"observe.http_port", OPT_INT, O(http_port), 0, 65535, "0",
      "the master serves /metrics, /status and / here (0: off)"},

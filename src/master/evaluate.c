@@ -70,19 +70,40 @@ static int load_checkpoint(master *m, int64_t *version, tfx_err *err) {
   return rc;
 }
 
+/* The eval set scored by the workers (eval.distributed; keep_best scores checkpoints on the chief instead): 1 with
+ * *r and *version filled, 0 when the chief scores it (off, or the workers failed: logged). */
+static int by_workers(master *m, int64_t *version, tfx_eval_result *r, int64_t *ms) {
+  if (scores_checkpoints(m) || !master__disteval_on(m)) {
+    return 0;
+  }
+  tfx_err err;
+  int64_t start = tfx_now_ms();
+  if (master__evaluate_workers(m, version, r, &err)) {
+    tfx_log(TFX_LOG_WARN, "MASTER-DISTEVAL-FALLBACK", "the workers did not score the eval set (%s): the chief does",
+            err.msg);
+    return 0;
+  }
+  *ms = tfx_now_ms() - start;
+  return 1;
+}
+
 int master__evaluate(master *m) {
   tfx_err err;
-  int64_t version = 0;
+  int64_t version = 0, ms = 0, start = tfx_now_ms();
   tfx_psclient *pc = NULL;
-  int rc = scores_checkpoints(m) ? load_checkpoint(m, &version, &err) : pull_model(m, &version, &pc, &err);
+  tfx_eval_result r;
+  int rc = TFX_OK, workers = by_workers(m, &version, &r, &ms);
+  if (!workers) {
+    rc = scores_checkpoints(m) ? load_checkpoint(m, &version, &err) : pull_model(m, &version, &pc, &err);
+  }
   if (rc) {
     end_pull(m, pc);
     tfx_log(TFX_LOG_WARN, "MASTER-EVAL-FAIL", "cannot pull the variables: %s", err.msg);
     return rc;
   }
-  tfx_eval_result r;
-  rc = tfx_evaluate(m->model, m->eval, 1000, &r, &err);
+  rc = workers ? TFX_OK : tfx_evaluate(m->model, m->eval, 1000, &r, &err);
   end_pull(m, pc);
+  ms = workers ? ms : tfx_now_ms() - start;
   if (rc) {
     tfx_log(TFX_LOG_ERROR, "MASTER-EVAL-DATA", "step %lld: eval data %s not scored, no accuracy recorded: %s",
             (long long)version, tfx_config_eval_file(&m->cfg), err.msg);
@@ -98,8 +119,8 @@ int master__evaluate(master *m) {
   m->eval_refused = 0;
   master__observe(m, "eval", version, r.loss, r.accuracy, NAN);
   m->hook_stop |= tfx_plugin_hook(m->n->plugin, TFX_HOOK_EVAL, version, r.loss, r.accuracy, m->n->run_dir);
-  tfx_log(TFX_LOG_INFO, "MASTER-EVAL", "step %lld: eval loss %.4f accuracy %.4f over %zu examples", (long long)version,
-          r.loss, r.accuracy, r.examples);
+  tfx_log(TFX_LOG_INFO, "MASTER-EVAL", "step %lld: eval loss %.4f accuracy %.4f over %zu examples in %.2f s (%s)",
+          (long long)version, r.loss, r.accuracy, r.examples, ms / 1000.0, workers ? "by the workers" : "by the chief");
   master__watch_eval(m, version, &r);
   return TFX_OK;
 }

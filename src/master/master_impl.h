@@ -195,6 +195,15 @@ int master__checkpoint_now(master *m, int64_t *written, tfx_err *err);
 /* Takes the periodic checkpoint when it is due (by steps or seconds); a failure is asked again after 1 s. */
 void master__checkpoint_if_due(master *m);
 
+/* disteval.c: eval.distributed, the eval set scored by the workers. */
+
+/* Whether the workers score the eval set: eval.distributed, and they are still running. */
+int master__disteval_on(const master *m);
+/* Asks every worker to score its slice of the eval set and merges the sums into *out (no AUC); *version: the
+ * smallest version a worker scored with. Fails (nothing written) when a worker does not answer in the request
+ * deadline or answers an error (its eval data refused): the caller then scores the set itself. */
+int master__evaluate_workers(master *m, int64_t *version, tfx_eval_result *out, tfx_err *err);
+
 /* watch.c: checkpoint.keep_best and training.early_stopping on the chief's evaluations. */
 
 /* Sets up the watches from the experiment; a restarted chief's best is the one best.json names. */

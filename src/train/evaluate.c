@@ -69,30 +69,40 @@ double tfx_auc(float *scores, int32_t *labels, size_t n) {
 }
 
 int tfx_evaluate(tfx_model *m, const tfx_dataset *d, int batch, tfx_eval_result *out, tfx_err *err) {
+  return tfx_evaluate_range(m, d, batch, 0, d->n, out, err);
+}
+
+void tfx_eval_slice(size_t n, int index, int count, size_t *lo, size_t *hi) {
+  *lo = n * (size_t)index / (size_t)count;
+  *hi = n * (size_t)(index + 1) / (size_t)count;
+}
+
+int tfx_evaluate_range(tfx_model *m, const tfx_dataset *d, int batch, size_t lo, size_t hi, tfx_eval_result *out,
+                       tfx_err *err) {
   double loss = 0;
-  size_t correct = 0, top5 = 0;
-  float *scores = malloc(sizeof(float) * (d->n ? d->n : 1));
+  size_t correct = 0, top5 = 0, n = hi - lo;
+  float *scores = malloc(sizeof(float) * (n ? n : 1));
   int binary = scores != NULL;
-  for (size_t i = 0; i < d->n; i += (size_t)batch) {
-    int b = (int)(d->n - i < (size_t)batch ? d->n - i : (size_t)batch);
+  for (size_t i = lo; i < hi; i += (size_t)batch) {
+    int b = (int)(hi - i < (size_t)batch ? hi - i : (size_t)batch);
     tfx_step_stats st;
     int rc = eval_batch(m, d, i, b, &st, err);
     if (rc) {
       free(scores);
       return rc;
     }
-    binary = binary && tfx_model_scores(m, b, scores + i);
+    binary = binary && tfx_model_scores(m, b, scores + (i - lo));
     loss += st.loss * b;
     correct += (size_t)st.correct;
     top5 += (size_t)st.top5;
   }
-  out->auc = binary ? tfx_auc(scores, d->y, d->n) : NAN; /* sorts a copy: d stays as it is */
+  out->auc = binary ? tfx_auc(scores, d->y + lo, n) : NAN; /* sorts a copy: d stays as it is */
   out->has_auc = !isnan(out->auc);
   free(scores);
-  out->examples = d->n;
-  out->loss = d->n ? loss / (double)d->n : 0;
-  out->accuracy = d->n ? (double)correct / (double)d->n : 0;
-  out->top5 = d->n ? (double)top5 / (double)d->n : 0;
+  out->examples = n;
+  out->loss = n ? loss / (double)n : 0;
+  out->accuracy = n ? (double)correct / (double)n : 0;
+  out->top5 = n ? (double)top5 / (double)n : 0;
   out->top_k = tfx_model_top_k(m);
   return TFX_OK;
 }

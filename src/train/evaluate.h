@@ -35,6 +35,12 @@ int tfx_forward_examples(tfx_model *m, const tfx_dataset *d, size_t i, int b, in
  * example would count as a miss with no loss, and the accuracy would not be the model's. */
 int tfx_evaluate(tfx_model *m, const tfx_dataset *d, int batch, tfx_eval_result *out, tfx_err *err);
 
+/* As tfx_evaluate over examples [lo, hi) of d (a worker's slice of the eval set: eval.distributed). */
+int tfx_evaluate_range(tfx_model *m, const tfx_dataset *d, int batch, size_t lo, size_t hi, tfx_eval_result *out,
+                       tfx_err *err);
+/* Slice index of count of n examples: [*lo, *hi), contiguous, sizes differing by at most one, covering all. */
+void tfx_eval_slice(size_t n, int index, int count, size_t *lo, size_t *hi);
+
 /* As tfx_evaluate over the first max_examples (0: all), aggregating per-batch metrics by agg: "mean"
  * (example-weighted), "min", "max" or "sum" for all, or per metric ("accuracy:mean,loss:max"; unlisted: mean). */
 int tfx_evaluate_agg(tfx_model *m, const tfx_dataset *d, int batch, size_t max_examples, const char *agg,

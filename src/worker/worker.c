@@ -41,6 +41,7 @@ typedef struct worker {
   int defer_rows;     /* the batch being lent gets its rows from the coming push-pull, not a row pull */
   int lent;           /* a batch is lent to the model with its rows: the next step computes on it */
   worker_obs obs;          /* what --http-port shows */
+  worker_eval eval;        /* eval.distributed: the eval set's slice this worker scores when the chief asks */
   uint64_t reported_bytes; /* bytes on the wire (sent + received) as of the last report */
 } worker;
 
@@ -61,6 +62,8 @@ static int reply_status(worker *w, const tfx_inmsg *m) {
   return tfx_wire_send(w->sock, &m->identity, &env, NULL, 0, NULL);
 }
 
+static int batch_rows(void *ctx, tfx_model *m, tfx_err *err);
+
 /* Answers status queries and takes STOP, without blocking. */
 static void serve_control(worker *w) {
   if (!w->sock) {
@@ -76,8 +79,10 @@ static void serve_control(worker *w) {
       }
       if (m.env->type == TFX__MSG_TYPE__MSG_STATUS || m.env->type == TFX__MSG_TYPE__MSG_STOP) {
         reply_status(w, &m);
+      } else if (m.env->type == TFX__MSG_TYPE__MSG_EVALUATE) {
+        worker__eval_serve(&w->eval, w->sock, &m, w->model, w->version);
       } else {
-        tfx_server_reply_error(w->sock, &m, TFX_EPROTO, "a worker answers only STATUS and STOP", NULL);
+        tfx_server_reply_error(w->sock, &m, TFX_EPROTO, "a worker answers only STATUS, STOP and EVALUATE", NULL);
       }
     } else {
       worker__obs_bad_frame(&w->obs);
@@ -138,7 +143,6 @@ static int bound_messages(const worker *w, tfx_err *err) {
   return rc;
 }
 
-static int batch_rows(void *ctx, tfx_model *m, tfx_err *err);
 
 /* The cluster's worker count: the chief's (its register reply), else the TF_CONFIG's (a chief before this
  * field); a sparse TF_CONFIG lists only this worker, so its own count may be short. */
@@ -186,7 +190,8 @@ static int setup(worker *w, tfx_err *err) {
     return rc;
   }
   size_t dim = tfx_model_input_size(w->model);
-  if ((rc = tfx_labels_train_input(w->model, &w->cfg, w->n->index, n_workers, &w->data, &w->batcher, err))) {
+  if ((rc = tfx_labels_train_input(w->model, &w->cfg, w->n->index, n_workers, &w->data, &w->batcher, err)) ||
+      (rc = worker__eval_open(&w->eval, &w->cfg, w->ps, w->n->cluster, p->shards, p->n_shards, err))) {
     return rc;
   }
   int64_t done = w->cfg.mode == TFX_MODE_SYNC ? p->step : p->step / n_workers;
@@ -622,6 +627,7 @@ static void cleanup(worker *w) {
   tfx_net_shutdown();
   tfx_batcher_destroy(w->batcher);
   tfx_dataset_destroy(w->data);
+  worker__eval_close(&w->eval);
   tfx_model_destroy(w->model);
   tfx_inmsg_fini(&w->plan);
 }

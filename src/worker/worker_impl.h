@@ -10,6 +10,8 @@
 #include "common/err.h"
 #include "nn/model.h"
 #include "observe/prom.h"
+#include "psclient/psclient.h"
+#include "train/evaluate.h"
 
 typedef struct worker_obs {
   pthread_mutex_t lock;
@@ -33,5 +35,27 @@ void worker__obs_push_pull(worker_obs *o, double seconds, const tfx_model *model
 void worker__obs_step(worker_obs *o, int64_t version, int64_t steps, double loss, double examples_per_sec);
 /* Counts one malformed control frame that was dropped. */
 void worker__obs_bad_frame(worker_obs *o);
+
+/* evaluate.c: eval.distributed, the worker's slice of the eval set. */
+typedef struct worker_eval {
+  tfx_model *model;   /* batches of 1000, its variables lent from the training model; NULL: off */
+  tfx_dataset *data;  /* the whole eval set (a slice is scored) */
+  tfx_psclient *ps;   /* lazy tables: the eval batches' rows from the ps (NULL: none) */
+} worker_eval;
+
+/* Loads the eval set and its model when cfg->eval_distributed (else e stays empty), with a ps client of its own
+ * when the model has lazy tables (train_ps does: the plan's shards, over cluster); release with
+ * worker__eval_close. */
+int worker__eval_open(worker_eval *e, const tfx_config *cfg, const tfx_psclient *train_ps, const tfx_cluster *cluster,
+                      Tfx__Shard *const *shards, size_t n_shards, tfx_err *err);
+/* Releases what worker__eval_open loaded. */
+void worker__eval_close(worker_eval *e);
+/* Scores slice index of count of the eval set with train's dense variables (lazy rows from the ps) into *r.
+ * TFX_ESTATE when e is off, TFX_EPROTO for a bad slice, the evaluation's TFX_EINVAL for eval data the model
+ * cannot score, a row pull's error. */
+int worker__eval_slice(worker_eval *e, tfx_model *train, int index, int count, tfx_eval_result *r, tfx_err *err);
+/* Answers the chief's MSG_EVALUATE m (borrowed) on sock: slice stats "index" of "count", scored now with train's
+ * variables (NULL: not training yet, an error reply), as sums in the reply's stats; step = version. */
+void worker__eval_serve(worker_eval *e, void *sock, const tfx_inmsg *m, tfx_model *train, int64_t version);
 
 #endif

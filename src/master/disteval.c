@@ -1,0 +1,124 @@
+/* eval.distributed: every worker scores its slice of the eval set between two of its steps (MSG_EVALUATE) and the
+ * chief merges the slices' sums: the example-weighted loss, the accuracy and the top-K accuracy of the whole set,
+ * exactly as one process would count them (the loss up to the order of a float sum); no AUC. The chief's socket
+ * is served while the replies come (a worker may be reporting meanwhile). Calls serve.c; evaluate.c calls it. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zmq.h>
+
+#include "common/clock.h"
+#include "master/master_impl.h"
+
+/* The sums of the slices: examples, loss, hits, top-K hits; the smallest version a worker scored with. */
+typedef struct slice_sums {
+  double examples, loss, correct, topk, top_k;
+  int64_t version;
+} slice_sums;
+
+int master__disteval_on(const master *m) {
+  const char *chief = tfx_cluster_address(m->n->cluster, TFX_ROLE_MASTER, 0);
+  const char *w0 = m->n_workers > 0 ? tfx_cluster_address(m->n->cluster, TFX_ROLE_WORKER, 0) : NULL;
+  int w0_is_chief = chief && w0 && !strcmp(chief, w0); /* no chief task: worker 0's address is the chief's */
+  return m->cfg.eval_distributed && !m->finished && m->n_workers > 0 && !w0_is_chief;
+}
+
+/* Sends MSG_EVALUATE (slice w of n) to worker w over a DEALER of its own. */
+static int ask(master *m, int w, tfx_client **c, tfx_err *err) {
+  char ep[320];
+  int rc = tfx_address_endpoint(tfx_cluster_address(m->n->cluster, TFX_ROLE_WORKER, w), 0, NULL, ep, sizeof ep, err);
+  if (rc || (rc = tfx_client_create(ep, c, err))) {
+    return rc;
+  }
+  Tfx__KeyValue kv[2], *kvp[2] = {&kv[0], &kv[1]};
+  tfx__key_value__init(&kv[0]);
+  tfx__key_value__init(&kv[1]);
+  kv[0].key = "index";
+  kv[0].value = w;
+  kv[1].key = "count";
+  kv[1].value = m->n_workers;
+  tfx_envelope env;
+  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_EVALUATE);
+  env.stats = kvp;
+  env.n_stats = 2;
+  return tfx_client_send(*c, &env, NULL, 0, err);
+}
+
+/* Adds worker w's reply to *s; TFX_EPROTO when its sums are missing. */
+static int add_reply(int w, const tfx_inmsg *r, slice_sums *s, tfx_err *err) {
+  double ex = master__stat(r->env, "examples"), loss = master__stat(r->env, "loss_sum");
+  double correct = master__stat(r->env, "correct"), topk = master__stat(r->env, "topk");
+  if (!isfinite(ex) || !isfinite(loss) || !isfinite(correct) || !isfinite(topk)) {
+    return tfx_err_set(err, TFX_EPROTO, "worker %d: an evaluation reply without its sums", w);
+  }
+  s->examples += ex;
+  s->loss += loss;
+  s->correct += correct;
+  s->topk += topk;
+  s->top_k = master__stat(r->env, "top_k");
+  s->version = r->env->step < s->version ? r->env->step : s->version;
+  return TFX_OK;
+}
+
+/* Collects every worker's reply within the request deadline, serving the chief's socket between polls. */
+static int collect(master *m, tfx_client **c, slice_sums *s, tfx_err *err) {
+  int n = m->n_workers, left = n, rc = TFX_OK;
+  int64_t deadline = tfx_now_ms() + m->cfg.request_timeout_s * 1000LL;
+  char *got = calloc((size_t)n, 1);
+  zmq_pollitem_t *items = calloc((size_t)n, sizeof *items);
+  if (!got || !items) {
+    rc = tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  }
+  while (!rc && left > 0) {
+    for (int w = 0; w < n; w++) {
+      items[w] = (zmq_pollitem_t){got[w] ? NULL : tfx_client_socket(c[w]), 0, got[w] ? 0 : ZMQ_POLLIN, 0};
+    }
+    zmq_poll(items, n, 20);
+    for (int w = 0; !rc && w < n; w++) {
+      if (!got[w] && (items[w].revents & ZMQ_POLLIN)) {
+        tfx_inmsg r;
+        rc = tfx_client_recv(c[w], &r, 1000, err); /* readable: returns at once */
+        rc = rc ? rc : add_reply(w, &r, s, err);
+        tfx_inmsg_fini(&r);
+        got[w] = 1;
+        left--;
+      }
+    }
+    master__serve_pending(m);
+    if (!rc && left > 0 && tfx_now_ms() > deadline) {
+      rc = tfx_err_set(err, TFX_EPEER, "%d of %d workers did not score their slice within %d s", left, n,
+                       m->cfg.request_timeout_s);
+    }
+  }
+  free(got);
+  free(items);
+  return rc;
+}
+
+int master__evaluate_workers(master *m, int64_t *version, tfx_eval_result *out, tfx_err *err) {
+  tfx_client **c = calloc((size_t)m->n_workers, sizeof *c);
+  slice_sums s = {.version = INT64_MAX};
+  int rc = c ? TFX_OK : tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  for (int w = 0; !rc && w < m->n_workers; w++) {
+    rc = ask(m, w, &c[w], err);
+  }
+  rc = rc ? rc : collect(m, c, &s, err);
+  for (int w = 0; c && w < m->n_workers; w++) {
+    tfx_client_destroy(c[w]);
+  }
+  free(c);
+  if (!rc && s.examples < 1) {
+    rc = tfx_err_set(err, TFX_EINVAL, "the workers scored no example");
+  }
+  if (rc) {
+    return rc;
+  }
+  *out = (tfx_eval_result){.loss = s.loss / s.examples,
+                           .accuracy = s.correct / s.examples,
+                           .top5 = s.topk / s.examples,
+                           .top_k = (int)s.top_k,
+                           .examples = (size_t)s.examples,
+                           .auc = NAN};
+  *version = s.version;
+  return TFX_OK;
+}
