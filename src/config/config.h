@@ -51,6 +51,9 @@ typedef enum tfx_search_method { TFX_SEARCH_METHODS(TFX_CHOICE_VALUE) } tfx_sear
 #define TFX_MAX_LAYERS 96
 #define TFX_PATH_MAX 512
 
+/* training.max_steps of a run that goes on until stopped (a followed directory without max_steps). */
+#define TFX_STEPS_FOREVER ((int64_t)1000000000000000000LL)
+
 typedef struct tfx_layer_spec {
   char type[24];        /* dense, conv2d, max_pool2d, avg_pool2d, flatten, relu, ..., dropout */
   char name[64];        /* auto-named type_N when empty */
@@ -64,6 +67,11 @@ typedef struct tfx_layer_spec {
   char variable[64]; /* matmul, bias_add, lookup: the model.variables entry the op computes with */
   char combiner[8];  /* embedding_bag: sum | mean | sqrtn (TensorFlow's embedding_lookup_sparse combiners) */
   int use_bias;      /* embedding_bag: adds a bias of units values (default true: the wide/linear model) */
+  /* embedding_bag's lazy table on each ps (docs/experiment.md, "Training that never ends"): */
+  int64_t max_rows;         /* a hard cap of rows per ps, least recently touched evicted first (0: none) */
+  int64_t ttl_steps;        /* rows untouched for this many steps are evicted (0: never) */
+  int admit_min_count;      /* a row is made once its id was pushed this many times (0 or 1: at once) */
+  double admit_probability; /* else a row is made with this probability per push (1: always) */
 } tfx_layer_spec;
 
 #define TFX_MAX_VARIABLES 16
@@ -137,6 +145,7 @@ typedef struct tfx_config {
   int data_header;                     /* csv: first line is a header */
   char feature_key[64], label_key[64]; /* tfrecord: tf.train.Example feature names */
   int data_stream;                     /* read the training files a window at a time */
+  char train_follow[TFX_PATH_MAX];     /* data.train.follow: a directory whose files are read as they land */
   tfx_shard_by shard_by;
   int shuffle_buffer; /* examples per shuffled window when streaming */
   /* optimizer */
@@ -172,6 +181,8 @@ typedef struct tfx_config {
                                                                                             at least this far apart
                                                                                           */
   int keep_max;
+  int ckpt_incremental; /* checkpoint.incremental: lazy tables write the rows changed since the last checkpoint */
+  int ckpt_full_every;  /* checkpoint.full_every: a full checkpoint after this many deltas */
   /* search */
   tfx_search_method search_method;
   int search_early_stopping;

@@ -41,6 +41,9 @@ const config__option config__options[] = {
      "idx (images + labels) | csv | libsvm | tfrecord (the *.images path is the file)", formats},
     {"data.label_column", OPT_STR, O(label_column), 0, 0, "-1", "csv: label column, header name or index (-1: last)"},
     {"data.header", OPT_BOOL, O(data_header), 0, 1, "true", "csv: the first line is a header"},
+    {"data.train.follow", OPT_STR, O(train_follow), 0, 0, "",
+     "a directory followed for ever: its files read as they land, in name order, each once ('.' names never); "
+     "no epochs, no max_steps: the run goes on until stopped"},
     {"data.stream", OPT_BOOL, O(data_stream), 0, 1, "false",
      "read the training files a window at a time (files larger than memory); images may be a glob or a list"},
     {"data.shard_by", OPT_ENUM, O(shard_by), 0, 0, "record", "record | file: how workers split the training data",
@@ -106,6 +109,10 @@ const config__option config__options[] = {
     {"checkpoint.min_interval_secs", OPT_I64, O(ckpt_min_interval_secs), 0, BIG, "10",
      "train: periodic checkpoints start at least N s apart (one asked meanwhile is taken at the first step after)"},
     {"checkpoint.keep_max", OPT_INT, O(keep_max), 1, 1000, "3", "checkpoints kept"},
+    {"checkpoint.incremental", OPT_BOOL, O(ckpt_incremental), 0, 1, "false",
+     "lazy tables write only the rows changed (and evicted) since the last checkpoint, chained to a full one"},
+    {"checkpoint.full_every", OPT_INT, O(ckpt_full_every), 1, 100000, "10",
+     "incremental: a full checkpoint after this many deltas"},
     {"search.method", OPT_ENUM, O(search_method), 0, 0, "random", "tfx-node search: random | grid", search_methods},
     {"search.early_stopping", OPT_BOOL, O(search_early_stopping), 0, 1, "true",
      "stop trials below the median at a validation point"},
@@ -160,6 +167,13 @@ const config__option config__layer_options[] = {
     {"variable", OPT_STR, L(variable), 0, 0, "", "matmul, bias_add, lookup: the model.variables entry used"},
     {"combiner", OPT_STR, L(combiner), 0, 0, "sum", "embedding_bag: sum | mean | sqrtn"},
     {"use_bias", OPT_BOOL, L(use_bias), 0, 1, "true", "embedding_bag: add a bias of units values"},
+    {"max_rows", OPT_I64, L(max_rows), 0, BIG, "0",
+     "embedding_bag: hard cap of rows per ps, the least recently touched evicted first (0: none)"},
+    {"ttl_steps", OPT_I64, L(ttl_steps), 0, BIG, "0", "embedding_bag: evict rows untouched for N steps (0: never)"},
+    {"admit_min_count", OPT_INT, L(admit_min_count), 0, 1000000, "0",
+     "embedding_bag: make a row once its id was pushed N times (a fixed-memory counting sketch; 0: at once)"},
+    {"admit_probability", OPT_DBL, L(admit_probability), 0, 1, "1",
+     "embedding_bag: make a row for a new id with this probability per push (1: always)"},
 };
 const size_t config__n_layer_options = sizeof config__layer_options / sizeof config__layer_options[0];
 

@@ -34,13 +34,14 @@ double master__stat(const tfx_envelope *e, const char *key) {
 }
 
 /* Writes a report's train line: loss, accuracy, throughput, the worker, and the worker's step-time breakdown
- * (src/worker/timing.h) when the report has it. */
+ * (src/worker/timing.h) and examples_seen (its examples in the run's whole life) when the report has them. */
 static void record_report(master *m, const tfx_envelope *e, double loss, double acc, double eps) {
-  static const char *const timing[] = {"compute_ms", "push_pull_ms", "other_ms", "step_ms", "wire_bytes_per_step"};
-  const char *names[9] = {"loss", "accuracy", "examples_per_sec", "worker"};
-  double vals[9] = {loss, acc, eps, e->sender_index};
+  static const char *const timing[] = {"compute_ms", "push_pull_ms", "other_ms", "step_ms", "wire_bytes_per_step",
+                                       "examples_seen"};
+  const char *names[10] = {"loss", "accuracy", "examples_per_sec", "worker"};
+  double vals[10] = {loss, acc, eps, e->sender_index};
   int n = 4;
-  for (int i = 0; i < 5; i++) {
+  for (int i = 0; i < 6; i++) {
     double v = master__stat(e, timing[i]);
     if (isfinite(v)) {
       names[n] = timing[i];

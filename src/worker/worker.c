@@ -22,6 +22,12 @@
 #include "worker/worker_impl.h"
 #include "train/labels.h"
 
+/* The sums of the steps since the last report, and when the window began. */
+typedef struct window {
+  double loss, hits, seen, n;
+  int64_t t0;
+} window;
+
 typedef struct worker {
   tfx_node *n;
   tfx_config cfg;
@@ -39,6 +45,9 @@ typedef struct worker {
   int stop;
   worker_obs obs;          /* what --http-port shows */
   uint64_t reported_bytes; /* bytes on the wire (sent + received) as of the last report */
+  window win;              /* the sums since the last report */
+  int64_t seen_base;       /* examples this worker's shard held before this process (the resumed position) */
+  int64_t last_step;       /* the step of the last gradient pushed */
 } worker;
 
 static int reply_status(worker *w, const tfx_inmsg *m) {
@@ -136,6 +145,7 @@ static int bound_messages(const worker *w, tfx_err *err) {
 }
 
 static int batch_rows(void *ctx, tfx_model *m, tfx_err *err);
+static int stream_idle(void *ctx);
 
 static int setup(worker *w, tfx_err *err) {
   const tfx_envelope *p = w->plan.env;
@@ -165,7 +175,9 @@ static int setup(worker *w, tfx_err *err) {
     return rc;
   }
   int64_t done = w->cfg.mode == TFX_MODE_SYNC ? p->step : p->step / n_workers;
+  tfx_batcher_set_idle(w->batcher, stream_idle, w);
   tfx_batcher_skip(w->batcher, done * w->cfg.accumulate, w->cfg.batch_size);
+  w->seen_base = done * w->cfg.accumulate * w->cfg.batch_size;
   int row_input = tfx_model_sparse_input(w->model) && !w->cfg.n_features; /* a LibSVM row: no dense part */
   w->x = row_input ? NULL : malloc(sizeof(float) * dim * (size_t)w->cfg.batch_size);
   w->y = malloc(sizeof(int32_t) * (size_t)w->cfg.batch_size);
@@ -192,19 +204,24 @@ static void compute(worker *w, tfx_step_stats *st) {
   tfx_compute_gradients(w->model, w->batcher, &g, (uint64_t)w->version * 1024 + (uint64_t)w->n->index, st);
 }
 
+/* The examples this worker trained on in the run's whole life: its resumed position and its steps since. */
+static double examples_seen(const worker *w) {
+  return (double)(w->seen_base + w->steps * (int64_t)w->cfg.batch_size * w->cfg.accumulate);
+}
+
 /* Sends the master the window's means for `step` and the step-time breakdown; a stop answer stops the worker. */
 static int report(worker *w, int64_t step, double loss, double acc, double eps, tfx_err *err) {
-  const char *names[3 + TFX_TIMING_N + 2] = {"loss", "accuracy", "examples_per_sec"};
-  double vals[3 + TFX_TIMING_N + 2] = {loss, acc, eps};
+  const char *names[3 + TFX_TIMING_N + 3] = {"loss", "accuracy", "examples_per_sec", "examples_seen"};
+  double vals[3 + TFX_TIMING_N + 3] = {loss, acc, eps, examples_seen(w)};
   int64_t steps = w->timing.window_steps;
   uint64_t bytes = w->obs.bytes_sent + w->obs.bytes_received; /* written by this thread only */
-  int n = 3 + tfx_timing_take_window(&w->timing, names + 3, vals + 3);
+  int n = 4 + tfx_timing_take_window(&w->timing, names + 4, vals + 4);
   if (steps > 0) { /* gradients out and values (or a batch's rows) back, per step of the window */
     names[n] = "wire_bytes_per_step";
     vals[n++] = (double)(bytes - w->reported_bytes) / (double)steps;
   }
   w->reported_bytes = bytes;
-  Tfx__KeyValue kv[3 + TFX_TIMING_N + 2], *kvp[3 + TFX_TIMING_N + 2];
+  Tfx__KeyValue kv[3 + TFX_TIMING_N + 3], *kvp[3 + TFX_TIMING_N + 3];
   for (int i = 0; i < n; i++) {
     tfx__key_value__init(&kv[i]);
     kv[i].key = (char *)names[i];
@@ -458,12 +475,6 @@ static int push_pull(worker *w, int64_t step, pushed *out, tfx_err *err) {
   return TFX_OK;
 }
 
-/* The sums of the steps since the last report, and when the window began. */
-typedef struct window {
-  double loss, hits, seen, n;
-  int64_t t0;
-} window;
-
 static void window_reset(window *win) {
   memset(win, 0, sizeof *win);
   win->t0 = tfx_now_ms();
@@ -488,6 +499,23 @@ static int count_step(worker *w, window *win, const tfx_step_stats *st, int64_t 
   return rc;
 }
 
+/* While a followed stream waits for its next file (data.train.follow): control messages, the watchdog, and the
+ * report of the steps since the last one, so metrics.jsonl shows every example trained on while the stream is
+ * dry. Nonzero to stop waiting (a STOP or a signal). */
+static int stream_idle(void *ctx) {
+  worker *w = ctx;
+  serve_control(w);
+  tfx_notify_watchdog();
+  if (w->win.n > 0 && !w->stop && !tfx_stop_requested()) {
+    window *win = &w->win;
+    double eps = win->seen / ((tfx_now_ms() - win->t0 + 1) / 1000.0);
+    if (report_or_skip(w, w->last_step, win->loss / win->n, win->hits / win->seen, eps, NULL) == TFX_OK) {
+      window_reset(win);
+    }
+  }
+  return w->stop || tfx_stop_requested();
+}
+
 /* Between steps: the step shown on the HTTP port, control messages, the service status. */
 static void after_step(worker *w) {
   worker__obs_step(&w->obs, w->version, w->steps, NAN, NAN);
@@ -498,8 +526,7 @@ static void after_step(worker *w) {
 
 /* The step loop: first pull, then compute, the loss threshold, push-pull, counters and reports, control. */
 static int train_steps(worker *w, tfx_err *err) {
-  window win;
-  window_reset(&win);
+  window_reset(&w->win);
   int go, rc = first_pull(w, &go, err);
   if (rc || !go) {
     return rc;
@@ -526,7 +553,8 @@ static int train_steps(worker *w, tfx_err *err) {
     if (out == PUSHED_AGAIN) {
       continue;
     }
-    if ((rc = count_step(w, &win, &st, step, err))) {
+    w->last_step = step;
+    if ((rc = count_step(w, &w->win, &st, step, err))) {
       return rc;
     }
     after_step(w);
