@@ -11,6 +11,58 @@
 #include "store/ckpt.h"
 #include "store/rowfile.h"
 
+/* The embedding_bag layer whose table is var ("NAME/embeddings"; an unnamed layer is embedding_bag_N, the N-th
+ * unnamed one, as src/nn/model.c names it), or NULL (a plugin's table: no cap, no admission). */
+static const tfx_layer_spec *table_layer(const tfx_config *cfg, const char *var) {
+  const char *slash = strrchr(var, '/');
+  size_t len = slash ? (size_t)(slash - var) : strlen(var);
+  char name[80];
+  for (int i = 0, unnamed = 0; i < cfg->n_layers; i++) {
+    const tfx_layer_spec *l = &cfg->layers[i];
+    if (strcmp(l->type, "embedding_bag") != 0) {
+      continue;
+    }
+    if (l->name[0]) {
+      snprintf(name, sizeof name, "%s", l->name);
+    } else {
+      snprintf(name, sizeof name, "embedding_bag_%d", ++unnamed);
+    }
+    if (strlen(name) == len && !strncmp(name, var, len)) {
+      return l;
+    }
+  }
+  return NULL;
+}
+
+/* The row table of a lazy shard: the plan's shape and initializer, the layer's cap, age limit and admission. */
+static int make_table(ps_state *p, shard *s, const Tfx__Shard *m, const char *init, tfx_err *err) {
+  tfx_rowtable_spec spec = {.name = s->var,
+                            .vocab = m->shape[0],
+                            .dim = (int)m->shape[1],
+                            .n_slots = tfx_optim_slots(&p->opt),
+                            .init = init,
+                            .seed = (uint64_t)p->cfg.seed,
+                            .fan_in = m->fan_in,
+                            .fan_out = m->fan_out,
+                            .track_gone = p->cfg.ckpt_incremental};
+  const tfx_layer_spec *l = table_layer(&p->cfg, s->var);
+  if (l) {
+    spec.max_rows = l->max_rows;
+    spec.ttl_steps = l->ttl_steps;
+    spec.admit_min_count = l->admit_min_count;
+    spec.admit_probability = l->admit_probability;
+  }
+  if (l && (l->max_rows || l->admit_min_count > 1)) {
+    size_t row = (size_t)m->shape[1] * (size_t)(1 + spec.n_slots) * sizeof(float) + 2 * sizeof(int64_t) + 12;
+    tfx_log(TFX_LOG_INFO, "PS-TABLE-CAP",
+            "table %s: max_rows %lld (about %.1f MiB of rows at %zu bytes a row, 0: no cap), ttl_steps %lld, "
+            "admission sketch %d KiB",
+            s->var, (long long)l->max_rows, (double)l->max_rows * (double)row / 1048576.0, row, (long long)l->ttl_steps,
+            l->admit_min_count > 1 ? TFX_ROWTABLE_SKETCH_BYTES / 1024 : 0);
+  }
+  return tfx_rowtable_create(&spec, &s->table, err);
+}
+
 int ps__lazy_make(ps_state *p, shard *s, const Tfx__Shard *m, tfx_err *err) {
   const char *init = m->init && *m->init ? m->init : "zeros";
   int whole = m->row_begin == 0 && m->row_end == m->shape[0];
@@ -23,11 +75,8 @@ int ps__lazy_make(ps_state *p, shard *s, const Tfx__Shard *m, tfx_err *err) {
   if (tfx_init_check(init, err)) {
     return TFX_EPROTO;
   }
-  tfx_rowtable_spec spec = {s->var, m->shape[0],           (int)m->shape[1], tfx_optim_slots(&p->opt),
-                            init,   (uint64_t)p->cfg.seed, m->fan_in,        m->fan_out,
-                            0.0f};
   tfx_rowtable_spec acc = {s->var, m->shape[0], (int)m->shape[1], 0, "zeros", 0, 1, 1, 0.0f};
-  int rc = tfx_rowtable_create(&spec, &s->table, err);
+  int rc = make_table(p, s, m, init, err);
   if (!rc) {
     rc = tfx_rowtable_create(&acc, &s->acc_rows, err);
   }
@@ -74,12 +123,16 @@ static void apply_row(const ps_state *p, const shard *s, float *row, const float
 
 int ps__lazy_apply(ps_state *p, shard *s, const float *g, const Tfx__Tensor *t) {
   for (size_t k = 0; k < t->n_rows; k++) {
-    float *row = tfx_rowtable_touch(s->table, t->rows[k], p->version);
-    if (!row) {
+    int refused = 0;
+    float *row = tfx_rowtable_update(s->table, t->rows[k], p->version, &refused);
+    if (!row && !refused) {
       return -1;
     }
-    apply_row(p, s, row, g + k * s->row_size, 1.0f);
+    if (row) {
+      apply_row(p, s, row, g + k * s->row_size, 1.0f);
+    }
   }
+  tfx_rowtable_expire(s->table, p->version);
   s->changed = p->version + 1;
   return 0;
 }
@@ -105,9 +158,10 @@ typedef struct acc_job {
 
 static int apply_sum(int64_t id, const float *sum, void *ctx) {
   acc_job *a = ctx;
-  float *row = tfx_rowtable_touch(a->s->table, id, a->p->version);
+  int refused = 0;
+  float *row = tfx_rowtable_update(a->s->table, id, a->p->version, &refused);
   if (!row) {
-    return -1;
+    return refused ? 0 : -1; /* not admitted yet: the update is dropped */
   }
   apply_row(a->p, a->s, row, sum, a->scale);
   return 0;
@@ -120,6 +174,7 @@ int ps__lazy_apply_accumulated(ps_state *p, shard *s, float scale) {
   acc_job job = {p, s, scale};
   int rc = tfx_rowtable_each(s->acc_rows, apply_sum, &job);
   ps__lazy_clear_sum(s); /* the sum starts empty next step */
+  tfx_rowtable_expire(s->table, p->version);
   s->changed = p->version + 1;
   return rc ? -1 : 0;
 }

@@ -679,7 +679,7 @@ int tfx_ckpt_read_point(const char *run_dir, int64_t *step, char *dir, size_t n,
 }
 
 void tfx_ckpt_prune(const char *run_dir, int keep) {
-  int64_t *steps = NULL;
+  int64_t *steps = NULL, floor = INT64_MAX; /* the oldest step a kept checkpoint's chain of deltas needs */
   int count = list_steps(run_dir, &steps), kept = 0;
   for (int i = 0; i < count; i++) {
     char d[1100];
@@ -687,8 +687,9 @@ void tfx_ckpt_prune(const char *run_dir, int keep) {
     int nps;
     tfx_ckpt_dir(run_dir, steps[i], d, sizeof d);
     int complete = tfx_ckpt_verify(d, &s, &nps, NULL) == TFX_OK;
-    if (complete && kept < keep) {
+    if (complete && (kept < keep || steps[i] >= floor)) {
       kept++;
+      floor = tfx_ckpt_chain_floor(d, floor);
     } else if (complete || (kept > 0 && !has_manifest(d))) {
       remove_dir(d); /* beyond keep_max, or an unfinished write older than a kept one; a corrupt one stays */
     }
