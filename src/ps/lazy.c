@@ -210,6 +210,61 @@ static int save_row(int64_t id, const float *row, void *ctx) {
   return tfx_rowfile_row(j->w, id, row, j->err);
 }
 
+/* The step the ps's next checkpoint of its lazy tables is a delta of, or -1 for a full one: checkpoint.incremental,
+ * every table marked at the same step, fewer than checkpoint.full_every deltas since the full one, every evicted
+ * id remembered, and fewer rows changed than half the rows (else the chain would outgrow its base). */
+static int64_t delta_parent(const ps_state *p) {
+  int64_t parent = -2;
+  size_t changed = 0, rows = 0;
+  for (int i = 0; i < p->n_shards && p->cfg.ckpt_incremental; i++) {
+    const tfx_rowtable *t = p->shards[i].table;
+    int deltas = 0;
+    const int64_t *gone;
+    size_t n_gone = 0;
+    int64_t marked = t ? tfx_rowtable_marked(t, &deltas) : parent;
+    if (t && (marked < 0 || deltas >= p->cfg.ckpt_full_every || tfx_rowtable_gone(t, &gone, &n_gone) ||
+              (parent != -2 && marked != parent))) {
+      return -1;
+    }
+    parent = marked;
+    changed += t ? tfx_rowtable_rows_since(t, marked) + n_gone : 0;
+    rows += t ? tfx_rowtable_rows(t) : 0;
+  }
+  return parent >= 0 && changed * 2 <= rows ? parent : -1;
+}
+
+/* One table into the row file: every row, or (a delta of parent) the ids evicted and the rows touched since. */
+static int save_table(tfx_rowfile *w, const shard *s, int64_t parent, save_job *job, tfx_err *err) {
+  int rf = (int)tfx_rowtable_row_floats(s->table);
+  if (parent < 0) {
+    int rc = tfx_rowfile_table(w, s->key, s->shape[0], rf, tfx_rowtable_rows(s->table), err);
+    return rc ? rc : tfx_rowtable_each(s->table, save_row, job);
+  }
+  const int64_t *gone;
+  size_t n_gone;
+  tfx_rowtable_gone(s->table, &gone, &n_gone);
+  int rc = tfx_rowfile_table_delta(w, s->key, s->shape[0], rf, gone, n_gone,
+                                   tfx_rowtable_rows_since(s->table, parent), err);
+  return rc ? rc : tfx_rowtable_each_since(s->table, parent, save_row, job);
+}
+
+/* After a checkpoint's row file is in place: the tables' next delta starts from it; their counts logged. */
+static void mark_tables(ps_state *p, int64_t step, int64_t parent) {
+  for (int i = 0; i < p->n_shards; i++) {
+    tfx_rowtable *t = p->shards[i].table;
+    if (!t) {
+      continue;
+    }
+    tfx_rowtable_mark(t, step, parent < 0);
+    tfx_rowtable_counts c = tfx_rowtable_get_counts(t);
+    tfx_log(TFX_LOG_INFO, "PS-TABLE",
+            "table %s at step %lld: %zu rows, %llu made, %llu evicted, %llu updates of ids not admitted; "
+            "checkpoint %s",
+            p->shards[i].key, (long long)step, tfx_rowtable_rows(t), (unsigned long long)c.made,
+            (unsigned long long)c.evicted, (unsigned long long)c.refused, parent < 0 ? "full" : "delta");
+  }
+}
+
 int ps__lazy_save(ps_state *p, const char *dir, int64_t step, uint32_t *crc, uint64_t *bytes, tfx_err *err) {
   int n = 0;
   *crc = 0;
@@ -222,23 +277,22 @@ int ps__lazy_save(ps_state *p, const char *dir, int64_t step, uint32_t *crc, uin
   }
   char path[1300];
   tfx_ckpt_part_path(path, sizeof path, dir, p->node->index, TFX_CKPT_ROWS);
+  int64_t parent = delta_parent(p);
   tfx_rowfile *w;
-  int rc = tfx_rowfile_create(path, step, n, &w, err);
+  int rc = tfx_rowfile_create_delta(path, step, parent, n, &w, err);
   save_job job = {rc ? NULL : w, err};
   for (int i = 0; i < p->n_shards && !rc; i++) {
-    const shard *s = &p->shards[i];
-    if (!s->table) {
-      continue;
-    }
-    rc = tfx_rowfile_table(w, s->key, s->shape[0], (int)tfx_rowtable_row_floats(s->table), tfx_rowtable_rows(s->table),
-                           err);
-    rc = rc ? rc : tfx_rowtable_each(s->table, save_row, &job);
+    rc = p->shards[i].table ? save_table(w, &p->shards[i], parent, &job, err) : TFX_OK;
   }
   if (rc) {
     tfx_rowfile_abort(job.w);
     return rc;
   }
-  return tfx_rowfile_finish(w, crc, bytes, err);
+  rc = tfx_rowfile_finish(w, crc, bytes, err);
+  if (!rc) {
+    mark_tables(p, step, parent);
+  }
+  return rc;
 }
 
 /* The lazy table of key `key` on this ps, or NULL. */
@@ -265,6 +319,7 @@ typedef struct restore_job {
   ps_state *p;
   tfx_err *err;
   size_t taken;
+  int64_t step; /* the checkpoint's: restored rows count as touched just before it */
 } restore_job;
 
 /* One row of a checkpoint: into the lazy table of that key when this ps holds the id. The table must exist here
@@ -281,8 +336,12 @@ static int restore_row(const char *table, int64_t ids, int row_floats, int64_t i
   if (id % s->mod_n != s->mod_r || id < s->row_begin || id >= s->row_end) {
     return TFX_OK; /* another ps's share under this plan */
   }
+  if (!row) { /* a delta's eviction */
+    tfx_rowtable_drop(s->table, id);
+    return TFX_OK;
+  }
   j->taken++;
-  return tfx_rowtable_put(s->table, id, row, j->err);
+  return tfx_rowtable_put_at(s->table, id, row, j->step > 0 ? j->step - 1 : 0, j->err);
 }
 
 int ps__lazy_restore(ps_state *p, const char *dir, tfx_err *err) {
@@ -297,19 +356,26 @@ int ps__lazy_restore(ps_state *p, const char *dir, tfx_err *err) {
   if (!d) {
     return tfx_err_sys(err, TFX_ENOTFOUND, "restore: open %s", dir);
   }
-  restore_job job = {p, err, 0};
+  restore_job job = {p, err, 0, 0};
   int rc = TFX_OK, files = 0;
   for (struct dirent *e; !rc && (e = readdir(d));) {
-    if (tfx_ckpt_part_owner(e->d_name, TFX_CKPT_ROWS) < 0) {
+    int owner = tfx_ckpt_part_owner(e->d_name, TFX_CKPT_ROWS);
+    if (owner < 0) {
       continue;
     }
     char path[1400];
-    int64_t step;
+    int64_t parent;
     snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-    rc = tfx_rowfile_read(path, restore_row, &job, &step, err);
+    rc = tfx_rowfile_parent(path, &job.step, &parent, err);
+    rc = rc ? rc : tfx_rowfile_read_chain(dir, owner, restore_row, &job, err);
     files++;
   }
   closedir(d);
+  for (int i = 0; !rc && i < p->n_shards; i++) {
+    if (p->shards[i].table) {
+      tfx_rowtable_mark(p->shards[i].table, -1, 1); /* the next checkpoint is full: a new chain on this plan */
+    }
+  }
   if (!rc) {
     tfx_log(TFX_LOG_INFO, "PS-RESTORE-ROWS", "%zu rows of lazy tables restored from %d row file(s) in %s", job.taken,
             files, dir);

@@ -410,9 +410,10 @@ size_t tfx_rowtable_rows_since(const tfx_rowtable *t, int64_t since) {
   return n;
 }
 
-const int64_t *tfx_rowtable_gone(const tfx_rowtable *t, size_t *n) {
+int tfx_rowtable_gone(const tfx_rowtable *t, const int64_t **ids, size_t *n) {
+  *ids = t->gone;
   *n = t->n_gone;
-  return t->gone_lost ? NULL : t->gone;
+  return t->gone_lost ? -1 : 0;
 }
 
 void tfx_rowtable_mark(tfx_rowtable *t, int64_t step, int full) {

@@ -88,8 +88,9 @@ int tfx_rowtable_each_since(const tfx_rowtable *t, int64_t since, int (*fn)(int6
                             void *ctx);
 /* Rows stored now that were touched at step `since` or later. */
 size_t tfx_rowtable_rows_since(const tfx_rowtable *t, int64_t since);
-/* The ids evicted since the last tfx_rowtable_mark (with track_gone), borrowed until the next change. */
-const int64_t *tfx_rowtable_gone(const tfx_rowtable *t, size_t *n);
+/* The ids evicted since the last tfx_rowtable_mark (with track_gone) into *ids (borrowed until the next change)
+ * and *n; -1 when memory ran out remembering one (a delta cannot be written: the next checkpoint must be full). */
+int tfx_rowtable_gone(const tfx_rowtable *t, const int64_t **ids, size_t *n);
 /* A checkpoint of the table was written at step (full, or a delta): forgets the evicted ids remembered so far. */
 void tfx_rowtable_mark(tfx_rowtable *t, int64_t step, int full);
 /* The step of the last checkpoint marked (-1: none since the table was made) and the deltas written since the last
