@@ -210,10 +210,11 @@ static int save_row(int64_t id, const float *row, void *ctx) {
   return tfx_rowfile_row(j->w, id, row, j->err);
 }
 
-/* The step the ps's next checkpoint of its lazy tables is a delta of, or -1 for a full one: checkpoint.incremental,
+/* The step the ps's checkpoint into dir of its lazy tables is a delta of, or -1 for a full one: checkpoint.incremental,
  * every table marked at the same step, fewer than checkpoint.full_every deltas since the full one, every evicted
- * id remembered, and fewer rows changed than half the rows (else the chain would outgrow its base). */
-static int64_t delta_parent(const ps_state *p) {
+ * id remembered, fewer rows changed than the tables hold (else a full one costs no more), and a parent whose
+ * checkpoint was completed. */
+static int64_t delta_parent(const ps_state *p, const char *dir) {
   int64_t parent = -2;
   size_t changed = 0, rows = 0;
   for (int i = 0; i < p->n_shards && p->cfg.ckpt_incremental; i++) {
@@ -230,7 +231,12 @@ static int64_t delta_parent(const ps_state *p) {
     changed += t ? tfx_rowtable_rows_since(t, marked) + n_gone : 0;
     rows += t ? tfx_rowtable_rows(t) : 0;
   }
-  return parent >= 0 && changed * 2 <= rows ? parent : -1;
+  char parent_dir[1200];
+  if (parent >= 0) {
+    tfx_ckpt_sibling(dir, parent, parent_dir, sizeof parent_dir);
+  }
+  /* the parent must be a checkpoint (the master wrote its manifest): one asked and never completed is no base */
+  return parent >= 0 && changed < rows && tfx_ckpt_has_manifest(parent_dir) ? parent : -1;
 }
 
 /* One table into the row file: every row, or (a delta of parent) the ids evicted and the rows touched since. */
@@ -277,7 +283,7 @@ int ps__lazy_save(ps_state *p, const char *dir, int64_t step, uint32_t *crc, uin
   }
   char path[1300];
   tfx_ckpt_part_path(path, sizeof path, dir, p->node->index, TFX_CKPT_ROWS);
-  int64_t parent = delta_parent(p);
+  int64_t parent = delta_parent(p, dir);
   tfx_rowfile *w;
   int rc = tfx_rowfile_create_delta(path, step, parent, n, &w, err);
   save_job job = {rc ? NULL : w, err};

@@ -36,6 +36,7 @@ struct tfx_rowtable {
   int admit_min;                 /* admission: the count an id needs, or 0 */
   double admit_p;                /* admission: the probability per coming (>= 1: always) */
   uint16_t *sketch;              /* admission's counts [DEPTH][WIDTH], or NULL */
+  uint32_t sketch_adds;          /* comings counted since the counts were last halved */
   int64_t marked_at;             /* the step of the last checkpoint (-1: none yet) */
   int deltas;                    /* deltas written since the last full checkpoint */
 };
@@ -447,16 +448,27 @@ int tfx_rowtable_put_at(tfx_rowtable *t, int64_t id, const float *row, int64_t s
   return TFX_OK;
 }
 
-/* Counts one coming of id in the sketch and returns its estimate (the least of its counters). */
+/* Counts one coming of id in the sketch and returns its estimate. A conservative update (only the least of its
+ * counters grow) and the halving of every count each WIDTH / 2 comings (TinyLFU's reset) keep the sketch from
+ * filling: an id must come admit_min_count times within about that many comings of new ids on this ps. */
 static unsigned sketch_add(tfx_rowtable *t, int64_t id) {
+  uint16_t *c[TFX_ROWTABLE_SKETCH_DEPTH];
   unsigned least = UINT16_MAX;
   for (int d = 0; d < TFX_ROWTABLE_SKETCH_DEPTH; d++) {
     uint64_t h = tfx_rand_mix((uint64_t)id ^ (0x9E3779B97F4A7C15ULL * (uint64_t)(d + 1)));
-    uint16_t *c = &t->sketch[(size_t)d * TFX_ROWTABLE_SKETCH_WIDTH + (h & (TFX_ROWTABLE_SKETCH_WIDTH - 1))];
-    *c += *c < UINT16_MAX;
-    least = *c < least ? *c : least;
+    c[d] = &t->sketch[(size_t)d * TFX_ROWTABLE_SKETCH_WIDTH + (h & (TFX_ROWTABLE_SKETCH_WIDTH - 1))];
+    least = *c[d] < least ? *c[d] : least;
   }
-  return least;
+  for (int d = 0; d < TFX_ROWTABLE_SKETCH_DEPTH && least < UINT16_MAX; d++) {
+    *c[d] += *c[d] == least;
+  }
+  if (++t->sketch_adds >= TFX_ROWTABLE_SKETCH_WIDTH / 2) {
+    for (size_t i = 0; i < (size_t)TFX_ROWTABLE_SKETCH_DEPTH * TFX_ROWTABLE_SKETCH_WIDTH; i++) {
+      t->sketch[i] >>= 1;
+    }
+    t->sketch_adds = 0;
+  }
+  return least + (least < UINT16_MAX);
 }
 
 /* Whether a new id is admitted now: seen admit_min times (the sketch), then the coin of (seed, table, id, the

@@ -571,7 +571,7 @@ static void remove_dir(const char *dir) {
 
 /* Whether a checkpoint directory was completed once (has a manifest): a failed check then means corruption, not
  * a write that never finished. */
-static int has_manifest(const char *dir) {
+int tfx_ckpt_has_manifest(const char *dir) {
   char path[1200];
   snprintf(path, sizeof path, "%s/manifest.json", dir);
   return access(path, F_OK) == 0;
@@ -609,7 +609,7 @@ static int first_usable(const char *run_dir, const int64_t *steps, int count, in
     int nps;
     tfx_err why;
     tfx_ckpt_dir(run_dir, steps[i], d, sizeof d);
-    if (!has_manifest(d)) {
+    if (!tfx_ckpt_has_manifest(d)) {
       continue; /* a checkpoint whose write never finished: not one */
     }
     if (tfx_ckpt_verify(d, step, &nps, &why) == TFX_OK) {
@@ -690,7 +690,7 @@ void tfx_ckpt_prune(const char *run_dir, int keep) {
     if (complete && (kept < keep || steps[i] >= floor)) {
       kept++;
       floor = tfx_ckpt_chain_floor(d, floor);
-    } else if (complete || (kept > 0 && !has_manifest(d))) {
+    } else if (complete || (kept > 0 && !tfx_ckpt_has_manifest(d))) {
       remove_dir(d); /* beyond keep_max, or an unfinished write older than a kept one; a corrupt one stays */
     }
   }
