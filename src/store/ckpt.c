@@ -371,23 +371,6 @@ int tfx_ckpt_slice_entries(tfx_ckpt_entry *e, const tfx_ckpt_slice *s) {
   return 1 + s->n_slots;
 }
 
-static const char *const part_ext[] = {"shard", "rows"};
-
-int tfx_ckpt_part_path(char *out, size_t n, const char *dir, int ps, tfx_ckpt_part part) {
-  return dir ? snprintf(out, n, "%s/ps-%d.%s", dir, ps, part_ext[part])
-             : snprintf(out, n, "ps-%d.%s", ps, part_ext[part]);
-}
-
-int tfx_ckpt_part_owner(const char *path, tfx_ckpt_part part) {
-  const char *slash = strrchr(path, '/'), *name = slash ? slash + 1 : path;
-  int ps = -1, end = 0;
-  char want[16];
-  snprintf(want, sizeof want, "ps-%%d.%s%%n", part_ext[part]);
-  if (sscanf(name, want, &ps, &end) != 1 || name[end] || ps < 0) {
-    return -1;
-  }
-  return ps;
-}
 
 int tfx_ckpt_write_manifest_rows(const char *dir, int64_t step, int n_ps, const uint32_t *crc, const uint64_t *bytes,
                                  const uint32_t *rows_crc, const uint64_t *rows_bytes, tfx_err *err) {

@@ -1,11 +1,30 @@
-/* Chains of incremental checkpoints (checkpoint.incremental): a row file that is a delta names the step of the
- * checkpoint it applies to; reading one reads its chain base first, and pruning keeps every link a kept one needs. */
+/* The names of a checkpoint's parts (one home: ps-K.shard, ps-K.rows, a sibling checkpoint's directory), and chains
+ * of incremental checkpoints (checkpoint.incremental): a row file that is a delta names the step of the checkpoint
+ * it applies to; reading one reads its chain base first, and pruning keeps every link a kept one needs. */
 #include <dirent.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "store/ckpt.h"
 #include "store/rowfile.h"
+
+static const char *const part_ext[] = {"shard", "rows"};
+
+int tfx_ckpt_part_path(char *out, size_t n, const char *dir, int ps, tfx_ckpt_part part) {
+  return dir ? snprintf(out, n, "%s/ps-%d.%s", dir, ps, part_ext[part])
+             : snprintf(out, n, "ps-%d.%s", ps, part_ext[part]);
+}
+
+int tfx_ckpt_part_owner(const char *path, tfx_ckpt_part part) {
+  const char *slash = strrchr(path, '/'), *name = slash ? slash + 1 : path;
+  int ps = -1, end = 0;
+  char want[16];
+  snprintf(want, sizeof want, "ps-%%d.%s%%n", part_ext[part]);
+  if (sscanf(name, want, &ps, &end) != 1 || name[end] || ps < 0) {
+    return -1;
+  }
+  return ps;
+}
 
 void tfx_ckpt_sibling(const char *dir, int64_t step, char *out, size_t n) {
   const char *slash = strrchr(dir, '/');
