@@ -146,6 +146,7 @@ typedef struct tfx_config {
   char feature_key[64], label_key[64]; /* tfrecord: tf.train.Example feature names */
   int data_stream;                     /* read the training files a window at a time */
   char train_follow[TFX_PATH_MAX];     /* data.train.follow: a directory whose files are read as they land */
+  int progressive_window;              /* training.progressive_window: examples of the rolling AUC / log loss */
   tfx_shard_by shard_by;
   int shuffle_buffer; /* examples per shuffled window when streaming */
   /* optimizer */

@@ -85,6 +85,9 @@ const config__option config__options[] = {
     {"training.replicas_to_aggregate", OPT_INT, O(replicas_to_aggregate), 0, 1024, "0", "sync: 0 = all workers"},
     {"training.staleness", OPT_INT, O(staleness), 0, 1000000, "4", "ssp: max steps ahead of the slowest"},
     {"training.accumulate", OPT_INT, O(accumulate), 1, 1024, "1", "minibatches per push"},
+    {"training.progressive_window", OPT_INT, O(progressive_window), 0, 1e7, "0",
+     "progressive validation: each batch scored before it is trained on; train records carry rolling_auc and "
+     "rolling_log_loss over a worker's last N examples (0: off, but 10000 with data.train.follow)"},
     {"training.report_every", OPT_INT, O(report_every), 1, 1000000, "100", "steps between metric reports"},
     {"training.threads", OPT_INT, O(threads), 1, 256, "1", "OpenBLAS and model threads per process"},
     {"training.ps_apply_threads", OPT_INT, O(ps_apply_threads), 1, 2, "1",

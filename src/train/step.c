@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "data/dataset.h"
+#include "train/progressive.h"
 
 /* Adds grads / k into acc; the last of the k minibatches copies the mean back into the grads. */
 static void accumulate(tfx_model *m, float **acc, int a, int k) {
@@ -68,7 +69,13 @@ void tfx_compute_gradients(tfx_model *m, tfx_batcher *b, const tfx_grad_step *g,
     if (bad_ids(m, b)) {
       break;
     }
+    if (g->pv) {
+      tfx_progressive_score(g->pv, m, g->batch);
+    }
     tfx_model_loss(m, g->y, g->batch, 1, &one);
+    if (g->pv) {
+      tfx_progressive_add(g->pv, g->y, g->batch, one.loss);
+    }
     tfx_model_backward(m, g->x, g->batch);
     sum.loss += one.loss / k;
     sum.correct += one.correct;

@@ -17,6 +17,7 @@
 #include "net/net.h"
 #include "observe/notify.h"
 #include "psclient/psclient.h"
+#include "train/progressive.h"
 #include "train/step.h"
 #include "worker/timing.h"
 #include "worker/worker_impl.h"
@@ -48,6 +49,7 @@ typedef struct worker {
   window win;              /* the sums since the last report */
   int64_t seen_base;       /* examples this worker's shard held before this process (the resumed position) */
   int64_t last_step;       /* the step of the last gradient pushed */
+  tfx_progressive *pv;     /* progressive validation (training.progressive_window), or NULL */
 } worker;
 
 static int reply_status(worker *w, const tfx_inmsg *m) {
@@ -178,6 +180,10 @@ static int setup(worker *w, tfx_err *err) {
   tfx_batcher_set_idle(w->batcher, stream_idle, w);
   tfx_batcher_skip(w->batcher, done * w->cfg.accumulate, w->cfg.batch_size);
   w->seen_base = done * w->cfg.accumulate * w->cfg.batch_size;
+  int window = w->cfg.progressive_window ? w->cfg.progressive_window : w->cfg.train_follow[0] ? 10000 : 0;
+  if (window && (rc = tfx_progressive_create((size_t)window, w->cfg.batch_size, &w->pv, err))) {
+    return rc;
+  }
   int row_input = tfx_model_sparse_input(w->model) && !w->cfg.n_features; /* a LibSVM row: no dense part */
   w->x = row_input ? NULL : malloc(sizeof(float) * dim * (size_t)w->cfg.batch_size);
   w->y = malloc(sizeof(int32_t) * (size_t)w->cfg.batch_size);
@@ -200,7 +206,7 @@ static int setup(worker *w, tfx_err *err) {
 /* Forward/backward over `accumulate` minibatches; leaves the mean grads in the model. */
 static void compute(worker *w, tfx_step_stats *st) {
   const tfx_config *c = &w->cfg;
-  tfx_grad_step g = {c->batch_size, c->accumulate, c->clip_value, c->clip_norm, w->x, w->y, w->acc};
+  tfx_grad_step g = {c->batch_size, c->accumulate, c->clip_value, c->clip_norm, w->x, w->y, w->acc, w->pv};
   tfx_compute_gradients(w->model, w->batcher, &g, (uint64_t)w->version * 1024 + (uint64_t)w->n->index, st);
 }
 
@@ -209,10 +215,28 @@ static double examples_seen(const worker *w) {
   return (double)(w->seen_base + w->steps * (int64_t)w->cfg.batch_size * w->cfg.accumulate);
 }
 
+/* The rolling AUC and log loss of progressive validation (those that are defined) into names/vals; how many. */
+static int progressive(const worker *w, const char **names, double *vals) {
+  double auc = NAN, log_loss = NAN;
+  int n = 0;
+  if (w->pv) {
+    tfx_progressive_get(w->pv, &auc, &log_loss);
+  }
+  if (isfinite(log_loss)) {
+    names[n] = "rolling_log_loss";
+    vals[n++] = log_loss;
+  }
+  if (isfinite(auc)) {
+    names[n] = "rolling_auc";
+    vals[n++] = auc;
+  }
+  return n;
+}
+
 /* Sends the master the window's means for `step` and the step-time breakdown; a stop answer stops the worker. */
 static int report(worker *w, int64_t step, double loss, double acc, double eps, tfx_err *err) {
-  const char *names[3 + TFX_TIMING_N + 3] = {"loss", "accuracy", "examples_per_sec", "examples_seen"};
-  double vals[3 + TFX_TIMING_N + 3] = {loss, acc, eps, examples_seen(w)};
+  const char *names[3 + TFX_TIMING_N + 5] = {"loss", "accuracy", "examples_per_sec", "examples_seen"};
+  double vals[3 + TFX_TIMING_N + 5] = {loss, acc, eps, examples_seen(w)};
   int64_t steps = w->timing.window_steps;
   uint64_t bytes = w->obs.bytes_sent + w->obs.bytes_received; /* written by this thread only */
   int n = 4 + tfx_timing_take_window(&w->timing, names + 4, vals + 4);
@@ -221,7 +245,8 @@ static int report(worker *w, int64_t step, double loss, double acc, double eps, 
     vals[n++] = (double)(bytes - w->reported_bytes) / (double)steps;
   }
   w->reported_bytes = bytes;
-  Tfx__KeyValue kv[3 + TFX_TIMING_N + 3], *kvp[3 + TFX_TIMING_N + 3];
+  n += progressive(w, names + n, vals + n);
+  Tfx__KeyValue kv[3 + TFX_TIMING_N + 5], *kvp[3 + TFX_TIMING_N + 5];
   for (int i = 0; i < n; i++) {
     tfx__key_value__init(&kv[i]);
     kv[i].key = (char *)names[i];
@@ -591,6 +616,7 @@ static void cleanup(worker *w) {
   /* Gradients are sent in place: end ZeroMQ (every socket is closed) before their buffers are freed. */
   tfx_net_shutdown();
   tfx_batcher_destroy(w->batcher);
+  tfx_progressive_destroy(w->pv);
   tfx_dataset_destroy(w->data);
   tfx_model_destroy(w->model);
   tfx_inmsg_fini(&w->plan);
