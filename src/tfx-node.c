@@ -67,6 +67,10 @@ static int worker_as_chief(tfx_node *n, tfx_err *err) {
 }
 
 static int run_role(tfx_node *n, tfx_err *err) {
+  int rc = tfx_cluster_check_peers(n->cluster, n->role, err);
+  if (rc) {
+    return rc;
+  }
   if (n->role == TFX_ROLE_WORKER && tfx_cluster_promote_worker0(n->cluster) && n->index == 0) {
     return worker_as_chief(n, err);
   }
@@ -174,7 +178,8 @@ static void show_task(const tfx_node *n) {
           own ? own : "(outside the cluster)");
   for (int r = TFX_ROLE_NONE + 1; r < TFX_ROLE_COUNT; r++) {
     for (int i = 0; i < tfx_cluster_count(c, (tfx_role)r); i++) {
-      fprintf(stderr, "# cluster: %s %d %s\n", tfx_role_name((tfx_role)r), i, tfx_cluster_address(c, (tfx_role)r, i));
+      const char *addr = tfx_cluster_address(c, (tfx_role)r, i);
+      fprintf(stderr, "# cluster: %s %d %s\n", tfx_role_name((tfx_role)r), i, addr ? addr : "(not listed)");
     }
   }
 }

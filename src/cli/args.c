@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/version.h"
 #include "config/plugin.h"
 
 static const char *const commands[] = {"local",  "train",  "status",  "config",  "model",
@@ -33,11 +34,12 @@ static const char usage[] =
     "  runs     [--root DIR] [--where 'accuracy>0.88'] [--compare RUN RUN] [--rebuild]   list, filter or compare\n"
     "                                                           the runs below DIR (default runs)\n"
     "  search   --config X [--trials N] [--parallel P] [--run-dir ROOT] [--max-steps N]   hyperparameter search\n"
-    "  evaluate --run-dir RUN [--checkpoint STEP|DIR] [--data NAME] [--steps N]  evaluate a checkpoint\n"
+    "  evaluate --run-dir RUN [--checkpoint STEP|DIR|best] [--data NAME] [--steps N]  evaluate a checkpoint\n"
     "           (--steps N: the first N batches of 1000 examples of the eval set; default all)\n"
-    "  export   --run-dir RUN --out DIR [--checkpoint STEP|DIR]  safetensors model directory\n"
+    "  export   --run-dir RUN --out DIR [--checkpoint STEP|DIR|best] [--best]  safetensors model directory\n"
+    "           (--best: the best checkpoint by checkpoint.keep_best, as RUN/checkpoints/best.json names it)\n"
     "  inspect  RUN|CHECKPOINT_DIR|EXPORT_DIR [--var NAME]      list variables (or print one)\n"
-    "  predict  --run-dir RUN [--checkpoint STEP|DIR]|--export DIR --input IDX [--output FILE]\n"
+    "  predict  --run-dir RUN [--checkpoint STEP|DIR|best]|--export DIR --input IDX [--output FILE]\n"
     "           [--keys probabilities,classes]\n"
     "  keygen   --out DIR [--name NAME]                         CURVE key pair: DIR/NAME.key (0600), DIR/NAME.pub\n"
     "\n"
@@ -251,6 +253,20 @@ static const char *command_in(int argc, char **argv) {
   return NULL;
 }
 
+/* Takes a flag without a value (--fresh, --rebuild, --best: --checkpoint best); 0 when arg is none of them. */
+static int take_switch(tfx_args *a, const char *arg) {
+  if (!strcmp(arg, "--fresh")) {
+    a->node.resume = 0;
+  } else if (!strcmp(arg, "--rebuild")) {
+    a->cli.rebuild = 1;
+  } else if (!strcmp(arg, "--best")) {
+    snprintf(a->cli.checkpoint, sizeof a->cli.checkpoint, "best");
+  } else {
+    return 0;
+  }
+  return 1;
+}
+
 static int scan(tfx_args *a, raw *r, int argc, char **argv, tfx_err *err) {
   for (int i = 1; i < argc; i++) {
     const char *arg = argv[i];
@@ -265,7 +281,7 @@ static int scan(tfx_args *a, raw *r, int argc, char **argv, tfx_err *err) {
       return TFX_OK;
     }
     if (!strcmp(arg, "--version")) {
-      printf("tfx-node %s (protocol 1)\n", TFX_VERSION);
+      printf("%s\n", tfx_version_line());
       a->done = 1;
       return TFX_OK;
     }
@@ -274,12 +290,7 @@ static int scan(tfx_args *a, raw *r, int argc, char **argv, tfx_err *err) {
       a->done = 1;
       return TFX_OK;
     }
-    if (!strcmp(arg, "--fresh")) {
-      a->node.resume = 0;
-      continue;
-    }
-    if (!strcmp(arg, "--rebuild")) {
-      a->cli.rebuild = 1;
+    if (take_switch(a, arg)) {
       continue;
     }
     if (strncmp(arg, "--", 2)) {

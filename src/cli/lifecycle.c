@@ -7,7 +7,6 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include "cli/cli.h"
 #include "common/fs.h"
@@ -17,97 +16,13 @@
 #include "data/source.h"
 #include "nn/model.h"
 #include "observe/metrics.h"
+#include "store/best.h"
 #include "store/ckpt.h"
+#include "store/export.h"
 #include "store/safetensors.h"
 #include "store/weights.h"
 #include "train/evaluate.h"
 #include "train/labels.h"
-
-/* The whole text of a file (regular or not); caller owns; free with free(). NULL when unreadable. */
-static char *read_text(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) {
-    return NULL;
-  }
-  size_t cap = 8192, len = 0, got;
-  char *s = malloc(cap), *grown;
-  while (s && (got = fread(s + len, 1, cap - len - 1, f)) > 0) {
-    len += got;
-    if (cap - len > 1) {
-      continue;
-    }
-    if (!(grown = realloc(s, cap *= 2))) {
-      free(s);
-      s = NULL;
-    } else {
-      s = grown;
-    }
-  }
-  if (s) {
-    s[len] = '\0';
-  }
-  fclose(f);
-  return s;
-}
-
-/* The last eval line of a run's metrics.jsonl at `step` (without its newline) into out, or "null". */
-static void last_eval(const char *run_dir, int64_t step, char *out, size_t n) {
-  char want[48];
-  snprintf(want, sizeof want, "\"step\": %lld,", (long long)step);
-  char path[1100], line[1024];
-  snprintf(path, sizeof path, "%s/metrics.jsonl", run_dir);
-  snprintf(out, n, "null");
-  FILE *f = fopen(path, "r");
-  while (f && fgets(line, sizeof line, f)) {
-    if (strstr(line, "\"kind\": \"eval\"") && strstr(line, want)) {
-      line[strcspn(line, "\n")] = '\0';
-      snprintf(out, n, "%s", line);
-    }
-  }
-  if (f) {
-    fclose(f);
-  }
-}
-
-static int write_export(const tfx_weights *ws, const char *config, const char *dir, const char *run_dir, tfx_err *err) {
-  const char **names = calloc((size_t)ws->n + 1, sizeof *names);
-  int *ranks = calloc((size_t)ws->n + 1, sizeof *ranks);
-  const int64_t **shapes = calloc((size_t)ws->n + 1, sizeof *shapes);
-  const float **data = calloc((size_t)ws->n + 1, sizeof *data);
-  int rc = names && ranks && shapes && data ? TFX_OK : tfx_err_set(err, TFX_ENOMEM, "out of memory");
-  for (int i = 0; !rc && i < ws->n; i++) {
-    names[i] = ws->w[i].name;
-    ranks[i] = ws->w[i].rank;
-    shapes[i] = ws->w[i].shape;
-    data[i] = ws->w[i].data;
-  }
-  char step[32], hash[16], path[1200], meta[3072], metrics[1024];
-  last_eval(run_dir, ws->step, metrics, sizeof metrics);
-  snprintf(step, sizeof step, "%lld", (long long)ws->step);
-  snprintf(hash, sizeof hash, "%08lx", crc32(0, (const Bytef *)config, (uInt)strlen(config)));
-  const char *kv[] = {"format", "pt", "tfx_step", step, "tfx_config_crc32", hash};
-  snprintf(path, sizeof path, "%s/model.safetensors", dir);
-  if (!rc) {
-    rc = tfx_st_write(path, names, ranks, shapes, data, ws->n, kv, 3, err);
-  }
-  snprintf(path, sizeof path, "%s/model.json", dir);
-  if (!rc) {
-    rc = tfx_write_file(path, config, err);
-  }
-  snprintf(meta, sizeof meta,
-           "{\"step\": %lld, \"variables\": %d, \"config_crc32\": \"%s\", \"exported_at\": %lld, \"source\": \"%s\", "
-           "\"last_eval\": %s}\n",
-           (long long)ws->step, ws->n, hash, (long long)time(NULL), ws->source, metrics);
-  snprintf(path, sizeof path, "%s/metadata.json", dir);
-  if (!rc) {
-    rc = tfx_write_file(path, meta, err);
-  }
-  free(names);
-  free(ranks);
-  free(shapes);
-  free(data);
-  return rc;
-}
 
 /* Loads the weights a command asked for: --checkpoint STEP (or a checkpoint directory), else the run's newest. */
 static int load_chosen(const tfx_node *n, const tfx_cli_opts *o, tfx_weights *ws, tfx_err *err) {
@@ -115,6 +30,15 @@ static int load_chosen(const tfx_node *n, const tfx_cli_opts *o, tfx_weights *ws
     return tfx_weights_from_run(n->run_dir, ws, err);
   }
   char *end, dir[1100];
+  tfx_best best;
+  int rc = strcmp(o->checkpoint, "best") ? TFX_EINVAL : tfx_best_read(n->run_dir, &best, err);
+  if (!rc) { /* --best: the checkpoint best.json names (checkpoint.keep_best) */
+    tfx_ckpt_dir(n->run_dir, best.step, dir, sizeof dir);
+    return tfx_weights_from_checkpoint(dir, ws, err);
+  }
+  if (rc != TFX_EINVAL) {
+    return rc;
+  }
   long long step = strtoll(o->checkpoint, &end, 10);
   if (*end) {
     return tfx_weights_from_checkpoint(o->checkpoint, ws, err);
@@ -129,14 +53,14 @@ int tfx_export_run(const tfx_node *n, const tfx_cli_opts *o, tfx_err *err) {
   }
   char cfgpath[1100], dir[1200];
   snprintf(cfgpath, sizeof cfgpath, "%s/config.json", n->run_dir);
-  char *config = read_text(cfgpath);
+  char *config = tfx_export_read_text(cfgpath);
   if (!config) {
     return tfx_err_sys(err, TFX_ENOTFOUND, "%s", cfgpath);
   }
   tfx_weights ws;
   int rc = load_chosen(n, o, &ws, err); /* --checkpoint STEP ships that step, not the newest */
   snprintf(dir, sizeof dir, "%s/%lld", o->out_dir, (long long)time(NULL));
-  if (!rc && !(rc = tfx_mkdirs(dir, err)) && !(rc = write_export(&ws, config, dir, n->run_dir, err))) {
+  if (!rc && !(rc = tfx_mkdirs(dir, err)) && !(rc = tfx_export_write(&ws, config, dir, n->run_dir, err))) {
     printf("exported step %lld (%d variables) to %s\n", (long long)ws.step, ws.n, dir);
   }
   tfx_weights_fini(&ws); /* zeroed by a failed read, so always safe */

@@ -198,8 +198,10 @@ static void reap(child *kids, int total) {
       if (kids[i].pid != pid) {
         continue;
       }
-      tfx_log(TFX_LOG_INFO, "LOCAL-EXIT", "%s %d (pid %d) exited, peak RSS %ld MiB", tfx_role_name(kids[i].role),
-              kids[i].index, (int)pid, ru.ru_maxrss / 1024);
+      double cpu = (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+                   (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6; /* its threads' user + system time */
+      tfx_log(TFX_LOG_INFO, "LOCAL-EXIT", "%s %d (pid %d) exited, peak RSS %ld MiB, CPU %.2f s",
+              tfx_role_name(kids[i].role), kids[i].index, (int)pid, ru.ru_maxrss / 1024, cpu);
       kids[i].exited = 1;
       kids[i].status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
       kids[i].failed = kids[i].status && !(kids[i].role != TFX_ROLE_MASTER && kids[i].status == 128 + SIGTERM);

@@ -24,13 +24,16 @@
 #include "observe/events.h"
 #include "observe/metrics.h"
 #include "observe/progress.h"
+#include "store/best.h"
 #include "store/ckpt.h"
+#include "store/export.h"
 #include "store/runconfig.h"
 #include "store/warmstart.h"
 #include "store/weights.h"
 #include "train/evaluate.h"
 #include "train/labels.h"
 #include "train/step.h"
+#include "train/watch.h"
 
 typedef struct trainer {
   tfx_config cfg;
@@ -54,6 +57,9 @@ typedef struct trainer {
   int ckpt_done;     /* that child has exited (status in ckpt_status), not yet reaped */
   int ckpt_status;
   int ckpt_due; /* a periodic checkpoint is asked for and waits for the previous one to finish */
+  int64_t saved_step; /* the step of the newest checkpoint written or being written (-1: none) */
+  int64_t eval_step;  /* the step last evaluated (-1: none) */
+  tfx_watch best, early; /* checkpoint.keep_best, training.early_stopping */
 } trainer;
 
 /* A metrics line and the same scalars in the TensorBoard event file. */
@@ -118,6 +124,9 @@ static int save(trainer *t, tfx_err *err) {
   if (!rc) {
     rc = tfx_ckpt_write_manifest(dir, t->step, 1, &crc, &bytes, err);
   }
+  if (!rc && t->cfg.export_every_ckpt) {
+    rc = tfx_export_checkpoint(&t->cfg, t->run_dir, t->step, NULL, err);
+  }
   free(e);
   if (!rc) {
     tfx_ckpt_prune(t->run_dir, t->cfg.keep_max);
@@ -163,7 +172,8 @@ static int writing(trainer *t) {
 /* The checkpoint at the current step, written now; training goes on only after it is on disk. */
 static int save_now(trainer *t, tfx_err *err) {
   int rc = reap(t, err);
-  if (!rc && !(rc = save(t, err))) {
+  if (!rc && t->saved_step != t->step && !(rc = save(t, err))) { /* one at a step is kept (keep_best took it) */
+    t->saved_step = t->step;
     t->stop |= tfx_plugin_hook(t->plugin, TFX_HOOK_CHECKPOINT, t->step, NAN, NAN, t->run_dir);
   }
   return rc;
@@ -198,6 +208,7 @@ static int save_background(trainer *t, tfx_err *err) {
   }
   t->ckpt_pid = pid;
   t->ckpt_step = t->step;
+  t->saved_step = t->step;
   return TFX_OK;
 }
 
@@ -241,6 +252,7 @@ static int restore(trainer *t, tfx_err *err) {
   }
   if (!rc) {
     t->step = step;
+    t->saved_step = step;
     tfx_log(TFX_LOG_INFO, "TRAIN-RESUME", "resumed from %s at step %lld", dir, (long long)step);
   }
   tfx_weights_fini(&ws);
@@ -309,6 +321,18 @@ static int setup_data(trainer *t, tfx_err *err) {
   return TFX_OK;
 }
 
+/* The watches from the experiment; a resumed run's best is the one best.json names (same metric). */
+static void setup_watch(trainer *t) {
+  const tfx_config *c = &t->cfg;
+  tfx_watch_init(&t->best, c->keep_best_metric, c->keep_best_mode, 0, 0);
+  tfx_watch_init(&t->early, c->stop_metric, c->stop_mode, c->stop_min_delta, c->stop_patience);
+  tfx_best b;
+  if (c->keep_best_metric[0] && tfx_best_read(t->run_dir, &b, NULL) == TFX_OK &&
+      !strcmp(b.metric, c->keep_best_metric)) {
+    tfx_watch_restore(&t->best, b.step, b.value);
+  }
+}
+
 static int setup(trainer *t, tfx_err *err) {
   const tfx_config *c = &t->cfg;
   int rc;
@@ -326,6 +350,7 @@ static int setup(trainer *t, tfx_err *err) {
   if (!rc) {
     rc = restore(t, err);
   }
+  setup_watch(t);
   if (!rc) {
     tfx_batcher_skip(t->batcher, t->step * c->accumulate, c->batch_size);
   }
@@ -340,17 +365,56 @@ static void sync_eval_model(trainer *t) {
   }
 }
 
+/* The best checkpoint so far: a checkpoint at this step (unless one is written or being written here), best.json
+ * naming it, the previous best pruned unless among the newest keep_max, and with export.on_best its export. */
+static int keep_best(trainer *t, tfx_err *err) {
+  const tfx_config *c = &t->cfg;
+  int rc = t->saved_step == t->step ? reap(t, err) : save_now(t, err);
+  tfx_best b = {.maximize = t->best.maximize, .value = t->best.best, .step = t->step, .eval_step = t->step};
+  snprintf(b.metric, sizeof b.metric, "%s", c->keep_best_metric);
+  if (!rc && !(rc = tfx_best_write(t->run_dir, &b, err))) {
+    tfx_ckpt_prune(t->run_dir, c->keep_max);
+    tfx_log(TFX_LOG_INFO, "TRAIN-BEST", "step %lld is the best checkpoint so far: eval %s %.6g", (long long)t->step,
+            b.metric, b.value);
+  }
+  if (!rc && c->export_on_best) {
+    rc = tfx_export_checkpoint(c, t->run_dir, t->step, "best", err);
+  }
+  return rc;
+}
+
+/* Feeds an evaluation to the watches: a new best is kept; early stopping's patience spent stops the loop. */
+static int watch_eval(trainer *t, const tfx_eval_result *r, tfx_err *err) {
+  const tfx_config *c = &t->cfg;
+  int rc = TFX_OK;
+  if (tfx_watch_update(&t->best, t->step, tfx_eval_metric(r, c->keep_best_metric))) {
+    rc = keep_best(t, err);
+  }
+  tfx_watch_update(&t->early, t->step, tfx_eval_metric(r, c->stop_metric));
+  if (!rc && tfx_watch_exhausted(&t->early) && !t->stop) {
+    t->stop = 1;
+    tfx_log(TFX_LOG_INFO, "TRAIN-EARLY-STOP",
+            "early stopping at step %lld: eval %s has not improved on its best %.6g (step %lld) for %d evaluations "
+            "(patience %d, min_delta %g)",
+            (long long)t->step, c->stop_metric, t->early.best, (long long)t->early.best_step, t->early.since,
+            c->stop_patience, c->stop_min_delta);
+  }
+  return rc;
+}
+
 /* Evaluates the current weights on the eval data into *acc; eval data the model cannot score (a label outside
- * its classes, an id outside a table) is logged as an error and gives no record and a NaN accuracy. */
-static void evaluate(trainer *t, double *acc) {
+ * its classes, an id outside a table) is logged as an error and gives no record and a NaN accuracy. Fails only
+ * when a best checkpoint (keep_best) could not be written. */
+static int evaluate(trainer *t, double *acc, tfx_err *fail) {
   sync_eval_model(t);
   tfx_eval_result r;
   tfx_err err = {0};
+  t->eval_step = t->step;
   if (tfx_evaluate(t->eval_model, t->eval, 1000, &r, &err)) {
     tfx_log(TFX_LOG_ERROR, "TRAIN-EVAL-DATA", "step %lld: eval data %s not scored, no accuracy recorded: %s",
             (long long)t->step, tfx_config_eval_file(&t->cfg), err.msg);
     *acc = NAN;
-    return;
+    return TFX_OK;
   }
   tfx_eval_report rep;
   tfx_eval_report_init(&rep, t->cfg.metrics, &r);
@@ -358,6 +422,7 @@ static void evaluate(trainer *t, double *acc) {
   tfx_log(TFX_LOG_INFO, "TRAIN-EVAL", "step %lld eval loss %.4f accuracy %.4f", (long long)t->step, r.loss, r.accuracy);
   t->stop |= tfx_plugin_hook(t->plugin, TFX_HOOK_EVAL, t->step, r.loss, r.accuracy, t->run_dir);
   *acc = r.accuracy;
+  return watch_eval(t, &r, fail);
 }
 
 /* Evaluates the named validation sets due at this step (every one with force) on the current weights. */
@@ -446,6 +511,7 @@ static int checkpoint_if_due(trainer *t, int64_t max_steps, tfx_err *err) {
   if (((c->ckpt_every_steps && t->step % c->ckpt_every_steps == 0) || by_time) && t->step < max_steps) {
     t->ckpt_due = 1;
   }
+  t->ckpt_due &= t->saved_step != t->step; /* keep_best has just taken this step's */
   /* A checkpoint asked for at step s is taken at the first step >= s where the previous one is on disk and
    * checkpoint.min_interval_secs have passed since it started (a fast trainer asking every 1000 steps would
    * otherwise spend its time copying pages for the writer); the first one has no previous to wait for. */
@@ -465,17 +531,20 @@ static int loop(trainer *t, int64_t max_steps, tfx_err *err) {
   tfx_progress_init(&prog, t->step, max_steps);
   window win = {0, 0, 0, 0};
   double acc = NAN;
-  if (c->validate_first && t->step == 0) {
-    evaluate(t, &acc);
+  int rc = TFX_OK;
+  if (c->validate_first && t->step == 0 && (rc = evaluate(t, &acc, err))) {
+    return rc;
   }
   if (t->step == 0) {
     validate(t, 0);
   }
+  if (c->ckpt_save_initial && t->step == 0 && (rc = save_now(t, err))) { /* checkpoint.save_initial */
+    return rc;
+  }
   t->stop |= tfx_plugin_hook(t->plugin, TFX_HOOK_TRAIN_BEGIN, t->step, NAN, NAN, t->run_dir);
   while (t->step < max_steps && !tfx_stop_requested() && !t->stop) {
     tfx_step_stats st;
-    int rc = step_once(t, &st, err);
-    if (rc) {
+    if ((rc = step_once(t, &st, err))) {
       return rc;
     }
     t->step++;
@@ -485,8 +554,9 @@ static int loop(trainer *t, int64_t max_steps, tfx_err *err) {
                          st.loss, (long long)t->step, c->thres_loss);
     }
     count_step(t, &win, &st, &prog, max_steps, acc);
-    if (c->eval_every_steps && t->step % c->eval_every_steps == 0 && t->step < max_steps) {
-      evaluate(t, &acc);
+    if (c->eval_every_steps && t->step % c->eval_every_steps == 0 && t->step < max_steps &&
+        (rc = evaluate(t, &acc, err))) {
+      return rc;
     }
     if (t->step < max_steps) {
       validate(t, 0);
@@ -495,9 +565,9 @@ static int loop(trainer *t, int64_t max_steps, tfx_err *err) {
       return rc;
     }
   }
-  evaluate(t, &acc);
+  rc = t->eval_step == t->step ? TFX_OK : evaluate(t, &acc, err); /* early stopping has just scored it */
   validate(t, 1);
-  int rc = save_now(t, err); /* "done:" only once the final checkpoint is on disk (#30: it preceded ENOSPC) */
+  rc = rc ? rc : save_now(t, err); /* "done:" only once the final checkpoint is on disk (#30: it preceded ENOSPC) */
   if (!rc) {
     tfx_progress_done(&prog, t->step, acc, "eval data refused, see the log"); /* the only way to a NaN here */
   }
@@ -512,6 +582,8 @@ int tfx_train_run(tfx_node *n, const tfx_cli_opts *o, tfx_err *err) {
   t.run_dir = n->run_dir;
   t.plugin = n->plugin;
   t.resume = n->resume;
+  t.saved_step = -1;
+  t.eval_step = -1;
   openblas_set_num_threads(t.cfg.threads);
   if (o->max_steps > 0) {
     t.cfg.max_steps = o->max_steps;

@@ -32,18 +32,6 @@ void tfx_unmap(void *p, size_t bytes) {
   }
 }
 
-void tfx_mem_drop(void *p, size_t bytes) {
-  if (p && bytes) {
-    madvise(p, bytes, MADV_DONTNEED);
-  }
-}
-
-void tfx_mem_small_pages(void *p, size_t bytes) {
-  if (p && bytes) {
-    madvise(p, bytes, MADV_NOHUGEPAGE);
-  }
-}
-
 void *tfx_calloc_large(size_t n, size_t size) {
   void *p = calloc(n, size);
   advise_huge(p, n * size, MADV_HUGEPAGE); /* calloc has checked the product */

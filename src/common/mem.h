@@ -15,10 +15,5 @@ void *tfx_calloc_large(size_t n, size_t size);
 void *tfx_map_zeroed(size_t bytes);
 /* Releases a tfx_map_zeroed mapping; NULL does nothing. */
 void tfx_unmap(void *p, size_t bytes);
-/* Advises the kernel to keep a mapping on small pages: a process that touches scattered rows (a worker's copy of
- * a lazy table) then holds 4 KiB per row it touches, not 2 MiB. */
-void tfx_mem_small_pages(void *p, size_t bytes);
-/* Returns a mapping's pages to the kernel (they read as zeros again): a cache that is refilled on demand. */
-void tfx_mem_drop(void *p, size_t bytes);
 
 #endif

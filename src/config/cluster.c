@@ -154,47 +154,78 @@ int tfx_address_endpoint(const char *address, int bind, const char *bind_host, c
   return TFX_OK;
 }
 
-int tfx_cluster_add(tfx_cluster *c, tfx_role role, const char *address, tfx_err *err) {
+/* Checks an address and that no task of the cluster has it yet. */
+static int check_new_address(const tfx_cluster *c, tfx_role role, const char *address, tfx_err *err) {
   char ep[300];
   int rc = tfx_address_endpoint(address, 0, NULL, ep, sizeof ep, err);
-  if (rc) {
-    return rc;
-  }
-  for (int r = 0; r < TFX_ROLE_COUNT; r++) {
+  for (int r = 0; !rc && r < TFX_ROLE_COUNT; r++) {
     for (int i = 0; i < c->count[r]; i++) {
-      if (strcmp(c->addr[r][i], address) == 0) {
+      if (c->addr[r][i] && strcmp(c->addr[r][i], address) == 0) {
         return tfx_err_set(err, TFX_ECONFIG, "duplicate address '%s' (%s %d and %s)", address, role_names[r], i,
                            role_names[role]);
       }
     }
   }
-  if (c->count[role] >= MAX_TASKS) {
-    return tfx_err_set(err, TFX_ECONFIG, "too many %s tasks", role_names[role]);
+  return rc;
+}
+
+/* Puts address as task index of a job, growing the job with gaps (tasks a sparse spec leaves out) as needed. */
+static int put_task(tfx_cluster *c, tfx_role role, int index, const char *address, tfx_err *err) {
+  int rc = check_new_address(c, role, address, err);
+  if (rc) {
+    return rc;
   }
-  char **grown = realloc(c->addr[role], sizeof(char *) * (size_t)(c->count[role] + 1));
-  if (!grown) {
+  if (index >= MAX_TASKS) {
+    return tfx_err_set(err, TFX_ECONFIG, "too many %s tasks (index %d)", role_names[role], index);
+  }
+  if (index < c->count[role] && c->addr[role][index]) {
+    return tfx_err_set(err, TFX_ECONFIG, "%s task %d given twice", role_names[role], index);
+  }
+  if (index >= c->count[role]) {
+    char **grown = realloc(c->addr[role], sizeof(char *) * (size_t)(index + 1));
+    if (!grown) {
+      return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+    }
+    memset(grown + c->count[role], 0, sizeof(char *) * (size_t)(index + 1 - c->count[role]));
+    c->addr[role] = grown;
+    c->count[role] = index + 1;
+  }
+  if (!(c->addr[role][index] = strdup(address))) {
     return tfx_err_set(err, TFX_ENOMEM, "out of memory");
   }
-  c->addr[role] = grown;
-  if (!(grown[c->count[role]] = strdup(address))) {
-    return tfx_err_set(err, TFX_ENOMEM, "out of memory");
-  }
-  c->count[role]++;
   return TFX_OK;
 }
 
-static int parse_job(tfx_cluster *c, const char *job, json_object *list, tfx_err *err) {
-  tfx_role role;
-  if (tfx_role_parse(job, &role)) {
-    return tfx_err_set(err, TFX_ECONFIG,
-                       "TF_CONFIG cluster.%s: unknown job (want chief, master, worker, ps, evaluator)", job);
+int tfx_cluster_add(tfx_cluster *c, tfx_role role, const char *address, tfx_err *err) {
+  return put_task(c, role, c->count[role], address, err);
+}
+
+/* A task index written as a JSON key ("1"), as TensorFlow's sparse cluster spec does; -1 if it is not one. */
+static int index_key(const char *key) {
+  size_t n = strlen(key);
+  return n && n < 8 && strspn(key, "0123456789") == n ? atoi(key) : -1;
+}
+
+/* TensorFlow's sparse form of a job, {"1": "host:port"}: only the tasks this process talks to. */
+static int parse_sparse_job(tfx_cluster *c, tfx_role role, const char *job, json_object *tasks, tfx_err *err) {
+  json_object_object_foreach(tasks, key, a) {
+    int index = index_key(key);
+    if (index < 0) {
+      return tfx_err_set(err, TFX_ECONFIG, "TF_CONFIG cluster.%s: key '%.32s' is not a task index", job, key);
+    }
+    if (!json_object_is_type(a, json_type_string)) {
+      return tfx_err_set(err, TFX_ECONFIG, "TF_CONFIG cluster.%s.%s: expected a \"host:port\" string", job, key);
+    }
+    int rc = put_task(c, role, index, json_object_get_string(a), err);
+    if (rc) {
+      return rc;
+    }
   }
-  if (!json_object_is_type(list, json_type_array)) {
-    return tfx_err_set(err, TFX_ECONFIG, "TF_CONFIG cluster.%s: expected a list of \"host:port\"", job);
-  }
-  if (role == TFX_ROLE_MASTER && c->count[role] > 0) {
-    return tfx_err_set(err, TFX_ECONFIG, "TF_CONFIG cluster: 'chief' and 'master' may not both be given");
-  }
+  return TFX_OK;
+}
+
+/* The dense form of a job, ["host:port", ...]. */
+static int parse_job_list(tfx_cluster *c, tfx_role role, const char *job, json_object *list, tfx_err *err) {
   size_t n = json_object_array_length(list);
   for (size_t i = 0; i < n; i++) {
     json_object *a = json_object_array_get_idx(list, i);
@@ -205,6 +236,29 @@ static int parse_job(tfx_cluster *c, const char *job, json_object *list, tfx_err
     if (rc) {
       return rc;
     }
+  }
+  return TFX_OK;
+}
+
+static int parse_job(tfx_cluster *c, const char *job, json_object *list, tfx_err *err) {
+  tfx_role role;
+  if (tfx_role_parse(job, &role)) {
+    return tfx_err_set(err, TFX_ECONFIG,
+                       "TF_CONFIG cluster.%s: unknown job (want chief, master, worker, ps, evaluator)", job);
+  }
+  int sparse = json_object_is_type(list, json_type_object);
+  if (!sparse && !json_object_is_type(list, json_type_array)) {
+    return tfx_err_set(err, TFX_ECONFIG,
+                       "TF_CONFIG cluster.%s: expected a list of \"host:port\" (or an object of task index to "
+                       "\"host:port\", TensorFlow's sparse form)",
+                       job);
+  }
+  if (role == TFX_ROLE_MASTER && c->count[role] > 0) {
+    return tfx_err_set(err, TFX_ECONFIG, "TF_CONFIG cluster: 'chief' and 'master' may not both be given");
+  }
+  int rc = sparse ? parse_sparse_job(c, role, job, list, err) : parse_job_list(c, role, job, list, err);
+  if (rc) {
+    return rc;
   }
   if (role == TFX_ROLE_MASTER && c->count[role] > 1) {
     return tfx_err_set(err, TFX_ECONFIG, "TF_CONFIG cluster.%s: at most one chief, got %d", job, c->count[role]);
@@ -287,7 +341,7 @@ int tfx_cluster_parse(const char *json, tfx_cluster **out, tfx_err *err) {
 }
 
 int tfx_cluster_promote_worker0(tfx_cluster *c) {
-  if (c->count[TFX_ROLE_MASTER] || !c->count[TFX_ROLE_WORKER]) {
+  if (c->count[TFX_ROLE_MASTER] || !c->count[TFX_ROLE_WORKER] || !c->addr[TFX_ROLE_WORKER][0]) {
     return 0;
   }
   char **list = malloc(sizeof(char *));
@@ -309,6 +363,9 @@ int tfx_cluster_set_task(tfx_cluster *c, tfx_role role, int index, tfx_err *err)
   if (index < 0 || index >= c->count[role]) {
     return tfx_err_set(err, TFX_ECONFIG, "task.index %d out of range: job '%s' has %d task(s)", index, role_names[role],
                        c->count[role]);
+  }
+  if (!c->addr[role][index]) {
+    return tfx_err_set(err, TFX_ECONFIG, "task.index %d: job '%s' lists no address for it", index, role_names[role]);
   }
   c->task_role = role;
   c->task_index = index;
@@ -338,16 +395,60 @@ const char *tfx_cluster_master_job(const tfx_cluster *c) {
   return c->legacy_master ? "master" : "chief";
 }
 
+/* Whether a job has tasks it does not list (a sparse spec's). */
+static int has_gaps(const tfx_cluster *c, tfx_role role) {
+  for (int i = 0; i < c->count[role]; i++) {
+    if (!c->addr[role][i]) {
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/* A job as TF_CONFIG writes it: a list, or the sparse object {"index": "host:port"} when it has gaps. */
+static json_object *job_json(const tfx_cluster *c, tfx_role role) {
+  int sparse = has_gaps(c, role);
+  json_object *job = sparse ? json_object_new_object() : json_object_new_array();
+  for (int i = 0; i < c->count[role]; i++) {
+    char key[16];
+    snprintf(key, sizeof key, "%d", i);
+    if (!sparse) {
+      json_object_array_add(job, json_object_new_string(c->addr[role][i]));
+    } else if (c->addr[role][i]) {
+      json_object_object_add(job, key, json_object_new_string(c->addr[role][i]));
+    }
+  }
+  return job;
+}
+
+/* The jobs a role talks to (a bit per role): the chief every task; a worker or evaluator the chief and every ps. */
+static unsigned peers_of(tfx_role role) {
+  unsigned all = 1u << TFX_ROLE_MASTER | 1u << TFX_ROLE_WORKER | 1u << TFX_ROLE_PS;
+  return role == TFX_ROLE_MASTER ? all : role == TFX_ROLE_PS ? 0u : all & ~(1u << TFX_ROLE_WORKER);
+}
+
+int tfx_cluster_check_peers(const tfx_cluster *c, tfx_role role, tfx_err *err) {
+  for (int r = TFX_ROLE_NONE + 1; r < TFX_ROLE_COUNT; r++) {
+    for (int i = 0; (peers_of(role) >> r & 1u) && i < c->count[r]; i++) {
+      if (!c->addr[r][i]) {
+        return tfx_err_set(err, TFX_ECONFIG,
+                           "TF_CONFIG cluster.%s lists no task %d, and a %s talks to every %s task (a sparse "
+                           "cluster spec may leave out only the tasks this process never talks to)",
+                           r == TFX_ROLE_MASTER ? tfx_cluster_master_job(c) : role_names[r], i,
+                           role == TFX_ROLE_MASTER ? "chief" : role_names[role], role_names[r]);
+      }
+    }
+  }
+  return TFX_OK;
+}
+
 char *tfx_cluster_to_json(const tfx_cluster *c, tfx_role role, int index) {
   json_object *root = json_object_new_object(), *cl = json_object_new_object(), *task = json_object_new_object();
   for (int r = 1; r < TFX_ROLE_COUNT; r++) {
     if (!c->count[r]) {
       continue;
     }
-    json_object *list = json_object_new_array();
-    for (int i = 0; i < c->count[r]; i++) {
-      json_object_array_add(list, json_object_new_string(c->addr[r][i]));
-    }
+    json_object *list = job_json(c, (tfx_role)r);
     json_object_object_add(cl, r == TFX_ROLE_MASTER ? tfx_cluster_master_job(c) : role_names[r], list);
   }
   json_object_object_add(root, "cluster", cl);

@@ -36,7 +36,12 @@ int tfx_cluster_promote_worker0(tfx_cluster *c);
 int tfx_cluster_set_task(tfx_cluster *c, tfx_role role, int index, tfx_err *err);
 /* The number of tasks of a job. */
 int tfx_cluster_count(const tfx_cluster *c, tfx_role role);
-/* The address "host:port" of a task, borrowed from the cluster; NULL if out of range. */
+/* Checks that the cluster lists every task a role talks to (a sparse spec, TensorFlow's {"1": "host:port"},
+ * may leave out the others: a worker needs the chief and every ps, the chief every task); TFX_ECONFIG naming the
+ * first missing task otherwise. */
+int tfx_cluster_check_peers(const tfx_cluster *c, tfx_role role, tfx_err *err);
+/* The address "host:port" of a task, borrowed from the cluster; NULL if out of range or not listed (a sparse
+ * spec's gap). */
 const char *tfx_cluster_address(const tfx_cluster *c, tfx_role role, int index);
 /* This process's task: role (TFX_ROLE_NONE if TF_CONFIG named none) and index. */
 tfx_role tfx_cluster_task_role(const tfx_cluster *c);

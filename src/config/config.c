@@ -37,6 +37,7 @@ static const struct special {
     {"name", NULL},
     {"description", NULL},
     {"hyperparameters", NULL},
+    {"provenance", NULL},
     {TFX_CONFIG_FORMAT_KEY, NULL},
 };
 #define N_SPECIALS (sizeof specials / sizeof specials[0])
@@ -97,7 +98,8 @@ static int set_path(tfx_config *cfg, const char *path, json_object *val, tfx_err
     return tfx_err_set(err, TFX_ECONFIG, "unknown key '%s'", path);
   }
   if (json_object_is_type(val, json_type_array) &&
-      (o->offset == offsetof(tfx_config, boundaries) || o->offset == offsetof(tfx_config, lr_values))) {
+      (o->offset == offsetof(tfx_config, boundaries) || o->offset == offsetof(tfx_config, lr_values) ||
+       o->offset == offsetof(tfx_config, class_weights))) {
     return config__set_list(cfg, o, val, path, 1, err);
   }
   return config__set_json(cfg, o, val, path, err);

@@ -34,6 +34,9 @@
 #define TFX_NAN_POLICIES(X) X(TFX_NAN_REJECT, "reject") X(TFX_NAN_SKIP, "skip")
 #define TFX_TRANSPORTS(X) X(TFX_TRANSPORT_IPC, "ipc") X(TFX_TRANSPORT_TCP, "tcp")
 #define TFX_SEARCH_METHODS(X) X(TFX_SEARCH_RANDOM, "random") X(TFX_SEARCH_GRID, "grid")
+/* Which way a watched metric improves (checkpoint.keep_best, training.early_stopping); auto: down for loss and
+ * log_loss, up for the others. */
+#define TFX_WATCH_MODES(X) X(TFX_WATCH_AUTO, "auto") X(TFX_WATCH_MIN, "min") X(TFX_WATCH_MAX, "max")
 
 #define TFX_CHOICE_VALUE(value, text) value,
 typedef enum tfx_mode { TFX_MODES(TFX_CHOICE_VALUE) } tfx_mode;
@@ -47,6 +50,9 @@ typedef enum tfx_shard_by { TFX_SHARD_KINDS(TFX_CHOICE_VALUE) } tfx_shard_by;
 typedef enum tfx_nan_policy { TFX_NAN_POLICIES(TFX_CHOICE_VALUE) } tfx_nan_policy;
 typedef enum tfx_transport { TFX_TRANSPORTS(TFX_CHOICE_VALUE) } tfx_transport;
 typedef enum tfx_search_method { TFX_SEARCH_METHODS(TFX_CHOICE_VALUE) } tfx_search_method;
+typedef enum tfx_watch_mode { TFX_WATCH_MODES(TFX_CHOICE_VALUE) } tfx_watch_mode;
+
+#define TFX_MAX_CLASS_WEIGHTS 1024
 
 #define TFX_MAX_LAYERS 96
 #define TFX_PATH_MAX 512
@@ -131,6 +137,8 @@ typedef struct tfx_config {
   tfx_feature_spec features[TFX_MAX_FEATURES]; /* model.features: the feature columns (none: the file's row) */
   int n_features;
   tfx_loss loss;
+  char class_weights[4096]; /* model.class_weights: comma-separated loss weights of classes 0, 1, ... ("": all 1) */
+  double label_smoothing;   /* model.label_smoothing: targets (1 - e) one-hot + e / classes (0: off) */
   char metrics[64];          /* model.metrics: reported evaluation metrics, e.g. "loss,accuracy,top_5" */
   char plugin[TFX_PATH_MAX]; /* model.plugin: a shared object that builds the model (see include/tfx/plugin.h) */
   char plugin_params[2048];  /* model.params as JSON text */
@@ -144,11 +152,13 @@ typedef struct tfx_config {
   char label_column[64];               /* csv: header name or index */
   int data_header;                     /* csv: first line is a header */
   char feature_key[64], label_key[64]; /* tfrecord: tf.train.Example feature names */
+  char weight_key[64];                 /* data.weight_key: csv column / tfrecord feature of example weights */
   int data_stream;                     /* read the training files a window at a time */
   char train_follow[TFX_PATH_MAX];     /* data.train.follow: a directory whose files are read as they land */
   int progressive_window;              /* training.progressive_window: examples of the rolling AUC / log loss */
   tfx_shard_by shard_by;
   int shuffle_buffer; /* examples per shuffled window when streaming */
+  int data_shuffle;   /* shuffle the training examples every epoch; 0: file order */
   /* optimizer */
   tfx_opt_kind optimizer;
   double learning_rate, momentum, beta1, beta2, epsilon, weight_decay;
@@ -165,6 +175,7 @@ typedef struct tfx_config {
   int epochs; /* passes over the training set (0: no limit); the budget is src/data/epochs.h's */
   int batch_size, replicas_to_aggregate, staleness, accumulate, report_every, threads, ps_apply_threads;
   int push_part_bytes;       /* async/ssp push-pull in parts of this many bytes (0: whole) */
+  int rows_with_push;        /* lazy tables: a batch's rows ride on the push-pull of the step before */
   tfx_nan_policy nan_policy; /* a push with NaN/Inf */
   int64_t seed;
   double thres_loss, clip_norm, clip_value;
@@ -184,6 +195,16 @@ typedef struct tfx_config {
   int keep_max;
   int ckpt_incremental; /* checkpoint.incremental: lazy tables write the rows changed since the last checkpoint */
   int ckpt_full_every;  /* checkpoint.full_every: a full checkpoint after this many deltas */
+  int ckpt_save_initial; /* checkpoint the initial weights at step 0 of a fresh run */
+  char keep_best_metric[16]; /* checkpoint.keep_best.metric: keep the best checkpoint by it ("": off) */
+  tfx_watch_mode keep_best_mode;
+  int export_every_ckpt, export_on_best; /* export.every_checkpoint, export.on_best */
+  char export_dir[TFX_PATH_MAX];         /* export.dir ("": RUN/export) */
+  /* training.early_stopping: stop after `patience` evaluations without an improvement of more than min_delta */
+  char stop_metric[16]; /* "": off */
+  tfx_watch_mode stop_mode;
+  int stop_patience;
+  double stop_min_delta;
   /* search */
   tfx_search_method search_method;
   int search_early_stopping;
@@ -212,6 +233,8 @@ typedef struct tfx_config {
  * values[*n_bounds + 1]; errors name the key and the bad entry. */
 int tfx_config_piecewise(const tfx_config *cfg, int64_t bounds[TFX_MAX_PIECES], double values[TFX_MAX_PIECES + 1],
                          int *n_bounds, tfx_err *err);
+/* Parses model.class_weights into out[0..*n) (at most max; *n = 0 when empty); errors name the bad entry. */
+int tfx_config_class_weights(const tfx_config *cfg, double *out, int max, int *n, tfx_err *err);
 /* Fills cfg with every default of the option table. */
 void tfx_config_init(tfx_config *cfg);
 /* Reads a JSON text over cfg (later sources override earlier ones); errors name the key path. */

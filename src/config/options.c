@@ -18,6 +18,7 @@ static const char *const shard_kinds[] = {TFX_SHARD_KINDS(CHOICE_TEXT) NULL};
 static const char *const nan_policies[] = {TFX_NAN_POLICIES(CHOICE_TEXT) NULL};
 static const char *const transports[] = {TFX_TRANSPORTS(CHOICE_TEXT) NULL};
 static const char *const search_methods[] = {TFX_SEARCH_METHODS(CHOICE_TEXT) NULL};
+static const char *const watch_modes[] = {TFX_WATCH_MODES(CHOICE_TEXT) NULL};
 
 #define O(field) offsetof(tfx_config, field), sizeof(((tfx_config *)0)->field)
 #define FMNIST "/usr/share/datasets/fashion-mnist/"
@@ -26,6 +27,10 @@ static const char *const search_methods[] = {TFX_SEARCH_METHODS(CHOICE_TEXT) NUL
 const config__option config__options[] = {
     {"model.loss", OPT_ENUM, O(loss), 0, 0, "softmax_cross_entropy",
      "softmax_cross_entropy | sigmoid_cross_entropy | mse", losses},
+    {"model.class_weights", OPT_STR, O(class_weights), 0, 0, "",
+     "loss weight of each class, [w0, w1, ...] (one per class; empty: all 1)"},
+    {"model.label_smoothing", OPT_DBL, O(label_smoothing), 0, 1, "0",
+     "softmax/sigmoid cross-entropy: targets become (1 - e) * onehot + e / classes (sigmoid: e / 2)"},
     {"model.metrics", OPT_STR, O(metrics), 0, 0, "loss,accuracy,top_5",
      "evaluation metrics reported: loss, accuracy, top_K, auc, log_loss (comma-separated)"},
     {"model.plugin", OPT_STR, O(plugin), 0, 0, "",
@@ -48,9 +53,13 @@ const config__option config__options[] = {
      "read the training files a window at a time (files larger than memory); images may be a glob or a list"},
     {"data.shard_by", OPT_ENUM, O(shard_by), 0, 0, "record", "record | file: how workers split the training data",
      shard_kinds},
+    {"data.shuffle", OPT_BOOL, O(data_shuffle), 0, 1, "true",
+     "shuffle the training examples (and, streaming, the files) every epoch; false: file order, each worker its shard"},
     {"data.shuffle_buffer", OPT_INT, O(shuffle_buffer), 1, 1e8, "10000", "streaming: examples per shuffled window"},
     {"data.feature_key", OPT_STR, O(feature_key), 0, 0, "image", "tfrecord: the Example feature holding the inputs"},
     {"data.label_key", OPT_STR, O(label_key), 0, 0, "label", "tfrecord: the Example feature holding the label"},
+    {"data.weight_key", OPT_STR, O(weight_key), 0, 0, "",
+     "per-example loss weights: csv column (header name or index) / tfrecord float feature (empty: all 1)"},
     {"optimizer.name", OPT_ENUM, O(optimizer), 0, 0, "adam", "sgd | momentum | adagrad | rmsprop | adam | adamw | ftrl",
      optimizers},
     {"optimizer.learning_rate", OPT_DBL, O(learning_rate), 0, 10, "0.001", "base learning rate"},
@@ -92,6 +101,8 @@ const config__option config__options[] = {
     {"training.threads", OPT_INT, O(threads), 1, 256, "1", "OpenBLAS and model threads per process"},
     {"training.ps_apply_threads", OPT_INT, O(ps_apply_threads), 1, 2, "1",
      "threads a ps uses to update one large shard"},
+    {"training.rows_with_push", OPT_BOOL, O(rows_with_push), 0, 1, "true",
+     "lazy tables: the next batch's rows ride on the push-pull of the step before (false: a row pull per batch)"},
     {"training.push_part_bytes", OPT_INT, O(push_part_bytes), 0, 1 << 30, "524288",
      "async/ssp: a push-pull to one ps of at least 4x this goes in pipelined parts of about this size (0: never)"},
     {"training.nan_policy", OPT_ENUM, O(nan_policy), 0, 0, "reject",
@@ -111,11 +122,31 @@ const config__option config__options[] = {
     {"checkpoint.every_secs", OPT_I64, O(ckpt_every_secs), 0, BIG, "0", "also checkpoint every N seconds (0: off)"},
     {"checkpoint.min_interval_secs", OPT_I64, O(ckpt_min_interval_secs), 0, BIG, "10",
      "train: periodic checkpoints start at least N s apart (one asked meanwhile is taken at the first step after)"},
+    {"checkpoint.save_initial", OPT_BOOL, O(ckpt_save_initial), 0, 1, "false",
+     "a fresh run checkpoints its initial weights at step 0 (ckpt-000000000000) before the first step"},
     {"checkpoint.keep_max", OPT_INT, O(keep_max), 1, 1000, "3", "checkpoints kept"},
     {"checkpoint.incremental", OPT_BOOL, O(ckpt_incremental), 0, 1, "false",
      "lazy tables write only the rows changed (and evicted) since the last checkpoint, chained to a full one"},
     {"checkpoint.full_every", OPT_INT, O(ckpt_full_every), 1, 100000, "10",
      "incremental: a full checkpoint after this many deltas"},
+    {"checkpoint.keep_best.metric", OPT_STR, O(keep_best_metric), 0, 0, "",
+     "keep the best checkpoint by this eval metric (loss, accuracy, auc, log_loss, top_K) beside keep_max "
+     "(RUN/checkpoints/best.json names it; empty: off)"},
+    {"checkpoint.keep_best.mode", OPT_ENUM, O(keep_best_mode), 0, 0, "auto",
+     "auto (min for loss and log_loss, else max) | min | max", watch_modes},
+    {"export.every_checkpoint", OPT_BOOL, O(export_every_ckpt), 0, 1, "false",
+     "export every checkpoint as it is written, to EXPORT_DIR/STEP"},
+    {"export.on_best", OPT_BOOL, O(export_on_best), 0, 1, "false",
+     "export each new best checkpoint (checkpoint.keep_best) to EXPORT_DIR/best"},
+    {"export.dir", OPT_STR, O(export_dir), 0, 0, "", "where exports go as training goes (empty: RUN/export)"},
+    {"training.early_stopping.metric", OPT_STR, O(stop_metric), 0, 0, "",
+     "stop when this eval metric has not improved for patience evaluations (empty: off)"},
+    {"training.early_stopping.mode", OPT_ENUM, O(stop_mode), 0, 0, "auto",
+     "auto (min for loss and log_loss, else max) | min | max", watch_modes},
+    {"training.early_stopping.patience", OPT_INT, O(stop_patience), 1, 1e6, "5",
+     "evaluations without an improvement before stopping"},
+    {"training.early_stopping.min_delta", OPT_DBL, O(stop_min_delta), 0, BIG, "0",
+     "an improvement must exceed this"},
     {"search.method", OPT_ENUM, O(search_method), 0, 0, "random", "tfx-node search: random | grid", search_methods},
     {"search.early_stopping", OPT_BOOL, O(search_early_stopping), 0, 1, "true",
      "stop trials below the median at a validation point"},

@@ -130,6 +130,51 @@ static int validate_endless(const tfx_config *cfg, tfx_err *err) {
   return TFX_OK;
 }
 
+int tfx_config_class_weights(const tfx_config *cfg, double *out, int max, int *n, tfx_err *err) {
+  int rc = parse_numbers(cfg->class_weights, "model.class_weights", out, max, n, err);
+  for (int i = 0; !rc && i < *n; i++) {
+    if (out[i] < 0) {
+      rc = tfx_err_set(err, TFX_ECONFIG, "model.class_weights[%d] = %g: a weight cannot be negative", i, out[i]);
+    }
+  }
+  return rc;
+}
+
+/* The watched metric at `key` names a metric model.metrics could (empty: off). */
+static int check_watch(const char *metric, const char *key, tfx_err *err) {
+  if (metric[0] && !config__is_metric(metric, strlen(metric))) {
+    return tfx_err_set(err, TFX_ECONFIG, "%s: '%s' (want loss, accuracy, top_K, auc or log_loss)", key, metric);
+  }
+  return TFX_OK;
+}
+
+/* The rules of keep_best, early stopping, exports as training goes and the loss weights. */
+static int validate_trainer(const tfx_config *cfg, tfx_err *err) {
+  int rc, n;
+  double w[TFX_MAX_CLASS_WEIGHTS];
+  if ((rc = check_watch(cfg->keep_best_metric, "checkpoint.keep_best.metric", err)) ||
+      (rc = check_watch(cfg->stop_metric, "training.early_stopping.metric", err)) ||
+      (rc = tfx_config_class_weights(cfg, w, TFX_MAX_CLASS_WEIGHTS, &n, err))) {
+    return rc;
+  }
+  if (cfg->label_smoothing > 0 && cfg->loss == TFX_LOSS_MSE) {
+    return tfx_err_set(err, TFX_ECONFIG, "model.label_smoothing: smooths cross-entropy targets; model.loss is mse");
+  }
+  if (cfg->export_on_best && !cfg->keep_best_metric[0]) {
+    return tfx_err_set(err, TFX_ECONFIG, "export.on_best: needs checkpoint.keep_best.metric (best by what?)");
+  }
+  int columns = cfg->n_features > 0 && !cfg->data_stream && cfg->shard_by == TFX_SHARD_BY_RECORD &&
+                (cfg->data_format == TFX_FORMAT_CSV || cfg->data_format == TFX_FORMAT_TFRECORD);
+  if (cfg->weight_key[0] && !columns) {
+    return tfx_err_set(err, TFX_ECONFIG,
+                       "data.weight_key '%s': example weights are read by the feature columns (model.features) of "
+                       "csv and tfrecord data held in memory (data.format %s%s)",
+                       cfg->weight_key, tfx_config_choice_name("data.format", cfg->data_format),
+                       cfg->n_features ? ", streamed" : ", no model.features");
+  }
+  return TFX_OK;
+}
+
 int tfx_config_validate(const tfx_config *cfg, tfx_err *err) {
   int rc = tfx_config_validate_choices(cfg, err);
   if (!rc) {
@@ -164,7 +209,7 @@ int tfx_config_validate(const tfx_config *cfg, tfx_err *err) {
     }
     p += n + (p[n] == ',');
   }
-  return TFX_OK;
+  return validate_trainer(cfg, err);
 }
 
 int tfx_config_sparse_fields(const tfx_config *cfg) {

@@ -20,6 +20,8 @@ struct tfx_batcher {
   tfx_field csr_buf[TFX_MAX_FIELDS]; /* the last sparse batch (tfx_batcher_next_csr), grown as needed */
   size_t csr_rows[TFX_MAX_FIELDS], csr_cap[TFX_MAX_FIELDS];
   tfx_csr csr[TFX_MAX_FIELDS];
+  float *w;     /* the last batch's example weights (the dataset has them), grown to the largest batch */
+  size_t w_cap;
 };
 
 static void reshuffle(tfx_batcher *b) {
@@ -60,7 +62,7 @@ int tfx_batcher_create(const tfx_dataset *d, int index, int count, uint64_t seed
   return TFX_OK;
 }
 
-int tfx_batcher_create_shard(const tfx_dataset *d, int index, int count, uint64_t seed, tfx_batcher **out,
+int tfx_batcher_create_shard(const tfx_dataset *d, int index, int count, uint64_t seed, int shuffle, tfx_batcher **out,
                              tfx_err *err) {
   if (count < 1 || index < 0 || index >= count || d->n < 1) {
     return tfx_err_set(err, TFX_EINVAL, "shard %d of %d of %zu examples", index, count, d->n);
@@ -76,7 +78,7 @@ int tfx_batcher_create_shard(const tfx_dataset *d, int index, int count, uint64_
   }
   b->d = d;
   b->seed = seed ^ (uint64_t)index * 0x9E37ULL;
-  b->shuffle = 1;
+  b->shuffle = shuffle;
   reshuffle(b);
   *out = b;
   return TFX_OK;
@@ -114,6 +116,7 @@ void tfx_batcher_destroy(tfx_batcher *b) {
   }
   tfx_stream_close(b->stream);
   free(b->order);
+  free(b->w);
   for (int f = 0; f < TFX_MAX_FIELDS; f++) {
     free(b->csr_buf[f].off);
     free(b->csr_buf[f].ids);
@@ -149,6 +152,27 @@ static void to_floats(const tfx_dataset *d, size_t k, float *out) {
   tfx_dataset_normalize(out, d->dim, d->mean, d->std);
 }
 
+const float *tfx_batcher_weights(const tfx_batcher *b) {
+  return b->d && b->d->w && b->w ? b->w : NULL;
+}
+
+/* Example i of the batch is example k of d: its weight into the batch's weights (when d has them). */
+static void take_weight(tfx_batcher *b, const tfx_dataset *d, int batch, int i, size_t k) {
+  if (!d->w) {
+    return;
+  }
+  if ((size_t)batch > b->w_cap) { /* once, at the first batch: the batch size does not change */
+    float *w = realloc(b->w, sizeof(float) * (size_t)batch);
+    if (!w) {
+      tfx_batcher_fail(b, TFX_ENOMEM, "out of memory for a batch's example weights");
+      return;
+    }
+    b->w = w;
+    b->w_cap = (size_t)batch;
+  }
+  b->w[i] = d->w[k];
+}
+
 void tfx_batcher_next(tfx_batcher *b, int batch, float *x, int32_t *y) {
   if (b->stream) {
     stream_next(b, batch, x, y);
@@ -163,6 +187,7 @@ void tfx_batcher_next(tfx_batcher *b, int batch, float *x, int32_t *y) {
       memcpy(x + (size_t)i * dim, b->d->x + k * dim, sizeof(float) * dim);
     }
     y[i] = b->d->y[k];
+    take_weight(b, b->d, batch, i, k);
   }
 }
 
@@ -254,6 +279,7 @@ const tfx_csr *tfx_batcher_next_csr(tfx_batcher *b, int batch, float *x, int32_t
       memcpy(x + (size_t)i * d->dim, d->x + k * d->dim, sizeof(float) * d->dim);
     }
     y[i] = d->y[k];
+    take_weight(b, d, batch, i, k);
   }
   if (oom) {
     tfx_batcher_fail(b, TFX_ENOMEM, "out of memory for a sparse batch");

@@ -30,6 +30,7 @@ typedef struct plan {
   int n, key[TFX_MAX_FEATURES], weight[TFX_MAX_FEATURES], cross[TFX_MAX_FEATURES][8], n_cross[TFX_MAX_FEATURES];
   int sparse[TFX_MAX_FEATURES]; /* the field index of a categorical column, -1 for a numeric one */
   int label, numeric, fields;   /* fields: the categorical columns, each a sparse field */
+  int example_w;                /* data.weight_key's column (-1: none) */
 } plan;
 
 typedef struct reader {
@@ -42,6 +43,7 @@ typedef struct reader {
   field_buf fb[TFX_MAX_FIELDS];
   float *x;
   int32_t *y;
+  float *w; /* example weights (data.weight_key), or NULL */
   size_t n, cap;
 } reader;
 
@@ -121,6 +123,10 @@ static int make_plan(reader *r, const tfx_config *cfg, size_t ncols, tfx_err *er
   }
   p->n = cfg->n_features;
   p->fields = fields;
+  p->example_w = -1;
+  if (!rc && cfg->weight_key[0]) {
+    rc = need_column(r, ncols, cfg->weight_key, "data.weight_key", &p->example_w, err);
+  }
   if (rc) {
     return rc;
   }
@@ -277,6 +283,23 @@ static int numeric(reader *r, int i, const char *cell, float *out, tfx_err *err)
   return TFX_OK;
 }
 
+/* Reads row r->n's example weight (data.weight_key) from its cell: a finite number >= 0; old: the rows' capacity
+ * before this row (the weights grow with the labels). */
+static int example_weight(reader *r, const char *cell, size_t old, tfx_err *err) {
+  float *w = r->cap == old && r->w ? r->w : realloc(r->w, sizeof(float) * r->cap);
+  if (!w) {
+    return tfx_err_set(err, TFX_ENOMEM, "%s: out of memory", r->path);
+  }
+  r->w = w;
+  char *end;
+  double v = strtod(cell, &end);
+  if (end == cell || *end || !isfinite(v) || v < 0) {
+    return bad_cell(r, r->p.example_w, cell, "is not an example weight (a finite number >= 0)", err);
+  }
+  w[r->n] = (float)v;
+  return TFX_OK;
+}
+
 static int add_row(reader *r, char **cells, tfx_err *err) {
   size_t dim = r->p.numeric ? (size_t)r->p.numeric : 1, old = r->cap;
   if (grow((void **)&r->y, &r->cap, r->n + 1, sizeof(int32_t))) {
@@ -287,6 +310,10 @@ static int add_row(reader *r, char **cells, tfx_err *err) {
     return tfx_err_set(err, TFX_ENOMEM, "%s: out of memory", r->path);
   }
   r->x = x;
+  int rc = r->p.example_w >= 0 ? example_weight(r, cells[r->p.example_w], old, err) : TFX_OK;
+  if (rc) {
+    return rc;
+  }
   char *end;
   const char *label = cells[r->p.label];
   long v = strtol(label, &end, 10);
@@ -296,7 +323,6 @@ static int add_row(reader *r, char **cells, tfx_err *err) {
   r->y[r->n] = (int32_t)v;
   x = r->x + r->n * dim;
   x[0] = 0;
-  int rc = TFX_OK;
   for (int i = 0, num = 0; !rc && i < r->p.n; i++) {
     int s = r->p.sparse[i];
     if (s < 0) {
@@ -329,6 +355,8 @@ static int finish(reader *r, tfx_dataset **out, tfx_err *err) {
     r->fb[s] = (field_buf){0};
   }
   d->n_fields = r->p.fields;
+  d->w = r->w;
+  r->w = NULL;
   return TFX_OK;
 }
 
@@ -340,6 +368,7 @@ static void reader_free(reader *r) {
   }
   free(r->x);
   free(r->y);
+  free(r->w);
 }
 
 /* Allocates every field's offsets (row 0 starts at 0) for the next chunk. */
@@ -378,6 +407,9 @@ static void add_key(record_keys *k, const char *name, size_t len) {
 
 static void collect_keys(const tfx_config *cfg, record_keys *k) {
   add_key(k, cfg->label_key, strlen(cfg->label_key));
+  if (cfg->weight_key[0]) {
+    add_key(k, cfg->weight_key, strlen(cfg->weight_key));
+  }
   for (int i = 0; i < cfg->n_features; i++) {
     const tfx_feature_spec *f = &cfg->features[i];
     if (f->key[0]) {

@@ -37,6 +37,7 @@ void tfx_dataset_destroy(tfx_dataset *d) {
   free(d->x8);
   free(d->x);
   free(d->y);
+  free(d->w);
   for (int f = 0; f < d->n_fields; f++) {
     free(d->fields[f].off);
     free(d->fields[f].ids);

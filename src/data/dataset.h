@@ -23,6 +23,7 @@ typedef struct tfx_dataset {
   size_t dim;  /* floats per example */
   float *x;    /* [n, dim]; NULL when the examples are kept as bytes (x8) */
   int32_t *y;  /* [n] */
+  float *w;    /* [n] example weights (data.weight_key), or NULL: all 1 */
   uint8_t *x8; /* [n, dim] the IDX file's bytes, converted per batch as (byte * scale - mean) / std; or NULL */
   double scale, mean, std;
   /* Sparse fields (a LibSVM row: one field, x NULL; feature columns: one per categorical column, beside the
@@ -45,7 +46,7 @@ void tfx_dataset_destroy(tfx_dataset *d);
 
 /* A batcher over a dataset that holds only shard `index` of `count` (tfx_dataset_load_idx_shard): the same
  * batches, in the same order, as tfx_batcher_create over the whole set. Caller owns *out. */
-int tfx_batcher_create_shard(const tfx_dataset *d, int index, int count, uint64_t seed, tfx_batcher **out,
+int tfx_batcher_create_shard(const tfx_dataset *d, int index, int count, uint64_t seed, int shuffle, tfx_batcher **out,
                              tfx_err *err);
 /* A batcher over shard `index` of `count` (records i with i % count == index); caller owns; free with
  * tfx_batcher_destroy. The dataset is borrowed and must outlive the batcher. */
@@ -65,6 +66,9 @@ void tfx_batcher_next(tfx_batcher *b, int batch, float *x, int32_t *y);
  * the batcher until its next call), their dense part into x [batch, dim] when the set has one (x may be NULL
  * otherwise) and their labels into y [batch]; wraps (and reshuffles) at epoch end like tfx_batcher_next. */
 const tfx_csr *tfx_batcher_next_csr(tfx_batcher *b, int batch, float *x, int32_t *y);
+/* The example weights of the batch the batcher gave last (borrowed until its next batch), or NULL when its dataset
+ * has none (all 1). */
+const float *tfx_batcher_weights(const tfx_batcher *b);
 /* The number of sparse fields of the batcher's dataset (0: dense, or a stream). */
 int tfx_batcher_fields(const tfx_batcher *b);
 /* Examples [i, i + n) of a sparse dataset as CSR views into its arrays, one per field, into out[d->n_fields]. */

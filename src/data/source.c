@@ -106,14 +106,14 @@ int tfx_train_input_open(const tfx_config *cfg, int index, int count, size_t dim
     /* IDX: only this worker's records, as the file's bytes (converted per batch). */
     int rc = tfx_dataset_load_idx_shard(cfg->train_images, cfg->train_labels, cfg->data_scale, cfg->data_mean,
                                         cfg->data_std, dim, index, count, data, err);
-    if (!rc && (rc = tfx_batcher_create_shard(*data, index, count, (uint64_t)cfg->seed, out, err))) {
+    if (!rc && (rc = tfx_batcher_create_shard(*data, index, count, (uint64_t)cfg->seed, cfg->data_shuffle, out, err))) {
       tfx_dataset_destroy(*data);
       *data = NULL;
     }
     return rc;
   }
   int rc = tfx_dataset_load_config(cfg, 0, dim, data, err);
-  if (!rc && (rc = tfx_batcher_create(*data, index, count, (uint64_t)cfg->seed, 1, out, err))) {
+  if (!rc && (rc = tfx_batcher_create(*data, index, count, (uint64_t)cfg->seed, cfg->data_shuffle, out, err))) {
     tfx_dataset_destroy(*data);
     *data = NULL;
   }

@@ -29,7 +29,7 @@ struct tfx_stream {
   int header;
   double scale, mean, std; /* x = (x * scale - mean) / std */
   size_t dim, window;
-  int index, count, by_file;
+  int index, count, by_file, in_order; /* in_order: data.shuffle false (files by name, windows as read) */
   uint64_t seed, file_seed; /* this worker's window shuffles; the file order every worker shares */
   file_list images, labels; /* this shard's files; labels only for IDX */
   size_t *order, next_file; /* file order of this epoch, and the next file to open */
@@ -221,7 +221,7 @@ static void shuffle_files(tfx_stream *s) {
     s->order[i] = i;
   }
   uint64_t key = s->file_seed ^ ((uint64_t)s->epoch * 0xA24BAED4963EE407ULL);
-  for (size_t i = n - 1; i > 0 && i < n; i--) {
+  for (size_t i = n - 1; !s->in_order && i > 0 && i < n; i--) {
     size_t j = (size_t)(tfx_rand_uniform(key, i) * (double)(i + 1));
     size_t t = s->order[i];
     s->order[i] = s->order[j];
@@ -361,7 +361,7 @@ static int shuffle_window(tfx_stream *s, tfx_err *err) {
     s->perm[i] = i;
   }
   uint64_t key = s->seed ^ (s->record * 0x9E3779B97F4A7C15ULL) ^ (uint64_t)s->epoch;
-  for (size_t i = n - 1; i > 0; i--) {
+  for (size_t i = n - 1; !s->in_order && i > 0; i--) {
     size_t j = (size_t)(tfx_rand_uniform(key, i) * (double)(i + 1));
     size_t t = s->perm[i];
     s->perm[i] = s->perm[j];
@@ -459,6 +459,7 @@ int tfx_stream_open(const tfx_config *cfg, int index, int count, size_t dim, tfx
                     .scale = cfg->data_scale,
                     .dim = dim,
                     .window = (size_t)cfg->shuffle_buffer,
+                    .in_order = !cfg->data_shuffle,
                     .index = index,
                     .count = count,
                     .by_file = cfg->shard_by == TFX_SHARD_BY_FILE,

@@ -14,6 +14,7 @@
 #include "config/plugin.h"
 #include "master/master_impl.h"
 #include "master/rules.h"
+#include "store/export.h"
 
 /* What the ps replied to a CHECKPOINT request, per ps: the manifest's entries and the step each wrote. */
 typedef struct ckpt_acc {
@@ -84,6 +85,10 @@ int master__checkpoint(master *m, int64_t at, tfx_err *err) {
   }
   tfx_ckpt_prune(m->n->run_dir, m->cfg.keep_max);
   tfx_log(TFX_LOG_INFO, "MASTER-CKPT", "checkpoint at step %lld: %s", (long long)at, dir);
+  tfx_err xerr;
+  if (m->cfg.export_every_ckpt && tfx_export_checkpoint(&m->cfg, m->n->run_dir, at, NULL, &xerr)) {
+    tfx_log(TFX_LOG_WARN, "MASTER-EXPORT-FAIL", "export of step %lld: %s", (long long)at, xerr.msg);
+  }
   master__observe(m, "checkpoint", at, NAN, NAN, NAN);
   m->hook_stop |= tfx_plugin_hook(m->n->plugin, TFX_HOOK_CHECKPOINT, at, NAN, NAN, m->n->run_dir);
   return TFX_OK;
@@ -95,16 +100,16 @@ static void count_ckpt(master *m, int64_t *counter) {
   master__lock(m, 0);
 }
 
-/* A periodic checkpoint at the first step every ps can still write (master__ckpt_step; `sync`: a step ahead, else
- * where they stand); when a ps has already passed it, the versions are polled again and the request moves further ahead, up to MASTER_CKPT_ATTEMPTS
- * times. *written: the step last asked. */
-static int periodic_checkpoint(master *m, int sync, int64_t *written, tfx_err *err) {
+/* A checkpoint at the first step every ps can still write (master__ckpt_step; `sync`: at `next` when that is
+ * still ahead, else where the ps stand); when a ps has already passed it, the versions are polled again and the
+ * request moves further ahead, up to MASTER_CKPT_ATTEMPTS times. *written: the step last asked. */
+static int checkpoint_ahead(master *m, int sync, int64_t next, int64_t *written, tfx_err *err) {
   int rc = TFX_OK;
   for (int attempt = 0; attempt < MASTER_CKPT_ATTEMPTS; attempt++) {
     if (attempt && (rc = master__poll_versions(m, err))) {
       return rc;
     }
-    int64_t at = master__ckpt_step(sync, m->max_version, attempt, m->next_ckpt, m->cfg.max_steps);
+    int64_t at = master__ckpt_step(sync, m->max_version, attempt, next, m->cfg.max_steps);
     rc = master__checkpoint(m, at, err);
     *written = at;
     if (rc != TFX_ESTATE) {
@@ -114,6 +119,11 @@ static int periodic_checkpoint(master *m, int sync, int64_t *written, tfx_err *e
     tfx_log(TFX_LOG_INFO, "MASTER-CKPT-AHEAD", "%s: asking again further ahead", err->msg);
   }
   return rc;
+}
+
+int master__checkpoint_now(master *m, int64_t *written, tfx_err *err) {
+  int rc = master__poll_versions(m, err);
+  return rc ? rc : checkpoint_ahead(m, m->cfg.mode == TFX_MODE_SYNC, 0, written, err);
 }
 
 void master__checkpoint_if_due(master *m) {
@@ -129,7 +139,7 @@ void master__checkpoint_if_due(master *m) {
   int64_t written = 0;
   /* A followed directory gone dry holds the ps still: a checkpoint is taken where they stand, not a step ahead. */
   int idle = m->cfg.train_follow[0] && tick == 0;
-  if (periodic_checkpoint(m, m->cfg.mode == TFX_MODE_SYNC && !idle, &written, &err)) {
+  if (checkpoint_ahead(m, m->cfg.mode == TFX_MODE_SYNC && !idle, m->next_ckpt, &written, &err)) {
     /* Not skipped: asked again at the next tick after a second, until it is written (or the run ends, whose
      * final checkpoint then holds everything). */
     m->ckpt_retry_at = tfx_now_ms() + 1000;

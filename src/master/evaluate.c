@@ -1,6 +1,6 @@
 /* The master's evaluation: it pulls the variables through the workers' client code (src/psclient) and scores
- * the eval set (eval lines) and the named validation sets that are due ("validation.NAME" lines). Calls only
- * observe.c of this room; the loop calls it. */
+ * the eval set (eval lines) and the named validation sets that are due ("validation.NAME" lines), and feeds the
+ * eval set's scores to keep_best and early stopping. Calls observe.c and watch.c of this room; the loop calls it. */
 #include "train/evaluate.h"
 
 #include <math.h>
@@ -15,6 +15,8 @@
 #include "master/master_impl.h"
 #include "observe/progress.h"
 #include "psclient/psclient.h"
+#include "store/ckpt.h"
+#include "store/weights.h"
 
 /* Pulls every variable from the ps into the master's model, through the workers' client code; the client stays
  * (*pc, the caller's: end_pull) as the model's row source while lazy tables are evaluated batch by batch. */
@@ -34,11 +36,39 @@ static void end_pull(master *m, tfx_psclient *pc) {
   tfx_psclient_destroy(pc);
 }
 
+/* Whether the eval set scores a checkpoint rather than the live variables: with keep_best while the workers
+ * train, so that the best checkpoint is exactly what was scored (lazy tables are always pulled). */
+static int scores_checkpoints(const master *m) {
+  for (int i = 0; i < tfx_model_nvars(m->model); i++) {
+    if (tfx_model_var(m->model, i)->lazy) {
+      return 0;
+    }
+  }
+  return m->cfg.keep_best_metric[0] && !m->finished;
+}
+
+/* Takes a checkpoint now (the first step every ps can still write) and loads its variables into the model. */
+static int load_checkpoint(master *m, int64_t *version, tfx_err *err) {
+  int64_t at = 0;
+  char dir[1100];
+  tfx_weights ws;
+  int rc = master__checkpoint_now(m, &at, err);
+  tfx_ckpt_dir(m->n->run_dir, at, dir, sizeof dir);
+  if (!rc && !(rc = tfx_weights_from_checkpoint(dir, &ws, err))) {
+    rc = tfx_weights_load_model(&ws, m->model, err);
+    tfx_weights_fini(&ws);
+  }
+  if (!rc) {
+    *version = at;
+  }
+  return rc;
+}
+
 int master__evaluate(master *m) {
   tfx_err err;
   int64_t version = 0;
-  tfx_psclient *pc;
-  int rc = pull_model(m, &version, &pc, &err);
+  tfx_psclient *pc = NULL;
+  int rc = scores_checkpoints(m) ? load_checkpoint(m, &version, &err) : pull_model(m, &version, &pc, &err);
   if (rc) {
     end_pull(m, pc);
     tfx_log(TFX_LOG_WARN, "MASTER-EVAL-FAIL", "cannot pull the variables: %s", err.msg);
@@ -64,6 +94,7 @@ int master__evaluate(master *m) {
   m->hook_stop |= tfx_plugin_hook(m->n->plugin, TFX_HOOK_EVAL, version, r.loss, r.accuracy, m->n->run_dir);
   tfx_log(TFX_LOG_INFO, "MASTER-EVAL", "step %lld: eval loss %.4f accuracy %.4f over %zu examples", (long long)version,
           r.loss, r.accuracy, r.examples);
+  master__watch_eval(m, version, &r);
   return TFX_OK;
 }
 

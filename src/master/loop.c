@@ -150,6 +150,12 @@ static void begin(master *m) {
 }
 
 int master__loop(master *m, tfx_err *err) {
+  master__watch_init(m);
+  if (has_evaluator(m) && (m->cfg.keep_best_metric[0] || m->cfg.stop_metric[0])) {
+    tfx_log(TFX_LOG_WARN, "MASTER-WATCH-OFF",
+            "checkpoint.keep_best and training.early_stopping follow the chief's evaluations, and with an evaluator "
+            "task the chief does not evaluate: they are off in this run");
+  }
   if (m->over) {
     tfx_log(TFX_LOG_INFO, "MASTER-OVER", "the run reached max_steps %lld before this master started: finishing",
             (long long)m->cfg.max_steps);
@@ -185,6 +191,9 @@ int master__loop(master *m, tfx_err *err) {
     }
     if (m->hook_stop) {
       tfx_log(TFX_LOG_INFO, "MASTER-HOOK-STOP", "a plugin hook asked to stop at step %lld", (long long)m->global_step);
+      return finish(m, 0, err);
+    }
+    if (m->early_stop) { /* MASTER-EARLY-STOP said why: the final checkpoint and evaluation, exit 0 */
       return finish(m, 0, err);
     }
     master__heartbeat(m);

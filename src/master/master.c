@@ -177,6 +177,9 @@ int tfx_master_run(tfx_node *n, tfx_err *err) {
   if (!rc) {
     rc = master__init_ps(&m, err);
   }
+  if (!rc && m.cfg.ckpt_save_initial && m.start_step == 0) {
+    rc = master__checkpoint(&m, 0, err); /* the initial weights, before any worker has the plan */
+  }
   if (!rc) {
     rc = master__loop(&m, err);
   }

@@ -13,6 +13,7 @@
 #include "nn/model.h"
 #include "observe/metrics.h"
 #include "observe/progress.h"
+#include "train/watch.h"
 
 #define OBS_POINTS 512
 #define OBS_MAX_PS 64 /* ps whose counters /metrics shows */
@@ -97,6 +98,8 @@ typedef struct master {
   int eval_missed;   /* the final step could not be evaluated (last_acc is NaN) */
   int over;          /* the newest checkpoint is at max_steps: the run only evaluates and finishes */
   int abort_code, hook_stop, ps_lost;
+  tfx_watch best, early; /* checkpoint.keep_best, training.early_stopping (watch.c) */
+  int early_stop;        /* early stopping's patience is spent: the loop finishes the run */
   observed obs;
   char abort_msg[256];
 } master;
@@ -149,8 +152,8 @@ int master__poll_versions(master *m, tfx_err *err);
 
 /* evaluate.c: evaluation on the eval set and the validation sets. */
 
-/* Pulls the variables and evaluates on the eval set; writes an eval line and sets last_acc and eval_step (the
- * step scored). Returns TFX_OK, or why not: the pull's error (logged; last_acc unchanged) or the eval data's
+/* Pulls the variables (with checkpoint.keep_best while the workers train: takes a checkpoint and loads it) and
+ * evaluates on the eval set; writes an eval line, feeds watch.c, and sets last_acc and eval_step (the step scored). Returns TFX_OK, or why not: the pull's error (logged; last_acc unchanged) or the eval data's
  * (logged; last_acc NaN, eval_refused set). */
 int master__evaluate(master *m);
 /* Pulls the variables and evaluates the named validation sets that are due (all with force); writes
@@ -161,8 +164,19 @@ void master__validate(master *m, int force);
 
 /* Asks every ps to write its shard at step >= at, then writes the manifest. */
 int master__checkpoint(master *m, int64_t at, tfx_err *err);
+/* A checkpoint now, at the first step every ps can still write (sync: a step ahead); *written: its step. */
+int master__checkpoint_now(master *m, int64_t *written, tfx_err *err);
 /* Takes the periodic checkpoint when it is due (by steps or seconds); a failure is asked again after 1 s. */
 void master__checkpoint_if_due(master *m);
+
+/* watch.c: checkpoint.keep_best and training.early_stopping on the chief's evaluations. */
+
+/* Sets up the watches from the experiment; a restarted chief's best is the one best.json names. */
+void master__watch_init(master *m);
+/* Feeds the evaluation of step `version` to the watches: a new best is checkpointed at once (the first step every
+ * ps can still write; the step itself once the workers are stopped) and named in best.json, exported with
+ * export.on_best; early stopping's spent patience sets early_stop (logged once: metric, best value, its step). */
+void master__watch_eval(master *m, int64_t version, const tfx_eval_result *r);
 
 /* heartbeat.c */
 

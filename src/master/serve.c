@@ -11,15 +11,23 @@
 #include "master/master_impl.h"
 #include "master/rules.h"
 
+/* The register reply: start (with the plan, the experiment and the step) or stop. It names the number of workers
+ * ("workers"), which a worker under a sparse TF_CONFIG (only the tasks it talks to) cannot count itself. */
 static int reply_register(master *m, const tfx_inmsg *in) {
   tfx_envelope env;
   tfx_reply_init(&env, in);
+  Tfx__KeyValue kv, *kvp = &kv;
+  tfx__key_value__init(&kv);
+  kv.key = "workers";
+  kv.value = m->n_workers;
   env.flag = m->finished ? 2 : m->running ? 1 : 0;
   if (m->running && !m->finished) {
     env.text = m->config_json;
     env.step = m->global_step;
     env.shards = m->plan.ptrs;
     env.n_shards = (size_t)m->plan.n;
+    env.stats = &kvp;
+    env.n_stats = 1;
   }
   return tfx_wire_send(m->sock, &in->identity, &env, NULL, 0, NULL);
 }
@@ -34,15 +42,16 @@ double master__stat(const tfx_envelope *e, const char *key) {
 }
 
 /* Writes a report's train line: loss, accuracy, throughput, the worker, and the worker's step-time breakdown
- * (src/worker/timing.h) examples_seen (its examples in the run's whole life) and progressive validation's rolling_log_loss and rolling_auc
- * when the report has them. */
+ * (src/worker/timing.h), examples_seen (its examples in the run's whole life) and progressive validation's
+ * rolling_log_loss and rolling_auc when the report has them. */
 static void record_report(master *m, const tfx_envelope *e, double loss, double acc, double eps) {
-  static const char *const timing[] = {"compute_ms",    "push_pull_ms",     "other_ms",   "step_ms",
-                                       "wire_bytes_per_step", "examples_seen", "rolling_log_loss", "rolling_auc"};
-  const char *names[12] = {"loss", "accuracy", "examples_per_sec", "worker"};
-  double vals[12] = {loss, acc, eps, e->sender_index};
+  static const char *const timing[] = {"row_pull_ms",         "compute_ms",    "push_ms",          "wait_ms",
+                                       "other_ms",            "push_pull_ms",  "step_ms",          "wire_bytes_per_step",
+                                       "examples_seen",       "rolling_log_loss", "rolling_auc"};
+  const char *names[15] = {"loss", "accuracy", "examples_per_sec", "worker"};
+  double vals[15] = {loss, acc, eps, e->sender_index};
   int n = 4;
-  for (int i = 0; i < 8; i++) {
+  for (int i = 0; i < 11; i++) {
     double v = master__stat(e, timing[i]);
     if (isfinite(v)) {
       names[n] = timing[i];

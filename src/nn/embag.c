@@ -15,11 +15,25 @@ typedef struct bag_pair {
   int32_t pos, example;
 } bag_pair;
 
+/* Grows the batch's rows of a bag read from a row source (row_of per id; batch_ids and batch_vals per row, as
+ * many as the gradient's rows); -1 when memory runs out. */
+static int reserve_batch(layer *l, size_t cap, size_t rows) {
+  tfx_var *v = l->w;
+  int32_t *of = realloc(l->row_of, sizeof *of * cap);
+  l->row_of = of ? of : l->row_of;
+  int64_t *ids = of ? realloc(v->batch_ids, sizeof *ids * rows) : NULL;
+  v->batch_ids = ids ? ids : v->batch_ids;
+  float *vals = ids ? realloc(v->batch_vals, sizeof *vals * rows * (size_t)l->oc) : NULL;
+  v->batch_vals = vals ? vals : v->batch_vals;
+  l->batch_cap = vals ? cap : l->batch_cap;
+  return vals ? 0 : -1;
+}
+
 int nn__embag_reserve(layer *l, size_t nnz) {
-  if (nnz <= l->pairs_cap) {
+  if (nnz <= l->pairs_cap && (!l->from_batch || l->batch_cap >= l->pairs_cap)) {
     return 0;
   }
-  size_t cap = nnz * 2;
+  size_t cap = nnz * 2 > l->pairs_cap ? nnz * 2 : l->pairs_cap;
   bag_pair *p = realloc(l->pairs, sizeof *p * cap * 2); /* the second half: the radix sort's buffer */
   tfx_var *v = l->w;
   size_t width = (size_t)l->oc, rows = cap < (size_t)v->shape[0] ? cap : (size_t)v->shape[0];
@@ -32,7 +46,7 @@ int nn__embag_reserve(layer *l, size_t nnz) {
   v->rows = r ? r : v->rows;
   float *g = r ? realloc(v->grad, sizeof(float) * rows * width) : NULL;
   v->grad = g ? g : v->grad;
-  return r && g ? 0 : -1;
+  return r && g && (!l->from_batch || !reserve_batch(l, cap, rows)) ? 0 : -1;
 }
 
 /* The combiner's factor for weights w[0..n) (NULL: all 1): 1 (sum), 1/sum (mean), 1/sqrt(sum of squares)
@@ -59,6 +73,14 @@ static void axpy(float a, const float *row, float *out, int d) {
   }
 }
 
+/* The row of the batch's k-th id (valid): the table's own (one process) or its copy in the lent batch's rows. */
+static inline const float *bag_row(const layer *l, int64_t k, int64_t id) {
+  if (l->from_batch) {
+    return l->w->batch_vals + (size_t)l->row_of[k - l->csr->off[0]] * (size_t)l->oc;
+  }
+  return l->w->value + (size_t)id * (size_t)l->oc;
+}
+
 void nn__embag_forward(layer *l, int batch) {
   const tfx_csr *c = l->csr;
   int d = l->oc;
@@ -71,7 +93,7 @@ void nn__embag_forward(layer *l, int batch) {
     for (int64_t k = from; k < to; k++) {
       int64_t id = c->ids[k];
       if (k + 4 < to && c->ids[k + 4] >= 0 && c->ids[k + 4] < l->vocab) { /* a scattered row, four ahead */
-        const float *ahead = l->w->value + (size_t)c->ids[k + 4] * d;
+        const float *ahead = bag_row(l, k + 4, c->ids[k + 4]);
         __builtin_prefetch(ahead);
         __builtin_prefetch(ahead + d - 1);
       }
@@ -82,7 +104,7 @@ void nn__embag_forward(layer *l, int batch) {
         }
         continue; /* an id outside the table: no row, no gradient (tfx_model_input_status reports it) */
       }
-      axpy(f * (c->vals ? c->vals[k] : 1.0f), l->w->value + (size_t)id * d, out, d);
+      axpy(f * (c->vals ? c->vals[k] : 1.0f), bag_row(l, k, id), out, d);
     }
     if (l->b) {
       axpy(1.0f, l->b->value, out, d);
@@ -145,11 +167,12 @@ void nn__embag_batch_rows(layer *l, int batch) {
   const bag_pair *pairs;
   size_t n = sorted_pairs(l, batch, &pairs);
   tfx_var *v = l->w;
-  v->n_rows = 0;
+  v->n_batch = 0;
   for (size_t i = 0; i < n; i++) {
-    if (!v->n_rows || v->rows[v->n_rows - 1] != pairs[i].id) {
-      v->rows[v->n_rows++] = pairs[i].id;
+    if (!v->n_batch || v->batch_ids[v->n_batch - 1] != pairs[i].id) {
+      v->batch_ids[v->n_batch++] = pairs[i].id;
     }
+    l->row_of[pairs[i].pos] = (int32_t)(v->n_batch - 1);
   }
 }
 
@@ -200,6 +223,7 @@ int tfx_model_set_csr(tfx_model *m, const tfx_csr *fields, int n_fields, tfx_err
                          n_fields, l->field);
     }
     const tfx_csr *c = &fields[l->field];
+    l->from_batch = m->row_source != NULL;
     size_t nnz = (size_t)(c->off[c->n] - c->off[0]);
     if (nn__embag_reserve(l, nnz)) {
       return tfx_err_set(err, TFX_ENOMEM, "layer %s: out of memory for a batch of %zu ids", l->name, nnz);

@@ -79,13 +79,17 @@ void tfx_init_fill(const char *spec, const char *name, uint64_t seed, int64_t fa
                    size_t count, float *out) {
   double scale = 0;
   kind k = parse(spec, fan_in, fan_out, &scale);
+  if (k == K_ZEROS || k == K_CONST) { /* a ps fills a never-touched row of a zeros table per row pulled or summed */
+    float c = (float)((k == K_CONST ? 1.0 : 0.0) * scale);
+    for (size_t j = 0; j < count; j++) {
+      out[j] = c;
+    }
+    return;
+  }
   uint64_t key = tfx_rand_mix(seed) ^ tfx_hash_str(name);
   for (size_t j = 0; j < count; j++) {
     uint64_t i = offset + j;
     double v = 0;
-    if (k == K_CONST) {
-      v = 1.0;
-    }
     if (k == K_UNIFORM) {
       v = 2.0 * tfx_rand_uniform(key, i) - 1.0;
     }

@@ -1,6 +1,7 @@
 /* The loss of a model's last layer (softmax or sigmoid cross-entropy, squared error) and its gradient, the hits
  * counted against the labels, scores for AUC, and the checks that report labels and ids the model cannot score. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "nn/model.h"
@@ -66,12 +67,19 @@ static double sigmoid_xent(float z, float t) {
   return fmax(zd, 0) - zd * t + log1p(exp(-fabs(zd)));
 }
 
-/* Per-example loss and d(mean loss)/dz for one row. A single sigmoid output is a binary classifier: the label
- * (0 or 1) is its target. */
-static double row_loss(int kind, const float *z, const float *p, int label, int c, float *dz, float inv_b) {
+/* Per-example loss and d(mean loss)/dz for one row (dz scaled by inv_b: 1 / batch times the example's weight).
+ * A single sigmoid output is a binary classifier: the label (0 or 1) is its target. Label smoothing e moves the
+ * targets to t (1 - e) + e / k, k the classes (softmax) or 2 (each sigmoid output), as Keras's losses do. */
+static double row_loss(int kind, const float *z, const float *p, int label, int c, float *dz, float inv_b, float e) {
   double loss = kind == 0 ? softmax_xent(z, label, c) : 0;
+  float k = kind == 0 ? (float)c : 2.0f;
   for (int j = 0; j < c; j++) {
     float t = (kind == 1 && c == 1 ? label == 1 : j == label) ? 1.0f : 0.0f;
+    if (e > 0) {
+      float smooth = t * (1.0f - e) + e / k;
+      loss -= kind == 0 ? (double)(smooth - t) * z[j] : 0; /* -sum t_j z_j of the softmax loss, moved targets */
+      t = smooth;
+    }
     if (kind == 0) {
       if (dz) {
         dz[j] = (p[j] - t) * inv_b;
@@ -103,6 +111,33 @@ int tfx_model_scores(const tfx_model *m, int batch, float *out) {
   return 1;
 }
 
+void tfx_model_set_example_weights(tfx_model *m, const float *w) {
+  m->example_w = w;
+}
+
+int nn__loss_setup(tfx_model *m, const tfx_config *cfg, tfx_err *err) {
+  int c = label_classes(m, m->layers[m->n_layers - 1].oc), n;
+  double w[TFX_MAX_CLASS_WEIGHTS];
+  int rc = tfx_config_class_weights(cfg, w, TFX_MAX_CLASS_WEIGHTS, &n, err);
+  if (!rc && n && n != c) {
+    rc = tfx_err_set(err, TFX_ECONFIG, "model.class_weights: %d weights for the model's %d classes", n, c);
+  }
+  if (!rc && n && !(m->class_w = malloc(sizeof(float) * (size_t)n))) {
+    rc = tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  }
+  for (int i = 0; !rc && i < n; i++) {
+    m->class_w[i] = (float)w[i];
+  }
+  m->smoothing = (float)cfg->label_smoothing;
+  return rc;
+}
+
+/* The weight of example b's training loss: its class's (model.class_weights) times its own (data.weight_key). */
+static float example_weight(const tfx_model *m, const int32_t *labels, int b) {
+  float w = m->class_w ? m->class_w[labels[b]] : 1.0f;
+  return m->example_w ? w * m->example_w[b] : w;
+}
+
 void tfx_model_loss(tfx_model *m, const int32_t *labels, int batch, int grad, tfx_step_stats *st) {
   layer *last = &m->layers[m->n_layers - 1];
   int c = last->oc;
@@ -120,8 +155,10 @@ void tfx_model_loss(tfx_model *m, const int32_t *labels, int batch, int grad, tf
       }
       continue;
     }
-    total +=
-        row_loss(m->loss, last->out + (size_t)b * c, m->probs + (size_t)b * c, labels[b], c, dz, 1.0f / (float)batch);
+    float w = grad ? example_weight(m, labels, b) : 1.0f;
+    double l = row_loss(m->loss, last->out + (size_t)b * c, m->probs + (size_t)b * c, labels[b], c, dz,
+                        1.0f / (float)batch * w, grad ? m->smoothing : 0.0f);
+    total += grad ? w * l : l;
   }
   memset(st, 0, sizeof *st);
   st->loss = total / batch;

@@ -470,6 +470,9 @@ int tfx_model_create(const tfx_config *cfg, int max_batch, tfx_model **out, tfx_
                      m->layers[m->n_layers - 1].name);
     goto fail;
   }
+  if ((rc = nn__loss_setup(m, cfg, err))) {
+    goto fail;
+  }
   select_trainable(m, cfg->trainable);
   if (alloc_buffers(m)) {
     rc = tfx_err_set(err, TFX_ENOMEM, "out of memory for batch %d", max_batch);
@@ -497,7 +500,10 @@ void tfx_model_destroy(tfx_model *m) {
     }
     free(m->vars[i].grad);
     free(m->vars[i].rows);
+    free(m->vars[i].batch_ids);
+    free(m->vars[i].batch_vals);
   }
+  free(m->class_w);
   for (int i = 0; i < m->n_layers; i++) {
     layer *l = &m->layers[i];
     free(l->out);
@@ -510,6 +516,7 @@ void tfx_model_destroy(tfx_model *m) {
     free(l->dbpart);
     free(l->bag_scale);
     free(l->pairs);
+    free(l->row_of);
   }
   free(m->probs);
   free(m->scratch);

@@ -41,6 +41,13 @@ typedef struct tfx_var {
                      the rows it touches (listed in `rows` when the batch is lent, tfx_model_set_csr) */
   int64_t *rows;  /* sparse: the touched rows, ascending (owned by the model) */
   size_t n_rows;
+  /* A lazy table whose rows come from a row source (a worker, the master's evaluation): the lent batch's rows,
+   * not the table. batch_ids: its unique ids, ascending; batch_vals: their values, row k at batch_vals + k * width,
+   * which the row source fills. Sized for the batch's ids and reused batch after batch (owned by the model): the
+   * copy costs the rows of one batch, never pages of the table. */
+  int64_t *batch_ids;
+  float *batch_vals;
+  size_t n_batch;
 } tfx_var;
 
 typedef struct tfx_model tfx_model;
@@ -92,6 +99,11 @@ const float *tfx_model_forward(tfx_model *m, const float *x, int batch, int trai
 /* Loss and accuracy of the last forward against labels; with grad != 0 also seeds backward. A label outside
  * [0, classes) adds no loss, no gradient and no hit: check them first with tfx_model_check_labels. */
 void tfx_model_loss(tfx_model *m, const int32_t *labels, int batch, int grad, tfx_step_stats *st);
+/* Lends the model the weights of the next training batch's examples (data.weight_key; borrowed until the next
+ * call; NULL: all 1). With grad, tfx_model_loss weighs example b's loss by w[b] times its class's weight
+ * (model.class_weights) and smooths its targets (model.label_smoothing), Keras's way: the mean over the batch of
+ * the weighted losses. Without grad (evaluation) the loss is the plain one, comparable across experiments. */
+void tfx_model_set_example_weights(tfx_model *m, const float *w);
 /* TFX_EINVAL naming the layer, the first embedding id of the last forward outside its table and the table's
  * size, with that id's example (its position in the batch) in *example (NULL allowed; written only on this
  * error, which the caller prefixes with the example's name); TFX_OK if every id was inside. */
@@ -108,8 +120,9 @@ int tfx_model_set_csr(tfx_model *m, const tfx_csr *fields, int n_fields, tfx_err
 /* Fetches the rows of the lazy tables a batch touches (each lazy variable's `rows`) into their values, from
  * wherever they live (a worker: its parameter servers); TFX_OK or an error code with err set. */
 typedef int (*tfx_row_source)(void *ctx, tfx_model *m, tfx_err *err);
-/* Makes tfx_model_set_csr call fn (ctx borrowed) once the batch's rows are known, before any forward reads them;
- * NULL: the values are local (one process). */
+/* Makes tfx_model_set_csr call fn (ctx borrowed) once the batch's rows are known (each lazy variable's
+ * batch_ids), before any forward reads them; lazy tables are then read from their batch_vals, which fn fills.
+ * NULL: the values are local (one process: the whole table in value). */
 void tfx_model_set_row_source(tfx_model *m, tfx_row_source fn, void *ctx);
 /* Backward pass after forward+loss: writes every variable's grad (overwrites). */
 void tfx_model_backward(tfx_model *m, const float *x, int batch);

@@ -71,6 +71,9 @@ typedef struct layer {
   size_t pairs_cap;
   const struct bag_pair *sorted; /* embedding bag: the lent batch's pairs once sorted (NULL: not yet) */
   size_t n_sorted;
+  int32_t *row_of;  /* embedding bag with a row source: the row in w->batch_vals of each id of the batch */
+  size_t batch_cap; /* embedding bag: the ids row_of has room for */
+  int from_batch;   /* embedding bag: reads its rows from w->batch_vals (a row source is set) */
 } layer;
 
 /* Row chunks of a bias gradient: each sums its rows, then the chunks are added in order, so the result does
@@ -86,6 +89,9 @@ struct tfx_model {
   int max_batch;
   int loss;                /* 0 softmax CE, 1 sigmoid CE, 2 MSE */
   int top_k;               /* the K of the top-K hits counted (model.metrics top_K; 5 when absent) */
+  float *class_w;          /* model.class_weights, one per class (owned), or NULL: all 1 */
+  float smoothing;         /* model.label_smoothing */
+  const float *example_w;  /* the batch's example weights (tfx_model_set_example_weights, borrowed), or NULL */
   int in_rank, ih, iw, ic; /* the model input */
   float *probs;
   float *scratch;            /* an input gradient on its way into a producer with several consumers */
@@ -127,7 +133,8 @@ void nn__pool_backward(layer *l, float *din, int batch);
 int nn__embag_reserve(layer *l, size_t nnz);
 /* Embedding bag forward of l->csr into l->out: bias + combiner(sum of weight * row) per example. */
 void nn__embag_forward(layer *l, int batch);
-/* Embedding bag: the batch's valid ids, ascending and unique, into l->w->rows / n_rows (before forward). */
+/* Embedding bag read from a row source: the batch's valid ids, ascending and unique, into l->w->batch_ids /
+ * n_batch, and each id's row among them into l->row_of (before forward). */
 void nn__embag_batch_rows(layer *l, int batch);
 /* Embedding bag backward from l->dout: the touched rows (ascending, duplicates summed) and the bias gradient. */
 void nn__embag_backward(layer *l, int batch);
@@ -153,6 +160,8 @@ void nn__graph_merge_forward(tfx_model *m, layer *l, const float *x, int batch);
 /* The whole backward pass over the graph, summing the gradients of layers read by several others. */
 void nn__graph_backward(tfx_model *m, const float *x, int batch);
 
+/* loss.c: reads model.class_weights (one per class of the finished model) and model.label_smoothing. */
+int nn__loss_setup(tfx_model *m, const tfx_config *cfg, tfx_err *err);
 /* Softmax over each of `rows` rows of `width` values of z into p (p may be z); loss.c's, shared with the softmax
  * layer. */
 void nn__softmax_rows(const float *z, float *p, size_t rows, size_t width);

@@ -121,8 +121,20 @@ static void apply_row(const ps_state *p, const shard *s, float *row, const float
   tfx_optim_apply_rows(&p->opt, p->version, row, g, scale, slots, &first, 1, s->row_size);
 }
 
+/* Rows are scattered over a table larger than the caches: the map cells of the id 8 ahead and the row 4 ahead are
+ * fetched while row k is worked on. */
+static void prefetch_ahead(const tfx_rowtable *t, const int64_t *ids, size_t n, size_t k) {
+  if (k + 8 < n) {
+    tfx_rowtable_prefetch(t, ids[k + 8], 0);
+  }
+  if (k + 4 < n) {
+    tfx_rowtable_prefetch(t, ids[k + 4], 1);
+  }
+}
+
 int ps__lazy_apply(ps_state *p, shard *s, const float *g, const Tfx__Tensor *t) {
   for (size_t k = 0; k < t->n_rows; k++) {
+    prefetch_ahead(s->table, t->rows, t->n_rows, k);
     int refused = 0;
     float *row = tfx_rowtable_update(s->table, t->rows[k], p->version, &refused);
     if (!row && !refused) {
@@ -150,29 +162,50 @@ int ps__lazy_accumulate(shard *s, const float *g, const Tfx__Tensor *t) {
   return 0;
 }
 
+/* A sync step's update: the summed rows in the order the sum table lists them, each applied 8 rows after it was
+ * listed (its map cell fetched then, its row 4 rows later), so the misses of a large table overlap. */
 typedef struct acc_job {
   ps_state *p;
   shard *s;
   float scale;
+  int64_t ids[8];
+  const float *sums[8];
+  size_t n; /* rows listed so far */
 } acc_job;
 
-static int apply_sum(int64_t id, const float *sum, void *ctx) {
-  acc_job *a = ctx;
+/* Applies the k-th listed row (an id not admitted yet: its update is dropped). */
+static int apply_listed(acc_job *a, size_t k) {
   int refused = 0;
-  float *row = tfx_rowtable_update(a->s->table, id, a->p->version, &refused);
+  float *row = tfx_rowtable_update(a->s->table, a->ids[k % 8], a->p->version, &refused);
   if (!row) {
     return refused ? 0 : -1; /* not admitted yet: the update is dropped */
   }
-  apply_row(a->p, a->s, row, sum, a->scale);
+  apply_row(a->p, a->s, row, a->sums[k % 8], a->scale);
   return 0;
+}
+
+static int apply_sum(int64_t id, const float *sum, void *ctx) {
+  acc_job *a = ctx;
+  tfx_rowtable_prefetch(a->s->table, id, 0);
+  if (a->n >= 4) {
+    tfx_rowtable_prefetch(a->s->table, a->ids[(a->n - 4) % 8], 1);
+  }
+  int rc = a->n >= 8 ? apply_listed(a, a->n - 8) : 0; /* frees the ring place this row takes */
+  a->ids[a->n % 8] = id;
+  a->sums[a->n % 8] = sum;
+  a->n++;
+  return rc;
 }
 
 int ps__lazy_apply_accumulated(ps_state *p, shard *s, float scale) {
   if (!tfx_rowtable_rows(s->acc_rows)) {
     return 0; /* nobody looked a row up this step: the table keeps its version */
   }
-  acc_job job = {p, s, scale};
+  acc_job job = {.p = p, .s = s, .scale = scale};
   int rc = tfx_rowtable_each(s->acc_rows, apply_sum, &job);
+  for (size_t k = job.n > 8 ? job.n - 8 : 0; k < job.n && !rc; k++) {
+    rc = apply_listed(&job, k);
+  }
   ps__lazy_clear_sum(s); /* the sum starts empty next step */
   tfx_rowtable_expire(s->table, p->version);
   s->changed = p->version + 1;
@@ -180,11 +213,12 @@ int ps__lazy_apply_accumulated(ps_state *p, shard *s, float scale) {
 }
 
 void ps__lazy_clear_sum(shard *s) {
-  tfx_rowtable_evict(s->acc_rows, INT64_MAX);
+  tfx_rowtable_clear(s->acc_rows);
 }
 
 void ps__lazy_gather(const shard *s, const Tfx__Tensor *t, float *out) {
   for (size_t k = 0; k < t->n_rows; k++) {
+    prefetch_ahead(s->table, t->rows, t->n_rows, k);
     tfx_rowtable_read(s->table, t->rows[k], out + k * s->row_size);
   }
 }

@@ -500,3 +500,24 @@ size_t tfx_rowtable_expire(tfx_rowtable *t, int64_t now) {
   t->expired_at = now;
   return tfx_rowtable_evict(t, now - t->ttl_steps);
 }
+
+void tfx_rowtable_clear(tfx_rowtable *t) {
+  memset(t->map, 0, t->map_cap * sizeof *t->map);
+  t->n_rows = t->used = t->n_free = 0; /* the slabs stay, taken again from the first row */
+}
+
+void tfx_rowtable_prefetch(const tfx_rowtable *t, int64_t id, int stage) {
+  size_t c = cell_of(t, id);
+  if (stage == 0) {
+    __builtin_prefetch(&t->map[c]);
+    return;
+  }
+  uint32_t r = t->map[c]; /* the id's home cell: its row when no other id came first (a hint either way) */
+  if (r) {
+    const float *row = row_at(t, r - 1);
+    __builtin_prefetch(&t->ids[r - 1]);
+    __builtin_prefetch(&t->touched[r - 1], 1);
+    __builtin_prefetch(row, 1);
+    __builtin_prefetch(row + t->row_floats - 1, 1);
+  }
+}

@@ -100,5 +100,11 @@ int64_t tfx_rowtable_marked(const tfx_rowtable *t, int *deltas);
 void tfx_rowtable_drop(tfx_rowtable *t, int64_t id);
 /* Stores a whole row as tfx_rowtable_put does, marked as touched at step. */
 int tfx_rowtable_put_at(tfx_rowtable *t, int64_t id, const float *row, int64_t step, tfx_err *err);
+/* Drops every row at once, keeping the memory for the rows made next (a sync step's sums: O(map), not O(rows)
+ * probes). */
+void tfx_rowtable_clear(tfx_rowtable *t);
+/* A hint for a loop over known ids: stage 0 asks the memory system for id's map cell, stage 1 (a few ids later,
+ * with that cell at hand) for its row, its id and touch mark; changes nothing, any id may be given. */
+void tfx_rowtable_prefetch(const tfx_rowtable *t, int64_t id, int stage);
 
 #endif

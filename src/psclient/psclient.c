@@ -30,6 +30,7 @@ static int map_shard(const Tfx__Shard *s, tfx_model *m, slot *out, tfx_err *err)
   out->lazy = s->lazy;
   out->mod_n = s->mod_n > 1 ? s->mod_n : 1;
   out->mod_r = s->mod_n > 1 ? s->mod_r : 0;
+  out->mod_mask = (out->mod_n & (out->mod_n - 1)) == 0 ? out->mod_n - 1 : -1;
   snprintf(out->key, sizeof out->key, "%s", s->key);
   out->var = v;
   out->rank = v->rank;
@@ -56,9 +57,9 @@ static int prepare_push(ps_link *l, tfx_err *err) {
   return TFX_OK;
 }
 
-/* Selects into s->ids the ids of the variable's `rows` that this ps holds (and, with grads, gathers their
- * gradient rows into s->rows); returns how many, or -1 when memory runs out. */
-long psclient__lazy_select(slot *s, int grads) {
+/* Selects into s->ids the ids of the variable's gradient `rows` that this ps holds and gathers their gradient
+ * rows into s->rows; returns how many, or -1 when memory runs out. */
+static long select_grads(slot *s) {
   tfx_var *v = s->var;
   size_t width = v->count / (size_t)v->shape[0], n = 0;
   if (v->n_rows > s->ids_cap) {
@@ -72,10 +73,8 @@ long psclient__lazy_select(slot *s, int grads) {
     s->ids_cap = v->n_rows;
   }
   for (size_t k = 0; k < v->n_rows; k++) {
-    if (v->rows[k] % s->mod_n == s->mod_r && v->rows[k] >= s->row_begin && v->rows[k] < s->row_end) {
-      if (grads) {
-        memcpy(s->rows + n * width, v->grad + k * width, sizeof(float) * width);
-      }
+    if (psclient__holds(s, v->rows[k])) {
+      memcpy(s->rows + n * width, v->grad + k * width, sizeof(float) * width);
       s->ids[n++] = v->rows[k];
     }
   }
@@ -101,7 +100,7 @@ static int fill_push(ps_link *l) {
     const float *g = (v->assign ? v->value : v->grad) + s->offset; /* statistics travel as values to assign */
     size_t bytes = s->count * sizeof(float);
     if (s->lazy) {
-      long rows = psclient__lazy_select(s, 1);
+      long rows = select_grads(s);
       if (rows <= 0) {
         continue; /* no row of this ps in the batch (or no memory: the step pushes nothing here) */
       }
@@ -275,6 +274,8 @@ void tfx_psclient_destroy(tfx_psclient *c) {
     for (int i = 0; i < l->n; i++) {
       free(l->slots[i].ids);
       free(l->slots[i].rows);
+      free(l->slots[i].want_ids);
+      free(l->slots[i].want_at);
     }
     free(l->slots);
     free(l->metas);
@@ -327,6 +328,13 @@ static int take_values(tfx_psclient *c, ps_link *l, tfx_inmsg *m, tfx_err *err) 
     const void *data;
     size_t size;
     slot *s = psclient__reply_tensor(l, m, i, &part, &data, &size);
+    if (s && s->lazy) { /* the rows of the lent batch, asked for with a push-pull */
+      int rc = psclient__take_row_tensor(c, l, t, s, data, size, err);
+      if (rc) {
+        return rc;
+      }
+      continue;
+    }
     if (!s || size != s->count * sizeof(float)) {
       return tfx_err_set(err, TFX_ESHAPE, "%s: pull reply tensor '%.64s' unknown or of %zu bytes",
                          tfx_client_endpoint(l->client), t->name, size);
@@ -414,13 +422,17 @@ static int may_skip_unchanged(const ps_link *l) {
   return l->since >= 0;
 }
 
-/* Sends every ps its gradients; flag 1 asks for the updated values in the reply (a push-pull: only the shards
- * changed since the last reply, where may_skip_unchanged; recv_values keeps the values of the others). */
-static int send_pushes(tfx_psclient *c, int64_t step, int flag, tfx_err *err) {
+/* Sends every ps its gradients as a push-pull: the reply carries the updated values (only the shards changed since
+ * the last reply, where may_skip_unchanged; recv_values keeps the values of the others) and, with rows, the rows of
+ * the lent batch this ps holds (Envelope.want). */
+static int send_pushes(tfx_psclient *c, int64_t step, int rows, tfx_err *err) {
   int rc = TFX_OK;
   for (int p = 0; p < c->n_ps && !rc; p++) {
     ps_link *l = &c->ps[p];
-    if (!l->client || (!l->n_push && !flag) || (flag && l->n_parts)) {
+    Tfx__Tensor *wants[64];
+    char *names[64];
+    size_t n_want = 0;
+    if (!l->client || l->n_parts || (rows && (rc = psclient__fill_wants(l, wants, names, 64, &n_want, err)))) {
       continue;
     }
     int n = fill_push(l);
@@ -429,9 +441,11 @@ static int send_pushes(tfx_psclient *c, int64_t step, int flag, tfx_err *err) {
     env.step = step;
     env.tensors = l->ptrs;
     env.n_tensors = (size_t)n;
-    env.flag = flag;
+    env.flag = 1;
+    env.want = wants;
+    env.n_want = n_want;
     Tfx__Since since = TFX__SINCE__INIT;
-    if (flag && may_skip_unchanged(l)) {
+    if (may_skip_unchanged(l)) {
       since.version = (uint64_t)l->since;
       env.since = &since;
     }
@@ -508,13 +522,18 @@ static int recv_parts(tfx_psclient *c, int p, int64_t *lowest, tfx_err *err) {
   return rc;
 }
 
-int tfx_psclient_push_pull(tfx_psclient *c, int64_t step, int64_t *version, tfx_err *err) {
+int tfx_psclient_push_send(tfx_psclient *c, int64_t step, int rows, tfx_err *err) {
   int rc = TFX_OK;
   for (int p = 0; p < c->n_ps && !rc; p++) {
     ps_link *l = &c->ps[p];
     rc = l->client && l->n_parts ? send_parts(l, step, err) : TFX_OK;
   }
-  rc = rc ? rc : send_pushes(c, step, 1, err);
+  rc = rc ? rc : send_pushes(c, step, rows, err);
+  return rc;
+}
+
+int tfx_psclient_push_recv(tfx_psclient *c, int64_t *version, tfx_err *err) {
+  int rc = TFX_OK;
   int64_t lowest = INT64_MAX;
   c->bytes = c->row_bytes;
   c->row_bytes = 0;
@@ -523,10 +542,17 @@ int tfx_psclient_push_pull(tfx_psclient *c, int64_t step, int64_t *version, tfx_
       rc = c->ps[p].n_parts ? recv_parts(c, p, &lowest, err) : recv_values(c, p, &lowest, err);
     }
   }
+  c->bytes += c->row_bytes; /* the rows of the lent batch that came with the values */
+  c->row_bytes = 0;
   if (!rc) {
     *version = lowest == INT64_MAX ? 0 : lowest;
   }
   return rc;
+}
+
+int tfx_psclient_push_pull(tfx_psclient *c, int64_t step, int64_t *version, tfx_err *err) {
+  int rc = tfx_psclient_push_send(c, step, 0, err);
+  return rc ? rc : tfx_psclient_push_recv(c, version, err);
 }
 
 int tfx_psclient_parts(const tfx_psclient *c, int ps) {

@@ -35,6 +35,15 @@ void tfx_psclient_lend_rows(tfx_psclient *c, tfx_model *m);
 /* Pushes the grads tagged `step` and receives the updated values in the same round trip: at version >= step+1
  * in sync mode (the ps answers once the step is applied), the latest otherwise. *version as in pull. */
 int tfx_psclient_push_pull(tfx_psclient *c, int64_t step, int64_t *version, tfx_err *err);
+/* The first half of tfx_psclient_push_pull: sends the grads tagged `step` to every ps; with rows = 1 each
+ * request also asks for the rows of the lazy tables that the batch now lent to the model touches (its
+ * batch_ids: the next step's batch), which come back in the same reply, read at the version it carries (in sync
+ * mode once the step is applied: the rows a row pull would get after it). Follow with tfx_psclient_push_recv
+ * before any other call. */
+int tfx_psclient_push_send(tfx_psclient *c, int64_t step, int rows, tfx_err *err);
+/* The second half: receives every reply of tfx_psclient_push_send, the values into the model and the rows into
+ * the lent batch's rows of each lazy table; *version as in pull. */
+int tfx_psclient_push_recv(tfx_psclient *c, int64_t *version, tfx_err *err);
 /* From now on, a push-pull to a ps whose values (all dense and trainable) hold at least 4 x part_bytes travels
  * in equal parts of about part_bytes, each answered with its updated range as soon as the ps applied it, so
  * transfer and update overlap (async and ssp only; 0: off). */

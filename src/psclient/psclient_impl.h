@@ -19,10 +19,14 @@ typedef struct slot {
   int rank;
   int lazy; /* a lazy table: this ps holds ids % mod_n == mod_r, pulled and pushed by rows only */
   int64_t mod_n, mod_r;
+  int64_t mod_mask; /* lazy: mod_n - 1 when mod_n is a power of two (the id test without a division), else -1 */
   int64_t *ids; /* lazy: this step's ids of this ps (pull wants, push rows), grown as needed */
   float *rows;  /* lazy: their gradient rows, gathered for a push */
   size_t ids_cap;
-  Tfx__Tensor want; /* lazy: the pull's request for those ids */
+  int64_t *want_ids; /* lazy: the lent batch's ids of this ps (a row pull's wants), grown as needed */
+  uint32_t *want_at; /* lazy: the row of each among the variable's batch_ids (where its reply row goes) */
+  size_t want_cap;
+  Tfx__Tensor want; /* lazy: the row request for want_ids (a row pull's or a push-pull's) */
 } slot;
 
 /* A range of one slot's values that travels in one part of a push-pull. */
@@ -53,14 +57,22 @@ struct tfx_psclient {
   int n_ps;
   int timeout_ms;
   uint64_t bytes;
-  uint64_t row_bytes;    /* rows of lazy tables pulled since the last pull or push-pull (counted into its bytes) */
-  uint64_t cached_rows;  /* rows pulled since the copies of lazy tables were last dropped */
-  tfx_model *lazy_model; /* the model whose lazy tables the row pulls fill */
+  uint64_t row_bytes; /* rows of lazy tables pulled since the last pull or push-pull (counted into its bytes) */
 };
 
-/* Selects into s->ids the ids of the variable's `rows` that this ps holds (and, with grads, gathers their
- * gradient rows into s->rows); returns how many, or -1 when memory runs out. */
-long psclient__lazy_select(slot *s, int grads);
+/* Whether this slot's ps holds id (its share of the ids and its range): the test every id of every batch takes
+ * per ps, so a power-of-two ps count spares it a 64-bit division. */
+static inline int psclient__holds(const slot *s, int64_t id) {
+  int64_t r = s->mod_mask >= 0 ? id & s->mod_mask : id % s->mod_n;
+  return r == s->mod_r && id >= s->row_begin && id < s->row_end;
+}
+/* Fills the row requests of link l for the lent batch (at most cap; wants[k] and names[k] point into the slots,
+ * valid until the next fill), *n_out how many; TFX_ENOMEM naming the table when memory runs out. */
+int psclient__fill_wants(ps_link *l, Tfx__Tensor **wants, char **names, size_t cap, size_t *n_out, tfx_err *err);
+/* Takes one reply tensor of rows (t, its slot s, its frame data/size) into the batch's rows of its table, checked
+ * against what was asked (TFX_ESHAPE naming the ps and the table otherwise). */
+int psclient__take_row_tensor(tfx_psclient *c, ps_link *l, const Tfx__Tensor *t, slot *s, const void *data,
+                              size_t size, tfx_err *err);
 /* The i-th tensor of a reply: its slot on link l (NULL if unknown) and its bytes (*data, *size; none when it has
  * no frame), advancing *part over the data frames. */
 slot *psclient__reply_tensor(ps_link *l, const tfx_inmsg *m, size_t i, int *part, const void **data, size_t *size);

@@ -15,6 +15,8 @@
 #include "common/fs.h"
 #include "common/log.h"
 #include "nn/optim.h"
+#include "store/provenance.h"
+#include "store/best.h"
 
 /* Shards are written as the host holds them in memory, and the format is little-endian. */
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -376,6 +378,7 @@ int tfx_ckpt_write_manifest_rows(const char *dir, int64_t step, int n_ps, const 
                                  const uint32_t *rows_crc, const uint64_t *rows_bytes, tfx_err *err) {
   json_object *root = json_object_new_object(), *shards = json_object_new_array(), *rows = json_object_new_array();
   json_object_object_add(root, "step", json_object_new_int64(step));
+  json_object_object_add(root, "tfx", tfx_run_provenance());
   for (int i = 0; i < n_ps; i++) {
     char file[32];
     tfx_ckpt_part_path(file, sizeof file, NULL, i, TFX_CKPT_SHARD);
@@ -552,8 +555,7 @@ static void remove_dir(const char *dir) {
   rmdir(dir);
 }
 
-/* Whether a checkpoint directory was completed once (has a manifest): a failed check then means corruption, not
- * a write that never finished. */
+/* Whether a checkpoint was completed once (has a manifest): a failed check then is corruption, not a cut write. */
 int tfx_ckpt_has_manifest(const char *dir) {
   char path[1200];
   snprintf(path, sizeof path, "%s/manifest.json", dir);
@@ -664,15 +666,16 @@ int tfx_ckpt_read_point(const char *run_dir, int64_t *step, char *dir, size_t n,
 void tfx_ckpt_prune(const char *run_dir, int keep) {
   int64_t *steps = NULL, floor = INT64_MAX; /* the oldest step a kept checkpoint's chain of deltas needs */
   int count = list_steps(run_dir, &steps), kept = 0;
+  int64_t best = tfx_best_step(run_dir); /* checkpoint.keep_best: kept beside the newest `keep` */
   for (int i = 0; i < count; i++) {
     char d[1100];
     int64_t s;
     int nps;
     tfx_ckpt_dir(run_dir, steps[i], d, sizeof d);
     int complete = tfx_ckpt_verify(d, &s, &nps, NULL) == TFX_OK;
-    if (complete && (kept < keep || steps[i] >= floor)) {
-      kept++;
-      floor = tfx_ckpt_chain_floor(d, floor);
+    if (complete && (kept < keep || steps[i] == best || steps[i] >= floor)) {
+      kept += steps[i] != best;
+      floor = tfx_ckpt_chain_floor(d, floor); /* checkpoint.incremental: its deltas' bases stay too */
     } else if (complete || (kept > 0 && !tfx_ckpt_has_manifest(d))) {
       remove_dir(d); /* beyond keep_max, or an unfinished write older than a kept one; a corrupt one stays */
     }

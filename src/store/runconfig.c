@@ -10,9 +10,11 @@
 
 #include "common/fs.h"
 #include "common/log.h"
+#include "common/version.h"
 #include "config/config.h"
 #include "nn/optim.h"
 #include "store/ckpt.h"
+#include "store/provenance.h"
 
 /* Lists into out the keys of model sections a and b whose values differ ("model.layers, model.loss"). */
 static void differing_keys(json_object *a, json_object *b, char *out, size_t n) {
@@ -38,6 +40,7 @@ static json_object *comparable(json_object *root) {
   if (json_object_object_get_ex(root, "observe", &observe)) {
     json_object_object_del(observe, "http_port");
   }
+  json_object_object_del(root, "provenance");
   return root;
 }
 
@@ -124,6 +127,33 @@ static int check_resume(const char *path, const char *json, int *changed, tfx_er
   return rc;
 }
 
+/* Logs, once per resume, that the run was last written by another binary (tfutils checks the commit before it
+ * trains): a changed commit is allowed, but the user should know which code made which checkpoints. */
+static void note_binary(const char *path) {
+  json_object *old = json_object_from_file(path), *p = NULL, *commit = NULL;
+  if (old && json_object_object_get_ex(old, "provenance", &p) && json_object_object_get_ex(p, "commit", &commit) &&
+      strcmp(json_object_get_string(commit), tfx_version_commit())) {
+    tfx_log(TFX_LOG_INFO, "RESUME-BINARY", "%s was written by tfx-node commit %s; resuming with commit %s", path,
+            json_object_get_string(commit), tfx_version_commit());
+  }
+  json_object_put(old);
+}
+
+/* json with the binary's provenance added as "provenance" (pretty printed), or a copy of json when it does not
+ * parse; caller owns (free). */
+static char *with_provenance(const char *json) {
+  json_object *root = json_tokener_parse(json);
+  if (!root || !json_object_is_type(root, json_type_object)) {
+    json_object_put(root);
+    return strdup(json);
+  }
+  json_object_object_add(root, "provenance", tfx_run_provenance());
+  char *s = strdup(json_object_to_json_string_ext(
+      root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE));
+  json_object_put(root);
+  return s;
+}
+
 int tfx_run_save_config(const char *run_dir, const char *name, const char *json, int resume, tfx_err *err) {
   char path[1200], ckdir[1100];
   int64_t step;
@@ -134,8 +164,16 @@ int tfx_run_save_config(const char *run_dir, const char *name, const char *json,
     rc = tfx_ckpt_usable(run_dir, &step, ckdir, sizeof ckdir, err);
     rc = rc == TFX_ENOTFOUND ? TFX_OK : rc ? rc : check_resume(path, json, &changed, err);
   }
+  if (!rc && resume && access(path, F_OK) == 0) {
+    note_binary(path);
+  }
   if (!rc && changed) {
     rc = keep_revision(run_dir, name, err);
   }
-  return rc ? rc : tfx_write_file(path, json, err);
+  char *text = rc ? NULL : with_provenance(json);
+  if (!rc) {
+    rc = text ? tfx_write_file(path, text, err) : tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  }
+  free(text);
+  return rc;
 }

@@ -5,7 +5,7 @@
 
 #include "common/err.h"
 
-/* Writes json as run_dir/name. When resume is set and the run has a checkpoint, the file there is checked first:
+/* Writes json, with the binary's provenance added, as run_dir/name. When resume is set and the run has a checkpoint, the file there is checked first:
  * a different "model" section is refused (TFX_ECONFIG naming the differing keys; nothing is written); other
  * differences keep the old file as name's revision (config.rev-N.json) beside the new one. */
 int tfx_run_save_config(const char *run_dir, const char *name, const char *json, int resume, tfx_err *err);

@@ -43,13 +43,16 @@ static int bad_ids(const tfx_model *m, tfx_batcher *b) {
   return rc;
 }
 
-/* The next minibatch into g's scratch (dense) or lent to the model (sparse); nonzero when the input failed. */
+/* The next minibatch into g's scratch (dense) or lent to the model (sparse), its example weights lent to the
+ * model; nonzero when the input failed. */
 static int next_batch(tfx_model *m, tfx_batcher *b, const tfx_grad_step *g) {
   if (!tfx_model_sparse_input(m)) {
     tfx_batcher_next(b, g->batch, g->x, g->y);
+    tfx_model_set_example_weights(m, tfx_batcher_weights(b));
     return tfx_batcher_status(b, NULL);
   }
   const tfx_csr *c = tfx_batcher_next_csr(b, g->batch, g->x, g->y);
+  tfx_model_set_example_weights(m, tfx_batcher_weights(b));
   tfx_err e = {0};
   int rc = tfx_batcher_status(b, NULL);
   if (!rc && (rc = tfx_model_set_csr(m, c, tfx_batcher_fields(b), &e))) {
@@ -58,25 +61,50 @@ static int next_batch(tfx_model *m, tfx_batcher *b, const tfx_grad_step *g) {
   return rc;
 }
 
+int tfx_lend_batch(tfx_model *m, tfx_batcher *b, const tfx_grad_step *g) {
+  return next_batch(m, b, g) || bad_labels(m, b, g);
+}
+
+/* Forward, loss and backward of the lent minibatch into the model's grads; nonzero (the batcher failed) when an
+ * id was outside its table. */
+static int lent_gradients(tfx_model *m, tfx_batcher *b, const tfx_grad_step *g, uint64_t seed, tfx_step_stats *st) {
+  tfx_model_forward(m, g->x, g->batch, 1, seed);
+  if (bad_ids(m, b)) {
+    return 1;
+  }
+  if (g->pv) { /* progressive validation: the batch scored before its update */
+    tfx_progressive_score(g->pv, m, g->batch);
+  }
+  tfx_model_loss(m, g->y, g->batch, 1, st);
+  if (g->pv) {
+    tfx_progressive_add(g->pv, g->y, g->batch, st->loss);
+  }
+  tfx_model_backward(m, g->x, g->batch);
+  return 0;
+}
+
+static void clip(tfx_model *m, const tfx_grad_step *g) {
+  if (g->clip_value > 0 || g->clip_norm > 0) {
+    tfx_model_clip(m, g->clip_value, g->clip_norm);
+  }
+}
+
+void tfx_compute_lent(tfx_model *m, tfx_batcher *b, const tfx_grad_step *g, uint64_t seed, tfx_step_stats *st) {
+  tfx_step_stats one = {0};
+  if (!tfx_batcher_status(b, NULL)) {
+    lent_gradients(m, b, g, seed, &one);
+  }
+  clip(m, g);
+  *st = one;
+}
+
 void tfx_compute_gradients(tfx_model *m, tfx_batcher *b, const tfx_grad_step *g, uint64_t seed, tfx_step_stats *st) {
   int k = g->accumulate;
   tfx_step_stats one, sum = {0};
   for (int a = 0; a < k; a++) {
-    if (next_batch(m, b, g) || bad_labels(m, b, g)) {
+    if (tfx_lend_batch(m, b, g) || lent_gradients(m, b, g, seed * (uint64_t)k + (uint64_t)a, &one)) {
       break;
     }
-    tfx_model_forward(m, g->x, g->batch, 1, seed * (uint64_t)k + (uint64_t)a);
-    if (bad_ids(m, b)) {
-      break;
-    }
-    if (g->pv) {
-      tfx_progressive_score(g->pv, m, g->batch);
-    }
-    tfx_model_loss(m, g->y, g->batch, 1, &one);
-    if (g->pv) {
-      tfx_progressive_add(g->pv, g->y, g->batch, one.loss);
-    }
-    tfx_model_backward(m, g->x, g->batch);
     sum.loss += one.loss / k;
     sum.correct += one.correct;
     sum.top5 += one.top5;
@@ -85,8 +113,6 @@ void tfx_compute_gradients(tfx_model *m, tfx_batcher *b, const tfx_grad_step *g,
       accumulate(m, g->acc, a, k);
     }
   }
-  if (g->clip_value > 0 || g->clip_norm > 0) {
-    tfx_model_clip(m, g->clip_value, g->clip_norm);
-  }
+  clip(m, g);
   *st = sum;
 }

@@ -21,4 +21,11 @@ typedef struct tfx_grad_step {
  * from `seed`. *st gets the mean loss and the summed hits. */
 void tfx_compute_gradients(tfx_model *m, tfx_batcher *b, const tfx_grad_step *g, uint64_t seed, tfx_step_stats *st);
 
+/* Lends the model the next minibatch (x, y into g's scratch; a sparse batch through tfx_model_set_csr, whose row
+ * source fetches its rows) and checks its labels; nonzero when the input failed (tfx_batcher_status says why). */
+int tfx_lend_batch(tfx_model *m, tfx_batcher *b, const tfx_grad_step *g);
+/* The (clipped) gradient of the minibatch lent last (tfx_lend_batch), as tfx_compute_gradients with accumulate 1;
+ * nothing is computed when the batcher has failed. */
+void tfx_compute_lent(tfx_model *m, tfx_batcher *b, const tfx_grad_step *g, uint64_t seed, tfx_step_stats *st);
+
 #endif

@@ -6,7 +6,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 
-static const char *const phase_keys[TFX_TIMING_N] = {"compute_ms", "push_pull_ms", "other_ms"};
+static const char *const phase_keys[TFX_TIMING_N] = {"row_pull_ms", "compute_ms", "push_ms", "wait_ms", "other_ms"};
 
 void tfx_timing_init(tfx_timing *t) {
   memset(t, 0, sizeof *t);
@@ -18,7 +18,7 @@ void tfx_timing_mark(tfx_timing *t, tfx_timing_phase p) {
   t->last_ns = now;
   t->window_ns[p] += d;
   t->total_ns[p] += d;
-  if (p == TFX_TIMING_PUSH_PULL) {
+  if (p == TFX_TIMING_WAIT) {
     t->window_steps++;
     t->total_steps++;
   }
@@ -35,10 +35,12 @@ int tfx_timing_take_window(tfx_timing *t, const char **names, double *ms_per_ste
     step += ms_per_step[p];
     t->window_ns[p] = 0;
   }
-  names[TFX_TIMING_N] = "step_ms";
-  ms_per_step[TFX_TIMING_N] = step;
+  names[TFX_TIMING_N] = "push_pull_ms";
+  ms_per_step[TFX_TIMING_N] = ms_per_step[TFX_TIMING_PUSH] + ms_per_step[TFX_TIMING_WAIT];
+  names[TFX_TIMING_N + 1] = "step_ms";
+  ms_per_step[TFX_TIMING_N + 1] = step;
   t->window_steps = 0;
-  return TFX_TIMING_N + 1;
+  return TFX_TIMING_KEYS;
 }
 
 void tfx_timing_log(const tfx_timing *t) {
@@ -49,7 +51,8 @@ void tfx_timing_log(const tfx_timing *t) {
   }
   double share = step > 0 ? 100 / step : 0;
   tfx_log(TFX_LOG_INFO, "WORKER-TIMING",
-          "steps=%lld step_ms=%.4f compute_ms=%.4f push_pull_ms=%.4f other_ms=%.4f (compute %.0f%%, push_pull %.0f%%, "
-          "other %.0f%%)",
-          (long long)t->total_steps, step, ms[0], ms[1], ms[2], ms[0] * share, ms[1] * share, ms[2] * share);
+          "steps=%lld step_ms=%.4f row_pull_ms=%.4f compute_ms=%.4f push_ms=%.4f wait_ms=%.4f other_ms=%.4f "
+          "(row_pull %.0f%%, compute %.0f%%, push %.0f%%, wait %.0f%%, other %.0f%%)",
+          (long long)t->total_steps, step, ms[0], ms[1], ms[2], ms[3], ms[4], ms[0] * share, ms[1] * share,
+          ms[2] * share, ms[3] * share, ms[4] * share);
 }

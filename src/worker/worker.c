@@ -44,6 +44,9 @@ typedef struct worker {
   int64_t version, start_ms, steps;
   tfx_timing timing;
   int stop;
+  int rows_with_push; /* lazy tables: the next batch is lent before the push-pull, which brings its rows */
+  int defer_rows;     /* the batch being lent gets its rows from the coming push-pull, not a row pull */
+  int lent;           /* a batch is lent to the model with its rows: the next step computes on it */
   worker_obs obs;          /* what --http-port shows */
   uint64_t reported_bytes; /* bytes on the wire (sent + received) as of the last report */
   window win;              /* the sums since the last report */
@@ -149,10 +152,27 @@ static int bound_messages(const worker *w, tfx_err *err) {
 static int batch_rows(void *ctx, tfx_model *m, tfx_err *err);
 static int stream_idle(void *ctx);
 
+/* The cluster's worker count: the chief's (its register reply), else the TF_CONFIG's (a chief before this
+ * field); a sparse TF_CONFIG lists only this worker, so its own count may be short. */
+static int count_workers(const worker *w) {
+  const tfx_envelope *p = w->plan.env;
+  for (size_t i = 0; i < p->n_stats; i++) {
+    if (!strcmp(p->stats[i]->key, "workers") && p->stats[i]->value >= 1 && p->stats[i]->value <= 1e6) {
+      int n = (int)p->stats[i]->value, listed = tfx_cluster_count(w->n->cluster, TFX_ROLE_WORKER);
+      if (n != listed) {
+        tfx_log(TFX_LOG_INFO, "WORKER-COUNT", "the chief counts %d workers where TF_CONFIG lists %d (a sparse "
+                "cluster spec): this worker reads shard %d of %d", n, listed, w->n->index, n);
+      }
+      return n;
+    }
+  }
+  return tfx_cluster_count(w->n->cluster, TFX_ROLE_WORKER);
+}
+
 static int setup(worker *w, tfx_err *err) {
   const tfx_envelope *p = w->plan.env;
   tfx_config_init(&w->cfg);
-  int n_workers = tfx_cluster_count(w->n->cluster, TFX_ROLE_WORKER), rc;
+  int n_workers = count_workers(w), rc;
   int64_t epoch_steps = 0; /* the master sends max_steps already capped; the same budget again changes nothing */
   if ((rc = tfx_config_parse(&w->cfg, p->text ? p->text : "", "experiment from the master", err)) ||
       (rc = tfx_epochs_apply(&w->cfg, n_workers, &epoch_steps, err)) ||
@@ -162,9 +182,12 @@ static int setup(worker *w, tfx_err *err) {
   rc = tfx_psclient_create(w->n->cluster, p->shards, p->n_shards, w->model, w->cfg.request_timeout_s * 1000, &w->ps,
                            err);
   if (!rc && tfx_psclient_has_lazy(w->ps)) {
-    /* Lazy tables: each batch pulls the rows it touches (psclient's row source, wrapped to wait for a lost ps). */
+    /* Lazy tables: each batch pulls the rows it touches (psclient's row source, wrapped to wait for a lost ps),
+     * or gets them with the push-pull of the step before (rows_with_push). */
     tfx_psclient_lend_rows(w->ps, w->model);
     tfx_model_set_row_source(w->model, batch_rows, w);
+    /* not when following a directory: the next batch may wait for files, and this step's push must not */
+    w->rows_with_push = w->cfg.rows_with_push && !w->cfg.train_follow[0];
   }
   if (!rc && w->cfg.mode != TFX_MODE_SYNC) { /* sync pushes stay whole: the ps averages them per step */
     rc = tfx_psclient_use_parts(w->ps, (size_t)w->cfg.push_part_bytes, err);
@@ -203,11 +226,33 @@ static int setup(worker *w, tfx_err *err) {
   return TFX_OK;
 }
 
-/* Forward/backward over `accumulate` minibatches; leaves the mean grads in the model. */
+/* Forward/backward over `accumulate` minibatches (or the batch lent with its rows at the last push-pull); leaves
+ * the mean grads in the model. */
 static void compute(worker *w, tfx_step_stats *st) {
   const tfx_config *c = &w->cfg;
   tfx_grad_step g = {c->batch_size, c->accumulate, c->clip_value, c->clip_norm, w->x, w->y, w->acc, w->pv};
-  tfx_compute_gradients(w->model, w->batcher, &g, (uint64_t)w->version * 1024 + (uint64_t)w->n->index, st);
+  uint64_t seed = (uint64_t)w->version * 1024 + (uint64_t)w->n->index;
+  if (w->lent) {
+    tfx_compute_lent(w->model, w->batcher, &g, seed, st);
+  } else {
+    tfx_compute_gradients(w->model, w->batcher, &g, seed, st);
+  }
+  w->lent = 0;
+}
+
+/* With rows_with_push, lends the model the next batch before the push-pull, its rows to come in the reply;
+ * returns whether the push-pull should ask for them (not when the batch failed: the next step reports it). */
+static int lend_next(worker *w) {
+  if (!w->rows_with_push) {
+    return 0;
+  }
+  const tfx_config *c = &w->cfg;
+  tfx_grad_step g = {c->batch_size, 1, c->clip_value, c->clip_norm, w->x, w->y, w->acc, w->pv};
+  w->defer_rows = 1;
+  int bad = tfx_lend_batch(w->model, w->batcher, &g);
+  w->defer_rows = 0;
+  w->lent = 1;
+  return !bad;
 }
 
 /* The examples this worker trained on in the run's whole life: its resumed position and its steps since. */
@@ -235,8 +280,8 @@ static int progressive(const worker *w, const char **names, double *vals) {
 
 /* Sends the master the window's means for `step` and the step-time breakdown; a stop answer stops the worker. */
 static int report(worker *w, int64_t step, double loss, double acc, double eps, tfx_err *err) {
-  const char *names[3 + TFX_TIMING_N + 5] = {"loss", "accuracy", "examples_per_sec", "examples_seen"};
-  double vals[3 + TFX_TIMING_N + 5] = {loss, acc, eps, examples_seen(w)};
+  const char *names[3 + TFX_TIMING_KEYS + 4] = {"loss", "accuracy", "examples_per_sec", "examples_seen"};
+  double vals[3 + TFX_TIMING_KEYS + 4] = {loss, acc, eps, examples_seen(w)};
   int64_t steps = w->timing.window_steps;
   uint64_t bytes = w->obs.bytes_sent + w->obs.bytes_received; /* written by this thread only */
   int n = 4 + tfx_timing_take_window(&w->timing, names + 4, vals + 4);
@@ -246,7 +291,7 @@ static int report(worker *w, int64_t step, double loss, double acc, double eps, 
   }
   w->reported_bytes = bytes;
   n += progressive(w, names + n, vals + n);
-  Tfx__KeyValue kv[3 + TFX_TIMING_N + 5], *kvp[3 + TFX_TIMING_N + 5];
+  Tfx__KeyValue kv[3 + TFX_TIMING_KEYS + 4], *kvp[3 + TFX_TIMING_KEYS + 4];
   for (int i = 0; i < n; i++) {
     tfx__key_value__init(&kv[i]);
     kv[i].key = (char *)names[i];
@@ -327,7 +372,12 @@ static int batch_rows(void *ctx, tfx_model *m, tfx_err *err) {
   worker *w = ctx;
   tfx_err perr;
   (void)m;
+  if (w->defer_rows) {
+    return TFX_OK; /* lend_next: the push-pull brings them */
+  }
+  tfx_timing_mark(&w->timing, TFX_TIMING_COMPUTE); /* the data so far */
   int rc = tfx_psclient_pull_rows(w->ps, &perr);
+  tfx_timing_mark(&w->timing, TFX_TIMING_ROWS);
   if (rc == TFX_EPEER || rc == TFX_ESTATE) {
     rc = resync(w, 1, &perr, err);
     if (!rc && (w->stop || tfx_stop_requested())) {
@@ -480,9 +530,14 @@ typedef enum pushed { PUSHED_DONE, PUSHED_AGAIN, PUSHED_STOP } pushed;
  * after waiting for a ps that was gone or rolled back (the step is not counted), or PUSHED_STOP when a stop
  * signal cut it short. */
 static int push_pull(worker *w, int64_t step, pushed *out, tfx_err *err) {
+  int rows = lend_next(w);
+  tfx_timing_mark(&w->timing, TFX_TIMING_COMPUTE);
   double t_call = tfx_now_s();
   tfx_err perr;
-  int rc = tfx_psclient_push_pull(w->ps, step, &w->version, &perr);
+  int rc = tfx_psclient_push_send(w->ps, step, rows, &perr);
+  tfx_timing_mark(&w->timing, TFX_TIMING_PUSH);
+  rc = rc ? rc : tfx_psclient_push_recv(w->ps, &w->version, &perr);
+  w->lent = w->lent && !rc; /* a failed reply brought no rows: the next step takes a new batch */
   if (stopped_by_signal(rc)) {
     *out = PUSHED_STOP;
     return TFX_OK;
@@ -495,7 +550,7 @@ static int push_pull(worker *w, int64_t step, pushed *out, tfx_err *err) {
     return tfx_err_set(err, rc, "%s", perr.msg);
   }
   worker__obs_push_pull(&w->obs, tfx_now_s() - t_call, w->model, tfx_psclient_bytes(w->ps));
-  tfx_timing_mark(&w->timing, TFX_TIMING_PUSH_PULL);
+  tfx_timing_mark(&w->timing, TFX_TIMING_WAIT);
   *out = PUSHED_DONE;
   return TFX_OK;
 }
@@ -556,6 +611,7 @@ static int train_steps(worker *w, tfx_err *err) {
   if (rc || !go) {
     return rc;
   }
+  w->lent = 0; /* a batch lent before a rollback has rows of the old version */
   while (!w->stop && !tfx_stop_requested() && w->version < w->cfg.max_steps) {
     tfx_step_stats st;
     tfx_timing_mark(&w->timing, TFX_TIMING_OTHER);

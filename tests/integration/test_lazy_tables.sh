@@ -2,7 +2,8 @@
 # Lazy tables on the parameter servers: an embedding_bag's table is placed one share per ps (ids mod n_ps) and
 # travels by the rows a batch touches. A local cluster (2 ps, 2 workers) learns the planted sparse set; its
 # checkpoint holds each ps's rows (ps-K.rows) and `evaluate` rebuilt from them scores exactly what the chief
-# scored through row pulls; the run resumes onto 3 ps (rows re-partitioned by id); a ps killed with kill -9 mid-run
+# scored through row pulls; a batch's rows riding on the push-pull before it train the same run bit for bit as
+# row pulls of their own; the run resumes onto 3 ps (rows re-partitioned by id); a ps killed with kill -9 mid-run
 # is restarted, the cluster rolls back to the checkpoint and still finishes and learns.
 . "$(dirname "$0")/lib.sh"
 python3 "$(dirname "$0")/sparse_data.py" "$WORK"
@@ -28,6 +29,20 @@ acc=$(metric "$WORK/run/metrics.jsonl" eval accuracy); step=$(metric "$WORK/run/
 ge "$acc" 0.85 || fail "the cluster reached accuracy $acc, want >= 0.85 (chance 0.25)"
 [ "$(metric "$WORK/run-range/metrics.jsonl" eval accuracy)" = "$acc" ] ||
   fail "range partitioning reached $(metric "$WORK/run-range/metrics.jsonl" eval accuracy), mod $acc"
+# A batch's rows ride on the push-pull of the step before (training.rows_with_push, the default): read once the
+# step is applied, they are the rows a row pull of their own would get, so the run is the same bit for bit.
+"$TFX_NODE" local --config "$WORK/lr.json" --run-dir "$WORK/run-pull" --ps 2 --workers 2 \
+  --set training.rows_with_push=false >"$WORK/pull.log" 2>&1 || fail "row pulls: $(tail -2 "$WORK/pull.log")"
+python3 - "$WORK/run/metrics.jsonl" "$WORK/run-pull/metrics.jsonl" <<'PY' || fail "rows with the push-pull: see above"
+import json, sys
+runs = [[json.loads(l) for l in open(p) if l.strip()] for p in sys.argv[1:]]
+key = lambda r: (r["kind"], r.get("worker", -1), r["step"])
+pick = lambda recs: sorted(((key(r), r.get("loss"), r.get("accuracy")) for r in recs if r["kind"] in ("train", "eval")))
+assert pick(runs[0]) == pick(runs[1]), "losses and accuracies differ with and without rows_with_push"
+ride, own = ([r for r in recs if r["kind"] == "train"] for recs in runs)
+assert all(r["row_pull_ms"] == 0 for r in ride[2:]), "rows pulled on their own with rows_with_push: %s" % ride[2]
+assert all(r["row_pull_ms"] > 0 for r in own), "no row pull time without rows_with_push"
+PY
 ck="$WORK/run/checkpoints/ckpt-000000000282"
 [ -s "$ck/ps-0.rows" ] && [ -s "$ck/ps-1.rows" ] || fail "the checkpoint holds no row files: $(ls "$ck")"
 grep -q '"rows"' "$ck/manifest.json" || fail "the manifest lists no row files"

@@ -32,7 +32,7 @@ import json, sys
 lines = [json.loads(l) for l in open(sys.argv[1]) if '"train"' in l]
 assert lines, "no train lines"
 for m in lines:
-    parts = m["compute_ms"] + m["push_pull_ms"] + m["other_ms"]
+    parts = m["row_pull_ms"] + m["compute_ms"] + m["push_pull_ms"] + m["other_ms"]
     assert m["compute_ms"] > 0 and m["push_pull_ms"] > 0 and abs(parts - m["step_ms"]) <= 1e-3 * m["step_ms"], m
 PY
 grep -q "WORKER-TIMING steps=300 " "$WORK/run-sync/logs/worker-0.log" || fail "sync: no WORKER-TIMING line for 300 steps"

@@ -12,6 +12,7 @@
 #include <zlib.h>
 
 #include "common/fs.h"
+#include "store/best.h"
 #include "store/ckpt.h"
 #include "store/weights.h"
 #include "tmpdir.h"
@@ -455,6 +456,49 @@ Test(ckpt, prune_keeps_keep_max_newest_complete) {
   tfx_ckpt_prune(run, 3); /* nothing more to remove */
   cr_assert(exists(dir));
   tfx_ckpt_prune("/nonexistent/tfx/run", 1); /* no checkpoints directory: nothing happens */
+}
+
+Test(ckpt, prune_keeps_the_best_beside_keep_max) {
+  char run[128], dir[1100];
+  snprintf(run, sizeof run, "%s/run", tmp);
+  for (int s = 1; s <= 5; s++) {
+    make_checkpoint(run, s * 100, 1, NULL);
+  }
+  tfx_best b = {.metric = "accuracy", .maximize = 1, .value = 0.875, .step = 200, .eval_step = 200}, back;
+  tfx_err err = {0};
+  cr_assert_eq(tfx_best_write(run, &b, &err), TFX_OK, "%s", err.msg);
+  tfx_ckpt_prune(run, 2); /* the newest two and the best */
+  const struct {
+    int64_t step;
+    int kept;
+  } want[] = {{100, 0}, {200, 1}, {300, 0}, {400, 1}, {500, 1}};
+  for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+    tfx_ckpt_dir(run, want[i].step, dir, sizeof dir);
+    cr_expect_eq(exists(dir), want[i].kept, "step %lld", (long long)want[i].step);
+  }
+  cr_assert_eq(tfx_best_read(run, &back, &err), TFX_OK, "%s", err.msg);
+  cr_assert_str_eq(back.metric, "accuracy");
+  cr_assert(back.maximize && back.value == 0.875 && back.step == 200 && back.eval_step == 200);
+  b.step = 500; /* the best moves to the newest: the old best goes at the next prune */
+  cr_assert_eq(tfx_best_write(run, &b, &err), TFX_OK, "%s", err.msg);
+  tfx_ckpt_prune(run, 1);
+  tfx_ckpt_dir(run, 200, dir, sizeof dir);
+  cr_expect(!exists(dir));
+  tfx_ckpt_dir(run, 400, dir, sizeof dir);
+  cr_expect(exists(dir), "the best (500) does not count against keep_max: 400 stays");
+}
+
+Test(ckpt, best_json_missing_and_corrupt) {
+  char run[128], path[1100];
+  snprintf(run, sizeof run, "%s/run", tmp);
+  tfx_best b;
+  tfx_err err = {0};
+  cr_assert_eq(tfx_best_read(run, &b, &err), TFX_ENOTFOUND);
+  make_checkpoint(run, 100, 1, NULL);
+  tfx_best_path(run, path, sizeof path);
+  spit(path, (const uint8_t *)"{\"metric\": \"loss\"}", 18);
+  cr_assert_eq(tfx_best_read(run, &b, &err), TFX_ECORRUPT);
+  cr_assert(strstr(err.msg, "best.json"), "%s", err.msg);
 }
 
 Test(ckpt, mkdirs) {

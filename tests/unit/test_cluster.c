@@ -200,6 +200,11 @@ static const invalid_case invalid[] = {
     {"chief and master both", "{\"cluster\": {\"chief\": [\"c:1\"], \"master\": [\"m:1\"]}}", "may not both"},
     {"master and chief both", "{\"cluster\": {\"master\": [\"m:1\"], \"chief\": [\"c:1\"]}}", "may not both"},
     {"two chiefs", "{\"cluster\": {\"chief\": [\"c:1\", \"c:2\"]}}", "at most one chief"},
+    {"sparse key not an index", "{\"cluster\": {\"worker\": {\"one\": \"a:1\"}}}", "key 'one' is not a task index"},
+    {"sparse value not a string", "{\"cluster\": {\"worker\": {\"1\": 2222}}}", "cluster.worker.1"},
+    {"sparse task not listed",
+     "{\"cluster\": {\"worker\": {\"1\": \"a:1\"}}, \"task\": {\"type\": \"worker\", \"index\": 0}}",
+     "lists no address"},
 };
 
 Test(cluster, rejects_every_invalid_tf_config) {
@@ -475,4 +480,37 @@ Test(cluster, tensorflow_task_conventions) {
                         &c, &err),
       TFX_ECONFIG);
   cr_assert(strstr(err.msg, "task.index"), "%s", err.msg);
+}
+
+/* TensorFlow's sparse cluster spec ({"1": "host:port"}: only the tasks this process talks to), as its resolver
+ * reads it: the tasks keep their indices, the gaps have no address, and a role that needs a gap is refused. */
+Test(cluster, sparse_cluster_spec_as_tensorflow_reads_it) {
+  const char *json = "{\"cluster\": {\"chief\": [\"c:1\"], \"ps\": [\"p:1\", \"p:2\"], "
+                     "\"worker\": {\"1\": \"w1:2222\"}}, \"task\": {\"type\": \"worker\", \"index\": 1}}";
+  tfx_cluster *c = NULL, *b = NULL;
+  tfx_err err = {0};
+  cr_assert_eq(tfx_cluster_parse(json, &c, &err), TFX_OK, "%s", err.msg);
+  cr_expect_eq(tfx_cluster_count(c, TFX_ROLE_WORKER), 2);
+  cr_expect_null(tfx_cluster_address(c, TFX_ROLE_WORKER, 0));
+  cr_expect_str_eq(tfx_cluster_address(c, TFX_ROLE_WORKER, 1), "w1:2222");
+  cr_expect_eq(tfx_cluster_task_index(c), 1);
+  cr_expect_eq(tfx_cluster_check_peers(c, TFX_ROLE_WORKER, &err), TFX_OK, "%s", err.msg);
+  cr_expect_eq(tfx_cluster_check_peers(c, TFX_ROLE_PS, &err), TFX_OK, "%s", err.msg);
+  cr_expect_eq(tfx_cluster_check_peers(c, TFX_ROLE_MASTER, &err), TFX_ECONFIG);
+  cr_expect(strstr(err.msg, "cluster.worker lists no task 0") != NULL, "%s", err.msg);
+  char *again = tfx_cluster_to_json(c, TFX_ROLE_WORKER, 1);
+  cr_assert_not_null(again);
+  cr_expect(strstr(again, "\"worker\":{\"1\":\"w1:2222\"}") != NULL, "%s", again);
+  cr_assert_eq(tfx_cluster_parse(again, &b, &err), TFX_OK, "%s", err.msg);
+  cr_expect_null(tfx_cluster_address(b, TFX_ROLE_WORKER, 0));
+  cr_expect_str_eq(tfx_cluster_address(b, TFX_ROLE_WORKER, 1), "w1:2222");
+  free(again);
+  tfx_cluster_destroy(b);
+  tfx_cluster_destroy(c);
+  /* A worker must see every ps: a sparse ps job with a gap is refused for it. */
+  const char *gap = "{\"cluster\": {\"chief\": [\"c:1\"], \"ps\": {\"1\": \"p:2\"}, \"worker\": [\"w:1\"]}}";
+  cr_assert_eq(tfx_cluster_parse(gap, &c, &err), TFX_OK, "%s", err.msg);
+  cr_expect_eq(tfx_cluster_check_peers(c, TFX_ROLE_WORKER, &err), TFX_ECONFIG);
+  cr_expect(strstr(err.msg, "cluster.ps lists no task 0") != NULL, "%s", err.msg);
+  tfx_cluster_destroy(c);
 }

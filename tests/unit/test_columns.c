@@ -226,3 +226,44 @@ Test(columns, tfrecord_examples_give_the_fields_csv_gives) {
   tfx_dataset_destroy(e);
   tmpdir_remove();
 }
+
+Test(columns, weight_key_reads_each_examples_weight_and_the_batcher_hands_them_on) {
+  tmpdir_create("columns");
+  const char *path = write_csv("w.csv", "y,cat,words,w,x,sw\n1,3,a,1,1.5,0.25\n0,0,b,1,2,2\n2,4,c,3,7,0\n");
+  tfx_config cfg;
+  load_config(&cfg);
+  tfx_err err = {0};
+  cr_assert_eq(tfx_config_set(&cfg, "data.weight_key=sw", &err), TFX_OK, "%s", err.msg);
+  tfx_dataset *d = NULL;
+  cr_assert_eq(tfx_columns_load_csv(&cfg, path, &d, &err), TFX_OK, "%s", err.msg);
+  cr_assert_eq(d->dim, 1, "the weight column is not a feature");
+  cr_assert(d->w && d->w[0] == 0.25f && d->w[1] == 2.0f && d->w[2] == 0.0f);
+  tfx_batcher *b = NULL;
+  cr_assert_eq(tfx_batcher_create(d, 0, 1, 1, 0, &b, &err), TFX_OK, "%s", err.msg);
+  float x[3];
+  int32_t y[3];
+  cr_assert_null(tfx_batcher_weights(b), "no batch yet");
+  tfx_batcher_next_csr(b, 3, x, y);
+  const float *w = tfx_batcher_weights(b);
+  cr_assert(w && w[0] == 0.25f && w[1] == 2.0f && w[2] == 0.0f, "unshuffled: the file's order");
+  tfx_batcher_destroy(b);
+  tfx_dataset_destroy(d);
+  path = write_csv("bad_w.csv", "y,cat,words,w,x,sw\n1,3,a,1,1.5,-1\n");
+  cr_assert_eq(tfx_columns_load_csv(&cfg, path, &d, &err), TFX_ECORRUPT);
+  cr_assert(strstr(err.msg, "line 2, column 'sw': '-1' is not an example weight"), "%s", err.msg);
+  cr_assert_eq(tfx_config_set(&cfg, "data.weight_key=nope", &err), TFX_OK);
+  cr_assert_eq(tfx_columns_load_csv(&cfg, path, &d, &err), TFX_ECONFIG);
+  cr_assert(strstr(err.msg, "nope"), "%s", err.msg);
+  tmpdir_remove();
+}
+
+Test(columns, weight_key_needs_feature_columns) {
+  tfx_config cfg;
+  tfx_config_init(&cfg);
+  tfx_err err = {0};
+  cr_assert_eq(tfx_config_add_layer_json(&cfg, "{\"type\": \"dense\", \"units\": 10}", &err), TFX_OK, "%s", err.msg);
+  cr_assert_eq(tfx_config_validate(&cfg, &err), TFX_OK, "%s", err.msg);
+  cr_assert_eq(tfx_config_set(&cfg, "data.weight_key=w", &err), TFX_OK);
+  cr_assert_eq(tfx_config_validate(&cfg, &err), TFX_ECONFIG);
+  cr_assert(strstr(err.msg, "data.weight_key 'w'") && strstr(err.msg, "model.features"), "%s", err.msg);
+}

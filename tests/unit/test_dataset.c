@@ -517,7 +517,7 @@ Test(dataset, byte_shard_batches_equal_the_float_set) {
     cr_assert_eq(shard->n, index ? 2u : 3u, "worker %d holds %zu examples", index, shard->n);
     cr_assert_null(shard->x, "a byte shard holds no float copy");
     cr_assert_eq(tfx_batcher_create(whole, index, 2, 7, 1, &a, &err), TFX_OK, "%s", err.msg);
-    cr_assert_eq(tfx_batcher_create_shard(shard, index, 2, 7, &b, &err), TFX_OK, "%s", err.msg);
+    cr_assert_eq(tfx_batcher_create_shard(shard, index, 2, 7, 1, &b, &err), TFX_OK, "%s", err.msg);
     float xa[4 * 6], xb[4 * 6];
     int32_t ya[4], yb[4];
     for (int step = 0; step < 6; step++) { /* several epochs: reshuffles included */

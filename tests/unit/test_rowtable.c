@@ -1,6 +1,6 @@
 /* Unit tests of src/ps/rowtable.c: lazy tables hold only touched rows, initial values equal the dense table's,
- * ids are checked, rows survive growth and eviction (backward-shift deletion), and a table streams out and back
- * bit for bit. */
+ * ids are checked, rows survive growth and eviction (backward-shift deletion), a clear empties the table at once
+ * (a sync step's sums), and a table streams out and back bit for bit. */
 #include <criterion/criterion.h>
 #include <string.h>
 
@@ -89,6 +89,33 @@ Test(rowtable, rows_survive_growth_and_eviction) {
   mark_many(t, 1000, 7); /* ids 0, 7, ..., 6993: none is stored now (id 0 was evicted), so freed rows are reused */
   cr_assert_eq(tfx_rowtable_rows(t), 26000);
   cr_assert_eq(tfx_rowtable_find(t, 1000003)[0], 1.0f, "a kept row is untouched by the reuse");
+  tfx_rowtable_destroy(t);
+}
+
+static int count_row(int64_t id, const float *row, void *ctx) {
+  (void)row;
+  cr_assert_eq(id % 7, 0, "row %lld is from before the clear", (long long)id);
+  (*(int *)ctx)++;
+  return 0;
+}
+
+Test(rowtable, a_clear_drops_every_row_and_the_next_rows_start_fresh) {
+  tfx_rowtable *t = make((int64_t)1 << 36, 4, 1);
+  mark_many(t, 20000, 1000003);
+  tfx_rowtable_clear(t);
+  cr_assert_eq(tfx_rowtable_rows(t), 0);
+  cr_assert_null(tfx_rowtable_find(t, 1000003), "a row survived the clear");
+  float init[4];
+  tfx_init_fill("normal:0.05", "emb/table", 7, (int64_t)1 << 36, 4, 1000003 * 4, 4, init);
+  cr_assert_arr_eq(tfx_rowtable_touch(t, 1000003, 0), init, sizeof init, "a row made again holds its initial values");
+  tfx_rowtable_clear(t);
+  mark_many(t, 3000, 7);
+  int n = 0;
+  cr_assert_eq(tfx_rowtable_each(t, count_row, &n), 0);
+  cr_assert_eq(n, 3000, "%d rows after the clear, want 3000", n);
+  for (int i = 0; i < 3000; i++) {
+    cr_assert_eq(tfx_rowtable_find(t, i * 7)[0], (float)i, "row %d", i);
+  }
   tfx_rowtable_destroy(t);
 }
 
@@ -213,7 +240,7 @@ Test(rowtable, admit_probability_is_a_deterministic_coin) {
   tfx_rowtable_destroy(b);
 }
 
-static int count_row(int64_t id, const float *row, void *ctx) {
+static int count_any(int64_t id, const float *row, void *ctx) {
   (void)id, (void)row;
   ++*(size_t *)ctx;
   return 0;
@@ -225,7 +252,7 @@ Test(rowtable, rows_since_a_step_are_the_rows_a_delta_holds) {
     cr_assert_not_null(tfx_rowtable_touch(t, id, id));
   }
   size_t n = 0;
-  cr_assert_eq(tfx_rowtable_each_since(t, 60, count_row, &n), 0);
+  cr_assert_eq(tfx_rowtable_each_since(t, 60, count_any, &n), 0);
   cr_assert_eq(n, 40);
   cr_assert_eq(tfx_rowtable_rows_since(t, 60), 40);
   tfx_rowtable_drop(t, 99);

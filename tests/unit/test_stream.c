@@ -424,3 +424,31 @@ Test(stream, follow_reads_landed_files_in_name_order_each_once_across_workers) {
   tfx_stream_close(s[0]);
   tfx_stream_close(s[1]);
 }
+
+/* data.shuffle false: a stream serves its files by name and each window as read, and the in-memory batcher its
+ * records in file order (true, the default, shuffles both: the test above). */
+Test(stream, shuffle_false_keeps_file_order_streaming_and_in_memory) {
+  write_csv();
+  for (int streaming = 0; streaming < 2; streaming++) {
+    tfx_config cfg = config("csv", "part-1.csv", 10, "record");
+    cfg.data_stream = streaming;
+    int shuffled = 0;
+    for (int shuffle = 0; shuffle < 2; shuffle++) {
+      set_option(&cfg, "data.shuffle", shuffle ? "true" : "false");
+      tfx_dataset *d = NULL;
+      tfx_batcher *b = NULL;
+      tfx_err err = {0};
+      cr_assert_eq(tfx_train_input_open(&cfg, 0, 1, 1, &d, &b, &err), TFX_OK, "%s", err.msg);
+      float x[PER_FILE];
+      int32_t y[PER_FILE];
+      tfx_batcher_next(b, PER_FILE, x, y);
+      for (int i = 0; i < PER_FILE; i++) {
+        cr_assert(shuffle || y[i] == PER_FILE + i, "streaming %d, shuffle off: example %d is record %d", streaming, i, y[i]);
+        shuffled |= shuffle && y[i] != PER_FILE + i;
+      }
+      tfx_batcher_destroy(b);
+      tfx_dataset_destroy(d);
+    }
+    cr_assert(shuffled, "streaming %d: data.shuffle true served the records in file order", streaming);
+  }
+}
