@@ -72,3 +72,20 @@ void tfx_progressive_get(const tfx_progressive *p, double *auc, double *log_loss
   *log_loss = p->n ? sum / (double)p->n : NAN;
   *auc = p->binary && p->n ? tfx_auc(p->score, p->label, p->n) : NAN; /* sorts a copy */
 }
+
+int tfx_progressive_report(const tfx_progressive *p, const char **names, double *vals) {
+  double auc = NAN, log_loss = NAN;
+  int n = 0;
+  if (p) {
+    tfx_progressive_get(p, &auc, &log_loss);
+  }
+  if (isfinite(log_loss)) {
+    names[n] = "rolling_log_loss";
+    vals[n++] = log_loss;
+  }
+  if (isfinite(auc)) {
+    names[n] = "rolling_auc";
+    vals[n++] = auc;
+  }
+  return n;
+}

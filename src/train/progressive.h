@@ -27,4 +27,8 @@ void tfx_progressive_add(tfx_progressive *p, const int32_t *labels, int batch, d
 /* The window's AUC (NAN: not a binary classifier, or one class only) and mean log loss (NAN: empty). */
 void tfx_progressive_get(const tfx_progressive *p, double *auc, double *log_loss);
 
+/* The window's rolling_log_loss and rolling_auc, those defined, as report keys into names/vals (two places at
+ * least); returns how many (0 for a NULL p). */
+int tfx_progressive_report(const tfx_progressive *p, const char **names, double *vals);
+
 #endif

@@ -255,33 +255,11 @@ static int lend_next(worker *w) {
   return !bad;
 }
 
-/* The examples this worker trained on in the run's whole life: its resumed position and its steps since. */
-static double examples_seen(const worker *w) {
-  return (double)(w->seen_base + w->steps * (int64_t)w->cfg.batch_size * w->cfg.accumulate);
-}
-
-/* The rolling AUC and log loss of progressive validation (those that are defined) into names/vals; how many. */
-static int progressive(const worker *w, const char **names, double *vals) {
-  double auc = NAN, log_loss = NAN;
-  int n = 0;
-  if (w->pv) {
-    tfx_progressive_get(w->pv, &auc, &log_loss);
-  }
-  if (isfinite(log_loss)) {
-    names[n] = "rolling_log_loss";
-    vals[n++] = log_loss;
-  }
-  if (isfinite(auc)) {
-    names[n] = "rolling_auc";
-    vals[n++] = auc;
-  }
-  return n;
-}
-
 /* Sends the master the window's means for `step` and the step-time breakdown; a stop answer stops the worker. */
 static int report(worker *w, int64_t step, double loss, double acc, double eps, tfx_err *err) {
   const char *names[3 + TFX_TIMING_KEYS + 4] = {"loss", "accuracy", "examples_per_sec", "examples_seen"};
-  double vals[3 + TFX_TIMING_KEYS + 4] = {loss, acc, eps, examples_seen(w)};
+  int64_t seen = w->seen_base + w->steps * (int64_t)w->cfg.batch_size * w->cfg.accumulate; /* in the run's life */
+  double vals[3 + TFX_TIMING_KEYS + 4] = {loss, acc, eps, (double)seen};
   int64_t steps = w->timing.window_steps;
   uint64_t bytes = w->obs.bytes_sent + w->obs.bytes_received; /* written by this thread only */
   int n = 4 + tfx_timing_take_window(&w->timing, names + 4, vals + 4);
@@ -290,7 +268,7 @@ static int report(worker *w, int64_t step, double loss, double acc, double eps, 
     vals[n++] = (double)(bytes - w->reported_bytes) / (double)steps;
   }
   w->reported_bytes = bytes;
-  n += progressive(w, names + n, vals + n);
+  n += tfx_progressive_report(w->pv, names + n, vals + n);
   Tfx__KeyValue kv[3 + TFX_TIMING_KEYS + 4], *kvp[3 + TFX_TIMING_KEYS + 4];
   for (int i = 0; i < n; i++) {
     tfx__key_value__init(&kv[i]);
