@@ -233,6 +233,9 @@ static int cmd_inspect(tfx_args *a, tfx_err *err) {
 static int cmd_predict(tfx_args *a, tfx_err *err) {
   return tfx_predict_run(&a->node, &a->cli, err);
 }
+static int cmd_serve(tfx_args *a, tfx_err *err) {
+  return tfx_serve_run(&a->node, &a->cli, err);
+}
 static int cmd_evaluate(tfx_args *a, tfx_err *err) {
   return tfx_evaluate_run(&a->node, &a->cli, err);
 }
@@ -258,7 +261,7 @@ static const struct command {
     {"keygen", cmd_keygen},   {"train", cmd_train},       {"local", cmd_local},   {"status", cmd_status},
     {"model", cmd_model},     {"plan", cmd_plan},         {"export", cmd_export}, {"inspect", cmd_inspect},
     {"predict", cmd_predict}, {"evaluate", cmd_evaluate}, {"report", cmd_report}, {"runs", cmd_runs},
-    {"search", cmd_search},   {"config", cmd_config},
+    {"search", cmd_search},   {"config", cmd_config},   {"serve", cmd_serve},
 };
 
 /* Runs the command named cmd. */

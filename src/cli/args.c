@@ -13,7 +13,7 @@
 
 static const char *const commands[] = {"local",  "train",  "status",  "config",  "model",
                                        "plan",   "export", "inspect", "predict", "evaluate",
-                                       "search", "runs",   "report",  "keygen",  NULL};
+                                       "search", "runs",   "report",  "keygen",  "serve", NULL};
 
 static const char usage[] =
     "usage: tfx-node [COMMAND] [OPTIONS]\n"
@@ -41,6 +41,9 @@ static const char usage[] =
     "  inspect  RUN|CHECKPOINT_DIR|EXPORT_DIR [--var NAME]      list variables (or print one)\n"
     "  predict  --run-dir RUN [--checkpoint STEP|DIR|best]|--export DIR --input IDX [--output FILE]\n"
     "           [--keys probabilities,classes]\n"
+    "  serve    --run-dir RUN|--export DIR --port N [--bind HOST] [--max-batch N] [--batch-wait-us N]\n"
+    "           TensorFlow Serving's REST API (POST /v1/models/NAME:predict, GET /v1/models/NAME, /metrics),\n"
+    "           following the run to each newer checkpoint\n"
     "  keygen   --out DIR [--name NAME]                         CURVE key pair: DIR/NAME.key (0600), DIR/NAME.pub\n"
     "\n"
     "options:\n"
@@ -202,6 +205,15 @@ static int take_number(tfx_args *a, const char *flag, const char *v, tfx_err *er
   } else if (!strcmp(flag, "http-port")) {
     rc = parse_int(v, flag, 0, 65535, &n, err);
     a->node.http_port = (int)n;
+  } else if (!strcmp(flag, "port")) {
+    rc = parse_int(v, flag, 1, 65535, &n, err);
+    c->port = (int)n;
+  } else if (!strcmp(flag, "max-batch")) {
+    rc = parse_int(v, flag, 1, 10000, &n, err);
+    c->max_batch = (int)n;
+  } else if (!strcmp(flag, "batch-wait-us")) {
+    rc = parse_int(v, flag, 0, 1000000, &n, err);
+    c->batch_wait_us = (int)n;
   } else if (!strcmp(flag, "parallel")) {
     rc = parse_int(v, flag, 1, 1024, &n, err);
     c->parallel = (int)n;
@@ -460,7 +472,7 @@ static int load_experiment(tfx_args *a, const raw *r, tfx_err *err) {
   }
   int needs = !a->command || (strcmp(a->command, "status") && strcmp(a->command, "inspect") &&
                               strcmp(a->command, "runs") && strcmp(a->command, "keygen"));
-  if (needs && !r->config && a->command && strcmp(a->command, "export") && strcmp(a->command, "predict") &&
+  if (needs && !r->config && a->command && strcmp(a->command, "export") && strcmp(a->command, "predict") && strcmp(a->command, "serve") &&
       strcmp(a->command, "evaluate") && strcmp(a->command, "report")) {
     return tfx_err_set(err, TFX_ECONFIG, "%s needs --config EXPERIMENT.json", a->command);
   }
@@ -480,6 +492,8 @@ int tfx_args_parse(tfx_args *a, int argc, char **argv, tfx_err *err) {
   a->cli.ps = 2;
   a->cli.trials = 4;
   a->cli.parallel = 1;
+  a->cli.max_batch = 256;
+  a->cli.batch_wait_us = 200;
   strcpy(a->node.run_dir, "tfx-run");
   ssize_t n = readlink("/proc/self/exe", a->self_exe, sizeof a->self_exe - 1);
   if (n > 0) {

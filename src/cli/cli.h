@@ -25,6 +25,9 @@ typedef struct tfx_cli_opts {
   char compare[2][256]; /* runs --compare RUN RUN */
   int rebuild;          /* runs --rebuild */
   char key_name[72];    /* keygen --name */
+  int port;             /* serve --port */
+  int max_batch;        /* serve --max-batch: instances scored as one batch */
+  int batch_wait_us;    /* serve --batch-wait-us: how long a batch waits for more requests */
 } tfx_cli_opts;
 
 /* Trains in one process (the reference for distributed runs); writes metrics, config and checkpoints. */
@@ -54,6 +57,9 @@ int tfx_export_run(const tfx_node *n, const tfx_cli_opts *o, tfx_err *err);
 int tfx_inspect_run(const tfx_cli_opts *o, tfx_err *err);
 /* Evaluates the newest (or a given) checkpoint on the eval set; appends an eval line to metrics.jsonl. */
 int tfx_evaluate_run(const tfx_node *n, const tfx_cli_opts *o, tfx_err *err);
+/* TensorFlow Serving's REST API (predict, model status, /metrics) over a run's newest checkpoint, swapping to each
+ * newer one, or over an export (--export); until SIGTERM. */
+int tfx_serve_run(const tfx_node *n, const tfx_cli_opts *o, tfx_err *err);
 /* Batch inference on an IDX file with a run's newest checkpoint or an export. */
 int tfx_predict_run(const tfx_node *n, const tfx_cli_opts *o, tfx_err *err);
 

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/scorer.h"
 #include "common/fs.h"
 #include "common/log.h"
 #include "data/dataset.h"
@@ -24,27 +25,40 @@
 #include "train/evaluate.h"
 #include "train/labels.h"
 
-/* Loads the weights a command asked for: --checkpoint STEP (or a checkpoint directory), else the run's newest. */
-static int load_chosen(const tfx_node *n, const tfx_cli_opts *o, tfx_weights *ws, tfx_err *err) {
+/* The checkpoint directory a command asked for: --checkpoint best (best.json's), STEP or a directory, into dir;
+ * "" without --checkpoint (the run's newest usable one). */
+static int chosen_dir(const tfx_node *n, const tfx_cli_opts *o, char *dir, size_t size, tfx_err *err) {
+  dir[0] = '\0';
   if (!o->checkpoint[0]) {
-    return tfx_weights_from_run(n->run_dir, ws, err);
+    return TFX_OK;
   }
-  char *end, dir[1100];
+  char *end;
   tfx_best best;
   int rc = strcmp(o->checkpoint, "best") ? TFX_EINVAL : tfx_best_read(n->run_dir, &best, err);
   if (!rc) { /* --best: the checkpoint best.json names (checkpoint.keep_best) */
-    tfx_ckpt_dir(n->run_dir, best.step, dir, sizeof dir);
-    return tfx_weights_from_checkpoint(dir, ws, err);
+    tfx_ckpt_dir(n->run_dir, best.step, dir, size);
+    return TFX_OK;
   }
   if (rc != TFX_EINVAL) {
     return rc;
   }
   long long step = strtoll(o->checkpoint, &end, 10);
   if (*end) {
-    return tfx_weights_from_checkpoint(o->checkpoint, ws, err);
+    snprintf(dir, size, "%s", o->checkpoint);
+  } else {
+    tfx_ckpt_dir(n->run_dir, step, dir, size);
   }
-  tfx_ckpt_dir(n->run_dir, step, dir, sizeof dir);
-  return tfx_weights_from_checkpoint(dir, ws, err);
+  return TFX_OK;
+}
+
+/* Loads the weights a command asked for: --checkpoint best, STEP or a checkpoint directory, else the run's newest. */
+static int load_chosen(const tfx_node *n, const tfx_cli_opts *o, tfx_weights *ws, tfx_err *err) {
+  char dir[1100];
+  int rc = chosen_dir(n, o, dir, sizeof dir, err);
+  if (rc) {
+    return rc;
+  }
+  return dir[0] ? tfx_weights_from_checkpoint(dir, ws, err) : tfx_weights_from_run(n->run_dir, ws, err);
 }
 
 int tfx_export_run(const tfx_node *n, const tfx_cli_opts *o, tfx_err *err) {
@@ -171,9 +185,9 @@ static int load_inputs(const tfx_config *cfg, const char *input, size_t dim, tfx
     d->n = (size_t)dims[0];
     d->dim = per;
     for (size_t i = 0; i < d->n * per; i++) {
-      d->x[i] = (float)(raw[i] * cfg->data_scale);
+      d->x[i] = raw[i];
     }
-    tfx_dataset_normalize(d->x, d->n * per, cfg->data_mean, cfg->data_std);
+    tfx_scorer_scale(cfg, d->x, d->n * per);
     *out = d;
   } else {
     tfx_dataset_destroy(d);
@@ -202,16 +216,26 @@ static int parse_keys(const char *keys, int *probs, int *cls, tfx_err *err) {
   return TFX_OK;
 }
 
-static int predict_all(tfx_model *m, const tfx_config *cfg, const tfx_cli_opts *o, FILE *out, tfx_err *err) {
-  size_t in = tfx_model_input_size(m), classes = tfx_model_output_size(m);
+static void write_header(FILE *out, size_t classes, int probs, int cls) {
+  fputs("index", out);
+  if (cls) {
+    fputs(",class", out);
+  }
+  for (size_t j = 0; probs && j < classes; j++) {
+    fprintf(out, ",p%zu", j);
+  }
+  fputc('\n', out);
+}
+
+static int predict_all(tfx_scorer *s, const tfx_cli_opts *o, FILE *out, tfx_err *err) {
+  size_t classes = tfx_scorer_classes(s), batch = (size_t)tfx_scorer_max_batch(s);
   tfx_dataset *d = NULL;
-  int rc = load_inputs(cfg, o->input, in, &d, err);
+  int rc = load_inputs(tfx_scorer_config(s), o->input, tfx_scorer_inputs(s), &d, err);
   if (rc) {
     return rc;
   }
-  float *p = malloc(sizeof(float) * classes * 1000);
-  int32_t *y = calloc(1000, sizeof(int32_t));
-  if (!p || !y) {
+  float *p = malloc(sizeof(float) * classes * batch);
+  if (!p) {
     rc = tfx_err_set(err, TFX_ENOMEM, "out of memory");
   }
   int probs = 1, cls = 1;
@@ -219,33 +243,22 @@ static int predict_all(tfx_model *m, const tfx_config *cfg, const tfx_cli_opts *
   size_t len = strlen(o->output);
   int csv = len > 4 && !strcmp(o->output + len - 4, ".csv");
   if (!rc && csv) {
-    fputs("index", out);
-    if (cls) {
-      fputs(",class", out);
-    }
-    for (size_t j = 0; probs && j < classes; j++) {
-      fprintf(out, ",p%zu", j);
-    }
-    fputc('\n', out);
+    write_header(out, classes, probs, cls);
   }
-  for (size_t i = 0; !rc && i < d->n; i += 1000) {
-    int b = (int)(d->n - i < 1000 ? d->n - i : 1000);
-    tfx_step_stats st;
+  for (size_t i = 0; !rc && i < d->n; i += batch) {
+    int b = (int)(d->n - i < batch ? d->n - i : batch);
     tfx_err e = {0};
     int at = 0;
-    if ((rc = tfx_forward_examples(m, d, i, b, &at, &e))) {
+    if ((rc = tfx_scorer_run(s, d, i, b, p, &at, &e))) {
       rc = tfx_err_set(err, rc, "%s: example %zu: %s", o->input, i + (size_t)at, e.msg);
       break;
     }
-    tfx_model_loss(m, y, b, 0, &st);
-    tfx_model_probabilities(m, b, p);
     for (int r = 0; r < b; r++) {
       write_row(out, csv, i + (size_t)r, p + (size_t)r * classes, (int)classes, probs, cls);
     }
   }
   tfx_dataset_destroy(d);
   free(p);
-  free(y);
   return rc;
 }
 
@@ -302,14 +315,14 @@ static int close_beside(FILE *f, const char *tmp, const char *path, int rc, tfx_
 
 /* Writes the predictions to stdout, in place to a device or FIFO, or else atomically to o->output: rows reach it
  * only when every example was predicted, so a refused input leaves no file (or the previous one untouched). */
-static int predict_to(tfx_model *m, const tfx_config *cfg, const tfx_cli_opts *o, tfx_err *err) {
+static int predict_to(tfx_scorer *m, const tfx_cli_opts *o, tfx_err *err) {
   struct stat st;
   if (!o->output[0]) {
-    return predict_all(m, cfg, o, stdout, err);
+    return predict_all(m, o, stdout, err);
   }
   if (!stat(o->output, &st) && !S_ISREG(st.st_mode)) {
     FILE *out = fopen(o->output, "w");
-    int rc = out ? predict_all(m, cfg, o, out, err) : tfx_err_sys(err, TFX_ESYS, "open %s", o->output);
+    int rc = out ? predict_all(m, o, out, err) : tfx_err_sys(err, TFX_ESYS, "open %s", o->output);
     if (out && fclose(out) && !rc) {
       rc = tfx_err_sys(err, TFX_ESYS, "write %s", o->output);
     }
@@ -318,7 +331,7 @@ static int predict_to(tfx_model *m, const tfx_config *cfg, const tfx_cli_opts *o
   char tmp[600];
   FILE *out = NULL;
   int rc = open_beside(o->output, tmp, sizeof tmp, &out, err);
-  return rc ? rc : close_beside(out, tmp, o->output, predict_all(m, cfg, o, out, err), err);
+  return rc ? rc : close_beside(out, tmp, o->output, predict_all(m, o, out, err), err);
 }
 
 int tfx_predict_run(const tfx_node *n, const tfx_cli_opts *o, tfx_err *err) {
@@ -332,25 +345,16 @@ int tfx_predict_run(const tfx_node *n, const tfx_cli_opts *o, tfx_err *err) {
   if (o->target[0] && o->checkpoint[0]) {
     return tfx_err_set(err, TFX_EINVAL, "predict: --checkpoint picks a run's checkpoint; an export has one step");
   }
-  const char *src = o->target[0] ? o->target : n->run_dir;
-  char cfgpath[1100];
-  snprintf(cfgpath, sizeof cfgpath, "%s/%s", src, o->target[0] ? "model.json" : "config.json");
-  tfx_config cfg;
-  tfx_config_init(&cfg);
-  tfx_weights ws;
-  tfx_model *m = NULL;
-  int rc = tfx_config_load_saved(&cfg, cfgpath, err);
+  char dir[1100] = "";
+  tfx_scorer *s = NULL;
+  int rc = o->target[0] ? tfx_scorer_open_export(o->target, 1000, &s, err) : chosen_dir(n, o, dir, sizeof dir, err);
+  if (!rc && !o->target[0]) {
+    rc = tfx_scorer_open_run(n->run_dir, dir, 1000, &s, err);
+  }
   if (!rc) {
-    rc = o->target[0] ? tfx_weights_from_export(src, &ws, err) : load_chosen(n, o, &ws, err);
+    rc = predict_to(s, o, err);
   }
-  if (rc) {
-    return rc;
-  }
-  if (!(rc = tfx_model_create(&cfg, 1000, &m, err)) && !(rc = tfx_weights_load_model(&ws, m, err))) {
-    rc = predict_to(m, &cfg, o, err);
-  }
-  tfx_model_destroy(m);
-  tfx_weights_fini(&ws);
+  tfx_scorer_close(s);
   return rc;
 }
 

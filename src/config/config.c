@@ -27,6 +27,7 @@ typedef int (*list_parser)(tfx_config *cfg, json_object *val, tfx_err *err);
 static const struct special {
   const char *path;
   list_parser parse;
+  int file_only; /* read from the experiment file only: --set refuses it */
 } specials[] = {
     {"model.layers", config__parse_layers},
     {"model.input_shape", config__parse_shape},
@@ -34,11 +35,11 @@ static const struct special {
     {"model.features", config__parse_features},
     {"model.params", config__parse_params},
     {"validation", config__parse_valsets},
-    {"name", NULL},
-    {"description", NULL},
-    {"hyperparameters", NULL},
-    {"provenance", NULL},
-    {TFX_CONFIG_FORMAT_KEY, NULL},
+    {"name", config__parse_name, 1},
+    {"description", NULL, 1},
+    {"hyperparameters", NULL, 1},
+    {"provenance", NULL, 1},
+    {TFX_CONFIG_FORMAT_KEY, NULL, 1},
 };
 #define N_SPECIALS (sizeof specials / sizeof specials[0])
 
@@ -207,7 +208,7 @@ int tfx_config_set(tfx_config *cfg, const char *assignment, tfx_err *err) {
   tfx_config next = *cfg;
   const struct special *sp = find_special(path);
   int rc;
-  if (sp && !sp->parse) {
+  if (sp && sp->file_only) {
     rc = tfx_err_set(err, TFX_ECONFIG, "--set %s: not an option (tfx reads '%s' from the experiment file only)", path,
                      path);
   } else {

@@ -127,6 +127,7 @@ typedef struct tfx_valset {
 } tfx_valset;
 
 typedef struct tfx_config {
+  char name[128]; /* the experiment's top-level "name" (serve answers /v1/models/NAME); "" when absent */
   /* model */
   int input_shape[3];
   int input_rank;

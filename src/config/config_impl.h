@@ -66,6 +66,8 @@ int config__parse_shape(tfx_config *cfg, json_object *arr, tfx_err *err);
 int config__set_entry(tfx_config *cfg, const char *path, json_object *val, tfx_err *err);
 /* Keeps model.params (any JSON, for a plugin) as compact text. */
 int config__parse_params(tfx_config *cfg, json_object *val, tfx_err *err);
+/* The experiment's top-level "name" (a string, at most 127 bytes) into cfg->name. */
+int config__parse_name(tfx_config *cfg, json_object *val, tfx_err *err);
 
 /* Whether text[0..n) is a metric name (loss, accuracy, auc, log_loss, top_K) or an aggregation (mean, min, max,
  * sum). */

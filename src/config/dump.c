@@ -93,6 +93,9 @@ char *tfx_config_to_json(const tfx_config *cfg) {
                          list_json(cfg->features, sizeof cfg->features[0], cfg->n_features, config__feature_options,
                                    config__n_feature_options));
   json_object_object_add(root, TFX_CONFIG_FORMAT_KEY, json_object_new_int(TFX_CONFIG_FORMAT));
+  if (cfg->name[0]) {
+    json_object_object_add(root, "name", json_object_new_string(cfg->name));
+  }
   json_object_object_add(root, "model", model);
   json_object_object_add(root, "validation",
                          list_json(cfg->valsets, sizeof cfg->valsets[0], cfg->n_valsets, config__valset_options,

@@ -355,6 +355,15 @@ int config__parse_params(tfx_config *cfg, json_object *val, tfx_err *err) {
   return TFX_OK;
 }
 
+int config__parse_name(tfx_config *cfg, json_object *val, tfx_err *err) {
+  const char *text = json_object_get_string(val);
+  if (!json_object_is_type(val, json_type_string) || strlen(text) >= sizeof cfg->name) {
+    return tfx_err_set(err, TFX_ECONFIG, "name: want a string of at most %zu bytes", sizeof cfg->name - 1);
+  }
+  strcpy(cfg->name, text);
+  return TFX_OK;
+}
+
 /* The lists --set may index: model.layers[N].KEY and the like, each with its table, entries and checker. */
 typedef struct indexed_list {
   const char *name;

@@ -92,7 +92,8 @@ void nn__embag_forward(layer *l, int batch) {
     float f = l->bag_scale[b] = bag_factor(l->combiner, c->vals ? c->vals + from : NULL, to - from);
     for (int64_t k = from; k < to; k++) {
       int64_t id = c->ids[k];
-      if (k + 4 < to && c->ids[k + 4] >= 0 && c->ids[k + 4] < l->vocab) { /* a scattered row, four ahead */
+      /* a scattered row of the table, four ahead (a batch's rows are few and at hand) */
+      if (!l->from_batch && k + 4 < to && c->ids[k + 4] >= 0 && c->ids[k + 4] < l->vocab) {
         const float *ahead = bag_row(l, k + 4, c->ids[k + 4]);
         __builtin_prefetch(ahead);
         __builtin_prefetch(ahead + d - 1);

@@ -42,8 +42,7 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
   return rc;
 }
 
-/* The address host:port resolves to (host NULL or "": any IPv4 address) into *sa. */
-static int resolve(const char *host, int port, struct sockaddr_storage *sa, tfx_err *err) {
+int tfx_http_resolve(const char *host, int port, struct sockaddr_storage *sa, tfx_err *err) {
   memset(sa, 0, sizeof *sa);
   if (!host || !*host || !strcmp(host, "*") || !strcmp(host, "0.0.0.0")) {
     struct sockaddr_in *in = (struct sockaddr_in *)sa;
@@ -69,7 +68,7 @@ static int resolve(const char *host, int port, struct sockaddr_storage *sa, tfx_
 
 int tfx_http_start(const char *host, int port, tfx_http_render render, void *ctx, tfx_http **out, tfx_err *err) {
   struct sockaddr_storage sa;
-  int rc = resolve(host, port, &sa, err);
+  int rc = tfx_http_resolve(host, port, &sa, err);
   if (rc) {
     return rc;
   }

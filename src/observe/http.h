@@ -6,6 +6,11 @@
 #include "common/err.h"
 
 typedef struct tfx_http tfx_http;
+struct sockaddr_storage;
+
+/* The address host:port resolves to (host NULL, "", "*" or "0.0.0.0": any IPv4 address) into *sa; TFX_ECONFIG
+ * naming a host that does not resolve. */
+int tfx_http_resolve(const char *host, int port, struct sockaddr_storage *sa, tfx_err *err);
 
 /* Renders the body for path into a malloc'd string (caller of the callback frees it) and sets *type; NULL is
  * 404. Called on the HTTP thread: it must only read state guarded for that. */

@@ -65,18 +65,22 @@ static long select_grads(slot *s) {
   if (v->n_rows > s->ids_cap) {
     int64_t *ids = realloc(s->ids, sizeof(int64_t) * v->n_rows);
     s->ids = ids ? ids : s->ids;
-    float *rows = ids ? realloc(s->rows, sizeof(float) * v->n_rows * width) : NULL;
+    uint32_t *at = ids ? realloc(s->grad_at, sizeof(uint32_t) * v->n_rows) : NULL;
+    s->grad_at = at ? at : s->grad_at;
+    float *rows = at ? realloc(s->rows, sizeof(float) * v->n_rows * width) : NULL;
     s->rows = rows ? rows : s->rows;
     if (!rows) {
       return -1;
     }
     s->ids_cap = v->n_rows;
   }
-  for (size_t k = 0; k < v->n_rows; k++) {
-    if (psclient__holds(s, v->rows[k])) {
-      memcpy(s->rows + n * width, v->grad + k * width, sizeof(float) * width);
-      s->ids[n++] = v->rows[k];
-    }
+  for (size_t k = 0; k < v->n_rows; k++) { /* without a branch: ids of every ps alternate */
+    s->grad_at[n] = (uint32_t)k;
+    s->ids[n] = v->rows[k];
+    n += (size_t)psclient__holds(s, v->rows[k]);
+  }
+  for (size_t j = 0; j < n; j++) {
+    memcpy(s->rows + j * width, v->grad + (size_t)s->grad_at[j] * width, sizeof(float) * width);
   }
   return (long)n;
 }
@@ -274,6 +278,7 @@ void tfx_psclient_destroy(tfx_psclient *c) {
     for (int i = 0; i < l->n; i++) {
       free(l->slots[i].ids);
       free(l->slots[i].rows);
+      free(l->slots[i].grad_at);
       free(l->slots[i].want_ids);
       free(l->slots[i].want_at);
     }

@@ -22,6 +22,7 @@ typedef struct slot {
   int64_t mod_mask; /* lazy: mod_n - 1 when mod_n is a power of two (the id test without a division), else -1 */
   int64_t *ids; /* lazy: this step's ids of this ps (pull wants, push rows), grown as needed */
   float *rows;  /* lazy: their gradient rows, gathered for a push */
+  uint32_t *grad_at; /* lazy: where each of those ids is among the variable's gradient rows */
   size_t ids_cap;
   int64_t *want_ids; /* lazy: the lent batch's ids of this ps (a row pull's wants), grown as needed */
   uint32_t *want_at; /* lazy: the row of each among the variable's batch_ids (where its reply row goes) */
@@ -64,7 +65,7 @@ struct tfx_psclient {
  * per ps, so a power-of-two ps count spares it a 64-bit division. */
 static inline int psclient__holds(const slot *s, int64_t id) {
   int64_t r = s->mod_mask >= 0 ? id & s->mod_mask : id % s->mod_n;
-  return r == s->mod_r && id >= s->row_begin && id < s->row_end;
+  return (r == s->mod_r) & (id >= s->row_begin) & (id < s->row_end); /* no branch: callers count with it */
 }
 /* Fills the row requests of link l for the lent batch (at most cap; wants[k] and names[k] point into the slots,
  * valid until the next fill), *n_out how many; TFX_ENOMEM naming the table when memory runs out. */

@@ -188,7 +188,8 @@ static int gather_rows(const char *dir, int nps, int with_slots, tfx_weights *ws
   return rc;
 }
 
-static int gather(const char *dir, int with_slots, tfx_weights *ws, tfx_err *err) {
+/* with_rows: also the row files of lazy tables (whole); 0 leaves them to a tfx_rowindex. */
+static int gather(const char *dir, int with_slots, int with_rows, tfx_weights *ws, tfx_err *err) {
   memset(ws, 0, sizeof *ws);
   int64_t step;
   int nps, rc = tfx_ckpt_verify(dir, &step, &nps, err);
@@ -202,7 +203,7 @@ static int gather(const char *dir, int with_slots, tfx_weights *ws, tfx_err *err
     rc = take_shard(ws, c, p, with_slots, err);
     tfx_ckpt_destroy(c);
   }
-  if (!rc) {
+  if (!rc && with_rows) {
     rc = gather_rows(dir, nps, with_slots, ws, err);
   }
   if (rc) {
@@ -215,11 +216,15 @@ static int gather(const char *dir, int with_slots, tfx_weights *ws, tfx_err *err
 }
 
 int tfx_weights_from_checkpoint(const char *dir, tfx_weights *ws, tfx_err *err) {
-  return gather(dir, 0, ws, err);
+  return gather(dir, 0, 1, ws, err);
+}
+
+int tfx_weights_dense_from_checkpoint(const char *dir, tfx_weights *ws, tfx_err *err) {
+  return gather(dir, 0, 0, ws, err);
 }
 
 int tfx_weights_with_slots(const char *dir, tfx_weights *ws, tfx_err *err) {
-  return gather(dir, 1, ws, err);
+  return gather(dir, 1, 1, ws, err);
 }
 
 int tfx_weights_from_run(const char *run_dir, tfx_weights *ws, tfx_err *err) {
@@ -289,12 +294,16 @@ void tfx_weights_fini(tfx_weights *ws) {
   memset(ws, 0, sizeof *ws);
 }
 
-int tfx_weights_load_model(const tfx_weights *ws, tfx_model *m, tfx_err *err) {
+/* Copies the model's variables from ws; skip_lazy: lazy tables ws does not hold are left to a row source. */
+static int load_model(const tfx_weights *ws, tfx_model *m, int skip_lazy, tfx_err *err) {
   for (int i = 0; i < tfx_model_nvars(m); i++) {
     tfx_var *v = tfx_model_var(m, i);
     const tfx_weight *w = NULL;
     for (int k = 0; k < ws->n && !w; k++) {
       w = !strcmp(ws->w[k].name, v->name) ? &ws->w[k] : NULL;
+    }
+    if (!w && skip_lazy && v->lazy) {
+      continue;
     }
     if (!w) {
       return tfx_err_set(err, TFX_ESHAPE, "%s: no variable %s", ws->source, v->name);
@@ -306,6 +315,14 @@ int tfx_weights_load_model(const tfx_weights *ws, tfx_model *m, tfx_err *err) {
     memcpy(v->value, w->data, sizeof(float) * v->count);
   }
   return TFX_OK;
+}
+
+int tfx_weights_load_model(const tfx_weights *ws, tfx_model *m, tfx_err *err) {
+  return load_model(ws, m, 0, err);
+}
+
+int tfx_weights_load_dense(const tfx_weights *ws, tfx_model *m, tfx_err *err) {
+  return load_model(ws, m, 1, err);
 }
 
 static int has_file(const char *dir, const char *file) {

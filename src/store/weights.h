@@ -26,6 +26,9 @@ typedef struct tfx_weights {
 
 /* Gathers the variables of the checkpoint directory dir; caller owns ws; release with tfx_weights_fini. */
 int tfx_weights_from_checkpoint(const char *dir, tfx_weights *ws, tfx_err *err);
+/* As tfx_weights_from_checkpoint without the row files of lazy tables (read them with a tfx_rowindex, rowindex.h);
+ * caller owns ws; release with tfx_weights_fini. */
+int tfx_weights_dense_from_checkpoint(const char *dir, tfx_weights *ws, tfx_err *err);
 /* As tfx_weights_from_checkpoint, with the optimizer slots too, each whole as "VAR@SLOT" (a resume's state). */
 int tfx_weights_with_slots(const char *dir, tfx_weights *ws, tfx_err *err);
 /* Gathers the newest usable checkpoint of a run directory (tfx_ckpt_read_point: newer unusable ones are named in
@@ -39,5 +42,7 @@ int tfx_weights_from_any(const char *path, tfx_weights *ws, tfx_err *err);
 void tfx_weights_fini(tfx_weights *ws);
 /* Copies every model variable from ws by name; TFX_ESHAPE naming a missing or mis-shaped one. */
 int tfx_weights_load_model(const tfx_weights *ws, tfx_model *m, tfx_err *err);
+/* As tfx_weights_load_model, leaving the lazy tables ws does not hold to a row source (tfx_rowindex). */
+int tfx_weights_load_dense(const tfx_weights *ws, tfx_model *m, tfx_err *err);
 
 #endif

@@ -14,6 +14,9 @@ Usage: k8s_check.py SOURCE_DIR WORK_DIR
   <job>-<type>-<index>.<namespace>.svc:<tfjob-port>) must be what tfx reads: the container is named
   "tensorflow", the port "tfjob-port", and the image's ENTRYPOINT is tfx-node.
 Both: --run-dir is the mount of the claim in pvc.yaml, and --config names an example the image ships.
+- serve.yaml: a Deployment running `tfx-node serve` with --run-dir the claim's mount and --port its container port,
+  a Service that selects its pods and targets that port, and a readiness probe on /v1/models/NAME where NAME is
+  the example experiment's name (what the server answers to).
 Prints one line per replica checked; exits 1 with every problem found.
 """
 import json
@@ -215,9 +218,38 @@ def check_tfjob(claim):
         json.dump(cluster, f)
 
 
+def check_serve(claim):
+    docs = {d["kind"]: d for d in load("serve.yaml")}
+    dep, svc = docs.get("Deployment"), docs.get("Service")
+    if not check(dep is not None and svc is not None, "serve.yaml: want a Deployment and a Service"):
+        return
+    pod = dep["spec"]["template"]
+    c = container_of(pod["spec"])
+    args = c.get("args", [])
+    check(args[:1] == ["serve"] and "command" not in c, f"serve.yaml: the container does not run tfx-node serve: {args}")
+    vols = {v["name"]: v for v in pod["spec"].get("volumes", [])}
+    mounts = {m["mountPath"]: m["name"] for m in c.get("volumeMounts", [])}
+    run_dir = flag(args, "--run-dir")
+    check(vols.get(mounts.get(run_dir, ""), {}).get("persistentVolumeClaim", {}).get("claimName") == claim,
+          f"serve.yaml: --run-dir {run_dir} is not the mount of claim {claim}")
+    port = port_of(c, "http")
+    check(str(port) == flag(args, "--port"), f"serve.yaml: --port {flag(args, '--port')} is not the container port {port}")
+    labels = pod["metadata"]["labels"]
+    check(all(labels.get(k) == v for k, v in svc["spec"]["selector"].items()), "serve.yaml: the Service selects no pod")
+    targets = [p.get("targetPort") for p in svc["spec"]["ports"]]
+    check(targets in (["http"], [port]), f"serve.yaml: the Service targets {targets}, not the container port")
+    with open(os.path.join(SRC, "examples", "fashion_mnist_mlp.json")) as f:
+        name = json.load(f)["name"]
+    probe = c.get("readinessProbe", {}).get("httpGet", {}).get("path")
+    check(probe == f"/v1/models/{name}", f"serve.yaml: readiness probes {probe}, the server answers /v1/models/{name}")
+    print(f"serve: Deployment {dep['metadata']['name']} -> Service {svc['metadata']['name']}:{svc['spec']['ports'][0]['port']}"
+          f" -> {run_dir} (claim {claim}), ready at {probe}")
+
+
 claim = pvc_claim()
 check_plain(claim)
 check_tfjob(claim)
+check_serve(claim)
 for p in problems:
     print("PROBLEM:", p)
 sys.exit(1 if problems else 0)

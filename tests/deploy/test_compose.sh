@@ -4,7 +4,7 @@
 # user-defined network "tfx") with TFX_MAX_STEPS shortening the run, crashes worker1's tfx-node mid-run and
 # watches the restart policy bring the container back, then checks that the chief finished the run and that
 # the eval accuracy in metrics.jsonl on the shared run volume reaches 0.80, that every node exited 0, and that
-# `docker-compose down -v` leaves no container, network or volume of the project behind.
+# the serve service answers with the final step, and `docker-compose down -v` leaves no container, network or volume of the project behind.
 # The data set comes with the image: the runtime stage installs Debian's dataset-fashion-mnist package.
 . "$(dirname "$0")/common.sh"
 
@@ -72,6 +72,14 @@ for s in ps0 ps1 worker0 worker1; do
 done
 save_logs
 grep -q WORKER-DONE "$WORK/worker1.log" || fail "the restarted worker1 never finished"
+# The model server beside the cluster follows the run to its final checkpoint (asked from inside its container:
+# bash's /dev/tcp, the image has no HTTP client).
+served() {
+  dk exec "$(c serve)" bash -c 'exec 3<>/dev/tcp/127.0.0.1/8501 && printf "GET /v1/models/fashion_mnist_mlp HTTP/1.0\r\n\r\n" >&3 && cat <&3' \
+    2>/dev/null | grep -q "\"step\": $STEPS"
+}
+wait_for 30 served || { logs serve | tail -5; fail "the serve service does not serve step $STEPS"; }
+echo "compose: the serve service serves step $STEPS"
 logs master | grep -q "MASTER-REGISTER worker 1" || fail "the chief never registered worker 1"
 
 dk run --rm --network none --entrypoint cat -v "tfxci$$_tfx-run:/run:ro" tfx:latest /run/metrics.jsonl \

@@ -2,7 +2,7 @@
 # systemd for real: boots systemd as PID 1 in a container (tfx-systemd:latest, deploy/docker/Dockerfile.systemd:
 # the Debian 12 base plus Debian's systemd, tfx-node and the units as `cmake --install` lays them out), with no
 # network but its own loopback. Inside it:
-#   - `systemd-analyze verify` of tfx-node@chief.service and tfx.target prints nothing (any output fails);
+#   - `systemd-analyze verify` of tfx-node@chief.service, tfx.target and tfx-serve.service prints nothing (any output fails);
 #   - `systemd-analyze security tfx-node@chief.service` rates the sandbox (must stay at or below 2.0);
 #   - the shipped deploy/systemd/*.env.example files, installed as /etc/tfx/<instance>.env as deploy/README.md
 #     says, carry TF_CONFIG on 127.0.0.1; the five instances are enabled into tfx.target and started with it;
@@ -38,7 +38,7 @@ inside systemctl --failed --no-legend --plain >"$WORK/failed.txt" 2>&1
 echo "systemd: booted as PID 1 in $NAME ($(inside systemctl --version | head -1))"
 
 # Static checks against the installed units, where the binary and every unit they name exist.
-inside systemd-analyze verify --man=no tfx-node@chief.service tfx.target >"$WORK/verify.txt" 2>&1
+inside systemd-analyze verify --man=no tfx-node@chief.service tfx.target tfx-serve.service >"$WORK/verify.txt" 2>&1
 [ -s "$WORK/verify.txt" ] && { cat "$WORK/verify.txt"; fail "systemd-analyze verify printed the above"; }
 score=$(inside systemd-analyze security tfx-node@chief.service 2>&1 | sed -n 's/.*Overall exposure level for [^:]*: \([0-9.]*\).*/\1/p')
 le "${score:-none}" 2.0 || fail "systemd-analyze security rates tfx-node@chief.service ${score:-(no score)}, want <= 2.0"

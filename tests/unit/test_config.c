@@ -429,13 +429,16 @@ Test(config, trailing_text_after_the_object_is_rejected) {
   assert_fails(rc, TFX_ECONFIG, err, "offset");
 }
 
-Test(config, name_and_description_are_accepted_and_ignored) {
+Test(config, name_is_kept_and_description_ignored) {
   tfx_config c, before;
   tfx_err err = {0};
   tfx_config_init(&c);
   before = c;
   cr_assert_eq(tfx_config_parse(&c, "{\"name\": \"x\", \"description\": \"y\"}", "t", &err), TFX_OK, "%s", err.msg);
+  cr_assert_str_eq(c.name, "x", "the name serve answers to (/v1/models/NAME)");
+  memset(c.name, 0, sizeof c.name);
   cr_assert_eq(memcmp(&c, &before, sizeof c), 0);
+  assert_fails(tfx_config_parse(&c, "{\"name\": 3}", "t", &err), TFX_ECONFIG, err, "name: want a string");
 }
 
 /* ---- --set overrides ---- */
