@@ -57,6 +57,9 @@ typedef enum tfx_watch_mode { TFX_WATCH_MODES(TFX_CHOICE_VALUE) } tfx_watch_mode
 #define TFX_MAX_LAYERS 96
 #define TFX_PATH_MAX 512
 
+/* training.max_steps of a run that goes on until stopped (a followed directory without max_steps). */
+#define TFX_STEPS_FOREVER ((int64_t)1000000000000000000LL)
+
 typedef struct tfx_layer_spec {
   char type[24];        /* dense, conv2d, max_pool2d, avg_pool2d, flatten, relu, ..., dropout */
   char name[64];        /* auto-named type_N when empty */
@@ -70,6 +73,11 @@ typedef struct tfx_layer_spec {
   char variable[64]; /* matmul, bias_add, lookup: the model.variables entry the op computes with */
   char combiner[8];  /* embedding_bag: sum | mean | sqrtn (TensorFlow's embedding_lookup_sparse combiners) */
   int use_bias;      /* embedding_bag: adds a bias of units values (default true: the wide/linear model) */
+  /* embedding_bag's lazy table on each ps (docs/experiment.md, "Training that never ends"): */
+  int64_t max_rows;         /* a hard cap of rows per ps, least recently touched evicted first (0: none) */
+  int64_t ttl_steps;        /* rows untouched for this many steps are evicted (0: never) */
+  int admit_min_count;      /* a row is made once its id was pushed this many times (0 or 1: at once) */
+  double admit_probability; /* else a row is made with this probability per push (1: always) */
 } tfx_layer_spec;
 
 #define TFX_MAX_VARIABLES 16
@@ -147,6 +155,8 @@ typedef struct tfx_config {
   char feature_key[64], label_key[64]; /* tfrecord: tf.train.Example feature names */
   char weight_key[64];                 /* data.weight_key: csv column / tfrecord feature of example weights */
   int data_stream;                     /* read the training files a window at a time */
+  char train_follow[TFX_PATH_MAX];     /* data.train.follow: a directory whose files are read as they land */
+  int progressive_window;              /* training.progressive_window: examples of the rolling AUC / log loss */
   tfx_shard_by shard_by;
   int shuffle_buffer; /* examples per shuffled window when streaming */
   int data_shuffle;   /* shuffle the training examples every epoch; 0: file order */
@@ -184,6 +194,8 @@ typedef struct tfx_config {
                                                                                             at least this far apart
                                                                                           */
   int keep_max;
+  int ckpt_incremental; /* checkpoint.incremental: lazy tables write the rows changed since the last checkpoint */
+  int ckpt_full_every;  /* checkpoint.full_every: a full checkpoint after this many deltas */
   int ckpt_save_initial; /* checkpoint the initial weights at step 0 of a fresh run */
   char keep_best_metric[16]; /* checkpoint.keep_best.metric: keep the best checkpoint by it ("": off) */
   tfx_watch_mode keep_best_mode;

@@ -46,6 +46,9 @@ const config__option config__options[] = {
      "idx (images + labels) | csv | libsvm | tfrecord (the *.images path is the file)", formats},
     {"data.label_column", OPT_STR, O(label_column), 0, 0, "-1", "csv: label column, header name or index (-1: last)"},
     {"data.header", OPT_BOOL, O(data_header), 0, 1, "true", "csv: the first line is a header"},
+    {"data.train.follow", OPT_STR, O(train_follow), 0, 0, "",
+     "a directory followed for ever: its files read as they land, in name order, each once ('.' names never); "
+     "no epochs, no max_steps: the run goes on until stopped"},
     {"data.stream", OPT_BOOL, O(data_stream), 0, 1, "false",
      "read the training files a window at a time (files larger than memory); images may be a glob or a list"},
     {"data.shard_by", OPT_ENUM, O(shard_by), 0, 0, "record", "record | file: how workers split the training data",
@@ -91,6 +94,9 @@ const config__option config__options[] = {
     {"training.replicas_to_aggregate", OPT_INT, O(replicas_to_aggregate), 0, 1024, "0", "sync: 0 = all workers"},
     {"training.staleness", OPT_INT, O(staleness), 0, 1000000, "4", "ssp: max steps ahead of the slowest"},
     {"training.accumulate", OPT_INT, O(accumulate), 1, 1024, "1", "minibatches per push"},
+    {"training.progressive_window", OPT_INT, O(progressive_window), 0, 1e7, "0",
+     "progressive validation: each batch scored before it is trained on; train records carry rolling_auc and "
+     "rolling_log_loss over a worker's last N examples (0: off, but 10000 with data.train.follow)"},
     {"training.report_every", OPT_INT, O(report_every), 1, 1000000, "100", "steps between metric reports"},
     {"training.threads", OPT_INT, O(threads), 1, 256, "1", "OpenBLAS and model threads per process"},
     {"training.ps_apply_threads", OPT_INT, O(ps_apply_threads), 1, 2, "1",
@@ -119,6 +125,10 @@ const config__option config__options[] = {
     {"checkpoint.save_initial", OPT_BOOL, O(ckpt_save_initial), 0, 1, "false",
      "a fresh run checkpoints its initial weights at step 0 (ckpt-000000000000) before the first step"},
     {"checkpoint.keep_max", OPT_INT, O(keep_max), 1, 1000, "3", "checkpoints kept"},
+    {"checkpoint.incremental", OPT_BOOL, O(ckpt_incremental), 0, 1, "false",
+     "lazy tables write only the rows changed (and evicted) since the last checkpoint, chained to a full one"},
+    {"checkpoint.full_every", OPT_INT, O(ckpt_full_every), 1, 100000, "10",
+     "incremental: a full checkpoint after this many deltas"},
     {"checkpoint.keep_best.metric", OPT_STR, O(keep_best_metric), 0, 0, "",
      "keep the best checkpoint by this eval metric (loss, accuracy, auc, log_loss, top_K) beside keep_max "
      "(RUN/checkpoints/best.json names it; empty: off)"},
@@ -196,6 +206,13 @@ const config__option config__layer_options[] = {
     {"variable", OPT_STR, L(variable), 0, 0, "", "matmul, bias_add, lookup: the model.variables entry used"},
     {"combiner", OPT_STR, L(combiner), 0, 0, "sum", "embedding_bag: sum | mean | sqrtn"},
     {"use_bias", OPT_BOOL, L(use_bias), 0, 1, "true", "embedding_bag: add a bias of units values"},
+    {"max_rows", OPT_I64, L(max_rows), 0, BIG, "0",
+     "embedding_bag: hard cap of rows per ps, the least recently touched evicted first (0: none)"},
+    {"ttl_steps", OPT_I64, L(ttl_steps), 0, BIG, "0", "embedding_bag: evict rows untouched for N steps (0: never)"},
+    {"admit_min_count", OPT_INT, L(admit_min_count), 0, 1000000, "0",
+     "embedding_bag: make a row once its id was pushed N times (a fixed-memory counting sketch; 0: at once)"},
+    {"admit_probability", OPT_DBL, L(admit_probability), 0, 1, "1",
+     "embedding_bag: make a row for a new id with this probability per push (1: always)"},
 };
 const size_t config__n_layer_options = sizeof config__layer_options / sizeof config__layer_options[0];
 

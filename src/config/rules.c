@@ -107,6 +107,29 @@ int tfx_config_validate_cluster(const tfx_config *cfg, int n_workers, tfx_err *e
   return TFX_OK;
 }
 
+/* The keys of a stream that never ends: a followed directory takes no epochs and no IDX pairs; the lazy-table
+ * keys (max_rows, ttl_steps, admission) belong to embedding_bag layers. */
+static int validate_endless(const tfx_config *cfg, tfx_err *err) {
+  if (cfg->train_follow[0] && cfg->epochs > 0) {
+    return tfx_err_set(err, TFX_ECONFIG, "data.train.follow: a followed directory never ends; training.epochs %d "
+                       "cannot be counted (stop it with max_steps or a signal)", cfg->epochs);
+  }
+  if (cfg->train_follow[0] && cfg->data_format == TFX_FORMAT_IDX) {
+    return tfx_err_set(err, TFX_ECONFIG, "data.train.follow: IDX comes as image and label file pairs; follow "
+                       "reads csv, libsvm or tfrecord files");
+  }
+  for (int i = 0; i < cfg->n_layers; i++) {
+    const tfx_layer_spec *l = &cfg->layers[i];
+    int lazy_keys = l->max_rows || l->ttl_steps || l->admit_min_count > 1 || l->admit_probability < 1;
+    if (lazy_keys && strcmp(l->type, "embedding_bag") != 0) {
+      return tfx_err_set(err, TFX_ECONFIG,
+                         "model.layers[%d]: max_rows, ttl_steps and admit_* apply to embedding_bag tables, not %s", i,
+                         l->type);
+    }
+  }
+  return TFX_OK;
+}
+
 int tfx_config_class_weights(const tfx_config *cfg, double *out, int max, int *n, tfx_err *err) {
   int rc = parse_numbers(cfg->class_weights, "model.class_weights", out, max, n, err);
   for (int i = 0; !rc && i < *n; i++) {
@@ -154,6 +177,9 @@ static int validate_trainer(const tfx_config *cfg, tfx_err *err) {
 
 int tfx_config_validate(const tfx_config *cfg, tfx_err *err) {
   int rc = tfx_config_validate_choices(cfg, err);
+  if (!rc) {
+    rc = validate_endless(cfg, err);
+  }
   if (rc) {
     return rc;
   }

@@ -306,6 +306,12 @@ void tfx_batcher_skip(tfx_batcher *b, int64_t batches, int batch) {
   }
 }
 
+void tfx_batcher_set_idle(tfx_batcher *b, tfx_idle_fn idle, void *ctx) {
+  if (b->stream) {
+    tfx_stream_set_idle(b->stream, idle, ctx);
+  }
+}
+
 int64_t tfx_batcher_epoch(const tfx_batcher *b) {
   return b->stream ? tfx_stream_epoch(b->stream) : b->epoch;
 }

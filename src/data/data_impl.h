@@ -13,4 +13,13 @@ int data__files_expand(const char *spec, char ***paths, size_t *n, tfx_err *err)
 /* Frees a list from data__files_expand; NULL does nothing. */
 void data__files_free(char **paths, size_t n);
 
+/* data.train.follow: the first regular file of dir whose name sorts after `after` (strcmp order) and does not
+ * start with '.', into name[len] (*found 1), or *found 0 when none has landed yet. TFX_ENOTFOUND naming dir when it
+ * cannot be read. */
+int data__follow_next(const char *dir, const char *after, char *name, size_t len, int *found, tfx_err *err);
+/* data__follow_next, waiting (polling every 100 ms) until such a file lands; idle(ctx) is called between polls and
+ * a nonzero return stops the wait with TFX_EINTR. */
+int data__follow_wait(const char *dir, const char *after, char *name, size_t len, tfx_idle_fn idle, void *ctx,
+                      tfx_err *err);
+
 #endif

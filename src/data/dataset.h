@@ -35,6 +35,9 @@ typedef struct tfx_dataset {
 
 typedef struct tfx_batcher tfx_batcher;
 typedef struct tfx_stream tfx_stream;
+/* Called while a followed stream waits for its next file (data.train.follow); a nonzero return stops the wait
+ * (the batch fails with TFX_EINTR). */
+typedef int (*tfx_idle_fn)(void *ctx);
 
 /* x[0..n) = (x - mean) / std in place (data.mean, data.std, applied after data.scale); nothing for 0 and 1. */
 void tfx_dataset_normalize(float *x, size_t n, double mean, double std);
@@ -72,6 +75,9 @@ int tfx_batcher_fields(const tfx_batcher *b);
 void tfx_dataset_csr(const tfx_dataset *d, size_t i, int n, tfx_csr *out);
 /* Skips ahead as if `batches` batches of size `batch` were taken (resume). */
 void tfx_batcher_skip(tfx_batcher *b, int64_t batches, int batch);
+/* Sets what a followed stream calls while it waits for a file (ctx borrowed for the batcher's life); nothing for
+ * other batchers. */
+void tfx_batcher_set_idle(tfx_batcher *b, tfx_idle_fn idle, void *ctx);
 /* Completed epochs so far. */
 int64_t tfx_batcher_epoch(const tfx_batcher *b);
 

@@ -98,6 +98,9 @@ int64_t tfx_epochs_steps(int64_t epochs, int64_t examples, int64_t per_step) {
 }
 
 int tfx_epochs_apply(tfx_config *cfg, int n_workers, int64_t *budget, tfx_err *err) {
+  if (cfg->train_follow[0] && !cfg->max_steps_given) {
+    cfg->max_steps = TFX_STEPS_FOREVER; /* a followed directory: until stopped */
+  }
   if (cfg->epochs <= 0) {
     *budget = 0;
     return TFX_OK;

@@ -24,7 +24,8 @@ int tfx_data_count_examples(const tfx_config *cfg, int64_t *n, tfx_err *err);
 int64_t tfx_epochs_examples_per_step(const tfx_config *cfg, int n_workers);
 /* ceil(epochs * examples / per_step), INT64_MAX if that overflows; 0 when epochs is 0 (no budget). Pure. */
 int64_t tfx_epochs_steps(int64_t epochs, int64_t examples, int64_t per_step);
-/* With training.epochs > 0, counts the examples, lowers cfg->max_steps to the budget and logs it once
+/* With data.train.follow and no max_steps given, sets max_steps to TFX_STEPS_FOREVER (the run goes on until
+ * stopped). With training.epochs > 0, counts the examples, lowers cfg->max_steps to the budget and logs it once
  * (TRAIN-EPOCHS); *budget gets the budget, 0 when training.epochs is 0 (nothing read, cfg unchanged). */
 int tfx_epochs_apply(tfx_config *cfg, int n_workers, int64_t *budget, tfx_err *err);
 

@@ -97,7 +97,7 @@ int tfx_dataset_where(const tfx_config *cfg, int eval, size_t index, char *buf, 
 int tfx_train_input_open(const tfx_config *cfg, int index, int count, size_t dim, tfx_dataset **data, tfx_batcher **out,
                          tfx_err *err) {
   *data = NULL;
-  if (cfg->data_stream || cfg->shard_by == TFX_SHARD_BY_FILE) {
+  if (cfg->data_stream || cfg->shard_by == TFX_SHARD_BY_FILE || cfg->train_follow[0]) {
     tfx_stream *s = NULL;
     int rc = tfx_stream_open(cfg, index, count, dim, &s, err);
     return rc ? rc : tfx_batcher_create_stream(s, out, err);

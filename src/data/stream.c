@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/log.h"
 #include "common/rand.h"
 #include "data/columns.h"
 #include "data/csv.h"
@@ -37,6 +38,11 @@ struct tfx_stream {
   int64_t epoch, kept;      /* completed epochs; examples this shard kept this epoch */
   tfx_dataset *buf;         /* the current window, served in `perm` order */
   size_t *perm, perm_cap, pos;
+  char follow[TFX_PATH_MAX]; /* data.train.follow: the directory, or "" */
+  char last[256];            /* the name of the last file of the directory taken (any worker's turn) */
+  uint64_t landed;           /* files of the directory taken so far (sharding by file: whose turn) */
+  tfx_idle_fn idle;          /* called while waiting for a file */
+  void *idle_ctx;
 };
 
 static void list_free(file_list *l) {
@@ -124,6 +130,9 @@ static void keep_shard(file_list *l, int index, int count) {
 }
 
 static int list_files(tfx_stream *s, const tfx_config *cfg, tfx_err *err) {
+  if (s->follow[0]) {
+    return TFX_OK; /* the files come as they land */
+  }
   int rc = expand(&s->images, cfg->train_images, err);
   if (!rc && s->format == TFX_FORMAT_IDX) {
     rc = expand(&s->labels, cfg->train_labels, err);
@@ -223,9 +232,41 @@ static void shuffle_files(tfx_stream *s) {
   s->kept = 0;
 }
 
+/* A followed directory: waits for the next file after the last one taken (sharding by file: the next of this
+ * shard's turns), adds it to the shard's files and opens it. */
+static int follow_file(tfx_stream *s, tfx_err *err) {
+  char name[256], path[TFX_PATH_MAX + 260];
+  for (int mine = 0; !mine;) {
+    int rc = data__follow_wait(s->follow, s->last, name, sizeof name, s->idle, s->idle_ctx, err);
+    if (rc) {
+      return rc;
+    }
+    snprintf(s->last, sizeof s->last, "%s", name);
+    mine = !s->by_file || s->landed % (uint64_t)s->count == (uint64_t)s->index;
+    s->landed++;
+  }
+  snprintf(path, sizeof path, "%s/%s", s->follow, name);
+  size_t *order = realloc(s->order, (s->images.n + 1) * sizeof *order);
+  if (!order) {
+    return tfx_err_set(err, TFX_ENOMEM, "out of memory following %s", path);
+  }
+  s->order = order;
+  int rc = list_add(&s->images, path, err);
+  if (rc) {
+    return rc;
+  }
+  s->order[s->images.n - 1] = s->images.n - 1;
+  s->next_file = s->images.n;
+  tfx_log(TFX_LOG_INFO, "DATA-FOLLOW", "reading %s", path);
+  return open_reader(s, s->images.n - 1, err);
+}
+
 /* Moves to the next file (or the next epoch after the last one) and opens it. */
 static int advance_file(tfx_stream *s, tfx_err *err) {
   close_reader(s);
+  if (s->follow[0]) {
+    return follow_file(s, err);
+  }
   if (s->next_file == s->images.n) {
     if (s->kept == 0) {
       return tfx_err_set(err, TFX_ECONFIG, "data: shard %d of %d got no example from %zu file(s)", s->index, s->count,
@@ -438,11 +479,12 @@ int tfx_stream_open(const tfx_config *cfg, int index, int count, size_t dim, tfx
   snprintf(s->label_column, sizeof s->label_column, "%s", cfg->label_column);
   snprintf(s->feature_key, sizeof s->feature_key, "%s", cfg->feature_key);
   snprintf(s->label_key, sizeof s->label_key, "%s", cfg->label_key);
+  snprintf(s->follow, sizeof s->follow, "%s", cfg->train_follow);
   int rc = list_files(s, cfg, err);
-  if (!rc && !(s->order = malloc(s->images.n * sizeof *s->order))) {
+  if (!rc && !s->follow[0] && !(s->order = malloc(s->images.n * sizeof *s->order))) {
     rc = tfx_err_set(err, TFX_ENOMEM, "out of memory");
   }
-  if (!rc) {
+  if (!rc && !s->follow[0]) { /* a followed directory is read from the first take */
     shuffle_files(s);
     rc = refill(s, err);
   }
@@ -452,6 +494,11 @@ int tfx_stream_open(const tfx_config *cfg, int index, int count, size_t dim, tfx
   }
   *out = s;
   return TFX_OK;
+}
+
+void tfx_stream_set_idle(tfx_stream *s, tfx_idle_fn idle, void *ctx) {
+  s->idle = idle;
+  s->idle_ctx = ctx;
 }
 
 int64_t tfx_stream_epoch(const tfx_stream *s) {

@@ -7,6 +7,11 @@
  * tf.data's: the file order is reshuffled every epoch from the seed, and the records are shuffled within a
  * window of data.shuffle_buffer examples. The stream repeats for ever; epochs are counted.
  *
+ * With data.train.follow the files are those of a directory, taken in name order as they land (data__follow_next)
+ * and never again: no epochs, no shuffle of the file order; the stream waits (calling its idle function) while no
+ * new file has landed. Where a worker stands is a count of examples (tfx_stream_skip replays it), so a resumed run
+ * neither repeats nor skips a file as long as the directory keeps the files it read.
+ *
  * Ownership: the caller owns the stream. Thread-safety: one thread at a time. Errors: TFX_ENOTFOUND (no file
  * matches), TFX_ECONFIG (fewer files than workers when sharding by file, unpaired IDX files, an empty shard),
  * TFX_ESHAPE (a file whose examples do not fit the model's input), and every reader's error, naming the file and
@@ -35,6 +40,8 @@ int tfx_stream_fields(const tfx_stream *s);
 int tfx_stream_next(tfx_stream *s, int batch, float *x, int32_t *y, tfx_err *err);
 /* Skips `n` examples as if they were taken (resume). */
 int tfx_stream_skip(tfx_stream *s, int64_t n, tfx_err *err);
+/* Sets what a followed stream (data.train.follow) calls while it waits for a file; ctx borrowed. */
+void tfx_stream_set_idle(tfx_stream *s, tfx_idle_fn idle, void *ctx);
 /* Completed epochs so far. */
 int64_t tfx_stream_epoch(const tfx_stream *s);
 /* The number of files this shard reads. */

@@ -51,7 +51,10 @@ static int collect_shards(master *m, int64_t at, char *dir, tfx_err *err) {
   tfx_wire_request(&env, TFX__MSG_TYPE__MSG_CHECKPOINT);
   env.step = at;
   env.path = dir;
-  int rc = master__call_ps(m, &env, m->cfg.request_timeout_s * 1000, on_ckpt_reply, acc, err);
+  /* A followed directory may run dry just before a step asked ahead: the ps would hold the request until files
+   * land; ask again once the cluster moves instead (master__checkpoint_if_due). */
+  int wait_ms = m->cfg.train_follow[0] && at > m->max_version ? 3000 : m->cfg.request_timeout_s * 1000;
+  int rc = master__call_ps(m, &env, wait_ms, on_ckpt_reply, acc, err);
   for (int p = 0; !rc && p < m->n_ps; p++) {
     if (acc->step[p] != acc->step[0] && m->cfg.mode == TFX_MODE_SYNC) {
       rc = tfx_err_set(err, TFX_ESTATE, "checkpoint %lld: ps 0 wrote step %lld, ps %d step %lld; discarded",
@@ -97,11 +100,10 @@ static void count_ckpt(master *m, int64_t *counter) {
   master__lock(m, 0);
 }
 
-/* A checkpoint at the first step every ps can still write (master__ckpt_step; sync: at `next` when that is still
- * ahead); when a ps has already passed it, the versions are polled again and the request moves further ahead, up
- * to MASTER_CKPT_ATTEMPTS times. *written: the step last asked. */
-static int checkpoint_ahead(master *m, int64_t next, int64_t *written, tfx_err *err) {
-  int sync = m->cfg.mode == TFX_MODE_SYNC;
+/* A checkpoint at the first step every ps can still write (master__ckpt_step; `sync`: at `next` when that is
+ * still ahead, else where the ps stand); when a ps has already passed it, the versions are polled again and the
+ * request moves further ahead, up to MASTER_CKPT_ATTEMPTS times. *written: the step last asked. */
+static int checkpoint_ahead(master *m, int sync, int64_t next, int64_t *written, tfx_err *err) {
   int rc = TFX_OK;
   for (int attempt = 0; attempt < MASTER_CKPT_ATTEMPTS; attempt++) {
     if (attempt && (rc = master__poll_versions(m, err))) {
@@ -121,7 +123,7 @@ static int checkpoint_ahead(master *m, int64_t next, int64_t *written, tfx_err *
 
 int master__checkpoint_now(master *m, int64_t *written, tfx_err *err) {
   int rc = master__poll_versions(m, err);
-  return rc ? rc : checkpoint_ahead(m, 0, written, err);
+  return rc ? rc : checkpoint_ahead(m, m->cfg.mode == TFX_MODE_SYNC, 0, written, err);
 }
 
 void master__checkpoint_if_due(master *m) {
@@ -135,7 +137,9 @@ void master__checkpoint_if_due(master *m) {
   }
   tfx_err err;
   int64_t written = 0;
-  if (checkpoint_ahead(m, m->next_ckpt, &written, &err)) {
+  /* A followed directory gone dry holds the ps still: a checkpoint is taken where they stand, not a step ahead. */
+  int idle = m->cfg.train_follow[0] && tick == 0;
+  if (checkpoint_ahead(m, m->cfg.mode == TFX_MODE_SYNC && !idle, m->next_ckpt, &written, &err)) {
     /* Not skipped: asked again at the next tick after a second, until it is written (or the run ends, whose
      * final checkpoint then holds everything). */
     m->ckpt_retry_at = tfx_now_ms() + 1000;
@@ -144,5 +148,6 @@ void master__checkpoint_if_due(master *m) {
     return;
   }
   m->last_ckpt_ms = tfx_now_ms();
+  m->ckpt_retry_at = 0;
   m->next_ckpt = master__advance(m->next_ckpt, m->cfg.ckpt_every_steps, m->global_step, written);
 }

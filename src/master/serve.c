@@ -42,14 +42,16 @@ double master__stat(const tfx_envelope *e, const char *key) {
 }
 
 /* Writes a report's train line: loss, accuracy, throughput, the worker, and the worker's step-time breakdown
- * (src/worker/timing.h) when the report has it. */
+ * (src/worker/timing.h), examples_seen (its examples in the run's whole life) and progressive validation's
+ * rolling_log_loss and rolling_auc when the report has them. */
 static void record_report(master *m, const tfx_envelope *e, double loss, double acc, double eps) {
-  static const char *const timing[] = {"row_pull_ms", "compute_ms", "push_ms",  "wait_ms",
-                                       "other_ms",    "push_pull_ms", "step_ms", "wire_bytes_per_step"};
-  const char *names[12] = {"loss", "accuracy", "examples_per_sec", "worker"};
-  double vals[12] = {loss, acc, eps, e->sender_index};
+  static const char *const timing[] = {"row_pull_ms",         "compute_ms",    "push_ms",          "wait_ms",
+                                       "other_ms",            "push_pull_ms",  "step_ms",          "wire_bytes_per_step",
+                                       "examples_seen",       "rolling_log_loss", "rolling_auc"};
+  const char *names[15] = {"loss", "accuracy", "examples_per_sec", "worker"};
+  double vals[15] = {loss, acc, eps, e->sender_index};
   int n = 4;
-  for (int i = 0; i < 8; i++) {
+  for (int i = 0; i < 11; i++) {
     double v = master__stat(e, timing[i]);
     if (isfinite(v)) {
       names[n] = timing[i];

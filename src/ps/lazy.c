@@ -11,6 +11,58 @@
 #include "store/ckpt.h"
 #include "store/rowfile.h"
 
+/* The embedding_bag layer whose table is var ("NAME/embeddings"; an unnamed layer is embedding_bag_N, the N-th
+ * unnamed one, as src/nn/model.c names it), or NULL (a plugin's table: no cap, no admission). */
+static const tfx_layer_spec *table_layer(const tfx_config *cfg, const char *var) {
+  const char *slash = strrchr(var, '/');
+  size_t len = slash ? (size_t)(slash - var) : strlen(var);
+  char name[80];
+  for (int i = 0, unnamed = 0; i < cfg->n_layers; i++) {
+    const tfx_layer_spec *l = &cfg->layers[i];
+    if (strcmp(l->type, "embedding_bag") != 0) {
+      continue;
+    }
+    if (l->name[0]) {
+      snprintf(name, sizeof name, "%s", l->name);
+    } else {
+      snprintf(name, sizeof name, "embedding_bag_%d", ++unnamed);
+    }
+    if (strlen(name) == len && !strncmp(name, var, len)) {
+      return l;
+    }
+  }
+  return NULL;
+}
+
+/* The row table of a lazy shard: the plan's shape and initializer, the layer's cap, age limit and admission. */
+static int make_table(ps_state *p, shard *s, const Tfx__Shard *m, const char *init, tfx_err *err) {
+  tfx_rowtable_spec spec = {.name = s->var,
+                            .vocab = m->shape[0],
+                            .dim = (int)m->shape[1],
+                            .n_slots = tfx_optim_slots(&p->opt),
+                            .init = init,
+                            .seed = (uint64_t)p->cfg.seed,
+                            .fan_in = m->fan_in,
+                            .fan_out = m->fan_out,
+                            .track_gone = p->cfg.ckpt_incremental};
+  const tfx_layer_spec *l = table_layer(&p->cfg, s->var);
+  if (l) {
+    spec.max_rows = l->max_rows;
+    spec.ttl_steps = l->ttl_steps;
+    spec.admit_min_count = l->admit_min_count;
+    spec.admit_probability = l->admit_probability;
+  }
+  if (l && (l->max_rows || l->admit_min_count > 1)) {
+    size_t row = (size_t)m->shape[1] * (size_t)(1 + spec.n_slots) * sizeof(float) + 2 * sizeof(int64_t) + 12;
+    tfx_log(TFX_LOG_INFO, "PS-TABLE-CAP",
+            "table %s: max_rows %lld (about %.1f MiB of rows at %zu bytes a row, 0: no cap), ttl_steps %lld, "
+            "admission sketch %d KiB",
+            s->var, (long long)l->max_rows, (double)l->max_rows * (double)row / 1048576.0, row, (long long)l->ttl_steps,
+            l->admit_min_count > 1 ? TFX_ROWTABLE_SKETCH_BYTES / 1024 : 0);
+  }
+  return tfx_rowtable_create(&spec, &s->table, err);
+}
+
 int ps__lazy_make(ps_state *p, shard *s, const Tfx__Shard *m, tfx_err *err) {
   const char *init = m->init && *m->init ? m->init : "zeros";
   int whole = m->row_begin == 0 && m->row_end == m->shape[0];
@@ -23,11 +75,8 @@ int ps__lazy_make(ps_state *p, shard *s, const Tfx__Shard *m, tfx_err *err) {
   if (tfx_init_check(init, err)) {
     return TFX_EPROTO;
   }
-  tfx_rowtable_spec spec = {s->var, m->shape[0],           (int)m->shape[1], tfx_optim_slots(&p->opt),
-                            init,   (uint64_t)p->cfg.seed, m->fan_in,        m->fan_out,
-                            0.0f};
   tfx_rowtable_spec acc = {s->var, m->shape[0], (int)m->shape[1], 0, "zeros", 0, 1, 1, 0.0f};
-  int rc = tfx_rowtable_create(&spec, &s->table, err);
+  int rc = make_table(p, s, m, init, err);
   if (!rc) {
     rc = tfx_rowtable_create(&acc, &s->acc_rows, err);
   }
@@ -86,12 +135,16 @@ static void prefetch_ahead(const tfx_rowtable *t, const int64_t *ids, size_t n, 
 int ps__lazy_apply(ps_state *p, shard *s, const float *g, const Tfx__Tensor *t) {
   for (size_t k = 0; k < t->n_rows; k++) {
     prefetch_ahead(s->table, t->rows, t->n_rows, k);
-    float *row = tfx_rowtable_touch(s->table, t->rows[k], p->version);
-    if (!row) {
+    int refused = 0;
+    float *row = tfx_rowtable_update(s->table, t->rows[k], p->version, &refused);
+    if (!row && !refused) {
       return -1;
     }
-    apply_row(p, s, row, g + k * s->row_size, 1.0f);
+    if (row) {
+      apply_row(p, s, row, g + k * s->row_size, 1.0f);
+    }
   }
+  tfx_rowtable_expire(s->table, p->version);
   s->changed = p->version + 1;
   return 0;
 }
@@ -120,11 +173,12 @@ typedef struct acc_job {
   size_t n; /* rows listed so far */
 } acc_job;
 
-/* Applies the k-th listed row. */
+/* Applies the k-th listed row (an id not admitted yet: its update is dropped). */
 static int apply_listed(acc_job *a, size_t k) {
-  float *row = tfx_rowtable_touch(a->s->table, a->ids[k % 8], a->p->version);
+  int refused = 0;
+  float *row = tfx_rowtable_update(a->s->table, a->ids[k % 8], a->p->version, &refused);
   if (!row) {
-    return -1;
+    return refused ? 0 : -1; /* not admitted yet: the update is dropped */
   }
   apply_row(a->p, a->s, row, a->sums[k % 8], a->scale);
   return 0;
@@ -153,6 +207,7 @@ int ps__lazy_apply_accumulated(ps_state *p, shard *s, float scale) {
     rc = apply_listed(&job, k);
   }
   ps__lazy_clear_sum(s); /* the sum starts empty next step */
+  tfx_rowtable_expire(s->table, p->version);
   s->changed = p->version + 1;
   return rc ? -1 : 0;
 }
@@ -189,6 +244,67 @@ static int save_row(int64_t id, const float *row, void *ctx) {
   return tfx_rowfile_row(j->w, id, row, j->err);
 }
 
+/* The step the ps's checkpoint into dir of its lazy tables is a delta of, or -1 for a full one: checkpoint.incremental,
+ * every table marked at the same step, fewer than checkpoint.full_every deltas since the full one, every evicted
+ * id remembered, fewer rows changed than the tables hold (else a full one costs no more), and a parent whose
+ * checkpoint was completed. */
+static int64_t delta_parent(const ps_state *p, const char *dir) {
+  int64_t parent = -2;
+  size_t changed = 0, rows = 0;
+  for (int i = 0; i < p->n_shards && p->cfg.ckpt_incremental; i++) {
+    const tfx_rowtable *t = p->shards[i].table;
+    int deltas = 0;
+    const int64_t *gone;
+    size_t n_gone = 0;
+    int64_t marked = t ? tfx_rowtable_marked(t, &deltas) : parent;
+    if (t && (marked < 0 || deltas >= p->cfg.ckpt_full_every || tfx_rowtable_gone(t, &gone, &n_gone) ||
+              (parent != -2 && marked != parent))) {
+      return -1;
+    }
+    parent = marked;
+    changed += t ? tfx_rowtable_rows_since(t, marked) + n_gone : 0;
+    rows += t ? tfx_rowtable_rows(t) : 0;
+  }
+  char parent_dir[1200];
+  if (parent >= 0) {
+    tfx_ckpt_sibling(dir, parent, parent_dir, sizeof parent_dir);
+  }
+  /* the parent must be a checkpoint (the master wrote its manifest): one asked and never completed is no base */
+  return parent >= 0 && changed < rows && tfx_ckpt_has_manifest(parent_dir) ? parent : -1;
+}
+
+/* One table into the row file: every row, or (a delta of parent) the ids evicted and the rows touched since. */
+static int save_table(tfx_rowfile *w, const shard *s, int64_t parent, save_job *job, tfx_err *err) {
+  int rf = (int)tfx_rowtable_row_floats(s->table);
+  if (parent < 0) {
+    int rc = tfx_rowfile_table(w, s->key, s->shape[0], rf, tfx_rowtable_rows(s->table), err);
+    return rc ? rc : tfx_rowtable_each(s->table, save_row, job);
+  }
+  const int64_t *gone;
+  size_t n_gone;
+  tfx_rowtable_gone(s->table, &gone, &n_gone);
+  int rc = tfx_rowfile_table_delta(w, s->key, s->shape[0], rf, gone, n_gone,
+                                   tfx_rowtable_rows_since(s->table, parent), err);
+  return rc ? rc : tfx_rowtable_each_since(s->table, parent, save_row, job);
+}
+
+/* After a checkpoint's row file is in place: the tables' next delta starts from it; their counts logged. */
+static void mark_tables(ps_state *p, int64_t step, int64_t parent) {
+  for (int i = 0; i < p->n_shards; i++) {
+    tfx_rowtable *t = p->shards[i].table;
+    if (!t) {
+      continue;
+    }
+    tfx_rowtable_mark(t, step, parent < 0);
+    tfx_rowtable_counts c = tfx_rowtable_get_counts(t);
+    tfx_log(TFX_LOG_INFO, "PS-TABLE",
+            "table %s at step %lld: %zu rows, %llu made, %llu evicted, %llu updates of ids not admitted; "
+            "checkpoint %s",
+            p->shards[i].key, (long long)step, tfx_rowtable_rows(t), (unsigned long long)c.made,
+            (unsigned long long)c.evicted, (unsigned long long)c.refused, parent < 0 ? "full" : "delta");
+  }
+}
+
 int ps__lazy_save(ps_state *p, const char *dir, int64_t step, uint32_t *crc, uint64_t *bytes, tfx_err *err) {
   int n = 0;
   *crc = 0;
@@ -201,23 +317,22 @@ int ps__lazy_save(ps_state *p, const char *dir, int64_t step, uint32_t *crc, uin
   }
   char path[1300];
   tfx_ckpt_part_path(path, sizeof path, dir, p->index, TFX_CKPT_ROWS);
+  int64_t parent = delta_parent(p, dir);
   tfx_rowfile *w;
-  int rc = tfx_rowfile_create(path, step, n, &w, err);
+  int rc = tfx_rowfile_create_delta(path, step, parent, n, &w, err);
   save_job job = {rc ? NULL : w, err};
   for (int i = 0; i < p->n_shards && !rc; i++) {
-    const shard *s = &p->shards[i];
-    if (!s->table) {
-      continue;
-    }
-    rc = tfx_rowfile_table(w, s->key, s->shape[0], (int)tfx_rowtable_row_floats(s->table), tfx_rowtable_rows(s->table),
-                           err);
-    rc = rc ? rc : tfx_rowtable_each(s->table, save_row, &job);
+    rc = p->shards[i].table ? save_table(w, &p->shards[i], parent, &job, err) : TFX_OK;
   }
   if (rc) {
     tfx_rowfile_abort(job.w);
     return rc;
   }
-  return tfx_rowfile_finish(w, crc, bytes, err);
+  rc = tfx_rowfile_finish(w, crc, bytes, err);
+  if (!rc) {
+    mark_tables(p, step, parent);
+  }
+  return rc;
 }
 
 /* The lazy table of key `key` on this ps, or NULL. */
@@ -244,6 +359,7 @@ typedef struct restore_job {
   ps_state *p;
   tfx_err *err;
   size_t taken;
+  int64_t step; /* the checkpoint's: restored rows count as touched just before it */
 } restore_job;
 
 /* One row of a checkpoint: into the lazy table of that key when this ps holds the id. The table must exist here
@@ -260,8 +376,12 @@ static int restore_row(const char *table, int64_t ids, int row_floats, int64_t i
   if (id % s->mod_n != s->mod_r || id < s->row_begin || id >= s->row_end) {
     return TFX_OK; /* another ps's share under this plan */
   }
+  if (!row) { /* a delta's eviction */
+    tfx_rowtable_drop(s->table, id);
+    return TFX_OK;
+  }
   j->taken++;
-  return tfx_rowtable_put(s->table, id, row, j->err);
+  return tfx_rowtable_put_at(s->table, id, row, j->step > 0 ? j->step - 1 : 0, j->err);
 }
 
 int ps__lazy_restore(ps_state *p, const char *dir, tfx_err *err) {
@@ -276,19 +396,26 @@ int ps__lazy_restore(ps_state *p, const char *dir, tfx_err *err) {
   if (!d) {
     return tfx_err_sys(err, TFX_ENOTFOUND, "restore: open %s", dir);
   }
-  restore_job job = {p, err, 0};
+  restore_job job = {p, err, 0, 0};
   int rc = TFX_OK, files = 0;
   for (struct dirent *e; !rc && (e = readdir(d));) {
-    if (tfx_ckpt_part_owner(e->d_name, TFX_CKPT_ROWS) < 0) {
+    int owner = tfx_ckpt_part_owner(e->d_name, TFX_CKPT_ROWS);
+    if (owner < 0) {
       continue;
     }
     char path[1400];
-    int64_t step;
+    int64_t parent;
     snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-    rc = tfx_rowfile_read(path, restore_row, &job, &step, err);
+    rc = tfx_rowfile_parent(path, &job.step, &parent, err);
+    rc = rc ? rc : tfx_rowfile_read_chain(dir, owner, restore_row, &job, err);
     files++;
   }
   closedir(d);
+  for (int i = 0; !rc && i < p->n_shards; i++) {
+    if (p->shards[i].table) {
+      tfx_rowtable_mark(p->shards[i].table, -1, 1); /* the next checkpoint is full: a new chain on this plan */
+    }
+  }
   if (!rc) {
     tfx_log(TFX_LOG_INFO, "PS-RESTORE-ROWS", "%zu rows of lazy tables restored from %d row file(s) in %s", job.taken,
             files, dir);

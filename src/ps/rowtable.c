@@ -1,6 +1,7 @@
 /* Lazy embedding tables: an open-addressing id -> row map over slabs of rows. */
 #include "ps/rowtable.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,6 +25,20 @@ struct tfx_rowtable {
   size_t n_slabs, n_rows, used; /* rows ever made (indices < n_rows), rows stored now */
   uint32_t *free_rows;
   size_t n_free;
+  int64_t max_rows;    /* 0: no cap */
+  int64_t *scratch;    /* [max_rows]: the touch steps the cap's eviction ranks */
+  int track_gone;      /* remember evicted ids for the next checkpoint delta */
+  int64_t *gone;       /* ids evicted since tfx_rowtable_mark */
+  size_t n_gone, gone_cap;
+  int gone_lost;       /* memory ran out remembering one: the next checkpoint must be whole */
+  tfx_rowtable_counts counts;
+  int64_t ttl_steps, expired_at; /* age limit, and the step of the last scan */
+  int admit_min;                 /* admission: the count an id needs, or 0 */
+  double admit_p;                /* admission: the probability per coming (>= 1: always) */
+  uint16_t *sketch;              /* admission's counts [DEPTH][WIDTH], or NULL */
+  uint32_t sketch_adds;          /* comings counted since the counts were last halved */
+  int64_t marked_at;             /* the step of the last checkpoint (-1: none yet) */
+  int deltas;                    /* deltas written since the last full checkpoint */
 };
 
 int tfx_rowtable_create(const tfx_rowtable_spec *spec, tfx_rowtable **out, tfx_err *err) {
@@ -51,6 +66,16 @@ int tfx_rowtable_create(const tfx_rowtable_spec *spec, tfx_rowtable **out, tfx_e
   t->n_slots = spec->n_slots;
   t->slot_init = spec->slot_init;
   t->row_floats = (size_t)spec->dim * (size_t)(1 + spec->n_slots);
+  t->max_rows = spec->max_rows > 0 ? spec->max_rows : 0;
+  t->track_gone = spec->track_gone;
+  t->marked_at = -1;
+  t->ttl_steps = spec->ttl_steps > 0 ? spec->ttl_steps : 0;
+  t->admit_min = spec->admit_min_count > 1 ? spec->admit_min_count : 0;
+  t->admit_p = spec->admit_probability > 0 && spec->admit_probability < 1 ? spec->admit_probability : 1;
+  if (t->admit_min && !(t->sketch = calloc(TFX_ROWTABLE_SKETCH_DEPTH * TFX_ROWTABLE_SKETCH_WIDTH, 2))) {
+    tfx_rowtable_destroy(t);
+    return tfx_err_set(err, TFX_ENOMEM, "table %s: out of memory for the admission sketch", spec->name);
+  }
   *out = t;
   return TFX_OK;
 }
@@ -66,6 +91,9 @@ void tfx_rowtable_destroy(tfx_rowtable *t) {
   free(t->ids);
   free(t->touched);
   free(t->free_rows);
+  free(t->scratch);
+  free(t->gone);
+  free(t->sketch);
   free(t->map);
   free(t->name);
   free(t->init);
@@ -112,6 +140,8 @@ void tfx_rowtable_read(const tfx_rowtable *t, int64_t id, float *out) {
   const float *row = tfx_rowtable_find(t, id);
   if (row) {
     memcpy(out, row, sizeof(float) * (size_t)t->dim);
+  } else if (t->admit_min || t->admit_p < 1) {
+    memset(out, 0, sizeof(float) * (size_t)t->dim); /* not admitted: the empty bag */
   } else {
     tfx_init_fill(t->init, t->name, t->seed, t->fan_in, t->fan_out, (size_t)id * (size_t)t->dim, (size_t)t->dim, out);
   }
@@ -172,8 +202,115 @@ static int64_t take_row(tfx_rowtable *t) {
   return (int64_t)t->n_rows++;
 }
 
+/* Empties cell c and moves later cells of its probe run back (no tombstones). */
+static void remove_cell(tfx_rowtable *t, size_t c) {
+  size_t mask = t->map_cap - 1, next = (c + 1) & mask;
+  t->map[c] = 0;
+  while (t->map[next]) {
+    size_t home = cell_of(t, t->ids[t->map[next] - 1]);
+    /* the entry at next may move to c when its home is not in (c, next] (cyclically) */
+    if (((next - home) & mask) >= ((next - c) & mask)) {
+      t->map[c] = t->map[next];
+      t->map[next] = 0;
+      c = next;
+    }
+    next = (next + 1) & mask;
+  }
+}
+
+/* Remembers an evicted id for the next checkpoint delta (tracking tables only). */
+static void remember_gone(tfx_rowtable *t, int64_t id) {
+  if (!t->track_gone || t->gone_lost) {
+    return;
+  }
+  if (t->n_gone == t->gone_cap) {
+    size_t cap = t->gone_cap ? t->gone_cap * 2 : 1024;
+    int64_t *g = realloc(t->gone, cap * sizeof *g);
+    if (!g) {
+      t->gone_lost = 1;
+      return;
+    }
+    t->gone = g;
+    t->gone_cap = cap;
+  }
+  t->gone[t->n_gone++] = id;
+}
+
+/* Drops stored row r: its map cell, its index to the free list. */
+static void remove_row(tfx_rowtable *t, size_t r) {
+  remove_cell(t, probe(t, t->ids[r]));
+  remember_gone(t, t->ids[r]);
+  t->touched[r] = -1;
+  t->free_rows[t->n_free++] = (uint32_t)r;
+  t->used--;
+  t->counts.evicted++;
+}
+
+/* The k-th smallest (0-based) of a[0..n), reordering a (Hoare's selection). */
+static int64_t select_kth(int64_t *a, size_t n, size_t k) {
+  ptrdiff_t lo = 0, hi = (ptrdiff_t)n - 1, want = (ptrdiff_t)k;
+  while (lo < hi) {
+    int64_t pivot = a[lo + (hi - lo) / 2];
+    ptrdiff_t i = lo, j = hi;
+    while (i <= j) {
+      while (a[i] < pivot) {
+        i++;
+      }
+      while (a[j] > pivot) {
+        j--;
+      }
+      if (i <= j) {
+        int64_t x = a[i];
+        a[i++] = a[j];
+        a[j--] = x;
+      }
+    }
+    if (want <= j) {
+      hi = j;
+    } else if (want >= i) {
+      lo = i;
+    } else {
+      break;
+    }
+  }
+  return a[want];
+}
+
+/* The cap is reached: evicts the max_rows / 16 (at least one) least recently touched rows, so a new row fits and
+ * the next ones do too without ranking every row again. -1 when out of memory. */
+static int make_room(tfx_rowtable *t) {
+  if (!t->scratch && !(t->scratch = malloc((size_t)t->max_rows * sizeof *t->scratch))) {
+    return -1;
+  }
+  size_t n = 0, k = (size_t)(t->max_rows / 16 > 0 ? t->max_rows / 16 : 1);
+  for (size_t r = 0; r < t->n_rows && n < (size_t)t->max_rows; r++) {
+    if (t->touched[r] >= 0) {
+      t->scratch[n++] = t->touched[r];
+    }
+  }
+  k = k < n ? k : n;
+  int64_t last = k ? select_kth(t->scratch, n, k - 1) : -1;
+  size_t dropped = 0;
+  for (size_t r = 0; r < t->n_rows && dropped < k; r++) { /* those older than the k-th */
+    if (t->touched[r] >= 0 && t->touched[r] < last) {
+      remove_row(t, r);
+      dropped++;
+    }
+  }
+  for (size_t r = 0; r < t->n_rows && dropped < k; r++) { /* then as many of its step as needed */
+    if (t->touched[r] == last) {
+      remove_row(t, r);
+      dropped++;
+    }
+  }
+  return 0;
+}
+
 /* Makes the row of id (absent), without values; its index, or -1 when out of memory. */
 static int64_t insert(tfx_rowtable *t, int64_t id, int64_t step) {
+  if (t->max_rows && (int64_t)t->used >= t->max_rows && make_room(t)) {
+    return -1;
+  }
   if ((t->used + 1) * 10 > t->map_cap * 7 && grow_map(t)) {
     return -1;
   }
@@ -185,6 +322,7 @@ static int64_t insert(tfx_rowtable *t, int64_t id, int64_t step) {
   t->touched[r] = step;
   t->map[probe(t, id)] = (uint32_t)r + 1;
   t->used++;
+  t->counts.made++;
   return r;
 }
 
@@ -235,31 +373,7 @@ int tfx_rowtable_each(const tfx_rowtable *t, int (*fn)(int64_t id, const float *
 }
 
 int tfx_rowtable_put(tfx_rowtable *t, int64_t id, const float *row, tfx_err *err) {
-  if (tfx_rowtable_check_ids(t, &id, 1, err)) {
-    return TFX_EINVAL;
-  }
-  float *dst = tfx_rowtable_touch(t, id, 0);
-  if (!dst) {
-    return tfx_err_set(err, TFX_ENOMEM, "table %s: out of memory for row %lld", t->name, (long long)id);
-  }
-  memcpy(dst, row, t->row_floats * sizeof *dst);
-  return TFX_OK;
-}
-
-/* Empties cell c and moves later cells of its probe run back (no tombstones). */
-static void remove_cell(tfx_rowtable *t, size_t c) {
-  size_t mask = t->map_cap - 1, next = (c + 1) & mask;
-  t->map[c] = 0;
-  while (t->map[next]) {
-    size_t home = cell_of(t, t->ids[t->map[next] - 1]);
-    /* the entry at next may move to c when its home is not in (c, next] (cyclically) */
-    if (((next - home) & mask) >= ((next - c) & mask)) {
-      t->map[c] = t->map[next];
-      t->map[next] = 0;
-      c = next;
-    }
-    next = (next + 1) & mask;
-  }
+  return tfx_rowtable_put_at(t, id, row, 0, err);
 }
 
 size_t tfx_rowtable_evict(tfx_rowtable *t, int64_t before) {
@@ -268,13 +382,123 @@ size_t tfx_rowtable_evict(tfx_rowtable *t, int64_t before) {
     if (t->touched[r] < 0 || t->touched[r] >= before) {
       continue;
     }
-    remove_cell(t, probe(t, t->ids[r]));
-    t->touched[r] = -1;
-    t->free_rows[t->n_free++] = (uint32_t)r;
-    t->used--;
+    remove_row(t, r);
     n++;
   }
   return n;
+}
+
+tfx_rowtable_counts tfx_rowtable_get_counts(const tfx_rowtable *t) {
+  return t->counts;
+}
+
+int tfx_rowtable_each_since(const tfx_rowtable *t, int64_t since, int (*fn)(int64_t id, const float *row, void *ctx),
+                            void *ctx) {
+  for (size_t r = 0; r < t->n_rows; r++) {
+    int rc = t->touched[r] >= 0 && t->touched[r] >= since ? fn(t->ids[r], row_at(t, r), ctx) : 0;
+    if (rc) {
+      return rc;
+    }
+  }
+  return 0;
+}
+
+size_t tfx_rowtable_rows_since(const tfx_rowtable *t, int64_t since) {
+  size_t n = 0;
+  for (size_t r = 0; r < t->n_rows; r++) {
+    n += t->touched[r] >= 0 && t->touched[r] >= since;
+  }
+  return n;
+}
+
+int tfx_rowtable_gone(const tfx_rowtable *t, const int64_t **ids, size_t *n) {
+  *ids = t->gone;
+  *n = t->n_gone;
+  return t->gone_lost ? -1 : 0;
+}
+
+void tfx_rowtable_mark(tfx_rowtable *t, int64_t step, int full) {
+  t->n_gone = 0;
+  t->gone_lost = 0;
+  t->marked_at = step;
+  t->deltas = full ? 0 : t->deltas + 1;
+}
+
+int64_t tfx_rowtable_marked(const tfx_rowtable *t, int *deltas) {
+  *deltas = t->deltas;
+  return t->marked_at;
+}
+
+void tfx_rowtable_drop(tfx_rowtable *t, int64_t id) {
+  uint32_t have = t->map[probe(t, id)];
+  if (have) {
+    remove_row(t, have - 1);
+  }
+}
+
+int tfx_rowtable_put_at(tfx_rowtable *t, int64_t id, const float *row, int64_t step, tfx_err *err) {
+  if (tfx_rowtable_check_ids(t, &id, 1, err)) {
+    return TFX_EINVAL;
+  }
+  float *dst = tfx_rowtable_touch(t, id, step);
+  if (!dst) {
+    return tfx_err_set(err, TFX_ENOMEM, "table %s: out of memory for row %lld", t->name, (long long)id);
+  }
+  memcpy(dst, row, t->row_floats * sizeof *dst);
+  return TFX_OK;
+}
+
+/* Counts one coming of id in the sketch and returns its estimate. A conservative update (only the least of its
+ * counters grow) and the halving of every count each WIDTH / 2 comings (TinyLFU's reset) keep the sketch from
+ * filling: an id must come admit_min_count times within about that many comings of new ids on this ps. */
+static unsigned sketch_add(tfx_rowtable *t, int64_t id) {
+  uint16_t *c[TFX_ROWTABLE_SKETCH_DEPTH];
+  unsigned least = UINT16_MAX;
+  for (int d = 0; d < TFX_ROWTABLE_SKETCH_DEPTH; d++) {
+    uint64_t h = tfx_rand_mix((uint64_t)id ^ (0x9E3779B97F4A7C15ULL * (uint64_t)(d + 1)));
+    c[d] = &t->sketch[(size_t)d * TFX_ROWTABLE_SKETCH_WIDTH + (h & (TFX_ROWTABLE_SKETCH_WIDTH - 1))];
+    least = *c[d] < least ? *c[d] : least;
+  }
+  for (int d = 0; d < TFX_ROWTABLE_SKETCH_DEPTH && least < UINT16_MAX; d++) {
+    *c[d] += *c[d] == least;
+  }
+  if (++t->sketch_adds >= TFX_ROWTABLE_SKETCH_WIDTH / 2) {
+    for (size_t i = 0; i < (size_t)TFX_ROWTABLE_SKETCH_DEPTH * TFX_ROWTABLE_SKETCH_WIDTH; i++) {
+      t->sketch[i] >>= 1;
+    }
+    t->sketch_adds = 0;
+  }
+  return least + (least < UINT16_MAX);
+}
+
+/* Whether a new id is admitted now: seen admit_min times (the sketch), then the coin of (seed, table, id, the
+ * table's count of admission decisions), the same run after run. */
+static int admitted(tfx_rowtable *t, int64_t id) {
+  unsigned n = t->sketch ? sketch_add(t, id) : 1;
+  if (t->admit_min && n < (unsigned)t->admit_min) {
+    return 0;
+  }
+  uint64_t decisions = t->counts.made + t->counts.refused;
+  return t->admit_p >= 1 || tfx_rand_uniform(t->seed ^ tfx_hash_str(t->name) ^ (uint64_t)id, decisions) < t->admit_p;
+}
+
+float *tfx_rowtable_update(tfx_rowtable *t, int64_t id, int64_t step, int *refused) {
+  *refused = 0;
+  if ((t->admit_min || t->admit_p < 1) && !t->map[probe(t, id)] && !admitted(t, id)) {
+    *refused = 1;
+    t->counts.refused++;
+    return NULL;
+  }
+  return tfx_rowtable_touch(t, id, step);
+}
+
+size_t tfx_rowtable_expire(tfx_rowtable *t, int64_t now) {
+  int64_t every = t->ttl_steps / 4 > 0 ? t->ttl_steps / 4 : 1;
+  if (!t->ttl_steps || now - t->expired_at < every) {
+    return 0;
+  }
+  t->expired_at = now;
+  return tfx_rowtable_evict(t, now - t->ttl_steps);
 }
 
 void tfx_rowtable_clear(tfx_rowtable *t) {

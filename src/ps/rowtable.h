@@ -28,7 +28,23 @@ typedef struct tfx_rowtable_spec {
   uint64_t seed;           /* the experiment seed */
   int64_t fan_in, fan_out; /* as the plan gives them for the whole table */
   float slot_init;         /* every slot element's initial value (Adagrad's initial accumulator, else 0) */
+  int64_t max_rows;        /* a hard cap: a new row past it first evicts the least recently touched (0: none) */
+  int track_gone;          /* remember the ids evicted since tfx_rowtable_mark (incremental checkpoints) */
+  int64_t ttl_steps;       /* tfx_rowtable_expire drops rows untouched for this many steps (0: never) */
+  int admit_min_count;     /* tfx_rowtable_update makes a row once its id came this many times (<= 1: at once) */
+  double admit_probability; /* else with this probability per coming (>= 1: always) */
 } tfx_rowtable_spec;
+
+/* The admission sketch (count-min, TFX_ROWTABLE_SKETCH_DEPTH rows of TFX_ROWTABLE_SKETCH_WIDTH saturating 16-bit
+ * counters): its memory is fixed, whatever the ids. */
+#define TFX_ROWTABLE_SKETCH_DEPTH 4
+#define TFX_ROWTABLE_SKETCH_WIDTH 65536
+#define TFX_ROWTABLE_SKETCH_BYTES (TFX_ROWTABLE_SKETCH_DEPTH * TFX_ROWTABLE_SKETCH_WIDTH * 2)
+
+/* What a table did in its life: rows made and rows evicted (by the cap or by age). */
+typedef struct tfx_rowtable_counts {
+  uint64_t made, evicted, refused; /* refused: updates of ids not (yet) admitted, dropped */
+} tfx_rowtable_counts;
 
 /* Makes an empty table; the spec's strings are copied. Caller owns *out; free with tfx_rowtable_destroy. */
 int tfx_rowtable_create(const tfx_rowtable_spec *spec, tfx_rowtable **out, tfx_err *err);
@@ -39,9 +55,17 @@ int tfx_rowtable_check_ids(const tfx_rowtable *t, const int64_t *ids, size_t n, 
 /* The row of id (values, then the slots), made with its initial values on first touch, marked as touched at step.
  * Borrowed: valid until the row is evicted or the table destroyed. NULL when out of memory. */
 float *tfx_rowtable_touch(tfx_rowtable *t, int64_t id, int64_t step);
+/* The row of id for an update at step, as tfx_rowtable_touch, but a new id is admitted first (admit_min_count,
+ * admit_probability): NULL with *refused 1 while it is not (the update is dropped), NULL with *refused 0 when out
+ * of memory. */
+float *tfx_rowtable_update(tfx_rowtable *t, int64_t id, int64_t step, int *refused);
+/* With ttl_steps, drops the rows untouched for ttl_steps at step `now` (the scan runs every ttl_steps / 4 steps at
+ * most); returns how many were dropped. */
+size_t tfx_rowtable_expire(tfx_rowtable *t, int64_t now);
 /* The stored row of id, or NULL when it was never touched (or evicted). Borrowed as for tfx_rowtable_touch. */
 float *tfx_rowtable_find(const tfx_rowtable *t, int64_t id);
-/* Writes id's dim values into out: the stored row's, else its initial values (nothing is stored). */
+/* Writes id's dim values into out: the stored row's, else its initial values (nothing is stored); with admission,
+ * an id without a row reads as zeros (the empty bag). */
 void tfx_rowtable_read(const tfx_rowtable *t, int64_t id, float *out);
 /* Rows stored now. */
 size_t tfx_rowtable_rows(const tfx_rowtable *t);
@@ -56,6 +80,26 @@ int tfx_rowtable_put(tfx_rowtable *t, int64_t id, const float *row, tfx_err *err
 /* Drops every row last touched before step `before`; returns how many. An evicted row reads as its initial
  * values again. */
 size_t tfx_rowtable_evict(tfx_rowtable *t, int64_t before);
+/* Rows made and evicted so far. */
+tfx_rowtable_counts tfx_rowtable_get_counts(const tfx_rowtable *t);
+/* Calls fn(id, row, ctx) for every stored row touched at step `since` or later (the rows changed since a
+ * checkpoint taken at `since`); stops at and returns fn's first nonzero. */
+int tfx_rowtable_each_since(const tfx_rowtable *t, int64_t since, int (*fn)(int64_t id, const float *row, void *ctx),
+                            void *ctx);
+/* Rows stored now that were touched at step `since` or later. */
+size_t tfx_rowtable_rows_since(const tfx_rowtable *t, int64_t since);
+/* The ids evicted since the last tfx_rowtable_mark (with track_gone) into *ids (borrowed until the next change)
+ * and *n; -1 when memory ran out remembering one (a delta cannot be written: the next checkpoint must be full). */
+int tfx_rowtable_gone(const tfx_rowtable *t, const int64_t **ids, size_t *n);
+/* A checkpoint of the table was written at step (full, or a delta): forgets the evicted ids remembered so far. */
+void tfx_rowtable_mark(tfx_rowtable *t, int64_t step, int full);
+/* The step of the last checkpoint marked (-1: none since the table was made) and the deltas written since the last
+ * full one, into *deltas. */
+int64_t tfx_rowtable_marked(const tfx_rowtable *t, int *deltas);
+/* Drops the row of id if stored (a checkpoint delta's deletion); nothing otherwise. */
+void tfx_rowtable_drop(tfx_rowtable *t, int64_t id);
+/* Stores a whole row as tfx_rowtable_put does, marked as touched at step. */
+int tfx_rowtable_put_at(tfx_rowtable *t, int64_t id, const float *row, int64_t step, tfx_err *err);
 /* Drops every row at once, keeping the memory for the rows made next (a sync step's sums: O(map), not O(rows)
  * probes). */
 void tfx_rowtable_clear(tfx_rowtable *t);

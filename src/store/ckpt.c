@@ -373,23 +373,6 @@ int tfx_ckpt_slice_entries(tfx_ckpt_entry *e, const tfx_ckpt_slice *s) {
   return 1 + s->n_slots;
 }
 
-static const char *const part_ext[] = {"shard", "rows"};
-
-int tfx_ckpt_part_path(char *out, size_t n, const char *dir, int ps, tfx_ckpt_part part) {
-  return dir ? snprintf(out, n, "%s/ps-%d.%s", dir, ps, part_ext[part])
-             : snprintf(out, n, "ps-%d.%s", ps, part_ext[part]);
-}
-
-int tfx_ckpt_part_owner(const char *path, tfx_ckpt_part part) {
-  const char *slash = strrchr(path, '/'), *name = slash ? slash + 1 : path;
-  int ps = -1, end = 0;
-  char want[16];
-  snprintf(want, sizeof want, "ps-%%d.%s%%n", part_ext[part]);
-  if (sscanf(name, want, &ps, &end) != 1 || name[end] || ps < 0) {
-    return -1;
-  }
-  return ps;
-}
 
 int tfx_ckpt_write_manifest_rows(const char *dir, int64_t step, int n_ps, const uint32_t *crc, const uint64_t *bytes,
                                  const uint32_t *rows_crc, const uint64_t *rows_bytes, tfx_err *err) {
@@ -573,7 +556,7 @@ static void remove_dir(const char *dir) {
 }
 
 /* Whether a checkpoint was completed once (has a manifest): a failed check then is corruption, not a cut write. */
-static int has_manifest(const char *dir) {
+int tfx_ckpt_has_manifest(const char *dir) {
   char path[1200];
   snprintf(path, sizeof path, "%s/manifest.json", dir);
   return access(path, F_OK) == 0;
@@ -611,7 +594,7 @@ static int first_usable(const char *run_dir, const int64_t *steps, int count, in
     int nps;
     tfx_err why;
     tfx_ckpt_dir(run_dir, steps[i], d, sizeof d);
-    if (!has_manifest(d)) {
+    if (!tfx_ckpt_has_manifest(d)) {
       continue; /* a checkpoint whose write never finished: not one */
     }
     if (tfx_ckpt_verify(d, step, &nps, &why) == TFX_OK) {
@@ -681,7 +664,7 @@ int tfx_ckpt_read_point(const char *run_dir, int64_t *step, char *dir, size_t n,
 }
 
 void tfx_ckpt_prune(const char *run_dir, int keep) {
-  int64_t *steps = NULL;
+  int64_t *steps = NULL, floor = INT64_MAX; /* the oldest step a kept checkpoint's chain of deltas needs */
   int count = list_steps(run_dir, &steps), kept = 0;
   int64_t best = tfx_best_step(run_dir); /* checkpoint.keep_best: kept beside the newest `keep` */
   for (int i = 0; i < count; i++) {
@@ -690,9 +673,10 @@ void tfx_ckpt_prune(const char *run_dir, int keep) {
     int nps;
     tfx_ckpt_dir(run_dir, steps[i], d, sizeof d);
     int complete = tfx_ckpt_verify(d, &s, &nps, NULL) == TFX_OK;
-    if (complete && (kept < keep || steps[i] == best)) {
+    if (complete && (kept < keep || steps[i] == best || steps[i] >= floor)) {
       kept += steps[i] != best;
-    } else if (complete || (kept > 0 && !has_manifest(d))) {
+      floor = tfx_ckpt_chain_floor(d, floor); /* checkpoint.incremental: its deltas' bases stay too */
+    } else if (complete || (kept > 0 && !tfx_ckpt_has_manifest(d))) {
       remove_dir(d); /* beyond keep_max, or an unfinished write older than a kept one; a corrupt one stays */
     }
   }

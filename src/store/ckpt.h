@@ -82,6 +82,13 @@ int tfx_file_crc32(const char *path, uint32_t *crc, uint64_t *bytes, tfx_err *er
 
 /* The directory of the checkpoint at step (into out). */
 void tfx_ckpt_dir(const char *run_dir, int64_t step, char *out, size_t n);
+/* The directory of the checkpoint at step beside checkpoint directory dir (into out). */
+void tfx_ckpt_sibling(const char *dir, int64_t step, char *out, size_t n);
+/* Whether checkpoint directory dir was completed once (its manifest was written). */
+int tfx_ckpt_has_manifest(const char *dir);
+/* The least of `floor` and the steps of the checkpoints dir's row files are deltas of, link by link (a kept
+ * checkpoint needs them all). */
+int64_t tfx_ckpt_chain_floor(const char *dir, int64_t floor);
 /* Writes dir/manifest.json atomically for n_ps shards named ps-K.shard, with their checksums. */
 int tfx_ckpt_write_manifest(const char *dir, int64_t step, int n_ps, const uint32_t *crc, const uint64_t *bytes,
                             tfx_err *err);

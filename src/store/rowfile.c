@@ -23,7 +23,7 @@ struct tfx_rowfile {
   char path[1100], tmp[1110];
   uint32_t crc;
   uint64_t bytes;
-  int row_floats, failed;
+  int row_floats, failed, version;
 };
 
 /* Writes n bytes and folds them into the running checksum. */
@@ -38,6 +38,15 @@ static int put(tfx_rowfile *w, const void *p, size_t n, tfx_err *err) {
 }
 
 int tfx_rowfile_create(const char *path, int64_t step, int n_tables, tfx_rowfile **out, tfx_err *err) {
+  return tfx_rowfile_create_delta(path, step, -1, n_tables, out, err);
+}
+
+int tfx_rowfile_create_delta(const char *path, int64_t step, int64_t parent, int n_tables, tfx_rowfile **out,
+                             tfx_err *err) {
+  if (parent >= step) {
+    return tfx_err_set(err, TFX_EINVAL, "row file %s: a delta at step %lld cannot follow step %lld", path,
+                       (long long)step, (long long)parent);
+  }
   tfx_rowfile *w = calloc(1, sizeof *w);
   if (!w) {
     return tfx_err_set(err, TFX_ENOMEM, "out of memory");
@@ -49,11 +58,13 @@ int tfx_rowfile_create(const char *path, int64_t step, int n_tables, tfx_rowfile
     free(w);
     return rc;
   }
-  uint32_t version = 1, tables = (uint32_t)n_tables;
+  uint32_t version = parent < 0 ? 1 : 2, tables = (uint32_t)n_tables;
+  w->version = (int)version;
   int rc = put(w, ROWS_MAGIC, 8, err);
   rc = rc ? rc : put(w, &version, 4, err);
   rc = rc ? rc : put(w, &tables, 4, err);
   rc = rc ? rc : put(w, &step, 8, err);
+  rc = rc || version == 1 ? rc : put(w, &parent, 8, err);
   if (rc) {
     tfx_rowfile_abort(w);
     return rc;
@@ -63,6 +74,12 @@ int tfx_rowfile_create(const char *path, int64_t step, int n_tables, tfx_rowfile
 }
 
 int tfx_rowfile_table(tfx_rowfile *w, const char *name, int64_t ids, int row_floats, uint64_t n_rows, tfx_err *err) {
+  const int64_t none = 0;
+  return tfx_rowfile_table_delta(w, name, ids, row_floats, &none, 0, n_rows, err);
+}
+
+int tfx_rowfile_table_delta(tfx_rowfile *w, const char *name, int64_t ids, int row_floats, const int64_t *deleted,
+                            uint64_t n_deleted, uint64_t n_rows, tfx_err *err) {
   uint16_t len = (uint16_t)strlen(name);
   uint32_t rf = (uint32_t)row_floats;
   if (len >= 160 || row_floats < 1 || row_floats > MAX_ROW_FLOATS) {
@@ -73,6 +90,13 @@ int tfx_rowfile_table(tfx_rowfile *w, const char *name, int64_t ids, int row_flo
   rc = rc ? rc : put(w, name, len, err);
   rc = rc ? rc : put(w, &ids, 8, err);
   rc = rc ? rc : put(w, &rf, 4, err);
+  if (w->version == 1 && n_deleted) {
+    return tfx_err_set(err, TFX_EINVAL, "row file %s: a full file records no deletion", w->path);
+  }
+  if (w->version == 2) {
+    rc = rc ? rc : put(w, &n_deleted, 8, err);
+    rc = rc || !n_deleted ? rc : put(w, deleted, 8 * (size_t)n_deleted, err);
+  }
   return rc ? rc : put(w, &n_rows, 8, err);
 }
 
@@ -120,6 +144,7 @@ typedef struct reader {
   const char *path;
   uint64_t size, at;
   uint32_t crc;
+  uint32_t version; /* 1: full; 2: a delta (deletions before each table's rows) */
 } reader;
 
 /* Reads n bytes (folded into the checksum); TFX_ECORRUPT naming the offset when the file ends first. */
@@ -131,6 +156,27 @@ static int get(reader *r, void *p, size_t n, const char *what, tfx_err *err) {
   r->crc = (uint32_t)crc32(r->crc, p, (uInt)n);
   r->at += n;
   return TFX_OK;
+}
+
+/* A delta's deleted ids of a table, each given to fn with no row. */
+static int read_deleted(reader *r, const char *name, int64_t ids, uint32_t rf, tfx_rowfile_fn fn, void *ctx,
+                        tfx_err *err) {
+  uint64_t n = 0;
+  int rc = get(r, &n, 8, "the table's deletion count", err);
+  if (!rc && n > (r->size - r->at) / 8) {
+    rc = tfx_err_set(err, TFX_ECORRUPT, "%s: table '%s': %llu deletions do not fit the file", r->path, name,
+                     (unsigned long long)n);
+  }
+  for (uint64_t k = 0; k < n && !rc; k++) {
+    int64_t id = 0;
+    rc = get(r, &id, 8, "a deleted id", err);
+    if (!rc && (id < 0 || id >= ids)) {
+      rc = tfx_err_set(err, TFX_ECORRUPT, "%s: table '%s': deleted id %lld outside [0, %lld)", r->path, name,
+                       (long long)id, (long long)ids);
+    }
+    rc = rc ? rc : fn(name, ids, (int)rf, id, NULL, ctx);
+  }
+  return rc;
 }
 
 /* Reads one table's header and rows, calling fn for each row. */
@@ -148,11 +194,18 @@ static int read_table(reader *r, float *row, tfx_rowfile_fn fn, void *ctx, tfx_e
   rc = rc ? rc : get(r, name, len, "a table name", err);
   rc = rc ? rc : get(r, &ids, 8, "the table's ids", err);
   rc = rc ? rc : get(r, &rf, 4, "the table's row size", err);
+  if (!rc) {
+    name[len] = '\0';
+  }
+  if (!rc && r->version == 2) {
+    rc = rf < 1 || ids < 1 ? tfx_err_set(err, TFX_ECORRUPT, "%s: table '%s' of %lld ids x %u floats", r->path, name,
+                                         (long long)ids, rf)
+                           : read_deleted(r, name, ids, rf, fn, ctx, err);
+  }
   rc = rc ? rc : get(r, &n, 8, "the table's row count", err);
   if (rc) {
     return rc;
   }
-  name[len] = '\0';
   uint64_t row_bytes = 8 + 4 * (uint64_t)rf;
   if (rf < 1 || rf > MAX_ROW_FLOATS || ids < 1 || n > (uint64_t)ids || n > (r->size - r->at) / row_bytes) {
     return tfx_err_set(err, TFX_ECORRUPT, "%s: table '%s': %llu rows of %u floats of %lld ids do not fit the file",
@@ -187,23 +240,46 @@ static int read_trailer(reader *r, tfx_err *err) {
   return rc;
 }
 
-int tfx_rowfile_read(const char *path, tfx_rowfile_fn fn, void *ctx, int64_t *step, tfx_err *err) {
-  reader r = {fopen(path, "rb"), path, 0, 0, 0};
-  if (!r.f) {
-    return tfx_err_sys(err, TFX_ENOTFOUND, "open %s", path);
+/* Opens path and reads its header: version, table count, step and (a delta) parent. */
+static int read_header(reader *r, uint32_t *tables, int64_t *step, int64_t *parent, tfx_err *err) {
+  if (!r->f) {
+    return tfx_err_sys(err, TFX_ENOTFOUND, "open %s", r->path);
   }
-  fseek(r.f, 0, SEEK_END);
-  r.size = (uint64_t)ftell(r.f);
-  fseek(r.f, 0, SEEK_SET);
+  fseek(r->f, 0, SEEK_END);
+  r->size = (uint64_t)ftell(r->f);
+  fseek(r->f, 0, SEEK_SET);
   char magic[8] = {0};
-  uint32_t version = 0, tables = 0;
-  int rc = get(&r, magic, 8, "the header", err);
-  rc = rc ? rc : get(&r, &version, 4, "the version", err);
-  rc = rc ? rc : get(&r, &tables, 4, "the table count", err);
-  rc = rc ? rc : get(&r, step, 8, "the step", err);
-  if (!rc && (memcmp(magic, ROWS_MAGIC, 8) || version != 1)) {
-    rc = tfx_err_set(err, TFX_ECORRUPT, "%s: not a row file of format 1", path);
+  int rc = get(r, magic, 8, "the header", err);
+  rc = rc ? rc : get(r, &r->version, 4, "the version", err);
+  rc = rc ? rc : get(r, tables, 4, "the table count", err);
+  rc = rc ? rc : get(r, step, 8, "the step", err);
+  if (!rc && (memcmp(magic, ROWS_MAGIC, 8) || (r->version != 1 && r->version != 2))) {
+    rc = tfx_err_set(err, TFX_ECORRUPT, "%s: not a row file of format 1 or 2", r->path);
   }
+  *parent = -1;
+  rc = rc || r->version == 1 ? rc : get(r, parent, 8, "the parent step", err);
+  if (!rc && *parent >= *step) {
+    rc = tfx_err_set(err, TFX_ECORRUPT, "%s: a delta at step %lld after step %lld", r->path, (long long)*step,
+                     (long long)*parent);
+  }
+  return rc;
+}
+
+int tfx_rowfile_parent(const char *path, int64_t *step, int64_t *parent, tfx_err *err) {
+  reader r = {fopen(path, "rb"), path, 0, 0, 0, 0};
+  uint32_t tables = 0;
+  int rc = read_header(&r, &tables, step, parent, err);
+  if (r.f) {
+    fclose(r.f);
+  }
+  return rc;
+}
+
+int tfx_rowfile_read(const char *path, tfx_rowfile_fn fn, void *ctx, int64_t *step, tfx_err *err) {
+  reader r = {fopen(path, "rb"), path, 0, 0, 0, 0};
+  uint32_t tables = 0;
+  int64_t parent = -1;
+  int rc = read_header(&r, &tables, step, &parent, err);
   float *row = rc ? NULL : malloc(4 * (size_t)MAX_ROW_FLOATS);
   if (!rc && !row) {
     rc = tfx_err_set(err, TFX_ENOMEM, "out of memory");
@@ -213,6 +289,8 @@ int tfx_rowfile_read(const char *path, tfx_rowfile_fn fn, void *ctx, int64_t *st
   }
   rc = rc ? rc : read_trailer(&r, err);
   free(row);
-  fclose(r.f);
+  if (r.f) {
+    fclose(r.f);
+  }
   return rc;
 }

@@ -157,6 +157,14 @@ static int index_file(tfx_rowindex *x, const char *path, tfx_err *err) {
   if (memcmp(p, "TFXROWS1", 8)) {
     return tfx_err_set(err, TFX_ECORRUPT, "%s: not a row file (bad magic)", path);
   }
+  uint32_t version;
+  memcpy(&version, p + 8, 4);
+  if (version != 1) { /* format 2: a delta (checkpoint.incremental), whose rows need its chain read first */
+    return tfx_err_set(err, TFX_EINVAL,
+                       "%s: a delta of an incremental checkpoint (row file format %u), not read in place; export the "
+                       "run (export reads the chain) and serve or predict from the export",
+                       path, version);
+  }
   size_t off = HEADER_BYTES, end = len - TRAILER_BYTES;
   int rc = TFX_OK;
   for (uint32_t i = 0; !rc && i < tables; i++) {

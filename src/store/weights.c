@@ -145,7 +145,15 @@ static int take_row(const char *table, int64_t ids, int row_floats, int64_t id, 
     if (!w) {
       return x->err->code ? x->err->code : TFX_ENOMEM;
     }
-    memcpy(w->data + (size_t)id * (size_t)width, row + (size_t)(k + 1) * (size_t)width, sizeof(float) * (size_t)width);
+    float *dst = w->data + (size_t)id * (size_t)width;
+    if (row) {
+      memcpy(dst, row + (size_t)(k + 1) * (size_t)width, sizeof(float) * (size_t)width);
+    } else if (k < 0) { /* a delta's deleted (evicted) row: as the ps would make it again */
+      const tfx_var *v = tfx_model_find_var(x->model, name);
+      tfx_init_fill(v->init, v->name, x->seed, v->fan_in, v->fan_out, (size_t)id * (size_t)width, (size_t)width, dst);
+    } else {
+      memset(dst, 0, sizeof(float) * (size_t)width);
+    }
   }
   return TFX_OK;
 }
@@ -173,9 +181,8 @@ static int gather_rows(const char *dir, int nps, int with_slots, tfx_weights *ws
     x.n_slots = tfx_optim_slots(&o);
   }
   for (int p = 0; !rc && p < nps; p++) {
-    int64_t step;
     tfx_ckpt_part_path(path, sizeof path, dir, p, TFX_CKPT_ROWS);
-    rc = access(path, F_OK) ? TFX_OK : tfx_rowfile_read(path, take_row, &x, &step, err);
+    rc = access(path, F_OK) ? TFX_OK : tfx_rowfile_read_chain(dir, p, take_row, &x, err);
   }
   tfx_model_destroy(x.model);
   return rc;

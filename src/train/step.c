@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "data/dataset.h"
+#include "train/progressive.h"
 
 /* Adds grads / k into acc; the last of the k minibatches copies the mean back into the grads. */
 static void accumulate(tfx_model *m, float **acc, int a, int k) {
@@ -71,7 +72,13 @@ static int lent_gradients(tfx_model *m, tfx_batcher *b, const tfx_grad_step *g, 
   if (bad_ids(m, b)) {
     return 1;
   }
+  if (g->pv) { /* progressive validation: the batch scored before its update */
+    tfx_progressive_score(g->pv, m, g->batch);
+  }
   tfx_model_loss(m, g->y, g->batch, 1, st);
+  if (g->pv) {
+    tfx_progressive_add(g->pv, g->y, g->batch, st->loss);
+  }
   tfx_model_backward(m, g->x, g->batch);
   return 0;
 }

@@ -14,6 +14,7 @@ typedef struct tfx_grad_step {
   float *x;    /* [batch, input] scratch, borrowed */
   int32_t *y;  /* [batch] scratch, borrowed */
   float **acc; /* one buffer per variable when accumulate > 1 (dense variables only), borrowed */
+  struct tfx_progressive *pv; /* progressive validation: each minibatch scored before its update, or NULL */
 } tfx_grad_step;
 
 /* Leaves the mean (then clipped) gradient of `accumulate` minibatches in the model's grads; dropout seeds come

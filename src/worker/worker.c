@@ -17,87 +17,21 @@
 #include "net/net.h"
 #include "observe/notify.h"
 #include "psclient/psclient.h"
+#include "train/progressive.h"
 #include "train/step.h"
 #include "worker/timing.h"
 #include "worker/worker_impl.h"
 #include "train/labels.h"
 
-typedef struct worker {
-  tfx_node *n;
-  tfx_config cfg;
-  void *sock; /* ROUTER: status and stop */
-  tfx_client *master;
-  tfx_inmsg plan; /* the register reply: plan + experiment */
-  tfx_model *model;
-  tfx_psclient *ps;
-  tfx_dataset *data;
-  tfx_batcher *batcher;
-  float *x, **acc;
-  int32_t *y;
-  int64_t version, start_ms, steps;
-  tfx_timing timing;
-  int stop;
-  int rows_with_push; /* lazy tables: the next batch is lent before the push-pull, which brings its rows */
-  int defer_rows;     /* the batch being lent gets its rows from the coming push-pull, not a row pull */
-  int lent;           /* a batch is lent to the model with its rows: the next step computes on it */
-  worker_obs obs;          /* what --http-port shows */
-  worker_eval eval;        /* eval.distributed: the eval set's slice this worker scores when the chief asks */
-  uint64_t reported_bytes; /* bytes on the wire (sent + received) as of the last report */
-} worker;
-
-static int reply_status(worker *w, const tfx_inmsg *m) {
-  tfx_envelope env;
-  tfx_reply_init(&env, m);
-  Tfx__KeyValue kv[2], *kvp[2] = {&kv[0], &kv[1]};
-  tfx__key_value__init(&kv[0]);
-  tfx__key_value__init(&kv[1]);
-  kv[0].key = "uptime_s";
-  kv[0].value = (tfx_now_ms() - w->start_ms) / 1000.0;
-  kv[1].key = "local_steps";
-  kv[1].value = (double)w->steps;
-  env.text = (char *)(w->model ? "training" : "registering");
-  env.step = w->version;
-  env.stats = kvp;
-  env.n_stats = 2;
-  return tfx_wire_send(w->sock, &m->identity, &env, NULL, 0, NULL);
-}
 
 static int batch_rows(void *ctx, tfx_model *m, tfx_err *err);
-
-/* Answers status queries and takes STOP, without blocking. */
-static void serve_control(worker *w) {
-  if (!w->sock) {
-    return; /* worker 0 acting as chief: its address belongs to the master */
-  }
-  zmq_pollitem_t item = {w->sock, 0, ZMQ_POLLIN, 0};
-  while (zmq_poll(&item, 1, 0) > 0) {
-    tfx_inmsg m;
-    tfx_err err;
-    if (tfx_wire_recv(w->sock, 1, &m, &err) == TFX_OK) {
-      if (m.env->type == TFX__MSG_TYPE__MSG_STOP) {
-        w->stop = 1;
-      }
-      if (m.env->type == TFX__MSG_TYPE__MSG_STATUS || m.env->type == TFX__MSG_TYPE__MSG_STOP) {
-        reply_status(w, &m);
-      } else if (m.env->type == TFX__MSG_TYPE__MSG_EVALUATE) {
-        worker__eval_serve(&w->eval, w->sock, &m, w->model, w->version);
-      } else {
-        tfx_server_reply_error(w->sock, &m, TFX_EPROTO, "a worker answers only STATUS, STOP and EVALUATE", NULL);
-      }
-    } else {
-      worker__obs_bad_frame(&w->obs);
-      tfx_server_reply_error(w->sock, &m, TFX_EPROTO, err.msg, NULL);
-    }
-    tfx_inmsg_fini(&m);
-  }
-}
 
 /* Registers until the master answers start (flag 1) or stop (flag 2), within the deadline. */
 static int register_with_master(worker *w, tfx_err *err) {
   tfx_notify_ready("worker: registering with the chief");
   int64_t deadline = tfx_now_ms() + (int64_t)w->cfg.register_timeout_s * 1000, last_log = 0;
   while (!tfx_stop_requested()) {
-    serve_control(w);
+    worker__serve_control(w);
     tfx_envelope env;
     tfx_wire_request(&env, TFX__MSG_TYPE__MSG_REGISTER);
     tfx_err cerr;
@@ -143,6 +77,7 @@ static int bound_messages(const worker *w, tfx_err *err) {
   return rc;
 }
 
+static int stream_idle(void *ctx);
 
 /* The cluster's worker count: the chief's (its register reply), else the TF_CONFIG's (a chief before this
  * field); a sparse TF_CONFIG lists only this worker, so its own count may be short. */
@@ -181,7 +116,8 @@ static int setup(worker *w, tfx_err *err) {
      * or gets them with the push-pull of the step before (rows_with_push). */
     tfx_psclient_lend_rows(w->ps, w->model);
     tfx_model_set_row_source(w->model, batch_rows, w);
-    w->rows_with_push = w->cfg.rows_with_push;
+    /* not when following a directory: the next batch may wait for files, and this step's push must not */
+    w->rows_with_push = w->cfg.rows_with_push && !w->cfg.train_follow[0];
   }
   if (!rc && w->cfg.mode != TFX_MODE_SYNC) { /* sync pushes stay whole: the ps averages them per step */
     rc = tfx_psclient_use_parts(w->ps, (size_t)w->cfg.push_part_bytes, err);
@@ -195,7 +131,13 @@ static int setup(worker *w, tfx_err *err) {
     return rc;
   }
   int64_t done = w->cfg.mode == TFX_MODE_SYNC ? p->step : p->step / n_workers;
+  tfx_batcher_set_idle(w->batcher, stream_idle, w);
   tfx_batcher_skip(w->batcher, done * w->cfg.accumulate, w->cfg.batch_size);
+  w->seen_base = done * w->cfg.accumulate * w->cfg.batch_size;
+  int window = w->cfg.progressive_window ? w->cfg.progressive_window : w->cfg.train_follow[0] ? 10000 : 0;
+  if (window && (rc = tfx_progressive_create((size_t)window, w->cfg.batch_size, &w->pv, err))) {
+    return rc;
+  }
   int row_input = tfx_model_sparse_input(w->model) && !w->cfg.n_features; /* a LibSVM row: no dense part */
   w->x = row_input ? NULL : malloc(sizeof(float) * dim * (size_t)w->cfg.batch_size);
   w->y = malloc(sizeof(int32_t) * (size_t)w->cfg.batch_size);
@@ -219,7 +161,7 @@ static int setup(worker *w, tfx_err *err) {
  * the mean grads in the model. */
 static void compute(worker *w, tfx_step_stats *st) {
   const tfx_config *c = &w->cfg;
-  tfx_grad_step g = {c->batch_size, c->accumulate, c->clip_value, c->clip_norm, w->x, w->y, w->acc};
+  tfx_grad_step g = {c->batch_size, c->accumulate, c->clip_value, c->clip_norm, w->x, w->y, w->acc, w->pv};
   uint64_t seed = (uint64_t)w->version * 1024 + (uint64_t)w->n->index;
   if (w->lent) {
     tfx_compute_lent(w->model, w->batcher, &g, seed, st);
@@ -236,7 +178,7 @@ static int lend_next(worker *w) {
     return 0;
   }
   const tfx_config *c = &w->cfg;
-  tfx_grad_step g = {c->batch_size, 1, c->clip_value, c->clip_norm, w->x, w->y, w->acc};
+  tfx_grad_step g = {c->batch_size, 1, c->clip_value, c->clip_norm, w->x, w->y, w->acc, w->pv};
   w->defer_rows = 1;
   int bad = tfx_lend_batch(w->model, w->batcher, &g);
   w->defer_rows = 0;
@@ -246,17 +188,19 @@ static int lend_next(worker *w) {
 
 /* Sends the master the window's means for `step` and the step-time breakdown; a stop answer stops the worker. */
 static int report(worker *w, int64_t step, double loss, double acc, double eps, tfx_err *err) {
-  const char *names[3 + TFX_TIMING_KEYS + 1] = {"loss", "accuracy", "examples_per_sec"};
-  double vals[3 + TFX_TIMING_KEYS + 1] = {loss, acc, eps};
+  const char *names[3 + TFX_TIMING_KEYS + 4] = {"loss", "accuracy", "examples_per_sec", "examples_seen"};
+  int64_t seen = w->seen_base + w->steps * (int64_t)w->cfg.batch_size * w->cfg.accumulate; /* in the run's life */
+  double vals[3 + TFX_TIMING_KEYS + 4] = {loss, acc, eps, (double)seen};
   int64_t steps = w->timing.window_steps;
   uint64_t bytes = w->obs.bytes_sent + w->obs.bytes_received; /* written by this thread only */
-  int n = 3 + tfx_timing_take_window(&w->timing, names + 3, vals + 3);
+  int n = 4 + tfx_timing_take_window(&w->timing, names + 4, vals + 4);
   if (steps > 0) { /* gradients out and values (or a batch's rows) back, per step of the window */
     names[n] = "wire_bytes_per_step";
     vals[n++] = (double)(bytes - w->reported_bytes) / (double)steps;
   }
   w->reported_bytes = bytes;
-  Tfx__KeyValue kv[3 + TFX_TIMING_KEYS + 1], *kvp[3 + TFX_TIMING_KEYS + 1];
+  n += tfx_progressive_report(w->pv, names + n, vals + n);
+  Tfx__KeyValue kv[3 + TFX_TIMING_KEYS + 4], *kvp[3 + TFX_TIMING_KEYS + 4];
   for (int i = 0; i < n; i++) {
     tfx__key_value__init(&kv[i]);
     kv[i].key = (char *)names[i];
@@ -307,7 +251,7 @@ static int resync(worker *w, int rows, const tfx_err *why, tfx_err *err) {
   tfx_log(TFX_LOG_WARN, "WORKER-PS-WAIT", "%s; pulling until every ps answers", why->msg);
   int64_t deadline = tfx_now_ms() + (int64_t)w->cfg.register_timeout_s * 1000;
   while (!w->stop && !tfx_stop_requested()) {
-    serve_control(w);
+    worker__serve_control(w);
     tfx_err perr;
     int rc = tfx_psclient_pull(w->ps, 0, &w->version, &perr);
     if (rc == TFX_OK && rows) {
@@ -409,7 +353,7 @@ static void wait_control(worker *w, int ms) {
   } else {
     usleep((useconds_t)ms * 1000);
   }
-  serve_control(w);
+  worker__serve_control(w);
 }
 
 /* At max_steps a worker waits for the chief's verdict instead of exiting: a ps that restarts before the final
@@ -520,27 +464,13 @@ static int push_pull(worker *w, int64_t step, pushed *out, tfx_err *err) {
   return TFX_OK;
 }
 
-/* The sums of the steps since the last report, and when the window began. */
-typedef struct window {
-  double loss, hits, seen, n;
-  int64_t t0;
-} window;
-
 static void window_reset(window *win) {
   memset(win, 0, sizeof *win);
   win->t0 = tfx_now_ms();
 }
 
-/* Counts the step computed at `step`; every report_every local steps, reports the window's means. */
-static int count_step(worker *w, window *win, const tfx_step_stats *st, int64_t step, tfx_err *err) {
-  w->steps++;
-  win->loss += st->loss;
-  win->hits += st->correct;
-  win->seen += st->count;
-  win->n++;
-  if (w->steps % w->cfg.report_every != 0) {
-    return TFX_OK;
-  }
+/* Reports the window's means at `step` (and shows them on the HTTP port); the window starts over once sent. */
+static int report_window(worker *w, window *win, int64_t step, tfx_err *err) {
   double eps = win->seen / ((tfx_now_ms() - win->t0 + 1) / 1000.0);
   worker__obs_step(&w->obs, w->version, w->steps, win->loss / win->n, eps);
   int rc = report_or_skip(w, step, win->loss / win->n, win->hits / win->seen, eps, err);
@@ -550,18 +480,40 @@ static int count_step(worker *w, window *win, const tfx_step_stats *st, int64_t 
   return rc;
 }
 
+/* Counts the step computed at `step`; every report_every local steps, reports the window's means. */
+static int count_step(worker *w, window *win, const tfx_step_stats *st, int64_t step, tfx_err *err) {
+  w->steps++;
+  win->loss += st->loss;
+  win->hits += st->correct;
+  win->seen += st->count;
+  win->n++;
+  return w->steps % w->cfg.report_every ? TFX_OK : report_window(w, win, step, err);
+}
+
+/* While a followed stream waits for its next file (data.train.follow): control messages, the watchdog, and the
+ * report of the steps since the last one, so metrics.jsonl shows every example trained on while the stream is
+ * dry. Nonzero to stop waiting (a STOP or a signal). */
+static int stream_idle(void *ctx) {
+  worker *w = ctx;
+  worker__serve_control(w);
+  tfx_notify_watchdog();
+  if (w->win.n > 0 && !w->stop && !tfx_stop_requested()) {
+    report_window(w, &w->win, w->last_step, NULL);
+  }
+  return w->stop || tfx_stop_requested();
+}
+
 /* Between steps: the step shown on the HTTP port, control messages, the service status. */
 static void after_step(worker *w) {
   worker__obs_step(&w->obs, w->version, w->steps, NAN, NAN);
-  serve_control(w);
+  worker__serve_control(w);
   tfx_notify_status("worker %d: global step %lld of %lld", w->n->index, (long long)w->version,
                     (long long)w->cfg.max_steps);
 }
 
 /* The step loop: first pull, then compute, the loss threshold, push-pull, counters and reports, control. */
 static int train_steps(worker *w, tfx_err *err) {
-  window win;
-  window_reset(&win);
+  window_reset(&w->win);
   int go, rc = first_pull(w, &go, err);
   if (rc || !go) {
     return rc;
@@ -589,7 +541,8 @@ static int train_steps(worker *w, tfx_err *err) {
     if (out == PUSHED_AGAIN) {
       continue;
     }
-    if ((rc = count_step(w, &win, &st, step, err))) {
+    w->last_step = step;
+    if ((rc = count_step(w, &w->win, &st, step, err))) {
       return rc;
     }
     after_step(w);
@@ -626,6 +579,7 @@ static void cleanup(worker *w) {
   /* Gradients are sent in place: end ZeroMQ (every socket is closed) before their buffers are freed. */
   tfx_net_shutdown();
   tfx_batcher_destroy(w->batcher);
+  tfx_progressive_destroy(w->pv);
   tfx_dataset_destroy(w->data);
   worker__eval_close(&w->eval);
   tfx_model_destroy(w->model);

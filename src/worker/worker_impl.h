@@ -1,4 +1,5 @@
-/* Declarations private to src/worker: what the worker shows on its HTTP port (--http-port, off by default).
+/* Declarations private to src/worker: the worker's state (worker.c trains with it, control.c answers its control
+ * socket from it), its distributed-evaluation slice, and what it shows on its HTTP port (--http-port, off by default).
  * The training thread records into a worker_obs under its lock; the libmicrohttpd thread renders /metrics
  * (Prometheus text, role="worker" and the task index as labels) and /status (JSON) from it. */
 #ifndef TFX_WORKER_IMPL_H
@@ -11,7 +12,13 @@
 #include "nn/model.h"
 #include "observe/prom.h"
 #include "psclient/psclient.h"
+#include "data/dataset.h"
+#include "net/net.h"
+#include "net/wire.h"
 #include "train/evaluate.h"
+#include "train/progressive.h"
+#include "worker/timing.h"
+#include "worker/worker.h"
 
 typedef struct worker_obs {
   pthread_mutex_t lock;
@@ -57,5 +64,42 @@ int worker__eval_slice(worker_eval *e, tfx_model *train, int index, int count, t
 /* Answers the chief's MSG_EVALUATE m (borrowed) on sock: slice stats "index" of "count", scored now with train's
  * variables (NULL: not training yet, an error reply), as sums in the reply's stats; step = version. */
 void worker__eval_serve(worker_eval *e, void *sock, const tfx_inmsg *m, tfx_model *train, int64_t version);
+
+/* The worker's state: worker.c trains with it; control.c answers the control socket from it. */
+/* The sums of the steps since the last report, and when the window began. */
+typedef struct window {
+  double loss, hits, seen, n;
+  int64_t t0;
+} window;
+
+typedef struct worker {
+  tfx_node *n;
+  tfx_config cfg;
+  void *sock; /* ROUTER: status and stop */
+  tfx_client *master;
+  tfx_inmsg plan; /* the register reply: plan + experiment */
+  tfx_model *model;
+  tfx_psclient *ps;
+  tfx_dataset *data;
+  tfx_batcher *batcher;
+  float *x, **acc;
+  int32_t *y;
+  int64_t version, start_ms, steps;
+  tfx_timing timing;
+  int stop;
+  int rows_with_push; /* lazy tables: the next batch is lent before the push-pull, which brings its rows */
+  int defer_rows;     /* the batch being lent gets its rows from the coming push-pull, not a row pull */
+  int lent;           /* a batch is lent to the model with its rows: the next step computes on it */
+  worker_obs obs;          /* what --http-port shows */
+  worker_eval eval;        /* eval.distributed: the eval set's slice this worker scores when the chief asks */
+  uint64_t reported_bytes; /* bytes on the wire (sent + received) as of the last report */
+  window win;              /* the sums since the last report */
+  int64_t seen_base;       /* examples this worker's shard held before this process (the resumed position) */
+  int64_t last_step;       /* the step of the last gradient pushed */
+  tfx_progressive *pv;     /* progressive validation (training.progressive_window), or NULL */
+} worker;
+
+/* control.c: answers status queries, takes STOP and serves the chief's EVALUATE, without blocking. */
+void worker__serve_control(worker *w);
 
 #endif

@@ -140,3 +140,134 @@ Test(rowtable, streams_out_and_back_bit_for_bit) {
   tfx_rowtable_destroy(a);
   tfx_rowtable_destroy(b);
 }
+
+/* A table of `vocab` ids of 4 floats, no slots, with the endless keys of a layer. */
+static tfx_rowtable *make_bounded(int64_t max_rows, int64_t ttl, int admit_min, double admit_p, int track) {
+  tfx_rowtable_spec spec = {.name = "emb/table", .vocab = 1 << 20, .dim = 4, .init = "normal:0.05", .seed = 7,
+                            .fan_in = 1 << 20, .fan_out = 4, .max_rows = max_rows, .ttl_steps = ttl,
+                            .admit_min_count = admit_min, .admit_probability = admit_p, .track_gone = track};
+  tfx_rowtable *t = NULL;
+  tfx_err err = {0};
+  cr_assert_eq(tfx_rowtable_create(&spec, &t, &err), TFX_OK, "%s", err.msg);
+  return t;
+}
+
+Test(rowtable, max_rows_is_a_hard_cap_that_evicts_the_least_recently_touched) {
+  tfx_rowtable *t = make_bounded(1000, 0, 0, 1, 1);
+  size_t bytes_at_cap = 0;
+  for (int64_t step = 0; step < 20000; step++) {
+    cr_assert_not_null(tfx_rowtable_touch(t, step * 7, step));
+    cr_assert_leq(tfx_rowtable_rows(t), 1000, "step %lld: %zu rows", (long long)step, tfx_rowtable_rows(t));
+    if (step % 50 == 0) {
+      cr_assert_not_null(tfx_rowtable_touch(t, 3, step), "a hot id is touched every 50 steps");
+    }
+    bytes_at_cap = step == 1000 ? tfx_rowtable_bytes(t) : bytes_at_cap;
+  }
+  cr_assert_eq(tfx_rowtable_bytes(t), bytes_at_cap, "memory stops growing at the cap");
+  cr_assert_not_null(tfx_rowtable_find(t, 3), "the hot id is never the least recently touched");
+  cr_assert_not_null(tfx_rowtable_find(t, 19999 * 7), "the newest row is kept");
+  cr_assert_null(tfx_rowtable_find(t, 7), "an old cold row is gone");
+  tfx_rowtable_counts c = tfx_rowtable_get_counts(t);
+  cr_assert_eq(c.made - c.evicted, tfx_rowtable_rows(t));
+  const int64_t *gone;
+  size_t n_gone = 0;
+  cr_assert_eq(tfx_rowtable_gone(t, &gone, &n_gone), 0);
+  cr_assert_eq(n_gone, c.evicted, "every eviction is remembered for the next delta");
+  tfx_rowtable_mark(t, 20000, 0);
+  cr_assert_eq(tfx_rowtable_gone(t, &gone, &n_gone), 0);
+  cr_assert_eq(n_gone, 0, "a checkpoint forgets them");
+  float out[4], init[4];
+  tfx_init_fill("normal:0.05", "emb/table", 7, 1 << 20, 4, 7 * 4, 4, init);
+  tfx_rowtable_read(t, 7, out);
+  cr_assert_arr_eq(out, init, sizeof out, "an evicted id comes back as a new row");
+  tfx_rowtable_destroy(t);
+}
+
+Test(rowtable, ttl_steps_drops_rows_untouched_that_long) {
+  tfx_rowtable *t = make_bounded(0, 100, 0, 1, 0);
+  for (int64_t id = 0; id < 50; id++) {
+    cr_assert_not_null(tfx_rowtable_touch(t, id, id < 25 ? 0 : 90));
+  }
+  cr_assert_eq(tfx_rowtable_expire(t, 99), 0, "nothing is 100 steps old at step 99");
+  cr_assert_eq(tfx_rowtable_expire(t, 150), 25, "rows touched at step 0 expire at step 150");
+  cr_assert_eq(tfx_rowtable_expire(t, 160), 0, "the next scan waits a quarter of ttl_steps");
+  cr_assert_eq(tfx_rowtable_expire(t, 191), 25, "rows touched at step 90 expire at step 191");
+  cr_assert_eq(tfx_rowtable_rows(t), 0);
+  tfx_rowtable_destroy(t);
+}
+
+Test(rowtable, admission_makes_a_row_on_the_min_counth_coming_and_reads_zeros_until_then) {
+  tfx_rowtable *t = make_bounded(0, 0, 3, 1, 0);
+  float out[4] = {1, 1, 1, 1}, zeros[4] = {0};
+  int refused = 0;
+  for (int k = 0; k < 2; k++) {
+    cr_assert_null(tfx_rowtable_update(t, 42, k, &refused));
+    cr_assert_eq(refused, 1, "coming %d of 3 is refused", k + 1);
+    tfx_rowtable_read(t, 42, out);
+    cr_assert_arr_eq(out, zeros, sizeof out, "an id not admitted reads as the empty bag");
+  }
+  cr_assert_not_null(tfx_rowtable_update(t, 42, 2, &refused));
+  cr_assert_eq(refused, 0);
+  cr_assert_not_null(tfx_rowtable_update(t, 42, 3, &refused), "an admitted id stays admitted");
+  tfx_rowtable_counts c = tfx_rowtable_get_counts(t);
+  cr_assert_eq(c.made, 1);
+  cr_assert_eq(c.refused, 2);
+  tfx_rowtable_destroy(t);
+}
+
+Test(rowtable, admission_sketch_memory_is_fixed_and_a_long_tail_of_one_offs_makes_no_row) {
+  tfx_rowtable *t = make_bounded(0, 0, 2, 1, 0);
+  int refused = 0;
+  for (int64_t id = 0; id < 200000; id++) {
+    tfx_rowtable_update(t, id * 5, 0, &refused);
+  }
+  cr_assert_lt(tfx_rowtable_rows(t), 2000, "%zu of 200000 one-off ids got a row (the sketch's false positives)",
+               tfx_rowtable_rows(t));
+  tfx_rowtable_destroy(t);
+}
+
+Test(rowtable, admit_probability_is_a_deterministic_coin) {
+  tfx_rowtable *a = make_bounded(0, 0, 0, 0.25, 0), *b = make_bounded(0, 0, 0, 0.25, 0);
+  int refused = 0;
+  for (int64_t id = 0; id < 4000; id++) {
+    int got_a = tfx_rowtable_update(a, id, 0, &refused) != NULL;
+    int got_b = tfx_rowtable_update(b, id, 0, &refused) != NULL;
+    cr_assert_eq(got_a, got_b, "id %lld: the same coin run after run", (long long)id);
+  }
+  size_t rows = tfx_rowtable_rows(a);
+  cr_assert(rows > 800 && rows < 1200, "%zu of 4000 ids admitted at p = 0.25", rows);
+  tfx_rowtable_destroy(a);
+  tfx_rowtable_destroy(b);
+}
+
+static int count_any(int64_t id, const float *row, void *ctx) {
+  (void)id, (void)row;
+  ++*(size_t *)ctx;
+  return 0;
+}
+
+Test(rowtable, rows_since_a_step_are_the_rows_a_delta_holds) {
+  tfx_rowtable *t = make_bounded(0, 0, 0, 1, 1);
+  for (int64_t id = 0; id < 100; id++) {
+    cr_assert_not_null(tfx_rowtable_touch(t, id, id));
+  }
+  size_t n = 0;
+  cr_assert_eq(tfx_rowtable_each_since(t, 60, count_any, &n), 0);
+  cr_assert_eq(n, 40);
+  cr_assert_eq(tfx_rowtable_rows_since(t, 60), 40);
+  tfx_rowtable_drop(t, 99);
+  tfx_rowtable_drop(t, 12345); /* not stored: nothing */
+  cr_assert_eq(tfx_rowtable_rows_since(t, 60), 39);
+  const int64_t *gone;
+  size_t n_gone;
+  tfx_rowtable_gone(t, &gone, &n_gone);
+  cr_assert_eq(n_gone, 1);
+  cr_assert_eq(gone[0], 99);
+  int deltas = -1;
+  cr_assert_eq(tfx_rowtable_marked(t, &deltas), -1, "no checkpoint yet");
+  tfx_rowtable_mark(t, 100, 1);
+  tfx_rowtable_mark(t, 120, 0);
+  cr_assert_eq(tfx_rowtable_marked(t, &deltas), 120);
+  cr_assert_eq(deltas, 1);
+  tfx_rowtable_destroy(t);
+}

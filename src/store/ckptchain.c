@@ -1,0 +1,89 @@
+/* The names of a checkpoint's parts (one home: ps-K.shard, ps-K.rows, a sibling checkpoint's directory), and chains
+ * of incremental checkpoints (checkpoint.incremental): a row file that is a delta names the step of the checkpoint
+ * it applies to; reading one reads its chain base first, and pruning keeps every link a kept one needs. */
+#include <dirent.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "store/ckpt.h"
+#include "store/rowfile.h"
+
+static const char *const part_ext[] = {"shard", "rows"};
+
+int tfx_ckpt_part_path(char *out, size_t n, const char *dir, int ps, tfx_ckpt_part part) {
+  return dir ? snprintf(out, n, "%s/ps-%d.%s", dir, ps, part_ext[part])
+             : snprintf(out, n, "ps-%d.%s", ps, part_ext[part]);
+}
+
+int tfx_ckpt_part_owner(const char *path, tfx_ckpt_part part) {
+  const char *slash = strrchr(path, '/'), *name = slash ? slash + 1 : path;
+  int ps = -1, end = 0;
+  char want[16];
+  snprintf(want, sizeof want, "ps-%%d.%s%%n", part_ext[part]);
+  if (sscanf(name, want, &ps, &end) != 1 || name[end] || ps < 0) {
+    return -1;
+  }
+  return ps;
+}
+
+void tfx_ckpt_sibling(const char *dir, int64_t step, char *out, size_t n) {
+  const char *slash = strrchr(dir, '/');
+  int len = slash ? (int)(slash - dir) : 1;
+  snprintf(out, n, "%.*s/ckpt-%012lld", len, slash ? dir : ".", (long long)step);
+}
+
+/* Reads ps's row file of checkpoint dir after the files of the checkpoints it is a delta of, depth links deep. */
+static int read_link(const char *dir, int ps, tfx_rowfile_fn fn, void *ctx, int depth, tfx_err *err) {
+  char path[1200], parent_dir[1200];
+  int64_t step = 0, parent = -1;
+  tfx_ckpt_part_path(path, sizeof path, dir, ps, TFX_CKPT_ROWS);
+  int rc = tfx_rowfile_parent(path, &step, &parent, err);
+  if (!rc && parent >= 0) {
+    if (depth > 100000) {
+      return tfx_err_set(err, TFX_ECORRUPT, "%s: a chain of deltas without a full checkpoint", path);
+    }
+    tfx_ckpt_sibling(dir, parent, parent_dir, sizeof parent_dir);
+    rc = read_link(parent_dir, ps, fn, ctx, depth + 1, err);
+    if (rc == TFX_ENOTFOUND) {
+      rc = tfx_err_set(err, TFX_ECORRUPT, "%s is a delta of step %lld, whose checkpoint is gone: %s", path,
+                       (long long)parent, err ? err->msg : "");
+    }
+  }
+  return rc ? rc : tfx_rowfile_read(path, fn, ctx, &step, err);
+}
+
+int tfx_rowfile_read_chain(const char *dir, int ps, tfx_rowfile_fn fn, void *ctx, tfx_err *err) {
+  return read_link(dir, ps, fn, ctx, 0, err);
+}
+
+int64_t tfx_rowfile_base(const char *dir) {
+  int64_t base = -1;
+  char path[1200];
+  DIR *d = opendir(dir);
+  for (struct dirent *e; d && (e = readdir(d));) {
+    int ps = tfx_ckpt_part_owner(e->d_name, TFX_CKPT_ROWS);
+    int64_t step = 0, parent = -1;
+    tfx_ckpt_part_path(path, sizeof path, dir, ps, TFX_CKPT_ROWS);
+    if (ps >= 0 && tfx_rowfile_parent(path, &step, &parent, NULL) == TFX_OK && parent >= 0 &&
+        (base < 0 || parent < base)) {
+      base = parent;
+    }
+  }
+  if (d) {
+    closedir(d);
+  }
+  return base;
+}
+
+int64_t tfx_ckpt_chain_floor(const char *dir, int64_t floor) {
+  char link[1200];
+  snprintf(link, sizeof link, "%s", dir);
+  for (int64_t base = tfx_rowfile_base(link), depth = 0; base >= 0 && depth < 100000; depth++) {
+    floor = base < floor ? base : floor;
+    char next[1200];
+    tfx_ckpt_sibling(link, base, next, sizeof next);
+    snprintf(link, sizeof link, "%s", next);
+    base = tfx_rowfile_base(link);
+  }
+  return floor;
+}

@@ -1,0 +1,91 @@
+/* Progressive validation: a ring of the last examples' scores, labels and losses. */
+#include "train/progressive.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "train/evaluate.h"
+
+struct tfx_progressive {
+  size_t cap, n, at; /* the window, examples in it, the next slot */
+  float *score, *loss;
+  int32_t *label;
+  float *batch_score; /* [batch] the last forward's scores */
+  int batch, binary;  /* binary: every batch so far had scores */
+};
+
+int tfx_progressive_create(size_t window, int batch, tfx_progressive **out, tfx_err *err) {
+  tfx_progressive *p = calloc(1, sizeof *p);
+  if (window < 1 || batch < 1) {
+    free(p);
+    return tfx_err_set(err, TFX_EINVAL, "progressive validation: a window of %zu examples, batches of %d", window,
+                       batch);
+  }
+  if (p) {
+    p->score = malloc(window * sizeof *p->score);
+    p->loss = malloc(window * sizeof *p->loss);
+    p->label = malloc(window * sizeof *p->label);
+    p->batch_score = malloc((size_t)batch * sizeof *p->batch_score);
+  }
+  if (!p || !p->score || !p->loss || !p->label || !p->batch_score) {
+    tfx_progressive_destroy(p);
+    return tfx_err_set(err, TFX_ENOMEM, "progressive validation: out of memory for %zu examples", window);
+  }
+  p->cap = window;
+  p->batch = batch;
+  p->binary = 1;
+  *out = p;
+  return TFX_OK;
+}
+
+void tfx_progressive_destroy(tfx_progressive *p) {
+  if (!p) {
+    return;
+  }
+  free(p->score);
+  free(p->loss);
+  free(p->label);
+  free(p->batch_score);
+  free(p);
+}
+
+void tfx_progressive_score(tfx_progressive *p, const tfx_model *m, int batch) {
+  p->binary = p->binary && batch <= p->batch && tfx_model_scores(m, batch, p->batch_score);
+}
+
+void tfx_progressive_add(tfx_progressive *p, const int32_t *labels, int batch, double mean_loss) {
+  for (int i = 0; i < batch; i++) {
+    p->score[p->at] = p->binary ? p->batch_score[i] : 0;
+    p->label[p->at] = labels[i];
+    p->loss[p->at] = (float)mean_loss;
+    p->at = (p->at + 1) % p->cap;
+    p->n += p->n < p->cap;
+  }
+}
+
+void tfx_progressive_get(const tfx_progressive *p, double *auc, double *log_loss) {
+  double sum = 0;
+  for (size_t i = 0; i < p->n; i++) {
+    sum += p->loss[i];
+  }
+  *log_loss = p->n ? sum / (double)p->n : NAN;
+  *auc = p->binary && p->n ? tfx_auc(p->score, p->label, p->n) : NAN; /* sorts a copy */
+}
+
+int tfx_progressive_report(const tfx_progressive *p, const char **names, double *vals) {
+  double auc = NAN, log_loss = NAN;
+  int n = 0;
+  if (p) {
+    tfx_progressive_get(p, &auc, &log_loss);
+  }
+  if (isfinite(log_loss)) {
+    names[n] = "rolling_log_loss";
+    vals[n++] = log_loss;
+  }
+  if (isfinite(auc)) {
+    names[n] = "rolling_auc";
+    vals[n++] = auc;
+  }
+  return n;
+}

@@ -1,0 +1,51 @@
+/* The worker's control socket (worker_impl.h): STATUS, STOP and the chief's EVALUATE, answered between steps. */
+#include <zmq.h>
+
+#include "common/clock.h"
+#include "net/wire.h"
+#include "worker/worker_impl.h"
+
+/* Answers a STATUS (or STOP): state, global step, uptime and local steps. */
+static int reply_status(worker *w, const tfx_inmsg *m) {
+  tfx_envelope env;
+  tfx_reply_init(&env, m);
+  Tfx__KeyValue kv[2], *kvp[2] = {&kv[0], &kv[1]};
+  tfx__key_value__init(&kv[0]);
+  tfx__key_value__init(&kv[1]);
+  kv[0].key = "uptime_s";
+  kv[0].value = (tfx_now_ms() - w->start_ms) / 1000.0;
+  kv[1].key = "local_steps";
+  kv[1].value = (double)w->steps;
+  env.text = (char *)(w->model ? "training" : "registering");
+  env.step = w->version;
+  env.stats = kvp;
+  env.n_stats = 2;
+  return tfx_wire_send(w->sock, &m->identity, &env, NULL, 0, NULL);
+}
+
+void worker__serve_control(worker *w) {
+  if (!w->sock) {
+    return; /* worker 0 acting as chief: its address belongs to the master */
+  }
+  zmq_pollitem_t item = {w->sock, 0, ZMQ_POLLIN, 0};
+  while (zmq_poll(&item, 1, 0) > 0) {
+    tfx_inmsg m;
+    tfx_err err;
+    if (tfx_wire_recv(w->sock, 1, &m, &err) == TFX_OK) {
+      if (m.env->type == TFX__MSG_TYPE__MSG_STOP) {
+        w->stop = 1;
+      }
+      if (m.env->type == TFX__MSG_TYPE__MSG_STATUS || m.env->type == TFX__MSG_TYPE__MSG_STOP) {
+        reply_status(w, &m);
+      } else if (m.env->type == TFX__MSG_TYPE__MSG_EVALUATE) {
+        worker__eval_serve(&w->eval, w->sock, &m, w->model, w->version);
+      } else {
+        tfx_server_reply_error(w->sock, &m, TFX_EPROTO, "a worker answers only STATUS, STOP and EVALUATE", NULL);
+      }
+    } else {
+      worker__obs_bad_frame(&w->obs);
+      tfx_server_reply_error(w->sock, &m, TFX_EPROTO, err.msg, NULL);
+    }
+    tfx_inmsg_fini(&m);
+  }
+}

@@ -1,0 +1,68 @@
+/* Unit tests of src/train/progressive.c: the rolling window of progressive validation holds the last N examples'
+ * scores from the forward pass before their update, and gives their AUC and mean log loss. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <string.h>
+
+#include "config/config.h"
+#include "nn/model.h"
+#include "train/evaluate.h"
+#include "train/progressive.h"
+
+/* The binary classifier of test_evaluate: logit 2x - 1. */
+static tfx_model *binary_model(void) {
+  tfx_config cfg;
+  tfx_config_init(&cfg);
+  cr_assert_eq(tfx_config_parse(&cfg,
+                                "{\"model\": {\"input_shape\": [1], \"loss\": \"sigmoid_cross_entropy\","
+                                " \"layers\": [{\"type\": \"dense\"}]}}",
+                                "t", NULL),
+               TFX_OK);
+  tfx_model *m = NULL;
+  cr_assert_eq(tfx_model_create(&cfg, 4, &m, NULL), TFX_OK);
+  tfx_model_find_var(m, "dense_1/kernel")->value[0] = 2.0f;
+  tfx_model_find_var(m, "dense_1/bias")->value[0] = -1.0f;
+  return m;
+}
+
+/* One batch through the window as the training step does: forward, scores, loss, add. */
+static void step(tfx_progressive *p, tfx_model *m, float *x, int32_t *y, int n) {
+  tfx_step_stats st;
+  tfx_model_forward(m, x, n, 1, 0);
+  tfx_progressive_score(p, m, n);
+  tfx_model_loss(m, y, n, 1, &st);
+  tfx_progressive_add(p, y, n, st.loss);
+}
+
+Test(progressive, rolls_over_the_last_n_examples) {
+  tfx_model *m = binary_model();
+  tfx_progressive *p = NULL;
+  tfx_err err = {0};
+  cr_assert_eq(tfx_progressive_create(4, 4, &p, &err), TFX_OK, "%s", err.msg);
+  double auc, log_loss;
+  tfx_progressive_get(p, &auc, &log_loss);
+  cr_assert(isnan(auc) && isnan(log_loss), "an empty window has neither");
+  float bad_x[4] = {0.9f, 0.8f, 0.1f, 0.2f}, good_x[4] = {0.1f, 0.2f, 0.8f, 0.9f};
+  int32_t y[4] = {0, 0, 1, 1};
+  step(p, m, bad_x, y, 4);
+  tfx_progressive_get(p, &auc, &log_loss);
+  cr_assert_float_eq(auc, 0.0, 1e-12, "every positive scored below every negative");
+  step(p, m, good_x, y, 4);
+  tfx_progressive_get(p, &auc, &log_loss);
+  cr_assert_float_eq(auc, 1.0, 1e-12, "the window holds only the last 4 examples");
+  double want = 0;
+  for (int i = 0; i < 4; i++) {
+    double q = 1 / (1 + exp(-(2.0 * good_x[i] - 1)));
+    want -= y[i] ? log(q) : log(1 - q);
+  }
+  cr_assert_float_eq(log_loss, want / 4, 1e-5);
+  tfx_progressive_destroy(p);
+  tfx_model_destroy(m);
+}
+
+Test(progressive, refuses_an_empty_window) {
+  tfx_progressive *p = NULL;
+  tfx_err err = {0};
+  cr_assert_eq(tfx_progressive_create(0, 4, &p, &err), TFX_EINVAL);
+  cr_assert(strstr(err.msg, "window of 0"), "%s", err.msg);
+}

@@ -1,0 +1,128 @@
+/* Unit tests of src/store/rowfile.c and ckptchain.c: a full row file and deltas on it (rows changed, ids
+ * deleted) replay base first into exactly the rows of the last step; a missing link and a corrupt delta are named;
+ * pruning keeps every link a kept checkpoint needs. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "common/fs.h"
+#include "store/ckpt.h"
+#include "store/rowfile.h"
+#include "tmpdir.h"
+
+static void setup(void) {
+  tmpdir_create("rowfile");
+}
+
+TestSuite(rowfile, .init = setup, .fini = tmpdir_remove);
+
+#define IDS 64
+#define RF 3
+
+/* What replaying a chain leaves: each id's row, or absent. */
+typedef struct state {
+  float rows[IDS][RF];
+  int have[IDS];
+} state;
+
+static int apply(const char *table, int64_t ids, int row_floats, int64_t id, const float *row, void *ctx) {
+  state *s = ctx;
+  cr_assert_str_eq(table, "emb/embeddings");
+  cr_assert_eq(ids, IDS);
+  cr_assert_eq(row_floats, RF);
+  s->have[id] = row != NULL;
+  if (row) {
+    memcpy(s->rows[id], row, sizeof s->rows[id]);
+  }
+  return 0;
+}
+
+/* Writes RUN/checkpoints/ckpt-STEP/ps-0.rows: a delta of parent (or full, parent < 0) holding `rows` (ids whose
+ * row is id + step / 1000) and deleting `gone`. */
+static void write_link(int64_t step, int64_t parent, const int64_t *rows, int n_rows, const int64_t *gone,
+                       int n_gone) {
+  char run[128], dir[1100], path[1200];
+  snprintf(run, sizeof run, "%s/run", tmp);
+  tfx_ckpt_dir(run, step, dir, sizeof dir);
+  cr_assert_eq(tfx_mkdirs(dir, NULL), TFX_OK);
+  tfx_ckpt_part_path(path, sizeof path, dir, 0, TFX_CKPT_ROWS);
+  tfx_rowfile *w = NULL;
+  tfx_err err = {0};
+  cr_assert_eq(tfx_rowfile_create_delta(path, step, parent, 1, &w, &err), TFX_OK, "%s", err.msg);
+  cr_assert_eq(tfx_rowfile_table_delta(w, "emb/embeddings", IDS, RF, gone, (uint64_t)n_gone, (uint64_t)n_rows, &err),
+               TFX_OK, "%s", err.msg);
+  for (int i = 0; i < n_rows; i++) {
+    float row[RF] = {(float)rows[i], (float)step / 1000.0f, 1};
+    cr_assert_eq(tfx_rowfile_row(w, rows[i], row, &err), TFX_OK, "%s", err.msg);
+  }
+  uint32_t crc;
+  uint64_t bytes;
+  cr_assert_eq(tfx_rowfile_finish(w, &crc, &bytes, &err), TFX_OK, "%s", err.msg);
+}
+
+static void link_dir(int64_t step, char *dir, size_t n) {
+  char run[128];
+  snprintf(run, sizeof run, "%s/run", tmp);
+  tfx_ckpt_dir(run, step, dir, n);
+}
+
+Test(rowfile, base_and_deltas_replay_into_the_rows_of_the_last_step) {
+  int64_t base[] = {1, 2, 3, 4, 5}, d1[] = {2, 9}, gone1[] = {4, 5}, d2[] = {5, 10}, gone2[] = {9, 1};
+  write_link(100, -1, base, 5, NULL, 0);
+  write_link(200, 100, d1, 2, gone1, 2);
+  write_link(300, 200, d2, 2, gone2, 2);
+  char dir[1100];
+  link_dir(300, dir, sizeof dir);
+  state s = {0};
+  tfx_err err = {0};
+  cr_assert_eq(tfx_rowfile_read_chain(dir, 0, apply, &s, &err), TFX_OK, "%s", err.msg);
+  int want[IDS] = {0};
+  want[2] = want[3] = want[5] = want[10] = 1; /* 1 and 9 deleted at 300, 4 at 200; 5 deleted, then made again */
+  for (int id = 0; id < IDS; id++) {
+    cr_assert_eq(s.have[id], want[id], "id %d", id);
+  }
+  cr_assert_float_eq(s.rows[2][1], 0.2f, 1e-6, "id 2 as changed at step 200");
+  cr_assert_float_eq(s.rows[3][1], 0.1f, 1e-6, "id 3 as the base holds it");
+  cr_assert_float_eq(s.rows[5][1], 0.3f, 1e-6, "id 5 made again at step 300");
+  int64_t step, parent;
+  char path[1200];
+  tfx_ckpt_part_path(path, sizeof path, dir, 0, TFX_CKPT_ROWS);
+  cr_assert_eq(tfx_rowfile_parent(path, &step, &parent, &err), TFX_OK);
+  cr_assert_eq(step, 300);
+  cr_assert_eq(parent, 200);
+  cr_assert_eq(tfx_ckpt_chain_floor(dir, INT64_MAX), 100, "step 300 needs 200 and 100");
+}
+
+Test(rowfile, a_missing_link_or_a_corrupt_delta_is_named) {
+  int64_t rows[] = {1}, gone[] = {2};
+  write_link(200, 100, rows, 1, gone, 1);
+  char dir[1100], path[1200];
+  link_dir(200, dir, sizeof dir);
+  state s = {0};
+  tfx_err err = {0};
+  cr_assert_eq(tfx_rowfile_read_chain(dir, 0, apply, &s, &err), TFX_ECORRUPT);
+  cr_assert(strstr(err.msg, "delta of step 100") && strstr(err.msg, "gone"), "%s", err.msg);
+  write_link(100, -1, rows, 1, NULL, 0);
+  tfx_ckpt_part_path(path, sizeof path, dir, 0, TFX_CKPT_ROWS);
+  FILE *f = fopen(path, "r+b");
+  cr_assert_not_null(f);
+  fseek(f, 70, SEEK_SET); /* inside the deleted id */
+  fputc(0x55, f);
+  fclose(f);
+  cr_assert_eq(tfx_rowfile_read_chain(dir, 0, apply, &s, &err), TFX_ECORRUPT);
+  cr_assert(strstr(err.msg, "ps-0.rows"), "%s", err.msg);
+  tfx_rowfile *w = NULL;
+  cr_assert_eq(tfx_rowfile_create_delta(path, 100, 100, 1, &w, &err), TFX_EINVAL, "a delta follows an older step");
+}
+
+Test(rowfile, a_full_file_records_no_deletion) {
+  char path[128];
+  snprintf(path, sizeof path, "%s/full.rows", tmp);
+  tfx_rowfile *w = NULL;
+  tfx_err err = {0};
+  int64_t gone[] = {3};
+  cr_assert_eq(tfx_rowfile_create(path, 5, 1, &w, &err), TFX_OK);
+  cr_assert_eq(tfx_rowfile_table_delta(w, "t", IDS, RF, gone, 1, 0, &err), TFX_EINVAL);
+  tfx_rowfile_abort(w);
+}
