@@ -312,6 +312,12 @@ void tfx_batcher_set_idle(tfx_batcher *b, tfx_idle_fn idle, void *ctx) {
   }
 }
 
+void tfx_batcher_check_labels(tfx_batcher *b, int classes) {
+  if (b->stream) {
+    tfx_stream_check_labels(b->stream, classes);
+  }
+}
+
 int64_t tfx_batcher_epoch(const tfx_batcher *b) {
   return b->stream ? tfx_stream_epoch(b->stream) : b->epoch;
 }

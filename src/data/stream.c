@@ -35,6 +35,8 @@ struct tfx_stream {
   size_t *order, next_file; /* file order of this epoch, and the next file to open */
   void *reader;             /* the open file's reader, NULL between files */
   uint64_t record;          /* records seen this epoch, for sharding by record */
+  uint64_t file_record;     /* records read from the open file, to name a bad one */
+  int classes;              /* labels must be in [0, classes) (0: unchecked): tfx_stream_check_labels */
   int64_t epoch, kept;      /* completed epochs; examples this shard kept this epoch */
   tfx_dataset *buf;         /* the current window, served in `perm` order */
   size_t *perm, perm_cap, pos;
@@ -181,6 +183,7 @@ static void close_reader(tfx_stream *s) {
 
 static int open_reader(tfx_stream *s, size_t file, tfx_err *err) {
   const char *path = s->images.paths[file];
+  s->file_record = 0;
   if (s->columns) {
     return tfx_columns_open(s->columns, path, (tfx_columns_reader **)&s->reader, err);
   }
@@ -371,6 +374,20 @@ static int shuffle_window(tfx_stream *s, tfx_err *err) {
   return TFX_OK;
 }
 
+/* Checks a chunk's labels as it is read, naming the file and record of the first outside [0, classes), as the
+ * whole-file loaders do (#30: found only at the batch before, as "example N of the batch"). */
+static int check_labels(tfx_stream *s, const tfx_dataset *d, size_t file, tfx_err *err) {
+  for (size_t i = 0; s->classes > 0 && i < d->n; i++) {
+    if (d->y[i] < 0 || d->y[i] >= s->classes) {
+      return tfx_err_set(err, TFX_EINVAL, "%s: record %llu: label %d is outside the model's %d classes [0, %d)",
+                         s->images.paths[file], (unsigned long long)(s->file_record + i + 1), (int)d->y[i],
+                         s->classes, s->classes);
+    }
+  }
+  s->file_record += d->n;
+  return TFX_OK;
+}
+
 /* Reads the next non-empty window of this shard's examples. */
 static int refill(tfx_stream *s, tfx_err *err) {
   tfx_dataset_destroy(s->buf);
@@ -387,7 +404,8 @@ static int refill(tfx_stream *s, tfx_err *err) {
       close_reader(s);
       continue;
     }
-    if ((rc = filter_chunk(s, d, s->order[s->next_file - 1], err)) || d->n == 0) {
+    size_t file = s->order[s->next_file - 1];
+    if ((rc = check_labels(s, d, file, err)) || (rc = filter_chunk(s, d, file, err)) || d->n == 0) {
       tfx_dataset_destroy(d);
       if (rc) {
         return rc;
@@ -494,6 +512,10 @@ int tfx_stream_open(const tfx_config *cfg, int index, int count, size_t dim, tfx
   }
   *out = s;
   return TFX_OK;
+}
+
+void tfx_stream_check_labels(tfx_stream *s, int classes) {
+  s->classes = classes;
 }
 
 void tfx_stream_set_idle(tfx_stream *s, tfx_idle_fn idle, void *ctx) {

@@ -40,6 +40,8 @@ int tfx_stream_fields(const tfx_stream *s);
 int tfx_stream_next(tfx_stream *s, int batch, float *x, int32_t *y, tfx_err *err);
 /* Skips `n` examples as if they were taken (resume). */
 int tfx_stream_skip(tfx_stream *s, int64_t n, tfx_err *err);
+/* Checks every label read against [0, classes) (0: no check), failing the window with the file and record. */
+void tfx_stream_check_labels(tfx_stream *s, int classes);
 /* Sets what a followed stream (data.train.follow) calls while it waits for a file; ctx borrowed. */
 void tfx_stream_set_idle(tfx_stream *s, tfx_idle_fn idle, void *ctx);
 /* Completed epochs so far. */

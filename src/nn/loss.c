@@ -166,6 +166,10 @@ void tfx_model_loss(tfx_model *m, const int32_t *labels, int batch, int grad, tf
   count_hits(last->out, labels, batch, c, m->top_k, st);
 }
 
+int tfx_model_label_classes(const tfx_model *m) {
+  return label_classes(m, m->layers[m->n_layers - 1].oc);
+}
+
 int tfx_model_check_labels(const tfx_model *m, const int32_t *labels, int batch, int *example, tfx_err *err) {
   int c = label_classes(m, m->layers[m->n_layers - 1].oc);
   for (int b = 0; b < batch; b++) {

@@ -91,6 +91,8 @@ tfx_var *tfx_model_find_var(tfx_model *m, const char *name);
 size_t tfx_model_input_size(const tfx_model *m);
 /* The model's worker pool (borrowed; NULL with one thread), to split optimizer updates the same way. */
 tfx_par *tfx_model_par(tfx_model *m);
+/* The number of classes a label may name: the outputs, or 2 for one sigmoid output. */
+int tfx_model_label_classes(const tfx_model *m);
 /* The number of outputs per example. */
 size_t tfx_model_output_size(const tfx_model *m);
 /* Runs the forward pass on x [batch, input] (borrowed); returns the logits (borrowed from the model). An

@@ -40,6 +40,9 @@ int tfx_labels_load(const tfx_model *m, const tfx_config *cfg, int eval, tfx_dat
 int tfx_labels_train_input(const tfx_model *m, const tfx_config *cfg, int index, int count, tfx_dataset **data,
                            tfx_batcher **out, tfx_err *err) {
   int rc = tfx_train_input_open(cfg, index, count, tfx_model_input_size(m), data, out, err);
+  if (!rc && !*data) {
+    tfx_batcher_check_labels(*out, tfx_model_label_classes(m)); /* streamed: each file as it is read */
+  }
   if (rc || !*data) {
     return rc;
   }

@@ -452,3 +452,26 @@ Test(stream, shuffle_false_keeps_file_order_streaming_and_in_memory) {
     cr_assert(shuffled, "streaming %d: data.shuffle true served the records in file order", streaming);
   }
 }
+
+/* A streamed label outside the model's classes is named by its file and record as the window is read (#30: it
+ * was found only at the batch, as "example N of the batch"). Labels here are the record ids 0..119: with 100
+ * classes the first bad one is id 100, record 21 of part-2.csv. */
+Test(stream, a_bad_label_is_named_by_file_and_record) {
+  write_csv();
+  tfx_config cfg = config("csv", "part-*.csv", 7, "record");
+  tfx_stream *s = NULL;
+  tfx_err err = {0};
+  cr_assert_eq(tfx_stream_open(&cfg, 0, 1, 1, &s, &err), TFX_OK, "%s", err.msg);
+  tfx_stream_check_labels(s, 100);
+  float x[1];
+  int32_t y[1];
+  int rc = TFX_OK, taken = 0;
+  while (taken <= TOTAL && (rc = tfx_stream_next(s, 1, x, y, &err)) == TFX_OK) {
+    cr_assert(y[0] < 100, "label %d served", y[0]);
+    taken++;
+  }
+  cr_assert_eq(rc, TFX_EINVAL, "rc %d after %d examples", rc, taken);
+  cr_assert(strstr(err.msg, "part-2.csv: record 21: label 100 is outside the model's 100 classes") != NULL, "%s",
+            err.msg);
+  tfx_stream_close(s);
+}
