@@ -79,8 +79,8 @@ MULTI = {"name", "depends", "recommends", "tags", "desc"}
 
 
 def main():
-    if len(sys.argv) < 2:
-        sys.exit(__doc__)
+    if len(sys.argv) < 2 or sys.argv[1] in ("-h", "--help") or sys.argv[1].startswith("-"):
+        sys.exit(__doc__)  # an option where OUT belongs is not a directory to write into
     out = sys.argv[1]
     min_count = int(sys.argv[sys.argv.index("--min-count") + 1]) if "--min-count" in sys.argv else 300
     recs = {}
