@@ -1,4 +1,5 @@
 /* export, inspect and predict: the trainer's life cycle on a run directory or an export. */
+#include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
 #include <stdio.h>
@@ -61,6 +62,21 @@ static int load_chosen(const tfx_node *n, const tfx_cli_opts *o, tfx_weights *ws
   return dir[0] ? tfx_weights_from_checkpoint(dir, ws, err) : tfx_weights_from_run(n->run_dir, ws, err);
 }
 
+/* Makes a new export directory OUT/<unix time> (OUT/<unix time>-K when an export of the same second exists: an
+ * earlier export is never written over) into dir[n]. */
+static int new_export_dir(const char *out, char *dir, size_t n, tfx_err *err) {
+  int rc = tfx_mkdirs(out, err);
+  long long now = (long long)time(NULL);
+  snprintf(dir, n, "%s/%lld", out, now);
+  for (int k = 2; !rc && mkdir(dir, 0755) != 0; k++) {
+    if (errno != EEXIST || k > 1000) {
+      return tfx_err_sys(err, TFX_ESYS, "mkdir %s", dir);
+    }
+    snprintf(dir, n, "%s/%lld-%d", out, now, k);
+  }
+  return rc;
+}
+
 int tfx_export_run(const tfx_node *n, const tfx_cli_opts *o, tfx_err *err) {
   if (!o->out_dir[0]) {
     return tfx_err_set(err, TFX_EINVAL, "export needs --out DIR");
@@ -73,8 +89,8 @@ int tfx_export_run(const tfx_node *n, const tfx_cli_opts *o, tfx_err *err) {
   }
   tfx_weights ws;
   int rc = load_chosen(n, o, &ws, err); /* --checkpoint STEP ships that step, not the newest */
-  snprintf(dir, sizeof dir, "%s/%lld", o->out_dir, (long long)time(NULL));
-  if (!rc && !(rc = tfx_mkdirs(dir, err)) && !(rc = tfx_export_write(&ws, config, dir, n->run_dir, err))) {
+  if (!rc && !(rc = new_export_dir(o->out_dir, dir, sizeof dir, err)) &&
+      !(rc = tfx_export_write(&ws, config, dir, n->run_dir, err))) {
     printf("exported step %lld (%d variables) to %s\n", (long long)ws.step, ws.n, dir);
   }
   tfx_weights_fini(&ws); /* zeroed by a failed read, so always safe */

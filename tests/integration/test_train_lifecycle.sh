@@ -43,6 +43,11 @@ var_values "$exp300" dense_3/bias >"$WORK/v_exp300.txt" || fail "inspect export 
 var_values "$run/checkpoints/ckpt-000000000300" dense_3/bias >"$WORK/v_ckpt300.txt" || fail "inspect checkpoint 300"
 cmp -s "$WORK/v_exp300.txt" "$WORK/v_ckpt300.txt" || fail "export --checkpoint 300 does not hold step 300's values"
 var_values "$run" dense_3/bias | cmp -s - "$WORK/v_exp300.txt" && fail "step 300's and 350's values are the same: the check above proves nothing"
+# A second export into the same --out never writes over the first, even within the same second (the directory is
+# named by the unix time; a taken name gets -2, -3, ...): both keep their own step.
+"$TFX_NODE" export --run-dir "$run" --out "$WORK/export300" >"$WORK/export350.log" 2>&1 || fail "second export"
+[ "$(ls -d "$WORK"/export300/*/ | wc -l)" = 2 ] || fail "two exports into one --out left $(ls "$WORK/export300")"
+[ "$(grep -l '"step": 300' "$WORK"/export300/*/metadata.json | wc -l)" = 1 ] || fail "the step-300 export was written over"
 "$TFX_NODE" inspect "$run" >"$WORK/inspect.txt" 2>&1 || fail "inspect run"
 for v in dense_1/kernel dense_1/bias dense_2/kernel dense_2/bias dense_3/kernel dense_3/bias; do
   grep -q "^$v " "$WORK/inspect.txt" || fail "inspect does not list $v"
