@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/fs.h"
 #include "common/log.h"
 #include "common/version.h"
 #include "config/plugin.h"
@@ -107,42 +108,6 @@ static int is_command(const char *s) {
     }
   }
   return 0;
-}
-
-/* The whole text of a file, pipes included; caller owns; free with free(). */
-static char *slurp_text(const char *path, tfx_err *err) {
-  FILE *f = fopen(path, "rb");
-  if (!f) {
-    tfx_err_sys(err, TFX_ECONFIG, "open %s", path);
-    return NULL;
-  }
-  size_t cap = 8192, len = 0, got;
-  char *buf = malloc(cap), *grown;
-  while (buf && (got = fread(buf + len, 1, cap - len - 1, f)) > 0) {
-    len += got;
-    if (cap - len > 1) {
-      continue;
-    }
-    if (cap > (64u << 20) || !(grown = realloc(buf, cap *= 2))) {
-      free(buf);
-      buf = NULL;
-    } else {
-      buf = grown;
-    }
-  }
-  int failed = ferror(f);
-  fclose(f);
-  if (failed) {
-    free(buf);
-    tfx_err_sys(err, TFX_ECONFIG, "read %s", path);
-    return NULL; /* a directory, say (EISDIR) */
-  }
-  if (!buf) {
-    tfx_err_set(err, TFX_ECONFIG, "read %s: too large or out of memory", path);
-    return NULL;
-  }
-  buf[len] = '\0';
-  return buf;
 }
 
 typedef struct raw {
@@ -349,7 +314,7 @@ static int load_cluster(tfx_args *a, const raw *r, tfx_err *err) {
   char *text = NULL;
   const char *json = getenv("TF_CONFIG");
   if (r->tf_config) {
-    if (!(text = slurp_text(r->tf_config, err))) {
+    if (!(text = tfx_read_text(r->tf_config, 64u << 20, TFX_ECONFIG, err))) {
       return TFX_ECONFIG;
     }
     if (!text[strspn(text, " \t\r\n")]) {

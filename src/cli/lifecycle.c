@@ -83,7 +83,7 @@ int tfx_export_run(const tfx_node *n, const tfx_cli_opts *o, tfx_err *err) {
   }
   char cfgpath[1100], dir[1200];
   snprintf(cfgpath, sizeof cfgpath, "%s/config.json", n->run_dir);
-  char *config = tfx_export_read_text(cfgpath);
+  char *config = tfx_read_text(cfgpath, SIZE_MAX / 4, TFX_ENOTFOUND, NULL);
   if (!config) {
     return tfx_err_sys(err, TFX_ENOTFOUND, "%s", cfgpath);
   }

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -70,4 +71,40 @@ int tfx_write_file(const char *path, const char *text, tfx_err *err) {
     return tfx_err_sys(err, TFX_ESYS, "write %s", path);
   }
   return TFX_OK;
+}
+
+char *tfx_read_text(const char *path, size_t max_bytes, int code, tfx_err *err) {
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    tfx_err_sys(err, code, "open %s", path);
+    return NULL;
+  }
+  size_t cap = 8192, len = 0, got;
+  char *buf = malloc(cap), *grown;
+  while (buf && (got = fread(buf + len, 1, cap - len - 1, f)) > 0) {
+    len += got;
+    if (cap - len > 1) {
+      continue;
+    }
+    if (cap > max_bytes || !(grown = realloc(buf, cap *= 2))) {
+      free(buf);
+      buf = NULL;
+    } else {
+      buf = grown;
+    }
+  }
+  int failed = ferror(f), e = errno;
+  fclose(f);
+  errno = e;
+  if (failed) {
+    free(buf);
+    tfx_err_sys(err, code, "read %s", path);
+    return NULL; /* a directory, say (EISDIR) */
+  }
+  if (!buf) {
+    tfx_err_set(err, code, "read %s: too large or out of memory", path);
+    return NULL;
+  }
+  buf[len] = '\0';
+  return buf;
 }

@@ -16,6 +16,9 @@ FILE *tfx_fopen_write(const char *path, const char *mode);
 /* Raises this process's soft limit of open files to its hard limit (a ps with many peers, or under a flood of idle
  * connections, needs more than the usual 1024) and returns the soft limit now in force. */
 long tfx_fd_limit_raise(void);
+/* The whole text of a file, pipes included, up to max_bytes; caller owns; free with free(). NULL with `code` in
+ * err ("open PATH", "read PATH", "read PATH: too large or out of memory"), errno kept from the failed call. */
+char *tfx_read_text(const char *path, size_t max_bytes, int code, tfx_err *err);
 /* Writes text to path atomically (tmp + rename). */
 int tfx_write_file(const char *path, const char *text, tfx_err *err);
 

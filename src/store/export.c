@@ -15,32 +15,6 @@
 #include "store/ckpt.h"
 #include "store/safetensors.h"
 
-char *tfx_export_read_text(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) {
-    return NULL;
-  }
-  size_t cap = 8192, len = 0, got;
-  char *s = malloc(cap), *grown;
-  while (s && (got = fread(s + len, 1, cap - len - 1, f)) > 0) {
-    len += got;
-    if (cap - len > 1) {
-      continue;
-    }
-    if (!(grown = realloc(s, cap *= 2))) {
-      free(s);
-      s = NULL;
-    } else {
-      s = grown;
-    }
-  }
-  if (s) {
-    s[len] = '\0';
-  }
-  fclose(f);
-  return s;
-}
-
 /* The last eval line of a run's metrics.jsonl at `step` (without its newline) into out, or "null". */
 static void last_eval(const char *run_dir, int64_t step, char *out, size_t n) {
   char want[48];
@@ -152,7 +126,7 @@ int tfx_export_checkpoint(const tfx_config *cfg, const char *run_dir, int64_t st
   snprintf(tmp, sizeof tmp, "%s.tmp", dir);
   snprintf(path, sizeof path, "%s/config.json", run_dir);
   tfx_ckpt_dir(run_dir, step, ckpt, sizeof ckpt);
-  char *config = tfx_export_read_text(path);
+  char *config = tfx_read_text(path, SIZE_MAX / 4, TFX_ENOTFOUND, NULL);
   if (!config) {
     return tfx_err_sys(err, TFX_ENOTFOUND, "exporting step %lld: %s", (long long)step, path);
   }

@@ -12,8 +12,6 @@
 #include "config/config.h"
 #include "store/weights.h"
 
-/* The whole text of a file; caller owns; free with free(). NULL (errno set) when unreadable. */
-char *tfx_export_read_text(const char *path);
 /* Writes the export of ws into the existing directory dir; config is the experiment's JSON text and run_dir the
  * run whose metrics.jsonl gives the step's eval line (both borrowed). */
 int tfx_export_write(const tfx_weights *ws, const char *config, const char *dir, const char *run_dir, tfx_err *err);
