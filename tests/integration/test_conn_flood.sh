@@ -34,10 +34,13 @@ FL=$!
 PIDS+=($FL)
 wait_for 120 grep -q "held $N_CONN" "$WORK/conns.txt" || fail "the flood did not open $N_CONN connections: $(cat "$WORK/conns.txt")"
 open=$(ls "/proc/$PS_PID/fd" | wc -l)
-step0=$(step); ck0=$(ls -d "$RUN"/checkpoints/ckpt-* 2>/dev/null | tail -1)
+# (the newest complete checkpoint: a directory still being written has no manifest yet)
+step0=$(step); [ "$step0" != none ] || step0=0; ck0=$(ls -d "$RUN"/checkpoints/ckpt-*/manifest.json 2>/dev/null | tail -1)
 out=$("$TFX_NODE" status --address "$PS_ADDR" 2>&1) || fail "ps 0 did not answer status under $N_CONN connections: $out"
-wait_for 300 sh -c "[ \"\$(ls -d '$RUN'/checkpoints/ckpt-*/manifest.json 2>/dev/null | tail -1)\" != '$ck0/manifest.json' ]" ||
+wait_for 300 sh -c "[ \"\$(ls -d '$RUN'/checkpoints/ckpt-*/manifest.json 2>/dev/null | tail -1)\" != '$ck0' ]" ||
   fail "no new checkpoint under the flood (newest $ck0)"
+stepped() { [ "$(step)" != none ] && [ "$(step)" -gt "$step0" ]; }
+wait_for 300 stepped
 step1=$(step)
 [ "$step1" -gt "$step0" ] || fail "training stalled under the flood (step $step0 -> $step1)"
 grep -l "Too many open files" "$RUN"/logs/*.log && fail "a process ran out of file descriptors"
