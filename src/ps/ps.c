@@ -259,6 +259,7 @@ static void mirror_destroy(ps_state *m) {
   if (!m) {
     return;
   }
+  tfx_inmsg_fini(&m->held);
   ps__drop_pending(m);
   ps__ckpt_drop(m);
   ps__push_free_scratch(m);
@@ -294,6 +295,35 @@ static int init_and_reply(ps_state *own, ps_state *p, const tfx_inmsg *m, tfx_er
 
 static void forward(ps_state *own, ps_state *p, const tfx_inmsg *m);
 
+/* Applies a mirror's held step, if any (a refusal, logged, leaves the mirror behind: the next step is refused). */
+static void held_apply(ps_state *p) {
+  if (!p || !p->has_held) {
+    return;
+  }
+  tfx_err err;
+  tfx_err_clear(&err);
+  p->has_held = 0;
+  if (ps__push(p, &p->held, &err)) {
+    tfx_log(TFX_LOG_ERROR, "PS-BACKUP-STEP", "backup of ps instance %d: step %lld not applied: %s", p->index,
+            (long long)p->held.env->step, err.msg);
+  }
+  tfx_inmsg_fini(&p->held);
+}
+
+/* Keeps a forwarded step (its frames moved out of m) to apply after the own instance's replies went: the
+ * primary's acknowledgement was sent on receipt, so the step's cost is off both primaries' paths. */
+static void hold(ps_state *p, tfx_inmsg *m) {
+  held_apply(p);
+  memset(&p->held, 0, sizeof p->held);
+  p->held.env = m->env;
+  p->held.parts = m->parts;
+  p->held.n_parts = m->n_parts;
+  p->has_held = 1;
+  m->env = NULL;
+  m->parts = NULL;
+  m->n_parts = 0;
+}
+
 /* Serves requests for an initialized state; a push goes to the backup first (replicas). */
 static int handle_data(ps_state *own, ps_state *p, tfx_inmsg *m, tfx_err *err) {
   const tfx_envelope *e = m->env;
@@ -308,12 +338,22 @@ static int handle_data(ps_state *own, ps_state *p, tfx_inmsg *m, tfx_err *err) {
     case TFX__MSG_TYPE__MSG_PULL:
       return ps__pull(p, m, err);
     case TFX__MSG_TYPE__MSG_PUSH:
+      if ((e->flag & PS_FLAG_STEP) && e->step != p->version + p->has_held) {
+        return tfx_err_set(err, TFX_ESTATE, "forwarded step %lld: the backup of ps instance %d is at step %lld",
+                           (long long)e->step, p->index, (long long)(p->version + p->has_held));
+      }
       if (e->flag & PS_FLAG_FORWARDED) { /* held once received: the primary applies it meanwhile */
         rc = reply_simple(p, m, p->version, 0, NULL, err);
+        if (e->flag & PS_FLAG_STEP) {
+          hold(p, m);
+          return rc;
+        }
         ps__push(p, m, NULL); /* a refusal here is the primary's too, answered there */
         return rc;
       }
-      forward(own, p, m);
+      if (!ps__is_sync(p)) { /* sync: the summed step goes, once (ps__forward_step) */
+        forward(own, p, m);
+      }
       return ps__push(p, m, err);
     case TFX__MSG_TYPE__MSG_CHECKPOINT:
       return ps__checkpoint_request(p, m, err);
@@ -332,6 +372,9 @@ static int handle(ps_state *own, tfx_inmsg *m, tfx_err *err) {
   int rc = instance_of(own, e, &p, err);
   if (rc) {
     return rc;
+  }
+  if (!(e->type == TFX__MSG_TYPE__MSG_PUSH && (e->flag & PS_FLAG_STEP))) {
+    held_apply(p); /* anything else for a mirror sees its held step applied (a step is held by hold) */
   }
   switch (e->type) {
     case TFX__MSG_TYPE__MSG_STATUS:
@@ -501,6 +544,9 @@ static void serve(ps_state *p) {
     }
     serve_deferred(p);
     acknowledged(p);
+    if (!p->fwd_pending || ready == 0) {
+      held_apply(p->mirror); /* once the own replies went (or nothing came for a while) */
+    }
     ps__expire_pulls(p);
     if (p->mirror) {
       ps__expire_pulls(p->mirror);

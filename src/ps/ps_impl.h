@@ -41,6 +41,7 @@ typedef struct shard {
   int64_t shape[4], row_begin, row_end;
   size_t count, row_size;
   int assigned;    /* a non-trainable shard that received values (batch-norm statistics) */
+  int step_assigned; /* sync, replicas: values assigned this step (forwarded with the step, ps__forward_step) */
   int64_t changed; /* the version as of which the values last changed: init/restore's, or version + 1 for a change
                       made at version (a pull `since` v >= changed may leave the shard out) */
   int fuse;        /* the push being handled updates this shard in one pass (decided once, by validate_push) */
@@ -114,6 +115,8 @@ typedef struct ps_view {
 
 /* Envelope.flag bit of a push forwarded by a primary to its backup (answered with a bare acknowledgement). */
 #define PS_FLAG_FORWARDED 2
+/* With PS_FLAG_FORWARDED: a whole sync step, summed (ps__forward_step), not one worker's push. */
+#define PS_FLAG_STEP 4
 
 typedef struct ps_state {
   tfx_node *node;
@@ -129,6 +132,9 @@ typedef struct ps_state {
   unsigned backup_seen;   /* the backup link's disconnections when it last answered (linkwatch) */
   int fwd_pending;        /* forwards the backup has not acknowledged yet: replies and pulls wait (parked) */
   int64_t fwd_deadline;   /* when the last forward's acknowledgement is overdue (the backup is then lost) */
+  tfx_inmsg held;         /* a mirror's: a forwarded sync step acknowledged, applied once the own instance's replies
+                             went (ps__held_apply), or before anything else reaches the mirror */
+  int has_held;
   tfx_inmsg *deferred;    /* the own state's: requests that came while a forward waited (served next, in order) */
   int n_deferred, cap_deferred;
   tfx_config cfg;
@@ -296,6 +302,11 @@ int ps__forward_send(ps_state *p, const tfx_inmsg *m);
 void ps__forward_acks(ps_state *p);
 /* The backup is lost (why): the instance goes on unreplicated, with one log line. */
 void ps__forward_fail(ps_state *p, const char *why);
+/* Sync mode: forwards the step about to be applied to the backup, once, as the primary summed it (the dense sums,
+ * the rows looked up, a lazy table's summed rows in the order the sum lists them, values assigned this step, and
+ * the number of gradients averaged); the backup applies it with the same code (ps__push, PS_FLAG_STEP), bit for
+ * bit. fwd_pending holds the step's replies until the acknowledgement. Without a backup: clears step_assigned. */
+void ps__forward_step(ps_state *p);
 /* MSG_PROMOTE: the mirror becomes its instance's primary at the message's plan epoch; replies with the step. */
 int ps__promote(ps_state *p, const tfx_inmsg *m, tfx_err *err);
 

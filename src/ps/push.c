@@ -298,6 +298,7 @@ static int apply_touched_rows(ps_state *p, shard *s, float scale) {
 
 /* Ends a sync step: applies the average of the gradients accumulated (none when every arrival was skipped). */
 static void apply_accumulated(ps_state *p) {
+  ps__forward_step(p); /* replicas: the backup gets the step as summed here, before the sums are emptied */
   float scale = ps__sync_scale(p->n_grads);
   for (int i = 0; p->n_grads && i < p->n_shards; i++) {
     shard *s = &p->shards[i];
@@ -335,6 +336,7 @@ static void sync_arrive(ps_state *p, int w) {
  * non-trainable shard's values are assigned instead. */
 static int accumulate(ps_state *p, shard *s, const float *g, const Tfx__Tensor *t, tfx_err *err) {
   if (!s->trainable) {
+    s->step_assigned = 1;
     return assign_values(p, s, g) ? tfx_err_set(err, TFX_ENOMEM, "out of memory") : TFX_OK;
   }
   if (s->table) {
@@ -376,6 +378,49 @@ static int push_sync(ps_state *p, const tfx_inmsg *m, shard **targets, int *stal
   }
   p->n_grads++;
   sync_arrive(p, w);
+  return TFX_OK;
+}
+
+/* Checks tensor t of a forwarded step against its shard: the frame's size, and dense rows in range (the
+ * primary checked the workers' pushes; this keeps a bad peer from writing out of bounds). */
+static int check_step_tensor(const ps_state *p, const tfx_inmsg *m, size_t i, shard **s, tfx_err *err) {
+  const Tfx__Tensor *t = m->env->tensors[i];
+  size_t size = 0;
+  tfx_inmsg_part(m, (int)i, &size);
+  *s = ps__find((ps_state *)p, t->name);
+  size_t want = *s ? (t->n_rows ? t->n_rows * (*s)->row_size : (*s)->count) * sizeof(float) : 0;
+  if (!*s || t->nbytes != want || size != want || ((*s)->table && !t->n_rows)) {
+    return tfx_err_set(err, TFX_EPROTO, "forwarded step: tensor '%.64s' does not fit this backup's shard", t->name);
+  }
+  for (size_t k = 0; !(*s)->table && k < t->n_rows; k++) {
+    if (t->rows[k] < (*s)->row_begin || t->rows[k] >= (*s)->row_end) {
+      return tfx_err_set(err, TFX_EPROTO, "forwarded step: '%.64s' row %lld out of range", t->name,
+                         (long long)t->rows[k]);
+    }
+  }
+  return TFX_OK;
+}
+
+/* A sync step forwarded by the primary (replicas, PS_FLAG_STEP): its sums are accumulated (0 + sum is the sum,
+ * bit for bit) and applied with the primary's gradient count, by the code the primary ran. */
+static int push_step(ps_state *p, const tfx_inmsg *m, tfx_err *err) {
+  const tfx_envelope *e = m->env;
+  if (e->step != p->version || e->n_stats != 1) {
+    return tfx_err_set(err, TFX_ESTATE, "forwarded step %lld: the backup is at step %lld", (long long)e->step,
+                       (long long)p->version);
+  }
+  for (size_t i = 0; i < e->n_tensors; i++) {
+    shard *s = NULL;
+    int rc = check_step_tensor(p, m, i, &s, err);
+    const float *g = rc ? NULL : grad_data(p, m, (int)i);
+    rc = rc ? rc : g ? accumulate(p, s, g, e->tensors[i], err) : tfx_err_set(err, TFX_ENOMEM, "out of memory");
+    if (rc) {
+      ps__sync_reset(p, p->n_workers);
+      return rc;
+    }
+  }
+  p->n_grads = (int)e->stats[0]->value;
+  apply_accumulated(p);
   return TFX_OK;
 }
 
@@ -543,6 +588,9 @@ static int nan_outcome(ps_state *p, const tfx_inmsg *m, tfx_err *err) {
 }
 
 int ps__push(ps_state *p, tfx_inmsg *m, tfx_err *err) {
+  if (m->env->flag & PS_FLAG_STEP) {
+    return push_step(p, m, err);
+  }
   shard *stack[64], **targets = m->env->n_tensors <= 64 ? stack : calloc(m->env->n_tensors, sizeof *targets);
   if (!targets) {
     return tfx_err_set(err, TFX_ENOMEM, "out of memory");

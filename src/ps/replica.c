@@ -9,6 +9,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "ps/ps_impl.h"
+#include "ps/rowtable.h"
 
 int ps__route(ps_state *own, const tfx_envelope *e, ps_state **out, tfx_err *err) {
   int want = e->target - 1;
@@ -177,4 +178,153 @@ int ps__promote(ps_state *p, const tfx_inmsg *m, tfx_err *err) {
   env.step = p->version;
   env.epoch = p->epoch;
   return tfx_wire_send(p->sock, &m->identity, &env, NULL, 0, err);
+}
+
+/* The tensors of one forwarded sync step (ps__forward_step): metadata, frames and the buffers they were gathered
+ * into (freed once sent; frames are copied by the send). */
+typedef struct step_msg {
+  Tfx__Tensor *metas;
+  Tfx__Tensor **ptrs;
+  tfx_payload *pl;
+  void **owned; /* per tensor: gathered rows and data, or NULL */
+  int64_t *shapes; /* per tensor: 2 dims ([count] whole, [dim 0, row size] by rows) */
+  size_t n;
+} step_msg;
+
+typedef struct row_gather {
+  int64_t *ids;
+  float *data;
+  size_t n, width;
+} row_gather;
+
+static int gather_sum_row(int64_t id, const float *sum, void *ctx) {
+  row_gather *g = ctx;
+  g->ids[g->n] = id;
+  memcpy(g->data + g->n * g->width, sum, sizeof(float) * g->width);
+  g->n++;
+  return 0;
+}
+
+/* Adds tensor k of the step: n_rows ids (NULL: whole) and their floats. */
+static void step_add(step_msg *sm, const shard *s, int64_t *ids, size_t n_rows, const float *data, size_t floats) {
+  Tfx__Tensor *t = &sm->metas[sm->n];
+  tfx__tensor__init(t);
+  t->name = (char *)s->key;
+  int64_t *shape = sm->shapes + 2 * sm->n;
+  shape[0] = ids ? s->shape[0] : (int64_t)floats;
+  shape[1] = (int64_t)s->row_size;
+  t->shape = shape;
+  t->n_shape = ids ? 2 : 1;
+  t->rows = ids;
+  t->n_rows = n_rows;
+  t->nbytes = floats * sizeof(float);
+  sm->ptrs[sm->n] = t;
+  sm->pl[sm->n] = (tfx_payload){data, floats * sizeof(float), 1, NULL, NULL};
+  sm->owned[sm->n] = ids;
+  sm->n++;
+}
+
+/* The rows of a shard gathered into one buffer (ids first, then the floats); NULL when out of memory. */
+static int64_t *gather_alloc(size_t n, size_t width, float **data) {
+  int64_t *ids = malloc(n * sizeof(int64_t) + n * width * sizeof(float) + 1);
+  *data = ids ? (float *)(ids + n) : NULL;
+  return ids;
+}
+
+/* What shard s contributes to the step: its summed gradient (whole, or the rows looked up), a lazy table's
+ * summed rows (in the sum table's order, so the backup makes them in the same order), or, non-trainable, the
+ * values assigned this step. -1 when out of memory. */
+static int step_shard(step_msg *sm, shard *s, int n_grads) {
+  if (!s->trainable) {
+    if (s->step_assigned) {
+      step_add(sm, s, NULL, 0, s->value->data, s->count);
+    }
+    s->step_assigned = 0;
+    return 0;
+  }
+  if (!n_grads) {
+    return 0;
+  }
+  size_t rows = s->table ? tfx_rowtable_rows(s->acc_rows) : 0;
+  if (!s->table && s->acc_dense) {
+    step_add(sm, s, NULL, 0, s->acc, s->count);
+    return 0;
+  }
+  for (int64_t r = 0; !s->table && r < s->row_end - s->row_begin; r++) {
+    rows += s->touched[r];
+  }
+  if (!rows) {
+    return 0;
+  }
+  row_gather g = {.width = s->row_size};
+  if (!(g.ids = gather_alloc(rows, s->row_size, &g.data))) {
+    return -1;
+  }
+  if (s->table) {
+    tfx_rowtable_each(s->acc_rows, gather_sum_row, &g);
+  }
+  for (int64_t r = 0; !s->table && r < s->row_end - s->row_begin; r++) {
+    if (s->touched[r]) {
+      gather_sum_row(s->row_begin + r, s->acc + (size_t)r * s->row_size, &g);
+    }
+  }
+  step_add(sm, s, g.ids, g.n, g.data, g.n * g.width);
+  return 0;
+}
+
+/* Sends the step's tensors to the backup, with the number of gradients averaged. */
+static int step_send(ps_state *p, step_msg *sm, tfx_err *err) {
+  Tfx__KeyValue kv, *kvp = &kv;
+  tfx__key_value__init(&kv);
+  kv.key = "n_grads";
+  kv.value = p->n_grads;
+  tfx_envelope env;
+  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_PUSH);
+  env.flag = PS_FLAG_FORWARDED | PS_FLAG_STEP;
+  env.step = p->version;
+  env.target = p->index + 1;
+  env.epoch = p->epoch;
+  env.tensors = sm->ptrs;
+  env.n_tensors = sm->n;
+  env.stats = &kvp;
+  env.n_stats = 1;
+  return tfx_client_send(p->backup, &env, sm->pl, (int)sm->n, err);
+}
+
+void ps__forward_step(ps_state *p) {
+  if (!p->backup) {
+    for (int i = 0; i < p->n_shards; i++) {
+      p->shards[i].step_assigned = 0;
+    }
+    return;
+  }
+  if (tfx_client_disconnects(p->backup) != p->backup_seen) {
+    ps__forward_fail(p, "its connection dropped");
+    return;
+  }
+  size_t n = (size_t)p->n_shards + 1;
+  step_msg sm = {calloc(n, sizeof *sm.metas), calloc(n, sizeof *sm.ptrs), calloc(n, sizeof *sm.pl),
+                 calloc(n, sizeof *sm.owned), calloc(2 * n, sizeof *sm.shapes), 0};
+  tfx_err err;
+  int rc = sm.metas && sm.ptrs && sm.pl && sm.owned && sm.shapes ? TFX_OK : tfx_err_set(&err, TFX_ENOMEM, "out of memory");
+  for (int i = 0; !rc && i < p->n_shards; i++) {
+    if (step_shard(&sm, &p->shards[i], p->n_grads)) {
+      rc = tfx_err_set(&err, TFX_ENOMEM, "out of memory gathering the step's rows");
+    }
+  }
+  rc = rc ? rc : step_send(p, &sm, &err);
+  for (size_t i = 0; sm.owned && i < sm.n; i++) {
+    free(sm.owned[i]);
+  }
+  free(sm.metas);
+  free(sm.ptrs);
+  free(sm.pl);
+  free(sm.owned);
+  free(sm.shapes);
+  if (rc) {
+    ps__forward_fail(p, err.msg);
+    return;
+  }
+  p->fwd_pending++;
+  p->fwd_deadline = tfx_now_ms() + (int64_t)p->cfg.request_timeout_s * 1000;
 }
