@@ -409,18 +409,32 @@ static int push_step(ps_state *p, const tfx_inmsg *m, tfx_err *err) {
     return tfx_err_set(err, TFX_ESTATE, "forwarded step %lld: the backup is at step %lld", (long long)e->step,
                        (long long)p->version);
   }
-  for (size_t i = 0; i < e->n_tensors; i++) {
-    shard *s = NULL;
+  p->n_grads = (int)e->stats[0]->value;
+  float scale = ps__sync_scale(p->n_grads);
+  shard *s = NULL;
+  for (size_t i = 0; i < e->n_tensors; i++) { /* checked whole first: a bad step changes nothing */
     int rc = check_step_tensor(p, m, i, &s, err);
-    const float *g = rc ? NULL : grad_data(p, m, (int)i);
-    rc = rc ? rc : g ? accumulate(p, s, g, e->tensors[i], err) : tfx_err_set(err, TFX_ENOMEM, "out of memory");
     if (rc) {
-      ps__sync_reset(p, p->n_workers);
       return rc;
     }
   }
-  p->n_grads = (int)e->stats[0]->value;
-  apply_accumulated(p);
+  for (size_t i = 0; i < e->n_tensors; i++) {
+    check_step_tensor(p, m, i, &s, err);
+    const float *g = grad_data(p, m, (int)i);
+    int whole = s->trainable && !s->table && !e->tensors[i]->n_rows;
+    int rc = !g    ? tfx_err_set(err, TFX_ENOMEM, "out of memory")
+             : whole /* a dense sum is applied from its frame: the bits the primary applied from its accumulator */
+                 ? (apply_one(p, s, g, scale) ? tfx_err_set(err, TFX_ENOMEM, "out of memory") : TFX_OK)
+                 : accumulate(p, s, g, e->tensors[i], err);
+    if (rc) { /* out of memory part way: this copy is no longer the primary's */
+      tfx_log(TFX_LOG_ERROR, "PS-BACKUP-BROKEN", "backup of ps instance %d: step %lld applied in part: %s", p->index,
+              (long long)e->step, err ? err->msg : "out of memory");
+      ps__sync_reset(p, p->n_workers);
+      p->version = -1; /* every later step is refused, so the primary serves unreplicated */
+      return rc;
+    }
+  }
+  apply_accumulated(p); /* the rows and lazy tables, and the step's end */
   return TFX_OK;
 }
 
