@@ -150,6 +150,8 @@ static int handle_init(ps_state *p, const tfx_envelope *e, tfx_err *err) {
     return rc;
   }
   ps__fail_pending(p, "the ps was re-initialized (rolled back to a checkpoint)");
+  ps__log_free(p);
+  p->fwd_steps = 0;
   free_shards(p);
   p->cfg = next.cfg;
   p->opt = next.opt;
@@ -234,7 +236,7 @@ static int handle_status(ps_state *p, const tfx_inmsg *m, tfx_err *err) {
                       : p->backup_of && !p->promoted ? "backup"
                                                      : "serving");
   env.epoch = p->epoch;
-  env.step = p->version;
+  env.step = p->version + ps__log_pending(p); /* a backup's steps held count: its primary is there */
   env.stats = kvp;
   env.n_stats = n;
   return tfx_wire_send(p->sock, &m->identity, &env, NULL, 0, err);
@@ -259,7 +261,7 @@ static void mirror_destroy(ps_state *m) {
   if (!m) {
     return;
   }
-  tfx_inmsg_fini(&m->held);
+  ps__log_free(m);
   ps__drop_pending(m);
   ps__ckpt_drop(m);
   ps__push_free_scratch(m);
@@ -294,36 +296,6 @@ static int init_and_reply(ps_state *own, ps_state *p, const tfx_inmsg *m, tfx_er
 }
 
 static void forward(ps_state *own, ps_state *p, const tfx_inmsg *m);
-
-/* Applies a mirror's held step, if any (a refusal, logged, leaves the mirror behind: the next step is refused). */
-static void held_apply(ps_state *p) {
-  if (!p || !p->has_held) {
-    return;
-  }
-  tfx_err err;
-  tfx_err_clear(&err);
-  p->has_held = 0;
-  if (ps__push(p, &p->held, &err)) {
-    tfx_log(TFX_LOG_ERROR, "PS-BACKUP-STEP", "backup of ps instance %d: step %lld not applied: %s", p->index,
-            (long long)p->held.env->step, err.msg);
-  }
-  tfx_inmsg_fini(&p->held);
-}
-
-/* Keeps a forwarded step (its frames moved out of m) to apply after the own instance's replies went: the
- * primary's acknowledgement was sent on receipt, so the step's cost is off both primaries' paths. */
-static void hold(ps_state *p, tfx_inmsg *m) {
-  held_apply(p);
-  memset(&p->held, 0, sizeof p->held);
-  p->held.env = m->env;
-  p->held.parts = m->parts;
-  p->held.n_parts = m->n_parts;
-  p->has_held = 1;
-  m->env = NULL;
-  m->parts = NULL;
-  m->n_parts = 0;
-}
-
 /* Serves requests for an initialized state; a push goes to the backup first (replicas). */
 static int handle_data(ps_state *own, ps_state *p, tfx_inmsg *m, tfx_err *err) {
   const tfx_envelope *e = m->env;
@@ -338,14 +310,17 @@ static int handle_data(ps_state *own, ps_state *p, tfx_inmsg *m, tfx_err *err) {
     case TFX__MSG_TYPE__MSG_PULL:
       return ps__pull(p, m, err);
     case TFX__MSG_TYPE__MSG_PUSH:
-      if ((e->flag & PS_FLAG_STEP) && e->step != p->version + p->has_held) {
+      if ((e->flag & PS_FLAG_STEP) && e->step != p->version + p->n_log) {
         return tfx_err_set(err, TFX_ESTATE, "forwarded step %lld: the backup of ps instance %d is at step %lld",
-                           (long long)e->step, p->index, (long long)(p->version + p->has_held));
+                           (long long)e->step, p->index, (long long)(p->version + p->n_log));
+      }
+      if (e->flag & PS_FLAG_SNAPSHOT) {
+        return ps__log_snapshot(p, m, err); /* not answered */
       }
       if (e->flag & PS_FLAG_FORWARDED) { /* held once received: the primary applies it meanwhile */
         rc = reply_simple(p, m, p->version, 0, NULL, err);
         if (e->flag & PS_FLAG_STEP) {
-          hold(p, m);
+          ps__log_hold(p, m);
           return rc;
         }
         ps__push(p, m, NULL); /* a refusal here is the primary's too, answered there */
@@ -373,8 +348,8 @@ static int handle(ps_state *own, tfx_inmsg *m, tfx_err *err) {
   if (rc) {
     return rc;
   }
-  if (!(e->type == TFX__MSG_TYPE__MSG_PUSH && (e->flag & PS_FLAG_STEP))) {
-    held_apply(p); /* anything else for a mirror sees its held step applied (a step is held by hold) */
+  if (e->type != TFX__MSG_TYPE__MSG_STATUS && !(e->type == TFX__MSG_TYPE__MSG_PUSH && (e->flag & PS_FLAG_FORWARDED))) {
+    ps__log_apply(p, 0); /* a mirror is brought up to its primary's step before it serves anything else */
   }
   switch (e->type) {
     case TFX__MSG_TYPE__MSG_STATUS:
@@ -545,7 +520,7 @@ static void serve(ps_state *p) {
     serve_deferred(p);
     acknowledged(p);
     if (!p->fwd_pending || ready == 0) {
-      held_apply(p->mirror); /* once the own replies went (or nothing came for a while) */
+      ps__log_trim(p->mirror); /* once the own replies went (or nothing came for a while) */
     }
     ps__expire_pulls(p);
     if (p->mirror) {

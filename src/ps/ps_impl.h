@@ -117,6 +117,8 @@ typedef struct ps_view {
 #define PS_FLAG_FORWARDED 2
 /* With PS_FLAG_FORWARDED: a whole sync step, summed (ps__forward_step), not one worker's push. */
 #define PS_FLAG_STEP 4
+/* With PS_FLAG_FORWARDED: the primary's values and slots at Envelope.step (ps__forward_snapshot); not answered. */
+#define PS_FLAG_SNAPSHOT 8
 
 typedef struct ps_state {
   tfx_node *node;
@@ -132,9 +134,9 @@ typedef struct ps_state {
   unsigned backup_seen;   /* the backup link's disconnections when it last answered (linkwatch) */
   int fwd_pending;        /* forwards the backup has not acknowledged yet: replies and pulls wait (parked) */
   int64_t fwd_deadline;   /* when the last forward's acknowledgement is overdue (the backup is then lost) */
-  tfx_inmsg held;         /* a mirror's: a forwarded sync step acknowledged, applied once the own instance's replies
-                             went (ps__held_apply), or before anything else reaches the mirror */
-  int has_held;
+  tfx_inmsg *log;         /* a mirror's: forwarded sync steps acknowledged and not applied yet (replog.c) */
+  int n_log, cap_log;
+  int64_t fwd_steps;      /* the own state's: sync steps forwarded (a snapshot goes every ps__log_steps) */
   tfx_inmsg *deferred;    /* the own state's: requests that came while a forward waited (served next, in order) */
   int n_deferred, cap_deferred;
   tfx_config cfg;
@@ -307,6 +309,27 @@ void ps__forward_fail(ps_state *p, const char *why);
  * the number of gradients averaged); the backup applies it with the same code (ps__push, PS_FLAG_STEP), bit for
  * bit. fwd_pending holds the step's replies until the acknowledgement. Without a backup: clears step_assigned. */
 void ps__forward_step(ps_state *p);
+/* A backup's log of forwarded steps (replog.c). */
+
+/* The steps between snapshots of an instance (its sums held meanwhile, at most 64 MiB): 0 with a lazy table or
+ * shards too large (every step is then applied once the own replies went, and no snapshot is sent). */
+int ps__log_steps(const ps_state *p);
+/* Steps held in p's log (p may be NULL): the state's version plus this is the step the primary is at. */
+int ps__log_pending(const ps_state *p);
+/* Keeps a forwarded step (its envelope and frames moved out of m; m keeps its identity) in the log; past the
+ * log's bound the oldest is applied. */
+void ps__log_hold(ps_state *p, tfx_inmsg *m);
+/* Applies the oldest held steps, in order, until `keep` are left (p may be NULL). */
+void ps__log_apply(ps_state *p, int keep);
+/* Applies what the log may not keep now: all of an instance without snapshots, the steps past the bound else. */
+void ps__log_trim(ps_state *p);
+/* Frees the log unapplied (re-initialization, shutdown). */
+void ps__log_free(ps_state *p);
+/* A snapshot from the primary: replaces the values and slots of the shards it names and drops the held steps it
+ * holds. TFX_ESTATE (nothing changed) when it does not fit this backup or its step. */
+int ps__log_snapshot(ps_state *p, const tfx_inmsg *m, tfx_err *err);
+/* Primary, after a sync step was applied: every ps__log_steps steps, sends the snapshot (copied, not answered). */
+void ps__forward_snapshot(ps_state *p);
 /* MSG_PROMOTE: the mirror becomes its instance's primary at the message's plan epoch; replies with the step. */
 int ps__promote(ps_state *p, const tfx_inmsg *m, tfx_err *err);
 

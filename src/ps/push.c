@@ -322,6 +322,7 @@ static void apply_accumulated(ps_state *p) {
     s->acc_dense = 0;
   }
   ps__sync_end_step(p);
+  ps__forward_snapshot(p);
 }
 
 /* Counts worker w's arrival in the current sync step (its gradient, if any, already accumulated); the arrival
