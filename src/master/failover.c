@@ -48,20 +48,35 @@ int master__init_backup(master *m, int p, tfx_envelope *init, tfx_err *err) {
   return call_instance(m, m->ps[b].client, p, init, err);
 }
 
+void master__note_replica(master *m, int p, const tfx_envelope *status) {
+  for (size_t i = 0; master__replicated(m) && m->ps[p].at == p && i < status->n_stats; i++) {
+    if (status->stats[i]->key && !strcmp(status->stats[i]->key, "unreplicated")) {
+      m->ps[p].unreplicated = status->stats[i]->value != 0;
+    }
+  }
+}
+
 int master__promote(master *m, int p, const char *why, tfx_err *err) {
   int b = backup_of(m, p);
-  if (m->ps[p].at != p || m->ps[b].at != b) {
-    return tfx_err_set(err, TFX_ESTATE, "ps instance %d has no live backup (ps %d is lost too)", p, b);
+  int rc = m->ps[p].at != p || m->ps[b].at != b
+               ? tfx_err_set(err, TFX_ESTATE, "ps instance %d has no live backup (ps %d is lost too)", p, b)
+           : m->ps[p].unreplicated
+               ? tfx_err_set(err, TFX_ESTATE, "ps instance %d had lost its backup on ps %d before it was lost", p, b)
+               : TFX_OK;
+  if (rc) {
+    tfx_log(TFX_LOG_WARN, "MASTER-NO-FAILOVER", "ps %d lost (%s) and not promoted: %s", p, why, err->msg);
+    return rc;
   }
   char ep[320];
   tfx_client *c = NULL;
-  int rc = tfx_address_endpoint(tfx_cluster_address(m->n->cluster, TFX_ROLE_PS, b), 0, NULL, ep, sizeof ep, err);
+  rc = tfx_address_endpoint(tfx_cluster_address(m->n->cluster, TFX_ROLE_PS, b), 0, NULL, ep, sizeof ep, err);
   rc = rc ? rc : tfx_client_create(ep, &c, err);
   tfx_envelope env;
   tfx_wire_request(&env, TFX__MSG_TYPE__MSG_PROMOTE);
   m->epoch++;
   rc = rc ? rc : call_instance(m, c, p, &env, err);
   if (rc) {
+    tfx_log(TFX_LOG_WARN, "MASTER-NO-FAILOVER", "ps %d lost (%s) and its backup not promoted: %s", p, why, err->msg);
     m->epoch--;
     tfx_client_destroy(c);
     return rc;

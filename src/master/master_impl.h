@@ -59,6 +59,7 @@ typedef struct ps_peer {
   unsigned seen;      /* replicas: the client's disconnections as of the last look (a change: the ps died) */
   int up;             /* answered a STATUS while the master waited for the cluster */
   int64_t version;    /* its step at the last version poll */
+  int unreplicated;   /* replicas: its last status said its instance had lost its backup (no promotion then) */
   ps_stats stats;     /* kept for the first OBS_MAX_PS ps only */
 } ps_peer;
 
@@ -162,6 +163,8 @@ int master__init_backup(master *m, int p, tfx_envelope *init, tfx_err *err);
 int master__promote(master *m, int p, const char *why, tfx_err *err);
 /* Shards whose instance has no backup now (lost or promoted; tfx_shards_unreplicated). */
 int master__unreplicated_shards(const master *m);
+/* Notes from ps p's status reply whether its instance still has its backup (replicas). */
+void master__note_replica(master *m, int p, const tfx_envelope *status);
 /* Steps trained since a shard last lost its backup while some still has none (tfx_replication_lag_steps), else 0. */
 int64_t master__replication_lag(const master *m);
 /* "off" (no replicas), "replicated" (every shard has a live backup) or "degraded" (/status). */

@@ -66,6 +66,7 @@ static void note_version(void *ctx, int p, const tfx_envelope *e) {
   master__lock(m, 1);
   m->ps[p].version = e->step;
   master__lock(m, 0);
+  master__note_replica(m, p, e);
   master__observe_ps(m, p, e);
   if (m->running && e->text && !strcmp(e->text, "waiting-for-plan")) {
     m->ps_lost = 1;

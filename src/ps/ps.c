@@ -160,6 +160,7 @@ static int handle_init(ps_state *p, const tfx_envelope *e, tfx_err *err) {
   p->version = next.version;
   p->epoch = e->epoch;
   p->promoted = 0;
+  p->behind = 0;
   ps__sync_reset(p, (int)e->flag);
   p->initialized = 1;
   tfx_log(TFX_LOG_INFO, "PS-INIT", "%s%d: %d shard(s), %zu bytes, mode %s, step %lld%s%s",
@@ -311,11 +312,14 @@ static int handle_data(ps_state *own, ps_state *p, tfx_inmsg *m, tfx_err *err) {
       return ps__pull(p, m, err);
     case TFX__MSG_TYPE__MSG_PUSH:
       if ((e->flag & PS_FLAG_STEP) && e->step != p->version + p->n_log) {
+        p->behind = 1;
         return tfx_err_set(err, TFX_ESTATE, "forwarded step %lld: the backup of ps instance %d is at step %lld",
                            (long long)e->step, p->index, (long long)(p->version + p->n_log));
       }
       if (e->flag & PS_FLAG_SNAPSHOT) {
-        return ps__log_snapshot(p, m, err); /* not answered */
+        rc = ps__log_snapshot(p, m, err); /* not answered (a refusal is, and cuts the primary's link) */
+        p->behind |= rc != TFX_OK;
+        return rc;
       }
       if (e->flag & PS_FLAG_FORWARDED) { /* held once received: the primary applies it meanwhile */
         rc = reply_simple(p, m, p->version, 0, NULL, err);

@@ -128,6 +128,7 @@ typedef struct ps_state {
   int backup_of;          /* a mirror: another instance's backup copy (cluster.replicas 1) */
   int promoted;           /* a mirror the master promoted: it serves workers as that instance's primary */
   int unreplicated;       /* replicas on, and this instance has no backup (lost, or a promoted mirror) */
+  int behind;             /* a mirror that refused a forwarded step or snapshot: it may not be promoted */
   uint64_t epoch;         /* the plan epoch of the last INIT or PROMOTE */
   struct ps_state *mirror; /* the own state's: the instance this ps backs up, or NULL */
   tfx_client *backup;     /* the own state's: DEALER to the ps holding its backup, or NULL */

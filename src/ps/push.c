@@ -431,7 +431,7 @@ static int push_step(ps_state *p, const tfx_inmsg *m, tfx_err *err) {
       tfx_log(TFX_LOG_ERROR, "PS-BACKUP-BROKEN", "backup of ps instance %d: step %lld applied in part: %s", p->index,
               (long long)e->step, err ? err->msg : "out of memory");
       ps__sync_reset(p, p->n_workers);
-      p->version = -1; /* every later step is refused, so the primary serves unreplicated */
+      p->behind = 1; /* every later step is refused, so the primary serves unreplicated; no promotion */
       return rc;
     }
   }

@@ -161,6 +161,11 @@ int ps__promote(ps_state *p, const tfx_inmsg *m, tfx_err *err) {
     return tfx_err_set(err, TFX_ESTATE, "promote ps instance %d: ps %d holds no initialized backup of it", p->index,
                        p->node->index);
   }
+  if (p->behind) {
+    return tfx_err_set(err, TFX_ESTATE,
+                       "promote ps instance %d: the backup on ps %d refused a forwarded step and is behind its primary",
+                       p->index, p->node->index);
+  }
   if (e->epoch < p->epoch) {
     p->stats.stale_epoch++;
     return tfx_err_set(err, TFX_ESTATE, "promote of plan epoch %llu refused: at epoch %llu",
