@@ -2,6 +2,7 @@
  * (ring). The master INITs both, routes its calls for k to whichever serves it (Envelope.target), and when ps k is
  * lost promotes the backup (MSG_PROMOTE, a new plan epoch) instead of taking every ps back to a checkpoint. Calls
  * nothing else of the room; pscalls.c, startup.c, evaluate.c and observe.c call it. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/log.h"
@@ -18,11 +19,6 @@ void master__route(const master *m, int p, tfx_envelope *req) {
   }
 }
 
-/* The ps that backs instance p up (the plan's ring: tfx_plan_backup). */
-static int backup_of(const master *m, int p) {
-  return tfx_plan_backup(p, m->n_ps, 1);
-}
-
 /* Sends req to ps `at` addressed to instance p, over client c; the reply is dropped. */
 static int call_instance(master *m, tfx_client *c, int p, tfx_envelope *req, tfx_err *err) {
   tfx_inmsg r;
@@ -32,24 +28,33 @@ static int call_instance(master *m, tfx_client *c, int p, tfx_envelope *req, tfx
   return rc;
 }
 
+/* The master's link to ps x (not to an instance): the instance client while ps x serves its own, else home. */
+static tfx_client *ps_link(const master *m, int x) {
+  return m->ps[x].at == x ? m->ps[x].client : m->ps[x].home;
+}
+
 int master__init_backup(master *m, int p, tfx_envelope *init, tfx_err *err) {
   if (!master__replicated(m)) {
     return TFX_OK;
   }
-  int b = backup_of(m, p);
+  int b = m->ps[p].backup, rc = TFX_OK;
   if (m->ps[p].at != p) { /* served by its promoted backup, which the INIT just demoted */
     tfx_envelope env;
     tfx_wire_request(&env, TFX__MSG_TYPE__MSG_PROMOTE);
-    return call_instance(m, m->ps[p].client, p, &env, err);
+    rc = call_instance(m, m->ps[p].client, p, &env, err);
   }
-  if (m->ps[b].at != b) {
-    return TFX_OK; /* ps b is lost: instance p runs without a backup */
+  if (rc || b < 0 || m->ps[b].gone || !ps_link(m, b)) {
+    return rc; /* no live backup: instance p runs without one */
   }
-  return call_instance(m, m->ps[b].client, p, init, err);
+  int64_t flag = init->flag;
+  init->flag |= b == p ? TFX_INIT_BACKUP : 0; /* ps p rejoined as its own shards' backup */
+  rc = call_instance(m, ps_link(m, b), p, init, err);
+  init->flag = flag;
+  return rc;
 }
 
 void master__note_replica(master *m, int p, const tfx_envelope *status) {
-  for (size_t i = 0; master__replicated(m) && m->ps[p].at == p && i < status->n_stats; i++) {
+  for (size_t i = 0; master__replicated(m) && i < status->n_stats; i++) {
     if (status->stats[i]->key && !strcmp(status->stats[i]->key, "unreplicated")) {
       m->ps[p].unreplicated = status->stats[i]->value != 0;
     }
@@ -57,8 +62,8 @@ void master__note_replica(master *m, int p, const tfx_envelope *status) {
 }
 
 int master__promote(master *m, int p, const char *why, tfx_err *err) {
-  int b = backup_of(m, p);
-  int rc = m->ps[p].at != p || m->ps[b].at != b
+  int b = m->ps[p].backup;
+  int rc = b < 0 || m->ps[b].gone
                ? tfx_err_set(err, TFX_ESTATE, "ps instance %d has no live backup (ps %d is lost too)", p, b)
            : m->ps[p].unreplicated
                ? tfx_err_set(err, TFX_ESTATE, "ps instance %d had lost its backup on ps %d before it was lost", p, b)
@@ -86,7 +91,13 @@ int master__promote(master *m, int p, const char *why, tfx_err *err) {
   m->ps[p].home = m->ps[p].client;
   m->ps[p].client = c;
   m->ps[p].seen = tfx_client_disconnects(c);
+  m->ps[m->ps[p].at].gone = 1; /* the ps that served p */
+  m->ps[m->ps[p].at].rejoin_asked = 0;
+  for (int i = 0; i < m->n_ps; i++) {
+    m->ps[i].backup = m->ps[i].backup == m->ps[p].at ? -1 : m->ps[i].backup; /* backups it held are lost too */
+  }
   m->ps[p].at = b;
+  m->ps[p].backup = -1;
   m->failovers++;
   m->degraded_at = m->global_step;
   pthread_mutex_unlock(&m->obs.lock);
@@ -103,8 +114,7 @@ int master__unreplicated_shards(const master *m) {
   int n = 0;
   for (int i = 0; i < m->plan.n; i++) {
     int p = m->plan.shards[i].ps;
-    int b = backup_of(m, p);
-    n += m->ps[p].at != p || m->ps[b].at != b;
+    n += m->ps[p].backup < 0 || m->ps[p].unreplicated;
   }
   return n;
 }
@@ -119,4 +129,81 @@ const char *master__replica_status(const master *m) {
     return "off";
   }
   return master__unreplicated_shards(m) ? "degraded" : "replicated";
+}
+
+/* Makes ps x the backup of instance p (served by ps m->ps[p].at): INIT of the copy on x, then the primary streams
+ * it its state (MSG_PROMOTE, flag 1, step x). */
+static int reattach(master *m, int x, int p, tfx_err *err) {
+  size_t n;
+  Tfx__Shard **mine = tfx_plan_for_ps(&m->plan, p, &n);
+  if (!mine) {
+    return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  }
+  tfx_envelope init;
+  tfx_wire_request(&init, TFX__MSG_TYPE__MSG_INIT);
+  init.text = m->config_json;
+  init.shards = mine;
+  init.n_shards = n;
+  init.flag = m->n_workers | (x == p ? TFX_INIT_BACKUP : 0);
+  int rc = call_instance(m, m->ps[x].home ? m->ps[x].home : m->ps[x].client, p, &init, err);
+  free(mine);
+  tfx_envelope env;
+  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_PROMOTE);
+  env.flag = 1;
+  env.step = x;
+  rc = rc ? rc : call_instance(m, m->ps[p].client, p, &env, err);
+  if (!rc) {
+    m->ps[p].backup = x;
+    m->ps[p].unreplicated = 0;
+  }
+  return rc;
+}
+
+/* Ps x answered empty: it backs up again its own old instance (now served elsewhere) and its ring predecessor. */
+static void rejoin_one(master *m, int x) {
+  int prev = (x + m->n_ps - 1) % m->n_ps, done = 0;
+  tfx_err err;
+  tfx_err_clear(&err);
+  for (int p = 0; p < m->n_ps; p++) {
+    int want = (p == x && m->ps[p].at != x) || (p == prev && m->ps[p].at == p);
+    if (!want || m->ps[p].backup >= 0 || m->ps[m->ps[p].at].gone) {
+      continue;
+    }
+    if (reattach(m, x, p, &err)) {
+      tfx_log(TFX_LOG_WARN, "MASTER-REREPLICATE-FAIL", "ps %d could not become the backup of ps instance %d: %s", x,
+              p, err.msg);
+      return; /* asked again at the next poll */
+    }
+    done++;
+    tfx_log(TFX_LOG_WARN, "MASTER-REREPLICATED",
+            "ps %d rejoined: it is the backup of ps instance %d (served by ps %d) again, %d shard(s) unreplicated",
+            x, p, m->ps[p].at, master__unreplicated_shards(m));
+  }
+  m->ps[x].gone = 0;
+  (void)done;
+}
+
+void master__rejoin(master *m) {
+  for (int x = 0; master__replicated(m) && x < m->n_ps; x++) {
+    tfx_client *c = m->ps[x].home;
+    if (!m->ps[x].gone || !c) {
+      continue;
+    }
+    tfx_inmsg r;
+    tfx_err err;
+    if (m->ps[x].rejoin_asked && tfx_client_recv(c, &r, 1, &err) == TFX_OK) {
+      int empty = r.env->text && !strcmp(r.env->text, "waiting-for-plan");
+      tfx_inmsg_fini(&r);
+      m->ps[x].rejoin_asked = 0;
+      if (empty) {
+        rejoin_one(m, x);
+        continue;
+      }
+    }
+    if (!m->ps[x].rejoin_asked || tfx_client_lost(c)) {
+      tfx_envelope env;
+      tfx_wire_request(&env, TFX__MSG_TYPE__MSG_STATUS);
+      m->ps[x].rejoin_asked = tfx_client_send(c, &env, NULL, 0, &err) == TFX_OK;
+    }
+  }
 }

@@ -112,6 +112,7 @@ static int setup_sockets(master *m, char *ep, size_t n, tfx_err *err) {
   }
   for (int p = 0; !rc && p < m->n_ps; p++) {
     m->ps[p].at = p;
+    m->ps[p].backup = tfx_plan_backup(p, m->n_ps, 1);
     rc = open_client(m, TFX_ROLE_PS, p, &m->ps[p].client, err);
   }
   for (int w = 0; !rc && w < m->n_workers; w++) {

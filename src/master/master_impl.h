@@ -60,6 +60,9 @@ typedef struct ps_peer {
   int up;             /* answered a STATUS while the master waited for the cluster */
   int64_t version;    /* its step at the last version poll */
   int unreplicated;   /* replicas: its last status said its instance had lost its backup (no promotion then) */
+  int backup;         /* replicas: the ps holding this instance's backup, or -1 (lost, or promoted) */
+  int gone;           /* replicas: ps p (the process) was lost and has not rejoined */
+  int rejoin_asked;   /* replicas, gone: a STATUS is out to ps p (through home) to see it back */
   ps_stats stats;     /* kept for the first OBS_MAX_PS ps only */
 } ps_peer;
 
@@ -163,6 +166,9 @@ int master__init_backup(master *m, int p, tfx_envelope *init, tfx_err *err);
 int master__promote(master *m, int p, const char *why, tfx_err *err);
 /* Shards whose instance has no backup now (lost or promoted; tfx_shards_unreplicated). */
 int master__unreplicated_shards(const master *m);
+/* Replicas: a lost ps that came back empty rejoins as the backup of its old shards and of its ring
+ * predecessor's; each primary streams it its whole state (MASTER-REREPLICATED). Called at every version poll. */
+void master__rejoin(master *m);
 /* Notes from ps p's status reply whether its instance still has its backup (replicas). */
 void master__note_replica(master *m, int p, const tfx_envelope *status);
 /* Steps trained since a shard last lost its backup while some still has none (tfx_replication_lag_steps), else 0. */

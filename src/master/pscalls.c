@@ -78,6 +78,7 @@ int master__poll_versions(master *m, tfx_err *err) {
   tfx_envelope env;
   tfx_wire_request(&env, TFX__MSG_TYPE__MSG_STATUS);
   m->ps_lost = 0;
+  master__rejoin(m);
   int rc = master__call_ps(m, &env, m->cfg.request_timeout_s * 1000, note_version, m, err);
   int lost = m->lost_ps;
   tfx_err perr;

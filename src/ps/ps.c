@@ -161,7 +161,10 @@ static int handle_init(ps_state *p, const tfx_envelope *e, tfx_err *err) {
   p->epoch = e->epoch;
   p->promoted = 0;
   p->behind = 0;
-  ps__sync_reset(p, (int)e->flag);
+  if (p->index == p->node->index) { /* a restarted ps's own instance may come back as a backup copy */
+    p->backup_of = (e->flag & TFX_INIT_BACKUP) != 0;
+  }
+  ps__sync_reset(p, (int)(e->flag & 0xffff));
   p->initialized = 1;
   tfx_log(TFX_LOG_INFO, "PS-INIT", "%s%d: %d shard(s), %zu bytes, mode %s, step %lld%s%s",
           p->backup_of ? "backup of ps instance " : "ps instance ", p->index, p->n_shards, ps__bytes(p),
@@ -263,6 +266,7 @@ static void mirror_destroy(ps_state *m) {
     return;
   }
   ps__log_free(m);
+  ps__backup_close(m);
   ps__drop_pending(m);
   ps__ckpt_drop(m);
   ps__push_free_scratch(m);
@@ -315,6 +319,11 @@ static int handle_data(ps_state *own, ps_state *p, tfx_inmsg *m, tfx_err *err) {
         p->behind = 1;
         return tfx_err_set(err, TFX_ESTATE, "forwarded step %lld: the backup of ps instance %d is at step %lld",
                            (long long)e->step, p->index, (long long)(p->version + p->n_log));
+      }
+      if (e->flag & PS_FLAG_ROWS) {
+        rc = ps__log_rows(p, m, err); /* not answered (a refusal is, and cuts the primary's link) */
+        p->behind |= rc != TFX_OK;
+        return rc;
       }
       if (e->flag & PS_FLAG_SNAPSHOT) {
         rc = ps__log_snapshot(p, m, err); /* not answered (a refusal is, and cuts the primary's link) */
@@ -513,16 +522,33 @@ static void acknowledged(ps_state *p) {
 }
 
 /* The poll loop: serves messages, expires parked pulls every 100 ms, publishes the view, until STOP or SIGTERM. */
+/* The poll items of the loop: the socket, then the backup links with a forward pending (the own state's, and a
+ * promoted mirror's that took a backup again); returns how many. */
+static int poll_items(ps_state *p, zmq_pollitem_t *items) {
+  int n = 0;
+  items[n++] = (zmq_pollitem_t){p->sock, 0, ZMQ_POLLIN, 0};
+  ps_state *states[2] = {p, p->mirror};
+  for (int i = 0; i < 2; i++) {
+    if (states[i] && states[i]->fwd_pending && states[i]->backup) {
+      items[n++] = (zmq_pollitem_t){tfx_client_socket(states[i]->backup), 0, ZMQ_POLLIN, 0};
+    }
+  }
+  return n;
+}
+
 static void serve(ps_state *p) {
   while (!p->stopping && !tfx_stop_requested()) {
-    zmq_pollitem_t items[2] = {{p->sock, 0, ZMQ_POLLIN, 0}, {p->fwd_pending ? tfx_client_socket(p->backup) : NULL, 0,
-                                                             ZMQ_POLLIN, 0}};
-    int ready = p->n_deferred ? 0 : zmq_poll(items, p->fwd_pending ? 2 : 1, p->fwd_pending ? 20 : 100);
+    zmq_pollitem_t items[3];
+    int n = poll_items(p, items);
+    int ready = p->n_deferred ? 0 : zmq_poll(items, n, n > 1 ? 20 : 100);
     if (ready > 0 && (items[0].revents & ZMQ_POLLIN)) {
       serve_one(p);
     }
     serve_deferred(p);
     acknowledged(p);
+    if (p->mirror) {
+      acknowledged(p->mirror);
+    }
     if (!p->fwd_pending || ready == 0) {
       ps__log_trim(p->mirror); /* once the own replies went (or nothing came for a while) */
     }

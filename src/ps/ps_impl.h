@@ -119,6 +119,10 @@ typedef struct ps_view {
 #define PS_FLAG_STEP 4
 /* With PS_FLAG_FORWARDED: the primary's values and slots at Envelope.step (ps__forward_snapshot); not answered. */
 #define PS_FLAG_SNAPSHOT 8
+/* With PS_FLAG_SNAPSHOT: a new backup's whole state (any step; the workers' clocks too); not answered. */
+#define PS_FLAG_FULL 16
+/* With PS_FLAG_FORWARDED: rows of a lazy table (values and slots) for a new backup; not answered. */
+#define PS_FLAG_ROWS 32
 
 typedef struct ps_state {
   tfx_node *node;
@@ -329,6 +333,12 @@ void ps__log_free(ps_state *p);
 /* A snapshot from the primary: replaces the values and slots of the shards it names and drops the held steps it
  * holds. TFX_ESTATE (nothing changed) when it does not fit this backup or its step. */
 int ps__log_snapshot(ps_state *p, const tfx_inmsg *m, tfx_err *err);
+/* Rows of lazy tables for a new backup (PS_FLAG_ROWS): stored whole, values and slots. TFX_ESTATE when a tensor
+ * does not fit. */
+int ps__log_rows(ps_state *p, const tfx_inmsg *m, tfx_err *err);
+/* Sends a new backup the whole state of p (values, slots, lazy rows, version, worker clocks): *bytes gets the
+ * bytes of values streamed. Later forwards follow it on the same link, in order. */
+int ps__forward_full(ps_state *p, size_t *bytes, tfx_err *err);
 /* Primary, after a sync step was applied: every ps__log_steps steps, sends the snapshot (copied, not answered). */
 void ps__forward_snapshot(ps_state *p);
 /* MSG_PROMOTE: the mirror becomes its instance's primary at the message's plan epoch; replies with the step. */

@@ -33,16 +33,9 @@ void ps__backup_close(ps_state *p) {
   p->backup = NULL;
 }
 
-int ps__backup_open(ps_state *p, tfx_err *err) {
-  int n = tfx_cluster_count(p->node->cluster, TFX_ROLE_PS);
-  ps__backup_close(p);
-  p->unreplicated = 0;
-  if (!p->cfg.ps_replicas || n < 2 || p->backup_of) {
-    p->unreplicated = p->cfg.ps_replicas && p->backup_of;
-    return TFX_OK;
-  }
+/* Connects p to its backup on ps `at`. */
+static int backup_connect(ps_state *p, int at, tfx_err *err) {
   char ep[320];
-  int at = (p->index + 1) % n;
   int rc = tfx_address_endpoint(tfx_cluster_address(p->node->cluster, TFX_ROLE_PS, at), 0, NULL, ep, sizeof ep, err);
   if (!rc) {
     rc = tfx_client_create(ep, &p->backup, err);
@@ -53,6 +46,49 @@ int ps__backup_open(ps_state *p, tfx_err *err) {
             (unsigned long long)p->epoch);
   }
   return rc;
+}
+
+int ps__backup_open(ps_state *p, tfx_err *err) {
+  int n = tfx_cluster_count(p->node->cluster, TFX_ROLE_PS);
+  ps__backup_close(p);
+  p->unreplicated = 0;
+  if (!p->cfg.ps_replicas || n < 2 || p->backup_of) {
+    p->unreplicated = p->cfg.ps_replicas && p->backup_of;
+    return TFX_OK;
+  }
+  return backup_connect(p, (p->index + 1) % n, err);
+}
+
+/* MSG_PROMOTE with flag 1: the primary of the instance (its own, or a promoted copy) takes ps Envelope.step as its
+ * backup (just INIT'd empty there) and streams it its whole state; replies with the step. */
+static int reattach(ps_state *p, const tfx_inmsg *m, tfx_err *err) {
+  const tfx_envelope *e = m->env;
+  int n = tfx_cluster_count(p->node->cluster, TFX_ROLE_PS);
+  if (!p->initialized || (p->backup_of && !p->promoted) || e->step < 0 || e->step >= n ||
+      e->step == p->node->index) {
+    return tfx_err_set(err, TFX_ESTATE, "re-replicate ps instance %d on ps %lld: ps %d does not serve it", p->index,
+                       (long long)e->step, p->node->index);
+  }
+  p->epoch = e->epoch > p->epoch ? e->epoch : p->epoch;
+  ps__backup_close(p);
+  p->fwd_pending = 0;
+  size_t bytes = 0;
+  int64_t t0 = tfx_now_ms();
+  int rc = backup_connect(p, (int)e->step, err);
+  rc = rc ? rc : ps__forward_full(p, &bytes, err);
+  if (rc) {
+    ps__forward_fail(p, err->msg);
+    return rc;
+  }
+  p->unreplicated = 0;
+  p->fwd_steps = 0;
+  tfx_log(TFX_LOG_WARN, "PS-REREPLICATED", "ps instance %d: ps %lld is its backup again: %zu bytes streamed at step "
+          "%lld in %lld ms", p->index, (long long)e->step, bytes, (long long)p->version, (long long)(tfx_now_ms() - t0));
+  tfx_envelope env;
+  tfx_reply_init(&env, m);
+  env.step = p->version;
+  env.epoch = p->epoch;
+  return tfx_wire_send(p->sock, &m->identity, &env, NULL, 0, err);
 }
 
 int ps__gate(ps_state *p, const tfx_envelope *e, tfx_err *err) {
@@ -157,6 +193,9 @@ void ps__forward_fail(ps_state *p, const char *why) {
 
 int ps__promote(ps_state *p, const tfx_inmsg *m, tfx_err *err) {
   const tfx_envelope *e = m->env;
+  if (e->flag & 1) {
+    return reattach(p, m, err);
+  }
   if (!p->backup_of || !p->initialized) {
     return tfx_err_set(err, TFX_ESTATE, "promote ps instance %d: ps %d holds no initialized backup of it", p->index,
                        p->node->index);
