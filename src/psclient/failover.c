@@ -1,4 +1,5 @@
-/* Failover of the client's links (cluster.replicas 1, #27): ps k's shards have a backup on ps k + 1. A request
+/* Failover of the client's links (cluster.replicas 1, #27): ps k's shards have a backup on ps k + 1 (and, once
+ * they are served there and ps k rejoined, on ps k again). A request
  * whose ps died (the link dropped, or the ps came back empty) is sent again, once accepted, to the backup, which
  * refuses it until the master promoted it; a push is tagged with its worker and step, so the ps applies a resent
  * push once (sync: a second arrival of the step is dropped and answered with the step's values). */
@@ -26,10 +27,12 @@ int psclient__relink(tfx_psclient *c, int p, int at, tfx_err *err) {
   return TFX_OK;
 }
 
-/* Moves link p from its own ps to the backup on the next ps. */
+/* Moves link p to the instance's backup: from its own ps to the next on the ring; from there back to its own ps,
+ * which holds the backup once it rejoined (re-replication), so a second failure is followed too. */
 static int to_backup(tfx_psclient *c, int p, tfx_err *err) {
-  int at = (p + 1) % c->n_ps;
+  int at = c->ps[p].at == p ? (p + 1) % c->n_ps : p;
   int rc = psclient__relink(c, p, at, err);
+  c->ps[p].moved = 1;
   if (!rc) {
     tfx_log(TFX_LOG_WARN, "PSCLIENT-FAILOVER", "ps %d lost: its shards are asked of its backup, ps %d", p, at);
   }
@@ -38,7 +41,7 @@ static int to_backup(tfx_psclient *c, int p, tfx_err *err) {
 
 int psclient__ready(tfx_psclient *c, int p, tfx_err *err) {
   ps_link *l = &c->ps[p];
-  if (!c->replicas || l->at != p || tfx_client_disconnects(l->client) == l->seen) {
+  if (!c->replicas || tfx_client_disconnects(l->client) == l->seen) {
     return TFX_OK;
   }
   return to_backup(c, p, err);
@@ -55,7 +58,7 @@ int psclient__failover(tfx_psclient *c, int p, int rc, int64_t *deadline) {
   if (tfx_now_ms() > *deadline) {
     return 0;
   }
-  if (l->at == p) {
+  if ((l->at == p && !l->moved) || tfx_client_disconnects(l->client) != l->seen) {
     return to_backup(c, p, NULL) == TFX_OK;
   }
   usleep(20000); /* the backup is not promoted yet: the master confirms the loss first */

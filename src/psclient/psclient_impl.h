@@ -53,6 +53,7 @@ typedef struct ps_link {
   int64_t since; /* the version as of which the variables hold every value of this ps (last reply), or -1 */
   int row_pull;  /* a row pull (tfx_psclient_pull_rows) was sent and awaits its reply */
   int at;        /* the ps serving this plan instance: its own index, or the next on the ring after a failover */
+  int moved;     /* failed over at least once: only a lost link moves it again (a backup refuses until promoted) */
   int target;    /* Envelope.target of its requests: instance + 1 with replicas, else 0 */
   unsigned seen; /* the link's disconnections when it was (re)made or last answered */
 } ps_link;
