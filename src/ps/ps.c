@@ -595,6 +595,12 @@ int tfx_ps_run(tfx_node *n, tfx_err *err) {
           "stopping at step %lld: %llu pushes applied, %llu stale dropped, %llu rejected, %llu copied on write",
           (long long)p.version, (unsigned long long)p.stats.applied, (unsigned long long)p.stats.stale,
           (unsigned long long)p.stats.rejected, (unsigned long long)p.stats.cow_copies);
+  if (p.mirror && p.mirror->initialized) {
+    tfx_log(TFX_LOG_INFO, "PS-STOP-COPY", "%s of ps instance %d at step %lld: %llu pushes applied, %llu stale dropped",
+            p.mirror->promoted ? "promoted copy" : "backup", p.mirror->index,
+            (long long)(p.mirror->version + p.mirror->n_log), (unsigned long long)p.mirror->stats.applied,
+            (unsigned long long)p.mirror->stats.stale);
+  }
   tfx_http_stop(p.http);
   pthread_mutex_destroy(&p.view.lock);
   ps__drop_pending(&p);

@@ -1,0 +1,46 @@
+#!/bin/bash
+# Failover in async and ssp mode (cluster.replicas 1, #27): an MLP run (2 ps, 2 workers) whose ps 0 is killed with
+# kill -9 at a third of the run ends at max_steps with exit 0, with ps 0's backup on ps 1 promoted (MASTER-FAILOVER,
+# PS-PROMOTED), nothing rolled back (no MASTER-PS-LOST), no worker's step going back. What async lets us assert of
+# the updates: the promoted copy of instance 0 and instance 1 end at the same step, max_steps (every worker push
+# goes to both instances once, and the run's last step is not passed), and the resent pushes dropped as already
+# applied are at most one per worker (a resend is never applied twice).
+. "$(dirname "$0")/lib.sh"
+MAX=600
+experiment "$WORK/mlp.json" training.report_every=10 eval.every_steps=0 model.layers='[{"type": "flatten"},
+  {"type": "dense", "units": 64, "activation": "relu"}, {"type": "dense", "units": 10}]' placement.min_slice_bytes=65536
+for mode in async ssp; do
+  run=$WORK/$mode
+  "$TFX_NODE" local --config "$WORK/mlp.json" --run-dir "$run" --max-steps $MAX --set cluster.replicas=1 \
+    --set training.mode=$mode --set training.seed=7 --set checkpoint.every_steps=0 \
+    --set cluster.request_timeout_s=20 >"$WORK/$mode.log" 2>&1 &
+  lp=$!
+  PIDS+=($lp)
+  wait_for 300 bash -c "s=\$(grep -o '\"step\": *[0-9]*' '$run/metrics.jsonl' 2>/dev/null | tail -1 | grep -o '[0-9]*\$');
+    [ -n \"\$s\" ] && [ \"\$s\" -ge $((MAX / 3)) ] || ! kill -0 $lp" || fail "$mode: no step $((MAX / 3))"
+  pid=$(sed -n "s/.*LOCAL-SPAWN ps 0: pid \([0-9]*\).*/\1/p" "$WORK/$mode.log" | tail -1)
+  [ -n "$pid" ] || fail "$mode: no ps 0 to kill"
+  kill -9 "$pid"
+  wait "$lp" || fail "$mode: local exited $?: $(tail -2 "$WORK/$mode.log")"
+  grep -q MASTER-FAILOVER "$run"/logs/master-0.log || fail "$mode: no failover"
+  grep -q PS-PROMOTED "$run"/logs/ps-1.log || fail "$mode: ps 1 was not promoted"
+  grep -hiE 'ROLLBACK|rolling every ps back|MASTER-PS-LOST|MASTER-NO-FAILOVER' "$WORK/$mode.log" "$run"/logs/*.log &&
+    fail "$mode: rolled back"
+  python3 - "$run/metrics.jsonl" <<'PY' || fail "$mode: a worker's step went back"
+import json, sys
+last = {}
+for l in open(sys.argv[1]):
+    r = json.loads(l)
+    if r.get("kind") == "train":
+        w = r.get("worker", 0)
+        if r["step"] < last.get(w, -1): sys.exit(1)
+        last[w] = r["step"]
+PY
+  own=$(sed -n 's/.*PS-STOP stopping at step \([0-9]*\):.*/\1/p' "$run"/logs/ps-1.log | tail -1)
+  copy=$(sed -n 's/.*PS-STOP-COPY promoted copy of ps instance 0 at step \([0-9]*\):.*/\1/p' "$run"/logs/ps-1.log | tail -1)
+  dropped=$(sed -n 's/.*PS-STOP-COPY .* \([0-9]*\) stale dropped.*/\1/p' "$run"/logs/ps-1.log | tail -1)
+  [ "$own" = $MAX ] && [ "$copy" = $MAX ] || fail "$mode: instances ended at steps $own (ps 1) and $copy (ps 0's copy), not $MAX"
+  [ "${dropped:-9}" -le 2 ] || fail "$mode: $dropped resent pushes dropped (at most one per worker)"
+  echo "$mode: both instances at $MAX, $dropped resend(s) dropped as applied"
+done
+pass "kill -9 of ps 0 in async and ssp: promoted, no rollback, both instances at max_steps, resends applied once"
