@@ -551,6 +551,7 @@ static void serve(ps_state *p) {
     }
     if (!p->fwd_pending || ready == 0) {
       ps__log_trim(p->mirror); /* once the own replies went (or nothing came for a while) */
+      ps__log_trim(p);         /* a restarted ps's own instance, as a backup copy */
     }
     ps__expire_pulls(p);
     if (p->mirror) {

@@ -251,8 +251,8 @@ static int snapshot_send(ps_state *p, int full, size_t *bytes, tfx_err *err) {
 }
 
 void ps__forward_snapshot(ps_state *p) {
-  int k = ps__log_steps(p);
-  if (!p->backup || !k || ++p->fwd_steps % k) {
+  int k = p->backup ? ps__log_steps(p) : 0;
+  if (!k || ++p->fwd_steps % k) {
     return;
   }
   tfx_err err;
