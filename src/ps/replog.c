@@ -53,7 +53,10 @@ void ps__log_apply(ps_state *p, int keep) {
 }
 
 void ps__log_trim(ps_state *p) {
-  int k = p ? ps__log_steps(p) : 0;
+  if (!p || !p->n_log) {
+    return;
+  }
+  int k = ps__log_steps(p);
   ps__log_apply(p, k ? k + 2 : 0);
 }
 
