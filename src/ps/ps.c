@@ -609,6 +609,7 @@ int tfx_ps_run(tfx_node *n, tfx_err *err) {
   ps__push_free_scratch(&p);
   ps__helper_destroy(p.helper);
   mirror_destroy(p.mirror);
+  ps__log_free(&p); /* a restarted ps's own instance held as a backup */
   for (int i = 0; i < p.n_deferred; i++) {
     tfx_inmsg_fini(&p.deferred[i]);
   }
