@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/log.h"
 #include "nn/init.h"
@@ -246,9 +247,10 @@ static int save_row(int64_t id, const float *row, void *ctx) {
 
 /* The step the ps's checkpoint into dir of its lazy tables is a delta of, or -1 for a full one: checkpoint.incremental,
  * every table marked at the same step, fewer than checkpoint.full_every deltas since the full one, every evicted
- * id remembered, fewer rows changed than the tables hold (else a full one costs no more), and a parent whose
- * checkpoint was completed. */
-static int64_t delta_parent(const ps_state *p, const char *dir) {
+ * id remembered, fewer rows changed than the tables hold (else a full one costs no more), and a parent before
+ * step whose row file this ps wrote is still there (its manifest may come later: the ps write every multiple of
+ * every_steps by themselves and the master collects them; pruning keeps every link a kept checkpoint needs). */
+static int64_t delta_parent(const ps_state *p, const char *dir, int64_t step) {
   int64_t parent = -2;
   size_t changed = 0, rows = 0;
   for (int i = 0; i < p->n_shards && p->cfg.ckpt_incremental; i++) {
@@ -265,12 +267,12 @@ static int64_t delta_parent(const ps_state *p, const char *dir) {
     changed += t ? tfx_rowtable_rows_since(t, marked) + n_gone : 0;
     rows += t ? tfx_rowtable_rows(t) : 0;
   }
-  char parent_dir[1200];
+  char parent_dir[1200], parent_rows[1300];
   if (parent >= 0) {
     tfx_ckpt_sibling(dir, parent, parent_dir, sizeof parent_dir);
+    tfx_ckpt_part_path(parent_rows, sizeof parent_rows, parent_dir, p->index, TFX_CKPT_ROWS);
   }
-  /* the parent must be a checkpoint (the master wrote its manifest): one asked and never completed is no base */
-  return parent >= 0 && changed < rows && tfx_ckpt_has_manifest(parent_dir) ? parent : -1;
+  return parent >= 0 && parent < step && changed < rows && access(parent_rows, R_OK) == 0 ? parent : -1;
 }
 
 /* One table into the row file: every row, or (a delta of parent) the ids evicted and the rows touched since. */
@@ -317,7 +319,7 @@ int ps__lazy_save(ps_state *p, const char *dir, int64_t step, uint32_t *crc, uin
   }
   char path[1300];
   tfx_ckpt_part_path(path, sizeof path, dir, p->index, TFX_CKPT_ROWS);
-  int64_t parent = delta_parent(p, dir);
+  int64_t parent = delta_parent(p, dir, step);
   tfx_rowfile *w;
   int rc = tfx_rowfile_create_delta(path, step, parent, n, &w, err);
   save_job job = {rc ? NULL : w, err};
