@@ -70,6 +70,9 @@ typedef struct worker_peer {
   int hb_pending;           /* a heartbeat is out, unanswered */
   int hb_warned;            /* MASTER-WORKER-SILENT was logged and it has not answered since */
   int64_t hb_sent, hb_seen; /* when the last heartbeat went out / was answered */
+  int has_rolling;            /* reported progressive validation: rolling_auc, rolling_log_loss (under obs.lock) */
+  double rolling_auc, rolling_log_loss;
+  double bad_records; /* data.on_error skip: its last report's count (under obs.lock) */
 } worker_peer;
 
 typedef struct master {
