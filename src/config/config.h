@@ -289,6 +289,15 @@ int tfx_config_add_layer_json(tfx_config *cfg, const char *json, tfx_err *err);
 void tfx_config_layer_init(tfx_layer_spec *l);
 /* The stride of a conv2d or pooling layer: its strides, or when 0 the layer's default (pool_size for pooling). */
 int tfx_config_layer_strides(const tfx_layer_spec *l);
+/* The embedding_bag layer whose table is the variable var ("NAME/embeddings"; an unnamed layer is embedding_bag_N,
+ * the N-th unnamed one, as src/nn/model.c names it), or NULL (a plugin's table: no cap, no admission); borrowed
+ * from cfg. */
+const tfx_layer_spec *tfx_config_table_layer(const tfx_config *cfg, const char *var);
+/* The bytes a lazy table's row takes on its ps: dim floats of values and of each of n_slots optimizer slots, the
+ * id, the step it was last touched and the hash slot (what max_rows caps, ps/rowtable.c). */
+size_t tfx_table_row_bytes(int64_t dim, int n_slots);
+/* The fixed size of a table's admission sketch on each ps (admit_min_count > 1; ps/rowtable.h makes it). */
+#define TFX_TABLE_SKETCH_BYTES (4 * 65536 * 2)
 /* Appends one layer spec (type set) to model.layers. */
 int tfx_config_add_layer(tfx_config *cfg, const tfx_layer_spec *l, tfx_err *err);
 /* Appends one model variable (as in model.variables) after checking its name and shape. */

@@ -12,28 +12,7 @@
 #include "store/ckpt.h"
 #include "store/rowfile.h"
 
-/* The embedding_bag layer whose table is var ("NAME/embeddings"; an unnamed layer is embedding_bag_N, the N-th
- * unnamed one, as src/nn/model.c names it), or NULL (a plugin's table: no cap, no admission). */
-static const tfx_layer_spec *table_layer(const tfx_config *cfg, const char *var) {
-  const char *slash = strrchr(var, '/');
-  size_t len = slash ? (size_t)(slash - var) : strlen(var);
-  char name[80];
-  for (int i = 0, unnamed = 0; i < cfg->n_layers; i++) {
-    const tfx_layer_spec *l = &cfg->layers[i];
-    if (strcmp(l->type, "embedding_bag") != 0) {
-      continue;
-    }
-    if (l->name[0]) {
-      snprintf(name, sizeof name, "%s", l->name);
-    } else {
-      snprintf(name, sizeof name, "embedding_bag_%d", ++unnamed);
-    }
-    if (strlen(name) == len && !strncmp(name, var, len)) {
-      return l;
-    }
-  }
-  return NULL;
-}
+_Static_assert(TFX_ROWTABLE_SKETCH_BYTES == TFX_TABLE_SKETCH_BYTES, "the sketch size plan states is the ps's");
 
 /* The row table of a lazy shard: the plan's shape and initializer, the layer's cap, age limit and admission. */
 static int make_table(ps_state *p, shard *s, const Tfx__Shard *m, const char *init, tfx_err *err) {
@@ -46,7 +25,7 @@ static int make_table(ps_state *p, shard *s, const Tfx__Shard *m, const char *in
                             .fan_in = m->fan_in,
                             .fan_out = m->fan_out,
                             .track_gone = p->cfg.ckpt_incremental};
-  const tfx_layer_spec *l = table_layer(&p->cfg, s->var);
+  const tfx_layer_spec *l = tfx_config_table_layer(&p->cfg, s->var);
   if (l) {
     spec.max_rows = l->max_rows;
     spec.ttl_steps = l->ttl_steps;
@@ -54,7 +33,7 @@ static int make_table(ps_state *p, shard *s, const Tfx__Shard *m, const char *in
     spec.admit_probability = l->admit_probability;
   }
   if (l && (l->max_rows || l->admit_min_count > 1)) {
-    size_t row = (size_t)m->shape[1] * (size_t)(1 + spec.n_slots) * sizeof(float) + 2 * sizeof(int64_t) + 12;
+    size_t row = tfx_table_row_bytes(m->shape[1], spec.n_slots);
     tfx_log(TFX_LOG_INFO, "PS-TABLE-CAP",
             "table %s: max_rows %lld (about %.1f MiB of rows at %zu bytes a row, 0: no cap), ttl_steps %lld, "
             "admission sketch %d KiB",
