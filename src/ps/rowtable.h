@@ -104,7 +104,7 @@ int tfx_rowtable_put_at(tfx_rowtable *t, int64_t id, const float *row, int64_t s
  * probes). */
 void tfx_rowtable_clear(tfx_rowtable *t);
 /* A hint for a loop over known ids: stage 0 asks the memory system for id's map cell, stage 1 (a few ids later,
- * with that cell at hand) for its row, its id and touch mark; changes nothing, any id may be given. */
+ * with that cell at hand) for its row (every cache line) and touch mark; changes nothing, any id may be given. */
 void tfx_rowtable_prefetch(const tfx_rowtable *t, int64_t id, int stage);
 
 #endif
