@@ -357,6 +357,10 @@ float *tfx_rowtable_touch(tfx_rowtable *t, int64_t id, int64_t step) {
   return row;
 }
 
+int64_t tfx_rowtable_vocab(const tfx_rowtable *t) {
+  return t->vocab;
+}
+
 size_t tfx_rowtable_rows(const tfx_rowtable *t) {
   return t->used;
 }

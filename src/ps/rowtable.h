@@ -67,6 +67,8 @@ float *tfx_rowtable_find(const tfx_rowtable *t, int64_t id);
 /* Writes id's dim values into out: the stored row's, else its initial values (nothing is stored); with admission,
  * an id without a row reads as zeros (the empty bag). */
 void tfx_rowtable_read(const tfx_rowtable *t, int64_t id, float *out);
+/* The ids the table declares: [0, vocab). */
+int64_t tfx_rowtable_vocab(const tfx_rowtable *t);
 /* Rows stored now. */
 size_t tfx_rowtable_rows(const tfx_rowtable *t);
 /* Bytes held by rows, the map and the slabs' bookkeeping. */
