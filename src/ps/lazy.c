@@ -140,19 +140,19 @@ static void apply_row(const ps_state *p, const shard *s, float *row, const float
 }
 
 /* Rows are scattered over a table larger than the caches: the map cells of the id 8 ahead and the row 4 ahead are
- * fetched while row k is worked on. */
-static void prefetch_ahead(const tfx_rowtable *t, const int64_t *ids, size_t n, size_t k) {
+ * fetched while row k is worked on (its values and slots for an update, stage 1; its values for a read, 2). */
+static void prefetch_ahead(const tfx_rowtable *t, const int64_t *ids, size_t n, size_t k, int stage) {
   if (k + 8 < n) {
     tfx_rowtable_prefetch(t, ids[k + 8], 0);
   }
   if (k + 4 < n) {
-    tfx_rowtable_prefetch(t, ids[k + 4], 1);
+    tfx_rowtable_prefetch(t, ids[k + 4], stage);
   }
 }
 
 int ps__lazy_apply(ps_state *p, shard *s, const float *g, const Tfx__Tensor *t) {
   for (size_t k = 0; k < t->n_rows; k++) {
-    prefetch_ahead(s->table, t->rows, t->n_rows, k);
+    prefetch_ahead(s->table, t->rows, t->n_rows, k, 1);
     int refused = 0;
     float *row = tfx_rowtable_update(s->table, t->rows[k], p->version, &refused);
     if (!row && !refused) {
@@ -236,7 +236,7 @@ void ps__lazy_clear_sum(shard *s) {
 
 void ps__lazy_gather(const shard *s, const Tfx__Tensor *t, float *out) {
   for (size_t k = 0; k < t->n_rows; k++) {
-    prefetch_ahead(s->table, t->rows, t->n_rows, k);
+    prefetch_ahead(s->table, t->rows, t->n_rows, k, 2);
     tfx_rowtable_read(s->table, t->rows[k], out + k * s->row_size);
   }
 }

@@ -527,10 +527,13 @@ void tfx_rowtable_prefetch(const tfx_rowtable *t, int64_t id, int stage) {
   cell home = t->map[c]; /* the id's home cell: its row when no other id came first (a hint either way) */
   if (home.row && home.id == id) {
     const float *row = row_at(t, home.row - 1);
-    __builtin_prefetch(&t->touched[home.row - 1], 1);
-    for (size_t i = 0; i < t->row_floats; i += 16) { /* every cache line of the row: values and slots */
-      __builtin_prefetch(row + i, 1);
+    size_t n = stage == 1 ? t->row_floats : (size_t)t->dim; /* an update: values and slots; a read: values */
+    if (stage == 1) {
+      __builtin_prefetch(&t->touched[home.row - 1], 1);
     }
-    __builtin_prefetch(row + t->row_floats - 1, 1);
+    for (size_t i = 0; i < n; i += 16) { /* every cache line of them */
+      __builtin_prefetch(row + i);
+    }
+    __builtin_prefetch(row + n - 1);
   }
 }

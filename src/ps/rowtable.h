@@ -105,8 +105,9 @@ int tfx_rowtable_put_at(tfx_rowtable *t, int64_t id, const float *row, int64_t s
 /* Drops every row at once, keeping the memory for the rows made next (a sync step's sums: O(map), not O(rows)
  * probes). */
 void tfx_rowtable_clear(tfx_rowtable *t);
-/* A hint for a loop over known ids: stage 0 asks the memory system for id's map cell, stage 1 (a few ids later,
- * with that cell at hand) for its row (every cache line) and touch mark; changes nothing, any id may be given. */
+/* A hint for a loop over known ids: stage 0 asks the memory system for id's map cell; a few ids later, with that
+ * cell at hand, stage 1 (an update) for every cache line of its row and its touch mark, stage 2 (a read) for the
+ * lines of its values only. Changes nothing; any id may be given. */
 void tfx_rowtable_prefetch(const tfx_rowtable *t, int64_t id, int stage);
 
 #endif
