@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/log.h"
 #include "nn/init.h"
@@ -11,28 +12,7 @@
 #include "store/ckpt.h"
 #include "store/rowfile.h"
 
-/* The embedding_bag layer whose table is var ("NAME/embeddings"; an unnamed layer is embedding_bag_N, the N-th
- * unnamed one, as src/nn/model.c names it), or NULL (a plugin's table: no cap, no admission). */
-static const tfx_layer_spec *table_layer(const tfx_config *cfg, const char *var) {
-  const char *slash = strrchr(var, '/');
-  size_t len = slash ? (size_t)(slash - var) : strlen(var);
-  char name[80];
-  for (int i = 0, unnamed = 0; i < cfg->n_layers; i++) {
-    const tfx_layer_spec *l = &cfg->layers[i];
-    if (strcmp(l->type, "embedding_bag") != 0) {
-      continue;
-    }
-    if (l->name[0]) {
-      snprintf(name, sizeof name, "%s", l->name);
-    } else {
-      snprintf(name, sizeof name, "embedding_bag_%d", ++unnamed);
-    }
-    if (strlen(name) == len && !strncmp(name, var, len)) {
-      return l;
-    }
-  }
-  return NULL;
-}
+_Static_assert(TFX_ROWTABLE_SKETCH_BYTES == TFX_TABLE_SKETCH_BYTES, "the sketch size plan states is the ps's");
 
 /* The row table of a lazy shard: the plan's shape and initializer, the layer's cap, age limit and admission. */
 static int make_table(ps_state *p, shard *s, const Tfx__Shard *m, const char *init, tfx_err *err) {
@@ -45,7 +25,7 @@ static int make_table(ps_state *p, shard *s, const Tfx__Shard *m, const char *in
                             .fan_in = m->fan_in,
                             .fan_out = m->fan_out,
                             .track_gone = p->cfg.ckpt_incremental};
-  const tfx_layer_spec *l = table_layer(&p->cfg, s->var);
+  const tfx_layer_spec *l = tfx_config_table_layer(&p->cfg, s->var);
   if (l) {
     spec.max_rows = l->max_rows;
     spec.ttl_steps = l->ttl_steps;
@@ -53,7 +33,7 @@ static int make_table(ps_state *p, shard *s, const Tfx__Shard *m, const char *in
     spec.admit_probability = l->admit_probability;
   }
   if (l && (l->max_rows || l->admit_min_count > 1)) {
-    size_t row = (size_t)m->shape[1] * (size_t)(1 + spec.n_slots) * sizeof(float) + 2 * sizeof(int64_t) + 12;
+    size_t row = tfx_table_row_bytes(m->shape[1], spec.n_slots);
     tfx_log(TFX_LOG_INFO, "PS-TABLE-CAP",
             "table %s: max_rows %lld (about %.1f MiB of rows at %zu bytes a row, 0: no cap), ttl_steps %lld, "
             "admission sketch %d KiB",
@@ -92,12 +72,31 @@ void ps__lazy_free(shard *s) {
   s->table = s->acc_rows = NULL;
 }
 
+/* Whether every id of a request is this ps's, in range and strictly ascending: one pass without branches or a
+ * division when mod_n is a power of two (every id of every push and want takes it). */
+static int ids_fit(const shard *s, const int64_t *ids, size_t n) {
+  int64_t mask = (s->mod_n & (s->mod_n - 1)) == 0 ? s->mod_n - 1 : -1, prev = -1;
+  int64_t lo = s->row_begin > 0 ? s->row_begin : 0;
+  int64_t hi = tfx_rowtable_vocab(s->table) < s->row_end ? tfx_rowtable_vocab(s->table) : s->row_end;
+  int bad = 0;
+  for (size_t k = 0; k < n && mask >= 0; k++) {
+    int64_t id = ids[k];
+    bad |= (id < lo) | (id >= hi) | (id <= prev) | ((id & mask) != s->mod_r);
+    prev = id;
+  }
+  return mask >= 0 && !bad;
+}
+
 int ps__lazy_check(const shard *s, const Tfx__Tensor *t, tfx_err *err) {
   if (!t->n_rows) {
     return tfx_err_set(err, TFX_EINVAL, "table %s: pushed and pulled by rows only (a lazy table is never whole)",
                        s->var);
   }
-  int rc = tfx_rowtable_check_ids(s->table, t->rows, t->n_rows, err);
+  size_t want = t->n_rows * s->row_size * sizeof(float);
+  if (ids_fit(s, t->rows, t->n_rows) && (!t->nbytes || t->nbytes == want)) {
+    return TFX_OK;
+  }
+  int rc = tfx_rowtable_check_ids(s->table, t->rows, t->n_rows, err); /* which id is wrong, and how */
   for (size_t k = 0; k < t->n_rows && !rc; k++) {
     if (t->rows[k] % s->mod_n != s->mod_r || t->rows[k] < s->row_begin || t->rows[k] >= s->row_end) {
       rc = tfx_err_set(err, TFX_EINVAL,
@@ -106,7 +105,6 @@ int ps__lazy_check(const shard *s, const Tfx__Tensor *t, tfx_err *err) {
                        (long long)s->row_end);
     }
   }
-  size_t want = t->n_rows * s->row_size * sizeof(float);
   if (!rc && t->nbytes && t->nbytes != want) {
     rc = tfx_err_set(err, TFX_ESHAPE, "table %s: %zu rows of %zu floats are %zu bytes, the frame has %llu", s->var,
                      t->n_rows, s->row_size, want, (unsigned long long)t->nbytes);
@@ -122,19 +120,19 @@ static void apply_row(const ps_state *p, const shard *s, float *row, const float
 }
 
 /* Rows are scattered over a table larger than the caches: the map cells of the id 8 ahead and the row 4 ahead are
- * fetched while row k is worked on. */
-static void prefetch_ahead(const tfx_rowtable *t, const int64_t *ids, size_t n, size_t k) {
+ * fetched while row k is worked on (its values and slots for an update, stage 1; its values for a read, 2). */
+static void prefetch_ahead(const tfx_rowtable *t, const int64_t *ids, size_t n, size_t k, int stage) {
   if (k + 8 < n) {
     tfx_rowtable_prefetch(t, ids[k + 8], 0);
   }
   if (k + 4 < n) {
-    tfx_rowtable_prefetch(t, ids[k + 4], 1);
+    tfx_rowtable_prefetch(t, ids[k + 4], stage);
   }
 }
 
 int ps__lazy_apply(ps_state *p, shard *s, const float *g, const Tfx__Tensor *t) {
   for (size_t k = 0; k < t->n_rows; k++) {
-    prefetch_ahead(s->table, t->rows, t->n_rows, k);
+    prefetch_ahead(s->table, t->rows, t->n_rows, k, 1);
     int refused = 0;
     float *row = tfx_rowtable_update(s->table, t->rows[k], p->version, &refused);
     if (!row && !refused) {
@@ -218,7 +216,7 @@ void ps__lazy_clear_sum(shard *s) {
 
 void ps__lazy_gather(const shard *s, const Tfx__Tensor *t, float *out) {
   for (size_t k = 0; k < t->n_rows; k++) {
-    prefetch_ahead(s->table, t->rows, t->n_rows, k);
+    prefetch_ahead(s->table, t->rows, t->n_rows, k, 2);
     tfx_rowtable_read(s->table, t->rows[k], out + k * s->row_size);
   }
 }
@@ -246,9 +244,10 @@ static int save_row(int64_t id, const float *row, void *ctx) {
 
 /* The step the ps's checkpoint into dir of its lazy tables is a delta of, or -1 for a full one: checkpoint.incremental,
  * every table marked at the same step, fewer than checkpoint.full_every deltas since the full one, every evicted
- * id remembered, fewer rows changed than the tables hold (else a full one costs no more), and a parent whose
- * checkpoint was completed. */
-static int64_t delta_parent(const ps_state *p, const char *dir) {
+ * id remembered, fewer rows changed than the tables hold (else a full one costs no more), and a parent before
+ * step whose row file this ps wrote is still there (its manifest may come later: the ps write every multiple of
+ * every_steps by themselves and the master collects them; pruning keeps every link a kept checkpoint needs). */
+static int64_t delta_parent(const ps_state *p, const char *dir, int64_t step) {
   int64_t parent = -2;
   size_t changed = 0, rows = 0;
   for (int i = 0; i < p->n_shards && p->cfg.ckpt_incremental; i++) {
@@ -265,12 +264,12 @@ static int64_t delta_parent(const ps_state *p, const char *dir) {
     changed += t ? tfx_rowtable_rows_since(t, marked) + n_gone : 0;
     rows += t ? tfx_rowtable_rows(t) : 0;
   }
-  char parent_dir[1200];
+  char parent_dir[1200], parent_rows[1300];
   if (parent >= 0) {
     tfx_ckpt_sibling(dir, parent, parent_dir, sizeof parent_dir);
+    tfx_ckpt_part_path(parent_rows, sizeof parent_rows, parent_dir, p->index, TFX_CKPT_ROWS);
   }
-  /* the parent must be a checkpoint (the master wrote its manifest): one asked and never completed is no base */
-  return parent >= 0 && changed < rows && tfx_ckpt_has_manifest(parent_dir) ? parent : -1;
+  return parent >= 0 && parent < step && changed < rows && access(parent_rows, R_OK) == 0 ? parent : -1;
 }
 
 /* One table into the row file: every row, or (a delta of parent) the ids evicted and the rows touched since. */
@@ -317,7 +316,7 @@ int ps__lazy_save(ps_state *p, const char *dir, int64_t step, uint32_t *crc, uin
   }
   char path[1300];
   tfx_ckpt_part_path(path, sizeof path, dir, p->index, TFX_CKPT_ROWS);
-  int64_t parent = delta_parent(p, dir);
+  int64_t parent = delta_parent(p, dir, step);
   tfx_rowfile *w;
   int rc = tfx_rowfile_create_delta(path, step, parent, n, &w, err);
   save_job job = {rc ? NULL : w, err};
