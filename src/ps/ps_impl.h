@@ -335,7 +335,7 @@ void ps__forward_fail(ps_state *p, const char *why);
  * the number of gradients averaged); the backup applies it with the same code (ps__push, PS_FLAG_STEP), bit for
  * bit. fwd_pending holds the step's replies until the acknowledgement. Without a backup: clears step_assigned. */
 void ps__forward_step(ps_state *p);
-/* A backup's log of forwarded steps (replog.c). */
+/* A backup's log of forwarded steps (replog.c; the primary's side of snapshots and ps__log_steps: replica.c). */
 
 /* The steps between snapshots of an instance (its sums held meanwhile, at most 64 MiB): 0 with a lazy table or
  * shards too large (every step is then applied once the own replies went, and no snapshot is sent). */

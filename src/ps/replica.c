@@ -3,6 +3,7 @@
  * waits for the acknowledgement before it applies the push itself, so the backup runs the same code on the same
  * messages in the same order and holds, bit for bit, every update a worker was told of. The master promotes a
  * mirror when its primary is lost (MSG_PROMOTE with a new plan epoch); a forward of an older epoch is refused. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -371,4 +372,167 @@ void ps__forward_step(ps_state *p) {
   }
   p->fwd_pending++;
   p->fwd_deadline = tfx_now_ms() + (int64_t)p->cfg.request_timeout_s * 1000;
+}
+
+/* The log's bound: the summed steps it may hold, in bytes and in steps. */
+#define PS_LOG_BYTES ((size_t)64 << 20)
+#define PS_LOG_MAX 32
+
+int ps__log_steps(const ps_state *p) {
+  size_t dense = 0;
+  for (int i = 0; i < p->n_shards; i++) {
+    if (p->shards[i].table) {
+      return 0;
+    }
+    dense += p->shards[i].count * sizeof(float);
+  }
+  size_t k = dense ? PS_LOG_BYTES / dense : PS_LOG_MAX;
+  k = k < PS_LOG_MAX ? k : PS_LOG_MAX;
+  return k < 4 ? 0 : (int)k;
+}
+
+/* Adds the values (slot 0) or slot k of shard s to a snapshot: tensor n of metas and pl. */
+static void snapshot_add(Tfx__Tensor *meta, int64_t *shape, tfx_payload *pl, const shard *s, int k) {
+  tfx__tensor__init(meta);
+  meta->name = (char *)s->key;
+  shape[0] = (int64_t)s->count;
+  meta->shape = shape;
+  meta->n_shape = 1;
+  meta->nbytes = s->count * sizeof(float);
+  meta->offset = (uint64_t)k;
+  meta->version = (uint64_t)s->assigned;
+  *pl = (tfx_payload){k ? s->slots[k - 1] : s->value->data, meta->nbytes, 1, NULL, NULL};
+}
+
+/* Sends the snapshot of every shard (values and slots, copied) at the current version; no acknowledgement. A full
+ * one (a new backup) also carries the workers' state (workers_take); *bytes adds the bytes sent. */
+static int snapshot_send(ps_state *p, int full, size_t *bytes, tfx_err *err) {
+  int slots = tfx_optim_slots(&p->opt);
+  size_t n = (size_t)p->n_shards * (size_t)(1 + slots);
+  Tfx__Tensor *metas = calloc(n + 1, sizeof *metas), **ptrs = calloc(n + 1, sizeof *ptrs);
+  int64_t *shapes = calloc(n + 1, sizeof *shapes);
+  tfx_payload *pl = calloc(n + 1, sizeof *pl);
+  int rc = metas && ptrs && shapes && pl ? TFX_OK : tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  size_t at = 0;
+  for (int i = 0; !rc && i < p->n_shards; i++) {
+    for (int k = 0; k <= slots && p->shards[i].count; k++) {
+      snapshot_add(&metas[at], &shapes[at], &pl[at], &p->shards[i], k);
+      ptrs[at] = &metas[at];
+      *bytes += pl[at].size;
+      at++;
+    }
+  }
+  tfx_envelope env;
+  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_PUSH);
+  env.flag = PS_FLAG_FORWARDED | PS_FLAG_SNAPSHOT | (full ? PS_FLAG_FULL : 0);
+  char keys[2 * PS_MAX_WORKERS][24];
+  Tfx__KeyValue kv[2 * PS_MAX_WORKERS], *kvp[2 * PS_MAX_WORKERS];
+  for (int w = 0; full && w < p->n_workers; w++) {
+    for (int j = 0; j < 2; j++) {
+      int at_kv = 2 * w + j;
+      snprintf(keys[at_kv], sizeof keys[at_kv], "%s.%d", j ? "clock" : "last", w);
+      tfx__key_value__init(&kv[at_kv]);
+      kv[at_kv].key = keys[at_kv];
+      kv[at_kv].value = (double)(j ? p->clock[w] : p->last_push[w]);
+      kvp[at_kv] = &kv[at_kv];
+    }
+  }
+  env.stats = kvp;
+  env.n_stats = full ? 2 * (size_t)p->n_workers : 0;
+  env.step = p->version;
+  env.target = p->index + 1;
+  env.epoch = p->epoch;
+  env.tensors = ptrs;
+  env.n_tensors = at;
+  rc = rc ? rc : tfx_client_send(p->backup, &env, pl, (int)at, err);
+  free(metas);
+  free(ptrs);
+  free(shapes);
+  free(pl);
+  return rc;
+}
+
+void ps__forward_snapshot(ps_state *p) {
+  int k = p->backup ? ps__log_steps(p) : 0;
+  if (!k || ++p->fwd_steps % k) {
+    return;
+  }
+  tfx_err err;
+  size_t bytes = 0;
+  if (snapshot_send(p, 0, &bytes, &err)) {
+    ps__forward_fail(p, err.msg);
+  }
+}
+
+/* Gathers rows of a lazy table for one message. */
+typedef struct rows_job {
+  ps_state *p;
+  const shard *s;
+  int64_t *ids;
+  float *data;
+  size_t n, cap, width, *bytes;
+  int rc;
+  tfx_err *err;
+} rows_job;
+
+/* Sends the rows gathered (one message, not answered) and starts the next chunk. */
+static int rows_flush(rows_job *j) {
+  if (!j->n || j->rc) {
+    return j->rc;
+  }
+  int64_t shape[2] = {j->s->shape[0], (int64_t)j->width};
+  Tfx__Tensor meta, *mp = &meta;
+  tfx__tensor__init(&meta);
+  meta.name = (char *)j->s->key;
+  meta.shape = shape;
+  meta.n_shape = 2;
+  meta.rows = j->ids;
+  meta.n_rows = j->n;
+  meta.nbytes = j->n * j->width * sizeof(float);
+  tfx_payload pl = {j->data, meta.nbytes, 1, NULL, NULL};
+  tfx_envelope env;
+  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_PUSH);
+  env.flag = PS_FLAG_FORWARDED | PS_FLAG_ROWS;
+  env.step = j->p->version;
+  env.target = j->p->index + 1;
+  env.epoch = j->p->epoch;
+  env.tensors = &mp;
+  env.n_tensors = 1;
+  j->rc = tfx_client_send(j->p->backup, &env, &pl, 1, j->err);
+  *j->bytes += meta.nbytes;
+  j->n = 0;
+  return j->rc;
+}
+
+static int rows_add(int64_t id, const float *row, void *ctx) {
+  rows_job *j = ctx;
+  j->ids[j->n] = id;
+  memcpy(j->data + j->n * j->width, row, j->width * sizeof(float));
+  return ++j->n == j->cap ? rows_flush(j) : 0;
+}
+
+/* Sends every row of the lazy tables (values and slots) in chunks of about 4 MiB, in the table's order. */
+static int rows_send(ps_state *p, size_t *bytes, tfx_err *err) {
+  int rc = TFX_OK;
+  for (int i = 0; !rc && i < p->n_shards; i++) {
+    const shard *s = &p->shards[i];
+    if (!s->table) {
+      continue;
+    }
+    rows_job j = {.p = p, .s = s, .width = tfx_rowtable_row_floats(s->table), .bytes = bytes, .err = err};
+    j.cap = ((size_t)4 << 20) / (j.width * sizeof(float)) + 1;
+    j.ids = malloc(j.cap * sizeof *j.ids);
+    j.data = malloc(j.cap * j.width * sizeof(float));
+    rc = j.ids && j.data ? tfx_rowtable_each(s->table, rows_add, &j) : tfx_err_set(err, TFX_ENOMEM, "out of memory");
+    rc = rc ? rc : rows_flush(&j);
+    free(j.ids);
+    free(j.data);
+  }
+  return rc;
+}
+
+int ps__forward_full(ps_state *p, size_t *bytes, tfx_err *err) {
+  *bytes = 0;
+  int rc = snapshot_send(p, 1, bytes, err);
+  return rc ? rc : rows_send(p, bytes, err);
 }
