@@ -23,6 +23,7 @@
 #include "store/export.h"
 #include "store/safetensors.h"
 #include "store/weights.h"
+#include "train/classes.h"
 #include "train/evaluate.h"
 #include "train/labels.h"
 
@@ -386,6 +387,7 @@ static int score(const tfx_node *n, const tfx_config *cfg, tfx_model *m, const t
   }
   printf("step %lld: eval loss %.4f accuracy %.4f top%d %.4f over %zu examples (%s)\n", (long long)ws->step, r.loss,
          r.accuracy, r.top_k, r.top5, r.examples, ws->source);
+  tfx_confusion_print(&r, stdout);
   tfx_eval_report rep;
   tfx_eval_report_init(&rep, cfg->metrics, &r);
   tfx_metrics *mt = NULL;

@@ -111,6 +111,23 @@ int tfx_model_scores(const tfx_model *m, int batch, float *out) {
   return 1;
 }
 
+int tfx_model_predictions(const tfx_model *m, int batch, int32_t *out) {
+  const layer *last = &m->layers[m->n_layers - 1];
+  int c = last->oc;
+  if (m->loss == 2) {
+    return 0;
+  }
+  for (int b = 0; b < batch; b++) {
+    const float *z = last->out + (size_t)b * c;
+    int best = 0;
+    for (int j = 1; j < c; j++) {
+      best = z[j] > z[best] ? j : best;
+    }
+    out[b] = c == 1 ? z[0] > 0 : best;
+  }
+  return label_classes(m, c);
+}
+
 void tfx_model_set_example_weights(tfx_model *m, const float *w) {
   m->example_w = w;
 }

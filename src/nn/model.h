@@ -131,6 +131,10 @@ void tfx_model_backward(tfx_model *m, const float *x, int batch);
 /* For a binary classifier (one sigmoid output, or two softmax classes): a score of class 1 per example of the
  * last forward into out [batch], ordered as its probability (for AUC); returns 0 (nothing written) otherwise. */
 int tfx_model_scores(const tfx_model *m, int batch, float *out);
+/* The predicted class of each example of the last forward into out [batch]: the first largest logit, or for one
+ * sigmoid output 1 when its logit is above 0 (probability above 0.5, Keras's threshold); returns the number of
+ * classes a label may name, or 0 (nothing written) for a regression (mse) model. */
+int tfx_model_predictions(const tfx_model *m, int batch, int32_t *out);
 /* Softmax probabilities of the last forward into out [batch, classes]. */
 void tfx_model_probabilities(const tfx_model *m, int batch, float *out);
 /* Prints the layer table: output shapes, variables, parameter counts, bytes. */

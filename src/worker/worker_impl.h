@@ -48,6 +48,9 @@ typedef struct worker_eval {
   tfx_model *model;   /* batches of 1000, its variables lent from the training model; NULL: off */
   tfx_dataset *data;  /* the whole eval set (a slice is scored) */
   tfx_psclient *ps;   /* lazy tables: the eval batches' rows from the ps (NULL: none) */
+  float *scores;      /* a binary classifier's scores of the slice (data->n), sent for the chief's exact AUC */
+  float *labels;      /* their labels, as floats on the wire */
+  size_t lo;          /* the first example of the last slice scored */
 } worker_eval;
 
 /* Loads the eval set and its model when cfg->eval_distributed (else e stays empty), with a ps client of its own
