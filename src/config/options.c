@@ -31,6 +31,9 @@ const config__option config__options[] = {
      "loss weight of each class, [w0, w1, ...] (one per class; empty: all 1)"},
     {"model.label_smoothing", OPT_DBL, O(label_smoothing), 0, 1, "0",
      "softmax/sigmoid cross-entropy: targets become (1 - e) * onehot + e / classes (sigmoid: e / 2)"},
+    {"model.multi_label", OPT_BOOL, O(multi_label), 0, 1, "false",
+     "each example has a set of classes (CSV \"1|4\", LibSVM 1,4): one sigmoid_cross_entropy output per class "
+     "(up to 31), loss the mean over outputs, accuracy the exact match"},
     {"model.metrics", OPT_STR, O(metrics), 0, 0, "loss,accuracy,top_5",
      "evaluation metrics reported (comma-separated): loss, accuracy, top_K, auc, log_loss, precision, recall, f1 "
      "(class 1 of a binary classifier, else the mean over classes), precision_K, recall_K, f1_K (class K), per_class "

@@ -170,6 +170,10 @@ static int validate_trainer(const tfx_config *cfg, tfx_err *err) {
       (rc = tfx_config_class_weights(cfg, w, TFX_MAX_CLASS_WEIGHTS, &n, err))) {
     return rc;
   }
+  if (cfg->multi_label && (cfg->loss != TFX_LOSS_SIGMOID_CROSS_ENTROPY || cfg->class_weights[0])) {
+    return tfx_err_set(err, TFX_ECONFIG, "model.multi_label: needs model.loss sigmoid_cross_entropy%s",
+                       cfg->class_weights[0] ? " and no model.class_weights" : "");
+  }
   if (cfg->label_smoothing > 0 && cfg->loss == TFX_LOSS_MSE) {
     return tfx_err_set(err, TFX_ECONFIG, "model.label_smoothing: smooths cross-entropy targets; model.loss is mse");
   }

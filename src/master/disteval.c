@@ -18,6 +18,7 @@ typedef struct slice_sums {
   double examples, loss, correct, topk, top_k;
   int64_t version;
   int classes; /* -1: no reply yet */
+  int multi_label;
   double confusion[TFX_EVAL_MAX_CLASSES][TFX_EVAL_MAX_CLASSES];
   float *scores;
   int32_t *labels;
@@ -41,17 +42,20 @@ static const void *reply_tensor(const tfx_inmsg *r, const char *name, int dtype,
 
 /* Adds worker w's confusion matrix and scores to *s; TFX_EPROTO when they disagree with the others'. */
 static int add_counts(int w, const tfx_inmsg *r, slice_sums *s, size_t examples, tfx_err *err) {
-  double k = master__stat(r->env, "classes");
+  double k = master__stat(r->env, "classes"), multi = master__stat(r->env, "multi_label");
   size_t n_cm = 0, n_sc = 0, n_lb = 0;
   const int64_t *cm = reply_tensor(r, "confusion", TFX__DTYPE__DTYPE_INT64, &n_cm);
   int classes = isfinite(k) && k >= 0 && k <= TFX_EVAL_MAX_CLASSES ? (int)k : -2;
-  if (classes < 0 || (s->classes >= 0 && classes != s->classes) || n_cm != (size_t)(classes * classes)) {
+  int cols = multi == 1 ? 4 : classes;
+  if (classes < 0 || (s->classes >= 0 && (classes != s->classes || (multi == 1) != s->multi_label)) ||
+      n_cm != (size_t)(classes * cols)) {
     return tfx_err_set(err, TFX_EPROTO, "worker %d: %g classes and %zu counts (want %d classes)", w, k, n_cm,
                        s->classes);
   }
+  s->multi_label = multi == 1;
   s->classes = classes;
   for (size_t i = 0; i < n_cm; i++) {
-    s->confusion[i / (size_t)classes][i % (size_t)classes] += (double)cm[i];
+    s->confusion[i / (size_t)cols][i % (size_t)cols] += (double)cm[i];
   }
   const float *sc = reply_tensor(r, "scores", TFX__DTYPE__DTYPE_FLOAT32, &n_sc);
   const float *lb = reply_tensor(r, "labels", TFX__DTYPE__DTYPE_FLOAT32, &n_lb);
@@ -165,6 +169,7 @@ static void merged(const slice_sums *s, tfx_eval_result *out) {
   out->top_k = (int)s->top_k;
   out->examples = (size_t)s->examples;
   out->classes = s->classes > 0 ? s->classes : 0;
+  out->multi_label = s->multi_label;
   memcpy(out->confusion, s->confusion, sizeof out->confusion);
   out->scored = !s->unscored && s->n_scored == out->examples;
   out->auc = out->scored ? tfx_auc(s->scores, s->labels, s->n_scored) : NAN;

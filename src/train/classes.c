@@ -5,14 +5,32 @@
 #include <stdlib.h>
 #include <string.h>
 
-void tfx_confusion_init(tfx_eval_result *r, int classes) {
+#include "common/labelset.h"
+
+void tfx_confusion_init(tfx_eval_result *r, int classes, int multi_label) {
   r->classes = classes > 0 && classes <= TFX_EVAL_MAX_CLASSES ? classes : 0;
+  r->multi_label = multi_label != 0;
   memset(r->confusion, 0, sizeof r->confusion);
+}
+
+int tfx_confusion_cols(const tfx_eval_result *r) {
+  return r->multi_label ? 4 : r->classes;
+}
+
+/* Counts a set's classes: row k's tp, fp, fn, tn. */
+static void add_sets(tfx_eval_result *r, int32_t label, int32_t pred) {
+  uint32_t t = tfx_label_bits(label), p = tfx_label_bits(pred);
+  for (int k = 0; k < r->classes; k++) {
+    int tk = (t >> k) & 1u, pk = (p >> k) & 1u;
+    r->confusion[k][tk ? (pk ? 0 : 2) : (pk ? 1 : 3)] += 1;
+  }
 }
 
 void tfx_confusion_add(tfx_eval_result *r, const int32_t *labels, const int32_t *pred, int batch) {
   for (int b = 0; r->classes && b < batch; b++) {
-    if (labels[b] >= 0 && labels[b] < r->classes && pred[b] >= 0 && pred[b] < r->classes) {
+    if (r->multi_label) {
+      add_sets(r, labels[b], pred[b]);
+    } else if (labels[b] >= 0 && labels[b] < r->classes && pred[b] >= 0 && pred[b] < r->classes) {
       r->confusion[labels[b]][pred[b]] += 1;
     }
   }
@@ -20,6 +38,12 @@ void tfx_confusion_add(tfx_eval_result *r, const int32_t *labels, const int32_t 
 
 /* Class k's true positives, its predictions (column sum) and its examples (row sum). */
 static void class_counts(const tfx_eval_result *r, int k, double *tp, double *predicted, double *actual) {
+  if (r->multi_label) {
+    *tp = r->confusion[k][0];
+    *predicted = *tp + r->confusion[k][1];
+    *actual = *tp + r->confusion[k][2];
+    return;
+  }
   *tp = r->confusion[k][k];
   *predicted = 0;
   *actual = 0;
@@ -47,7 +71,7 @@ double tfx_class_metric(const tfx_eval_result *r, tfx_class_stat stat, int k) {
   if (!r->classes || k >= r->classes) {
     return NAN;
   }
-  if (k >= 0 || r->classes == 2) {
+  if (k >= 0 || (r->classes == 2 && !r->multi_label)) {
     return one_class(r, stat, k >= 0 ? k : 1);
   }
   double sum = 0;
@@ -96,9 +120,12 @@ void tfx_confusion_print(const tfx_eval_result *r, FILE *f) {
     fprintf(f, "%8d %10.4f %10.4f %10.4f %10.0f\n", k, one_class(r, TFX_CLASS_PRECISION, k),
             one_class(r, TFX_CLASS_RECALL, k), one_class(r, TFX_CLASS_F1, k), actual);
   }
-  fprintf(f, "%8s %10.4f %10.4f %10.4f %10zu\n", r->classes == 2 ? "class 1" : "mean",
+  fprintf(f, "%8s %10.4f %10.4f %10.4f %10zu\n", r->classes == 2 && !r->multi_label ? "class 1" : "mean",
           tfx_class_metric(r, TFX_CLASS_PRECISION, -1), tfx_class_metric(r, TFX_CLASS_RECALL, -1),
           tfx_class_metric(r, TFX_CLASS_F1, -1), r->examples);
+  if (r->multi_label) {
+    return; /* each class's counts are its own 2 x 2: the table says it */
+  }
   fprintf(f, "confusion matrix (rows: label, columns: predicted)\n%8s", "");
   for (int j = 0; j < r->classes; j++) {
     fprintf(f, " %7d", j);

@@ -127,7 +127,7 @@ int tfx_evaluate_scored(tfx_model *m, const tfx_dataset *d, int batch, size_t lo
   double sums[3] = {0, 0, 0};
   int rc = pred && acc ? TFX_OK : tfx_err_set(err, TFX_ENOMEM, "out of memory");
   if (!rc) {
-    tfx_confusion_init(acc, tfx_model_predictions(m, 0, NULL)); /* 0 classes: a regression */
+    tfx_confusion_init(acc, tfx_model_predictions(m, 0, NULL), tfx_model_multi_label(m)); /* 0: a regression */
     rc = score_range(m, d, batch, lo, hi, scores, pred, sums, acc, err);
   }
   if (!rc) {
@@ -203,7 +203,8 @@ int tfx_evaluate_agg(tfx_model *m, const tfx_dataset *d, int batch, size_t max_e
   if (!pred) {
     return tfx_err_set(err, TFX_ENOMEM, "out of memory");
   }
-  tfx_confusion_init(out, tfx_model_predictions(m, 0, NULL)); /* counts are whole-set sums whatever agg says */
+  /* counts are whole-set sums whatever agg says */
+  tfx_confusion_init(out, tfx_model_predictions(m, 0, NULL), tfx_model_multi_label(m));
   int rc = fold_batches(m, d, batch, n, aggs, acc, pred, out, err);
   free(pred);
   if (rc) {

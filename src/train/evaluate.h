@@ -18,6 +18,7 @@ typedef struct tfx_eval_result {
   int has_auc; /* 0: not binary, or one class absent from the set */
   int scored;  /* tfx_evaluate_scored wrote a binary classifier's scores */
   int classes;  /* the confusion matrix's classes (0: none kept: a regression, or over TFX_EVAL_MAX_CLASSES) */
+  int multi_label; /* sets of classes: row k of confusion holds class k's tp, fp, fn, tn */
   double confusion[TFX_EVAL_MAX_CLASSES][TFX_EVAL_MAX_CLASSES]; /* [label][predicted]: examples (train/classes.h) */
 } tfx_eval_result;
 

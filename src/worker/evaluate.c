@@ -9,6 +9,7 @@
 #include "net/net.h"
 
 #include "psclient/psclient.h"
+#include "train/classes.h"
 #include "train/evaluate.h"
 #include "train/labels.h"
 #include "worker/worker_impl.h"
@@ -83,24 +84,25 @@ static void add_tensor(Tfx__Tensor *t, int64_t *shape, tfx_payload *p, const cha
   *p = (tfx_payload){data, t->nbytes, 1, NULL, NULL};
 }
 
-/* Sends r: its sums in stats, its confusion matrix ("confusion", int64 [classes * classes]) and, scored, the
+/* Sends r: its sums in stats, its confusion matrix ("confusion", int64 [classes * tfx_confusion_cols]) and, scored, the
  * slice's scores and labels ("scores", "labels", float32 [examples]). */
 static void send_result(worker_eval *e, void *sock, const tfx_inmsg *m, const tfx_eval_result *r, int64_t version) {
   tfx_envelope env;
   tfx_reply_init(&env, m);
-  const char *keys[] = {"examples", "loss_sum", "correct", "topk", "top_k", "classes"};
+  const char *keys[] = {"examples", "loss_sum", "correct", "topk", "top_k", "classes", "multi_label"};
   double vals[] = {(double)r->examples, r->loss * (double)r->examples, r->accuracy * (double)r->examples,
-                   r->top5 * (double)r->examples, r->top_k, r->classes};
-  Tfx__KeyValue kv[6], *kvp[6];
-  for (int i = 0; i < 6; i++) {
+                   r->top5 * (double)r->examples, r->top_k, r->classes, r->multi_label};
+  Tfx__KeyValue kv[7], *kvp[7];
+  for (int i = 0; i < 7; i++) {
     tfx__key_value__init(&kv[i]);
     kv[i].key = (char *)keys[i];
     kv[i].value = vals[i];
     kvp[i] = &kv[i];
   }
   int64_t cm[TFX_EVAL_MAX_CLASSES * TFX_EVAL_MAX_CLASSES], shapes[3];
-  for (int i = 0; i < r->classes * r->classes; i++) {
-    cm[i] = (int64_t)r->confusion[i / r->classes][i % r->classes];
+  int cols = tfx_confusion_cols(r);
+  for (int i = 0; i < r->classes * cols; i++) {
+    cm[i] = (int64_t)r->confusion[i / cols][i % cols];
   }
   for (size_t i = 0; r->scored && i < r->examples; i++) {
     e->labels[i] = (float)e->data->y[e->lo + i];
@@ -109,7 +111,7 @@ static void send_result(worker_eval *e, void *sock, const tfx_inmsg *m, const tf
   tfx_payload p[3];
   int n = 0;
   if (r->classes) {
-    add_tensor(&t[n], &shapes[n], &p[n], "confusion", TFX__DTYPE__DTYPE_INT64, (size_t)(r->classes * r->classes), cm);
+    add_tensor(&t[n], &shapes[n], &p[n], "confusion", TFX__DTYPE__DTYPE_INT64, (size_t)(r->classes * cols), cm);
     n++;
   }
   if (r->scored && r->examples) {
@@ -120,7 +122,7 @@ static void send_result(worker_eval *e, void *sock, const tfx_inmsg *m, const tf
   }
   env.step = version;
   env.stats = kvp;
-  env.n_stats = 6;
+  env.n_stats = 7;
   env.tensors = tp;
   env.n_tensors = (size_t)n;
   tfx_wire_send(sock, &m->identity, &env, p, n, NULL);

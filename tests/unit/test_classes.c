@@ -14,7 +14,7 @@ static const int32_t truth[7] = {0, 0, 1, 1, 2, 2, 2}, pred[7] = {0, 1, 1, 1, 2,
 
 static tfx_eval_result *three_classes(void) {
   static tfx_eval_result r;
-  tfx_confusion_init(&r, 3);
+  tfx_confusion_init(&r, 3, 0);
   tfx_confusion_add(&r, truth, pred, 7);
   r.examples = 7;
   return &r;
@@ -39,16 +39,16 @@ Test(classes, per_class_precision_recall_f1_are_sklearns) {
 Test(classes, binary_reports_class_1_and_a_class_never_predicted_scores_0) {
   tfx_eval_result r;
   const int32_t y[4] = {1, 1, 0, 0}, yhat[4] = {1, 0, 0, 0};
-  tfx_confusion_init(&r, 2);
+  tfx_confusion_init(&r, 2, 0);
   tfx_confusion_add(&r, y, yhat, 4);
   cr_assert_float_eq(tfx_class_metric(&r, TFX_CLASS_PRECISION, -1), 1, 1e-12);
   cr_assert_float_eq(tfx_class_metric(&r, TFX_CLASS_RECALL, -1), 0.5, 1e-12);
   const int32_t none[4] = {0, 0, 0, 0};
-  tfx_confusion_init(&r, 2);
+  tfx_confusion_init(&r, 2, 0);
   tfx_confusion_add(&r, y, none, 4);
   cr_assert_float_eq(tfx_class_metric(&r, TFX_CLASS_PRECISION, 1), 0, 0, "no prediction of 1: 0, not NaN");
   cr_assert_float_eq(tfx_class_metric(&r, TFX_CLASS_F1, -1), 0, 0);
-  tfx_confusion_init(&r, TFX_EVAL_MAX_CLASSES + 1);
+  tfx_confusion_init(&r, TFX_EVAL_MAX_CLASSES + 1, 0);
   cr_assert_eq(r.classes, 0, "too many classes: no counts");
   cr_assert(isnan(tfx_class_metric(&r, TFX_CLASS_F1, -1)));
 }
