@@ -4,7 +4,8 @@
 # merged evaluation equals the chief's own final one (scored alone, the workers stopped): accuracy and the per-class
 # metrics (merged confusion matrices) exactly, the loss to the order of a float sum, over the same 150 examples. A
 # binary classifier's AUC, merged from the workers' scores, equals the chief's exactly too (an average of the
-# slices' AUCs would not).
+# slices' AUCs would not). A multi-label model (label sets, one sigmoid output a class) trains on the cluster and its
+# per-class counts merge exactly too.
 . "$(dirname "$0")/lib.sh"
 python3 - "$WORK" <<'PY'
 import random, sys
@@ -18,6 +19,11 @@ with open(f"{sys.argv[1]}/bin.csv", "w") as f:  # slice 0 mostly negatives, slic
     for i in range(150):
         y = int(random.random() < (0.2 if i < 75 else 0.8))
         f.write(",".join(f"{random.gauss(y, 1.5):.3f}" for _ in range(4)) + f",{y}\n")
+with open(f"{sys.argv[1]}/ml.csv", "w") as f:  # multi-label: each row a set of the classes 0..2 ("" none)
+    f.write("a,b,c,d,label\n")
+    for i in range(150):
+        x = [random.gauss(0, 1) for _ in range(4)]
+        f.write(",".join(f"{v:.3f}" for v in x) + "," + "|".join(str(k) for k in range(3) if x[k] > 0) + "\n")
 PY
 experiment "$WORK/e.json" data.format='"csv"' data.train.images="\"$WORK/all.csv\"" data.eval.images="\"$WORK/all.csv\"" \
   data.label_column='"label"' data.scale=1 model.input_shape='[4]' \
@@ -45,4 +51,10 @@ sed -i -e "s|all.csv|bin.csv|g" -e 's|"units": 3|"units": 2|' -e 's|"loss,accura
 "$TFX_NODE" local --workers 2 --config "$WORK/e.json" --run-dir "$WORK/bin" >"$WORK/bin.log" 2>&1 || fail "local (binary): $(tail -1 "$WORK/bin.log")"
 grep -q "MASTER-EVAL step .* (by the workers)" "$WORK/bin/logs/master-0.log" || fail "binary: no evaluation by the workers"
 same "$WORK/bin/metrics.jsonl" accuracy auc f1 || fail "binary: a merged AUC or F1 differs from the chief's own"
+sed -i -e "s|bin.csv|ml.csv|g" -e 's|"units": 2|"units": 3|' -e 's|"loss,accuracy,auc,f1"|"loss,accuracy,f1,per_class"|' \
+  -e 's|"loss": "softmax_cross_entropy"|"loss": "sigmoid_cross_entropy", "multi_label": true|' "$WORK/e.json"
+grep -q '"multi_label": true' "$WORK/e.json" || fail "the experiment did not become multi-label: $(grep loss "$WORK/e.json")"
+"$TFX_NODE" local --workers 2 --config "$WORK/e.json" --run-dir "$WORK/ml" >"$WORK/ml.log" 2>&1 || fail "local (multi-label): $(tail -1 "$WORK/ml.log")"
+grep -q "MASTER-EVAL step .* (by the workers)" "$WORK/ml/logs/master-0.log" || fail "multi-label: no evaluation by the workers"
+same "$WORK/ml/metrics.jsonl" accuracy f1 precision_0 recall_2 || fail "multi-label: a merged per-class metric differs from the chief's own"
 pass "eval.distributed: $n evaluations merged from 2 workers' slices equal the chief's own (accuracy, per-class, AUC exactly)"

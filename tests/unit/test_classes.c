@@ -6,6 +6,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "common/labelset.h"
 #include "config/config.h"
 #include "train/classes.h"
 #include "train/watch.h"
@@ -133,4 +134,22 @@ Test(classes, an_evaluation_counts_its_predictions) {
   cr_assert_eq(tfx_evaluate_agg(m, &d, 2, 0, "max", &v, NULL), TFX_OK);
   cr_assert_eq(memcmp(v.confusion, r.confusion, sizeof r.confusion), 0, "validation sets count the same");
   tfx_model_destroy(m);
+}
+
+/* Multi-label: each class counted on its own (its output against its bit), the mean over the classes. */
+Test(classes, sets_are_counted_per_class) {
+  tfx_eval_result r;
+  tfx_confusion_init(&r, 3, 1);
+  /* labels {0,2}, {}, {1}; predictions {0}, {1}, {1,2} */
+  const int32_t y[3] = {(int32_t)(TFX_LABEL_SET | 5), TFX_LABEL_SET, 1};
+  const int32_t p[3] = {(int32_t)(TFX_LABEL_SET | 1), (int32_t)(TFX_LABEL_SET | 2), (int32_t)(TFX_LABEL_SET | 6)};
+  tfx_confusion_add(&r, y, p, 3);
+  r.examples = 3;
+  cr_assert_eq(tfx_confusion_cols(&r), 4);
+  cr_assert_float_eq(tfx_class_metric(&r, TFX_CLASS_PRECISION, 0), 1, 0);
+  cr_assert_float_eq(tfx_class_metric(&r, TFX_CLASS_PRECISION, 1), 0.5, 1e-12, "1 of its 2 predictions");
+  cr_assert_float_eq(tfx_class_metric(&r, TFX_CLASS_RECALL, 2), 0, 0, "class 2's one example missed");
+  cr_assert_float_eq(tfx_class_metric(&r, TFX_CLASS_RECALL, -1), (1 + 1 + 0) / 3.0, 1e-12, "mean of 3, not class 1");
+  cr_assert_float_eq(r.confusion[2][1], 1, 0, "class 2: one false positive");
+  cr_assert_float_eq(r.confusion[2][3], 1, 0, "and one true negative");
 }
