@@ -70,7 +70,8 @@ int config__parse_params(tfx_config *cfg, json_object *val, tfx_err *err);
 int config__parse_name(tfx_config *cfg, json_object *val, tfx_err *err);
 
 /* The metric names a watch (keep_best, early_stopping) or model.metrics accepts, for error messages. */
-#define TFX_METRIC_NAMES "loss, accuracy, top_K, auc, log_loss, precision, recall, f1, precision_K, recall_K or f1_K"
+#define TFX_METRIC_NAMES \
+  "loss, accuracy, top_K, auc, log_loss, precision, recall, f1, precision_K, recall_K, f1_K or auc_K"
 /* Whether text[0..n) is a metric name (loss, accuracy, auc, log_loss, top_K, precision, recall, f1, their _K per
  * class, per_class) or an aggregation (mean, min, max, sum). */
 int config__is_metric(const char *m, size_t n);

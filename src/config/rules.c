@@ -24,7 +24,8 @@ static int indexed(const char *m, size_t n, const char *prefix, int lo, int hi) 
 }
 
 /* A metric name of model.metrics: loss, accuracy, auc, log_loss, top_K (1 <= K <= 100), precision, recall, f1,
- * precision_K, recall_K, f1_K (a class, 0 <= K < 32) or per_class (those of every class). */
+ * precision_K, recall_K, f1_K (a class, 0 <= K < 32), auc_K (a multi-label output) or per_class (those of every
+ * class). */
 int config__is_metric(const char *m, size_t n) {
   static const char *const plain[] = {"loss", "accuracy", "auc", "log_loss", "precision", "recall", "f1", "per_class"};
   for (size_t i = 0; i < sizeof plain / sizeof plain[0]; i++) {
@@ -33,7 +34,7 @@ int config__is_metric(const char *m, size_t n) {
     }
   }
   return indexed(m, n, "top_", 1, 100) || indexed(m, n, "precision_", 0, 31) || indexed(m, n, "recall_", 0, 31) ||
-         indexed(m, n, "f1_", 0, 31);
+         indexed(m, n, "f1_", 0, 31) || indexed(m, n, "auc_", 0, 30);
 }
 
 /* Parses comma-separated numbers into out[0..*n); errors name the key and the entry. */

@@ -22,7 +22,8 @@ typedef struct slice_sums {
   double confusion[TFX_EVAL_MAX_CLASSES][TFX_EVAL_MAX_CLASSES];
   float *scores;
   int32_t *labels;
-  size_t n_scored;
+  size_t n_scored; /* examples: scores holds n_scored x cols */
+  int cols;
   int unscored; /* a slice came without scores: no AUC */
 } slice_sums;
 
@@ -40,10 +41,10 @@ static const void *reply_tensor(const tfx_inmsg *r, const char *name, int dtype,
   return NULL;
 }
 
-/* Adds worker w's confusion matrix and scores to *s; TFX_EPROTO when they disagree with the others'. */
-static int add_counts(int w, const tfx_inmsg *r, slice_sums *s, size_t examples, tfx_err *err) {
+/* Adds worker w's confusion matrix to *s; TFX_EPROTO when it disagrees with the others'. */
+static int add_counts(int w, const tfx_inmsg *r, slice_sums *s, tfx_err *err) {
   double k = master__stat(r->env, "classes"), multi = master__stat(r->env, "multi_label");
-  size_t n_cm = 0, n_sc = 0, n_lb = 0;
+  size_t n_cm = 0;
   const int64_t *cm = reply_tensor(r, "confusion", TFX__DTYPE__DTYPE_INT64, &n_cm);
   int classes = isfinite(k) && k >= 0 && k <= TFX_EVAL_MAX_CLASSES ? (int)k : -2;
   int cols = multi == 1 ? 4 : classes;
@@ -57,21 +58,30 @@ static int add_counts(int w, const tfx_inmsg *r, slice_sums *s, size_t examples,
   for (size_t i = 0; i < n_cm; i++) {
     s->confusion[i / (size_t)cols][i % (size_t)cols] += (double)cm[i];
   }
+  return TFX_OK;
+}
+
+/* Appends worker w's scores and labels (a slice without them, or with other columns: no AUC for the set). */
+static int add_scores(const tfx_inmsg *r, slice_sums *s, size_t examples, tfx_err *err) {
+  size_t n_sc = 0, n_lb = 0;
+  double c = master__stat(r->env, "score_cols");
+  size_t cols = isfinite(c) && c >= 1 && c <= TFX_EVAL_MAX_CLASSES ? (size_t)c : 0;
   const float *sc = reply_tensor(r, "scores", TFX__DTYPE__DTYPE_FLOAT32, &n_sc);
-  const float *lb = reply_tensor(r, "labels", TFX__DTYPE__DTYPE_FLOAT32, &n_lb);
-  if (!sc || !lb || n_sc != examples || n_lb != examples) {
+  const int64_t *lb = reply_tensor(r, "labels", TFX__DTYPE__DTYPE_INT64, &n_lb);
+  if (!sc || !lb || !cols || n_sc != examples * cols || n_lb != examples || (s->cols && cols != (size_t)s->cols)) {
     s->unscored = 1;
     return TFX_OK;
   }
-  float *scores = realloc(s->scores, sizeof(float) * (s->n_scored + examples + 1));
+  s->cols = (int)cols;
+  float *scores = realloc(s->scores, sizeof(float) * (s->n_scored + examples + 1) * cols);
   s->scores = scores ? scores : s->scores;
   int32_t *labels = scores ? realloc(s->labels, sizeof(int32_t) * (s->n_scored + examples + 1)) : NULL;
   s->labels = labels ? labels : s->labels;
   if (!labels) {
     return tfx_err_set(err, TFX_ENOMEM, "out of memory for %zu scores", s->n_scored + examples);
   }
+  memcpy(s->scores + s->n_scored * cols, sc, sizeof(float) * examples * cols);
   for (size_t i = 0; i < examples; i++) {
-    s->scores[s->n_scored + i] = sc[i];
     s->labels[s->n_scored + i] = (int32_t)lb[i];
   }
   s->n_scored += examples;
@@ -113,7 +123,8 @@ static int add_reply(int w, const tfx_inmsg *r, slice_sums *s, tfx_err *err) {
   if (!isfinite(ex) || !isfinite(loss) || !isfinite(correct) || !isfinite(topk)) {
     return tfx_err_set(err, TFX_EPROTO, "worker %d: an evaluation reply without its sums", w);
   }
-  int rc = add_counts(w, r, s, (size_t)ex, err);
+  int rc = add_counts(w, r, s, err);
+  rc = rc ? rc : add_scores(r, s, (size_t)ex, err);
   if (rc) {
     return rc;
   }
@@ -171,9 +182,8 @@ static void merged(const slice_sums *s, tfx_eval_result *out) {
   out->classes = s->classes > 0 ? s->classes : 0;
   out->multi_label = s->multi_label;
   memcpy(out->confusion, s->confusion, sizeof out->confusion);
-  out->scored = !s->unscored && s->n_scored == out->examples;
-  out->auc = out->scored ? tfx_auc(s->scores, s->labels, s->n_scored) : NAN;
-  out->has_auc = !isnan(out->auc);
+  int whole = !s->unscored && s->n_scored == out->examples;
+  tfx_eval_auc(s->scores, s->labels, s->n_scored, whole ? s->cols : 0, out);
 }
 
 int master__evaluate_workers(master *m, int64_t *version, tfx_eval_result *out, tfx_err *err) {

@@ -143,7 +143,11 @@ static double multi_row_loss(const float *z, uint32_t bits, int c, float *dz, fl
 int tfx_model_scores(const tfx_model *m, int batch, float *out) {
   const layer *last = &m->layers[m->n_layers - 1];
   int c = last->oc;
-  if (m->multi_label || (!(c == 1 && m->loss == 1) && !(c == 2 && m->loss == 0))) {
+  if (m->multi_label) {
+    memcpy(out, last->out, sizeof(float) * (size_t)batch * (size_t)c);
+    return c;
+  }
+  if (!(c == 1 && m->loss == 1) && !(c == 2 && m->loss == 0)) {
     return 0;
   }
   for (int b = 0; b < batch; b++) { /* a monotone score of the positive class: its logit, or the logits' margin */

@@ -131,7 +131,8 @@ void tfx_model_set_row_source(tfx_model *m, tfx_row_source fn, void *ctx);
 /* Backward pass after forward+loss: writes every variable's grad (overwrites). */
 void tfx_model_backward(tfx_model *m, const float *x, int batch);
 /* For a binary classifier (one sigmoid output, or two softmax classes): a score of class 1 per example of the
- * last forward into out [batch], ordered as its probability (for AUC); returns 0 (nothing written) otherwise. */
+ * last forward into out [batch], ordered as its probability (for AUC), and returns 1; for a multi-label model each
+ * output's logit into out [batch, outputs], returning the outputs; returns 0 (nothing written) otherwise. */
 int tfx_model_scores(const tfx_model *m, int batch, float *out);
 /* The predicted class of each example of the last forward into out [batch]: the first largest logit, or for one
  * sigmoid output 1 when its logit is above 0 (probability above 0.5, Keras's threshold), or for a multi-label model

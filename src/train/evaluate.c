@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/labelset.h"
 #include "train/classes.h"
 
 int tfx_forward_examples(tfx_model *m, const tfx_dataset *d, size_t i, int b, int *at, tfx_err *err) {
@@ -70,6 +71,39 @@ double tfx_auc(float *scores, int32_t *labels, size_t n) {
   return pos > 0 && neg > 0 ? (rank_sum - pos * (pos + 1) / 2) / (pos * neg) : NAN;
 }
 
+/* Each output's AUC of a multi-label model into r->auc_k and their mean into r->auc; TFX_ENOMEM leaves none. */
+static void output_aucs(const float *scores, const int32_t *labels, size_t n, int cols, tfx_eval_result *r) {
+  float *col = malloc(sizeof(float) * (n ? n : 1));
+  int32_t *bit = malloc(sizeof(int32_t) * (n ? n : 1));
+  double sum = 0;
+  int defined = 0;
+  for (int k = 0; col && bit && k < cols && k < TFX_EVAL_MAX_CLASSES; k++) {
+    for (size_t i = 0; i < n; i++) {
+      col[i] = scores[i * (size_t)cols + (size_t)k];
+      bit[i] = (int32_t)((tfx_label_bits(labels[i]) >> k) & 1u);
+    }
+    r->auc_k[k] = tfx_auc(col, bit, n);
+    r->n_auc = k + 1;
+    sum += isnan(r->auc_k[k]) ? 0 : r->auc_k[k];
+    defined += !isnan(r->auc_k[k]);
+  }
+  r->auc = defined ? sum / defined : NAN;
+  free(col);
+  free(bit);
+}
+
+void tfx_eval_auc(const float *scores, const int32_t *labels, size_t n, int cols, tfx_eval_result *r) {
+  r->auc = NAN;
+  r->n_auc = 0;
+  r->scored = cols;
+  if (cols == 1) {
+    r->auc = tfx_auc((float *)scores, (int32_t *)labels, n); /* sorts a copy: both stay as they are */
+  } else if (cols > 1) {
+    output_aucs(scores, labels, n, cols, r);
+  }
+  r->has_auc = !isnan(r->auc);
+}
+
 int tfx_evaluate(tfx_model *m, const tfx_dataset *d, int batch, tfx_eval_result *out, tfx_err *err) {
   return tfx_evaluate_range(m, d, batch, 0, d->n, out, err);
 }
@@ -86,11 +120,12 @@ static void count_classes(const tfx_model *m, const int32_t *labels, int b, int3
   }
 }
 
-/* Sums of examples [lo, hi) into acc (its confusion matrix started) and, for a binary classifier, scores [hi - lo]
- * (NULL: none kept). */
+/* Sums of examples [lo, hi) into acc (its confusion matrix started), their scores (hi - lo rows of the score
+ * columns; NULL: none kept) and the AUC they give. */
 static int score_range(tfx_model *m, const tfx_dataset *d, int batch, size_t lo, size_t hi, float *scores,
                        int32_t *pred, double sums[3], tfx_eval_result *acc, tfx_err *err) {
-  int binary = scores != NULL;
+  size_t w = tfx_model_multi_label(m) ? tfx_model_output_size(m) : 1; /* score columns an example */
+  int cols = scores ? (int)w : 0;
   for (size_t i = lo; i < hi; i += (size_t)batch) {
     int b = (int)(hi - i < (size_t)batch ? hi - i : (size_t)batch);
     tfx_step_stats st;
@@ -98,22 +133,20 @@ static int score_range(tfx_model *m, const tfx_dataset *d, int batch, size_t lo,
     if (rc) {
       return rc;
     }
-    binary = binary && tfx_model_scores(m, b, scores + (i - lo));
+    cols = cols && tfx_model_scores(m, b, scores + (i - lo) * w) ? cols : 0;
     count_classes(m, d->y + i, b, pred, acc);
     sums[0] += st.loss * b;
     sums[1] += (double)st.correct;
     sums[2] += (double)st.top5;
   }
-  acc->auc = binary ? tfx_auc(scores, d->y + lo, hi - lo) : NAN; /* sorts a copy: d stays as it is */
-  acc->has_auc = !isnan(acc->auc);
-  acc->scored = binary;
+  tfx_eval_auc(scores, d->y + lo, hi - lo, cols, acc);
   return TFX_OK;
 }
 
 int tfx_evaluate_range(tfx_model *m, const tfx_dataset *d, int batch, size_t lo, size_t hi, tfx_eval_result *out,
                        tfx_err *err) {
   size_t n = hi - lo;
-  float *scores = malloc(sizeof(float) * (n ? n : 1));
+  float *scores = malloc(sizeof(float) * (n ? n : 1) * tfx_model_output_size(m));
   int rc = tfx_evaluate_scored(m, d, batch, lo, hi, scores, out, err);
   free(scores);
   return rc;
@@ -213,6 +246,8 @@ int tfx_evaluate_agg(tfx_model *m, const tfx_dataset *d, int batch, size_t max_e
   out->examples = n;
   out->auc = NAN;
   out->has_auc = 0; /* per-batch aggregation has no AUC */
+  out->n_auc = 0;
+  out->scored = 0;
   out->loss = acc[0];
   out->accuracy = acc[1];
   out->top5 = acc[2];
@@ -238,11 +273,20 @@ static int add_class_fields(tfx_eval_report *out, const char *p, size_t len, con
     add_field(out, p, len, v);
     return 1;
   }
+  int k = len > 4 && len <= 6 && !strncmp(p, "auc_", 4) ? atoi(p + 4) : -1;
+  if (k >= 0) {
+    add_field(out, p, len, k < r->n_auc ? r->auc_k[k] : NAN);
+    return 1;
+  }
   if (len != 9 || strncmp(p, "per_class", 9)) {
     return 0;
   }
+  for (k = 0; k < r->n_auc; k++) { /* a multi-label model's AUC of each output */
+    char name[24];
+    add_field(out, name, (size_t)snprintf(name, sizeof name, "auc_%d", k), r->auc_k[k]);
+  }
   static const char *const stats[] = {"precision", "recall", "f1"};
-  for (int k = 0; k < r->classes; k++) {
+  for (k = 0; k < r->classes; k++) {
     for (int i = 0; i < 3; i++) {
       char name[24];
       int n = snprintf(name, sizeof name, "%s_%d", stats[i], k);

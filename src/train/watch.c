@@ -57,6 +57,10 @@ double tfx_eval_metric(const tfx_eval_result *r, const char *metric) {
   if (tfx_class_metric_named(r, metric, strlen(metric), &v)) {
     return v;
   }
+  if (!strncmp(metric, "auc_", 4)) {
+    int o = atoi(metric + 4);
+    return o >= 0 && o < r->n_auc ? r->auc_k[o] : NAN;
+  }
   int k = !strncmp(metric, "top_", 4) ? atoi(metric + 4) : 0;
   return k > 0 && k == r->top_k ? r->top5 : NAN;
 }

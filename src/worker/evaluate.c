@@ -28,8 +28,8 @@ int worker__eval_open(worker_eval *e, const tfx_config *cfg, const tfx_psclient 
   rc = rc ? rc : tfx_labels_load(e->model, cfg, 1, &e->data, err);
   if (!rc) {
     size_t n = e->data->n ? e->data->n : 1;
-    e->scores = malloc(sizeof(float) * n);
-    e->labels = malloc(sizeof(float) * n);
+    e->scores = malloc(sizeof(float) * n * tfx_model_output_size(e->model));
+    e->labels = malloc(sizeof(int64_t) * n);
     rc = e->scores && e->labels ? TFX_OK : tfx_err_set(err, TFX_ENOMEM, "out of memory");
   }
   return rc;
@@ -84,16 +84,16 @@ static void add_tensor(Tfx__Tensor *t, int64_t *shape, tfx_payload *p, const cha
   *p = (tfx_payload){data, t->nbytes, 1, NULL, NULL};
 }
 
-/* Sends r: its sums in stats, its confusion matrix ("confusion", int64 [classes * tfx_confusion_cols]) and, scored, the
- * slice's scores and labels ("scores", "labels", float32 [examples]). */
+/* Sends r: its sums in stats, its confusion matrix ("confusion", int64 [classes * tfx_confusion_cols]) and, scored,
+ * the slice's scores ("scores", float32 [examples * score_cols]) and labels ("labels", int64 [examples]). */
 static void send_result(worker_eval *e, void *sock, const tfx_inmsg *m, const tfx_eval_result *r, int64_t version) {
   tfx_envelope env;
   tfx_reply_init(&env, m);
-  const char *keys[] = {"examples", "loss_sum", "correct", "topk", "top_k", "classes", "multi_label"};
+  const char *keys[] = {"examples", "loss_sum", "correct", "topk", "top_k", "classes", "multi_label", "score_cols"};
   double vals[] = {(double)r->examples, r->loss * (double)r->examples, r->accuracy * (double)r->examples,
-                   r->top5 * (double)r->examples, r->top_k, r->classes, r->multi_label};
-  Tfx__KeyValue kv[7], *kvp[7];
-  for (int i = 0; i < 7; i++) {
+                   r->top5 * (double)r->examples, r->top_k, r->classes, r->multi_label, r->scored};
+  Tfx__KeyValue kv[8], *kvp[8];
+  for (int i = 0; i < 8; i++) {
     tfx__key_value__init(&kv[i]);
     kv[i].key = (char *)keys[i];
     kv[i].value = vals[i];
@@ -105,7 +105,7 @@ static void send_result(worker_eval *e, void *sock, const tfx_inmsg *m, const tf
     cm[i] = (int64_t)r->confusion[i / cols][i % cols];
   }
   for (size_t i = 0; r->scored && i < r->examples; i++) {
-    e->labels[i] = (float)e->data->y[e->lo + i];
+    e->labels[i] = e->data->y[e->lo + i];
   }
   Tfx__Tensor t[3], *tp[3] = {&t[0], &t[1], &t[2]};
   tfx_payload p[3];
@@ -115,14 +115,15 @@ static void send_result(worker_eval *e, void *sock, const tfx_inmsg *m, const tf
     n++;
   }
   if (r->scored && r->examples) {
-    add_tensor(&t[n], &shapes[n], &p[n], "scores", TFX__DTYPE__DTYPE_FLOAT32, r->examples, e->scores);
+    add_tensor(&t[n], &shapes[n], &p[n], "scores", TFX__DTYPE__DTYPE_FLOAT32, r->examples * (size_t)r->scored,
+               e->scores);
     n++;
-    add_tensor(&t[n], &shapes[n], &p[n], "labels", TFX__DTYPE__DTYPE_FLOAT32, r->examples, e->labels);
+    add_tensor(&t[n], &shapes[n], &p[n], "labels", TFX__DTYPE__DTYPE_INT64, r->examples, e->labels);
     n++;
   }
   env.step = version;
   env.stats = kvp;
-  env.n_stats = 7;
+  env.n_stats = 8;
   env.tensors = tp;
   env.n_tensors = (size_t)n;
   tfx_wire_send(sock, &m->identity, &env, p, n, NULL);

@@ -48,8 +48,8 @@ typedef struct worker_eval {
   tfx_model *model;   /* batches of 1000, its variables lent from the training model; NULL: off */
   tfx_dataset *data;  /* the whole eval set (a slice is scored) */
   tfx_psclient *ps;   /* lazy tables: the eval batches' rows from the ps (NULL: none) */
-  float *scores;      /* a binary classifier's scores of the slice (data->n), sent for the chief's exact AUC */
-  float *labels;      /* their labels, as floats on the wire */
+  float *scores;      /* the slice's scores (data->n x the score columns), sent for the chief's exact AUC */
+  int64_t *labels;    /* their labels, as int64 on the wire */
   size_t lo;          /* the first example of the last slice scored */
 } worker_eval;
 
