@@ -36,8 +36,8 @@ const config__option config__options[] = {
      "(up to 31), loss the mean over outputs, accuracy the exact match"},
     {"model.metrics", OPT_STR, O(metrics), 0, 0, "loss,accuracy,top_5",
      "evaluation metrics reported (comma-separated): loss, accuracy, top_K, auc, log_loss, precision, recall, f1 "
-     "(class 1 of a binary classifier, else the mean over classes), precision_K, recall_K, f1_K (class K), per_class "
-     "(precision_K, recall_K and f1_K of every class; up to 32 classes)"},
+     "(class 1 of a binary classifier, else the mean over classes), precision_K, recall_K, f1_K (class K), auc_K "
+     "(output K of a multi_label model), per_class (those of every class; up to 32 classes)"},
     {"model.plugin", OPT_STR, O(plugin), 0, 0, "",
      "shared object whose tfx_plugin_entry builds the model and hooks the run"},
     {"data.train.images", OPT_STR, O(train_images), 0, 0, FMNIST "train-images-idx3-ubyte.gz", "IDX images (.gz ok)"},

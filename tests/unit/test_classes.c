@@ -153,3 +153,24 @@ Test(classes, sets_are_counted_per_class) {
   cr_assert_float_eq(r.confusion[2][1], 1, 0, "class 2: one false positive");
   cr_assert_float_eq(r.confusion[2][3], 1, 0, "and one true negative");
 }
+
+/* A multi-label model's AUC: each output's against its class's bit, and their mean over the outputs that have
+ * both classes (Keras's AUC(multi_label=True)); an output whose class is in every set has none. */
+Test(classes, multi_label_auc_is_each_outputs_and_their_mean) {
+  /* 4 examples x 2 outputs; output 0: labels 1,0,1,0 scored .9,.8,.7,.1 -> 3 of 4 pairs right; output 1: always */
+  const float scores[8] = {0.9f, 1, 0.8f, 2, 0.7f, 3, 0.1f, 4};
+  const int32_t y[4] = {(int32_t)(TFX_LABEL_SET | 3), 1, (int32_t)(TFX_LABEL_SET | 3), 1};
+  tfx_eval_result r = {0};
+  tfx_eval_auc(scores, y, 4, 2, &r);
+  cr_assert_eq(r.n_auc, 2);
+  cr_assert_float_eq(r.auc_k[0], 0.75, 1e-12);
+  cr_assert(isnan(r.auc_k[1]), "class 1 in every set: no AUC");
+  cr_assert_float_eq(r.auc, 0.75, 1e-12, "the mean of the defined ones");
+  cr_assert(r.has_auc);
+  cr_assert_float_eq(tfx_eval_metric(&r, "auc_0"), 0.75, 1e-12);
+  tfx_eval_report rep;
+  tfx_eval_report_init(&rep, "auc_0,auc_1,auc_2", &r);
+  cr_assert_eq(rep.n, 2, "auc_0 and examples: undefined ones left out");
+  tfx_eval_auc(scores, y, 4, 0, &r);
+  cr_assert(!r.has_auc && r.n_auc == 0 && r.scored == 0);
+}
