@@ -45,7 +45,7 @@ static const void *reply_tensor(const tfx_inmsg *r, const char *name, int dtype,
 static int add_counts(int w, const tfx_inmsg *r, slice_sums *s, tfx_err *err) {
   double k = master__stat(r->env, "classes"), multi = master__stat(r->env, "multi_label");
   size_t n_cm = 0;
-  const int64_t *cm = reply_tensor(r, "confusion", TFX__DTYPE__DTYPE_INT64, &n_cm);
+  const unsigned char *cm = reply_tensor(r, "confusion", TFX__DTYPE__DTYPE_INT64, &n_cm); /* frames: unaligned */
   int classes = isfinite(k) && k >= 0 && k <= TFX_EVAL_MAX_CLASSES ? (int)k : -2;
   int cols = multi == 1 ? 4 : classes;
   if (classes < 0 || (s->classes >= 0 && (classes != s->classes || (multi == 1) != s->multi_label)) ||
@@ -56,7 +56,9 @@ static int add_counts(int w, const tfx_inmsg *r, slice_sums *s, tfx_err *err) {
   s->multi_label = multi == 1;
   s->classes = classes;
   for (size_t i = 0; i < n_cm; i++) {
-    s->confusion[i / (size_t)cols][i % (size_t)cols] += (double)cm[i];
+    int64_t v;
+    memcpy(&v, cm + i * sizeof v, sizeof v);
+    s->confusion[i / (size_t)cols][i % (size_t)cols] += (double)v;
   }
   return TFX_OK;
 }
@@ -66,8 +68,8 @@ static int add_scores(const tfx_inmsg *r, slice_sums *s, size_t examples, tfx_er
   size_t n_sc = 0, n_lb = 0;
   double c = master__stat(r->env, "score_cols");
   size_t cols = isfinite(c) && c >= 1 && c <= TFX_EVAL_MAX_CLASSES ? (size_t)c : 0;
-  const float *sc = reply_tensor(r, "scores", TFX__DTYPE__DTYPE_FLOAT32, &n_sc);
-  const int64_t *lb = reply_tensor(r, "labels", TFX__DTYPE__DTYPE_INT64, &n_lb);
+  const void *sc = reply_tensor(r, "scores", TFX__DTYPE__DTYPE_FLOAT32, &n_sc);
+  const unsigned char *lb = reply_tensor(r, "labels", TFX__DTYPE__DTYPE_INT64, &n_lb); /* frames: unaligned */
   if (!sc || !lb || !cols || n_sc != examples * cols || n_lb != examples || (s->cols && cols != (size_t)s->cols)) {
     s->unscored = 1;
     return TFX_OK;
@@ -82,7 +84,9 @@ static int add_scores(const tfx_inmsg *r, slice_sums *s, size_t examples, tfx_er
   }
   memcpy(s->scores + s->n_scored * cols, sc, sizeof(float) * examples * cols);
   for (size_t i = 0; i < examples; i++) {
-    s->labels[s->n_scored + i] = (int32_t)lb[i];
+    int64_t v;
+    memcpy(&v, lb + i * sizeof v, sizeof v);
+    s->labels[s->n_scored + i] = (int32_t)v;
   }
   s->n_scored += examples;
   return TFX_OK;
