@@ -32,6 +32,7 @@
   X(TFX_FORMAT_IDX, "idx") X(TFX_FORMAT_CSV, "csv") X(TFX_FORMAT_LIBSVM, "libsvm") X(TFX_FORMAT_TFRECORD, "tfrecord")
 #define TFX_SHARD_KINDS(X) X(TFX_SHARD_BY_RECORD, "record") X(TFX_SHARD_BY_FILE, "file")
 #define TFX_NAN_POLICIES(X) X(TFX_NAN_REJECT, "reject") X(TFX_NAN_SKIP, "skip")
+#define TFX_ON_ERRORS(X) X(TFX_ON_ERROR_STOP, "stop") X(TFX_ON_ERROR_SKIP, "skip")
 #define TFX_TRANSPORTS(X) X(TFX_TRANSPORT_IPC, "ipc") X(TFX_TRANSPORT_TCP, "tcp")
 #define TFX_SEARCH_METHODS(X) X(TFX_SEARCH_RANDOM, "random") X(TFX_SEARCH_GRID, "grid")
 /* Which way a watched metric improves (checkpoint.keep_best, training.early_stopping); auto: down for loss and
@@ -48,6 +49,7 @@ typedef enum tfx_loss { TFX_LOSSES(TFX_CHOICE_VALUE) } tfx_loss;
 typedef enum tfx_format { TFX_FORMATS(TFX_CHOICE_VALUE) } tfx_format;
 typedef enum tfx_shard_by { TFX_SHARD_KINDS(TFX_CHOICE_VALUE) } tfx_shard_by;
 typedef enum tfx_nan_policy { TFX_NAN_POLICIES(TFX_CHOICE_VALUE) } tfx_nan_policy;
+typedef enum tfx_on_error { TFX_ON_ERRORS(TFX_CHOICE_VALUE) } tfx_on_error;
 typedef enum tfx_transport { TFX_TRANSPORTS(TFX_CHOICE_VALUE) } tfx_transport;
 typedef enum tfx_search_method { TFX_SEARCH_METHODS(TFX_CHOICE_VALUE) } tfx_search_method;
 typedef enum tfx_watch_mode { TFX_WATCH_MODES(TFX_CHOICE_VALUE) } tfx_watch_mode;
@@ -157,6 +159,7 @@ typedef struct tfx_config {
   char weight_key[64];                 /* data.weight_key: csv column / tfrecord feature of example weights */
   int data_stream;                     /* read the training files a window at a time */
   char train_follow[TFX_PATH_MAX];     /* data.train.follow: a directory whose files are read as they land */
+  tfx_on_error data_on_error;          /* data.on_error: a bad record in streamed training data */
   int progressive_window;              /* training.progressive_window: examples of the rolling AUC / log loss */
   tfx_shard_by shard_by;
   int shuffle_buffer; /* examples per shuffled window when streaming */
@@ -287,6 +290,15 @@ int tfx_config_add_layer_json(tfx_config *cfg, const char *json, tfx_err *err);
 void tfx_config_layer_init(tfx_layer_spec *l);
 /* The stride of a conv2d or pooling layer: its strides, or when 0 the layer's default (pool_size for pooling). */
 int tfx_config_layer_strides(const tfx_layer_spec *l);
+/* The embedding_bag layer whose table is the variable var ("NAME/embeddings"; an unnamed layer is embedding_bag_N,
+ * the N-th unnamed one, as src/nn/model.c names it), or NULL (a plugin's table: no cap, no admission); borrowed
+ * from cfg. */
+const tfx_layer_spec *tfx_config_table_layer(const tfx_config *cfg, const char *var);
+/* The bytes a lazy table's row takes on its ps: dim floats of values and of each of n_slots optimizer slots, the
+ * id, the step it was last touched and the hash slot (what max_rows caps, ps/rowtable.c). */
+size_t tfx_table_row_bytes(int64_t dim, int n_slots);
+/* The fixed size of a table's admission sketch on each ps (admit_min_count > 1; ps/rowtable.h makes it). */
+#define TFX_TABLE_SKETCH_BYTES (4 * 65536 * 2)
 /* Appends one layer spec (type set) to model.layers. */
 int tfx_config_add_layer(tfx_config *cfg, const tfx_layer_spec *l, tfx_err *err);
 /* Appends one model variable (as in model.variables) after checking its name and shape. */

@@ -419,3 +419,28 @@ int config__set_entry(tfx_config *cfg, const char *path, json_object *val, tfx_e
   }
   return tfx_err_set(err, TFX_ECONFIG, "unknown key '%s' (lists are indexed as model.layers[N].KEY)", path);
 }
+
+const tfx_layer_spec *tfx_config_table_layer(const tfx_config *cfg, const char *var) {
+  const char *slash = strrchr(var, '/');
+  size_t len = slash ? (size_t)(slash - var) : strlen(var);
+  char name[80];
+  for (int i = 0, unnamed = 0; i < cfg->n_layers; i++) {
+    const tfx_layer_spec *l = &cfg->layers[i];
+    if (strcmp(l->type, "embedding_bag") != 0) {
+      continue;
+    }
+    if (l->name[0]) {
+      snprintf(name, sizeof name, "%s", l->name);
+    } else {
+      snprintf(name, sizeof name, "embedding_bag_%d", ++unnamed);
+    }
+    if (strlen(name) == len && !strncmp(name, var, len)) {
+      return l;
+    }
+  }
+  return NULL;
+}
+
+size_t tfx_table_row_bytes(int64_t dim, int n_slots) {
+  return (size_t)dim * (size_t)(1 + n_slots) * sizeof(float) + 2 * sizeof(int64_t) + 12;
+}

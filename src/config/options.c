@@ -16,6 +16,7 @@ static const char *const losses[] = {TFX_LOSSES(CHOICE_TEXT) NULL};
 static const char *const formats[] = {TFX_FORMATS(CHOICE_TEXT) NULL};
 static const char *const shard_kinds[] = {TFX_SHARD_KINDS(CHOICE_TEXT) NULL};
 static const char *const nan_policies[] = {TFX_NAN_POLICIES(CHOICE_TEXT) NULL};
+static const char *const on_errors[] = {TFX_ON_ERRORS(CHOICE_TEXT) NULL};
 static const char *const transports[] = {TFX_TRANSPORTS(CHOICE_TEXT) NULL};
 static const char *const search_methods[] = {TFX_SEARCH_METHODS(CHOICE_TEXT) NULL};
 static const char *const watch_modes[] = {TFX_WATCH_MODES(CHOICE_TEXT) NULL};
@@ -54,6 +55,11 @@ const config__option config__options[] = {
     {"data.train.follow", OPT_STR, O(train_follow), 0, 0, "",
      "a directory followed for ever: its files read as they land, in name order, each once ('.' names never); "
      "no epochs, no max_steps: the run goes on until stopped"},
+    {"data.on_error", OPT_ENUM, O(data_on_error), 0, 0, "stop",
+     "a bad record in streamed or followed training data: stop (the run fails naming file and record) | skip (a "
+     "DATA-BAD-RECORD warning naming them, counted in bad_records; CSV and LibSVM skip the record, TFRecord, IDX "
+     "and feature columns the rest of its file)",
+     on_errors},
     {"data.stream", OPT_BOOL, O(data_stream), 0, 1, "false",
      "read the training files a window at a time (files larger than memory); images may be a glob or a list"},
     {"data.shard_by", OPT_ENUM, O(shard_by), 0, 0, "record", "record | file: how workers split the training data",

@@ -232,6 +232,10 @@ static int csr_append(tfx_batcher *b, const tfx_dataset *d, int f, int i, size_t
   return 0;
 }
 
+uint64_t tfx_batcher_bad_records(const tfx_batcher *b) {
+  return b->stream ? tfx_stream_bad_records(b->stream) : 0;
+}
+
 int tfx_batcher_fields(const tfx_batcher *b) {
   return b->d ? b->d->n_fields : b->stream ? tfx_stream_fields(b->stream) : 0;
 }

@@ -69,6 +69,8 @@ const tfx_csr *tfx_batcher_next_csr(tfx_batcher *b, int batch, float *x, int32_t
 /* The example weights of the batch the batcher gave last (borrowed until its next batch), or NULL when its dataset
  * has none (all 1). */
 const float *tfx_batcher_weights(const tfx_batcher *b);
+/* Bad records its stream named and skipped (data.on_error skip); 0 for a dataset in memory. */
+uint64_t tfx_batcher_bad_records(const tfx_batcher *b);
 /* The number of sparse fields of the batcher's dataset (0: dense, or a stream). */
 int tfx_batcher_fields(const tfx_batcher *b);
 /* Examples [i, i + n) of a sparse dataset as CSR views into its arrays, one per field, into out[d->n_fields]. */

@@ -123,7 +123,8 @@ static char *row_label(char *line, char **p) {
   return token(p);
 }
 
-/* Parses the current line (a label and pairs) into the next row; blank lines add nothing. */
+/* Parses the current line (a label and pairs) into the next row; blank lines add nothing, nor does a bad line
+ * (its error names it; the reader asked again goes on at the next line). */
 static int add_line(svm *s, tfx_err *err) {
   char *p;
   char *tok = row_label(s->line, &p);
@@ -142,6 +143,8 @@ static int add_line(svm *s, tfx_err *err) {
   }
   if (!rc) {
     s->n++;
+  } else {
+    s->ne = s->start[s->n]; /* the bad row's pairs go: a reader asked again goes on at the next line */
   }
   return rc;
 }

@@ -45,7 +45,12 @@ struct tfx_stream {
   uint64_t landed;           /* files of the directory taken so far (sharding by file: whose turn) */
   tfx_idle_fn idle;          /* called while waiting for a file */
   void *idle_ctx;
+  int skip_bad;              /* data.on_error skip */
+  uint64_t bad;              /* bad records this shard named and skipped */
 };
+
+/* A label check_labels found outside the model's classes, under data.on_error skip: the filters drop it. */
+#define BAD_LABEL INT32_MIN
 
 static void list_free(file_list *l) {
   for (size_t i = 0; i < l->n; i++) {
@@ -299,7 +304,7 @@ static void filter_sparse(tfx_stream *s, tfx_dataset *d) {
   int64_t at[TFX_MAX_FIELDS] = {0};
   double vscale = s->columns ? 1.0 : s->scale;
   for (size_t i = 0; i < d->n; i++, s->record++) {
-    if (!s->by_file && s->record % (uint64_t)s->count != (uint64_t)s->index) {
+    if ((!s->by_file && s->record % (uint64_t)s->count != (uint64_t)s->index) || d->y[i] == BAD_LABEL) {
       continue;
     }
     for (int f = 0; f < d->n_fields; f++) {
@@ -334,7 +339,7 @@ static int filter_chunk(tfx_stream *s, tfx_dataset *d, size_t file, tfx_err *err
   }
   size_t k = 0;
   for (size_t i = 0; i < d->n; i++, s->record++) {
-    if (s->by_file || s->record % (uint64_t)s->count == (uint64_t)s->index) {
+    if ((s->by_file || s->record % (uint64_t)s->count == (uint64_t)s->index) && d->y[i] != BAD_LABEL) {
       memmove(d->x + k * d->dim, d->x + i * d->dim, sizeof(float) * d->dim);
       d->y[k++] = d->y[i];
     }
@@ -374,18 +379,55 @@ static int shuffle_window(tfx_stream *s, tfx_err *err) {
   return TFX_OK;
 }
 
+/* Whether this worker names and counts a bad record: with sharding by file the one reading it; by record every
+ * worker reads every line, so worker 0 alone (each bad record is counted once in the cluster). */
+static int reporter(const tfx_stream *s) {
+  return s->by_file || s->index == 0;
+}
+
+/* Names and counts a bad record (the reader's or the label check's message) under data.on_error skip, when this
+ * worker is the one to (mine). */
+static void name_bad(tfx_stream *s, const char *msg, const char *what, int mine) {
+  if (mine) {
+    s->bad++;
+    tfx_log(TFX_LOG_WARN, "DATA-BAD-RECORD", "%s; %s (data.on_error skip; %llu bad so far)", msg, what,
+            (unsigned long long)s->bad);
+  }
+}
+
 /* Checks a chunk's labels as it is read, naming the file and record of the first outside [0, classes), as the
- * whole-file loaders do (#30: found only at the batch before, as "example N of the batch"). */
-static int check_labels(tfx_stream *s, const tfx_dataset *d, size_t file, tfx_err *err) {
+ * whole-file loaders do (#30: found only at the batch before, as "example N of the batch"); under data.on_error
+ * skip each is named, counted and marked BAD_LABEL for the filters to drop. */
+static int check_labels(tfx_stream *s, tfx_dataset *d, size_t file, tfx_err *err) {
   for (size_t i = 0; s->classes > 0 && i < d->n; i++) {
     if (d->y[i] < 0 || d->y[i] >= s->classes) {
-      return tfx_err_set(err, TFX_EINVAL, "%s: record %llu: label %d is outside the model's %d classes [0, %d)",
-                         s->images.paths[file], (unsigned long long)(s->file_record + i + 1), (int)d->y[i],
-                         s->classes, s->classes);
+      int rc = tfx_err_set(err, TFX_EINVAL, "%s: record %llu: label %d is outside the model's %d classes [0, %d)",
+                           s->images.paths[file], (unsigned long long)(s->file_record + i + 1), (int)d->y[i],
+                           s->classes, s->classes);
+      if (!s->skip_bad) {
+        return rc;
+      }
+      name_bad(s, err->msg, "skipped", s->by_file || (s->record + i) % (uint64_t)s->count == (uint64_t)s->index);
+      d->y[i] = BAD_LABEL;
     }
   }
   s->file_record += d->n;
   return TFX_OK;
+}
+
+/* data.on_error skip: whether a reader's error rc is a bad record passed over (named and counted): a parse error
+ * (CSV and LibSVM go on at the next line), or a file that cannot be opened or read on (TFRecord, IDX, feature
+ * columns: the rest of the file is skipped). A read or memory error always stops. */
+static int skip_bad(tfx_stream *s, int rc, const tfx_err *err) {
+  if (!s->skip_bad || (rc != TFX_ECORRUPT && rc != TFX_ESHAPE && rc != TFX_EINVAL && rc != TFX_ENOTFOUND)) {
+    return 0;
+  }
+  int per_line = s->reader && !s->columns && (s->format == TFX_FORMAT_CSV || s->format == TFX_FORMAT_LIBSVM);
+  name_bad(s, err->msg, per_line ? "skipped" : "the rest of the file skipped", reporter(s));
+  if (!per_line) {
+    close_reader(s);
+  }
+  return 1;
 }
 
 /* Reads the next non-empty window of this shard's examples. */
@@ -395,9 +437,15 @@ static int refill(tfx_stream *s, tfx_err *err) {
   for (int rc;;) {
     tfx_dataset *d = NULL;
     if (!s->reader && (rc = advance_file(s, err))) {
+      if (skip_bad(s, rc, err)) {
+        continue;
+      }
       return rc;
     }
     if ((rc = read_chunk(s, &d, err))) {
+      if (skip_bad(s, rc, err)) {
+        continue;
+      }
       return rc;
     }
     if (!d) {
@@ -498,6 +546,7 @@ int tfx_stream_open(const tfx_config *cfg, int index, int count, size_t dim, tfx
   snprintf(s->feature_key, sizeof s->feature_key, "%s", cfg->feature_key);
   snprintf(s->label_key, sizeof s->label_key, "%s", cfg->label_key);
   snprintf(s->follow, sizeof s->follow, "%s", cfg->train_follow);
+  s->skip_bad = cfg->data_on_error == TFX_ON_ERROR_SKIP;
   int rc = list_files(s, cfg, err);
   if (!rc && !s->follow[0] && !(s->order = malloc(s->images.n * sizeof *s->order))) {
     rc = tfx_err_set(err, TFX_ENOMEM, "out of memory");
@@ -512,6 +561,10 @@ int tfx_stream_open(const tfx_config *cfg, int index, int count, size_t dim, tfx
   }
   *out = s;
   return TFX_OK;
+}
+
+uint64_t tfx_stream_bad_records(const tfx_stream *s) {
+  return s->bad;
 }
 
 void tfx_stream_check_labels(tfx_stream *s, int classes) {

@@ -42,6 +42,8 @@ int tfx_stream_next(tfx_stream *s, int batch, float *x, int32_t *y, tfx_err *err
 int tfx_stream_skip(tfx_stream *s, int64_t n, tfx_err *err);
 /* Checks every label read against [0, classes) (0: no check), failing the window with the file and record. */
 void tfx_stream_check_labels(tfx_stream *s, int classes);
+/* Bad records this shard named and skipped under data.on_error skip (0 with stop). */
+uint64_t tfx_stream_bad_records(const tfx_stream *s);
 /* Sets what a followed stream (data.train.follow) calls while it waits for a file; ctx borrowed. */
 void tfx_stream_set_idle(tfx_stream *s, tfx_idle_fn idle, void *ctx);
 /* Completed epochs so far. */

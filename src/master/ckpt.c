@@ -1,6 +1,8 @@
 /* Checkpoints of the running cluster: every ps writes its shard at one step, then the master writes the
- * manifest (store/ckpt.h names the files). The periodic checkpoint asks a step ahead in sync mode and asks
- * again further ahead when a ps has passed it; its schedule is in rules.c. Calls pscalls.c, serve.c (the
+ * manifest (store/ckpt.h names the files). At every multiple of checkpoint.every_steps the ps write their files
+ * by themselves (ps/ckpt.c) and the master collects them as the ps pass it, so every multiple is a checkpoint
+ * however fast the steps come; one asked by seconds or for a dry followed directory asks a step ahead in sync
+ * mode and again further ahead when a ps has passed it; the schedule is in rules.c. Calls pscalls.c, serve.c (the
  * replies' statistics), observe.c and rules.c; the loop calls it. */
 #include "store/ckpt.h"
 
@@ -126,20 +128,49 @@ int master__checkpoint_now(master *m, int64_t *written, tfx_err *err) {
   return rc ? rc : checkpoint_ahead(m, m->cfg.mode == TFX_MODE_SYNC, 0, written, err);
 }
 
+/* Each checkpoint is collected in turn (the ps answer from what they wrote) and its manifest written. One the ps
+ * cannot give (a ps restarted since, or its write failed) is named and skipped; a ps not answering is asked
+ * again after 1 s. */
+void master__collect_written(master *m, int64_t now) {
+  for (int n = 0; n < 64 && now >= m->ckpt_retry_at &&
+                  master__ckpt_collect(m->next_ckpt, m->global_step, m->cfg.max_steps);
+       n++) {
+    tfx_err err;
+    int rc = master__checkpoint(m, m->next_ckpt, &err);
+    if (rc == TFX_EPEER) {
+      m->ckpt_retry_at = tfx_now_ms() + 1000;
+      count_ckpt(m, &m->obs.ckpt_failures);
+      tfx_log(TFX_LOG_WARN, "MASTER-CKPT-FAIL", "%s; asking again in 1 s", err.msg);
+      return;
+    }
+    if (rc) {
+      count_ckpt(m, &m->obs.ckpt_failures);
+      tfx_log(TFX_LOG_WARN, "MASTER-CKPT-MISSED", "checkpoint at step %lld: %s; skipped", (long long)m->next_ckpt,
+              err.msg);
+    } else {
+      m->last_ckpt_ms = tfx_now_ms();
+    }
+    m->next_ckpt += m->cfg.ckpt_every_steps;
+  }
+}
+
 void master__checkpoint_if_due(master *m) {
   int64_t now = tfx_now_ms();
   int64_t tick = m->global_step - m->tick_step; /* the steps since the last tick, which the lead scales with */
   m->tick_step = m->global_step;
+  master__collect_written(m, now);
   int64_t lead = master__ckpt_lead(m->cfg.mode == TFX_MODE_SYNC, m->cfg.ckpt_every_steps, tick);
   int by_time = master__ckpt_due_by_time(m->cfg.ckpt_every_secs, now, m->last_ckpt_ms);
-  if (!master__ckpt_due(m->global_step, lead, m->next_ckpt, m->cfg.max_steps, by_time, now, m->ckpt_retry_at)) {
+  /* A followed directory gone dry holds the ps still short of the next multiple: a checkpoint is taken where they
+   * stand when it was due by the lead, not a step ahead. Otherwise only seconds ask for one here. */
+  int idle = m->cfg.train_follow[0] && tick == 0;
+  int64_t next = idle ? m->next_ckpt : INT64_MAX;
+  if (!master__ckpt_due(m->global_step, lead, next, m->cfg.max_steps, by_time, now, m->ckpt_retry_at)) {
     return;
   }
   tfx_err err;
   int64_t written = 0;
-  /* A followed directory gone dry holds the ps still: a checkpoint is taken where they stand, not a step ahead. */
-  int idle = m->cfg.train_follow[0] && tick == 0;
-  if (checkpoint_ahead(m, m->cfg.mode == TFX_MODE_SYNC && !idle, m->next_ckpt, &written, &err)) {
+  if (checkpoint_ahead(m, m->cfg.mode == TFX_MODE_SYNC && !idle, 0, &written, &err)) {
     /* Not skipped: asked again at the next tick after a second, until it is written (or the run ends, whose
      * final checkpoint then holds everything). */
     m->ckpt_retry_at = tfx_now_ms() + 1000;
@@ -149,5 +180,5 @@ void master__checkpoint_if_due(master *m) {
   }
   m->last_ckpt_ms = tfx_now_ms();
   m->ckpt_retry_at = 0;
-  m->next_ckpt = master__advance(m->next_ckpt, m->cfg.ckpt_every_steps, m->global_step, written);
+  m->next_ckpt = master__advance(m->next_ckpt, m->cfg.ckpt_every_steps, written, written);
 }

@@ -88,6 +88,7 @@ static int finish(master *m, int checkpointed, tfx_err *err) {
   stop_workers(m);
   int rc = checkpointed ? TFX_OK : master__poll_versions(m, err);
   if (!rc && !checkpointed) {
+    master__collect_written(m, tfx_now_ms()); /* the multiples passed since the last tick come first */
     rc = master__checkpoint(m, m->max_version, err);
   }
   int saved = rc == TFX_OK;
@@ -127,6 +128,7 @@ static int poll_or_wait(master *m, int64_t *lost_since, tfx_err *err) {
  * to the newest checkpoint and the waiting workers train on. Returns 1 when the loop should go on. */
 static int finish_at_max_steps(master *m, int *attempts, int *rc, tfx_err *err) {
   tfx_err cerr;
+  master__collect_written(m, tfx_now_ms()); /* the multiples passed since the last tick come first */
   int ck = master__checkpoint(m, m->max_version, &cerr);
   ++*attempts;
   if (master__final_retry(ck, *attempts, tfx_stop_requested())) {

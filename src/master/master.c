@@ -19,6 +19,7 @@
 #include "data/source.h"
 #include "master/master_impl.h"
 #include "master/plan.h"
+#include "nn/optim.h"
 #include "net/net.h"
 #include "observe/events.h"
 #include "observe/metrics.h"
@@ -200,6 +201,36 @@ int tfx_master_run(tfx_node *n, tfx_err *err) {
   return rc;
 }
 
+/* The memory a capped lazy table may take on each ps (max_rows rows of values, optimizer slots and bookkeeping,
+ * as the ps states it in PS-TABLE-CAP), its age limit and its admission sketch: one line per capped table. */
+static void print_caps(const tfx_config *cfg, const tfx_plan *plan, FILE *f) {
+  tfx_optim opt;
+  tfx_optim_init(&opt, cfg);
+  int title = 0;
+  for (int i = 0; i < plan->n; i++) {
+    const Tfx__Shard *s = &plan->shards[i];
+    const tfx_layer_spec *l = s->lazy && s->n_shape == 2 ? tfx_config_table_layer(cfg, s->var) : NULL;
+    int first = 1;
+    for (int k = 0; k < i && first; k++) {
+      first = strcmp(plan->shards[k].var, s->var) != 0;
+    }
+    if (!l || !first || (!l->max_rows && l->ttl_steps <= 0 && l->admit_min_count <= 1)) {
+      continue;
+    }
+    size_t row = tfx_table_row_bytes(s->shape[1], tfx_optim_slots(&opt));
+    fprintf(f, "%s  %-32s ", title++ ? "" : "table caps (each ps holding a share):\n", s->var);
+    if (l->max_rows) {
+      fprintf(f, "max_rows %lld x %zu bytes a row = %.2f MiB a ps at most", (long long)l->max_rows, row,
+              (double)l->max_rows * (double)row / 1048576.0);
+    } else {
+      fprintf(f, "no max_rows (up to every id of its share: %zu bytes a row)", row);
+    }
+    fprintf(f, "; ttl_steps %lld; admission %s (sketch %d KiB)\n", (long long)l->ttl_steps,
+            l->admit_min_count > 1 ? "by count" : l->admit_probability < 1 ? "by probability" : "off",
+            l->admit_min_count > 1 ? TFX_TABLE_SKETCH_BYTES / 1024 : 0);
+  }
+}
+
 int tfx_master_print_plan(const tfx_config *cfg, int n_ps, FILE *f, tfx_err *err) {
   tfx_model *model;
   tfx_plan plan;
@@ -210,6 +241,7 @@ int tfx_master_print_plan(const tfx_config *cfg, int n_ps, FILE *f, tfx_err *err
   rc = tfx_plan_build(cfg, model, n_ps, &plan, err);
   if (!rc) {
     tfx_plan_print(&plan, f);
+    print_caps(cfg, &plan, f);
   }
   tfx_plan_fini(&plan);
   tfx_model_destroy(model);

@@ -73,6 +73,9 @@ typedef struct worker_peer {
   int hb_pending;           /* a heartbeat is out, unanswered */
   int hb_warned;            /* MASTER-WORKER-SILENT was logged and it has not answered since */
   int64_t hb_sent, hb_seen; /* when the last heartbeat went out / was answered */
+  int has_rolling;            /* reported progressive validation: rolling_auc, rolling_log_loss (under obs.lock) */
+  double rolling_auc, rolling_log_loss;
+  double bad_records; /* data.on_error skip: its last report's count (under obs.lock) */
 } worker_peer;
 
 typedef struct master {
@@ -195,8 +198,12 @@ void master__validate(master *m, int force);
 int master__checkpoint(master *m, int64_t at, tfx_err *err);
 /* A checkpoint now, at the first step every ps can still write (sync: a step ahead); *written: its step. */
 int master__checkpoint_now(master *m, int64_t *written, tfx_err *err);
-/* Takes the periodic checkpoint when it is due (by steps or seconds); a failure is asked again after 1 s. */
+/* Collects the checkpoints the ps wrote at the multiples of every_steps they passed, and takes one when due by
+ * seconds (or for a dry followed directory); a failure is asked again after 1 s. */
 void master__checkpoint_if_due(master *m);
+/* Collects the checkpoints the ps wrote by themselves at the multiples of every_steps that every ps has passed
+ * (below max_steps), at most 64 a call; now: the clock, for the retry after a ps that did not answer. */
+void master__collect_written(master *m, int64_t now);
 
 /* disteval.c: eval.distributed, the eval set scored by the workers. */
 

@@ -98,6 +98,25 @@ static void eval_fields(buf *b, const master *m) {
   }
 }
 
+/* Progressive validation over the workers: the mean of their last rolling AUC and log loss (NaN before any),
+ * and the bad records they skipped (data.on_error skip). */
+static void render_rolling(buf *b, const master *m) {
+  double auc = 0, ll = 0, bad = 0;
+  int n = 0;
+  for (int w = 0; w < m->n_workers; w++) {
+    const worker_peer *p = &m->workers[w];
+    auc += p->has_rolling ? p->rolling_auc : 0;
+    ll += p->has_rolling ? p->rolling_log_loss : 0;
+    n += p->has_rolling;
+    bad += p->bad_records;
+  }
+  gauge(b, m, "tfx_rolling_auc", "Progressive validation: the workers' mean AUC over their last examples.", "gauge",
+        n ? auc / n : NAN);
+  gauge(b, m, "tfx_rolling_log_loss", "Progressive validation: the workers' mean log loss over their last examples.",
+        "gauge", n ? ll / n : NAN);
+  gauge(b, m, "tfx_bad_records_total", "Bad training records skipped (data.on_error skip).", "counter", bad);
+}
+
 static char *render_metrics(master *m) {
   buf b = {0};
   observed *o = &m->obs;
@@ -105,6 +124,7 @@ static char *render_metrics(master *m) {
   for (int w = 0; w < m->n_workers; w++) {
     reg += m->workers[w].registered;
   }
+  render_rolling(&b, m);
   gauge(&b, m, "tfx_global_step", "Global training step (the smallest ps version).", "gauge", (double)o->step);
   gauge(&b, m, "tfx_max_steps", "The step the run stops at.", "gauge", (double)m->cfg.max_steps);
   gauge(&b, m, "tfx_train_loss", "Training loss of the last worker report.", "gauge", o->loss);

@@ -35,6 +35,10 @@ int64_t master__ckpt_lead(int sync, int64_t every, int64_t tick) {
   return lead < 1 ? 1 : lead;
 }
 
+int master__ckpt_collect(int64_t next_ckpt, int64_t least_version, int64_t max_steps) {
+  return next_ckpt <= least_version && next_ckpt < max_steps;
+}
+
 int master__ckpt_due_by_time(int64_t every_secs, int64_t now_ms, int64_t last_ckpt_ms) {
   return every_secs > 0 && now_ms - last_ckpt_ms >= every_secs * 1000;
 }

@@ -22,6 +22,10 @@ int64_t master__advance(int64_t next, int64_t every, int64_t step, int64_t writt
 /* How many steps before a periodic checkpoint's step the master asks for it. Sync: a quarter of the interval
  * `every`, at least three times the steps the last tick took, at least 1 and below every; async: 0. */
 int64_t master__ckpt_lead(int sync, int64_t every, int64_t tick);
+/* Whether the checkpoint of next_ckpt (a multiple of every_steps, which every ps writes by itself as it reaches
+ * it) is collected now: every ps has reached it (least_version: the smallest ps version) and it is below
+ * max_steps (that one is the final checkpoint's). */
+int master__ckpt_collect(int64_t next_ckpt, int64_t least_version, int64_t max_steps);
 /* Whether a periodic checkpoint is due by seconds: every_secs > 0 and that long since the last one. */
 int master__ckpt_due_by_time(int64_t every_secs, int64_t now_ms, int64_t last_ckpt_ms);
 /* Whether the periodic checkpoint is asked now: due by steps (step + lead reaches next_ckpt, which is below

@@ -47,11 +47,12 @@ double master__stat(const tfx_envelope *e, const char *key) {
 static void record_report(master *m, const tfx_envelope *e, double loss, double acc, double eps) {
   static const char *const timing[] = {"row_pull_ms",         "compute_ms",    "push_ms",          "wait_ms",
                                        "other_ms",            "push_pull_ms",  "step_ms",          "wire_bytes_per_step",
-                                       "examples_seen",       "rolling_log_loss", "rolling_auc"};
-  const char *names[15] = {"loss", "accuracy", "examples_per_sec", "worker"};
-  double vals[15] = {loss, acc, eps, e->sender_index};
+                                       "examples_seen",       "rolling_log_loss", "rolling_auc",
+                                       "bad_records"};
+  const char *names[16] = {"loss", "accuracy", "examples_per_sec", "worker"};
+  double vals[16] = {loss, acc, eps, e->sender_index};
   int n = 4;
-  for (int i = 0; i < 11; i++) {
+  for (int i = 0; i < 12; i++) {
     double v = master__stat(e, timing[i]);
     if (isfinite(v)) {
       names[n] = timing[i];
@@ -59,6 +60,26 @@ static void record_report(master *m, const tfx_envelope *e, double loss, double 
     }
   }
   master__record(m, "train", e->step, names, vals, n);
+}
+
+/* Keeps a worker's last rolling metrics and bad-record count for /metrics. */
+static void note_worker(master *m, const tfx_envelope *e) {
+  if (e->sender_index < 0 || e->sender_index >= m->n_workers) {
+    return;
+  }
+  worker_peer *w = &m->workers[e->sender_index];
+  double auc = master__stat(e, "rolling_auc"), ll = master__stat(e, "rolling_log_loss");
+  double bad = master__stat(e, "bad_records");
+  master__lock(m, 1);
+  if (isfinite(ll)) {
+    w->has_rolling = 1;
+    w->rolling_auc = auc;
+    w->rolling_log_loss = ll;
+  }
+  if (isfinite(bad)) {
+    w->bad_records = bad;
+  }
+  master__lock(m, 0);
 }
 
 static void on_report(master *m, const tfx_inmsg *in) {
@@ -75,6 +96,7 @@ static void on_report(master *m, const tfx_inmsg *in) {
     return;
   }
   record_report(m, e, loss, acc, eps);
+  note_worker(m, e);
   m->last_loss = loss;
   if (!isfinite(loss) || loss > m->cfg.thres_loss) {
     m->abort_code = TFX_ELOSS;

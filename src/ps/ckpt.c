@@ -44,8 +44,9 @@ typedef struct ckpt_sums {
   uint64_t bytes, rows_bytes;
 } ckpt_sums;
 
-/* Answers the parked checkpoint request with the file's path and sums, or the error (rc, text). */
-static void answer_checkpoint(ps_state *p, const char *path, const ckpt_sums *sums, int rc, const char *text) {
+/* Answers a checkpoint request (identity, request_id) for step with the shard's path and sums, or the error. */
+static void answer_checkpoint(ps_state *p, zmq_msg_t *identity, uint64_t request_id, int64_t step, const char *path,
+                              const ckpt_sums *sums, int rc, const char *text) {
   const char *keys[4] = {"crc32", "bytes", "rows_crc32", "rows_bytes"};
   double values[4] = {sums->crc, (double)sums->bytes, sums->rows_crc, (double)sums->rows_bytes};
   Tfx__KeyValue kv[4], *kvp[4];
@@ -57,8 +58,8 @@ static void answer_checkpoint(ps_state *p, const char *path, const ckpt_sums *su
   }
   tfx_envelope env;
   tfx_wire_request(&env, TFX__MSG_TYPE__MSG_REPLY);
-  env.request_id = p->ckpt_request;
-  env.step = p->version;
+  env.request_id = request_id;
+  env.step = step;
   env.path = (char *)path;
   env.stats = kvp;
   env.n_stats = sums->rows_bytes ? 4 : 2; /* rows only when this ps holds lazy tables */
@@ -66,30 +67,95 @@ static void answer_checkpoint(ps_state *p, const char *path, const ckpt_sums *su
     env.code = rc;
     env.error = (char *)text;
   }
-  tfx_wire_send(p->sock, &p->ckpt_identity, &env, NULL, 0, NULL);
+  tfx_wire_send(p->sock, identity, &env, NULL, 0, NULL);
+}
+
+/* The checkpoint of step this ps wrote since its last INIT and still remembers, or NULL. */
+static const ps_ckpt_done *recall(const ps_state *p, int64_t step) {
+  int64_t n = p->n_ckpt_done < PS_CKPT_DONE ? p->n_ckpt_done : PS_CKPT_DONE;
+  for (int64_t i = 0; i < n; i++) {
+    const ps_ckpt_done *d = &p->ckpt_done[(p->n_ckpt_done - 1 - i) % PS_CKPT_DONE];
+    if (d->step == step) {
+      return d;
+    }
+  }
+  return NULL;
+}
+
+static void remember(ps_state *p, int64_t step, const ckpt_sums *sums, int rc) {
+  p->ckpt_done[p->n_ckpt_done++ % PS_CKPT_DONE] = (ps_ckpt_done){.step = step,
+                                                                   .crc = sums->crc,
+                                                                   .rows_crc = sums->rows_crc,
+                                                                   .bytes = sums->bytes,
+                                                                   .rows_bytes = sums->rows_bytes,
+                                                                   .rc = rc};
+}
+
+/* Writes this ps's files of the checkpoint of step into dir (its shard path into path); remembers the result.
+ * quiet: a write of its own at a multiple of every_steps, logged at debug level. */
+static int write_files(ps_state *p, const char *dir, int64_t step, char *path, size_t n, ckpt_sums *sums, int quiet) {
+  tfx_ckpt_part_path(path, n, dir, p->index, TFX_CKPT_SHARD);
+  tfx_err err;
+  tfx_err_clear(&err);
+  int rc = tfx_mkdirs(dir, &err);
+  if (!rc) {
+    rc = write_shard(p, step, path, &sums->crc, &sums->bytes, &err);
+  }
+  if (!rc) {
+    rc = ps__lazy_save(p, dir, step, &sums->rows_crc, &sums->rows_bytes, &err);
+  }
+  remember(p, step, sums, rc);
+  if (rc) {
+    snprintf(p->ckpt_fail, sizeof p->ckpt_fail, "%s", err.msg);
+    tfx_log(TFX_LOG_ERROR, "PS-CKPT-FAIL", "%s", err.msg);
+  } else {
+    tfx_log(quiet ? TFX_LOG_DEBUG : TFX_LOG_INFO, "PS-CKPT", "wrote %s at step %lld", path, (long long)p->version);
+  }
+  return rc;
+}
+
+/* Answers a request for the checkpoint d this ps has written (or failed to). */
+static void answer_done(ps_state *p, zmq_msg_t *identity, uint64_t request_id, const char *dir,
+                        const ps_ckpt_done *d) {
+  char path[1200];
+  tfx_ckpt_part_path(path, sizeof path, dir, p->index, TFX_CKPT_SHARD);
+  ckpt_sums sums = {.crc = d->crc, .rows_crc = d->rows_crc, .bytes = d->bytes, .rows_bytes = d->rows_bytes};
+  answer_checkpoint(p, identity, request_id, d->step, path, &sums, d->rc, p->ckpt_fail);
+}
+
+static void end_parked(ps_state *p) {
+  zmq_msg_close(&p->ckpt_identity);
+  p->ckpt_pending = 0;
 }
 
 static void write_checkpoint(ps_state *p) {
   char path[1200];
-  tfx_ckpt_part_path(path, sizeof path, p->ckpt_dir, p->index, TFX_CKPT_SHARD);
   ckpt_sums sums = {0};
-  tfx_err err;
-  tfx_err_clear(&err);
-  int rc = tfx_mkdirs(p->ckpt_dir, &err);
-  if (!rc) {
-    rc = write_shard(p, p->ckpt_step, path, &sums.crc, &sums.bytes, &err);
+  int rc = write_files(p, p->ckpt_dir, p->ckpt_step, path, sizeof path, &sums, 0);
+  answer_checkpoint(p, &p->ckpt_identity, p->ckpt_request, p->version, path, &sums, rc, p->ckpt_fail);
+  end_parked(p);
+}
+
+/* At a multiple of checkpoint.every_steps a primary writes the checkpoint by itself (the master collects it and
+ * writes the manifest), unless the directory is already complete (written before a roll-back: kept). */
+static void write_own(ps_state *p) {
+  int64_t every = p->cfg.ckpt_every_steps, step = p->version;
+  if (!every || !p->initialized || (p->backup_of && !p->promoted) || step <= p->ckpt_auto_from || step % every ||
+      recall(p, step)) {
+    return;
   }
-  if (!rc) {
-    rc = ps__lazy_save(p, p->ckpt_dir, p->ckpt_step, &sums.rows_crc, &sums.rows_bytes, &err);
+  p->ckpt_auto_from = step;
+  char dir[1100], path[1200];
+  tfx_ckpt_dir(p->node->run_dir, step, dir, sizeof dir);
+  ckpt_sums sums = {0};
+  if (!tfx_ckpt_has_manifest(dir)) {
+    write_files(p, dir, step, path, sizeof path, &sums, 1);
   }
-  answer_checkpoint(p, path, &sums, rc, err.msg);
-  if (rc) {
-    tfx_log(TFX_LOG_ERROR, "PS-CKPT-FAIL", "%s", err.msg);
-  } else {
-    tfx_log(TFX_LOG_INFO, "PS-CKPT", "wrote %s at step %lld", path, (long long)p->version);
-  }
-  zmq_msg_close(&p->ckpt_identity);
-  p->ckpt_pending = 0;
+}
+
+void ps__ckpt_reset(ps_state *p) {
+  p->n_ckpt_done = 0;
+  p->ckpt_auto_from = p->version;
 }
 
 void ps__ckpt_drop(ps_state *p) {
@@ -100,7 +166,12 @@ void ps__ckpt_drop(ps_state *p) {
 }
 
 void ps__ckpt_service(ps_state *p) {
-  if (p->ckpt_pending && ps__ckpt_due(p)) {
+  write_own(p);
+  const ps_ckpt_done *d = p->ckpt_pending ? recall(p, p->ckpt_step) : NULL;
+  if (d) {
+    answer_done(p, &p->ckpt_identity, p->ckpt_request, p->ckpt_dir, d);
+    end_parked(p);
+  } else if (p->ckpt_pending && ps__ckpt_due(p)) {
     write_checkpoint(p);
   }
 }
@@ -131,22 +202,23 @@ int ps__checkpoint_request(ps_state *p, tfx_inmsg *m, tfx_err *err) {
   if (rc) {
     return rc;
   }
-  if (p->ckpt_pending) {
-    zmq_msg_close(&p->ckpt_identity);
+  const ps_ckpt_done *d = recall(p, e->step);
+  if (d && (!d->rc || p->version > e->step)) {
+    answer_done(p, &m->identity, e->request_id, e->path, d); /* written already (or failed, and passed) */
+    return TFX_OK;
   }
+  if (ps__is_sync(p) && p->version > e->step) {
+    /* The values of that step are gone: say so rather than label later values with it. */
+    return tfx_err_set(err, TFX_ESTATE, "checkpoint at step %lld: this ps is already at step %lld", (long long)e->step,
+                       (long long)p->version);
+  }
+  ps__ckpt_drop(p);
   snprintf(p->ckpt_dir, sizeof p->ckpt_dir, "%s", e->path);
   p->ckpt_step = e->step;
   p->ckpt_request = e->request_id;
   p->ckpt_pending = 1;
   zmq_msg_init(&p->ckpt_identity);
   zmq_msg_copy(&p->ckpt_identity, &m->identity);
-  if (ps__is_sync(p) && p->version > p->ckpt_step) {
-    /* The values of that step are gone: say so rather than label later values with it. */
-    zmq_msg_close(&p->ckpt_identity);
-    p->ckpt_pending = 0;
-    return tfx_err_set(err, TFX_ESTATE, "checkpoint at step %lld: this ps is already at step %lld", (long long)e->step,
-                       (long long)p->version);
-  }
   if (p->version >= p->ckpt_step) {
     write_checkpoint(p);
   }

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/log.h"
 #include "nn/init.h"
@@ -11,28 +12,7 @@
 #include "store/ckpt.h"
 #include "store/rowfile.h"
 
-/* The embedding_bag layer whose table is var ("NAME/embeddings"; an unnamed layer is embedding_bag_N, the N-th
- * unnamed one, as src/nn/model.c names it), or NULL (a plugin's table: no cap, no admission). */
-static const tfx_layer_spec *table_layer(const tfx_config *cfg, const char *var) {
-  const char *slash = strrchr(var, '/');
-  size_t len = slash ? (size_t)(slash - var) : strlen(var);
-  char name[80];
-  for (int i = 0, unnamed = 0; i < cfg->n_layers; i++) {
-    const tfx_layer_spec *l = &cfg->layers[i];
-    if (strcmp(l->type, "embedding_bag") != 0) {
-      continue;
-    }
-    if (l->name[0]) {
-      snprintf(name, sizeof name, "%s", l->name);
-    } else {
-      snprintf(name, sizeof name, "embedding_bag_%d", ++unnamed);
-    }
-    if (strlen(name) == len && !strncmp(name, var, len)) {
-      return l;
-    }
-  }
-  return NULL;
-}
+_Static_assert(TFX_ROWTABLE_SKETCH_BYTES == TFX_TABLE_SKETCH_BYTES, "the sketch size plan states is the ps's");
 
 /* The row table of a lazy shard: the plan's shape and initializer, the layer's cap, age limit and admission. */
 static int make_table(ps_state *p, shard *s, const Tfx__Shard *m, const char *init, tfx_err *err) {
@@ -45,7 +25,7 @@ static int make_table(ps_state *p, shard *s, const Tfx__Shard *m, const char *in
                             .fan_in = m->fan_in,
                             .fan_out = m->fan_out,
                             .track_gone = p->cfg.ckpt_incremental};
-  const tfx_layer_spec *l = table_layer(&p->cfg, s->var);
+  const tfx_layer_spec *l = tfx_config_table_layer(&p->cfg, s->var);
   if (l) {
     spec.max_rows = l->max_rows;
     spec.ttl_steps = l->ttl_steps;
@@ -53,7 +33,7 @@ static int make_table(ps_state *p, shard *s, const Tfx__Shard *m, const char *in
     spec.admit_probability = l->admit_probability;
   }
   if (l && (l->max_rows || l->admit_min_count > 1)) {
-    size_t row = (size_t)m->shape[1] * (size_t)(1 + spec.n_slots) * sizeof(float) + 2 * sizeof(int64_t) + 12;
+    size_t row = tfx_table_row_bytes(m->shape[1], spec.n_slots);
     tfx_log(TFX_LOG_INFO, "PS-TABLE-CAP",
             "table %s: max_rows %lld (about %.1f MiB of rows at %zu bytes a row, 0: no cap), ttl_steps %lld, "
             "admission sketch %d KiB",
@@ -246,9 +226,10 @@ static int save_row(int64_t id, const float *row, void *ctx) {
 
 /* The step the ps's checkpoint into dir of its lazy tables is a delta of, or -1 for a full one: checkpoint.incremental,
  * every table marked at the same step, fewer than checkpoint.full_every deltas since the full one, every evicted
- * id remembered, fewer rows changed than the tables hold (else a full one costs no more), and a parent whose
- * checkpoint was completed. */
-static int64_t delta_parent(const ps_state *p, const char *dir) {
+ * id remembered, fewer rows changed than the tables hold (else a full one costs no more), and a parent before
+ * step whose row file this ps wrote is still there (its manifest may come later: the ps write every multiple of
+ * every_steps by themselves and the master collects them; pruning keeps every link a kept checkpoint needs). */
+static int64_t delta_parent(const ps_state *p, const char *dir, int64_t step) {
   int64_t parent = -2;
   size_t changed = 0, rows = 0;
   for (int i = 0; i < p->n_shards && p->cfg.ckpt_incremental; i++) {
@@ -265,12 +246,12 @@ static int64_t delta_parent(const ps_state *p, const char *dir) {
     changed += t ? tfx_rowtable_rows_since(t, marked) + n_gone : 0;
     rows += t ? tfx_rowtable_rows(t) : 0;
   }
-  char parent_dir[1200];
+  char parent_dir[1200], parent_rows[1300];
   if (parent >= 0) {
     tfx_ckpt_sibling(dir, parent, parent_dir, sizeof parent_dir);
+    tfx_ckpt_part_path(parent_rows, sizeof parent_rows, parent_dir, p->index, TFX_CKPT_ROWS);
   }
-  /* the parent must be a checkpoint (the master wrote its manifest): one asked and never completed is no base */
-  return parent >= 0 && changed < rows && tfx_ckpt_has_manifest(parent_dir) ? parent : -1;
+  return parent >= 0 && parent < step && changed < rows && access(parent_rows, R_OK) == 0 ? parent : -1;
 }
 
 /* One table into the row file: every row, or (a delta of parent) the ids evicted and the rows touched since. */
@@ -317,7 +298,7 @@ int ps__lazy_save(ps_state *p, const char *dir, int64_t step, uint32_t *crc, uin
   }
   char path[1300];
   tfx_ckpt_part_path(path, sizeof path, dir, p->index, TFX_CKPT_ROWS);
-  int64_t parent = delta_parent(p, dir);
+  int64_t parent = delta_parent(p, dir, step);
   tfx_rowfile *w;
   int rc = tfx_rowfile_create_delta(path, step, parent, n, &w, err);
   save_job job = {rc ? NULL : w, err};

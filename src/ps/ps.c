@@ -156,6 +156,7 @@ static int handle_init(ps_state *p, const tfx_envelope *e, tfx_err *err) {
   p->shards = next.shards;
   p->n_shards = next.n_shards;
   p->version = next.version;
+  ps__ckpt_reset(p);
   p->epoch = e->epoch;
   p->promoted = 0;
   ps__sync_reset(p, (int)e->flag);

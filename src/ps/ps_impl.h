@@ -112,6 +112,18 @@ typedef struct ps_view {
   ps_shown shown;
 } ps_view;
 
+/* A checkpoint this ps wrote (by itself at a multiple of checkpoint.every_steps, or asked): the sums its reply
+ * carries, kept so the master can collect it after the ps moved on (ckpt.c). rc: 0, or why the write failed. */
+typedef struct ps_ckpt_done {
+  int64_t step;
+  uint32_t crc, rows_crc;
+  uint64_t bytes, rows_bytes;
+  int rc;
+} ps_ckpt_done;
+
+/* How many written checkpoints a ps remembers for the master: 256 x every_steps steps of master absence. */
+#define PS_CKPT_DONE 256
+
 /* Envelope.flag bit of a push forwarded by a primary to its backup (answered with a bare acknowledgement). */
 #define PS_FLAG_FORWARDED 2
 
@@ -148,6 +160,10 @@ typedef struct ps_state {
   char ckpt_dir[1024];
   zmq_msg_t ckpt_identity;
   uint64_t ckpt_request;
+  ps_ckpt_done ckpt_done[PS_CKPT_DONE]; /* a ring of the checkpoints written since the last INIT */
+  int64_t n_ckpt_done;
+  int64_t ckpt_auto_from; /* the version of the last INIT or own write: the next own write is past it */
+  char ckpt_fail[256];    /* why the last write failed */
   float *scratch;
   ps_helper *helper; /* with training.ps_apply_threads = 2, made on first use */
   ps_view view;
@@ -249,15 +265,20 @@ int ps__past_the_end(const ps_state *p, const tfx_envelope *e);
 int ps__park(ps_state *p, tfx_inmsg *m, int64_t min_version, int changed_only, tfx_err *err);
 /* After an update: writes a parked checkpoint that became due, then answers parked pulls that became ready. */
 void ps__service(ps_state *p);
-/* Writes the parked checkpoint if the version reached its step (in async and ssp: or passed it). */
+/* At a multiple of checkpoint.every_steps (a primary, past the last INIT) writes that step's checkpoint files by
+ * itself, so every multiple is written however fast the steps come; then answers the parked checkpoint request
+ * from what was written, or writes it if the version reached its step (in async and ssp: or passed it). */
 void ps__ckpt_service(ps_state *p);
+/* Forgets the checkpoints written before a (re-)INIT at version: own writes start after it. */
+void ps__ckpt_reset(ps_state *p);
 /* Resets the sync accumulators and worker clocks for n_workers workers. */
 void ps__sync_reset(ps_state *p, int n_workers);
 /* MSG_PULL: answers now, or parks the request until its version (or the staleness bound) is reached. */
 int ps__pull(ps_state *p, tfx_inmsg *m, tfx_err *err);
 /* MSG_PUSH: validates every tensor first, then accumulates (sync) or applies (async, ssp). */
 int ps__push(ps_state *p, tfx_inmsg *m, tfx_err *err);
-/* MSG_CHECKPOINT: writes the shard once the version reaches the requested step. */
+/* MSG_CHECKPOINT: answers at once for a step this ps has written, else writes the shard once the version
+ * reaches the requested step. */
 int ps__checkpoint_request(ps_state *p, tfx_inmsg *m, tfx_err *err);
 /* Answers parked pulls whose deadline passed with TFX_EPEER. */
 void ps__expire_pulls(ps_state *p);

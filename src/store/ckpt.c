@@ -676,8 +676,10 @@ void tfx_ckpt_prune(const char *run_dir, int keep) {
     if (complete && (kept < keep || steps[i] == best || steps[i] >= floor)) {
       kept += steps[i] != best;
       floor = tfx_ckpt_chain_floor(d, floor); /* checkpoint.incremental: its deltas' bases stay too */
-    } else if (complete || (kept > 0 && !tfx_ckpt_has_manifest(d))) {
-      remove_dir(d); /* beyond keep_max, or an unfinished write older than a kept one; a corrupt one stays */
+    } else if (complete || (kept > 0 && !tfx_ckpt_has_manifest(d) && steps[i] < floor)) {
+      /* beyond keep_max, or an unfinished write older than a kept one and no link of its chain; a corrupt one
+       * stays */
+      remove_dir(d);
     }
   }
   free(steps);

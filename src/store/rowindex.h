@@ -1,6 +1,7 @@
 /* The rows of a checkpoint's lazy tables read in place: the row files (rowfile.h) of a checkpoint directory mapped
  * read-only and indexed by table and id, so a reader (predict, serve) copies only the rows a batch touches and never
- * holds a table whole. Resident memory: the index, 16 bytes a stored row, plus the file pages read (clean, so the
+ * holds a table whole. A checkpoint of checkpoint.incremental is read with its chain: the full files first, then each
+ * delta's changed rows over them and its deleted ids taken out (every file of the chain stays mapped). Resident memory: the index, 16 bytes a stored row, plus the file pages read (clean, so the
  * kernel can drop them under pressure).
  *
  * A table is named by its variable: the shard keys of its partitions ("VAR/mod_K", "VAR/range_K"), on any ps, are
@@ -17,7 +18,8 @@
 
 typedef struct tfx_rowindex tfx_rowindex;
 
-/* Maps and indexes the row files of checkpoint dir (ps-K.rows for K < n_ps; a ps without one holds no rows); caller
+/* Maps and indexes the row files of checkpoint dir (ps-K.rows for K < n_ps, each with the chain of checkpoints it is
+ * a delta of; a ps without one holds no rows); caller
  * owns *out (an index of no rows when there are none); close with tfx_rowindex_close. */
 int tfx_rowindex_open(const char *dir, int n_ps, tfx_rowindex **out, tfx_err *err);
 /* Copies the first width values of row id of the lazy table of variable var into out (width floats); 1 when the

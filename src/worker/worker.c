@@ -188,9 +188,9 @@ static int lend_next(worker *w) {
 
 /* Sends the master the window's means for `step` and the step-time breakdown; a stop answer stops the worker. */
 static int report(worker *w, int64_t step, double loss, double acc, double eps, tfx_err *err) {
-  const char *names[3 + TFX_TIMING_KEYS + 4] = {"loss", "accuracy", "examples_per_sec", "examples_seen"};
+  const char *names[3 + TFX_TIMING_KEYS + 5] = {"loss", "accuracy", "examples_per_sec", "examples_seen"};
   int64_t seen = w->seen_base + w->steps * (int64_t)w->cfg.batch_size * w->cfg.accumulate; /* in the run's life */
-  double vals[3 + TFX_TIMING_KEYS + 4] = {loss, acc, eps, (double)seen};
+  double vals[3 + TFX_TIMING_KEYS + 5] = {loss, acc, eps, (double)seen};
   int64_t steps = w->timing.window_steps;
   uint64_t bytes = w->obs.bytes_sent + w->obs.bytes_received; /* written by this thread only */
   int n = 4 + tfx_timing_take_window(&w->timing, names + 4, vals + 4);
@@ -200,7 +200,11 @@ static int report(worker *w, int64_t step, double loss, double acc, double eps, 
   }
   w->reported_bytes = bytes;
   n += tfx_progressive_report(w->pv, names + n, vals + n);
-  Tfx__KeyValue kv[3 + TFX_TIMING_KEYS + 4], *kvp[3 + TFX_TIMING_KEYS + 4];
+  if (tfx_batcher_bad_records(w->batcher)) { /* data.on_error skip: the bad records it passed over */
+    names[n] = "bad_records";
+    vals[n++] = (double)tfx_batcher_bad_records(w->batcher);
+  }
+  Tfx__KeyValue kv[3 + TFX_TIMING_KEYS + 5], *kvp[3 + TFX_TIMING_KEYS + 5];
   for (int i = 0; i < n; i++) {
     tfx__key_value__init(&kv[i]);
     kv[i].key = (char *)names[i];

@@ -69,4 +69,11 @@ grep -q "PS-RESTORE-ROWS" "$WORK"/run/logs/ps-*.log || fail "the restart restore
 grep -q "checkpoint delta" "$WORK"/run/logs/ps-*.log || fail "no incremental checkpoint was written"
 rows=$(grep -ho "PS-TABLE table [^ ]* at step [0-9]*: [0-9]* rows" "$WORK"/run/logs/ps-*.log | awk '{print $(NF-1)}' | sort -n | tail -1)
 [ "$rows" -le 400 ] || fail "a ps held $rows rows of a table capped at 400"
+# tfx-node plan states the memory the cap implies, the same row size the ps states when it makes the table
+"$TFX_NODE" plan --config "$WORK/follow.json" --ps 2 >"$WORK/plan.txt" 2>&1 || fail "plan: $(tail -1 "$WORK/plan.txt")"
+row=$(grep -ho "PS-TABLE-CAP table embedding_bag_1/embeddings: max_rows 400 (about [0-9.]* MiB of rows at [0-9]* bytes" \
+  "$WORK"/run/logs/ps-0.log | head -1 | awk '{print $(NF-1)}')
+[ -n "$row" ] || fail "no PS-TABLE-CAP line in the ps log"
+grep -q "embedding_bag_1/embeddings  *max_rows 400 x $row bytes a row = .* MiB a ps at most" "$WORK/plan.txt" ||
+  fail "plan does not state the cap of 400 rows x $row bytes: $(cat "$WORK/plan.txt")"
 pass "followed: $s1 then $s2 examples of 336 and 816 rows landed, each file once across a Ctrl-C; <= 400 rows a ps"

@@ -24,6 +24,31 @@ Test(master_rules, advance_passes_the_step_and_the_step_written) {
   cr_assert_eq(master__advance(200, 100, 150, 150), 200); /* already past both: unchanged */
 }
 
+Test(master_rules, a_multiple_is_collected_once_every_ps_has_passed_it) {
+  cr_assert_eq(master__ckpt_collect(100, 99, 1000), 0);  /* a ps short of it: not yet written there */
+  cr_assert_eq(master__ckpt_collect(100, 100, 1000), 1);
+  cr_assert_eq(master__ckpt_collect(100, 180, 1000), 1); /* passed: the ps wrote it on the way */
+  cr_assert_eq(master__ckpt_collect(1000, 1000, 1000), 0); /* max_steps: the final checkpoint's */
+  cr_assert_eq(master__ckpt_collect(INT64_MAX, 5000, INT64_MAX), 0); /* every_steps 0: never */
+}
+
+/* #28: at ~500 steps/s a 200 ms tick sees ~100-180 steps go by; every multiple of every_steps is still collected,
+ * in order, none twice, whatever the steps per tick (the ps wrote each as they passed it). */
+Test(master_rules, every_multiple_is_collected_however_fast_the_steps_come) {
+  const int64_t every = 20, max_steps = 755, ticks[] = {0, 3, 141, 321, 322, 501, 661, 700, 755};
+  int64_t next = master__next_multiple(0, every), got[64];
+  int n = 0;
+  for (size_t t = 0; t < sizeof ticks / sizeof *ticks; t++) {
+    for (; master__ckpt_collect(next, ticks[t], max_steps); next += every) {
+      got[n++] = next;
+    }
+  }
+  cr_assert_eq(n, 37); /* 20, 40, ..., 740; 755 is the final checkpoint */
+  for (int i = 0; i < n; i++) {
+    cr_assert_eq(got[i], (i + 1) * every);
+  }
+}
+
 Test(master_rules, async_asks_on_the_step) {
   cr_assert_eq(master__ckpt_lead(0, 100, 40), 0);
 }

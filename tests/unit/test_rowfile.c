@@ -5,10 +5,12 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "common/fs.h"
 #include "store/ckpt.h"
 #include "store/rowfile.h"
+#include "store/rowindex.h"
 #include "tmpdir.h"
 
 static void setup(void) {
@@ -92,6 +94,35 @@ Test(rowfile, base_and_deltas_replay_into_the_rows_of_the_last_step) {
   cr_assert_eq(step, 300);
   cr_assert_eq(parent, 200);
   cr_assert_eq(tfx_ckpt_chain_floor(dir, INT64_MAX), 100, "step 300 needs 200 and 100");
+}
+
+/* The index predict and serve read rows through holds exactly what replaying the chain leaves. */
+Test(rowfile, the_row_index_of_a_delta_reads_its_chain) {
+  int64_t base[] = {1, 2, 3, 4, 5}, d1[] = {2, 9}, gone1[] = {4, 5}, d2[] = {5, 10}, gone2[] = {9, 1};
+  write_link(100, -1, base, 5, NULL, 0);
+  write_link(200, 100, d1, 2, gone1, 2);
+  write_link(300, 200, d2, 2, gone2, 2);
+  char dir[1100];
+  link_dir(300, dir, sizeof dir);
+  state s = {0};
+  tfx_err err = {0};
+  cr_assert_eq(tfx_rowfile_read_chain(dir, 0, apply, &s, &err), TFX_OK, "%s", err.msg);
+  tfx_rowindex *x = NULL;
+  cr_assert_eq(tfx_rowindex_open(dir, 1, &x, &err), TFX_OK, "%s", err.msg);
+  cr_assert_eq(tfx_rowindex_rows(x), 4, "ids 2, 3, 5 and 10");
+  for (int id = 0; id < IDS; id++) {
+    float row[RF] = {-1, -1, -1};
+    cr_assert_eq(tfx_rowindex_get(x, "emb/embeddings", id, RF, row), s.have[id], "id %d", id);
+    cr_assert(!s.have[id] || !memcmp(row, s.rows[id], sizeof row), "id %d: the row of the chain's last step", id);
+  }
+  tfx_rowindex_close(x);
+  char gone[1100];
+  link_dir(200, gone, sizeof gone);
+  char path[1200];
+  tfx_ckpt_part_path(path, sizeof path, gone, 0, TFX_CKPT_ROWS);
+  cr_assert_eq(unlink(path), 0);
+  cr_assert_eq(tfx_rowindex_open(dir, 1, &x, &err), TFX_ECORRUPT, "a missing link is named");
+  cr_assert(strstr(err.msg, "ckpt-000000000200"), "%s", err.msg);
 }
 
 Test(rowfile, a_missing_link_or_a_corrupt_delta_is_named) {

@@ -475,3 +475,87 @@ Test(stream, a_bad_label_is_named_by_file_and_record) {
             err.msg);
   tfx_stream_close(s);
 }
+
+/* A followed directory of CSV files with a bad line in part-1 (line 5) and a label outside the classes in part-2
+ * (record 3), read by worker `index` of 2 sharding by `shard_by` under data.on_error `policy`. */
+static tfx_stream *bad_stream(const char *policy, const char *shard_by, int index) {
+  char dir[128], path[256];
+  snprintf(dir, sizeof dir, "%s/in", tmp);
+  mkdir(dir, 0755);
+  for (int f = 1; f <= 2; f++) {
+    snprintf(path, sizeof path, "%s/part-%d.csv", dir, f);
+    FILE *out = fopen(path, "w");
+    cr_assert_not_null(out);
+    for (int i = (f - 1) * 40; i < f * 40; i++) {
+      if (i == 4) {
+        fprintf(out, "oops,%d\n", i);
+      } else {
+        fprintf(out, "%g,%d\n", i * 0.5, i == 42 ? 500 : i);
+      }
+    }
+    fclose(out);
+  }
+  tfx_config cfg = config("csv", "unused", 16, shard_by);
+  snprintf(cfg.train_follow, sizeof cfg.train_follow, "%s", dir);
+  set_option(&cfg, "data.on_error", policy);
+  tfx_stream *s = NULL;
+  tfx_err err = {0};
+  cr_assert_eq(tfx_stream_open(&cfg, index, 2, 1, &s, &err), TFX_OK, "%s", err.msg);
+  tfx_stream_check_labels(s, 100);
+  return s;
+}
+
+Test(stream, on_error_skip_passes_over_bad_records_named_and_counted_once) {
+  int seen[TOTAL] = {0}, calls = 0, n = 0;
+  int32_t order[TOTAL];
+  uint64_t bad = 0;
+  for (int w = 0; w < 2; w++) {
+    tfx_stream *s = bad_stream("skip", "record", w);
+    tfx_stream_set_idle(s, stop_at_once, &calls);
+    cr_assert_eq(take_until_dry(s, seen, order, &n), TFX_EINTR);
+    bad += tfx_stream_bad_records(s);
+    tfx_stream_close(s);
+  }
+  for (int id = 0; id < 80; id++) {
+    cr_assert_eq(seen[id], id == 4 || id == 42 ? 0 : 1, "id %d seen %d times", id, seen[id]);
+  }
+  cr_assert_eq(bad, 2, "bad records counted %llu times across the workers", (unsigned long long)bad);
+}
+
+Test(stream, on_error_stop_fails_naming_the_file_and_line) {
+  tfx_stream *s = bad_stream("stop", "file", 0);
+  float x;
+  int32_t y;
+  tfx_err err = {0};
+  int rc;
+  while ((rc = tfx_stream_next(s, 1, &x, &y, &err)) == TFX_OK) {
+  }
+  cr_assert_eq(rc, TFX_ECORRUPT, "%s", err.msg);
+  cr_assert(strstr(err.msg, "part-1.csv: line 5") != NULL, "%s", err.msg);
+  cr_assert_eq(tfx_stream_bad_records(s), 0);
+  tfx_stream_close(s);
+}
+
+/* A LibSVM row refused mid-line (its first pair read) leaves no pair behind: the rows around it are exact. */
+Test(stream, on_error_skip_drops_a_bad_libsvm_row_whole) {
+  char path[256];
+  snprintf(path, sizeof path, "%s/part-0.svm", tmp);
+  FILE *out = fopen(path, "w");
+  cr_assert_not_null(out);
+  for (int i = 0; i < 20; i++) {
+    fprintf(out, i == 7 ? "%d 1:0.25 2:zz\n" : "%d 1:%g\n", i, i * 0.5);
+  }
+  fclose(out);
+  tfx_config cfg = config("libsvm", "part-0.svm", 64, "record");
+  set_option(&cfg, "data.on_error", "skip");
+  tfx_stream *s = NULL;
+  tfx_err err = {0};
+  cr_assert_eq(tfx_stream_open(&cfg, 0, 1, 1, &s, &err), TFX_OK, "%s", err.msg);
+  int seen[TOTAL] = {0};
+  take(s, 19, seen); /* each feature checked against its label */
+  for (int id = 0; id < 20; id++) {
+    cr_assert_eq(seen[id], id != 7, "id %d seen %d times", id, seen[id]);
+  }
+  cr_assert_eq(tfx_stream_bad_records(s), 1);
+  tfx_stream_close(s);
+}
