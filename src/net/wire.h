@@ -12,7 +12,7 @@
 #include "common/err.h"
 #include "tfx.pb-c.h"
 
-#define TFX_PROTOCOL_VERSION 1
+#define TFX_PROTOCOL_VERSION 2
 #define TFX_MAX_FRAME ((size_t)1 << 31) /* 2 GiB: the largest tensor frame accepted */
 #define TFX_MAX_PARTS 4096
 /* The largest frame of a process that does not know its experiment (tfx_wire_set_max_frame): enough for the

@@ -10,6 +10,14 @@
 
 #define SLAB_ROWS 4096
 
+/* A map cell: the id it holds beside its row index, so that a probe compares ids without a second miss on the rows'
+ * id array (a table larger than the caches pays a miss for every array a lookup reads). */
+typedef struct cell {
+  int64_t id;
+  uint32_t row; /* row index + 1, or 0 for an empty cell */
+  uint32_t spare;
+} cell;
+
 struct tfx_rowtable {
   char *name, *init;
   int64_t vocab, fan_in, fan_out;
@@ -17,7 +25,7 @@ struct tfx_rowtable {
   int dim, n_slots;
   float slot_init;
   size_t row_floats;
-  uint32_t *map;                /* row index + 1, or 0 for an empty cell */
+  cell *map;                    /* id -> row index + 1 (0: an empty cell) */
   size_t map_cap;               /* a power of two */
   float **slabs;                /* SLAB_ROWS rows each */
   int64_t *ids;                 /* by row index */
@@ -125,14 +133,14 @@ static float *row_at(const tfx_rowtable *t, size_t r) {
 /* The cell holding id, or the empty cell where it would go. */
 static size_t probe(const tfx_rowtable *t, int64_t id) {
   size_t c = cell_of(t, id);
-  while (t->map[c] && t->ids[t->map[c] - 1] != id) {
+  while (t->map[c].row && t->map[c].id != id) {
     c = (c + 1) & (t->map_cap - 1);
   }
   return c;
 }
 
 float *tfx_rowtable_find(const tfx_rowtable *t, int64_t id) {
-  uint32_t r = t->map[probe(t, id)];
+  uint32_t r = t->map[probe(t, id)].row;
   return r ? row_at(t, r - 1) : NULL;
 }
 
@@ -149,7 +157,7 @@ void tfx_rowtable_read(const tfx_rowtable *t, int64_t id, float *out) {
 
 static int grow_map(tfx_rowtable *t) {
   size_t cap = t->map_cap * 2;
-  uint32_t *map = calloc(cap, sizeof *map), *old = t->map;
+  cell *map = calloc(cap, sizeof *map), *old = t->map;
   if (!map) {
     return -1;
   }
@@ -157,8 +165,8 @@ static int grow_map(tfx_rowtable *t) {
   t->map = map;
   t->map_cap = cap;
   for (size_t c = 0; c < old_cap; c++) {
-    if (old[c]) {
-      t->map[probe(t, t->ids[old[c] - 1])] = old[c];
+    if (old[c].row) {
+      t->map[probe(t, old[c].id)] = old[c];
     }
   }
   free(old);
@@ -205,13 +213,13 @@ static int64_t take_row(tfx_rowtable *t) {
 /* Empties cell c and moves later cells of its probe run back (no tombstones). */
 static void remove_cell(tfx_rowtable *t, size_t c) {
   size_t mask = t->map_cap - 1, next = (c + 1) & mask;
-  t->map[c] = 0;
-  while (t->map[next]) {
-    size_t home = cell_of(t, t->ids[t->map[next] - 1]);
+  t->map[c].row = 0;
+  while (t->map[next].row) {
+    size_t home = cell_of(t, t->map[next].id);
     /* the entry at next may move to c when its home is not in (c, next] (cyclically) */
     if (((next - home) & mask) >= ((next - c) & mask)) {
       t->map[c] = t->map[next];
-      t->map[next] = 0;
+      t->map[next].row = 0;
       c = next;
     }
     next = (next + 1) & mask;
@@ -320,7 +328,7 @@ static int64_t insert(tfx_rowtable *t, int64_t id, int64_t step) {
   }
   t->ids[r] = id;
   t->touched[r] = step;
-  t->map[probe(t, id)] = (uint32_t)r + 1;
+  t->map[probe(t, id)] = (cell){id, (uint32_t)r + 1, 0};
   t->used++;
   t->counts.made++;
   return r;
@@ -335,7 +343,7 @@ static void initial_row(const tfx_rowtable *t, int64_t id, float *row) {
 }
 
 float *tfx_rowtable_touch(tfx_rowtable *t, int64_t id, int64_t step) {
-  uint32_t have = t->map[probe(t, id)];
+  uint32_t have = t->map[probe(t, id)].row;
   if (have) {
     t->touched[have - 1] = step;
     return row_at(t, have - 1);
@@ -349,6 +357,10 @@ float *tfx_rowtable_touch(tfx_rowtable *t, int64_t id, int64_t step) {
   return row;
 }
 
+int64_t tfx_rowtable_vocab(const tfx_rowtable *t) {
+  return t->vocab;
+}
+
 size_t tfx_rowtable_rows(const tfx_rowtable *t) {
   return t->used;
 }
@@ -359,7 +371,7 @@ size_t tfx_rowtable_row_floats(const tfx_rowtable *t) {
 
 size_t tfx_rowtable_bytes(const tfx_rowtable *t) {
   size_t per_row = t->row_floats * sizeof(float) + 2 * sizeof(int64_t) + sizeof(uint32_t);
-  return t->n_slabs * SLAB_ROWS * per_row + t->map_cap * sizeof(uint32_t) + sizeof *t;
+  return t->n_slabs * SLAB_ROWS * per_row + t->map_cap * sizeof(cell) + sizeof *t;
 }
 
 int tfx_rowtable_each(const tfx_rowtable *t, int (*fn)(int64_t id, const float *row, void *ctx), void *ctx) {
@@ -430,7 +442,7 @@ int64_t tfx_rowtable_marked(const tfx_rowtable *t, int *deltas) {
 }
 
 void tfx_rowtable_drop(tfx_rowtable *t, int64_t id) {
-  uint32_t have = t->map[probe(t, id)];
+  uint32_t have = t->map[probe(t, id)].row;
   if (have) {
     remove_row(t, have - 1);
   }
@@ -484,7 +496,7 @@ static int admitted(tfx_rowtable *t, int64_t id) {
 
 float *tfx_rowtable_update(tfx_rowtable *t, int64_t id, int64_t step, int *refused) {
   *refused = 0;
-  if ((t->admit_min || t->admit_p < 1) && !t->map[probe(t, id)] && !admitted(t, id)) {
+  if ((t->admit_min || t->admit_p < 1) && !t->map[probe(t, id)].row && !admitted(t, id)) {
     *refused = 1;
     t->counts.refused++;
     return NULL;
@@ -512,12 +524,16 @@ void tfx_rowtable_prefetch(const tfx_rowtable *t, int64_t id, int stage) {
     __builtin_prefetch(&t->map[c]);
     return;
   }
-  uint32_t r = t->map[c]; /* the id's home cell: its row when no other id came first (a hint either way) */
-  if (r) {
-    const float *row = row_at(t, r - 1);
-    __builtin_prefetch(&t->ids[r - 1]);
-    __builtin_prefetch(&t->touched[r - 1], 1);
-    __builtin_prefetch(row, 1);
-    __builtin_prefetch(row + t->row_floats - 1, 1);
+  cell home = t->map[c]; /* the id's home cell: its row when no other id came first (a hint either way) */
+  if (home.row && home.id == id) {
+    const float *row = row_at(t, home.row - 1);
+    size_t n = stage == 1 ? t->row_floats : (size_t)t->dim; /* an update: values and slots; a read: values */
+    if (stage == 1) {
+      __builtin_prefetch(&t->touched[home.row - 1], 1);
+    }
+    for (size_t i = 0; i < n; i += 16) { /* every cache line of them */
+      __builtin_prefetch(row + i);
+    }
+    __builtin_prefetch(row + n - 1);
   }
 }

@@ -67,6 +67,8 @@ float *tfx_rowtable_find(const tfx_rowtable *t, int64_t id);
 /* Writes id's dim values into out: the stored row's, else its initial values (nothing is stored); with admission,
  * an id without a row reads as zeros (the empty bag). */
 void tfx_rowtable_read(const tfx_rowtable *t, int64_t id, float *out);
+/* The ids the table declares: [0, vocab). */
+int64_t tfx_rowtable_vocab(const tfx_rowtable *t);
 /* Rows stored now. */
 size_t tfx_rowtable_rows(const tfx_rowtable *t);
 /* Bytes held by rows, the map and the slabs' bookkeeping. */
@@ -103,8 +105,9 @@ int tfx_rowtable_put_at(tfx_rowtable *t, int64_t id, const float *row, int64_t s
 /* Drops every row at once, keeping the memory for the rows made next (a sync step's sums: O(map), not O(rows)
  * probes). */
 void tfx_rowtable_clear(tfx_rowtable *t);
-/* A hint for a loop over known ids: stage 0 asks the memory system for id's map cell, stage 1 (a few ids later,
- * with that cell at hand) for its row, its id and touch mark; changes nothing, any id may be given. */
+/* A hint for a loop over known ids: stage 0 asks the memory system for id's map cell; a few ids later, with that
+ * cell at hand, stage 1 (an update) for every cache line of its row and its touch mark, stage 2 (a read) for the
+ * lines of its values only. Changes nothing; any id may be given. */
 void tfx_rowtable_prefetch(const tfx_rowtable *t, int64_t id, int stage);
 
 #endif

@@ -4,7 +4,8 @@
 # among concurrent requests (batched together); bad bodies are 400 with a JSON error, one over 64 MiB 413; a corrupt newer checkpoint is
 # logged while the old model serves on; a resumed run's newer checkpoint is picked up; SIGTERM stops it cleanly.
 # Sparse: lazy tables of a 2-ps cluster read in place from the row files answer what the export (tables gathered
-# whole, untrained rows at their initial values) answers, for LibSVM lines with ids never trained.
+# whole, untrained rows at their initial values) answers, for LibSVM lines with ids never trained; the checkpoints
+# are incremental, so the newest is a delta read with its chain.
 . "$(dirname "$0")/lib.sh"
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 IMG=/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz
@@ -82,11 +83,25 @@ python3 "$(dirname "$0")/sparse_data.py" "$WORK" --train 1500 --test 64
 experiment "$WORK/lr.json" name='"lr"' model.input_shape='[1048576]' \
   model.layers='[{"type": "embedding_bag", "units": 4, "combiner": "sum"}]' model.loss='"softmax_cross_entropy"' \
   data.format='"libsvm"' data.train.images="\"$WORK/train.libsvm\"" data.eval.images="\"$WORK/test.libsvm\"" \
-  data.scale=1 optimizer.name='"adagrad"' optimizer.learning_rate=0.5 training.batch_size=32 training.epochs=1 \
-  eval.every_steps=0
+  data.scale=1 optimizer.name='"adagrad"' optimizer.learning_rate=0.5 training.batch_size=32 training.epochs=2 \
+  eval.every_steps=0 checkpoint.incremental=true checkpoint.every_steps=2 checkpoint.min_interval_secs=0
 "$TFX_NODE" local --config "$WORK/lr.json" --run-dir "$WORK/lr" --ps 2 --workers 2 >"$WORK/local.log" 2>&1 ||
   fail "local cluster: $(tail -2 "$WORK/local.log")"
 compgen -G "$WORK/lr/checkpoints/ckpt-*/ps-1.rows" >/dev/null || fail "the checkpoint holds no row files"
+# A delta read in place with its chain answers what its export (the chain gathered whole) answers.
+delta=
+for d in "$WORK"/lr/checkpoints/ckpt-*; do
+  [ "$(od -An -tu4 -j8 -N4 "$d/ps-1.rows" | tr -d ' ')" = 2 ] && delta=$d
+done
+[ -n "$delta" ] || fail "no checkpoint of the incremental run is a delta: $(ls "$WORK/lr/checkpoints")"
+"$TFX_NODE" export --run-dir "$WORK/lr" --checkpoint "$delta" --out "$WORK/dexp" >"$WORK/dexport.log" 2>&1 ||
+  fail "export of $delta: $(tail -1 "$WORK/dexport.log")"
+for src in "--run-dir $WORK/lr --checkpoint $delta" "--export $(ls -d "$WORK"/dexp/*)"; do
+  # shellcheck disable=SC2086 # (two words each)
+  "$TFX_NODE" predict $src --input "$WORK/test.libsvm" --output "$WORK/dp-$((n = ${n:-0} + 1)).jsonl" \
+    >"$WORK/dpredict.log" 2>&1 || fail "predict $src: $(tail -1 "$WORK/dpredict.log")"
+done
+cmp -s "$WORK/dp-1.jsonl" "$WORK/dp-2.jsonl" || fail "the delta $delta read in place answers otherwise than its export"
 "$TFX_NODE" export --run-dir "$WORK/lr" --out "$WORK/exp" >"$WORK/export.log" 2>&1 || fail "export: $(tail -1 "$WORK/export.log")"
 p1=$(free_port)
 p2=$(free_port)
@@ -113,4 +128,4 @@ PY
 kill -TERM $S1 $S2 # stopped cleanly, so that LeakSanitizer reads their heaps
 wait_exit 30 $S1 || fail "sparse serve did not stop cleanly"
 wait_exit 30 $S2 || fail "export serve did not stop cleanly"
-pass "serve: predict's answers, batched or alone; 400s; corrupt checkpoint kept out; followed to 300; lazy rows in place"
+pass "serve: predict's answers, batched or alone; 400s; corrupt checkpoint kept out; followed to 300; lazy rows in place; a delta read with its chain as its export"

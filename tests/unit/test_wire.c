@@ -144,7 +144,9 @@ Test(wire, unpack_rejects_wrong_version) {
   tfx_err err;
   sample_init(&s, 0);
   s.env.version = TFX_PROTOCOL_VERSION + 1;
-  assert_proto_error(repack(&s.env, sample_parts, 2, &err), err, "protocol version 2");
+  assert_proto_error(repack(&s.env, sample_parts, 2, &err), err, "protocol version 3");
+  s.env.version = 1; /* rows were varints then: refused, not misread */
+  assert_proto_error(repack(&s.env, sample_parts, 2, &err), err, "protocol version 1, this node speaks 2");
   s.env.version = 0;
   assert_proto_error(repack(&s.env, sample_parts, 2, &err), err, "protocol version 0");
 }
@@ -228,6 +230,33 @@ Test(wire, empty_tensors_take_no_frame_and_rows_scale_the_size) {
   s.t[0].nbytes = 120;
   const size_t dense_size[2] = {120, 12};
   assert_proto_error(repack(&s.env, dense_size, 2, &err), err, "nbytes 120 but shape holds 24");
+}
+
+Test(wire, row_ids_travel_fixed_width) {
+  /* Protocol version 2: a tensor's row ids are 8 bytes each whatever their size (one copy each way, no varint), and
+   * come back exactly, a 2^40 - 1 id included. */
+  sample s;
+  tfx_err err = {0};
+  sample_init(&s, 0);
+  int64_t whole[2] = {(int64_t)1 << 40, 3}, rows[3] = {1, 300, ((int64_t)1 << 40) - 1};
+  s.t[0].shape = whole, s.t[0].nbytes = 24;
+  s.t[0].rows = rows, s.t[0].n_rows = 2;
+  size_t two = tfx__envelope__get_packed_size(&s.env);
+  s.t[0].rows = rows + 1;
+  size_t small = tfx__envelope__get_packed_size(&s.env);
+  cr_assert_eq(two, small, "ids 1, 300 and 300, 2^40-1 pack to the same size");
+  s.t[0].n_rows = 1, s.t[0].nbytes = 12;
+  cr_assert_eq(small - tfx__envelope__get_packed_size(&s.env), 8, "one row id more is 8 bytes more");
+  s.t[0].rows = rows, s.t[0].n_rows = 3, s.t[0].nbytes = 36;
+  size_t len = 0;
+  uint8_t *buf = tfx_wire_pack(&s.env, &len);
+  const size_t parts[2] = {36, 12};
+  tfx_envelope *out = NULL;
+  cr_assert_eq(tfx_wire_unpack(buf, len, parts, 2, &out, &err), TFX_OK, "%s", err.msg);
+  cr_assert_eq(out->tensors[0]->n_rows, 3);
+  cr_assert_arr_eq(out->tensors[0]->rows, rows, sizeof rows);
+  tfx_wire_free_envelope(out);
+  free(buf);
 }
 
 Test(wire, unpack_rejects_undecodable_bytes) {
