@@ -43,6 +43,9 @@ typedef struct observed {
   int n_train, n_eval;
   double train[OBS_POINTS][4]; /* step, loss, accuracy, seconds */
   double eval[OBS_POINTS][3];  /* step, loss, accuracy */
+  int n_fields;                /* the last eval record's fields, for /metrics' tfx_eval_metric */
+  char field_names[TFX_EVAL_MAX_FIELDS][24];
+  double field_values[TFX_EVAL_MAX_FIELDS];
 } observed;
 
 /* A peer's ZeroMQ routing identity, as a ROUTER sees it. */

@@ -98,6 +98,17 @@ static const char *serve_url(void) {
   return url;
 }
 
+/* Every field of the last eval record (model.metrics: f1, auc, precision_3, ...) as a sample of tfx_eval_metric. */
+static void eval_fields(buf *b, const master *m) {
+  tfx_prom_family(b, "tfx_eval_metric", "Each metric of the last evaluation (model.metrics), by name.", "gauge");
+  for (int i = 0; i < m->obs.n_fields; i++) {
+    if (isfinite(m->obs.field_values[i])) {
+      put(b, "tfx_eval_metric{role=\"master\",index=\"%d\",metric=\"%s\"} %.9g\n", m->n->index,
+          m->obs.field_names[i], m->obs.field_values[i]);
+    }
+  }
+}
+
 /* Progressive validation over the workers: the mean of their last rolling AUC and log loss (NaN before any),
  * and the bad records they skipped (data.on_error skip). */
 static void render_rolling(buf *b, const master *m) {
@@ -131,6 +142,7 @@ static char *render_metrics(master *m) {
   gauge(&b, m, "tfx_train_accuracy", "Training accuracy of the last worker report.", "gauge", o->accuracy);
   gauge(&b, m, "tfx_eval_loss", "Loss of the last evaluation.", "gauge", o->eval_loss);
   gauge(&b, m, "tfx_eval_accuracy", "Accuracy of the last evaluation.", "gauge", o->eval_accuracy);
+  eval_fields(&b, m);
   gauge(&b, m, "tfx_examples_per_second", "Training throughput of the cluster.", "gauge", o->examples_per_sec);
   gauge(&b, m, "tfx_workers_registered", "Workers registered with the master.", "gauge", reg);
   gauge(&b, m, "tfx_parameter_servers", "Parameter servers in the cluster.", "gauge", m->n_ps);
@@ -387,7 +399,22 @@ void master__observe(master *m, const char *kind, int64_t step, double loss, dou
   pthread_mutex_unlock(&o->lock);
 }
 
+/* Keeps the fields of an eval record for /metrics. */
+static void keep_fields(master *m, const char *const *names, const double *values, int n) {
+  observed *o = &m->obs;
+  pthread_mutex_lock(&o->lock);
+  o->n_fields = 0;
+  for (int i = 0; i < n && o->n_fields < TFX_EVAL_MAX_FIELDS; i++) {
+    snprintf(o->field_names[o->n_fields], sizeof o->field_names[0], "%s", names[i]);
+    o->field_values[o->n_fields++] = values[i];
+  }
+  pthread_mutex_unlock(&o->lock);
+}
+
 void master__record(master *m, const char *kind, int64_t step, const char *const *names, const double *values, int n) {
   tfx_metrics_write(m->metrics, kind, step, names, values, n);
   tfx_events_write(m->events, kind, step, names, values, n);
+  if (!strcmp(kind, "eval")) {
+    keep_fields(m, names, values, n);
+  }
 }
