@@ -47,7 +47,8 @@ int tfx_builder_op(tfx_builder *b, const char *op, const char *name, const char 
 int tfx_builder_layer(tfx_builder *b, const char *layer_json);
 /* Sets the loss: softmax_cross_entropy, sigmoid_cross_entropy or mse. */
 int tfx_builder_loss(tfx_builder *b, const char *loss);
-/* Names the evaluation metrics reported, comma-separated: loss, accuracy, top_K (e.g. "accuracy,top_3"). */
+/* Names the evaluation metrics reported, comma-separated, as model.metrics: loss, accuracy, top_K, auc, log_loss,
+ * precision, recall, f1, precision_K, recall_K, f1_K, auc_K, per_class (e.g. "accuracy,top_3,f1"). */
 int tfx_builder_metrics(tfx_builder *b, const char *metrics);
 
 typedef enum tfx_hook_event {

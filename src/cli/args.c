@@ -25,6 +25,7 @@ static const char usage[] =
     "commands:\n"
     "  local    --config X [--workers N] [--ps M] [--run-dir D] [--max-steps N]   a whole cluster on this host\n"
     "           [--fresh] [--http-port N] [--bind HOST] (children listen on 127.0.0.1 unless --bind says otherwise)\n"
+    "           [--serve-port N] (also `serve` the run on port N while it trains; the live page links it)\n"
     "  train    --config X [--run-dir D] [--max-steps N] [--fresh]  single-process training\n"
     "  status   --address HOST:PORT [--config X]                ask a running node for its role and state (keys: X's\n"
     "                                                           security section or TFX_SECURITY_* variables)\n"
@@ -173,6 +174,9 @@ static int take_number(tfx_args *a, const char *flag, const char *v, tfx_err *er
   } else if (!strcmp(flag, "port")) {
     rc = parse_int(v, flag, 1, 65535, &n, err);
     c->port = (int)n;
+  } else if (!strcmp(flag, "serve-port")) {
+    rc = parse_int(v, flag, 1, 65535, &n, err);
+    c->serve_port = (int)n;
   } else if (!strcmp(flag, "max-batch")) {
     rc = parse_int(v, flag, 1, 10000, &n, err);
     c->max_batch = (int)n;

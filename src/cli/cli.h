@@ -26,6 +26,7 @@ typedef struct tfx_cli_opts {
   int rebuild;          /* runs --rebuild */
   char key_name[72];    /* keygen --name */
   int port;             /* serve --port */
+  int serve_port;       /* local --serve-port: a server beside the cluster (0: none) */
   int max_batch;        /* serve --max-batch: instances scored as one batch */
   int batch_wait_us;    /* serve --batch-wait-us: how long a batch waits for more requests */
 } tfx_cli_opts;

@@ -23,6 +23,7 @@
 #include "store/export.h"
 #include "store/safetensors.h"
 #include "store/weights.h"
+#include "train/classes.h"
 #include "train/evaluate.h"
 #include "train/labels.h"
 
@@ -140,35 +141,37 @@ int tfx_inspect_run(const tfx_cli_opts *o, tfx_err *err) {
   return rc;
 }
 
-/* One prediction row as a JSON line, or a CSV row (index,class,p0,...). */
+/* The classes of a multi-label prediction (each probability above 0.5) as "0|2" (CSV) or "0, 2" (JSON). */
+static void write_set(FILE *out, int csv, const float *p, int classes) {
+  for (int j = 0, n = 0; j < classes; j++) {
+    if (p[j] > 0.5f) {
+      fprintf(out, "%s%d", n++ ? (csv ? "|" : ", ") : "", j);
+    }
+  }
+}
+
+/* One prediction row as a JSON line, or a CSV row (index,class,p0,...); want_class 2: the multi-label set. */
 static void write_row(FILE *out, int csv, size_t index, const float *p, int classes, int want_probs, int want_class) {
   int best = 0;
   for (int j = 1; j < classes; j++) {
     best = p[j] > p[best] ? j : best;
   }
-  if (csv) {
-    fprintf(out, "%zu", index);
-    if (want_class) {
-      fprintf(out, ",%d", best);
-    }
-    for (int j = 0; want_probs && j < classes; j++) {
-      fprintf(out, ",%.6g", p[j]);
-    }
-    fputc('\n', out);
-    return;
-  }
-  fprintf(out, "{\"index\": %zu", index);
-  if (want_class) {
-    fprintf(out, ", \"class\": %d", best);
+  fprintf(out, csv ? "%zu" : "{\"index\": %zu", index);
+  if (want_class == 2) {
+    fputs(csv ? "," : ", \"classes\": [", out);
+    write_set(out, csv, p, classes);
+    fputs(csv ? "" : "]", out);
+  } else if (want_class) {
+    fprintf(out, csv ? ",%d" : ", \"class\": %d", best);
   }
   if (want_probs) {
-    fputs(", \"probabilities\": [", out);
+    fputs(csv ? "" : ", \"probabilities\": [", out);
     for (int j = 0; j < classes; j++) {
-      fprintf(out, "%s%.6g", j ? ", " : "", p[j]);
+      fprintf(out, "%s%.6g", csv ? "," : j ? ", " : "", p[j]);
     }
-    fputs("]", out);
+    fputs(csv ? "" : "]", out);
   }
-  fputs("}\n", out);
+  fputs(csv ? "\n" : "}\n", out);
 }
 
 /* The input examples, scaled as in training: IDX images (no labels needed) or, when the run's data.format says
@@ -235,7 +238,7 @@ static int parse_keys(const char *keys, int *probs, int *cls, tfx_err *err) {
 static void write_header(FILE *out, size_t classes, int probs, int cls) {
   fputs("index", out);
   if (cls) {
-    fputs(",class", out);
+    fputs(cls == 2 ? ",classes" : ",class", out);
   }
   for (size_t j = 0; probs && j < classes; j++) {
     fprintf(out, ",p%zu", j);
@@ -256,6 +259,7 @@ static int predict_all(tfx_scorer *s, const tfx_cli_opts *o, FILE *out, tfx_err 
   }
   int probs = 1, cls = 1;
   parse_keys(o->keys, &probs, &cls, NULL); /* checked by tfx_predict_run */
+  cls = cls && tfx_scorer_config(s)->multi_label ? 2 : cls; /* a set of classes */
   size_t len = strlen(o->output);
   int csv = len > 4 && !strcmp(o->output + len - 4, ".csv");
   if (!rc && csv) {
@@ -386,6 +390,7 @@ static int score(const tfx_node *n, const tfx_config *cfg, tfx_model *m, const t
   }
   printf("step %lld: eval loss %.4f accuracy %.4f top%d %.4f over %zu examples (%s)\n", (long long)ws->step, r.loss,
          r.accuracy, r.top_k, r.top5, r.examples, ws->source);
+  tfx_confusion_print(&r, stdout);
   tfx_eval_report rep;
   tfx_eval_report_init(&rep, cfg->metrics, &r);
   tfx_metrics *mt = NULL;

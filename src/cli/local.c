@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/serve.h"
 #include "common/fs.h"
 #include "common/log.h"
 #include "data/epochs.h"
@@ -500,6 +501,59 @@ static int prepare(tfx_node *n, const tfx_cli_opts *o, char *sock_dir, size_t so
   return rc;
 }
 
+/* Starts `tfx-node serve` on the run beside the cluster (local --serve-port): log RUN/logs/serve-0.log, dies with
+ * the supervisor, not restarted; the children inherit TFX_SERVE_URL, which the master's live page links. Returns its
+ * pid, or -1 (logged) when it could not start: the cluster trains on. */
+static pid_t spawn_server(const tfx_node *n, const tfx_cli_opts *o, const char *self) {
+  const char *host = n->bind_host[0] && strcmp(n->bind_host, "0.0.0.0") ? n->bind_host : "127.0.0.1";
+  char port[16], name[128], url[700], log[1200];
+  snprintf(port, sizeof port, "%d", o->serve_port);
+  tfx_serve_model_name(&n->cfg, n->run_dir, name, sizeof name);
+  snprintf(url, sizeof url, "http://%s:%d/v1/models/%s", host, o->serve_port, name);
+  setenv("TFX_SERVE_URL", url, 1);
+  snprintf(log, sizeof log, "%s/logs/serve-0.log", n->run_dir);
+  pid_t pid = fork();
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    setpgid(0, 0);
+    int fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW, 0644);
+    if (fd >= 0) {
+      dup2(fd, STDOUT_FILENO);
+      dup2(fd, STDERR_FILENO);
+      close(fd);
+    }
+    char *argv[] = {"tfx-node", "serve", "--bind", (char *)(n->bind_host[0] ? n->bind_host : "127.0.0.1"), "--port",
+                    port,       "--run-dir", (char *)n->run_dir, NULL};
+    execv(self, argv);
+    _exit(127);
+  }
+  if (pid < 0) {
+    tfx_log(TFX_LOG_WARN, "LOCAL-SERVE", "could not start the server (fork: %s); training without it", strerror(errno));
+    return -1;
+  }
+  tfx_log(TFX_LOG_INFO, "LOCAL-SERVE", "serve: pid %d, %s (POST %s:predict), log %s", (int)pid, url, url, log);
+  printf("tfx: the model is served while it trains at %s\n", url);
+  fflush(stdout);
+  return pid;
+}
+
+/* Stops the server beside the cluster: SIGTERM, then SIGKILL after 10 s (one the supervisor reaped already is
+ * left alone: its pid may be another process's now). */
+static void stop_server(pid_t pid) {
+  int status;
+  if (pid <= 0 || waitpid(pid, &status, WNOHANG) != 0) {
+    return;
+  }
+  kill(pid, SIGTERM);
+  for (int64_t end = tfx_now_ms() + 10000; tfx_now_ms() < end; usleep(50000)) {
+    if (waitpid(pid, &status, WNOHANG) != 0) {
+      return;
+    }
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, &status, 0);
+}
+
 /* Starts the master, the ps and the workers and supervises them until the master finishes. */
 static int run_children(tfx_node *n, const tfx_cli_opts *o, tfx_cluster *c, const char *self, const char *exp,
                         tfx_err *err) {
@@ -515,6 +569,7 @@ static int run_children(tfx_node *n, const tfx_cli_opts *o, tfx_cluster *c, cons
     printf("tfx: live page, /metrics and /status at http://127.0.0.1:%d/\n", n->cfg.http_port);
     fflush(stdout);
   }
+  pid_t server = o->serve_port ? spawn_server(n, o, self) : -1;
   int rc = kids ? spawn_all(n, c, kids, total, self, exp, err) : tfx_err_set(err, TFX_ENOMEM, "out of memory");
   cluster_run run = {n, c, self, exp, kids, total};
   if (!rc) {
@@ -523,6 +578,7 @@ static int run_children(tfx_node *n, const tfx_cli_opts *o, tfx_cluster *c, cons
     signal_all(kids, total, SIGKILL);
     drain(kids, total, 1000);
   }
+  stop_server(server);
   free(kids);
   return rc;
 }

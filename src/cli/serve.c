@@ -95,8 +95,7 @@ static int first_model(const tfx_node *n, const tfx_cli_opts *o, tfx_scorer **ou
   return tfx_err_set(err, TFX_EPEER, "stopped before %s had a checkpoint", n->run_dir);
 }
 
-/* The model's name in URLs: the experiment's name, else the run (or export) directory's. */
-static void model_name(const tfx_config *cfg, const char *dir, char *out, size_t n) {
+void tfx_serve_model_name(const tfx_config *cfg, const char *dir, char *out, size_t n) {
   char copy[1100];
   snprintf(copy, sizeof copy, "%s", dir);
   snprintf(out, n, "%s", cfg->name[0] ? cfg->name : basename(copy));
@@ -105,7 +104,7 @@ static void model_name(const tfx_config *cfg, const char *dir, char *out, size_t
 static int start(server *s, tfx_scorer *sc, tfx_err *err) {
   const tfx_cli_opts *o = s->o;
   char name[128];
-  model_name(tfx_scorer_config(sc), o->target[0] ? o->target : s->n->run_dir, name, sizeof name);
+  tfx_serve_model_name(tfx_scorer_config(sc), o->target[0] ? o->target : s->n->run_dir, name, sizeof name);
   int64_t step = tfx_scorer_step(sc);
   size_t dim = tfx_scorer_inputs(sc), rows = tfx_scorer_lazy_rows(sc), bytes = tfx_scorer_lazy_bytes(sc);
   const char *bind = s->n->bind_host;

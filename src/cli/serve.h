@@ -24,6 +24,10 @@
 #define TFX_SERVE_MAX_INSTANCES 10000         /* instances in one request */
 #define TFX_SERVE_MAX_BODY (64u * 1024 * 1024) /* bytes of one request body (larger: 413) */
 
+/* The model's name in URLs (/v1/models/NAME) into out (n bytes): the experiment's name, else the basename of dir
+ * (the run or export directory). */
+void tfx_serve_model_name(const tfx_config *cfg, const char *dir, char *out, size_t n);
+
 /* Parses a predict body (len bytes, not NUL-terminated) for the model of cfg taking dim dense inputs into a dataset
  * of its instances; caller owns *out; free with tfx_dataset_destroy. TFX_EINVAL naming what is wrong: not JSON,
  * truncated JSON, no "instances" list, none or more than TFX_SERVE_MAX_INSTANCES, mixed forms, a form the model does

@@ -69,8 +69,11 @@ int config__parse_params(tfx_config *cfg, json_object *val, tfx_err *err);
 /* The experiment's top-level "name" (a string, at most 127 bytes) into cfg->name. */
 int config__parse_name(tfx_config *cfg, json_object *val, tfx_err *err);
 
-/* Whether text[0..n) is a metric name (loss, accuracy, auc, log_loss, top_K) or an aggregation (mean, min, max,
- * sum). */
+/* The metric names a watch (keep_best, early_stopping) or model.metrics accepts, for error messages. */
+#define TFX_METRIC_NAMES \
+  "loss, accuracy, top_K, auc, log_loss, precision, recall, f1, precision_K, recall_K, f1_K or auc_K"
+/* Whether text[0..n) is a metric name (loss, accuracy, auc, log_loss, top_K, precision, recall, f1, their _K per
+ * class, per_class) or an aggregation (mean, min, max, sum). */
 int config__is_metric(const char *m, size_t n);
 int config__is_agg(const char *a, size_t n);
 

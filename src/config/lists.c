@@ -145,8 +145,9 @@ static int check_agg(const char *agg, int i, tfx_err *err) {
     size_t n = strcspn(p, ","), k = strcspn(p, ":");
     if (k >= n || !config__is_metric(p, k) || !config__is_agg(p + k + 1, n - k - 1)) {
       return tfx_err_set(err, TFX_ECONFIG,
-                         "validation[%d].metrics: '%.*s' (want loss, accuracy or top_K, each mean, min, max or sum)", i,
-                         (int)n, p);
+                         "validation[%d].metrics: '%.*s' (want " TFX_METRIC_NAMES ", each mean, min, max or sum; "
+                         "the per-class ones count the whole set)",
+                         i, (int)n, p);
     }
     p += n + (p[n] == ',');
   }

@@ -32,8 +32,13 @@ const config__option config__options[] = {
      "loss weight of each class, [w0, w1, ...] (one per class; empty: all 1)"},
     {"model.label_smoothing", OPT_DBL, O(label_smoothing), 0, 1, "0",
      "softmax/sigmoid cross-entropy: targets become (1 - e) * onehot + e / classes (sigmoid: e / 2)"},
+    {"model.multi_label", OPT_BOOL, O(multi_label), 0, 1, "false",
+     "each example has a set of classes (CSV \"1|4\", LibSVM 1,4): one sigmoid_cross_entropy output per class "
+     "(up to 31), loss the mean over outputs, accuracy the exact match"},
     {"model.metrics", OPT_STR, O(metrics), 0, 0, "loss,accuracy,top_5",
-     "evaluation metrics reported: loss, accuracy, top_K, auc, log_loss (comma-separated)"},
+     "evaluation metrics reported (comma-separated): loss, accuracy, top_K, auc, log_loss, precision, recall, f1 "
+     "(class 1 of a binary classifier, else the mean over classes), precision_K, recall_K, f1_K (class K), auc_K "
+     "(output K of a multi_label model), per_class (those of every class; up to 32 classes)"},
     {"model.plugin", OPT_STR, O(plugin), 0, 0, "",
      "shared object whose tfx_plugin_entry builds the model and hooks the run"},
     {"data.train.images", OPT_STR, O(train_images), 0, 0, FMNIST "train-images-idx3-ubyte.gz", "IDX images (.gz ok)"},
@@ -136,7 +141,8 @@ const config__option config__options[] = {
     {"checkpoint.full_every", OPT_INT, O(ckpt_full_every), 1, 100000, "10",
      "incremental: a full checkpoint after this many deltas"},
     {"checkpoint.keep_best.metric", OPT_STR, O(keep_best_metric), 0, 0, "",
-     "keep the best checkpoint by this eval metric (loss, accuracy, auc, log_loss, top_K) beside keep_max "
+     "keep the best checkpoint by this eval metric (loss, accuracy, auc, log_loss, top_K, precision, recall, f1, "
+     "precision_K, recall_K, f1_K) beside keep_max "
      "(RUN/checkpoints/best.json names it; empty: off)"},
     {"checkpoint.keep_best.mode", OPT_ENUM, O(keep_best_mode), 0, 0, "auto",
      "auto (min for loss and log_loss, else max) | min | max", watch_modes},
@@ -146,7 +152,8 @@ const config__option config__options[] = {
      "export each new best checkpoint (checkpoint.keep_best) to EXPORT_DIR/best"},
     {"export.dir", OPT_STR, O(export_dir), 0, 0, "", "where exports go as training goes (empty: RUN/export)"},
     {"training.early_stopping.metric", OPT_STR, O(stop_metric), 0, 0, "",
-     "stop when this eval metric has not improved for patience evaluations (empty: off)"},
+     "stop when this eval metric (as checkpoint.keep_best.metric) has not improved for patience evaluations "
+     "(empty: off)"},
     {"training.early_stopping.mode", OPT_ENUM, O(stop_mode), 0, 0, "auto",
      "auto (min for loss and log_loss, else max) | min | max", watch_modes},
     {"training.early_stopping.patience", OPT_INT, O(stop_patience), 1, 1e6, "5",
@@ -165,7 +172,7 @@ const config__option config__options[] = {
     {"eval.every_steps", OPT_I64, O(eval_every_steps), 0, BIG, "500", "0: only at the end"},
     {"eval.distributed", OPT_BOOL, O(eval_distributed), 0, 1, "false",
      "clusters: each worker scores its slice of the eval set between steps and the chief merges the sums "
-     "(loss, accuracy, top_K exactly; no auc)"},
+     "(loss, accuracy, top_K, per-class counts and auc exactly: each worker sends its scores)"},
     {"eval.validate_first", OPT_BOOL, O(validate_first), 0, 1, "false", "evaluate at step 0"},
     {"observe.http_port", OPT_INT, O(http_port), 0, 65535, "0",
      "the master serves /metrics, /status and / here (0: off)"},

@@ -13,14 +13,28 @@ int config__is_agg(const char *a, size_t n) {
          (n == 3 && (!strncmp(a, "min", 3) || !strncmp(a, "max", 3) || !strncmp(a, "sum", 3)));
 }
 
-/* A metric name of model.metrics: loss, accuracy or top_K (1 <= K <= 100). */
-int config__is_metric(const char *m, size_t n) {
-  if ((n == 4 && !strncmp(m, "loss", 4)) || (n == 8 && !strncmp(m, "accuracy", 8)) ||
-      (n == 3 && !strncmp(m, "auc", 3)) || (n == 8 && !strncmp(m, "log_loss", 8))) {
-    return 1;
+/* Whether m[0..n) is prefix followed by a decimal K in [lo, hi]. */
+static int indexed(const char *m, size_t n, const char *prefix, int lo, int hi) {
+  size_t p = strlen(prefix);
+  if (n <= p || n > p + 3 || strncmp(m, prefix, p) || strspn(m + p, "0123456789") < n - p) {
+    return 0;
   }
-  int k = n > 4 && !strncmp(m, "top_", 4) ? atoi(m + 4) : 0;
-  return k >= 1 && k <= 100 && strspn(m + 4, "0123456789") == n - 4;
+  int k = atoi(m + p);
+  return k >= lo && k <= hi;
+}
+
+/* A metric name of model.metrics: loss, accuracy, auc, log_loss, top_K (1 <= K <= 100), precision, recall, f1,
+ * precision_K, recall_K, f1_K (a class, 0 <= K < 32), auc_K (a multi-label output) or per_class (those of every
+ * class). */
+int config__is_metric(const char *m, size_t n) {
+  static const char *const plain[] = {"loss", "accuracy", "auc", "log_loss", "precision", "recall", "f1", "per_class"};
+  for (size_t i = 0; i < sizeof plain / sizeof plain[0]; i++) {
+    if (n == strlen(plain[i]) && !strncmp(m, plain[i], n)) {
+      return 1;
+    }
+  }
+  return indexed(m, n, "top_", 1, 100) || indexed(m, n, "precision_", 0, 31) || indexed(m, n, "recall_", 0, 31) ||
+         indexed(m, n, "f1_", 0, 31) || indexed(m, n, "auc_", 0, 30);
 }
 
 /* Parses comma-separated numbers into out[0..*n); errors name the key and the entry. */
@@ -142,8 +156,8 @@ int tfx_config_class_weights(const tfx_config *cfg, double *out, int max, int *n
 
 /* The watched metric at `key` names a metric model.metrics could (empty: off). */
 static int check_watch(const char *metric, const char *key, tfx_err *err) {
-  if (metric[0] && !config__is_metric(metric, strlen(metric))) {
-    return tfx_err_set(err, TFX_ECONFIG, "%s: '%s' (want loss, accuracy, top_K, auc or log_loss)", key, metric);
+  if (metric[0] && (!config__is_metric(metric, strlen(metric)) || !strcmp(metric, "per_class"))) {
+    return tfx_err_set(err, TFX_ECONFIG, "%s: '%s' (want " TFX_METRIC_NAMES ")", key, metric);
   }
   return TFX_OK;
 }
@@ -156,6 +170,10 @@ static int validate_trainer(const tfx_config *cfg, tfx_err *err) {
       (rc = check_watch(cfg->stop_metric, "training.early_stopping.metric", err)) ||
       (rc = tfx_config_class_weights(cfg, w, TFX_MAX_CLASS_WEIGHTS, &n, err))) {
     return rc;
+  }
+  if (cfg->multi_label && (cfg->loss != TFX_LOSS_SIGMOID_CROSS_ENTROPY || cfg->class_weights[0])) {
+    return tfx_err_set(err, TFX_ECONFIG, "model.multi_label: needs model.loss sigmoid_cross_entropy%s",
+                       cfg->class_weights[0] ? " and no model.class_weights" : "");
   }
   if (cfg->label_smoothing > 0 && cfg->loss == TFX_LOSS_MSE) {
     return tfx_err_set(err, TFX_ECONFIG, "model.label_smoothing: smooths cross-entropy targets; model.loss is mse");
@@ -204,8 +222,8 @@ int tfx_config_validate(const tfx_config *cfg, tfx_err *err) {
   for (const char *p = cfg->metrics; *p;) {
     size_t n = strcspn(p, ",");
     if (!config__is_metric(p, n)) {
-      return tfx_err_set(err, TFX_ECONFIG, "model.metrics: '%.*s' (want loss, accuracy, top_K, auc or log_loss)",
-                         (int)n, p);
+      return tfx_err_set(err, TFX_ECONFIG, "model.metrics: '%.*s' (want " TFX_METRIC_NAMES " or per_class)", (int)n,
+                         p);
     }
     p += n + (p[n] == ',');
   }

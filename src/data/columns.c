@@ -10,6 +10,7 @@
 #define XXH_STATIC_LINKING_ONLY /* XXH3_state_t on the stack */
 #include <xxhash.h>
 
+#include "common/labelset.h"
 #include "data/csv.h"
 #include "data/data_impl.h"
 #include "data/example.h"
@@ -318,9 +319,12 @@ static int add_row(reader *r, char **cells, tfx_err *err) {
   const char *label = cells[r->p.label];
   long v = strtol(label, &end, 10);
   if (end == label || *end || v < INT32_MIN || v > INT32_MAX) {
-    return bad_cell(r, r->p.label, label, "is not an integer label", err);
+    if (tfx_label_set_parse(label, '|', &r->y[r->n])) {
+      return bad_cell(r, r->p.label, label, "is not an integer label or a set of classes (1|4)", err);
+    }
+  } else {
+    r->y[r->n] = (int32_t)v;
   }
-  r->y[r->n] = (int32_t)v;
   x = r->x + r->n * dim;
   x[0] = 0;
   for (int i = 0, num = 0; !rc && i < r->p.n; i++) {

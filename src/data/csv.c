@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/labelset.h"
 #include "data/data_impl.h"
 
 typedef struct csv {
@@ -326,11 +327,14 @@ static int add_cells(csv *c, tfx_err *err) {
   for (size_t col = 0; col < c->ncols; col++) {
     double v;
     int is_label = col == c->label;
+    if (is_label && parse_cell(c->cells[col], 1, &v) && !tfx_label_set_parse(c->cells[col], '|', &c->y[c->n])) {
+      continue; /* a multi-label example's set of classes, "1|4" */
+    }
     if (parse_cell(c->cells[col], is_label, &v)) {
       char name[128];
       return tfx_err_set(err, TFX_ECORRUPT, "%s: line %zu, %s: '%s' is not %s", c->path, c->lineno,
                          column_name(c, col, name, sizeof name), c->cells[col],
-                         is_label ? "an int32 label" : "a finite number");
+                         is_label ? "an int32 label or a set of classes (1|4)" : "a finite number");
     }
     if (is_label) {
       c->y[c->n] = (int32_t)v;

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/labelset.h"
+
 /* Indices above this are rejected: LibSVM itself stores them as int. */
 #define MAX_INDEX 2147483647UL
 
@@ -55,7 +57,8 @@ static int parse_label(svm *s, const char *tok, tfx_err *err) {
   char *end;
   double v = strtod(tok, &end);
   if (end == tok || *end || !isfinite(v) || v != floor(v) || v < INT32_MIN || v > INT32_MAX) {
-    return bad(s, tok, "the label is not an int32", err);
+    return tfx_label_set_parse(tok, ',', &s->y[s->n]) ? bad(s, tok, "the label is not an int32 or a set (1,4)", err)
+                                                      : TFX_OK;
   }
   s->y[s->n] = (int32_t)v;
   return TFX_OK;

@@ -70,7 +70,9 @@ static int collect_shards(master *m, int64_t at, char *dir, tfx_err *err) {
   return rc;
 }
 
-int master__checkpoint(master *m, int64_t at, tfx_err *err) {
+/* The checkpoint of step at (see master__checkpoint); prune: remove the checkpoints beyond keep_max after it
+ * (a batch of collected ones prunes once, after its last: pruning verifies every kept checkpoint). */
+static int checkpoint_at(master *m, int64_t at, int prune, tfx_err *err) {
   char dir[1100];
   int64_t have_step;
   int have_ps;
@@ -85,7 +87,9 @@ int master__checkpoint(master *m, int64_t at, tfx_err *err) {
   if (rc) {
     return rc;
   }
-  tfx_ckpt_prune(m->n->run_dir, m->cfg.keep_max);
+  if (prune) {
+    tfx_ckpt_prune(m->n->run_dir, m->cfg.keep_max);
+  }
   tfx_log(TFX_LOG_INFO, "MASTER-CKPT", "checkpoint at step %lld: %s", (long long)at, dir);
   tfx_err xerr;
   if (m->cfg.export_every_ckpt && tfx_export_checkpoint(&m->cfg, m->n->run_dir, at, NULL, &xerr)) {
@@ -94,6 +98,10 @@ int master__checkpoint(master *m, int64_t at, tfx_err *err) {
   master__observe(m, "checkpoint", at, NAN, NAN, NAN);
   m->hook_stop |= tfx_plugin_hook(m->n->plugin, TFX_HOOK_CHECKPOINT, at, NAN, NAN, m->n->run_dir);
   return TFX_OK;
+}
+
+int master__checkpoint(master *m, int64_t at, tfx_err *err) {
+  return checkpoint_at(m, at, 1, err);
 }
 
 static void count_ckpt(master *m, int64_t *counter) {
@@ -131,17 +139,19 @@ int master__checkpoint_now(master *m, int64_t *written, tfx_err *err) {
 /* Each checkpoint is collected in turn (the ps answer from what they wrote) and its manifest written. One the ps
  * cannot give (a ps restarted since, or its write failed) is named and skipped; a ps not answering is asked
  * again after 1 s. */
-void master__collect_written(master *m, int64_t now) {
-  for (int n = 0; n < 64 && now >= m->ckpt_retry_at &&
+void master__collect_written(master *m, int64_t now, int limit) {
+  int collected = 0;
+  for (int n = 0; n < limit && now >= m->ckpt_retry_at &&
                   master__ckpt_collect(m->next_ckpt, m->global_step, m->cfg.max_steps);
        n++) {
     tfx_err err;
-    int rc = master__checkpoint(m, m->next_ckpt, &err);
+    int rc = checkpoint_at(m, m->next_ckpt, 0, &err);
+    collected += rc == TFX_OK;
     if (rc == TFX_EPEER) {
       m->ckpt_retry_at = tfx_now_ms() + 1000;
       count_ckpt(m, &m->obs.ckpt_failures);
       tfx_log(TFX_LOG_WARN, "MASTER-CKPT-FAIL", "%s; asking again in 1 s", err.msg);
-      return;
+      break;
     }
     if (rc) {
       count_ckpt(m, &m->obs.ckpt_failures);
@@ -152,13 +162,16 @@ void master__collect_written(master *m, int64_t now) {
     }
     m->next_ckpt += m->cfg.ckpt_every_steps;
   }
+  if (collected) {
+    tfx_ckpt_prune(m->n->run_dir, m->cfg.keep_max);
+  }
 }
 
 void master__checkpoint_if_due(master *m) {
   int64_t now = tfx_now_ms();
   int64_t tick = m->global_step - m->tick_step; /* the steps since the last tick, which the lead scales with */
   m->tick_step = m->global_step;
-  master__collect_written(m, now);
+  master__collect_written(m, now, 64); /* the rest at the next tick: the loop serves its socket meanwhile */
   int64_t lead = master__ckpt_lead(m->cfg.mode == TFX_MODE_SYNC, m->cfg.ckpt_every_steps, tick);
   int by_time = master__ckpt_due_by_time(m->cfg.ckpt_every_secs, now, m->last_ckpt_ms);
   /* A followed directory gone dry holds the ps still short of the next multiple: a checkpoint is taken where they

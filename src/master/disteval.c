@@ -1,7 +1,9 @@
 /* eval.distributed: every worker scores its slice of the eval set between two of its steps (MSG_EVALUATE) and the
- * chief merges the slices' sums: the example-weighted loss, the accuracy and the top-K accuracy of the whole set,
- * exactly as one process would count them (the loss up to the order of a float sum); no AUC. The chief's socket
- * is served while the replies come (a worker may be reporting meanwhile). Calls serve.c; evaluate.c calls it. */
+ * chief merges the slices: the sums of the example-weighted loss, the hits and the top-K hits, the confusion
+ * matrices (per-class metrics), and for a binary classifier every example's score and label, from which the AUC of
+ * the whole set is computed exactly as one process computes it (AUC does not average over slices; the scores cost
+ * 8 bytes an example on the wire). The chief's socket is served while the replies come (a worker may be reporting
+ * meanwhile). Calls serve.c; evaluate.c calls it. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,11 +12,85 @@
 #include "common/clock.h"
 #include "master/master_impl.h"
 
-/* The sums of the slices: examples, loss, hits, top-K hits; the smallest version a worker scored with. */
+/* The sums of the slices: examples, loss, hits, top-K hits; the smallest version a worker scored with; the
+ * summed confusion matrix; the scores and labels of the slices that came (binary classifiers). */
 typedef struct slice_sums {
   double examples, loss, correct, topk, top_k;
   int64_t version;
+  int classes; /* -1: no reply yet */
+  int multi_label;
+  double confusion[TFX_EVAL_MAX_CLASSES][TFX_EVAL_MAX_CLASSES];
+  float *scores;
+  int32_t *labels;
+  size_t n_scored; /* examples: scores holds n_scored x cols */
+  int cols;
+  int unscored; /* a slice came without scores: no AUC */
 } slice_sums;
+
+/* The elements of tensor `name` of reply r if it has that dtype (their count in *n), else NULL. */
+static const void *reply_tensor(const tfx_inmsg *r, const char *name, int dtype, size_t *n) {
+  for (size_t i = 0, part = 0; i < r->env->n_tensors; i++) {
+    const Tfx__Tensor *t = r->env->tensors[i];
+    size_t size = 0;
+    const void *data = t->nbytes ? tfx_inmsg_part(r, (int)part++, &size) : NULL;
+    if (!strcmp(t->name, name) && (int)t->dtype == dtype && data) {
+      *n = size / tfx_wire_dtype_size(dtype);
+      return data;
+    }
+  }
+  return NULL;
+}
+
+/* Adds worker w's confusion matrix to *s; TFX_EPROTO when it disagrees with the others'. */
+static int add_counts(int w, const tfx_inmsg *r, slice_sums *s, tfx_err *err) {
+  double k = master__stat(r->env, "classes"), multi = master__stat(r->env, "multi_label");
+  size_t n_cm = 0;
+  const unsigned char *cm = reply_tensor(r, "confusion", TFX__DTYPE__DTYPE_INT64, &n_cm); /* frames: unaligned */
+  int classes = isfinite(k) && k >= 0 && k <= TFX_EVAL_MAX_CLASSES ? (int)k : -2;
+  int cols = multi == 1 ? 4 : classes;
+  if (classes < 0 || (s->classes >= 0 && (classes != s->classes || (multi == 1) != s->multi_label)) ||
+      n_cm != (size_t)(classes * cols)) {
+    return tfx_err_set(err, TFX_EPROTO, "worker %d: %g classes and %zu counts (want %d classes)", w, k, n_cm,
+                       s->classes);
+  }
+  s->multi_label = multi == 1;
+  s->classes = classes;
+  for (size_t i = 0; i < n_cm; i++) {
+    int64_t v;
+    memcpy(&v, cm + i * sizeof v, sizeof v);
+    s->confusion[i / (size_t)cols][i % (size_t)cols] += (double)v;
+  }
+  return TFX_OK;
+}
+
+/* Appends worker w's scores and labels (a slice without them, or with other columns: no AUC for the set). */
+static int add_scores(const tfx_inmsg *r, slice_sums *s, size_t examples, tfx_err *err) {
+  size_t n_sc = 0, n_lb = 0;
+  double c = master__stat(r->env, "score_cols");
+  size_t cols = isfinite(c) && c >= 1 && c <= TFX_EVAL_MAX_CLASSES ? (size_t)c : 0;
+  const void *sc = reply_tensor(r, "scores", TFX__DTYPE__DTYPE_FLOAT32, &n_sc);
+  const unsigned char *lb = reply_tensor(r, "labels", TFX__DTYPE__DTYPE_INT64, &n_lb); /* frames: unaligned */
+  if (!sc || !lb || !cols || n_sc != examples * cols || n_lb != examples || (s->cols && cols != (size_t)s->cols)) {
+    s->unscored = 1;
+    return TFX_OK;
+  }
+  s->cols = (int)cols;
+  float *scores = realloc(s->scores, sizeof(float) * (s->n_scored + examples + 1) * cols);
+  s->scores = scores ? scores : s->scores;
+  int32_t *labels = scores ? realloc(s->labels, sizeof(int32_t) * (s->n_scored + examples + 1)) : NULL;
+  s->labels = labels ? labels : s->labels;
+  if (!labels) {
+    return tfx_err_set(err, TFX_ENOMEM, "out of memory for %zu scores", s->n_scored + examples);
+  }
+  memcpy(s->scores + s->n_scored * cols, sc, sizeof(float) * examples * cols);
+  for (size_t i = 0; i < examples; i++) {
+    int64_t v;
+    memcpy(&v, lb + i * sizeof v, sizeof v);
+    s->labels[s->n_scored + i] = (int32_t)v;
+  }
+  s->n_scored += examples;
+  return TFX_OK;
+}
 
 int master__disteval_on(const master *m) {
   const char *chief = tfx_cluster_address(m->n->cluster, TFX_ROLE_MASTER, 0);
@@ -50,6 +126,11 @@ static int add_reply(int w, const tfx_inmsg *r, slice_sums *s, tfx_err *err) {
   double correct = master__stat(r->env, "correct"), topk = master__stat(r->env, "topk");
   if (!isfinite(ex) || !isfinite(loss) || !isfinite(correct) || !isfinite(topk)) {
     return tfx_err_set(err, TFX_EPROTO, "worker %d: an evaluation reply without its sums", w);
+  }
+  int rc = add_counts(w, r, s, err);
+  rc = rc ? rc : add_scores(r, s, (size_t)ex, err);
+  if (rc) {
+    return rc;
   }
   s->examples += ex;
   s->loss += loss;
@@ -95,30 +176,47 @@ static int collect(master *m, tfx_client **c, slice_sums *s, tfx_err *err) {
   return rc;
 }
 
+/* The merged result of s (examples > 0) into *out. */
+static void merged(const slice_sums *s, tfx_eval_result *out) {
+  out->loss = s->loss / s->examples;
+  out->accuracy = s->correct / s->examples;
+  out->top5 = s->topk / s->examples;
+  out->top_k = (int)s->top_k;
+  out->examples = (size_t)s->examples;
+  out->classes = s->classes > 0 ? s->classes : 0;
+  out->multi_label = s->multi_label;
+  memcpy(out->confusion, s->confusion, sizeof out->confusion);
+  int whole = !s->unscored && s->n_scored == out->examples;
+  tfx_eval_auc(s->scores, s->labels, s->n_scored, whole ? s->cols : 0, out);
+}
+
 int master__evaluate_workers(master *m, int64_t *version, tfx_eval_result *out, tfx_err *err) {
   tfx_client **c = calloc((size_t)m->n_workers, sizeof *c);
-  slice_sums s = {.version = INT64_MAX};
-  int rc = c ? TFX_OK : tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  slice_sums *s = calloc(1, sizeof *s);
+  int rc = c && s ? TFX_OK : tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  if (s) {
+    s->version = INT64_MAX;
+    s->classes = -1;
+  }
   for (int w = 0; !rc && w < m->n_workers; w++) {
     rc = ask(m, w, &c[w], err);
   }
-  rc = rc ? rc : collect(m, c, &s, err);
+  rc = rc ? rc : collect(m, c, s, err);
   for (int w = 0; c && w < m->n_workers; w++) {
     tfx_client_destroy(c[w]);
   }
   free(c);
-  if (!rc && s.examples < 1) {
+  if (!rc && s->examples < 1) {
     rc = tfx_err_set(err, TFX_EINVAL, "the workers scored no example");
   }
-  if (rc) {
-    return rc;
+  if (!rc) {
+    merged(s, out);
+    *version = s->version;
   }
-  *out = (tfx_eval_result){.loss = s.loss / s.examples,
-                           .accuracy = s.correct / s.examples,
-                           .top5 = s.topk / s.examples,
-                           .top_k = (int)s.top_k,
-                           .examples = (size_t)s.examples,
-                           .auc = NAN};
-  *version = s.version;
-  return TFX_OK;
+  if (s) {
+    free(s->scores);
+    free(s->labels);
+  }
+  free(s);
+  return rc;
 }

@@ -1,6 +1,7 @@
 /* The master's step loop: serve the workers, poll the ps versions (waiting out a lost ps), heartbeats,
  * evaluation and periodic checkpoints, and at max_steps (or a stop) the final checkpoint and the end of the
  * run. Calls serve.c, pscalls.c, ckpt.c, evaluate.c, heartbeat.c and rules.c; master.c calls it. */
+#include <limits.h>
 #include <math.h>
 #include <tfx/plugin.h>
 
@@ -88,7 +89,7 @@ static int finish(master *m, int checkpointed, tfx_err *err) {
   stop_workers(m);
   int rc = checkpointed ? TFX_OK : master__poll_versions(m, err);
   if (!rc && !checkpointed) {
-    master__collect_written(m, tfx_now_ms()); /* the multiples passed since the last tick come first */
+    master__collect_written(m, tfx_now_ms(), INT_MAX); /* the multiples passed since the last tick first */
     rc = master__checkpoint(m, m->max_version, err);
   }
   int saved = rc == TFX_OK;
@@ -128,7 +129,7 @@ static int poll_or_wait(master *m, int64_t *lost_since, tfx_err *err) {
  * to the newest checkpoint and the waiting workers train on. Returns 1 when the loop should go on. */
 static int finish_at_max_steps(master *m, int *attempts, int *rc, tfx_err *err) {
   tfx_err cerr;
-  master__collect_written(m, tfx_now_ms()); /* the multiples passed since the last tick come first */
+  master__collect_written(m, tfx_now_ms(), INT_MAX); /* the multiples passed since the last tick first */
   int ck = master__checkpoint(m, m->max_version, &cerr);
   ++*attempts;
   if (master__final_retry(ck, *attempts, tfx_stop_requested())) {

@@ -43,6 +43,9 @@ typedef struct observed {
   int n_train, n_eval;
   double train[OBS_POINTS][4]; /* step, loss, accuracy, seconds */
   double eval[OBS_POINTS][3];  /* step, loss, accuracy */
+  int n_fields;                /* the last eval record's fields, for /metrics' tfx_eval_metric */
+  char field_names[TFX_EVAL_MAX_FIELDS][24];
+  double field_values[TFX_EVAL_MAX_FIELDS];
 } observed;
 
 /* A peer's ZeroMQ routing identity, as a ROUTER sees it. */
@@ -208,8 +211,9 @@ int master__checkpoint_now(master *m, int64_t *written, tfx_err *err);
  * seconds (or for a dry followed directory); a failure is asked again after 1 s. */
 void master__checkpoint_if_due(master *m);
 /* Collects the checkpoints the ps wrote by themselves at the multiples of every_steps that every ps has passed
- * (below max_steps), at most 64 a call; now: the clock, for the retry after a ps that did not answer. */
-void master__collect_written(master *m, int64_t now);
+ * (below max_steps), at most limit a call, then prunes once; now: the clock, for the retry after a ps that did
+ * not answer. */
+void master__collect_written(master *m, int64_t now, int limit);
 
 /* disteval.c: eval.distributed, the eval set scored by the workers. */
 

@@ -87,6 +87,28 @@ static void ps_counters(buf *b, const master *m) {
 #undef X
 }
 
+/* Where the model is served while it trains (TFX_SERVE_URL: `tfx-node local --serve-port`, or set by a deployment
+ * beside its server), when it is an http(s) URL with nothing to escape; NULL otherwise. */
+static const char *serve_url(void) {
+  const char *url = getenv("TFX_SERVE_URL");
+  if (!url || (strncmp(url, "http://", 7) && strncmp(url, "https://", 8)) || strlen(url) > 512 ||
+      strpbrk(url, "\"\\<>'& \t\r\n")) {
+    return NULL;
+  }
+  return url;
+}
+
+/* Every field of the last eval record (model.metrics: f1, auc, precision_3, ...) as a sample of tfx_eval_metric. */
+static void eval_fields(buf *b, const master *m) {
+  tfx_prom_family(b, "tfx_eval_metric", "Each metric of the last evaluation (model.metrics), by name.", "gauge");
+  for (int i = 0; i < m->obs.n_fields; i++) {
+    if (isfinite(m->obs.field_values[i])) {
+      put(b, "tfx_eval_metric{role=\"master\",index=\"%d\",metric=\"%s\"} %.9g\n", m->n->index,
+          m->obs.field_names[i], m->obs.field_values[i]);
+    }
+  }
+}
+
 /* Progressive validation over the workers: the mean of their last rolling AUC and log loss (NaN before any),
  * and the bad records they skipped (data.on_error skip). */
 static void render_rolling(buf *b, const master *m) {
@@ -120,6 +142,7 @@ static char *render_metrics(master *m) {
   gauge(&b, m, "tfx_train_accuracy", "Training accuracy of the last worker report.", "gauge", o->accuracy);
   gauge(&b, m, "tfx_eval_loss", "Loss of the last evaluation.", "gauge", o->eval_loss);
   gauge(&b, m, "tfx_eval_accuracy", "Accuracy of the last evaluation.", "gauge", o->eval_accuracy);
+  eval_fields(&b, m);
   gauge(&b, m, "tfx_examples_per_second", "Training throughput of the cluster.", "gauge", o->examples_per_sec);
   gauge(&b, m, "tfx_workers_registered", "Workers registered with the master.", "gauge", reg);
   gauge(&b, m, "tfx_parameter_servers", "Parameter servers in the cluster.", "gauge", m->n_ps);
@@ -189,7 +212,8 @@ static char *render_status(master *m) {
     put(&b, "%s[%g, %g, %g]", i ? ", " : "", o->eval[i][0], isfinite(o->eval[i][1]) ? o->eval[i][1] : -1,
         o->eval[i][2]);
   }
-  put(&b, "]}}\n");
+  const char *serve = serve_url();
+  put(&b, "]}, \"serve\": %s%s%s}\n", serve ? "\"" : "", serve ? serve : "null", serve ? "\"" : "");
   return b.s;
 }
 
@@ -197,7 +221,7 @@ static char *render_status(master *m) {
 static const char page[] =
     "<!doctype html><html><head><meta charset=utf-8><title>tfx</title><style>body{font:14px sans-serif;margin:16px}"
     "canvas{border:1px solid #ccc;margin:4px}td,th{padding:2px 8px;text-align:left}</style></head><body>"
-    "<h2>tfx run <span id=st></span></h2><canvas id=loss width=420 height=220></canvas>"
+    "<h2>tfx run <span id=st></span></h2><p id=sv></p><canvas id=loss width=420 height=220></canvas>"
     "<canvas id=acc width=420 height=220></canvas><canvas id=eps width=420 height=220></canvas><table id=tab></table>"
     "<script>function plot(id,title,pts,color){const c=document.getElementById(id),g=c.getContext('2d');"
     "g.clearRect(0,0,c.width,c.height);g.fillStyle='#000';g.fillText(title,8,14);if(pts.length<1)return;"
@@ -207,7 +231,8 @@ static const char page[] =
     "i?g.lineTo(x,y):g.moveTo(x,y)});g.stroke();g.fillText(y1.toPrecision(3),2,24);g.fillText(y0.toPrecision(3),2,c."
     "height-20);}"
     "async function tick(){const s=await (await fetch('/status')).json();document.getElementById('st').textContent="
-    "s.state+' step '+s.step+'/'+s.max_steps;const h=s.history;plot('loss','training "
+    "s.state+' step '+s.step+'/'+s.max_steps;if(s.serve)document.getElementById('sv').innerHTML="
+    "'served at <a href=\"'+s.serve+'\">'+s.serve+'</a>';const h=s.history;plot('loss','training "
     "loss',h.train.map(p=>[p[0],p[1]]),'#c33');"
     "plot('acc','eval accuracy',h.eval.map(p=>[p[0],p[2]]),'#36c');let e=[],a=h.train[0];"
     /* Workers report the same step at nearly the same time: rate over gaps of at least half a second. */
@@ -374,7 +399,22 @@ void master__observe(master *m, const char *kind, int64_t step, double loss, dou
   pthread_mutex_unlock(&o->lock);
 }
 
+/* Keeps the fields of an eval record for /metrics. */
+static void keep_fields(master *m, const char *const *names, const double *values, int n) {
+  observed *o = &m->obs;
+  pthread_mutex_lock(&o->lock);
+  o->n_fields = 0;
+  for (int i = 0; i < n && o->n_fields < TFX_EVAL_MAX_FIELDS; i++) {
+    snprintf(o->field_names[o->n_fields], sizeof o->field_names[0], "%s", names[i]);
+    o->field_values[o->n_fields++] = values[i];
+  }
+  pthread_mutex_unlock(&o->lock);
+}
+
 void master__record(master *m, const char *kind, int64_t step, const char *const *names, const double *values, int n) {
   tfx_metrics_write(m->metrics, kind, step, names, values, n);
   tfx_events_write(m->events, kind, step, names, values, n);
+  if (!strcmp(kind, "eval")) {
+    keep_fields(m, names, values, n);
+  }
 }

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/labelset.h"
 #include "nn/model.h"
 #include "nn/nn_impl.h"
 
@@ -25,12 +26,37 @@ void nn__softmax_rows(const float *z, float *p, size_t rows, size_t width) {
 
 /* The number of classes a label may name: c, or 2 for a binary classifier (one sigmoid output). */
 static int label_classes(const tfx_model *m, int c) {
-  return m->loss == 1 && c == 1 ? 2 : c;
+  return m->loss == 1 && c == 1 && !m->multi_label ? 2 : c;
 }
 
-static void count_hits(const float *z, const int32_t *labels, int batch, int c, int k, tfx_step_stats *st) {
+/* Whether label y is one the model scores: a class in [0, classes), or for a multi-label model a set whose classes
+ * are all outputs (the empty set too). */
+static int label_ok(const tfx_model *m, int classes, int32_t y) {
+  if (m->multi_label && y < 0) {
+    return (tfx_label_bits(y) >> classes) == 0 && (y == TFX_LABEL_SET || tfx_label_bits(y));
+  }
+  return y >= 0 && y < classes;
+}
+
+/* The outputs of logits z [c] above 0 as label bits (a multi-label prediction). */
+static uint32_t predicted_bits(const float *z, int c) {
+  uint32_t bits = 0;
+  for (int j = 0; j < c; j++) {
+    bits |= (uint32_t)(z[j] > 0) << j;
+  }
+  return bits;
+}
+
+static void count_hits(const tfx_model *m, const float *z, const int32_t *labels, int batch, int c, int k,
+                       tfx_step_stats *st) {
   for (int b = 0; b < batch; b++) {
     const float *zr = z + (size_t)b * c;
+    if (m->multi_label) { /* a hit when every output's side is its class's: sklearn's subset accuracy */
+      int hit = label_ok(m, c, labels[b]) && predicted_bits(zr, c) == tfx_label_bits(labels[b]);
+      st->correct += hit;
+      st->top5 += hit;
+      continue;
+    }
     if (c == 1) { /* binary: a hit when the logit's side is the label's */
       int hit = (labels[b] == 1) == (zr[0] > 0);
       st->correct += hit;
@@ -99,9 +125,28 @@ static double row_loss(int kind, const float *z, const float *p, int label, int 
   return loss;
 }
 
+/* A multi-label row: the mean over the c outputs of each one's sigmoid cross-entropy against its class's bit (Keras's
+ * binary_crossentropy), smoothed targets t (1 - e) + e / 2; dz as row_loss's. */
+static double multi_row_loss(const float *z, uint32_t bits, int c, float *dz, float inv_b, float e) {
+  double loss = 0;
+  for (int j = 0; j < c; j++) {
+    float t = (float)((bits >> j) & 1u);
+    t = e > 0 ? t * (1.0f - e) + e / 2 : t;
+    loss += sigmoid_xent(z[j], t);
+    if (dz) {
+      dz[j] = (1.0f / (1.0f + expf(-z[j])) - t) * inv_b / (float)c;
+    }
+  }
+  return loss / c;
+}
+
 int tfx_model_scores(const tfx_model *m, int batch, float *out) {
   const layer *last = &m->layers[m->n_layers - 1];
   int c = last->oc;
+  if (m->multi_label) {
+    memcpy(out, last->out, sizeof(float) * (size_t)batch * (size_t)c);
+    return c;
+  }
   if (!(c == 1 && m->loss == 1) && !(c == 2 && m->loss == 0)) {
     return 0;
   }
@@ -109,6 +154,23 @@ int tfx_model_scores(const tfx_model *m, int batch, float *out) {
     out[b] = c == 1 ? last->out[b] : last->out[2 * b + 1] - last->out[2 * b];
   }
   return 1;
+}
+
+int tfx_model_predictions(const tfx_model *m, int batch, int32_t *out) {
+  const layer *last = &m->layers[m->n_layers - 1];
+  int c = last->oc;
+  if (m->loss == 2) {
+    return 0;
+  }
+  for (int b = 0; b < batch; b++) {
+    const float *z = last->out + (size_t)b * c;
+    int best = 0;
+    for (int j = 1; j < c; j++) {
+      best = z[j] > z[best] ? j : best;
+    }
+    out[b] = m->multi_label ? (int32_t)(predicted_bits(z, c) | 0x80000000u) : c == 1 ? z[0] > 0 : best;
+  }
+  return label_classes(m, c);
 }
 
 void tfx_model_set_example_weights(tfx_model *m, const float *w) {
@@ -129,6 +191,12 @@ int nn__loss_setup(tfx_model *m, const tfx_config *cfg, tfx_err *err) {
     m->class_w[i] = (float)w[i];
   }
   m->smoothing = (float)cfg->label_smoothing;
+  m->multi_label = cfg->multi_label;
+  int outputs = m->layers[m->n_layers - 1].oc;
+  if (!rc && m->multi_label && (outputs < 1 || outputs > TFX_LABEL_SET_MAX)) {
+    rc = tfx_err_set(err, TFX_ECONFIG, "model.multi_label: the last layer has %d outputs (want 1 to %d, one per class)",
+                     outputs, TFX_LABEL_SET_MAX);
+  }
   return rc;
 }
 
@@ -142,13 +210,14 @@ void tfx_model_loss(tfx_model *m, const int32_t *labels, int batch, int grad, tf
   layer *last = &m->layers[m->n_layers - 1];
   int c = last->oc;
   nn__softmax_rows(last->out, m->probs, (size_t)batch, (size_t)c);
-  for (int b = 0; c == 1 && m->loss == 1 && b < batch; b++) {
-    m->probs[b] = 1.0f / (1.0f + expf(-last->out[b])); /* binary: the probability of class 1 */
+  int sigmoids = m->multi_label || (c == 1 && m->loss == 1);
+  for (size_t j = 0; sigmoids && j < (size_t)batch * (size_t)c; j++) {
+    m->probs[j] = 1.0f / (1.0f + expf(-last->out[j])); /* binary: the probability of class 1; each class's */
   }
   double total = 0;
   for (int b = 0; b < batch; b++) {
     float *dz = grad ? last->dout + (size_t)b * c : NULL;
-    if (labels[b] < 0 || labels[b] >= label_classes(m, c)) {
+    if (!label_ok(m, label_classes(m, c), labels[b])) {
       /* No loss and no gradient: tfx_model_check_labels is how a caller learns of it. */
       if (dz) {
         memset(dz, 0, sizeof(float) * (size_t)c);
@@ -156,14 +225,20 @@ void tfx_model_loss(tfx_model *m, const int32_t *labels, int batch, int grad, tf
       continue;
     }
     float w = grad ? example_weight(m, labels, b) : 1.0f;
-    double l = row_loss(m->loss, last->out + (size_t)b * c, m->probs + (size_t)b * c, labels[b], c, dz,
-                        1.0f / (float)batch * w, grad ? m->smoothing : 0.0f);
+    const float *z = last->out + (size_t)b * c;
+    float e = grad ? m->smoothing : 0.0f;
+    double l = m->multi_label ? multi_row_loss(z, tfx_label_bits(labels[b]), c, dz, 1.0f / (float)batch * w, e)
+                              : row_loss(m->loss, z, m->probs + (size_t)b * c, labels[b], c, dz, 1.0f / (float)batch * w, e);
     total += grad ? w * l : l;
   }
   memset(st, 0, sizeof *st);
   st->loss = total / batch;
   st->count = batch;
-  count_hits(last->out, labels, batch, c, m->top_k, st);
+  count_hits(m, last->out, labels, batch, c, m->top_k, st);
+}
+
+int tfx_model_multi_label(const tfx_model *m) {
+  return m->multi_label;
 }
 
 int tfx_model_label_classes(const tfx_model *m) {
@@ -173,12 +248,22 @@ int tfx_model_label_classes(const tfx_model *m) {
 int tfx_model_check_labels(const tfx_model *m, const int32_t *labels, int batch, int *example, tfx_err *err) {
   int c = label_classes(m, m->layers[m->n_layers - 1].oc);
   for (int b = 0; b < batch; b++) {
-    if (labels[b] < 0 || labels[b] >= c) {
-      if (example) {
-        *example = b;
-      }
-      return tfx_err_set(err, TFX_EINVAL, "label %d is outside the model's %d classes [0, %d)", (int)labels[b], c, c);
+    if (label_ok(m, c, labels[b])) {
+      continue;
     }
+    if (example) {
+      *example = b;
+    }
+    if (m->multi_label) {
+      return tfx_err_set(err, TFX_EINVAL, "label %d names a class outside the model's %d outputs", (int)labels[b], c);
+    }
+    if (labels[b] < 0) { /* a set of classes (or an empty CSV label) is stored negative */
+      return tfx_err_set(err, TFX_EINVAL,
+                         "label %d is outside the model's %d classes [0, %d) (a set of classes or an empty label "
+                         "needs model.multi_label)",
+                         (int)labels[b], c, c);
+    }
+    return tfx_err_set(err, TFX_EINVAL, "label %d is outside the model's %d classes [0, %d)", (int)labels[b], c, c);
   }
   return TFX_OK;
 }

@@ -93,6 +93,8 @@ size_t tfx_model_input_size(const tfx_model *m);
 tfx_par *tfx_model_par(tfx_model *m);
 /* The number of classes a label may name: the outputs, or 2 for one sigmoid output. */
 int tfx_model_label_classes(const tfx_model *m);
+/* 1 when the model's labels are sets of classes (model.multi_label: common/labelset.h), else 0. */
+int tfx_model_multi_label(const tfx_model *m);
 /* The number of outputs per example. */
 size_t tfx_model_output_size(const tfx_model *m);
 /* Runs the forward pass on x [batch, input] (borrowed); returns the logits (borrowed from the model). An
@@ -129,8 +131,14 @@ void tfx_model_set_row_source(tfx_model *m, tfx_row_source fn, void *ctx);
 /* Backward pass after forward+loss: writes every variable's grad (overwrites). */
 void tfx_model_backward(tfx_model *m, const float *x, int batch);
 /* For a binary classifier (one sigmoid output, or two softmax classes): a score of class 1 per example of the
- * last forward into out [batch], ordered as its probability (for AUC); returns 0 (nothing written) otherwise. */
+ * last forward into out [batch], ordered as its probability (for AUC), and returns 1; for a multi-label model each
+ * output's logit into out [batch, outputs], returning the outputs; returns 0 (nothing written) otherwise. */
 int tfx_model_scores(const tfx_model *m, int batch, float *out);
+/* The predicted class of each example of the last forward into out [batch]: the first largest logit, or for one
+ * sigmoid output 1 when its logit is above 0 (probability above 0.5, Keras's threshold), or for a multi-label model
+ * the set (common/labelset.h) of the outputs above 0; returns the number of classes a label may name, or 0
+ * (nothing written) for a regression (mse) model. */
+int tfx_model_predictions(const tfx_model *m, int batch, int32_t *out);
 /* Softmax probabilities of the last forward into out [batch, classes]. */
 void tfx_model_probabilities(const tfx_model *m, int batch, float *out);
 /* Prints the layer table: output shapes, variables, parameter counts, bytes. */

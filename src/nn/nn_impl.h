@@ -91,6 +91,7 @@ struct tfx_model {
   int top_k;               /* the K of the top-K hits counted (model.metrics top_K; 5 when absent) */
   float *class_w;          /* model.class_weights, one per class (owned), or NULL: all 1 */
   float smoothing;         /* model.label_smoothing */
+  int multi_label;         /* model.multi_label: labels are sets (common/labelset.h), one sigmoid output a class */
   const float *example_w;  /* the batch's example weights (tfx_model_set_example_weights, borrowed), or NULL */
   int in_rank, ih, iw, ic; /* the model input */
   float *probs;

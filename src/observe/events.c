@@ -68,19 +68,13 @@ int tfx_events_open(const char *run_dir, tfx_events **out, tfx_err *err) {
   return TFX_OK;
 }
 
-void tfx_events_write(tfx_events *e, const char *kind, int64_t step, const char *const *names, const double *values,
-                      int n) {
-  if (!e || n <= 0 || n > 32 || (!e->w && create(e))) {
-    return;
-  }
+/* Writes names/values[0..n) (n <= 32; the undefined ones and `worker` left out) as one summary event at step,
+ * tagged kind/name plus who. */
+static void write_summary(tfx_events *e, const char *kind, int64_t step, const char *const *names,
+                          const double *values, int n, const char *who) {
   Tensorflow__Summary__Value vals[32], *ptrs[32];
-  char tags[32][96], who[32] = "";
+  char tags[32][96];
   int k = 0;
-  for (int i = 0; i < n; i++) {
-    if (!strcmp(names[i], "worker") && isfinite(values[i])) {
-      snprintf(who, sizeof who, "/worker_%d", (int)values[i]); /* each worker's series under its own tags */
-    }
-  }
   for (int i = 0; i < n; i++) {
     if (!isfinite(values[i]) || !strcmp(names[i], "worker")) {
       continue;
@@ -104,6 +98,22 @@ void tfx_events_write(tfx_events *e, const char *kind, int64_t step, const char 
   ev.what_case = TENSORFLOW__EVENT__WHAT_SUMMARY;
   ev.summary = &summary;
   put(e, &ev);
+}
+
+void tfx_events_write(tfx_events *e, const char *kind, int64_t step, const char *const *names, const double *values,
+                      int n) {
+  if (!e || n <= 0 || (!e->w && create(e))) {
+    return;
+  }
+  char who[32] = "";
+  for (int i = 0; i < n; i++) {
+    if (!strcmp(names[i], "worker") && isfinite(values[i])) {
+      snprintf(who, sizeof who, "/worker_%d", (int)values[i]); /* each worker's series under its own tags */
+    }
+  }
+  for (int i = 0; i < n; i += 32) { /* a record of many fields (per_class) as several events of one step */
+    write_summary(e, kind, step, names + i, values + i, n - i < 32 ? n - i : 32, who);
+  }
 }
 
 void tfx_events_close(tfx_events *e) {

@@ -16,7 +16,8 @@ typedef struct tfx_events tfx_events;
  * leaves none; if it cannot be created, one EVENTS-OPEN warning and no events); caller owns *out; close with
  * tfx_events_close. */
 int tfx_events_open(const char *run_dir, tfx_events **out, tfx_err *err);
-/* Appends one Event at step with a scalar "kind/name" for each value (non-finite values are skipped), flushed. */
+/* Appends an Event at step (one per 32 values) with a scalar "kind/name" for each value (non-finite values are
+ * skipped), flushed. */
 void tfx_events_write(tfx_events *e, const char *kind, int64_t step, const char *const *names, const double *values,
                       int n);
 /* Closes the file; NULL does nothing. */

@@ -6,6 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/labelset.h"
+#include "train/classes.h"
+
 int tfx_forward_examples(tfx_model *m, const tfx_dataset *d, size_t i, int b, int *at, tfx_err *err) {
   tfx_csr csr[TFX_MAX_FIELDS];
   if (d->n_fields) { /* sparse examples: views of the set's own arrays */
@@ -68,6 +71,39 @@ double tfx_auc(float *scores, int32_t *labels, size_t n) {
   return pos > 0 && neg > 0 ? (rank_sum - pos * (pos + 1) / 2) / (pos * neg) : NAN;
 }
 
+/* Each output's AUC of a multi-label model into r->auc_k and their mean into r->auc; TFX_ENOMEM leaves none. */
+static void output_aucs(const float *scores, const int32_t *labels, size_t n, int cols, tfx_eval_result *r) {
+  float *col = malloc(sizeof(float) * (n ? n : 1));
+  int32_t *bit = malloc(sizeof(int32_t) * (n ? n : 1));
+  double sum = 0;
+  int defined = 0;
+  for (int k = 0; col && bit && k < cols && k < TFX_EVAL_MAX_CLASSES; k++) {
+    for (size_t i = 0; i < n; i++) {
+      col[i] = scores[i * (size_t)cols + (size_t)k];
+      bit[i] = (int32_t)((tfx_label_bits(labels[i]) >> k) & 1u);
+    }
+    r->auc_k[k] = tfx_auc(col, bit, n);
+    r->n_auc = k + 1;
+    sum += isnan(r->auc_k[k]) ? 0 : r->auc_k[k];
+    defined += !isnan(r->auc_k[k]);
+  }
+  r->auc = defined ? sum / defined : NAN;
+  free(col);
+  free(bit);
+}
+
+void tfx_eval_auc(const float *scores, const int32_t *labels, size_t n, int cols, tfx_eval_result *r) {
+  r->auc = NAN;
+  r->n_auc = 0;
+  r->scored = cols;
+  if (cols == 1) {
+    r->auc = tfx_auc((float *)scores, (int32_t *)labels, n); /* sorts a copy: both stay as they are */
+  } else if (cols > 1) {
+    output_aucs(scores, labels, n, cols, r);
+  }
+  r->has_auc = !isnan(r->auc);
+}
+
 int tfx_evaluate(tfx_model *m, const tfx_dataset *d, int batch, tfx_eval_result *out, tfx_err *err) {
   return tfx_evaluate_range(m, d, batch, 0, d->n, out, err);
 }
@@ -77,34 +113,67 @@ void tfx_eval_slice(size_t n, int index, int count, size_t *lo, size_t *hi) {
   *hi = n * (size_t)(index + 1) / (size_t)count;
 }
 
-int tfx_evaluate_range(tfx_model *m, const tfx_dataset *d, int batch, size_t lo, size_t hi, tfx_eval_result *out,
-                       tfx_err *err) {
-  double loss = 0;
-  size_t correct = 0, top5 = 0, n = hi - lo;
-  float *scores = malloc(sizeof(float) * (n ? n : 1));
-  int binary = scores != NULL;
+/* Counts batch b's predicted classes (pred: room for b) into r's confusion matrix. */
+static void count_classes(const tfx_model *m, const int32_t *labels, int b, int32_t *pred, tfx_eval_result *r) {
+  if (r->classes && tfx_model_predictions(m, b, pred)) {
+    tfx_confusion_add(r, labels, pred, b);
+  }
+}
+
+/* Sums of examples [lo, hi) into acc (its confusion matrix started), their scores (hi - lo rows of the score
+ * columns; NULL: none kept) and the AUC they give. */
+static int score_range(tfx_model *m, const tfx_dataset *d, int batch, size_t lo, size_t hi, float *scores,
+                       int32_t *pred, double sums[3], tfx_eval_result *acc, tfx_err *err) {
+  size_t w = tfx_model_multi_label(m) ? tfx_model_output_size(m) : 1; /* score columns an example */
+  int cols = scores ? (int)w : 0;
   for (size_t i = lo; i < hi; i += (size_t)batch) {
     int b = (int)(hi - i < (size_t)batch ? hi - i : (size_t)batch);
     tfx_step_stats st;
     int rc = eval_batch(m, d, i, b, &st, err);
     if (rc) {
-      free(scores);
       return rc;
     }
-    binary = binary && tfx_model_scores(m, b, scores + (i - lo));
-    loss += st.loss * b;
-    correct += (size_t)st.correct;
-    top5 += (size_t)st.top5;
+    cols = cols && tfx_model_scores(m, b, scores + (i - lo) * w) ? cols : 0;
+    count_classes(m, d->y + i, b, pred, acc);
+    sums[0] += st.loss * b;
+    sums[1] += (double)st.correct;
+    sums[2] += (double)st.top5;
   }
-  out->auc = binary ? tfx_auc(scores, d->y + lo, n) : NAN; /* sorts a copy: d stays as it is */
-  out->has_auc = !isnan(out->auc);
-  free(scores);
-  out->examples = n;
-  out->loss = n ? loss / (double)n : 0;
-  out->accuracy = n ? (double)correct / (double)n : 0;
-  out->top5 = n ? (double)top5 / (double)n : 0;
-  out->top_k = tfx_model_top_k(m);
+  tfx_eval_auc(scores, d->y + lo, hi - lo, cols, acc);
   return TFX_OK;
+}
+
+int tfx_evaluate_range(tfx_model *m, const tfx_dataset *d, int batch, size_t lo, size_t hi, tfx_eval_result *out,
+                       tfx_err *err) {
+  size_t n = hi - lo;
+  float *scores = malloc(sizeof(float) * (n ? n : 1) * tfx_model_output_size(m));
+  int rc = tfx_evaluate_scored(m, d, batch, lo, hi, scores, out, err);
+  free(scores);
+  return rc;
+}
+
+int tfx_evaluate_scored(tfx_model *m, const tfx_dataset *d, int batch, size_t lo, size_t hi, float *scores,
+                        tfx_eval_result *out, tfx_err *err) {
+  size_t n = hi - lo;
+  int32_t *pred = malloc(sizeof(int32_t) * (size_t)batch);
+  tfx_eval_result *acc = malloc(sizeof *acc);
+  double sums[3] = {0, 0, 0};
+  int rc = pred && acc ? TFX_OK : tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  if (!rc) {
+    tfx_confusion_init(acc, tfx_model_predictions(m, 0, NULL), tfx_model_multi_label(m)); /* 0: a regression */
+    rc = score_range(m, d, batch, lo, hi, scores, pred, sums, acc, err);
+  }
+  if (!rc) {
+    acc->examples = n;
+    acc->loss = n ? sums[0] / (double)n : 0;
+    acc->accuracy = n ? sums[1] / (double)n : 0;
+    acc->top5 = n ? sums[2] / (double)n : 0;
+    acc->top_k = tfx_model_top_k(m);
+    *out = *acc;
+  }
+  free(pred);
+  free(acc);
+  return rc;
 }
 
 static void fold(const char *agg, double *acc, double v, int first) {
@@ -132,14 +201,10 @@ static void agg_for(const char *agg, const char *metric, char out[8]) {
   }
 }
 
-int tfx_evaluate_agg(tfx_model *m, const tfx_dataset *d, int batch, size_t max_examples, const char *agg,
-                     tfx_eval_result *out, tfx_err *err) {
-  size_t n = max_examples && max_examples < d->n ? max_examples : d->n;
-  char aggs[3][8];
-  agg_for(agg, "loss", aggs[0]);
-  agg_for(agg, "accuracy", aggs[1]);
-  agg_for(agg, "top_", aggs[2]);
-  double acc[3] = {0, 0, 0};
+/* Folds examples [0, n) of d batch by batch into acc by aggs (per-batch loss, accuracy, top-K) and counts their
+ * classes into out's confusion matrix (started). */
+static int fold_batches(tfx_model *m, const tfx_dataset *d, int batch, size_t n, char aggs[3][8], double acc[3],
+                        int32_t *pred, tfx_eval_result *out, tfx_err *err) {
   for (size_t i = 0; i < n; i += (size_t)batch) {
     int b = (int)(n - i < (size_t)batch ? n - i : (size_t)batch);
     tfx_step_stats st;
@@ -147,6 +212,7 @@ int tfx_evaluate_agg(tfx_model *m, const tfx_dataset *d, int batch, size_t max_e
     if (rc) {
       return rc;
     }
+    count_classes(m, d->y + i, b, pred, out);
     double vals[3] = {st.loss, (double)st.correct / b, (double)st.top5 / b};
     for (int k = 0; k < 3; k++) {
       fold(aggs[k], &acc[k], vals[k] * (strcmp(aggs[k], "mean") ? 1.0 : (double)b), i == 0);
@@ -155,9 +221,33 @@ int tfx_evaluate_agg(tfx_model *m, const tfx_dataset *d, int batch, size_t max_e
   for (int k = 0; k < 3; k++) {
     acc[k] = !strcmp(aggs[k], "mean") && n ? acc[k] / (double)n : acc[k];
   }
+  return TFX_OK;
+}
+
+int tfx_evaluate_agg(tfx_model *m, const tfx_dataset *d, int batch, size_t max_examples, const char *agg,
+                     tfx_eval_result *out, tfx_err *err) {
+  size_t n = max_examples && max_examples < d->n ? max_examples : d->n;
+  char aggs[3][8];
+  agg_for(agg, "loss", aggs[0]);
+  agg_for(agg, "accuracy", aggs[1]);
+  agg_for(agg, "top_", aggs[2]);
+  double acc[3] = {0, 0, 0};
+  int32_t *pred = malloc(sizeof(int32_t) * (size_t)batch);
+  if (!pred) {
+    return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  }
+  /* counts are whole-set sums whatever agg says */
+  tfx_confusion_init(out, tfx_model_predictions(m, 0, NULL), tfx_model_multi_label(m));
+  int rc = fold_batches(m, d, batch, n, aggs, acc, pred, out, err);
+  free(pred);
+  if (rc) {
+    return rc;
+  }
   out->examples = n;
   out->auc = NAN;
   out->has_auc = 0; /* per-batch aggregation has no AUC */
+  out->n_auc = 0;
+  out->scored = 0;
   out->loss = acc[0];
   out->accuracy = acc[1];
   out->top5 = acc[2];
@@ -165,11 +255,53 @@ int tfx_evaluate_agg(tfx_model *m, const tfx_dataset *d, int batch, size_t max_e
   return TFX_OK;
 }
 
+/* Appends the field `name` (copied into the report's text) with value v, when v is defined and there is room
+ * (one place stays for examples). */
+static void add_field(tfx_eval_report *out, const char *name, size_t len, double v) {
+  if (isnan(v) || out->n >= TFX_EVAL_MAX_FIELDS - 1) {
+    return;
+  }
+  snprintf(out->text[out->n], sizeof out->text[0], "%.*s", (int)len, name);
+  out->names[out->n] = out->text[out->n];
+  out->values[out->n++] = v;
+}
+
+/* Appends the per-class metric p[0..len) (precision, recall, f1, their _K, per_class) of r; 0 when p is none. */
+static int add_class_fields(tfx_eval_report *out, const char *p, size_t len, const tfx_eval_result *r) {
+  double v;
+  if (tfx_class_metric_named(r, p, len, &v)) {
+    add_field(out, p, len, v);
+    return 1;
+  }
+  int k = len > 4 && len <= 6 && !strncmp(p, "auc_", 4) ? atoi(p + 4) : -1;
+  if (k >= 0) {
+    add_field(out, p, len, k < r->n_auc ? r->auc_k[k] : NAN);
+    return 1;
+  }
+  if (len != 9 || strncmp(p, "per_class", 9)) {
+    return 0;
+  }
+  for (k = 0; k < r->n_auc; k++) { /* a multi-label model's AUC of each output */
+    char name[24];
+    add_field(out, name, (size_t)snprintf(name, sizeof name, "auc_%d", k), r->auc_k[k]);
+  }
+  static const char *const stats[] = {"precision", "recall", "f1"};
+  for (k = 0; k < r->classes; k++) {
+    for (int i = 0; i < 3; i++) {
+      char name[24];
+      int n = snprintf(name, sizeof name, "%s_%d", stats[i], k);
+      add_field(out, name, (size_t)n, tfx_class_metric(r, (tfx_class_stat)i, k));
+    }
+  }
+  return 1;
+}
+
 void tfx_eval_report_init(tfx_eval_report *out, const char *metrics, const tfx_eval_result *r) {
   out->n = 0;
   for (const char *p = metrics; *p && out->n < TFX_EVAL_MAX_FIELDS - 1;) {
     size_t len = strcspn(p, ",:");
-    if (len == 4 && !strncmp(p, "loss", 4)) {
+    if (add_class_fields(out, p, len, r)) {
+    } else if (len == 4 && !strncmp(p, "loss", 4)) {
       out->names[out->n] = "loss";
       out->values[out->n++] = r->loss;
     } else if (len == 8 && !strncmp(p, "accuracy", 8)) {

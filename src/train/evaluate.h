@@ -7,15 +7,25 @@
 #include "data/dataset.h"
 #include "nn/model.h"
 
+/* The most classes whose counts an evaluation keeps (per-class metrics, the confusion matrix). */
+#define TFX_EVAL_MAX_CLASSES 32
+
 typedef struct tfx_eval_result {
   double loss, accuracy, top5; /* top5: the top-K accuracy, K = top_k */
   int top_k;
   size_t examples;
   double auc;  /* binary classifiers: the exact ROC AUC over every example (ties count half) */
   int has_auc; /* 0: not binary, or one class absent from the set */
+  int scored;  /* score columns tfx_evaluate_scored wrote an example: 1 binary, the outputs multi-label, 0 none */
+  int n_auc;   /* multi-label: auc_k holds each output's AUC (NaN: one class absent), auc their mean */
+  double auc_k[TFX_EVAL_MAX_CLASSES];
+  int classes;  /* the confusion matrix's classes (0: none kept: a regression, or over TFX_EVAL_MAX_CLASSES) */
+  int multi_label; /* sets of classes: row k of confusion holds class k's tp, fp, fn, tn */
+  double confusion[TFX_EVAL_MAX_CLASSES][TFX_EVAL_MAX_CLASSES]; /* [label][predicted]: examples (train/classes.h) */
 } tfx_eval_result;
 
-#define TFX_EVAL_MAX_FIELDS 8
+/* Room for every named metric, and per_class's three of each class (four with a multi-label AUC). */
+#define TFX_EVAL_MAX_FIELDS (4 * TFX_EVAL_MAX_CLASSES + 16)
 
 /* The fields of one metrics record: the metrics named, then examples; callers may append more fields. */
 typedef struct tfx_eval_report {
@@ -38,6 +48,11 @@ int tfx_evaluate(tfx_model *m, const tfx_dataset *d, int batch, tfx_eval_result 
 /* As tfx_evaluate over examples [lo, hi) of d (a worker's slice of the eval set: eval.distributed). */
 int tfx_evaluate_range(tfx_model *m, const tfx_dataset *d, int batch, size_t lo, size_t hi, tfx_eval_result *out,
                        tfx_err *err);
+/* As tfx_evaluate_range, keeping the scores of examples [lo, hi) in scores (the caller's, (hi - lo) x
+ * tfx_model_output_size floats, tfx_model_scores's; NULL: none kept, no AUC); out->scored says how many an example
+ * were written (0: none, a model without AUC). */
+int tfx_evaluate_scored(tfx_model *m, const tfx_dataset *d, int batch, size_t lo, size_t hi, float *scores,
+                        tfx_eval_result *out, tfx_err *err);
 /* Slice index of count of n examples: [*lo, *hi), contiguous, sizes differing by at most one, covering all. */
 void tfx_eval_slice(size_t n, int index, int count, size_t *lo, size_t *hi);
 
@@ -46,12 +61,18 @@ void tfx_eval_slice(size_t n, int index, int count, size_t *lo, size_t *hi);
 int tfx_evaluate_agg(tfx_model *m, const tfx_dataset *d, int batch, size_t max_examples, const char *agg,
                      tfx_eval_result *out, tfx_err *err);
 
-/* Fills *out with the metrics of r that `metrics` names (comma-separated loss, accuracy, top_K, auc, log_loss,
- * each optionally ":agg"; top_K is recorded as topK_accuracy with the model's K; log_loss is the cross-entropy
- * loss; auc only when r has one), then examples. */
 /* The exact ROC AUC of scores against binary labels (1 positive), n of each: the Mann-Whitney statistic with tied
  * scores at their mean rank (scores and labels are left as they are). NaN when a class is absent. */
 double tfx_auc(float *scores, int32_t *labels, size_t n);
+/* Fills *out with the metrics of r that `metrics` names (comma-separated loss, accuracy, top_K, auc, log_loss,
+ * precision, recall, f1, precision_K, recall_K, f1_K, auc_K, per_class, each optionally ":agg"; top_K is recorded
+ * as topK_accuracy with the model's K; log_loss is the cross-entropy loss; auc only when r has one, auc_K when r
+ * has a multi-label model's; the per-class ones only when r keeps counts: per_class as precision_K, recall_K, f1_K
+ * (and auc_K) of every class), then examples. */
+/* The AUC of n examples' scores (cols an example: 1 for a binary classifier, the outputs of a multi-label model,
+ * whose AUC is each output's against its class's bit, and their mean over the outputs that have one, as Keras's
+ * AUC(multi_label=True)) against their labels into r's auc, has_auc, n_auc, auc_k and scored; cols 0: none. */
+void tfx_eval_auc(const float *scores, const int32_t *labels, size_t n, int cols, tfx_eval_result *r);
 void tfx_eval_report_init(tfx_eval_report *out, const char *metrics, const tfx_eval_result *r);
 /* The metrics a validation set reports: its per-metric aggregation list if it has one, else model_metrics
  * (both borrowed). */

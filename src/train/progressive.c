@@ -51,7 +51,8 @@ void tfx_progressive_destroy(tfx_progressive *p) {
 }
 
 void tfx_progressive_score(tfx_progressive *p, const tfx_model *m, int batch) {
-  p->binary = p->binary && batch <= p->batch && tfx_model_scores(m, batch, p->batch_score);
+  p->binary = p->binary && batch <= p->batch && !tfx_model_multi_label(m) &&
+              tfx_model_scores(m, batch, p->batch_score) == 1;
 }
 
 void tfx_progressive_add(tfx_progressive *p, const int32_t *labels, int batch, double mean_loss) {

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "train/classes.h"
+
 void tfx_watch_init(tfx_watch *w, const char *metric, tfx_watch_mode mode, double min_delta, int patience) {
   memset(w, 0, sizeof *w);
   snprintf(w->metric, sizeof w->metric, "%s", metric);
@@ -50,6 +52,14 @@ double tfx_eval_metric(const tfx_eval_result *r, const char *metric) {
   }
   if (!strcmp(metric, "auc")) {
     return r->has_auc ? r->auc : NAN;
+  }
+  double v;
+  if (tfx_class_metric_named(r, metric, strlen(metric), &v)) {
+    return v;
+  }
+  if (!strncmp(metric, "auc_", 4)) {
+    int o = atoi(metric + 4);
+    return o >= 0 && o < r->n_auc ? r->auc_k[o] : NAN;
   }
   int k = !strncmp(metric, "top_", 4) ? atoi(metric + 4) : 0;
   return k > 0 && k == r->top_k ? r->top5 : NAN;

@@ -29,8 +29,9 @@ void tfx_watch_restore(tfx_watch *w, int64_t step, double value);
 int tfx_watch_update(tfx_watch *w, int64_t step, double value);
 /* 1 when the watch is on and `patience` evaluations in a row have not improved on the best. */
 int tfx_watch_exhausted(const tfx_watch *w);
-/* The value of metric (loss, log_loss, accuracy, auc, top_K) in r; NaN when r has none (auc of a set with one
- * class, top_K of another K than r's). */
+/* The value of metric (loss, log_loss, accuracy, auc, top_K, precision, recall, f1, precision_K, recall_K, f1_K)
+ * in r; NaN when r has none (auc of a set with one class, top_K of another K than r's, a class r has no counts
+ * of). */
 double tfx_eval_metric(const tfx_eval_result *r, const char *metric);
 
 #endif

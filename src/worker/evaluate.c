@@ -1,13 +1,15 @@
 /* eval.distributed on a worker: its slice of the eval set, scored between steps when the chief asks
  * (MSG_EVALUATE), with the dense variables it trains with (the last version it pulled, lent to the eval model) and
  * the rows of lazy tables each eval batch touches, pulled from the ps through a client of the eval model's own.
- * worker.c calls it; the chief merges the slices' sums. */
+ * worker.c calls it; the chief merges the slices' sums, confusion matrices and (binary classifiers) scores. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "net/net.h"
 
 #include "psclient/psclient.h"
+#include "train/classes.h"
 #include "train/evaluate.h"
 #include "train/labels.h"
 #include "worker/worker_impl.h"
@@ -23,13 +25,22 @@ int worker__eval_open(worker_eval *e, const tfx_config *cfg, const tfx_psclient 
       !(rc = tfx_psclient_create(cluster, shards, n_shards, e->model, cfg->request_timeout_s * 1000, &e->ps, err))) {
     tfx_psclient_lend_rows(e->ps, e->model);
   }
-  return rc ? rc : tfx_labels_load(e->model, cfg, 1, &e->data, err);
+  rc = rc ? rc : tfx_labels_load(e->model, cfg, 1, &e->data, err);
+  if (!rc) {
+    size_t n = e->data->n ? e->data->n : 1;
+    e->scores = malloc(sizeof(float) * n * tfx_model_output_size(e->model));
+    e->labels = malloc(sizeof(int64_t) * n);
+    rc = e->scores && e->labels ? TFX_OK : tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  }
+  return rc;
 }
 
 void worker__eval_close(worker_eval *e) {
   tfx_psclient_destroy(e->ps);
   tfx_model_destroy(e->model);
   tfx_dataset_destroy(e->data);
+  free(e->scores);
+  free(e->labels);
   memset(e, 0, sizeof *e);
 }
 
@@ -45,9 +56,9 @@ int worker__eval_slice(worker_eval *e, tfx_model *train, int index, int count, t
       tfx_model_var(e->model, i)->value = tfx_model_var(train, i)->value;
     }
   }
-  size_t lo, hi;
-  tfx_eval_slice(e->data->n, index, count, &lo, &hi);
-  return tfx_evaluate_range(e->model, e->data, 1000, lo, hi, r, err);
+  size_t hi;
+  tfx_eval_slice(e->data->n, index, count, &e->lo, &hi);
+  return tfx_evaluate_scored(e->model, e->data, 1000, e->lo, hi, e->scores, r, err);
 }
 
 /* The stat key of a request (NaN when absent). */
@@ -60,31 +71,76 @@ static double request_stat(const tfx_envelope *e, const char *key) {
   return NAN;
 }
 
-void worker__eval_serve(worker_eval *e, void *sock, const tfx_inmsg *m, tfx_model *train, int64_t version) {
-  double index = request_stat(m->env, "index"), count = request_stat(m->env, "count");
-  tfx_eval_result r;
-  tfx_err err = {0};
-  int rc = !train ? tfx_err_set(&err, TFX_ESTATE, "not training yet")
-                     : worker__eval_slice(e, train, isfinite(index) ? (int)index : -1,
-                                          isfinite(count) ? (int)count : 0, &r, &err);
-  if (rc) {
-    tfx_server_reply_error(sock, m, rc, err.msg, NULL);
-    return;
-  }
+/* Describes tensor `name` of dtype and count elements in t, its bytes (copied at send) in p. */
+static void add_tensor(Tfx__Tensor *t, int64_t *shape, tfx_payload *p, const char *name, int dtype, size_t count,
+                       const void *data) {
+  tfx__tensor__init(t);
+  t->name = (char *)name;
+  t->dtype = (Tfx__DType)dtype;
+  *shape = (int64_t)count;
+  t->shape = shape;
+  t->n_shape = 1;
+  t->nbytes = count * tfx_wire_dtype_size(dtype);
+  *p = (tfx_payload){data, t->nbytes, 1, NULL, NULL};
+}
+
+/* Sends r: its sums in stats, its confusion matrix ("confusion", int64 [classes * tfx_confusion_cols]) and, scored,
+ * the slice's scores ("scores", float32 [examples * score_cols]) and labels ("labels", int64 [examples]). */
+static void send_result(worker_eval *e, void *sock, const tfx_inmsg *m, const tfx_eval_result *r, int64_t version) {
   tfx_envelope env;
   tfx_reply_init(&env, m);
-  const char *keys[] = {"examples", "loss_sum", "correct", "topk", "top_k"};
-  double vals[] = {(double)r.examples, r.loss * (double)r.examples, r.accuracy * (double)r.examples,
-                   r.top5 * (double)r.examples, r.top_k};
-  Tfx__KeyValue kv[5], *kvp[5];
-  for (int i = 0; i < 5; i++) {
+  const char *keys[] = {"examples", "loss_sum", "correct", "topk", "top_k", "classes", "multi_label", "score_cols"};
+  double vals[] = {(double)r->examples, r->loss * (double)r->examples, r->accuracy * (double)r->examples,
+                   r->top5 * (double)r->examples, r->top_k, r->classes, r->multi_label, r->scored};
+  Tfx__KeyValue kv[8], *kvp[8];
+  for (int i = 0; i < 8; i++) {
     tfx__key_value__init(&kv[i]);
     kv[i].key = (char *)keys[i];
     kv[i].value = vals[i];
     kvp[i] = &kv[i];
   }
+  int64_t cm[TFX_EVAL_MAX_CLASSES * TFX_EVAL_MAX_CLASSES], shapes[3];
+  int cols = tfx_confusion_cols(r);
+  for (int i = 0; i < r->classes * cols; i++) {
+    cm[i] = (int64_t)r->confusion[i / cols][i % cols];
+  }
+  for (size_t i = 0; r->scored && i < r->examples; i++) {
+    e->labels[i] = e->data->y[e->lo + i];
+  }
+  Tfx__Tensor t[3], *tp[3] = {&t[0], &t[1], &t[2]};
+  tfx_payload p[3];
+  int n = 0;
+  if (r->classes) {
+    add_tensor(&t[n], &shapes[n], &p[n], "confusion", TFX__DTYPE__DTYPE_INT64, (size_t)(r->classes * cols), cm);
+    n++;
+  }
+  if (r->scored && r->examples) {
+    add_tensor(&t[n], &shapes[n], &p[n], "scores", TFX__DTYPE__DTYPE_FLOAT32, r->examples * (size_t)r->scored,
+               e->scores);
+    n++;
+    add_tensor(&t[n], &shapes[n], &p[n], "labels", TFX__DTYPE__DTYPE_INT64, r->examples, e->labels);
+    n++;
+  }
   env.step = version;
   env.stats = kvp;
-  env.n_stats = 5;
-  tfx_wire_send(sock, &m->identity, &env, NULL, 0, NULL);
+  env.n_stats = 8;
+  env.tensors = tp;
+  env.n_tensors = (size_t)n;
+  tfx_wire_send(sock, &m->identity, &env, p, n, NULL);
+}
+
+void worker__eval_serve(worker_eval *e, void *sock, const tfx_inmsg *m, tfx_model *train, int64_t version) {
+  double index = request_stat(m->env, "index"), count = request_stat(m->env, "count");
+  tfx_eval_result *r = malloc(sizeof *r);
+  tfx_err err = {0};
+  int rc = !r ? tfx_err_set(&err, TFX_ENOMEM, "out of memory")
+          : !train ? tfx_err_set(&err, TFX_ESTATE, "not training yet")
+                   : worker__eval_slice(e, train, isfinite(index) ? (int)index : -1, isfinite(count) ? (int)count : 0,
+                                        r, &err);
+  if (rc) {
+    tfx_server_reply_error(sock, m, rc, err.msg, NULL);
+  } else {
+    send_result(e, sock, m, r, version);
+  }
+  free(r);
 }

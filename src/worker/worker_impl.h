@@ -48,6 +48,9 @@ typedef struct worker_eval {
   tfx_model *model;   /* batches of 1000, its variables lent from the training model; NULL: off */
   tfx_dataset *data;  /* the whole eval set (a slice is scored) */
   tfx_psclient *ps;   /* lazy tables: the eval batches' rows from the ps (NULL: none) */
+  float *scores;      /* the slice's scores (data->n x the score columns), sent for the chief's exact AUC */
+  int64_t *labels;    /* their labels, as int64 on the wire */
+  size_t lo;          /* the first example of the last slice scored */
 } worker_eval;
 
 /* Loads the eval set and its model when cfg->eval_distributed (else e stays empty), with a ps client of its own

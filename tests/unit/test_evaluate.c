@@ -127,9 +127,9 @@ Test(evaluate, config_reads_the_metrics_object_of_a_validation_set) {
   cr_assert(strstr(err.msg, "validation[0].metrics: 'accuracy:median'"), "%s", err.msg);
   const char *unknown =
       "{\"validation\": [{\"name\": \"v\", \"images\": \"i\", \"labels\": \"l\","
-      " \"metrics\": {\"f1\": \"mean\"}}]}";
+      " \"metrics\": {\"f2\": \"mean\"}}]}";
   cr_assert_eq(tfx_config_parse(&cfg, unknown, "t", &err), TFX_ECONFIG);
-  cr_assert(strstr(err.msg, "'f1:mean' (want loss, accuracy or top_K"), "%s", err.msg);
+  cr_assert(strstr(err.msg, "'f2:mean' (want loss, accuracy, top_K"), "%s", err.msg);
 }
 
 /* ---- data the model cannot score ---- */

@@ -182,3 +182,36 @@ Test(events, created_at_the_first_event) {
   tfx_tfrecord_reader_close(r);
   cr_assert_eq(records, 3, "file_version and two events, got %d records", records);
 }
+
+/* A record of more fields than one summary holds (per_class of many classes) is written whole, as several events
+ * of one step (it was dropped). */
+Test(events, a_record_of_many_fields_is_written_whole) {
+  tfx_events *e = NULL;
+  tfx_err err = {0};
+  cr_assert_eq(tfx_events_open(tmp, &e, &err), TFX_OK, "%s", err.msg);
+  char text[40][16];
+  const char *names[40];
+  double values[40];
+  for (int i = 0; i < 40; i++) {
+    snprintf(text[i], sizeof text[i], "f1_%d", i);
+    names[i] = text[i];
+    values[i] = i / 40.0;
+  }
+  tfx_events_write(e, "eval", 7, names, values, 40);
+  tfx_events_close(e);
+  DIR *d = opendir(tmp);
+  cr_assert_not_null(d);
+  struct dirent *de;
+  char path[512] = "";
+  while ((de = readdir(d))) {
+    if (!strncmp(de->d_name, "events.out.tfevents.", 20)) {
+      snprintf(path, sizeof path, "%s/%s", tmp, de->d_name);
+    }
+  }
+  closedir(d);
+  size_t len = 0;
+  uint8_t *b = slurp(path, &len);
+  cr_assert_not_null(memmem(b, len, "eval/f1_0", 9));
+  cr_assert_not_null(memmem(b, len, "eval/f1_39", 10), "the fields past 32 are written");
+  free(b);
+}

@@ -202,3 +202,90 @@ Test(loss, class_weights_must_match_the_classes) {
   cr_assert_eq(tfx_config_validate(&c, &err), TFX_ECONFIG);
   cr_assert(strstr(err.msg, "model.class_weights[1]"), "%s", err.msg);
 }
+
+/* ---- multi-label (model.multi_label): labels are sets, one sigmoid output per class ---- */
+
+#include "common/labelset.h"
+
+/* Label sets of the fixed batch: {0, 2}, {}, 1 (a single class), {0, 1, 2}. */
+static int32_t sets_of_batch(int b) {
+  static const char *const text[B] = {"0|2", "", "", "2|1|0"};
+  int32_t y = 0;
+  if (b == 2) {
+    return 1;
+  }
+  cr_assert_eq(tfx_label_set_parse(text[b], '|', &y), 0, "'%s'", text[b]);
+  return y;
+}
+
+Test(loss, multi_label_is_the_mean_sigmoid_cross_entropy_over_outputs) {
+  static const char *const sets[] = {"model.multi_label=true", NULL};
+  tfx_model *m = make(OUT, "sigmoid_cross_entropy", sets);
+  int32_t ys[B];
+  for (int b = 0; b < B; b++) {
+    ys[b] = sets_of_batch(b);
+  }
+  cr_assert_eq(tfx_model_check_labels(m, ys, B, NULL, NULL), TFX_OK);
+  double got = loss_of(m, ys), want = 0;
+  for (int b = 0; b < B; b++) {
+    for (int j = 0; j < OUT; j++) {
+      double z = last(m)->out[b * OUT + j], t = (tfx_label_bits(ys[b]) >> j) & 1u;
+      want += (fmax(z, 0) - z * t + log1p(exp(-fabs(z)))) / OUT / B; /* Keras's binary_crossentropy, mean */
+    }
+  }
+  cr_assert_float_eq(got, want, 1e-6);
+  check_gradient(m, ys);
+  int32_t pred[B];
+  cr_assert_eq(tfx_model_predictions(m, B, pred), OUT);
+  for (int b = 0; b < B; b++) {
+    uint32_t bits = 0;
+    for (int j = 0; j < OUT; j++) {
+      bits |= (uint32_t)(last(m)->out[b * OUT + j] > 0) << j;
+    }
+    cr_assert_eq(tfx_label_bits(pred[b]), bits, "example %d: predicted set", b);
+  }
+  int32_t bad[B] = {ys[0], ys[1], ys[2], (int32_t)(TFX_LABEL_SET | 8)}; /* class 3 of 3 outputs */
+  tfx_err err = {0};
+  int at = -1;
+  cr_assert_eq(tfx_model_check_labels(m, bad, B, &at, &err), TFX_EINVAL);
+  cr_assert_eq(at, 3);
+  cr_assert(strstr(err.msg, "outside the model's 3 outputs"), "%s", err.msg);
+  tfx_model_destroy(m);
+}
+
+Test(loss, a_set_for_a_single_label_model_names_multi_label) {
+  tfx_model *m = make(OUT, "softmax_cross_entropy", NULL);
+  int32_t ys[B] = {0, 1, sets_of_batch(0), 2};
+  tfx_err err = {0};
+  cr_assert_eq(tfx_model_check_labels(m, ys, B, NULL, &err), TFX_EINVAL);
+  cr_assert(strstr(err.msg, "needs model.multi_label"), "%s", err.msg);
+  tfx_model_destroy(m);
+}
+
+Test(loss, label_sets_parse_and_refuse) {
+  int32_t y = 7;
+  cr_assert_eq(tfx_label_set_parse("3|0 | 30", '|', &y), 0);
+  cr_assert_eq(tfx_label_bits(y), (1u << 3) | 1u | (1u << 30));
+  cr_assert_eq(tfx_label_set_parse("", '|', &y), 0);
+  cr_assert_eq(y, TFX_LABEL_SET, "the empty set");
+  cr_assert_eq(tfx_label_bits(y), 0);
+  cr_assert_eq(tfx_label_bits(5), 1u << 5, "a single class");
+  const char *bad[] = {"31", "1|x", "-1", "1,2", "1||"};
+  for (int i = 0; i < 5; i++) {
+    y = 7;
+    cr_assert_eq(tfx_label_set_parse(bad[i], '|', &y), -1, "'%s' accepted", bad[i]);
+    cr_assert_eq(y, 7, "untouched");
+  }
+  cr_assert_eq(tfx_label_set_parse("1,2", ',', &y), 0, "LibSVM's separator");
+}
+
+Test(loss, multi_label_needs_sigmoid_cross_entropy) {
+  tfx_config c;
+  tfx_config_init(&c);
+  tfx_err err = {0};
+  cr_assert_eq(tfx_config_parse(&c, "{\"model\": {\"layers\": [{\"type\": \"dense\", \"units\": 3}], \"multi_label\": true}}",
+                                "t", &err),
+               TFX_OK, "%s", err.msg);
+  cr_assert_eq(tfx_config_validate(&c, &err), TFX_ECONFIG);
+  cr_assert(strstr(err.msg, "model.multi_label: needs model.loss sigmoid_cross_entropy"), "%s", err.msg);
+}

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/labelset.h"
 #include "data/csv.h"
 #include "data/dataset.h"
 #include "data/example.h"
@@ -203,6 +204,19 @@ Test(csv, bad_label_cell) {
   assert_fails(rc, &e, TFX_ECORRUPT, "line 2, column 2 ('label')", NULL);
 }
 
+/* A multi-label example's classes (model.multi_label): "0|2" and an empty cell are sets (common/labelset.h). */
+Test(csv, label_sets) {
+  tfx_dataset *d = csv_ok("a,label\n1,0|2\n2,\n3,1\n", "label", 1);
+  cr_assert_eq(d->n, 3);
+  cr_assert_eq(tfx_label_bits(d->y[0]), 5u);
+  cr_assert_eq(d->y[1], TFX_LABEL_SET, "an empty cell: no class");
+  cr_assert_eq(d->y[2], 1);
+  tfx_dataset_destroy(d);
+  tfx_err e = {0};
+  int rc = csv_fail("a,label\n1,0|x\n", "label", 1, &e);
+  assert_fails(rc, &e, TFX_ECORRUPT, "'0|x' is not an int32 label or a set of classes (1|4)", NULL);
+}
+
 Test(csv, ragged_rows_and_quotes) {
   tfx_err e = {0};
   int rc = csv_fail("a,b,c\n1,2,3\n4,5\n", "c", 1, &e);
@@ -305,6 +319,15 @@ Test(libsvm, inferred_dim_comments_qid_and_blank_lines) {
   for (int i = 0; i < 4; i++) {
     cr_assert_eq(d->y[i], y[i]);
   }
+  tfx_dataset_destroy(d);
+}
+
+Test(libsvm, label_sets) {
+  tfx_dataset *d = NULL;
+  tfx_err e = {0};
+  cr_assert_eq(svm_load("1,3 1:1\n2 2:1\n", 0, &d, &e), TFX_OK, "%s", e.msg);
+  cr_assert_eq(tfx_label_bits(d->y[0]), (1u << 1) | (1u << 3));
+  cr_assert_eq(d->y[1], 2);
   tfx_dataset_destroy(d);
 }
 
