@@ -1,6 +1,9 @@
 /* The binary's provenance (version.h), from the generated tfx_commit.h. */
 #include "common/version.h"
 
+#define TFX_STR_(x) #x
+#define TFX_STR(x) TFX_STR_(x)
+
 #include "common/tfx_commit.h" /* generated in the build tree (cmake/commit.cmake) */
 
 const char *tfx_version(void) {
@@ -16,5 +19,5 @@ const char *tfx_version_build(void) {
 }
 
 const char *tfx_version_line(void) {
-  return "tfx-node " TFX_VERSION " (commit " TFX_COMMIT "; " TFX_BUILD_FLAGS "; protocol 1)";
+  return "tfx-node " TFX_VERSION " (commit " TFX_COMMIT "; " TFX_BUILD_FLAGS "; protocol " TFX_STR(TFX_PROTOCOL_VERSION) ")";
 }

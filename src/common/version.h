@@ -3,6 +3,10 @@
 #ifndef TFX_COMMON_VERSION_H
 #define TFX_COMMON_VERSION_H
 
+/* The cluster protocol's version, carried in every envelope (net/wire.h refuses another; proto/README.md says
+ * when it changes). */
+#define TFX_PROTOCOL_VERSION 2
+
 /* The release version, e.g. "0.1.0" (static). */
 const char *tfx_version(void);
 
@@ -13,7 +17,7 @@ const char *tfx_version_commit(void);
 /* The build type, compiler and sanitizer flags, e.g. "RelWithDebInfo gcc-12.2.0 sanitize=off" (static). */
 const char *tfx_version_build(void);
 
-/* One line: "tfx-node VERSION (commit COMMIT; BUILD; protocol 1)" (static). */
+/* One line: "tfx-node VERSION (commit COMMIT; BUILD; protocol N)" (static). */
 const char *tfx_version_line(void);
 
 #endif

@@ -10,9 +10,9 @@
 #include <zmq.h>
 
 #include "common/err.h"
+#include "common/version.h"
 #include "tfx.pb-c.h"
 
-#define TFX_PROTOCOL_VERSION 2
 /* MSG_INIT's Envelope.flag holds the worker count; this bit (cluster.replicas 1) makes the ps's own plan instance a
  * backup copy (a restarted ps rejoining as the backup of the shards its old backup now serves). */
 #define TFX_INIT_BACKUP ((int64_t)1 << 32)

@@ -2,6 +2,7 @@
  * input, and real ZeroMQ round trips over tcp://127.0.0.1 with kernel-chosen ports. */
 #include <criterion/criterion.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zmq.h>
@@ -653,4 +654,11 @@ Test(wire, server_open_on_a_bad_endpoint_fails) {
   tfx_net_close(NULL);
   tfx_client_destroy(NULL);
   tfx_net_shutdown();
+}
+
+/* --version names the protocol the wire speaks (it said "protocol 1" after the wire moved to 2). */
+Test(wire, version_line_names_the_wire_protocol) {
+  char want[32];
+  snprintf(want, sizeof want, "; protocol %d)", TFX_PROTOCOL_VERSION);
+  cr_assert(strstr(tfx_version_line(), want), "%s lacks '%s'", tfx_version_line(), want);
 }
