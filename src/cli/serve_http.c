@@ -2,6 +2,7 @@
 #include <json-c/json.h>
 #include <microhttpd.h>
 #include <pthread.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,17 +128,59 @@ static char *metrics_body(tfx_serve_http *h) {
   return t.s;
 }
 
+/* v as "%.9g" prints it, into out (at least 24 bytes): a probability in [1e-4, 1) (nearly every one) by integer
+ * arithmetic (the same digits: every float of that range was compared), checked to read back as v, anything else by
+ * snprintf. printf was half of the server's CPU on
+ * 64-instance requests of a 35-class model. Returns the length. */
+static int float_text(char *out, float v) {
+  if ((double)v >= 1e-4 && v < 1.0f) {
+    int zeros = 0; /* zeros after the point before the first significant digit */
+    double scale = 1e9;
+    while ((double)v * scale < 1e8) {
+      scale *= 10;
+      zeros++;
+    }
+    long long digits = (long long)nearbyint((double)v * scale); /* exact (24 + 28 bits): ties to even, as printf */
+    if (digits < 1000000000LL) { /* (one that rounds up to 10^9 is left to snprintf) */
+      int len = 2 + zeros + 9;
+      memcpy(out, "0.0000", 2 + (size_t)zeros);
+      for (int i = len - 1; i >= 2 + zeros; i--, digits /= 10) {
+        out[i] = (char)('0' + digits % 10);
+      }
+      while (out[len - 1] == '0') {
+        len--;
+      }
+      out[len] = '\0';
+      if (strtof(out, NULL) == v) {
+        return len;
+      }
+    }
+  }
+  return snprintf(out, 24, "%.9g", v);
+}
+
 /* The predict answer: {"predictions": [[p0, ...], ...], "step": S}, floats printed to round-trip. */
 static char *predictions_body(const tfx_serve_job *j, size_t n) {
   tfx_text t = {0};
   tfx_text_put(&t, "{\"predictions\": [");
-  for (size_t i = 0; i < n; i++) {
-    tfx_text_put(&t, "%s[", i ? ", " : "");
-    for (size_t k = 0; k < j->classes; k++) {
-      tfx_text_put(&t, "%s%.9g", k ? ", " : "", j->probs[i * j->classes + k]);
-    }
-    tfx_text_put(&t, "]");
+  char *row = malloc(j->classes * 26 + 4);
+  if (!row) {
+    free(t.s);
+    return NULL; /* (the connection is closed: no memory for an answer) */
   }
+  for (size_t i = 0; i < n; i++) {
+    size_t len = 0;
+    for (size_t k = 0; k < j->classes; k++) {
+      if (k) {
+        memcpy(row + len, ", ", 2);
+        len += 2;
+      }
+      len += (size_t)float_text(row + len, j->probs[i * j->classes + k]);
+    }
+    row[len] = '\0';
+    tfx_text_put(&t, "%s[%s]", i ? ", " : "", row);
+  }
+  free(row);
   tfx_text_put(&t, "], \"step\": %lld}\n", (long long)j->step);
   return t.s;
 }
