@@ -14,7 +14,7 @@ cleanup() {
   stop_watchdog
   for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
   [ "$rc" != 0 ] || [ -n "${TFX_PASSED:-}" ] || { echo "FAIL: the test ended without pass"; rc=1; }
-  [ -n "$TFX_KEEP_WORK" ] && echo "kept $WORK" || rm -rf "$WORK"
+  [ -n "${TFX_KEEP_WORK:-}" ] && echo "kept $WORK" || rm -rf "$WORK"
   exit "$rc"
 }
 trap cleanup EXIT
