@@ -9,7 +9,8 @@
 #   - `systemctl status tfx-node@chief` shows the sd_notify STATUS line with the step while it trains;
 #   - the short run completes: the chief's unit ends with Result=success and status 0, metrics.jsonl in the
 #     StateDirectory holds the final evaluation with accuracy >= 0.80, metrics.jsonl belongs to a dynamic UID;
-#   - a worker killed with SIGKILL is restarted by Restart=on-failure.
+#   - a worker killed with SIGKILL is restarted by Restart=on-failure;
+#   - tfx-serve.service, started once the run is done, serves its final step.
 # On this VM --privileged cannot work (Docker 20.10 asks for every capability and the VM lacks
 # CAP_SYS_RESOURCE), so the container gets every capability but that one, unconfined seccomp and AppArmor, and
 # its own cgroup namespace; its init script makes the cgroup v1 mounts writable (see systemd-init.sh).
@@ -84,4 +85,12 @@ ge "$acc" 0.80 || fail "eval accuracy $acc < 0.80"
 uid=$(inside stat -c %u /var/lib/private/tfx/metrics.jsonl)
 [ "$uid" -ge 61184 ] && [ "$uid" -le 65519 ] || fail "metrics.jsonl is owned by UID $uid, not a dynamic user's"
 inside journalctl -u tfx-node@chief --no-pager | grep -q "MASTER-START" || fail "the chief's log is not in the journal"
-pass "systemd ran the 5 units (Type=notify, dynamic UID $uid, sandbox exposure $score) to eval accuracy $acc at step $STEPS"
+# tfx-serve.service serves the run's final checkpoint.
+timeout 60 "$DOCKER_CLI" exec "$NAME" systemctl start tfx-serve || fail "systemctl start tfx-serve failed or hung"
+served() {
+  inside bash -c 'exec 3<>/dev/tcp/127.0.0.1/8501 && printf "GET /v1/models/fashion_mnist_mlp HTTP/1.0\r\n\r\n" >&3 && cat <&3' \
+    2>/dev/null | grep -q "\"step\": $STEPS"
+}
+wait_for 60 served || { inside journalctl -u tfx-serve --no-pager | tail -10; fail "tfx-serve does not serve step $STEPS"; }
+[ "$(inside systemctl show -p ActiveState --value tfx-serve)" = active ] || fail "tfx-serve is not active"
+pass "systemd ran the 5 units (Type=notify, dynamic UID $uid, sandbox exposure $score) to eval accuracy $acc at step $STEPS; tfx-serve serves it"
