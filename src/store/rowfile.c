@@ -198,9 +198,10 @@ static int read_table(reader *r, float *row, tfx_rowfile_fn fn, void *ctx, tfx_e
     name[len] = '\0';
   }
   if (!rc && r->version == 2) {
-    rc = rf < 1 || ids < 1 ? tfx_err_set(err, TFX_ECORRUPT, "%s: table '%s' of %lld ids x %u floats", r->path, name,
-                                         (long long)ids, rf)
-                           : read_deleted(r, name, ids, rf, fn, ctx, err);
+    rc = rf < 1 || rf > MAX_ROW_FLOATS || ids < 1
+             ? tfx_err_set(err, TFX_ECORRUPT, "%s: table '%s' of %lld ids x %u floats", r->path, name, (long long)ids,
+                           rf)
+             : read_deleted(r, name, ids, rf, fn, ctx, err);
   }
   rc = rc ? rc : get(r, &n, 8, "the table's row count", err);
   if (rc) {

@@ -1,6 +1,7 @@
 /* Fuzzes the row-file reader (tfx_rowfile_read, store/rowfile.c: the rows of lazy embedding tables in a
- * checkpoint): the input is the file. Every row handed to the callback must have a name, a positive width and
- * an id inside the declared ids; the callback reads every float (ASan sees an out-of-bounds row). */
+ * checkpoint): the input is the file. Every row handed to the callback must have a name, a width in range and
+ * an id inside the declared ids; the callback reads every float (ASan sees an out-of-bounds row); a delta's
+ * deleted id comes with no values. */
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -12,7 +13,7 @@ static int row(const char *table, int64_t ids, int row_floats, int64_t id, const
   if (!table || row_floats <= 0 || id < 0 || id >= ids) {
     abort();
   }
-  for (int i = 0; i < row_floats; i++) {
+  for (int i = 0; values && i < row_floats; i++) {
     *sum += values[i];
   }
   return 0;
