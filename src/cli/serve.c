@@ -89,6 +89,9 @@ static int first_model(const tfx_node *n, const tfx_cli_opts *o, tfx_scorer **ou
     }
     if (!logged) {
       tfx_log(TFX_LOG_INFO, "SERVE-WAIT", "%s has no checkpoint yet: waiting for the first", n->run_dir);
+      /* Started: a unit started with its cluster (tfx.target) must not hold the target's start until the run's
+       * first checkpoint, which may be its last. */
+      tfx_notify_ready("waiting for the first checkpoint");
     }
     usleep(200 * 1000);
   }
