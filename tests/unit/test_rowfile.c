@@ -69,16 +69,23 @@ static void link_dir(int64_t step, char *dir, size_t n) {
   tfx_ckpt_dir(run, step, dir, n);
 }
 
-Test(rowfile, base_and_deltas_replay_into_the_rows_of_the_last_step) {
+/* The chain both tests read: a base at 100 and deltas at 200 and 300 (rows changed, ids deleted, one deleted and
+ * made again); its directory at 300 into dir and what replaying it leaves into *s. */
+static void write_chain(char *dir, size_t n, state *s) {
   int64_t base[] = {1, 2, 3, 4, 5}, d1[] = {2, 9}, gone1[] = {4, 5}, d2[] = {5, 10}, gone2[] = {9, 1};
   write_link(100, -1, base, 5, NULL, 0);
   write_link(200, 100, d1, 2, gone1, 2);
   write_link(300, 200, d2, 2, gone2, 2);
+  link_dir(300, dir, n);
+  tfx_err err = {0};
+  cr_assert_eq(tfx_rowfile_read_chain(dir, 0, apply, s, &err), TFX_OK, "%s", err.msg);
+}
+
+Test(rowfile, base_and_deltas_replay_into_the_rows_of_the_last_step) {
   char dir[1100];
-  link_dir(300, dir, sizeof dir);
   state s = {0};
   tfx_err err = {0};
-  cr_assert_eq(tfx_rowfile_read_chain(dir, 0, apply, &s, &err), TFX_OK, "%s", err.msg);
+  write_chain(dir, sizeof dir, &s);
   int want[IDS] = {0};
   want[2] = want[3] = want[5] = want[10] = 1; /* 1 and 9 deleted at 300, 4 at 200; 5 deleted, then made again */
   for (int id = 0; id < IDS; id++) {
@@ -98,15 +105,10 @@ Test(rowfile, base_and_deltas_replay_into_the_rows_of_the_last_step) {
 
 /* The index predict and serve read rows through holds exactly what replaying the chain leaves. */
 Test(rowfile, the_row_index_of_a_delta_reads_its_chain) {
-  int64_t base[] = {1, 2, 3, 4, 5}, d1[] = {2, 9}, gone1[] = {4, 5}, d2[] = {5, 10}, gone2[] = {9, 1};
-  write_link(100, -1, base, 5, NULL, 0);
-  write_link(200, 100, d1, 2, gone1, 2);
-  write_link(300, 200, d2, 2, gone2, 2);
   char dir[1100];
-  link_dir(300, dir, sizeof dir);
   state s = {0};
   tfx_err err = {0};
-  cr_assert_eq(tfx_rowfile_read_chain(dir, 0, apply, &s, &err), TFX_OK, "%s", err.msg);
+  write_chain(dir, sizeof dir, &s);
   tfx_rowindex *x = NULL;
   cr_assert_eq(tfx_rowindex_open(dir, 1, &x, &err), TFX_OK, "%s", err.msg);
   cr_assert_eq(tfx_rowindex_rows(x), 4, "ids 2, 3, 5 and 10");
