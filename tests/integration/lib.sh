@@ -151,6 +151,18 @@ all_zero() { [ -s "$1" ] && ! grep -qvE '^-?0(\.0*)?$' "$1"; }
 ge() { python3 -c "import sys; sys.exit(0 if '$1' != 'none' and float('$1') >= float('$2') else 1)"; }
 le() { python3 -c "import sys; sys.exit(0 if '$1' != 'none' and float('$1') <= float('$2') else 1)"; }
 
+# fmnist_queries N OUT: the first N Fashion-MNIST test images as an IDX file of their own (predict's and serve's
+# queries); skips the test when the data set is not installed.
+fmnist_queries() {
+  local img=/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz
+  [ -f "$img" ] || skip "no Fashion-MNIST at $img"
+  python3 - "$img" "$1" "$2" <<'PY'
+import gzip, struct, sys
+raw, n = gzip.open(sys.argv[1]).read(), int(sys.argv[2])
+open(sys.argv[3], "wb").write(raw[:4] + struct.pack(">III", n, 28, 28) + raw[16:16 + n * 784])
+PY
+}
+
 # start_ps_cluster EXPERIMENT: starts `tfx-node local` on it in $WORK/run (RUN; the supervisor's pid LP) and waits
 # for step 100; PS_PID and PS_ADDR are then ps 0's pid and address, and `step` prints the run's last train step.
 step() { metric "$RUN/metrics.jsonl" train step 2>/dev/null || echo none; }

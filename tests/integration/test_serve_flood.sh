@@ -14,11 +14,7 @@ IMG=/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz
 experiment "$WORK/mlp.json" checkpoint.every_steps=20 eval.every_steps=0 training.report_every=20
 "$TFX_NODE" train --config "$WORK/mlp.json" --run-dir "$WORK/mlp" --max-steps 20 >"$WORK/train.log" 2>&1 ||
   fail "train: $(tail -1 "$WORK/train.log")"
-python3 - "$IMG" "$WORK/q.idx" <<'PY' # the first 8 images as an IDX file of their own
-import gzip, struct, sys
-raw = gzip.open(sys.argv[1]).read()
-open(sys.argv[2], "wb").write(raw[:4] + struct.pack(">III", 8, 28, 28) + raw[16:16 + 8 * 784])
-PY
+fmnist_queries 8 "$WORK/q.idx"
 "$TFX_NODE" predict --run-dir "$WORK/mlp" --input "$WORK/q.idx" --output "$WORK/p.jsonl" >"$WORK/predict.log" 2>&1 ||
   fail "predict: $(tail -1 "$WORK/predict.log")"
 port=$(free_port)
