@@ -33,6 +33,7 @@ void tfx_signals_install(void) {
   sigaction(SIGTERM, &sa, NULL);
   sigaction(SIGINT, &sa, NULL);
   signal(SIGPIPE, SIG_IGN);
+  signal(SIGXFSZ, SIG_IGN); /* a file-size limit (ulimit -f) fails the write with EFBIG, named, not the process */
 }
 
 int tfx_signals_seen(void) {

@@ -151,6 +151,7 @@ static void cleanup(master *m) {
     tfx_client_destroy(m->workers[w].client);
   }
   free(m->ps);
+  master__rolling_fini(m);
   free(m->workers);
   tfx_net_close(m->sock);
   tfx_plan_fini(&m->plan);

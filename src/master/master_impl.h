@@ -80,7 +80,18 @@ typedef struct worker_peer {
   int has_rolling;            /* reported progressive validation: rolling_auc, rolling_log_loss (under obs.lock) */
   double rolling_auc, rolling_log_loss;
   double bad_records; /* data.on_error skip: its last report's count (under obs.lock) */
+  /* rolling.c: its last progressive window (main thread only): examples, mean log loss, its logit histogram
+   * [2 * TFX_PROGRESSIVE_BINS] when binary, and whether it came after the last merged record */
+  double win_n, win_loss;
+  int64_t *win_hist;
+  int win_has_hist, win_fresh;
 } worker_peer;
+
+/* The merged rolling record as last written (rolling.c), for /metrics (under obs.lock). */
+typedef struct merged_window {
+  int has;
+  double auc, log_loss, examples;
+} merged_window;
 
 typedef struct master {
   tfx_node *n;
@@ -118,6 +129,7 @@ typedef struct master {
   tfx_watch best, early; /* checkpoint.keep_best, training.early_stopping (watch.c) */
   int early_stop;        /* early stopping's patience is spent: the loop finishes the run */
   observed obs;
+  merged_window merged; /* the last merged rolling record (rolling.c; under obs.lock) */
   char abort_msg[256];
 } master;
 
@@ -146,6 +158,12 @@ void master__record(master *m, const char *kind, int64_t step, const char *const
 
 /* The value of a STATUS or REPORT statistic (NaN when absent). */
 double master__stat(const tfx_envelope *e, const char *key);
+
+/* rolling.c: keeps the progressive window of a worker's report (in borrowed until return) and, once every worker
+ * with a window has sent a new one, writes the merged "rolling" record over their union. */
+void master__rolling_note(master *m, const tfx_inmsg *in);
+/* rolling.c: frees the workers' kept windows. */
+void master__rolling_fini(master *m);
 /* Serves the master's socket: waits up to timeout_ms for a message, then serves every one waiting. */
 void master__serve(master *m, int timeout_ms);
 /* Serves every message waiting on the master's socket, without blocking. */

@@ -109,8 +109,8 @@ static void eval_fields(buf *b, const master *m) {
   }
 }
 
-/* Progressive validation over the workers: the mean of their last rolling AUC and log loss (NaN before any),
- * and the bad records they skipped (data.on_error skip). */
+/* Progressive validation over the workers: the merged rolling record's AUC and log loss over the union of their
+ * windows (rolling.c; before the first, the mean of their last), and the bad records they skipped. */
 static void render_rolling(buf *b, const master *m) {
   double auc = 0, ll = 0, bad = 0;
   int n = 0;
@@ -121,10 +121,13 @@ static void render_rolling(buf *b, const master *m) {
     n += p->has_rolling;
     bad += p->bad_records;
   }
-  gauge(b, m, "tfx_rolling_auc", "Progressive validation: the workers' mean AUC over their last examples.", "gauge",
-        n ? auc / n : NAN);
-  gauge(b, m, "tfx_rolling_log_loss", "Progressive validation: the workers' mean log loss over their last examples.",
-        "gauge", n ? ll / n : NAN);
+  const merged_window *g = &m->merged;
+  gauge(b, m, "tfx_rolling_auc", "Progressive validation: AUC over the workers' last examples, merged.", "gauge",
+        g->has ? g->auc : n ? auc / n : NAN);
+  gauge(b, m, "tfx_rolling_log_loss", "Progressive validation: log loss over the workers' last examples, merged.",
+        "gauge", g->has ? g->log_loss : n ? ll / n : NAN);
+  gauge(b, m, "tfx_rolling_examples", "Progressive validation: the examples of the merged window.", "gauge",
+        g->has ? g->examples : NAN);
   gauge(b, m, "tfx_bad_records_total", "Bad training records skipped (data.on_error skip).", "counter", bad);
 }
 

@@ -43,16 +43,16 @@ double master__stat(const tfx_envelope *e, const char *key) {
 
 /* Writes a report's train line: loss, accuracy, throughput, the worker, and the worker's step-time breakdown
  * (src/worker/timing.h), examples_seen (its examples in the run's whole life) and progressive validation's
- * rolling_log_loss and rolling_auc when the report has them. */
+ * rolling_log_loss, rolling_auc and rolling_examples when the report has them. */
 static void record_report(master *m, const tfx_envelope *e, double loss, double acc, double eps) {
   static const char *const timing[] = {"row_pull_ms",         "compute_ms",    "push_ms",          "wait_ms",
                                        "other_ms",            "push_pull_ms",  "step_ms",          "wire_bytes_per_step",
                                        "examples_seen",       "rolling_log_loss", "rolling_auc",
-                                       "bad_records"};
-  const char *names[16] = {"loss", "accuracy", "examples_per_sec", "worker"};
-  double vals[16] = {loss, acc, eps, e->sender_index};
+                                       "rolling_examples",    "bad_records"};
+  const char *names[20] = {"loss", "accuracy", "examples_per_sec", "worker"};
+  double vals[20] = {loss, acc, eps, e->sender_index};
   int n = 4;
-  for (int i = 0; i < 12; i++) {
+  for (int i = 0; i < 13; i++) {
     double v = master__stat(e, timing[i]);
     if (isfinite(v)) {
       names[n] = timing[i];
@@ -97,6 +97,7 @@ static void on_report(master *m, const tfx_inmsg *in) {
   }
   record_report(m, e, loss, acc, eps);
   note_worker(m, e);
+  master__rolling_note(m, in);
   m->last_loss = loss;
   if (!isfinite(loss) || loss > m->cfg.thres_loss) {
     m->abort_code = TFX_ELOSS;

@@ -82,13 +82,15 @@ static const ps_ckpt_done *recall(const ps_state *p, int64_t step) {
   return NULL;
 }
 
-static void remember(ps_state *p, int64_t step, const ckpt_sums *sums, int rc) {
-  p->ckpt_done[p->n_ckpt_done++ % PS_CKPT_DONE] = (ps_ckpt_done){.step = step,
-                                                                   .crc = sums->crc,
-                                                                   .rows_crc = sums->rows_crc,
-                                                                   .bytes = sums->bytes,
-                                                                   .rows_bytes = sums->rows_bytes,
-                                                                   .rc = rc};
+static void remember(ps_state *p, int64_t step, const ckpt_sums *sums, int rc, const char *why) {
+  ps_ckpt_done *d = &p->ckpt_done[p->n_ckpt_done++ % PS_CKPT_DONE];
+  *d = (ps_ckpt_done){.step = step,
+                      .crc = sums->crc,
+                      .rows_crc = sums->rows_crc,
+                      .bytes = sums->bytes,
+                      .rows_bytes = sums->rows_bytes,
+                      .rc = rc};
+  snprintf(d->why, sizeof d->why, "%s", rc ? why : "");
 }
 
 /* Writes this ps's files of the checkpoint of step into dir (its shard path into path); remembers the result.
@@ -104,7 +106,7 @@ static int write_files(ps_state *p, const char *dir, int64_t step, char *path, s
   if (!rc) {
     rc = ps__lazy_save(p, dir, step, &sums->rows_crc, &sums->rows_bytes, &err);
   }
-  remember(p, step, sums, rc);
+  remember(p, step, sums, rc, err.msg);
   if (rc) {
     snprintf(p->ckpt_fail, sizeof p->ckpt_fail, "%s", err.msg);
     tfx_log(TFX_LOG_ERROR, "PS-CKPT-FAIL", "%s", err.msg);
@@ -120,7 +122,7 @@ static void answer_done(ps_state *p, zmq_msg_t *identity, uint64_t request_id, c
   char path[1200];
   tfx_ckpt_part_path(path, sizeof path, dir, p->index, TFX_CKPT_SHARD);
   ckpt_sums sums = {.crc = d->crc, .rows_crc = d->rows_crc, .bytes = d->bytes, .rows_bytes = d->rows_bytes};
-  answer_checkpoint(p, identity, request_id, d->step, path, &sums, d->rc, p->ckpt_fail);
+  answer_checkpoint(p, identity, request_id, d->step, path, &sums, d->rc, d->why);
 }
 
 static void end_parked(ps_state *p) {

@@ -120,6 +120,7 @@ typedef struct ps_ckpt_done {
   uint32_t crc, rows_crc;
   uint64_t bytes, rows_bytes;
   int rc;
+  char why[256]; /* rc != 0: the error text (which names the file), answered however late the master asks */
 } ps_ckpt_done;
 
 /* How many written checkpoints a ps remembers for the master: 256 x every_steps steps of master absence. */

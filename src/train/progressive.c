@@ -88,5 +88,35 @@ int tfx_progressive_report(const tfx_progressive *p, const char **names, double 
     names[n] = "rolling_auc";
     vals[n++] = auc;
   }
+  if (n) {
+    names[n] = "rolling_examples";
+    vals[n++] = (double)p->n;
+  }
   return n;
+}
+
+size_t tfx_progressive_histogram(const tfx_progressive *p, int64_t *hist) {
+  if (!p || !p->binary || !p->n) {
+    return 0;
+  }
+  memset(hist, 0, 2 * TFX_PROGRESSIVE_BINS * sizeof *hist);
+  const double per = TFX_PROGRESSIVE_BINS / (2 * TFX_PROGRESSIVE_LOGIT);
+  for (size_t i = 0; i < p->n; i++) {
+    double at = ((double)p->score[i] + TFX_PROGRESSIVE_LOGIT) * per; /* NaN scores fall into bin 0 */
+    int bin = at >= TFX_PROGRESSIVE_BINS ? TFX_PROGRESSIVE_BINS - 1 : at > 0 ? (int)at : 0;
+    hist[(p->label[i] == 1) * TFX_PROGRESSIVE_BINS + bin]++;
+  }
+  return p->n;
+}
+
+double tfx_progressive_histogram_auc(const int64_t *hist) {
+  const int64_t *neg = hist, *pos = hist + TFX_PROGRESSIVE_BINS;
+  double below = 0, n_neg = 0, n_pos = 0, wins = 0;
+  for (int b = 0; b < TFX_PROGRESSIVE_BINS; b++) {
+    wins += (double)pos[b] * (below + 0.5 * (double)neg[b]); /* positives above the negatives below, ties half */
+    below += (double)neg[b];
+    n_pos += (double)pos[b];
+  }
+  n_neg = below;
+  return n_pos > 0 && n_neg > 0 ? wins / (n_pos * n_neg) : NAN;
 }

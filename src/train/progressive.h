@@ -27,8 +27,18 @@ void tfx_progressive_add(tfx_progressive *p, const int32_t *labels, int batch, d
 /* The window's AUC (NAN: not a binary classifier, or one class only) and mean log loss (NAN: empty). */
 void tfx_progressive_get(const tfx_progressive *p, double *auc, double *log_loss);
 
-/* The window's rolling_log_loss and rolling_auc, those defined, as report keys into names/vals (two places at
- * least); returns how many (0 for a NULL p). */
+/* The chief merges the workers' windows (#28): each report carries its window as counts per logit bin, so the
+ * union's AUC is the histograms' sum's (pairs within a bin, 1/32 of a logit wide, count half, as ties do). */
+#define TFX_PROGRESSIVE_BINS 1024
+#define TFX_PROGRESSIVE_LOGIT 16.0 /* bins span logits -16 .. 16; those beyond fall into the end bins */
+/* The window's scores into hist [2 * TFX_PROGRESSIVE_BINS]: the negatives' counts per bin, then the positives';
+ * returns the examples counted, or 0 (nothing written) when the window holds no binary scores. */
+size_t tfx_progressive_histogram(const tfx_progressive *p, int64_t *hist);
+/* The AUC of the examples such a histogram (or a sum of them) counts; NAN with one class only. */
+double tfx_progressive_histogram_auc(const int64_t *hist);
+
+/* The window's rolling_log_loss, rolling_auc and rolling_examples (its size), those defined, as report keys into
+ * names/vals (three places at least); returns how many (0 for a NULL p). */
 int tfx_progressive_report(const tfx_progressive *p, const char **names, double *vals);
 
 #endif

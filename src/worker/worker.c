@@ -138,6 +138,9 @@ static int setup(worker *w, tfx_err *err) {
   if (window && (rc = tfx_progressive_create((size_t)window, w->cfg.batch_size, &w->pv, err))) {
     return rc;
   }
+  if (window && !(w->pv_hist = malloc(2 * TFX_PROGRESSIVE_BINS * sizeof *w->pv_hist))) {
+    return tfx_err_set(err, TFX_ENOMEM, "progressive validation: out of memory for its histogram");
+  }
   int row_input = tfx_model_sparse_input(w->model) && !w->cfg.n_features; /* a LibSVM row: no dense part */
   w->x = row_input ? NULL : malloc(sizeof(float) * dim * (size_t)w->cfg.batch_size);
   w->y = malloc(sizeof(int32_t) * (size_t)w->cfg.batch_size);
@@ -186,11 +189,18 @@ static int lend_next(worker *w) {
   return !bad;
 }
 
-/* Sends the master the window's means for `step` and the step-time breakdown; a stop answer stops the worker. */
-static int report(worker *w, int64_t step, double loss, double acc, double eps, tfx_err *err) {
-  const char *names[3 + TFX_TIMING_KEYS + 5] = {"loss", "accuracy", "examples_per_sec", "examples_seen"};
+/* The report's figures into names/vals (REPORT_KEYS places): the window's means, the step-time breakdown, the
+ * wire bytes per step, progressive validation and the bad records skipped; returns how many. */
+static int report_stats(worker *w, double loss, double acc, double eps, const char **names, double *vals) {
   int64_t seen = w->seen_base + w->steps * (int64_t)w->cfg.batch_size * w->cfg.accumulate; /* in the run's life */
-  double vals[3 + TFX_TIMING_KEYS + 5] = {loss, acc, eps, (double)seen};
+  names[0] = "loss";
+  names[1] = "accuracy";
+  names[2] = "examples_per_sec";
+  names[3] = "examples_seen";
+  vals[0] = loss;
+  vals[1] = acc;
+  vals[2] = eps;
+  vals[3] = (double)seen;
   int64_t steps = w->timing.window_steps;
   uint64_t bytes = w->obs.bytes_sent + w->obs.bytes_received; /* written by this thread only */
   int n = 4 + tfx_timing_take_window(&w->timing, names + 4, vals + 4);
@@ -204,7 +214,39 @@ static int report(worker *w, int64_t step, double loss, double acc, double eps, 
     names[n] = "bad_records";
     vals[n++] = (double)tfx_batcher_bad_records(w->batcher);
   }
-  Tfx__KeyValue kv[3 + TFX_TIMING_KEYS + 5], *kvp[3 + TFX_TIMING_KEYS + 5];
+  return n;
+}
+
+/* Attaches the progressive window as counts per logit bin (the tensor "rolling_hist", int64), which the chief
+ * sums over the workers for the merged rolling record; returns the payloads to send (0: no binary window). */
+static int attach_window(worker *w, tfx_envelope *env, Tfx__Tensor *meta, Tfx__Tensor **mp, int64_t *shape,
+                         tfx_payload *pl) {
+  if (!w->pv_hist || !tfx_progressive_histogram(w->pv, w->pv_hist)) {
+    return 0;
+  }
+  *shape = 2 * TFX_PROGRESSIVE_BINS;
+  tfx__tensor__init(meta);
+  meta->name = "rolling_hist";
+  meta->dtype = TFX__DTYPE__DTYPE_INT64;
+  meta->shape = shape;
+  meta->n_shape = 1;
+  meta->nbytes = 2 * TFX_PROGRESSIVE_BINS * sizeof(int64_t);
+  *mp = meta;
+  env->tensors = mp;
+  env->n_tensors = 1;
+  *pl = (tfx_payload){w->pv_hist, meta->nbytes, 1, NULL, NULL};
+  return 1;
+}
+
+#define REPORT_KEYS (4 + TFX_TIMING_KEYS + 5)
+
+/* Sends the master the window's figures for `step` (report_stats) and the progressive window; a stop answer
+ * stops the worker. */
+static int report(worker *w, int64_t step, double loss, double acc, double eps, tfx_err *err) {
+  const char *names[REPORT_KEYS];
+  double vals[REPORT_KEYS];
+  int n = report_stats(w, loss, acc, eps, names, vals);
+  Tfx__KeyValue kv[REPORT_KEYS], *kvp[REPORT_KEYS];
   for (int i = 0; i < n; i++) {
     tfx__key_value__init(&kv[i]);
     kv[i].key = (char *)names[i];
@@ -216,8 +258,12 @@ static int report(worker *w, int64_t step, double loss, double acc, double eps, 
   env.step = step;
   env.stats = kvp;
   env.n_stats = (size_t)n;
+  Tfx__Tensor meta, *mp;
+  int64_t shape;
+  tfx_payload pl;
+  int n_pl = attach_window(w, &env, &meta, &mp, &shape, &pl);
   tfx_inmsg m;
-  int rc = tfx_client_call(w->master, &env, NULL, 0, &m, w->cfg.request_timeout_s * 1000, err);
+  int rc = tfx_client_call(w->master, &env, &pl, n_pl, &m, w->cfg.request_timeout_s * 1000, err);
   if (!rc && m.env->flag == 1) {
     w->stop = 1;
   }
@@ -584,6 +630,7 @@ static void cleanup(worker *w) {
   tfx_net_shutdown();
   tfx_batcher_destroy(w->batcher);
   tfx_progressive_destroy(w->pv);
+  free(w->pv_hist);
   tfx_dataset_destroy(w->data);
   worker__eval_close(&w->eval);
   tfx_model_destroy(w->model);

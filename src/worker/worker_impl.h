@@ -100,6 +100,7 @@ typedef struct worker {
   int64_t seen_base;       /* examples this worker's shard held before this process (the resumed position) */
   int64_t last_step;       /* the step of the last gradient pushed */
   tfx_progressive *pv;     /* progressive validation (training.progressive_window), or NULL */
+  int64_t *pv_hist;        /* [2 * TFX_PROGRESSIVE_BINS] the window a report carries to the chief, with pv */
 } worker;
 
 /* control.c: answers status queries, takes STOP and serves the chief's EVALUATE, without blocking. */

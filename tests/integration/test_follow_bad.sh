@@ -3,7 +3,7 @@
 # outside the classes (record 20). With data.on_error skip the local cluster (1 ps, 2 workers) trains on, each bad
 # record named by file and line or record in a DATA-BAD-RECORD warning and counted once (bad_records in the train
 # records, tfx_bad_records_total on /metrics, which also shows the workers' rolling AUC and log loss); every other
-# row is trained on. With stop (the default) the run fails, naming the file and line.
+# row is trained on; the chief's merged rolling records (kind rolling) cover the union of the workers' windows. With stop (the default) the run fails, naming the file and line.
 . "$(dirname "$0")/lib.sh"
 mkdir -p "$WORK/parts" "$WORK/in" "$WORK/in2"
 python3 - "$WORK/parts" <<'PY'
@@ -60,10 +60,29 @@ grep -q '^tfx_bad_records_total{role="master",index="0"} 2$' "$WORK/metrics.txt"
   fail "/metrics: $(grep bad_records "$WORK/metrics.txt")"
 grep -qE '^tfx_rolling_auc\{role="master",index="0"\} 0\.[0-9]+' "$WORK/metrics.txt" ||
   fail "/metrics: no rolling AUC: $(grep rolling "$WORK/metrics.txt")"
+# the chief's merged rolling records: each over the union of the workers' last windows (of up to 100 examples)
+python3 - "$WORK/run/metrics.jsonl" >"$WORK/merged.txt" <<'PY' || fail "merged rolling records: $(cat "$WORK/merged.txt")"
+import json, sys
+last, merged = {}, []
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    if r.get("kind") == "train" and "rolling_examples" in r: last[r["worker"]] = r
+    if r.get("kind") == "rolling":
+        n = sum(w["rolling_examples"] for w in last.values())
+        ll = sum(w["rolling_examples"] * w["rolling_log_loss"] for w in last.values()) / n
+        assert r["workers"] == len(last) and r["rolling_examples"] == n, (r, n)
+        assert abs(r["rolling_log_loss"] - ll) < 1e-6 * max(1, ll), (r, ll)
+        assert 0 <= r["rolling_auc"] <= 1, r
+        merged.append(r)
+assert len(merged) >= 2 and merged[-1]["rolling_examples"] > 100 and merged[-1]["workers"] == 2, merged[-3:]
+print(len(merged), "merged records; the last", merged[-1])
+PY
+grep -qE '^tfx_rolling_examples\{role="master",index="0"\} (1[0-9][0-9]|200)$' "$WORK/metrics.txt" ||
+  fail "/metrics: the merged window is not over both workers' (of 100 examples each): $(grep rolling "$WORK/metrics.txt")"
 # stop (the default): the run fails naming the file and line
 cp "$WORK/parts/part-1.libsvm" "$WORK/in2/part-1.libsvm"
 sed -e "s|$WORK/in\"|$WORK/in2\"|" -e 's/"on_error": "skip"/"on_error": "stop"/' "$WORK/follow.json" >"$WORK/stop.json"
 timeout 300 "$TFX_NODE" local --config "$WORK/stop.json" --run-dir "$WORK/run-stop" --ps 1 --workers 1 \
   >"$WORK/stop.log" 2>&1 && fail "the run went on past a bad record with data.on_error stop"
 grep -rq "part-1.libsvm: line 7" "$WORK/stop.log" "$WORK"/run-stop/logs/ || fail "stop: the bad line not named: $(tail -3 "$WORK/stop.log")"
-pass "on_error skip: 2 bad records named and counted once, $(last examples_seen) of 238 rows trained; stop fails naming part-1.libsvm line 7"
+pass "on_error skip: 2 bad records named and counted once, $(last examples_seen) of 238 rows trained; $(cut -d' ' -f1-2 "$WORK/merged.txt") merged rolling; stop fails naming part-1.libsvm line 7"

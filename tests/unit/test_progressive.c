@@ -66,3 +66,63 @@ Test(progressive, refuses_an_empty_window) {
   cr_assert_eq(tfx_progressive_create(0, 4, &p, &err), TFX_EINVAL);
   cr_assert(strstr(err.msg, "window of 0"), "%s", err.msg);
 }
+
+/* Fills a window of 400 examples (x uniform on -3 .. 3, logit 2x - 1, labels drawn from a planted logit) and
+ * keeps its logits and labels at scores/labels. */
+static void fill_window(tfx_progressive *p, tfx_model *m, unsigned *seed, float *scores, int32_t *labels) {
+  for (int b = 0; b < 100; b++) {
+    float x[4];
+    int32_t y[4];
+    for (int i = 0; i < 4; i++) {
+      x[i] = 6.0f * (float)rand_r(seed) / (float)RAND_MAX - 3.0f;
+      double q = 1 / (1 + exp(-(1.5 * x[i] - 0.5)));
+      y[i] = (double)rand_r(seed) / RAND_MAX < q;
+      scores[4 * b + i] = 2.0f * x[i] - 1.0f;
+      labels[4 * b + i] = y[i];
+    }
+    step(p, m, x, y, 4);
+  }
+}
+
+Test(progressive, histograms_of_two_windows_give_the_union_auc) {
+  tfx_model *m = binary_model();
+  tfx_progressive *a = NULL, *b = NULL;
+  cr_assert_eq(tfx_progressive_create(400, 4, &a, NULL), TFX_OK);
+  cr_assert_eq(tfx_progressive_create(400, 4, &b, NULL), TFX_OK);
+  unsigned seed = 7;
+  float scores[800];
+  int32_t labels[800];
+  fill_window(a, m, &seed, scores, labels);
+  tfx_model_find_var(m, "dense_1/bias")->value[0] = 2.0f; /* the second worker's model is shifted */
+  fill_window(b, m, &seed, scores + 400, labels + 400);
+  for (int i = 400; i < 800; i++) {
+    scores[i] += 3.0f; /* the logits of bias 2 rather than -1 */
+  }
+  int64_t ha[2 * TFX_PROGRESSIVE_BINS], hb[2 * TFX_PROGRESSIVE_BINS];
+  cr_assert_eq(tfx_progressive_histogram(a, ha), 400);
+  cr_assert_eq(tfx_progressive_histogram(b, hb), 400);
+  double auc_a, ll;
+  tfx_progressive_get(a, &auc_a, &ll);
+  cr_assert_float_eq(tfx_progressive_histogram_auc(ha), auc_a, 1e-3, "one window binned vs exact");
+  for (int i = 0; i < 2 * TFX_PROGRESSIVE_BINS; i++) {
+    ha[i] += hb[i];
+  }
+  double want = tfx_auc(scores, labels, 800), got = tfx_progressive_histogram_auc(ha);
+  double auc_b;
+  tfx_progressive_get(b, &auc_b, &ll);
+  cr_assert(fabs(want - (auc_a + auc_b) / 2) > 0.01, "the union's AUC %f is not the mean of %f and %f", want, auc_a,
+            auc_b);
+  cr_assert_float_eq(got, want, 1e-3, "the union: summed histograms %f vs exact %f", got, want);
+  tfx_progressive_destroy(a);
+  tfx_progressive_destroy(b);
+  tfx_model_destroy(m);
+}
+
+Test(progressive, a_multiclass_window_has_no_histogram) {
+  tfx_progressive *p = NULL;
+  cr_assert_eq(tfx_progressive_create(4, 4, &p, NULL), TFX_OK);
+  int64_t h[2 * TFX_PROGRESSIVE_BINS];
+  cr_assert_eq(tfx_progressive_histogram(p, h), 0, "an empty window");
+  cr_assert(isnan(tfx_progressive_histogram_auc((int64_t[2 * TFX_PROGRESSIVE_BINS]){0})), "no examples: no AUC");
+  tfx_progressive_destroy(p);
+}
