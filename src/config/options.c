@@ -138,6 +138,9 @@ const config__option config__options[] = {
     {"checkpoint.keep_max", OPT_INT, O(keep_max), 1, 1000, "3", "checkpoints kept"},
     {"checkpoint.incremental", OPT_BOOL, O(ckpt_incremental), 0, 1, "false",
      "lazy tables write only the rows changed (and evicted) since the last checkpoint, chained to a full one"},
+    {"checkpoint.fp16", OPT_BOOL, O(ckpt_fp16), 0, 1, "false",
+     "lazy tables' rows (values and optimizer slots) stored as IEEE half in checkpoints: half the bytes, about 3 "
+     "significant digits (saturating at 65504); a restore widens them; a change starts a new chain (full)"},
     {"checkpoint.full_every", OPT_INT, O(ckpt_full_every), 1, 100000, "10",
      "incremental: a full checkpoint after this many deltas"},
     {"checkpoint.keep_best.metric", OPT_STR, O(keep_best_metric), 0, 0, "",

@@ -269,7 +269,10 @@ static int64_t delta_parent(const ps_state *p, const char *dir, int64_t step) {
     tfx_ckpt_sibling(dir, parent, parent_dir, sizeof parent_dir);
     tfx_ckpt_part_path(parent_rows, sizeof parent_rows, parent_dir, p->index, TFX_CKPT_ROWS);
   }
-  return parent >= 0 && parent < step && changed < rows && access(parent_rows, R_OK) == 0 ? parent : -1;
+  /* a parent of the other precision (checkpoint.fp16 changed at a restart) starts a new chain */
+  return parent >= 0 && parent < step && changed < rows && tfx_rowfile_is_fp16(parent_rows) == p->cfg.ckpt_fp16
+             ? parent
+             : -1;
 }
 
 /* One table into the row file: every row, or (a delta of parent) the ids evicted and the rows touched since. */
@@ -318,7 +321,7 @@ int ps__lazy_save(ps_state *p, const char *dir, int64_t step, uint32_t *crc, uin
   tfx_ckpt_part_path(path, sizeof path, dir, p->index, TFX_CKPT_ROWS);
   int64_t parent = delta_parent(p, dir, step);
   tfx_rowfile *w;
-  int rc = tfx_rowfile_create_delta(path, step, parent, n, &w, err);
+  int rc = tfx_rowfile_create_as(path, step, parent, n, p->cfg.ckpt_fp16 ? TFX_ROWFILE_FP16 : 0, &w, err);
   save_job job = {rc ? NULL : w, err};
   for (int i = 0; i < p->n_shards && !rc; i++) {
     rc = p->shards[i].table ? save_table(w, &p->shards[i], parent, &job, err) : TFX_OK;

@@ -17,6 +17,7 @@
 #define ROWS_MAGIC "TFXROWS1"
 #define ROWS_END "TFXEND\0\0"
 #define MAX_ROW_FLOATS (1 << 20)
+#define ROWS_HALF 0x100u /* the format word's bit for rows stored as IEEE half (TFX_ROWFILE_FP16) */
 
 struct tfx_rowfile {
   FILE *f;
@@ -24,7 +25,49 @@ struct tfx_rowfile {
   uint32_t crc;
   uint64_t bytes;
   int row_floats, failed, version;
+  uint16_t *half; /* TFX_ROWFILE_FP16: a row as halves, [MAX_ROW_FLOATS] once the first table starts */
 };
+
+void tfx_rowfile_to_half(const float *in, uint16_t *out, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    uint32_t x;
+    memcpy(&x, &in[i], 4);
+    uint32_t sign = (x >> 16) & 0x8000, mag = x & 0x7fffffff;
+    if (mag > 0x7f800000) { /* NaN stays a (quiet) NaN */
+      out[i] = (uint16_t)(sign | 0x7e00);
+    } else if (mag >= 0x477ff000) { /* rounds to 65520 or more: saturates at the largest half, 65504 */
+      out[i] = (uint16_t)(sign | 0x7bff);
+    } else if (mag >= 0x38800000) { /* normal: rebias the exponent, round the mantissa to nearest even */
+      uint32_t h = (mag - 0x38000000) >> 13, rest = mag & 0x1fff;
+      h += rest > 0x1000 || (rest == 0x1000 && (h & 1));
+      out[i] = (uint16_t)(sign | h);
+    } else { /* subnormal or zero: the value in units of 2^-24, rounded to nearest even */
+      float a;
+      memcpy(&a, &mag, 4);
+      float q = a * 16777216.0f; /* exact: a power of two */
+      uint32_t h = (uint32_t)q;
+      float frac = q - (float)h;
+      h += frac > 0.5f || (frac == 0.5f && (h & 1));
+      out[i] = (uint16_t)(sign | h);
+    }
+  }
+}
+
+void tfx_rowfile_from_half(const uint16_t *in, float *out, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    uint32_t sign = (uint32_t)(in[i] & 0x8000) << 16, e = (in[i] >> 10) & 0x1f, m = in[i] & 0x3ff, x;
+    if (e == 0x1f) {
+      x = sign | 0x7f800000 | (m << 13);
+    } else if (e) {
+      x = sign | ((e + 112) << 23) | (m << 13);
+    } else {
+      float v = (float)m / 16777216.0f; /* subnormal (or zero): m x 2^-24, exact */
+      memcpy(&x, &v, 4);
+      x |= sign;
+    }
+    memcpy(&out[i], &x, 4);
+  }
+}
 
 /* Writes n bytes and folds them into the running checksum. */
 static int put(tfx_rowfile *w, const void *p, size_t n, tfx_err *err) {
@@ -43,6 +86,11 @@ int tfx_rowfile_create(const char *path, int64_t step, int n_tables, tfx_rowfile
 
 int tfx_rowfile_create_delta(const char *path, int64_t step, int64_t parent, int n_tables, tfx_rowfile **out,
                              tfx_err *err) {
+  return tfx_rowfile_create_as(path, step, parent, n_tables, 0, out, err);
+}
+
+int tfx_rowfile_create_as(const char *path, int64_t step, int64_t parent, int n_tables, unsigned flags,
+                          tfx_rowfile **out, tfx_err *err) {
   if (parent >= step) {
     return tfx_err_set(err, TFX_EINVAL, "row file %s: a delta at step %lld cannot follow step %lld", path,
                        (long long)step, (long long)parent);
@@ -59,9 +107,14 @@ int tfx_rowfile_create_delta(const char *path, int64_t step, int64_t parent, int
     return rc;
   }
   uint32_t version = parent < 0 ? 1 : 2, tables = (uint32_t)n_tables;
+  uint32_t format = version | (flags & TFX_ROWFILE_FP16 ? ROWS_HALF : 0);
   w->version = (int)version;
+  if ((flags & TFX_ROWFILE_FP16) && !(w->half = malloc(2 * (size_t)MAX_ROW_FLOATS))) {
+    tfx_rowfile_abort(w);
+    return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  }
   int rc = put(w, ROWS_MAGIC, 8, err);
-  rc = rc ? rc : put(w, &version, 4, err);
+  rc = rc ? rc : put(w, &format, 4, err);
   rc = rc ? rc : put(w, &tables, 4, err);
   rc = rc ? rc : put(w, &step, 8, err);
   rc = rc || version == 1 ? rc : put(w, &parent, 8, err);
@@ -102,6 +155,10 @@ int tfx_rowfile_table_delta(tfx_rowfile *w, const char *name, int64_t ids, int r
 
 int tfx_rowfile_row(tfx_rowfile *w, int64_t id, const float *row, tfx_err *err) {
   int rc = put(w, &id, 8, err);
+  if (w->half) {
+    tfx_rowfile_to_half(row, w->half, (size_t)w->row_floats);
+    return rc ? rc : put(w, w->half, 2 * (size_t)w->row_floats, err);
+  }
   return rc ? rc : put(w, row, sizeof(float) * (size_t)w->row_floats, err);
 }
 
@@ -123,6 +180,7 @@ int tfx_rowfile_finish(tfx_rowfile *w, uint32_t *crc, uint64_t *bytes, tfx_err *
     *crc = w->crc;
     *bytes = w->bytes;
   }
+  free(w->half);
   free(w);
   return rc;
 }
@@ -135,6 +193,7 @@ void tfx_rowfile_abort(tfx_rowfile *w) {
     fclose(w->f);
   }
   unlink(w->tmp);
+  free(w->half);
   free(w);
 }
 
@@ -145,6 +204,8 @@ typedef struct reader {
   uint64_t size, at;
   uint32_t crc;
   uint32_t version; /* 1: full; 2: a delta (deletions before each table's rows) */
+  int fp16;         /* the format word's ROWS_HALF bit */
+  uint16_t *half;   /* rows stored as IEEE half (the format's ROWS_HALF bit): a row read, before widening */
 } reader;
 
 /* Reads n bytes (folded into the checksum); TFX_ECORRUPT naming the offset when the file ends first. */
@@ -207,7 +268,7 @@ static int read_table(reader *r, float *row, tfx_rowfile_fn fn, void *ctx, tfx_e
   if (rc) {
     return rc;
   }
-  uint64_t row_bytes = 8 + 4 * (uint64_t)rf;
+  uint64_t row_bytes = 8 + (r->fp16 ? 2 : 4) * (uint64_t)rf;
   if (rf < 1 || rf > MAX_ROW_FLOATS || ids < 1 || n > (uint64_t)ids || n > (r->size - r->at) / row_bytes) {
     return tfx_err_set(err, TFX_ECORRUPT, "%s: table '%s': %llu rows of %u floats of %lld ids do not fit the file",
                        r->path, name, (unsigned long long)n, rf, (long long)ids);
@@ -215,7 +276,12 @@ static int read_table(reader *r, float *row, tfx_rowfile_fn fn, void *ctx, tfx_e
   for (uint64_t k = 0; k < n && !rc; k++) {
     int64_t id = 0;
     rc = get(r, &id, 8, "a row id", err);
-    rc = rc ? rc : get(r, row, 4 * (size_t)rf, "a row", err);
+    if (r->fp16) {
+      rc = rc ? rc : get(r, r->half, 2 * (size_t)rf, "a row", err);
+      tfx_rowfile_from_half(r->half, row, rc ? 0 : rf);
+    } else {
+      rc = rc ? rc : get(r, row, 4 * (size_t)rf, "a row", err);
+    }
     if (!rc && (id < 0 || id >= ids)) {
       rc = tfx_err_set(err, TFX_ECORRUPT, "%s: table '%s': id %lld outside [0, %lld)", r->path, name, (long long)id,
                        (long long)ids);
@@ -254,6 +320,8 @@ static int read_header(reader *r, uint32_t *tables, int64_t *step, int64_t *pare
   rc = rc ? rc : get(r, &r->version, 4, "the version", err);
   rc = rc ? rc : get(r, tables, 4, "the table count", err);
   rc = rc ? rc : get(r, step, 8, "the step", err);
+  r->fp16 = !rc && (r->version & ROWS_HALF);
+  r->version &= ~ROWS_HALF;
   if (!rc && (memcmp(magic, ROWS_MAGIC, 8) || (r->version != 1 && r->version != 2))) {
     rc = tfx_err_set(err, TFX_ECORRUPT, "%s: not a row file of format 1 or 2", r->path);
   }
@@ -276,13 +344,25 @@ int tfx_rowfile_parent(const char *path, int64_t *step, int64_t *parent, tfx_err
   return rc;
 }
 
+int tfx_rowfile_is_fp16(const char *path) {
+  reader r = {fopen(path, "rb"), path, 0, 0, 0, 0};
+  uint32_t tables = 0;
+  int64_t step, parent;
+  int rc = read_header(&r, &tables, &step, &parent, NULL);
+  if (r.f) {
+    fclose(r.f);
+  }
+  return rc ? -1 : r.fp16;
+}
+
 int tfx_rowfile_read(const char *path, tfx_rowfile_fn fn, void *ctx, int64_t *step, tfx_err *err) {
   reader r = {fopen(path, "rb"), path, 0, 0, 0, 0};
   uint32_t tables = 0;
   int64_t parent = -1;
   int rc = read_header(&r, &tables, step, &parent, err);
   float *row = rc ? NULL : malloc(4 * (size_t)MAX_ROW_FLOATS);
-  if (!rc && !row) {
+  r.half = rc || !r.fp16 ? NULL : malloc(2 * (size_t)MAX_ROW_FLOATS);
+  if (!rc && (!row || (r.fp16 && !r.half))) {
     rc = tfx_err_set(err, TFX_ENOMEM, "out of memory");
   }
   for (uint32_t t = 0; t < tables && !rc; t++) {
@@ -290,6 +370,7 @@ int tfx_rowfile_read(const char *path, tfx_rowfile_fn fn, void *ctx, int64_t *st
   }
   rc = rc ? rc : read_trailer(&r, err);
   free(row);
+  free(r.half);
   if (r.f) {
     fclose(r.f);
   }

@@ -14,10 +14,14 @@
  * ids dropped since (evicted), to apply on top of that checkpoint's file of the same ps:
  *   header  "TFXROWS1", u32 format version (2), u32 table count, i64 step, i64 parent step
  *   table   as format 1, with u64 deleted count and that many i64 ids between the row size and the row count
- * A reader gives each deleted id to its function with no row (NULL), before the table's rows. */
+ * A reader gives each deleted id to its function with no row (NULL), before the table's rows.
+ *
+ * checkpoint.fp16 (TFX_ROWFILE_FP16): the format word has bit 0x100 set (0x101, 0x102) and each row's floats are
+ * IEEE half, 2 bytes each (round to nearest even, saturating at +-65504); readers widen them to float. */
 #ifndef TFX_STORE_ROWFILE_H
 #define TFX_STORE_ROWFILE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "common/err.h"
@@ -35,6 +39,17 @@ int tfx_rowfile_create_delta(const char *path, int64_t step, int64_t parent, int
 /* As tfx_rowfile_table, with the ids deleted since the parent (borrowed; a delta only). */
 int tfx_rowfile_table_delta(tfx_rowfile *w, const char *name, int64_t ids, int row_floats, const int64_t *deleted,
                             uint64_t n_deleted, uint64_t n_rows, tfx_err *err);
+/* tfx_rowfile_create_as flags: rows stored as IEEE half. */
+#define TFX_ROWFILE_FP16 1u
+/* As tfx_rowfile_create_delta, with flags (TFX_ROWFILE_FP16 or 0). */
+int tfx_rowfile_create_as(const char *path, int64_t step, int64_t parent, int n_tables, unsigned flags,
+                          tfx_rowfile **out, tfx_err *err);
+/* Converts n floats to IEEE half: round to nearest even, saturating at +-65504, NaN kept. */
+void tfx_rowfile_to_half(const float *in, uint16_t *out, size_t n);
+/* Widens n IEEE halves to floats (exactly). */
+void tfx_rowfile_from_half(const uint16_t *in, float *out, size_t n);
+/* 1 when path is a row file of halves, 0 when of floats, -1 when it cannot be read. */
+int tfx_rowfile_is_fp16(const char *path);
 /* Appends one row (row_floats floats, borrowed) of the current table. */
 int tfx_rowfile_row(tfx_rowfile *w, int64_t id, const float *row, tfx_err *err);
 /* Writes the trailer, fsyncs and renames into place; *crc and *bytes get the whole file's checksum and size.

@@ -21,6 +21,7 @@
 #define MAX_CHAIN 100000
 #define TRAILER_BYTES 12
 #define MAX_ROW_FLOATS (1 << 20)
+#define ROWS_HALF 0x100u /* the format word's bit for rows of IEEE halves (rowfile.h) */
 
 typedef struct row_ref {
   int64_t id;
@@ -31,6 +32,7 @@ typedef struct table {
   char var[160];
   int64_t ids;
   int row_floats;
+  int half; /* its rows are IEEE halves (checkpoint.fp16): every file of every chain the same, or refused */
   row_ref *rows;
   size_t n, cap;
 } table;
@@ -57,10 +59,11 @@ static void var_of(const char *key, size_t len, char *out, size_t n) {
   }
 }
 
-static table *table_for(tfx_rowindex *x, const char *var, int64_t ids, int row_floats) {
+static table *table_for(tfx_rowindex *x, const char *var, int64_t ids, int row_floats, int half) {
   for (int i = 0; i < x->n_tables; i++) {
     if (!strcmp(x->tables[i].var, var)) {
-      return x->tables[i].ids == ids && x->tables[i].row_floats == row_floats ? &x->tables[i] : NULL;
+      const table *t = &x->tables[i];
+      return t->ids == ids && t->row_floats == row_floats && t->half == half ? &x->tables[i] : NULL;
     }
   }
   table *t = realloc(x->tables, sizeof *t * (size_t)(x->n_tables + 1));
@@ -73,6 +76,7 @@ static table *table_for(tfx_rowindex *x, const char *var, int64_t ids, int row_f
   snprintf(t->var, sizeof t->var, "%s", var);
   t->ids = ids;
   t->row_floats = row_floats;
+  t->half = half;
   return t;
 }
 
@@ -156,7 +160,7 @@ static int merge_rows(table *t, size_t from) {
 
 /* Indexes one table of a mapped file, starting at *off (moved past it). */
 static int index_table(tfx_rowindex *x, const char *path, const unsigned char *p, size_t end, size_t *off,
-                       int delta, tfx_err *err) {
+                       int delta, int half, tfx_err *err) {
   uint16_t len;
   int64_t ids;
   uint32_t rf;
@@ -171,9 +175,10 @@ static int index_table(tfx_rowindex *x, const char *path, const unsigned char *p
   memcpy(&ids, p + o, 8);
   memcpy(&rf, p + o + 8, 4);
   o += 12;
-  table *t = rf >= 1 && rf <= MAX_ROW_FLOATS && ids >= 0 ? table_for(x, var, ids, (int)rf) : NULL;
+  table *t = rf >= 1 && rf <= MAX_ROW_FLOATS && ids >= 0 ? table_for(x, var, ids, (int)rf, half) : NULL;
   if (!t) {
-    return tfx_err_set(err, TFX_ECORRUPT, "%s: table %s: another shape than its other partitions (or no memory)",
+    return tfx_err_set(err, TFX_ECORRUPT,
+                       "%s: table %s: another shape or precision than its other partitions or links (or no memory)",
                        path, var);
   }
   size_t before = t->n;
@@ -183,7 +188,7 @@ static int index_table(tfx_rowindex *x, const char *path, const unsigned char *p
   }
   memcpy(&n, p + o, 8);
   o += 8;
-  size_t row_bytes = 8 + 4 * (size_t)rf;
+  size_t row_bytes = 8 + (half ? 2 : 4) * (size_t)rf;
   if (n > (uint64_t)ids || n > (end - o) / row_bytes) {
     return tfx_err_set(err, TFX_ECORRUPT, "%s: table %s: %llu rows of %u floats do not fit", path, var,
                        (unsigned long long)n, rf);
@@ -247,6 +252,8 @@ static int index_file(tfx_rowindex *x, const char *path, tfx_err *err) {
   uint32_t version, tables;
   memcpy(&version, p + 8, 4);
   memcpy(&tables, p + 12, 4);
+  int half = (version & ROWS_HALF) != 0;
+  version &= ~ROWS_HALF;
   if (memcmp(p, "TFXROWS1", 8) || (version != 1 && version != 2)) {
     return tfx_err_set(err, TFX_ECORRUPT, "%s: not a row file (bad magic or format %u)", path, version);
   }
@@ -255,7 +262,7 @@ static int index_file(tfx_rowindex *x, const char *path, tfx_err *err) {
     return tfx_err_set(err, TFX_ECORRUPT, "%s: %zu bytes, no header", path, len);
   }
   for (uint32_t i = 0; !rc && i < tables; i++) {
-    rc = index_table(x, path, p, end, &off, version == 2, err);
+    rc = index_table(x, path, p, end, &off, version == 2, half, err);
   }
   return rc || off == end ? rc : tfx_err_set(err, TFX_ECORRUPT, "%s: %zu bytes after the last table", path, end - off);
 }
@@ -316,7 +323,14 @@ int tfx_rowindex_get(const tfx_rowindex *x, const char *var, int64_t id, int wid
       }
     }
     if (lo < t->n && t->rows[lo].id == id) {
-      memcpy(out, t->rows[lo].at, sizeof(float) * (size_t)width);
+      for (int k = 0; t->half && k < width; k++) { /* unaligned halves, widened one by one */
+        uint16_t h;
+        memcpy(&h, t->rows[lo].at + 2 * (size_t)k, 2);
+        tfx_rowfile_from_half(&h, &out[k], 1);
+      }
+      if (!t->half) {
+        memcpy(out, t->rows[lo].at, sizeof(float) * (size_t)width);
+      }
       return 1;
     }
     return 0;

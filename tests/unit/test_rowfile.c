@@ -2,6 +2,7 @@
  * deleted) replay base first into exactly the rows of the last step; a missing link and a corrupt delta are named;
  * pruning keeps every link a kept checkpoint needs. */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -158,4 +159,70 @@ Test(rowfile, a_full_file_records_no_deletion) {
   cr_assert_eq(tfx_rowfile_create(path, 5, 1, &w, &err), TFX_OK);
   cr_assert_eq(tfx_rowfile_table_delta(w, "t", IDS, RF, gone, 1, 0, &err), TFX_EINVAL);
   tfx_rowfile_abort(w);
+}
+
+Test(rowfile, halves_round_to_nearest_even_and_saturate) {
+  const float in[] = {0.0f, -0.0f, 1.0f, -2.5f, 65504.0f, 1e9f, -1e9f, 1.0f + 1.0f / 2048, 1.0f + 3.0f / 2048,
+                      5.9604645e-8f, 6.1035156e-5f};
+  const float want[] = {0.0f, -0.0f, 1.0f, -2.5f, 65504.0f, 65504.0f, -65504.0f, 1.0f, 1.0f + 4.0f / 2048,
+                        5.9604645e-8f, 6.1035156e-5f};
+  size_t n = sizeof in / sizeof *in;
+  uint16_t h[16];
+  float back[16];
+  tfx_rowfile_to_half(in, h, n);
+  tfx_rowfile_from_half(h, back, n);
+  for (size_t i = 0; i < n; i++) {
+    cr_assert(back[i] == want[i], "%zu: %g became %g, want %g", i, in[i], back[i], want[i]);
+  }
+  float nan = NAN;
+  tfx_rowfile_to_half(&nan, h, 1);
+  tfx_rowfile_from_half(h, back, 1);
+  cr_assert(isnan(back[0]), "NaN stays NaN");
+  for (int k = -2000; k <= 2000; k++) { /* within half precision (relative 2^-11) over several octaves */
+    float x = (float)k * 0.01237f;
+    tfx_rowfile_to_half(&x, h, 1);
+    tfx_rowfile_from_half(h, back, 1);
+    cr_assert(fabsf(back[0] - x) <= fabsf(x) / 2048 + 3e-8f, "%g became %g", x, back[0]);
+  }
+}
+
+/* Writes a full row file of IDS rows (row id: id / 7, -id / 3, 1000 + id) with flags; returns its bytes. */
+static uint64_t write_flagged(const char *path, unsigned flags) {
+  tfx_rowfile *w = NULL;
+  tfx_err err = {0};
+  cr_assert_eq(tfx_rowfile_create_as(path, 10, -1, 1, flags, &w, &err), TFX_OK, "%s", err.msg);
+  cr_assert_eq(tfx_rowfile_table(w, "emb/embeddings", IDS, RF, IDS, &err), TFX_OK, "%s", err.msg);
+  for (int i = 0; i < IDS; i++) {
+    float row[RF] = {(float)i / 7, -(float)i / 3, 1000.0f + (float)i};
+    cr_assert_eq(tfx_rowfile_row(w, i, row, &err), TFX_OK, "%s", err.msg);
+  }
+  uint32_t crc;
+  uint64_t bytes;
+  cr_assert_eq(tfx_rowfile_finish(w, &crc, &bytes, &err), TFX_OK, "%s", err.msg);
+  return bytes;
+}
+
+Test(rowfile, fp16_rows_restore_within_half_precision_and_floats_stay_exact) {
+  char full[256], half[256];
+  snprintf(full, sizeof full, "%s/full.rows", tmp);
+  snprintf(half, sizeof half, "%s/half.rows", tmp);
+  uint64_t full_bytes = write_flagged(full, 0), half_bytes = write_flagged(half, TFX_ROWFILE_FP16);
+  cr_assert_eq(full_bytes - half_bytes, (uint64_t)IDS * RF * 2, "%llu vs %llu bytes", (unsigned long long)full_bytes,
+               (unsigned long long)half_bytes);
+  cr_assert_eq(tfx_rowfile_is_fp16(full), 0);
+  cr_assert_eq(tfx_rowfile_is_fp16(half), 1);
+  static state a, b;
+  int64_t step;
+  tfx_err err = {0};
+  cr_assert_eq(tfx_rowfile_read(full, apply, &a, &step, &err), TFX_OK, "%s", err.msg);
+  cr_assert_eq(tfx_rowfile_read(half, apply, &b, &step, &err), TFX_OK, "%s", err.msg);
+  for (int i = 0; i < IDS; i++) {
+    float want[RF] = {(float)i / 7, -(float)i / 3, 1000.0f + (float)i};
+    cr_assert(!memcmp(a.rows[i], want, sizeof want), "row %d: the default stores floats exactly", i);
+    for (int k = 0; k < RF; k++) {
+      cr_assert(b.have[i] && fabsf(b.rows[i][k] - want[k]) <= fabsf(want[k]) / 2048, "row %d[%d]: %g vs %g", i, k,
+                b.rows[i][k], want[k]);
+    }
+  }
+  cr_assert_neq(memcmp(a.rows, b.rows, sizeof a.rows), 0, "halves are not the floats");
 }
