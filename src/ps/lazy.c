@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "nn/init.h"
 #include "ps/ps_impl.h"
@@ -290,8 +291,9 @@ static int save_table(tfx_rowfile *w, const shard *s, int64_t parent, save_job *
   return rc ? rc : tfx_rowtable_each_since(s->table, parent, save_row, job);
 }
 
-/* After a checkpoint's row file is in place: the tables' next delta starts from it; their counts logged. */
-static void mark_tables(ps_state *p, int64_t step, int64_t parent) {
+/* After a checkpoint's row file is in place: the tables' next delta starts from it; their counts logged, with the
+ * row file's bytes and the milliseconds it took to write (what bench/ckpt_delta compares). */
+static void mark_tables(ps_state *p, int64_t step, int64_t parent, uint64_t bytes, double ms) {
   for (int i = 0; i < p->n_shards; i++) {
     tfx_rowtable *t = p->shards[i].table;
     if (!t) {
@@ -301,9 +303,10 @@ static void mark_tables(ps_state *p, int64_t step, int64_t parent) {
     tfx_rowtable_counts c = tfx_rowtable_get_counts(t);
     tfx_log(TFX_LOG_INFO, "PS-TABLE",
             "table %s at step %lld: %zu rows, %llu made, %llu evicted, %llu updates of ids not admitted; "
-            "checkpoint %s",
+            "checkpoint %s, row file %llu bytes written in %.3f ms",
             p->shards[i].key, (long long)step, tfx_rowtable_rows(t), (unsigned long long)c.made,
-            (unsigned long long)c.evicted, (unsigned long long)c.refused, parent < 0 ? "full" : "delta");
+            (unsigned long long)c.evicted, (unsigned long long)c.refused, parent < 0 ? "full" : "delta",
+            (unsigned long long)bytes, ms);
   }
 }
 
@@ -319,6 +322,7 @@ int ps__lazy_save(ps_state *p, const char *dir, int64_t step, uint32_t *crc, uin
   }
   char path[1300];
   tfx_ckpt_part_path(path, sizeof path, dir, p->index, TFX_CKPT_ROWS);
+  double t0 = tfx_now_us();
   int64_t parent = delta_parent(p, dir, step);
   tfx_rowfile *w;
   int rc = tfx_rowfile_create_as(path, step, parent, n, p->cfg.ckpt_fp16 ? TFX_ROWFILE_FP16 : 0, &w, err);
@@ -332,7 +336,7 @@ int ps__lazy_save(ps_state *p, const char *dir, int64_t step, uint32_t *crc, uin
   }
   rc = tfx_rowfile_finish(w, crc, bytes, err);
   if (!rc) {
-    mark_tables(p, step, parent);
+    mark_tables(p, step, parent, *bytes, (tfx_now_us() - t0) / 1000.0);
   }
   return rc;
 }
