@@ -296,6 +296,9 @@ int master__init_ps(master *m, tfx_err *err) {
     return rc;
   }
   set_start(m, live >= 0 ? live : have ? step : 0);
+  if (live >= 0) { /* the multiples the ps wrote by themselves while no chief was there are collected too */
+    m->next_ckpt = master__next_multiple(have ? step : 0, m->cfg.ckpt_every_steps);
+  }
   m->running = 1;
   tfx_progress_init(&m->progress, m->start_step, m->cfg.max_steps);
   if (live >= 0) {
