@@ -5,10 +5,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/mem.h"
 #include "common/rand.h"
 #include "nn/init.h"
 
 #define SLAB_ROWS 4096
+/* Slabs are carved from groups of this many: a group is 2 MiB x row_floats bytes, a whole number of huge pages,
+ * mapped without reserving memory (tfx_map_zeroed) and advised onto huge pages, so a row's update or read costs
+ * no TLB miss of its own; memory is taken as rows are made, in 2 MiB steps. */
+#define GROUP_SLABS 128
 
 /* A map cell: the id it holds beside its row index, so that a probe compares ids without a second miss on the rows'
  * id array (a table larger than the caches pays a miss for every array a lookup reads). */
@@ -27,7 +32,7 @@ struct tfx_rowtable {
   size_t row_floats;
   cell *map;                    /* id -> row index + 1 (0: an empty cell) */
   size_t map_cap;               /* a power of two */
-  float **slabs;                /* SLAB_ROWS rows each */
+  float **slabs;                /* SLAB_ROWS rows each, GROUP_SLABS a mapping (the first of each owns it) */
   int64_t *ids;                 /* by row index */
   int64_t *touched;             /* by row index: the step of the last touch, -1 for a free row */
   size_t n_slabs, n_rows, used; /* rows ever made (indices < n_rows), rows stored now */
@@ -48,6 +53,11 @@ struct tfx_rowtable {
   int64_t marked_at;             /* the step of the last checkpoint (-1: none yet) */
   int deltas;                    /* deltas written since the last full checkpoint */
 };
+
+/* The bytes of a group of slabs. */
+static size_t group_bytes(const tfx_rowtable *t) {
+  return (size_t)GROUP_SLABS * SLAB_ROWS * t->row_floats * sizeof(float);
+}
 
 int tfx_rowtable_create(const tfx_rowtable_spec *spec, tfx_rowtable **out, tfx_err *err) {
   if (spec->vocab <= 0 || spec->vocab > TFX_ROWTABLE_MAX_IDS || spec->dim <= 0 || spec->n_slots < 0 ||
@@ -92,8 +102,8 @@ void tfx_rowtable_destroy(tfx_rowtable *t) {
   if (!t) {
     return;
   }
-  for (size_t i = 0; i < t->n_slabs; i++) {
-    free(t->slabs[i]);
+  for (size_t i = 0; i < t->n_slabs; i += GROUP_SLABS) {
+    tfx_unmap(t->slabs[i], group_bytes(t));
   }
   free(t->slabs);
   free(t->ids);
@@ -157,7 +167,7 @@ void tfx_rowtable_read(const tfx_rowtable *t, int64_t id, float *out) {
 
 static int grow_map(tfx_rowtable *t) {
   size_t cap = t->map_cap * 2;
-  cell *map = calloc(cap, sizeof *map), *old = t->map;
+  cell *map = tfx_calloc_large(cap, sizeof *map), *old = t->map;
   if (!map) {
     return -1;
   }
@@ -191,7 +201,9 @@ static int grow_rows(tfx_rowtable *t) {
   if (free_rows) {
     t->free_rows = free_rows;
   }
-  float *slab = free_rows ? malloc(SLAB_ROWS * t->row_floats * sizeof *slab) : NULL;
+  size_t k = t->n_slabs % GROUP_SLABS;
+  float *slab = !free_rows ? NULL : k ? t->slabs[t->n_slabs - 1] + SLAB_ROWS * t->row_floats
+                                      : tfx_map_zeroed(group_bytes(t));
   if (!slab) {
     return -1;
   }
