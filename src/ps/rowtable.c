@@ -12,9 +12,17 @@
 
 #define SLAB_ROWS 4096
 /* Slabs are carved from groups of this many: a group is 2 MiB x row_floats bytes, a whole number of huge pages,
- * mapped without reserving memory (tfx_map_zeroed) and advised onto huge pages, so a row's update or read costs
- * no TLB miss of its own; memory is taken as rows are made, in 2 MiB steps. */
+ * mapped without reserving memory. Once a table's slabs hold HUGE_FROM bytes, its group is advised onto huge pages
+ * (the rows made so far collapsed into them: MADV_COLLAPSE) and each new slab written in at once
+ * (MADV_POPULATE_WRITE; rows made one by one were seen to get small pages), so a row's
+ * update or read in a table larger than the TLB's reach costs no page walk of its own. A smaller table keeps small
+ * pages: a huge page would cost it up to 2 MiB for a few rows (a model of 26 tables has 52 on each ps in sync). */
 #define GROUP_SLABS 128
+#define HUGE_FROM ((size_t)2 << 20)
+#define HUGE_PAGE ((uintptr_t)2 << 20)
+#ifndef MADV_COLLAPSE
+#define MADV_COLLAPSE 25 /* Linux 6.1; older glibc headers lack it */
+#endif
 
 /* A map cell: the id it holds beside its row index, so that a probe compares ids without a second miss on the rows'
  * id array (a table larger than the caches pays a miss for every array a lookup reads). */
@@ -104,7 +112,7 @@ void tfx_rowtable_destroy(tfx_rowtable *t) {
     return;
   }
   for (size_t i = 0; i < t->n_slabs; i += GROUP_SLABS) {
-    tfx_unmap(t->slabs[i], group_bytes(t));
+    munmap(t->slabs[i], group_bytes(t));
   }
   free(t->slabs);
   free(t->ids);
@@ -184,6 +192,25 @@ static int grow_map(tfx_rowtable *t) {
   return 0;
 }
 
+/* A new group of slabs: address space only, no memory reserved; NULL when it runs out. */
+static float *map_group(const tfx_rowtable *t) {
+  void *p = mmap(NULL, group_bytes(t), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  return p == MAP_FAILED ? NULL : p;
+}
+
+/* Advises slab k's group up to it onto huge pages and writes the slab in; first: the table's first such slab. */
+static void huge_slab(const tfx_rowtable *t, float *slab, size_t k, int first) {
+  size_t bytes = SLAB_ROWS * t->row_floats * sizeof(float);
+  uintptr_t group = (uintptr_t)(slab - k * SLAB_ROWS * t->row_floats), end = group + group_bytes(t);
+  uintptr_t to = ((uintptr_t)slab + bytes + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
+  to = to > end ? end : to;
+  madvise((void *)group, to - group, MADV_HUGEPAGE); /* advice only: without THP nothing changes */
+  if (first && (uintptr_t)slab > group) { /* the rows made before, on small pages (Linux 6.1+; else nothing) */
+    madvise((void *)group, ((uintptr_t)slab - group) & ~(HUGE_PAGE - 1), MADV_COLLAPSE);
+  }
+  madvise(slab, bytes, MADV_POPULATE_WRITE); /* from a page boundary: bytes is a multiple of 16 KiB */
+}
+
 static int grow_rows(tfx_rowtable *t) {
   size_t n = t->n_slabs + 1, rows = n * SLAB_ROWS;
   float **slabs = realloc(t->slabs, n * sizeof *slabs);
@@ -203,14 +230,14 @@ static int grow_rows(tfx_rowtable *t) {
     t->free_rows = free_rows;
   }
   size_t k = t->n_slabs % GROUP_SLABS;
-  float *slab = !free_rows ? NULL : k ? t->slabs[t->n_slabs - 1] + SLAB_ROWS * t->row_floats
-                                      : tfx_map_zeroed(group_bytes(t));
+  float *slab = !free_rows ? NULL : k ? t->slabs[t->n_slabs - 1] + SLAB_ROWS * t->row_floats : map_group(t);
   if (!slab) {
     return -1;
   }
-  /* Written now, so that its huge pages are taken at once (first writes scattered over a fresh slab were seen to get
-   * small pages); memory the slab holds anyway, its rows about to be made. */
-  madvise((void *)((uintptr_t)slab & ~(uintptr_t)4095), SLAB_ROWS * t->row_floats * sizeof *slab, MADV_POPULATE_WRITE);
+  size_t held = t->n_slabs * SLAB_ROWS * t->row_floats * sizeof(float);
+  if (held >= HUGE_FROM) {
+    huge_slab(t, slab, k, held - SLAB_ROWS * t->row_floats * sizeof(float) < HUGE_FROM);
+  }
   t->slabs[t->n_slabs++] = slab;
   return 0;
 }
