@@ -96,6 +96,17 @@ static int count_workers(const worker *w) {
   return tfx_cluster_count(w->n->cluster, TFX_ROLE_WORKER);
 }
 
+/* Progressive validation (training.progressive_window; 10000 by default on a followed directory): the window and
+ * the histogram of it each report carries to the chief. */
+static int open_progressive(worker *w, tfx_err *err) {
+  int window = w->cfg.progressive_window ? w->cfg.progressive_window : w->cfg.train_follow[0] ? 10000 : 0;
+  int rc = window ? tfx_progressive_create((size_t)window, w->cfg.batch_size, &w->pv, err) : TFX_OK;
+  if (!rc && window && !(w->pv_hist = malloc(2 * TFX_PROGRESSIVE_BINS * sizeof *w->pv_hist))) {
+    rc = tfx_err_set(err, TFX_ENOMEM, "progressive validation: out of memory for its histogram");
+  }
+  return rc;
+}
+
 static int setup(worker *w, tfx_err *err) {
   const tfx_envelope *p = w->plan.env;
   tfx_config_init(&w->cfg);
@@ -134,12 +145,8 @@ static int setup(worker *w, tfx_err *err) {
   tfx_batcher_set_idle(w->batcher, stream_idle, w);
   tfx_batcher_skip(w->batcher, done * w->cfg.accumulate, w->cfg.batch_size);
   w->seen_base = done * w->cfg.accumulate * w->cfg.batch_size;
-  int window = w->cfg.progressive_window ? w->cfg.progressive_window : w->cfg.train_follow[0] ? 10000 : 0;
-  if (window && (rc = tfx_progressive_create((size_t)window, w->cfg.batch_size, &w->pv, err))) {
+  if ((rc = open_progressive(w, err))) {
     return rc;
-  }
-  if (window && !(w->pv_hist = malloc(2 * TFX_PROGRESSIVE_BINS * sizeof *w->pv_hist))) {
-    return tfx_err_set(err, TFX_ENOMEM, "progressive validation: out of memory for its histogram");
   }
   int row_input = tfx_model_sparse_input(w->model) && !w->cfg.n_features; /* a LibSVM row: no dense part */
   w->x = row_input ? NULL : malloc(sizeof(float) * dim * (size_t)w->cfg.batch_size);
