@@ -159,9 +159,10 @@ void master__record(master *m, const char *kind, int64_t step, const char *const
 /* The value of a STATUS or REPORT statistic (NaN when absent). */
 double master__stat(const tfx_envelope *e, const char *key);
 
-/* rolling.c: keeps the progressive window of a worker's report (in borrowed until return) and, once every worker
- * with a window has sent a new one, writes the merged "rolling" record over their union. */
-void master__rolling_note(master *m, const tfx_inmsg *in);
+/* rolling.c: keeps the progressive window of a worker's report (in borrowed until return; its rolling_examples and
+ * rolling_log_loss as read by serve.c) and, once every worker with a window has sent a new one, writes the merged
+ * "rolling" record over their union. */
+void master__rolling_note(master *m, const tfx_inmsg *in, double examples, double log_loss);
 /* rolling.c: frees the workers' kept windows. */
 void master__rolling_fini(master *m);
 /* Serves the master's socket: waits up to timeout_ms for a message, then serves every one waiting. */

@@ -29,9 +29,8 @@ static const int64_t *find_hist(const tfx_inmsg *in) {
   return NULL;
 }
 
-/* Keeps worker w's window from its report; returns 1 when it had one. */
-static int keep_window(worker_peer *p, const tfx_inmsg *in) {
-  double n = master__stat(in->env, "rolling_examples"), ll = master__stat(in->env, "rolling_log_loss");
+/* Keeps worker w's window from its report (n examples of mean log loss ll); returns 1 when it had one. */
+static int keep_window(worker_peer *p, const tfx_inmsg *in, double n, double ll) {
   if (!(n > 0) || !isfinite(ll)) {
     return 0;
   }
@@ -86,9 +85,9 @@ static void merge(master *m, int64_t step) {
   master__record(m, "rolling", step, names, vals, isfinite(auc) ? 4 : 3);
 }
 
-void master__rolling_note(master *m, const tfx_inmsg *in) {
+void master__rolling_note(master *m, const tfx_inmsg *in, double examples, double log_loss) {
   int w = in->env->sender_index;
-  if (w < 0 || w >= m->n_workers || !keep_window(&m->workers[w], in) || !round_done(m)) {
+  if (w < 0 || w >= m->n_workers || !keep_window(&m->workers[w], in, examples, log_loss) || !round_done(m)) {
     return;
   }
   merge(m, in->env->step);

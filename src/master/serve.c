@@ -97,7 +97,7 @@ static void on_report(master *m, const tfx_inmsg *in) {
   }
   record_report(m, e, loss, acc, eps);
   note_worker(m, e);
-  master__rolling_note(m, in);
+  master__rolling_note(m, in, master__stat(e, "rolling_examples"), master__stat(e, "rolling_log_loss"));
   m->last_loss = loss;
   if (!isfinite(loss) || loss > m->cfg.thres_loss) {
     m->abort_code = TFX_ELOSS;

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "ckpt.h"
+#include "store/ckpt.h"
 
 enum { MEMO_SLOTS = 64 };
 
