@@ -209,6 +209,9 @@ static int show_config(tfx_args *a) {
 static int cmd_keygen(tfx_args *a, tfx_err *err) {
   return tfx_keygen_run(&a->cli, err);
 }
+static int cmd_spool(tfx_args *a, tfx_err *err) {
+  return tfx_spool_run(&a->cli, err);
+}
 static int cmd_train(tfx_args *a, tfx_err *err) {
   return tfx_train_run(&a->node, &a->cli, err);
 }
@@ -261,7 +264,7 @@ static const struct command {
     {"keygen", cmd_keygen},   {"train", cmd_train},       {"local", cmd_local},   {"status", cmd_status},
     {"model", cmd_model},     {"plan", cmd_plan},         {"export", cmd_export}, {"inspect", cmd_inspect},
     {"predict", cmd_predict}, {"evaluate", cmd_evaluate}, {"report", cmd_report}, {"runs", cmd_runs},
-    {"search", cmd_search},   {"config", cmd_config},   {"serve", cmd_serve},
+    {"search", cmd_search},   {"config", cmd_config},   {"serve", cmd_serve},   {"spool", cmd_spool},
 };
 
 /* Runs the command named cmd. */

@@ -14,7 +14,7 @@
 
 static const char *const commands[] = {"local",  "train",  "status",  "config",  "model",
                                        "plan",   "export", "inspect", "predict", "evaluate",
-                                       "search", "runs",   "report",  "keygen",  "serve", NULL};
+                                       "search", "runs",   "report",  "keygen",  "serve", "spool", NULL};
 
 static const char usage[] =
     "usage: tfx-node [COMMAND] [OPTIONS]\n"
@@ -47,6 +47,7 @@ static const char usage[] =
     "           TensorFlow Serving's REST API (POST /v1/models/NAME:predict, GET /v1/models/NAME, /metrics),\n"
     "           following the run to each newer checkpoint\n"
     "  keygen   --out DIR [--name NAME]                         CURVE key pair: DIR/NAME.key (0600), DIR/NAME.pub\n"
+    "  spool    --out DIR [--lines N]                           standard input into files landed in DIR (follow)\n"
     "\n"
     "options:\n"
     "  --role=ROLE --index=N   override TF_CONFIG's task\n"
@@ -183,6 +184,9 @@ static int take_number(tfx_args *a, const char *flag, const char *v, tfx_err *er
   } else if (!strcmp(flag, "batch-wait-us")) {
     rc = parse_int(v, flag, 0, 1000000, &n, err);
     c->batch_wait_us = (int)n;
+  } else if (!strcmp(flag, "lines")) {
+    rc = parse_int(v, flag, 1, 2000000000L, &n, err);
+    c->lines = n;
   } else if (!strcmp(flag, "parallel")) {
     rc = parse_int(v, flag, 1, 1024, &n, err);
     c->parallel = (int)n;
@@ -440,7 +444,8 @@ static int load_experiment(tfx_args *a, const raw *r, tfx_err *err) {
     return rc;
   }
   int needs = !a->command || (strcmp(a->command, "status") && strcmp(a->command, "inspect") &&
-                              strcmp(a->command, "runs") && strcmp(a->command, "keygen"));
+                              strcmp(a->command, "runs") && strcmp(a->command, "keygen") &&
+                              strcmp(a->command, "spool"));
   if (needs && !r->config && a->command && strcmp(a->command, "export") && strcmp(a->command, "predict") && strcmp(a->command, "serve") &&
       strcmp(a->command, "evaluate") && strcmp(a->command, "report")) {
     return tfx_err_set(err, TFX_ECONFIG, "%s needs --config EXPERIMENT.json", a->command);

@@ -29,6 +29,7 @@ typedef struct tfx_cli_opts {
   int serve_port;       /* local --serve-port: a server beside the cluster (0: none) */
   int max_batch;        /* serve --max-batch: instances scored as one batch */
   int batch_wait_us;    /* serve --batch-wait-us: how long a batch waits for more requests */
+  long lines;           /* spool --lines: lines a file (0: 10000) */
 } tfx_cli_opts;
 
 /* Trains in one process (the reference for distributed runs); writes metrics, config and checkpoints. */
@@ -48,6 +49,8 @@ int tfx_local_run(tfx_node *n, const tfx_cli_opts *o, const char *self_exe, tfx_
 int tfx_status_run(const tfx_cli_opts *o, tfx_err *err);
 /* Writes a CURVE key pair: OUT/NAME.key (0600) and OUT/NAME.pub; prints their paths and the public key. */
 int tfx_keygen_run(const tfx_cli_opts *o, tfx_err *err);
+/* Copies standard input into files of o->lines lines landed by rename in --out DIR, for data.train.follow. */
+int tfx_spool_run(const tfx_cli_opts *o, tfx_err *err);
 /* Prints the model's layer table. */
 int tfx_model_cmd(const tfx_node *n, tfx_err *err);
 /* Prints the placement plan for o->ps parameter servers. */
