@@ -146,6 +146,7 @@ typedef struct tfx_config {
   char metrics[64];          /* model.metrics: reported evaluation metrics, e.g. "loss,accuracy,top_5" */
   char plugin[TFX_PATH_MAX]; /* model.plugin: a shared object that builds the model (see include/tfx/plugin.h) */
   char plugin_params[2048];  /* model.params as JSON text */
+  char plugin_metrics[200];  /* model.plugin_metrics: the plugin's own metrics (set by tfx_plugin_load) */
   char hooks[256];           /* built-in hooks: stop_at_step:N, nan_guard, log_every:N (comma-separated) */
   /* data */
   char train_images[TFX_PATH_MAX], train_labels[TFX_PATH_MAX];

@@ -41,6 +41,9 @@ const config__option config__options[] = {
      "(output K of a multi_label model), per_class (those of every class; up to 32 classes)"},
     {"model.plugin", OPT_STR, O(plugin), 0, 0, "",
      "shared object whose tfx_plugin_entry builds the model and hooks the run"},
+    {"model.plugin_metrics", OPT_STR, O(plugin_metrics), 0, 0, "",
+     "the metrics model.plugin's tfx_plugin_metrics declares (written by the process that loads the plugin; "
+     "workers and evaluators load the plugin to compute them only when this is not empty)"},
     {"data.train.images", OPT_STR, O(train_images), 0, 0, FMNIST "train-images-idx3-ubyte.gz", "IDX images (.gz ok)"},
     {"data.train.labels", OPT_STR, O(train_labels), 0, 0, FMNIST "train-labels-idx1-ubyte.gz", "IDX labels"},
     {"data.eval.images", OPT_STR, O(eval_images), 0, 0, FMNIST "t10k-images-idx3-ubyte.gz", "IDX images"},

@@ -32,6 +32,10 @@ static int reply_register(master *m, const tfx_inmsg *in) {
   return tfx_wire_send(m->sock, &in->identity, &env, NULL, 0, NULL);
 }
 
+double master__env_stat(const void *ctx, const char *key) {
+  return master__stat(ctx, key);
+}
+
 double master__stat(const tfx_envelope *e, const char *key) {
   for (size_t i = 0; i < e->n_stats; i++) {
     if (!strcmp(e->stats[i]->key, key)) {
@@ -49,8 +53,8 @@ static void record_report(master *m, const tfx_envelope *e, double loss, double 
                                        "other_ms",            "push_pull_ms",  "step_ms",          "wire_bytes_per_step",
                                        "examples_seen",       "rolling_log_loss", "rolling_auc",
                                        "bad_records"};
-  const char *names[16] = {"loss", "accuracy", "examples_per_sec", "worker"};
-  double vals[16] = {loss, acc, eps, e->sender_index};
+  const char *names[16 + TFX_METRICS_MAX] = {"loss", "accuracy", "examples_per_sec", "worker"};
+  double vals[16 + TFX_METRICS_MAX] = {loss, acc, eps, e->sender_index};
   int n = 4;
   for (int i = 0; i < 12; i++) {
     double v = master__stat(e, timing[i]);
@@ -59,6 +63,14 @@ static void record_report(master *m, const tfx_envelope *e, double loss, double 
       vals[n++] = v;
     }
   }
+  tfx_pm_state pm; /* the plugin's own metrics over the worker's window */
+  tfx_err err;
+  if (tfx_pm_state_read(m->pm, master__env_stat, e, &pm, &err)) {
+    tfx_log(TFX_LOG_WARN, "MASTER-BAD-REPORT", "worker %d: %s", e->sender_index, err.msg);
+  }
+  char what[48];
+  snprintf(what, sizeof what, "train, worker %d", e->sender_index);
+  n += tfx_pmetrics_values(m->pm, &pm, what, names + n, vals + n, TFX_METRICS_MAX);
   master__record(m, "train", e->step, names, vals, n);
 }
 

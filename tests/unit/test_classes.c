@@ -131,7 +131,7 @@ Test(classes, an_evaluation_counts_its_predictions) {
   cr_assert_float_eq(r.confusion[1][1], 1, 0);
   cr_assert_float_eq(r.accuracy, 3.0 / 5, 1e-12, "the counts agree with the hits");
   tfx_eval_result v;
-  cr_assert_eq(tfx_evaluate_agg(m, &d, 2, 0, "max", &v, NULL), TFX_OK);
+  cr_assert_eq(tfx_evaluate_agg(m, &d, 2, 0, "max", NULL, &v, NULL), TFX_OK);
   cr_assert_eq(memcmp(v.confusion, r.confusion, sizeof r.confusion), 0, "validation sets count the same");
   tfx_model_destroy(m);
 }
