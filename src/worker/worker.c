@@ -96,6 +96,19 @@ static int count_workers(const worker *w) {
   return tfx_cluster_count(w->n->cluster, TFX_ROLE_WORKER);
 }
 
+/* The metrics computed on the worker: progressive validation (training.progressive_window, or a followed stream)
+ * and the plugin's own (model.plugin_metrics), for reports and eval slices. */
+static int open_metrics(worker *w, tfx_err *err) {
+  int window = w->cfg.progressive_window ? w->cfg.progressive_window : w->cfg.train_follow[0] ? 10000 : 0;
+  int rc = window ? tfx_progressive_create((size_t)window, w->cfg.batch_size, &w->pv, err) : TFX_OK;
+  if (rc || (rc = tfx_pmetrics_open(&w->cfg, &w->pm, err))) {
+    return rc;
+  }
+  tfx_pm_state_init(w->pm, &w->pm_win);
+  w->eval.pm = w->pm;
+  return TFX_OK;
+}
+
 static int setup(worker *w, tfx_err *err) {
   const tfx_envelope *p = w->plan.env;
   tfx_config_init(&w->cfg);
@@ -134,13 +147,9 @@ static int setup(worker *w, tfx_err *err) {
   tfx_batcher_set_idle(w->batcher, stream_idle, w);
   tfx_batcher_skip(w->batcher, done * w->cfg.accumulate, w->cfg.batch_size);
   w->seen_base = done * w->cfg.accumulate * w->cfg.batch_size;
-  int window = w->cfg.progressive_window ? w->cfg.progressive_window : w->cfg.train_follow[0] ? 10000 : 0;
-  if ((window && (rc = tfx_progressive_create((size_t)window, w->cfg.batch_size, &w->pv, err))) ||
-      (rc = tfx_pmetrics_open(&w->cfg, &w->pm, err))) {
+  if ((rc = open_metrics(w, err))) {
     return rc;
   }
-  tfx_pm_state_init(w->pm, &w->pm_win);
-  w->eval.pm = w->pm;
   int row_input = tfx_model_sparse_input(w->model) && !w->cfg.n_features; /* a LibSVM row: no dense part */
   w->x = row_input ? NULL : malloc(sizeof(float) * dim * (size_t)w->cfg.batch_size);
   w->y = malloc(sizeof(int32_t) * (size_t)w->cfg.batch_size);
