@@ -56,7 +56,9 @@ static void record_eval(evaluator *e, int64_t step, const tfx_eval_result *r) {
   tfx_eval_report_add_plugin(&rep, e->pm, r, "eval");
   rep.names[rep.n] = "evaluator";
   rep.values[rep.n++] = e->n->index;
-  tfx_metrics_write(e->metrics, "eval", step, rep.names, rep.values, rep.n);
+  char *json = tfx_eval_confusion_json(e->n->cfg.metrics, r);
+  tfx_metrics_write_json(e->metrics, "eval", step, rep.names, rep.values, rep.n, json);
+  free(json);
   tfx_log(TFX_LOG_INFO, "EVALUATOR-EVAL", "step %lld: eval loss %.4f accuracy %.4f", (long long)step, r->loss,
           r->accuracy);
 }

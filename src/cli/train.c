@@ -66,8 +66,9 @@ typedef struct trainer {
 } trainer;
 
 /* A metrics line and the same scalars in the TensorBoard event file. */
-static void record(trainer *t, const char *kind, int64_t step, const char *const *names, const double *values, int n) {
-  tfx_metrics_write(t->metrics, kind, step, names, values, n);
+static void record(trainer *t, const char *kind, int64_t step, const char *const *names, const double *values, int n,
+                   const char *json) {
+  tfx_metrics_write_json(t->metrics, kind, step, names, values, n, json);
   tfx_events_write(t->events, kind, step, names, values, n);
 }
 
@@ -425,7 +426,9 @@ static int evaluate(trainer *t, double *acc, tfx_err *fail) {
   tfx_eval_report rep;
   tfx_eval_report_init(&rep, t->cfg.metrics, &r);
   tfx_eval_report_add_plugin(&rep, t->pm, &r, "eval");
-  record(t, "eval", t->step, rep.names, rep.values, rep.n);
+  char *json = tfx_eval_confusion_json(t->cfg.metrics, &r);
+  record(t, "eval", t->step, rep.names, rep.values, rep.n, json);
+  free(json);
   tfx_log(TFX_LOG_INFO, "TRAIN-EVAL", "step %lld eval loss %.4f accuracy %.4f", (long long)t->step, r.loss, r.accuracy);
   t->stop |= tfx_plugin_hook(t->plugin, TFX_HOOK_EVAL, t->step, r.loss, r.accuracy, t->run_dir);
   *acc = r.accuracy;
@@ -453,7 +456,9 @@ static void validate(trainer *t, int force) {
     tfx_eval_report rep;
     tfx_eval_report_init(&rep, tfx_valset_metrics(v, t->cfg.metrics), &r);
     tfx_eval_report_add_plugin(&rep, t->pm, &r, kind);
-    record(t, kind, t->step, rep.names, rep.values, rep.n);
+    char *json = tfx_eval_confusion_json(tfx_valset_metrics(v, t->cfg.metrics), &r);
+    record(t, kind, t->step, rep.names, rep.values, rep.n, json);
+    free(json);
   }
 }
 
@@ -509,7 +514,7 @@ static void count_step(trainer *t, window *win, const tfx_step_stats *st, tfx_pr
                                         tfx_optim_lr(&t->opt, t->step)};
     int n = 4 + tfx_pmetrics_values(t->pm, &t->pm_train, "train", names + 4, vals + 4, TFX_METRICS_MAX);
     tfx_pm_state_init(t->pm, &t->pm_train);
-    record(t, "train", t->step, names, vals, n);
+    record(t, "train", t->step, names, vals, n, NULL);
     tfx_progress_show(prog, t->step, vals[0], acc, eps);
     t->stop |= tfx_plugin_hook(t->plugin, TFX_HOOK_STEP, t->step, vals[0], vals[1], t->run_dir);
     memset(win, 0, sizeof *win);

@@ -114,7 +114,9 @@ int master__evaluate(master *m) {
   tfx_eval_report rep;
   tfx_eval_report_init(&rep, m->cfg.metrics, &r);
   tfx_eval_report_add_plugin(&rep, m->pm, &r, "eval");
-  master__record(m, "eval", version, rep.names, rep.values, rep.n);
+  char *json = tfx_eval_confusion_json(m->cfg.metrics, &r);
+  master__record(m, "eval", version, rep.names, rep.values, rep.n, json);
+  free(json);
   m->last_acc = r.accuracy;
   m->eval_step = version;
   m->eval_refused = 0;
@@ -157,7 +159,9 @@ void master__validate(master *m, int force) {
     tfx_eval_report rep;
     tfx_eval_report_init(&rep, tfx_valset_metrics(v, m->cfg.metrics), &r);
     tfx_eval_report_add_plugin(&rep, m->pm, &r, line);
-    master__record(m, line, version, rep.names, rep.values, rep.n);
+    char *json = tfx_eval_confusion_json(tfx_valset_metrics(v, m->cfg.metrics), &r);
+    master__record(m, line, version, rep.names, rep.values, rep.n, json);
+    free(json);
     tfx_log(TFX_LOG_INFO, "MASTER-VALIDATE", "step %lld %s: loss %.4f accuracy %.4f (%s over %zu)", (long long)version,
             v->name, r.loss, r.accuracy, v->agg, r.examples);
   }

@@ -145,7 +145,8 @@ void master__observe_ps(master *m, int p, const tfx_envelope *status);
 /* Records a training report / an evaluation / a checkpoint / the global step for the HTTP endpoint. */
 void master__observe(master *m, const char *kind, int64_t step, double loss, double accuracy, double eps);
 /* Appends a metrics line and the same scalars to the TensorBoard event file. */
-void master__record(master *m, const char *kind, int64_t step, const char *const *names, const double *values, int n);
+void master__record(master *m, const char *kind, int64_t step, const char *const *names, const double *values, int n,
+                    const char *json);
 
 /* serve.c: the master's own socket (workers' REGISTER and REPORT, anyone's STATUS). */
 

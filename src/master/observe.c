@@ -424,8 +424,9 @@ static void keep_fields(master *m, int train, const char *const *names, const do
   pthread_mutex_unlock(&o->lock);
 }
 
-void master__record(master *m, const char *kind, int64_t step, const char *const *names, const double *values, int n) {
-  tfx_metrics_write(m->metrics, kind, step, names, values, n);
+void master__record(master *m, const char *kind, int64_t step, const char *const *names, const double *values, int n,
+                    const char *json) {
+  tfx_metrics_write_json(m->metrics, kind, step, names, values, n, json);
   tfx_events_write(m->events, kind, step, names, values, n);
   if (!strcmp(kind, "eval") || !strcmp(kind, "train")) {
     keep_fields(m, kind[0] == 't', names, values, n);

@@ -71,7 +71,7 @@ static void record_report(master *m, const tfx_envelope *e, double loss, double 
   char what[48];
   snprintf(what, sizeof what, "train, worker %d", e->sender_index);
   n += tfx_pmetrics_values(m->pm, &pm, what, names + n, vals + n, TFX_METRICS_MAX);
-  master__record(m, "train", e->step, names, vals, n);
+  master__record(m, "train", e->step, names, vals, n, NULL);
 }
 
 /* Keeps a worker's last rolling metrics and bad-record count for /metrics. */

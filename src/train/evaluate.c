@@ -337,6 +337,42 @@ void tfx_eval_report_add_plugin(tfx_eval_report *out, const tfx_pmetrics *pm, co
   out->n += room > 0 ? tfx_pmetrics_values(pm, &r->pm, what, out->names + out->n, out->values + out->n, room) : 0;
 }
 
+/* Whether the comma-separated list names `name` (each entry possibly with ":agg"). */
+static int names_metric(const char *list, const char *name) {
+  size_t n = strlen(name);
+  for (const char *p = list; *p;) {
+    size_t len = strcspn(p, ",:");
+    if (len == n && !strncmp(p, name, n)) {
+      return 1;
+    }
+    p += strcspn(p, ",");
+    p += *p == ',';
+  }
+  return 0;
+}
+
+char *tfx_eval_confusion_json(const char *metrics, const tfx_eval_result *r) {
+  if (!r->classes || !names_metric(metrics, "confusion")) {
+    return NULL;
+  }
+  int cols = tfx_confusion_cols(r);
+  size_t cap = 64 + (size_t)r->classes * ((size_t)cols * 20 + 4), len = 0;
+  char *s = malloc(cap);
+  if (!s) {
+    return NULL;
+  }
+  len += (size_t)snprintf(s, cap, "\"confusion_classes\": %d, \"confusion\": [", r->classes);
+  for (int i = 0; i < r->classes; i++) {
+    len += (size_t)snprintf(s + len, cap - len, "%s[", i ? ", " : "");
+    for (int j = 0; j < cols; j++) {
+      len += (size_t)snprintf(s + len, cap - len, "%s%.0f", j ? ", " : "", r->confusion[i][j]);
+    }
+    len += (size_t)snprintf(s + len, cap - len, "]");
+  }
+  snprintf(s + len, cap - len, "]");
+  return s;
+}
+
 const char *tfx_valset_metrics(const tfx_valset *v, const char *model_metrics) {
   return strchr(v->agg, ':') ? v->agg : model_metrics;
 }

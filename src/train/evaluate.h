@@ -8,8 +8,8 @@
 #include "nn/model.h"
 #include "train/pmetrics.h"
 
-/* The most classes whose counts an evaluation keeps (per-class metrics, the confusion matrix). */
-#define TFX_EVAL_MAX_CLASSES 32
+/* The most classes whose counts an evaluation keeps (per-class metrics, the confusion matrix): config.h's bound. */
+#define TFX_EVAL_MAX_CLASSES TFX_MAX_CLASSES
 
 typedef struct tfx_eval_result {
   double loss, accuracy, top5; /* top5: the top-K accuracy, K = top_k */
@@ -82,6 +82,10 @@ void tfx_eval_report_init(tfx_eval_report *out, const char *metrics, const tfx_e
  * the record in the log line of a value left out. */
 void tfx_eval_report_add_plugin(tfx_eval_report *out, const tfx_pmetrics *pm, const tfx_eval_result *r,
                                 const char *what);
+/* When `metrics` names confusion and r keeps counts: the record's extra JSON fields `"confusion": [[...], ...]`
+ * (rows: labels, columns: predicted classes; a multi-label model's row k is class k's [tp, fp, fn, tn]) and
+ * `"confusion_classes": C`; else NULL. Caller owns the text; free with free(). */
+char *tfx_eval_confusion_json(const char *metrics, const tfx_eval_result *r);
 /* The metrics a validation set reports: its per-metric aggregation list if it has one, else model_metrics
  * (both borrowed). */
 const char *tfx_valset_metrics(const tfx_valset *v, const char *model_metrics);
