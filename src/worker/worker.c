@@ -100,7 +100,8 @@ static int count_workers(const worker *w) {
  * and the plugin's own (model.plugin_metrics), for reports and eval slices. */
 static int open_metrics(worker *w, tfx_err *err) {
   int window = w->cfg.progressive_window ? w->cfg.progressive_window : w->cfg.train_follow[0] ? 10000 : 0;
-  int rc = window ? tfx_progressive_create((size_t)window, w->cfg.batch_size, &w->pv, err) : TFX_OK;
+  int multi = tfx_model_multi_label(w->model), cols = multi ? (int)tfx_model_output_size(w->model) : 1;
+  int rc = window ? tfx_progressive_create((size_t)window, w->cfg.batch_size, cols, multi, &w->pv, err) : TFX_OK;
   if (rc || (rc = tfx_pmetrics_open(&w->cfg, &w->pm, err))) {
     return rc;
   }
@@ -201,7 +202,7 @@ static int lend_next(worker *w) {
 
 /* Sends the master the window's means for `step` and the step-time breakdown; a stop answer stops the worker. */
 static int report(worker *w, int64_t step, double loss, double acc, double eps, tfx_err *err) {
-  enum { MAX = 3 + TFX_TIMING_KEYS + 5 + TFX_PM_STATS };
+  enum { MAX = 3 + TFX_TIMING_KEYS + 5 + TFX_PROGRESSIVE_MAX_COLS + TFX_PM_STATS };
   const char *names[MAX] = {"loss", "accuracy", "examples_per_sec", "examples_seen"};
   int64_t seen = w->seen_base + w->steps * (int64_t)w->cfg.batch_size * w->cfg.accumulate; /* in the run's life */
   double vals[MAX] = {loss, acc, eps, (double)seen};
