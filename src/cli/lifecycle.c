@@ -398,13 +398,13 @@ static int score(const tfx_node *n, const tfx_config *cfg, tfx_model *m, const t
   tfx_confusion_print(&r, stdout);
   tfx_eval_report rep;
   tfx_eval_report_init(&rep, cfg->metrics, &r);
-  tfx_eval_report_add_plugin(&rep, pm, &r, "evaluate");
-  tfx_pmetrics_close(pm);
+  tfx_eval_report_add_plugin(&rep, pm, &r, "evaluate"); /* names borrowed from pm until it closes */
   tfx_metrics *mt = NULL;
   char *json = tfx_eval_confusion_json(cfg->metrics, &r);
   if (!(rc = tfx_metrics_open(n->run_dir, &mt, err))) {
     tfx_metrics_write_json(mt, "eval", ws->step, rep.names, rep.values, rep.n, json);
   }
+  tfx_pmetrics_close(pm);
   free(json);
   tfx_metrics_close(mt);
   return rc;

@@ -5,7 +5,8 @@
 # into its train, eval and validation records and the TensorBoard events; a `local` cluster computes them on the
 # workers (each report's window; each worker's slice of the eval set, eval.distributed) and the chief merges
 # them into metrics.jsonl and /metrics. A table with a state too large or a missing callback is refused naming
-# the metric (exit 2); a NaN value is logged naming it and left out of the record, the run going on.
+# the metric (exit 2); a NaN value is logged naming it and left out of the record, the run going on. `tfx-node
+# evaluate` records them too.
 . "$(dirname "$0")/lib.sh"
 PLUG=${TFX_METRICS_PLUGIN:-$(dirname "$TFX_NODE")/tests/integration/libtfx_test_metrics0.so}
 [ -f "$PLUG" ] || skip "no test plugin at $PLUG (built by CMake with the tests)"
@@ -51,6 +52,9 @@ val="[{\"name\": \"head\", \"images\": \"$D/t10k-images-idx3-ubyte.gz\", \"label
 check_eval "$WORK/train" eval "$N" "$FRAC" "$MAX" || fail "train: eval records"
 check_eval "$WORK/train" validation.head "$N1K" "$FRAC1K" "$MAX1K" || fail "train: validation records (first 1000)"
 check_train "$WORK/train" 32 20 || fail "train: train records"
+"$TFX_NODE" evaluate --run-dir "$WORK/train" >"$WORK/evaluate.log" 2>&1 || fail "evaluate: $(tail -2 "$WORK/evaluate.log")"
+[ "$(grep -c '"kind": "eval"' "$WORK/train/metrics.jsonl")" = 2 ] && check_eval "$WORK/train" eval "$N" "$FRAC" "$MAX" ||
+  fail "evaluate: its eval record"
 PYTHONPATH=$(dirname "$0") python3 - "$(ls "$WORK"/train/events.out.tfevents.* | head -1)" "$N" <<'PY' || fail "events lack the plugin's metrics"
 import struct, sys
 from tfevents import record, fields
