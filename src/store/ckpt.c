@@ -672,7 +672,7 @@ void tfx_ckpt_prune(const char *run_dir, int keep) {
     int64_t s;
     int nps;
     tfx_ckpt_dir(run_dir, steps[i], d, sizeof d);
-    int complete = tfx_ckpt_verify(d, &s, &nps, NULL) == TFX_OK;
+    int complete = tfx_ckpt_verify_once(d, &s, &nps) == TFX_OK;
     if (complete && (kept < keep || steps[i] == best || steps[i] >= floor)) {
       kept += steps[i] != best;
       floor = tfx_ckpt_chain_floor(d, floor); /* checkpoint.incremental: its deltas' bases stay too */
