@@ -99,6 +99,10 @@ int tfx_plugin_metrics_open(const tfx_config *cfg, void **so, const tfx_metric_s
   if (!cfg->plugin_metrics[0]) {
     return TFX_OK;
   }
+  if (!cfg->plugin[0]) {
+    return tfx_err_set(err, TFX_ECONFIG, "model.plugin_metrics names %s but model.plugin is empty",
+                       cfg->plugin_metrics);
+  }
   void *h = dlopen(cfg->plugin, RTLD_NOW | RTLD_LOCAL);
   if (!h) {
     return tfx_err_set(err, TFX_ECONFIG, "model.plugin '%s' (for its metrics %s): cannot load: %s", cfg->plugin,

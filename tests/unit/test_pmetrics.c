@@ -144,3 +144,22 @@ Test(pmetrics, bad_tables_refused_by_name) {
   refused(d, 0, "declares 0 metrics");
   refused(d, TFX_METRICS_MAX + 1, "declares 9 metrics");
 }
+
+/* model.plugin_metrics (written by the process that built the model) without a plugin to load them from, or with
+ * one that cannot be loaded on this machine, is refused naming both. */
+Test(pmetrics, open_names_what_is_missing) {
+  tfx_config cfg;
+  tfx_config_init(&cfg);
+  snprintf(cfg.plugin_metrics, sizeof cfg.plugin_metrics, "seen");
+  tfx_pmetrics *p = NULL;
+  tfx_err err = {0};
+  cr_assert_eq(tfx_pmetrics_open(&cfg, &p, &err), TFX_ECONFIG);
+  cr_assert(strstr(err.msg, "model.plugin_metrics names seen but model.plugin is empty"), "%s", err.msg);
+  snprintf(cfg.plugin, sizeof cfg.plugin, "/nonexistent/libm.so");
+  cr_assert_eq(tfx_pmetrics_open(&cfg, &p, &err), TFX_ECONFIG);
+  cr_assert(strstr(err.msg, "model.plugin '/nonexistent/libm.so' (for its metrics seen): cannot load"), "%s", err.msg);
+  cr_assert_null(p);
+  cfg.plugin_metrics[0] = '\0'; /* none named: nothing is loaded */
+  cr_assert_eq(tfx_pmetrics_open(&cfg, &p, &err), TFX_OK);
+  cr_assert_null(p);
+}
