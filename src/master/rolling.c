@@ -82,7 +82,7 @@ static void merge(master *m, int64_t step) {
   master__lock(m, 0);
   const char *names[4] = {"rolling_log_loss", "rolling_examples", "workers", "rolling_auc"};
   double vals[4] = {loss / n, n, workers, auc};
-  master__record(m, "rolling", step, names, vals, isfinite(auc) ? 4 : 3);
+  master__record(m, "rolling", step, names, vals, isfinite(auc) ? 4 : 3, NULL);
 }
 
 void master__rolling_note(master *m, const tfx_inmsg *in, double examples, double log_loss) {

@@ -17,6 +17,7 @@
 #include "nn/optim.h"
 #include "store/provenance.h"
 #include "store/best.h"
+#include "store/ckptmemo.h"
 
 /* Shards are written as the host holds them in memory, and the format is little-endian. */
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -660,6 +661,18 @@ int tfx_ckpt_read_point(const char *run_dir, int64_t *step, char *dir, size_t n,
   int n_bad, rc = scan(run_dir, step, dir, n, &bad, &n_bad, err);
   skip_bad(bad, n_bad, 0);
   free(bad);
+  return rc;
+}
+
+int tfx_ckpt_verify_once(const char *dir, int64_t *step, int *n_ps) {
+  uint64_t print = tfx_ckpt_memo_print(dir);
+  if (print && tfx_ckpt_memo_find(dir, print, step, n_ps)) {
+    return TFX_OK;
+  }
+  int rc = tfx_ckpt_verify(dir, step, n_ps, NULL);
+  if (rc == TFX_OK && print && print == tfx_ckpt_memo_print(dir)) { /* nothing changed while it was read */
+    tfx_ckpt_memo_keep(dir, print, *step, *n_ps);
+  }
   return rc;
 }
 

@@ -1,8 +1,9 @@
 /* Checkpoints this process has already verified, so that pruning after each new checkpoint does not read and
  * checksum every kept one again (with keep_max 5 and 15 MB checkpoints, 75 MB read per checkpoint). A directory
  * counts as verified while the fingerprint of its files (name, inode, size, mtime) is the one it had when it was
- * verified: a part rewritten, truncated, added or removed since sends it through tfx_ckpt_verify again. Resuming
+ * verified: a part rewritten, truncated, added or removed since is verified again (tfx_ckpt_verify_once in ckpt.c). Resuming
  * and reading commands always verify in full. */
+#include "store/ckptmemo.h"
 #include <dirent.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -10,7 +11,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "store/ckpt.h"
 
 enum { MEMO_SLOTS = 64 };
 
@@ -75,26 +75,26 @@ static int memo_find(const char *dir, uint64_t print, int64_t *step, int *n_ps) 
   return 0;
 }
 
-int tfx_ckpt_verify_once(const char *dir, int64_t *step, int *n_ps) {
-  uint64_t print = fingerprint(dir);
+uint64_t tfx_ckpt_memo_print(const char *dir) {
+  return fingerprint(dir);
+}
+
+int tfx_ckpt_memo_find(const char *dir, uint64_t print, int64_t *step, int *n_ps) {
   pthread_mutex_lock(&memo_lock);
   int known = print && memo_find(dir, print, step, n_ps);
   pthread_mutex_unlock(&memo_lock);
-  if (known) {
-    return TFX_OK;
-  }
-  int rc = tfx_ckpt_verify(dir, step, n_ps, NULL);
-  if (rc == TFX_OK && print && print == fingerprint(dir)) { /* nothing changed while it was read */
-    pthread_mutex_lock(&memo_lock);
-    memo_entry *e = &memo[memo_next];
-    memo_next = (memo_next + 1) % MEMO_SLOTS;
-    snprintf(e->dir, sizeof e->dir, "%s", dir);
-    e->print = print;
-    e->step = *step;
-    e->n_ps = *n_ps;
-    pthread_mutex_unlock(&memo_lock);
-  }
-  return rc;
+  return known;
+}
+
+void tfx_ckpt_memo_keep(const char *dir, uint64_t print, int64_t step, int n_ps) {
+  pthread_mutex_lock(&memo_lock);
+  memo_entry *e = &memo[memo_next];
+  memo_next = (memo_next + 1) % MEMO_SLOTS;
+  snprintf(e->dir, sizeof e->dir, "%s", dir);
+  e->print = print;
+  e->step = step;
+  e->n_ps = n_ps;
+  pthread_mutex_unlock(&memo_lock);
 }
 
 uint64_t tfx_ckpt_verify_hits(void) {

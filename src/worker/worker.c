@@ -96,15 +96,21 @@ static int count_workers(const worker *w) {
   return tfx_cluster_count(w->n->cluster, TFX_ROLE_WORKER);
 }
 
-/* Progressive validation (training.progressive_window; 10000 by default on a followed directory): the window and
- * the histogram of it each report carries to the chief. */
-static int open_progressive(worker *w, tfx_err *err) {
+/* The metrics computed on the worker: progressive validation (training.progressive_window, or a followed stream)
+ * and the plugin's own (model.plugin_metrics), for reports and eval slices. */
+static int open_metrics(worker *w, tfx_err *err) {
   int window = w->cfg.progressive_window ? w->cfg.progressive_window : w->cfg.train_follow[0] ? 10000 : 0;
-  int rc = window ? tfx_progressive_create((size_t)window, w->cfg.batch_size, &w->pv, err) : TFX_OK;
+  int multi = tfx_model_multi_label(w->model), cols = multi ? (int)tfx_model_output_size(w->model) : 1;
+  int rc = window ? tfx_progressive_create((size_t)window, w->cfg.batch_size, cols, multi, &w->pv, err) : TFX_OK;
   if (!rc && window && !(w->pv_hist = malloc(2 * TFX_PROGRESSIVE_BINS * sizeof *w->pv_hist))) {
     rc = tfx_err_set(err, TFX_ENOMEM, "progressive validation: out of memory for its histogram");
   }
-  return rc;
+  if (rc || (rc = tfx_pmetrics_open(&w->cfg, &w->pm, err))) {
+    return rc;
+  }
+  tfx_pm_state_init(w->pm, &w->pm_win);
+  w->eval.pm = w->pm;
+  return TFX_OK;
 }
 
 static int setup(worker *w, tfx_err *err) {
@@ -145,7 +151,7 @@ static int setup(worker *w, tfx_err *err) {
   tfx_batcher_set_idle(w->batcher, stream_idle, w);
   tfx_batcher_skip(w->batcher, done * w->cfg.accumulate, w->cfg.batch_size);
   w->seen_base = done * w->cfg.accumulate * w->cfg.batch_size;
-  if ((rc = open_progressive(w, err))) {
+  if ((rc = open_metrics(w, err))) {
     return rc;
   }
   int row_input = tfx_model_sparse_input(w->model) && !w->cfg.n_features; /* a LibSVM row: no dense part */
@@ -171,7 +177,8 @@ static int setup(worker *w, tfx_err *err) {
  * the mean grads in the model. */
 static void compute(worker *w, tfx_step_stats *st) {
   const tfx_config *c = &w->cfg;
-  tfx_grad_step g = {c->batch_size, c->accumulate, c->clip_value, c->clip_norm, w->x, w->y, w->acc, w->pv};
+  tfx_grad_step g = {c->batch_size, c->accumulate, c->clip_value, c->clip_norm, w->x, w->y, w->acc, w->pv,
+                     w->pm, &w->pm_win};
   uint64_t seed = (uint64_t)w->version * 1024 + (uint64_t)w->n->index;
   if (w->lent) {
     tfx_compute_lent(w->model, w->batcher, &g, seed, st);
@@ -188,40 +195,12 @@ static int lend_next(worker *w) {
     return 0;
   }
   const tfx_config *c = &w->cfg;
-  tfx_grad_step g = {c->batch_size, 1, c->clip_value, c->clip_norm, w->x, w->y, w->acc, w->pv};
+  tfx_grad_step g = {c->batch_size, 1, c->clip_value, c->clip_norm, w->x, w->y, w->acc, w->pv, w->pm, &w->pm_win};
   w->defer_rows = 1;
   int bad = tfx_lend_batch(w->model, w->batcher, &g);
   w->defer_rows = 0;
   w->lent = 1;
   return !bad;
-}
-
-/* The report's figures into names/vals (REPORT_KEYS places): the window's means, the step-time breakdown, the
- * wire bytes per step, progressive validation and the bad records skipped; returns how many. */
-static int report_stats(worker *w, double loss, double acc, double eps, const char **names, double *vals) {
-  int64_t seen = w->seen_base + w->steps * (int64_t)w->cfg.batch_size * w->cfg.accumulate; /* in the run's life */
-  names[0] = "loss";
-  names[1] = "accuracy";
-  names[2] = "examples_per_sec";
-  names[3] = "examples_seen";
-  vals[0] = loss;
-  vals[1] = acc;
-  vals[2] = eps;
-  vals[3] = (double)seen;
-  int64_t steps = w->timing.window_steps;
-  uint64_t bytes = w->obs.bytes_sent + w->obs.bytes_received; /* written by this thread only */
-  int n = 4 + tfx_timing_take_window(&w->timing, names + 4, vals + 4);
-  if (steps > 0) { /* gradients out and values (or a batch's rows) back, per step of the window */
-    names[n] = "wire_bytes_per_step";
-    vals[n++] = (double)(bytes - w->reported_bytes) / (double)steps;
-  }
-  w->reported_bytes = bytes;
-  n += tfx_progressive_report(w->pv, names + n, vals + n);
-  if (tfx_batcher_bad_records(w->batcher)) { /* data.on_error skip: the bad records it passed over */
-    names[n] = "bad_records";
-    vals[n++] = (double)tfx_batcher_bad_records(w->batcher);
-  }
-  return n;
 }
 
 /* Attaches the progressive window as counts per logit bin (the tensor "rolling_hist", int64), which the chief
@@ -245,15 +224,32 @@ static int attach_window(worker *w, tfx_envelope *env, Tfx__Tensor *meta, Tfx__T
   return 1;
 }
 
-#define REPORT_KEYS (4 + TFX_TIMING_KEYS + 5)
-
-/* Sends the master the window's figures for `step` (report_stats) and the progressive window; a stop answer
- * stops the worker. */
+/* Sends the master the window's means for `step`, the step-time breakdown and the progressive window
+ * (attach_window); a stop answer stops the worker. */
 static int report(worker *w, int64_t step, double loss, double acc, double eps, tfx_err *err) {
-  const char *names[REPORT_KEYS];
-  double vals[REPORT_KEYS];
-  int n = report_stats(w, loss, acc, eps, names, vals);
-  Tfx__KeyValue kv[REPORT_KEYS], *kvp[REPORT_KEYS];
+  enum { MAX = 3 + TFX_TIMING_KEYS + 6 + TFX_PROGRESSIVE_MAX_COLS + TFX_PM_STATS };
+  const char *names[MAX] = {"loss", "accuracy", "examples_per_sec", "examples_seen"};
+  int64_t seen = w->seen_base + w->steps * (int64_t)w->cfg.batch_size * w->cfg.accumulate; /* in the run's life */
+  double vals[MAX] = {loss, acc, eps, (double)seen};
+  char pm_keys[TFX_PM_STATS][16];
+  int64_t steps = w->timing.window_steps;
+  uint64_t bytes = w->obs.bytes_sent + w->obs.bytes_received; /* written by this thread only */
+  int n = 4 + tfx_timing_take_window(&w->timing, names + 4, vals + 4);
+  if (steps > 0) { /* gradients out and values (or a batch's rows) back, per step of the window */
+    names[n] = "wire_bytes_per_step";
+    vals[n++] = (double)(bytes - w->reported_bytes) / (double)steps;
+  }
+  w->reported_bytes = bytes;
+  n += tfx_progressive_report(w->pv, names + n, vals + n);
+  if (tfx_batcher_bad_records(w->batcher)) { /* data.on_error skip: the bad records it passed over */
+    names[n] = "bad_records";
+    vals[n++] = (double)tfx_batcher_bad_records(w->batcher);
+  }
+  int n_pm = tfx_pm_state_stats(w->pm, &w->pm_win, pm_keys, vals + n); /* the plugin's metrics: the chief merges */
+  for (int i = 0; i < n_pm; i++) {
+    names[n++] = pm_keys[i];
+  }
+  Tfx__KeyValue kv[MAX], *kvp[MAX];
   for (int i = 0; i < n; i++) {
     tfx__key_value__init(&kv[i]);
     kv[i].key = (char *)names[i];
@@ -521,9 +517,10 @@ static int push_pull(worker *w, int64_t step, pushed *out, tfx_err *err) {
   return TFX_OK;
 }
 
-static void window_reset(window *win) {
+static void window_reset(worker *w, window *win) {
   memset(win, 0, sizeof *win);
   win->t0 = tfx_now_ms();
+  tfx_pm_state_init(w->pm, &w->pm_win);
 }
 
 /* Reports the window's means at `step` (and shows them on the HTTP port); the window starts over once sent. */
@@ -532,7 +529,7 @@ static int report_window(worker *w, window *win, int64_t step, tfx_err *err) {
   worker__obs_step(&w->obs, w->version, w->steps, win->loss / win->n, eps);
   int rc = report_or_skip(w, step, win->loss / win->n, win->hits / win->seen, eps, err);
   if (!rc) {
-    window_reset(win);
+    window_reset(w, win);
   }
   return rc;
 }
@@ -570,7 +567,7 @@ static void after_step(worker *w) {
 
 /* The step loop: first pull, then compute, the loss threshold, push-pull, counters and reports, control. */
 static int train_steps(worker *w, tfx_err *err) {
-  window_reset(&w->win);
+  window_reset(w, &w->win);
   int go, rc = first_pull(w, &go, err);
   if (rc || !go) {
     return rc;
@@ -638,6 +635,7 @@ static void cleanup(worker *w) {
   tfx_batcher_destroy(w->batcher);
   tfx_progressive_destroy(w->pv);
   free(w->pv_hist);
+  tfx_pmetrics_close(w->pm);
   tfx_dataset_destroy(w->data);
   worker__eval_close(&w->eval);
   tfx_model_destroy(w->model);

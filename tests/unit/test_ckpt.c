@@ -14,6 +14,7 @@
 #include "common/fs.h"
 #include "store/best.h"
 #include "store/ckpt.h"
+#include "store/ckptmemo.h"
 #include "store/weights.h"
 #include "tmpdir.h"
 
