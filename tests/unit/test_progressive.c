@@ -89,10 +89,12 @@ Test(progressive, multi_label_auc_per_output) {
   float x[8] = {0.9f, 0.9f, 0.8f, 0.8f, 0.2f, 0.1f, 0.1f, 0.2f};
   int32_t y[4] = {TFX_LABEL_SET | 1, TFX_LABEL_SET | 1, TFX_LABEL_SET | 2, TFX_LABEL_SET | 2};
   step(p, m, x, y, 4);
-  const char *names[2 + TFX_PROGRESSIVE_MAX_COLS];
-  double v[2 + TFX_PROGRESSIVE_MAX_COLS];
+  const char *names[3 + TFX_PROGRESSIVE_MAX_COLS];
+  double v[3 + TFX_PROGRESSIVE_MAX_COLS];
   int n = tfx_progressive_report(p, names, v);
-  cr_assert_eq(n, 4);
+  cr_assert_eq(n, 5);
+  cr_assert_str_eq(names[4], "rolling_examples");
+  cr_assert_float_eq(v[4], 4, 1e-12);
   cr_assert_str_eq(names[1], "rolling_auc");
   cr_assert_float_eq(v[1], 0.5, 1e-12);
   cr_assert_str_eq(names[2], "rolling_auc_0");
