@@ -2,7 +2,7 @@
 # Replicated shards with training.deterministic (#27): a sync MLP run of 3 workers on 2 ps (seed 7) sums each
 # step in worker order, so its weights do not depend on arrival order. Undisturbed, then with kill -9 of ps 0 at a
 # third (its backup on ps 1 promoted), then with kill -9 of ps 1 (the backup of instance 0, whose primary goes on
-# unreplicated and says so, PS-BACKUP-LOST; ps 1's own instance fails over to ps 0) and kill -9 of the restarted
+# unreplicated and says so: PS-BACKUP-LOST, /metrics tfx_shards_unreplicated; ps 1's own instance fails over to ps 0) and kill -9 of the restarted
 # ps 1 as soon as it is spawned again (during its rejoin): every run ends at max_steps with nothing rolled back
 # and weights bit-identical to the undisturbed run's.
 . "$(dirname "$0")/lib.sh"
@@ -37,6 +37,14 @@ run() {
     pid=$(spawned "$1" "${2#ps}" | tail -1)
     [ -n "$pid" ] || fail "$1: no $2 to kill"
     kill -9 "$pid"
+  fi
+  if [ "$2" = ps1 ]; then # degraded until ps 1 is back: /metrics says so
+    local url
+    url=$(grep -o 'http://127.0.0.1:[0-9]*' "$WORK/$1.log" | head -1)
+    wait_for 30 bash -c "curl -s '$url/metrics' | grep -qE '^tfx_shards_unreplicated\{[^}]*\} [1-9]' || ! kill -0 $lp" ||
+      fail "$1: /metrics never said shards were unreplicated"
+    curl -s "$url/metrics" | grep -qE '^tfx_shards_unreplicated\{[^}]*\} [1-9]' ||
+      fail "$1: the run ended before /metrics said shards were unreplicated"
   fi
   if [ "$2" = ps1 ]; then # the restarted ps 1 logs under a new pid: killed once it listens, during its rejoin
     wait_for 60 bash -c "p=\$(grep -o 'pid=[0-9]*' '$run/logs/ps-1.log' | tail -1); [ \"\$p\" != pid=$pid ] ||
