@@ -75,7 +75,62 @@ typedef struct tfx_plugin {
   int (*hook)(const tfx_hook_info *info);
 } tfx_plugin;
 
-/* The one symbol a plugin exports. */
+/* The one symbol a plugin must export. */
 const tfx_plugin *tfx_plugin_entry(void);
+
+/* Metrics of the plugin's own (optional): a plugin that also exports `tfx_plugin_metrics` adds training and
+ * evaluation metrics, recorded beside the built-in ones (metrics.jsonl train and eval records, TensorBoard,
+ * /metrics' tfx_eval_metric and tfx_train_metric) under their names. Each metric keeps a small state of doubles,
+ * zeroed by tfx before the first batch; `update` adds one batch of predictions and labels to it (on a worker's
+ * training batches between two reports, on an evaluator's or worker's slice of the eval set); the states of
+ * several processes are combined by `aggregation`, then `result` gives the value:
+ *   TFX_METRIC_SUM   states add up element by element; value result(state) (NULL: state[0]);
+ *   TFX_METRIC_MEAN  states add up, value result(state) / examples (NULL result: state[0] / examples): the
+ *                    example-weighted mean of what update summed;
+ *   TFX_METRIC_MERGE the plugin's `merge(into, from)` combines two states (e.g. a maximum); value result(state).
+ * The process that loads the model plugin (the chief, `tfx-node train`) checks the table and names the metrics in
+ * the experiment (model.plugin_metrics); workers and evaluators then load the same file to compute them. A table
+ * with a missing callback, a state larger than TFX_METRIC_STATE_MAX or a name that is not [a-z][a-z0-9_]* (or a
+ * built-in metric's) is refused naming the plugin and the metric (exit status 2); an update returning nonzero or a
+ * value that is NaN or infinite is logged naming the metric (PLUGIN-METRIC) and the value left out of the record.
+ * Callbacks run on the thread that computes (one at a time per process) and must not keep the pointers. */
+#define TFX_METRIC_STATE_MAX 16 /* doubles of state a metric may keep */
+#define TFX_METRICS_MAX 8       /* metrics a plugin may declare */
+
+typedef enum tfx_metric_aggregation { TFX_METRIC_SUM, TFX_METRIC_MEAN, TFX_METRIC_MERGE } tfx_metric_aggregation;
+
+/* One batch: n examples of `outputs` probabilities each (softmax; a single sigmoid output's P(class 1); each
+ * output's sigmoid for model.multi_label) and their labels (a class index; model.multi_label: the set as bits,
+ * bit k for class k: labels[i] & (1 << k), bit 31 set). weights: data.weight_key's example weights, or NULL. */
+typedef struct tfx_metric_batch {
+  int n, outputs;
+  const float *probs;
+  const int *labels;
+  const float *weights;
+  int training; /* 1: a training batch (the forward pass with dropout); 0: evaluation */
+  int multi_label;
+} tfx_metric_batch;
+
+typedef struct tfx_metric_def {
+  const char *name; /* the record's key, up to 23 characters */
+  int state_size;   /* doubles, 1 .. TFX_METRIC_STATE_MAX */
+  tfx_metric_aggregation aggregation;
+  /* Adds a batch to state; nonzero marks the metric failed for this record. */
+  int (*update)(double *state, const tfx_metric_batch *batch, void *ctx);
+  /* TFX_METRIC_MERGE only (required there): combines from into into. */
+  void (*merge)(double *into, const double *from, void *ctx);
+  /* The value of a (merged) state; NULL: state[0]. */
+  double (*result)(const double *state, void *ctx);
+  void *ctx; /* handed to every callback */
+} tfx_metric_def;
+
+typedef struct tfx_metric_set {
+  int abi_version; /* TFX_PLUGIN_ABI_VERSION */
+  int n;           /* 1 .. TFX_METRICS_MAX */
+  const tfx_metric_def *metrics;
+} tfx_metric_set;
+
+/* The optional symbol that declares the metrics. */
+const tfx_metric_set *tfx_plugin_metrics(void);
 
 #endif

@@ -26,6 +26,7 @@ typedef struct evaluator {
   tfx_dataset *data;
   tfx_metrics *metrics;
   int64_t last, start_ms;
+  tfx_pmetrics *pm; /* the plugin's own metrics, or NULL */
 } evaluator;
 
 static void answer_status(evaluator *e) {
@@ -52,9 +53,12 @@ static void answer_status(evaluator *e) {
 static void record_eval(evaluator *e, int64_t step, const tfx_eval_result *r) {
   tfx_eval_report rep;
   tfx_eval_report_init(&rep, e->n->cfg.metrics, r);
+  tfx_eval_report_add_plugin(&rep, e->pm, r, "eval");
   rep.names[rep.n] = "evaluator";
   rep.values[rep.n++] = e->n->index;
-  tfx_metrics_write(e->metrics, "eval", step, rep.names, rep.values, rep.n);
+  char *json = tfx_eval_confusion_json(e->n->cfg.metrics, r);
+  tfx_metrics_write_json(e->metrics, "eval", step, rep.names, rep.values, rep.n, json);
+  free(json);
   tfx_log(TFX_LOG_INFO, "EVALUATOR-EVAL", "step %lld: eval loss %.4f accuracy %.4f", (long long)step, r->loss,
           r->accuracy);
 }
@@ -69,7 +73,7 @@ static int evaluate_new(evaluator *e, const char *dir, tfx_err *err) {
   }
   tfx_eval_result r;
   tfx_err bad = {0};
-  if (!rc && tfx_evaluate(e->model, e->data, 1000, &r, &bad)) {
+  if (!rc && tfx_evaluate_range(e->model, e->data, 1000, 0, e->data->n, e->pm, &r, &bad)) {
     const tfx_config *c = &e->n->cfg;
     tfx_log(TFX_LOG_ERROR, "EVALUATOR-EVAL-DATA", "step %lld: eval data %s not scored, no accuracy recorded: %s",
             (long long)ws.step, tfx_config_eval_file(c), bad.msg);
@@ -126,7 +130,7 @@ int tfx_evaluator_run(tfx_node *n, tfx_err *err) {
   if (!n->config_path[0]) {
     return tfx_err_set(err, TFX_ECONFIG, "the evaluator needs --config EXPERIMENT.json");
   }
-  evaluator e = {n, NULL, NULL, NULL, NULL, -1, tfx_now_ms()};
+  evaluator e = {n, NULL, NULL, NULL, NULL, -1, tfx_now_ms(), NULL};
   char ep[320];
   tfx_wire_set_sender(TFX__ROLE__ROLE_EVALUATOR, n->index);
   const char *own = tfx_cluster_address(n->cluster, TFX_ROLE_EVALUATOR, n->index);
@@ -151,6 +155,9 @@ int tfx_evaluator_run(tfx_node *n, tfx_err *err) {
     rc = tfx_metrics_open(n->run_dir, &e.metrics, err);
   }
   if (!rc) {
+    rc = tfx_pmetrics_open(&n->cfg, &e.pm, err);
+  }
+  if (!rc) {
     tfx_log(TFX_LOG_INFO, "EVALUATOR-START", "watching %s/checkpoints until step %lld", n->run_dir,
             (long long)n->cfg.max_steps);
   }
@@ -158,6 +165,7 @@ int tfx_evaluator_run(tfx_node *n, tfx_err *err) {
     rc = loop(&e, err);
   }
   tfx_metrics_close(e.metrics);
+  tfx_pmetrics_close(e.pm);
   tfx_dataset_destroy(e.data);
   tfx_model_destroy(e.model);
   tfx_net_close(e.sock);

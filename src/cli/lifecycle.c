@@ -384,8 +384,13 @@ static int score(const tfx_node *n, const tfx_config *cfg, tfx_model *m, const t
                  tfx_err *err) {
   tfx_eval_result r;
   tfx_err bad = {0};
-  int rc = tfx_evaluate(m, d, 1000, &r, &bad);
+  tfx_pmetrics *pm = NULL; /* the plugin's own metrics, as in training */
+  int rc = tfx_pmetrics_open(cfg, &pm, err);
   if (rc) {
+    return rc;
+  }
+  if ((rc = tfx_evaluate_range(m, d, 1000, 0, d->n, pm, &r, &bad))) {
+    tfx_pmetrics_close(pm);
     return tfx_err_set(err, rc, "eval data %s: %s", tfx_config_eval_file(cfg), bad.msg);
   }
   printf("step %lld: eval loss %.4f accuracy %.4f top%d %.4f over %zu examples (%s)\n", (long long)ws->step, r.loss,
@@ -393,10 +398,14 @@ static int score(const tfx_node *n, const tfx_config *cfg, tfx_model *m, const t
   tfx_confusion_print(&r, stdout);
   tfx_eval_report rep;
   tfx_eval_report_init(&rep, cfg->metrics, &r);
+  tfx_eval_report_add_plugin(&rep, pm, &r, "evaluate"); /* names borrowed from pm until it closes */
   tfx_metrics *mt = NULL;
+  char *json = tfx_eval_confusion_json(cfg->metrics, &r);
   if (!(rc = tfx_metrics_open(n->run_dir, &mt, err))) {
-    tfx_metrics_write(mt, "eval", ws->step, rep.names, rep.values, rep.n);
+    tfx_metrics_write_json(mt, "eval", ws->step, rep.names, rep.values, rep.n, json);
   }
+  tfx_pmetrics_close(pm);
+  free(json);
   tfx_metrics_close(mt);
   return rc;
 }

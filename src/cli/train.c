@@ -32,6 +32,7 @@
 #include "store/weights.h"
 #include "train/evaluate.h"
 #include "train/labels.h"
+#include "train/pmetrics.h"
 #include "train/step.h"
 #include "train/watch.h"
 
@@ -60,11 +61,14 @@ typedef struct trainer {
   int64_t saved_step; /* the step of the newest checkpoint written or being written (-1: none) */
   int64_t eval_step;  /* the step last evaluated (-1: none) */
   tfx_watch best, early; /* checkpoint.keep_best, training.early_stopping */
+  tfx_pmetrics *pm;      /* the plugin's own metrics, or NULL */
+  tfx_pm_state pm_train; /* their states over the training steps since the last train record */
 } trainer;
 
 /* A metrics line and the same scalars in the TensorBoard event file. */
-static void record(trainer *t, const char *kind, int64_t step, const char *const *names, const double *values, int n) {
-  tfx_metrics_write(t->metrics, kind, step, names, values, n);
+static void record(trainer *t, const char *kind, int64_t step, const char *const *names, const double *values, int n,
+                   const char *json) {
+  tfx_metrics_write_json(t->metrics, kind, step, names, values, n, json);
   tfx_events_write(t->events, kind, step, names, values, n);
 }
 
@@ -88,6 +92,7 @@ static void trainer_free(trainer *t) {
   }
   tfx_metrics_close(t->metrics);
   tfx_events_close(t->events);
+  tfx_pmetrics_close(t->pm);
   free(t->x);
   free(t->y);
 }
@@ -318,7 +323,9 @@ static int setup_data(trainer *t, tfx_err *err) {
   if ((!sparse && !t->x) || !t->y) {
     return tfx_err_set(err, TFX_ENOMEM, "out of memory");
   }
-  return TFX_OK;
+  rc = tfx_pmetrics_open(c, &t->pm, err);
+  tfx_pm_state_init(t->pm, &t->pm_train);
+  return rc;
 }
 
 /* The watches from the experiment; a resumed run's best is the one best.json names (same metric). */
@@ -410,7 +417,7 @@ static int evaluate(trainer *t, double *acc, tfx_err *fail) {
   tfx_eval_result r;
   tfx_err err = {0};
   t->eval_step = t->step;
-  if (tfx_evaluate(t->eval_model, t->eval, 1000, &r, &err)) {
+  if (tfx_evaluate_range(t->eval_model, t->eval, 1000, 0, t->eval->n, t->pm, &r, &err)) {
     tfx_log(TFX_LOG_ERROR, "TRAIN-EVAL-DATA", "step %lld: eval data %s not scored, no accuracy recorded: %s",
             (long long)t->step, tfx_config_eval_file(&t->cfg), err.msg);
     *acc = NAN;
@@ -418,7 +425,10 @@ static int evaluate(trainer *t, double *acc, tfx_err *fail) {
   }
   tfx_eval_report rep;
   tfx_eval_report_init(&rep, t->cfg.metrics, &r);
-  record(t, "eval", t->step, rep.names, rep.values, rep.n);
+  tfx_eval_report_add_plugin(&rep, t->pm, &r, "eval");
+  char *json = tfx_eval_confusion_json(t->cfg.metrics, &r);
+  record(t, "eval", t->step, rep.names, rep.values, rep.n, json);
+  free(json);
   tfx_log(TFX_LOG_INFO, "TRAIN-EVAL", "step %lld eval loss %.4f accuracy %.4f", (long long)t->step, r.loss, r.accuracy);
   t->stop |= tfx_plugin_hook(t->plugin, TFX_HOOK_EVAL, t->step, r.loss, r.accuracy, t->run_dir);
   *acc = r.accuracy;
@@ -436,7 +446,7 @@ static void validate(trainer *t, int force) {
     sync_eval_model(t);
     tfx_eval_result r;
     tfx_err err = {0};
-    if (tfx_evaluate_agg(t->eval_model, t->valsets[i], 1000, (size_t)v->batches * 1000, v->agg, &r, &err)) {
+    if (tfx_evaluate_agg(t->eval_model, t->valsets[i], 1000, (size_t)v->batches * 1000, v->agg, t->pm, &r, &err)) {
       tfx_log(TFX_LOG_ERROR, "TRAIN-VALIDATE-DATA", "step %lld: validation set %s (%s) not scored: %s",
               (long long)t->step, v->name, v->labels[0] ? v->labels : v->images, err.msg);
       continue;
@@ -445,7 +455,10 @@ static void validate(trainer *t, int force) {
     snprintf(kind, sizeof kind, "validation.%s", v->name);
     tfx_eval_report rep;
     tfx_eval_report_init(&rep, tfx_valset_metrics(v, t->cfg.metrics), &r);
-    record(t, kind, t->step, rep.names, rep.values, rep.n);
+    tfx_eval_report_add_plugin(&rep, t->pm, &r, kind);
+    char *json = tfx_eval_confusion_json(tfx_valset_metrics(v, t->cfg.metrics), &r);
+    record(t, kind, t->step, rep.names, rep.values, rep.n, json);
+    free(json);
   }
 }
 
@@ -454,7 +467,8 @@ static void validate(trainer *t, int force) {
 static int step_once(trainer *t, tfx_step_stats *st, tfx_err *err) {
   const tfx_config *c = &t->cfg;
   int nv = tfx_model_nvars(t->model);
-  tfx_grad_step g = {c->batch_size, c->accumulate, c->clip_value, c->clip_norm, t->x, t->y, t->acc};
+  tfx_grad_step g = {c->batch_size, c->accumulate, c->clip_value, c->clip_norm, t->x, t->y, t->acc, NULL,
+                     t->pm, &t->pm_train};
   tfx_step_stats sum;
   tfx_compute_gradients(t->model, t->batcher, &g, (uint64_t)t->step, &sum);
   int rc = tfx_batcher_status(t->batcher, err), n_dense = 0;
@@ -494,10 +508,13 @@ static void count_step(trainer *t, window *win, const tfx_step_stats *st, tfx_pr
   win->seen += st->count;
   win->steps++;
   if (t->step % c->report_every == 0 || t->step == max_steps) {
-    static const char *const names[] = {"loss", "accuracy", "examples_per_sec", "learning_rate"};
+    const char *names[4 + TFX_METRICS_MAX] = {"loss", "accuracy", "examples_per_sec", "learning_rate"};
     double eps = tfx_progress_rate(prog, t->step) * c->batch_size * c->accumulate;
-    double vals[] = {win->loss / win->steps, win->hits / win->seen, eps, tfx_optim_lr(&t->opt, t->step)};
-    record(t, "train", t->step, names, vals, 4);
+    double vals[4 + TFX_METRICS_MAX] = {win->loss / win->steps, win->hits / win->seen, eps,
+                                        tfx_optim_lr(&t->opt, t->step)};
+    int n = 4 + tfx_pmetrics_values(t->pm, &t->pm_train, "train", names + 4, vals + 4, TFX_METRICS_MAX);
+    tfx_pm_state_init(t->pm, &t->pm_train);
+    record(t, "train", t->step, names, vals, n, NULL);
     tfx_progress_show(prog, t->step, vals[0], acc, eps);
     t->stop |= tfx_plugin_hook(t->plugin, TFX_HOOK_STEP, t->step, vals[0], vals[1], t->run_dir);
     memset(win, 0, sizeof *win);

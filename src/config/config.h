@@ -55,6 +55,10 @@ typedef enum tfx_search_method { TFX_SEARCH_METHODS(TFX_CHOICE_VALUE) } tfx_sear
 typedef enum tfx_watch_mode { TFX_WATCH_MODES(TFX_CHOICE_VALUE) } tfx_watch_mode;
 
 #define TFX_MAX_CLASS_WEIGHTS 1024
+/* The most classes whose counts an evaluation keeps (per-class metrics, the confusion matrix): their matrix is
+ * 8 * 128 * 128 bytes = 128 KiB per evaluation (a worker's eval reply sends it as int64); a model with more
+ * classes reports no per-class fields. */
+#define TFX_MAX_CLASSES 128
 
 #define TFX_MAX_LAYERS 96
 #define TFX_PATH_MAX 512
@@ -146,6 +150,7 @@ typedef struct tfx_config {
   char metrics[64];          /* model.metrics: reported evaluation metrics, e.g. "loss,accuracy,top_5" */
   char plugin[TFX_PATH_MAX]; /* model.plugin: a shared object that builds the model (see include/tfx/plugin.h) */
   char plugin_params[2048];  /* model.params as JSON text */
+  char plugin_metrics[200];  /* model.plugin_metrics: the plugin's own metrics (set by tfx_plugin_load) */
   char hooks[256];           /* built-in hooks: stop_at_step:N, nan_guard, log_every:N (comma-separated) */
   /* data */
   char train_images[TFX_PATH_MAX], train_labels[TFX_PATH_MAX];

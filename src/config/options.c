@@ -38,9 +38,13 @@ const config__option config__options[] = {
     {"model.metrics", OPT_STR, O(metrics), 0, 0, "loss,accuracy,top_5",
      "evaluation metrics reported (comma-separated): loss, accuracy, top_K, auc, log_loss, precision, recall, f1 "
      "(class 1 of a binary classifier, else the mean over classes), precision_K, recall_K, f1_K (class K), auc_K "
-     "(output K of a multi_label model), per_class (those of every class; up to 32 classes)"},
+     "(output K of a multi_label model), per_class (those of every class), confusion (the confusion matrix in eval "
+     "records); per-class counts up to 128 classes"},
     {"model.plugin", OPT_STR, O(plugin), 0, 0, "",
      "shared object whose tfx_plugin_entry builds the model and hooks the run"},
+    {"model.plugin_metrics", OPT_STR, O(plugin_metrics), 0, 0, "",
+     "the metrics model.plugin's tfx_plugin_metrics declares (written by the process that loads the plugin; "
+     "workers and evaluators load the plugin to compute them only when this is not empty)"},
     {"data.train.images", OPT_STR, O(train_images), 0, 0, FMNIST "train-images-idx3-ubyte.gz", "IDX images (.gz ok)"},
     {"data.train.labels", OPT_STR, O(train_labels), 0, 0, FMNIST "train-labels-idx1-ubyte.gz", "IDX labels"},
     {"data.eval.images", OPT_STR, O(eval_images), 0, 0, FMNIST "t10k-images-idx3-ubyte.gz", "IDX images"},

@@ -236,8 +236,8 @@ int tfx_plugin_load(tfx_config *cfg, const char *base_dir, tfx_plugin_handle **o
       rc = tfx_err_set(err, TFX_ECONFIG,
                        "model.plugin %s: ABI version %d, this tfx-node speaks %d (rebuild it against its tfx/plugin.h)",
                        h->path, h->api->abi_version, TFX_PLUGIN_ABI_VERSION);
-    } else {
-      rc = build(h, cfg, err);
+    } else if (!(rc = build(h, cfg, err))) {
+      rc = tfx_plugin_metrics_name(h->so, h->path, cfg->plugin_metrics, sizeof cfg->plugin_metrics, err);
     }
   }
   if (rc) {

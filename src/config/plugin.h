@@ -20,6 +20,18 @@ int tfx_hooks_create(const tfx_config *cfg, tfx_plugin_handle **out, tfx_err *er
  * TensorFlow's StopAtStepHook does, rather than at the next report. */
 long long tfx_hooks_stop_step(const tfx_plugin_handle *h);
 int tfx_plugin_hook(tfx_plugin_handle *h, int event, long long step, double loss, double accuracy, const char *run_dir);
+/* Checks a plugin's metric table (include/tfx/plugin.h: names, state sizes, callbacks, aggregation) and joins
+ * its names with ',' into names[n]. TFX_ECONFIG naming the plugin file and the metric, and what is wrong. */
+struct tfx_metric_set;
+int tfx_plugin_metrics_check(const struct tfx_metric_set *set, const char *path, char *names, size_t n,
+                             tfx_err *err);
+/* The names of the metrics the opened plugin `so` (path, for messages) declares, checked, into names[n] ("":
+ * it exports no tfx_plugin_metrics); TFX_ECONFIG as tfx_plugin_metrics_check. */
+int tfx_plugin_metrics_name(void *so, const char *path, char *names, size_t n, tfx_err *err);
+/* Opens cfg->plugin for the metrics cfg->plugin_metrics names (a worker or an evaluator, which never builds the
+ * model); both outputs NULL when it names none. Caller owns *so (dlclose); *out is borrowed from it. TFX_ECONFIG
+ * naming the file: cannot load, no table, a bad table, or other metrics than the experiment names. */
+int tfx_plugin_metrics_open(const tfx_config *cfg, void **so, const struct tfx_metric_set **out, tfx_err *err);
 /* Unloads the plugin; NULL does nothing. */
 void tfx_plugin_close(tfx_plugin_handle *h);
 

@@ -24,17 +24,19 @@ static int indexed(const char *m, size_t n, const char *prefix, int lo, int hi) 
 }
 
 /* A metric name of model.metrics: loss, accuracy, auc, log_loss, top_K (1 <= K <= 100), precision, recall, f1,
- * precision_K, recall_K, f1_K (a class, 0 <= K < 32), auc_K (a multi-label output) or per_class (those of every
- * class). */
+ * precision_K, recall_K, f1_K (a class, 0 <= K < TFX_MAX_CLASSES), auc_K (a multi-label output), per_class (those
+ * of every class) or confusion (the confusion matrix in eval records). */
 int config__is_metric(const char *m, size_t n) {
-  static const char *const plain[] = {"loss", "accuracy", "auc", "log_loss", "precision", "recall", "f1", "per_class"};
+  static const char *const plain[] = {"loss",      "accuracy", "auc",      "log_loss", "precision",
+                                      "recall",    "f1",       "per_class", "confusion"};
   for (size_t i = 0; i < sizeof plain / sizeof plain[0]; i++) {
     if (n == strlen(plain[i]) && !strncmp(m, plain[i], n)) {
       return 1;
     }
   }
-  return indexed(m, n, "top_", 1, 100) || indexed(m, n, "precision_", 0, 31) || indexed(m, n, "recall_", 0, 31) ||
-         indexed(m, n, "f1_", 0, 31) || indexed(m, n, "auc_", 0, 30);
+  const int last = TFX_MAX_CLASSES - 1;
+  return indexed(m, n, "top_", 1, 100) || indexed(m, n, "precision_", 0, last) || indexed(m, n, "recall_", 0, last) ||
+         indexed(m, n, "f1_", 0, last) || indexed(m, n, "auc_", 0, 30);
 }
 
 /* Parses comma-separated numbers into out[0..*n); errors name the key and the entry. */
@@ -156,7 +158,8 @@ int tfx_config_class_weights(const tfx_config *cfg, double *out, int max, int *n
 
 /* The watched metric at `key` names a metric model.metrics could (empty: off). */
 static int check_watch(const char *metric, const char *key, tfx_err *err) {
-  if (metric[0] && (!config__is_metric(metric, strlen(metric)) || !strcmp(metric, "per_class"))) {
+  if (metric[0] && (!config__is_metric(metric, strlen(metric)) || !strcmp(metric, "per_class") ||
+                    !strcmp(metric, "confusion"))) {
     return tfx_err_set(err, TFX_ECONFIG, "%s: '%s' (want " TFX_METRIC_NAMES ")", key, metric);
   }
   return TFX_OK;
@@ -222,7 +225,7 @@ int tfx_config_validate(const tfx_config *cfg, tfx_err *err) {
   for (const char *p = cfg->metrics; *p;) {
     size_t n = strcspn(p, ",");
     if (!config__is_metric(p, n)) {
-      return tfx_err_set(err, TFX_ECONFIG, "model.metrics: '%.*s' (want " TFX_METRIC_NAMES " or per_class)", (int)n,
+      return tfx_err_set(err, TFX_ECONFIG, "model.metrics: '%.*s' (want " TFX_METRIC_NAMES ", per_class or confusion)", (int)n,
                          p);
     }
     p += n + (p[n] == ',');

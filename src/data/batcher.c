@@ -316,10 +316,8 @@ void tfx_batcher_set_idle(tfx_batcher *b, tfx_idle_fn idle, void *ctx) {
   }
 }
 
-void tfx_batcher_check_labels(tfx_batcher *b, int classes) {
-  if (b->stream) {
-    tfx_stream_check_labels(b->stream, classes);
-  }
+int tfx_batcher_check_labels(tfx_batcher *b, int classes, int multi_label, tfx_err *err) {
+  return b->stream ? tfx_stream_check_labels(b->stream, classes, multi_label, err) : TFX_OK;
 }
 
 int64_t tfx_batcher_epoch(const tfx_batcher *b) {

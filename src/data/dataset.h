@@ -80,9 +80,10 @@ void tfx_batcher_skip(tfx_batcher *b, int64_t batches, int batch);
 /* Sets what a followed stream calls while it waits for a file (ctx borrowed for the batcher's life); nothing for
  * other batchers. */
 void tfx_batcher_set_idle(tfx_batcher *b, tfx_idle_fn idle, void *ctx);
-/* A streaming batcher checks each label as its file is read against [0, classes), naming the file and record of
- * a bad one (an in-memory set is checked whole when loaded: tfx_labels_check); nothing for other batchers. */
-void tfx_batcher_check_labels(tfx_batcher *b, int classes);
+/* A streaming batcher checks each label as its file is read against [0, classes) (multi_label: each class of a
+ * set), naming the file and record of a bad one (an in-memory set is checked whole when loaded:
+ * tfx_labels_check); nothing for other batchers. A stream reads its first window now: that read's error. */
+int tfx_batcher_check_labels(tfx_batcher *b, int classes, int multi_label, tfx_err *err);
 /* Completed epochs so far. */
 int64_t tfx_batcher_epoch(const tfx_batcher *b);
 

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/labelset.h"
 #include "data/data_impl.h"
 #include "data/tfrecord.h"
 #include "example.pb-c.h"
@@ -345,7 +346,23 @@ static int feature_view(const loader *l, const tfx_example *ex, view *v, tfx_err
   return check_finite(l, v, err);
 }
 
-/* The label of one record: a single int64, or a single integral float, within int32. */
+/* A label int64_list of n != 1 classes as a set (common/labelset.h: model.multi_label), each in [0, 31). */
+static int label_set(const loader *l, const int64_t *v, size_t n, int32_t *y, tfx_err *err) {
+  int32_t set = TFX_LABEL_SET;
+  for (size_t i = 0; i < n; i++) {
+    if (v[i] < 0 || v[i] >= TFX_LABEL_SET_MAX) {
+      return tfx_err_set(err, TFX_ECORRUPT, "%s: label feature '%s' value %zu is class %lld: a set of classes (a "
+                         "list, model.multi_label) names classes 0 to %d", l->where, l->label_key, i, (long long)v[i],
+                         TFX_LABEL_SET_MAX - 1);
+    }
+    set |= (int32_t)(1u << v[i]);
+  }
+  *y = set;
+  return TFX_OK;
+}
+
+/* The label of one record: a single int64, or a single integral float, within int32; an int64_list of another
+ * length is a set of classes (model.multi_label; the empty list: no class). */
 static int label_value(const loader *l, const tfx_example *ex, int32_t *y, tfx_err *err) {
   const entry_t *e = lookup(ex, l->label_key);
   if (!e) {
@@ -357,8 +374,12 @@ static int label_value(const loader *l, const tfx_example *ex, int32_t *y, tfx_e
     return tfx_err_set(err, TFX_ECONFIG, "%s: label feature '%s' is a %s, want an int64_list or float_list", l->where,
                        l->label_key, tfx_feature_kind_name(v.kind));
   }
+  if (v.n != 1 && v.kind == TFX_FEATURE_KIND_INT64) {
+    return label_set(l, v.p, v.n, y, err);
+  }
   if (v.n != 1) {
-    return tfx_err_set(err, TFX_ESHAPE, "%s: label feature '%s' has %zu values, want 1", l->where, l->label_key, v.n);
+    return tfx_err_set(err, TFX_ESHAPE, "%s: label feature '%s' has %zu values, want 1 (or an int64_list of classes "
+                       "for model.multi_label)", l->where, l->label_key, v.n);
   }
   int ok;
   double d;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/labelset.h"
 #include "common/log.h"
 #include "common/rand.h"
 #include "data/columns.h"
@@ -37,6 +38,8 @@ struct tfx_stream {
   uint64_t record;          /* records seen this epoch, for sharding by record */
   uint64_t file_record;     /* records read from the open file, to name a bad one */
   int classes;              /* labels must be in [0, classes) (0: unchecked): tfx_stream_check_labels */
+  int multi_label;          /* labels are sets whose classes must be in [0, classes) */
+  unsigned char *dropped;   /* the chunk being read: 1 for a record check_labels refused (on_error skip), or NULL */
   int64_t epoch, kept;      /* completed epochs; examples this shard kept this epoch */
   tfx_dataset *buf;         /* the current window, served in `perm` order */
   size_t *perm, perm_cap, pos;
@@ -50,7 +53,6 @@ struct tfx_stream {
 };
 
 /* A label check_labels found outside the model's classes, under data.on_error skip: the filters drop it. */
-#define BAD_LABEL INT32_MIN
 
 static void list_free(file_list *l) {
   for (size_t i = 0; i < l->n; i++) {
@@ -304,7 +306,7 @@ static void filter_sparse(tfx_stream *s, tfx_dataset *d) {
   int64_t at[TFX_MAX_FIELDS] = {0};
   double vscale = s->columns ? 1.0 : s->scale;
   for (size_t i = 0; i < d->n; i++, s->record++) {
-    if ((!s->by_file && s->record % (uint64_t)s->count != (uint64_t)s->index) || d->y[i] == BAD_LABEL) {
+    if ((!s->by_file && s->record % (uint64_t)s->count != (uint64_t)s->index) || (s->dropped && s->dropped[i])) {
       continue;
     }
     for (int f = 0; f < d->n_fields; f++) {
@@ -339,7 +341,7 @@ static int filter_chunk(tfx_stream *s, tfx_dataset *d, size_t file, tfx_err *err
   }
   size_t k = 0;
   for (size_t i = 0; i < d->n; i++, s->record++) {
-    if ((s->by_file || s->record % (uint64_t)s->count == (uint64_t)s->index) && d->y[i] != BAD_LABEL) {
+    if ((s->by_file || s->record % (uint64_t)s->count == (uint64_t)s->index) && !(s->dropped && s->dropped[i])) {
       memmove(d->x + k * d->dim, d->x + i * d->dim, sizeof(float) * d->dim);
       d->y[k++] = d->y[i];
     }
@@ -397,18 +399,51 @@ static void name_bad(tfx_stream *s, const char *msg, const char *what, int mine)
 
 /* Checks a chunk's labels as it is read, naming the file and record of the first outside [0, classes), as the
  * whole-file loaders do (#30: found only at the batch before, as "example N of the batch"); under data.on_error
- * skip each is named, counted and marked BAD_LABEL for the filters to drop. */
+ * skip each is named, counted and marked in s->dropped for the filters to drop. */
+/* The first class of a multi-label label outside [0, classes), or -1 when it has none. */
+static int class_outside(int32_t y, int classes) {
+  uint32_t out = y >= 0 ? (y >= classes ? 1u : 0u) : tfx_label_bits(y) >> classes;
+  if (!out) {
+    return -1;
+  }
+  if (y >= 0) {
+    return y;
+  }
+  int k = classes;
+  while (!(out & 1u)) {
+    out >>= 1;
+    k++;
+  }
+  return k;
+}
+
+/* Why record i of the chunk (file) has a label outside the classes, into err; TFX_OK when it has none. */
+static int bad_label(const tfx_stream *s, const tfx_dataset *d, size_t i, size_t file, tfx_err *err) {
+  unsigned long long rec = (unsigned long long)(s->file_record + i + 1);
+  int k = s->multi_label ? class_outside(d->y[i], s->classes) : -1;
+  if (s->multi_label && k >= 0) {
+    return tfx_err_set(err, TFX_EINVAL, "%s: record %llu: its label set names class %d, outside the model's %d "
+                       "outputs [0, %d) (model.multi_label)", s->images.paths[file], rec, k, s->classes, s->classes);
+  }
+  if (!s->multi_label && (d->y[i] < 0 || d->y[i] >= s->classes)) {
+    return tfx_err_set(err, TFX_EINVAL, "%s: record %llu: label %d is outside the model's %d classes [0, %d)",
+                       s->images.paths[file], rec, (int)d->y[i], s->classes, s->classes);
+  }
+  return TFX_OK;
+}
+
 static int check_labels(tfx_stream *s, tfx_dataset *d, size_t file, tfx_err *err) {
   for (size_t i = 0; s->classes > 0 && i < d->n; i++) {
-    if (d->y[i] < 0 || d->y[i] >= s->classes) {
-      int rc = tfx_err_set(err, TFX_EINVAL, "%s: record %llu: label %d is outside the model's %d classes [0, %d)",
-                           s->images.paths[file], (unsigned long long)(s->file_record + i + 1), (int)d->y[i],
-                           s->classes, s->classes);
+    int rc = bad_label(s, d, i, file, err);
+    if (rc) {
       if (!s->skip_bad) {
         return rc;
       }
+      if (!s->dropped && !(s->dropped = calloc(d->n, 1))) { /* no label value can mark it: any int32 is a set */
+        return tfx_err_set(err, TFX_ENOMEM, "out of memory");
+      }
       name_bad(s, err->msg, "skipped", s->by_file || (s->record + i) % (uint64_t)s->count == (uint64_t)s->index);
-      d->y[i] = BAD_LABEL;
+      s->dropped[i] = 1;
     }
   }
   s->file_record += d->n;
@@ -453,7 +488,11 @@ static int refill(tfx_stream *s, tfx_err *err) {
       continue;
     }
     size_t file = s->order[s->next_file - 1];
-    if ((rc = check_labels(s, d, file, err)) || (rc = filter_chunk(s, d, file, err)) || d->n == 0) {
+    rc = check_labels(s, d, file, err);
+    rc = rc ? rc : filter_chunk(s, d, file, err);
+    free(s->dropped);
+    s->dropped = NULL;
+    if (rc || d->n == 0) {
       tfx_dataset_destroy(d);
       if (rc) {
         return rc;
@@ -551,9 +590,8 @@ int tfx_stream_open(const tfx_config *cfg, int index, int count, size_t dim, tfx
   if (!rc && !s->follow[0] && !(s->order = malloc(s->images.n * sizeof *s->order))) {
     rc = tfx_err_set(err, TFX_ENOMEM, "out of memory");
   }
-  if (!rc && !s->follow[0]) { /* a followed directory is read from the first take */
+  if (!rc && !s->follow[0]) { /* read at tfx_stream_check_labels or the first take; a followed directory: the take */
     shuffle_files(s);
-    rc = refill(s, err);
   }
   if (rc) {
     tfx_stream_close(s);
@@ -567,8 +605,12 @@ uint64_t tfx_stream_bad_records(const tfx_stream *s) {
   return s->bad;
 }
 
-void tfx_stream_check_labels(tfx_stream *s, int classes) {
+int tfx_stream_check_labels(tfx_stream *s, int classes, int multi_label, tfx_err *err) {
   s->classes = classes;
+  s->multi_label = multi_label;
+  /* The first window is read now, with the check (it used to be read at open, before it, and went unchecked), so
+   * that a bad first file still fails at the start. */
+  return s->follow[0] || s->buf ? TFX_OK : refill(s, err);
 }
 
 void tfx_stream_set_idle(tfx_stream *s, tfx_idle_fn idle, void *ctx) {

@@ -40,8 +40,10 @@ int tfx_stream_fields(const tfx_stream *s);
 int tfx_stream_next(tfx_stream *s, int batch, float *x, int32_t *y, tfx_err *err);
 /* Skips `n` examples as if they were taken (resume). */
 int tfx_stream_skip(tfx_stream *s, int64_t n, tfx_err *err);
-/* Checks every label read against [0, classes) (0: no check), failing the window with the file and record. */
-void tfx_stream_check_labels(tfx_stream *s, int classes);
+/* Checks every label read against [0, classes) (0: no check; multi_label: every class of a set), failing the
+ * window with the file and record (data.on_error skip: naming, counting and dropping the record instead); reads
+ * the first window now (not a followed directory), with the reader's or the check's error. */
+int tfx_stream_check_labels(tfx_stream *s, int classes, int multi_label, tfx_err *err);
 /* Bad records this shard named and skipped under data.on_error skip (0 with stop). */
 uint64_t tfx_stream_bad_records(const tfx_stream *s);
 /* Sets what a followed stream (data.train.follow) calls while it waits for a file; ctx borrowed. */

@@ -25,6 +25,8 @@ typedef struct slice_sums {
   size_t n_scored; /* examples: scores holds n_scored x cols */
   int cols;
   int unscored; /* a slice came without scores: no AUC */
+  const tfx_pmetrics *pm; /* the plugin's own metrics (borrowed from the master), or NULL */
+  tfx_pm_state pm_state;  /* their merged states */
 } slice_sums;
 
 /* The elements of tensor `name` of reply r if it has that dtype (their count in *n), else NULL. */
@@ -127,11 +129,14 @@ static int add_reply(int w, const tfx_inmsg *r, slice_sums *s, tfx_err *err) {
   if (!isfinite(ex) || !isfinite(loss) || !isfinite(correct) || !isfinite(topk)) {
     return tfx_err_set(err, TFX_EPROTO, "worker %d: an evaluation reply without its sums", w);
   }
+  tfx_pm_state pm;
   int rc = add_counts(w, r, s, err);
   rc = rc ? rc : add_scores(r, s, (size_t)ex, err);
+  rc = rc ? rc : tfx_pm_state_read(s->pm, master__env_stat, r->env, &pm, err);
   if (rc) {
     return rc;
   }
+  tfx_pmetrics_merge(s->pm, &s->pm_state, &pm);
   s->examples += ex;
   s->loss += loss;
   s->correct += correct;
@@ -186,6 +191,7 @@ static void merged(const slice_sums *s, tfx_eval_result *out) {
   out->classes = s->classes > 0 ? s->classes : 0;
   out->multi_label = s->multi_label;
   memcpy(out->confusion, s->confusion, sizeof out->confusion);
+  out->pm = s->pm_state;
   int whole = !s->unscored && s->n_scored == out->examples;
   tfx_eval_auc(s->scores, s->labels, s->n_scored, whole ? s->cols : 0, out);
 }
@@ -197,6 +203,8 @@ int master__evaluate_workers(master *m, int64_t *version, tfx_eval_result *out, 
   if (s) {
     s->version = INT64_MAX;
     s->classes = -1;
+    s->pm = m->pm;
+    tfx_pm_state_init(m->pm, &s->pm_state);
   }
   for (int w = 0; !rc && w < m->n_workers; w++) {
     rc = ask(m, w, &c[w], err);

@@ -101,7 +101,7 @@ int master__evaluate(master *m) {
     tfx_log(TFX_LOG_WARN, "MASTER-EVAL-FAIL", "cannot pull the variables: %s", err.msg);
     return rc;
   }
-  rc = workers ? TFX_OK : tfx_evaluate(m->model, m->eval, 1000, &r, &err);
+  rc = workers ? TFX_OK : tfx_evaluate_range(m->model, m->eval, 1000, 0, m->eval->n, m->pm, &r, &err);
   end_pull(m, pc);
   ms = workers ? ms : tfx_now_ms() - start;
   if (rc) {
@@ -113,7 +113,10 @@ int master__evaluate(master *m) {
   }
   tfx_eval_report rep;
   tfx_eval_report_init(&rep, m->cfg.metrics, &r);
-  master__record(m, "eval", version, rep.names, rep.values, rep.n);
+  tfx_eval_report_add_plugin(&rep, m->pm, &r, "eval");
+  char *json = tfx_eval_confusion_json(m->cfg.metrics, &r);
+  master__record(m, "eval", version, rep.names, rep.values, rep.n, json);
+  free(json);
   m->last_acc = r.accuracy;
   m->eval_step = version;
   m->eval_refused = 0;
@@ -146,7 +149,7 @@ void master__validate(master *m, int force) {
       m->next_val[i] = v->every_steps ? m->next_val[i] + v->every_steps : INT64_MAX;
     }
     tfx_eval_result r;
-    if (tfx_evaluate_agg(m->model, m->valsets[i], 1000, (size_t)v->batches * 1000, v->agg, &r, &err)) {
+    if (tfx_evaluate_agg(m->model, m->valsets[i], 1000, (size_t)v->batches * 1000, v->agg, m->pm, &r, &err)) {
       tfx_log(TFX_LOG_ERROR, "MASTER-VALIDATE-DATA", "step %lld: validation set %s (%s) not scored: %s",
               (long long)version, v->name, v->labels[0] ? v->labels : v->images, err.msg);
       continue;
@@ -155,7 +158,10 @@ void master__validate(master *m, int force) {
     snprintf(line, sizeof line, "validation.%s", v->name);
     tfx_eval_report rep;
     tfx_eval_report_init(&rep, tfx_valset_metrics(v, m->cfg.metrics), &r);
-    master__record(m, line, version, rep.names, rep.values, rep.n);
+    tfx_eval_report_add_plugin(&rep, m->pm, &r, line);
+    char *json = tfx_eval_confusion_json(tfx_valset_metrics(v, m->cfg.metrics), &r);
+    master__record(m, line, version, rep.names, rep.values, rep.n, json);
+    free(json);
     tfx_log(TFX_LOG_INFO, "MASTER-VALIDATE", "step %lld %s: loss %.4f accuracy %.4f (%s over %zu)", (long long)version,
             v->name, r.loss, r.accuracy, v->agg, r.examples);
   }

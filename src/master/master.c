@@ -92,7 +92,7 @@ static int setup_run_dir(master *m, tfx_err *err) {
       (rc = tfx_metrics_open(n->run_dir, &m->metrics, err)) || (rc = tfx_events_open(n->run_dir, &m->events, err))) {
     return rc;
   }
-  return TFX_OK;
+  return tfx_pmetrics_open(&m->cfg, &m->pm, err);
 }
 
 /* The master's ROUTER (bound at ep) and one peer struct with a DEALER per ps and per worker. */
@@ -161,6 +161,7 @@ static void cleanup(master *m) {
   }
   tfx_metrics_close(m->metrics);
   tfx_events_close(m->events);
+  tfx_pmetrics_close(m->pm);
   free(m->config_json);
 }
 

@@ -13,6 +13,7 @@
 #include "nn/model.h"
 #include "observe/metrics.h"
 #include "observe/progress.h"
+#include "train/pmetrics.h"
 #include "train/watch.h"
 
 #define OBS_POINTS 512
@@ -46,6 +47,9 @@ typedef struct observed {
   int n_fields;                /* the last eval record's fields, for /metrics' tfx_eval_metric */
   char field_names[TFX_EVAL_MAX_FIELDS][24];
   double field_values[TFX_EVAL_MAX_FIELDS];
+  int n_train_fields; /* the last train record's fields (a worker's report), for /metrics' tfx_train_metric */
+  char train_names[32][24];
+  double train_values[32];
 } observed;
 
 /* A peer's ZeroMQ routing identity, as a ROUTER sees it. */
@@ -119,6 +123,7 @@ typedef struct master {
   int early_stop;        /* early stopping's patience is spent: the loop finishes the run */
   observed obs;
   char abort_msg[256];
+  tfx_pmetrics *pm; /* the plugin's own metrics (train/pmetrics.h), or NULL */
 } master;
 
 /* What a ps call does with each reply: ctx is the caller's, p the ps, e the reply (borrowed until return). */
@@ -140,12 +145,15 @@ void master__observe_ps(master *m, int p, const tfx_envelope *status);
 /* Records a training report / an evaluation / a checkpoint / the global step for the HTTP endpoint. */
 void master__observe(master *m, const char *kind, int64_t step, double loss, double accuracy, double eps);
 /* Appends a metrics line and the same scalars to the TensorBoard event file. */
-void master__record(master *m, const char *kind, int64_t step, const char *const *names, const double *values, int n);
+void master__record(master *m, const char *kind, int64_t step, const char *const *names, const double *values, int n,
+                    const char *json);
 
 /* serve.c: the master's own socket (workers' REGISTER and REPORT, anyone's STATUS). */
 
 /* The value of a STATUS or REPORT statistic (NaN when absent). */
 double master__stat(const tfx_envelope *e, const char *key);
+/* master__stat for tfx_pm_state_read: ctx is the envelope. */
+double master__env_stat(const void *ctx, const char *key);
 /* Serves the master's socket: waits up to timeout_ms for a message, then serves every one waiting. */
 void master__serve(master *m, int timeout_ms);
 /* Serves every message waiting on the master's socket, without blocking. */

@@ -107,6 +107,15 @@ static void eval_fields(buf *b, const master *m) {
           m->obs.field_names[i], m->obs.field_values[i]);
     }
   }
+  tfx_prom_family(b, "tfx_train_metric",
+                  "Each field of the last train record (a worker's report: loss, timing, plugin metrics), by name.",
+                  "gauge");
+  for (int i = 0; i < m->obs.n_train_fields; i++) {
+    if (isfinite(m->obs.train_values[i])) {
+      put(b, "tfx_train_metric{role=\"master\",index=\"%d\",metric=\"%s\"} %.9g\n", m->n->index,
+          m->obs.train_names[i], m->obs.train_values[i]);
+    }
+  }
 }
 
 /* Progressive validation over the workers: the mean of their last rolling AUC and log loss (NaN before any),
@@ -399,22 +408,27 @@ void master__observe(master *m, const char *kind, int64_t step, double loss, dou
   pthread_mutex_unlock(&o->lock);
 }
 
-/* Keeps the fields of an eval record for /metrics. */
-static void keep_fields(master *m, const char *const *names, const double *values, int n) {
+/* Keeps the fields of an eval record (or of a train record: train) for /metrics. */
+static void keep_fields(master *m, int train, const char *const *names, const double *values, int n) {
   observed *o = &m->obs;
+  int room = train ? (int)(sizeof o->train_values / sizeof o->train_values[0]) : TFX_EVAL_MAX_FIELDS;
+  char(*keys)[24] = train ? o->train_names : o->field_names;
+  double *vals = train ? o->train_values : o->field_values;
+  int *kept = train ? &o->n_train_fields : &o->n_fields;
   pthread_mutex_lock(&o->lock);
-  o->n_fields = 0;
-  for (int i = 0; i < n && o->n_fields < TFX_EVAL_MAX_FIELDS; i++) {
-    snprintf(o->field_names[o->n_fields], sizeof o->field_names[0], "%s", names[i]);
-    o->field_values[o->n_fields++] = values[i];
+  *kept = 0;
+  for (int i = 0; i < n && *kept < room; i++) {
+    snprintf(keys[*kept], sizeof keys[0], "%s", names[i]);
+    vals[(*kept)++] = values[i];
   }
   pthread_mutex_unlock(&o->lock);
 }
 
-void master__record(master *m, const char *kind, int64_t step, const char *const *names, const double *values, int n) {
-  tfx_metrics_write(m->metrics, kind, step, names, values, n);
+void master__record(master *m, const char *kind, int64_t step, const char *const *names, const double *values, int n,
+                    const char *json) {
+  tfx_metrics_write_json(m->metrics, kind, step, names, values, n, json);
   tfx_events_write(m->events, kind, step, names, values, n);
-  if (!strcmp(kind, "eval")) {
-    keep_fields(m, names, values, n);
+  if (!strcmp(kind, "eval") || !strcmp(kind, "train")) {
+    keep_fields(m, kind[0] == 't', names, values, n);
   }
 }

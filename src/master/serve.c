@@ -10,6 +10,7 @@
 #include "config/plugin.h"
 #include "master/master_impl.h"
 #include "master/rules.h"
+#include "train/progressive.h"
 
 /* The register reply: start (with the plan, the experiment and the step) or stop. It names the number of workers
  * ("workers"), which a worker under a sparse TF_CONFIG (only the tasks it talks to) cannot count itself. */
@@ -32,6 +33,10 @@ static int reply_register(master *m, const tfx_inmsg *in) {
   return tfx_wire_send(m->sock, &in->identity, &env, NULL, 0, NULL);
 }
 
+double master__env_stat(const void *ctx, const char *key) {
+  return master__stat(ctx, key);
+}
+
 double master__stat(const tfx_envelope *e, const char *key) {
   for (size_t i = 0; i < e->n_stats; i++) {
     if (!strcmp(e->stats[i]->key, key)) {
@@ -41,16 +46,30 @@ double master__stat(const tfx_envelope *e, const char *key) {
   return NAN;
 }
 
+/* Appends a report's rolling_auc_K (a multi-label model's outputs; names borrowed from e) to names/vals, at most
+ * room; returns how many. */
+static int rolling_outputs(const tfx_envelope *e, const char **names, double *vals, int room) {
+  int n = 0;
+  for (size_t i = 0; i < e->n_stats && n < room; i++) {
+    if (!strncmp(e->stats[i]->key, "rolling_auc_", 12) && isfinite(e->stats[i]->value)) {
+      names[n] = e->stats[i]->key;
+      vals[n++] = e->stats[i]->value;
+    }
+  }
+  return n;
+}
+
 /* Writes a report's train line: loss, accuracy, throughput, the worker, and the worker's step-time breakdown
- * (src/worker/timing.h), examples_seen (its examples in the run's whole life) and progressive validation's
- * rolling_log_loss and rolling_auc when the report has them. */
+ * (src/worker/timing.h), examples_seen (its examples in the run's whole life), progressive validation's
+ * rolling_log_loss, rolling_auc and rolling_auc_K, and the plugin's own metrics when the report has them. */
 static void record_report(master *m, const tfx_envelope *e, double loss, double acc, double eps) {
   static const char *const timing[] = {"row_pull_ms",         "compute_ms",    "push_ms",          "wait_ms",
                                        "other_ms",            "push_pull_ms",  "step_ms",          "wire_bytes_per_step",
                                        "examples_seen",       "rolling_log_loss", "rolling_auc",
                                        "bad_records"};
-  const char *names[16] = {"loss", "accuracy", "examples_per_sec", "worker"};
-  double vals[16] = {loss, acc, eps, e->sender_index};
+  enum { MAX = 16 + TFX_METRICS_MAX + TFX_PROGRESSIVE_MAX_COLS };
+  const char *names[MAX] = {"loss", "accuracy", "examples_per_sec", "worker"};
+  double vals[MAX] = {loss, acc, eps, e->sender_index};
   int n = 4;
   for (int i = 0; i < 12; i++) {
     double v = master__stat(e, timing[i]);
@@ -59,7 +78,16 @@ static void record_report(master *m, const tfx_envelope *e, double loss, double 
       vals[n++] = v;
     }
   }
-  master__record(m, "train", e->step, names, vals, n);
+  n += rolling_outputs(e, names + n, vals + n, TFX_PROGRESSIVE_MAX_COLS);
+  tfx_pm_state pm; /* the plugin's own metrics over the worker's window */
+  tfx_err err;
+  if (tfx_pm_state_read(m->pm, master__env_stat, e, &pm, &err)) {
+    tfx_log(TFX_LOG_WARN, "MASTER-BAD-REPORT", "worker %d: %s", e->sender_index, err.msg);
+  }
+  char what[48];
+  snprintf(what, sizeof what, "train, worker %d", e->sender_index);
+  n += tfx_pmetrics_values(m->pm, &pm, what, names + n, vals + n, TFX_METRICS_MAX);
+  master__record(m, "train", e->step, names, vals, n, NULL);
 }
 
 /* Keeps a worker's last rolling metrics and bad-record count for /metrics. */

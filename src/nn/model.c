@@ -588,6 +588,10 @@ void tfx_model_probabilities(const tfx_model *m, int batch, float *out) {
   memcpy(out, m->probs, sizeof(float) * (size_t)batch * tfx_model_output_size(m));
 }
 
+const float *tfx_model_probs(const tfx_model *m) {
+  return m->probs;
+}
+
 int tfx_model_top_k(const tfx_model *m) {
   return m->top_k;
 }

@@ -139,6 +139,9 @@ int tfx_model_scores(const tfx_model *m, int batch, float *out);
  * the set (common/labelset.h) of the outputs above 0; returns the number of classes a label may name, or 0
  * (nothing written) for a regression (mse) model. */
 int tfx_model_predictions(const tfx_model *m, int batch, int32_t *out);
+/* The probabilities of the last tfx_model_loss [batch, outputs]: softmax, or each output's sigmoid (one sigmoid
+ * output, model.multi_label); borrowed from the model until its next loss. */
+const float *tfx_model_probs(const tfx_model *m);
 /* Softmax probabilities of the last forward into out [batch, classes]. */
 void tfx_model_probabilities(const tfx_model *m, int batch, float *out);
 /* Prints the layer table: output shapes, variables, parameter counts, bytes. */

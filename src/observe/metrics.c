@@ -57,6 +57,11 @@ int64_t tfx_metrics_last_step(const char *run_dir, const char *kind) {
 
 void tfx_metrics_write(tfx_metrics *m, const char *kind, int64_t step, const char *const *names, const double *values,
                        int n) {
+  tfx_metrics_write_json(m, kind, step, names, values, n, NULL);
+}
+
+void tfx_metrics_write_json(tfx_metrics *m, const char *kind, int64_t step, const char *const *names,
+                            const double *values, int n, const char *json) {
   struct timeval tv;
   gettimeofday(&tv, NULL);
   fprintf(m->f, "{\"kind\": \"%s\", \"step\": %lld, \"time\": %.3f", kind, (long long)step,
@@ -67,6 +72,9 @@ void tfx_metrics_write(tfx_metrics *m, const char *kind, int64_t step, const cha
     } else {
       fprintf(m->f, ", \"%s\": null", names[i]);
     }
+  }
+  if (json && *json) {
+    fprintf(m->f, ", %s", json);
   }
   fputs("}\n", m->f);
   fflush(m->f);

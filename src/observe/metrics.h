@@ -20,5 +20,9 @@ int64_t tfx_metrics_last_step(const char *run_dir, const char *kind);
 /* Appends {"kind": kind, "step": step, "time": t, names[i]: values[i]...} and flushes. */
 void tfx_metrics_write(tfx_metrics *m, const char *kind, int64_t step, const char *const *names, const double *values,
                        int n);
+/* As tfx_metrics_write, with `json` (borrowed; NULL: none), further fields as JSON text ("\"a\": [1, 2]"), at the
+ * end of the record. */
+void tfx_metrics_write_json(tfx_metrics *m, const char *kind, int64_t step, const char *const *names,
+                            const double *values, int n, const char *json);
 
 #endif

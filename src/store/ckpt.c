@@ -17,6 +17,7 @@
 #include "nn/optim.h"
 #include "store/provenance.h"
 #include "store/best.h"
+#include "store/ckptmemo.h"
 
 /* Shards are written as the host holds them in memory, and the format is little-endian. */
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -663,6 +664,18 @@ int tfx_ckpt_read_point(const char *run_dir, int64_t *step, char *dir, size_t n,
   return rc;
 }
 
+int tfx_ckpt_verify_once(const char *dir, int64_t *step, int *n_ps) {
+  uint64_t print = tfx_ckpt_memo_print(dir);
+  if (print && tfx_ckpt_memo_find(dir, print, step, n_ps)) {
+    return TFX_OK;
+  }
+  int rc = tfx_ckpt_verify(dir, step, n_ps, NULL);
+  if (rc == TFX_OK && print && print == tfx_ckpt_memo_print(dir)) { /* nothing changed while it was read */
+    tfx_ckpt_memo_keep(dir, print, *step, *n_ps);
+  }
+  return rc;
+}
+
 void tfx_ckpt_prune(const char *run_dir, int keep) {
   int64_t *steps = NULL, floor = INT64_MAX; /* the oldest step a kept checkpoint's chain of deltas needs */
   int count = list_steps(run_dir, &steps), kept = 0;
@@ -672,7 +685,7 @@ void tfx_ckpt_prune(const char *run_dir, int keep) {
     int64_t s;
     int nps;
     tfx_ckpt_dir(run_dir, steps[i], d, sizeof d);
-    int complete = tfx_ckpt_verify(d, &s, &nps, NULL) == TFX_OK;
+    int complete = tfx_ckpt_verify_once(d, &s, &nps) == TFX_OK;
     if (complete && (kept < keep || steps[i] == best || steps[i] >= floor)) {
       kept += steps[i] != best;
       floor = tfx_ckpt_chain_floor(d, floor); /* checkpoint.incremental: its deltas' bases stay too */

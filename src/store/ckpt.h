@@ -118,6 +118,9 @@ int tfx_ckpt_usable(const char *run_dir, int64_t *step, char *dir, size_t n, tfx
 int tfx_ckpt_read_point(const char *run_dir, int64_t *step, char *dir, size_t n, tfx_err *err);
 /* The newest complete checkpoint of a run: its step and directory. TFX_ENOTFOUND when there is none. */
 int tfx_ckpt_latest(const char *run_dir, int64_t *step, char *dir, size_t n, tfx_err *err);
+/* As tfx_ckpt_verify (without the error), but a directory this process verified before and whose files (names,
+ * inodes, sizes, mtimes) have not changed since is not read again (store/ckptmemo.h; pruning uses it). */
+int tfx_ckpt_verify_once(const char *dir, int64_t *step, int *n_ps);
 /* Removes all but the newest keep complete checkpoints (and the best one best.json names), and any incomplete
  * one older than a kept one that no kept checkpoint's chain of deltas needs. */
 void tfx_ckpt_prune(const char *run_dir, int keep);

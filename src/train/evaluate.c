@@ -105,7 +105,7 @@ void tfx_eval_auc(const float *scores, const int32_t *labels, size_t n, int cols
 }
 
 int tfx_evaluate(tfx_model *m, const tfx_dataset *d, int batch, tfx_eval_result *out, tfx_err *err) {
-  return tfx_evaluate_range(m, d, batch, 0, d->n, out, err);
+  return tfx_evaluate_range(m, d, batch, 0, d->n, NULL, out, err);
 }
 
 void tfx_eval_slice(size_t n, int index, int count, size_t *lo, size_t *hi) {
@@ -123,7 +123,7 @@ static void count_classes(const tfx_model *m, const int32_t *labels, int b, int3
 /* Sums of examples [lo, hi) into acc (its confusion matrix started), their scores (hi - lo rows of the score
  * columns; NULL: none kept) and the AUC they give. */
 static int score_range(tfx_model *m, const tfx_dataset *d, int batch, size_t lo, size_t hi, float *scores,
-                       int32_t *pred, double sums[3], tfx_eval_result *acc, tfx_err *err) {
+                       const tfx_pmetrics *pm, int32_t *pred, double sums[3], tfx_eval_result *acc, tfx_err *err) {
   size_t w = tfx_model_multi_label(m) ? tfx_model_output_size(m) : 1; /* score columns an example */
   int cols = scores ? (int)w : 0;
   for (size_t i = lo; i < hi; i += (size_t)batch) {
@@ -135,6 +135,7 @@ static int score_range(tfx_model *m, const tfx_dataset *d, int batch, size_t lo,
     }
     cols = cols && tfx_model_scores(m, b, scores + (i - lo) * w) ? cols : 0;
     count_classes(m, d->y + i, b, pred, acc);
+    tfx_pmetrics_update(pm, &acc->pm, m, d->y + i, d->w ? d->w + i : NULL, b, 0);
     sums[0] += st.loss * b;
     sums[1] += (double)st.correct;
     sums[2] += (double)st.top5;
@@ -143,17 +144,17 @@ static int score_range(tfx_model *m, const tfx_dataset *d, int batch, size_t lo,
   return TFX_OK;
 }
 
-int tfx_evaluate_range(tfx_model *m, const tfx_dataset *d, int batch, size_t lo, size_t hi, tfx_eval_result *out,
-                       tfx_err *err) {
+int tfx_evaluate_range(tfx_model *m, const tfx_dataset *d, int batch, size_t lo, size_t hi, const tfx_pmetrics *pm,
+                       tfx_eval_result *out, tfx_err *err) {
   size_t n = hi - lo;
   float *scores = malloc(sizeof(float) * (n ? n : 1) * tfx_model_output_size(m));
-  int rc = tfx_evaluate_scored(m, d, batch, lo, hi, scores, out, err);
+  int rc = tfx_evaluate_scored(m, d, batch, lo, hi, scores, pm, out, err);
   free(scores);
   return rc;
 }
 
 int tfx_evaluate_scored(tfx_model *m, const tfx_dataset *d, int batch, size_t lo, size_t hi, float *scores,
-                        tfx_eval_result *out, tfx_err *err) {
+                        const tfx_pmetrics *pm, tfx_eval_result *out, tfx_err *err) {
   size_t n = hi - lo;
   int32_t *pred = malloc(sizeof(int32_t) * (size_t)batch);
   tfx_eval_result *acc = malloc(sizeof *acc);
@@ -161,7 +162,8 @@ int tfx_evaluate_scored(tfx_model *m, const tfx_dataset *d, int batch, size_t lo
   int rc = pred && acc ? TFX_OK : tfx_err_set(err, TFX_ENOMEM, "out of memory");
   if (!rc) {
     tfx_confusion_init(acc, tfx_model_predictions(m, 0, NULL), tfx_model_multi_label(m)); /* 0: a regression */
-    rc = score_range(m, d, batch, lo, hi, scores, pred, sums, acc, err);
+    tfx_pm_state_init(pm, &acc->pm);
+    rc = score_range(m, d, batch, lo, hi, scores, pm, pred, sums, acc, err);
   }
   if (!rc) {
     acc->examples = n;
@@ -204,7 +206,7 @@ static void agg_for(const char *agg, const char *metric, char out[8]) {
 /* Folds examples [0, n) of d batch by batch into acc by aggs (per-batch loss, accuracy, top-K) and counts their
  * classes into out's confusion matrix (started). */
 static int fold_batches(tfx_model *m, const tfx_dataset *d, int batch, size_t n, char aggs[3][8], double acc[3],
-                        int32_t *pred, tfx_eval_result *out, tfx_err *err) {
+                        const tfx_pmetrics *pm, int32_t *pred, tfx_eval_result *out, tfx_err *err) {
   for (size_t i = 0; i < n; i += (size_t)batch) {
     int b = (int)(n - i < (size_t)batch ? n - i : (size_t)batch);
     tfx_step_stats st;
@@ -213,6 +215,7 @@ static int fold_batches(tfx_model *m, const tfx_dataset *d, int batch, size_t n,
       return rc;
     }
     count_classes(m, d->y + i, b, pred, out);
+    tfx_pmetrics_update(pm, &out->pm, m, d->y + i, d->w ? d->w + i : NULL, b, 0);
     double vals[3] = {st.loss, (double)st.correct / b, (double)st.top5 / b};
     for (int k = 0; k < 3; k++) {
       fold(aggs[k], &acc[k], vals[k] * (strcmp(aggs[k], "mean") ? 1.0 : (double)b), i == 0);
@@ -225,7 +228,7 @@ static int fold_batches(tfx_model *m, const tfx_dataset *d, int batch, size_t n,
 }
 
 int tfx_evaluate_agg(tfx_model *m, const tfx_dataset *d, int batch, size_t max_examples, const char *agg,
-                     tfx_eval_result *out, tfx_err *err) {
+                     const tfx_pmetrics *pm, tfx_eval_result *out, tfx_err *err) {
   size_t n = max_examples && max_examples < d->n ? max_examples : d->n;
   char aggs[3][8];
   agg_for(agg, "loss", aggs[0]);
@@ -238,7 +241,8 @@ int tfx_evaluate_agg(tfx_model *m, const tfx_dataset *d, int batch, size_t max_e
   }
   /* counts are whole-set sums whatever agg says */
   tfx_confusion_init(out, tfx_model_predictions(m, 0, NULL), tfx_model_multi_label(m));
-  int rc = fold_batches(m, d, batch, n, aggs, acc, pred, out, err);
+  tfx_pm_state_init(pm, &out->pm);
+  int rc = fold_batches(m, d, batch, n, aggs, acc, pm, pred, out, err);
   free(pred);
   if (rc) {
     return rc;
@@ -325,6 +329,48 @@ void tfx_eval_report_init(tfx_eval_report *out, const char *metrics, const tfx_e
   }
   out->names[out->n] = "examples";
   out->values[out->n++] = (double)r->examples;
+}
+
+void tfx_eval_report_add_plugin(tfx_eval_report *out, const tfx_pmetrics *pm, const tfx_eval_result *r,
+                                const char *what) {
+  int room = TFX_EVAL_MAX_FIELDS - 1 - out->n; /* one place stays for a caller's field */
+  out->n += room > 0 ? tfx_pmetrics_values(pm, &r->pm, what, out->names + out->n, out->values + out->n, room) : 0;
+}
+
+/* Whether the comma-separated list names `name` (each entry possibly with ":agg"). */
+static int names_metric(const char *list, const char *name) {
+  size_t n = strlen(name);
+  for (const char *p = list; *p;) {
+    size_t len = strcspn(p, ",:");
+    if (len == n && !strncmp(p, name, n)) {
+      return 1;
+    }
+    p += strcspn(p, ",");
+    p += *p == ',';
+  }
+  return 0;
+}
+
+char *tfx_eval_confusion_json(const char *metrics, const tfx_eval_result *r) {
+  if (!r->classes || !names_metric(metrics, "confusion")) {
+    return NULL;
+  }
+  int cols = tfx_confusion_cols(r);
+  size_t cap = 64 + (size_t)r->classes * ((size_t)cols * 20 + 4), len = 0;
+  char *s = malloc(cap);
+  if (!s) {
+    return NULL;
+  }
+  len += (size_t)snprintf(s, cap, "\"confusion_classes\": %d, \"confusion\": [", r->classes);
+  for (int i = 0; i < r->classes; i++) {
+    len += (size_t)snprintf(s + len, cap - len, "%s[", i ? ", " : "");
+    for (int j = 0; j < cols; j++) {
+      len += (size_t)snprintf(s + len, cap - len, "%s%.0f", j ? ", " : "", r->confusion[i][j]);
+    }
+    len += (size_t)snprintf(s + len, cap - len, "]");
+  }
+  snprintf(s + len, cap - len, "]");
+  return s;
 }
 
 const char *tfx_valset_metrics(const tfx_valset *v, const char *model_metrics) {

@@ -6,9 +6,10 @@
 
 #include "data/dataset.h"
 #include "nn/model.h"
+#include "train/pmetrics.h"
 
-/* The most classes whose counts an evaluation keeps (per-class metrics, the confusion matrix). */
-#define TFX_EVAL_MAX_CLASSES 32
+/* The most classes whose counts an evaluation keeps (per-class metrics, the confusion matrix): config.h's bound. */
+#define TFX_EVAL_MAX_CLASSES TFX_MAX_CLASSES
 
 typedef struct tfx_eval_result {
   double loss, accuracy, top5; /* top5: the top-K accuracy, K = top_k */
@@ -22,6 +23,7 @@ typedef struct tfx_eval_result {
   int classes;  /* the confusion matrix's classes (0: none kept: a regression, or over TFX_EVAL_MAX_CLASSES) */
   int multi_label; /* sets of classes: row k of confusion holds class k's tp, fp, fn, tn */
   double confusion[TFX_EVAL_MAX_CLASSES][TFX_EVAL_MAX_CLASSES]; /* [label][predicted]: examples (train/classes.h) */
+  tfx_pm_state pm; /* the plugin's own metrics (n 0: none asked) */
 } tfx_eval_result;
 
 /* Room for every named metric, and per_class's three of each class (four with a multi-label AUC). */
@@ -45,21 +47,23 @@ int tfx_forward_examples(tfx_model *m, const tfx_dataset *d, size_t i, int b, in
  * example would count as a miss with no loss, and the accuracy would not be the model's. */
 int tfx_evaluate(tfx_model *m, const tfx_dataset *d, int batch, tfx_eval_result *out, tfx_err *err);
 
-/* As tfx_evaluate over examples [lo, hi) of d (a worker's slice of the eval set: eval.distributed). */
-int tfx_evaluate_range(tfx_model *m, const tfx_dataset *d, int batch, size_t lo, size_t hi, tfx_eval_result *out,
-                       tfx_err *err);
+/* As tfx_evaluate over examples [lo, hi) of d (a worker's slice of the eval set: eval.distributed), also adding
+ * every batch to the states of pm's metrics (borrowed; NULL: none) in out->pm. */
+int tfx_evaluate_range(tfx_model *m, const tfx_dataset *d, int batch, size_t lo, size_t hi, const tfx_pmetrics *pm,
+                       tfx_eval_result *out, tfx_err *err);
 /* As tfx_evaluate_range, keeping the scores of examples [lo, hi) in scores (the caller's, (hi - lo) x
  * tfx_model_output_size floats, tfx_model_scores's; NULL: none kept, no AUC); out->scored says how many an example
  * were written (0: none, a model without AUC). */
 int tfx_evaluate_scored(tfx_model *m, const tfx_dataset *d, int batch, size_t lo, size_t hi, float *scores,
-                        tfx_eval_result *out, tfx_err *err);
+                        const tfx_pmetrics *pm, tfx_eval_result *out, tfx_err *err);
 /* Slice index of count of n examples: [*lo, *hi), contiguous, sizes differing by at most one, covering all. */
 void tfx_eval_slice(size_t n, int index, int count, size_t *lo, size_t *hi);
 
 /* As tfx_evaluate over the first max_examples (0: all), aggregating per-batch metrics by agg: "mean"
- * (example-weighted), "min", "max" or "sum" for all, or per metric ("accuracy:mean,loss:max"; unlisted: mean). */
+ * (example-weighted), "min", "max" or "sum" for all, or per metric ("accuracy:mean,loss:max"; unlisted: mean);
+ * pm's metrics (NULL: none) over the same examples by their own aggregation. */
 int tfx_evaluate_agg(tfx_model *m, const tfx_dataset *d, int batch, size_t max_examples, const char *agg,
-                     tfx_eval_result *out, tfx_err *err);
+                     const tfx_pmetrics *pm, tfx_eval_result *out, tfx_err *err);
 
 /* The exact ROC AUC of scores against binary labels (1 positive), n of each: the Mann-Whitney statistic with tied
  * scores at their mean rank (scores and labels are left as they are). NaN when a class is absent. */
@@ -74,6 +78,14 @@ double tfx_auc(float *scores, int32_t *labels, size_t n);
  * AUC(multi_label=True)) against their labels into r's auc, has_auc, n_auc, auc_k and scored; cols 0: none. */
 void tfx_eval_auc(const float *scores, const int32_t *labels, size_t n, int cols, tfx_eval_result *r);
 void tfx_eval_report_init(tfx_eval_report *out, const char *metrics, const tfx_eval_result *r);
+/* Appends the values of r's plugin metrics (pm: the tfx_pmetrics that made them, borrowed) to out; `what` names
+ * the record in the log line of a value left out. */
+void tfx_eval_report_add_plugin(tfx_eval_report *out, const tfx_pmetrics *pm, const tfx_eval_result *r,
+                                const char *what);
+/* When `metrics` names confusion and r keeps counts: the record's extra JSON fields `"confusion": [[...], ...]`
+ * (rows: labels, columns: predicted classes; a multi-label model's row k is class k's [tp, fp, fn, tn]) and
+ * `"confusion_classes": C`; else NULL. Caller owns the text; free with free(). */
+char *tfx_eval_confusion_json(const char *metrics, const tfx_eval_result *r);
 /* The metrics a validation set reports: its per-metric aggregation list if it has one, else model_metrics
  * (both borrowed). */
 const char *tfx_valset_metrics(const tfx_valset *v, const char *model_metrics);

@@ -41,8 +41,11 @@ int tfx_labels_train_input(const tfx_model *m, const tfx_config *cfg, int index,
                            tfx_batcher **out, tfx_err *err) {
   int rc = tfx_train_input_open(cfg, index, count, tfx_model_input_size(m), data, out, err);
   if (!rc && !*data) {
-    /* streamed: each file as it is read (label sets unchecked: the loss counts a set's known classes only) */
-    tfx_batcher_check_labels(*out, tfx_model_multi_label(m) ? 0 : tfx_model_label_classes(m));
+    /* streamed: each file as it is read (a multi-label model: each class of a set) */
+    if ((rc = tfx_batcher_check_labels(*out, tfx_model_label_classes(m), tfx_model_multi_label(m), err))) {
+      tfx_batcher_destroy(*out);
+      *out = NULL;
+    }
   }
   if (rc || !*data) {
     return rc;

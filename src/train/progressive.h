@@ -1,6 +1,7 @@
 /* Progressive validation (#28): on a stream there is no held-out set, so each batch is scored before it is
  * trained on (the forward pass of the training step runs on the values before its update) and the scores of the
- * last `window` examples give a rolling AUC (binary classifiers) and log loss (the mean loss of those examples).
+ * last `window` examples give a rolling AUC (binary classifiers; a multi-label model's per output and their
+ * mean) and log loss (the mean loss of those examples).
  *
  * Ownership: the caller owns a tfx_progressive (create/destroy). Thread-safety: one thread. Memory: fixed at
  * create (window scores, labels and losses); adding a batch never allocates. */
@@ -15,20 +16,26 @@
 
 typedef struct tfx_progressive tfx_progressive;
 
-/* A rolling window of `window` examples for batches of up to `batch`. Caller owns *out; free with
- * tfx_progressive_destroy. */
-int tfx_progressive_create(size_t window, int batch, tfx_progressive **out, tfx_err *err);
+/* The most score columns an example may have (a multi-label model's outputs: common/labelset.h's bound). */
+#define TFX_PROGRESSIVE_MAX_COLS 31
+
+/* A rolling window of `window` examples for batches of up to `batch`, each with `cols` scores (1: a binary
+ * classifier; a multi-label model's outputs, multi_label 1). Caller owns *out; free with tfx_progressive_destroy. */
+int tfx_progressive_create(size_t window, int batch, int cols, int multi_label, tfx_progressive **out,
+                           tfx_err *err);
 /* Frees p; NULL does nothing. */
 void tfx_progressive_destroy(tfx_progressive *p);
 /* Keeps the scores of the model's last forward pass (before its loss and backward), `batch` examples. */
 void tfx_progressive_score(tfx_progressive *p, const tfx_model *m, int batch);
 /* Adds that batch to the window: its labels and its mean loss (each example counted with it). */
 void tfx_progressive_add(tfx_progressive *p, const int32_t *labels, int batch, double mean_loss);
-/* The window's AUC (NAN: not a binary classifier, or one class only) and mean log loss (NAN: empty). */
+/* The window's AUC (NAN: not a binary or multi-label classifier, or one class only; multi-label: the mean of the
+ * outputs' AUCs that are defined) and mean log loss (NAN: empty). */
 void tfx_progressive_get(const tfx_progressive *p, double *auc, double *log_loss);
 
-/* The window's rolling_log_loss and rolling_auc, those defined, as report keys into names/vals (two places at
- * least); returns how many (0 for a NULL p). */
+/* The window's rolling_log_loss and rolling_auc, and a multi-label model's rolling_auc_K of each output, those
+ * defined, as report keys (names borrowed from p) into names/vals (2 + TFX_PROGRESSIVE_MAX_COLS places); returns
+ * how many (0 for a NULL p). */
 int tfx_progressive_report(const tfx_progressive *p, const char **names, double *vals);
 
 #endif

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "data/dataset.h"
+#include "train/pmetrics.h"
 #include "train/progressive.h"
 
 /* Adds grads / k into acc; the last of the k minibatches copies the mean back into the grads. */
@@ -78,6 +79,9 @@ static int lent_gradients(tfx_model *m, tfx_batcher *b, const tfx_grad_step *g, 
   tfx_model_loss(m, g->y, g->batch, 1, st);
   if (g->pv) {
     tfx_progressive_add(g->pv, g->y, g->batch, st->loss);
+  }
+  if (g->pm) {
+    tfx_pmetrics_update(g->pm, g->pm_state, m, g->y, tfx_batcher_weights(b), g->batch, 1);
   }
   tfx_model_backward(m, g->x, g->batch);
   return 0;

@@ -15,6 +15,8 @@ typedef struct tfx_grad_step {
   int32_t *y;  /* [batch] scratch, borrowed */
   float **acc; /* one buffer per variable when accumulate > 1 (dense variables only), borrowed */
   struct tfx_progressive *pv; /* progressive validation: each minibatch scored before its update, or NULL */
+  const struct tfx_pmetrics *pm;  /* a plugin's own metrics (train/pmetrics.h), or NULL */
+  struct tfx_pm_state *pm_state;  /* where each minibatch is added to them (with pm) */
 } tfx_grad_step;
 
 /* Leaves the mean (then clipped) gradient of `accumulate` minibatches in the model's grads; dropout seeds come

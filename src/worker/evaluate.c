@@ -58,7 +58,7 @@ int worker__eval_slice(worker_eval *e, tfx_model *train, int index, int count, t
   }
   size_t hi;
   tfx_eval_slice(e->data->n, index, count, &e->lo, &hi);
-  return tfx_evaluate_scored(e->model, e->data, 1000, e->lo, hi, e->scores, r, err);
+  return tfx_evaluate_scored(e->model, e->data, 1000, e->lo, hi, e->scores, e->pm, r, err);
 }
 
 /* The stat key of a request (NaN when absent). */
@@ -92,11 +92,14 @@ static void send_result(worker_eval *e, void *sock, const tfx_inmsg *m, const tf
   const char *keys[] = {"examples", "loss_sum", "correct", "topk", "top_k", "classes", "multi_label", "score_cols"};
   double vals[] = {(double)r->examples, r->loss * (double)r->examples, r->accuracy * (double)r->examples,
                    r->top5 * (double)r->examples, r->top_k, r->classes, r->multi_label, r->scored};
-  Tfx__KeyValue kv[8], *kvp[8];
-  for (int i = 0; i < 8; i++) {
+  char pm_keys[TFX_PM_STATS][16];
+  double pm_vals[TFX_PM_STATS];
+  int n_kv = 8 + tfx_pm_state_stats(e->pm, &r->pm, pm_keys, pm_vals); /* the plugin's metrics: the chief merges */
+  Tfx__KeyValue kv[8 + TFX_PM_STATS], *kvp[8 + TFX_PM_STATS];
+  for (int i = 0; i < n_kv; i++) {
     tfx__key_value__init(&kv[i]);
-    kv[i].key = (char *)keys[i];
-    kv[i].value = vals[i];
+    kv[i].key = i < 8 ? (char *)keys[i] : pm_keys[i - 8];
+    kv[i].value = i < 8 ? vals[i] : pm_vals[i - 8];
     kvp[i] = &kv[i];
   }
   int64_t cm[TFX_EVAL_MAX_CLASSES * TFX_EVAL_MAX_CLASSES], shapes[3];
@@ -123,7 +126,7 @@ static void send_result(worker_eval *e, void *sock, const tfx_inmsg *m, const tf
   }
   env.step = version;
   env.stats = kvp;
-  env.n_stats = 8;
+  env.n_stats = (size_t)n_kv;
   env.tensors = tp;
   env.n_tensors = (size_t)n;
   tfx_wire_send(sock, &m->identity, &env, p, n, NULL);

@@ -96,6 +96,20 @@ static int count_workers(const worker *w) {
   return tfx_cluster_count(w->n->cluster, TFX_ROLE_WORKER);
 }
 
+/* The metrics computed on the worker: progressive validation (training.progressive_window, or a followed stream)
+ * and the plugin's own (model.plugin_metrics), for reports and eval slices. */
+static int open_metrics(worker *w, tfx_err *err) {
+  int window = w->cfg.progressive_window ? w->cfg.progressive_window : w->cfg.train_follow[0] ? 10000 : 0;
+  int multi = tfx_model_multi_label(w->model), cols = multi ? (int)tfx_model_output_size(w->model) : 1;
+  int rc = window ? tfx_progressive_create((size_t)window, w->cfg.batch_size, cols, multi, &w->pv, err) : TFX_OK;
+  if (rc || (rc = tfx_pmetrics_open(&w->cfg, &w->pm, err))) {
+    return rc;
+  }
+  tfx_pm_state_init(w->pm, &w->pm_win);
+  w->eval.pm = w->pm;
+  return TFX_OK;
+}
+
 static int setup(worker *w, tfx_err *err) {
   const tfx_envelope *p = w->plan.env;
   tfx_config_init(&w->cfg);
@@ -134,8 +148,7 @@ static int setup(worker *w, tfx_err *err) {
   tfx_batcher_set_idle(w->batcher, stream_idle, w);
   tfx_batcher_skip(w->batcher, done * w->cfg.accumulate, w->cfg.batch_size);
   w->seen_base = done * w->cfg.accumulate * w->cfg.batch_size;
-  int window = w->cfg.progressive_window ? w->cfg.progressive_window : w->cfg.train_follow[0] ? 10000 : 0;
-  if (window && (rc = tfx_progressive_create((size_t)window, w->cfg.batch_size, &w->pv, err))) {
+  if ((rc = open_metrics(w, err))) {
     return rc;
   }
   int row_input = tfx_model_sparse_input(w->model) && !w->cfg.n_features; /* a LibSVM row: no dense part */
@@ -161,7 +174,8 @@ static int setup(worker *w, tfx_err *err) {
  * the mean grads in the model. */
 static void compute(worker *w, tfx_step_stats *st) {
   const tfx_config *c = &w->cfg;
-  tfx_grad_step g = {c->batch_size, c->accumulate, c->clip_value, c->clip_norm, w->x, w->y, w->acc, w->pv};
+  tfx_grad_step g = {c->batch_size, c->accumulate, c->clip_value, c->clip_norm, w->x, w->y, w->acc, w->pv,
+                     w->pm, &w->pm_win};
   uint64_t seed = (uint64_t)w->version * 1024 + (uint64_t)w->n->index;
   if (w->lent) {
     tfx_compute_lent(w->model, w->batcher, &g, seed, st);
@@ -178,7 +192,7 @@ static int lend_next(worker *w) {
     return 0;
   }
   const tfx_config *c = &w->cfg;
-  tfx_grad_step g = {c->batch_size, 1, c->clip_value, c->clip_norm, w->x, w->y, w->acc, w->pv};
+  tfx_grad_step g = {c->batch_size, 1, c->clip_value, c->clip_norm, w->x, w->y, w->acc, w->pv, w->pm, &w->pm_win};
   w->defer_rows = 1;
   int bad = tfx_lend_batch(w->model, w->batcher, &g);
   w->defer_rows = 0;
@@ -188,9 +202,11 @@ static int lend_next(worker *w) {
 
 /* Sends the master the window's means for `step` and the step-time breakdown; a stop answer stops the worker. */
 static int report(worker *w, int64_t step, double loss, double acc, double eps, tfx_err *err) {
-  const char *names[3 + TFX_TIMING_KEYS + 5] = {"loss", "accuracy", "examples_per_sec", "examples_seen"};
+  enum { MAX = 3 + TFX_TIMING_KEYS + 5 + TFX_PROGRESSIVE_MAX_COLS + TFX_PM_STATS };
+  const char *names[MAX] = {"loss", "accuracy", "examples_per_sec", "examples_seen"};
   int64_t seen = w->seen_base + w->steps * (int64_t)w->cfg.batch_size * w->cfg.accumulate; /* in the run's life */
-  double vals[3 + TFX_TIMING_KEYS + 5] = {loss, acc, eps, (double)seen};
+  double vals[MAX] = {loss, acc, eps, (double)seen};
+  char pm_keys[TFX_PM_STATS][16];
   int64_t steps = w->timing.window_steps;
   uint64_t bytes = w->obs.bytes_sent + w->obs.bytes_received; /* written by this thread only */
   int n = 4 + tfx_timing_take_window(&w->timing, names + 4, vals + 4);
@@ -204,7 +220,11 @@ static int report(worker *w, int64_t step, double loss, double acc, double eps, 
     names[n] = "bad_records";
     vals[n++] = (double)tfx_batcher_bad_records(w->batcher);
   }
-  Tfx__KeyValue kv[3 + TFX_TIMING_KEYS + 5], *kvp[3 + TFX_TIMING_KEYS + 5];
+  int n_pm = tfx_pm_state_stats(w->pm, &w->pm_win, pm_keys, vals + n); /* the plugin's metrics: the chief merges */
+  for (int i = 0; i < n_pm; i++) {
+    names[n++] = pm_keys[i];
+  }
+  Tfx__KeyValue kv[MAX], *kvp[MAX];
   for (int i = 0; i < n; i++) {
     tfx__key_value__init(&kv[i]);
     kv[i].key = (char *)names[i];
@@ -468,9 +488,10 @@ static int push_pull(worker *w, int64_t step, pushed *out, tfx_err *err) {
   return TFX_OK;
 }
 
-static void window_reset(window *win) {
+static void window_reset(worker *w, window *win) {
   memset(win, 0, sizeof *win);
   win->t0 = tfx_now_ms();
+  tfx_pm_state_init(w->pm, &w->pm_win);
 }
 
 /* Reports the window's means at `step` (and shows them on the HTTP port); the window starts over once sent. */
@@ -479,7 +500,7 @@ static int report_window(worker *w, window *win, int64_t step, tfx_err *err) {
   worker__obs_step(&w->obs, w->version, w->steps, win->loss / win->n, eps);
   int rc = report_or_skip(w, step, win->loss / win->n, win->hits / win->seen, eps, err);
   if (!rc) {
-    window_reset(win);
+    window_reset(w, win);
   }
   return rc;
 }
@@ -517,7 +538,7 @@ static void after_step(worker *w) {
 
 /* The step loop: first pull, then compute, the loss threshold, push-pull, counters and reports, control. */
 static int train_steps(worker *w, tfx_err *err) {
-  window_reset(&w->win);
+  window_reset(w, &w->win);
   int go, rc = first_pull(w, &go, err);
   if (rc || !go) {
     return rc;
@@ -584,6 +605,7 @@ static void cleanup(worker *w) {
   tfx_net_shutdown();
   tfx_batcher_destroy(w->batcher);
   tfx_progressive_destroy(w->pv);
+  tfx_pmetrics_close(w->pm);
   tfx_dataset_destroy(w->data);
   worker__eval_close(&w->eval);
   tfx_model_destroy(w->model);

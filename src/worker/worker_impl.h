@@ -16,6 +16,7 @@
 #include "net/net.h"
 #include "net/wire.h"
 #include "train/evaluate.h"
+#include "train/pmetrics.h"
 #include "train/progressive.h"
 #include "worker/timing.h"
 #include "worker/worker.h"
@@ -51,6 +52,7 @@ typedef struct worker_eval {
   float *scores;      /* the slice's scores (data->n x the score columns), sent for the chief's exact AUC */
   int64_t *labels;    /* their labels, as int64 on the wire */
   size_t lo;          /* the first example of the last slice scored */
+  const tfx_pmetrics *pm; /* the plugin's own metrics (the worker's), or NULL */
 } worker_eval;
 
 /* Loads the eval set and its model when cfg->eval_distributed (else e stays empty), with a ps client of its own
@@ -100,6 +102,8 @@ typedef struct worker {
   int64_t seen_base;       /* examples this worker's shard held before this process (the resumed position) */
   int64_t last_step;       /* the step of the last gradient pushed */
   tfx_progressive *pv;     /* progressive validation (training.progressive_window), or NULL */
+  tfx_pmetrics *pm;        /* the plugin's own metrics (model.plugin_metrics), or NULL */
+  tfx_pm_state pm_win;     /* their states over the steps since the last report */
 } worker;
 
 /* control.c: answers status queries, takes STOP and serves the chief's EVALUATE, without blocking. */

@@ -23,7 +23,7 @@ for line in open(sys.argv[1]):
     if line.startswith("# HELP "): continue
     m = re.match(r"# TYPE ([a-z_][a-z0-9_]*) (gauge|counter)$", line)
     if m: types[m.group(1)] = m.group(2); continue
-    m = re.match(r'([a-z_][a-z0-9_]*)\{role="(master|ps|worker)",index="([0-9]+)"(,transport="(ipc|tcp)",security="([a-z-]+)")?\} (NaN|[-+0-9.eE]+)$', line)
+    m = re.match(r'([a-z_][a-z0-9_]*)\{role="(master|ps|worker)",index="([0-9]+)"(?:,metric="[a-z0-9_.]+")?(,transport="(ipc|tcp)",security="([a-z-]+)")?\} (NaN|[-+0-9.eE]+)$', line)
     assert m, line
     if m.group(4):
         links[(m.group(2), int(m.group(3)))] = (m.group(5), m.group(6))

@@ -14,6 +14,7 @@
 #include "common/fs.h"
 #include "store/best.h"
 #include "store/ckpt.h"
+#include "store/ckptmemo.h"
 #include "store/weights.h"
 #include "tmpdir.h"
 
@@ -715,4 +716,29 @@ Test(ckpt, reading_names_skipped_checkpoints_and_moves_nothing) {
   cr_assert(strstr(err.msg, "2 checkpoint(s), none usable") && strstr(err.msg, "ps-1.shard"), "msg: %s", err.msg);
   cr_assert(strstr(log, "ckpt-000000000100 is not usable"), "log: %s", log);
   cr_assert(exists(bad), "a reading command moved %s", bad);
+}
+
+Test(ckpt, verify_once_reads_a_checkpoint_again_only_when_its_files_changed) {
+  char run[128], dir[1100], path[1200];
+  snprintf(run, sizeof run, "%s/run", tmp);
+  make_checkpoint(run, 100, 1, dir);
+  int64_t step = 0;
+  int n_ps = 0;
+  uint64_t hits = tfx_ckpt_verify_hits();
+  cr_assert_eq(tfx_ckpt_verify_once(dir, &step, &n_ps), TFX_OK);
+  cr_assert_eq(tfx_ckpt_verify_hits(), hits, "the first verification reads the files");
+  step = 0;
+  cr_assert_eq(tfx_ckpt_verify_once(dir, &step, &n_ps), TFX_OK);
+  cr_assert_eq(tfx_ckpt_verify_hits(), hits + 1, "an unchanged checkpoint is not read again");
+  cr_assert_eq(step, 100);
+  cr_assert_eq(n_ps, 2);
+
+  snprintf(path, sizeof path, "%s/ps-1.shard", dir); /* a part cut short after it was verified */
+  cr_assert_eq(truncate(path, 10), 0);
+  cr_assert_neq(tfx_ckpt_verify_once(dir, &step, &n_ps), TFX_OK, "a changed part is verified again, and fails");
+  cr_assert_eq(tfx_ckpt_verify_hits(), hits + 1);
+  make_checkpoint(run, 200, 1, NULL);
+  make_checkpoint(run, 300, 1, NULL);
+  tfx_ckpt_prune(run, 1);
+  cr_assert(exists(dir), "the corrupt checkpoint stays for the user to look at");
 }

@@ -49,7 +49,7 @@ Test(evaluate, one_aggregation_for_every_metric) {
   fixture f;
   setup(&f, "loss,accuracy,top_5");
   tfx_eval_result r;
-  cr_assert_eq(tfx_evaluate_agg(f.m, &f.d, 2, 0, "mean", &r, NULL), TFX_OK);
+  cr_assert_eq(tfx_evaluate_agg(f.m, &f.d, 2, 0, "mean", NULL, &r, NULL), TFX_OK);
   double total = 0;
   for (int i = 0; i < 5; i++) {
     total += loss_of(i);
@@ -57,10 +57,10 @@ Test(evaluate, one_aggregation_for_every_metric) {
   cr_assert_float_eq(r.loss, total / 5, 1e-5);
   cr_assert_float_eq(r.accuracy, 3.0 / 5, 1e-9);
   cr_assert_eq(r.examples, 5);
-  cr_assert_eq(tfx_evaluate_agg(f.m, &f.d, 2, 0, "sum", &r, NULL), TFX_OK);
+  cr_assert_eq(tfx_evaluate_agg(f.m, &f.d, 2, 0, "sum", NULL, &r, NULL), TFX_OK);
   cr_assert_float_eq(r.accuracy, 1.0 + 0.5 + 0.0, 1e-9);
   /* The first 4 examples: batches {0, 1} and {2, 3}. */
-  cr_assert_eq(tfx_evaluate_agg(f.m, &f.d, 2, 4, "min", &r, NULL), TFX_OK);
+  cr_assert_eq(tfx_evaluate_agg(f.m, &f.d, 2, 4, "min", NULL, &r, NULL), TFX_OK);
   cr_assert_float_eq(r.accuracy, 0.5, 1e-9);
   cr_assert_float_eq(r.loss, (loss_of(0) + loss_of(1)) / 2, 1e-5);
   cr_assert_eq(r.examples, 4);
@@ -71,11 +71,11 @@ Test(evaluate, aggregation_per_metric) {
   fixture f;
   setup(&f, "loss,accuracy,top_5");
   tfx_eval_result r;
-  cr_assert_eq(tfx_evaluate_agg(f.m, &f.d, 2, 0, "accuracy:min,loss:max", &r, NULL), TFX_OK);
+  cr_assert_eq(tfx_evaluate_agg(f.m, &f.d, 2, 0, "accuracy:min,loss:max", NULL, &r, NULL), TFX_OK);
   cr_assert_float_eq(r.accuracy, 0.0, 1e-9, "accuracy: min over batches");
   cr_assert_float_eq(r.loss, loss_of(4), 1e-5, "loss: max over batches (the last batch's)");
   cr_assert_float_eq(r.top5, 1.0, 1e-9, "top_5 unlisted: mean, and 2 classes are always in the top 5");
-  cr_assert_eq(tfx_evaluate_agg(f.m, &f.d, 2, 0, "top_5:sum,accuracy:max", &r, NULL), TFX_OK);
+  cr_assert_eq(tfx_evaluate_agg(f.m, &f.d, 2, 0, "top_5:sum,accuracy:max", NULL, &r, NULL), TFX_OK);
   cr_assert_float_eq(r.top5, 3.0, 1e-9);
   cr_assert_float_eq(r.accuracy, 1.0, 1e-9);
   tfx_model_destroy(f.m);
@@ -161,9 +161,9 @@ Test(evaluate, a_label_outside_the_classes_is_an_error_naming_it, .init = tmp_in
   cr_assert_str_eq(err.msg, "example 3: label 7 is outside the model's 2 classes [0, 2)");
   cr_assert(r.accuracy == -1 && r.examples == 99, "the result is written only on success");
   memset(&err, 0, sizeof err);
-  cr_assert_eq(tfx_evaluate_agg(f.m, bad, 2, 0, "mean", &r, &err), TFX_EINVAL);
+  cr_assert_eq(tfx_evaluate_agg(f.m, bad, 2, 0, "mean", NULL, &r, &err), TFX_EINVAL);
   cr_assert_str_eq(err.msg, "example 3: label 7 is outside the model's 2 classes [0, 2)", "agg names it too");
-  cr_assert_eq(tfx_evaluate_agg(f.m, bad, 2, 3, "mean", &r, &err), TFX_OK, "the first 3 rows are fine: %s", err.msg);
+  cr_assert_eq(tfx_evaluate_agg(f.m, bad, 2, 3, "mean", NULL, &r, &err), TFX_OK, "the first 3 rows are fine: %s", err.msg);
   cr_assert_float_eq(r.accuracy, 2.0 / 3, 1e-9);
   tfx_dataset_destroy(bad);
   tfx_dataset *good = csv_file("good.csv", "x0,x1,label\n2,0,0\n1,0,1\n3,0,0\n-1,0,1\n-2,0,0\n");

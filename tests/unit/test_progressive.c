@@ -4,6 +4,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "common/labelset.h"
 #include "config/config.h"
 #include "nn/model.h"
 #include "train/evaluate.h"
@@ -38,7 +39,7 @@ Test(progressive, rolls_over_the_last_n_examples) {
   tfx_model *m = binary_model();
   tfx_progressive *p = NULL;
   tfx_err err = {0};
-  cr_assert_eq(tfx_progressive_create(4, 4, &p, &err), TFX_OK, "%s", err.msg);
+  cr_assert_eq(tfx_progressive_create(4, 4, 1, 0, &p, &err), TFX_OK, "%s", err.msg);
   double auc, log_loss;
   tfx_progressive_get(p, &auc, &log_loss);
   cr_assert(isnan(auc) && isnan(log_loss), "an empty window has neither");
@@ -63,6 +64,41 @@ Test(progressive, rolls_over_the_last_n_examples) {
 Test(progressive, refuses_an_empty_window) {
   tfx_progressive *p = NULL;
   tfx_err err = {0};
-  cr_assert_eq(tfx_progressive_create(0, 4, &p, &err), TFX_EINVAL);
+  cr_assert_eq(tfx_progressive_create(0, 4, 1, 0, &p, &err), TFX_EINVAL);
   cr_assert(strstr(err.msg, "window of 0"), "%s", err.msg);
+}
+
+/* A multi-label model (#25): the window keeps every output's score; rolling_auc_K is output K's AUC against its
+ * class's bit and rolling_auc their mean. Logits = inputs (an identity matmul over 2 outputs). */
+Test(progressive, multi_label_auc_per_output) {
+  tfx_config cfg;
+  tfx_config_init(&cfg);
+  cr_assert_eq(tfx_config_parse(&cfg,
+                                "{\"model\": {\"input_shape\": [2], \"loss\": \"sigmoid_cross_entropy\", \"multi_label\":"
+                                " true, \"variables\": [{\"name\": \"eye\", \"shape\": [2, 2], \"initializer\": \"zeros\"}],"
+                                " \"layers\": [{\"type\": \"matmul\", \"variable\": \"eye\"}]}}",
+                                "t", NULL),
+               TFX_OK);
+  tfx_model *m = NULL;
+  cr_assert_eq(tfx_model_create(&cfg, 4, &m, NULL), TFX_OK);
+  float *eye = tfx_model_find_var(m, "eye")->value;
+  eye[0] = eye[3] = 1;
+  tfx_progressive *p = NULL;
+  cr_assert_eq(tfx_progressive_create(8, 4, 2, 1, &p, NULL), TFX_OK);
+  /* output 0 ranks class 0 perfectly, output 1 ranks class 1 backwards */
+  float x[8] = {0.9f, 0.9f, 0.8f, 0.8f, 0.2f, 0.1f, 0.1f, 0.2f};
+  int32_t y[4] = {TFX_LABEL_SET | 1, TFX_LABEL_SET | 1, TFX_LABEL_SET | 2, TFX_LABEL_SET | 2};
+  step(p, m, x, y, 4);
+  const char *names[2 + TFX_PROGRESSIVE_MAX_COLS];
+  double v[2 + TFX_PROGRESSIVE_MAX_COLS];
+  int n = tfx_progressive_report(p, names, v);
+  cr_assert_eq(n, 4);
+  cr_assert_str_eq(names[1], "rolling_auc");
+  cr_assert_float_eq(v[1], 0.5, 1e-12);
+  cr_assert_str_eq(names[2], "rolling_auc_0");
+  cr_assert_float_eq(v[2], 1.0, 1e-12);
+  cr_assert_str_eq(names[3], "rolling_auc_1");
+  cr_assert_float_eq(v[3], 0.0, 1e-12);
+  tfx_progressive_destroy(p);
+  tfx_model_destroy(m);
 }

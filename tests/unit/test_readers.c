@@ -1418,3 +1418,30 @@ Test(example, load_refuses_non_finite_features) {
   assert_fails(tfx_example_load(path, "x", "y", 1, &d, &e), &e, TFX_ECORRUPT, path, where);
   cr_assert_null(d);
 }
+
+/* An int64_list label of other than one value is a set of classes (model.multi_label, #25): [0, 2] the set {0, 2},
+ * [] the empty set, [3] the single class 3; a class a set cannot hold is refused naming the record and value. */
+Test(example, load_int64_list_labels_as_sets) {
+  const float x[] = {1, 2};
+  const int64_t two[] = {0, 2}, one[] = {3}, far[] = {1, 40};
+  const spec r0[] = {{"x", TFX_FEATURE_KIND_FLOAT, x, NULL, NULL, 2}, {"y", TFX_FEATURE_KIND_INT64, NULL, two, NULL, 2}};
+  const spec r1[] = {{"x", TFX_FEATURE_KIND_FLOAT, x, NULL, NULL, 2}, {"y", TFX_FEATURE_KIND_INT64, NULL, two, NULL, 0}};
+  const spec r2[] = {{"x", TFX_FEATURE_KIND_FLOAT, x, NULL, NULL, 2}, {"y", TFX_FEATURE_KIND_INT64, NULL, one, NULL, 1}};
+  const spec r3[] = {{"x", TFX_FEATURE_KIND_FLOAT, x, NULL, NULL, 2}, {"y", TFX_FEATURE_KIND_INT64, NULL, far, NULL, 2}};
+  const spec *good[] = {r0, r1, r2}, *bad[] = {r0, r3};
+  size_t offs[3];
+  const char *path = tmp("sets.tfrecord");
+  write_spec_records(path, good, 3, offs);
+  tfx_dataset *d = NULL;
+  tfx_err e = {0};
+  cr_assert_eq(tfx_example_load(path, "x", "y", 1, &d, &e), TFX_OK, "%s", e.msg);
+  cr_assert_eq(d->y[0], TFX_LABEL_SET | 5);
+  cr_assert_eq(d->y[1], TFX_LABEL_SET);
+  cr_assert_eq(d->y[2], 3);
+  tfx_dataset_destroy(d);
+  d = NULL;
+  write_spec_records(path, bad, 2, offs);
+  int rc = tfx_example_load(path, "x", "y", 1, &d, &e);
+  assert_fails(rc, &e, TFX_ECORRUPT, "record 1 at offset", "label feature 'y' value 1 is class 40: a set of classes");
+  cr_assert_null(d);
+}

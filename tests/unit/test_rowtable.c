@@ -271,3 +271,24 @@ Test(rowtable, rows_since_a_step_are_the_rows_a_delta_holds) {
   cr_assert_eq(deltas, 1);
   tfx_rowtable_destroy(t);
 }
+
+/* Past 2 MiB of slabs a table's slabs go onto huge pages (advised, collapsed, written in at once) and past 128 slabs
+ * a second group is mapped: rows keep their values across both, and eviction reuses rows of either. */
+Test(rowtable, rows_keep_their_values_across_huge_page_slabs_and_slab_groups) {
+  tfx_rowtable *t = make(1 << 22, 1, 0); /* 4-byte rows: 16 KiB a slab, 2 MiB a group of 128 */
+  const int64_t n = 600000;              /* 147 slabs: two groups, the 2 MiB mark crossed in the first */
+  for (int64_t id = 0; id < n; id++) {
+    float *row = tfx_rowtable_touch(t, id * 3, 1);
+    cr_assert_not_null(row);
+    row[0] = (float)id;
+  }
+  cr_assert_eq(tfx_rowtable_rows(t), (size_t)n);
+  for (int64_t id = 0; id < n; id += 997) {
+    const float *row = tfx_rowtable_find(t, id * 3);
+    cr_assert(row && row[0] == (float)id, "row of id %lld", (long long)(id * 3));
+  }
+  cr_assert_eq(tfx_rowtable_evict(t, 2), (size_t)n, "every row was last touched at step 1");
+  cr_assert_not_null(tfx_rowtable_touch(t, 5, 3), "a freed row is taken again");
+  cr_assert_eq(tfx_rowtable_rows(t), 1);
+  tfx_rowtable_destroy(t);
+}

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/labelset.h"
 #include "config/config.h"
 #include "data/dataset.h"
 #include "data/example.h"
@@ -244,14 +245,20 @@ Test(stream, mean_and_std_normalize_after_scale_in_memory_and_streaming) {
   tfx_dataset_destroy(d);
 }
 
-/* Opens a stream that must fail with `code` and a message containing `frag`. */
+/* Opens a stream that must fail with `code` and a message containing `frag`: at open (the files), or when it
+ * starts with its label check and reads its first window (the first file's contents), as a trainer starts it. */
 static void open_fails(const tfx_config *cfg, int count, size_t dim, int code, const char *frag) {
   tfx_stream *s = NULL;
   tfx_err err = {0};
   int rc = tfx_stream_open(cfg, 0, count, dim, &s, &err);
+  if (!rc) {
+    rc = tfx_stream_check_labels(s, 0, 0, &err);
+    tfx_stream_close(s);
+  } else {
+    cr_assert_null(s);
+  }
   cr_assert_eq(rc, code, "rc %d (%s), want %d", rc, err.msg, code);
   cr_assert(strstr(err.msg, frag), "'%s' lacks '%s'", err.msg, frag);
-  cr_assert_null(s);
 }
 
 Test(stream, bad_inputs_are_named) {
@@ -462,7 +469,7 @@ Test(stream, a_bad_label_is_named_by_file_and_record) {
   tfx_stream *s = NULL;
   tfx_err err = {0};
   cr_assert_eq(tfx_stream_open(&cfg, 0, 1, 1, &s, &err), TFX_OK, "%s", err.msg);
-  tfx_stream_check_labels(s, 100);
+  cr_assert_eq(tfx_stream_check_labels(s, 100, 0, &err), TFX_OK, "%s", err.msg);
   float x[1];
   int32_t y[1];
   int rc = TFX_OK, taken = 0;
@@ -501,7 +508,7 @@ static tfx_stream *bad_stream(const char *policy, const char *shard_by, int inde
   tfx_stream *s = NULL;
   tfx_err err = {0};
   cr_assert_eq(tfx_stream_open(&cfg, index, 2, 1, &s, &err), TFX_OK, "%s", err.msg);
-  tfx_stream_check_labels(s, 100);
+  cr_assert_eq(tfx_stream_check_labels(s, 100, 0, &err), TFX_OK, "%s", err.msg);
   return s;
 }
 
@@ -557,5 +564,43 @@ Test(stream, on_error_skip_drops_a_bad_libsvm_row_whole) {
     cr_assert_eq(seen[id], id != 7, "id %d seen %d times", id, seen[id]);
   }
   cr_assert_eq(tfx_stream_bad_records(s), 1);
+  tfx_stream_close(s);
+}
+
+/* Streamed multi-label data (#25): each set's classes are checked against the model's outputs as the window is
+ * read (the first window too, which the stream used to read at open, before the check was set): a set naming class
+ * 5 of a 4-output model fails naming its file and record, or under data.on_error skip is dropped while the empty
+ * set (no class: a label like any other, whose value a marker must not take) is kept. */
+static int multi_label_stream(const char *policy, tfx_stream **s, tfx_err *err) {
+  char path[128];
+  snprintf(path, sizeof path, "%s/ml.csv", tmp);
+  FILE *out = fopen(path, "w");
+  cr_assert_not_null(out);
+  fputs("0.5,0|2\n1.5,\n2.5,1|5\n3.5,3\n", out);
+  fclose(out);
+  tfx_config cfg = config("csv", "ml.csv", 4, "record");
+  set_option(&cfg, "data.on_error", policy);
+  cr_assert_eq(tfx_stream_open(&cfg, 0, 1, 1, s, err), TFX_OK, "%s", err->msg);
+  return tfx_stream_check_labels(*s, 4, 1, err);
+}
+
+Test(stream, multi_label_sets_checked_against_the_outputs) {
+  tfx_stream *s = NULL;
+  tfx_err err = {0};
+  cr_assert_eq(multi_label_stream("stop", &s, &err), TFX_EINVAL);
+  cr_assert(strstr(err.msg, "ml.csv: record 3: its label set names class 5, outside the model's 4 outputs"), "%s",
+            err.msg);
+  tfx_stream_close(s);
+  cr_assert_eq(multi_label_stream("skip", &s, &err), TFX_OK, "%s", err.msg);
+  float x[1];
+  int32_t y[1];
+  int empty = 0;
+  for (int i = 0; i < 6; i++) { /* two epochs of the three good records */
+    cr_assert_eq(tfx_stream_next(s, 1, x, y, &err), TFX_OK, "%s", err.msg);
+    cr_assert(x[0] != 2.5f, "the bad record was served");
+    empty += y[0] == TFX_LABEL_SET;
+  }
+  cr_assert_eq(empty, 2, "the empty set was dropped as if bad");
+  cr_assert_eq(tfx_stream_bad_records(s), 2, "named once a pass over the file");
   tfx_stream_close(s);
 }

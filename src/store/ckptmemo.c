@@ -1,0 +1,105 @@
+/* Checkpoints this process has already verified, so that pruning after each new checkpoint does not read and
+ * checksum every kept one again (with keep_max 5 and 15 MB checkpoints, 75 MB read per checkpoint). A directory
+ * counts as verified while the fingerprint of its files (name, inode, size, mtime) is the one it had when it was
+ * verified: a part rewritten, truncated, added or removed since is verified again (tfx_ckpt_verify_once in ckpt.c). Resuming
+ * and reading commands always verify in full. */
+#include "store/ckptmemo.h"
+#include <dirent.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+
+enum { MEMO_SLOTS = 64 };
+
+typedef struct memo_entry {
+  char dir[1100];
+  uint64_t print;
+  int64_t step;
+  int n_ps;
+} memo_entry;
+
+static memo_entry memo[MEMO_SLOTS];
+static int memo_next;
+static uint64_t memo_hits;
+static pthread_mutex_t memo_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* splitmix64's finalizer: spreads one value's bits over the word. */
+static uint64_t mix(uint64_t x) {
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+/* FNV-1a of a file name. */
+static uint64_t name_hash(const char *s) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (; *s; s++) {
+    h = (h ^ (uint8_t)*s) * 0x100000001b3ULL;
+  }
+  return h;
+}
+
+/* The fingerprint of dir's files, whatever order readdir gives them in; 0 when dir cannot be read. */
+static uint64_t fingerprint(const char *dir) {
+  DIR *d = opendir(dir);
+  if (!d) {
+    return 0;
+  }
+  uint64_t print = 1;
+  struct dirent *e;
+  struct stat st;
+  while ((e = readdir(d))) {
+    if (e->d_name[0] == '.' || fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+      continue;
+    }
+    uint64_t h = mix(name_hash(e->d_name) ^ mix((uint64_t)st.st_ino) ^ mix((uint64_t)st.st_size * 31));
+    print += mix(h ^ mix((uint64_t)st.st_mtim.tv_sec * 1000000000ULL + (uint64_t)st.st_mtim.tv_nsec));
+  }
+  closedir(d);
+  return print;
+}
+
+/* Whether dir with this fingerprint was verified: its step and shard count. Called with memo_lock held. */
+static int memo_find(const char *dir, uint64_t print, int64_t *step, int *n_ps) {
+  for (int i = 0; i < MEMO_SLOTS; i++) {
+    if (memo[i].print == print && strcmp(memo[i].dir, dir) == 0) {
+      *step = memo[i].step;
+      *n_ps = memo[i].n_ps;
+      memo_hits++;
+      return 1;
+    }
+  }
+  return 0;
+}
+
+uint64_t tfx_ckpt_memo_print(const char *dir) {
+  return fingerprint(dir);
+}
+
+int tfx_ckpt_memo_find(const char *dir, uint64_t print, int64_t *step, int *n_ps) {
+  pthread_mutex_lock(&memo_lock);
+  int known = print && memo_find(dir, print, step, n_ps);
+  pthread_mutex_unlock(&memo_lock);
+  return known;
+}
+
+void tfx_ckpt_memo_keep(const char *dir, uint64_t print, int64_t step, int n_ps) {
+  pthread_mutex_lock(&memo_lock);
+  memo_entry *e = &memo[memo_next];
+  memo_next = (memo_next + 1) % MEMO_SLOTS;
+  snprintf(e->dir, sizeof e->dir, "%s", dir);
+  e->print = print;
+  e->step = step;
+  e->n_ps = n_ps;
+  pthread_mutex_unlock(&memo_lock);
+}
+
+uint64_t tfx_ckpt_verify_hits(void) {
+  pthread_mutex_lock(&memo_lock);
+  uint64_t hits = memo_hits;
+  pthread_mutex_unlock(&memo_lock);
+  return hits;
+}
