@@ -187,6 +187,7 @@ typedef struct tfx_config {
   int push_part_bytes;       /* async/ssp push-pull in parts of this many bytes (0: whole) */
   int rows_with_push;        /* lazy tables: a batch's rows ride on the push-pull of the step before */
   tfx_nan_policy nan_policy; /* a push with NaN/Inf */
+  int deterministic;         /* sync: a step sums its gradients in worker order, whatever order they came in */
   int64_t seed;
   double thres_loss, clip_norm, clip_value;
   /* placement */

@@ -123,6 +123,9 @@ const config__option config__options[] = {
     {"training.nan_policy", OPT_ENUM, O(nan_policy), 0, 0, "reject",
      "a push with NaN/Inf gradients: reject (error reply) | skip (dropped, success reply); each counted at the ps",
      nan_policies},
+    {"training.deterministic", OPT_BOOL, O(deterministic), 0, 1, "false",
+     "sync with every worker aggregated: a ps sums a step's gradients in worker order, not arrival order, so a run "
+     "is bit-identical whatever the timing (a push that comes before a lower worker's waits for it)"},
     {"training.seed", OPT_I64, O(seed), 0, BIG, "42", "experiment seed"},
     {"training.thres_loss", OPT_DBL, O(thres_loss), 0, BIG, "1e6", "abort when the training loss exceeds this"},
     {"training.clip_norm", OPT_DBL, O(clip_norm), 0, BIG, "0", "clip gradients by global norm (0: off)"},

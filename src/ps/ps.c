@@ -150,6 +150,7 @@ static int handle_init(ps_state *p, const tfx_envelope *e, tfx_err *err) {
     return rc;
   }
   ps__fail_pending(p, "the ps was re-initialized (rolled back to a checkpoint)");
+  ps__order_drop(p, "the ps was re-initialized (rolled back to a checkpoint)");
   ps__log_free(p);
   p->fwd_steps = 0;
   free_shards(p);
@@ -268,6 +269,7 @@ static void mirror_destroy(ps_state *m) {
   }
   ps__log_free(m);
   ps__backup_close(m);
+  ps__order_drop(m, NULL);
   ps__drop_pending(m);
   ps__ckpt_drop(m);
   ps__push_free_scratch(m);
@@ -343,7 +345,7 @@ static int handle_data(ps_state *own, ps_state *p, tfx_inmsg *m, tfx_err *err) {
       if (!ps__is_sync(p)) { /* sync: the summed step goes, once (ps__forward_step) */
         forward(own, p, m);
       }
-      return ps__push(p, m, err);
+      return ps__push_ordered(p, m, err);
     case TFX__MSG_TYPE__MSG_CHECKPOINT:
       return ps__checkpoint_request(p, m, err);
     default:
@@ -605,6 +607,7 @@ int tfx_ps_run(tfx_node *n, tfx_err *err) {
   }
   tfx_http_stop(p.http);
   pthread_mutex_destroy(&p.view.lock);
+  ps__order_drop(&p, NULL);
   ps__drop_pending(&p);
   ps__ckpt_drop(&p);
   ps__push_free_scratch(&p);

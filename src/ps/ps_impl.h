@@ -89,6 +89,8 @@ typedef struct pending_pull {
     "Pushes forwarded to the backup before they were applied (cluster.replicas 1).", "counter")                    \
   X(COUNT, stale_epoch, "stale_epoch", "tfx_ps_stale_epoch_total",                                                 \
     "Forwarded pushes refused for an older plan epoch (or a promoted backup).", "counter")                         \
+  X(COUNT, held, "held_in_order", "tfx_ps_held_in_order_total",                                                  \
+    "Sync pushes held until a lower worker's came (training.deterministic).", "counter")                          \
   X(SHOWN, unreplicated, "unreplicated", "tfx_ps_unreplicated",                                                    \
     "1 when cluster.replicas is 1 and this ps's own shards have no backup (lost).", "gauge")                       \
   X(SHOWN, busy_seconds, NULL, "tfx_ps_busy_seconds_total", "Time spent handling messages.", "counter")              \
@@ -155,6 +157,8 @@ typedef struct ps_state {
   tfx_inmsg *log;         /* a mirror's: forwarded sync steps acknowledged and not applied yet (replog.c) */
   int n_log, cap_log;
   int64_t fwd_steps;      /* the own state's: sync steps forwarded (a snapshot goes every ps__log_steps) */
+  tfx_inmsg *held;        /* sync, training.deterministic: pushes that came before a lower worker's (order.c) */
+  int n_held, cap_held;
   tfx_inmsg *deferred;    /* the own state's: requests that came while a forward waited (served next, in order) */
   int n_deferred, cap_deferred;
   tfx_config cfg;
@@ -289,6 +293,14 @@ void ps__ckpt_reset(ps_state *p);
 void ps__sync_reset(ps_state *p, int n_workers);
 /* MSG_PULL: answers now, or parks the request until its version (or the staleness bound) is reached. */
 int ps__pull(ps_state *p, tfx_inmsg *m, tfx_err *err);
+/* Whether a sync push must wait for a lower worker's push of its step (training.deterministic, every worker
+ * aggregated): it is fresh and some worker below its own has not arrived yet. */
+int ps__sync_hold(const ps_state *p, const tfx_envelope *e);
+/* MSG_PUSH in worker order (training.deterministic): holds a push that came before a lower worker's (m is then
+ * moved out and left empty), else pushes it and then every held push whose turn came (order.c). */
+int ps__push_ordered(ps_state *p, tfx_inmsg *m, tfx_err *err);
+/* Drops the held pushes, answering each with TFX_ESTATE and why (NULL: not answered, at shutdown). */
+void ps__order_drop(ps_state *p, const char *why);
 /* MSG_PUSH: validates every tensor first, then accumulates (sync) or applies (async, ssp). */
 int ps__push(ps_state *p, tfx_inmsg *m, tfx_err *err);
 /* MSG_CHECKPOINT: answers at once for a step this ps has written, else writes the shard once the version

@@ -1,7 +1,7 @@
 /* Drives a real `tfx-node --role=ps` through its protocol and checks the update semantics exactly.
  * Usage: tfx-ps-driver TFX_NODE CASE   with CASE one of async-sum, sync, ssp, optim, reject, checkpoint,
  * restore-shape, restore-slot-shape, nan-policy, nan-skip-fused, status, pulls, since, client-since, assign, sparse,
- * split, parts, parts-reject, lazy-async, lazy-sync, lazy-reject, lazy-checkpoint. Prints "ok: ..." and exits 0, or
+ * split, parts, parts-reject, lazy-async, lazy-sync, lazy-reject, lazy-checkpoint, deterministic, stale-epoch. Prints "ok: ..." and exits 0, or
  * "FAIL: ..." and exits 1. */
 #include <math.h>
 #include <signal.h>
@@ -1727,6 +1727,141 @@ static void checkpoint_lazy(tfx_client *c, int64_t step, int tag, char *shard, s
 /* Lazy rows survive a checkpoint bit for bit (values and Adagrad slots: the next push moves them as it would
  * have), also onto another partitioning (this ps then holding every id); a flipped bit in the row file is
  * refused by name and leaves the running table as it was. */
+/* Sends g (N floats of v) as worker w's sync push of step 0 on c, without waiting for the reply. */
+static void send_push(tfx_client *c, int w, const float *g) {
+  Tfx__Tensor t, *tp = &t;
+  int64_t shape[1] = {N};
+  tfx__tensor__init(&t);
+  t.name = "v", t.shape = shape, t.n_shape = 1, t.nbytes = N * 4;
+  tfx_payload pl = {g, N * 4, 1, NULL, NULL};
+  tfx_envelope env;
+  tfx_err err;
+  tfx_wire_set_sender(TFX__ROLE__ROLE_WORKER, w);
+  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_PUSH);
+  env.step = 0, env.tensors = &tp, env.n_tensors = 1;
+  CHECK(tfx_client_send(c, &env, &pl, 1, &err) == 0, "send worker %d's push: %s", w, err.msg);
+}
+
+/* One sync step of 3 workers (SGD, learning rate 1) whose pushes reach the ps in `order`, 100 ms apart, with
+ * training.deterministic `det`: v[0] after it, and the pushes the ps held in *held. */
+static float ordered_step(int det, const int *order, double *held) {
+  static const float g[3] = {1.0f, 1e8f, -1e8f}; /* (1 + 1e8) - 1e8 = 0, but (-1e8 + 1e8) + 1 = 1 */
+  tfx_client *c[3];
+  tfx_err err;
+  char json[256];
+  snprintf(json, sizeof json,
+           "{\"training\": {\"mode\": \"sync\", \"deterministic\": %s}, \"optimizer\": {\"name\": \"sgd\", "
+           "\"learning_rate\": 1}}", det ? "true" : "false");
+  int64_t shape[1] = {N};
+  for (int k = 0; k < 3; k++) {
+    c[k] = connect_ps();
+  }
+  CHECK(init_shaped(c[0], json, shape, 1, 3, NULL, &err) == 0, "init: %s", err.msg);
+  float gw[3][N], v[N];
+  for (int k = 0; k < 3; k++) {
+    fill(gw[order[k]], g[order[k]]);
+    send_push(c[k], order[k], gw[order[k]]);
+    usleep(100 * 1000);
+  }
+  for (int k = 0; k < 3; k++) {
+    tfx_inmsg r;
+    CHECK(tfx_client_recv(c[k], &r, 20000, &err) == 0, "worker %d's push: %s", order[k], err.msg);
+    tfx_inmsg_fini(&r);
+  }
+  int64_t version = 0;
+  CHECK(pull(c[0], 0, 1, v, &version, 5000, &err) == 0 && version == 1, "pull step 1: %s", err.msg);
+  *held = stat_of(c[0], "held_in_order");
+  for (int k = 0; k < 3; k++) {
+    tfx_client_destroy(c[k]);
+  }
+  return v[0];
+}
+
+static void case_deterministic(void) {
+  static const int in_order[3] = {0, 1, 2}, reversed[3] = {2, 1, 0}, middle[3] = {1, 2, 0};
+  double held = -1;
+  float off_a = ordered_step(0, in_order, &held), off_b = ordered_step(0, reversed, &held);
+  CHECK(held == 0, "held %g pushes without training.deterministic", held);
+  CHECK(memcmp(&off_a, &off_b, sizeof off_a), "the sums without the option agree (%g): the test could not fail",
+        off_a);
+  float on[3];
+  const int *orders[3] = {in_order, reversed, middle};
+  double want_held[3] = {0, 2, 4}; /* the counter adds up over the INITs */
+  for (int k = 0; k < 3; k++) {
+    on[k] = ordered_step(1, orders[k], &held);
+    CHECK(held == want_held[k], "order %d: held %g pushes, want %g", k, held, want_held[k]);
+    CHECK(!memcmp(&on[k], &off_a, sizeof on[k]), "order %d: v = %.9g, want %.9g (summed in worker order)", k, on[k],
+          off_a);
+  }
+  printf("ok: training.deterministic sums a sync step in worker order: v = %g in every arrival order (without it "
+         "%g and %g)\n", on[0], off_a, off_b);
+}
+
+/* Sends an async push forwarded by a primary (flag 2) at plan epoch `epoch`; returns the ps's code. */
+static int forwarded_push(tfx_client *c, uint64_t epoch, const float *g, tfx_err *err) {
+  Tfx__Tensor t, *tp = &t;
+  int64_t shape[1] = {N};
+  tfx__tensor__init(&t);
+  t.name = "v", t.shape = shape, t.n_shape = 1, t.nbytes = N * 4;
+  tfx_payload pl = {g, N * 4, 1, NULL, NULL};
+  tfx_envelope env;
+  tfx_inmsg r;
+  tfx_wire_set_sender(TFX__ROLE__ROLE_PS, 1);
+  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_PUSH);
+  env.flag = 2, env.epoch = epoch, env.tensors = &tp, env.n_tensors = 1;
+  int rc = tfx_client_call(c, &env, &pl, 1, &r, 5000, err);
+  tfx_inmsg_fini(&r);
+  return rc;
+}
+
+/* MSG_PROMOTE of the ps's own instance at plan epoch `epoch`; returns the ps's code. */
+static int promote(tfx_client *c, uint64_t epoch, tfx_err *err) {
+  tfx_envelope env;
+  tfx_inmsg r;
+  tfx_wire_set_sender(TFX__ROLE__ROLE_MASTER, 0);
+  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_PROMOTE);
+  env.epoch = epoch;
+  int rc = tfx_client_call(c, &env, NULL, 0, &r, 5000, err);
+  tfx_inmsg_fini(&r);
+  return rc;
+}
+
+/* A backup copy (INIT with TFX_INIT_BACKUP at plan epoch 5) takes a forward of its epoch, refuses and counts one
+ * of an older epoch, a promotion of an older epoch, and any forward once promoted; a worker is refused until the
+ * promotion. */
+static void case_stale_epoch(void) {
+  tfx_client *c = connect_ps();
+  tfx_err err;
+  float g[N], v[N];
+  fill(g, 1);
+  Tfx__Shard sh, *shp = &sh;
+  int64_t shape[1] = {N};
+  tfx__shard__init(&sh);
+  sh.key = sh.var = "v", sh.shape = shape, sh.n_shape = 1, sh.row_end = N, sh.trainable = 1, sh.init = "zeros";
+  tfx_envelope env;
+  tfx_inmsg r;
+  tfx_wire_set_sender(TFX__ROLE__ROLE_MASTER, 0);
+  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_INIT);
+  env.text = "{\"training\": {\"mode\": \"async\"}, \"cluster\": {\"replicas\": 1}, \"optimizer\": {\"name\": "
+             "\"sgd\", \"learning_rate\": 1}}";
+  env.shards = &shp, env.n_shards = 1, env.flag = 1 | TFX_INIT_BACKUP, env.epoch = 5, env.path = "";
+  CHECK(tfx_client_call(c, &env, NULL, 0, &r, 20000, &err) == 0, "init as a backup: %s", err.msg);
+  tfx_inmsg_fini(&r);
+  CHECK(forwarded_push(c, 3, g, &err) == TFX_ESTATE, "a forward of epoch 3 at epoch 5 was taken");
+  CHECK(stat_of(c, "stale_epoch") == 1, "the stale forward was not counted");
+  CHECK(forwarded_push(c, 5, g, &err) == 0, "a forward of the backup's epoch: %s", err.msg);
+  CHECK(push(c, 0, 0, g, "v", N, NULL, &err) == TFX_ESTATE, "a worker's push to an unpromoted backup was taken");
+  CHECK(promote(c, 4, &err) == TFX_ESTATE && stat_of(c, "stale_epoch") == 2, "a promotion of epoch 4 was taken");
+  CHECK(promote(c, 6, &err) == 0, "promote at epoch 6: %s", err.msg);
+  CHECK(forwarded_push(c, 6, g, &err) == TFX_ESTATE && stat_of(c, "stale_epoch") == 3,
+        "a promoted copy took a forward");
+  int64_t version = -1;
+  CHECK(pull(c, 0, 0, v, &version, 5000, &err) == 0 && version == 1 && v[0] == -1.0f,
+        "after one forward applied: version %lld, v = %g (want 1, -1)", (long long)version, v[0]);
+  printf("ok: stale-epoch forwards and promotions refused and counted (3), the epoch's forward applied once\n");
+  tfx_client_destroy(c);
+}
+
 static void case_lazy_checkpoint(void) {
   tfx_client *c = connect_ps();
   tfx_err err;
@@ -1831,6 +1966,10 @@ int main(int argc, char **argv) {
     case_lazy_sync();
   } else if (!strcmp(cs, "lazy-reject")) {
     case_lazy_reject();
+  } else if (!strcmp(cs, "deterministic")) {
+    case_deterministic();
+  } else if (!strcmp(cs, "stale-epoch")) {
+    case_stale_epoch();
   } else {
     CHECK(0, "unknown case %s", cs);
   }

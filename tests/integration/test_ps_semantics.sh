@@ -5,9 +5,10 @@
 # named pulls and the ps's pull deadline, pulls since a version (only what changed, the psclient too),
 # non-trainable values assigned exactly beside optimized gradients, nan_policy skip on the one-pass path, shard
 # checkpoint round trip (Adam moments too), corrupt and other-shape restores (a slot too), the two-thread update
-# (training.ps_apply_threads = 2) of a large shard, and push-pulls sent in parts.
+# (training.ps_apply_threads = 2) of a large shard, push-pulls sent in parts, sync sums in worker order
+# (training.deterministic) and stale plan epochs refused and counted (a backup copy).
 . "$(dirname "$0")/lib.sh"
-for c in async-sum sync ssp optim reject nan-policy nan-skip-fused status pulls since client-since assign checkpoint restore-shape restore-slot-shape sparse split parts parts-reject lazy-async lazy-sync lazy-reject lazy-checkpoint; do
+for c in async-sum sync ssp optim reject nan-policy nan-skip-fused status pulls since client-since assign checkpoint restore-shape restore-slot-shape sparse split parts parts-reject lazy-async lazy-sync lazy-reject lazy-checkpoint deterministic stale-epoch; do
   out=$(timeout 120 "$TFX_PS_DRIVER" "$TFX_NODE" "$c" 2>&1) || fail "$c: $out"
   echo "$out" | tail -1
 done

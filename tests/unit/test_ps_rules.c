@@ -4,6 +4,7 @@
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "ps/ps_impl.h"
 
@@ -165,5 +166,60 @@ Test(ps_rules, parts_worker_and_the_end_of_the_run) {
   p->cfg.mode = TFX_MODE_SYNC;
   p->cfg.max_steps = 100;
   cr_assert_eq(ps__past_the_end(p, &whole), 0, "sync drops late pushes as stale instead");
+  free(p);
+}
+
+/* Feeds a step's three gradients to the sync rules in `order` the way order.c does (held while ps__sync_hold says
+ * so, summed once their turn came) and returns the sum. */
+static float sum_in_arrival(ps_state *p, const int *order, const float *g) {
+  float sum = 0.0f;
+  int held[3], n_held = 0;
+  ps__sync_start(p, 3);
+  for (int k = 0; k < 3; k++) {
+    tfx_envelope e = from_worker(order[k], p->version, 0, 0);
+    e.type = TFX__MSG_TYPE__MSG_PUSH;
+    if (ps__sync_hold(p, &e)) {
+      held[n_held++] = order[k];
+      continue;
+    }
+    sum += g[order[k]];
+    ps__sync_arrive(p, order[k]);
+    for (int i = 0; i < n_held; i++) {
+      tfx_envelope h = from_worker(held[i], p->version, 0, 0);
+      h.type = TFX__MSG_TYPE__MSG_PUSH;
+      if (!ps__sync_hold(p, &h)) {
+        sum += g[held[i]];
+        ps__sync_arrive(p, held[i]);
+        held[i] = held[--n_held];
+        i = -1; /* look again from the start */
+      }
+    }
+  }
+  cr_assert_eq(n_held, 0, "a push is still held after every worker came");
+  return sum;
+}
+
+Test(ps_rules, deterministic_sums_a_step_in_worker_order_whatever_the_arrival_order) {
+  static const int orders[6][3] = {{0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
+  static const float g[3] = {1.0f, 1e8f, -1e8f};
+  ps_state *p = make(TFX_MODE_SYNC, 0, 3, 0);
+  float first = sum_in_arrival(p, orders[0], g);
+  int differ = 0;
+  for (int k = 1; k < 6; k++) {
+    float s = sum_in_arrival(p, orders[k], g);
+    differ |= memcmp(&s, &first, sizeof s) != 0;
+  }
+  cr_assert(differ, "without training.deterministic every order summed alike: the test could not fail");
+  p->cfg.deterministic = 1;
+  float want = (g[0] + g[1]) + g[2];
+  for (int k = 0; k < 6; k++) {
+    float s = sum_in_arrival(p, orders[k], g);
+    cr_assert(!memcmp(&s, &want, sizeof s), "order %d: sum %.9g, want %.9g", k, s, want);
+  }
+  p->cfg.replicas_to_aggregate = 2; /* backup workers: the step never waits for a given worker */
+  ps__sync_start(p, 3);
+  tfx_envelope e = from_worker(2, 0, 0, 0);
+  e.type = TFX__MSG_TYPE__MSG_PUSH;
+  cr_assert_not(ps__sync_hold(p, &e));
   free(p);
 }
