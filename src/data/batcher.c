@@ -310,6 +310,10 @@ void tfx_batcher_skip(tfx_batcher *b, int64_t batches, int batch) {
   }
 }
 
+int tfx_batcher_ready(const tfx_batcher *b, int batch) {
+  return !b->stream || tfx_stream_buffered(b->stream, (size_t)batch);
+}
+
 void tfx_batcher_set_idle(tfx_batcher *b, tfx_idle_fn idle, void *ctx) {
   if (b->stream) {
     tfx_stream_set_idle(b->stream, idle, ctx);

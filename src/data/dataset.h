@@ -73,6 +73,9 @@ const float *tfx_batcher_weights(const tfx_batcher *b);
 uint64_t tfx_batcher_bad_records(const tfx_batcher *b);
 /* The number of sparse fields of the batcher's dataset (0: dense, or a stream). */
 int tfx_batcher_fields(const tfx_batcher *b);
+/* Whether the next batch of `batch` examples is at hand: always over a dataset; over a stream, when the window read
+ * already holds it (taking it then reads no file and never waits for one to land). */
+int tfx_batcher_ready(const tfx_batcher *b, int batch);
 /* Examples [i, i + n) of a sparse dataset as CSR views into its arrays, one per field, into out[d->n_fields]. */
 void tfx_dataset_csr(const tfx_dataset *d, size_t i, int n, tfx_csr *out);
 /* Skips ahead as if `batches` batches of size `batch` were taken (resume). */

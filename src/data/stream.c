@@ -523,6 +523,10 @@ int tfx_stream_take(tfx_stream *s, const tfx_dataset **d, size_t *k, tfx_err *er
   return rc;
 }
 
+int tfx_stream_buffered(const tfx_stream *s, size_t n) {
+  return s->buf && s->buf->n - s->pos >= n;
+}
+
 int tfx_stream_fields(const tfx_stream *s) {
   return s->sparse ? s->n_fields : 0;
 }

@@ -38,6 +38,8 @@ int tfx_stream_take(tfx_stream *s, const tfx_dataset **d, size_t *k, tfx_err *er
 int tfx_stream_fields(const tfx_stream *s);
 /* Copies the next `batch` examples into x [batch, dim] and y [batch], crossing windows, files and epochs. */
 int tfx_stream_next(tfx_stream *s, int batch, float *x, int32_t *y, tfx_err *err);
+/* Whether the next n examples are in the window read already, so taking them reads no file and never waits. */
+int tfx_stream_buffered(const tfx_stream *s, size_t n);
 /* Skips `n` examples as if they were taken (resume). */
 int tfx_stream_skip(tfx_stream *s, int64_t n, tfx_err *err);
 /* Checks every label read against [0, classes) (0: no check; multi_label: every class of a set), failing the

@@ -133,8 +133,7 @@ static int setup(worker *w, tfx_err *err) {
      * or gets them with the push-pull of the step before (rows_with_push). */
     tfx_psclient_lend_rows(w->ps, w->model);
     tfx_model_set_row_source(w->model, batch_rows, w);
-    /* not when following a directory: the next batch may wait for files, and this step's push must not */
-    w->rows_with_push = w->cfg.rows_with_push && !w->cfg.train_follow[0];
+    w->rows_with_push = w->cfg.rows_with_push;
   }
   if (!rc && w->cfg.mode != TFX_MODE_SYNC) { /* sync pushes stay whole: the ps averages them per step */
     rc = tfx_psclient_use_parts(w->ps, (size_t)w->cfg.push_part_bytes, err);
@@ -189,12 +188,14 @@ static void compute(worker *w, tfx_step_stats *st) {
 }
 
 /* With rows_with_push, lends the model the next batch before the push-pull, its rows to come in the reply;
- * returns whether the push-pull should ask for them (not when the batch failed: the next step reports it). */
+ * returns whether the push-pull should ask for them (not when the batch failed: the next step reports it). A
+ * stream lends only a batch its window holds: the next may wait for a file to land (data.train.follow), and this
+ * step's push must not; that batch then pulls its rows itself. */
 static int lend_next(worker *w) {
-  if (!w->rows_with_push) {
+  const tfx_config *c = &w->cfg;
+  if (!w->rows_with_push || !tfx_batcher_ready(w->batcher, c->batch_size)) {
     return 0;
   }
-  const tfx_config *c = &w->cfg;
   tfx_grad_step g = {c->batch_size, 1, c->clip_value, c->clip_norm, w->x, w->y, w->acc, w->pv, w->pm, &w->pm_win};
   w->defer_rows = 1;
   int bad = tfx_lend_batch(w->model, w->batcher, &g);

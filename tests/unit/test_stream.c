@@ -604,3 +604,30 @@ Test(stream, multi_label_sets_checked_against_the_outputs) {
   cr_assert_eq(tfx_stream_bad_records(s), 2, "named once a pass over the file");
   tfx_stream_close(s);
 }
+
+/* A followed stream says a batch is at hand only while the window it read holds it: the worker lends such a batch
+ * before its push (its rows come with the reply), never one that would wait for a file with the push unsent. */
+Test(stream, buffered_says_whether_a_batch_needs_no_file) {
+  char dir[128];
+  snprintf(dir, sizeof dir, "%s/in", tmp);
+  cr_assert_eq(mkdir(dir, 0755), 0);
+  tfx_config cfg = config("csv", "unused", 16, "record");
+  snprintf(cfg.train_follow, sizeof cfg.train_follow, "%s", dir);
+  land_csv(dir, "part-0.csv", 0, 10);
+  tfx_stream *s = NULL;
+  tfx_err err = {0};
+  int idles = 0;
+  cr_assert_eq(tfx_stream_open(&cfg, 0, 1, 1, &s, &err), TFX_OK, "%s", err.msg);
+  tfx_stream_set_idle(s, stop_at_once, &idles);
+  cr_assert(!tfx_stream_buffered(s, 1), "nothing is read before the first take");
+  float x[10];
+  int32_t y[10];
+  cr_assert_eq(tfx_stream_next(s, 4, x, y, &err), TFX_OK, "%s", err.msg);
+  cr_assert(tfx_stream_buffered(s, 6), "the file's other 6 records are in the window");
+  cr_assert(!tfx_stream_buffered(s, 7), "a 7th needs the next file");
+  cr_assert_eq(tfx_stream_next(s, 6, x, y, &err), TFX_OK, "%s", err.msg);
+  cr_assert(!tfx_stream_buffered(s, 1));
+  cr_assert_eq(idles, 0, "no take waited");
+  cr_assert_eq(tfx_stream_next(s, 1, x, y, &err), TFX_EINTR, "the next one waits for a file");
+  tfx_stream_close(s);
+}
