@@ -64,6 +64,21 @@ static int parse_label(svm *s, const char *tok, tfx_err *err) {
   return TFX_OK;
 }
 
+/* The value of a pair: a plain integer of up to 7 digits read directly (exact in a float: the "1" of hashed
+ * features, a count), anything else by strtof; *end after it as strtof sets it. */
+static float pair_value(char *val, char **end) {
+  char *q = val;
+  int32_t m = 0;
+  while (*q >= '0' && *q <= '9' && q - val < 7) {
+    m = m * 10 + (*q++ - '0');
+  }
+  if (q > val && *q == '\0') {
+    *end = q;
+    return (float)m;
+  }
+  return strtof(val, end);
+}
+
 /* Parses "idx:val" (prev: the previous index of the line, 0 at first) and appends the entry. */
 static int parse_pair(svm *s, char *tok, size_t *prev, tfx_err *err) {
   if (strncmp(tok, "qid:", 4) == 0) {
@@ -86,7 +101,7 @@ static int parse_pair(svm *s, char *tok, size_t *prev, tfx_err *err) {
                        (size_t)(tok - s->line) + 1, idx, s->dim);
   }
   char *val = end + 1;
-  float v = strtof(val, &end);
+  float v = pair_value(val, &end);
   if (end == val || *end || !isfinite(v)) {
     return bad(s, tok, "the value is not a finite number", err);
   }

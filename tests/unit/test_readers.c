@@ -331,6 +331,27 @@ Test(libsvm, label_sets) {
   tfx_dataset_destroy(d);
 }
 
+/* Integer values take a short path past strtof: every value must read as strtof reads it, bit for bit. */
+Test(libsvm, values_read_as_strtof_reads_them) {
+  static const char *vals[] = {"1", "0", "7", "0007", "9999999", "16777217", "123456789", "1.5", "-2", "1e3", "3."};
+  enum { N = sizeof vals / sizeof vals[0] };
+  char text[512] = "0";
+  for (int i = 0; i < N; i++) {
+    snprintf(text + strlen(text), sizeof text - strlen(text), " %d:%s", i + 1, vals[i]);
+  }
+  strcat(text, "\n");
+  tfx_dataset *d = NULL;
+  tfx_err e = {0};
+  cr_assert_eq(svm_load(text, 0, &d, &e), TFX_OK, "%s", e.msg);
+  for (int i = 0; i < N; i++) {
+    float want = strtof(vals[i], NULL);
+    cr_assert(memcmp(&d->x[i], &want, sizeof want) == 0, "%s read as %.9g, strtof says %.9g", vals[i], d->x[i], want);
+  }
+  tfx_dataset_destroy(d);
+  cr_assert_neq(svm_load("0 1:12x\n", 0, &d, &e), TFX_OK, "a value with a tail is still refused");
+  tfx_dataset_destroy(d);
+}
+
 Test(libsvm, given_dim_pads_and_rejects_larger_indices) {
   tfx_dataset *d = NULL;
   tfx_err e = {0};
