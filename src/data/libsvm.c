@@ -79,15 +79,26 @@ static float pair_value(char *val, char **end) {
   return strtof(val, end);
 }
 
+/* The decimal index at the start of tok (growing no further once past MAX_INDEX, so "too large" is told apart);
+ * *end after its digits (tok when it has none). */
+static unsigned long long pair_index(char *tok, char **end) {
+  unsigned long long idx = 0;
+  char *q = tok;
+  for (; *q >= '0' && *q <= '9'; q++) {
+    idx = idx > MAX_INDEX ? idx : idx * 10 + (unsigned)(*q - '0');
+  }
+  *end = q;
+  return idx;
+}
+
 /* Parses "idx:val" (prev: the previous index of the line, 0 at first) and appends the entry. */
 static int parse_pair(svm *s, char *tok, size_t *prev, tfx_err *err) {
   if (strncmp(tok, "qid:", 4) == 0) {
     return TFX_OK;
   }
   char *end;
-  errno = 0;
-  unsigned long idx = tok[0] >= '0' && tok[0] <= '9' ? strtoul(tok, &end, 10) : 0;
-  if (idx == 0 || errno || *end != ':') {
+  unsigned long long idx = pair_index(tok, &end);
+  if (idx == 0 || *end != ':') {
     return bad(s, tok, "want index:value with a 1-based index", err);
   }
   if (idx > MAX_INDEX) {
@@ -97,7 +108,7 @@ static int parse_pair(svm *s, char *tok, size_t *prev, tfx_err *err) {
     return bad(s, tok, "indices must ascend within a line", err);
   }
   if (s->dim && idx > s->dim) {
-    return tfx_err_set(err, TFX_ESHAPE, "%s: line %zu, column %zu: index %lu exceeds dim %zu", s->path, s->lineno,
+    return tfx_err_set(err, TFX_ESHAPE, "%s: line %zu, column %zu: index %llu exceeds dim %zu", s->path, s->lineno,
                        (size_t)(tok - s->line) + 1, idx, s->dim);
   }
   char *val = end + 1;

@@ -384,6 +384,10 @@ Test(libsvm, bad_tokens_name_line_and_column) {
   assert_fails(rc, &e, TFX_ECORRUPT, "line 2, column 1: 'yes': the label is not an int32", NULL);
   rc = svm_load("1 99999999999:1\n", 0, &d, &e);
   assert_fails(rc, &e, TFX_ECORRUPT, "index too large", NULL);
+  rc = svm_load("1 99999999999999999999999999:1\n", 0, &d, &e); /* past 64 bits too */
+  assert_fails(rc, &e, TFX_ECORRUPT, "index too large", NULL);
+  rc = svm_load("1 :1\n", 0, &d, &e);
+  assert_fails(rc, &e, TFX_ECORRUPT, "want index:value", NULL);
   cr_assert_null(d);
 }
 
