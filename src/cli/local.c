@@ -32,6 +32,9 @@
 /* A process that ran this long before failing was not crash-looping: its budget and backoff start over (as a
  * Kubernetes pod's back-off resets after it runs well), so a long run survives any number of spaced faults. */
 #define RESTART_STABLE_MS 10000
+/* A failed master waits at least this long before its restart: when it had told its peers the run is over, they
+ * are exiting meanwhile (slowly under a sanitizer or load), and then it is not restarted (peers_gone). */
+#define MASTER_RESTART_MIN_MS 2000
 
 typedef struct child {
   pid_t pid;
@@ -322,10 +325,17 @@ static int handle_failures(cluster_run *r) {
           (k->role == TFX_ROLE_MASTER && peers_gone(r))) {
         return i;
       }
-      k->restart_at = tfx_now_ms() + (500LL << k->restarts);
+      int64_t backoff = 500LL << k->restarts;
+      if (k->role == TFX_ROLE_MASTER && backoff < MASTER_RESTART_MIN_MS) {
+        backoff = MASTER_RESTART_MIN_MS;
+      }
+      k->restart_at = tfx_now_ms() + backoff;
       tfx_log(TFX_LOG_WARN, "LOCAL-RESTART",
               "%s %d exited with status %d (see %s/logs/%s-%d.log); restarting (%d of %d)", tfx_role_name(k->role),
               k->index, k->status, r->n->run_dir, tfx_role_name(k->role), k->index, k->restarts + 1, RESTART_BUDGET);
+    }
+    if (k->restart_at && tfx_now_ms() >= k->restart_at && k->role == TFX_ROLE_MASTER && peers_gone(r)) {
+      return i; /* its peers finished during the backoff: the run was over */
     }
     if (k->restart_at && tfx_now_ms() >= k->restart_at) {
       pid_t pid = fork();
