@@ -163,6 +163,37 @@ open(sys.argv[3], "wb").write(raw[:4] + struct.pack(">III", n, 28, 28) + raw[16:
 PY
 }
 
+# digest EXPORT: one line per tensor of its model.safetensors (name and sha256 of its bytes): two runs' weights
+# are bit-identical when their digests are.
+digest() {
+  python3 - "$(find "$1" -name model.safetensors | head -1)" <<'PY'
+import hashlib, json, struct, sys
+data = open(sys.argv[1], "rb").read()
+(n,) = struct.unpack("<Q", data[:8])
+head = json.loads(data[8:8 + n])
+for k in sorted(k for k in head if k != "__metadata__"):
+    a, b = head[k]["data_offsets"]
+    print(k, hashlib.sha256(data[8 + n + a:8 + n + b]).hexdigest())
+PY
+}
+
+# steps_never_back METRICS [WORKERS MIN_STEP]: exit 0 when no worker's train step goes back in METRICS (no
+# rollback); with WORKERS and MIN_STEP, also that that many workers reported and one reached MIN_STEP.
+steps_never_back() {
+  python3 - "$@" <<'PY'
+import json, sys
+last = {}
+for l in open(sys.argv[1]):
+    r = json.loads(l)
+    if r.get("kind") == "train":
+        w = r.get("worker", 0)
+        if r["step"] < last.get(w, -1): sys.exit(1)
+        last[w] = r["step"]
+if len(sys.argv) > 3:
+    sys.exit(0 if len(last) == int(sys.argv[2]) and max(last.values()) >= int(sys.argv[3]) else 1)
+PY
+}
+
 # start_ps_cluster EXPERIMENT: starts `tfx-node local` on it in $WORK/run (RUN; the supervisor's pid LP) and waits
 # for step 100; PS_PID and PS_ADDR are then ps 0's pid and address, and `step` prints the run's last train step.
 step() { metric "$RUN/metrics.jsonl" train step 2>/dev/null || echo none; }

@@ -26,16 +26,7 @@ for mode in async ssp; do
   grep -q PS-PROMOTED "$run"/logs/ps-1.log || fail "$mode: ps 1 was not promoted"
   grep -hiE 'ROLLBACK|rolling every ps back|MASTER-PS-LOST|MASTER-NO-FAILOVER' "$WORK/$mode.log" "$run"/logs/*.log &&
     fail "$mode: rolled back"
-  python3 - "$run/metrics.jsonl" <<'PY' || fail "$mode: a worker's step went back"
-import json, sys
-last = {}
-for l in open(sys.argv[1]):
-    r = json.loads(l)
-    if r.get("kind") == "train":
-        w = r.get("worker", 0)
-        if r["step"] < last.get(w, -1): sys.exit(1)
-        last[w] = r["step"]
-PY
+  steps_never_back "$run/metrics.jsonl" || fail "$mode: a worker's step went back"
   own=$(sed -n 's/.*PS-STOP stopping at step \([0-9]*\):.*/\1/p' "$run"/logs/ps-1.log | tail -1)
   copy=$(sed -n 's/.*PS-STOP-COPY promoted copy of ps instance 0 at step \([0-9]*\):.*/\1/p' "$run"/logs/ps-1.log | tail -1)
   dropped=$(sed -n 's/.*PS-STOP-COPY .* \([0-9]*\) stale dropped.*/\1/p' "$run"/logs/ps-1.log | tail -1)

@@ -9,17 +9,6 @@
 MAX=${TFX_DET_STEPS:-900}
 experiment "$WORK/mlp.json" training.report_every=10 eval.every_steps=0 model.layers='[{"type": "flatten"},
   {"type": "dense", "units": 64, "activation": "relu"}, {"type": "dense", "units": 10}]' placement.min_slice_bytes=65536
-digest() {
-  python3 - "$(find "$1" -name model.safetensors | head -1)" <<'PY'
-import hashlib, json, struct, sys
-data = open(sys.argv[1], "rb").read()
-(n,) = struct.unpack("<Q", data[:8])
-head = json.loads(data[8:8 + n])
-for k in sorted(k for k in head if k != "__metadata__"):
-    a, b = head[k]["data_offsets"]
-    print(k, hashlib.sha256(data[8 + n + a:8 + n + b]).hexdigest())
-PY
-}
 # spawned LABEL PS: the pids local spawned for ps PS at the start
 spawned() { sed -n "s/.*LOCAL-SPAWN ps $2: pid \([0-9]*\).*/\1/p" "$WORK/$1.log"; }
 # run LABEL KILL: KILL is none, ps0 (kill -9 of ps 0 at a third) or ps1 (kill -9 of ps 1 at a third, then of its
@@ -63,17 +52,7 @@ after_kill() {
   local R=$WORK/$1
   grep -hiE 'ROLLBACK|rolling every ps back|MASTER-PS-LOST|MASTER-NO-FAILOVER' "$WORK/$1.log" "$R"/logs/*.log &&
     fail "$1: rolled back"
-  python3 - "$R/metrics.jsonl" $MAX <<'PY' || fail "$1: a worker's step went back, or the run stopped short"
-import json, sys
-last = {}
-for l in open(sys.argv[1]):
-    r = json.loads(l)
-    if r.get("kind") == "train":
-        w = r.get("worker", 0)
-        if r["step"] < last.get(w, -1): sys.exit(1)
-        last[w] = r["step"]
-sys.exit(0 if len(last) == 3 and max(last.values()) >= int(sys.argv[2]) - 20 else 1)
-PY
+  steps_never_back "$R/metrics.jsonl" 3 $((MAX - 20)) || fail "$1: a worker's step went back, or the run stopped short"
   cmp -s "$WORK/a.digest" "$WORK/$1.digest" || fail "$1: weights differ from the undisturbed run's: $(diff "$WORK/a.digest" "$WORK/$1.digest")"
 }
 run a none
