@@ -1,8 +1,8 @@
 /* Checkpoints this process has already verified, so that pruning after each new checkpoint does not read and
  * checksum every kept one again (with keep_max 5 and 15 MB checkpoints, 75 MB read per checkpoint). A directory
  * counts as verified while the fingerprint of its files (name, inode, size, mtime) is the one it had when it was
- * verified: a part rewritten, truncated, added or removed since is verified again (tfx_ckpt_verify_once in ckpt.c). Resuming
- * and reading commands always verify in full. */
+ * verified: a part rewritten, truncated, added or removed since is verified again (tfx_ckpt_verify_once in
+ * ckpt.c). Resuming and reading commands always verify in full. */
 #include "store/ckptmemo.h"
 #include <dirent.h>
 #include <fcntl.h>
@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "common/rand.h"
 
 enum { MEMO_SLOTS = 64 };
 
@@ -26,24 +27,7 @@ static int memo_next;
 static uint64_t memo_hits;
 static pthread_mutex_t memo_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* splitmix64's finalizer: spreads one value's bits over the word. */
-static uint64_t mix(uint64_t x) {
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
-/* FNV-1a of a file name. */
-static uint64_t name_hash(const char *s) {
-  uint64_t h = 0xcbf29ce484222325ULL;
-  for (; *s; s++) {
-    h = (h ^ (uint8_t)*s) * 0x100000001b3ULL;
-  }
-  return h;
-}
-
-/* The fingerprint of dir's files, whatever order readdir gives them in; 0 when dir cannot be read. */
-static uint64_t fingerprint(const char *dir) {
+uint64_t tfx_ckpt_memo_print(const char *dir) { /* whatever order readdir gives the files in */
   DIR *d = opendir(dir);
   if (!d) {
     return 0;
@@ -55,8 +39,9 @@ static uint64_t fingerprint(const char *dir) {
     if (e->d_name[0] == '.' || fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
       continue;
     }
-    uint64_t h = mix(name_hash(e->d_name) ^ mix((uint64_t)st.st_ino) ^ mix((uint64_t)st.st_size * 31));
-    print += mix(h ^ mix((uint64_t)st.st_mtim.tv_sec * 1000000000ULL + (uint64_t)st.st_mtim.tv_nsec));
+    uint64_t mtime = (uint64_t)st.st_mtim.tv_sec * 1000000000ULL + (uint64_t)st.st_mtim.tv_nsec;
+    uint64_t h = tfx_hash_str(e->d_name) ^ tfx_rand_mix((uint64_t)st.st_ino) ^ tfx_rand_mix((uint64_t)st.st_size * 31);
+    print += tfx_rand_mix(tfx_rand_mix(h) ^ tfx_rand_mix(mtime));
   }
   closedir(d);
   return print;
@@ -73,10 +58,6 @@ static int memo_find(const char *dir, uint64_t print, int64_t *step, int *n_ps) 
     }
   }
   return 0;
-}
-
-uint64_t tfx_ckpt_memo_print(const char *dir) {
-  return fingerprint(dir);
 }
 
 int tfx_ckpt_memo_find(const char *dir, uint64_t print, int64_t *step, int *n_ps) {
