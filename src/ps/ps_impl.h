@@ -157,6 +157,7 @@ typedef struct ps_state {
   tfx_inmsg *log;         /* a mirror's: forwarded sync steps acknowledged and not applied yet (replog.c) */
   int n_log, cap_log;
   int64_t fwd_steps;      /* the own state's: sync steps forwarded (a snapshot goes every ps__log_steps) */
+  int64_t snap_at;        /* the own state's: the version of the backup's last snapshot (its lazy rows since go) */
   tfx_inmsg *held;        /* sync, training.deterministic: pushes that came before a lower worker's (order.c) */
   int n_held, cap_held;
   tfx_inmsg *deferred;    /* the own state's: requests that came while a forward waited (served next, in order) */
@@ -350,8 +351,9 @@ void ps__forward_fail(ps_state *p, const char *why);
 void ps__forward_step(ps_state *p);
 /* A backup's log of forwarded steps (replog.c; the primary's side of snapshots and ps__log_steps: replica.c). */
 
-/* The steps between snapshots of an instance (its sums held meanwhile, at most 64 MiB): 0 with a lazy table or
- * shards too large (every step is then applied once the own replies went, and no snapshot is sent). */
+/* The steps between snapshots of an instance (its sums held meanwhile, at most 64 MiB of dense ones): 0 with a lazy
+ * table under max_rows, ttl_steps or admission, or shards too large (every step is then applied once the own
+ * replies went, and no snapshot is sent). */
 int ps__log_steps(const ps_state *p);
 /* Steps held in p's log (p may be NULL): the state's version plus this is the step the primary is at. */
 int ps__log_pending(const ps_state *p);
