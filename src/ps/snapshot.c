@@ -74,7 +74,10 @@ static int take_dense(const ps_state *p, ps_snap *s) {
     float *copy[3] = {at, NULL, NULL};
     for (int k = 0; k <= ns; k++) {
       copy[k] = at + (size_t)k * h->count;
-      memcpy(copy[k], k ? h->slots[k - 1] : h->value->data, h->count * sizeof(float));
+      const float *from = k ? h->slots[k - 1] : h->value->data;
+      if (h->count && from) {
+        memcpy(copy[k], from, h->count * sizeof(float));
+      }
     }
     at += h->count * (size_t)(1 + ns);
     tfx_ckpt_slice slice = {.key = h->key,
