@@ -196,12 +196,48 @@ static int apply_sum(int64_t id, const float *sum, void *ctx) {
   return rc;
 }
 
+/* A summed row listed for an update in id order. */
+typedef struct id_sum {
+  int64_t id;
+  const float *sum;
+} id_sum;
+
+static int list_sum(int64_t id, const float *sum, void *ctx) {
+  id_sum **at = ctx;
+  *(*at)++ = (id_sum){id, sum};
+  return 0;
+}
+
+static int by_id(const void *a, const void *b) {
+  int64_t x = ((const id_sum *)a)->id, y = ((const id_sum *)b)->id;
+  return (x > y) - (x < y);
+}
+
+/* Feeds the summed rows to apply_sum in id order: a capped table evicts by the order rows come, and the sum table
+ * lists them as the pushes arrived, so without it two runs of one seed evict different rows. */
+static int apply_sums_by_id(acc_job *job) {
+  size_t n = tfx_rowtable_rows(job->s->acc_rows);
+  id_sum *list = malloc(n * sizeof *list), *at = list;
+  if (!list) {
+    return -1;
+  }
+  tfx_rowtable_each(job->s->acc_rows, list_sum, &at);
+  qsort(list, n, sizeof *list, by_id);
+  int rc = 0;
+  for (size_t k = 0; k < n && !rc; k++) {
+    rc = apply_sum(list[k].id, list[k].sum, job);
+  }
+  free(list);
+  return rc;
+}
+
 int ps__lazy_apply_accumulated(ps_state *p, shard *s, float scale) {
   if (!tfx_rowtable_rows(s->acc_rows)) {
     return 0; /* nobody looked a row up this step: the table keeps its version */
   }
   acc_job job = {.p = p, .s = s, .scale = scale};
-  int rc = tfx_rowtable_each(s->acc_rows, apply_sum, &job);
+  const tfx_layer_spec *l = tfx_config_table_layer(&p->cfg, s->var);
+  int rc = l && l->max_rows ? apply_sums_by_id(&job) : tfx_rowtable_each(s->acc_rows, apply_sum, &job);
   for (size_t k = job.n > 8 ? job.n - 8 : 0; k < job.n && !rc; k++) {
     rc = apply_listed(&job, k);
   }

@@ -4,8 +4,9 @@
 # table under ttl_steps and admit_min_count keeps applying every step, since its sketch and ages are the table's own
 # state. For both, a sync LR (2 ps, 2 workers, seed 7) whose ps 0 is killed with kill -9 at about a third of the run
 # (between two snapshots as it falls) promotes the backup (which replays its log), rolls nothing back, and exports
-# weights bit-identical to the same run undisturbed. (Not max_rows: with a cap, two undisturbed sync runs of this
-# LR already export different weights, training.deterministic or not, replicas on or off.)
+# weights bit-identical to the same run undisturbed. A capped table (max_rows 150, evicting all run long) too: the ps
+# applies a sync step's summed rows in id order when the table has a cap, since eviction depends on the order rows
+# come (in arrival order two undisturbed runs of one seed exported different weights).
 . "$(dirname "$0")/lib.sh"
 MAX=900
 python3 "$(dirname "$0")/sparse_data.py" "$WORK" --train 2000 --test 200
@@ -18,6 +19,7 @@ lr() { # lr FILE LAYER-EXTRA
 }
 lr "$WORK/plain.json" ""
 lr "$WORK/aged.json" ', "ttl_steps": 60, "admit_min_count": 2'
+lr "$WORK/capped.json" ', "max_rows": 150'
 # run LABEL CONFIG KILL(0|1)
 run() {
   local run=$WORK/$1
@@ -44,10 +46,10 @@ run() {
     steps_never_back "$run/metrics.jsonl" || fail "$1: a worker's step went back"
   fi
 }
-for t in plain aged; do
+for t in plain aged capped; do
   run ${t}_a "$WORK/$t.json" 0
   run ${t}_b "$WORK/$t.json" 1
   cmp -s "$WORK/${t}_a.digest" "$WORK/${t}_b.digest" ||
     fail "$t table: weights differ after kill -9 of ps 0: $(diff "$WORK/${t}_a.digest" "$WORK/${t}_b.digest")"
 done
-pass "kill -9 of ps 0 at a third: lazy LR weights bit-identical to the undisturbed run, plain table (log and row snapshots) and aged, admitted table (applied every step)"
+pass "kill -9 of ps 0 at a third: lazy LR weights bit-identical to the undisturbed run, plain table (log and row snapshots), aged, admitted table and capped table (applied every step)"
