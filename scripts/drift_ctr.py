@@ -79,16 +79,27 @@ def index(f, ids, bits):
     return 1 + h % np.uint64((1 << bits) - 1)
 
 
-def lines_of(labels, idx):
-    """LibSVM lines: each row's indices sorted, a hash collision within a row kept once."""
+def lines_of(labels, idx, bits):
+    """The file's LibSVM text: each row's indices sorted, written with as many digits as 2^bits has (leading
+    zeros: the same numbers to any LibSVM reader) by array arithmetic instead of a string per id; a row with a hash
+    collision (an index twice) is written as text with the index once."""
     idx = np.sort(idx, axis=1)
-    dup = (idx[:, 1:] == idx[:, :-1]).any(axis=1)
-    out = []
-    for r, (label, row) in enumerate(zip(labels.tolist(), idx.tolist())):
-        if dup[r]:
-            row = sorted(set(row))
-        out.append(f"{label} " + ":1 ".join(map(str, row)) + ":1")
-    return out
+    rows, width = idx.shape[0], len(str(1 << bits))
+    buf = np.full((rows, 2 + FIELDS * (width + 3)), ord(" "), dtype=np.uint8)
+    buf[:, 0] = ord("0") + labels
+    pos = 2 + np.arange(FIELDS)[:, None] * (width + 3) + np.arange(width)[None, :]  # [field, digit] columns
+    digits = idx[:, :, None] // (10 ** np.arange(width - 1, -1, -1, dtype=np.uint64)) % np.uint64(10)
+    buf[:, pos] = ord("0") + digits.astype(np.uint8)
+    buf[:, pos[:, -1] + 1] = ord(":")
+    buf[:, pos[:, -1] + 2] = ord("1")
+    buf[:, -1] = ord("\n")
+    dup = np.flatnonzero((idx[:, 1:] == idx[:, :-1]).any(axis=1))
+    if not len(dup):
+        return buf.tobytes()
+    lines = [bytes(r) for r in buf]
+    for r in dup.tolist():
+        lines[r] = (f"{labels[r]} " + " ".join(f"{i}:1" for i in sorted(set(idx[r].tolist()))) + "\n").encode()
+    return b"".join(lines)
 
 
 def write_file(out, name, rows, fields, bias, bits, rng, one_off):
@@ -98,8 +109,8 @@ def write_file(out, name, rows, fields, bias, bits, rng, one_off):
     y = (rng.random(rows) < q).astype(np.int64)
     idx = np.stack([index(f, ids, bits) for f, (ids, _, _) in enumerate(cols)], axis=1)
     tmp = os.path.join(out, f".{name}.tmp")
-    with open(tmp, "w") as fh:
-        fh.write("\n".join(lines_of(y, idx)) + "\n")
+    with open(tmp, "wb") as fh:
+        fh.write(lines_of(y, idx, bits))
     os.rename(tmp, os.path.join(out, name))
     eps = 1e-12
     ll = float(-np.mean(np.log(np.maximum(np.where(y == 1, q, 1 - q), eps))))
