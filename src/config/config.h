@@ -324,7 +324,7 @@ typedef struct tfx_table_bound {
  * incremental checkpoints or not. */
 void tfx_table_cap_bound(int64_t max_rows, int64_t dim, int n_slots, int admit, int incremental, tfx_table_bound *b);
 /* The fixed size of a table's admission sketch on each ps (admit_min_count > 1; ps/rowtable.h makes it). */
-#define TFX_TABLE_SKETCH_BYTES (4 * 65536 * 2)
+#define TFX_TABLE_SKETCH_BYTES (2 * ((size_t)1 << 21) / 8 + 4 * 16384 * 2)
 /* Appends one layer spec (type set) to model.layers. */
 int tfx_config_add_layer(tfx_config *cfg, const tfx_layer_spec *l, tfx_err *err);
 /* Appends one model variable (as in model.variables) after checking its name and shape. */

@@ -235,9 +235,9 @@ static void print_caps(const tfx_config *cfg, const tfx_plan *plan, FILE *f) {
     } else {
       fprintf(f, "no max_rows (up to every id of its share: %zu bytes a row)", row);
     }
-    fprintf(f, "; ttl_steps %lld; admission %s (sketch %d KiB)\n", (long long)l->ttl_steps,
+    fprintf(f, "; ttl_steps %lld; admission %s (sketch %zu KiB)\n", (long long)l->ttl_steps,
             l->admit_min_count > 1 ? "by count" : l->admit_probability < 1 ? "by probability" : "off",
-            l->admit_min_count > 1 ? TFX_TABLE_SKETCH_BYTES / 1024 : 0);
+            l->admit_min_count > 1 ? TFX_TABLE_SKETCH_BYTES / 1024 : (size_t)0);
   }
 }
 

@@ -37,10 +37,10 @@ static void log_cap(const ps_state *p, const char *var, const tfx_layer_spec *l,
   const double mib = 1048576.0;
   tfx_log(TFX_LOG_INFO, "PS-TABLE-CAP",
           "table %s: max_rows %lld (about %.1f MiB of rows at %zu bytes a row, 0: no cap), ttl_steps %lld, "
-          "admission sketch %d KiB; at most %.2f MiB (rows %.2f, map %.2f, evicted ids %.2f, sketch %.2f) over an "
+          "admission sketch %zu KiB; at most %.2f MiB (rows %.2f, map %.2f, evicted ids %.2f, sketch %.2f) over an "
           "RSS of %.1f MiB now",
           var, (long long)l->max_rows, (double)l->max_rows * (double)row / mib, row, (long long)l->ttl_steps,
-          l->admit_min_count > 1 ? TFX_ROWTABLE_SKETCH_BYTES / 1024 : 0, b.total / mib, b.rows / mib, b.map / mib,
+          l->admit_min_count > 1 ? TFX_ROWTABLE_SKETCH_BYTES / 1024 : (size_t)0, b.total / mib, b.rows / mib, b.map / mib,
           b.gone / mib, b.sketch / mib, rss_mib());
 }
 

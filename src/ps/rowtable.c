@@ -60,7 +60,10 @@ struct tfx_rowtable {
   int64_t ttl_steps, expired_at; /* age limit, and the step of the last scan */
   int admit_min;                 /* admission: the count an id needs, or 0 */
   double admit_p;                /* admission: the probability per coming (>= 1: always) */
-  uint16_t *sketch;              /* admission's counts [DEPTH][WIDTH], or NULL */
+  uint64_t *door;                /* admission's doorkeeper: two filters of DOOR_BITS bits, or NULL */
+  int door_cur;                  /* the filter new ids are marked in */
+  size_t door_adds;              /* new ids marked in it since it was cleared */
+  uint16_t *sketch;              /* admission's counts [DEPTH][WIDTH] past the doorkeeper (admit_min > 2), or NULL */
   uint32_t sketch_adds;          /* comings counted since the counts were last halved */
   int64_t marked_at;             /* the step of the last checkpoint (-1: none yet) */
   int deltas;                    /* deltas written since the last full checkpoint */
@@ -117,7 +120,8 @@ int tfx_rowtable_create(const tfx_rowtable_spec *spec, tfx_rowtable **out, tfx_e
   t->ttl_steps = spec->ttl_steps > 0 ? spec->ttl_steps : 0;
   t->admit_min = spec->admit_min_count > 1 ? spec->admit_min_count : 0;
   t->admit_p = spec->admit_probability > 0 && spec->admit_probability < 1 ? spec->admit_probability : 1;
-  if (t->admit_min && !(t->sketch = calloc(TFX_ROWTABLE_SKETCH_DEPTH * TFX_ROWTABLE_SKETCH_WIDTH, 2))) {
+  if (t->admit_min && (!(t->door = calloc(2 * TFX_ROWTABLE_DOOR_BITS / 64, 8)) ||
+                       (t->admit_min > 2 && !(t->sketch = calloc(TFX_ROWTABLE_SKETCH_DEPTH * TFX_ROWTABLE_SKETCH_WIDTH, 2))))) {
     tfx_rowtable_destroy(t);
     return tfx_err_set(err, TFX_ENOMEM, "table %s: out of memory for the admission sketch", spec->name);
   }
@@ -144,6 +148,7 @@ void tfx_rowtable_destroy(tfx_rowtable *t) {
   }
   free(t->gone);
   free(t->sketch);
+  free(t->door);
   free_map(t->map, t->map_cap, t->map_mapped);
   free(t->name);
   free(t->init);
@@ -462,7 +467,8 @@ size_t tfx_rowtable_row_floats(const tfx_rowtable *t) {
 size_t tfx_rowtable_bytes(const tfx_rowtable *t) {
   size_t per_row = t->row_floats * sizeof(float) + 2 * sizeof(int64_t) + sizeof(uint32_t);
   return t->n_slabs * SLAB_ROWS * per_row + t->map_cap * sizeof(cell) + t->gone_cap * sizeof(int64_t) +
-         (t->sketch ? TFX_ROWTABLE_SKETCH_BYTES : 0) + sizeof *t;
+         (t->door ? 2 * TFX_ROWTABLE_DOOR_BITS / 8 : 0) +
+         (t->sketch ? TFX_ROWTABLE_SKETCH_DEPTH * TFX_ROWTABLE_SKETCH_WIDTH * 2 : 0) + sizeof *t;
 }
 
 int tfx_rowtable_each(const tfx_rowtable *t, int (*fn)(int64_t id, const float *row, void *ctx), void *ctx) {
@@ -551,9 +557,31 @@ int tfx_rowtable_put_at(tfx_rowtable *t, int64_t id, const float *row, int64_t s
   return TFX_OK;
 }
 
-/* Counts one coming of id in the sketch and returns its estimate. A conservative update (only the least of its
- * counters grow) and the halving of every count each WIDTH / 2 comings (TinyLFU's reset) keep the sketch from
- * filling: an id must come admit_min_count times within about that many comings of new ids on this ps. */
+/* Whether id is in either of the doorkeeper's filters; marks it in the current one, which takes the other's place
+ * (that one cleared) after DOOR_BITS / 12 new ids. */
+static int door_seen(tfx_rowtable *t, int64_t id) {
+  const size_t words = TFX_ROWTABLE_DOOR_BITS / 64;
+  uint64_t h1 = tfx_rand_mix((uint64_t)id ^ 0xD1B54A32D192ED03ULL), h2 = tfx_rand_mix(h1) | 1;
+  uint64_t *cur = t->door + (size_t)t->door_cur * words, *prev = t->door + (size_t)(1 - t->door_cur) * words;
+  int in_cur = 1, in_prev = 1;
+  for (uint64_t i = 0; i < 8; i++) {
+    size_t b = (size_t)((h1 + i * h2) & (TFX_ROWTABLE_DOOR_BITS - 1));
+    uint64_t bit = (uint64_t)1 << (b & 63);
+    in_cur &= (cur[b >> 6] & bit) != 0;
+    in_prev &= (prev[b >> 6] & bit) != 0;
+    cur[b >> 6] |= bit;
+  }
+  if (!in_cur && ++t->door_adds >= TFX_ROWTABLE_DOOR_BITS / 12) {
+    memset(prev, 0, words * sizeof *prev);
+    t->door_cur = 1 - t->door_cur;
+    t->door_adds = 0;
+  }
+  return in_cur || in_prev;
+}
+
+/* Counts one coming of id past the doorkeeper in the count-min and returns its estimate. A conservative update
+ * (only the least of its counters grow) and the halving of every count each WIDTH / 2 comings (TinyLFU's reset)
+ * keep it from filling: an id must come admit_min_count - 1 more times within about that many such comings. */
 static unsigned sketch_add(tfx_rowtable *t, int64_t id) {
   uint16_t *c[TFX_ROWTABLE_SKETCH_DEPTH];
   unsigned least = UINT16_MAX;
@@ -574,10 +602,10 @@ static unsigned sketch_add(tfx_rowtable *t, int64_t id) {
   return least + (least < UINT16_MAX);
 }
 
-/* Whether a new id is admitted now: seen admit_min times (the sketch), then the coin of (seed, table, id, the
+/* Whether a new id is admitted now: seen admit_min times (the doorkeeper, then the count-min), then the coin of (seed, table, id, the
  * table's count of admission decisions), the same run after run. */
 static int admitted(tfx_rowtable *t, int64_t id) {
-  unsigned n = t->sketch ? sketch_add(t, id) : 1;
+  unsigned n = !t->door || !door_seen(t, id) ? 1 : t->sketch ? 1 + sketch_add(t, id) : 2;
   if (t->admit_min && n < (unsigned)t->admit_min) {
     return 0;
   }
