@@ -40,8 +40,8 @@ static void log_cap(const ps_state *p, const char *var, const tfx_layer_spec *l,
           "admission sketch %zu KiB; at most %.2f MiB (rows %.2f, map %.2f, evicted ids %.2f, sketch %.2f) over an "
           "RSS of %.1f MiB now",
           var, (long long)l->max_rows, (double)l->max_rows * (double)row / mib, row, (long long)l->ttl_steps,
-          l->admit_min_count > 1 ? TFX_ROWTABLE_SKETCH_BYTES / 1024 : (size_t)0, b.total / mib, b.rows / mib, b.map / mib,
-          b.gone / mib, b.sketch / mib, rss_mib());
+          l->admit_min_count > 1 ? TFX_ROWTABLE_SKETCH_BYTES / 1024 : (size_t)0, b.total / mib, b.rows / mib,
+          b.map / mib, b.gone / mib, b.sketch / mib, rss_mib());
 }
 
 /* The row table of a lazy shard: the plan's shape and initializer, the layer's cap, age limit and admission. */

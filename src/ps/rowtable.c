@@ -7,8 +7,8 @@
 #include <sys/mman.h>
 
 #include "common/mem.h"
-#include "config/config.h"
 #include "common/rand.h"
+#include "config/config.h"
 #include "nn/init.h"
 
 #define SLAB_ROWS TFX_TABLE_SLAB_ROWS
@@ -51,11 +51,11 @@ struct tfx_rowtable {
   size_t n_slabs, n_rows, used; /* rows ever made (indices < n_rows), rows stored now */
   uint32_t *free_rows;
   size_t n_free;
-  int64_t max_rows;    /* 0: no cap */
-  int track_gone;      /* remember evicted ids for the next checkpoint delta */
-  int64_t *gone;       /* ids evicted since tfx_rowtable_mark */
+  int64_t max_rows;                  /* 0: no cap */
+  int track_gone;                    /* remember evicted ids for the next checkpoint delta */
+  int64_t *gone;                     /* ids evicted since tfx_rowtable_mark */
   size_t n_gone, gone_cap, gone_max; /* remembered, room for, most remembered (0: no limit) */
-  int gone_lost;       /* memory ran out remembering one: the next checkpoint must be whole */
+  int gone_lost;                     /* memory ran out or max_rows / 2 reached: the next checkpoint must be whole */
   tfx_rowtable_counts counts;
   int64_t ttl_steps, expired_at; /* age limit, and the step of the last scan */
   int admit_min;                 /* admission: the count an id needs, or 0 */
@@ -120,8 +120,9 @@ int tfx_rowtable_create(const tfx_rowtable_spec *spec, tfx_rowtable **out, tfx_e
   t->ttl_steps = spec->ttl_steps > 0 ? spec->ttl_steps : 0;
   t->admit_min = spec->admit_min_count > 1 ? spec->admit_min_count : 0;
   t->admit_p = spec->admit_probability > 0 && spec->admit_probability < 1 ? spec->admit_probability : 1;
+  int counts = t->admit_min > 2; /* a count-min past the doorkeeper */
   if (t->admit_min && (!(t->door = calloc(2 * TFX_ROWTABLE_DOOR_BITS / 64, 8)) ||
-                       (t->admit_min > 2 && !(t->sketch = calloc(TFX_ROWTABLE_SKETCH_DEPTH * TFX_ROWTABLE_SKETCH_WIDTH, 2))))) {
+                       (counts && !(t->sketch = calloc(TFX_ROWTABLE_SKETCH_DEPTH * TFX_ROWTABLE_SKETCH_WIDTH, 2))))) {
     tfx_rowtable_destroy(t);
     return tfx_err_set(err, TFX_ENOMEM, "table %s: out of memory for the admission sketch", spec->name);
   }
@@ -602,8 +603,8 @@ static unsigned sketch_add(tfx_rowtable *t, int64_t id) {
   return least + (least < UINT16_MAX);
 }
 
-/* Whether a new id is admitted now: seen admit_min times (the doorkeeper, then the count-min), then the coin of (seed, table, id, the
- * table's count of admission decisions), the same run after run. */
+/* Whether a new id is admitted now: seen admit_min times (the doorkeeper, then the count-min), then the coin of (seed,
+ * table, id, the table's count of admission decisions), the same run after run. */
 static int admitted(tfx_rowtable *t, int64_t id) {
   unsigned n = !t->door || !door_seen(t, id) ? 1 : t->sketch ? 1 + sketch_add(t, id) : 2;
   if (t->admit_min && n < (unsigned)t->admit_min) {

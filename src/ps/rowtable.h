@@ -96,7 +96,8 @@ int tfx_rowtable_each_since(const tfx_rowtable *t, int64_t since, int (*fn)(int6
 /* Rows stored now that were touched at step `since` or later. */
 size_t tfx_rowtable_rows_since(const tfx_rowtable *t, int64_t since);
 /* The ids evicted since the last tfx_rowtable_mark (with track_gone) into *ids (borrowed until the next change)
- * and *n; -1 when memory ran out remembering one (a delta cannot be written: the next checkpoint must be full). */
+ * and *n; -1 when memory ran out remembering one or a capped table evicted more than max_rows / 2 since (a delta
+ * cannot be written: the next checkpoint must be full). */
 int tfx_rowtable_gone(const tfx_rowtable *t, const int64_t **ids, size_t *n);
 /* A checkpoint of the table was written at step (full, or a delta): forgets the evicted ids remembered so far. */
 void tfx_rowtable_mark(tfx_rowtable *t, int64_t step, int full);
