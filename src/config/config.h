@@ -302,7 +302,8 @@ int tfx_config_layer_strides(const tfx_layer_spec *l);
  * from cfg. */
 const tfx_layer_spec *tfx_config_table_layer(const tfx_config *cfg, const char *var);
 /* The bytes a lazy table's row takes on its ps: dim floats of values and of each of n_slots optimizer slots, the
- * id, the step it was last touched and its place in the free list (ps/rowtable.c; its map cell: tfx_table_bound). */
+ * id and the step it was last touched (which links a free row to the next; ps/rowtable.c; its map cell:
+ * tfx_table_bound). */
 size_t tfx_table_row_bytes(int64_t dim, int n_slots);
 /* Rows a slab of a lazy table holds on its ps (ps/rowtable.c makes them SLAB_ROWS at a time). */
 #define TFX_TABLE_SLAB_ROWS 4096
@@ -313,12 +314,12 @@ size_t tfx_table_gone_max(int64_t max_rows);
 /* The most a capped lazy table holds on each ps, by part, as ps/rowtable.c lays it out (test_rowtable checks a
  * table never holds more): what plan and the ps's PS-TABLE-CAP state. */
 typedef struct tfx_table_bound {
-  size_t rows;   /* values, slots, ids, touch steps, free list: whole slabs (values and slots on huge pages past
+  size_t rows;   /* values, slots, ids, touch steps: whole slabs (values and slots on huge pages past
                     2 MiB: whole ones) */
   size_t map;    /* the id map's cells */
   size_t gone;   /* evicted ids remembered for the next delta (incremental checkpoints) */
   size_t sketch; /* admission's counts */
-  size_t total;
+  size_t total;  /* the parts and 64 KiB for the table's own bookkeeping */
 } tfx_table_bound;
 /* Fills *b for a table of max_rows (> 0) rows of dim floats and n_slots slots, with admission by count or not, with
  * incremental checkpoints or not. */

@@ -442,7 +442,7 @@ const tfx_layer_spec *tfx_config_table_layer(const tfx_config *cfg, const char *
 }
 
 size_t tfx_table_row_bytes(int64_t dim, int n_slots) {
-  return (size_t)dim * (size_t)(1 + n_slots) * sizeof(float) + 2 * sizeof(int64_t) + sizeof(uint32_t);
+  return (size_t)dim * (size_t)(1 + n_slots) * sizeof(float) + 2 * sizeof(int64_t);
 }
 
 size_t tfx_table_map_cells(int64_t max_rows) {
@@ -463,5 +463,5 @@ void tfx_table_cap_bound(int64_t max_rows, int64_t dim, int n_slots, int admit, 
   b->map = (cells > first_map ? cells : first_map) * cell;
   b->gone = incremental ? tfx_table_gone_max(max_rows) * sizeof(int64_t) : 0;
   b->sketch = admit ? TFX_TABLE_SKETCH_BYTES : 0;
-  b->total = b->rows + b->map + b->gone + b->sketch;
+  b->total = b->rows + b->map + b->gone + b->sketch + (64 << 10); /* + the struct, the first map, the slab list */
 }

@@ -47,9 +47,9 @@ struct tfx_rowtable {
   int map_mapped;               /* the map is a mapping of its own (a capped table's final one), not calloc's */
   float **slabs;                /* SLAB_ROWS rows each, GROUP_SLABS a mapping (the first of each owns it) */
   int64_t *ids;                 /* by row index */
-  int64_t *touched;             /* by row index: the step of the last touch, -1 for a free row */
+  int64_t *touched;             /* by row index: the step of the last touch; a free row: -3 - the next free one */
   size_t n_slabs, n_rows, used; /* rows ever made (indices < n_rows), rows stored now */
-  uint32_t *free_rows;
+  int64_t free_head;            /* the free row taken next (its touch step links to the one after), or -1 */
   size_t n_free;
   int64_t max_rows;                  /* 0: no cap */
   int track_gone;                    /* remember evicted ids for the next checkpoint delta */
@@ -117,6 +117,7 @@ int tfx_rowtable_create(const tfx_rowtable_spec *spec, tfx_rowtable **out, tfx_e
   t->track_gone = spec->track_gone;
   t->gone_max = t->max_rows ? tfx_table_gone_max(t->max_rows) : 0;
   t->marked_at = -1;
+  t->free_head = -1;
   t->ttl_steps = spec->ttl_steps > 0 ? spec->ttl_steps : 0;
   t->admit_min = spec->admit_min_count > 1 ? spec->admit_min_count : 0;
   t->admit_p = spec->admit_probability > 0 && spec->admit_probability < 1 ? spec->admit_probability : 1;
@@ -141,13 +142,15 @@ void tfx_rowtable_destroy(tfx_rowtable *t) {
   if (t->max_rows) {
     tfx_unmap(t->ids, cap_rows(t) * sizeof *t->ids);
     tfx_unmap(t->touched, cap_rows(t) * sizeof *t->touched);
-    tfx_unmap(t->free_rows, cap_rows(t) * sizeof *t->free_rows);
   } else {
     free(t->ids);
     free(t->touched);
-    free(t->free_rows);
   }
-  free(t->gone);
+  if (t->gone_max) {
+    tfx_unmap(t->gone, t->gone_max * sizeof *t->gone);
+  } else {
+    free(t->gone);
+  }
   free(t->sketch);
   free(t->door);
   free_map(t->map, t->map_cap, t->map_mapped);
@@ -273,8 +276,7 @@ static int map_books(tfx_rowtable *t) {
   size_t rows = cap_rows(t);
   t->ids = tfx_map_zeroed(rows * sizeof *t->ids);
   t->touched = tfx_map_zeroed(rows * sizeof *t->touched);
-  t->free_rows = tfx_map_zeroed(rows * sizeof *t->free_rows);
-  return t->ids && t->touched && t->free_rows ? 0 : -1;
+  return t->ids && t->touched ? 0 : -1;
 }
 
 /* One more slab of rows, and room for its rows in the books. -1 when out of memory. */
@@ -295,17 +297,16 @@ static int grow_rows(tfx_rowtable *t) {
   if (touched) {
     t->touched = touched;
   }
-  uint32_t *free_rows = touched ? realloc(t->free_rows, rows * sizeof *free_rows) : NULL;
-  if (free_rows) {
-    t->free_rows = free_rows;
-  }
-  return free_rows ? add_slab(t) : -1;
+  return touched ? add_slab(t) : -1;
 }
 
 /* A free row index (a freed one first), or -1 when out of memory. */
 static int64_t take_row(tfx_rowtable *t) {
-  if (t->n_free) {
-    return t->free_rows[--t->n_free];
+  if (t->n_free) { /* the last freed first */
+    int64_t r = t->free_head;
+    t->free_head = -3 - t->touched[r];
+    t->n_free--;
+    return r;
   }
   if (t->n_rows == t->n_slabs * SLAB_ROWS && (t->n_rows >= UINT32_MAX - SLAB_ROWS || grow_rows(t))) {
     return -1;
@@ -335,10 +336,11 @@ static void remember_gone(tfx_rowtable *t, int64_t id) {
   if (!t->track_gone || t->gone_lost) {
     return;
   }
-  if (t->n_gone == t->gone_cap) {
-    size_t cap = t->gone_cap ? t->gone_cap * 2 : 1024;
-    cap = t->gone_max && cap > t->gone_max ? t->gone_max : cap;
-    int64_t *g = cap > t->gone_cap ? realloc(t->gone, cap * sizeof *g) : NULL;
+  if (t->n_gone == t->gone_cap) { /* a capped table's list: a mapping of its most at once (no heap left behind) */
+    size_t cap = t->gone_max ? t->gone_max : t->gone_cap ? t->gone_cap * 2 : 1024;
+    int64_t *g = cap <= t->gone_cap ? NULL
+                 : t->gone_max    ? tfx_map_zeroed(cap * sizeof *g)
+                                  : realloc(t->gone, cap * sizeof *g);
     if (!g) { /* out of memory, or a capped table's most: the next checkpoint is full */
       t->gone_lost = 1;
       return;
@@ -353,8 +355,9 @@ static void remember_gone(tfx_rowtable *t, int64_t id) {
 static void remove_row(tfx_rowtable *t, size_t r) {
   remove_cell(t, probe(t, t->ids[r]));
   remember_gone(t, t->ids[r]);
-  t->touched[r] = -1;
-  t->free_rows[t->n_free++] = (uint32_t)r;
+  t->touched[r] = -3 - t->free_head; /* <= -2: free, linking to the next free row (-1: none) */
+  t->free_head = (int64_t)r;
+  t->n_free++;
   t->used--;
   t->counts.evicted++;
 }
@@ -466,7 +469,7 @@ size_t tfx_rowtable_row_floats(const tfx_rowtable *t) {
 }
 
 size_t tfx_rowtable_bytes(const tfx_rowtable *t) {
-  size_t per_row = t->row_floats * sizeof(float) + 2 * sizeof(int64_t) + sizeof(uint32_t);
+  size_t per_row = t->row_floats * sizeof(float) + 2 * sizeof(int64_t);
   return t->n_slabs * SLAB_ROWS * per_row + t->map_cap * sizeof(cell) + t->gone_cap * sizeof(int64_t) +
          (t->door ? 2 * TFX_ROWTABLE_DOOR_BITS / 8 : 0) +
          (t->sketch ? TFX_ROWTABLE_SKETCH_DEPTH * TFX_ROWTABLE_SKETCH_WIDTH * 2 : 0) + sizeof *t;
@@ -636,6 +639,7 @@ size_t tfx_rowtable_expire(tfx_rowtable *t, int64_t now) {
 void tfx_rowtable_clear(tfx_rowtable *t) {
   memset(t->map, 0, t->map_cap * sizeof *t->map);
   t->n_rows = t->used = t->n_free = 0; /* the slabs stay, taken again from the first row */
+  t->free_head = -1;
 }
 
 void tfx_rowtable_prefetch(const tfx_rowtable *t, int64_t id, int stage) {
