@@ -335,7 +335,9 @@ static int handle_failures(cluster_run *r) {
               k->index, k->status, r->n->run_dir, tfx_role_name(k->role), k->index, k->restarts + 1, RESTART_BUDGET);
     }
     if (k->restart_at && tfx_now_ms() >= k->restart_at && k->role == TFX_ROLE_MASTER && peers_gone(r)) {
-      return i; /* its peers finished during the backoff: the run was over */
+      tfx_log(TFX_LOG_WARN, "LOCAL-NO-RESTART", "master %d not restarted after all: its peers finished during the backoff",
+              k->index);
+      return i; /* the run was over */
     }
     if (k->restart_at && tfx_now_ms() >= k->restart_at) {
       pid_t pid = fork();
