@@ -207,6 +207,7 @@ typedef struct tfx_config {
   int ckpt_incremental; /* checkpoint.incremental: lazy tables write the rows changed since the last checkpoint */
   int ckpt_full_every;  /* checkpoint.full_every: a full checkpoint after this many deltas */
   int ckpt_fp16;        /* checkpoint.fp16: lazy tables' rows stored as IEEE half in checkpoints */
+  int ckpt_background;  /* checkpoint.background: a ps writes its checkpoints from a copy in a writer thread */
   int ckpt_save_initial; /* checkpoint the initial weights at step 0 of a fresh run */
   char keep_best_metric[16]; /* checkpoint.keep_best.metric: keep the best checkpoint by it ("": off) */
   tfx_watch_mode keep_best_mode;

@@ -148,6 +148,9 @@ const config__option config__options[] = {
     {"checkpoint.fp16", OPT_BOOL, O(ckpt_fp16), 0, 1, "false",
      "lazy tables' rows (values and optimizer slots) stored as IEEE half in checkpoints: half the bytes, about 3 "
      "significant digits (saturating at 65504); a restore widens them; a change starts a new chain (full)"},
+    {"checkpoint.background", OPT_BOOL, O(ckpt_background), 0, 1, "true",
+     "a ps copies its checkpoint at the step (values, slots, rows) and a writer thread checksums, writes and fsyncs "
+     "it while the ps goes on (false: written in the ps's thread, steps wait)"},
     {"checkpoint.full_every", OPT_INT, O(ckpt_full_every), 1, 100000, "10",
      "incremental: a full checkpoint after this many deltas"},
     {"checkpoint.keep_best.metric", OPT_STR, O(keep_best_metric), 0, 0, "",

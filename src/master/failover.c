@@ -107,6 +107,15 @@ int master__promote(master *m, int p, const char *why, tfx_err *err) {
   return TFX_OK;
 }
 
+void master__rolled_back(master *m) {
+  if (!master__replicated(m)) {
+    return;
+  }
+  m->epoch++;
+  tfx_log(TFX_LOG_WARN, "MASTER-ROUTES", "roll-back at plan epoch %llu: workers follow the chief's routes",
+          (unsigned long long)m->epoch);
+}
+
 int master__unreplicated_shards(const master *m) {
   if (!master__replicated(m)) {
     return 0;

@@ -127,7 +127,7 @@ typedef struct master {
   int over;          /* the newest checkpoint is at max_steps: the run only evaluates and finishes */
   int abort_code, hook_stop, ps_lost;
   int lost_ps;        /* the instance whose call failed or came back empty in the last ps call, or -1 */
-  uint64_t epoch;     /* the plan epoch: 1 at the start, + 1 per promotion (cluster.replicas 1) */
+  uint64_t epoch;     /* the plan epoch: 1 at the start, + 1 per promotion and roll-back (cluster.replicas 1) */
   int64_t failovers;  /* promotions of a backup (tfx_failovers_total); under obs.lock */
   int64_t degraded_at; /* the global step at the last promotion */
   tfx_watch best, early; /* checkpoint.keep_best, training.early_stopping (watch.c) */
@@ -194,6 +194,9 @@ void master__route(const master *m, int p, tfx_envelope *req);
 /* After instance p's INIT (init, borrowed): the backup on the next ps gets the same INIT, or, for an instance
  * already served by its promoted backup, the promotion is repeated (a re-INIT demotes it). */
 int master__init_backup(master *m, int p, tfx_envelope *init, tfx_err *err);
+/* A roll-back of every ps (a primary and its backup lost together): a new plan epoch, so that workers asking the
+ * chief's routes (its status: "route.P" = the ps serving instance P, and Envelope.epoch) follow them again. */
+void master__rolled_back(master *m);
 /* Promotes the backup of instance p (lost: why) to its primary at a new plan epoch and routes p's calls there.
  * TFX_ESTATE when it has no live backup (already promoted, or the next ps is lost too). */
 int master__promote(master *m, int p, const char *why, tfx_err *err);

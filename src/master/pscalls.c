@@ -95,6 +95,7 @@ int master__poll_versions(master *m, tfx_err *err) {
      * replicas, only when the ps and its backup are both lost. */
     tfx_log(TFX_LOG_WARN, "MASTER-PS-LOST", "a ps lost its state%s: rolling every ps back to the newest checkpoint",
             master__replicated(m) ? " and so did its backup" : "");
+    master__rolled_back(m);
     if ((rc = master__init_ps(m, err))) {
       return rc;
     }

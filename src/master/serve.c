@@ -148,23 +148,34 @@ static void on_report(master *m, const tfx_inmsg *in) {
 static int reply_status(master *m, const tfx_inmsg *in) {
   tfx_envelope env;
   tfx_reply_init(&env, in);
-  Tfx__KeyValue kv[3], *kvp[3];
+  enum { N_FIXED = 3, N_ROUTES = 64 };
+  Tfx__KeyValue kv[N_FIXED + N_ROUTES], *kvp[N_FIXED + N_ROUTES];
+  char keys[N_ROUTES][16];
   const char *names[] = {"uptime_s", "workers_registered", "last_eval_accuracy"};
   int reg = 0;
   for (int w = 0; w < m->n_workers; w++) {
     reg += m->workers[w].registered;
   }
   double vals[] = {(tfx_now_ms() - m->progress.start_ms) / 1000.0, reg, m->last_acc};
-  for (int i = 0; i < 3; i++) {
-    tfx__key_value__init(&kv[i]);
-    kv[i].key = (char *)names[i];
-    kv[i].value = vals[i];
-    kvp[i] = &kv[i];
+  int n = 0;
+  for (; n < N_FIXED; n++) {
+    tfx__key_value__init(&kv[n]);
+    kv[n].key = (char *)names[n];
+    kv[n].value = vals[n];
+    kvp[n] = &kv[n];
+  }
+  for (int p = 0; master__replicated(m) && p < m->n_ps && p < N_ROUTES; p++, n++) {
+    snprintf(keys[p], sizeof keys[p], "route.%d", p); /* which ps serves plan instance p (workers follow it) */
+    tfx__key_value__init(&kv[n]);
+    kv[n].key = keys[p];
+    kv[n].value = m->ps[p].at;
+    kvp[n] = &kv[n];
   }
   env.text = (char *)(m->finished ? "finished" : m->running ? "training" : "waiting-for-cluster");
   env.step = m->global_step;
+  env.epoch = master__replicated(m) ? m->epoch : 0;
   env.stats = kvp;
-  env.n_stats = 3;
+  env.n_stats = (size_t)n;
   return tfx_wire_send(m->sock, &in->identity, &env, NULL, 0, NULL);
 }
 

@@ -272,8 +272,11 @@ static int save_row(int64_t id, const float *row, void *ctx) {
  * id remembered, fewer rows changed than the tables hold (else a full one costs no more), and a parent before
  * step whose row file this ps wrote is still there (its manifest may come later: the ps write every multiple of
  * every_steps by themselves and the master collects them; pruning keeps every link a kept checkpoint needs). */
-static int64_t delta_parent(const ps_state *p, const char *dir, int64_t step) {
+int64_t ps__lazy_parent(const ps_state *p, const char *dir, int64_t step) {
   int64_t parent = -2;
+  if (p->ckpt_full_next) {
+    return -1;
+  }
   size_t changed = 0, rows = 0;
   for (int i = 0; i < p->n_shards && p->cfg.ckpt_incremental; i++) {
     const tfx_rowtable *t = p->shards[i].table;
@@ -347,7 +350,7 @@ int ps__lazy_save(ps_state *p, const char *dir, int64_t step, uint32_t *crc, uin
   char path[1300];
   tfx_ckpt_part_path(path, sizeof path, dir, p->index, TFX_CKPT_ROWS);
   double t0 = tfx_now_us();
-  int64_t parent = delta_parent(p, dir, step);
+  int64_t parent = ps__lazy_parent(p, dir, step);
   tfx_rowfile *w;
   int rc = tfx_rowfile_create_as(path, step, parent, n, p->cfg.ckpt_fp16 ? TFX_ROWFILE_FP16 : 0, &w, err);
   save_job job = {rc ? NULL : w, err};

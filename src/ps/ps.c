@@ -271,6 +271,7 @@ static void mirror_destroy(ps_state *m) {
   ps__backup_close(m);
   ps__order_drop(m, NULL);
   ps__drop_pending(m);
+  ps__ckpt_finish(m);
   ps__ckpt_drop(m);
   ps__push_free_scratch(m);
   ps__helper_destroy(m->helper);
@@ -543,7 +544,8 @@ static void serve(ps_state *p) {
   while (!p->stopping && !tfx_stop_requested()) {
     zmq_pollitem_t items[3];
     int n = poll_items(p, items);
-    int ready = p->n_deferred ? 0 : zmq_poll(items, n, n > 1 ? 20 : 100);
+    int wait_ms = ps__ckpt_writing(p) || ps__ckpt_writing(p->mirror) ? 2 : n > 1 ? 20 : 100;
+    int ready = p->n_deferred ? 0 : zmq_poll(items, n, wait_ms);
     if (ready > 0 && (items[0].revents & ZMQ_POLLIN)) {
       serve_one(p);
     }
@@ -555,6 +557,12 @@ static void serve(ps_state *p) {
     if (!p->fwd_pending || ready == 0) {
       ps__log_trim(p->mirror); /* once the own replies went (or nothing came for a while) */
       ps__log_trim(p);         /* a restarted ps's own instance, as a backup copy */
+    }
+    if (ps__ckpt_poll(p)) {
+      ps__service(p); /* a checkpoint the writer thread finished: a parked request for it is answered */
+    }
+    if (ps__ckpt_poll(p->mirror)) {
+      ps__service(p->mirror);
     }
     ps__expire_pulls(p);
     if (p->mirror) {
@@ -609,6 +617,7 @@ int tfx_ps_run(tfx_node *n, tfx_err *err) {
   pthread_mutex_destroy(&p.view.lock);
   ps__order_drop(&p, NULL);
   ps__drop_pending(&p);
+  ps__ckpt_finish(&p); /* the checkpoint the writer thread is writing is written whole */
   ps__ckpt_drop(&p);
   ps__push_free_scratch(&p);
   ps__helper_destroy(p.helper);

@@ -23,6 +23,10 @@
 #define PS_FUSE_MIN ((size_t)256 << 10)
 
 typedef struct ps_helper ps_helper;
+/* A checkpoint's copy of a ps's values, slots and rows at one step (snapshot.c). */
+typedef struct ps_snap ps_snap;
+/* A checkpoint being written from a ps_snap by the writer thread (ckpt.c). */
+typedef struct ps_ckpt_job ps_ckpt_job;
 /* One part [begin, end) of an element-wise job over ctx. */
 typedef void (*ps_range_fn)(void *ctx, size_t begin, size_t end);
 
@@ -125,6 +129,12 @@ typedef struct ps_ckpt_done {
   char why[256]; /* rc != 0: the error text (which names the file), answered however late the master asks */
 } ps_ckpt_done;
 
+/* What a written checkpoint reports: the shard file's and the row file's checksum and size. */
+typedef struct ps_ckpt_sums {
+  uint32_t crc, rows_crc;
+  uint64_t bytes, rows_bytes;
+} ps_ckpt_sums;
+
 /* How many written checkpoints a ps remembers for the master: 256 x every_steps steps of master absence. */
 #define PS_CKPT_DONE 256
 
@@ -157,6 +167,7 @@ typedef struct ps_state {
   tfx_inmsg *log;         /* a mirror's: forwarded sync steps acknowledged and not applied yet (replog.c) */
   int n_log, cap_log;
   int64_t fwd_steps;      /* the own state's: sync steps forwarded (a snapshot goes every ps__log_steps) */
+  int64_t snap_at;        /* the own state's: the version of the backup's last snapshot (its lazy rows since go) */
   tfx_inmsg *held;        /* sync, training.deterministic: pushes that came before a lower worker's (order.c) */
   int n_held, cap_held;
   tfx_inmsg *deferred;    /* the own state's: requests that came while a forward waited (served next, in order) */
@@ -182,6 +193,8 @@ typedef struct ps_state {
   int64_t n_ckpt_done;
   int64_t ckpt_auto_from; /* the version of the last INIT or own write: the next own write is past it */
   char ckpt_fail[256];    /* why the last write failed */
+  ps_ckpt_job *ckpt_job;  /* checkpoint.background: the checkpoint the writer thread is writing, or NULL */
+  int ckpt_full_next;     /* a written delta's parent may be missing (a write failed): the next row file is full */
   float *scratch;
   ps_helper *helper; /* with training.ps_apply_threads = 2, made on first use */
   ps_view view;
@@ -314,6 +327,22 @@ void ps__fail_pending(ps_state *p, const char *text);
 void ps__drop_pending(ps_state *p);
 /* Drops a parked checkpoint request unanswered (shutdown). */
 void ps__ckpt_drop(ps_state *p);
+/* Waits for the checkpoint the writer thread is writing, if any, and takes its result (re-INIT, shutdown). */
+void ps__ckpt_finish(ps_state *p);
+/* Takes the result of a checkpoint the writer thread finished; 1 if it did (the caller then runs ps__service). */
+int ps__ckpt_poll(ps_state *p);
+/* Whether the writer thread is writing a checkpoint of p (NULL: no). */
+int ps__ckpt_writing(const ps_state *p);
+
+/* Copies what the checkpoint of step into dir needs (dense values and slots, lazy rows: all, or a delta's) into
+ * *out (caller owns; free with ps__snap_free) and marks the lazy tables at step; TFX_ENOMEM leaves p as it was. */
+int ps__snap_take(ps_state *p, const char *dir, int64_t step, ps_snap **out, tfx_err *err);
+/* Writes the copy's files (any thread: it reads only s): the shard (its path into path) and the row file. */
+int ps__snap_write(const ps_snap *s, char *path, size_t n, ps_ckpt_sums *sums, tfx_err *err);
+/* Logs the copy's lazy tables (PS-TABLE) with the row file's bytes and the write's milliseconds. */
+void ps__snap_log(const ps_snap *s, const ps_ckpt_sums *sums, double ms);
+/* Frees a copy; NULL does nothing. */
+void ps__snap_free(ps_snap *s);
 /* Frees the buffer misaligned gradients are copied into (shutdown). */
 void ps__push_free_scratch(ps_state *p);
 
@@ -350,8 +379,9 @@ void ps__forward_fail(ps_state *p, const char *why);
 void ps__forward_step(ps_state *p);
 /* A backup's log of forwarded steps (replog.c; the primary's side of snapshots and ps__log_steps: replica.c). */
 
-/* The steps between snapshots of an instance (its sums held meanwhile, at most 64 MiB): 0 with a lazy table or
- * shards too large (every step is then applied once the own replies went, and no snapshot is sent). */
+/* The steps between snapshots of an instance (its sums held meanwhile, at most 64 MiB of dense ones): 0 with a lazy
+ * table under max_rows, ttl_steps or admission, or shards too large (every step is then applied once the own
+ * replies went, and no snapshot is sent). */
 int ps__log_steps(const ps_state *p);
 /* Steps held in p's log (p may be NULL): the state's version plus this is the step the primary is at. */
 int ps__log_pending(const ps_state *p);
@@ -401,6 +431,8 @@ void ps__lazy_gather(const shard *s, const Tfx__Tensor *t, float *out);
 /* Writes the rows of the ps's lazy tables (values and slots) as dir/ps-K.rows, streamed (store/rowfile.h); *crc and
  * *bytes get the file's checksum and size, both 0 when the ps holds no lazy table (no file). */
 int ps__lazy_save(ps_state *p, const char *dir, int64_t step, uint32_t *crc, uint64_t *bytes, tfx_err *err);
+/* The step the row file of the checkpoint of step into dir is a delta of, or -1 for a full one. */
+int64_t ps__lazy_parent(const ps_state *p, const char *dir, int64_t step);
 /* Restores every lazy table of the ps from the row files of checkpoint dir (as its manifest lists them, written
  * by any number of ps): each row whose id this ps holds (id % mod_n == mod_r), bit for bit. */
 int ps__lazy_restore(ps_state *p, const char *dir, tfx_err *err);

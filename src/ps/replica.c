@@ -57,6 +57,7 @@ int ps__backup_open(ps_state *p, tfx_err *err) {
     p->unreplicated = p->cfg.ps_replicas && p->backup_of;
     return TFX_OK;
   }
+  p->snap_at = p->version;
   return backup_connect(p, (p->index + 1) % n, err);
 }
 
@@ -83,6 +84,7 @@ static int reattach(ps_state *p, const tfx_inmsg *m, tfx_err *err) {
   }
   p->unreplicated = 0;
   p->fwd_steps = 0;
+  p->snap_at = p->version;
   tfx_log(TFX_LOG_WARN, "PS-REREPLICATED", "ps instance %d: ps %lld is its backup again: %zu bytes streamed at step "
           "%lld in %lld ms", p->index, (long long)e->step, bytes, (long long)p->version, (long long)(tfx_now_ms() - t0));
   tfx_envelope env;
@@ -317,6 +319,24 @@ static int step_shard(step_msg *sm, shard *s, int n_grads) {
   return 0;
 }
 
+/* Allocates sm for up to n tensors; -1 when out of memory (msg_free then frees what was made). */
+static int msg_alloc(step_msg *sm, size_t n) {
+  *sm = (step_msg){calloc(n + 1, sizeof *sm->metas), calloc(n + 1, sizeof *sm->ptrs), calloc(n + 1, sizeof *sm->pl),
+                   calloc(n + 1, sizeof *sm->owned), calloc(2 * (n + 1), sizeof *sm->shapes), 0};
+  return sm->metas && sm->ptrs && sm->pl && sm->owned && sm->shapes ? 0 : -1;
+}
+
+static void msg_free(step_msg *sm) {
+  for (size_t i = 0; sm->owned && i < sm->n; i++) {
+    free(sm->owned[i]);
+  }
+  free(sm->metas);
+  free(sm->ptrs);
+  free(sm->pl);
+  free(sm->owned);
+  free(sm->shapes);
+}
+
 /* Sends the step's tensors to the backup, with the number of gradients averaged. */
 static int step_send(ps_state *p, step_msg *sm, tfx_err *err) {
   Tfx__KeyValue kv, *kvp = &kv;
@@ -347,25 +367,16 @@ void ps__forward_step(ps_state *p) {
     ps__forward_fail(p, "its connection dropped");
     return;
   }
-  size_t n = (size_t)p->n_shards + 1;
-  step_msg sm = {calloc(n, sizeof *sm.metas), calloc(n, sizeof *sm.ptrs), calloc(n, sizeof *sm.pl),
-                 calloc(n, sizeof *sm.owned), calloc(2 * n, sizeof *sm.shapes), 0};
+  step_msg sm;
   tfx_err err;
-  int rc = sm.metas && sm.ptrs && sm.pl && sm.owned && sm.shapes ? TFX_OK : tfx_err_set(&err, TFX_ENOMEM, "out of memory");
+  int rc = msg_alloc(&sm, (size_t)p->n_shards) ? tfx_err_set(&err, TFX_ENOMEM, "out of memory") : TFX_OK;
   for (int i = 0; !rc && i < p->n_shards; i++) {
     if (step_shard(&sm, &p->shards[i], p->n_grads)) {
       rc = tfx_err_set(&err, TFX_ENOMEM, "out of memory gathering the step's rows");
     }
   }
   rc = rc ? rc : step_send(p, &sm, &err);
-  for (size_t i = 0; sm.owned && i < sm.n; i++) {
-    free(sm.owned[i]);
-  }
-  free(sm.metas);
-  free(sm.ptrs);
-  free(sm.pl);
-  free(sm.owned);
-  free(sm.shapes);
+  msg_free(&sm);
   if (rc) {
     ps__forward_fail(p, err.msg);
     return;
@@ -378,10 +389,18 @@ void ps__forward_step(ps_state *p) {
 #define PS_LOG_BYTES ((size_t)64 << 20)
 #define PS_LOG_MAX 32
 
+/* A lazy table whose rows come and go by updates only (no cap, age limit or admission, whose state is the table's
+ * own): the rows touched since a snapshot, copied over the backup's, make its table the primary's. */
+static int table_plain(const ps_state *p, const shard *s) {
+  const tfx_layer_spec *l = tfx_config_table_layer(&p->cfg, s->var);
+  return !l || (!l->max_rows && !l->ttl_steps && l->admit_min_count <= 1 &&
+                !(l->admit_probability > 0 && l->admit_probability < 1));
+}
+
 int ps__log_steps(const ps_state *p) {
   size_t dense = 0;
   for (int i = 0; i < p->n_shards; i++) {
-    if (p->shards[i].table) {
+    if (p->shards[i].table && !table_plain(p, &p->shards[i])) {
       return 0;
     }
     dense += p->shards[i].count * sizeof(float);
@@ -391,8 +410,10 @@ int ps__log_steps(const ps_state *p) {
   return k < 4 ? 0 : (int)k;
 }
 
-/* Adds the values (slot 0) or slot k of shard s to a snapshot: tensor n of metas and pl. */
-static void snapshot_add(Tfx__Tensor *meta, int64_t *shape, tfx_payload *pl, const shard *s, int k) {
+/* Adds the values (slot 0) or slot k of dense shard s to a snapshot; *bytes adds its bytes. */
+static void snapshot_add(step_msg *sm, const shard *s, int k, size_t *bytes) {
+  Tfx__Tensor *meta = &sm->metas[sm->n];
+  int64_t *shape = sm->shapes + 2 * sm->n;
   tfx__tensor__init(meta);
   meta->name = (char *)s->key;
   shape[0] = (int64_t)s->count;
@@ -401,25 +422,59 @@ static void snapshot_add(Tfx__Tensor *meta, int64_t *shape, tfx_payload *pl, con
   meta->nbytes = s->count * sizeof(float);
   meta->offset = (uint64_t)k;
   meta->version = (uint64_t)s->assigned;
-  *pl = (tfx_payload){k ? s->slots[k - 1] : s->value->data, meta->nbytes, 1, NULL, NULL};
+  sm->pl[sm->n] = (tfx_payload){k ? s->slots[k - 1] : s->value->data, meta->nbytes, 1, NULL, NULL};
+  sm->ptrs[sm->n++] = meta;
+  *bytes += meta->nbytes;
 }
 
-/* Sends the snapshot of every shard (values and slots, copied) at the current version; no acknowledgement. A full
- * one (a new backup) also carries the workers' state (workers_take); *bytes adds the bytes sent. */
+/* Adds the rows of lazy table s touched since the last snapshot (values and slots, gathered) to a snapshot;
+ * -1 when out of memory. */
+static int snapshot_rows(const ps_state *p, step_msg *sm, const shard *s, size_t *bytes) {
+  size_t n = tfx_rowtable_rows_since(s->table, p->snap_at);
+  row_gather g = {.width = tfx_rowtable_row_floats(s->table)};
+  if (!n) {
+    return 0;
+  }
+  if (!(g.ids = gather_alloc(n, g.width, &g.data))) {
+    return -1;
+  }
+  tfx_rowtable_each_since(s->table, p->snap_at, gather_sum_row, &g);
+  step_add(sm, s, g.ids, g.n, g.data, g.n * g.width);
+  sm->shapes[2 * (sm->n - 1) + 1] = (int64_t)g.width;
+  *bytes += g.n * g.width * sizeof(float);
+  return 0;
+}
+
+/* A full snapshot's worker state (workers_take): stats "last.W" and "clock.W" into kv, kvp and keys. */
+static size_t snapshot_workers(const ps_state *p, Tfx__KeyValue *kv, Tfx__KeyValue **kvp, char (*keys)[24]) {
+  for (int w = 0; w < p->n_workers; w++) {
+    for (int j = 0; j < 2; j++) {
+      int at = 2 * w + j;
+      snprintf(keys[at], 24, "%s.%d", j ? "clock" : "last", w);
+      tfx__key_value__init(&kv[at]);
+      kv[at].key = keys[at];
+      kv[at].value = (double)(j ? p->clock[w] : p->last_push[w]);
+      kvp[at] = &kv[at];
+    }
+  }
+  return 2 * (size_t)p->n_workers;
+}
+
+/* Sends the snapshot of every dense shard (values and slots, copied) at the current version, and, but in a full
+ * one, the rows of lazy tables touched since the last (values and slots); no acknowledgement. A full one (a new
+ * backup; the rows follow, ps__forward_full) also carries the workers' state; *bytes adds the bytes sent. */
 static int snapshot_send(ps_state *p, int full, size_t *bytes, tfx_err *err) {
   int slots = tfx_optim_slots(&p->opt);
-  size_t n = (size_t)p->n_shards * (size_t)(1 + slots);
-  Tfx__Tensor *metas = calloc(n + 1, sizeof *metas), **ptrs = calloc(n + 1, sizeof *ptrs);
-  int64_t *shapes = calloc(n + 1, sizeof *shapes);
-  tfx_payload *pl = calloc(n + 1, sizeof *pl);
-  int rc = metas && ptrs && shapes && pl ? TFX_OK : tfx_err_set(err, TFX_ENOMEM, "out of memory");
-  size_t at = 0;
+  step_msg sm;
+  int rc = msg_alloc(&sm, (size_t)p->n_shards * (size_t)(1 + slots)) ? tfx_err_set(err, TFX_ENOMEM, "out of memory")
+                                                                      : TFX_OK;
   for (int i = 0; !rc && i < p->n_shards; i++) {
-    for (int k = 0; k <= slots && p->shards[i].count; k++) {
-      snapshot_add(&metas[at], &shapes[at], &pl[at], &p->shards[i], k);
-      ptrs[at] = &metas[at];
-      *bytes += pl[at].size;
-      at++;
+    const shard *s = &p->shards[i];
+    for (int k = 0; k <= slots && s->count; k++) {
+      snapshot_add(&sm, s, k, bytes);
+    }
+    if (s->table && !full && snapshot_rows(p, &sm, s, bytes)) {
+      rc = tfx_err_set(err, TFX_ENOMEM, "out of memory gathering the rows of table %s", s->var);
     }
   }
   tfx_envelope env;
@@ -427,28 +482,16 @@ static int snapshot_send(ps_state *p, int full, size_t *bytes, tfx_err *err) {
   env.flag = PS_FLAG_FORWARDED | PS_FLAG_SNAPSHOT | (full ? PS_FLAG_FULL : 0);
   char keys[2 * PS_MAX_WORKERS][24];
   Tfx__KeyValue kv[2 * PS_MAX_WORKERS], *kvp[2 * PS_MAX_WORKERS];
-  for (int w = 0; full && w < p->n_workers; w++) {
-    for (int j = 0; j < 2; j++) {
-      int at_kv = 2 * w + j;
-      snprintf(keys[at_kv], sizeof keys[at_kv], "%s.%d", j ? "clock" : "last", w);
-      tfx__key_value__init(&kv[at_kv]);
-      kv[at_kv].key = keys[at_kv];
-      kv[at_kv].value = (double)(j ? p->clock[w] : p->last_push[w]);
-      kvp[at_kv] = &kv[at_kv];
-    }
-  }
   env.stats = kvp;
-  env.n_stats = full ? 2 * (size_t)p->n_workers : 0;
+  env.n_stats = full ? snapshot_workers(p, kv, kvp, keys) : 0;
   env.step = p->version;
   env.target = p->index + 1;
   env.epoch = p->epoch;
-  env.tensors = ptrs;
-  env.n_tensors = at;
-  rc = rc ? rc : tfx_client_send(p->backup, &env, pl, (int)at, err);
-  free(metas);
-  free(ptrs);
-  free(shapes);
-  free(pl);
+  env.tensors = sm.ptrs;
+  env.n_tensors = sm.n;
+  rc = rc ? rc : tfx_client_send(p->backup, &env, sm.pl, (int)sm.n, err);
+  msg_free(&sm);
+  p->snap_at = rc ? p->snap_at : p->version;
   return rc;
 }
 

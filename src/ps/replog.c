@@ -1,9 +1,11 @@
 /* A backup's log of forwarded sync steps (cluster.replicas 1, #27). The backup acknowledges a step on receipt and
- * keeps its message; for an instance of dense shards only, the primary sends a snapshot of its values and optimizer
- * slots every ps__log_steps steps, which replaces the log, so the backup applies no step at all while its primary
- * lives (the snapshot costs a fraction of the updates it replaces). Before anything but a status or the next step
- * reaches the backup (a promotion, a pull, a checkpoint), it applies the log in order, with the code the primary
- * ran: the same bits. An instance with a lazy table keeps one step, applied once the own replies went. */
+ * keeps its message; every ps__log_steps steps the primary sends a snapshot (the values and optimizer slots of its
+ * dense shards, and the rows of its lazy tables touched since the last snapshot, with their slots), which replaces
+ * the log, so the backup applies no step at all while its primary lives (the snapshot costs a fraction of the
+ * updates it replaces). Before anything but a status or the next step reaches the backup (a promotion, a pull, a
+ * checkpoint), it applies the log in order, with the code the primary ran: the same bits. An instance with a lazy
+ * table whose rows also come and go by a cap, an age or admission keeps one step, applied once the own replies
+ * went (that state is the table's own, and a copy of rows would not carry it). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,14 +81,52 @@ void ps__log_hold(ps_state *p, tfx_inmsg *m) {
   m->n_parts = 0;
 }
 
-/* Checks a snapshot's tensor i: a shard of this backup, an offset naming the values (0) or a slot (1, 2), the size
- * of the shard's values. */
+/* Checks rows tensor i of m (PS_FLAG_ROWS, or a snapshot's rows): a lazy table of this backup, whole rows (values
+ * and slots) for the ids listed. */
+static int rows_check(ps_state *p, const tfx_inmsg *m, size_t i, shard **s, tfx_err *err) {
+  const Tfx__Tensor *t = m->env->tensors[i];
+  size_t size = 0;
+  tfx_inmsg_part(m, (int)i, &size);
+  *s = ps__find(p, t->name);
+  size_t width = *s && (*s)->table ? tfx_rowtable_row_floats((*s)->table) : 0;
+  if (!width || size != t->n_rows * width * sizeof(float) || size != t->nbytes) {
+    return tfx_err_set(err, TFX_ESTATE, "rows of ps instance %d: tensor '%.64s' does not fit this backup", p->index,
+                       t->name);
+  }
+  return TFX_OK;
+}
+
+/* Stores rows tensor i of m (checked) whole into its table, as touched at the step before m's. */
+static int rows_put(ps_state *p, const tfx_inmsg *m, size_t i, shard *s, tfx_err *err) {
+  const Tfx__Tensor *t = m->env->tensors[i];
+  size_t size = 0, width = tfx_rowtable_row_floats(s->table);
+  const char *data = tfx_inmsg_part(m, (int)i, &size);
+  int64_t step = m->env->step > 0 ? m->env->step - 1 : 0;
+  float *row = malloc(width * sizeof(float) + 1); /* the frame may not be aligned */
+  int rc = row ? TFX_OK : TFX_ENOMEM;
+  for (size_t k = 0; !rc && k < t->n_rows; k++) {
+    memcpy(row, data + k * width * sizeof(float), width * sizeof(float));
+    rc = tfx_rowtable_put_at(s->table, t->rows[k], row, step, err);
+  }
+  free(row);
+  if (rc) {
+    return tfx_err_set(err, TFX_ESTATE, "rows of ps instance %d: '%.64s' not stored", p->index, t->name);
+  }
+  s->changed = m->env->step;
+  return TFX_OK;
+}
+
+/* Checks a snapshot's tensor i: rows of a lazy table (rows_check), or a dense shard of this backup with an offset
+ * naming the values (0) or a slot (1, 2) and the size of the shard's values. */
 static int snapshot_check(ps_state *p, const tfx_inmsg *m, size_t i, shard **s, tfx_err *err) {
   const Tfx__Tensor *t = m->env->tensors[i];
   size_t size = 0;
   tfx_inmsg_part(m, (int)i, &size);
   *s = ps__find(p, t->name);
-  if (!*s || (*s)->table || t->offset > (uint64_t)tfx_optim_slots(&p->opt) || t->nbytes != (*s)->count * 4 ||
+  if (*s && (*s)->table) {
+    return rows_check(p, m, i, s, err);
+  }
+  if (!*s || t->offset > (uint64_t)tfx_optim_slots(&p->opt) || t->nbytes != (*s)->count * 4 ||
       size != t->nbytes) {
     return tfx_err_set(err, TFX_ESTATE,
                        "snapshot of ps instance %d: tensor '%.64s' (part %llu, %llu bytes, frame of %zu) does not fit "
@@ -126,6 +166,10 @@ int ps__log_snapshot(ps_state *p, const tfx_inmsg *m, tfx_err *err) {
     size_t size;
     const void *data = tfx_inmsg_part(m, (int)i, &size);
     snapshot_check(p, m, i, &s, err);
+    if (s->table) {
+      rc = rows_put(p, m, i, s, err); /* out of memory part way: the caller marks this copy behind */
+      continue;
+    }
     if (t->offset == 0 && ps__own_value(p, s)) {
       rc = tfx_err_set(err, TFX_ENOMEM, "out of memory");
       break;
@@ -149,28 +193,11 @@ int ps__log_snapshot(ps_state *p, const tfx_inmsg *m, tfx_err *err) {
 }
 
 int ps__log_rows(ps_state *p, const tfx_inmsg *m, tfx_err *err) {
-  const tfx_envelope *e = m->env;
-  for (size_t i = 0; i < e->n_tensors; i++) {
-    const Tfx__Tensor *t = e->tensors[i];
-    size_t size = 0;
-    const float *data = tfx_inmsg_part(m, (int)i, &size);
-    shard *s = ps__find(p, t->name);
-    size_t width = s && s->table ? tfx_rowtable_row_floats(s->table) : 0;
-    if (!width || size != t->n_rows * width * sizeof(float) || size != t->nbytes) {
-      return tfx_err_set(err, TFX_ESTATE, "rows of ps instance %d: tensor '%.64s' does not fit this backup", p->index,
-                         t->name);
-    }
-    float *row = malloc(width * sizeof(float) + 1); /* the frame may not be aligned */
-    int rc = row ? TFX_OK : TFX_ENOMEM;
-    for (size_t k = 0; !rc && k < t->n_rows; k++) {
-      memcpy(row, (const char *)data + k * width * sizeof(float), width * sizeof(float));
-      rc = tfx_rowtable_put_at(s->table, t->rows[k], row, e->step > 0 ? e->step - 1 : 0, err);
-    }
-    free(row);
-    if (rc) {
-      return tfx_err_set(err, TFX_ESTATE, "rows of ps instance %d: '%.64s' not stored", p->index, t->name);
-    }
-    s->changed = e->step;
+  shard *s = NULL;
+  int rc = TFX_OK;
+  for (size_t i = 0; !rc && i < m->env->n_tensors; i++) {
+    rc = rows_check(p, m, i, &s, err);
+    rc = rc ? rc : rows_put(p, m, i, s, err);
   }
-  return TFX_OK;
+  return rc;
 }

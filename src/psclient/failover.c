@@ -22,6 +22,7 @@ int psclient__relink(tfx_psclient *c, int p, int at, tfx_err *err) {
   tfx_client_destroy(l->client);
   l->client = nc;
   l->at = at;
+  l->moved = at != p; /* at its own ps again (the chief's routes): a failure there moves it to the backup */
   l->seen = tfx_client_disconnects(nc);
   l->since = -1;
   return TFX_OK;

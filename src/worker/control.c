@@ -1,7 +1,10 @@
 /* The worker's control socket (worker_impl.h): STATUS, STOP and the chief's EVALUATE, answered between steps. */
+#include <stdlib.h>
+#include <string.h>
 #include <zmq.h>
 
 #include "common/clock.h"
+#include "common/log.h"
 #include "net/wire.h"
 #include "worker/worker_impl.h"
 
@@ -48,4 +51,29 @@ void worker__serve_control(worker *w) {
     }
     tfx_inmsg_fini(&m);
   }
+}
+
+void worker__follow_routes(worker *w) {
+  tfx_envelope env;
+  tfx_inmsg r;
+  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_STATUS);
+  if (!w->cfg.ps_replicas) {
+    return;
+  }
+  int rc = tfx_client_call(w->master, &env, NULL, 0, &r, 500, NULL);
+  uint64_t epoch = rc ? 0 : r.env->epoch;
+  for (size_t i = 0; epoch > w->route_epoch && i < r.env->n_stats; i++) {
+    const char *k = r.env->stats[i]->key ? r.env->stats[i]->key : "";
+    tfx_err rerr;
+    if (!strncmp(k, "route.", 6) && tfx_psclient_route(w->ps, atoi(k + 6), (int)r.env->stats[i]->value, &rerr)) {
+      tfx_log(TFX_LOG_WARN, "WORKER-ROUTES", "ps instance %s: %s", k + 6, rerr.msg);
+      epoch = w->route_epoch; /* asked again next round */
+    }
+  }
+  if (epoch > w->route_epoch) {
+    tfx_log(TFX_LOG_WARN, "WORKER-ROUTES", "the chief's plan epoch is %llu: the ps links follow its routes",
+            (unsigned long long)epoch);
+    w->route_epoch = epoch;
+  }
+  tfx_inmsg_fini(&r);
 }

@@ -322,6 +322,7 @@ static int resync(worker *w, int rows, const tfx_err *why, tfx_err *err) {
       return tfx_err_set(err, rc, "%s (waited %d s for the ps)", perr.msg, w->cfg.register_timeout_s);
     }
     announce(w);
+    worker__follow_routes(w);
     tfx_notify_watchdog();
     usleep(200000);
   }
@@ -649,6 +650,7 @@ int tfx_worker_run(tfx_node *n, tfx_err *err) {
   w.n = n;
   w.cfg = n->cfg;
   w.start_ms = tfx_now_ms();
+  w.route_epoch = 1; /* the chief's first plan epoch: its routes are the plan's */
   tfx_wire_set_sender(TFX__ROLE__ROLE_WORKER, n->index);
   openblas_set_num_threads(n->cfg.threads);
   char ep[320], mep[320];

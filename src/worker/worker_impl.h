@@ -101,6 +101,7 @@ typedef struct worker {
   window win;              /* the sums since the last report */
   int64_t seen_base;       /* examples this worker's shard held before this process (the resumed position) */
   int64_t last_step;       /* the step of the last gradient pushed */
+  uint64_t route_epoch;    /* cluster.replicas: the chief's plan epoch whose routes the ps links follow */
   tfx_progressive *pv;     /* progressive validation (training.progressive_window), or NULL */
   int64_t *pv_hist;        /* [2 * TFX_PROGRESSIVE_BINS] the window a report carries to the chief, with pv */
   tfx_pmetrics *pm;        /* the plugin's own metrics (model.plugin_metrics), or NULL */
@@ -109,5 +110,9 @@ typedef struct worker {
 
 /* control.c: answers status queries, takes STOP and serves the chief's EVALUATE, without blocking. */
 void worker__serve_control(worker *w);
+/* control.c, with cluster.replicas: asks the chief which ps serves each plan instance ("route.P") and, when its plan
+ * epoch moved past the one followed (a promotion, or a roll-back after a primary and its backup were lost together),
+ * moves the ps links there, so a link that failed over to a backup never promoted comes home after a roll-back. */
+void worker__follow_routes(worker *w);
 
 #endif

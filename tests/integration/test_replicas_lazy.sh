@@ -1,0 +1,53 @@
+#!/bin/bash
+# Replicated lazy tables (cluster.replicas 1, #27): the backup of a plain lazy table (no cap, age or admission) logs
+# the summed steps and takes the rows touched since the last snapshot (values and Adagrad slots) every 32 steps; a
+# table under ttl_steps and admit_min_count keeps applying every step, since its sketch and ages are the table's own
+# state. For both, a sync LR (2 ps, 2 workers, seed 7) whose ps 0 is killed with kill -9 at about a third of the run
+# (between two snapshots as it falls) promotes the backup (which replays its log), rolls nothing back, and exports
+# weights bit-identical to the same run undisturbed. (Not max_rows: with a cap, two undisturbed sync runs of this
+# LR already export different weights, training.deterministic or not, replicas on or off.)
+. "$(dirname "$0")/lib.sh"
+MAX=900
+python3 "$(dirname "$0")/sparse_data.py" "$WORK" --train 2000 --test 200
+lr() { # lr FILE LAYER-EXTRA
+  experiment "$1" model.input_shape='[1048576]' \
+    model.layers="[{\"type\": \"embedding_bag\", \"units\": 4, \"combiner\": \"sum\"$2}]" \
+    model.loss='"softmax_cross_entropy"' data.format='"libsvm"' data.train.images="\"$WORK/train.libsvm\"" \
+    data.eval.images="\"$WORK/test.libsvm\"" data.scale=1 optimizer.name='"adagrad"' optimizer.learning_rate=0.5 \
+    training.batch_size=32 training.report_every=20 eval.every_steps=0
+}
+lr "$WORK/plain.json" ""
+lr "$WORK/aged.json" ', "ttl_steps": 60, "admit_min_count": 2'
+# run LABEL CONFIG KILL(0|1)
+run() {
+  local run=$WORK/$1
+  "$TFX_NODE" local --config "$2" --run-dir "$run" --max-steps $MAX --set cluster.replicas=1 \
+    --set training.seed=7 --set checkpoint.every_steps=0 --set cluster.request_timeout_s=20 >"$WORK/$1.log" 2>&1 &
+  local lp=$!
+  PIDS+=($lp)
+  if [ "$3" = 1 ]; then
+    wait_for 300 bash -c "s=\$(grep -o '\"step\": *[0-9]*' '$run/metrics.jsonl' 2>/dev/null | tail -1 | grep -o '[0-9]*\$');
+      [ -n \"\$s\" ] && [ \"\$s\" -ge $((MAX / 3)) ] || ! kill -0 $lp" || fail "$1: no step $((MAX / 3))"
+    local pid
+    pid=$(sed -n "s/.*LOCAL-SPAWN ps 0: pid \([0-9]*\).*/\1/p" "$WORK/$1.log" | tail -1)
+    [ -n "$pid" ] || fail "$1: no ps 0 to kill"
+    kill -9 "$pid"
+  fi
+  wait "$lp" || fail "$1: local exited $?: $(tail -2 "$WORK/$1.log")"
+  "$TFX_NODE" export --run-dir "$run" --out "$WORK/$1.export" >/dev/null 2>&1 || fail "$1: export failed"
+  digest "$WORK/$1.export" >"$WORK/$1.digest"
+  [ -s "$WORK/$1.digest" ] || fail "$1: no tensors exported"
+  if [ "$3" = 1 ]; then
+    [ "$(metric "$run/metrics.jsonl" train step)" -ge $((MAX - 20)) ] || fail "$1: did not train to $MAX"
+    grep -q PS-PROMOTED "$run"/logs/ps-1.log || fail "$1: ps 1 was not promoted"
+    grep -hiE 'ROLLBACK|rolling every ps back|MASTER-PS-LOST' "$WORK/$1.log" "$run"/logs/*.log && fail "$1: rolled back"
+    steps_never_back "$run/metrics.jsonl" || fail "$1: a worker's step went back"
+  fi
+}
+for t in plain aged; do
+  run ${t}_a "$WORK/$t.json" 0
+  run ${t}_b "$WORK/$t.json" 1
+  cmp -s "$WORK/${t}_a.digest" "$WORK/${t}_b.digest" ||
+    fail "$t table: weights differ after kill -9 of ps 0: $(diff "$WORK/${t}_a.digest" "$WORK/${t}_b.digest")"
+done
+pass "kill -9 of ps 0 at a third: lazy LR weights bit-identical to the undisturbed run, plain table (log and row snapshots) and aged, admitted table (applied every step)"
