@@ -320,11 +320,13 @@ typedef struct tfx_table_bound {
   size_t map;    /* the id map's cells */
   size_t gone;   /* evicted ids remembered for the next delta (incremental checkpoints) */
   size_t sketch; /* admission's counts */
+  size_t copy;   /* with checkpoint.background, the copy of a checkpoint's rows and ids the writer thread writes */
   size_t total;  /* the parts and 64 KiB for the table's own bookkeeping */
 } tfx_table_bound;
 /* Fills *b for a table of max_rows (> 0) rows of dim floats and n_slots slots, with admission by count or not, with
- * incremental checkpoints or not. */
-void tfx_table_cap_bound(int64_t max_rows, int64_t dim, int n_slots, int admit, int incremental, tfx_table_bound *b);
+ * incremental checkpoints or not, written from a copy (checkpoint.background) or not. */
+void tfx_table_cap_bound(int64_t max_rows, int64_t dim, int n_slots, int admit, int incremental, int background,
+                         tfx_table_bound *b);
 /* The fixed size of a table's admission sketch on each ps (admit_min_count > 1; ps/rowtable.h makes it). */
 #define TFX_TABLE_SKETCH_BYTES (2 * ((size_t)1 << 21) / 8 + 4 * 16384 * 2)
 /* Appends one layer spec (type set) to model.layers. */

@@ -226,12 +226,13 @@ static void print_caps(const tfx_config *cfg, const tfx_plan *plan, FILE *f) {
     if (l->max_rows) {
       tfx_table_bound b;
       tfx_table_cap_bound(l->max_rows, s->shape[1], tfx_optim_slots(&opt), l->admit_min_count > 1,
-                          cfg->ckpt_incremental, &b);
+                          cfg->ckpt_incremental, cfg->ckpt_background, &b);
       const double mib = 1048576.0;
       fprintf(f,
               "max_rows %lld x %zu bytes a row = %.2f MiB of rows in whole slabs + map %.2f + evicted ids %.2f + "
-              "sketch %.2f = %.2f MiB a ps at most",
-              (long long)l->max_rows, row, b.rows / mib, b.map / mib, b.gone / mib, b.sketch / mib, b.total / mib);
+              "sketch %.2f + checkpoint copy %.2f = %.2f MiB a ps at most",
+              (long long)l->max_rows, row, b.rows / mib, b.map / mib, b.gone / mib, b.sketch / mib, b.copy / mib,
+              b.total / mib);
     } else {
       fprintf(f, "no max_rows (up to every id of its share: %zu bytes a row)", row);
     }

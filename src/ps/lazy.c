@@ -32,16 +32,17 @@ static void log_cap(const ps_state *p, const char *var, const tfx_layer_spec *l,
   size_t row = tfx_table_row_bytes(dim, n_slots);
   tfx_table_bound b = {0};
   if (l->max_rows) {
-    tfx_table_cap_bound(l->max_rows, dim, n_slots, l->admit_min_count > 1, p->cfg.ckpt_incremental, &b);
+    tfx_table_cap_bound(l->max_rows, dim, n_slots, l->admit_min_count > 1, p->cfg.ckpt_incremental,
+                        p->cfg.ckpt_background, &b);
   }
   const double mib = 1048576.0;
   tfx_log(TFX_LOG_INFO, "PS-TABLE-CAP",
           "table %s: max_rows %lld (about %.1f MiB of rows at %zu bytes a row, 0: no cap), ttl_steps %lld, "
-          "admission sketch %zu KiB; at most %.2f MiB (rows %.2f, map %.2f, evicted ids %.2f, sketch %.2f) over an "
-          "RSS of %.1f MiB now",
+          "admission sketch %zu KiB; at most %.2f MiB (rows %.2f, map %.2f, evicted ids %.2f, sketch %.2f, checkpoint "
+          "copy %.2f) over an RSS of %.1f MiB now",
           var, (long long)l->max_rows, (double)l->max_rows * (double)row / mib, row, (long long)l->ttl_steps,
           l->admit_min_count > 1 ? TFX_ROWTABLE_SKETCH_BYTES / 1024 : (size_t)0, b.total / mib, b.rows / mib,
-          b.map / mib, b.gone / mib, b.sketch / mib, rss_mib());
+          b.map / mib, b.gone / mib, b.sketch / mib, b.copy / mib, rss_mib());
 }
 
 /* The row table of a lazy shard: the plan's shape and initializer, the layer's cap, age limit and admission. */

@@ -178,7 +178,7 @@ Test(rowtable, max_rows_is_a_hard_cap_that_evicts_the_least_recently_touched) {
   }
   cr_assert_eq(tfx_rowtable_bytes(t), bytes_at_cap, "memory stops growing at the cap");
   tfx_table_bound b;
-  tfx_table_cap_bound(1000, 4, 0, 0, 1, &b);
+  tfx_table_cap_bound(1000, 4, 0, 0, 1, 0, &b);
   cr_assert_leq(tfx_rowtable_bytes(t), b.total + 4096, "held %zu bytes, plan states %zu", tfx_rowtable_bytes(t),
                 b.total);
   cr_assert_not_null(tfx_rowtable_find(t, 3), "the hot id is never the least recently touched");
@@ -343,7 +343,7 @@ Test(rowtable, a_capped_table_holds_what_its_cap_states_and_no_more) {
     }
   }
   tfx_table_bound b;
-  tfx_table_cap_bound(cap, 8, 1, 0, 1, &b);
+  tfx_table_cap_bound(cap, 8, 1, 0, 1, 0, &b);
   size_t held = tfx_rowtable_bytes(t), grew = rss_bytes() - before;
   cr_assert_geq(tfx_rowtable_rows(t), (size_t)(cap - cap / 16), "the table is full: %zu rows", tfx_rowtable_rows(t));
   cr_log_info("held %zu bytes, the RSS grew by %zu, stated %zu", held, grew, b.total);
