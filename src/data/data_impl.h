@@ -2,6 +2,8 @@
 #ifndef TFX_DATA_IMPL_H
 #define TFX_DATA_IMPL_H
 
+#include <stdint.h>
+
 #include "data/dataset.h"
 
 /* A new dataset of the n examples of dim floats a reader holds: takes *x and *y (set to NULL); caller owns *out
@@ -17,9 +19,38 @@ void data__files_free(char **paths, size_t n);
  * start with '.', into name[len] (*found 1), or *found 0 when none has landed yet. TFX_ENOTFOUND naming dir when it
  * cannot be read. */
 int data__follow_next(const char *dir, const char *after, char *name, size_t len, int *found, tfx_err *err);
-/* data__follow_next, waiting (polling every 100 ms) until such a file lands; idle(ctx) is called between polls and
- * a nonzero return stops the wait with TFX_EINTR. */
-int data__follow_wait(const char *dir, const char *after, char *name, size_t len, tfx_idle_fn idle, void *ctx,
-                      tfx_err *err);
+
+/* A window of a stream: its examples and their serving order (d->n indices). Owned by whoever holds it. */
+typedef struct data__window {
+  tfx_dataset *d;
+  size_t *perm;
+} data__window;
+/* Frees a window's dataset and order and zeroes it; an empty window does nothing. */
+void data__window_free(data__window *w);
+
+/* A followed stream's reader thread (prefetch.c): it calls produce(ctx, &window, err) over and over, queueing up to
+ * two windows ahead (memory: those two, the one being read and the one served, each at most data.shuffle_buffer
+ * examples), and stops after the first error (kept, and returned by every take after). */
+typedef struct data__prefetch data__prefetch;
+typedef int (*data__produce_fn)(void *ctx, data__window *w, tfx_err *err);
+/* Starts the reader thread, *out set before it runs (produce may read it); dir names what it follows in messages.
+ * Caller owns *out (data__prefetch_stop). */
+int data__prefetch_start(data__produce_fn produce, void *ctx, const char *dir, data__prefetch **out, tfx_err *err);
+/* The next window, caller owns *w: waits while the reader parses; once the reader looked at the directory after
+ * this call and found no file, calls idle(ctx) every 100 ms (nonzero: TFX_EINTR "stopped while waiting for a file
+ * in DIR"). After the reader's error, that error. Consumer thread only. */
+int data__prefetch_take(data__prefetch *p, tfx_idle_fn idle, void *ctx, data__window *w, tfx_err *err);
+/* The examples of the queued windows, counted until `enough` (a take of that many would not wait). */
+size_t data__prefetch_queued(data__prefetch *p, size_t enough);
+/* Producer side: the number of the consumer's last request for a look at the directory; take it before looking. */
+uint64_t data__prefetch_ticket(data__prefetch *p);
+/* Producer side: the look with `ticket` found no file; waits up to 100 ms or until the consumer asks again.
+ * Returns nonzero when the thread is to stop. */
+int data__prefetch_dry(data__prefetch *p, uint64_t ticket);
+/* Stops and joins the reader thread, frees the queued windows and p; NULL does nothing. */
+void data__prefetch_stop(data__prefetch *p);
+/* data__follow_next from the reader thread of p, looking again each time the consumer asks or every 100 ms until
+ * such a file lands; TFX_EINTR when the thread is stopped. */
+int data__follow_wait(const char *dir, const char *after, char *name, size_t len, data__prefetch *p, tfx_err *err);
 
 #endif

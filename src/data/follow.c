@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "common/log.h"
 #include "config/config.h"
@@ -40,19 +39,18 @@ int data__follow_next(const char *dir, const char *after, char *name, size_t len
   return TFX_OK;
 }
 
-int data__follow_wait(const char *dir, const char *after, char *name, size_t len, tfx_idle_fn idle, void *ctx,
-                      tfx_err *err) {
+int data__follow_wait(const char *dir, const char *after, char *name, size_t len, data__prefetch *p, tfx_err *err) {
   for (int64_t waited = 0;; waited++) {
+    uint64_t ticket = data__prefetch_ticket(p);
     int found = 0, rc = data__follow_next(dir, after, name, len, &found, err);
     if (rc || found) {
       return rc;
     }
-    if (idle && idle(ctx)) {
-      return tfx_err_set(err, TFX_EINTR, "stopped while waiting for a file in %s", dir);
-    }
     if (waited == 0) {
       tfx_log(TFX_LOG_INFO, "DATA-FOLLOW-WAIT", "waiting for a file after '%s' in %s", after, dir);
     }
-    usleep(100000);
+    if (data__prefetch_dry(p, ticket)) {
+      return tfx_err_set(err, TFX_EINTR, "stopped while waiting for a file in %s", dir);
+    }
   }
 }

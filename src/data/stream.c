@@ -2,6 +2,7 @@
 #include "data/stream.h"
 
 #include <glob.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,15 +42,16 @@ struct tfx_stream {
   int multi_label;          /* labels are sets whose classes must be in [0, classes) */
   unsigned char *dropped;   /* the chunk being read: 1 for a record check_labels refused (on_error skip), or NULL */
   int64_t epoch, kept;      /* completed epochs; examples this shard kept this epoch */
-  tfx_dataset *buf;         /* the current window, served in `perm` order */
-  size_t *perm, perm_cap, pos;
+  data__window cur;         /* the window being served, in cur.perm order (the consumer's) */
+  size_t pos;               /* the next index of cur.perm to serve */
+  data__prefetch *pf;       /* a followed stream's reader thread, from the first take; NULL before and otherwise */
   char follow[TFX_PATH_MAX]; /* data.train.follow: the directory, or "" */
   char last[256];            /* the name of the last file of the directory taken (any worker's turn) */
   uint64_t landed;           /* files of the directory taken so far (sharding by file: whose turn) */
   tfx_idle_fn idle;          /* called while waiting for a file */
   void *idle_ctx;
   int skip_bad;              /* data.on_error skip */
-  uint64_t bad;              /* bad records this shard named and skipped */
+  atomic_uint_least64_t bad; /* bad records this shard named and skipped (by the reader thread when following) */
 };
 
 /* A label check_labels found outside the model's classes, under data.on_error skip: the filters drop it. */
@@ -247,7 +249,7 @@ static void shuffle_files(tfx_stream *s) {
 static int follow_file(tfx_stream *s, tfx_err *err) {
   char name[256], path[TFX_PATH_MAX + 260];
   for (int mine = 0; !mine;) {
-    int rc = data__follow_wait(s->follow, s->last, name, sizeof name, s->idle, s->idle_ctx, err);
+    int rc = data__follow_wait(s->follow, s->last, name, sizeof name, s->pf, err);
     if (rc) {
       return rc;
     }
@@ -356,28 +358,23 @@ static int filter_chunk(tfx_stream *s, tfx_dataset *d, size_t file, tfx_err *err
   return TFX_OK;
 }
 
-/* Shuffles the window's serving order. */
-static int shuffle_window(tfx_stream *s, tfx_err *err) {
-  size_t n = s->buf->n;
-  if (n > s->perm_cap) {
-    size_t *p = realloc(s->perm, n * sizeof *p);
-    if (!p) {
-      return tfx_err_set(err, TFX_ENOMEM, "data: out of memory for a window of %zu", n);
-    }
-    s->perm = p;
-    s->perm_cap = n;
+/* The window's serving order, shuffled, into w->perm (a window's own: one may wait in the reader's queue). */
+static int shuffle_window(const tfx_stream *s, data__window *w, tfx_err *err) {
+  size_t n = w->d->n, *perm = malloc(n * sizeof *perm);
+  if (!perm) {
+    return tfx_err_set(err, TFX_ENOMEM, "data: out of memory for a window of %zu", n);
   }
   for (size_t i = 0; i < n; i++) {
-    s->perm[i] = i;
+    perm[i] = i;
   }
   uint64_t key = s->seed ^ (s->record * 0x9E3779B97F4A7C15ULL) ^ (uint64_t)s->epoch;
   for (size_t i = n - 1; !s->in_order && i > 0; i--) {
     size_t j = (size_t)(tfx_rand_uniform(key, i) * (double)(i + 1));
-    size_t t = s->perm[i];
-    s->perm[i] = s->perm[j];
-    s->perm[j] = t;
+    size_t t = perm[i];
+    perm[i] = perm[j];
+    perm[j] = t;
   }
-  s->pos = 0;
+  w->perm = perm;
   return TFX_OK;
 }
 
@@ -391,9 +388,9 @@ static int reporter(const tfx_stream *s) {
  * worker is the one to (mine). */
 static void name_bad(tfx_stream *s, const char *msg, const char *what, int mine) {
   if (mine) {
-    s->bad++;
+    uint64_t bad = atomic_fetch_add(&s->bad, 1) + 1;
     tfx_log(TFX_LOG_WARN, "DATA-BAD-RECORD", "%s; %s (data.on_error skip; %llu bad so far)", msg, what,
-            (unsigned long long)s->bad);
+            (unsigned long long)bad);
   }
 }
 
@@ -465,10 +462,10 @@ static int skip_bad(tfx_stream *s, int rc, const tfx_err *err) {
   return 1;
 }
 
-/* Reads the next non-empty window of this shard's examples. */
-static int refill(tfx_stream *s, tfx_err *err) {
-  tfx_dataset_destroy(s->buf);
-  s->buf = NULL;
+/* Reads the next non-empty window of this shard's examples into *w (empty on error); the reader thread's
+ * data__produce_fn when following. */
+static int produce(void *ctx, data__window *w, tfx_err *err) {
+  tfx_stream *s = ctx;
   for (int rc;;) {
     tfx_dataset *d = NULL;
     if (!s->reader && (rc = advance_file(s, err))) {
@@ -499,32 +496,47 @@ static int refill(tfx_stream *s, tfx_err *err) {
       }
       continue;
     }
-    s->buf = d;
     s->kept += (int64_t)d->n;
-    return shuffle_window(s, err);
+    w->d = d;
+    if ((rc = shuffle_window(s, w, err))) {
+      data__window_free(w);
+    }
+    return rc;
   }
+}
+
+/* The next window into s->cur: read now, or a followed stream's from its reader thread (started at the first). */
+static int refill(tfx_stream *s, tfx_err *err) {
+  data__window_free(&s->cur);
+  s->pos = 0;
+  if (!s->follow[0]) {
+    return produce(s, &s->cur, err);
+  }
+  int rc = s->pf ? TFX_OK : data__prefetch_start(produce, s, s->follow, &s->pf, err);
+  return rc ? rc : data__prefetch_take(s->pf, s->idle, s->idle_ctx, &s->cur, err);
 }
 
 /* The index in the window of the next example, refilling when the window is spent. */
 static int take(tfx_stream *s, size_t *k, tfx_err *err) {
-  if (!s->buf || s->pos == s->buf->n) {
+  if (!s->cur.d || s->pos == s->cur.d->n) {
     int rc = refill(s, err);
     if (rc) {
       return rc;
     }
   }
-  *k = s->perm[s->pos++];
+  *k = s->cur.perm[s->pos++];
   return TFX_OK;
 }
 
 int tfx_stream_take(tfx_stream *s, const tfx_dataset **d, size_t *k, tfx_err *err) {
   int rc = take(s, k, err);
-  *d = rc ? NULL : s->buf;
+  *d = rc ? NULL : s->cur.d;
   return rc;
 }
 
 int tfx_stream_buffered(const tfx_stream *s, size_t n) {
-  return s->buf && s->buf->n - s->pos >= n;
+  size_t held = s->cur.d ? s->cur.d->n - s->pos : 0;
+  return held >= n || (s->pf && held + data__prefetch_queued(s->pf, n - held) >= n);
 }
 
 int tfx_stream_fields(const tfx_stream *s) {
@@ -538,8 +550,8 @@ int tfx_stream_next(tfx_stream *s, int batch, float *x, int32_t *y, tfx_err *err
     if (rc) {
       return rc;
     }
-    memcpy(x + (size_t)i * s->dim, s->buf->x + k * s->dim, sizeof(float) * s->dim);
-    y[i] = s->buf->y[k];
+    memcpy(x + (size_t)i * s->dim, s->cur.d->x + k * s->dim, sizeof(float) * s->dim);
+    y[i] = s->cur.d->y[k];
   }
   return TFX_OK;
 }
@@ -606,7 +618,7 @@ int tfx_stream_open(const tfx_config *cfg, int index, int count, size_t dim, tfx
 }
 
 uint64_t tfx_stream_bad_records(const tfx_stream *s) {
-  return s->bad;
+  return atomic_load(&s->bad);
 }
 
 int tfx_stream_check_labels(tfx_stream *s, int classes, int multi_label, tfx_err *err) {
@@ -614,7 +626,7 @@ int tfx_stream_check_labels(tfx_stream *s, int classes, int multi_label, tfx_err
   s->multi_label = multi_label;
   /* The first window is read now, with the check (it used to be read at open, before it, and went unchecked), so
    * that a bad first file still fails at the start. */
-  return s->follow[0] || s->buf ? TFX_OK : refill(s, err);
+  return s->follow[0] || s->cur.d ? TFX_OK : refill(s, err);
 }
 
 void tfx_stream_set_idle(tfx_stream *s, tfx_idle_fn idle, void *ctx) {
@@ -634,12 +646,12 @@ void tfx_stream_close(tfx_stream *s) {
   if (!s) {
     return;
   }
+  data__prefetch_stop(s->pf); /* first: the reader thread uses everything below */
   close_reader(s);
   list_free(&s->images);
   list_free(&s->labels);
-  tfx_dataset_destroy(s->buf);
+  data__window_free(&s->cur);
   free(s->order);
-  free(s->perm);
   free(s->columns);
   free(s);
 }

@@ -12,7 +12,10 @@
  * new file has landed. Where a worker stands is a count of examples (tfx_stream_skip replays it), so a resumed run
  * neither repeats nor skips a file as long as the directory keeps the files it read.
  *
- * Ownership: the caller owns the stream. Thread-safety: one thread at a time. Errors: TFX_ENOTFOUND (no file
+ * A followed stream reads and parses on a reader thread of its own (prefetch.c), started at the first take and
+ * joined by tfx_stream_close, up to two windows ahead; the order is the same as read on the step.
+ *
+ * Ownership: the caller owns the stream. Thread-safety: one thread at a time (the reader thread is internal). Errors: TFX_ENOTFOUND (no file
  * matches), TFX_ECONFIG (fewer files than workers when sharding by file, unpaired IDX files, an empty shard),
  * TFX_ESHAPE (a file whose examples do not fit the model's input), and every reader's error, naming the file and
  * the offset or line. */
@@ -38,7 +41,8 @@ int tfx_stream_take(tfx_stream *s, const tfx_dataset **d, size_t *k, tfx_err *er
 int tfx_stream_fields(const tfx_stream *s);
 /* Copies the next `batch` examples into x [batch, dim] and y [batch], crossing windows, files and epochs. */
 int tfx_stream_next(tfx_stream *s, int batch, float *x, int32_t *y, tfx_err *err);
-/* Whether the next n examples are in the window read already, so taking them reads no file and never waits. */
+/* Whether the next n examples are in the windows read already (the reader thread's queue too), so taking them
+ * reads no file and never waits. */
 int tfx_stream_buffered(const tfx_stream *s, size_t n);
 /* Skips `n` examples as if they were taken (resume). */
 int tfx_stream_skip(tfx_stream *s, int64_t n, tfx_err *err);

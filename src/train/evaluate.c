@@ -2,6 +2,7 @@
 #include "train/evaluate.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,20 +44,40 @@ typedef struct scored {
   int32_t label;
 } scored;
 
-static int cmp_scored(const void *a, const void *b) {
-  float x = ((const scored *)a)->score, y = ((const scored *)b)->score;
-  return (x > y) - (x < y);
+/* A float's bits as an unsigned key in the float's order (negatives flipped whole, positives above them). */
+static uint32_t order_key(float f) {
+  uint32_t u;
+  memcpy(&u, &f, sizeof u);
+  return u & 0x80000000u ? ~u : u | 0x80000000u;
+}
+
+/* Sorts s[0..n) by score, ascending, with tmp (n places) as scratch: four counting passes of a byte each
+ * (an LSD radix sort: a window's AUC at every report costs a few passes, not a comparison sort). */
+static void sort_scored(scored *s, scored *tmp, size_t n) {
+  for (int shift = 0; shift < 32; shift += 8) {
+    size_t count[257] = {0};
+    for (size_t i = 0; i < n; i++) {
+      count[((order_key(s[i].score) >> shift) & 0xffu) + 1]++;
+    }
+    for (int b = 0; b < 256; b++) {
+      count[b + 1] += count[b];
+    }
+    for (size_t i = 0; i < n; i++) {
+      tmp[count[(order_key(s[i].score) >> shift) & 0xffu]++] = s[i];
+    }
+    memcpy(s, tmp, n * sizeof *s);
+  }
 }
 
 double tfx_auc(float *scores, int32_t *labels, size_t n) {
-  scored *s = malloc(sizeof *s * (n ? n : 1));
+  scored *s = malloc(2 * sizeof *s * (n ? n : 1));
   if (!s) {
     return NAN;
   }
   for (size_t i = 0; i < n; i++) {
     s[i] = (scored){scores[i], labels[i]};
   }
-  qsort(s, n, sizeof *s, cmp_scored);
+  sort_scored(s, s + n, n);
   double pos = 0, rank_sum = 0;
   for (size_t i = 0, j; i < n; i = j) {
     double pos_here = 0;

@@ -4,6 +4,7 @@
  * score. The model is an identity matmul, so every loss is known exactly. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "data/csv.h"
@@ -207,6 +208,36 @@ Test(evaluate, auc_is_exact_with_ties_at_half) {
   cr_assert_float_eq(tfx_auc(t, z, 4), 0.875, 1e-12, "pairs: (0.5+,0.5-) ties count half, 3.5 of 4");
   int32_t none[4] = {0, 0, 0, 0};
   cr_assert(isnan(tfx_auc(t, none, 4)), "no positive: no AUC");
+}
+
+/* The pairwise definition: positives ranked above negatives, ties half. */
+static double auc_by_pairs(const float *s, const int32_t *y, size_t n) {
+  double wins = 0, pairs = 0;
+  for (size_t i = 0; i < n; i++) {
+    for (size_t j = 0; j < n; j++) {
+      if (y[i] == 1 && y[j] != 1) {
+        wins += s[i] > s[j] ? 1 : s[i] == s[j] ? 0.5 : 0;
+        pairs++;
+      }
+    }
+  }
+  return wins / pairs;
+}
+
+Test(evaluate, auc_sorts_negative_zero_and_coarse_scores_as_the_pairwise_count) {
+  enum { N = 3000 };
+  static float s[N];
+  static int32_t y[N];
+  uint64_t x = 88172645463325252ull;
+  for (size_t i = 0; i < N; i++) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    s[i] = (float)((int)(x % 201) - 100) / 8.0f; /* negatives, many ties */
+    s[i] = i % 97 == 0 ? -0.0f : i % 89 == 0 ? 1e30f : i % 83 == 0 ? -1e-38f : s[i];
+    y[i] = (int32_t)((x >> 20) % 3 == 0 || s[i] > 5);
+  }
+  cr_assert_float_eq(tfx_auc(s, y, N), auc_by_pairs(s, y, N), 1e-12);
 }
 
 Test(evaluate, a_binary_sigmoid_classifier_takes_labels_0_and_1_and_reports_auc) {

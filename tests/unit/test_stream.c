@@ -631,3 +631,44 @@ Test(stream, buffered_says_whether_a_batch_needs_no_file) {
   cr_assert_eq(tfx_stream_next(s, 1, x, y, &err), TFX_EINTR, "the next one waits for a file");
   tfx_stream_close(s);
 }
+
+/* A followed stream reads ahead on its reader thread (#28): after the first take the next two files' windows are
+ * parsed while the caller does something else, queued at most two windows ahead (the memory bound), served in order
+ * even once their files are deleted, and the take that finds the directory dry still waits for a file. */
+Test(stream, follow_reads_two_windows_ahead_on_its_thread) {
+  char dir[128], path[256];
+  snprintf(dir, sizeof dir, "%s/in", tmp);
+  cr_assert_eq(mkdir(dir, 0755), 0);
+  tfx_config cfg = config("csv", "unused", 16, "record");
+  snprintf(cfg.train_follow, sizeof cfg.train_follow, "%s", dir);
+  set_option(&cfg, "data.shuffle", "false");
+  for (int f = 0; f < 5; f++) {
+    snprintf(path, sizeof path, "part-%d.csv", f);
+    land_csv(dir, path, f * 10, 10);
+  }
+  tfx_stream *s = NULL;
+  tfx_err err = {0};
+  int idles = 0;
+  cr_assert_eq(tfx_stream_open(&cfg, 0, 1, 1, &s, &err), TFX_OK, "%s", err.msg);
+  tfx_stream_set_idle(s, stop_at_once, &idles);
+  float x[50];
+  int32_t y[50];
+  cr_assert_eq(tfx_stream_next(s, 1, x, y, &err), TFX_OK, "%s", err.msg);
+  for (int tries = 0; tries < 500 && !tfx_stream_buffered(s, 29); tries++) { /* the reader's progress, 10 ms a look */
+    usleep(10000);
+  }
+  cr_assert(tfx_stream_buffered(s, 29), "the 9 left of part-0 and two files ahead were not read");
+  usleep(100000);
+  cr_assert(!tfx_stream_buffered(s, 30), "more than two windows queued ahead");
+  for (int f = 0; f < 3; f++) { /* read already: what a deleted file held is served */
+    snprintf(path, sizeof path, "%s/part-%d.csv", dir, f);
+    cr_assert_eq(unlink(path), 0);
+  }
+  cr_assert_eq(tfx_stream_next(s, 49, x + 1, y + 1, &err), TFX_OK, "%s", err.msg);
+  for (int i = 0; i < 50; i++) {
+    cr_assert_eq(y[i], i, "example %d is record %d", i, y[i]);
+  }
+  cr_assert_eq(idles, 0, "no take waited");
+  cr_assert_eq(tfx_stream_next(s, 1, x, y, &err), TFX_EINTR, "the directory is dry: %s", err.msg);
+  tfx_stream_close(s);
+}
