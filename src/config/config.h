@@ -303,10 +303,32 @@ int tfx_config_layer_strides(const tfx_layer_spec *l);
  * from cfg. */
 const tfx_layer_spec *tfx_config_table_layer(const tfx_config *cfg, const char *var);
 /* The bytes a lazy table's row takes on its ps: dim floats of values and of each of n_slots optimizer slots, the
- * id, the step it was last touched and the hash slot (what max_rows caps, ps/rowtable.c). */
+ * id and the step it was last touched (which links a free row to the next; ps/rowtable.c; its map cell:
+ * tfx_table_bound). */
 size_t tfx_table_row_bytes(int64_t dim, int n_slots);
+/* Rows a slab of a lazy table holds on its ps (ps/rowtable.c makes them SLAB_ROWS at a time). */
+#define TFX_TABLE_SLAB_ROWS 4096
+/* The cells of a capped table's id map at its final size: max_rows at a load of at most 0.7 (16 bytes a cell). */
+size_t tfx_table_map_cells(int64_t max_rows);
+/* The evicted ids a capped table remembers for the next incremental checkpoint at most (past them: a full one). */
+size_t tfx_table_gone_max(int64_t max_rows);
+/* The most a capped lazy table holds on each ps, by part, as ps/rowtable.c lays it out (test_rowtable checks a
+ * table never holds more): what plan and the ps's PS-TABLE-CAP state. */
+typedef struct tfx_table_bound {
+  size_t rows;   /* values, slots, ids, touch steps: whole slabs (values and slots on huge pages past
+                    2 MiB: whole ones) */
+  size_t map;    /* the id map's cells */
+  size_t gone;   /* evicted ids remembered for the next delta (incremental checkpoints) */
+  size_t sketch; /* admission's counts */
+  size_t copy;   /* with checkpoint.background, the copy of a checkpoint's rows and ids the writer thread writes */
+  size_t total;  /* the parts and 64 KiB for the table's own bookkeeping */
+} tfx_table_bound;
+/* Fills *b for a table of max_rows (> 0) rows of dim floats and n_slots slots, with admission by count or not, with
+ * incremental checkpoints or not, written from a copy (checkpoint.background) or not. */
+void tfx_table_cap_bound(int64_t max_rows, int64_t dim, int n_slots, int admit, int incremental, int background,
+                         tfx_table_bound *b);
 /* The fixed size of a table's admission sketch on each ps (admit_min_count > 1; ps/rowtable.h makes it). */
-#define TFX_TABLE_SKETCH_BYTES (4 * 65536 * 2)
+#define TFX_TABLE_SKETCH_BYTES (2 * ((size_t)1 << 21) / 8 + 4 * 16384 * 2)
 /* Appends one layer spec (type set) to model.layers. */
 int tfx_config_add_layer(tfx_config *cfg, const tfx_layer_spec *l, tfx_err *err);
 /* Appends one model variable (as in model.variables) after checking its name and shape. */

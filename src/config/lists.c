@@ -442,5 +442,29 @@ const tfx_layer_spec *tfx_config_table_layer(const tfx_config *cfg, const char *
 }
 
 size_t tfx_table_row_bytes(int64_t dim, int n_slots) {
-  return (size_t)dim * (size_t)(1 + n_slots) * sizeof(float) + 2 * sizeof(int64_t) + 12;
+  return (size_t)dim * (size_t)(1 + n_slots) * sizeof(float) + 2 * sizeof(int64_t);
+}
+
+size_t tfx_table_map_cells(int64_t max_rows) {
+  return (size_t)(max_rows * 10 + 6) / 7;
+}
+
+size_t tfx_table_gone_max(int64_t max_rows) {
+  return max_rows / 2 > 0 ? (size_t)(max_rows / 2) : 1;
+}
+
+void tfx_table_cap_bound(int64_t max_rows, int64_t dim, int n_slots, int admit, int incremental, int background,
+                         tfx_table_bound *b) {
+  const size_t huge = (size_t)2 << 20, cell = 16, first_map = 1024;
+  size_t slab_rows = ((size_t)max_rows + TFX_TABLE_SLAB_ROWS - 1) / TFX_TABLE_SLAB_ROWS * TFX_TABLE_SLAB_ROWS;
+  size_t values = slab_rows * (size_t)dim * (size_t)(1 + n_slots) * sizeof(float);
+  values = values > huge ? (values + huge - 1) / huge * huge : values;
+  b->rows = values + slab_rows * (tfx_table_row_bytes(dim, n_slots) - (size_t)dim * (size_t)(1 + n_slots) * 4);
+  size_t cells = tfx_table_map_cells(max_rows);
+  b->map = (cells > first_map ? cells : first_map) * cell;
+  b->gone = incremental ? tfx_table_gone_max(max_rows) * sizeof(int64_t) : 0;
+  b->sketch = admit ? TFX_TABLE_SKETCH_BYTES : 0;
+  size_t copied = sizeof(int64_t) + (size_t)dim * (size_t)(1 + n_slots) * sizeof(float); /* an id and its row */
+  b->copy = background ? (size_t)max_rows * copied : 0;
+  b->total = b->rows + b->map + b->gone + b->sketch + b->copy + (64 << 10); /* + the struct, the first map, the slab list */
 }

@@ -204,8 +204,9 @@ int tfx_master_run(tfx_node *n, tfx_err *err) {
   return rc;
 }
 
-/* The memory a capped lazy table may take on each ps (max_rows rows of values, optimizer slots and bookkeeping,
- * as the ps states it in PS-TABLE-CAP), its age limit and its admission sketch: one line per capped table. */
+/* The memory a capped lazy table may take on each ps (tfx_table_cap_bound: its rows in whole slabs, its id map,
+ * the evicted ids a delta remembers, its admission sketch, as the ps states it in PS-TABLE-CAP), its age limit and
+ * admission: one line per capped table. */
 static void print_caps(const tfx_config *cfg, const tfx_plan *plan, FILE *f) {
   tfx_optim opt;
   tfx_optim_init(&opt, cfg);
@@ -223,14 +224,21 @@ static void print_caps(const tfx_config *cfg, const tfx_plan *plan, FILE *f) {
     size_t row = tfx_table_row_bytes(s->shape[1], tfx_optim_slots(&opt));
     fprintf(f, "%s  %-32s ", title++ ? "" : "table caps (each ps holding a share):\n", s->var);
     if (l->max_rows) {
-      fprintf(f, "max_rows %lld x %zu bytes a row = %.2f MiB a ps at most", (long long)l->max_rows, row,
-              (double)l->max_rows * (double)row / 1048576.0);
+      tfx_table_bound b;
+      tfx_table_cap_bound(l->max_rows, s->shape[1], tfx_optim_slots(&opt), l->admit_min_count > 1,
+                          cfg->ckpt_incremental, cfg->ckpt_background, &b);
+      const double mib = 1048576.0;
+      fprintf(f,
+              "max_rows %lld x %zu bytes a row = %.2f MiB of rows in whole slabs + map %.2f + evicted ids %.2f + "
+              "sketch %.2f + checkpoint copy %.2f = %.2f MiB a ps at most",
+              (long long)l->max_rows, row, b.rows / mib, b.map / mib, b.gone / mib, b.sketch / mib, b.copy / mib,
+              b.total / mib);
     } else {
       fprintf(f, "no max_rows (up to every id of its share: %zu bytes a row)", row);
     }
-    fprintf(f, "; ttl_steps %lld; admission %s (sketch %d KiB)\n", (long long)l->ttl_steps,
+    fprintf(f, "; ttl_steps %lld; admission %s (sketch %zu KiB)\n", (long long)l->ttl_steps,
             l->admit_min_count > 1 ? "by count" : l->admit_probability < 1 ? "by probability" : "off",
-            l->admit_min_count > 1 ? TFX_TABLE_SKETCH_BYTES / 1024 : 0);
+            l->admit_min_count > 1 ? TFX_TABLE_SKETCH_BYTES / 1024 : (size_t)0);
   }
 }
 

@@ -15,6 +15,36 @@
 
 _Static_assert(TFX_ROWTABLE_SKETCH_BYTES == TFX_TABLE_SKETCH_BYTES, "the sketch size plan states is the ps's");
 
+/* This process's resident memory in MiB (/proc/self/statm), or -1 where it cannot be read. */
+static double rss_mib(void) {
+  FILE *f = fopen("/proc/self/statm", "r");
+  long pages = -1, resident = -1;
+  int got = f ? fscanf(f, "%ld %ld", &pages, &resident) : 0;
+  if (f) {
+    fclose(f);
+  }
+  return got == 2 ? (double)resident * (double)sysconf(_SC_PAGESIZE) / 1048576.0 : -1;
+}
+
+/* PS-TABLE-CAP: the cap, the most the table may hold (tfx_table_cap_bound, as plan states it), its age limit and
+ * admission, and the ps's RSS before the table holds a row (what the cap's memory comes on top of). */
+static void log_cap(const ps_state *p, const char *var, const tfx_layer_spec *l, int64_t dim, int n_slots) {
+  size_t row = tfx_table_row_bytes(dim, n_slots);
+  tfx_table_bound b = {0};
+  if (l->max_rows) {
+    tfx_table_cap_bound(l->max_rows, dim, n_slots, l->admit_min_count > 1, p->cfg.ckpt_incremental,
+                        p->cfg.ckpt_background, &b);
+  }
+  const double mib = 1048576.0;
+  tfx_log(TFX_LOG_INFO, "PS-TABLE-CAP",
+          "table %s: max_rows %lld (about %.1f MiB of rows at %zu bytes a row, 0: no cap), ttl_steps %lld, "
+          "admission sketch %zu KiB; at most %.2f MiB (rows %.2f, map %.2f, evicted ids %.2f, sketch %.2f, checkpoint "
+          "copy %.2f) over an RSS of %.1f MiB now",
+          var, (long long)l->max_rows, (double)l->max_rows * (double)row / mib, row, (long long)l->ttl_steps,
+          l->admit_min_count > 1 ? TFX_ROWTABLE_SKETCH_BYTES / 1024 : (size_t)0, b.total / mib, b.rows / mib,
+          b.map / mib, b.gone / mib, b.sketch / mib, b.copy / mib, rss_mib());
+}
+
 /* The row table of a lazy shard: the plan's shape and initializer, the layer's cap, age limit and admission. */
 static int make_table(ps_state *p, shard *s, const Tfx__Shard *m, const char *init, tfx_err *err) {
   tfx_rowtable_spec spec = {.name = s->var,
@@ -34,12 +64,7 @@ static int make_table(ps_state *p, shard *s, const Tfx__Shard *m, const char *in
     spec.admit_probability = l->admit_probability;
   }
   if (l && (l->max_rows || l->admit_min_count > 1)) {
-    size_t row = tfx_table_row_bytes(m->shape[1], spec.n_slots);
-    tfx_log(TFX_LOG_INFO, "PS-TABLE-CAP",
-            "table %s: max_rows %lld (about %.1f MiB of rows at %zu bytes a row, 0: no cap), ttl_steps %lld, "
-            "admission sketch %d KiB",
-            s->var, (long long)l->max_rows, (double)l->max_rows * (double)row / 1048576.0, row, (long long)l->ttl_steps,
-            l->admit_min_count > 1 ? TFX_ROWTABLE_SKETCH_BYTES / 1024 : 0);
+    log_cap(p, s->var, l, m->shape[1], spec.n_slots);
   }
   return tfx_rowtable_create(&spec, &s->table, err);
 }

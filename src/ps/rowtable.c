@@ -8,9 +8,11 @@
 
 #include "common/mem.h"
 #include "common/rand.h"
+#include "config/config.h"
 #include "nn/init.h"
 
-#define SLAB_ROWS 4096
+#define SLAB_ROWS TFX_TABLE_SLAB_ROWS
+#define HIST 1024 /* the buckets of a pass of the eviction's selection */
 /* Slabs are carved from groups of this many: a group is 2 MiB x row_floats bytes, a whole number of huge pages,
  * mapped without reserving memory. Once a table's slabs hold HUGE_FROM bytes, its group is advised onto huge pages
  * (the rows made so far collapsed into them: MADV_COLLAPSE) and each new slab written in at once
@@ -31,6 +33,7 @@ typedef struct cell {
   uint32_t row; /* row index + 1, or 0 for an empty cell */
   uint32_t spare;
 } cell;
+_Static_assert(sizeof(cell) == 16, "tfx_table_cap_bound states 16 bytes a map cell");
 
 struct tfx_rowtable {
   char *name, *init;
@@ -40,28 +43,45 @@ struct tfx_rowtable {
   float slot_init;
   size_t row_floats;
   cell *map;                    /* id -> row index + 1 (0: an empty cell) */
-  size_t map_cap;               /* a power of two */
+  size_t map_cap;               /* cells: a power of two, or a capped table's final size */
+  int map_mapped;               /* the map is a mapping of its own (a capped table's final one), not calloc's */
   float **slabs;                /* SLAB_ROWS rows each, GROUP_SLABS a mapping (the first of each owns it) */
   int64_t *ids;                 /* by row index */
-  int64_t *touched;             /* by row index: the step of the last touch, -1 for a free row */
+  int64_t *touched;             /* by row index: the step of the last touch; a free row: -3 - the next free one */
   size_t n_slabs, n_rows, used; /* rows ever made (indices < n_rows), rows stored now */
-  uint32_t *free_rows;
+  int64_t free_head;            /* the free row taken next (its touch step links to the one after), or -1 */
   size_t n_free;
-  int64_t max_rows;    /* 0: no cap */
-  int64_t *scratch;    /* [max_rows]: the touch steps the cap's eviction ranks */
-  int track_gone;      /* remember evicted ids for the next checkpoint delta */
-  int64_t *gone;       /* ids evicted since tfx_rowtable_mark */
-  size_t n_gone, gone_cap;
-  int gone_lost;       /* memory ran out remembering one: the next checkpoint must be whole */
+  int64_t max_rows;                  /* 0: no cap */
+  int track_gone;                    /* remember evicted ids for the next checkpoint delta */
+  int64_t *gone;                     /* ids evicted since tfx_rowtable_mark */
+  size_t n_gone, gone_cap, gone_max; /* remembered, room for, most remembered (0: no limit) */
+  int gone_lost;                     /* memory ran out or max_rows / 2 reached: the next checkpoint must be whole */
   tfx_rowtable_counts counts;
   int64_t ttl_steps, expired_at; /* age limit, and the step of the last scan */
   int admit_min;                 /* admission: the count an id needs, or 0 */
   double admit_p;                /* admission: the probability per coming (>= 1: always) */
-  uint16_t *sketch;              /* admission's counts [DEPTH][WIDTH], or NULL */
+  uint64_t *door;                /* admission's doorkeeper: two filters of DOOR_BITS bits, or NULL */
+  int door_cur;                  /* the filter new ids are marked in */
+  size_t door_adds;              /* new ids marked in it since it was cleared */
+  uint16_t *sketch;              /* admission's counts [DEPTH][WIDTH] past the doorkeeper (admit_min > 2), or NULL */
   uint32_t sketch_adds;          /* comings counted since the counts were last halved */
   int64_t marked_at;             /* the step of the last checkpoint (-1: none yet) */
   int deltas;                    /* deltas written since the last full checkpoint */
 };
+
+/* Frees a map of cap cells: unmapped when it is a mapping of its own, else freed. */
+static void free_map(cell *map, size_t cap, int mapped) {
+  if (mapped) {
+    tfx_unmap(map, cap * sizeof *map);
+  } else {
+    free(map);
+  }
+}
+
+/* The rows a capped table may make at most: its cap in whole slabs (0: no cap). */
+static size_t cap_rows(const tfx_rowtable *t) {
+  return ((size_t)t->max_rows + SLAB_ROWS - 1) / SLAB_ROWS * SLAB_ROWS;
+}
 
 /* The bytes of a group of slabs. */
 static size_t group_bytes(const tfx_rowtable *t) {
@@ -95,11 +115,15 @@ int tfx_rowtable_create(const tfx_rowtable_spec *spec, tfx_rowtable **out, tfx_e
   t->row_floats = (size_t)spec->dim * (size_t)(1 + spec->n_slots);
   t->max_rows = spec->max_rows > 0 ? spec->max_rows : 0;
   t->track_gone = spec->track_gone;
+  t->gone_max = t->max_rows ? tfx_table_gone_max(t->max_rows) : 0;
   t->marked_at = -1;
+  t->free_head = -1;
   t->ttl_steps = spec->ttl_steps > 0 ? spec->ttl_steps : 0;
   t->admit_min = spec->admit_min_count > 1 ? spec->admit_min_count : 0;
   t->admit_p = spec->admit_probability > 0 && spec->admit_probability < 1 ? spec->admit_probability : 1;
-  if (t->admit_min && !(t->sketch = calloc(TFX_ROWTABLE_SKETCH_DEPTH * TFX_ROWTABLE_SKETCH_WIDTH, 2))) {
+  int counts = t->admit_min > 2; /* a count-min past the doorkeeper */
+  if (t->admit_min && (!(t->door = calloc(2 * TFX_ROWTABLE_DOOR_BITS / 64, 8)) ||
+                       (counts && !(t->sketch = calloc(TFX_ROWTABLE_SKETCH_DEPTH * TFX_ROWTABLE_SKETCH_WIDTH, 2))))) {
     tfx_rowtable_destroy(t);
     return tfx_err_set(err, TFX_ENOMEM, "table %s: out of memory for the admission sketch", spec->name);
   }
@@ -115,13 +139,21 @@ void tfx_rowtable_destroy(tfx_rowtable *t) {
     munmap(t->slabs[i], group_bytes(t));
   }
   free(t->slabs);
-  free(t->ids);
-  free(t->touched);
-  free(t->free_rows);
-  free(t->scratch);
-  free(t->gone);
+  if (t->max_rows) {
+    tfx_unmap(t->ids, cap_rows(t) * sizeof *t->ids);
+    tfx_unmap(t->touched, cap_rows(t) * sizeof *t->touched);
+  } else {
+    free(t->ids);
+    free(t->touched);
+  }
+  if (t->gone_max) {
+    tfx_unmap(t->gone, t->gone_max * sizeof *t->gone);
+  } else {
+    free(t->gone);
+  }
   free(t->sketch);
-  free(t->map);
+  free(t->door);
+  free_map(t->map, t->map_cap, t->map_mapped);
   free(t->name);
   free(t->init);
   free(t);
@@ -141,8 +173,14 @@ int tfx_rowtable_check_ids(const tfx_rowtable *t, const int64_t *ids, size_t n, 
   return TFX_OK;
 }
 
+/* id's home cell: its hash scaled onto the cells (any count of them, not only a power of two). */
 static size_t cell_of(const tfx_rowtable *t, int64_t id) {
-  return (size_t)tfx_rand_mix((uint64_t)id) & (t->map_cap - 1);
+  return (size_t)(((unsigned __int128)tfx_rand_mix((uint64_t)id) * t->map_cap) >> 64);
+}
+
+/* The cell after c, cyclically. */
+static size_t next_cell(const tfx_rowtable *t, size_t c) {
+  return c + 1 < t->map_cap ? c + 1 : 0;
 }
 
 static float *row_at(const tfx_rowtable *t, size_t r) {
@@ -153,7 +191,7 @@ static float *row_at(const tfx_rowtable *t, size_t r) {
 static size_t probe(const tfx_rowtable *t, int64_t id) {
   size_t c = cell_of(t, id);
   while (t->map[c].row && t->map[c].id != id) {
-    c = (c + 1) & (t->map_cap - 1);
+    c = next_cell(t, c);
   }
   return c;
 }
@@ -174,21 +212,27 @@ void tfx_rowtable_read(const tfx_rowtable *t, int64_t id, float *out) {
   }
 }
 
+/* Doubles the map; a capped table's goes at once to its final size, the cells max_rows need (a mapping of its own,
+ * so that its memory is its cells touched and goes back whole if the table is destroyed). */
 static int grow_map(tfx_rowtable *t) {
-  size_t cap = t->map_cap * 2;
-  cell *map = tfx_calloc_large(cap, sizeof *map), *old = t->map;
+  size_t cap = t->map_cap * 2, last = t->max_rows ? tfx_table_map_cells(t->max_rows) : 0;
+  int mapped = last > t->map_cap;
+  cap = mapped ? last : cap;
+  cell *map = mapped ? tfx_map_zeroed(cap * sizeof *map) : tfx_calloc_large(cap, sizeof *map), *old = t->map;
   if (!map) {
     return -1;
   }
   size_t old_cap = t->map_cap;
+  int old_mapped = t->map_mapped;
   t->map = map;
   t->map_cap = cap;
+  t->map_mapped = mapped;
   for (size_t c = 0; c < old_cap; c++) {
     if (old[c].row) {
       t->map[probe(t, old[c].id)] = old[c];
     }
   }
-  free(old);
+  free_map(old, old_cap, old_mapped);
   return 0;
 }
 
@@ -211,26 +255,10 @@ static void huge_slab(const tfx_rowtable *t, float *slab, size_t k, int first) {
   madvise(slab, bytes, MADV_POPULATE_WRITE); /* from a page boundary: bytes is a multiple of 16 KiB */
 }
 
-static int grow_rows(tfx_rowtable *t) {
-  size_t n = t->n_slabs + 1, rows = n * SLAB_ROWS;
-  float **slabs = realloc(t->slabs, n * sizeof *slabs);
-  if (slabs) {
-    t->slabs = slabs;
-  }
-  int64_t *ids = slabs ? realloc(t->ids, rows * sizeof *ids) : NULL;
-  if (ids) {
-    t->ids = ids;
-  }
-  int64_t *touched = ids ? realloc(t->touched, rows * sizeof *touched) : NULL;
-  if (touched) {
-    t->touched = touched;
-  }
-  uint32_t *free_rows = touched ? realloc(t->free_rows, rows * sizeof *free_rows) : NULL;
-  if (free_rows) {
-    t->free_rows = free_rows;
-  }
+/* Adds a slab of rows (slabs, ids, touch steps and free list have room for it). */
+static int add_slab(tfx_rowtable *t) {
   size_t k = t->n_slabs % GROUP_SLABS;
-  float *slab = !free_rows ? NULL : k ? t->slabs[t->n_slabs - 1] + SLAB_ROWS * t->row_floats : map_group(t);
+  float *slab = k ? t->slabs[t->n_slabs - 1] + SLAB_ROWS * t->row_floats : map_group(t);
   if (!slab) {
     return -1;
   }
@@ -242,10 +270,43 @@ static int grow_rows(tfx_rowtable *t) {
   return 0;
 }
 
+/* A capped table's ids, touch steps and free list at their final size at once, each a mapping of its own (pages
+ * written as rows are made): no copy as they grow, no freed heap left behind. -1 when out of address space. */
+static int map_books(tfx_rowtable *t) {
+  size_t rows = cap_rows(t);
+  t->ids = tfx_map_zeroed(rows * sizeof *t->ids);
+  t->touched = tfx_map_zeroed(rows * sizeof *t->touched);
+  return t->ids && t->touched ? 0 : -1;
+}
+
+/* One more slab of rows, and room for its rows in the books. -1 when out of memory. */
+static int grow_rows(tfx_rowtable *t) {
+  size_t n = t->n_slabs + 1, rows = n * SLAB_ROWS;
+  float **slabs = realloc(t->slabs, n * sizeof *slabs);
+  if (slabs) {
+    t->slabs = slabs;
+  }
+  if (slabs && t->max_rows) {
+    return !t->ids && map_books(t) ? -1 : add_slab(t);
+  }
+  int64_t *ids = slabs ? realloc(t->ids, rows * sizeof *ids) : NULL;
+  if (ids) {
+    t->ids = ids;
+  }
+  int64_t *touched = ids ? realloc(t->touched, rows * sizeof *touched) : NULL;
+  if (touched) {
+    t->touched = touched;
+  }
+  return touched ? add_slab(t) : -1;
+}
+
 /* A free row index (a freed one first), or -1 when out of memory. */
 static int64_t take_row(tfx_rowtable *t) {
-  if (t->n_free) {
-    return t->free_rows[--t->n_free];
+  if (t->n_free) { /* the last freed first */
+    int64_t r = t->free_head;
+    t->free_head = -3 - t->touched[r];
+    t->n_free--;
+    return r;
   }
   if (t->n_rows == t->n_slabs * SLAB_ROWS && (t->n_rows >= UINT32_MAX - SLAB_ROWS || grow_rows(t))) {
     return -1;
@@ -255,17 +316,18 @@ static int64_t take_row(tfx_rowtable *t) {
 
 /* Empties cell c and moves later cells of its probe run back (no tombstones). */
 static void remove_cell(tfx_rowtable *t, size_t c) {
-  size_t mask = t->map_cap - 1, next = (c + 1) & mask;
+  size_t cap = t->map_cap, next = next_cell(t, c);
   t->map[c].row = 0;
   while (t->map[next].row) {
     size_t home = cell_of(t, t->map[next].id);
     /* the entry at next may move to c when its home is not in (c, next] (cyclically) */
-    if (((next - home) & mask) >= ((next - c) & mask)) {
+    size_t from_home = next >= home ? next - home : next + cap - home, from_c = next >= c ? next - c : next + cap - c;
+    if (from_home >= from_c) {
       t->map[c] = t->map[next];
       t->map[next].row = 0;
       c = next;
     }
-    next = (next + 1) & mask;
+    next = next_cell(t, next);
   }
 }
 
@@ -274,10 +336,12 @@ static void remember_gone(tfx_rowtable *t, int64_t id) {
   if (!t->track_gone || t->gone_lost) {
     return;
   }
-  if (t->n_gone == t->gone_cap) {
-    size_t cap = t->gone_cap ? t->gone_cap * 2 : 1024;
-    int64_t *g = realloc(t->gone, cap * sizeof *g);
-    if (!g) {
+  if (t->n_gone == t->gone_cap) { /* a capped table's list: a mapping of its most at once (no heap left behind) */
+    size_t cap = t->gone_max ? t->gone_max : t->gone_cap ? t->gone_cap * 2 : 1024;
+    int64_t *g = cap <= t->gone_cap ? NULL
+                 : t->gone_max    ? tfx_map_zeroed(cap * sizeof *g)
+                                  : realloc(t->gone, cap * sizeof *g);
+    if (!g) { /* out of memory, or a capped table's most: the next checkpoint is full */
       t->gone_lost = 1;
       return;
     }
@@ -291,56 +355,49 @@ static void remember_gone(tfx_rowtable *t, int64_t id) {
 static void remove_row(tfx_rowtable *t, size_t r) {
   remove_cell(t, probe(t, t->ids[r]));
   remember_gone(t, t->ids[r]);
-  t->touched[r] = -1;
-  t->free_rows[t->n_free++] = (uint32_t)r;
+  t->touched[r] = -3 - t->free_head; /* <= -2: free, linking to the next free row (-1: none) */
+  t->free_head = (int64_t)r;
+  t->n_free++;
   t->used--;
   t->counts.evicted++;
 }
 
-/* The k-th smallest (0-based) of a[0..n), reordering a (Hoare's selection). */
-static int64_t select_kth(int64_t *a, size_t n, size_t k) {
-  ptrdiff_t lo = 0, hi = (ptrdiff_t)n - 1, want = (ptrdiff_t)k;
-  while (lo < hi) {
-    int64_t pivot = a[lo + (hi - lo) / 2];
-    ptrdiff_t i = lo, j = hi;
-    while (i <= j) {
-      while (a[i] < pivot) {
-        i++;
-      }
-      while (a[j] > pivot) {
-        j--;
-      }
-      if (i <= j) {
-        int64_t x = a[i];
-        a[i++] = a[j];
-        a[j--] = x;
-      }
-    }
-    if (want <= j) {
-      hi = j;
-    } else if (want >= i) {
-      lo = i;
-    } else {
-      break;
-    }
+/* The k-th smallest (0-based, k < rows stored) of the stored rows' touch steps, without a copy of them: a pass
+ * over the rows finds their range, then each pass counts the steps in HIST buckets of that range and narrows it to
+ * the bucket holding the k-th (one pass when the range spans at most HIST steps). */
+static int64_t kth_touch(const tfx_rowtable *t, size_t k) {
+  int64_t lo = INT64_MAX, hi = -1;
+  for (size_t r = 0; r < t->n_rows; r++) {
+    int64_t s = t->touched[r];
+    lo = s >= 0 && s < lo ? s : lo;
+    hi = s > hi ? s : hi;
   }
-  return a[want];
+  size_t below = 0; /* stored rows touched before lo */
+  while (lo < hi) {
+    uint64_t width = ((uint64_t)(hi - lo) + HIST) / HIST;
+    uint32_t hist[HIST] = {0};
+    for (size_t r = 0; r < t->n_rows; r++) {
+      int64_t s = t->touched[r];
+      if (s >= lo && s <= hi) {
+        hist[(uint64_t)(s - lo) / width]++;
+      }
+    }
+    size_t b = 0;
+    while (below + hist[b] <= k) {
+      below += hist[b++];
+    }
+    lo += (int64_t)(b * width);
+    hi = lo + (int64_t)width - 1 < hi ? lo + (int64_t)width - 1 : hi;
+  }
+  return lo;
 }
 
 /* The cap is reached: evicts the max_rows / 16 (at least one) least recently touched rows, so a new row fits and
- * the next ones do too without ranking every row again. -1 when out of memory. */
-static int make_room(tfx_rowtable *t) {
-  if (!t->scratch && !(t->scratch = malloc((size_t)t->max_rows * sizeof *t->scratch))) {
-    return -1;
-  }
-  size_t n = 0, k = (size_t)(t->max_rows / 16 > 0 ? t->max_rows / 16 : 1);
-  for (size_t r = 0; r < t->n_rows && n < (size_t)t->max_rows; r++) {
-    if (t->touched[r] >= 0) {
-      t->scratch[n++] = t->touched[r];
-    }
-  }
-  k = k < n ? k : n;
-  int64_t last = k ? select_kth(t->scratch, n, k - 1) : -1;
+ * the next ones do too without ranking every row again. */
+static void make_room(tfx_rowtable *t) {
+  size_t k = (size_t)(t->max_rows / 16 > 0 ? t->max_rows / 16 : 1);
+  k = k < t->used ? k : t->used;
+  int64_t last = k ? kth_touch(t, k - 1) : -1;
   size_t dropped = 0;
   for (size_t r = 0; r < t->n_rows && dropped < k; r++) { /* those older than the k-th */
     if (t->touched[r] >= 0 && t->touched[r] < last) {
@@ -354,13 +411,12 @@ static int make_room(tfx_rowtable *t) {
       dropped++;
     }
   }
-  return 0;
 }
 
 /* Makes the row of id (absent), without values; its index, or -1 when out of memory. */
 static int64_t insert(tfx_rowtable *t, int64_t id, int64_t step) {
-  if (t->max_rows && (int64_t)t->used >= t->max_rows && make_room(t)) {
-    return -1;
+  if (t->max_rows && (int64_t)t->used >= t->max_rows) {
+    make_room(t);
   }
   if ((t->used + 1) * 10 > t->map_cap * 7 && grow_map(t)) {
     return -1;
@@ -413,8 +469,10 @@ size_t tfx_rowtable_row_floats(const tfx_rowtable *t) {
 }
 
 size_t tfx_rowtable_bytes(const tfx_rowtable *t) {
-  size_t per_row = t->row_floats * sizeof(float) + 2 * sizeof(int64_t) + sizeof(uint32_t);
-  return t->n_slabs * SLAB_ROWS * per_row + t->map_cap * sizeof(cell) + sizeof *t;
+  size_t per_row = t->row_floats * sizeof(float) + 2 * sizeof(int64_t);
+  return t->n_slabs * SLAB_ROWS * per_row + t->map_cap * sizeof(cell) + t->gone_cap * sizeof(int64_t) +
+         (t->door ? 2 * TFX_ROWTABLE_DOOR_BITS / 8 : 0) +
+         (t->sketch ? TFX_ROWTABLE_SKETCH_DEPTH * TFX_ROWTABLE_SKETCH_WIDTH * 2 : 0) + sizeof *t;
 }
 
 int tfx_rowtable_each(const tfx_rowtable *t, int (*fn)(int64_t id, const float *row, void *ctx), void *ctx) {
@@ -503,9 +561,31 @@ int tfx_rowtable_put_at(tfx_rowtable *t, int64_t id, const float *row, int64_t s
   return TFX_OK;
 }
 
-/* Counts one coming of id in the sketch and returns its estimate. A conservative update (only the least of its
- * counters grow) and the halving of every count each WIDTH / 2 comings (TinyLFU's reset) keep the sketch from
- * filling: an id must come admit_min_count times within about that many comings of new ids on this ps. */
+/* Whether id is in either of the doorkeeper's filters; marks it in the current one, which takes the other's place
+ * (that one cleared) after DOOR_BITS / 12 new ids. */
+static int door_seen(tfx_rowtable *t, int64_t id) {
+  const size_t words = TFX_ROWTABLE_DOOR_BITS / 64;
+  uint64_t h1 = tfx_rand_mix((uint64_t)id ^ 0xD1B54A32D192ED03ULL), h2 = tfx_rand_mix(h1) | 1;
+  uint64_t *cur = t->door + (size_t)t->door_cur * words, *prev = t->door + (size_t)(1 - t->door_cur) * words;
+  int in_cur = 1, in_prev = 1;
+  for (uint64_t i = 0; i < 8; i++) {
+    size_t b = (size_t)((h1 + i * h2) & (TFX_ROWTABLE_DOOR_BITS - 1));
+    uint64_t bit = (uint64_t)1 << (b & 63);
+    in_cur &= (cur[b >> 6] & bit) != 0;
+    in_prev &= (prev[b >> 6] & bit) != 0;
+    cur[b >> 6] |= bit;
+  }
+  if (!in_cur && ++t->door_adds >= TFX_ROWTABLE_DOOR_BITS / 12) {
+    memset(prev, 0, words * sizeof *prev);
+    t->door_cur = 1 - t->door_cur;
+    t->door_adds = 0;
+  }
+  return in_cur || in_prev;
+}
+
+/* Counts one coming of id past the doorkeeper in the count-min and returns its estimate. A conservative update
+ * (only the least of its counters grow) and the halving of every count each WIDTH / 2 comings (TinyLFU's reset)
+ * keep it from filling: an id must come admit_min_count - 1 more times within about that many such comings. */
 static unsigned sketch_add(tfx_rowtable *t, int64_t id) {
   uint16_t *c[TFX_ROWTABLE_SKETCH_DEPTH];
   unsigned least = UINT16_MAX;
@@ -526,10 +606,10 @@ static unsigned sketch_add(tfx_rowtable *t, int64_t id) {
   return least + (least < UINT16_MAX);
 }
 
-/* Whether a new id is admitted now: seen admit_min times (the sketch), then the coin of (seed, table, id, the
- * table's count of admission decisions), the same run after run. */
+/* Whether a new id is admitted now: seen admit_min times (the doorkeeper, then the count-min), then the coin of (seed,
+ * table, id, the table's count of admission decisions), the same run after run. */
 static int admitted(tfx_rowtable *t, int64_t id) {
-  unsigned n = t->sketch ? sketch_add(t, id) : 1;
+  unsigned n = !t->door || !door_seen(t, id) ? 1 : t->sketch ? 1 + sketch_add(t, id) : 2;
   if (t->admit_min && n < (unsigned)t->admit_min) {
     return 0;
   }
@@ -559,6 +639,7 @@ size_t tfx_rowtable_expire(tfx_rowtable *t, int64_t now) {
 void tfx_rowtable_clear(tfx_rowtable *t) {
   memset(t->map, 0, t->map_cap * sizeof *t->map);
   t->n_rows = t->used = t->n_free = 0; /* the slabs stay, taken again from the first row */
+  t->free_head = -1;
 }
 
 void tfx_rowtable_prefetch(const tfx_rowtable *t, int64_t id, int stage) {

@@ -35,11 +35,16 @@ typedef struct tfx_rowtable_spec {
   double admit_probability; /* else with this probability per coming (>= 1: always) */
 } tfx_rowtable_spec;
 
-/* The admission sketch (count-min, TFX_ROWTABLE_SKETCH_DEPTH rows of TFX_ROWTABLE_SKETCH_WIDTH saturating 16-bit
- * counters): its memory is fixed, whatever the ids. */
+/* The admission sketch, fixed memory whatever the ids: a doorkeeper of two Bloom filters of
+ * TFX_ROWTABLE_DOOR_BITS bits (8 hashes) takes an id's first coming (the current filter is cleared into the other's
+ * place every DOOR_BITS / 12 new ids: an id is remembered for between that many and twice as many new ids on its
+ * ps, about 0.5% false positives), then with admit_min_count > 2 a count-min of TFX_ROWTABLE_SKETCH_DEPTH rows of
+ * TFX_ROWTABLE_SKETCH_WIDTH saturating 16-bit counters counts the comings after it. */
+#define TFX_ROWTABLE_DOOR_BITS ((size_t)1 << 21)
 #define TFX_ROWTABLE_SKETCH_DEPTH 4
-#define TFX_ROWTABLE_SKETCH_WIDTH 65536
-#define TFX_ROWTABLE_SKETCH_BYTES (TFX_ROWTABLE_SKETCH_DEPTH * TFX_ROWTABLE_SKETCH_WIDTH * 2)
+#define TFX_ROWTABLE_SKETCH_WIDTH 16384
+#define TFX_ROWTABLE_SKETCH_BYTES \
+  (2 * TFX_ROWTABLE_DOOR_BITS / 8 + TFX_ROWTABLE_SKETCH_DEPTH * TFX_ROWTABLE_SKETCH_WIDTH * 2)
 
 /* What a table did in its life: rows made and rows evicted (by the cap or by age). */
 typedef struct tfx_rowtable_counts {
@@ -91,7 +96,8 @@ int tfx_rowtable_each_since(const tfx_rowtable *t, int64_t since, int (*fn)(int6
 /* Rows stored now that were touched at step `since` or later. */
 size_t tfx_rowtable_rows_since(const tfx_rowtable *t, int64_t since);
 /* The ids evicted since the last tfx_rowtable_mark (with track_gone) into *ids (borrowed until the next change)
- * and *n; -1 when memory ran out remembering one (a delta cannot be written: the next checkpoint must be full). */
+ * and *n; -1 when memory ran out remembering one or a capped table evicted more than max_rows / 2 since (a delta
+ * cannot be written: the next checkpoint must be full). */
 int tfx_rowtable_gone(const tfx_rowtable *t, const int64_t **ids, size_t *n);
 /* A checkpoint of the table was written at step (full, or a delta): forgets the evicted ids remembered so far. */
 void tfx_rowtable_mark(tfx_rowtable *t, int64_t step, int full);
