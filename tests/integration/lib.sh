@@ -177,6 +177,20 @@ for k in sorted(k for k in head if k != "__metadata__"):
 PY
 }
 
+# same_exports DIR_A DIR_B: exit 0 when the two exports' model.safetensors hold the same tensors (header without
+# its metadata, and the data bytes).
+same_exports() {
+  python3 - "$1" "$2" <<'PY'
+import glob, json, struct, sys
+def tensors(d):
+    b = open(glob.glob(d + "/*/model.safetensors")[0], "rb").read()
+    n = struct.unpack("<Q", b[:8])[0]
+    h = json.loads(b[8:8 + n]); h.pop("__metadata__", None)
+    return h, b[8 + n:]
+sys.exit(0 if tensors(sys.argv[1]) == tensors(sys.argv[2]) else 1)
+PY
+}
+
 # steps_never_back METRICS [WORKERS MIN_STEP]: exit 0 when no worker's train step goes back in METRICS (no
 # rollback); with WORKERS and MIN_STEP, also that that many workers reported and one reached MIN_STEP.
 steps_never_back() {
