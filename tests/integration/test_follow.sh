@@ -5,43 +5,7 @@
 # workers' examples_seen (across restarts) add up to the rows landed. The table is capped (max_rows: 400 rows a ps of 5000 ids) and the
 # checkpoints are incremental, so the restart also restores a chain of deltas.
 . "$(dirname "$0")/lib.sh"
-mkdir -p "$WORK/parts" "$WORK/in"
-python3 - "$WORK/parts" <<'PY'
-import random, sys
-random.seed(3)
-for f in range(6):  # ids: a hot few hundred and a long tail
-    with open(f"{sys.argv[1]}/part-{f}.libsvm", "w") as out:
-        for _ in range(96 + 16 * f):
-            label = random.randrange(3)
-            ids = sorted(set(random.sample(range(1, 300), 5) + random.sample(range(300, 5000), 1) + [5000 + label]))
-            out.write(f"{label} " + " ".join(f"{i}:1" for i in ids) + "\n")
-PY
-cat >"$WORK/follow.json" <<JSON
-{"name": "follow", "model": {"input_shape": [6000], "loss": "softmax_cross_entropy",
-  "layers": [{"type": "embedding_bag", "units": 3, "combiner": "sum", "max_rows": 400}]},
- "data": {"format": "libsvm", "train": {"follow": "$WORK/in"}, "eval": {"images": "$WORK/parts/part-0.libsvm"},
-  "scale": 1},
- "optimizer": {"name": "adagrad", "learning_rate": 0.1},
- "checkpoint": {"every_steps": 1000, "every_secs": 1, "keep_max": 3, "incremental": true, "full_every": 3},
- "training": {"mode": "sync", "batch_size": 16, "report_every": 5, "seed": 1}, "eval": {"every_steps": 0}}
-JSON
-# seen: the sum over workers of their last examples_seen in the run's metrics.jsonl (-1: none yet).
-seen() {
-  python3 - "$WORK/run/metrics.jsonl" <<'PY'
-import json, sys
-last = {}
-try:
-    for line in open(sys.argv[1]):
-        r = json.loads(line)
-        if r.get("kind") == "train" and "examples_seen" in r: last[r["worker"]] = r["examples_seen"]
-except OSError: pass
-print(int(sum(last.values())) if last else -1)
-PY
-}
-land() { for f in "$@"; do cp "$WORK/parts/$f.libsvm" "$WORK/in/.$f.tmp" && mv "$WORK/in/.$f.tmp" "$WORK/in/$f.libsvm"; done; }
-# near ROWS: every landed row trained on but for the partial batches (each worker fewer than one batch, and a
-# step one worker could not complete).
-near() { local s; s=$(seen); [ "$s" -ge $(($1 - 64)) ] && [ "$s" -le "$1" ]; }
+. "$(dirname "$0")/follow_setup.sh"
 # follow FILE...: starts the cluster, lands the files one by one, each once the workers' examples_seen reach the
 # rows landed so far (they report while the stream is dry), then Ctrl-C's the process group and waits for the exit.
 follow() {
