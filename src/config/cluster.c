@@ -138,6 +138,9 @@ int tfx_cluster_all_unix(const tfx_cluster *c) {
 }
 
 int tfx_address_endpoint(const char *address, int bind, const char *bind_host, char *out, size_t n, tfx_err *err) {
+  if (!address) { /* a task the cluster counts without an address of its own */
+    return tfx_err_set(err, TFX_ECONFIG, "a task has no address");
+  }
   if (tfx_address_is_unix(address)) {
     return unix_endpoint(address, out, n, err);
   }
