@@ -235,6 +235,7 @@ typedef struct tfx_config {
   /* cluster timing */
   int register_timeout_s, request_timeout_s;
   int ps_replicas; /* cluster.replicas: 1 = each ps instance has a backup on the next ps */
+  int replica_batch_steps; /* cluster.replica_batch_steps: sync steps a primary forwards to its backup at once */
   tfx_transport local_transport; /* tfx-node local: Unix sockets (default) or TCP */
   int64_t max_message_bytes;     /* the largest frame a socket accepts (ZMQ_MAXMSGSIZE); 0: from the model */
   /* security: CURVE key files (see curve.h); none named means plaintext */

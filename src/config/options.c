@@ -193,6 +193,9 @@ const config__option config__options[] = {
     {"cluster.request_timeout_s", OPT_INT, O(request_timeout_s), 1, 86400, "60", "deadline of one request"},
     {"cluster.replicas", OPT_INT, O(ps_replicas), 0, 1, "0",
      "1: every ps shard has a backup on the next ps (ring), promoted when its primary dies (no rollback)"},
+    {"cluster.replica_batch_steps", OPT_INT, O(replica_batch_steps), 1, 64, "16",
+     "cluster.replicas 1, sync: a primary forwards its summed steps to the backup every this many steps, in one "
+     "message (1: every step); workers keep each push until its ps says the backup holds it (up to 2 x this + 2)"},
     {"cluster.local_transport", OPT_ENUM, O(local_transport), 0, 0, "ipc",
      "tfx-node local: ipc (Unix sockets in a private 0700 directory, no keys needed) | tcp (loopback, CURVE)",
      transports},

@@ -319,10 +319,10 @@ static int handle_data(ps_state *own, ps_state *p, tfx_inmsg *m, tfx_err *err) {
     case TFX__MSG_TYPE__MSG_PULL:
       return ps__pull(p, m, err);
     case TFX__MSG_TYPE__MSG_PUSH:
-      if ((e->flag & PS_FLAG_STEP) && e->step != p->version + p->n_log) {
+      if ((e->flag & PS_FLAG_STEP) && e->step != p->version + p->log_steps) {
         p->behind = 1;
         return tfx_err_set(err, TFX_ESTATE, "forwarded step %lld: the backup of ps instance %d is at step %lld",
-                           (long long)e->step, p->index, (long long)(p->version + p->n_log));
+                           (long long)e->step, p->index, (long long)(p->version + p->log_steps));
       }
       if (e->flag & PS_FLAG_ROWS) {
         rc = ps__log_rows(p, m, err); /* not answered (a refusal is, and cuts the primary's link) */
@@ -335,7 +335,8 @@ static int handle_data(ps_state *own, ps_state *p, tfx_inmsg *m, tfx_err *err) {
         return rc;
       }
       if (e->flag & PS_FLAG_FORWARDED) { /* held once received: the primary applies it meanwhile */
-        rc = reply_simple(p, m, p->version, 0, NULL, err);
+        int64_t holds = p->version + p->log_steps + ((e->flag & PS_FLAG_STEP) ? (int64_t)e->n_stats : 0);
+        rc = reply_simple(p, m, holds, 0, NULL, err); /* a batch's acknowledgement: the steps below are held */
         if (e->flag & PS_FLAG_STEP) {
           ps__log_hold(p, m);
           return rc;
@@ -515,11 +516,12 @@ static char *render(const char *path, const char **type, void *ctx) {
   return t.s;
 }
 
-/* Takes the backup's acknowledgements; once none is pending, the replies parked for them go. */
+/* Takes the backup's acknowledgements; the replies parked for them go once the backup holds enough. */
 static void acknowledged(ps_state *p) {
   if (p->fwd_pending > 0) {
+    int before = p->fwd_pending;
     ps__forward_acks(p);
-    if (p->fwd_pending == 0) {
+    if (p->fwd_pending < before) {
       ps__service(p);
     }
   }
@@ -553,6 +555,10 @@ static void serve(ps_state *p) {
     acknowledged(p);
     if (p->mirror) {
       acknowledged(p->mirror);
+    }
+    if (ready == 0) {
+      ps__forward_flush(p); /* sync, replicas: the steps batched go when nothing comes for a while */
+      ps__forward_flush(p->mirror);
     }
     if (!p->fwd_pending || ready == 0) {
       ps__log_trim(p->mirror); /* once the own replies went (or nothing came for a while) */
@@ -610,7 +616,7 @@ int tfx_ps_run(tfx_node *n, tfx_err *err) {
   if (p.mirror && p.mirror->initialized) {
     tfx_log(TFX_LOG_INFO, "PS-STOP-COPY", "%s of ps instance %d at step %lld: %llu pushes applied, %llu stale dropped",
             p.mirror->promoted ? "promoted copy" : "backup", p.mirror->index,
-            (long long)(p.mirror->version + p.mirror->n_log), (unsigned long long)p.mirror->stats.applied,
+            (long long)(p.mirror->version + p.mirror->log_steps), (unsigned long long)p.mirror->stats.applied,
             (unsigned long long)p.mirror->stats.stale);
   }
   tfx_http_stop(p.http);

@@ -149,6 +149,19 @@ typedef struct ps_ckpt_sums {
 /* With PS_FLAG_FORWARDED: rows of a lazy table (values and slots) for a new backup; not answered. */
 #define PS_FLAG_ROWS 32
 
+/* The own state's summed sync steps not forwarded yet (cluster.replicas 1): one message per
+ * cluster.replica_batch_steps steps (replica.c). Each tensor's bytes are a copy it owns; Tensor.version is its step. */
+typedef struct ps_batch {
+  Tfx__Tensor *metas;
+  int64_t *shapes; /* 2 per tensor */
+  void **owned;    /* per tensor: the allocation holding its bytes (and row ids) */
+  const void **data;
+  size_t n, cap;
+  double *n_grads; /* per step: the gradients it averaged */
+  int steps, cap_steps;
+  int64_t first; /* the version (step) of its first step */
+} ps_batch;
+
 typedef struct ps_state {
   tfx_node *node;
   void *sock;
@@ -168,6 +181,9 @@ typedef struct ps_state {
   int n_log, cap_log;
   int64_t fwd_steps;      /* the own state's: sync steps forwarded (a snapshot goes every ps__log_steps) */
   int64_t snap_at;        /* the own state's: the version of the backup's last snapshot (its lazy rows since go) */
+  ps_batch batch;         /* the own state's, sync: summed steps waiting to go to the backup in one message */
+  int64_t acked;          /* the own state's, sync: the backup holds every step below this version (told in replies) */
+  int log_steps;          /* a mirror's: the steps its log holds (a forwarded message carries one batch of them) */
   tfx_inmsg *held;        /* sync, training.deterministic: pushes that came before a lower worker's (order.c) */
   int n_held, cap_held;
   tfx_inmsg *deferred;    /* the own state's: requests that came while a forward waited (served next, in order) */
@@ -372,18 +388,30 @@ int ps__forward_send(ps_state *p, const tfx_inmsg *m);
 void ps__forward_acks(ps_state *p);
 /* The backup is lost (why): the instance goes on unreplicated, with one log line. */
 void ps__forward_fail(ps_state *p, const char *why);
-/* Sync mode: forwards the step about to be applied to the backup, once, as the primary summed it (the dense sums,
- * the rows looked up, a lazy table's summed rows in the order the sum lists them, values assigned this step, and
- * the number of gradients averaged); the backup applies it with the same code (ps__push, PS_FLAG_STEP), bit for
- * bit. fwd_pending holds the step's replies until the acknowledgement. Without a backup: clears step_assigned. */
+/* Sync mode: adds the step about to be applied to the batch for the backup, as the primary summed it (the dense
+ * sums, the rows looked up, a lazy table's summed rows in the order the sum lists them, values assigned this step,
+ * and the number of gradients averaged); every cluster.replica_batch_steps steps the batch goes in one message, which
+ * the backup applies step by step with the same code (ps__push, PS_FLAG_STEP), bit for bit, and acknowledges with
+ * its version (p->acked). Replies do not wait for it: they tell the workers p->acked (ps__acked), and a worker keeps
+ * its pushes until then. Without a backup: clears step_assigned. */
 void ps__forward_step(ps_state *p);
+/* Sends the steps batched so far to the backup (idle, before a snapshot, or when the batch is full). */
+void ps__forward_flush(ps_state *p);
+/* Whether replies and pulls must wait for the backup: async and ssp, while a forwarded push is not acknowledged;
+ * sync, while the steps the backup lacks reach 2 x cluster.replica_batch_steps + 2 (the pushes a worker keeps). */
+int ps__forward_holds(const ps_state *p);
+/* The acknowledgement a reply of p carries (sync with replicas: the version below which the backup holds every
+ * step, written into *buf; its version when p has no backup), or NULL (async, ssp, no replicas). Borrows buf. */
+Tfx__Since *ps__acked(const ps_state *p, Tfx__Since *buf);
+/* Frees the steps batched and not sent (the backup link closed). */
+void ps__batch_free(ps_state *p);
 /* A backup's log of forwarded steps (replog.c; the primary's side of snapshots and ps__log_steps: replica.c). */
 
 /* The steps between snapshots of an instance (its sums held meanwhile, at most 64 MiB of dense ones): 0 with a lazy
  * table under max_rows, ttl_steps or admission, or shards too large (every step is then applied once the own
  * replies went, and no snapshot is sent). */
 int ps__log_steps(const ps_state *p);
-/* Steps held in p's log (p may be NULL): the state's version plus this is the step the primary is at. */
+/* Steps held in p's log (p may be NULL): the state's version plus this is the step the primary forwarded. */
 int ps__log_pending(const ps_state *p);
 /* Keeps a forwarded step (its envelope and frames moved out of m; m keeps its identity) in the log; past the
  * log's bound the oldest is applied. */

@@ -402,41 +402,67 @@ static int check_step_tensor(const ps_state *p, const tfx_inmsg *m, size_t i, sh
   return TFX_OK;
 }
 
-/* A sync step forwarded by the primary (replicas, PS_FLAG_STEP): its sums are accumulated (0 + sum is the sum,
- * bit for bit) and applied with the primary's gradient count, by the code the primary ran. */
-static int push_step(ps_state *p, const tfx_inmsg *m, tfx_err *err) {
+/* Checks a forwarded batch of sync steps whole (a bad one changes nothing): its first step is the backup's, one
+ * gradient count per step, and each tensor fits its shard and names a step of the batch, in order. */
+static int check_batch(const ps_state *p, const tfx_inmsg *m, tfx_err *err) {
   const tfx_envelope *e = m->env;
-  if (e->step != p->version || e->n_stats != 1) {
+  if (e->step != p->version || !e->n_stats) {
     return tfx_err_set(err, TFX_ESTATE, "forwarded step %lld: the backup is at step %lld", (long long)e->step,
                        (long long)p->version);
   }
-  p->n_grads = (int)e->stats[0]->value;
+  shard *s = NULL;
+  uint64_t last = (uint64_t)e->step;
+  for (size_t i = 0; i < e->n_tensors; i++) {
+    int rc = check_step_tensor(p, m, i, &s, err);
+    uint64_t v = e->tensors[i]->version;
+    if (rc || v < last || v >= (uint64_t)e->step + e->n_stats) {
+      return rc ? rc
+                : tfx_err_set(err, TFX_EPROTO, "forwarded steps %lld..%lld: tensor '%.64s' of step %llu",
+                              (long long)e->step, (long long)(e->step + (int64_t)e->n_stats - 1),
+                              e->tensors[i]->name, (unsigned long long)v);
+    }
+    last = v;
+  }
+  return TFX_OK;
+}
+
+/* Applies tensors *i.. of step `step` of a forwarded batch: its sums are accumulated (0 + sum is the sum, bit for
+ * bit) and applied with the primary's gradient count, by the code the primary ran. */
+static int batch_step(ps_state *p, const tfx_inmsg *m, int64_t step, int n_grads, size_t *i, tfx_err *err) {
+  const tfx_envelope *e = m->env;
+  p->n_grads = n_grads;
   float scale = ps__sync_scale(p->n_grads);
   shard *s = NULL;
-  for (size_t i = 0; i < e->n_tensors; i++) { /* checked whole first: a bad step changes nothing */
-    int rc = check_step_tensor(p, m, i, &s, err);
-    if (rc) {
-      return rc;
-    }
-  }
-  for (size_t i = 0; i < e->n_tensors; i++) {
-    check_step_tensor(p, m, i, &s, err);
-    const float *g = grad_data(p, m, (int)i);
-    int whole = s->trainable && !s->table && !e->tensors[i]->n_rows;
+  for (; *i < e->n_tensors && e->tensors[*i]->version == (uint64_t)step; (*i)++) {
+    check_step_tensor(p, m, *i, &s, err);
+    const float *g = grad_data(p, m, (int)*i);
+    int whole = s->trainable && !s->table && !e->tensors[*i]->n_rows;
     int rc = !g    ? tfx_err_set(err, TFX_ENOMEM, "out of memory")
              : whole /* a dense sum is applied from its frame: the bits the primary applied from its accumulator */
                  ? (apply_one(p, s, g, scale) ? tfx_err_set(err, TFX_ENOMEM, "out of memory") : TFX_OK)
-                 : accumulate(p, s, g, e->tensors[i], err);
-    if (rc) { /* out of memory part way: this copy is no longer the primary's */
-      tfx_log(TFX_LOG_ERROR, "PS-BACKUP-BROKEN", "backup of ps instance %d: step %lld applied in part: %s", p->index,
-              (long long)e->step, err ? err->msg : "out of memory");
-      ps__sync_reset(p, p->n_workers);
-      p->behind = 1; /* every later step is refused, so the primary serves unreplicated; no promotion */
+                 : accumulate(p, s, g, e->tensors[*i], err);
+    if (rc) {
       return rc;
     }
   }
   apply_accumulated(p); /* the rows and lazy tables, and the step's end */
   return TFX_OK;
+}
+
+/* A batch of sync steps forwarded by the primary (replicas, PS_FLAG_STEP, repbatch.c), applied step by step. */
+static int push_step(ps_state *p, const tfx_inmsg *m, tfx_err *err) {
+  int rc = check_batch(p, m, err);
+  size_t i = 0;
+  for (size_t j = 0; !rc && j < m->env->n_stats; j++) {
+    rc = batch_step(p, m, m->env->step + (int64_t)j, (int)m->env->stats[j]->value, &i, err);
+    if (rc) { /* out of memory part way: this copy is no longer the primary's */
+      tfx_log(TFX_LOG_ERROR, "PS-BACKUP-BROKEN", "backup of ps instance %d: step %lld applied in part: %s", p->index,
+              (long long)p->version, err ? err->msg : "out of memory");
+      ps__sync_reset(p, p->n_workers);
+      p->behind = 1; /* every later step is refused, so the primary serves unreplicated; no promotion */
+    }
+  }
+  return rc;
 }
 
 /* The one-pass update of a fusable tensor (SGD, the only rule without slots): each 4 KiB block of the gradient
@@ -561,6 +587,8 @@ static int answer_push(ps_state *p, tfx_inmsg *m, int stale, tfx_err *err) {
   tfx_reply_init(&env, m);
   env.step = p->version;
   env.flag = stale;
+  Tfx__Since acked;
+  env.acked = ps__acked(p, &acked);
   return tfx_wire_send(p->sock, &m->identity, &env, NULL, 0, err);
 }
 

@@ -1,8 +1,9 @@
 /* Replicated shards (cluster.replicas 1, #27): every ps holds its own instance of the plan and a mirror of the
- * previous ps's (ps k backs up instance k - 1 on the ring). A primary forwards each worker's push to its backup and
- * waits for the acknowledgement before it applies the push itself, so the backup runs the same code on the same
- * messages in the same order and holds, bit for bit, every update a worker was told of. The master promotes a
- * mirror when its primary is lost (MSG_PROMOTE with a new plan epoch); a forward of an older epoch is refused. */
+ * previous ps's (ps k backs up instance k - 1 on the ring). In async and ssp mode a primary forwards each worker's
+ * push to its backup and waits for the acknowledgement before it answers, so the backup runs the same code on the
+ * same messages in the same order. In sync mode the summed steps go in batches (repbatch.c) and the workers keep
+ * their pushes until the backup acknowledged them. The master promotes a mirror when its primary is lost
+ * (MSG_PROMOTE with a new plan epoch); a forward of an older epoch is refused. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,7 @@ int ps__route(ps_state *own, const tfx_envelope *e, ps_state **out, tfx_err *err
 void ps__backup_close(ps_state *p) {
   tfx_client_destroy(p->backup);
   p->backup = NULL;
+  ps__batch_free(p);
 }
 
 /* Connects p to its backup on ps `at`. */
@@ -58,6 +60,7 @@ int ps__backup_open(ps_state *p, tfx_err *err) {
     return TFX_OK;
   }
   p->snap_at = p->version;
+  p->acked = p->version;
   return backup_connect(p, (p->index + 1) % n, err);
 }
 
@@ -85,6 +88,7 @@ static int reattach(ps_state *p, const tfx_inmsg *m, tfx_err *err) {
   p->unreplicated = 0;
   p->fwd_steps = 0;
   p->snap_at = p->version;
+  p->acked = p->version;
   tfx_log(TFX_LOG_WARN, "PS-REREPLICATED", "ps instance %d: ps %lld is its backup again: %zu bytes streamed at step "
           "%lld in %lld ms", p->index, (long long)e->step, bytes, (long long)p->version, (long long)(tfx_now_ms() - t0));
   tfx_envelope env;
@@ -173,6 +177,7 @@ void ps__forward_acks(ps_state *p) {
     if (!rc && r.env->code == TFX_ESTATE) {
       rc = tfx_err_set(&ferr, TFX_ESTATE, "%s", r.env->error ? r.env->error : "refused");
     }
+    int64_t holds = rc ? 0 : r.env->step; /* sync: the backup's version, every step below it held */
     tfx_inmsg_fini(&r);
     if (rc) {
       ps__forward_fail(p, ferr.msg);
@@ -180,6 +185,7 @@ void ps__forward_acks(ps_state *p) {
     }
     p->fwd_pending--; /* one acknowledgement per forward, in order */
     p->stats.forwarded++;
+    p->acked = holds > p->acked ? holds : p->acked;
   }
   if (p->fwd_pending > 0 && p->backup && (tfx_client_lost(p->backup) || tfx_now_ms() > p->fwd_deadline)) {
     ps__forward_fail(p, tfx_client_lost(p->backup) ? "its connection dropped" : "no acknowledgement in time");
@@ -227,8 +233,8 @@ int ps__promote(ps_state *p, const tfx_inmsg *m, tfx_err *err) {
   return tfx_wire_send(p->sock, &m->identity, &env, NULL, 0, err);
 }
 
-/* The tensors of one forwarded sync step (ps__forward_step): metadata, frames and the buffers they were gathered
- * into (freed once sent; frames are copied by the send). */
+/* The tensors of one snapshot: metadata, frames and the buffers they were gathered into (freed once sent; frames
+ * are copied by the send). */
 typedef struct step_msg {
   Tfx__Tensor *metas;
   Tfx__Tensor **ptrs;
@@ -278,47 +284,6 @@ static int64_t *gather_alloc(size_t n, size_t width, float **data) {
   return ids;
 }
 
-/* What shard s contributes to the step: its summed gradient (whole, or the rows looked up), a lazy table's
- * summed rows (in the sum table's order, so the backup makes them in the same order), or, non-trainable, the
- * values assigned this step. -1 when out of memory. */
-static int step_shard(step_msg *sm, shard *s, int n_grads) {
-  if (!s->trainable) {
-    if (s->step_assigned) {
-      step_add(sm, s, NULL, 0, s->value->data, s->count);
-    }
-    s->step_assigned = 0;
-    return 0;
-  }
-  if (!n_grads) {
-    return 0;
-  }
-  size_t rows = s->table ? tfx_rowtable_rows(s->acc_rows) : 0;
-  if (!s->table && s->acc_dense) {
-    step_add(sm, s, NULL, 0, s->acc, s->count);
-    return 0;
-  }
-  for (int64_t r = 0; !s->table && r < s->row_end - s->row_begin; r++) {
-    rows += s->touched[r];
-  }
-  if (!rows) {
-    return 0;
-  }
-  row_gather g = {.width = s->row_size};
-  if (!(g.ids = gather_alloc(rows, s->row_size, &g.data))) {
-    return -1;
-  }
-  if (s->table) {
-    tfx_rowtable_each(s->acc_rows, gather_sum_row, &g);
-  }
-  for (int64_t r = 0; !s->table && r < s->row_end - s->row_begin; r++) {
-    if (s->touched[r]) {
-      gather_sum_row(s->row_begin + r, s->acc + (size_t)r * s->row_size, &g);
-    }
-  }
-  step_add(sm, s, g.ids, g.n, g.data, g.n * g.width);
-  return 0;
-}
-
 /* Allocates sm for up to n tensors; -1 when out of memory (msg_free then frees what was made). */
 static int msg_alloc(step_msg *sm, size_t n) {
   *sm = (step_msg){calloc(n + 1, sizeof *sm->metas), calloc(n + 1, sizeof *sm->ptrs), calloc(n + 1, sizeof *sm->pl),
@@ -337,57 +302,14 @@ static void msg_free(step_msg *sm) {
   free(sm->shapes);
 }
 
-/* Sends the step's tensors to the backup, with the number of gradients averaged. */
-static int step_send(ps_state *p, step_msg *sm, tfx_err *err) {
-  Tfx__KeyValue kv, *kvp = &kv;
-  tfx__key_value__init(&kv);
-  kv.key = "n_grads";
-  kv.value = p->n_grads;
-  tfx_envelope env;
-  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_PUSH);
-  env.flag = PS_FLAG_FORWARDED | PS_FLAG_STEP;
-  env.step = p->version;
-  env.target = p->index + 1;
-  env.epoch = p->epoch;
-  env.tensors = sm->ptrs;
-  env.n_tensors = sm->n;
-  env.stats = &kvp;
-  env.n_stats = 1;
-  return tfx_client_send(p->backup, &env, sm->pl, (int)sm->n, err);
-}
-
-void ps__forward_step(ps_state *p) {
-  if (!p->backup) {
-    for (int i = 0; i < p->n_shards; i++) {
-      p->shards[i].step_assigned = 0;
-    }
-    return;
-  }
-  if (tfx_client_disconnects(p->backup) != p->backup_seen) {
-    ps__forward_fail(p, "its connection dropped");
-    return;
-  }
-  step_msg sm;
-  tfx_err err;
-  int rc = msg_alloc(&sm, (size_t)p->n_shards) ? tfx_err_set(&err, TFX_ENOMEM, "out of memory") : TFX_OK;
-  for (int i = 0; !rc && i < p->n_shards; i++) {
-    if (step_shard(&sm, &p->shards[i], p->n_grads)) {
-      rc = tfx_err_set(&err, TFX_ENOMEM, "out of memory gathering the step's rows");
-    }
-  }
-  rc = rc ? rc : step_send(p, &sm, &err);
-  msg_free(&sm);
-  if (rc) {
-    ps__forward_fail(p, err.msg);
-    return;
-  }
-  p->fwd_pending++;
-  p->fwd_deadline = tfx_now_ms() + (int64_t)p->cfg.request_timeout_s * 1000;
-}
-
 /* The log's bound: the summed steps it may hold, in bytes and in steps. */
 #define PS_LOG_BYTES ((size_t)64 << 20)
 #define PS_LOG_MAX 32
+
+/* The steps between snapshots: PS_LOG_MAX, or a batch when cluster.replica_batch_steps is larger. */
+static size_t log_max(const ps_state *p) {
+  return p->cfg.replica_batch_steps > PS_LOG_MAX ? (size_t)p->cfg.replica_batch_steps : PS_LOG_MAX;
+}
 
 /* A lazy table whose rows come and go by updates only (no cap, age limit or admission, whose state is the table's
  * own): the rows touched since a snapshot, copied over the backup's, make its table the primary's. */
@@ -405,8 +327,8 @@ int ps__log_steps(const ps_state *p) {
     }
     dense += p->shards[i].count * sizeof(float);
   }
-  size_t k = dense ? PS_LOG_BYTES / dense : PS_LOG_MAX;
-  k = k < PS_LOG_MAX ? k : PS_LOG_MAX;
+  size_t k = dense ? PS_LOG_BYTES / dense : log_max(p);
+  k = k < log_max(p) ? k : log_max(p);
   return k < 4 ? 0 : (int)k;
 }
 
@@ -502,7 +424,8 @@ void ps__forward_snapshot(ps_state *p) {
   }
   tfx_err err;
   size_t bytes = 0;
-  if (snapshot_send(p, 0, &bytes, &err)) {
+  ps__forward_flush(p); /* the steps before the snapshot go first: the backup takes it at its version */
+  if (p->backup && snapshot_send(p, 0, &bytes, &err)) {
     ps__forward_fail(p, err.msg);
   }
 }

@@ -1,11 +1,12 @@
-/* A backup's log of forwarded sync steps (cluster.replicas 1, #27). The backup acknowledges a step on receipt and
- * keeps its message; every ps__log_steps steps the primary sends a snapshot (the values and optimizer slots of its
- * dense shards, and the rows of its lazy tables touched since the last snapshot, with their slots), which replaces
- * the log, so the backup applies no step at all while its primary lives (the snapshot costs a fraction of the
- * updates it replaces). Before anything but a status or the next step reaches the backup (a promotion, a pull, a
- * checkpoint), it applies the log in order, with the code the primary ran: the same bits. An instance with a lazy
- * table whose rows also come and go by a cap, an age or admission keeps one step, applied once the own replies
- * went (that state is the table's own, and a copy of rows would not carry it). */
+/* A backup's log of forwarded sync steps (cluster.replicas 1, #27). The primary forwards its summed steps in
+ * batches of cluster.replica_batch_steps (one message each, repbatch.c); the backup acknowledges a batch on receipt
+ * with its version after it and keeps its message; every ps__log_steps steps the primary sends a snapshot (the
+ * values and optimizer slots of its dense shards, and the rows of its lazy tables touched since the last snapshot,
+ * with their slots), which replaces the log, so the backup applies no step at all while its primary lives (the
+ * snapshot costs a fraction of the updates it replaces). Before anything but a status or the next batch reaches the
+ * backup (a promotion, a pull, a checkpoint), it applies the log in order, with the code the primary ran: the same
+ * bits. An instance with a lazy table whose rows also come and go by a cap, an age or admission keeps one batch,
+ * applied once the own replies went (that state is the table's own, and a copy of rows would not carry it). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +17,14 @@
 #include "ps/rowtable.h"
 
 int ps__log_pending(const ps_state *p) {
-  return p ? p->n_log : 0;
+  return p ? p->log_steps : 0;
+}
+
+/* The log's bound in messages (each a batch of cluster.replica_batch_steps steps): the steps between snapshots and
+ * two batches more, or, without snapshots (k 0), one. */
+static int log_cap(const ps_state *p, int k) {
+  int batch = p->cfg.replica_batch_steps > 1 ? p->cfg.replica_batch_steps : 1;
+  return k ? k / batch + 2 : 1;
 }
 
 void ps__log_apply(ps_state *p, int keep) {
@@ -29,6 +37,7 @@ void ps__log_apply(ps_state *p, int keep) {
       tfx_log(TFX_LOG_ERROR, "PS-BACKUP-STEP", "backup of ps instance %d: step %lld not applied: %s", p->index,
               (long long)m->env->step, err.msg);
     }
+    p->log_steps -= m->env ? (int)m->env->n_stats : 0;
     tfx_inmsg_fini(m);
   }
   if (n) {
@@ -42,7 +51,7 @@ void ps__log_trim(ps_state *p) {
     return;
   }
   int k = ps__log_steps(p);
-  ps__log_apply(p, k ? k + 2 : 0);
+  ps__log_apply(p, k ? log_cap(p, k) : 0);
 }
 
 void ps__log_free(ps_state *p) {
@@ -52,10 +61,11 @@ void ps__log_free(ps_state *p) {
   free(p->log);
   p->log = NULL;
   p->n_log = p->cap_log = 0;
+  p->log_steps = 0;
 }
 
 void ps__log_hold(ps_state *p, tfx_inmsg *m) {
-  int k = ps__log_steps(p), cap = k ? k + 2 : 1;
+  int cap = log_cap(p, ps__log_steps(p));
   if (p->n_log >= cap) {
     ps__log_apply(p, cap - 1);
   }
@@ -71,6 +81,7 @@ void ps__log_hold(ps_state *p, tfx_inmsg *m) {
     p->log = log;
     p->cap_log = cap + 1;
   }
+  p->log_steps += (int)m->env->n_stats;
   tfx_inmsg *slot = &p->log[p->n_log++];
   memset(slot, 0, sizeof *slot);
   slot->env = m->env;
@@ -154,10 +165,10 @@ int ps__log_snapshot(ps_state *p, const tfx_inmsg *m, tfx_err *err) {
   const tfx_envelope *e = m->env;
   shard *s = NULL;
   int full = (e->flag & PS_FLAG_FULL) != 0;
-  int rc = full || e->step == p->version + p->n_log
+  int rc = full || e->step == p->version + p->log_steps
                ? TFX_OK
                : tfx_err_set(err, TFX_ESTATE, "snapshot of ps instance %d at step %lld: the backup is at step %lld",
-                             p->index, (long long)e->step, (long long)(p->version + p->n_log));
+                             p->index, (long long)e->step, (long long)(p->version + p->log_steps));
   for (size_t i = 0; !rc && i < e->n_tensors; i++) {
     rc = snapshot_check(p, m, i, &s, err);
   }
@@ -185,6 +196,7 @@ int ps__log_snapshot(ps_state *p, const tfx_inmsg *m, tfx_err *err) {
     tfx_inmsg_fini(&p->log[i]); /* every step the snapshot holds */
   }
   p->n_log = 0;
+  p->log_steps = 0;
   p->version = e->step;
   if (full) {
     workers_take(p, e);

@@ -32,7 +32,7 @@ int ps__worker_of(const tfx_envelope *e) {
 }
 
 int ps__pull_ready(const ps_state *p, int64_t min_version, int worker) {
-  if (p->version < min_version || p->fwd_pending > 0) { /* replicas: nothing leaves before the backup holds it */
+  if (p->version < min_version || ps__forward_holds(p)) { /* replicas: the backup lags too far (flow control) */
     return 0;
   }
   if (!ps__is_ssp(p) || worker < 0 || worker >= p->n_workers) {

@@ -203,6 +203,8 @@ int ps__send_values(ps_state *p, const zmq_msg_t *identity, uint64_t request_id,
   tfx_wire_request(&env, TFX__MSG_TYPE__MSG_REPLY);
   env.request_id = request_id;
   env.step = p->version;
+  Tfx__Since acked; /* replicas, sync: the steps the backup holds (a worker keeps its later pushes) */
+  env.acked = ps__acked(p, &acked);
   env.n_tensors = (size_t)n;
   env.tensors = ptrs;
   rc = tfx_wire_send(p->sock, identity, &env, pl, n, err);

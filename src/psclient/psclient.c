@@ -291,6 +291,7 @@ void tfx_psclient_destroy(tfx_psclient *c) {
     free(l->units);
     free(l->part_first);
     free(l->unit_len);
+    psclient__keep_free(l);
   }
   free(c->ps);
   free(c);
@@ -388,6 +389,9 @@ static int recv_values(tfx_psclient *c, int p, int64_t *lowest, tfx_err *err) {
   if (!rc && m.env->step >= 0) {
     l->since = m.env->step;
   }
+  if (!rc && c->replicas) {
+    psclient__acked(l, m.env); /* sync: the pushes the backup holds are no longer kept */
+  }
   tfx_inmsg_fini(&l->held);
   l->held = m;
   return rc;
@@ -417,7 +421,8 @@ static int recv_or_failover(tfx_psclient *c, int p, const request *q, int64_t *l
   int64_t deadline = 0;
   int rc = recv_values(c, p, lowest, err);
   while (rc && psclient__failover(c, p, rc, &deadline)) {
-    rc = q->push ? send_push(c, p, q->step, q->rows, err) : send_pull(c, p, q->step, err);
+    rc = q->push ? psclient__resend(c, p, q->step, err) : TFX_OK; /* the steps the promoted backup may lack */
+    rc = rc ? rc : q->push ? send_push(c, p, q->step, q->rows, err) : send_pull(c, p, q->step, err);
     rc = rc ? rc : recv_values(c, p, lowest, err);
   }
   return rc;
@@ -496,7 +501,8 @@ static int send_push(tfx_psclient *c, int p, int64_t step, int rows, tfx_err *er
     since.version = (uint64_t)l->since;
     env.since = &since;
   }
-  return tfx_client_send(l->client, &env, l->payloads, n, err);
+  rc = c->replicas ? psclient__keep(l, step, l->ptrs, l->payloads, n, err) : TFX_OK;
+  return rc ? rc : tfx_client_send(l->client, &env, l->payloads, n, err);
 }
 
 /* Sends one ps its gradients as a push-pull in parts (plan_parts), each part's bytes in place. */

@@ -37,6 +37,16 @@ typedef struct part_unit {
   size_t offset, count; /* in floats, within the slot */
 } part_unit;
 
+/* A push kept until the ps's backup holds its step (keep.c): its tensors' descriptions and bytes, copied. */
+typedef struct kept_push {
+  int64_t step;
+  size_t n, cap_n;
+  Tfx__Tensor *metas; /* rows point into mem; names and shapes borrowed from the link's slots */
+  tfx_payload *pl;    /* point into mem */
+  char *mem;
+  size_t cap_mem;
+} kept_push;
+
 typedef struct ps_link {
   tfx_client *client;
   part_unit *units; /* push-pull in parts: message j holds units part_first[j] .. part_first[j + 1] - 1 */
@@ -56,6 +66,9 @@ typedef struct ps_link {
   int moved;     /* failed over at least once: only a lost link moves it again (a backup refuses until promoted) */
   int target;    /* Envelope.target of its requests: instance + 1 with replicas, else 0 */
   unsigned seen; /* the link's disconnections when it was (re)made or last answered */
+  kept_push *kept; /* replicas, sync: pushes whose step the backup may not hold yet, oldest first (keep.c) */
+  int n_kept, cap_kept;
+  int acks; /* the last reply told the backup's acknowledgement (Envelope.acked): pushes are kept */
 } ps_link;
 
 struct tfx_psclient {
@@ -66,6 +79,7 @@ struct tfx_psclient {
   uint64_t row_bytes; /* rows of lazy tables pulled since the last pull or push-pull (counted into its bytes) */
   const tfx_cluster *cluster; /* borrowed: where each ps is */
   int replicas;               /* cluster.replicas 1: a lost ps's requests go to its backup (failover.c) */
+  uint64_t resent;            /* replicas: kept pushes sent again to a promoted backup (keep.c) */
   int64_t sent_step;          /* the last push-pull's step and rows flag (to send it again after a failover) */
   int sent_rows;
 };
@@ -97,5 +111,18 @@ int psclient__ready(tfx_psclient *c, int p, tfx_err *err);
 int psclient__failover(tfx_psclient *c, int p, int rc, int64_t *deadline);
 /* Points link p at ps `at` (a new DEALER); its values are taken whole from the next reply. */
 int psclient__relink(tfx_psclient *c, int p, int at, tfx_err *err);
+
+/* The pushes kept for a backup (keep.c, cluster.replicas 1, sync). */
+
+/* Keeps a copy of link l's push of `step` (its n tensors and payloads, borrowed) when its ps tells
+ * acknowledgements and it is not kept already; TFX_ENOMEM naming the step and the ps when memory runs out. */
+int psclient__keep(ps_link *l, int64_t step, Tfx__Tensor *const *ptrs, const tfx_payload *pl, int n, tfx_err *err);
+/* Drops the pushes of l that reply (borrowed) says the backup holds: below reply->acked, or all without it. */
+void psclient__acked(ps_link *l, const tfx_envelope *reply);
+/* After link p failed over: sends its kept pushes of steps below `below` again, oldest first, each answered
+ * before the next goes (waiting for the promotion as psclient__failover does); logs PSCLIENT-RESEND. */
+int psclient__resend(tfx_psclient *c, int p, int64_t below, tfx_err *err);
+/* Frees the pushes kept on l. */
+void psclient__keep_free(ps_link *l);
 
 #endif

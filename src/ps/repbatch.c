@@ -1,0 +1,251 @@
+/* Replicas, the primary's sync steps in batches (cluster.replicas 1, cluster.replica_batch_steps K, #27). A primary
+ * applies a step and answers its workers at once; the step, as summed, joins a batch that goes to the backup in one
+ * message every K steps (or when the ps is idle, or before a snapshot), which the backup logs and acknowledges with
+ * its version. Every reply tells the workers that version (Envelope.acked): a worker keeps each push until the
+ * acknowledgement passes its step (psclient), and sends the ones it keeps again to a promoted backup, which applies
+ * the steps its log lacks (a resent push of a step it holds is stale: dropped). Replies wait only when the backup
+ * lags by 2K + 2 steps, the pushes a worker may keep (flow control). Messages between the ps: 2 per K steps. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "ps/ps_impl.h"
+#include "ps/rowtable.h"
+
+/* The steps a primary batches: cluster.replica_batch_steps (at least 1). */
+static int batch_steps(const ps_state *p) {
+  return p->cfg.replica_batch_steps > 1 ? p->cfg.replica_batch_steps : 1;
+}
+
+int ps__forward_holds(const ps_state *p) {
+  if (!ps__is_sync(p)) {
+    return p->fwd_pending > 0; /* async, ssp: each push waits for the backup (replica.c) */
+  }
+  return p->backup && p->version - p->acked >= 2 * (int64_t)batch_steps(p) + 2;
+}
+
+Tfx__Since *ps__acked(const ps_state *p, Tfx__Since *buf) {
+  if (!p->cfg.ps_replicas || !ps__is_sync(p)) {
+    return NULL;
+  }
+  tfx__since__init(buf);
+  buf->version = (uint64_t)(p->backup ? p->acked : p->version);
+  return buf;
+}
+
+void ps__batch_free(ps_state *p) {
+  ps_batch *b = &p->batch;
+  for (size_t i = 0; i < b->n; i++) {
+    free(b->owned[i]);
+  }
+  free(b->metas);
+  free(b->shapes);
+  free(b->owned);
+  free(b->data);
+  free(b->n_grads);
+  memset(b, 0, sizeof *b);
+}
+
+/* Room for one more tensor in the batch; -1 when out of memory. */
+static int batch_grow(ps_batch *b) {
+  if (b->n < b->cap) {
+    return 0;
+  }
+  size_t cap = b->cap * 2 + 8;
+  Tfx__Tensor *metas = realloc(b->metas, cap * sizeof *metas);
+  b->metas = metas ? metas : b->metas;
+  int64_t *shapes = metas ? realloc(b->shapes, 2 * cap * sizeof *shapes) : NULL;
+  b->shapes = shapes ? shapes : b->shapes;
+  void **owned = shapes ? realloc(b->owned, cap * sizeof *owned) : NULL;
+  b->owned = owned ? owned : b->owned;
+  const void **data = owned ? realloc(b->data, cap * sizeof *data) : NULL;
+  b->data = data ? data : b->data;
+  if (!data) {
+    return -1;
+  }
+  b->cap = cap;
+  return 0;
+}
+
+/* Adds a tensor of shard s to the batch: n_rows ids (NULL: whole) and floats, in `mem` (taken: freed with it). */
+static int batch_add(ps_batch *b, const shard *s, int64_t step, int64_t *ids, size_t n_rows, void *mem,
+                     const float *data, size_t floats) {
+  if (batch_grow(b)) {
+    free(mem);
+    return -1;
+  }
+  Tfx__Tensor *t = &b->metas[b->n];
+  tfx__tensor__init(t);
+  t->name = (char *)s->key;
+  t->version = (uint64_t)step;
+  b->shapes[2 * b->n] = ids ? s->shape[0] : (int64_t)floats;
+  b->shapes[2 * b->n + 1] = (int64_t)s->row_size;
+  t->n_shape = ids ? 2 : 1;
+  t->rows = ids;
+  t->n_rows = n_rows;
+  t->nbytes = floats * sizeof(float);
+  b->owned[b->n] = mem;
+  b->data[b->n++] = data;
+  return 0;
+}
+
+/* A copy of n floats; NULL when out of memory. */
+static float *copy_floats(const float *src, size_t n) {
+  float *f = malloc(n * sizeof(float) + 1);
+  if (f) {
+    memcpy(f, src, n * sizeof(float));
+  }
+  return f;
+}
+
+typedef struct row_gather {
+  int64_t *ids;
+  float *data;
+  size_t n, width;
+} row_gather;
+
+static int gather_row(int64_t id, const float *sum, void *ctx) {
+  row_gather *g = ctx;
+  g->ids[g->n] = id;
+  memcpy(g->data + g->n * g->width, sum, sizeof(float) * g->width);
+  g->n++;
+  return 0;
+}
+
+/* The summed rows of shard s (a lazy table's in its sum's order, else the dense rows looked up), added to the
+ * batch; -1 when out of memory. */
+static int batch_rows(ps_batch *b, shard *s, int64_t step) {
+  size_t rows = s->table ? tfx_rowtable_rows(s->acc_rows) : 0;
+  for (int64_t r = 0; !s->table && r < s->row_end - s->row_begin; r++) {
+    rows += s->touched[r];
+  }
+  if (!rows) {
+    return 0;
+  }
+  row_gather g = {.width = s->row_size};
+  if (!(g.ids = malloc(rows * sizeof(int64_t) + rows * g.width * sizeof(float) + 1))) {
+    return -1;
+  }
+  g.data = (float *)(g.ids + rows);
+  if (s->table) {
+    tfx_rowtable_each(s->acc_rows, gather_row, &g);
+  }
+  for (int64_t r = 0; !s->table && r < s->row_end - s->row_begin; r++) {
+    if (s->touched[r]) {
+      gather_row(s->row_begin + r, s->acc + (size_t)r * s->row_size, &g);
+    }
+  }
+  return batch_add(b, s, step, g.ids, g.n, g.ids, g.data, g.n * g.width);
+}
+
+/* What shard s contributes to the step (its summed gradient, whole or by rows, or, non-trainable, the values
+ * assigned this step), copied into the batch; -1 when out of memory. */
+static int batch_shard(ps_batch *b, shard *s, int64_t step, int n_grads) {
+  if (!s->trainable) {
+    int assigned = s->step_assigned;
+    s->step_assigned = 0;
+    float *f = assigned ? copy_floats(s->value->data, s->count) : NULL;
+    return !assigned ? 0 : f ? batch_add(b, s, step, NULL, 0, f, f, s->count) : -1;
+  }
+  if (!n_grads) {
+    return 0;
+  }
+  if (!s->table && s->acc_dense) {
+    float *f = copy_floats(s->acc, s->count);
+    return f ? batch_add(b, s, step, NULL, 0, f, f, s->count) : -1;
+  }
+  return batch_rows(b, s, step);
+}
+
+/* Counts one more step (its gradients averaged) in the batch; -1 when out of memory. */
+static int batch_step(ps_batch *b, int64_t step, int n_grads) {
+  if (b->steps == b->cap_steps) {
+    int cap = b->cap_steps * 2 + 4;
+    double *g = realloc(b->n_grads, (size_t)cap * sizeof *g);
+    if (!g) {
+      return -1;
+    }
+    b->n_grads = g;
+    b->cap_steps = cap;
+  }
+  b->first = b->steps ? b->first : step;
+  b->n_grads[b->steps++] = n_grads;
+  return 0;
+}
+
+/* Sends the batch to the backup: its steps' tensors in order, the gradients averaged per step (stats "n_grads"). */
+static int batch_send(ps_state *p, tfx_err *err) {
+  ps_batch *b = &p->batch;
+  Tfx__KeyValue *kv = calloc((size_t)b->steps + 1, sizeof *kv);
+  Tfx__KeyValue **kvp = calloc((size_t)b->steps + 1, sizeof *kvp);
+  Tfx__Tensor **ptrs = calloc(b->n + 1, sizeof *ptrs);
+  tfx_payload *pl = calloc(b->n + 1, sizeof *pl);
+  int rc = kv && kvp && ptrs && pl ? TFX_OK : tfx_err_set(err, TFX_ENOMEM, "out of memory");
+  for (int j = 0; !rc && j < b->steps; j++) {
+    tfx__key_value__init(&kv[j]);
+    kv[j].key = "n_grads";
+    kv[j].value = b->n_grads[j];
+    kvp[j] = &kv[j];
+  }
+  for (size_t i = 0; !rc && i < b->n; i++) {
+    b->metas[i].shape = b->shapes + 2 * i;
+    ptrs[i] = &b->metas[i];
+    pl[i] = (tfx_payload){b->data[i], b->metas[i].nbytes, 1, NULL, NULL};
+  }
+  tfx_envelope env;
+  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_PUSH);
+  env.flag = PS_FLAG_FORWARDED | PS_FLAG_STEP;
+  env.step = b->first;
+  env.target = p->index + 1;
+  env.epoch = p->epoch;
+  env.tensors = ptrs;
+  env.n_tensors = b->n;
+  env.stats = kvp;
+  env.n_stats = (size_t)b->steps;
+  rc = rc ? rc : tfx_client_send(p->backup, &env, pl, (int)b->n, err);
+  free(kv);
+  free(kvp);
+  free(ptrs);
+  free(pl);
+  return rc;
+}
+
+void ps__forward_flush(ps_state *p) {
+  if (!p || !p->backup || !p->batch.steps) {
+    return;
+  }
+  tfx_err err;
+  int rc = batch_send(p, &err);
+  ps__batch_free(p);
+  if (rc) {
+    ps__forward_fail(p, err.msg);
+    return;
+  }
+  p->fwd_pending++;
+  p->fwd_deadline = tfx_now_ms() + (int64_t)p->cfg.request_timeout_s * 1000;
+}
+
+void ps__forward_step(ps_state *p) {
+  if (!p->backup) {
+    for (int i = 0; i < p->n_shards; i++) {
+      p->shards[i].step_assigned = 0;
+    }
+    return;
+  }
+  if (tfx_client_disconnects(p->backup) != p->backup_seen) {
+    ps__forward_fail(p, "its connection dropped");
+    return;
+  }
+  int rc = batch_step(&p->batch, p->version, p->n_grads);
+  for (int i = 0; !rc && i < p->n_shards; i++) {
+    rc = batch_shard(&p->batch, &p->shards[i], p->version, p->n_grads);
+  }
+  if (rc) {
+    ps__forward_fail(p, "out of memory batching the step for it");
+    return;
+  }
+  if (p->batch.steps >= batch_steps(p)) {
+    ps__forward_flush(p);
+  }
+}
