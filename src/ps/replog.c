@@ -7,6 +7,7 @@
  * backup (a promotion, a pull, a checkpoint), it applies the log in order, with the code the primary ran: the same
  * bits. An instance with a lazy table whose rows also come and go by a cap, an age or admission keeps one batch,
  * applied once the own replies went (that state is the table's own, and a copy of rows would not carry it). */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,11 +114,15 @@ static int rows_put(ps_state *p, const tfx_inmsg *m, size_t i, shard *s, tfx_err
   size_t size = 0, width = tfx_rowtable_row_floats(s->table);
   const char *data = tfx_inmsg_part(m, (int)i, &size);
   int64_t step = m->env->step > 0 ? m->env->step - 1 : 0;
-  float *row = malloc(width * sizeof(float) + 1); /* the frame may not be aligned */
-  int rc = row ? TFX_OK : TFX_ENOMEM;
+  int aligned = ((uintptr_t)data & 3) == 0; /* rows are read in place, else copied to `row` first */
+  float *row = aligned ? NULL : malloc(width * sizeof(float) + 1);
+  int rc = aligned || row ? TFX_OK : TFX_ENOMEM;
   for (size_t k = 0; !rc && k < t->n_rows; k++) {
-    memcpy(row, data + k * width * sizeof(float), width * sizeof(float));
-    rc = tfx_rowtable_put_at(s->table, t->rows[k], row, step, err);
+    const float *at = aligned ? (const float *)data + k * width : row;
+    if (!aligned) {
+      memcpy(row, data + k * width * sizeof(float), width * sizeof(float));
+    }
+    rc = tfx_rowtable_put_at(s->table, t->rows[k], at, step, err);
   }
   free(row);
   if (rc) {
