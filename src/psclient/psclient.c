@@ -501,8 +501,9 @@ static int send_push(tfx_psclient *c, int p, int64_t step, int rows, tfx_err *er
     since.version = (uint64_t)l->since;
     env.since = &since;
   }
-  rc = c->replicas ? psclient__keep(l, step, l->ptrs, l->payloads, n, err) : TFX_OK;
-  return rc ? rc : tfx_client_send(l->client, &env, l->payloads, n, err);
+  rc = tfx_client_send(l->client, &env, l->payloads, n, err);
+  /* replicas, sync: kept until the backup holds it, copied while the ps works (the frames went in place) */
+  return rc || !c->replicas ? rc : psclient__keep(l, step, l->ptrs, l->payloads, n, err);
 }
 
 /* Sends one ps its gradients as a push-pull in parts (plan_parts), each part's bytes in place. */
