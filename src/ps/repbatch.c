@@ -18,22 +18,6 @@ static int batch_steps(const ps_state *p) {
   return p->cfg.replica_batch_steps > 1 ? p->cfg.replica_batch_steps : 1;
 }
 
-int ps__forward_holds(const ps_state *p) {
-  if (!ps__is_sync(p)) {
-    return p->fwd_pending > 0; /* async, ssp: each push waits for the backup (replica.c) */
-  }
-  return p->backup && p->version - p->acked >= 2 * (int64_t)batch_steps(p) + 2;
-}
-
-Tfx__Since *ps__acked(const ps_state *p, Tfx__Since *buf) {
-  if (!p->cfg.ps_replicas || !ps__is_sync(p)) {
-    return NULL;
-  }
-  tfx__since__init(buf);
-  buf->version = (uint64_t)(p->backup ? p->acked : p->version);
-  return buf;
-}
-
 void ps__batch_free(ps_state *p) {
   ps_batch *b = &p->batch;
   for (size_t i = 0; i < b->n; i++) {
@@ -45,6 +29,20 @@ void ps__batch_free(ps_state *p) {
   free(b->data);
   free(b->n_grads);
   memset(b, 0, sizeof *b);
+}
+
+void ps__backup_close(ps_state *p) {
+  tfx_client_destroy(p->backup);
+  p->backup = NULL;
+  ps__batch_free(p);
+}
+
+void ps__forward_fail(ps_state *p, const char *why) {
+  tfx_log(TFX_LOG_WARN, "PS-BACKUP-LOST", "ps instance %d: its backup is lost (%s); serving unreplicated", p->index,
+          why);
+  ps__backup_close(p);
+  p->unreplicated = 1;
+  p->fwd_pending = 0;
 }
 
 /* Room for one more tensor in the batch; -1 when out of memory. */

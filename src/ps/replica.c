@@ -30,11 +30,6 @@ int ps__route(ps_state *own, const tfx_envelope *e, ps_state **out, tfx_err *err
   return TFX_OK; /* an INIT for a new mirror: the caller makes it */
 }
 
-void ps__backup_close(ps_state *p) {
-  tfx_client_destroy(p->backup);
-  p->backup = NULL;
-  ps__batch_free(p);
-}
 
 /* Connects p to its backup on ps `at`. */
 static int backup_connect(ps_state *p, int at, tfx_err *err) {
@@ -192,13 +187,6 @@ void ps__forward_acks(ps_state *p) {
   }
 }
 
-void ps__forward_fail(ps_state *p, const char *why) {
-  tfx_log(TFX_LOG_WARN, "PS-BACKUP-LOST", "ps instance %d: its backup is lost (%s); serving unreplicated", p->index,
-          why);
-  ps__backup_close(p);
-  p->unreplicated = 1;
-  p->fwd_pending = 0;
-}
 
 int ps__promote(ps_state *p, const tfx_inmsg *m, tfx_err *err) {
   const tfx_envelope *e = m->env;

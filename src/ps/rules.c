@@ -31,6 +31,23 @@ int ps__worker_of(const tfx_envelope *e) {
   return e->sender_role == TFX__ROLE__ROLE_WORKER ? e->sender_index : -1;
 }
 
+int ps__forward_holds(const ps_state *p) {
+  if (!ps__is_sync(p)) {
+    return p->fwd_pending > 0; /* async, ssp: each push waits for the backup (replica.c) */
+  }
+  int64_t batch = p->cfg.replica_batch_steps > 1 ? p->cfg.replica_batch_steps : 1;
+  return p->backup && p->version - p->acked >= 2 * batch + 2;
+}
+
+Tfx__Since *ps__acked(const ps_state *p, Tfx__Since *buf) {
+  if (!p->cfg.ps_replicas || !ps__is_sync(p)) {
+    return NULL;
+  }
+  tfx__since__init(buf);
+  buf->version = (uint64_t)(p->backup ? p->acked : p->version);
+  return buf;
+}
+
 int ps__pull_ready(const ps_state *p, int64_t min_version, int worker) {
   if (p->version < min_version || ps__forward_holds(p)) { /* replicas: the backup lags too far (flow control) */
     return 0;
