@@ -162,3 +162,34 @@ Test(ps_replica, an_async_push_resent_after_a_failover_is_applied_once) {
   cr_assert_eq(ps__async_duplicate(p, &e), 0, "without replicas nothing changes");
   free(p);
 }
+
+Test(ps_replica, a_sync_reply_tells_the_backups_step_and_waits_only_when_it_lags_two_batches) {
+  ps_state *p = make(1, 0, 1);
+  Tfx__Since buf;
+  p->cfg.replica_batch_steps = 4;
+  p->version = 20;
+  p->acked = 12;
+  Tfx__Since *a = ps__acked(p, &buf);
+  cr_assert_not_null(a);
+  cr_assert_eq(a->version, 20, "no backup (lost, or never had one): the reply is the acknowledgement");
+  cr_assert_not(ps__forward_holds(p));
+  p->backup = (tfx_client *)&buf; /* only tested for NULL here */
+  a = ps__acked(p, &buf);
+  cr_assert_eq(a->version, 12, "the backup holds every step below 12");
+  cr_assert_not(ps__forward_holds(p), "8 steps behind: under 2 x 4 + 2");
+  p->version = 22;
+  cr_assert(ps__forward_holds(p), "10 steps behind: a worker keeps 2 x 4 + 2 pushes at most: replies wait");
+  cr_assert_not(ps__pull_ready(p, 0, 0));
+  p->acked = 16;
+  cr_assert(ps__pull_ready(p, 0, 0));
+  p->cfg.mode = TFX_MODE_ASYNC;
+  cr_assert_null(ps__acked(p, &buf), "async: each push is acknowledged by its reply");
+  cr_assert_not(ps__forward_holds(p));
+  p->fwd_pending = 1;
+  cr_assert(ps__forward_holds(p), "async: a push's reply waits for its forward's acknowledgement");
+  p->cfg.mode = TFX_MODE_SYNC;
+  p->cfg.ps_replicas = 0;
+  cr_assert_null(ps__acked(p, &buf));
+  p->backup = NULL;
+  free(p);
+}
