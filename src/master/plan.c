@@ -128,6 +128,7 @@ int tfx_plan_build(const tfx_config *cfg, tfx_model *m, int n_ps, tfx_plan *plan
   plan->n = k;
   plan->n_ps = n_ps;
   plan->replicas = tfx_plan_backup(0, n_ps, cfg->ps_replicas) >= 0;
+  plan->replica_batch = cfg->replica_batch_steps > 1 ? cfg->replica_batch_steps : 1;
   free(order);
   free(load);
   return TFX_OK;
@@ -187,6 +188,21 @@ static size_t ps_bytes(const tfx_plan *plan, int p) {
   return bytes;
 }
 
+/* With replicas, sync: what each worker keeps for ps p until its backup holds it (2 x K + 2 pushes, each the dense
+ * trainable bytes of p's shards and the rows of its lazy tables in one batch). */
+static void print_kept(const tfx_plan *plan, int p, FILE *f) {
+  size_t dense = 0;
+  int lazy = 0;
+  for (int i = 0; i < plan->n; i++) {
+    const Tfx__Shard *s = &plan->shards[i];
+    lazy |= s->ps == p && s->lazy;
+    dense += s->ps == p && s->trainable && !s->lazy ? shard_load(s) : 0;
+  }
+  int n = 2 * plan->replica_batch + 2;
+  fprintf(f, "  each worker keeps (sync) up to %d pushes for it until its backup holds them: <= %zu bytes%s\n", n,
+          (size_t)n * dense, lazy ? " and the rows of its lazy tables in as many batches" : "");
+}
+
 void tfx_plan_print(const tfx_plan *plan, FILE *f) {
   size_t max = 0, sum = 0;
   for (int p = 0; p < plan->n_ps; p++) {
@@ -203,6 +219,7 @@ void tfx_plan_print(const tfx_plan *plan, FILE *f) {
       int of = (p + plan->n_ps - 1) % plan->n_ps; /* the ps whose backup p holds */
       fprintf(f, "  as the backup of ps %d: %zu bytes; held in all: %zu bytes\n", of, ps_bytes(plan, of),
               bytes + ps_bytes(plan, of));
+      print_kept(plan, p, f);
     }
     max = bytes > max ? bytes : max;
     sum += bytes;

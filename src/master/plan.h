@@ -17,6 +17,7 @@ typedef struct tfx_plan {
   int64_t *shapes;   /* 4 per shard */
   int n, n_ps;
   int replicas; /* cluster.replicas 1 with at least 2 ps: each ps's shards have a backup (tfx_plan_backup) */
+  int replica_batch; /* cluster.replica_batch_steps: a sync worker keeps up to 2 x this + 2 pushes per ps */
 } tfx_plan;
 
 /* Places the model's variables on n_ps servers; caller owns *plan; release with tfx_plan_fini. */

@@ -349,6 +349,9 @@ Test(plan, print_names_each_shards_backup_and_the_bytes_each_ps_holds_with_repli
   cr_assert(strstr(text, "dense_1/kernel/part_0            rows 0..392      401408 bytes  backup: ps 1"), "%s", text);
   cr_assert(strstr(text, "as the backup of ps 1: 408104 bytes; held in all: 940584 bytes"), "%s", text);
   cr_assert(strstr(text, "as the backup of ps 0: 532480 bytes; held in all: 940584 bytes"), "%s", text);
+  cr_assert(strstr(text, "each worker keeps (sync) up to 34 pushes for it until its backup holds them: <= 18104320 "
+                         "bytes"), /* cluster.replica_batch_steps 16: 2 x 16 + 2 pushes of ps 0's 532480 bytes */
+            "%s", text);
   free(text);
   tfx_plan_fini(&p);
 }
