@@ -1,0 +1,129 @@
+/* Unit tests of src/ps/replog.c (cluster.replicas 1, #27), the backup's side of a lazy table: a batch of forwarded
+ * sync steps is held whole in the log (its steps counted, so the backup's step is the primary's), and the
+ * primary's snapshot of the rows touched since the last one (values and Adagrad slots, by id) is stored into the
+ * backup's table and replaces the log; a snapshot of another step, or rows that do not fit the table, change
+ * nothing and are refused (TFX_ESTATE, naming why). Messages go over an inproc PAIR, as the ps receives them. */
+#include <criterion/criterion.h>
+#include <string.h>
+#include <zmq.h>
+
+#include "ps/ps_impl.h"
+#include "ps/rowtable.h"
+
+static void *ctx, *tx, *rx;
+static ps_state *p;
+
+/* A backup state of one lazy table "emb/part_0" (ids < 1000, 2 floats a row, 1 slot: 4 floats stored a row). */
+static void setup(void) {
+  ctx = zmq_ctx_new();
+  tx = zmq_socket(ctx, ZMQ_PAIR);
+  rx = zmq_socket(ctx, ZMQ_PAIR);
+  cr_assert_eq(zmq_bind(rx, "inproc://replog"), 0);
+  cr_assert_eq(zmq_connect(tx, "inproc://replog"), 0);
+  p = calloc(1, sizeof *p);
+  cr_assert_not_null(p);
+  tfx_config_init(&p->cfg);
+  p->backup_of = 1;
+  p->initialized = 1;
+  p->cfg.mode = TFX_MODE_SYNC;
+  p->cfg.ps_replicas = 1;
+  p->cfg.replica_batch_steps = 4;
+  p->shards = calloc(1, sizeof *p->shards);
+  p->n_shards = 1;
+  shard *s = &p->shards[0];
+  snprintf(s->key, sizeof s->key, "emb/part_0");
+  snprintf(s->var, sizeof s->var, "emb");
+  tfx_rowtable_spec spec = {.name = "emb", .vocab = 1000, .dim = 2, .n_slots = 1, .init = "zeros", .seed = 7};
+  tfx_err err = {0};
+  cr_assert_eq(tfx_rowtable_create(&spec, &s->table, &err), TFX_OK, "%s", err.msg);
+}
+
+static void teardown(void) {
+  ps__log_free(p);
+  tfx_rowtable_destroy(p->shards[0].table);
+  free(p->shards);
+  free(p);
+  zmq_close(tx);
+  zmq_close(rx);
+  zmq_ctx_term(ctx);
+}
+
+TestSuite(ps_replog, .init = setup, .fini = teardown);
+
+/* Sends a forwarded message (flags, step, n_stats steps) with one rows tensor of `n` ids and `floats` floats, and
+ * receives it into *m as the ps would. */
+static void message(tfx_inmsg *m, int64_t flag, int64_t step, int n_stats, const int64_t *ids, size_t n,
+                    const float *data, size_t floats) {
+  int64_t shape[2] = {1000, (int64_t)(floats / n)}; /* rows of floats / n floats each */
+  Tfx__Tensor t = TFX__TENSOR__INIT, *tp = &t;
+  t.name = "emb/part_0";
+  t.shape = shape;
+  t.n_shape = 2;
+  t.rows = (int64_t *)ids;
+  t.n_rows = n;
+  t.nbytes = floats * sizeof(float);
+  t.version = (uint64_t)step;
+  Tfx__KeyValue kv[4], *kvp[4];
+  for (int i = 0; i < n_stats; i++) {
+    tfx__key_value__init(&kv[i]);
+    kv[i].key = "n_grads";
+    kv[i].value = 2;
+    kvp[i] = &kv[i];
+  }
+  tfx_envelope env;
+  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_PUSH);
+  env.flag = PS_FLAG_FORWARDED | flag;
+  env.step = step;
+  env.target = 1;
+  env.tensors = &tp;
+  env.n_tensors = 1;
+  env.stats = kvp;
+  env.n_stats = (size_t)n_stats;
+  tfx_payload pl = {data, t.nbytes, 1, NULL, NULL};
+  tfx_err err = {0};
+  cr_assert_eq(tfx_wire_send(tx, NULL, &env, &pl, 1, &err), TFX_OK, "%s", err.msg);
+  cr_assert_eq(tfx_wire_recv(rx, 0, m, &err), TFX_OK, "%s", err.msg);
+}
+
+Test(ps_replog, a_batch_is_held_whole_and_a_snapshot_of_rows_replaces_it) {
+  const int64_t ids[2] = {3, 8};
+  const float sums[4] = {0.5f, -0.5f, 1.0f, 2.0f};
+  tfx_inmsg m;
+  message(&m, PS_FLAG_STEP, 0, 3, ids, 2, sums, 4); /* steps 0, 1, 2: the summed rows (2 floats each) */
+  ps__log_hold(p, &m);
+  tfx_inmsg_fini(&m);
+  cr_assert_eq(ps__log_pending(p), 3, "a batch of 3 steps: the backup is at step 3");
+  cr_assert_eq(p->version, 0, "held, not applied");
+  const int64_t touched[2] = {3, 999};
+  const float rows[8] = {1, 2, 3, 4, 5, 6, 7, 8}; /* values then the Adagrad slot, per row */
+  tfx_err err = {0};
+  message(&m, PS_FLAG_SNAPSHOT, 2, 0, touched, 2, rows, 8);
+  cr_assert_eq(ps__log_snapshot(p, &m, &err), TFX_ESTATE, "a snapshot at step 2, the backup at 3");
+  cr_assert(strstr(err.msg, "at step 2: the backup is at step 3"), "%s", err.msg);
+  tfx_inmsg_fini(&m);
+  cr_assert_eq(ps__log_pending(p), 3);
+  cr_assert_null(tfx_rowtable_find(p->shards[0].table, 3), "nothing stored");
+  message(&m, PS_FLAG_SNAPSHOT, 3, 0, touched, 2, rows, 8);
+  cr_assert_eq(ps__log_snapshot(p, &m, &err), TFX_OK, "%s", err.msg);
+  tfx_inmsg_fini(&m);
+  cr_assert_eq(ps__log_pending(p), 0, "the snapshot holds every step of the log");
+  cr_assert_eq(p->version, 3);
+  const float *r = tfx_rowtable_find(p->shards[0].table, 999); /* the values, then the slot */
+  cr_assert_not_null(r);
+  cr_assert(r[0] == 5 && r[1] == 6 && r[2] == 7 && r[3] == 8, "row 999: %g %g %g %g", r[0], r[1], r[2], r[3]);
+  r = tfx_rowtable_find(p->shards[0].table, 3);
+  cr_assert(r && r[0] == 1 && r[3] == 4);
+}
+
+Test(ps_replog, snapshot_rows_that_do_not_fit_the_table_change_nothing) {
+  const int64_t ids[2] = {3, 8};
+  const float rows[6] = {1, 2, 3, 4, 5, 6}; /* 3 floats a row: the table stores 4 */
+  tfx_inmsg m;
+  tfx_err err = {0};
+  message(&m, PS_FLAG_SNAPSHOT, 0, 0, ids, 2, rows, 6);
+  cr_assert_eq(ps__log_snapshot(p, &m, &err), TFX_ESTATE);
+  cr_assert(strstr(err.msg, "'emb/part_0' does not fit this backup"), "%s", err.msg);
+  tfx_inmsg_fini(&m);
+  cr_assert_null(tfx_rowtable_find(p->shards[0].table, 3));
+  cr_assert_eq(tfx_rowtable_rows(p->shards[0].table), 0);
+}
