@@ -63,8 +63,11 @@ static int keep_size(kept_push *k, size_t n, size_t bytes) {
 }
 
 int psclient__keep(ps_link *l, int64_t step, Tfx__Tensor *const *ptrs, const tfx_payload *pl, int n, tfx_err *err) {
-  if (!l->acks || (l->n_kept && l->kept[l->n_kept - 1].step >= step)) {
+  if (!l->acks || (l->n_kept && l->kept[l->n_kept - 1].step == step)) {
     return TFX_OK; /* the ps tells no acknowledgement (the reply is one), or sent again: kept already */
+  }
+  while (l->n_kept && l->kept[l->n_kept - 1].step > step) {
+    l->n_kept--; /* the ps went back (a roll-back to a checkpoint): those steps are trained again */
   }
   size_t bytes = 0;
   for (int i = 0; i < n; i++) {

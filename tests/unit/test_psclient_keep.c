@@ -101,6 +101,11 @@ Test(psclient_keep, a_push_is_copied_once_and_dropped_when_the_backup_holds_its_
   cr_assert(l.kept[1].mem == reused, "a dropped copy's buffers serve the next push");
   cr_assert_eq(l.kept[1].step, 8);
   cr_assert_eq(((const float *)l.kept[1].pl[1].data)[0], 40.0f);
+  make_push(&q[2], 5);
+  cr_assert_eq(psclient__keep(&l, 6, q[2].ptrs, q[2].pl, 2, &err), TFX_OK);
+  cr_assert_eq(l.n_kept, 1, "the ps went back to step 6 (a roll-back): the kept pushes of 7 and 8 go");
+  cr_assert_eq(l.kept[0].step, 6);
+  cr_assert_eq(((const float *)l.kept[0].pl[0].data)[0], 5.0f);
   reply(&l, 9);
   cr_assert_eq(l.n_kept, 0);
   psclient__keep_free(&l);
