@@ -1,6 +1,7 @@
 /* Pull and push across every ps of the plan. */
 #include "psclient/psclient.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -421,7 +422,7 @@ static int recv_or_failover(tfx_psclient *c, int p, const request *q, int64_t *l
   int64_t deadline = 0;
   int rc = recv_values(c, p, lowest, err);
   while (rc && psclient__failover(c, p, rc, &deadline)) {
-    rc = q->push ? psclient__resend(c, p, q->step, err) : TFX_OK; /* the steps the promoted backup may lack */
+    rc = psclient__resend(c, p, q->push ? q->step : INT64_MAX, err); /* the steps the promoted backup may lack */
     rc = rc ? rc : q->push ? send_push(c, p, q->step, q->rows, err) : send_pull(c, p, q->step, err);
     rc = rc ? rc : recv_values(c, p, lowest, err);
   }

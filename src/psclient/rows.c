@@ -1,6 +1,7 @@
 /* The row pulls of lazy tables: a batch pulls the rows it touches from the ps that hold them (the model's row
  * source), into the batch's rows of each table (tfx_var.batch_vals), when they did not ride on the push-pull of
  * the step before (wants.c). */
+#include <stdint.h>
 #include <string.h>
 
 #include "net/net.h"
@@ -57,7 +58,9 @@ int tfx_psclient_pull_rows(tfx_psclient *c, tfx_err *err) {
       rc = tfx_client_recv(c->ps[p].client, &m, c->timeout_ms, err);
       rc = rc ? rc : take_rows(c, &c->ps[p], &m, err);
       tfx_inmsg_fini(&m);
-      sent = rc && psclient__failover(c, p, rc, &deadline); /* replicas: asked again of the backup */
+      sent = rc && psclient__failover(c, p, rc, &deadline); /* replicas: asked again of the backup, */
+      rc = sent ? psclient__resend(c, p, INT64_MAX, err) : rc; /* once it has the steps kept for it */
+      sent = sent && !rc;
       rc = sent ? send_row_pull(&c->ps[p], &sent, err) : rc;
     }
   }
