@@ -180,7 +180,6 @@ typedef struct ps_state {
   tfx_inmsg *log;         /* a mirror's: forwarded sync steps acknowledged and not applied yet (replog.c) */
   int n_log, cap_log;
   int64_t fwd_steps;      /* the own state's: sync steps forwarded (a snapshot goes every ps__log_steps) */
-  int64_t snap_at;        /* the own state's: the version of the backup's last snapshot (its lazy rows since go) */
   ps_batch batch;         /* the own state's, sync: summed steps waiting to go to the backup in one message */
   int64_t acked;          /* the own state's, sync: the backup holds every step below this version (told in replies) */
   int log_steps;          /* a mirror's: the steps its log holds (a forwarded message carries one batch of them) */
@@ -407,9 +406,10 @@ Tfx__Since *ps__acked(const ps_state *p, Tfx__Since *buf);
 void ps__batch_free(ps_state *p);
 /* A backup's log of forwarded steps (replog.c; the primary's side of snapshots and ps__log_steps: replica.c). */
 
-/* The steps between snapshots of an instance (its sums held meanwhile, at most 64 MiB of dense ones): 0 with a lazy
- * table under max_rows, ttl_steps or admission, or shards too large (every step is then applied once the own
- * replies went, and no snapshot is sent). */
+/* The steps between snapshots of an instance (its sums held meanwhile, at most 64 MiB of dense ones, or a batch of
+ * cluster.replica_batch_steps when larger): 0 with a lazy table, or shards too large (every step is then applied once
+ * the own replies went, and no snapshot is sent: on the Debian LR the rows touched since a snapshot, with their
+ * slots, cost the backup more than applying the steps, bench/README.md "bench/replicas", fifth round). */
 int ps__log_steps(const ps_state *p);
 /* Steps held in p's log (p may be NULL): the state's version plus this is the step the primary forwarded. */
 int ps__log_pending(const ps_state *p);

@@ -54,7 +54,6 @@ int ps__backup_open(ps_state *p, tfx_err *err) {
     p->unreplicated = p->cfg.ps_replicas && p->backup_of;
     return TFX_OK;
   }
-  p->snap_at = p->version;
   p->acked = p->version;
   return backup_connect(p, (p->index + 1) % n, err);
 }
@@ -82,7 +81,6 @@ static int reattach(ps_state *p, const tfx_inmsg *m, tfx_err *err) {
   }
   p->unreplicated = 0;
   p->fwd_steps = 0;
-  p->snap_at = p->version;
   p->acked = p->version;
   tfx_log(TFX_LOG_WARN, "PS-REREPLICATED", "ps instance %d: ps %lld is its backup again: %zu bytes streamed at step "
           "%lld in %lld ms", p->index, (long long)e->step, bytes, (long long)p->version, (long long)(tfx_now_ms() - t0));
@@ -221,72 +219,26 @@ int ps__promote(ps_state *p, const tfx_inmsg *m, tfx_err *err) {
   return tfx_wire_send(p->sock, &m->identity, &env, NULL, 0, err);
 }
 
-/* The tensors of one snapshot: metadata, frames and the buffers they were gathered into (freed once sent; frames
- * are copied by the send). */
+/* The tensors of one snapshot: metadata and frames (the shards' own buffers, copied by the send). */
 typedef struct step_msg {
   Tfx__Tensor *metas;
   Tfx__Tensor **ptrs;
   tfx_payload *pl;
-  void **owned; /* per tensor: gathered rows and data, or NULL */
-  int64_t *shapes; /* per tensor: 2 dims ([count] whole, [dim 0, row size] by rows) */
+  int64_t *shapes; /* per tensor: 2 dims */
   size_t n;
 } step_msg;
-
-typedef struct row_gather {
-  int64_t *ids;
-  float *data;
-  size_t n, width;
-} row_gather;
-
-static int gather_sum_row(int64_t id, const float *sum, void *ctx) {
-  row_gather *g = ctx;
-  g->ids[g->n] = id;
-  memcpy(g->data + g->n * g->width, sum, sizeof(float) * g->width);
-  g->n++;
-  return 0;
-}
-
-/* Adds tensor k of the step: n_rows ids (NULL: whole) and their floats. */
-static void step_add(step_msg *sm, const shard *s, int64_t *ids, size_t n_rows, const float *data, size_t floats) {
-  Tfx__Tensor *t = &sm->metas[sm->n];
-  tfx__tensor__init(t);
-  t->name = (char *)s->key;
-  int64_t *shape = sm->shapes + 2 * sm->n;
-  shape[0] = ids ? s->shape[0] : (int64_t)floats;
-  shape[1] = (int64_t)s->row_size;
-  t->shape = shape;
-  t->n_shape = ids ? 2 : 1;
-  t->rows = ids;
-  t->n_rows = n_rows;
-  t->nbytes = floats * sizeof(float);
-  sm->ptrs[sm->n] = t;
-  sm->pl[sm->n] = (tfx_payload){data, floats * sizeof(float), 1, NULL, NULL};
-  sm->owned[sm->n] = ids;
-  sm->n++;
-}
-
-/* The rows of a shard gathered into one buffer (ids first, then the floats); NULL when out of memory. */
-static int64_t *gather_alloc(size_t n, size_t width, float **data) {
-  int64_t *ids = malloc(n * sizeof(int64_t) + n * width * sizeof(float) + 1);
-  *data = ids ? (float *)(ids + n) : NULL;
-  return ids;
-}
 
 /* Allocates sm for up to n tensors; -1 when out of memory (msg_free then frees what was made). */
 static int msg_alloc(step_msg *sm, size_t n) {
   *sm = (step_msg){calloc(n + 1, sizeof *sm->metas), calloc(n + 1, sizeof *sm->ptrs), calloc(n + 1, sizeof *sm->pl),
-                   calloc(n + 1, sizeof *sm->owned), calloc(2 * (n + 1), sizeof *sm->shapes), 0};
-  return sm->metas && sm->ptrs && sm->pl && sm->owned && sm->shapes ? 0 : -1;
+                   calloc(2 * (n + 1), sizeof *sm->shapes), 0};
+  return sm->metas && sm->ptrs && sm->pl && sm->shapes ? 0 : -1;
 }
 
 static void msg_free(step_msg *sm) {
-  for (size_t i = 0; sm->owned && i < sm->n; i++) {
-    free(sm->owned[i]);
-  }
   free(sm->metas);
   free(sm->ptrs);
   free(sm->pl);
-  free(sm->owned);
   free(sm->shapes);
 }
 
@@ -299,19 +251,11 @@ static size_t log_max(const ps_state *p) {
   return p->cfg.replica_batch_steps > PS_LOG_MAX ? (size_t)p->cfg.replica_batch_steps : PS_LOG_MAX;
 }
 
-/* A lazy table whose rows come and go by updates only (no cap, age limit or admission, whose state is the table's
- * own): the rows touched since a snapshot, copied over the backup's, make its table the primary's. */
-static int table_plain(const ps_state *p, const shard *s) {
-  const tfx_layer_spec *l = tfx_config_table_layer(&p->cfg, s->var);
-  return !l || (!l->max_rows && !l->ttl_steps && l->admit_min_count <= 1 &&
-                !(l->admit_probability > 0 && l->admit_probability < 1));
-}
-
 int ps__log_steps(const ps_state *p) {
   size_t dense = 0;
   for (int i = 0; i < p->n_shards; i++) {
-    if (p->shards[i].table && !table_plain(p, &p->shards[i])) {
-      return 0;
+    if (p->shards[i].table) {
+      return 0; /* its backup applies the steps (see ps_impl.h) */
     }
     dense += p->shards[i].count * sizeof(float);
   }
@@ -337,24 +281,6 @@ static void snapshot_add(step_msg *sm, const shard *s, int k, size_t *bytes) {
   *bytes += meta->nbytes;
 }
 
-/* Adds the rows of lazy table s touched since the last snapshot (values and slots, gathered) to a snapshot;
- * -1 when out of memory. */
-static int snapshot_rows(const ps_state *p, step_msg *sm, const shard *s, size_t *bytes) {
-  size_t n = tfx_rowtable_rows_since(s->table, p->snap_at);
-  row_gather g = {.width = tfx_rowtable_row_floats(s->table)};
-  if (!n) {
-    return 0;
-  }
-  if (!(g.ids = gather_alloc(n, g.width, &g.data))) {
-    return -1;
-  }
-  tfx_rowtable_each_since(s->table, p->snap_at, gather_sum_row, &g);
-  step_add(sm, s, g.ids, g.n, g.data, g.n * g.width);
-  sm->shapes[2 * (sm->n - 1) + 1] = (int64_t)g.width;
-  *bytes += g.n * g.width * sizeof(float);
-  return 0;
-}
-
 /* A full snapshot's worker state (workers_take): stats "last.W" and "clock.W" into kv, kvp and keys. */
 static size_t snapshot_workers(const ps_state *p, Tfx__KeyValue *kv, Tfx__KeyValue **kvp, char (*keys)[24]) {
   for (int w = 0; w < p->n_workers; w++) {
@@ -370,9 +296,9 @@ static size_t snapshot_workers(const ps_state *p, Tfx__KeyValue *kv, Tfx__KeyVal
   return 2 * (size_t)p->n_workers;
 }
 
-/* Sends the snapshot of every dense shard (values and slots, copied) at the current version, and, but in a full
- * one, the rows of lazy tables touched since the last (values and slots); no acknowledgement. A full one (a new
- * backup; the rows follow, ps__forward_full) also carries the workers' state; *bytes adds the bytes sent. */
+/* Sends the snapshot of every dense shard (values and slots, copied) at the current version; no acknowledgement.
+ * A full one (a new backup; the lazy tables' rows follow, ps__forward_full) also carries the workers' state;
+ * *bytes adds the bytes sent. */
 static int snapshot_send(ps_state *p, int full, size_t *bytes, tfx_err *err) {
   int slots = tfx_optim_slots(&p->opt);
   step_msg sm;
@@ -382,9 +308,6 @@ static int snapshot_send(ps_state *p, int full, size_t *bytes, tfx_err *err) {
     const shard *s = &p->shards[i];
     for (int k = 0; k <= slots && s->count; k++) {
       snapshot_add(&sm, s, k, bytes);
-    }
-    if (s->table && !full && snapshot_rows(p, &sm, s, bytes)) {
-      rc = tfx_err_set(err, TFX_ENOMEM, "out of memory gathering the rows of table %s", s->var);
     }
   }
   tfx_envelope env;
@@ -401,7 +324,6 @@ static int snapshot_send(ps_state *p, int full, size_t *bytes, tfx_err *err) {
   env.n_tensors = sm.n;
   rc = rc ? rc : tfx_client_send(p->backup, &env, sm.pl, (int)sm.n, err);
   msg_free(&sm);
-  p->snap_at = rc ? p->snap_at : p->version;
   return rc;
 }
 
