@@ -1,12 +1,12 @@
 /* A backup's log of forwarded sync steps (cluster.replicas 1, #27). The primary forwards its summed steps in
  * batches of cluster.replica_batch_steps (one message each, repbatch.c); the backup acknowledges a batch on receipt
  * with its version after it and keeps its message; every ps__log_steps steps the primary sends a snapshot (the
- * values and optimizer slots of its dense shards, and the rows of its lazy tables touched since the last snapshot,
- * with their slots), which replaces the log, so the backup applies no step at all while its primary lives (the
- * snapshot costs a fraction of the updates it replaces). Before anything but a status or the next batch reaches the
- * backup (a promotion, a pull, a checkpoint), it applies the log in order, with the code the primary ran: the same
- * bits. An instance with a lazy table whose rows also come and go by a cap, an age or admission keeps one batch,
- * applied once the own replies went (that state is the table's own, and a copy of rows would not carry it). */
+ * values and optimizer slots of its dense shards), which replaces the log, so the backup applies no step at all
+ * while its primary lives (the snapshot costs a fraction of the updates it replaces). Before anything but a status
+ * or the next batch reaches the backup (a promotion, a pull, a checkpoint), it applies the log in order, with the
+ * code the primary ran: the same bits. An instance with a lazy table keeps one batch, applied once the own replies
+ * went (a copy of the rows touched would cost more, and would not carry a table's sketch, ages or evictions). A
+ * snapshot's rows of a lazy table (a tensor with rows) are still taken in: values and slots, by id. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
