@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/mem.h"
 #include "net/net.h"
@@ -587,16 +588,51 @@ int tfx_psclient_push_send(tfx_psclient *c, int64_t step, int rows, tfx_err *err
   return rc;
 }
 
+/* The link of `left` (at most 64) whose reply came or whose connection dropped first, waiting up to the client's
+ * timeout; the first of `left` when none did (its receive then fails as it would), -1 when none is left. With
+ * replicas a link that failed over sends its kept pushes again, each answered only once every worker sent it: a
+ * worker that waited on another link in order could hold back a step the others wait for there. */
+static int next_reply(tfx_psclient *c, const char *left) {
+  zmq_pollitem_t items[64];
+  int at[64], n = 0;
+  for (int p = 0; p < c->n_ps && n < 64; p++) {
+    if (left[p] && tfx_client_lost(c->ps[p].client)) {
+      return p;
+    }
+    if (left[p]) {
+      items[n] = (zmq_pollitem_t){tfx_client_socket(c->ps[p].client), 0, ZMQ_POLLIN, 0};
+      at[n++] = p;
+    }
+  }
+  int64_t deadline = tfx_now_ms() + c->timeout_ms;
+  while (n && tfx_now_ms() < deadline && zmq_poll(items, n, 50) >= 0) {
+    for (int i = 0; i < n; i++) {
+      if ((items[i].revents & ZMQ_POLLIN) || tfx_client_lost(c->ps[at[i]].client)) {
+        return at[i];
+      }
+    }
+  }
+  return n ? at[0] : -1;
+}
+
 int tfx_psclient_push_recv(tfx_psclient *c, int64_t *version, tfx_err *err) {
   int rc = TFX_OK;
   int64_t lowest = INT64_MAX;
   c->bytes = c->row_bytes;
   c->row_bytes = 0;
   request q = {1, c->sent_step, c->sent_rows};
+  char left[64] = {0};
   for (int p = 0; p < c->n_ps && !rc; p++) {
-    if (c->ps[p].client) {
-      rc = c->ps[p].n_parts ? recv_parts(c, p, &lowest, err) : recv_or_failover(c, p, &q, &lowest, err);
+    if (c->ps[p].client && c->ps[p].n_parts) {
+      rc = recv_parts(c, p, &lowest, err);
+    } else if (c->ps[p].client) {
+      left[p] = c->replicas && c->n_ps <= 64; /* replicas: in the order replies come (next_reply) */
+      rc = left[p] ? TFX_OK : recv_or_failover(c, p, &q, &lowest, err);
     }
+  }
+  for (int p; !rc && (p = next_reply(c, left)) >= 0;) {
+    left[p] = 0;
+    rc = recv_or_failover(c, p, &q, &lowest, err);
   }
   c->bytes += c->row_bytes; /* the rows of the lent batch that came with the values */
   c->row_bytes = 0;
