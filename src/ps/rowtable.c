@@ -456,6 +456,27 @@ float *tfx_rowtable_touch(tfx_rowtable *t, int64_t id, int64_t step) {
   return row;
 }
 
+int tfx_rowtable_add(tfx_rowtable *t, int64_t id, const float *g) {
+  uint32_t have = t->map[probe(t, id)].row;
+  float *row = have ? row_at(t, have - 1) : NULL;
+  if (row) {
+    t->touched[have - 1] = 0;
+    for (size_t i = 0; i < t->row_floats; i++) {
+      row[i] += g[i];
+    }
+    return 0;
+  }
+  int64_t r = insert(t, id, 0);
+  if (r < 0) {
+    return -1;
+  }
+  row = row_at(t, (size_t)r);
+  for (size_t i = 0; i < t->row_floats; i++) {
+    row[i] = 0.0f + g[i]; /* as zeros plus g, bit for bit (a -0.0 gradient sums to +0.0) */
+  }
+  return 0;
+}
+
 int64_t tfx_rowtable_vocab(const tfx_rowtable *t) {
   return t->vocab;
 }
