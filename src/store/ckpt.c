@@ -408,7 +408,8 @@ int tfx_ckpt_write_manifest_rows(const char *dir, int64_t step, int n_ps, const 
   return rc;
 }
 
-static int verify_shard(const char *dir, json_object *s, tfx_err *err) {
+/* One file entry of a manifest: its size and (full) its checksum. */
+static int verify_shard(const char *dir, json_object *s, int full, tfx_err *err) {
   json_object *file, *crc, *bytes;
   if (!json_object_object_get_ex(s, "file", &file) || !json_object_object_get_ex(s, "crc32", &crc) ||
       !json_object_object_get_ex(s, "bytes", &bytes)) {
@@ -421,9 +422,11 @@ static int verify_shard(const char *dir, json_object *s, tfx_err *err) {
   }
   char path[1100];
   snprintf(path, sizeof path, "%s/%s", dir, name);
-  uint32_t c;
+  uint32_t c = (uint32_t)json_object_get_int64(crc);
   uint64_t b;
-  int rc = tfx_file_crc32(path, &c, &b, err);
+  struct stat st;
+  int rc = full ? tfx_file_crc32(path, &c, &b, err) : stat(path, &st) ? tfx_err_sys(err, TFX_ECORRUPT, "%s", path) : 0;
+  b = full ? b : (uint64_t)st.st_size;
   if (rc) {
     return rc;
   }
@@ -456,6 +459,10 @@ static int check_dir_step(const char *dir, int64_t step, tfx_err *err) {
 }
 
 int tfx_ckpt_verify(const char *dir, int64_t *step, int *n_ps, tfx_err *err) {
+  return tfx_ckpt_check(dir, 1, step, n_ps, err);
+}
+
+int tfx_ckpt_check(const char *dir, int full, int64_t *step, int *n_ps, tfx_err *err) {
   char path[1100];
   snprintf(path, sizeof path, "%s/manifest.json", dir);
   json_object *root = json_object_from_file(path), *st, *shards;
@@ -468,12 +475,12 @@ int tfx_ckpt_verify(const char *dir, int64_t *step, int *n_ps, tfx_err *err) {
   }
   size_t n = json_object_array_length(shards);
   for (size_t i = 0; i < n && !rc; i++) {
-    rc = verify_shard(dir, json_object_array_get_idx(shards, i), err);
+    rc = verify_shard(dir, json_object_array_get_idx(shards, i), full, err);
   }
   json_object *rows; /* the row files of lazy tables (rowfile.h), when the run has any */
   if (!rc && json_object_object_get_ex(root, "rows", &rows) && json_object_is_type(rows, json_type_array)) {
     for (size_t i = 0; i < json_object_array_length(rows) && !rc; i++) {
-      rc = verify_shard(dir, json_object_array_get_idx(rows, i), err);
+      rc = verify_shard(dir, json_object_array_get_idx(rows, i), full, err);
     }
   }
   if (!rc) {
@@ -661,18 +668,6 @@ int tfx_ckpt_read_point(const char *run_dir, int64_t *step, char *dir, size_t n,
   int n_bad, rc = scan(run_dir, step, dir, n, &bad, &n_bad, err);
   skip_bad(bad, n_bad, 0);
   free(bad);
-  return rc;
-}
-
-int tfx_ckpt_verify_once(const char *dir, int64_t *step, int *n_ps) {
-  uint64_t print = tfx_ckpt_memo_print(dir);
-  if (print && tfx_ckpt_memo_find(dir, print, step, n_ps)) {
-    return TFX_OK;
-  }
-  int rc = tfx_ckpt_verify(dir, step, n_ps, NULL);
-  if (rc == TFX_OK && print && print == tfx_ckpt_memo_print(dir)) { /* nothing changed while it was read */
-    tfx_ckpt_memo_keep(dir, print, *step, *n_ps);
-  }
   return rc;
 }
 

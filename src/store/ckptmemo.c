@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "common/rand.h"
+#include "store/ckpt.h"
 
 enum { MEMO_SLOTS = 64 };
 
@@ -83,4 +84,27 @@ uint64_t tfx_ckpt_verify_hits(void) {
   uint64_t hits = memo_hits;
   pthread_mutex_unlock(&memo_lock);
   return hits;
+}
+
+int tfx_ckpt_verify_once(const char *dir, int64_t *step, int *n_ps) {
+  uint64_t print = tfx_ckpt_memo_print(dir);
+  if (print && tfx_ckpt_memo_find(dir, print, step, n_ps)) {
+    return TFX_OK;
+  }
+  int rc = tfx_ckpt_verify(dir, step, n_ps, NULL);
+  if (rc == TFX_OK && print && print == tfx_ckpt_memo_print(dir)) { /* nothing changed while it was read */
+    tfx_ckpt_memo_keep(dir, print, *step, *n_ps);
+  }
+  return rc;
+}
+
+int tfx_ckpt_memo_accept(const char *dir, tfx_err *err) {
+  uint64_t print = tfx_ckpt_memo_print(dir);
+  int64_t step;
+  int n_ps;
+  int rc = tfx_ckpt_check(dir, 0, &step, &n_ps, err);
+  if (rc == TFX_OK && print && print == tfx_ckpt_memo_print(dir)) {
+    tfx_ckpt_memo_keep(dir, print, step, n_ps);
+  }
+  return rc;
 }
