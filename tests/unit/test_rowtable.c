@@ -96,6 +96,25 @@ Test(rowtable, rows_survive_growth_and_eviction) {
   tfx_rowtable_destroy(t);
 }
 
+/* A map of 2 MiB and more is a huge-page mapping of its own (rowtable.c): rows stay where they were through two
+ * such growths (131 072 and 262 144 cells), a drop's backward shift and a clear, and the table goes back whole. */
+Test(rowtable, rows_survive_the_map_growing_onto_huge_pages) {
+  tfx_rowtable *t = make((int64_t)1 << 36, 2, 0);
+  mark_many(t, 200000, 1000003);
+  cr_assert_eq(tfx_rowtable_rows(t), 200000);
+  cr_assert_geq(tfx_rowtable_bytes(t), (size_t)262144 * 16, "the map grew to 262 144 cells");
+  for (int i = 0; i < 200000; i += 3) {
+    tfx_rowtable_drop(t, (int64_t)i * 1000003);
+  }
+  for (int i = 0; i < 200000; i++) {
+    const float *row = tfx_rowtable_find(t, (int64_t)i * 1000003);
+    cr_assert(i % 3 ? row && row[0] == (float)i : !row, "row %d after the growths and drops", i);
+  }
+  tfx_rowtable_clear(t);
+  cr_assert_null(tfx_rowtable_find(t, 1000003));
+  tfx_rowtable_destroy(t);
+}
+
 static int count_row(int64_t id, const float *row, void *ctx) {
   (void)row;
   cr_assert_eq(id % 7, 0, "row %lld is from before the clear", (long long)id);
