@@ -191,6 +191,17 @@ sys.exit(0 if tensors(sys.argv[1]) == tensors(sys.argv[2]) else 1)
 PY
 }
 
+# same_at_step STEP RUN_A RUN_B: exports checkpoint STEP of the runs $WORK/RUN_A and $WORK/RUN_B (a failed export
+# fails the test, naming it) and exits 0 when the two hold the same tensors.
+same_at_step() {
+  local s=$1 r
+  for r in "$2" "$3"; do
+    "$TFX_NODE" export --run-dir "$WORK/$r" --out "$WORK/ex-$r-$s" --checkpoint "$s" >"$WORK/ex-$r-$s.log" 2>&1 ||
+      fail "export $r at $s: $(tail -1 "$WORK/ex-$r-$s.log")"
+  done
+  same_exports "$WORK/ex-$2-$s" "$WORK/ex-$3-$s"
+}
+
 # steps_never_back METRICS [WORKERS MIN_STEP]: exit 0 when no worker's train step goes back in METRICS (no
 # rollback); with WORKERS and MIN_STEP, also that that many workers reported and one reached MIN_STEP.
 steps_never_back() {
