@@ -479,22 +479,14 @@ float *tfx_rowtable_touch(tfx_rowtable *t, int64_t id, int64_t step) {
 }
 
 int tfx_rowtable_add(tfx_rowtable *t, int64_t id, const float *g) {
-  uint32_t have = t->map[probe(t, id)].row;
-  float *row = have ? row_at(t, have - 1) : NULL;
-  if (row) {
-    t->touched[have - 1] = 0;
-    for (size_t i = 0; i < t->row_floats; i++) {
-      row[i] += g[i];
-    }
-    return 0;
-  }
-  int64_t r = insert(t, id, 0);
+  uint32_t have = t->map[probe(t, id)].row; /* a sum table's rows are all touched at step 0 */
+  int64_t r = have ? (int64_t)have - 1 : insert(t, id, 0);
   if (r < 0) {
     return -1;
   }
-  row = row_at(t, (size_t)r);
-  for (size_t i = 0; i < t->row_floats; i++) {
-    row[i] = 0.0f + g[i]; /* as zeros plus g, bit for bit (a -0.0 gradient sums to +0.0) */
+  float *row = row_at(t, (size_t)r);
+  for (size_t i = 0; i < t->row_floats; i++) { /* a new row: zeros plus g, bit for bit (0 + -0.0 is +0.0) */
+    row[i] = (have ? row[i] : 0.0f) + g[i];
   }
   return 0;
 }
