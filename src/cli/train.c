@@ -142,13 +142,26 @@ static int save(trainer *t, tfx_err *err) {
   return rc;
 }
 
+/* Puts the values and slots back onto huge pages once the checkpoint's forked copy is gone: the copy-on-write
+ * of its snapshot split them into small pages, and the kernel's slow merge left a trainer at ~0.7x its speed for
+ * the rest of a run (Debian LR: 226 k examples/s without periodic checkpoints, 162 k with them). */
+static void rehuge(trainer *t) {
+  for (int i = 0; i < tfx_model_nvars(t->model); i++) {
+    tfx_var *v = tfx_model_var(t->model, i);
+    tfx_mem_collapse(v->storage, v->lazy ? v->mapped : sizeof(float) * v->count);
+    for (int s = 0; s < tfx_optim_slots(&t->opt); s++) {
+      tfx_mem_collapse(t->slots[i][s], sizeof(float) * v->count);
+    }
+  }
+}
+
 /* Waits for the background checkpoint, if one is being written: TFX_ESYS when it failed (its own ERROR line
  * says why), else the checkpoint hook runs for its step. */
 static int reap(trainer *t, tfx_err *err) {
   if (!t->ckpt_pid) {
     return TFX_OK;
   }
-  int status = t->ckpt_status;
+  int status = t->ckpt_status, seen = t->ckpt_done;
   pid_t pid = t->ckpt_pid;
   t->ckpt_pid = 0;
   while (!t->ckpt_done && waitpid(pid, &status, 0) < 0) {
@@ -157,6 +170,9 @@ static int reap(trainer *t, tfx_err *err) {
     }
   }
   t->ckpt_done = 0;
+  if (!seen) {
+    rehuge(t);
+  }
   if (!WIFEXITED(status) || WEXITSTATUS(status)) {
     return tfx_err_set(err, TFX_ESYS, "the checkpoint at step %lld was not written (see the error above)",
                        (long long)t->ckpt_step);
@@ -171,6 +187,9 @@ static int writing(trainer *t) {
     return 0;
   }
   t->ckpt_done = waitpid(t->ckpt_pid, &t->ckpt_status, WNOHANG) == t->ckpt_pid;
+  if (t->ckpt_done) {
+    rehuge(t);
+  }
   return !t->ckpt_done;
 }
 
@@ -529,6 +548,9 @@ static int checkpoint_if_due(trainer *t, int64_t max_steps, tfx_err *err) {
     t->ckpt_due = 1;
   }
   t->ckpt_due &= t->saved_step != t->step; /* keep_best has just taken this step's */
+  if (t->step % 32 == 0 && !t->ckpt_due) {
+    writing(t); /* a finished writer is noticed within 32 steps, its pages made huge again */
+  }
   /* A checkpoint asked for at step s is taken at the first step >= s where the previous one is on disk and
    * checkpoint.min_interval_secs have passed since it started (a fast trainer asking every 1000 steps would
    * otherwise spend its time copying pages for the writer); the first one has no previous to wait for. */

@@ -4,8 +4,12 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #define HUGE_PAGE ((uintptr_t)2 << 20)
+#ifndef MADV_COLLAPSE
+#define MADV_COLLAPSE 25 /* Linux 6.1; older glibc headers lack it */
+#endif
 
 /* Advises [p, p + bytes) onto huge pages (the 2 MiB-aligned part) when it spans at least 4 MiB. */
 static void advise_huge(void *p, size_t bytes, int advice) {
@@ -24,6 +28,29 @@ void *tfx_map_zeroed(size_t bytes) {
   }
   advise_huge(p, bytes, MADV_HUGEPAGE);
   return p;
+}
+
+/* Whether every page of the 2 MiB window at w is resident (vec: its mincore bytes). */
+static int window_resident(const unsigned char *vec) {
+  for (size_t i = 0; i < HUGE_PAGE / 4096; i++) {
+    if (!(vec[i] & 1)) {
+      return 0;
+    }
+  }
+  return 1;
+}
+
+void tfx_mem_collapse(void *p, size_t bytes) {
+  if (!p || bytes < 2 * HUGE_PAGE || sysconf(_SC_PAGESIZE) != 4096) {
+    return;
+  }
+  uintptr_t from = ((uintptr_t)p + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1), to = ((uintptr_t)p + bytes) & ~(HUGE_PAGE - 1);
+  unsigned char vec[HUGE_PAGE / 4096];
+  for (uintptr_t w = from; w < to; w += HUGE_PAGE) {
+    if (!mincore((void *)w, HUGE_PAGE, vec) && window_resident(vec)) {
+      madvise((void *)w, HUGE_PAGE, MADV_COLLAPSE); /* an older kernel refuses it: the pages stay as they are */
+    }
+  }
 }
 
 void tfx_unmap(void *p, size_t bytes) {

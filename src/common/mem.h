@@ -13,6 +13,10 @@ void *tfx_calloc_large(size_t n, size_t size);
  * table of 2^30 rows of which a process touches a few costs what it touches. Advised onto huge pages like
  * tfx_calloc_large. Caller owns it: tfx_unmap with the same size. NULL when the address space runs out. */
 void *tfx_map_zeroed(size_t bytes);
+/* Puts the 2 MiB windows of [p, p + bytes) whose every page is resident back onto huge pages now (MADV_COLLAPSE,
+ * Linux 6.1): a forked copy's copy-on-write splits huge pages into small ones, which the kernel merges back only
+ * slowly. Windows with a missing page are left alone (a collapse would fill them); best effort. */
+void tfx_mem_collapse(void *p, size_t bytes);
 /* Releases a tfx_map_zeroed mapping; NULL does nothing. */
 void tfx_unmap(void *p, size_t bytes);
 

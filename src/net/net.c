@@ -219,9 +219,19 @@ static int reply_code(tfx_client *c, tfx_inmsg *reply, tfx_err *err) {
   return tfx_err_set(err, code, "%s: %s", c->endpoint, reply->env->error ? reply->env->error : "error");
 }
 
+int tfx_net_readable(void *sock) {
+  int events = 0;
+  size_t size = sizeof events;
+  return zmq_getsockopt(sock, ZMQ_EVENTS, &events, &size) == 0 && (events & ZMQ_POLLIN);
+}
+
 /* Waits up to `left` ms for the client's socket to be readable, in slices: a connection lost after the request
- * went out (the peer died with it) ends the wait early. Returns zmq_poll's count, or -2 for a lost connection. */
+ * went out (the peer died with it) ends the wait early. A reply already there is taken without a poll (the
+ * second ps's reply of a step often is). Returns zmq_poll's count, or -2 for a lost connection. */
 static int wait_readable(tfx_client *c, int64_t left) {
+  if (tfx_net_readable(c->sock)) {
+    return 1;
+  }
   for (;;) {
     zmq_pollitem_t item = {c->sock, 0, ZMQ_POLLIN, 0};
     long slice = left < LOST_CHECK_MS ? (long)left : LOST_CHECK_MS;

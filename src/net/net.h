@@ -54,6 +54,10 @@ int tfx_client_call(tfx_client *c, tfx_envelope *env, const tfx_payload *payload
 const char *tfx_client_endpoint(const tfx_client *c);
 /* The raw DEALER socket, for zmq_poll (borrowed). */
 void *tfx_client_socket(const tfx_client *c);
+/* Whether a message waits on sock as far as ZeroMQ knows now (ZMQ_EVENTS: no system call while its command queue
+ * was read lately, unlike zmq_poll with timeout 0); 0 on error. A message that arrived a moment ago may show only
+ * at the next call, or at a blocking poll. */
+int tfx_net_readable(void *sock);
 /* Whether the client's socket lost a connection (linkwatch) since its last request went out: the peer may have
  * died with the request. */
 int tfx_client_lost(const tfx_client *c);

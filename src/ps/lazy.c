@@ -175,12 +175,11 @@ int ps__lazy_apply(ps_state *p, shard *s, const float *g, const Tfx__Tensor *t) 
 
 int ps__lazy_accumulate(shard *s, const float *g, const Tfx__Tensor *t) {
   for (size_t k = 0; k < t->n_rows; k++) {
-    float *sum = tfx_rowtable_touch(s->acc_rows, t->rows[k], 0);
-    if (!sum) {
-      return -1;
+    if (k + 8 < t->n_rows) { /* the sum table's map is cold by the time a push comes: its cells fetched ahead */
+      tfx_rowtable_prefetch(s->acc_rows, t->rows[k + 8], 0);
     }
-    for (size_t i = 0; i < s->row_size; i++) {
-      sum[i] += g[k * s->row_size + i];
+    if (tfx_rowtable_add(s->acc_rows, t->rows[k], g + k * s->row_size)) {
+      return -1;
     }
   }
   return 0;

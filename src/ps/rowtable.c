@@ -22,6 +22,7 @@
 #define GROUP_SLABS 128
 #define HUGE_FROM ((size_t)2 << 20)
 #define HUGE_PAGE ((uintptr_t)2 << 20)
+#define HUGE_MAP ((size_t)HUGE_PAGE)
 #ifndef MADV_COLLAPSE
 #define MADV_COLLAPSE 25 /* Linux 6.1; older glibc headers lack it */
 #endif
@@ -212,13 +213,34 @@ void tfx_rowtable_read(const tfx_rowtable *t, int64_t id, float *out) {
   }
 }
 
+/* A map of bytes (a multiple of HUGE_PAGE) in a mapping of its own aligned on a huge page and advised onto huge
+ * pages: a probe into a map of 2 MiB or more is a random access whose page walk would otherwise cost as much as
+ * the miss (calloc's heap, below tfx_calloc_large's 4 MiB, keeps it on small pages). NULL when out of memory. */
+static cell *map_huge(size_t bytes) {
+  char *p = mmap(NULL, bytes + HUGE_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) {
+    return NULL;
+  }
+  char *at = (char *)(((uintptr_t)p + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1));
+  if (at > p) {
+    munmap(p, (size_t)(at - p));
+  }
+  munmap(at + bytes, (size_t)(p + HUGE_PAGE - at));
+  madvise(at, bytes, MADV_HUGEPAGE); /* advice only: without THP nothing changes */
+  return (cell *)at;
+}
+
 /* Doubles the map; a capped table's goes at once to its final size, the cells max_rows need (a mapping of its own,
- * so that its memory is its cells touched and goes back whole if the table is destroyed). */
+ * so that its memory is its cells touched and goes back whole if the table is destroyed); a map of HUGE_MAP bytes
+ * or more is a mapping of its own on huge pages. */
 static int grow_map(tfx_rowtable *t) {
   size_t cap = t->map_cap * 2, last = t->max_rows ? tfx_table_map_cells(t->max_rows) : 0;
-  int mapped = last > t->map_cap;
+  int mapped = last > t->map_cap, huge = !mapped && cap * sizeof(cell) >= HUGE_MAP;
   cap = mapped ? last : cap;
-  cell *map = mapped ? tfx_map_zeroed(cap * sizeof *map) : tfx_calloc_large(cap, sizeof *map), *old = t->map;
+  cell *map = mapped ? tfx_map_zeroed(cap * sizeof *map)
+              : huge ? map_huge(cap * sizeof *map)
+                     : tfx_calloc_large(cap, sizeof *map),
+       *old = t->map;
   if (!map) {
     return -1;
   }
@@ -226,7 +248,7 @@ static int grow_map(tfx_rowtable *t) {
   int old_mapped = t->map_mapped;
   t->map = map;
   t->map_cap = cap;
-  t->map_mapped = mapped;
+  t->map_mapped = mapped || huge;
   for (size_t c = 0; c < old_cap; c++) {
     if (old[c].row) {
       t->map[probe(t, old[c].id)] = old[c];
@@ -454,6 +476,19 @@ float *tfx_rowtable_touch(tfx_rowtable *t, int64_t id, int64_t step) {
   float *row = row_at(t, (size_t)r);
   initial_row(t, id, row);
   return row;
+}
+
+int tfx_rowtable_add(tfx_rowtable *t, int64_t id, const float *g) {
+  uint32_t have = t->map[probe(t, id)].row; /* a sum table's rows are all touched at step 0 */
+  int64_t r = have ? (int64_t)have - 1 : insert(t, id, 0);
+  if (r < 0) {
+    return -1;
+  }
+  float *row = row_at(t, (size_t)r);
+  for (size_t i = 0; i < t->row_floats; i++) { /* a new row: zeros plus g, bit for bit (0 + -0.0 is +0.0) */
+    row[i] = (have ? row[i] : 0.0f) + g[i];
+  }
+  return 0;
 }
 
 int64_t tfx_rowtable_vocab(const tfx_rowtable *t) {

@@ -69,6 +69,10 @@ float *tfx_rowtable_update(tfx_rowtable *t, int64_t id, int64_t step, int *refus
 size_t tfx_rowtable_expire(tfx_rowtable *t, int64_t now);
 /* The stored row of id, or NULL when it was never touched (or evicted). Borrowed as for tfx_rowtable_touch. */
 float *tfx_rowtable_find(const tfx_rowtable *t, int64_t id);
+/* Adds g (row_floats of them) into the row of id, made on first touch as zeros plus g, bit for bit what
+ * tfx_rowtable_touch of a zeros table and a sum would give, without filling it first (a sync step's sums).
+ * -1 when out of memory. */
+int tfx_rowtable_add(tfx_rowtable *t, int64_t id, const float *g);
 /* Writes id's dim values into out: the stored row's, else its initial values (nothing is stored); with admission,
  * an id without a row reads as zeros (the empty bag). */
 void tfx_rowtable_read(const tfx_rowtable *t, int64_t id, float *out);

@@ -17,7 +17,7 @@
 #include "nn/optim.h"
 #include "store/provenance.h"
 #include "store/best.h"
-#include "store/ckptmemo.h"
+#include "store/store_impl.h"
 
 /* Shards are written as the host holds them in memory, and the format is little-endian. */
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -408,7 +408,8 @@ int tfx_ckpt_write_manifest_rows(const char *dir, int64_t step, int n_ps, const 
   return rc;
 }
 
-static int verify_shard(const char *dir, json_object *s, tfx_err *err) {
+/* One file entry of a manifest: its size and (full) its checksum. */
+static int verify_shard(const char *dir, json_object *s, int full, tfx_err *err) {
   json_object *file, *crc, *bytes;
   if (!json_object_object_get_ex(s, "file", &file) || !json_object_object_get_ex(s, "crc32", &crc) ||
       !json_object_object_get_ex(s, "bytes", &bytes)) {
@@ -421,9 +422,11 @@ static int verify_shard(const char *dir, json_object *s, tfx_err *err) {
   }
   char path[1100];
   snprintf(path, sizeof path, "%s/%s", dir, name);
-  uint32_t c;
+  uint32_t c = (uint32_t)json_object_get_int64(crc);
   uint64_t b;
-  int rc = tfx_file_crc32(path, &c, &b, err);
+  struct stat st;
+  int rc = full ? tfx_file_crc32(path, &c, &b, err) : stat(path, &st) ? tfx_err_sys(err, TFX_ECORRUPT, "%s", path) : 0;
+  b = full ? b : (uint64_t)st.st_size;
   if (rc) {
     return rc;
   }
@@ -456,6 +459,10 @@ static int check_dir_step(const char *dir, int64_t step, tfx_err *err) {
 }
 
 int tfx_ckpt_verify(const char *dir, int64_t *step, int *n_ps, tfx_err *err) {
+  return tfx_ckpt_check(dir, 1, step, n_ps, err);
+}
+
+int tfx_ckpt_check(const char *dir, int full, int64_t *step, int *n_ps, tfx_err *err) {
   char path[1100];
   snprintf(path, sizeof path, "%s/manifest.json", dir);
   json_object *root = json_object_from_file(path), *st, *shards;
@@ -468,12 +475,12 @@ int tfx_ckpt_verify(const char *dir, int64_t *step, int *n_ps, tfx_err *err) {
   }
   size_t n = json_object_array_length(shards);
   for (size_t i = 0; i < n && !rc; i++) {
-    rc = verify_shard(dir, json_object_array_get_idx(shards, i), err);
+    rc = verify_shard(dir, json_object_array_get_idx(shards, i), full, err);
   }
   json_object *rows; /* the row files of lazy tables (rowfile.h), when the run has any */
   if (!rc && json_object_object_get_ex(root, "rows", &rows) && json_object_is_type(rows, json_type_array)) {
     for (size_t i = 0; i < json_object_array_length(rows) && !rc; i++) {
-      rc = verify_shard(dir, json_object_array_get_idx(rows, i), err);
+      rc = verify_shard(dir, json_object_array_get_idx(rows, i), full, err);
     }
   }
   if (!rc) {
@@ -487,8 +494,7 @@ int tfx_ckpt_verify(const char *dir, int64_t *step, int *n_ps, tfx_err *err) {
   return rc;
 }
 
-/* Lists checkpoint steps under run_dir/checkpoints, newest first; caller frees. */
-static int list_steps(const char *run_dir, int64_t **steps) {
+int store__ckpt_steps(const char *run_dir, int64_t **steps) {
   char path[1100];
   snprintf(path, sizeof path, "%s/checkpoints", run_dir);
   DIR *d = opendir(path);
@@ -521,7 +527,7 @@ static int list_steps(const char *run_dir, int64_t **steps) {
 
 int tfx_ckpt_latest(const char *run_dir, int64_t *step, char *dir, size_t n, tfx_err *err) {
   int64_t *steps = NULL;
-  int count = list_steps(run_dir, &steps);
+  int count = store__ckpt_steps(run_dir, &steps);
   for (int i = 0; i < count; i++) {
     char d[1100];
     int64_t s;
@@ -536,24 +542,6 @@ int tfx_ckpt_latest(const char *run_dir, int64_t *step, char *dir, size_t n, tfx
   }
   free(steps);
   return tfx_err_set(err, TFX_ENOTFOUND, "%s: no complete checkpoint", run_dir);
-}
-
-static void remove_dir(const char *dir) {
-  DIR *d = opendir(dir);
-  if (!d) {
-    return;
-  }
-  struct dirent *de;
-  while ((de = readdir(d))) {
-    if (de->d_name[0] == '.') {
-      continue;
-    }
-    char p[1400];
-    snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
-    unlink(p);
-  }
-  closedir(d);
-  rmdir(dir);
 }
 
 /* Whether a checkpoint was completed once (has a manifest): a failed check then is corruption, not a cut write. */
@@ -613,7 +601,7 @@ static int first_usable(const char *run_dir, const int64_t *steps, int count, in
  * the error a resume gives when there is none: TFX_ENOTFOUND (no checkpoint) or TFX_ECORRUPT (none usable). */
 static int scan(const char *run_dir, int64_t *step, char *dir, size_t n, bad_ckpt **bad, int *n_bad, tfx_err *err) {
   int64_t *steps = NULL;
-  int count = list_steps(run_dir, &steps);
+  int count = store__ckpt_steps(run_dir, &steps);
   *n_bad = 0;
   if (!(*bad = calloc((size_t)count + 1, sizeof **bad))) {
     free(steps);
@@ -662,38 +650,4 @@ int tfx_ckpt_read_point(const char *run_dir, int64_t *step, char *dir, size_t n,
   skip_bad(bad, n_bad, 0);
   free(bad);
   return rc;
-}
-
-int tfx_ckpt_verify_once(const char *dir, int64_t *step, int *n_ps) {
-  uint64_t print = tfx_ckpt_memo_print(dir);
-  if (print && tfx_ckpt_memo_find(dir, print, step, n_ps)) {
-    return TFX_OK;
-  }
-  int rc = tfx_ckpt_verify(dir, step, n_ps, NULL);
-  if (rc == TFX_OK && print && print == tfx_ckpt_memo_print(dir)) { /* nothing changed while it was read */
-    tfx_ckpt_memo_keep(dir, print, *step, *n_ps);
-  }
-  return rc;
-}
-
-void tfx_ckpt_prune(const char *run_dir, int keep) {
-  int64_t *steps = NULL, floor = INT64_MAX; /* the oldest step a kept checkpoint's chain of deltas needs */
-  int count = list_steps(run_dir, &steps), kept = 0;
-  int64_t best = tfx_best_step(run_dir); /* checkpoint.keep_best: kept beside the newest `keep` */
-  for (int i = 0; i < count; i++) {
-    char d[1100];
-    int64_t s;
-    int nps;
-    tfx_ckpt_dir(run_dir, steps[i], d, sizeof d);
-    int complete = tfx_ckpt_verify_once(d, &s, &nps) == TFX_OK;
-    if (complete && (kept < keep || steps[i] == best || steps[i] >= floor)) {
-      kept += steps[i] != best;
-      floor = tfx_ckpt_chain_floor(d, floor); /* checkpoint.incremental: its deltas' bases stay too */
-    } else if (complete || (kept > 0 && !tfx_ckpt_has_manifest(d) && steps[i] < floor)) {
-      /* beyond keep_max, or an unfinished write older than a kept one and no link of its chain; a corrupt one
-       * stays */
-      remove_dir(d);
-    }
-  }
-  free(steps);
 }

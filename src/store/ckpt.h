@@ -106,6 +106,9 @@ int tfx_ckpt_write_manifest_rows(const char *dir, int64_t step, int n_ps, const 
                                  const uint32_t *rows_crc, const uint64_t *rows_bytes, tfx_err *err);
 /* Checks dir/manifest.json and every shard it lists; *n_ps gets the shard count. */
 int tfx_ckpt_verify(const char *dir, int64_t *step, int *n_ps, tfx_err *err);
+/* As tfx_ckpt_verify with full 1; with full 0 only each file's size is checked against the manifest, not its
+ * bytes (a checkpoint whose manifest this process wrote from its writers' checksums: tfx_ckpt_memo_accept). */
+int tfx_ckpt_check(const char *dir, int full, int64_t *step, int *n_ps, tfx_err *err);
 /* The checkpoint a run resumes from: the newest complete one; each newer unusable one is named in a CKPT-SKIP
  * warning and set aside as ckpt-STEP.unusable (byte for byte, never written again). TFX_ENOTFOUND when the run has
  * none; TFX_ECORRUPT when it has some and none is usable (the run must not start over on top of them). */

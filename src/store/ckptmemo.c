@@ -1,17 +1,23 @@
 /* Checkpoints this process has already verified, so that pruning after each new checkpoint does not read and
  * checksum every kept one again (with keep_max 5 and 15 MB checkpoints, 75 MB read per checkpoint). A directory
  * counts as verified while the fingerprint of its files (name, inode, size, mtime) is the one it had when it was
- * verified: a part rewritten, truncated, added or removed since is verified again (tfx_ckpt_verify_once in
- * ckpt.c). Resuming and reading commands always verify in full. */
+ * verified: a part rewritten, truncated, added or removed since is verified again (tfx_ckpt_verify_once). A
+ * checkpoint the master has just collected is taken as verified by its sizes (tfx_ckpt_memo_accept). Pruning
+ * (tfx_ckpt_prune) lives here, its one user. Resuming and reading commands always verify in full. */
 #include "store/ckptmemo.h"
 #include <dirent.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/stat.h>
 
 #include "common/rand.h"
+#include "store/best.h"
+#include "store/ckpt.h"
+#include "store/store_impl.h"
 
 enum { MEMO_SLOTS = 64 };
 
@@ -83,4 +89,68 @@ uint64_t tfx_ckpt_verify_hits(void) {
   uint64_t hits = memo_hits;
   pthread_mutex_unlock(&memo_lock);
   return hits;
+}
+
+int tfx_ckpt_verify_once(const char *dir, int64_t *step, int *n_ps) {
+  uint64_t print = tfx_ckpt_memo_print(dir);
+  if (print && tfx_ckpt_memo_find(dir, print, step, n_ps)) {
+    return TFX_OK;
+  }
+  int rc = tfx_ckpt_verify(dir, step, n_ps, NULL);
+  if (rc == TFX_OK && print && print == tfx_ckpt_memo_print(dir)) { /* nothing changed while it was read */
+    tfx_ckpt_memo_keep(dir, print, *step, *n_ps);
+  }
+  return rc;
+}
+
+int tfx_ckpt_memo_accept(const char *dir, tfx_err *err) {
+  uint64_t print = tfx_ckpt_memo_print(dir);
+  int64_t step;
+  int n_ps;
+  int rc = tfx_ckpt_check(dir, 0, &step, &n_ps, err);
+  if (rc == TFX_OK && print && print == tfx_ckpt_memo_print(dir)) {
+    tfx_ckpt_memo_keep(dir, print, step, n_ps);
+  }
+  return rc;
+}
+
+/* Removes a checkpoint directory and the files in it. */
+static void remove_dir(const char *dir) {
+  DIR *d = opendir(dir);
+  if (!d) {
+    return;
+  }
+  struct dirent *de;
+  while ((de = readdir(d))) {
+    if (de->d_name[0] == '.') {
+      continue;
+    }
+    char p[1400];
+    snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
+    unlink(p);
+  }
+  closedir(d);
+  rmdir(dir);
+}
+
+void tfx_ckpt_prune(const char *run_dir, int keep) {
+  int64_t *steps = NULL, floor = INT64_MAX; /* the oldest step a kept checkpoint's chain of deltas needs */
+  int count = store__ckpt_steps(run_dir, &steps), kept = 0;
+  int64_t best = tfx_best_step(run_dir); /* checkpoint.keep_best: kept beside the newest `keep` */
+  for (int i = 0; i < count; i++) {
+    char d[1100];
+    int64_t s;
+    int nps;
+    tfx_ckpt_dir(run_dir, steps[i], d, sizeof d);
+    int complete = tfx_ckpt_verify_once(d, &s, &nps) == TFX_OK;
+    if (complete && (kept < keep || steps[i] == best || steps[i] >= floor)) {
+      kept += steps[i] != best;
+      floor = tfx_ckpt_chain_floor(d, floor); /* checkpoint.incremental: its deltas' bases stay too */
+    } else if (complete || (kept > 0 && !tfx_ckpt_has_manifest(d) && steps[i] < floor)) {
+      /* beyond keep_max, or an unfinished write older than a kept one and no link of its chain; a corrupt one
+       * stays */
+      remove_dir(d);
+    }
+  }
+  free(steps);
 }

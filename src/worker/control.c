@@ -30,8 +30,7 @@ void worker__serve_control(worker *w) {
   if (!w->sock) {
     return; /* worker 0 acting as chief: its address belongs to the master */
   }
-  zmq_pollitem_t item = {w->sock, 0, ZMQ_POLLIN, 0};
-  while (zmq_poll(&item, 1, 0) > 0) {
+  while (tfx_net_readable(w->sock)) { /* between steps: no system call while nothing came */
     tfx_inmsg m;
     tfx_err err;
     if (tfx_wire_recv(w->sock, 1, &m, &err) == TFX_OK) {

@@ -742,3 +742,26 @@ Test(ckpt, verify_once_reads_a_checkpoint_again_only_when_its_files_changed) {
   tfx_ckpt_prune(run, 1);
   cr_assert(exists(dir), "the corrupt checkpoint stays for the user to look at");
 }
+
+Test(ckpt, an_accepted_checkpoint_is_checked_by_size_and_not_read_again) {
+  char run[128], dir[1100], path[1200];
+  snprintf(run, sizeof run, "%s/run", tmp);
+  make_checkpoint(run, 100, 1, dir);
+  tfx_err err = {0};
+  int64_t step = 0;
+  int n_ps = 0;
+  uint64_t hits = tfx_ckpt_verify_hits();
+  cr_assert_eq(tfx_ckpt_memo_accept(dir, &err), TFX_OK, "%s", err.msg);
+  cr_assert_eq(tfx_ckpt_verify_once(dir, &step, &n_ps), TFX_OK);
+  cr_assert_eq(tfx_ckpt_verify_hits(), hits + 1, "an accepted checkpoint is not read again");
+  cr_assert_eq(step, 100);
+
+  make_checkpoint(run, 200, 1, dir); /* a part of the wrong size is refused, and not remembered */
+  snprintf(path, sizeof path, "%s/ps-1.shard", dir);
+  cr_assert_eq(truncate(path, 10), 0);
+  cr_assert_eq(tfx_ckpt_memo_accept(dir, &err), TFX_ECORRUPT);
+  cr_assert(strstr(err.msg, "ps-1.shard") && strstr(err.msg, "differs from the manifest"), "msg: %s", err.msg);
+  cr_assert_neq(tfx_ckpt_verify_once(dir, &step, &n_ps), TFX_OK);
+  cr_assert_eq(tfx_ckpt_verify_hits(), hits + 1);
+  cr_assert_eq(tfx_ckpt_verify(dir, &step, &n_ps, &err), TFX_ECORRUPT, "a restore still reads every byte");
+}

@@ -2,6 +2,7 @@
  * ids are checked, rows survive growth and eviction (backward-shift deletion), a clear empties the table at once
  * (a sync step's sums), and a table streams out and back bit for bit. */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -95,6 +96,25 @@ Test(rowtable, rows_survive_growth_and_eviction) {
   tfx_rowtable_destroy(t);
 }
 
+/* A map of 2 MiB and more is a huge-page mapping of its own (rowtable.c): rows stay where they were through two
+ * such growths (131 072 and 262 144 cells), a drop's backward shift and a clear, and the table goes back whole. */
+Test(rowtable, rows_survive_the_map_growing_onto_huge_pages) {
+  tfx_rowtable *t = make((int64_t)1 << 36, 2, 0);
+  mark_many(t, 200000, 1000003);
+  cr_assert_eq(tfx_rowtable_rows(t), 200000);
+  cr_assert_geq(tfx_rowtable_bytes(t), (size_t)262144 * 16, "the map grew to 262 144 cells");
+  for (int i = 0; i < 200000; i += 3) {
+    tfx_rowtable_drop(t, (int64_t)i * 1000003);
+  }
+  for (int i = 0; i < 200000; i++) {
+    const float *row = tfx_rowtable_find(t, (int64_t)i * 1000003);
+    cr_assert(i % 3 ? row && row[0] == (float)i : !row, "row %d after the growths and drops", i);
+  }
+  tfx_rowtable_clear(t);
+  cr_assert_null(tfx_rowtable_find(t, 1000003));
+  tfx_rowtable_destroy(t);
+}
+
 static int count_row(int64_t id, const float *row, void *ctx) {
   (void)row;
   cr_assert_eq(id % 7, 0, "row %lld is from before the clear", (long long)id);
@@ -120,6 +140,37 @@ Test(rowtable, a_clear_drops_every_row_and_the_next_rows_start_fresh) {
     cr_assert_eq(tfx_rowtable_find(t, i * 7)[0], (float)i, "row %d", i);
   }
   tfx_rowtable_destroy(t);
+}
+
+/* A sync step's sums (ps/lazy.c): tfx_rowtable_add gives the bits that touching a zeros table and adding gave,
+ * -0.0 included (0 + -0 is +0), across growth of the map and a clear. */
+Test(rowtable, add_sums_as_zeros_plus_each_gradient_bit_for_bit) {
+  tfx_rowtable_spec spec = {"emb/sum", (int64_t)1 << 30, 3, 0, "zeros", 0, 1, 1, 0.0f};
+  tfx_rowtable *a = NULL, *b = NULL;
+  tfx_err err = {0};
+  cr_assert_eq(tfx_rowtable_create(&spec, &a, &err), TFX_OK, "%s", err.msg);
+  cr_assert_eq(tfx_rowtable_create(&spec, &b, &err), TFX_OK, "%s", err.msg);
+  for (int round = 0; round < 2; round++) {
+    for (int i = 0; i < 5000; i++) {
+      int64_t id = (int64_t)(i % 3000) * 7919;
+      float g[3] = {-0.0f, 0.1f * (float)(i % 13) - 0.6f, 1e-30f * (float)i};
+      cr_assert_eq(tfx_rowtable_add(a, id, g), 0);
+      float *sum = tfx_rowtable_touch(b, id, 0);
+      for (int k = 0; k < 3; k++) {
+        sum[k] += g[k];
+      }
+    }
+    cr_assert_eq(tfx_rowtable_rows(a), 3000);
+    for (int i = 0; i < 3000; i++) {
+      const float *x = tfx_rowtable_find(a, (int64_t)i * 7919), *y = tfx_rowtable_find(b, (int64_t)i * 7919);
+      cr_assert(x && y && !memcmp(x, y, 3 * sizeof(float)), "row %d differs", i);
+    }
+    cr_assert(!signbit(tfx_rowtable_find(a, 0)[0]), "-0.0 summed as 0 + -0 is +0");
+    tfx_rowtable_clear(a);
+    tfx_rowtable_clear(b);
+  }
+  tfx_rowtable_destroy(a);
+  tfx_rowtable_destroy(b);
 }
 
 static int copy_row(int64_t id, const float *row, void *ctx) {
