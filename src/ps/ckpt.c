@@ -100,6 +100,7 @@ static void noted(ps_state *p, int64_t step, int64_t at, const char *path, const
     tfx_log(TFX_LOG_ERROR, "PS-CKPT-FAIL", "%s", why);
   } else {
     tfx_log(quiet ? TFX_LOG_DEBUG : TFX_LOG_INFO, "PS-CKPT", "wrote %s at step %lld", path, (long long)at);
+    ps__forward_ckpt(p, at); /* replicas: the backup may drop its log below it */
   }
 }
 
@@ -230,6 +231,7 @@ static void end_parked(ps_state *p) {
 
 static void write_checkpoint(ps_state *p) {
   char path[1200];
+  ps__forward_flush(p); /* replicas: the backup's log then ends at the checkpoint's step (ps__log_checkpoint) */
   ps_ckpt_sums sums = {0};
   int rc = write_files(p, p->ckpt_dir, p->ckpt_step, path, sizeof path, &sums, 0);
   answer_checkpoint(p, &p->ckpt_identity, p->ckpt_request, p->version, path, &sums, rc, p->ckpt_fail);
@@ -245,6 +247,7 @@ static void write_own(ps_state *p) {
     return;
   }
   p->ckpt_auto_from = step;
+  ps__forward_flush(p); /* replicas: the backup's log then ends at the checkpoint's step (ps__log_checkpoint) */
   char dir[1100], path[1200];
   tfx_ckpt_dir(p->node->run_dir, step, dir, sizeof dir);
   ps_ckpt_sums sums = {0};

@@ -329,6 +329,10 @@ static int handle_data(ps_state *own, ps_state *p, tfx_inmsg *m, tfx_err *err) {
         p->behind |= rc != TFX_OK;
         return rc;
       }
+      if (e->flag & PS_FLAG_CKPT) {
+        ps__log_checkpoint(p, e->step); /* not answered */
+        return TFX_OK;
+      }
       if (e->flag & PS_FLAG_SNAPSHOT) {
         rc = ps__log_snapshot(p, m, err); /* not answered (a refusal is, and cuts the primary's link) */
         p->behind |= rc != TFX_OK;
@@ -366,7 +370,8 @@ static int handle(ps_state *own, tfx_inmsg *m, tfx_err *err) {
   if (rc) {
     return rc;
   }
-  if (e->type != TFX__MSG_TYPE__MSG_STATUS && !(e->type == TFX__MSG_TYPE__MSG_PUSH && (e->flag & PS_FLAG_FORWARDED))) {
+  if (e->type != TFX__MSG_TYPE__MSG_STATUS && e->type != TFX__MSG_TYPE__MSG_INIT &&
+      !(e->type == TFX__MSG_TYPE__MSG_PUSH && (e->flag & PS_FLAG_FORWARDED))) {
     ps__log_apply(p, 0); /* a mirror is brought up to its primary's step before it serves anything else */
   }
   switch (e->type) {

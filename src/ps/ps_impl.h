@@ -148,6 +148,9 @@ typedef struct ps_ckpt_sums {
 #define PS_FLAG_FULL 16
 /* With PS_FLAG_FORWARDED: rows of a lazy table (values and slots) for a new backup; not answered. */
 #define PS_FLAG_ROWS 32
+/* With PS_FLAG_FORWARDED: the primary's files of the checkpoint of Envelope.step are complete (fsynced), so its
+ * backup may drop the steps below it from its log (ps__log_checkpoint); not answered. */
+#define PS_FLAG_CKPT 64
 
 /* The own state's summed sync steps not forwarded yet (cluster.replicas 1): one message per
  * cluster.replica_batch_steps steps (replica.c). Each tensor's bytes are a copy it owns; Tensor.version is its step. */
@@ -183,6 +186,9 @@ typedef struct ps_state {
   ps_batch batch;         /* the own state's, sync: summed steps waiting to go to the backup in one message */
   int64_t acked;          /* the own state's, sync: the backup holds every step below this version (told in replies) */
   int log_steps;          /* a mirror's: the steps its log holds (a forwarded message carries one batch of them) */
+  size_t log_bytes;       /* a mirror's: the bytes of the messages its log holds */
+  int log_stale;          /* a mirror's: its state is the checkpoint of its version and the log, not its memory */
+  int log_mode;           /* a mirror's ps__log_until_ckpt, once known: 0 not yet, 1 yes, 2 no */
   tfx_inmsg *held;        /* sync, training.deterministic: pushes that came before a lower worker's (order.c) */
   int n_held, cap_held;
   tfx_inmsg *deferred;    /* the own state's: requests that came while a forward waited (served next, in order) */
@@ -402,6 +408,9 @@ int ps__forward_holds(const ps_state *p);
 /* The acknowledgement a reply of p carries (sync with replicas: the version below which the backup holds every
  * step, written into *buf; its version when p has no backup), or NULL (async, ssp, no replicas). Borrows buf. */
 Tfx__Since *ps__acked(const ps_state *p, Tfx__Since *buf);
+/* Sync with a backup: tells it that this instance's files of the checkpoint of step are complete (PS_FLAG_CKPT),
+ * so it may drop the steps below step from its log. A failed send loses the backup (ps__forward_fail). */
+void ps__forward_ckpt(ps_state *p, int64_t step);
 /* Frees the steps batched and not sent (the backup link closed). */
 void ps__batch_free(ps_state *p);
 /* A backup's log of forwarded steps (replog.c; the primary's side of snapshots and ps__log_steps: replica.c). */
@@ -416,8 +425,17 @@ int ps__log_pending(const ps_state *p);
 /* Keeps a forwarded step (its envelope and frames moved out of m; m keeps its identity) in the log; past the
  * log's bound the oldest is applied. */
 void ps__log_hold(ps_state *p, tfx_inmsg *m);
-/* Applies the oldest held steps, in order, until `keep` are left (p may be NULL). */
+/* Applies the oldest held steps, in order, until `keep` are left (p may be NULL); a stale state loads its checkpoint
+ * first (PS-BACKUP-REPLAY names the step loaded and the steps replayed; a load that fails marks it behind). */
 void ps__log_apply(ps_state *p, int keep);
+/* Whether p's log is kept until a checkpoint holds it: sync, lazy tables without max_rows, ttl_steps or admission,
+ * checkpoint.fp16 off (a checkpoint then restores the primary's state bit for bit); such a log is bounded by bytes
+ * (64 MiB) instead of messages, and applied past that. */
+int ps__log_until_ckpt(ps_state *p);
+/* The primary's checkpoint of step is complete: drops the log's steps below it (if step ends a held batch and its
+ * shard file is in this ps's run directory); the state is then that checkpoint and the rest of the log, loaded
+ * and replayed by ps__log_apply. Returns the messages dropped. */
+int ps__log_checkpoint(ps_state *p, int64_t step);
 /* Applies what the log may not keep now: all of an instance without snapshots, the steps past the bound else. */
 void ps__log_trim(ps_state *p);
 /* Frees the log unapplied (re-initialization, shutdown). */

@@ -224,6 +224,22 @@ void ps__forward_flush(ps_state *p) {
   p->fwd_deadline = tfx_now_ms() + (int64_t)p->cfg.request_timeout_s * 1000;
 }
 
+void ps__forward_ckpt(ps_state *p, int64_t step) {
+  if (!p || !p->backup || !ps__is_sync(p)) {
+    return;
+  }
+  tfx_envelope env;
+  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_PUSH);
+  env.flag = PS_FLAG_FORWARDED | PS_FLAG_CKPT;
+  env.step = step;
+  env.target = p->index + 1;
+  env.epoch = p->epoch;
+  tfx_err err;
+  if (tfx_client_send(p->backup, &env, NULL, 0, &err)) {
+    ps__forward_fail(p, err.msg);
+  }
+}
+
 void ps__forward_step(ps_state *p) {
   if (!p->backup) {
     for (int i = 0; i < p->n_shards; i++) {

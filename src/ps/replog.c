@@ -4,42 +4,86 @@
  * values and optimizer slots of its dense shards), which replaces the log, so the backup applies no step at all
  * while its primary lives (the snapshot costs a fraction of the updates it replaces). Before anything but a status
  * or the next batch reaches the backup (a promotion, a pull, a checkpoint), it applies the log in order, with the
- * code the primary ran: the same bits. An instance with a lazy table keeps one batch, applied once the own replies
- * went (a copy of the rows touched would cost more, and would not carry a table's sketch, ages or evictions). A
- * snapshot's rows of a lazy table (a tensor with rows) are still taken in: values and slots, by id. */
+ * code the primary ran: the same bits. A snapshot's rows of a lazy table (a tensor with rows) are still taken in:
+ * values and slots, by id.
+ *
+ * An instance with a lazy table has no snapshots (a copy of the rows touched would cost more). With plain tables
+ * (no max_rows, ttl_steps or admission) and checkpoint.fp16 off, a checkpoint restores the primary's state bit for
+ * bit, so the backup keeps the log until a checkpoint holds it: the batches as received (no copy, no apply), at most
+ * PS_LOG_CKPT_BYTES; when the primary's files of checkpoint c are complete it says so (PS_FLAG_CKPT) and the
+ * backup drops the steps below c (its state is then checkpoint c and the log: "stale" in memory). To serve (a
+ * promotion), or past the bound, it loads instance k's shard of checkpoint c with the rollback's code (restore.c)
+ * and replays the log with the primary's code. Other lazy instances keep one batch, applied once the own replies
+ * went (a table's sketch, ages and evictions are state a checkpoint of rows does not carry bit for bit). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/clock.h"
 #include "common/log.h"
 #include "ps/ps_impl.h"
 #include "ps/rowtable.h"
+#include "store/ckpt.h"
+
+/* The most a log kept until a checkpoint holds, in bytes of received batches: past it the oldest are applied. */
+#define PS_LOG_CKPT_BYTES ((size_t)64 << 20)
 
 int ps__log_pending(const ps_state *p) {
   return p ? p->log_steps : 0;
 }
 
+/* ps__log_until_ckpt, worked out. */
+static int until_ckpt(const ps_state *p) {
+  int tables = 0;
+  if (p->cfg.ckpt_fp16 || !ps__is_sync(p) || ps__log_steps(p)) {
+    return 0;
+  }
+  for (int i = 0; i < p->n_shards; i++) {
+    const shard *s = &p->shards[i];
+    const tfx_layer_spec *l = s->table ? tfx_config_table_layer(&p->cfg, s->var) : NULL;
+    if (l && (l->max_rows || l->ttl_steps || l->admit_min_count > 1 ||
+              (l->admit_probability > 0 && l->admit_probability < 1))) {
+      return 0; /* its sketch, ages or evictions: not restored bit for bit */
+    }
+    tables += s->table != NULL;
+  }
+  return tables > 0;
+}
+
+int ps__log_until_ckpt(ps_state *p) {
+  if (p && !p->log_mode) {
+    p->log_mode = until_ckpt(p) ? 1 : 2;
+  }
+  return p && p->log_mode == 1;
+}
+
 /* The log's bound in messages (each a batch of cluster.replica_batch_steps steps): the steps between snapshots and
- * two batches more, or, without snapshots (k 0), one. */
-static int log_cap(const ps_state *p, int k) {
+ * two batches more, or, without snapshots (k 0), one; a log kept until a checkpoint is bounded by bytes. */
+static int log_cap(ps_state *p, int k) {
+  if (ps__log_until_ckpt(p)) {
+    return INT32_MAX; /* bounded by bytes instead (ps__log_trim) */
+  }
   int batch = p->cfg.replica_batch_steps > 1 ? p->cfg.replica_batch_steps : 1;
   return k ? k / batch + 2 : 1;
 }
 
-void ps__log_apply(ps_state *p, int keep) {
-  int n = 0;
-  for (; p && p->n_log - n > keep; n++) {
-    tfx_inmsg *m = &p->log[n];
-    tfx_err err;
-    tfx_err_clear(&err);
-    if (ps__push(p, m, &err)) {
-      tfx_log(TFX_LOG_ERROR, "PS-BACKUP-STEP", "backup of ps instance %d: step %lld not applied: %s", p->index,
-              (long long)m->env->step, err.msg);
-    }
-    p->log_steps -= m->env ? (int)m->env->n_stats : 0;
-    tfx_inmsg_fini(m);
+/* The bytes of a held message's frames. */
+static size_t msg_bytes(const tfx_inmsg *m) {
+  size_t all = 0;
+  for (int i = 0; i < m->n_parts; i++) {
+    all += zmq_msg_size(&m->parts[i]);
+  }
+  return all;
+}
+
+/* Drops the oldest n held messages unapplied. */
+static void log_drop(ps_state *p, int n) {
+  for (int i = 0; i < n; i++) {
+    p->log_steps -= p->log[i].env ? (int)p->log[i].env->n_stats : 0;
+    p->log_bytes -= msg_bytes(&p->log[i]);
+    tfx_inmsg_fini(&p->log[i]);
   }
   if (n) {
     memmove(p->log, p->log + n, sizeof *p->log * (size_t)(p->n_log - n));
@@ -47,12 +91,109 @@ void ps__log_apply(ps_state *p, int keep) {
   }
 }
 
+/* The path of instance p's shard of the checkpoint of step in this ps's run directory. */
+static void ckpt_shard_path(const ps_state *p, int64_t step, char *path, size_t n) {
+  char dir[1100];
+  tfx_ckpt_dir(p->node->run_dir, step, dir, sizeof dir);
+  tfx_ckpt_part_path(path, n, dir, p->index, TFX_CKPT_SHARD);
+}
+
+/* A stale state (a checkpoint and the log): loads the checkpoint of its version, as a rollback does. On failure
+ * the copy may not be promoted (behind) and its log is dropped (it cannot be replayed). */
+static int log_base(ps_state *p) {
+  char path[1200];
+  tfx_err err;
+  tfx_err_clear(&err);
+  ckpt_shard_path(p, p->version, path, sizeof path);
+  int64_t at = p->version;
+  int rc = TFX_OK;
+  for (int i = 0; !rc && i < p->n_shards; i++) {
+    rc = !p->shards[i].table && ps__own_value(p, &p->shards[i]) ? tfx_err_set(&err, TFX_ENOMEM, "out of memory") : 0;
+  }
+  rc = rc ? rc : ps__restore_shards(p, path, &err);
+  p->log_stale = 0;
+  if (rc || p->version != at) {
+    tfx_log(TFX_LOG_ERROR, "PS-BACKUP-BASE", "backup of ps instance %d: checkpoint of step %lld not loaded (%s): "
+            "this copy may not be promoted", p->index, (long long)at, rc ? err.msg : "another step");
+    p->behind = 1;
+    p->version = at + p->log_steps;
+    log_drop(p, p->n_log);
+    return -1;
+  }
+  return 0;
+}
+
+/* Applies the oldest held messages until keep are left. */
+static void log_run(ps_state *p, int keep) {
+  int n = 0;
+  for (; p->n_log - n > keep; n++) {
+    tfx_inmsg *m = &p->log[n];
+    tfx_err err;
+    tfx_err_clear(&err);
+    if (ps__push(p, m, &err)) {
+      tfx_log(TFX_LOG_ERROR, "PS-BACKUP-STEP", "backup of ps instance %d: step %lld not applied: %s", p->index,
+              (long long)m->env->step, err.msg);
+    }
+  }
+  log_drop(p, n);
+}
+
+void ps__log_apply(ps_state *p, int keep) {
+  if (!p || p->n_log <= keep) {
+    return;
+  }
+  int stale = p->log_stale, n = p->n_log - keep;
+  int64_t from = p->version, t0 = tfx_now_ms();
+  size_t bytes = p->log_bytes;
+  if (stale && log_base(p)) {
+    return;
+  }
+  log_run(p, keep);
+  if (stale || (!keep && ps__log_until_ckpt(p))) {
+    char base[64];
+    snprintf(base, sizeof base, stale ? "checkpoint step %lld loaded" : "no checkpoint (initial values)",
+             (long long)from);
+    tfx_log(TFX_LOG_INFO, "PS-BACKUP-REPLAY",
+            "backup of ps instance %d: %s, steps %lld..%lld replayed from the log (%d messages, %.1f MiB) in %lld ms",
+            p->index, base, (long long)from, (long long)p->version - 1, n, (double)(bytes - p->log_bytes) / 1048576.0,
+            (long long)(tfx_now_ms() - t0));
+  }
+}
+
 void ps__log_trim(ps_state *p) {
   if (!p || !p->n_log) {
     return;
   }
+  if (ps__log_until_ckpt(p)) {
+    int keep = p->n_log;
+    for (size_t over = p->log_bytes; keep > 0 && over > PS_LOG_CKPT_BYTES; keep--) {
+      over -= msg_bytes(&p->log[p->n_log - keep]);
+    }
+    ps__log_apply(p, keep);
+    return;
+  }
   int k = ps__log_steps(p);
   ps__log_apply(p, k ? log_cap(p, k) : 0);
+}
+
+int ps__log_checkpoint(ps_state *p, int64_t step) {
+  char path[1200];
+  int64_t at = p->version;
+  int n = 0;
+  for (; n < p->n_log && at < step; n++) {
+    at += (int64_t)p->log[n].env->n_stats;
+  }
+  if (!ps__log_until_ckpt(p) || !n || at != step) {
+    return 0; /* nothing to drop, or not at a batch's end (a batch is replayed whole) */
+  }
+  ckpt_shard_path(p, step, path, sizeof path);
+  if (access(path, R_OK) != 0) {
+    return 0; /* not in this ps's run directory: the log is kept (and applied past its bound) */
+  }
+  log_drop(p, n);
+  p->version = step;
+  p->log_stale = 1;
+  return n;
 }
 
 void ps__log_free(ps_state *p) {
@@ -63,6 +204,9 @@ void ps__log_free(ps_state *p) {
   p->log = NULL;
   p->n_log = p->cap_log = 0;
   p->log_steps = 0;
+  p->log_bytes = 0;
+  p->log_stale = 0;
+  p->log_mode = 0; /* a new plan may follow */
 }
 
 void ps__log_hold(ps_state *p, tfx_inmsg *m) {
@@ -71,7 +215,8 @@ void ps__log_hold(ps_state *p, tfx_inmsg *m) {
     ps__log_apply(p, cap - 1);
   }
   if (p->n_log == p->cap_log) {
-    tfx_inmsg *log = realloc(p->log, sizeof *log * (size_t)(cap + 1));
+    int more = p->cap_log * 2 + 4;
+    tfx_inmsg *log = realloc(p->log, sizeof *log * (size_t)more);
     if (!log) {
       ps__log_apply(p, 0);
       tfx_err err;
@@ -80,9 +225,10 @@ void ps__log_hold(ps_state *p, tfx_inmsg *m) {
       return;
     }
     p->log = log;
-    p->cap_log = cap + 1;
+    p->cap_log = more;
   }
   p->log_steps += (int)m->env->n_stats;
+  p->log_bytes += msg_bytes(m);
   tfx_inmsg *slot = &p->log[p->n_log++];
   memset(slot, 0, sizeof *slot);
   slot->env = m->env;
@@ -197,11 +343,8 @@ int ps__log_snapshot(ps_state *p, const tfx_inmsg *m, tfx_err *err) {
   if (rc) {
     return rc == TFX_ENOMEM ? TFX_ESTATE : rc; /* the primary then serves unreplicated */
   }
-  for (int i = 0; i < p->n_log; i++) {
-    tfx_inmsg_fini(&p->log[i]); /* every step the snapshot holds */
-  }
-  p->n_log = 0;
-  p->log_steps = 0;
+  log_drop(p, p->n_log); /* every step the snapshot holds */
+  p->log_stale = 0;
   p->version = e->step;
   if (full) {
     workers_take(p, e);

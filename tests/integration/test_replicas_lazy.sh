@@ -1,8 +1,9 @@
 #!/bin/bash
-# Replicated lazy tables (cluster.replicas 1, #27): the backup of a plain lazy table (no cap, age or admission) logs
-# the summed steps and takes the rows touched since the last snapshot (values and Adagrad slots) every 32 steps; a
-# table under ttl_steps and admit_min_count keeps applying every step, since its sketch and ages are the table's own
-# state. For both, a sync LR (2 ps, 2 workers, seed 7) whose ps 0 is killed with kill -9 at about a third of the run
+# Replicated lazy tables (cluster.replicas 1, #27): the backup of a plain lazy table (no cap, age or admission) keeps
+# the summed steps it receives until its primary's checkpoint holds them (checkpoint.every_steps 100 here), and on
+# promotion loads that checkpoint and replays the rest of its log (PS-BACKUP-REPLAY names the step loaded and the
+# steps replayed); a table under ttl_steps and admit_min_count keeps applying every step, since its sketch and ages
+# are the table's own state. For both, a sync LR (2 ps, 2 workers, seed 7) whose ps 0 is killed with kill -9 at about a third of the run
 # (between two snapshots as it falls) promotes the backup (which replays its log), rolls nothing back, and exports
 # weights bit-identical to the same run undisturbed. A capped table (max_rows 150, evicting all run long) too: the ps
 # applies a sync step's summed rows in id order when the table has a cap, since eviction depends on the order rows
@@ -20,11 +21,11 @@ lr() { # lr FILE LAYER-EXTRA
 lr "$WORK/plain.json" ""
 lr "$WORK/aged.json" ', "ttl_steps": 60, "admit_min_count": 2'
 lr "$WORK/capped.json" ', "max_rows": 150'
-# run LABEL CONFIG KILL(0|1)
+# run LABEL CONFIG KILL(0|1) [CHECKPOINT-EVERY]
 run() {
   local run=$WORK/$1
   "$TFX_NODE" local --config "$2" --run-dir "$run" --max-steps $MAX --set cluster.replicas=1 \
-    --set training.seed=7 --set checkpoint.every_steps=0 --set cluster.request_timeout_s=20 >"$WORK/$1.log" 2>&1 &
+    --set training.seed=7 --set checkpoint.every_steps="${4:-0}" --set cluster.request_timeout_s=20 >"$WORK/$1.log" 2>&1 &
   local lp=$!
   PIDS+=($lp)
   if [ "$3" = 1 ]; then
@@ -46,10 +47,16 @@ run() {
     steps_never_back "$run/metrics.jsonl" || fail "$1: a worker's step went back"
   fi
 }
+every() { [ "$1" = plain ] && echo 100 || echo 0; }
 for t in plain aged capped; do
-  run ${t}_a "$WORK/$t.json" 0
-  run ${t}_b "$WORK/$t.json" 1
+  run ${t}_a "$WORK/$t.json" 0 "$(every $t)"
+  run ${t}_b "$WORK/$t.json" 1 "$(every $t)"
   cmp -s "$WORK/${t}_a.digest" "$WORK/${t}_b.digest" ||
     fail "$t table: weights differ after kill -9 of ps 0: $(diff "$WORK/${t}_a.digest" "$WORK/${t}_b.digest")"
 done
-pass "kill -9 of ps 0 at a third: lazy LR weights bit-identical to the undisturbed run, plain table (log and row snapshots), aged, admitted table and capped table (applied every step)"
+# the plain table's backup loaded a checkpoint of its primary (step 100 or more) and replayed its log from there
+line=$(grep -h PS-BACKUP-REPLAY "$WORK"/plain_b/logs/ps-1.log | tail -1)
+echo "$line" | grep -qE 'checkpoint step [1-9][0-9]+ loaded, steps [1-9][0-9]+\.\.[0-9]+ replayed' ||
+  fail "plain table: the promoted backup did not load a checkpoint and replay its log: '$line'"
+echo "promotion: ${line#*PS-BACKUP-REPLAY}"
+pass "kill -9 of ps 0 at a third: lazy LR weights bit-identical to the undisturbed run, plain table (log kept until the checkpoint, then loaded and replayed), aged, admitted table and capped table (applied every step)"
