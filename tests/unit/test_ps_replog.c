@@ -2,16 +2,27 @@
  * sync steps is held whole in the log (its steps counted, so the backup's step is the primary's), and the
  * primary's snapshot of the rows touched since the last one (values and Adagrad slots, by id) is stored into the
  * backup's table and replaces the log; a snapshot of another step, or rows that do not fit the table, change
- * nothing and are refused (TFX_ESTATE, naming why). Messages go over an inproc PAIR, as the ps receives them. */
+ * nothing and are refused (TFX_ESTATE, naming why). A plain table's log is kept until the primary's checkpoint
+ * holds it: the notice of a complete checkpoint drops the batches below its step (only at a batch's end, and only
+ * when the shard file is in the run directory); a checkpoint that cannot be loaded makes the copy unpromotable.
+ * Messages go over an inproc PAIR, as the ps receives them. */
 #include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <zmq.h>
+
+#include "config/node.h"
+#include "store/ckpt.h"
 
 #include "ps/ps_impl.h"
 #include "ps/rowtable.h"
 
 static void *ctx, *tx, *rx;
 static ps_state *p;
+static tfx_node node;
 
 /* A backup state of one lazy table "emb/part_0" (ids < 1000, 2 floats a row, 1 slot: 4 floats stored a row). */
 static void setup(void) {
@@ -23,6 +34,8 @@ static void setup(void) {
   p = calloc(1, sizeof *p);
   cr_assert_not_null(p);
   tfx_config_init(&p->cfg);
+  snprintf(node.run_dir, sizeof node.run_dir, "/tmp/test_ps_replog.%d", (int)getpid());
+  p->node = &node;
   p->backup_of = 1;
   p->initialized = 1;
   p->cfg.mode = TFX_MODE_SYNC;
@@ -39,6 +52,9 @@ static void setup(void) {
 }
 
 static void teardown(void) {
+  char cmd[600];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", node.run_dir);
+  cr_assert_eq(system(cmd), 0);
   ps__log_free(p);
   tfx_rowtable_destroy(p->shards[0].table);
   free(p->shards);
@@ -126,4 +142,51 @@ Test(ps_replog, snapshot_rows_that_do_not_fit_the_table_change_nothing) {
   tfx_inmsg_fini(&m);
   cr_assert_null(tfx_rowtable_find(p->shards[0].table, 3));
   cr_assert_eq(tfx_rowtable_rows(p->shards[0].table), 0);
+}
+
+/* Writes an empty file where instance 0's shard of the checkpoint of step goes (the drop only checks it is there). */
+static void shard_file(int64_t step) {
+  char dir[1100], path[1200], cmd[1300];
+  tfx_ckpt_dir(node.run_dir, step, dir, sizeof dir);
+  snprintf(cmd, sizeof cmd, "mkdir -p '%s'", dir);
+  cr_assert_eq(system(cmd), 0);
+  tfx_ckpt_part_path(path, sizeof path, dir, 0, TFX_CKPT_SHARD);
+  FILE *f = fopen(path, "w");
+  cr_assert_not_null(f, "%s", path);
+  fclose(f);
+}
+
+Test(ps_replog, a_checkpoint_drops_the_batches_below_it_and_a_lost_one_bars_promotion) {
+  const int64_t ids[2] = {3, 8};
+  const float sums[4] = {0.5f, -0.5f, 1.0f, 2.0f};
+  cr_assert(ps__log_until_ckpt(p), "a plain lazy table, sync, checkpoint.fp16 off: kept until a checkpoint");
+  for (int b = 0; b < 3; b++) { /* steps 0..2, 3..5, 6..8 */
+    tfx_inmsg m;
+    message(&m, PS_FLAG_STEP, 3 * b, 3, ids, 2, sums, 4);
+    ps__log_hold(p, &m);
+    tfx_inmsg_fini(&m);
+  }
+  size_t bytes = p->log_bytes;
+  cr_assert_eq(ps__log_pending(p), 9);
+  cr_assert_eq(p->n_log, 3, "batches held, none applied (a lazy table's log is bounded by bytes, not messages)");
+  cr_assert_eq(ps__log_checkpoint(p, 3), 0, "no shard file of step 3 in the run directory: the log is kept");
+  shard_file(3);
+  shard_file(4);
+  cr_assert_eq(ps__log_checkpoint(p, 4), 0, "step 4 is inside a batch (replayed whole): nothing dropped");
+  cr_assert_eq(ps__log_checkpoint(p, 3), 1, "the first batch (steps 0..2) dropped");
+  cr_assert_eq(p->version, 3, "the state is the checkpoint of step 3 ...");
+  cr_assert_eq(ps__log_pending(p), 6, "... and the 6 steps logged after it");
+  cr_assert(p->log_stale);
+  cr_assert(p->log_bytes < bytes && p->log_bytes > 0);
+  cr_assert_eq(ps__log_checkpoint(p, 3), 0, "the same notice again: nothing more");
+  cr_assert_eq(tfx_rowtable_rows(p->shards[0].table), 0, "nothing applied");
+  ps__log_apply(p, 0); /* a promotion: the checkpoint of step 3 holds no shard (an empty file): not loaded */
+  cr_assert(p->behind, "a checkpoint that cannot be loaded: the copy may not be promoted");
+  cr_assert_eq(p->n_log, 0);
+  cr_assert_eq(p->version, 9, "its step still counts every step acknowledged");
+}
+
+Test(ps_replog, fp16_checkpoints_keep_the_old_log) {
+  p->cfg.ckpt_fp16 = 1;
+  cr_assert_not(ps__log_until_ckpt(p), "fp16 checkpoints do not restore the values bit for bit");
 }
