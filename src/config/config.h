@@ -40,6 +40,10 @@
 #define TFX_WATCH_MODES(X) X(TFX_WATCH_AUTO, "auto") X(TFX_WATCH_MIN, "min") X(TFX_WATCH_MAX, "max")
 
 #define TFX_CHOICE_VALUE(value, text) value,
+/* The most a backup's log of a lazy instance's sync steps holds until a checkpoint holds them, in bytes of received
+ * batches (cluster.replicas 1, #27: ps/replog.c keeps it, master/plan.c prints it); past it the oldest are applied. */
+#define TFX_REPLICA_LOG_BYTES ((size_t)64 << 20)
+
 typedef enum tfx_mode { TFX_MODES(TFX_CHOICE_VALUE) } tfx_mode;
 typedef enum tfx_opt_kind { TFX_OPTIMIZERS(TFX_CHOICE_VALUE) } tfx_opt_kind; /* ftrl: slots "accum", "linear" */
 typedef enum tfx_schedule { TFX_SCHEDULES(TFX_CHOICE_VALUE) } tfx_schedule;

@@ -203,6 +203,17 @@ static void print_kept(const tfx_plan *plan, int p, FILE *f) {
           (size_t)n * dense, lazy ? " and the rows of its lazy tables in as many batches" : "");
 }
 
+/* With replicas, sync: the log ps p keeps as the backup of ps `of`'s lazy tables until a checkpoint holds it. */
+static void print_log(const tfx_plan *plan, int of, FILE *f) {
+  for (int i = 0; i < plan->n; i++) {
+    if (plan->shards[i].ps == of && plan->shards[i].lazy) {
+      fprintf(f, "  its log of ps %d's summed steps (sync, lazy tables) until a checkpoint holds them: <= %zu bytes\n",
+              of, TFX_REPLICA_LOG_BYTES);
+      return;
+    }
+  }
+}
+
 void tfx_plan_print(const tfx_plan *plan, FILE *f) {
   size_t max = 0, sum = 0;
   for (int p = 0; p < plan->n_ps; p++) {
@@ -220,6 +231,7 @@ void tfx_plan_print(const tfx_plan *plan, FILE *f) {
       fprintf(f, "  as the backup of ps %d: %zu bytes; held in all: %zu bytes\n", of, ps_bytes(plan, of),
               bytes + ps_bytes(plan, of));
       print_kept(plan, p, f);
+      print_log(plan, of, f);
     }
     max = bytes > max ? bytes : max;
     sum += bytes;

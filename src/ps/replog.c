@@ -10,7 +10,7 @@
  * An instance with a lazy table has no snapshots (a copy of the rows touched would cost more). With plain tables
  * (no max_rows, ttl_steps or admission) and checkpoint.fp16 off, a checkpoint restores the primary's state bit for
  * bit, so the backup keeps the log until a checkpoint holds it: the batches as received (no copy, no apply), at most
- * PS_LOG_CKPT_BYTES; when the primary's files of checkpoint c are complete it says so (PS_FLAG_CKPT) and the
+ * TFX_REPLICA_LOG_BYTES; when the primary's files of checkpoint c are complete it says so (PS_FLAG_CKPT) and the
  * backup drops the steps below c (its state is then checkpoint c and the log: "stale" in memory). To serve (a
  * promotion), or past the bound, it loads instance k's shard of checkpoint c with the rollback's code (restore.c)
  * and replays the log with the primary's code. Other lazy instances keep one batch, applied once the own replies
@@ -27,8 +27,6 @@
 #include "ps/rowtable.h"
 #include "store/ckpt.h"
 
-/* The most a log kept until a checkpoint holds, in bytes of received batches: past it the oldest are applied. */
-#define PS_LOG_CKPT_BYTES ((size_t)64 << 20)
 
 int ps__log_pending(const ps_state *p) {
   return p ? p->log_steps : 0;
@@ -166,7 +164,7 @@ void ps__log_trim(ps_state *p) {
   }
   if (ps__log_until_ckpt(p)) {
     int keep = p->n_log;
-    for (size_t over = p->log_bytes; keep > 0 && over > PS_LOG_CKPT_BYTES; keep--) {
+    for (size_t over = p->log_bytes; keep > 0 && over > TFX_REPLICA_LOG_BYTES; keep--) {
       over -= msg_bytes(&p->log[p->n_log - keep]);
     }
     ps__log_apply(p, keep);

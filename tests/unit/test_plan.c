@@ -352,6 +352,7 @@ Test(plan, print_names_each_shards_backup_and_the_bytes_each_ps_holds_with_repli
   cr_assert(strstr(text, "each worker keeps (sync) up to 34 pushes for it until its backup holds them: <= 18104320 "
                          "bytes"), /* cluster.replica_batch_steps 16: 2 x 16 + 2 pushes of ps 0's 532480 bytes */
             "%s", text);
+  cr_assert_null(strstr(text, "its log of"), "no lazy table: no backup log kept until a checkpoint\n%s", text);
   free(text);
   tfx_plan_fini(&p);
 }
