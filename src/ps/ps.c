@@ -619,10 +619,12 @@ int tfx_ps_run(tfx_node *n, tfx_err *err) {
           (long long)p.version, (unsigned long long)p.stats.applied, (unsigned long long)p.stats.stale,
           (unsigned long long)p.stats.rejected, (unsigned long long)p.stats.cow_copies);
   if (p.mirror && p.mirror->initialized) {
-    tfx_log(TFX_LOG_INFO, "PS-STOP-COPY", "%s of ps instance %d at step %lld: %llu pushes applied, %llu stale dropped",
+    tfx_log(TFX_LOG_INFO, "PS-STOP-COPY",
+            "%s of ps instance %d at step %lld: %llu pushes applied, %llu stale dropped, %d steps in its log (%.2f "
+            "MiB)",
             p.mirror->promoted ? "promoted copy" : "backup", p.mirror->index,
             (long long)(p.mirror->version + p.mirror->log_steps), (unsigned long long)p.mirror->stats.applied,
-            (unsigned long long)p.mirror->stats.stale);
+            (unsigned long long)p.mirror->stats.stale, p.mirror->log_steps, (double)p.mirror->log_bytes / 1048576.0);
   }
   tfx_http_stop(p.http);
   pthread_mutex_destroy(&p.view.lock);
