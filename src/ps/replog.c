@@ -27,7 +27,6 @@
 #include "ps/rowtable.h"
 #include "store/ckpt.h"
 
-
 int ps__log_pending(const ps_state *p) {
   return p ? p->log_steps : 0;
 }
@@ -111,8 +110,10 @@ static int log_base(ps_state *p) {
   rc = rc ? rc : ps__restore_shards(p, path, &err);
   p->log_stale = 0;
   if (rc || p->version != at) {
-    tfx_log(TFX_LOG_ERROR, "PS-BACKUP-BASE", "backup of ps instance %d: checkpoint of step %lld not loaded (%s): "
-            "this copy may not be promoted", p->index, (long long)at, rc ? err.msg : "another step");
+    tfx_log(TFX_LOG_ERROR, "PS-BACKUP-BASE",
+            "backup of ps instance %d: checkpoint of step %lld not loaded (%s): "
+            "this copy may not be promoted",
+            p->index, (long long)at, rc ? err.msg : "another step");
     p->behind = 1;
     p->version = at + p->log_steps;
     log_drop(p, p->n_log);

@@ -15,10 +15,9 @@
 #include <zmq.h>
 
 #include "config/node.h"
-#include "store/ckpt.h"
-
 #include "ps/ps_impl.h"
 #include "ps/rowtable.h"
+#include "store/ckpt.h"
 
 static void *ctx, *tx, *rx;
 static ps_state *p;
