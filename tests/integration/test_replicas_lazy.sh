@@ -1,9 +1,9 @@
 #!/bin/bash
 # Replicated lazy tables (cluster.replicas 1, #27): the backup of a plain lazy table (no cap, age or admission) keeps
-# the summed steps it receives until its primary's checkpoint holds them (checkpoint.every_steps 100 here), and on
-# promotion loads that checkpoint and replays the rest of its log (PS-BACKUP-REPLAY names the step loaded and the
-# steps replayed); a table under ttl_steps and admit_min_count keeps applying every step, since its sketch and ages
-# are the table's own state. For both, a sync LR (2 ps, 2 workers, seed 7) whose ps 0 is killed with kill -9 at about a third of the run
+# the summed steps it receives until its primary's checkpoint holds them (checkpoint.every_steps 100, incremental
+# row files here), and on promotion loads that checkpoint and replays the rest of its log (PS-BACKUP-REPLAY names
+# the step loaded and the steps replayed); a table under ttl_steps and admit_min_count keeps applying every step,
+# since its sketch and ages are the table's own state. For both, a sync LR (2 ps, 2 workers, seed 7) whose ps 0 is killed with kill -9 at about a third of the run
 # (between two snapshots as it falls) promotes the backup (which replays its log), rolls nothing back, and exports
 # weights bit-identical to the same run undisturbed. A capped table (max_rows 150, evicting all run long) too: the ps
 # applies a sync step's summed rows in id order when the table has a cap, since eviction depends on the order rows
@@ -25,7 +25,9 @@ lr "$WORK/capped.json" ', "max_rows": 150'
 run() {
   local run=$WORK/$1
   "$TFX_NODE" local --config "$2" --run-dir "$run" --max-steps $MAX --set cluster.replicas=1 \
-    --set training.seed=7 --set checkpoint.every_steps="${4:-0}" --set cluster.request_timeout_s=20 >"$WORK/$1.log" 2>&1 &
+    --set training.seed=7 --set checkpoint.every_steps="${4:-0}" \
+    --set checkpoint.incremental="$([ "${4:-0}" = 0 ] && echo false || echo true)" \
+    --set cluster.request_timeout_s=20 >"$WORK/$1.log" 2>&1 &
   local lp=$!
   PIDS+=($lp)
   if [ "$3" = 1 ]; then
