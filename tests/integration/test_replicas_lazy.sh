@@ -3,8 +3,8 @@
 # the summed steps it receives until its primary's checkpoint holds them (checkpoint.every_steps 100, incremental
 # row files here), and on promotion loads that checkpoint and replays the rest of its log (PS-BACKUP-REPLAY names
 # the step loaded and the steps replayed); a table under ttl_steps and admit_min_count keeps applying every step,
-# since its sketch and ages are the table's own state. For both, a sync LR (2 ps, 2 workers, seed 7) whose ps 0 is killed with kill -9 at about a third of the run
-# (between two snapshots as it falls) promotes the backup (which replays its log), rolls nothing back, and exports
+# since its sketch and ages are the table's own state. For both, a sync LR (2 ps, 2 workers, seed 7) whose ps 0 is
+# killed with kill -9 at about a third of the run promotes the backup, rolls nothing back, and exports
 # weights bit-identical to the same run undisturbed. A capped table (max_rows 150, evicting all run long) too: the ps
 # applies a sync step's summed rows in id order when the table has a cap, since eviction depends on the order rows
 # come (in arrival order two undisturbed runs of one seed exported different weights).
