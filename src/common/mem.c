@@ -11,13 +11,21 @@
 #define MADV_COLLAPSE 25 /* Linux 6.1; older glibc headers lack it */
 #endif
 
+/* The 2 MiB-aligned part [*from, *to) of [p, p + bytes); 0 when p is NULL or the range spans less than 4 MiB. */
+static int huge_windows(void *p, size_t bytes, uintptr_t *from, uintptr_t *to) {
+  if (!p || bytes < 2 * HUGE_PAGE) {
+    return 0;
+  }
+  *from = ((uintptr_t)p + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
+  *to = ((uintptr_t)p + bytes) & ~(HUGE_PAGE - 1);
+  return *to > *from;
+}
+
 /* Advises [p, p + bytes) onto huge pages (the 2 MiB-aligned part) when it spans at least 4 MiB. */
 static void advise_huge(void *p, size_t bytes, int advice) {
-  if (p && bytes >= 2 * HUGE_PAGE) {
-    uintptr_t from = ((uintptr_t)p + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1), to = ((uintptr_t)p + bytes) & ~(HUGE_PAGE - 1);
-    if (to > from) {
-      madvise((void *)from, to - from, advice); /* advice only: without THP nothing changes */
-    }
+  uintptr_t from, to;
+  if (huge_windows(p, bytes, &from, &to)) {
+    madvise((void *)from, to - from, advice); /* advice only: without THP nothing changes */
   }
 }
 
@@ -30,7 +38,7 @@ void *tfx_map_zeroed(size_t bytes) {
   return p;
 }
 
-/* Whether every page of the 2 MiB window at w is resident (vec: its mincore bytes). */
+/* Whether every page of a 2 MiB window is resident (vec: the window's mincore bytes). */
 static int window_resident(const unsigned char *vec) {
   for (size_t i = 0; i < HUGE_PAGE / 4096; i++) {
     if (!(vec[i] & 1)) {
@@ -41,10 +49,10 @@ static int window_resident(const unsigned char *vec) {
 }
 
 void tfx_mem_collapse(void *p, size_t bytes) {
-  if (!p || bytes < 2 * HUGE_PAGE || sysconf(_SC_PAGESIZE) != 4096) {
+  uintptr_t from, to;
+  if (sysconf(_SC_PAGESIZE) != 4096 || !huge_windows(p, bytes, &from, &to)) {
     return;
   }
-  uintptr_t from = ((uintptr_t)p + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1), to = ((uintptr_t)p + bytes) & ~(HUGE_PAGE - 1);
   unsigned char vec[HUGE_PAGE / 4096];
   for (uintptr_t w = from; w < to; w += HUGE_PAGE) {
     if (!mincore((void *)w, HUGE_PAGE, vec) && window_resident(vec)) {
