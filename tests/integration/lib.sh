@@ -191,6 +191,17 @@ sys.exit(0 if tensors(sys.argv[1]) == tensors(sys.argv[2]) else 1)
 PY
 }
 
+# sparse_lr_experiment FILE [KEY=VALUE ...]: the logistic regression over $WORK's sparse_data.py LibSVM set (a lazy
+# embedding_bag of 2^20 ids and 4 classes, Adagrad 0.5, batch 32, no periodic eval), then the given overrides.
+sparse_lr_experiment() {
+  local out=$1
+  shift
+  experiment "$out" model.input_shape='[1048576]' \
+    model.layers='[{"type": "embedding_bag", "units": 4, "combiner": "sum"}]' model.loss='"softmax_cross_entropy"' \
+    data.format='"libsvm"' data.train.images="\"$WORK/train.libsvm\"" data.eval.images="\"$WORK/test.libsvm\"" \
+    data.scale=1 optimizer.name='"adagrad"' optimizer.learning_rate=0.5 training.batch_size=32 eval.every_steps=0 "$@"
+}
+
 # same_at_step STEP RUN_A RUN_B: exports checkpoint STEP of the runs $WORK/RUN_A and $WORK/RUN_B (a failed export
 # fails the test, naming it) and exits 0 when the two hold the same tensors.
 same_at_step() {

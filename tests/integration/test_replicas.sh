@@ -10,11 +10,7 @@ MAX=240
 python3 "$(dirname "$0")/sparse_data.py" "$WORK" --train 2000 --test 200
 experiment "$WORK/mlp.json" training.report_every=20 eval.every_steps=0 model.layers='[{"type": "flatten"},
   {"type": "dense", "units": 64, "activation": "relu"}, {"type": "dense", "units": 10}]' placement.min_slice_bytes=65536
-experiment "$WORK/lr.json" model.input_shape='[1048576]' \
-  model.layers='[{"type": "embedding_bag", "units": 4, "combiner": "sum"}]' model.loss='"softmax_cross_entropy"' \
-  data.format='"libsvm"' data.train.images="\"$WORK/train.libsvm\"" data.eval.images="\"$WORK/test.libsvm\"" \
-  data.scale=1 optimizer.name='"adagrad"' optimizer.learning_rate=0.5 training.batch_size=32 \
-  training.report_every=50 eval.every_steps=0
+sparse_lr_experiment "$WORK/lr.json" training.report_every=50
 # run LABEL CONFIG KILL(0|1): trains MAX steps with replicas on, kill -9 of ps 0 at a third when KILL is 1.
 run() {
   local max=$MAX

@@ -10,11 +10,7 @@
 . "$(dirname "$0")/lib.sh"
 MAX=${TFX_RESEND_STEPS:-600}
 python3 "$(dirname "$0")/sparse_data.py" "$WORK" --train 2000 --test 200
-experiment "$WORK/lr.json" model.input_shape='[1048576]' \
-  model.layers='[{"type": "embedding_bag", "units": 4, "combiner": "sum"}]' model.loss='"softmax_cross_entropy"' \
-  data.format='"libsvm"' data.train.images="\"$WORK/train.libsvm\"" data.eval.images="\"$WORK/test.libsvm\"" \
-  data.scale=1 optimizer.name='"adagrad"' optimizer.learning_rate=0.5 training.batch_size=32 \
-  training.report_every=1 eval.every_steps=0
+sparse_lr_experiment "$WORK/lr.json" training.report_every=1
 # run LABEL KILL(0|1): MAX steps with replicas on; with KILL, kill -9 of ps 0 in the middle of a batch
 run() {
   local run=$WORK/$1
