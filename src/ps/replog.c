@@ -138,8 +138,8 @@ static void log_run(ps_state *p, int keep) {
 }
 
 void ps__log_apply(ps_state *p, int keep) {
-  if (!p || p->n_log <= keep) {
-    return;
+  if (!p || (p->n_log <= keep && (keep || !p->log_stale))) {
+    return; /* nothing to apply, unless a state to serve (keep 0) is a checkpoint still to load */
   }
   int stale = p->log_stale, n = p->n_log - keep;
   int64_t from = p->version, t0 = tfx_now_ms();
@@ -152,6 +152,11 @@ void ps__log_apply(ps_state *p, int keep) {
     char base[64];
     snprintf(base, sizeof base, stale ? "checkpoint step %lld loaded" : "no checkpoint (initial values)",
              (long long)from);
+    if (!n) {
+      tfx_log(TFX_LOG_INFO, "PS-BACKUP-REPLAY", "backup of ps instance %d: %s, no step after it in the log (%lld ms)",
+              p->index, base, (long long)(tfx_now_ms() - t0));
+      return;
+    }
     tfx_log(TFX_LOG_INFO, "PS-BACKUP-REPLAY",
             "backup of ps instance %d: %s, steps %lld..%lld replayed from the log (%d messages, %.1f MiB) in %lld ms",
             p->index, base, (long long)from, (long long)p->version - 1, n, (double)(bytes - p->log_bytes) / 1048576.0,

@@ -248,3 +248,42 @@ start_ps_cluster() {
   PS_PID=${addr%% *} PS_ADDR=${addr#* }
   [ -n "$PS_PID" ] && kill -0 "$PS_PID" || fail "no ps 0 in the cluster: $(tail -3 "$WORK/local.log")"
 }
+
+# kill_ps_at LOG RUN STEP LP [PS]: kill -9 of ps PS (default 0) of the `local` cluster whose output is LOG
+# (supervisor pid LP, run directory RUN) once RUN/metrics.jsonl has a train step >= STEP. The workers are held
+# (SIGSTOP) from the moment the step is seen until the ps is dead, so the kill lands inside the run however fast
+# it trains (a release build trains the sparse LR's 900 steps in 0.7 s, past a poll of 0.5 s). Prints the step
+# seen; fails the test when the run ended first.
+kill_ps_at() {
+  python3 - "$@" <<'PY' || fail "no step $3 before the run ended: ps ${5:-0} not killed"
+import json, os, re, signal, sys, time
+log, run, at, lp = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+ps = sys.argv[5] if len(sys.argv) > 5 else "0"
+def alive(pid):
+    try:
+        os.kill(pid, 0)
+        return True
+    except OSError:
+        return False
+def step():
+    try:
+        steps = [json.loads(l).get("step", 0) for l in open(run + "/metrics.jsonl") if '"train"' in l]
+    except (OSError, ValueError):
+        return -1
+    return max(steps, default=-1)
+while step() < at:
+    if not alive(lp):
+        sys.exit(1)
+    time.sleep(0.02)
+text = open(log).read()
+workers = {w: int(p) for w, p in re.findall(r"LOCAL-SPAWN worker ([0-9]+): pid ([0-9]+)", text)}
+victim = int(re.findall(r"LOCAL-SPAWN ps " + ps + r": pid ([0-9]+)", text)[-1])
+for p in workers.values():
+    os.kill(p, signal.SIGSTOP)
+s = step()
+os.kill(victim, signal.SIGKILL)
+for p in workers.values():
+    os.kill(p, signal.SIGCONT)
+print(f"killed ps {ps} (pid {victim}) at step {s}")
+PY
+}

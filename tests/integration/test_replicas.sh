@@ -20,12 +20,7 @@ run() {
   local lp=$!
   PIDS+=($lp)
   if [ "$3" = 1 ]; then
-    wait_for 300 bash -c "s=\$(grep -o '\"step\": *[0-9]*' '$run/metrics.jsonl' 2>/dev/null | tail -1 | grep -o '[0-9]*\$');
-      [ -n \"\$s\" ] && [ \"\$s\" -ge $((max / 3)) ] || ! kill -0 $lp" || fail "$1: no step $((max / 3))"
-    local pid
-    pid=$(sed -n "s/.*LOCAL-SPAWN ps 0: pid \([0-9]*\).*/\1/p" "$WORK/$1.log" | tail -1)
-    [ -n "$pid" ] || fail "$1: no ps 0 to kill"
-    kill -9 "$pid"
+    kill_ps_at "$WORK/$1.log" "$run" $((max / 3)) $lp
     wait_for 60 bash -c "grep -q MASTER-FAILOVER '$run/logs/master-0.log' || ! kill -0 $lp" || fail "$1: no failover"
     url=$(grep -o 'http://127.0.0.1:[0-9]*' "$WORK/$1.log" | head -1)
     curl -s "$url/metrics" >"$WORK/$1.metrics" 2>/dev/null

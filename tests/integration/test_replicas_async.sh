@@ -16,11 +16,7 @@ for mode in async ssp; do
     --set cluster.request_timeout_s=20 >"$WORK/$mode.log" 2>&1 &
   lp=$!
   PIDS+=($lp)
-  wait_for 300 bash -c "s=\$(grep -o '\"step\": *[0-9]*' '$run/metrics.jsonl' 2>/dev/null | tail -1 | grep -o '[0-9]*\$');
-    [ -n \"\$s\" ] && [ \"\$s\" -ge $((MAX / 3)) ] || ! kill -0 $lp" || fail "$mode: no step $((MAX / 3))"
-  pid=$(sed -n "s/.*LOCAL-SPAWN ps 0: pid \([0-9]*\).*/\1/p" "$WORK/$mode.log" | tail -1)
-  [ -n "$pid" ] || fail "$mode: no ps 0 to kill"
-  kill -9 "$pid"
+  kill_ps_at "$WORK/$mode.log" "$run" $((MAX / 3)) $lp
   wait "$lp" || fail "$mode: local exited $?: $(tail -2 "$WORK/$mode.log")"
   grep -q MASTER-FAILOVER "$run"/logs/master-0.log || fail "$mode: no failover"
   grep -q PS-PROMOTED "$run"/logs/ps-1.log || fail "$mode: ps 1 was not promoted"

@@ -185,6 +185,23 @@ Test(ps_replog, a_checkpoint_drops_the_batches_below_it_and_a_lost_one_bars_prom
   cr_assert_eq(p->version, 9, "its step still counts every step acknowledged");
 }
 
+Test(ps_replog, a_checkpoint_that_holds_the_whole_log_is_loaded_on_promotion) {
+  const int64_t ids[2] = {3, 8};
+  const float sums[4] = {0.5f, -0.5f, 1.0f, 2.0f};
+  tfx_inmsg m;
+  message(&m, PS_FLAG_STEP, 0, 3, ids, 2, sums, 4);
+  ps__log_hold(p, &m);
+  tfx_inmsg_fini(&m);
+  shard_file(3);
+  cr_assert_eq(ps__log_checkpoint(p, 3), 1, "the only batch dropped: the state is the checkpoint alone");
+  cr_assert_eq(p->n_log, 0);
+  cr_assert(p->log_stale);
+  ps__log_apply(p, 0); /* a promotion with an empty log still loads the checkpoint (here an empty file: fails) */
+  cr_assert(p->behind, "the checkpoint of step 3 was not loaded: the copy may not be promoted");
+  cr_assert_not(p->log_stale);
+  cr_assert_eq(p->version, 3);
+}
+
 Test(ps_replog, fp16_checkpoints_keep_the_old_log) {
   p->cfg.ckpt_fp16 = 1;
   cr_assert_not(ps__log_until_ckpt(p), "fp16 checkpoints do not restore the values bit for bit");
