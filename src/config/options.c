@@ -171,8 +171,7 @@ const config__option config__options[] = {
      "auto (min for loss and log_loss, else max) | min | max", watch_modes},
     {"training.early_stopping.patience", OPT_INT, O(stop_patience), 1, 1e6, "5",
      "evaluations without an improvement before stopping"},
-    {"training.early_stopping.min_delta", OPT_DBL, O(stop_min_delta), 0, BIG, "0",
-     "an improvement must exceed this"},
+    {"training.early_stopping.min_delta", OPT_DBL, O(stop_min_delta), 0, BIG, "0", "an improvement must exceed this"},
     {"search.method", OPT_ENUM, O(search_method), 0, 0, "random", "tfx-node search: random | grid", search_methods},
     {"search.early_stopping", OPT_BOOL, O(search_early_stopping), 0, 1, "true",
      "stop trials below the median at a validation point"},
@@ -195,7 +194,8 @@ const config__option config__options[] = {
      "1: every ps shard has a backup on the next ps (ring), promoted when its primary dies (no rollback)"},
     {"cluster.replica_batch_steps", OPT_INT, O(replica_batch_steps), 1, 64, "16",
      "cluster.replicas 1, sync: a primary forwards its summed steps to the backup every this many steps, in one "
-     "message (1: every step); workers keep each push until its ps says the backup holds it (up to 2 x this + 2)"},
+     "message (1: every step), or, dense shards whose steps the pushes rebuild, a snapshot of its values and slots; "
+     "workers keep each push until its ps says the backup holds it (up to 2 x this + 2)"},
     {"cluster.local_transport", OPT_ENUM, O(local_transport), 0, 0, "ipc",
      "tfx-node local: ipc (Unix sockets in a private 0700 directory, no keys needed) | tcp (loopback, CURVE)",
      transports},

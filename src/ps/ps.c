@@ -333,10 +333,10 @@ static int handle_data(ps_state *own, ps_state *p, tfx_inmsg *m, tfx_err *err) {
         ps__log_checkpoint(p, e->step); /* not answered */
         return TFX_OK;
       }
-      if (e->flag & PS_FLAG_SNAPSHOT) {
-        rc = ps__log_snapshot(p, m, err); /* not answered (a refusal is, and cuts the primary's link) */
+      if (e->flag & PS_FLAG_SNAPSHOT) { /* answered only when acknowledged (a refusal is, and cuts the link) */
+        rc = ps__log_snapshot(p, m, err);
         p->behind |= rc != TFX_OK;
-        return rc;
+        return rc || !(e->flag & PS_FLAG_ACKED) ? rc : reply_simple(p, m, p->version, 0, NULL, err);
       }
       if (e->flag & PS_FLAG_FORWARDED) { /* held once received: the primary applies it meanwhile */
         int64_t holds = p->version + p->log_steps + ((e->flag & PS_FLAG_STEP) ? (int64_t)e->n_stats : 0);
@@ -615,9 +615,11 @@ int tfx_ps_run(tfx_node *n, tfx_err *err) {
   serve(&p);
   tfx_notify_stopping();
   tfx_log(TFX_LOG_INFO, "PS-STOP",
-          "stopping at step %lld: %llu pushes applied, %llu stale dropped, %llu rejected, %llu copied on write",
+          "stopping at step %lld: %llu pushes applied, %llu stale dropped, %llu rejected, %llu copied on write, "
+          "%llu bytes sent to its backup",
           (long long)p.version, (unsigned long long)p.stats.applied, (unsigned long long)p.stats.stale,
-          (unsigned long long)p.stats.rejected, (unsigned long long)p.stats.cow_copies);
+          (unsigned long long)p.stats.rejected, (unsigned long long)p.stats.cow_copies,
+          (unsigned long long)p.stats.replica_bytes);
   if (p.mirror && p.mirror->initialized) {
     tfx_log(TFX_LOG_INFO, "PS-STOP-COPY",
             "%s of ps instance %d at step %lld: %llu pushes applied, %llu stale dropped, %d steps in its log (%.2f "

@@ -91,6 +91,8 @@ typedef struct pending_pull {
     "Pushes skipped for NaN/Inf (training.nan_policy = skip).", "counter")                                           \
   X(COUNT, forwarded, "pushes_forwarded", "tfx_ps_pushes_forwarded_total",                                          \
     "Pushes forwarded to the backup before they were applied (cluster.replicas 1).", "counter")                    \
+  X(COUNT, replica_bytes, "replica_bytes", "tfx_ps_replica_bytes_total",                                          \
+    "Bytes sent to this ps's backup: steps, snapshots, forwarded pushes (cluster.replicas 1).", "counter")        \
   X(COUNT, stale_epoch, "stale_epoch", "tfx_ps_stale_epoch_total",                                                 \
     "Forwarded pushes refused for an older plan epoch (or a promoted backup).", "counter")                         \
   X(COUNT, held, "held_in_order", "tfx_ps_held_in_order_total",                                                  \
@@ -151,6 +153,9 @@ typedef struct ps_ckpt_sums {
 /* With PS_FLAG_FORWARDED: the primary's files of the checkpoint of Envelope.step are complete (fsynced), so its
  * backup may drop the steps below it from its log (ps__log_checkpoint); not answered. */
 #define PS_FLAG_CKPT 64
+/* With PS_FLAG_SNAPSHOT: a snapshot that stands for the steps since the last one (ps__snap_acks): answered with
+ * the backup's version, which the primary's replies tell the workers (their kept pushes are the log between). */
+#define PS_FLAG_ACKED 128
 
 /* The own state's summed sync steps not forwarded yet (cluster.replicas 1): one message per
  * cluster.replica_batch_steps steps (replica.c). Each tensor's bytes are a copy it owns; Tensor.version is its step. */
@@ -183,6 +188,8 @@ typedef struct ps_state {
   tfx_inmsg *log;         /* a mirror's: forwarded sync steps acknowledged and not applied yet (replog.c) */
   int n_log, cap_log;
   int64_t fwd_steps;      /* the own state's: sync steps forwarded (a snapshot goes every ps__log_steps) */
+  int64_t snap_sent;      /* the own state's, ps__snap_acks: the version of the last snapshot sent */
+  int snap_due;           /* the own state's, ps__snap_acks: values were assigned, so a snapshot goes now */
   ps_batch batch;         /* the own state's, sync: summed steps waiting to go to the backup in one message */
   int64_t acked;          /* the own state's, sync: the backup holds every step below this version (told in replies) */
   int log_steps;          /* a mirror's: the steps its log holds (a forwarded message carries one batch of them) */
@@ -405,6 +412,12 @@ void ps__forward_flush(ps_state *p);
 /* Whether replies and pulls must wait for the backup: async and ssp, while a forwarded push is not acknowledged;
  * sync, while the steps the backup lacks reach 2 x cluster.replica_batch_steps + 2 (the pushes a worker keeps). */
 int ps__forward_holds(const ps_state *p);
+/* Whether p's backup is kept by acknowledged snapshots alone (sync, dense shards only, every worker's push in
+ * each step, a sum the workers' resent pushes rebuild bit for bit: training.deterministic or at most two
+ * workers, and cluster.replica_batch_steps above 1 + the optimizer's slots): no summed step goes to the backup;
+ * every cluster.replica_batch_steps steps the values and slots do, and after a failover the workers' kept pushes
+ * replay the steps since (repbatch.c). */
+int ps__snap_acks(const ps_state *p);
 /* The acknowledgement a reply of p carries (sync with replicas: the version below which the backup holds every
  * step, written into *buf; its version when p has no backup), or NULL (async, ssp, no replicas). Borrows buf. */
 Tfx__Since *ps__acked(const ps_state *p, Tfx__Since *buf);
@@ -451,6 +464,9 @@ int ps__log_rows(ps_state *p, const tfx_inmsg *m, tfx_err *err);
 int ps__forward_full(ps_state *p, size_t *bytes, tfx_err *err);
 /* Primary, after a sync step was applied: every ps__log_steps steps, sends the snapshot (copied, not answered). */
 void ps__forward_snapshot(ps_state *p);
+/* ps__snap_acks: sends the values and slots at the current version, answered with the backup's version (an
+ * acknowledgement the replies pass on); a failed send loses the backup (ps__forward_fail). */
+void ps__snap_ack_send(ps_state *p);
 /* MSG_PROMOTE: the mirror becomes its instance's primary at the message's plan epoch; replies with the step. */
 int ps__promote(ps_state *p, const tfx_inmsg *m, tfx_err *err);
 

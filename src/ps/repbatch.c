@@ -4,7 +4,11 @@
  * its version. Every reply tells the workers that version (Envelope.acked): a worker keeps each push until the
  * acknowledgement passes its step (psclient), and sends the ones it keeps again to a promoted backup, which applies
  * the steps its log lacks (a resent push of a step it holds is stale: dropped). Replies wait only when the backup
- * lags by 2K + 2 steps, the pushes a worker may keep (flow control). Messages between the ps: 2 per K steps. */
+ * lags by 2K + 2 steps, the pushes a worker may keep (flow control). Messages between the ps: 2 per K steps.
+ * Where the workers' pushes rebuild a step bit for bit (ps__snap_acks: dense shards, every worker in each step, a
+ * sum that does not depend on arrival order), no step goes at all: every K steps the values and slots do, in one
+ * acknowledged snapshot (ps__snap_ack_send), and the kept pushes are the log between (for the Fashion-MNIST MLP
+ * with Adam, 3 x 470 KB per 16 steps instead of 470 KB every step). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -202,6 +206,9 @@ static int batch_send(ps_state *p, tfx_err *err) {
   env.stats = kvp;
   env.n_stats = (size_t)b->steps;
   rc = rc ? rc : tfx_client_send(p->backup, &env, pl, (int)b->n, err);
+  for (size_t i = 0; !rc && i < b->n; i++) {
+    p->stats.replica_bytes += b->metas[i].nbytes;
+  }
   free(kv);
   free(kvp);
   free(ptrs);
@@ -210,6 +217,12 @@ static int batch_send(ps_state *p, tfx_err *err) {
 }
 
 void ps__forward_flush(ps_state *p) {
+  if (p && p->backup && ps__snap_acks(p)) {
+    if (p->version > p->snap_sent && !p->fwd_pending) {
+      ps__snap_ack_send(p); /* idle, or before a checkpoint: the backup catches up */
+    }
+    return;
+  }
   if (!p || !p->backup || !p->batch.steps) {
     return;
   }
@@ -249,6 +262,13 @@ void ps__forward_step(ps_state *p) {
   }
   if (tfx_client_disconnects(p->backup) != p->backup_seen) {
     ps__forward_fail(p, "its connection dropped");
+    return;
+  }
+  if (ps__snap_acks(p)) { /* no summed step goes: the workers keep their pushes until a snapshot holds them */
+    for (int i = 0; i < p->n_shards; i++) {
+      p->snap_due |= p->shards[i].step_assigned; /* values assigned: in no push, so a snapshot goes now */
+      p->shards[i].step_assigned = 0;
+    }
     return;
   }
   int rc = batch_step(&p->batch, p->version, p->n_grads);

@@ -54,7 +54,7 @@ int ps__backup_open(ps_state *p, tfx_err *err) {
     p->unreplicated = p->cfg.ps_replicas && p->backup_of;
     return TFX_OK;
   }
-  p->acked = p->version;
+  p->acked = p->snap_sent = p->version;
   return backup_connect(p, (p->index + 1) % n, err);
 }
 
@@ -79,9 +79,10 @@ static int reattach(ps_state *p, const tfx_inmsg *m, tfx_err *err) {
     ps__forward_fail(p, err->msg);
     return rc;
   }
+  p->stats.replica_bytes += bytes;
   p->unreplicated = 0;
   p->fwd_steps = 0;
-  p->acked = p->version;
+  p->acked = p->snap_sent = p->version;
   tfx_log(TFX_LOG_WARN, "PS-REREPLICATED", "ps instance %d: ps %lld is its backup again: %zu bytes streamed at step "
           "%lld in %lld ms", p->index, (long long)e->step, bytes, (long long)p->version, (long long)(tfx_now_ms() - t0));
   tfx_envelope env;
@@ -154,6 +155,9 @@ int ps__forward_send(ps_state *p, const tfx_inmsg *m) {
   if (rc) {
     ps__forward_fail(p, ferr.msg);
     return 0;
+  }
+  for (int i = 0; i < m->n_parts; i++) {
+    p->stats.replica_bytes += zmq_msg_size(&m->parts[i]);
   }
   p->fwd_pending++;
   p->fwd_deadline = tfx_now_ms() + (int64_t)p->cfg.request_timeout_s * 1000;
@@ -299,7 +303,8 @@ static size_t snapshot_workers(const ps_state *p, Tfx__KeyValue *kv, Tfx__KeyVal
 /* Sends the snapshot of every dense shard (values and slots, copied) at the current version; no acknowledgement.
  * A full one (a new backup; the lazy tables' rows follow, ps__forward_full) also carries the workers' state;
  * *bytes adds the bytes sent. */
-static int snapshot_send(ps_state *p, int full, size_t *bytes, tfx_err *err) {
+static int snapshot_send(ps_state *p, int64_t flag, size_t *bytes, tfx_err *err) {
+  int full = (flag & PS_FLAG_FULL) != 0;
   int slots = tfx_optim_slots(&p->opt);
   step_msg sm;
   int rc = msg_alloc(&sm, (size_t)p->n_shards * (size_t)(1 + slots)) ? tfx_err_set(err, TFX_ENOMEM, "out of memory")
@@ -312,7 +317,7 @@ static int snapshot_send(ps_state *p, int full, size_t *bytes, tfx_err *err) {
   }
   tfx_envelope env;
   tfx_wire_request(&env, TFX__MSG_TYPE__MSG_PUSH);
-  env.flag = PS_FLAG_FORWARDED | PS_FLAG_SNAPSHOT | (full ? PS_FLAG_FULL : 0);
+  env.flag = PS_FLAG_FORWARDED | PS_FLAG_SNAPSHOT | flag;
   char keys[2 * PS_MAX_WORKERS][24];
   Tfx__KeyValue kv[2 * PS_MAX_WORKERS], *kvp[2 * PS_MAX_WORKERS];
   env.stats = kvp;
@@ -327,7 +332,27 @@ static int snapshot_send(ps_state *p, int full, size_t *bytes, tfx_err *err) {
   return rc;
 }
 
+void ps__snap_ack_send(ps_state *p) {
+  tfx_err err;
+  size_t bytes = 0;
+  if (snapshot_send(p, PS_FLAG_ACKED, &bytes, &err)) {
+    ps__forward_fail(p, err.msg);
+    return;
+  }
+  p->stats.replica_bytes += bytes;
+  p->snap_sent = p->version;
+  p->snap_due = 0;
+  p->fwd_pending++;
+  p->fwd_deadline = tfx_now_ms() + (int64_t)p->cfg.request_timeout_s * 1000;
+}
+
 void ps__forward_snapshot(ps_state *p) {
+  if (ps__snap_acks(p)) {
+    if (p->snap_due || p->version % p->cfg.replica_batch_steps == 0) {
+      ps__snap_ack_send(p);
+    }
+    return;
+  }
   int k = p->backup ? ps__log_steps(p) : 0;
   if (!k || ++p->fwd_steps % k) {
     return;
@@ -338,6 +363,7 @@ void ps__forward_snapshot(ps_state *p) {
   if (p->backup && snapshot_send(p, 0, &bytes, &err)) {
     ps__forward_fail(p, err.msg);
   }
+  p->stats.replica_bytes += bytes;
 }
 
 /* Gathers rows of a lazy table for one message. */
@@ -409,6 +435,6 @@ static int rows_send(ps_state *p, size_t *bytes, tfx_err *err) {
 
 int ps__forward_full(ps_state *p, size_t *bytes, tfx_err *err) {
   *bytes = 0;
-  int rc = snapshot_send(p, 1, bytes, err);
+  int rc = snapshot_send(p, PS_FLAG_FULL, bytes, err);
   return rc ? rc : rows_send(p, bytes, err);
 }

@@ -320,10 +320,11 @@ int ps__log_snapshot(ps_state *p, const tfx_inmsg *m, tfx_err *err) {
   const tfx_envelope *e = m->env;
   shard *s = NULL;
   int full = (e->flag & PS_FLAG_FULL) != 0;
-  int rc = full || e->step == p->version + p->log_steps
+  int64_t at = p->version + p->log_steps;
+  int rc = full || e->step == at || ((e->flag & PS_FLAG_ACKED) && e->step >= at && !p->n_log)
                ? TFX_OK
                : tfx_err_set(err, TFX_ESTATE, "snapshot of ps instance %d at step %lld: the backup is at step %lld",
-                             p->index, (long long)e->step, (long long)(p->version + p->log_steps));
+                             p->index, (long long)e->step, (long long)at);
   for (size_t i = 0; !rc && i < e->n_tensors; i++) {
     rc = snapshot_check(p, m, i, &s, err);
   }

@@ -39,6 +39,19 @@ int ps__forward_holds(const ps_state *p) {
   return p->backup && p->version - p->acked >= 2 * batch + 2;
 }
 
+int ps__snap_acks(const ps_state *p) {
+  if (!p || !p->backup || !ps__is_sync(p) || p->replicas < p->n_workers ||
+      (!p->cfg.deterministic && p->n_workers > 2) || p->cfg.replica_batch_steps <= 1 + tfx_optim_slots(&p->opt)) {
+    return 0; /* a replay could differ, or a snapshot would cost more bytes than the summed steps it stands for */
+  }
+  for (int i = 0; i < p->n_shards; i++) {
+    if (p->shards[i].table) {
+      return 0; /* a lazy table's rows: its log (replog.c) */
+    }
+  }
+  return 1;
+}
+
 Tfx__Since *ps__acked(const ps_state *p, Tfx__Since *buf) {
   if (!p->cfg.ps_replicas || !ps__is_sync(p)) {
     return NULL;
