@@ -231,7 +231,7 @@ static void end_parked(ps_state *p) {
 
 static void write_checkpoint(ps_state *p) {
   char path[1200];
-  ps__forward_flush(p); /* replicas: the backup's log then ends at the checkpoint's step (ps__log_checkpoint) */
+  ps__forward_catch_up(p); /* replicas: the backup's log then ends at the checkpoint's step (ps__log_checkpoint) */
   ps_ckpt_sums sums = {0};
   int rc = write_files(p, p->ckpt_dir, p->ckpt_step, path, sizeof path, &sums, 0);
   answer_checkpoint(p, &p->ckpt_identity, p->ckpt_request, p->version, path, &sums, rc, p->ckpt_fail);
@@ -247,7 +247,7 @@ static void write_own(ps_state *p) {
     return;
   }
   p->ckpt_auto_from = step;
-  ps__forward_flush(p); /* replicas: the backup's log then ends at the checkpoint's step (ps__log_checkpoint) */
+  ps__forward_catch_up(p); /* replicas: the backup's log then ends at the checkpoint's step (ps__log_checkpoint) */
   char dir[1100], path[1200];
   tfx_ckpt_dir(p->node->run_dir, step, dir, sizeof dir);
   ps_ckpt_sums sums = {0};

@@ -467,6 +467,9 @@ void ps__forward_snapshot(ps_state *p);
 /* ps__snap_acks: sends the values and slots at the current version, answered with the backup's version (an
  * acknowledgement the replies pass on); a failed send loses the backup (ps__forward_fail). */
 void ps__snap_ack_send(ps_state *p);
+/* Sends what p's backup lacks now (idle, or before a checkpoint): the steps batched, or, ps__snap_acks, a snapshot
+ * when the version moved since the last; p may be NULL. */
+void ps__forward_catch_up(ps_state *p);
 /* MSG_PROMOTE: the mirror becomes its instance's primary at the message's plan epoch; replies with the step. */
 int ps__promote(ps_state *p, const tfx_inmsg *m, tfx_err *err);
 

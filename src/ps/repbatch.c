@@ -217,12 +217,6 @@ static int batch_send(ps_state *p, tfx_err *err) {
 }
 
 void ps__forward_flush(ps_state *p) {
-  if (p && p->backup && ps__snap_acks(p)) {
-    if (p->version > p->snap_sent && !p->fwd_pending) {
-      ps__snap_ack_send(p); /* idle, or before a checkpoint: the backup catches up */
-    }
-    return;
-  }
   if (!p || !p->backup || !p->batch.steps) {
     return;
   }

@@ -346,6 +346,13 @@ void ps__snap_ack_send(ps_state *p) {
   p->fwd_deadline = tfx_now_ms() + (int64_t)p->cfg.request_timeout_s * 1000;
 }
 
+void ps__forward_catch_up(ps_state *p) {
+  if (p && p->backup && ps__snap_acks(p) && p->version > p->snap_sent && !p->fwd_pending) {
+    ps__snap_ack_send(p);
+  }
+  ps__forward_flush(p);
+}
+
 void ps__forward_snapshot(ps_state *p) {
   if (ps__snap_acks(p)) {
     if (p->snap_due || p->version % p->cfg.replica_batch_steps == 0) {
