@@ -412,11 +412,11 @@ void ps__forward_flush(ps_state *p);
 /* Whether replies and pulls must wait for the backup: async and ssp, while a forwarded push is not acknowledged;
  * sync, while the steps the backup lacks reach 2 x cluster.replica_batch_steps + 2 (the pushes a worker keeps). */
 int ps__forward_holds(const ps_state *p);
-/* Whether p's backup is kept by acknowledged snapshots alone (sync, dense shards only, every worker's push in
- * each step, a sum the workers' resent pushes rebuild bit for bit: training.deterministic or at most two
- * workers, and cluster.replica_batch_steps above 1 + the optimizer's slots): no summed step goes to the backup;
- * every cluster.replica_batch_steps steps the values and slots do, and after a failover the workers' kept pushes
- * replay the steps since (repbatch.c). */
+/* Whether p's backup is kept by acknowledged snapshots alone (sync; dense shards only, at most 16 MiB of them,
+ * ps__log_steps, since each snapshot is a copy; every worker's push in each step; a sum the workers' resent pushes
+ * rebuild bit for bit: training.deterministic or at most two workers; cluster.replica_batch_steps above 1 + the
+ * optimizer's slots): no summed step goes to the backup; every cluster.replica_batch_steps steps the values and
+ * slots do, and after a failover the workers' kept pushes replay the steps since (repbatch.c). */
 int ps__snap_acks(const ps_state *p);
 /* The acknowledgement a reply of p carries (sync with replicas: the version below which the backup holds every
  * step, written into *buf; its version when p has no backup), or NULL (async, ssp, no replicas). Borrows buf. */

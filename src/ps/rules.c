@@ -44,12 +44,7 @@ int ps__snap_acks(const ps_state *p) {
       (!p->cfg.deterministic && p->n_workers > 2) || p->cfg.replica_batch_steps <= 1 + tfx_optim_slots(&p->opt)) {
     return 0; /* a replay could differ, or a snapshot would cost more bytes than the summed steps it stands for */
   }
-  for (int i = 0; i < p->n_shards; i++) {
-    if (p->shards[i].table) {
-      return 0; /* a lazy table's rows: its log (replog.c) */
-    }
-  }
-  return 1;
+  return ps__log_steps(p) > 0; /* dense shards only, small enough that a copy of them is cheap (replica.c) */
 }
 
 Tfx__Since *ps__acked(const ps_state *p, Tfx__Since *buf) {
