@@ -74,6 +74,15 @@ static int send_payload(void *sock, const tfx_payload *p, int more, tfx_err *err
   return send_part(sock, &msg, more, err);
 }
 
+/* Releases the zero-copy payloads among n, as ZeroMQ would have once it sent them. */
+static void release_from(const tfx_payload *payloads, int n) {
+  for (int i = 0; i < n; i++) {
+    if (!payloads[i].copy && payloads[i].release) {
+      payloads[i].release((void *)payloads[i].data, payloads[i].hint);
+    }
+  }
+}
+
 /* Refuses, before any frame goes out, a message with a frame over the bound its receiver applies (it would drop
  * the connection without a word); the zero-copy payloads are released as ZeroMQ would have. */
 static int check_sizes(size_t envelope, const tfx_payload *payloads, int n, tfx_err *err) {
@@ -84,11 +93,7 @@ static int check_sizes(size_t envelope, const tfx_payload *payloads, int n, tfx_
   if (big <= max_frame) {
     return TFX_OK;
   }
-  for (int i = 0; i < n; i++) {
-    if (!payloads[i].copy && payloads[i].release) {
-      payloads[i].release((void *)payloads[i].data, payloads[i].hint);
-    }
-  }
+  release_from(payloads, n);
   return tfx_err_set(err, TFX_ECONFIG,
                      "a frame of %zu bytes is over the %zu bytes a message may hold (cluster.max_message_bytes)", big,
                      max_frame);
@@ -105,19 +110,21 @@ int tfx_wire_send(void *sock, const zmq_msg_t *identity, const tfx_envelope *env
   if (identity) {
     zmq_msg_init(&msg);
     zmq_msg_copy(&msg, (zmq_msg_t *)identity);
-    if ((rc = send_part(sock, &msg, 1, err))) {
-      return rc;
-    }
+    rc = send_part(sock, &msg, 1, err);
   }
-  if (zmq_msg_init_size(&msg, n)) {
-    return tfx_err_sys(err, TFX_ENOMEM, "envelope of %zu bytes", n);
+  if (!rc && zmq_msg_init_size(&msg, n)) {
+    rc = tfx_err_sys(err, TFX_ENOMEM, "envelope of %zu bytes", n);
+  } else if (!rc) {
+    tfx__envelope__pack(env, zmq_msg_data(&msg));
+    rc = send_part(sock, &msg, n_payloads > 0, err);
   }
-  tfx__envelope__pack(env, zmq_msg_data(&msg));
-  if ((rc = send_part(sock, &msg, n_payloads > 0, err))) {
+  if (rc) {
+    release_from(payloads, n_payloads);
     return rc;
   }
   for (int i = 0; i < n_payloads; i++) {
     if ((rc = send_payload(sock, &payloads[i], i + 1 < n_payloads, err))) {
+      release_from(payloads + i + 1, n_payloads - i - 1); /* frames that will never go */
       return rc;
     }
   }

@@ -51,7 +51,7 @@ typedef struct tfx_inmsg {
 
 /* Sends [identity], envelope, payloads as one multipart message; payloads[i] belongs to the i-th tensor with
  * nbytes > 0. identity (may be NULL) is borrowed. Returns TFX_EPEER when the socket refuses, TFX_ECONFIG (nothing
- * sent, every zero-copy payload released) when a frame is over tfx_wire_max_frame. */
+ * sent) when a frame is over tfx_wire_max_frame; on any failure every zero-copy payload not sent is released. */
 int tfx_wire_send(void *sock, const zmq_msg_t *identity, const tfx_envelope *env, const tfx_payload *payloads,
                   int n_payloads, tfx_err *err);
 /* Sets the largest frame this process sends and that every socket net.c opens from now on accepts

@@ -193,7 +193,7 @@ int ps__send_values(ps_state *p, const zmq_msg_t *identity, uint64_t request_id,
     k++;
   }
   if ((rc = add_wants(p, want, n_want, metas, shapes, pl, k, err))) {
-    goto done; /* the dense payloads' references stay until the next init, as after a failed send */
+    goto done; /* the dense payloads' references stay until the next init (a bounded leak, out of memory only) */
   }
   n = k + (int)n_want;
   for (int i = k; i < n; i++) {
@@ -208,8 +208,7 @@ int ps__send_values(ps_state *p, const zmq_msg_t *identity, uint64_t request_id,
   env.n_tensors = (size_t)n;
   env.tensors = ptrs;
   rc = tfx_wire_send(p->sock, identity, &env, pl, n, err);
-  /* A failed send may have taken some payloads; the rest keep their extra reference until the next init,
-   * which is a bounded leak only on a broken socket. */
+  /* A failed send released every payload it did not send (tfx_wire_send): no reference stays. */
   p->stats.pulls++;
 done:
   free(metas);
