@@ -426,7 +426,7 @@ Tfx__Since *ps__acked(const ps_state *p, Tfx__Since *buf);
 void ps__forward_ckpt(ps_state *p, int64_t step);
 /* Frees the steps batched and not sent (the backup link closed). */
 void ps__batch_free(ps_state *p);
-/* A backup's log of forwarded steps (replog.c; the primary's side of snapshots and ps__log_steps: replica.c). */
+/* A backup's log of forwarded steps (replog.c; the primary's side of snapshots: replica.c; ps__log_steps: rules.c). */
 
 /* The steps between snapshots of an instance (its sums held meanwhile, at most 64 MiB of dense ones, or a batch of
  * cluster.replica_batch_steps when larger): 0 with a lazy table, or shards too large (every step is then applied once

@@ -39,6 +39,28 @@ int ps__forward_holds(const ps_state *p) {
   return p->backup && p->version - p->acked >= 2 * batch + 2;
 }
 
+/* The log's bound: the summed steps it may hold, in bytes and in steps. */
+#define PS_LOG_BYTES ((size_t)64 << 20)
+#define PS_LOG_MAX 32
+
+/* The steps between snapshots: PS_LOG_MAX, or a batch when cluster.replica_batch_steps is larger. */
+static size_t log_max(const ps_state *p) {
+  return p->cfg.replica_batch_steps > PS_LOG_MAX ? (size_t)p->cfg.replica_batch_steps : PS_LOG_MAX;
+}
+
+int ps__log_steps(const ps_state *p) {
+  size_t dense = 0;
+  for (int i = 0; i < p->n_shards; i++) {
+    if (p->shards[i].table) {
+      return 0; /* its backup applies the steps (see ps_impl.h) */
+    }
+    dense += p->shards[i].count * sizeof(float);
+  }
+  size_t k = dense ? PS_LOG_BYTES / dense : log_max(p);
+  k = k < log_max(p) ? k : log_max(p);
+  return k < 4 ? 0 : (int)k;
+}
+
 int ps__snap_acks(const ps_state *p) {
   if (!p || !p->backup || !ps__is_sync(p) || p->replicas < p->n_workers ||
       (!p->cfg.deterministic && p->n_workers > 2) || p->cfg.replica_batch_steps <= 1 + tfx_optim_slots(&p->opt)) {
