@@ -464,10 +464,11 @@ static double metric_of(const char *name) {
   return v;
 }
 
-/* Waits up to 2 s for /metrics sample `name` to read want (the HTTP view is copied after each message). */
+/* Waits for /metrics sample `name` to read want (the HTTP view is copied after each message): up to 300 reads
+ * 0.1 s apart, since a busy 2-core machine under ASan may take seconds to publish; a match returns at once. */
 static void expect_metric(const char *name, double want) {
   double v = -1;
-  for (int i = 0; i < 20 && (v = metric_of(name)) != want; i++) {
+  for (int i = 0; i < 300 && (v = metric_of(name)) != want; i++) {
     usleep(100000);
   }
   CHECK(v == want, "/metrics %s = %g, want %g", name, v, want);
