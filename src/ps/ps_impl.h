@@ -409,6 +409,10 @@ void ps__forward_fail(ps_state *p, const char *why);
 void ps__forward_step(ps_state *p);
 /* Sends the steps batched so far to the backup (idle, before a snapshot, or when the batch is full). */
 void ps__forward_flush(ps_state *p);
+/* One more message sent to p's backup awaits its acknowledgement, due within cluster.request_timeout_s. */
+void ps__forward_awaits(ps_state *p);
+/* The sync steps a primary batches for its backup: cluster.replica_batch_steps, at least 1. */
+int ps__batch_steps(const ps_state *p);
 /* Whether replies and pulls must wait for the backup: async and ssp, while a forwarded push is not acknowledged;
  * sync, while the steps the backup lacks reach 2 x cluster.replica_batch_steps + 2 (the pushes a worker keeps). */
 int ps__forward_holds(const ps_state *p);
@@ -462,7 +466,8 @@ int ps__log_rows(ps_state *p, const tfx_inmsg *m, tfx_err *err);
 /* Sends a new backup the whole state of p (values, slots, lazy rows, version, worker clocks): *bytes gets the
  * bytes of values streamed. Later forwards follow it on the same link, in order. */
 int ps__forward_full(ps_state *p, size_t *bytes, tfx_err *err);
-/* Primary, after a sync step was applied: every ps__log_steps steps, sends the snapshot (copied, not answered). */
+/* Primary, after a sync step was applied: every ps__log_steps steps, sends the snapshot (copied, not answered);
+ * with ps__snap_acks, every cluster.replica_batch_steps steps (or at once after values were assigned), answered. */
 void ps__forward_snapshot(ps_state *p);
 /* ps__snap_acks: sends the values and slots at the current version, answered with the backup's version (an
  * acknowledgement the replies pass on); a failed send loses the backup (ps__forward_fail). */

@@ -17,11 +17,6 @@
 #include "ps/ps_impl.h"
 #include "ps/rowtable.h"
 
-/* The steps a primary batches: cluster.replica_batch_steps (at least 1). */
-static int batch_steps(const ps_state *p) {
-  return p->cfg.replica_batch_steps > 1 ? p->cfg.replica_batch_steps : 1;
-}
-
 void ps__batch_free(ps_state *p) {
   ps_batch *b = &p->batch;
   for (size_t i = 0; i < b->n; i++) {
@@ -39,6 +34,11 @@ void ps__backup_close(ps_state *p) {
   tfx_client_destroy(p->backup);
   p->backup = NULL;
   ps__batch_free(p);
+}
+
+void ps__forward_awaits(ps_state *p) {
+  p->fwd_pending++;
+  p->fwd_deadline = tfx_now_ms() + (int64_t)p->cfg.request_timeout_s * 1000;
 }
 
 void ps__forward_fail(ps_state *p, const char *why) {
@@ -237,8 +237,7 @@ void ps__forward_flush(ps_state *p) {
     ps__forward_fail(p, err.msg);
     return;
   }
-  p->fwd_pending++;
-  p->fwd_deadline = tfx_now_ms() + (int64_t)p->cfg.request_timeout_s * 1000;
+  ps__forward_awaits(p);
 }
 
 void ps__forward_ckpt(ps_state *p, int64_t step) {
@@ -258,19 +257,13 @@ void ps__forward_ckpt(ps_state *p, int64_t step) {
 }
 
 void ps__forward_step(ps_state *p) {
-  if (!p->backup) {
-    for (int i = 0; i < p->n_shards; i++) {
-      p->shards[i].step_assigned = 0;
-    }
-    return;
-  }
-  if (tfx_client_disconnects(p->backup) != p->backup_seen) {
+  if (p->backup && tfx_client_disconnects(p->backup) != p->backup_seen) {
     ps__forward_fail(p, "its connection dropped");
     return;
   }
-  if (ps__snap_acks(p)) { /* no summed step goes: the workers keep their pushes until a snapshot holds them */
+  if (!p->backup || ps__snap_acks(p)) { /* no summed step goes (ps__snap_acks: the workers keep their pushes) */
     for (int i = 0; i < p->n_shards; i++) {
-      p->snap_due |= p->shards[i].step_assigned; /* values assigned: in no push, so a snapshot goes now */
+      p->snap_due |= p->backup && p->shards[i].step_assigned; /* values assigned: in no push, a snapshot goes now */
       p->shards[i].step_assigned = 0;
     }
     return;
@@ -283,7 +276,7 @@ void ps__forward_step(ps_state *p) {
     ps__forward_fail(p, "out of memory batching the step for it");
     return;
   }
-  if (p->batch.steps >= batch_steps(p)) {
+  if (p->batch.steps >= ps__batch_steps(p)) {
     ps__forward_flush(p);
   }
 }

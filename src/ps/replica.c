@@ -30,7 +30,6 @@ int ps__route(ps_state *own, const tfx_envelope *e, ps_state **out, tfx_err *err
   return TFX_OK; /* an INIT for a new mirror: the caller makes it */
 }
 
-
 /* Connects p to its backup on ps `at`. */
 static int backup_connect(ps_state *p, int at, tfx_err *err) {
   char ep[320];
@@ -159,8 +158,7 @@ int ps__forward_send(ps_state *p, const tfx_inmsg *m) {
   for (int i = 0; i < m->n_parts; i++) {
     p->stats.replica_bytes += zmq_msg_size(&m->parts[i]);
   }
-  p->fwd_pending++;
-  p->fwd_deadline = tfx_now_ms() + (int64_t)p->cfg.request_timeout_s * 1000;
+  ps__forward_awaits(p);
   return 1;
 }
 
@@ -188,7 +186,6 @@ void ps__forward_acks(ps_state *p) {
     ps__forward_fail(p, tfx_client_lost(p->backup) ? "its connection dropped" : "no acknowledgement in time");
   }
 }
-
 
 int ps__promote(ps_state *p, const tfx_inmsg *m, tfx_err *err) {
   const tfx_envelope *e = m->env;
@@ -278,9 +275,9 @@ static size_t snapshot_workers(const ps_state *p, Tfx__KeyValue *kv, Tfx__KeyVal
   return 2 * (size_t)p->n_workers;
 }
 
-/* Sends the snapshot of every dense shard (values and slots, copied) at the current version; no acknowledgement.
- * A full one (a new backup; the lazy tables' rows follow, ps__forward_full) also carries the workers' state;
- * *bytes adds the bytes sent. */
+/* Sends the snapshot of every dense shard (values and slots, copied) at the current version, flagged `flag`
+ * (PS_FLAG_ACKED: answered; else not). A full one (PS_FLAG_FULL: a new backup; the lazy tables' rows follow,
+ * ps__forward_full) also carries the workers' state; *bytes adds the bytes sent. */
 static int snapshot_send(ps_state *p, int64_t flag, size_t *bytes, tfx_err *err) {
   int full = (flag & PS_FLAG_FULL) != 0;
   int slots = tfx_optim_slots(&p->opt);
@@ -320,8 +317,7 @@ void ps__snap_ack_send(ps_state *p) {
   p->stats.replica_bytes += bytes;
   p->snap_sent = p->version;
   p->snap_due = 0;
-  p->fwd_pending++;
-  p->fwd_deadline = tfx_now_ms() + (int64_t)p->cfg.request_timeout_s * 1000;
+  ps__forward_awaits(p);
 }
 
 void ps__forward_catch_up(ps_state *p) {
@@ -333,7 +329,7 @@ void ps__forward_catch_up(ps_state *p) {
 
 void ps__forward_snapshot(ps_state *p) {
   if (ps__snap_acks(p)) {
-    if (p->snap_due || p->version % p->cfg.replica_batch_steps == 0) {
+    if (p->snap_due || p->version % ps__batch_steps(p) == 0) {
       ps__snap_ack_send(p);
     }
     return;
@@ -347,8 +343,9 @@ void ps__forward_snapshot(ps_state *p) {
   ps__forward_flush(p); /* the steps before the snapshot go first: the backup takes it at its version */
   if (p->backup && snapshot_send(p, 0, &bytes, &err)) {
     ps__forward_fail(p, err.msg);
+  } else {
+    p->stats.replica_bytes += bytes;
   }
-  p->stats.replica_bytes += bytes;
 }
 
 /* Gathers rows of a lazy table for one message. */

@@ -62,8 +62,7 @@ static int log_cap(ps_state *p, int k) {
   if (ps__log_until_ckpt(p)) {
     return INT32_MAX; /* bounded by bytes instead (ps__log_trim) */
   }
-  int batch = p->cfg.replica_batch_steps > 1 ? p->cfg.replica_batch_steps : 1;
-  return k ? k / batch + 2 : 1;
+  return k ? k / ps__batch_steps(p) + 2 : 1;
 }
 
 /* The bytes of a held message's frames. */

@@ -31,12 +31,15 @@ int ps__worker_of(const tfx_envelope *e) {
   return e->sender_role == TFX__ROLE__ROLE_WORKER ? e->sender_index : -1;
 }
 
+int ps__batch_steps(const ps_state *p) {
+  return p->cfg.replica_batch_steps > 1 ? p->cfg.replica_batch_steps : 1;
+}
+
 int ps__forward_holds(const ps_state *p) {
   if (!ps__is_sync(p)) {
     return p->fwd_pending > 0; /* async, ssp: each push waits for the backup (replica.c) */
   }
-  int64_t batch = p->cfg.replica_batch_steps > 1 ? p->cfg.replica_batch_steps : 1;
-  return p->backup && p->version - p->acked >= 2 * batch + 2;
+  return p->backup && p->version - p->acked >= 2 * (int64_t)ps__batch_steps(p) + 2;
 }
 
 /* The log's bound: the summed steps it may hold, in bytes and in steps. */
