@@ -9,8 +9,6 @@
 MAX=${TFX_DET_STEPS:-900}
 experiment "$WORK/mlp.json" training.report_every=10 eval.every_steps=0 model.layers='[{"type": "flatten"},
   {"type": "dense", "units": 64, "activation": "relu"}, {"type": "dense", "units": 10}]' placement.min_slice_bytes=65536
-# spawned LABEL PS: the pids local spawned for ps PS at the start
-spawned() { sed -n "s/.*LOCAL-SPAWN ps $2: pid \([0-9]*\).*/\1/p" "$WORK/$1.log"; }
 # run LABEL KILL: KILL is none, ps0 (kill -9 of ps 0 at a third) or ps1 (kill -9 of ps 1 at a third, then of its
 # restarted process as soon as local spawned it)
 run() {
@@ -21,11 +19,8 @@ run() {
   lp=$!
   PIDS+=($lp)
   if [ "$2" != none ]; then
-    wait_for 300 bash -c "s=\$(grep -o '\"step\": *[0-9]*' '$run/metrics.jsonl' 2>/dev/null | tail -1 | grep -o '[0-9]*\$');
-      [ -n \"\$s\" ] && [ \"\$s\" -ge $((MAX / 3)) ] || ! kill -0 $lp" || fail "$1: no step $((MAX / 3))"
-    pid=$(spawned "$1" "${2#ps}" | tail -1)
-    [ -n "$pid" ] || fail "$1: no $2 to kill"
-    kill -9 "$pid"
+    kill_ps_at "$WORK/$1.log" "$run" $((MAX / 3)) $lp "${2#ps}" >"$WORK/$1.kill"
+    pid=$(sed -n 's/.*(pid \([0-9]*\)).*/\1/p' "$WORK/$1.kill")
   fi
   if [ "$2" = ps1 ]; then # degraded until ps 1 is back: /metrics says so
     local url

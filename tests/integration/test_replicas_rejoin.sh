@@ -23,9 +23,7 @@ run() {
   local lp=$!
   PIDS+=($lp)
   if [ "$2" = 1 ]; then
-    wait_for 300 bash -c "s=\$(grep -o '\"step\": *[0-9]*' '$run/metrics.jsonl' 2>/dev/null | tail -1 | grep -o '[0-9]*\$');
-      [ -n \"\$s\" ] && [ \"\$s\" -ge $((MAX / 10)) ] || ! kill -0 $lp" || fail "$1: no step $((MAX / 10))"
-    kill_ps "$1" $lp 0
+    kill_ps_at "$WORK/$1.log" "$run" $((MAX / 10)) $lp
     wait_for 120 bash -c "[ \$(grep -c MASTER-REREPLICATED '$run/logs/master-0.log') -ge 2 ] || ! kill -0 $lp" ||
       fail "$1: ps 0 did not rejoin: $(grep -hE 'REREPLICAT|FAILOVER|RESTART' "$WORK/$1.log" "$run"/logs/*.log)"
     kill -0 $lp 2>/dev/null || fail "$1: the run ended before ps 0 rejoined (raise TFX_REJOIN_STEPS)"
