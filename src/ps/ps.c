@@ -329,9 +329,10 @@ static int handle_data(ps_state *own, ps_state *p, tfx_inmsg *m, tfx_err *err) {
         p->behind |= rc != TFX_OK;
         return rc;
       }
-      if (e->flag & PS_FLAG_CKPT) {
-        ps__log_checkpoint(p, e->step); /* not answered */
-        return TFX_OK;
+      if (e->flag & PS_FLAG_CKPT) { /* answered when acknowledged (ps__ckpt_acks): the version it holds now */
+        int acked = (e->flag & PS_FLAG_ACKED) != 0;
+        ps__log_checkpoint(p, e->step, acked);
+        return acked ? reply_simple(p, m, p->version + p->log_steps, 0, NULL, err) : TFX_OK;
       }
       if (e->flag & PS_FLAG_SNAPSHOT) { /* answered only when acknowledged (a refusal is, and cuts the link) */
         rc = ps__log_snapshot(p, m, err);

@@ -151,7 +151,8 @@ typedef struct ps_ckpt_sums {
 /* With PS_FLAG_FORWARDED: rows of a lazy table (values and slots) for a new backup; not answered. */
 #define PS_FLAG_ROWS 32
 /* With PS_FLAG_FORWARDED: the primary's files of the checkpoint of Envelope.step are complete (fsynced), so its
- * backup may drop the steps below it from its log (ps__log_checkpoint); not answered. */
+ * backup may drop the steps below it from its log (ps__log_checkpoint); not answered, but with PS_FLAG_ACKED
+ * (ps__ckpt_acks: the checkpoint is then the backup's state), answered with the backup's version. */
 #define PS_FLAG_CKPT 64
 /* With PS_FLAG_SNAPSHOT: a snapshot that stands for the steps since the last one (ps__snap_acks): answered with
  * the backup's version, which the primary's replies tell the workers (their kept pushes are the log between). */
@@ -190,6 +191,10 @@ typedef struct ps_state {
   int64_t fwd_steps;      /* the own state's: sync steps forwarded (a snapshot goes every ps__log_steps) */
   int64_t snap_sent;      /* the own state's, ps__snap_acks: the version of the last snapshot sent */
   int snap_due;           /* the own state's, ps__snap_acks: values were assigned, so a snapshot goes now */
+  int64_t ckpt_told;      /* the own state's, ps__ckpt_acks: the step of the last checkpoint the backup was told */
+  size_t push_bytes;      /* the own state's, sync with a backup: a worker's push, on average (ps__keep_measure) */
+  int ckpt_acks_off;      /* the own state's: the backup cannot take the checkpoints as its state (it was sent the
+                             whole state instead, and the summed steps since) */
   ps_batch batch;         /* the own state's, sync: summed steps waiting to go to the backup in one message */
   int64_t acked;          /* the own state's, sync: the backup holds every step below this version (told in replies) */
   int log_steps;          /* a mirror's: the steps its log holds (a forwarded message carries one batch of them) */
@@ -407,6 +412,9 @@ void ps__forward_fail(ps_state *p, const char *why);
  * its version (p->acked). Replies do not wait for it: they tell the workers p->acked (ps__acked), and a worker keeps
  * its pushes until then. Without a backup: clears step_assigned. */
 void ps__forward_step(ps_state *p);
+/* Sync with a backup: folds worker push e's bytes (row ids and floats) into p->push_bytes, a moving average of
+ * what a worker keeps per step for p (ps__ckpt_acks bounds the workers' memory by it). */
+void ps__keep_measure(ps_state *p, const tfx_envelope *e);
 /* Sends the steps batched so far to the backup (idle, before a snapshot, or when the batch is full). */
 void ps__forward_flush(ps_state *p);
 /* One more message sent to p's backup awaits its acknowledgement, due within cluster.request_timeout_s. */
@@ -414,7 +422,7 @@ void ps__forward_awaits(ps_state *p);
 /* The sync steps a primary batches for its backup: cluster.replica_batch_steps, at least 1. */
 int ps__batch_steps(const ps_state *p);
 /* Whether replies and pulls must wait for the backup: async and ssp, while a forwarded push is not acknowledged;
- * sync, while the steps the backup lacks reach 2 x cluster.replica_batch_steps + 2 (the pushes a worker keeps). */
+ * sync, while the steps the backup lacks reach ps__kept_steps (the pushes a worker keeps). */
 int ps__forward_holds(const ps_state *p);
 /* Whether p's backup is kept by acknowledged snapshots alone (sync; dense shards only, at most 16 MiB of them,
  * ps__log_steps, since each snapshot is a copy; every worker's push in each step; a sum the workers' resent pushes
@@ -422,6 +430,22 @@ int ps__forward_holds(const ps_state *p);
  * optimizer's slots): no summed step goes to the backup; every cluster.replica_batch_steps steps the values and
  * slots do, and after a failover the workers' kept pushes replay the steps since (repbatch.c). */
 int ps__snap_acks(const ps_state *p);
+/* The largest checkpoint.every_steps under which a backup is kept by checkpoints (ps__ckpt_acks): the workers keep
+ * every push since the last one. */
+#define PS_CKPT_ACKS_MAX 4096
+/* Whether p's lazy tables are plain (no max_rows, ttl_steps or admission) and checkpoint.fp16 is off, in sync mode:
+ * a checkpoint then restores the primary's state bit for bit (and p has no dense snapshots, ps__log_steps 0). */
+int ps__tables_plain(const ps_state *p);
+/* Whether p's backup is kept by the primary's checkpoints alone (sync; plain lazy tables, ps__tables_plain; the
+ * workers' resent pushes rebuild each step as with ps__snap_acks; checkpoint.every_steps from 1 to
+ * PS_CKPT_ACKS_MAX; the backup reads the checkpoint's files, else it is sent the whole state once and the summed
+ * steps after it): nothing goes to the backup but the news of each checkpoint, which it answers, and after a
+ * failover it loads that checkpoint and the workers' kept pushes replay the steps since. */
+int ps__ckpt_acks(const ps_state *p);
+/* The steps a sync primary may run ahead of its backup's acknowledgement (the pushes a worker keeps): 2 x
+ * cluster.replica_batch_steps + 2, and, ps__ckpt_acks, 1.5 x checkpoint.every_steps more (the next checkpoint's
+ * write and its acknowledgement may take half an interval before replies wait). */
+int64_t ps__kept_steps(const ps_state *p);
 /* The acknowledgement a reply of p carries (sync with replicas: the version below which the backup holds every
  * step, written into *buf; its version when p has no backup), or NULL (async, ssp, no replicas). Borrows buf. */
 Tfx__Since *ps__acked(const ps_state *p, Tfx__Since *buf);
@@ -449,10 +473,11 @@ void ps__log_apply(ps_state *p, int keep);
  * checkpoint.fp16 off (a checkpoint then restores the primary's state bit for bit); such a log is bounded by bytes
  * (64 MiB) instead of messages, and applied past that. */
 int ps__log_until_ckpt(ps_state *p);
-/* The primary's checkpoint of step is complete: drops the log's steps below it (if step ends a held batch and its
- * shard file is in this ps's run directory); the state is then that checkpoint and the rest of the log, loaded
- * and replayed by ps__log_apply. Returns the messages dropped. */
-int ps__log_checkpoint(ps_state *p, int64_t step);
+/* The primary's checkpoint of step is complete: drops the log's steps below it (if step ends a held batch, or, acked
+ * (ps__ckpt_acks), the log is empty and step is past the version, and its shard file is in this ps's run
+ * directory); the state is then that checkpoint and the rest of the log, loaded and replayed by ps__log_apply.
+ * Returns the messages dropped. */
+int ps__log_checkpoint(ps_state *p, int64_t step, int acked);
 /* Applies what the log may not keep now: all of an instance without snapshots, the steps past the bound else. */
 void ps__log_trim(ps_state *p);
 /* Frees the log unapplied (re-initialization, shutdown). */

@@ -8,7 +8,10 @@
  * Where the workers' pushes rebuild a step bit for bit (ps__snap_acks: dense shards, every worker in each step, a
  * sum that does not depend on arrival order), no step goes at all: every K steps the values and slots do, in one
  * acknowledged snapshot (ps__snap_ack_send), and the kept pushes are the log between (for the Fashion-MNIST MLP
- * with Adam, 3 x 470 KB per 16 steps instead of 470 KB every step). */
+ * with Adam, 3 x 470 KB per 16 steps instead of 470 KB every step). Where a checkpoint restores the state bit for
+ * bit (ps__ckpt_acks: plain lazy tables), not even a snapshot goes: the primary's checkpoints are the backup's
+ * state, acknowledged when it took them, and the workers keep their pushes since the last (the Debian LR: ~30 KB a
+ * step a ps, ~1 000 steps at checkpoint.every_steps 1000, instead of 56 KB of summed rows every step). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -244,16 +247,31 @@ void ps__forward_ckpt(ps_state *p, int64_t step) {
   if (!p || !p->backup || !ps__is_sync(p)) {
     return;
   }
+  int acked = ps__ckpt_acks(p) && step > p->acked;
   tfx_envelope env;
   tfx_wire_request(&env, TFX__MSG_TYPE__MSG_PUSH);
-  env.flag = PS_FLAG_FORWARDED | PS_FLAG_CKPT;
+  env.flag = PS_FLAG_FORWARDED | PS_FLAG_CKPT | (acked ? PS_FLAG_ACKED : 0);
   env.step = step;
   env.target = p->index + 1;
   env.epoch = p->epoch;
   tfx_err err;
   if (tfx_client_send(p->backup, &env, NULL, 0, &err)) {
     ps__forward_fail(p, err.msg);
+  } else if (acked) {
+    p->ckpt_told = step;
+    ps__forward_awaits(p); /* answered with the backup's version: the workers' kept pushes below it go */
   }
+}
+
+void ps__keep_measure(ps_state *p, const tfx_envelope *e) {
+  if (!p->backup || !ps__is_sync(p) || (e->flag & PS_FLAG_FORWARDED)) {
+    return;
+  }
+  size_t bytes = 0;
+  for (size_t i = 0; i < e->n_tensors; i++) {
+    bytes += e->tensors[i]->nbytes + e->tensors[i]->n_rows * sizeof(int64_t);
+  }
+  p->push_bytes = p->push_bytes ? p->push_bytes - p->push_bytes / 64 + bytes / 64 : bytes;
 }
 
 void ps__forward_step(ps_state *p) {
@@ -261,7 +279,7 @@ void ps__forward_step(ps_state *p) {
     ps__forward_fail(p, "its connection dropped");
     return;
   }
-  if (!p->backup || ps__snap_acks(p)) { /* no summed step goes (ps__snap_acks: the workers keep their pushes) */
+  if (!p->backup || ps__snap_acks(p) || ps__ckpt_acks(p)) { /* no summed step goes: the workers keep their pushes */
     for (int i = 0; i < p->n_shards; i++) {
       p->snap_due |= p->backup && p->shards[i].step_assigned; /* values assigned: in no push, a snapshot goes now */
       p->shards[i].step_assigned = 0;

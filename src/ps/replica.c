@@ -54,6 +54,8 @@ int ps__backup_open(ps_state *p, tfx_err *err) {
     return TFX_OK;
   }
   p->acked = p->snap_sent = p->version;
+  p->ckpt_told = 0;
+  p->ckpt_acks_off = 0;
   return backup_connect(p, (p->index + 1) % n, err);
 }
 
@@ -82,6 +84,7 @@ static int reattach(ps_state *p, const tfx_inmsg *m, tfx_err *err) {
   p->unreplicated = 0;
   p->fwd_steps = 0;
   p->acked = p->snap_sent = p->version;
+  p->ckpt_acks_off = 0; /* a new backup: it may read the checkpoints */
   tfx_log(TFX_LOG_WARN, "PS-REREPLICATED", "ps instance %d: ps %lld is its backup again: %zu bytes streamed at step "
           "%lld in %lld ms", p->index, (long long)e->step, bytes, (long long)p->version, (long long)(tfx_now_ms() - t0));
   tfx_envelope env;
@@ -162,6 +165,24 @@ int ps__forward_send(ps_state *p, const tfx_inmsg *m) {
   return 1;
 }
 
+/* ps__ckpt_acks no longer holds for p (why): its backup is sent the whole state now, then the summed steps. */
+static void ckpt_acks_end(ps_state *p, const char *why) {
+  size_t bytes = 0;
+  tfx_err err;
+  p->ckpt_acks_off = 1;
+  p->ckpt_told = 0;
+  if (ps__forward_full(p, &bytes, &err)) {
+    ps__forward_fail(p, err.msg);
+    return;
+  }
+  p->stats.replica_bytes += bytes;
+  p->acked = p->snap_sent = p->version;
+  tfx_log(TFX_LOG_WARN, "PS-REPLICA-STEPS",
+          "ps instance %d: its backup is no longer kept by checkpoints (%s): %zu bytes of state sent at step %lld, "
+          "the summed steps follow",
+          p->index, why, bytes, (long long)p->version);
+}
+
 void ps__forward_acks(ps_state *p) {
   void *sock = p->backup ? tfx_client_socket(p->backup) : NULL;
   zmq_pollitem_t item = {sock, 0, ZMQ_POLLIN, 0};
@@ -181,6 +202,9 @@ void ps__forward_acks(ps_state *p) {
     p->fwd_pending--; /* one acknowledgement per forward, in order */
     p->stats.forwarded++;
     p->acked = holds > p->acked ? holds : p->acked;
+  }
+  if (p->backup && !p->fwd_pending && p->ckpt_told > p->acked && ps__ckpt_acks(p)) {
+    ckpt_acks_end(p, "it cannot read this ps's checkpoint files");
   }
   if (p->fwd_pending > 0 && p->backup && (tfx_client_lost(p->backup) || tfx_now_ms() > p->fwd_deadline)) {
     ps__forward_fail(p, tfx_client_lost(p->backup) ? "its connection dropped" : "no acknowledgement in time");
@@ -328,6 +352,15 @@ void ps__forward_catch_up(ps_state *p) {
 }
 
 void ps__forward_snapshot(ps_state *p) {
+  if (ps__ckpt_acks(p)) {
+    if (p->snap_due) {
+      p->snap_due = 0;
+      ckpt_acks_end(p, "values were assigned, which no push holds");
+    } else if ((size_t)ps__kept_steps(p) * p->push_bytes > TFX_REPLICA_LOG_BYTES) {
+      ckpt_acks_end(p, "a worker could keep more than 64 MiB of pushes for it");
+    }
+    return;
+  }
   if (ps__snap_acks(p)) {
     if (p->snap_due || p->version % ps__batch_steps(p) == 0) {
       ps__snap_ack_send(p);

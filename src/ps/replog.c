@@ -9,7 +9,10 @@
  *
  * An instance with a lazy table has no snapshots (a copy of the rows touched would cost more). With plain tables
  * (no max_rows, ttl_steps or admission) and checkpoint.fp16 off, a checkpoint restores the primary's state bit for
- * bit, so the backup keeps the log until a checkpoint holds it: the batches as received (no copy, no apply), at most
+ * bit. Where the workers' pushes rebuild each step too (ps__ckpt_acks), no step is forwarded at all: the news of a
+ * checkpoint (PS_FLAG_CKPT | PS_FLAG_ACKED) makes it the backup's state (stale, loaded to serve) and is answered,
+ * and after a promotion the workers resend what they kept since. Otherwise the backup keeps the log until a
+ * checkpoint holds it: the batches as received (no copy, no apply), at most
  * TFX_REPLICA_LOG_BYTES; when the primary's files of checkpoint c are complete it says so (PS_FLAG_CKPT) and the
  * backup drops the steps below c (its state is then checkpoint c and the log: "stale" in memory). To serve (a
  * promotion), or past the bound, it loads instance k's shard of checkpoint c with the rollback's code (restore.c)
@@ -31,27 +34,9 @@ int ps__log_pending(const ps_state *p) {
   return p ? p->log_steps : 0;
 }
 
-/* ps__log_until_ckpt, worked out. */
-static int until_ckpt(const ps_state *p) {
-  int tables = 0;
-  if (p->cfg.ckpt_fp16 || !ps__is_sync(p) || ps__log_steps(p)) {
-    return 0;
-  }
-  for (int i = 0; i < p->n_shards; i++) {
-    const shard *s = &p->shards[i];
-    const tfx_layer_spec *l = s->table ? tfx_config_table_layer(&p->cfg, s->var) : NULL;
-    if (l && (l->max_rows || l->ttl_steps || l->admit_min_count > 1 ||
-              (l->admit_probability > 0 && l->admit_probability < 1))) {
-      return 0; /* its sketch, ages or evictions: not restored bit for bit */
-    }
-    tables += s->table != NULL;
-  }
-  return tables > 0;
-}
-
 int ps__log_until_ckpt(ps_state *p) {
   if (p && !p->log_mode) {
-    p->log_mode = until_ckpt(p) ? 1 : 2;
+    p->log_mode = ps__tables_plain(p) ? 1 : 2;
   }
   return p && p->log_mode == 1;
 }
@@ -179,14 +164,15 @@ void ps__log_trim(ps_state *p) {
   ps__log_apply(p, k ? log_cap(p, k) : 0);
 }
 
-int ps__log_checkpoint(ps_state *p, int64_t step) {
+int ps__log_checkpoint(ps_state *p, int64_t step, int acked) {
   char path[1200];
   int64_t at = p->version;
   int n = 0;
   for (; n < p->n_log && at < step; n++) {
     at += (int64_t)p->log[n].env->n_stats;
   }
-  if (!ps__log_until_ckpt(p) || !n || at != step) {
+  int ahead = acked && !p->n_log && step > p->version && !p->behind; /* ps__ckpt_acks: no step is forwarded */
+  if (!ps__log_until_ckpt(p) || (!ahead && (!n || at != step))) {
     return 0; /* nothing to drop, or not at a batch's end (a batch is replayed whole) */
   }
   ckpt_shard_path(p, step, path, sizeof path);

@@ -35,11 +35,16 @@ int ps__batch_steps(const ps_state *p) {
   return p->cfg.replica_batch_steps > 1 ? p->cfg.replica_batch_steps : 1;
 }
 
+int64_t ps__kept_steps(const ps_state *p) {
+  int64_t k = 2 * (int64_t)ps__batch_steps(p) + 2;
+  return ps__ckpt_acks(p) ? k + p->cfg.ckpt_every_steps + p->cfg.ckpt_every_steps / 2 : k;
+}
+
 int ps__forward_holds(const ps_state *p) {
   if (!ps__is_sync(p)) {
     return p->fwd_pending > 0; /* async, ssp: each push waits for the backup (replica.c) */
   }
-  return p->backup && p->version - p->acked >= 2 * (int64_t)ps__batch_steps(p) + 2;
+  return p->backup && p->version - p->acked >= ps__kept_steps(p);
 }
 
 /* The log's bound: the summed steps it may hold, in bytes and in steps. */
@@ -64,12 +69,40 @@ int ps__log_steps(const ps_state *p) {
   return k < 4 ? 0 : (int)k;
 }
 
+/* Whether the workers' kept pushes, resent after a failover, rebuild each sync step bit for bit: every worker in
+ * each step, summed in worker order (training.deterministic) or at most two of them (a sum of two is the same
+ * either way round). */
+static int pushes_rebuild(const ps_state *p) {
+  return p && p->backup && ps__is_sync(p) && p->replicas >= p->n_workers && (p->cfg.deterministic || p->n_workers <= 2);
+}
+
 int ps__snap_acks(const ps_state *p) {
-  if (!p || !p->backup || !ps__is_sync(p) || p->replicas < p->n_workers ||
-      (!p->cfg.deterministic && p->n_workers > 2) || p->cfg.replica_batch_steps <= 1 + tfx_optim_slots(&p->opt)) {
+  if (!pushes_rebuild(p) || p->cfg.replica_batch_steps <= 1 + tfx_optim_slots(&p->opt)) {
     return 0; /* a replay could differ, or a snapshot would cost more bytes than the summed steps it stands for */
   }
   return ps__log_steps(p) > 0; /* dense shards only, small enough that a copy of them is cheap (replica.c) */
+}
+
+int ps__tables_plain(const ps_state *p) {
+  int tables = 0;
+  if (p->cfg.ckpt_fp16 || !ps__is_sync(p) || ps__log_steps(p)) {
+    return 0;
+  }
+  for (int i = 0; i < p->n_shards; i++) {
+    const shard *s = &p->shards[i];
+    const tfx_layer_spec *l = s->table ? tfx_config_table_layer(&p->cfg, s->var) : NULL;
+    if (l && (l->max_rows || l->ttl_steps || l->admit_min_count > 1 ||
+              (l->admit_probability > 0 && l->admit_probability < 1))) {
+      return 0; /* its sketch, ages or evictions: not restored bit for bit */
+    }
+    tables += s->table != NULL;
+  }
+  return tables > 0;
+}
+
+int ps__ckpt_acks(const ps_state *p) {
+  return pushes_rebuild(p) && !p->ckpt_acks_off && p->cfg.ckpt_every_steps > 0 &&
+         p->cfg.ckpt_every_steps <= PS_CKPT_ACKS_MAX && ps__tables_plain(p);
 }
 
 Tfx__Since *ps__acked(const ps_state *p, Tfx__Since *buf) {

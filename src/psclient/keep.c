@@ -4,8 +4,9 @@
  * and drops it once the acknowledgement passes its step; after a failover the pushes kept are sent again to the
  * promoted backup, oldest first, before the step's own, so it applies the steps its log lacks with the same bytes
  * (and a push of a step it holds is stale there: dropped, answered with its values). A ps holds its replies when the
- * backup lags by 2 x cluster.replica_batch_steps + 2 steps, so a link keeps at most that many pushes; its copies
- * are reused from step to step. */
+ * backup lags by 2 x cluster.replica_batch_steps + 2 steps, so a link keeps at most that many pushes, or, where the
+ * ps's checkpoints are its backup's state (plain lazy tables), 1.5 x checkpoint.every_steps more, at most 64 MiB by
+ * the ps's measure (else it forwards its steps); its copies are reused from step to step. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,13 +1,15 @@
 #!/bin/bash
-# Replicated lazy tables (cluster.replicas 1, #27): the backup of a plain lazy table (no cap, age or admission) keeps
-# the summed steps it receives until its primary's checkpoint holds them (checkpoint.every_steps 100, incremental
-# row files here), and on promotion loads that checkpoint and replays the rest of its log (PS-BACKUP-REPLAY names
-# the step loaded and the steps replayed); a table under ttl_steps and admit_min_count keeps applying every step,
-# since its sketch and ages are the table's own state. For both, a sync LR (2 ps, 2 workers, seed 7) whose ps 0 is
-# killed with kill -9 at about a third of the run promotes the backup, rolls nothing back, and exports
-# weights bit-identical to the same run undisturbed. A capped table (max_rows 150, evicting all run long) too: the ps
-# applies a sync step's summed rows in id order when the table has a cap, since eviction depends on the order rows
-# come (in arrival order two undisturbed runs of one seed exported different weights).
+# Replicated lazy tables (cluster.replicas 1, #27): with plain lazy tables (no cap, age or admission) and two workers
+# aggregated, the primary's checkpoints are its backup's state (checkpoint.every_steps 100, incremental row files
+# here): no summed step goes to the backup (PS-STOP: 0 bytes sent), the workers keep their pushes since the last
+# checkpoint, and on promotion the backup loads that checkpoint (PS-BACKUP-REPLAY names the step loaded) and the
+# workers' resent pushes replay the steps since (PSCLIENT-RESEND); a table under ttl_steps and admit_min_count has
+# its summed steps forwarded and applied by the backup every step, since its sketch and ages are the table's own
+# state. For both, a sync LR (2 ps, 2 workers, seed 7) whose ps 0 is killed with kill -9 at about a third of the run
+# promotes the backup, rolls nothing back, and exports weights bit-identical to the same run undisturbed. A capped
+# table (max_rows 150, evicting all run long) too: the ps applies a sync step's summed rows in id order when the
+# table has a cap, since eviction depends on the order rows come (in arrival order two undisturbed runs of one seed
+# exported different weights).
 . "$(dirname "$0")/lib.sh"
 MAX=900
 python3 "$(dirname "$0")/sparse_data.py" "$WORK" --train 2000 --test 200
@@ -49,9 +51,18 @@ for t in plain aged capped; do
   cmp -s "$WORK/${t}_a.digest" "$WORK/${t}_b.digest" ||
     fail "$t table: weights differ after kill -9 of ps 0: $(diff "$WORK/${t}_a.digest" "$WORK/${t}_b.digest")"
 done
-# the plain table's backup loaded a checkpoint of its primary (step 100 or more) and replayed its log from there
+# the plain table's backup is kept by checkpoints: nothing else went to it; the aged table's got its summed steps
+for ps in 0 1; do
+  grep -q 'PS-STOP .* 0 bytes sent to its backup' "$WORK/plain_a/logs/ps-$ps.log" ||
+    fail "plain table: ps $ps sent its backup more than checkpoint news: $(grep -h PS-STOP "$WORK/plain_a/logs/ps-$ps.log")"
+  grep -q 'PS-STOP .* [1-9][0-9]* bytes sent to its backup' "$WORK/aged_a/logs/ps-$ps.log" ||
+    fail "aged table: ps $ps sent its backup no summed step: $(grep -h PS-STOP "$WORK/aged_a/logs/ps-$ps.log")"
+done
+# the promoted backup loaded a checkpoint of its primary (step 100 or more); the workers replayed the steps since
 line=$(grep -h PS-BACKUP-REPLAY "$WORK"/plain_b/logs/ps-1.log | tail -1)
-echo "$line" | grep -qE 'checkpoint step [1-9][0-9]+ loaded, (steps [1-9][0-9]+\.\.[0-9]+ replayed|no step after it)' ||
-  fail "plain table: the promoted backup did not load a checkpoint and replay its log: '$line'"
-echo "promotion: ${line#*PS-BACKUP-REPLAY}"
-pass "kill -9 of ps 0 at a third: lazy LR weights bit-identical to the undisturbed run, plain table (log kept until the checkpoint, then loaded and replayed), aged, admitted table and capped table (applied every step)"
+echo "$line" | grep -qE 'checkpoint step [1-9][0-9]+ loaded, no step after it' ||
+  fail "plain table: the promoted backup did not load a checkpoint: '$line'"
+grep -hq "PSCLIENT-RESEND ps instance 0: [1-9][0-9]* kept push" "$WORK"/plain_b/logs/worker-*.log ||
+  fail "plain table: no worker sent its kept pushes again to the promoted backup"
+echo "promotion: ${line#*PS-BACKUP-REPLAY}; $(grep -h PSCLIENT-RESEND "$WORK"/plain_b/logs/worker-0.log | tail -1 | sed 's/.*PSCLIENT-RESEND//')"
+pass "kill -9 of ps 0 at a third: lazy LR weights bit-identical to the undisturbed run, plain table (kept by checkpoints: loaded, the workers' kept pushes replayed), aged, admitted table and capped table (applied every step)"

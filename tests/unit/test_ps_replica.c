@@ -3,6 +3,7 @@
  * forwarded push of an older plan epoch, counted), and the rule that makes a resent push count once (a sync push
  * is identified by worker and step: a second arrival of the step, or an older step, is stale). No sockets. */
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -190,6 +191,50 @@ Test(ps_replica, a_sync_reply_tells_the_backups_step_and_waits_only_when_it_lags
   p->cfg.mode = TFX_MODE_SYNC;
   p->cfg.ps_replicas = 0;
   cr_assert_null(ps__acked(p, &buf));
+  p->backup = NULL;
+  free(p);
+}
+
+Test(ps_replica, a_plain_lazy_instance_is_kept_by_checkpoints_and_its_workers_keep_an_interval_and_a_half) {
+  ps_state *p = make(1, 0, 1);
+  Tfx__Since buf;
+  shard s;
+  memset(&s, 0, sizeof s);
+  s.table = (struct tfx_rowtable *)&buf; /* only tested for NULL here, as the backup */
+  snprintf(s.var, sizeof s.var, "emb");
+  p->shards = &s;
+  p->n_shards = 1;
+  p->cfg.replica_batch_steps = 4;
+  p->cfg.ckpt_every_steps = 100;
+  cr_assert_not(ps__ckpt_acks(p), "no backup");
+  p->backup = (tfx_client *)&buf;
+  cr_assert(ps__ckpt_acks(p), "sync, a plain lazy table, two workers aggregated: kept by checkpoints");
+  cr_assert_not(ps__snap_acks(p), "no dense snapshots of a lazy table");
+  cr_assert_eq(ps__kept_steps(p), 2 * 4 + 2 + 150);
+  p->version = 170;
+  p->acked = 10;
+  cr_assert(ps__forward_holds(p), "160 steps past the last checkpoint the backup took: replies wait");
+  p->acked = 11;
+  cr_assert_not(ps__forward_holds(p));
+  p->cfg.ckpt_fp16 = 1;
+  cr_assert_not(ps__ckpt_acks(p), "fp16 checkpoints do not restore the values bit for bit");
+  p->cfg.ckpt_fp16 = 0;
+  p->cfg.ckpt_every_steps = 0;
+  cr_assert_not(ps__ckpt_acks(p), "no periodic checkpoint");
+  cr_assert_eq(ps__kept_steps(p), 2 * 4 + 2);
+  p->cfg.ckpt_every_steps = PS_CKPT_ACKS_MAX + 1;
+  cr_assert_not(ps__ckpt_acks(p), "checkpoints too far apart: the workers would keep too many pushes");
+  p->cfg.ckpt_every_steps = 100;
+  ps__sync_start(p, 3);
+  cr_assert_not(ps__ckpt_acks(p), "three workers summed in arrival order: a replay could differ");
+  p->cfg.deterministic = 1;
+  cr_assert(ps__ckpt_acks(p), "summed in worker order: the replay is the same");
+  p->cfg.replicas_to_aggregate = 2;
+  ps__sync_start(p, 3);
+  cr_assert_not(ps__ckpt_acks(p), "backup workers: a replay may aggregate other pushes");
+  ps__sync_start(p, 2);
+  p->ckpt_acks_off = 1;
+  cr_assert_not(ps__ckpt_acks(p), "the backup could not read a checkpoint: the summed steps go");
   p->backup = NULL;
   free(p);
 }

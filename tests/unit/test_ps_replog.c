@@ -168,16 +168,16 @@ Test(ps_replog, a_checkpoint_drops_the_batches_below_it_and_a_lost_one_bars_prom
   size_t bytes = p->log_bytes;
   cr_assert_eq(ps__log_pending(p), 9);
   cr_assert_eq(p->n_log, 3, "batches held, none applied (a lazy table's log is bounded by bytes, not messages)");
-  cr_assert_eq(ps__log_checkpoint(p, 3), 0, "no shard file of step 3 in the run directory: the log is kept");
+  cr_assert_eq(ps__log_checkpoint(p, 3, 0), 0, "no shard file of step 3 in the run directory: the log is kept");
   shard_file(3);
   shard_file(4);
-  cr_assert_eq(ps__log_checkpoint(p, 4), 0, "step 4 is inside a batch (replayed whole): nothing dropped");
-  cr_assert_eq(ps__log_checkpoint(p, 3), 1, "the first batch (steps 0..2) dropped");
+  cr_assert_eq(ps__log_checkpoint(p, 4, 0), 0, "step 4 is inside a batch (replayed whole): nothing dropped");
+  cr_assert_eq(ps__log_checkpoint(p, 3, 0), 1, "the first batch (steps 0..2) dropped");
   cr_assert_eq(p->version, 3, "the state is the checkpoint of step 3 ...");
   cr_assert_eq(ps__log_pending(p), 6, "... and the 6 steps logged after it");
   cr_assert(p->log_stale);
   cr_assert(p->log_bytes < bytes && p->log_bytes > 0);
-  cr_assert_eq(ps__log_checkpoint(p, 3), 0, "the same notice again: nothing more");
+  cr_assert_eq(ps__log_checkpoint(p, 3, 0), 0, "the same notice again: nothing more");
   cr_assert_eq(tfx_rowtable_rows(p->shards[0].table), 0, "nothing applied");
   ps__log_apply(p, 0); /* a promotion: the checkpoint of step 3 holds no shard (an empty file): not loaded */
   cr_assert(p->behind, "a checkpoint that cannot be loaded: the copy may not be promoted");
@@ -193,13 +193,31 @@ Test(ps_replog, a_checkpoint_that_holds_the_whole_log_is_loaded_on_promotion) {
   ps__log_hold(p, &m);
   tfx_inmsg_fini(&m);
   shard_file(3);
-  cr_assert_eq(ps__log_checkpoint(p, 3), 1, "the only batch dropped: the state is the checkpoint alone");
+  cr_assert_eq(ps__log_checkpoint(p, 3, 0), 1, "the only batch dropped: the state is the checkpoint alone");
   cr_assert_eq(p->n_log, 0);
   cr_assert(p->log_stale);
   ps__log_apply(p, 0); /* a promotion with an empty log still loads the checkpoint (here an empty file: fails) */
   cr_assert(p->behind, "the checkpoint of step 3 was not loaded: the copy may not be promoted");
   cr_assert_not(p->log_stale);
   cr_assert_eq(p->version, 3);
+}
+
+Test(ps_replog, an_acknowledged_checkpoint_is_the_state_of_a_backup_sent_no_step) {
+  cr_assert_eq(ps__log_checkpoint(p, 100, 1), 0, "no shard file of step 100: the backup stays where it is");
+  cr_assert_eq(p->version, 0);
+  cr_assert_not(p->log_stale);
+  shard_file(100);
+  cr_assert_eq(ps__log_checkpoint(p, 100, 0), 0, "not acknowledged (the primary forwards steps): not taken");
+  cr_assert_eq(p->version, 0);
+  cr_assert_eq(ps__log_checkpoint(p, 100, 1), 0, "acknowledged: nothing to drop ...");
+  cr_assert_eq(p->version, 100, "... the state is the checkpoint of step 100 (what the backup answers)");
+  cr_assert(p->log_stale, "loaded only to serve");
+  cr_assert_eq(tfx_rowtable_rows(p->shards[0].table), 0, "nothing applied or loaded yet");
+  ps__log_checkpoint(p, 50, 1);
+  cr_assert_eq(p->version, 100, "an older checkpoint never takes the backup back");
+  ps__log_apply(p, 0); /* a promotion: the shard file is empty here, so the load fails */
+  cr_assert(p->behind, "a checkpoint that cannot be loaded: the copy may not be promoted");
+  cr_assert_eq(p->version, 100);
 }
 
 Test(ps_replog, fp16_checkpoints_keep_the_old_log) {
