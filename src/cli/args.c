@@ -456,6 +456,15 @@ static int load_experiment(tfx_args *a, const raw *r, tfx_err *err) {
   return needs && r->config ? tfx_config_validate(&a->node.cfg, err) : TFX_OK;
 }
 
+/* cluster.replicas auto, decided for the cluster this process is part of (TF_CONFIG's counts), or for the one
+ * `local` and `plan` make (--ps, --workers). */
+static void resolve_replicas(tfx_args *a) {
+  const tfx_cluster *c = a->node.cluster;
+  int n_ps = c ? tfx_cluster_count(c, TFX_ROLE_PS) : a->cli.ps;
+  int n_workers = c ? tfx_cluster_count(c, TFX_ROLE_WORKER) : a->cli.workers;
+  tfx_config_resolve_replicas(&a->node.cfg, n_ps, n_workers);
+}
+
 int tfx_args_parse(tfx_args *a, int argc, char **argv, tfx_err *err) {
   raw r;
   memset(a, 0, sizeof *a);
@@ -487,6 +496,7 @@ int tfx_args_parse(tfx_args *a, int argc, char **argv, tfx_err *err) {
   if ((rc = load_cluster(a, &r, err)) || (rc = apply_role(a, &r, err)) || (rc = load_experiment(a, &r, err))) {
     return rc;
   }
+  resolve_replicas(a);
   tfx_log_init(a->command ? a->command : tfx_role_name(a->node.role), a->command ? 0 : a->node.index);
   return TFX_OK;
 }

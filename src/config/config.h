@@ -43,6 +43,9 @@
 /* The most a backup's log of a lazy instance's sync steps holds until a checkpoint holds them, in bytes of received
  * batches (cluster.replicas 1, #27: ps/replog.c keeps it, master/plan.c prints it); past it the oldest are applied. */
 #define TFX_REPLICA_LOG_BYTES ((size_t)64 << 20)
+/* The largest checkpoint.every_steps under which a lazy table's backup is kept by the checkpoints (ps/rules.c): the
+ * workers keep every push since the last one. */
+#define TFX_REPLICA_CKPT_STEPS_MAX 4096
 
 typedef enum tfx_mode { TFX_MODES(TFX_CHOICE_VALUE) } tfx_mode;
 typedef enum tfx_opt_kind { TFX_OPTIMIZERS(TFX_CHOICE_VALUE) } tfx_opt_kind; /* ftrl: slots "accum", "linear" */
@@ -238,7 +241,8 @@ typedef struct tfx_config {
   int http_port; /* the master's HTTP port for /metrics, /status and / (0: off) */
   /* cluster timing */
   int register_timeout_s, request_timeout_s;
-  int ps_replicas; /* cluster.replicas: 1 = each ps instance has a backup on the next ps */
+  int ps_replicas;   /* cluster.replicas: 1 = each ps instance has a backup on the next ps; -1 auto until resolved */
+  int replicas_auto; /* cluster.replicas was auto (-1) and tfx_config_resolve_replicas decided it */
   int replica_batch_steps; /* cluster.replica_batch_steps: sync steps a primary forwards to its backup at once */
   tfx_transport local_transport; /* tfx-node local: Unix sockets (default) or TCP */
   int64_t max_message_bytes;     /* the largest frame a socket accepts (ZMQ_MAXMSGSIZE); 0: from the model */
@@ -279,6 +283,14 @@ int tfx_config_validate(const tfx_config *cfg, tfx_err *err);
 /* The rules that need the cluster's size (a sync step aggregates at most n_workers replicas), checked wherever it
  * is known before a process starts: a chief from TF_CONFIG, local from its flags. */
 int tfx_config_validate_cluster(const tfx_config *cfg, int n_workers, tfx_err *err);
+/* Why cluster.replicas auto stays off for this experiment on n_ps ps and n_workers workers (a static string), or
+ * NULL where replicas are cheap (bench/replicas: within 10% of off): sync, 2 ps or more, every worker aggregated,
+ * training.deterministic or at most two workers, embedding tables without cap, age or admission and checkpointed
+ * every 1..4096 steps at full precision. */
+const char *tfx_config_replicas_off(const tfx_config *cfg, int n_ps, int n_workers);
+/* Turns cluster.replicas auto (-1) into 0 or 1 by tfx_config_replicas_off (and marks cfg->replicas_auto); an
+ * explicit 0 or 1 is kept. Every role calls it with the cluster's counts, so all decide alike. */
+void tfx_config_resolve_replicas(tfx_config *cfg, int n_ps, int n_workers);
 /* The number of the feature columns that are categorical (sparse fields), and of the numeric ones (the dense
  * input's width). */
 int tfx_config_sparse_fields(const tfx_config *cfg);

@@ -114,6 +114,50 @@ int tfx_config_validate_choices(const tfx_config *cfg, tfx_err *err) {
   return rc ? rc : validate_schedule(cfg, err);
 }
 
+/* Why the embedding tables keep cluster.replicas auto off, or NULL: a lazy table's backup is cheap only when the
+ * primary's checkpoints are its state (ps/rules.c ps__ckpt_acks): periodic, full precision, no cap, age or
+ * admission. */
+static const char *replicas_tables_off(const tfx_config *cfg) {
+  for (int i = 0; i < cfg->n_layers; i++) {
+    const tfx_layer_spec *l = &cfg->layers[i];
+    if (strcmp(l->type, "embedding_bag") != 0) {
+      continue;
+    }
+    if (l->max_rows || l->ttl_steps || l->admit_min_count > 1 ||
+        (l->admit_probability > 0 && l->admit_probability < 1)) {
+      return "an embedding table with max_rows, ttl_steps or admission (its backup applies every step)";
+    }
+    if (cfg->ckpt_every_steps <= 0 || cfg->ckpt_every_steps > TFX_REPLICA_CKPT_STEPS_MAX || cfg->ckpt_fp16) {
+      return "embedding tables without periodic full-precision checkpoints every 1..4096 steps (their backup would "
+             "receive every step)";
+    }
+  }
+  return NULL;
+}
+
+const char *tfx_config_replicas_off(const tfx_config *cfg, int n_ps, int n_workers) {
+  if (n_ps < 2) {
+    return "one ps (no other to hold a backup)";
+  }
+  if (cfg->mode != TFX_MODE_SYNC) {
+    return "async or ssp (each push would wait for its backup's acknowledgement)";
+  }
+  if (cfg->replicas_to_aggregate > 0 && cfg->replicas_to_aggregate < n_workers) {
+    return "backup workers (training.replicas_to_aggregate below the workers: every step would be forwarded)";
+  }
+  if (!cfg->deterministic && n_workers > 2) {
+    return "more than two workers summed in arrival order (training.deterministic off: every step would be forwarded)";
+  }
+  return replicas_tables_off(cfg);
+}
+
+void tfx_config_resolve_replicas(tfx_config *cfg, int n_ps, int n_workers) {
+  if (cfg->ps_replicas < 0) {
+    cfg->replicas_auto = 1;
+    cfg->ps_replicas = tfx_config_replicas_off(cfg, n_ps, n_workers) ? 0 : 1;
+  }
+}
+
 int tfx_config_validate_cluster(const tfx_config *cfg, int n_workers, tfx_err *err) {
   if (cfg->mode == TFX_MODE_SYNC && cfg->replicas_to_aggregate > n_workers) {
     return tfx_err_set(err, TFX_ECONFIG,

@@ -38,6 +38,18 @@ static int open_client(master *m, tfx_role role, int i, tfx_client **out, tfx_er
   return rc ? rc : tfx_client_create(ep, out, err);
 }
 
+/* Logs whether this run's ps shards have backups (cluster.replicas), and what auto would say (MASTER-REPLICAS). */
+static void log_replicas(const master *m) {
+  const char *off = tfx_config_replicas_off(&m->cfg, m->n_ps, m->n_workers);
+  if (m->cfg.ps_replicas && m->n_ps >= 2) {
+    tfx_log(TFX_LOG_INFO, "MASTER-REPLICAS", "cluster.replicas on: every ps shard has a backup on the next ps%s%s",
+            off ? "; it costs more here than where auto turns it on: " : "", off ? off : "");
+  } else {
+    tfx_log(TFX_LOG_INFO, "MASTER-REPLICAS", "cluster.replicas off: %s",
+            off ? off : "set to 0 (a lost ps rolls every ps back to the newest checkpoint)");
+  }
+}
+
 /* The experiment as this run uses it: the hooks' stop step, --http-port, the cluster's size, the epoch budget. */
 static int setup_config(master *m, tfx_err *err) {
   tfx_node *n = m->n;
@@ -58,6 +70,7 @@ static int setup_config(master *m, tfx_err *err) {
     return tfx_err_set(err, TFX_ECONFIG, "TF_CONFIG: the cluster needs at least one ps and one worker");
   }
   int rc = tfx_config_validate_cluster(&m->cfg, m->n_workers, err);
+  log_replicas(m);
   return rc ? rc : tfx_epochs_apply(&m->cfg, m->n_workers, &m->epoch_steps, err);
 }
 

@@ -430,16 +430,13 @@ int ps__forward_holds(const ps_state *p);
  * optimizer's slots): no summed step goes to the backup; every cluster.replica_batch_steps steps the values and
  * slots do, and after a failover the workers' kept pushes replay the steps since (repbatch.c). */
 int ps__snap_acks(const ps_state *p);
-/* The largest checkpoint.every_steps under which a backup is kept by checkpoints (ps__ckpt_acks): the workers keep
- * every push since the last one. */
-#define PS_CKPT_ACKS_MAX 4096
 /* Whether p's lazy tables are plain (no max_rows, ttl_steps or admission) and checkpoint.fp16 is off, in sync mode:
  * a checkpoint then restores the primary's state bit for bit (and p has no dense snapshots, ps__log_steps 0). */
 int ps__tables_plain(const ps_state *p);
 /* Whether p's backup is kept by the primary's checkpoints alone (sync; plain lazy tables, ps__tables_plain; the
  * workers' resent pushes rebuild each step as with ps__snap_acks; checkpoint.every_steps from 1 to
- * PS_CKPT_ACKS_MAX; the backup reads the checkpoint's files, else it is sent the whole state once and the summed
- * steps after it): nothing goes to the backup but the news of each checkpoint, which it answers, and after a
+ * TFX_REPLICA_CKPT_STEPS_MAX; the backup reads the checkpoint's files, else it is sent the whole state once and the
+ * summed steps after it): nothing goes to the backup but the news of each checkpoint, which it answers, and after a
  * failover it loads that checkpoint and the workers' kept pushes replay the steps since. */
 int ps__ckpt_acks(const ps_state *p);
 /* The steps a sync primary may run ahead of its backup's acknowledgement (the pushes a worker keeps): 2 x

@@ -102,7 +102,7 @@ int ps__tables_plain(const ps_state *p) {
 
 int ps__ckpt_acks(const ps_state *p) {
   return pushes_rebuild(p) && !p->ckpt_acks_off && p->cfg.ckpt_every_steps > 0 &&
-         p->cfg.ckpt_every_steps <= PS_CKPT_ACKS_MAX && ps__tables_plain(p);
+         p->cfg.ckpt_every_steps <= TFX_REPLICA_CKPT_STEPS_MAX && ps__tables_plain(p);
 }
 
 Tfx__Since *ps__acked(const ps_state *p, Tfx__Since *buf) {

@@ -222,7 +222,7 @@ Test(ps_replica, a_plain_lazy_instance_is_kept_by_checkpoints_and_its_workers_ke
   p->cfg.ckpt_every_steps = 0;
   cr_assert_not(ps__ckpt_acks(p), "no periodic checkpoint");
   cr_assert_eq(ps__kept_steps(p), 2 * 4 + 2);
-  p->cfg.ckpt_every_steps = PS_CKPT_ACKS_MAX + 1;
+  p->cfg.ckpt_every_steps = TFX_REPLICA_CKPT_STEPS_MAX + 1;
   cr_assert_not(ps__ckpt_acks(p), "checkpoints too far apart: the workers would keep too many pushes");
   p->cfg.ckpt_every_steps = 100;
   ps__sync_start(p, 3);
