@@ -18,10 +18,10 @@ static int await_ps(master *m, int p, tfx_inmsg *r, int timeout_ms, tfx_err *err
     if (left <= 0) {
       return tfx_err_set(err, TFX_EPEER, "%s: no reply within %d ms", tfx_client_endpoint(c), timeout_ms);
     }
-    if (master__replicated(m) && tfx_client_lost(c)) { /* the ps died with the request: its backup takes over */
+    if (tfx_client_lost(c)) { /* the ps died with the request: its backup takes over, or it is rolled back */
       return tfx_err_set(err, TFX_EPEER, "%s: the connection was lost before the reply", tfx_client_endpoint(c));
     }
-    long slice = master__replicated(m) && left > 20 ? 20 : (long)left;
+    long slice = left > 20 ? 20 : (long)left; /* without replicas too: a request lost with its ps never returns */
     if (zmq_poll(items, m->sock ? 2 : 1, slice) < 0) {
       continue; /* a signal: the master still wants this reply (a stop checkpoints after it), within the deadline */
     }
