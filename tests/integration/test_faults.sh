@@ -5,7 +5,8 @@
 # the run completes at max_steps with a model that learned.
 . "$(dirname "$0")/lib.sh"
 experiment "$WORK/exp.json" training.max_steps=1500 eval.every_steps=0 checkpoint.every_steps=200 \
-  training.report_every=50 cluster.request_timeout_s=5 cluster.register_timeout_s=30
+  training.report_every=50 cluster.request_timeout_s=5 cluster.register_timeout_s=30 \
+  cluster.replicas=0 # the roll-back path (replicas, auto on here, fail over instead: test_replicas*.sh)
 run_with_kill() { # NAME ROLE INDEX LOGNAME (the role as logs name it)
   local run=$WORK/$1
   "$TFX_NODE" local --config "$WORK/exp.json" --run-dir "$run" >"$WORK/$1.log" 2>&1 &

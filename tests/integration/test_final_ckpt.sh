@@ -10,7 +10,8 @@
 . "$(dirname "$0")/lib.sh"
 MAX=2000
 experiment "$WORK/exp.json" training.max_steps=$MAX eval.every_steps=0 checkpoint.every_steps=400 \
-  training.report_every=1000000 cluster.request_timeout_s=60 cluster.register_timeout_s=60
+  training.report_every=1000000 cluster.request_timeout_s=60 cluster.register_timeout_s=60 \
+  cluster.replicas=0 # the roll-back path (replicas, auto on here, fail over instead: test_replicas*.sh)
 
 # lose_at_max NAME ROLE LOGNAME: a run whose ROLE (ps 0 or the chief) is killed -9 while the workers wait at
 # max_steps with the chief stopped; it must still end at max_steps with its final checkpoint.
