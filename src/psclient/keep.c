@@ -6,8 +6,7 @@
  * (and a push of a step it holds is stale there: dropped, answered with its values). A ps holds its replies when the
  * backup lags by 2 x cluster.replica_batch_steps + 2 steps, so a link keeps at most that many pushes, or, where the
  * ps's checkpoints are its backup's state (plain lazy tables), 1.5 x checkpoint.every_steps more, at most 64 MiB by
- * the ps's measure (else it forwards its steps); the copies go into one ring per link (its arena), in order, so
- * keeping a push allocates nothing once the ring is as large as the pushes kept. */
+ * the ps's measure (else it forwards its steps); its copies are reused from step to step. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,16 +18,14 @@ void psclient__keep_free(ps_link *l) {
   for (int i = 0; i < l->cap_kept; i++) {
     free(l->kept[i].metas);
     free(l->kept[i].pl);
+    free(l->kept[i].mem);
   }
   free(l->kept);
-  free(l->arena);
   l->kept = NULL;
-  l->arena = NULL;
   l->n_kept = l->cap_kept = 0;
-  l->arena_cap = l->arena_head = 0;
 }
 
-/* A free kept slot at the end of l's list (its arrays reused), or NULL when out of memory. */
+/* A free kept slot at the end of l's list (its buffers reused), or NULL when out of memory. */
 static kept_push *keep_slot(ps_link *l) {
   if (l->n_kept == l->cap_kept) {
     int cap = l->cap_kept * 2 + 4;
@@ -43,8 +40,8 @@ static kept_push *keep_slot(ps_link *l) {
   return &l->kept[l->n_kept];
 }
 
-/* Sizes slot k for n tensors; -1 when out of memory. */
-static int keep_size(kept_push *k, size_t n) {
+/* Sizes slot k for n tensors and `bytes` of rows and data; -1 when out of memory. */
+static int keep_size(kept_push *k, size_t n, size_t bytes) {
   if (n > k->cap_n) {
     Tfx__Tensor *metas = realloc(k->metas, n * sizeof *metas);
     k->metas = metas ? metas : k->metas;
@@ -55,62 +52,15 @@ static int keep_size(kept_push *k, size_t n) {
     }
     k->cap_n = n;
   }
-  return 0;
-}
-
-/* Moves the kept pushes into a new arena of cap bytes, oldest first from offset 0, their pointers with them;
- * -1 when out of memory (nothing moved). */
-static int arena_grow(ps_link *l, size_t cap) {
-  char *a = malloc(cap);
-  if (!a) {
-    return -1;
-  }
-  size_t at = 0;
-  for (int j = 0; j < l->n_kept; j++) {
-    kept_push *k = &l->kept[j];
-    const char *old = l->arena + k->off;
-    memcpy(a + at, old, k->bytes);
-    for (size_t i = 0; i < k->n; i++) {
-      k->metas[i].rows = k->metas[i].n_rows ? (int64_t *)(a + at + ((const char *)k->metas[i].rows - old)) : NULL;
-      k->pl[i].data = a + at + ((const char *)k->pl[i].data - old);
-    }
-    k->off = at;
-    at += k->bytes;
-  }
-  free(l->arena);
-  l->arena = a;
-  l->arena_cap = cap;
-  l->arena_head = at;
-  return 0;
-}
-
-/* Where `bytes` more go in l's arena after the kept pushes (a ring: at its end, else from its start up to the
- * oldest kept push), grown when neither has room; -1 when out of memory. */
-static int arena_place(ps_link *l, size_t bytes, size_t *off) {
-  size_t tail = l->n_kept ? l->kept[0].off : 0, head = l->n_kept ? l->arena_head : 0;
-  int wrapped = l->n_kept && head <= tail;
-  if (!wrapped && head + bytes <= l->arena_cap) {
-    *off = head;
-  } else if ((!wrapped && bytes <= tail) || (wrapped && head + bytes <= tail)) {
-    *off = wrapped ? head : 0;
-  } else {
-    size_t live = 0;
-    for (int j = 0; j < l->n_kept; j++) {
-      live += l->kept[j].bytes;
-    }
-    size_t cap = 2 * l->arena_cap > live + 2 * bytes ? 2 * l->arena_cap : live + 2 * bytes;
-    if (arena_grow(l, cap)) {
+  if (bytes > k->cap_mem) {
+    char *mem = realloc(k->mem, bytes);
+    if (!mem) {
       return -1;
     }
-    *off = l->arena_head;
+    k->mem = mem;
+    k->cap_mem = bytes;
   }
-  l->arena_head = *off + bytes;
   return 0;
-}
-
-/* n bytes rounded up to 8, so every copy in the arena starts aligned for its row ids. */
-static size_t align8(size_t n) {
-  return (n + 7) & ~(size_t)7;
 }
 
 int psclient__keep(ps_link *l, int64_t step, Tfx__Tensor *const *ptrs, const tfx_payload *pl, int n, tfx_err *err) {
@@ -119,30 +69,26 @@ int psclient__keep(ps_link *l, int64_t step, Tfx__Tensor *const *ptrs, const tfx
   }
   while (l->n_kept && l->kept[l->n_kept - 1].step > step) {
     l->n_kept--; /* the ps went back (a roll-back to a checkpoint): those steps are trained again */
-    l->arena_head = l->n_kept ? l->kept[l->n_kept - 1].off + l->kept[l->n_kept - 1].bytes : 0;
   }
-  size_t bytes = 8;
+  size_t bytes = 0;
   for (int i = 0; i < n; i++) {
-    bytes += align8(ptrs[i]->n_rows * sizeof(int64_t)) + align8(pl[i].size);
+    bytes += ptrs[i]->n_rows * sizeof(int64_t) + pl[i].size;
   }
   kept_push *k = keep_slot(l);
-  size_t off = 0;
-  if (!k || keep_size(k, (size_t)n + 1) || arena_place(l, bytes, &off)) {
+  if (!k || keep_size(k, (size_t)n + 1, bytes + 1)) {
     return tfx_err_set(err, TFX_ENOMEM, "out of memory keeping the push of step %lld for %s", (long long)step,
                        tfx_client_endpoint(l->client));
   }
-  char *at = l->arena + off;
+  char *at = k->mem;
   for (int i = 0; i < n; i++) {
     k->metas[i] = *ptrs[i]; /* name and shape borrowed from the slot, which outlives the kept push */
     if (ptrs[i]->n_rows) {
       k->metas[i].rows = memcpy(at, ptrs[i]->rows, ptrs[i]->n_rows * sizeof(int64_t));
-      at += align8(ptrs[i]->n_rows * sizeof(int64_t));
+      at += ptrs[i]->n_rows * sizeof(int64_t);
     }
     k->pl[i] = (tfx_payload){memcpy(at, pl[i].data, pl[i].size), pl[i].size, 0, NULL, NULL};
-    at += align8(pl[i].size);
+    at += pl[i].size;
   }
-  k->off = off;
-  k->bytes = bytes;
   k->step = step;
   k->n = (size_t)n;
   l->n_kept++;

@@ -41,9 +41,10 @@ typedef struct part_unit {
 typedef struct kept_push {
   int64_t step;
   size_t n, cap_n;
-  Tfx__Tensor *metas; /* rows point into the link's arena; names and shapes borrowed from the link's slots */
-  tfx_payload *pl;    /* point into the link's arena */
-  size_t off, bytes;  /* where its rows and bytes lie in the arena */
+  Tfx__Tensor *metas; /* rows point into mem; names and shapes borrowed from the link's slots */
+  tfx_payload *pl;    /* point into mem */
+  char *mem;
+  size_t cap_mem;
 } kept_push;
 
 typedef struct ps_link {
@@ -67,8 +68,6 @@ typedef struct ps_link {
   unsigned seen; /* the link's disconnections when it was (re)made or last answered */
   kept_push *kept; /* replicas, sync: pushes whose step the backup may not hold yet, oldest first (keep.c) */
   int n_kept, cap_kept;
-  char *arena;                  /* the kept pushes' rows and bytes, a ring in their order (no allocation per push) */
-  size_t arena_cap, arena_head; /* its size, and where the newest kept push ends */
   int acks; /* the last reply told the backup's acknowledgement (Envelope.acked): pushes are kept */
 } ps_link;
 

@@ -1,8 +1,7 @@
 /* Unit tests of src/psclient/keep.c (cluster.replicas 1, sync, #27): a link keeps a copy of each push (its tensors'
  * descriptions, row ids and bytes) once its ps tells acknowledgements, never twice for one step, and drops the
  * pushes the reply's Envelope.acked says the backup holds (all of them when a reply tells none); the copies'
- * bytes go into one ring per link, which wraps around and grows with every kept push's pointers moved. No sockets (the
- * resend is tests/integration/test_replicas_resend.sh). */
+ * buffers are reused. No sockets (the resend is tests/integration/test_replicas_resend.sh). */
 #include <criterion/criterion.h>
 #include <string.h>
 
@@ -91,7 +90,7 @@ Test(psclient_keep, a_push_is_copied_once_and_dropped_when_the_backup_holds_its_
   cr_assert_eq(((const float *)k->pl[0].data)[3], 4.0f);
   cr_assert_eq(((const float *)k->pl[1].data)[2], 12.0f);
   cr_assert_eq(k->pl[1].size, 3 * sizeof(float));
-  char *arena = l.arena;
+  char *reused = l.kept[0].mem;
   reply(&l, 7); /* the backup holds steps 5 and 6 */
   cr_assert_eq(l.n_kept, 1);
   cr_assert_eq(l.kept[0].step, 7);
@@ -99,7 +98,7 @@ Test(psclient_keep, a_push_is_copied_once_and_dropped_when_the_backup_holds_its_
   make_push(&q[1], 4);
   cr_assert_eq(psclient__keep(&l, 8, q[1].ptrs, q[1].pl, 2, &err), TFX_OK);
   cr_assert_eq(l.n_kept, 2);
-  cr_assert(l.arena == arena, "the ring holds the next push where the dropped ones were: nothing allocated");
+  cr_assert(l.kept[1].mem == reused, "a dropped copy's buffers serve the next push");
   cr_assert_eq(l.kept[1].step, 8);
   cr_assert_eq(((const float *)l.kept[1].pl[1].data)[0], 40.0f);
   make_push(&q[2], 5);
@@ -111,42 +110,4 @@ Test(psclient_keep, a_push_is_copied_once_and_dropped_when_the_backup_holds_its_
   cr_assert_eq(l.n_kept, 0);
   psclient__keep_free(&l);
   cr_assert_null(l.kept);
-}
-
-/* Whether kept push k holds make_push(base)'s rows and bytes. */
-static int holds(const kept_push *k, float base) {
-  const float *sp = k->pl[0].data, *de = k->pl[1].data;
-  return k->metas[0].rows[0] == 7 && k->metas[0].rows[1] == 9 && sp[0] == base && sp[3] == base + 3 &&
-         de[0] == base * 10 && de[2] == base * 10 + 2 && ((uintptr_t)k->metas[0].rows & 7) == 0;
-}
-
-Test(psclient_keep, the_ring_wraps_around_and_grows_with_every_push_intact) {
-  ps_link l;
-  memset(&l, 0, sizeof l);
-  tfx_err err = {0};
-  reply(&l, 0);
-  push q;
-  int64_t step = 0;
-  for (; step < 8; step++) {
-    make_push(&q, (float)step);
-    cr_assert_eq(psclient__keep(&l, step, q.ptrs, q.pl, 2, &err), TFX_OK, "%s", err.msg);
-  }
-  size_t cap = l.arena_cap;
-  int wrapped = 0;
-  reply(&l, 6); /* 0..5 held by the backup: the ring's start is free again */
-  for (; l.arena_cap == cap && step < 64; step++) {
-    make_push(&q, (float)step);
-    cr_assert_eq(psclient__keep(&l, step, q.ptrs, q.pl, 2, &err), TFX_OK, "%s", err.msg);
-    cr_assert_leq(l.arena_head, l.arena_cap);
-    wrapped |= l.arena_cap == cap && l.kept[l.n_kept - 1].off < l.kept[0].off;
-  }
-  cr_assert(wrapped, "a push went to the ring's start, before the oldest kept one");
-  cr_assert_gt(l.arena_cap, cap, "the ring grew once the pushes kept filled it");
-  for (int j = 0; j < l.n_kept; j++) {
-    cr_assert(holds(&l.kept[j], (float)l.kept[j].step), "kept push %d (step %lld) moved intact", j,
-              (long long)l.kept[j].step);
-    cr_assert_eq(l.kept[j].step, 6 + j, "in order");
-  }
-  psclient__keep_free(&l);
-  cr_assert_null(l.arena);
 }
