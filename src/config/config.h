@@ -285,8 +285,7 @@ int tfx_config_validate(const tfx_config *cfg, tfx_err *err);
 int tfx_config_validate_cluster(const tfx_config *cfg, int n_workers, tfx_err *err);
 /* Why cluster.replicas auto stays off for this experiment on n_ps ps and n_workers workers (a static string), or
  * NULL where replicas are cheap (bench/replicas: within 10% of off): sync, 2 ps or more, every worker aggregated,
- * training.deterministic or at most two workers, embedding tables without cap, age or admission and checkpointed
- * every 1..4096 steps at full precision. */
+ * training.deterministic or at most two workers, no embedding table. */
 const char *tfx_config_replicas_off(const tfx_config *cfg, int n_ps, int n_workers);
 /* Turns cluster.replicas auto (-1) into 0 or 1 by tfx_config_replicas_off (and marks cfg->replicas_auto); an
  * explicit 0 or 1 is kept. Every role calls it with the cluster's counts, so all decide alike. */

@@ -192,7 +192,8 @@ const config__option config__options[] = {
     {"cluster.request_timeout_s", OPT_INT, O(request_timeout_s), 1, 86400, "60", "deadline of one request"},
     {"cluster.replicas", OPT_INT, O(ps_replicas), -1, 1, "-1",
      "1: every ps shard has a backup on the next ps (ring), promoted when its primary dies (no rollback); -1 auto: "
-     "on where it is cheap (sync, 2+ ps, every worker aggregated, deterministic or 2 workers; MASTER-REPLICAS says)"},
+     "on where it is cheap (sync, 2+ ps, every worker aggregated, deterministic or 2 workers, no embedding table; "
+     "MASTER-REPLICAS says)"},
     {"cluster.replica_batch_steps", OPT_INT, O(replica_batch_steps), 1, 64, "16",
      "cluster.replicas 1, sync: a primary forwards its summed steps to the backup every this many steps, in one "
      "message (1: every step), or, dense shards whose steps the pushes rebuild, a snapshot of its values and slots; "
