@@ -563,8 +563,8 @@ static void serve(ps_state *p) {
       acknowledged(p->mirror);
     }
     if (ready == 0) {
-      ps__forward_catch_up(p); /* sync, replicas: the steps batched go when nothing comes for a while */
-      ps__forward_catch_up(p->mirror);
+      ps__forward_idle(p); /* sync, replicas: the steps batched go when nothing comes for a while */
+      ps__forward_idle(p->mirror);
     }
     if (!p->fwd_pending || ready == 0) {
       ps__log_trim(p->mirror); /* once the own replies went (or nothing came for a while) */

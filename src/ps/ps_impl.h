@@ -193,6 +193,9 @@ typedef struct ps_state {
   int snap_due;           /* the own state's, ps__snap_acks: values were assigned, so a snapshot goes now */
   int64_t ckpt_told;      /* the own state's, ps__ckpt_acks: the step of the last checkpoint the backup was told */
   size_t push_bytes;      /* the own state's, sync with a backup: a worker's push, on average (ps__keep_measure) */
+  int64_t idle_version, idle_since; /* the own state's, ps__ckpt_acks: the version last seen idle, and since when */
+  uint64_t worker_conn[PS_MAX_WORKERS]; /* the own state's: each worker's connection (its identity's hash), 0 unseen */
+  int catch_up_due;       /* the own state's, ps__ckpt_acks: a worker came back on a new connection */
   int ckpt_acks_off;      /* the own state's: the backup cannot take the checkpoints as its state (it was sent the
                              whole state instead, and the summed steps since) */
   ps_batch batch;         /* the own state's, sync: summed steps waiting to go to the backup in one message */
@@ -412,9 +415,10 @@ void ps__forward_fail(ps_state *p, const char *why);
  * its version (p->acked). Replies do not wait for it: they tell the workers p->acked (ps__acked), and a worker keeps
  * its pushes until then. Without a backup: clears step_assigned. */
 void ps__forward_step(ps_state *p);
-/* Sync with a backup: folds worker push e's bytes (row ids and floats) into p->push_bytes, a moving average of
- * what a worker keeps per step for p (ps__ckpt_acks bounds the workers' memory by it). */
-void ps__keep_measure(ps_state *p, const tfx_envelope *e);
+/* Sync with a backup: folds worker push m's bytes (row ids and floats) into p->push_bytes, a moving average of
+ * what a worker keeps per step for p (ps__ckpt_acks bounds the workers' memory by it), and notes a worker on a new
+ * connection (p->catch_up_due: it may have restarted without the pushes it kept). */
+void ps__keep_measure(ps_state *p, const tfx_inmsg *m);
 /* Sends the steps batched so far to the backup (idle, before a snapshot, or when the batch is full). */
 void ps__forward_flush(ps_state *p);
 /* One more message sent to p's backup awaits its acknowledgement, due within cluster.request_timeout_s. */
@@ -497,6 +501,12 @@ void ps__snap_ack_send(ps_state *p);
 /* Sends what p's backup lacks now (idle, or before a checkpoint): the steps batched, or, ps__snap_acks, a snapshot
  * when the version moved since the last; p may be NULL. */
 void ps__forward_catch_up(ps_state *p);
+/* A sync step that has not completed for this long is a stall (a worker died or left), not a pause. */
+#define PS_STALL_MS 300
+/* The ps is idle: ps__forward_catch_up, and, ps__ckpt_acks with steps past the backup's checkpoint and no step
+ * for PS_STALL_MS (a worker that died lost the pushes it kept for them), the values, slots and rows touched since
+ * that checkpoint in one acknowledged snapshot, so no replay needs those pushes; p may be NULL. */
+void ps__forward_idle(ps_state *p);
 /* MSG_PROMOTE: the mirror becomes its instance's primary at the message's plan epoch; replies with the step. */
 int ps__promote(ps_state *p, const tfx_inmsg *m, tfx_err *err);
 

@@ -643,7 +643,7 @@ int ps__push(ps_state *p, tfx_inmsg *m, tfx_err *err) {
     p->stats.stale++; /* resent after a failover, and already applied: once only */
     stale = 1;
   } else if (!rc && !ps__past_the_end(p, m->env)) {
-    ps__keep_measure(p, m->env);
+    ps__keep_measure(p, m);
     rc = ps__is_sync(p) ? push_sync(p, m, targets, &stale, err) : push_async(p, m, targets, err);
     ps__async_applied(p, m->env);
   }

@@ -263,9 +263,27 @@ void ps__forward_ckpt(ps_state *p, int64_t step) {
   }
 }
 
-void ps__keep_measure(ps_state *p, const tfx_envelope *e) {
+/* The hash of a message's routing identity (FNV-1a): ZeroMQ gives every new connection a new one. */
+static uint64_t identity_hash(const tfx_inmsg *m) {
+  uint64_t h = 1469598103934665603ULL;
+  const unsigned char *b = m->has_identity ? zmq_msg_data((zmq_msg_t *)&m->identity) : NULL;
+  size_t n = b ? zmq_msg_size((zmq_msg_t *)&m->identity) : 0;
+  for (size_t i = 0; i < n; i++) {
+    h = (h ^ b[i]) * 1099511628211ULL;
+  }
+  return h | 1; /* never 0, the slot of a worker not seen yet */
+}
+
+void ps__keep_measure(ps_state *p, const tfx_inmsg *m) {
+  const tfx_envelope *e = m->env;
   if (!p->backup || !ps__is_sync(p) || (e->flag & PS_FLAG_FORWARDED)) {
     return;
+  }
+  int w = ps__worker_of(e);
+  uint64_t id = identity_hash(m);
+  if (w >= 0 && w < PS_MAX_WORKERS) { /* a worker on a new connection may have restarted without its kept pushes */
+    p->catch_up_due |= p->worker_conn[w] && p->worker_conn[w] != id;
+    p->worker_conn[w] = id;
   }
   size_t bytes = 0;
   for (size_t i = 0; i < e->n_tensors; i++) {

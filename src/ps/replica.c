@@ -244,27 +244,79 @@ int ps__promote(ps_state *p, const tfx_inmsg *m, tfx_err *err) {
   return tfx_wire_send(p->sock, &m->identity, &env, NULL, 0, err);
 }
 
-/* The tensors of one snapshot: metadata and frames (the shards' own buffers, copied by the send). */
+/* The tensors of one snapshot: metadata and frames (the shards' own buffers, or rows gathered into `owned`, copied
+ * by the send). */
 typedef struct step_msg {
   Tfx__Tensor *metas;
   Tfx__Tensor **ptrs;
   tfx_payload *pl;
   int64_t *shapes; /* per tensor: 2 dims */
+  void **owned;    /* per tensor: the rows gathered for it, or NULL */
   size_t n;
 } step_msg;
 
 /* Allocates sm for up to n tensors; -1 when out of memory (msg_free then frees what was made). */
 static int msg_alloc(step_msg *sm, size_t n) {
   *sm = (step_msg){calloc(n + 1, sizeof *sm->metas), calloc(n + 1, sizeof *sm->ptrs), calloc(n + 1, sizeof *sm->pl),
-                   calloc(2 * (n + 1), sizeof *sm->shapes), 0};
-  return sm->metas && sm->ptrs && sm->pl && sm->shapes ? 0 : -1;
+                   calloc(2 * (n + 1), sizeof *sm->shapes), calloc(n + 1, sizeof *sm->owned), 0};
+  return sm->metas && sm->ptrs && sm->pl && sm->shapes && sm->owned ? 0 : -1;
 }
 
 static void msg_free(step_msg *sm) {
+  for (size_t i = 0; sm->owned && i < sm->n; i++) {
+    free(sm->owned[i]);
+  }
   free(sm->metas);
   free(sm->ptrs);
   free(sm->pl);
   free(sm->shapes);
+  free(sm->owned);
+}
+
+/* Rows of a lazy table gathered for a snapshot: ids first, then each row's values and slots. */
+typedef struct row_gather {
+  int64_t *ids;
+  float *data;
+  size_t n, width;
+} row_gather;
+
+static int gather_row(int64_t id, const float *row, void *ctx) {
+  row_gather *g = ctx;
+  g->ids[g->n] = id;
+  memcpy(g->data + g->n * g->width, row, sizeof(float) * g->width);
+  g->n++;
+  return 0;
+}
+
+/* Adds the rows of lazy table s touched at step `since` or later (values and slots) to a snapshot; -1 when out of
+ * memory. */
+static int snapshot_rows(step_msg *sm, const shard *s, int64_t since, size_t *bytes) {
+  size_t n = tfx_rowtable_rows_since(s->table, since);
+  row_gather g = {.width = tfx_rowtable_row_floats(s->table)};
+  if (!n) {
+    return 0;
+  }
+  if (!(g.ids = malloc(n * sizeof(int64_t) + n * g.width * sizeof(float)))) {
+    return -1;
+  }
+  g.data = (float *)(g.ids + n);
+  tfx_rowtable_each_since(s->table, since, gather_row, &g);
+  Tfx__Tensor *t = &sm->metas[sm->n];
+  int64_t *shape = sm->shapes + 2 * sm->n;
+  tfx__tensor__init(t);
+  t->name = (char *)s->key;
+  shape[0] = s->shape[0];
+  shape[1] = (int64_t)g.width;
+  t->shape = shape;
+  t->n_shape = 2;
+  t->rows = g.ids;
+  t->n_rows = g.n;
+  t->nbytes = g.n * g.width * sizeof(float);
+  sm->pl[sm->n] = (tfx_payload){g.data, t->nbytes, 1, NULL, NULL};
+  sm->owned[sm->n] = g.ids;
+  sm->ptrs[sm->n++] = t;
+  *bytes += t->nbytes;
+  return 0;
 }
 
 /* Adds the values (slot 0) or slot k of dense shard s to a snapshot; *bytes adds its bytes. */
@@ -302,7 +354,7 @@ static size_t snapshot_workers(const ps_state *p, Tfx__KeyValue *kv, Tfx__KeyVal
 /* Sends the snapshot of every dense shard (values and slots, copied) at the current version, flagged `flag`
  * (PS_FLAG_ACKED: answered; else not). A full one (PS_FLAG_FULL: a new backup; the lazy tables' rows follow,
  * ps__forward_full) also carries the workers' state; *bytes adds the bytes sent. */
-static int snapshot_send(ps_state *p, int64_t flag, size_t *bytes, tfx_err *err) {
+static int snapshot_send(ps_state *p, int64_t flag, int64_t rows_since, size_t *bytes, tfx_err *err) {
   int full = (flag & PS_FLAG_FULL) != 0;
   int slots = tfx_optim_slots(&p->opt);
   step_msg sm;
@@ -312,6 +364,9 @@ static int snapshot_send(ps_state *p, int64_t flag, size_t *bytes, tfx_err *err)
     const shard *s = &p->shards[i];
     for (int k = 0; k <= slots && s->count; k++) {
       snapshot_add(&sm, s, k, bytes);
+    }
+    if (s->table && rows_since >= 0 && snapshot_rows(&sm, s, rows_since, bytes)) {
+      rc = tfx_err_set(err, TFX_ENOMEM, "out of memory gathering the rows of table %s", s->var);
     }
   }
   tfx_envelope env;
@@ -334,7 +389,7 @@ static int snapshot_send(ps_state *p, int64_t flag, size_t *bytes, tfx_err *err)
 void ps__snap_ack_send(ps_state *p) {
   tfx_err err;
   size_t bytes = 0;
-  if (snapshot_send(p, PS_FLAG_ACKED, &bytes, &err)) {
+  if (snapshot_send(p, PS_FLAG_ACKED, -1, &bytes, &err)) {
     ps__forward_fail(p, err.msg);
     return;
   }
@@ -342,6 +397,36 @@ void ps__snap_ack_send(ps_state *p) {
   p->snap_sent = p->version;
   p->snap_due = 0;
   ps__forward_awaits(p);
+}
+
+/* ps__ckpt_acks: sends the backup the values, slots and rows touched since its checkpoint (why: the log's words),
+ * in one acknowledged snapshot, so no replay needs the pushes a worker kept since. */
+static void rows_catch_up(ps_state *p, const char *why) {
+  tfx_err err;
+  size_t bytes = 0;
+  p->catch_up_due = 0;
+  if (snapshot_send(p, PS_FLAG_ACKED, p->acked, &bytes, &err)) {
+    ps__forward_fail(p, err.msg);
+    return;
+  }
+  p->stats.replica_bytes += bytes;
+  ps__forward_awaits(p);
+  tfx_log(TFX_LOG_INFO, "PS-REPLICA-CATCH-UP", "ps instance %d: %s at step %lld, its backup at %lld: the %zu bytes of "
+          "rows touched since sent to it", p->index, why, (long long)p->version, (long long)p->acked, bytes);
+}
+
+void ps__forward_idle(ps_state *p) {
+  if (!p || !p->backup || !ps__ckpt_acks(p) || p->version <= p->acked || p->fwd_pending) {
+    ps__forward_catch_up(p);
+    return;
+  }
+  if (p->idle_version != p->version) { /* a pause between steps (a checkpoint, a slow worker) is no stall */
+    p->idle_version = p->version;
+    p->idle_since = tfx_now_ms();
+  }
+  if (tfx_now_ms() - p->idle_since >= PS_STALL_MS) {
+    rows_catch_up(p, "no step for a while (a worker lost?)");
+  }
 }
 
 void ps__forward_catch_up(ps_state *p) {
@@ -353,6 +438,9 @@ void ps__forward_catch_up(ps_state *p) {
 
 void ps__forward_snapshot(ps_state *p) {
   if (ps__ckpt_acks(p)) {
+    if (p->catch_up_due && !p->fwd_pending) {
+      rows_catch_up(p, "a worker came back on a new connection");
+    }
     if (p->snap_due) {
       p->snap_due = 0;
       ckpt_acks_end(p, "values were assigned, which no push holds");
@@ -374,7 +462,7 @@ void ps__forward_snapshot(ps_state *p) {
   tfx_err err;
   size_t bytes = 0;
   ps__forward_flush(p); /* the steps before the snapshot go first: the backup takes it at its version */
-  if (p->backup && snapshot_send(p, 0, &bytes, &err)) {
+  if (p->backup && snapshot_send(p, 0, -1, &bytes, &err)) {
     ps__forward_fail(p, err.msg);
   } else {
     p->stats.replica_bytes += bytes;
@@ -450,6 +538,6 @@ static int rows_send(ps_state *p, size_t *bytes, tfx_err *err) {
 
 int ps__forward_full(ps_state *p, size_t *bytes, tfx_err *err) {
   *bytes = 0;
-  int rc = snapshot_send(p, PS_FLAG_FULL, bytes, err);
+  int rc = snapshot_send(p, PS_FLAG_FULL, -1, bytes, err);
   return rc ? rc : rows_send(p, bytes, err);
 }

@@ -305,6 +305,10 @@ int ps__log_snapshot(ps_state *p, const tfx_inmsg *m, tfx_err *err) {
   const tfx_envelope *e = m->env;
   shard *s = NULL;
   int full = (e->flag & PS_FLAG_FULL) != 0;
+  if (!full && p->log_stale && log_base(p)) { /* rows since its checkpoint go onto that checkpoint, loaded first */
+    return tfx_err_set(err, TFX_ESTATE, "snapshot of ps instance %d at step %lld: the checkpoint under it did not load",
+                       p->index, (long long)e->step);
+  }
   int64_t at = p->version + p->log_steps;
   int rc = full || e->step == at || ((e->flag & PS_FLAG_ACKED) && e->step >= at && !p->n_log)
                ? TFX_OK
