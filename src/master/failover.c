@@ -7,6 +7,7 @@
 
 #include "common/log.h"
 #include "master/master_impl.h"
+#include "master/plan.h"
 
 int master__replicated(const master *m) {
   return m->cfg.ps_replicas > 0 && m->n_ps >= 2;
@@ -112,6 +113,23 @@ void master__rolled_back(master *m) {
     return;
   }
   m->epoch++;
+  /* Every ps is initialized again from the checkpoint: each instance goes back to its own ps, backed up by the
+   * next (a promoted copy left where it was would serve without a backup, its old ps holding a copy never fed). */
+  pthread_mutex_lock(&m->obs.lock);
+  for (int p = 0; p < m->n_ps; p++) {
+    if (m->ps[p].at != p && m->ps[p].home) {
+      tfx_client_destroy(m->ps[p].client);
+      m->ps[p].client = m->ps[p].home;
+      m->ps[p].home = NULL;
+      m->ps[p].at = p;
+    }
+    m->ps[p].backup = tfx_plan_backup(p, m->n_ps, m->cfg.ps_replicas);
+    m->ps[p].gone = 0;
+    m->ps[p].rejoin_asked = 0;
+    m->ps[p].unreplicated = 0;
+    m->ps[p].seen = tfx_client_disconnects(m->ps[p].client);
+  }
+  pthread_mutex_unlock(&m->obs.lock);
   tfx_log(TFX_LOG_WARN, "MASTER-ROUTES", "roll-back at plan epoch %llu: workers follow the chief's routes",
           (unsigned long long)m->epoch);
 }

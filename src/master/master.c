@@ -11,6 +11,7 @@
 #include <tfx/plugin.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/fs.h"
 #include "common/log.h"
 #include "config/plugin.h"
@@ -117,7 +118,9 @@ static int setup_sockets(master *m, char *ep, size_t n, tfx_err *err) {
   if (rc) {
     return rc;
   }
-  m->epoch = 1;
+  /* Plan epochs go on rising across restarted masters (workers follow a chief's routes only at a newer epoch,
+   * and the ps refuse a promote of an older one): this master's first is the wall clock in ms. */
+  m->epoch = (uint64_t)(tfx_wall_s() * 1000.0);
   m->lost_ps = -1;
   m->ps = calloc((size_t)m->n_ps, sizeof *m->ps);
   m->workers = calloc((size_t)m->n_workers, sizeof *m->workers);

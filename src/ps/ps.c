@@ -368,6 +368,15 @@ static int handle(ps_state *own, tfx_inmsg *m, tfx_err *err) {
   }
   ps_state *p = NULL;
   int rc = instance_of(own, e, &p, err);
+  if (rc && e->type == TFX__MSG_TYPE__MSG_STATUS) {
+    /* The master asks after an instance this ps holds no copy of (it restarted since it served or backed it up):
+     * the copy is lost, as a ps back empty is, so the master promotes its backup or rolls back. */
+    tfx_envelope env;
+    tfx_reply_init(&env, m);
+    env.text = "waiting-for-plan";
+    env.epoch = own->epoch;
+    return tfx_wire_send(own->sock, &m->identity, &env, NULL, 0, err);
+  }
   if (rc) {
     return rc;
   }

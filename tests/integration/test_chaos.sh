@@ -4,13 +4,16 @@
 # names it), a lost ps rolls every ps back to the newest checkpoint, a new master resumes from it, and the run
 # must still finish at max_steps with exit 0 and test accuracy >= 0.85 (an undisturbed run of the same length
 # reaches about 0.87). No process is killed more than KILLS_PER_PROCESS times, so the restart budget (5) holds.
-# Env: TFX_CHAOS_STEPS (default 3000), TFX_CHAOS_EVERY (seconds between kills at most, default 4).
+# Env: TFX_CHAOS_STEPS (default 3000), TFX_CHAOS_EVERY (seconds between kills at most, default 4),
+# TFX_CHAOS_REPLICAS (cluster.replicas, default 0; test_chaos_replicas.sh runs it with 1: a lost ps then fails over
+# to its backup, and a ps lost with its backup, or a chief restarted, still ends the same way).
 . "$(dirname "$0")/lib.sh"
 STEPS=${TFX_CHAOS_STEPS:-3000}
 EVERY=${TFX_CHAOS_EVERY:-4}
 KILLS_PER_PROCESS=3
 experiment "$WORK/exp.json" training.max_steps="$STEPS" eval.every_steps=0 checkpoint.every_steps=100 \
-  checkpoint.keep_max=3 training.report_every=50 cluster.request_timeout_s=5 cluster.register_timeout_s=60
+  checkpoint.keep_max=3 training.report_every=50 cluster.request_timeout_s=5 cluster.register_timeout_s=60 \
+  cluster.replicas="${TFX_CHAOS_REPLICAS:-0}"
 RUN=$WORK/run
 "$TFX_NODE" local --config "$WORK/exp.json" --run-dir "$RUN" >"$WORK/local.log" 2>&1 &
 LP=$!
