@@ -129,6 +129,8 @@ static int handle_init(ps_state *p, const tfx_envelope *e, tfx_err *err) {
   if (rc || (rc = tfx_config_validate_choices(&cfg, err)) || (rc = check_message_bound(&cfg, err))) {
     return rc;
   }
+  tfx_config_resolve_replicas(&cfg, tfx_cluster_count(p->node->cluster, TFX_ROLE_PS),
+                              tfx_cluster_count(p->node->cluster, TFX_ROLE_WORKER)); /* an experiment left at auto */
   /* Build the new state aside: a bad plan or shard leaves the current one untouched. */
   ps_state next = *p;
   next.cfg = cfg;
