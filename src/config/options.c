@@ -190,7 +190,7 @@ const config__option config__options[] = {
      "the master serves /metrics, /status and / here (0: off)"},
     {"cluster.register_timeout_s", OPT_INT, O(register_timeout_s), 1, 86400, "60", "wait for peers"},
     {"cluster.request_timeout_s", OPT_INT, O(request_timeout_s), 1, 86400, "60", "deadline of one request"},
-    {"cluster.replicas", OPT_INT, O(ps_replicas), -1, 1, "0",
+    {"cluster.replicas", OPT_INT, O(ps_replicas), -1, 1, "-1",
      "1: every ps shard has a backup on the next ps (ring), promoted when its primary dies (no rollback); -1 auto: "
      "on where it is cheap (sync, 2+ ps, every worker aggregated, deterministic or 2 workers, no embedding table; "
      "MASTER-REPLICAS says)"},

@@ -892,8 +892,7 @@ Test(config, replicas_auto_is_on_for_sync_dense_clusters_of_two_ps_and_says_why_
   tfx_err err = {0};
   tfx_config_init(&c);
   cr_assert_eq(tfx_config_load(&c, EXAMPLE, &err), TFX_OK, "%s", err.msg);
-  cr_assert_eq(c.ps_replicas, 0, "the default is off (auto waits on the chaos test: docs/operations.md)");
-  c.ps_replicas = -1;
+  cr_assert_eq(c.ps_replicas, -1, "the default is auto");
   cr_assert_null(tfx_config_replicas_off(&c, 2, 2), "sync MLP, 2 ps, 2 workers: on");
   cr_assert(strstr(tfx_config_replicas_off(&c, 1, 2), "one ps"));
   cr_assert(strstr(tfx_config_replicas_off(&c, 2, 3), "more than two workers"));
