@@ -133,6 +133,9 @@ int ps__restore_shards(ps_state *p, const char *path, tfx_err *err) {
       rc = restore_from(p, c, path, done, err);
     }
     tfx_ckpt_destroy(c);
+  } else {
+    int nps = 0; /* a ps a larger plan added: its step is the manifest's, even with lazy shares only */
+    rc = tfx_ckpt_verify(dir, &step, &nps, err);
   }
   if (!rc && missing(p, done)) {
     rc = restore_others(p, dir, own, done, &step, err);

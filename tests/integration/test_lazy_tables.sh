@@ -58,6 +58,11 @@ grep -q "accuracy $want " "$WORK/eval.log" || fail "evaluate from the row files:
 grep -q "MASTER-RESUME resuming from .*ckpt-000000000282" "$WORK/run/logs/master-0.log" || fail "no resume at 282"
 grep -q "MASTER-RESUME-REPARTITION .* written by 2 ps; the cluster has 3" "$WORK/run/logs/master-0.log" ||
   fail "the resume onto 3 ps was not logged as such"
+# ps 2 holds only a share of the table, and no file of its own in a checkpoint of 2 ps: it starts at the step too
+grep -q "PS-INIT ps instance 2: .* step 282 restored" "$WORK/run/logs/ps-2.log" ||
+  fail "ps 2 did not resume at step 282: $(grep -h 'PS-INIT ps instance 2' "$WORK/run/logs/ps-2.log" | tail -1)"
+grep -q "training from global step 282" "$WORK"/run/logs/worker-0.log ||
+  fail "worker 0 did not resume at step 282: $(grep -h 'training from' "$WORK"/run/logs/worker-0.log | tail -1)"
 racc=$(metric "$WORK/run/metrics.jsonl" eval accuracy)
 [ "$(metric "$WORK/run/metrics.jsonl" eval step)" = 375 ] || fail "4 epochs end at 375"
 ge "$racc" 0.85 || fail "after resuming onto 3 ps the accuracy is $racc"
