@@ -54,10 +54,38 @@ int master__init_backup(master *m, int p, tfx_envelope *init, tfx_err *err) {
   return rc;
 }
 
+/* Instance p's primary lost its backup on ps b, which serves no instance (it held backups only, so no poll of
+ * the master's sees it go): ps b is marked gone, so master__rejoin asks after it and streams it its backups again
+ * once it is back empty. */
+static void backup_only_lost(master *m, int p) {
+  int b = m->ps[p].backup;
+  for (int q = 0; b >= 0 && q < m->n_ps; q++) {
+    if (m->ps[q].at == b) {
+      return; /* it serves an instance: its loss is seen there (failover or roll-back) */
+    }
+  }
+  if (b < 0 || !m->ps[b].home || m->ps[b].gone) {
+    return;
+  }
+  pthread_mutex_lock(&m->obs.lock);
+  for (int q = 0; q < m->n_ps; q++) {
+    m->ps[q].backup = m->ps[q].backup == b ? -1 : m->ps[q].backup; /* every backup it held */
+  }
+  m->ps[b].gone = 1;
+  m->ps[b].rejoin_asked = 0;
+  pthread_mutex_unlock(&m->obs.lock);
+  tfx_log(TFX_LOG_WARN, "MASTER-BACKUP-LOST",
+          "ps %d, which held backups only, is lost (ps instance %d has no backup): it is asked to rejoin", b, p);
+}
+
 void master__note_replica(master *m, int p, const tfx_envelope *status) {
   for (size_t i = 0; master__replicated(m) && i < status->n_stats; i++) {
     if (status->stats[i]->key && !strcmp(status->stats[i]->key, "unreplicated")) {
-      m->ps[p].unreplicated = status->stats[i]->value != 0;
+      int lost = status->stats[i]->value != 0;
+      if (lost && !m->ps[p].unreplicated) {
+        backup_only_lost(m, p);
+      }
+      m->ps[p].unreplicated = lost;
     }
   }
 }
