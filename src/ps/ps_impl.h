@@ -419,6 +419,14 @@ void ps__forward_step(ps_state *p);
  * what a worker keeps per step for p (ps__ckpt_acks bounds the workers' memory by it), and notes a worker on a new
  * connection (p->catch_up_due: it may have restarted without the pushes it kept). */
 void ps__keep_measure(ps_state *p, const tfx_inmsg *m);
+/* Rows gathered into one buffer (ids, then width floats a row), n so far; ps__gather_row adds one (a rowtable
+ * callback; ctx is the ps_row_gather, sized by the caller). */
+typedef struct ps_row_gather {
+  int64_t *ids;
+  float *data;
+  size_t n, width;
+} ps_row_gather;
+int ps__gather_row(int64_t id, const float *row, void *ctx);
 /* Sends the steps batched so far to the backup (idle, before a snapshot, or when the batch is full). */
 void ps__forward_flush(ps_state *p);
 /* One more message sent to p's backup awaits its acknowledgement, due within cluster.request_timeout_s. */

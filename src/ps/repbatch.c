@@ -104,16 +104,10 @@ static float *copy_floats(const float *src, size_t n) {
   return f;
 }
 
-typedef struct row_gather {
-  int64_t *ids;
-  float *data;
-  size_t n, width;
-} row_gather;
-
-static int gather_row(int64_t id, const float *sum, void *ctx) {
-  row_gather *g = ctx;
+int ps__gather_row(int64_t id, const float *row, void *ctx) {
+  ps_row_gather *g = ctx;
   g->ids[g->n] = id;
-  memcpy(g->data + g->n * g->width, sum, sizeof(float) * g->width);
+  memcpy(g->data + g->n * g->width, row, sizeof(float) * g->width);
   g->n++;
   return 0;
 }
@@ -128,17 +122,17 @@ static int batch_rows(ps_batch *b, shard *s, int64_t step) {
   if (!rows) {
     return 0;
   }
-  row_gather g = {.width = s->row_size};
+  ps_row_gather g = {.width = s->row_size};
   if (!(g.ids = malloc(rows * sizeof(int64_t) + rows * g.width * sizeof(float) + 1))) {
     return -1;
   }
   g.data = (float *)(g.ids + rows);
   if (s->table) {
-    tfx_rowtable_each(s->acc_rows, gather_row, &g);
+    tfx_rowtable_each(s->acc_rows, ps__gather_row, &g);
   }
   for (int64_t r = 0; !s->table && r < s->row_end - s->row_begin; r++) {
     if (s->touched[r]) {
-      gather_row(s->row_begin + r, s->acc + (size_t)r * s->row_size, &g);
+      ps__gather_row(s->row_begin + r, s->acc + (size_t)r * s->row_size, &g);
     }
   }
   return batch_add(b, s, step, g.ids, g.n, g.ids, g.data, g.n * g.width);

@@ -273,26 +273,11 @@ static void msg_free(step_msg *sm) {
   free(sm->owned);
 }
 
-/* Rows of a lazy table gathered for a snapshot: ids first, then each row's values and slots. */
-typedef struct row_gather {
-  int64_t *ids;
-  float *data;
-  size_t n, width;
-} row_gather;
-
-static int gather_row(int64_t id, const float *row, void *ctx) {
-  row_gather *g = ctx;
-  g->ids[g->n] = id;
-  memcpy(g->data + g->n * g->width, row, sizeof(float) * g->width);
-  g->n++;
-  return 0;
-}
-
 /* Adds the rows of lazy table s touched at step `since` or later (values and slots) to a snapshot; -1 when out of
  * memory. */
 static int snapshot_rows(step_msg *sm, const shard *s, int64_t since, size_t *bytes) {
   size_t n = tfx_rowtable_rows_since(s->table, since);
-  row_gather g = {.width = tfx_rowtable_row_floats(s->table)};
+  ps_row_gather g = {.width = tfx_rowtable_row_floats(s->table)};
   if (!n) {
     return 0;
   }
@@ -300,7 +285,7 @@ static int snapshot_rows(step_msg *sm, const shard *s, int64_t since, size_t *by
     return -1;
   }
   g.data = (float *)(g.ids + n);
-  tfx_rowtable_each_since(s->table, since, gather_row, &g);
+  tfx_rowtable_each_since(s->table, since, ps__gather_row, &g);
   Tfx__Tensor *t = &sm->metas[sm->n];
   int64_t *shape = sm->shapes + 2 * sm->n;
   tfx__tensor__init(t);
