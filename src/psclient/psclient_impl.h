@@ -119,8 +119,9 @@ int psclient__relink(tfx_psclient *c, int p, int at, tfx_err *err);
 int psclient__keep(ps_link *l, int64_t step, Tfx__Tensor *const *ptrs, const tfx_payload *pl, int n, tfx_err *err);
 /* Drops the pushes of l that reply (borrowed) says the backup holds: below reply->acked, or all without it. */
 void psclient__acked(ps_link *l, const tfx_envelope *reply);
-/* After link p failed over: sends its kept pushes of steps below `below` again, oldest first, each answered
- * before the next goes (waiting for the promotion as psclient__failover does); logs PSCLIENT-RESEND. */
+/* After link p failed over: sends its kept pushes of steps below `below` again, oldest first, with those of every
+ * link that failed over to the same ps, step by step across the links (each step's replies taken before the next
+ * goes; waiting for the promotion as psclient__failover does); logs PSCLIENT-RESEND. */
 int psclient__resend(tfx_psclient *c, int p, int64_t below, tfx_err *err);
 /* Frees the pushes kept on l. */
 void psclient__keep_free(ps_link *l);
