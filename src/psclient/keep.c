@@ -143,23 +143,18 @@ static kept_push *next_kept(ps_link *l, int64_t from, int64_t below) {
   return NULL;
 }
 
-/* Whether link o sends its kept pushes with link p's: failed over to the same ps (its shards moved with p's). */
+/* Whether link o sends its kept pushes with link p's: failed over to the same ps (its shards moved with p's), and
+ * no live request of its own waits there (a kept push sent on it would take that request's place). */
 static int moved_with(tfx_psclient *c, int p, int o) {
-  return o == p || (o < 64 && c->ps[o].moved && c->ps[o].at == c->ps[p].at && c->ps[o].n_kept);
-}
-
-/* The bound of link o's resend: p's own request of step `below` is sent again by its caller; the other links'
- * requests of that step went to the lost ps with it, so their kept pushes of it go in the lockstep too (a second
- * arrival later is stale: dropped and answered). */
-static int64_t bound(int p, int o, int64_t below) {
-  return o == p || below == INT64_MAX ? below : below + 1;
+  const ps_link *l = &c->ps[o];
+  return o == p || (o < 64 && l->moved && l->at == c->ps[p].at && l->n_kept && (!l->waiting || l->lost));
 }
 
 /* The lowest step in from .. below - 1 kept on a link that moved with p, or INT64_MAX. */
 static int64_t next_step(tfx_psclient *c, int p, int64_t from, int64_t below) {
   int64_t low = INT64_MAX;
   for (int o = 0; o < c->n_ps; o++) {
-    kept_push *k = moved_with(c, p, o) ? next_kept(&c->ps[o], from, bound(p, o, below)) : NULL;
+    kept_push *k = moved_with(c, p, o) ? next_kept(&c->ps[o], from, below) : NULL;
     low = k && k->step < low ? k->step : low;
   }
   return low;
@@ -167,11 +162,13 @@ static int64_t next_step(tfx_psclient *c, int p, int64_t from, int64_t below) {
 
 /* Sends the kept push of `step` on every link that moved with p, then takes each reply: a promoted backup that
  * serves several instances completes a step of each only once every worker sent it, so the links go in lockstep
- * (one at a time, two workers each waiting on another instance would wait on each other). */
-static int resend_step(tfx_psclient *c, int p, int64_t step, int64_t below, tfx_err *err) {
+ * (one at a time, two workers each waiting on another instance would wait on each other). Every worker sends the
+ * same steps, those below its current one, whichever link it saw drop first; the current step's requests are sent
+ * again by the caller (psclient.c, send_lost), so their replies come where it waits for them. */
+static int resend_step(tfx_psclient *c, int p, int64_t step, tfx_err *err) {
   int rc = TFX_OK, sent[64] = {0};
   for (int o = 0; !rc && o < c->n_ps && o < 64; o++) {
-    kept_push *k = moved_with(c, p, o) && step < bound(p, o, below) ? next_kept(&c->ps[o], step, step + 1) : NULL;
+    kept_push *k = moved_with(c, p, o) ? next_kept(&c->ps[o], step, step + 1) : NULL;
     sent[o] = k && !(rc = send_kept(&c->ps[o], k, err));
   }
   for (int o = 0; o < c->n_ps && o < 64; o++) {
@@ -201,7 +198,7 @@ int psclient__resend(tfx_psclient *c, int p, int64_t below, tfx_err *err) {
   }
   int64_t step;
   while (!rc && (step = next_step(c, p, from, below)) != INT64_MAX) {
-    rc = resend_step(c, p, step, below, err);
+    rc = resend_step(c, p, step, err);
     if (rc && psclient__failover(c, p, rc, &deadline)) {
       rc = TFX_OK; /* not promoted yet, or lost again: the same push once more */
       continue;

@@ -394,6 +394,7 @@ static int recv_values(tfx_psclient *c, int p, int64_t *lowest, tfx_err *err) {
   if (!rc && c->replicas) {
     psclient__acked(l, m.env); /* sync: the pushes the backup holds are no longer kept */
   }
+  l->waiting = rc != TFX_OK;
   tfx_inmsg_fini(&l->held);
   l->held = m;
   return rc;
@@ -406,7 +407,10 @@ static int send_pull(tfx_psclient *c, int p, int64_t min_version, tfx_err *err) 
   tfx_wire_request(&env, TFX__MSG_TYPE__MSG_PULL);
   env.step = min_version;
   env.target = c->ps[p].target;
-  return rc ? rc : tfx_client_send(c->ps[p].client, &env, NULL, 0, err);
+  rc = rc ? rc : tfx_client_send(c->ps[p].client, &env, NULL, 0, err);
+  c->ps[p].waiting = rc == TFX_OK;
+  c->ps[p].lost = 0;
+  return rc;
 }
 
 /* One request of a pull or push-pull, to send again to the ps that serves its link after a failover. */
@@ -418,13 +422,29 @@ typedef struct request {
 
 static int send_push(tfx_psclient *c, int p, int64_t step, int rows, tfx_err *err);
 
+/* Sends request q again on link p, to the ps that serves it now. */
+static int send_again(tfx_psclient *c, int p, const request *q, tfx_err *err) {
+  return q->push ? send_push(c, p, q->step, q->rows, err) : send_pull(c, p, q->step, err);
+}
+
+/* Sends q again on p and on every other link whose request went to a lost ps with p's (relinked while waiting): their
+ * replies are awaited in turn, and a promoted backup serving several instances completes a step only once every
+ * worker sent it on each. */
+static int send_lost(tfx_psclient *c, int p, const request *q, tfx_err *err) {
+  int rc = send_again(c, p, q, err);
+  for (int o = 0; o < c->n_ps && !rc; o++) {
+    rc = o != p && c->ps[o].lost ? send_again(c, o, q, err) : TFX_OK;
+  }
+  return rc;
+}
+
 /* Receives ps p's values reply; with replicas a lost ps's request is sent again to its backup (failover.c). */
 static int recv_or_failover(tfx_psclient *c, int p, const request *q, int64_t *lowest, tfx_err *err) {
   int64_t deadline = 0;
   int rc = recv_values(c, p, lowest, err);
   while (rc && psclient__failover(c, p, rc, &deadline)) {
     rc = psclient__resend(c, p, q->push ? q->step : INT64_MAX, err); /* the steps the promoted backup may lack */
-    rc = rc ? rc : q->push ? send_push(c, p, q->step, q->rows, err) : send_pull(c, p, q->step, err);
+    rc = rc ? rc : send_lost(c, p, q, err);
     rc = rc ? rc : recv_values(c, p, lowest, err);
   }
   return rc;
@@ -504,6 +524,8 @@ static int send_push(tfx_psclient *c, int p, int64_t step, int rows, tfx_err *er
     env.since = &since;
   }
   rc = tfx_client_send(l->client, &env, l->payloads, n, err);
+  l->waiting = rc == TFX_OK;
+  l->lost = 0;
   /* replicas, sync: kept until the backup holds it, copied while the ps works (the frames went in place) */
   return rc || !c->replicas ? rc : psclient__keep(l, step, l->ptrs, l->payloads, n, err);
 }

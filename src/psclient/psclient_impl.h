@@ -62,6 +62,8 @@ typedef struct ps_link {
   int n_push;
   int64_t since; /* the version as of which the variables hold every value of this ps (last reply), or -1 */
   int row_pull;  /* a row pull (tfx_psclient_pull_rows) was sent and awaits its reply */
+  int waiting;   /* a pull or push-pull went out and its reply was not taken yet */
+  int lost;      /* relinked while waiting: its request went to the lost ps, to be sent again (send_lost) */
   int at;        /* the ps serving this plan instance: its own index, or the next on the ring after a failover */
   int moved;     /* failed over at least once: only a lost link moves it again (a backup refuses until promoted) */
   int target;    /* Envelope.target of its requests: instance + 1 with replicas, else 0 */
@@ -119,9 +121,9 @@ int psclient__relink(tfx_psclient *c, int p, int at, tfx_err *err);
 int psclient__keep(ps_link *l, int64_t step, Tfx__Tensor *const *ptrs, const tfx_payload *pl, int n, tfx_err *err);
 /* Drops the pushes of l that reply (borrowed) says the backup holds: below reply->acked, or all without it. */
 void psclient__acked(ps_link *l, const tfx_envelope *reply);
-/* After link p failed over: sends its kept pushes of steps below `below` again, oldest first, with those of every
- * link that failed over to the same ps, step by step across the links (each step's replies taken before the next
- * goes; waiting for the promotion as psclient__failover does); logs PSCLIENT-RESEND. */
+/* After link p failed over: sends its kept pushes of steps below `below` (INT64_MAX: all) again, oldest first,
+ * with those of every link that failed over to the same ps, step by step across the links (each step's replies
+ * taken before the next goes; waiting for the promotion as psclient__failover does); logs PSCLIENT-RESEND. */
 int psclient__resend(tfx_psclient *c, int p, int64_t below, tfx_err *err);
 /* Frees the pushes kept on l. */
 void psclient__keep_free(ps_link *l);
