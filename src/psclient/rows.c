@@ -26,7 +26,21 @@ static int send_row_pull(ps_link *l, int *sent, tfx_err *err) {
   env.n_want = n;
   env.target = l->target;
   *sent = 1;
-  return tfx_client_send(l->client, &env, NULL, 0, err);
+  rc = tfx_client_send(l->client, &env, NULL, 0, err);
+  l->waiting = rc == TFX_OK;
+  l->lost = 0;
+  return rc;
+}
+
+/* After link p's failover: asks again for the rows of every other link whose row pull went to the lost ps with
+ * p's (relinked while waiting by psclient__resend), so its reply comes where it is awaited. */
+static int send_lost_row_pulls(tfx_psclient *c, int p, tfx_err *err) {
+  int rc = TFX_OK;
+  for (int o = 0; o < c->n_ps && !rc; o++) {
+    ps_link *l = &c->ps[o];
+    rc = o != p && l->lost && l->row_pull ? send_row_pull(l, &l->row_pull, err) : TFX_OK;
+  }
+  return rc;
 }
 
 /* Copies the rows of a row-pull reply into their tables, checking each tensor against what was asked. */
@@ -57,11 +71,13 @@ int tfx_psclient_pull_rows(tfx_psclient *c, tfx_err *err) {
       tfx_inmsg m;
       rc = tfx_client_recv(c->ps[p].client, &m, c->timeout_ms, err);
       rc = rc ? rc : take_rows(c, &c->ps[p], &m, err);
+      c->ps[p].waiting = rc != TFX_OK;
       tfx_inmsg_fini(&m);
       sent = rc && psclient__failover(c, p, rc, &deadline); /* replicas: asked again of the backup, */
       rc = sent ? psclient__resend(c, p, INT64_MAX, err) : rc; /* once it has the steps kept for it */
       sent = sent && !rc;
       rc = sent ? send_row_pull(&c->ps[p], &sent, err) : rc;
+      rc = rc ? rc : send_lost_row_pulls(c, p, err);
     }
   }
   return rc;
