@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/pin.h"
 #include "cli/serve.h"
 #include "common/fs.h"
 #include "common/log.h"
@@ -43,6 +44,7 @@ typedef struct child {
   int restarts_total;                          /* every restart, for tfx_restarts_total */
   int64_t restart_at;                          /* 0: not waiting to restart */
   int64_t started_at;                          /* when the current process was spawned */
+  int cpu;                                     /* the CPU it is pinned to (cluster.local_pin_cpus), or -1 */
 } child;
 
 /* Picks n distinct free loopback ports (all held open while choosing, so they differ). */
@@ -138,6 +140,7 @@ static void exec_child(const tfx_node *n, const tfx_cluster *c, const child *ch,
   /* A process group of its own: a terminal's Ctrl-C (SIGINT to the foreground group) reaches the supervisor only,
    * which asks the master for a final checkpoint; a ps or worker signalled by hand passes it on to us. */
   setpgid(0, 0);
+  tfx_local_pin_self(ch->cpu); /* its threads to come (ZeroMQ's, a checkpoint writer) inherit it */
   setenv(TFX_RUN_LOCK_HELD_ENV, "1", 1);
   if (ch->role != TFX_ROLE_MASTER) {
     char sup[24];
@@ -178,8 +181,12 @@ static int spawn_all(const tfx_node *n, const tfx_cluster *c, child *kids, int t
     }
     kids[i].pid = pid;
     kids[i].started_at = tfx_now_ms();
-    tfx_log(TFX_LOG_INFO, "LOCAL-SPAWN", "%s %d: pid %d at %s", tfx_role_name(kids[i].role), kids[i].index, (int)pid,
-            tfx_cluster_address(c, kids[i].role, kids[i].index));
+    char cpu[24] = "";
+    if (kids[i].cpu >= 0) {
+      snprintf(cpu, sizeof cpu, " (CPU %d)", kids[i].cpu);
+    }
+    tfx_log(TFX_LOG_INFO, "LOCAL-SPAWN", "%s %d: pid %d at %s%s", tfx_role_name(kids[i].role), kids[i].index, (int)pid,
+            tfx_cluster_address(c, kids[i].role, kids[i].index), cpu);
   }
   return TFX_OK;
 }
@@ -574,6 +581,7 @@ static int run_children(tfx_node *n, const tfx_cli_opts *o, tfx_cluster *c, cons
   for (int i = 0; kids && i < total; i++) {
     kids[i].role = i == 0 ? TFX_ROLE_MASTER : i <= o->ps ? TFX_ROLE_PS : TFX_ROLE_WORKER;
     kids[i].index = i == 0 ? 0 : i <= o->ps ? i - 1 : i - 1 - o->ps;
+    kids[i].cpu = tfx_local_placement(&n->cfg, o->ps, o->workers, kids[i].role, kids[i].index);
   }
   tfx_log(TFX_LOG_INFO, "LOCAL-START", "1 master, %d ps, %d worker(s); run directory %s", o->ps, o->workers,
           n->run_dir);

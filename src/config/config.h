@@ -245,6 +245,7 @@ typedef struct tfx_config {
   int replicas_auto; /* cluster.replicas was auto (-1) and tfx_config_resolve_replicas decided it */
   int replica_batch_steps; /* cluster.replica_batch_steps: sync steps a primary forwards to its backup at once */
   tfx_transport local_transport; /* tfx-node local: Unix sockets (default) or TCP */
+  int local_pin_cpus;            /* tfx-node local: 1 pins each ps and worker to one CPU, 0 never, -1 auto */
   int64_t max_message_bytes;     /* the largest frame a socket accepts (ZMQ_MAXMSGSIZE); 0: from the model */
   /* security: CURVE key files (see curve.h); none named means plaintext */
   int security_plaintext; /* explicit plaintext (an error if keys are named too) */

@@ -201,6 +201,9 @@ const config__option config__options[] = {
     {"cluster.local_transport", OPT_ENUM, O(local_transport), 0, 0, "ipc",
      "tfx-node local: ipc (Unix sockets in a private 0700 directory, no keys needed) | tcp (loopback, CURVE)",
      transports},
+    {"cluster.local_pin_cpus", OPT_INT, O(local_pin_cpus), -1, 1, "-1",
+     "tfx-node local: 1 pins each ps and worker to one CPU of local's own (ps i and worker i share one when there "
+     "are as many ps as CPUs); -1 auto: where they outnumber the CPUs and run one thread each; 0 off"},
     {"cluster.max_message_bytes", OPT_I64, O(max_message_bytes), 0, 2147483648.0, "0",
      "largest message frame every socket accepts, from anyone (0: the largest frame the model's steps move, "
      "with margin; TFX_CLUSTER_MAX_MESSAGE_BYTES)"},
