@@ -181,12 +181,11 @@ static int spawn_all(const tfx_node *n, const tfx_cluster *c, child *kids, int t
     }
     kids[i].pid = pid;
     kids[i].started_at = tfx_now_ms();
-    char cpu[24] = "";
-    if (kids[i].cpu >= 0) {
-      snprintf(cpu, sizeof cpu, " (CPU %d)", kids[i].cpu);
+    tfx_log(TFX_LOG_INFO, "LOCAL-SPAWN", "%s %d: pid %d at %s", tfx_role_name(kids[i].role), kids[i].index, (int)pid,
+            tfx_cluster_address(c, kids[i].role, kids[i].index));
+    if (kids[i].cpu >= 0) { /* a line of its own: tools read the address to the end of LOCAL-SPAWN's */
+      tfx_log(TFX_LOG_INFO, "LOCAL-PIN", "%s %d on CPU %d", tfx_role_name(kids[i].role), kids[i].index, kids[i].cpu);
     }
-    tfx_log(TFX_LOG_INFO, "LOCAL-SPAWN", "%s %d: pid %d at %s%s", tfx_role_name(kids[i].role), kids[i].index, (int)pid,
-            tfx_cluster_address(c, kids[i].role, kids[i].index), cpu);
   }
   return TFX_OK;
 }
