@@ -1,7 +1,8 @@
 /* tfx-node local's CPU placement. On a machine with fewer CPUs than the cluster's processes the scheduler moves
  * them between CPUs as they wake (a worker waits on a reply ~75% of a sparse step), and every move costs a cold
- * cache and a cross-CPU wake-up. Pinned, each CPU keeps the same ps and worker: bench/pin measured 1.07-1.17x
- * examples/s on the 2-CPU machine (the sparse LR sync and async, the MLP). Pinned only where local knows the layout
+ * cache and a cross-CPU wake-up. Pinned, each CPU keeps the same ps and worker: on the 2-CPU machine the sparse LR
+ * trained 1.04-1.17x and the MLP 1.12-1.19x the examples/s (bench/sparse_cluster --vary pin; bench/README.md, "CPU
+ * placement"). Pinned only where local knows the layout
  * is its own: the processes it spawns, on the CPUs it was given (its affinity: a container's cpuset, taskset). */
 #include "cli/pin.h"
 

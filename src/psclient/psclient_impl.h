@@ -62,7 +62,7 @@ typedef struct ps_link {
   int n_push;
   int64_t since; /* the version as of which the variables hold every value of this ps (last reply), or -1 */
   int row_pull;  /* a row pull (tfx_psclient_pull_rows) was sent and awaits its reply */
-  int waiting;   /* a pull or push-pull went out and its reply was not taken yet */
+  int waiting;   /* a pull, push-pull or row pull went out and its reply was not taken yet */
   int lost;      /* relinked while waiting: its request went to the lost ps, to be sent again (send_lost) */
   int at;        /* the ps serving this plan instance: its own index, or the next on the ring after a failover */
   int moved;     /* failed over at least once: only a lost link moves it again (a backup refuses until promoted) */
