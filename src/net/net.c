@@ -10,6 +10,7 @@
 
 #include "net/curve.h"
 #include "net/linkwatch.h"
+#include "net/pid.h"
 
 /* Kernel buffer size asked for every link (the kernel caps it at net.core.wmem_max/rmem_max). */
 #define LINK_BUFFER_BYTES (4 << 20)
@@ -28,6 +29,7 @@ static void *context;
 
 void *tfx_net_context(void) {
   if (!context) {
+    (void)tfx_pid_cached(); /* links pid.c: libzmq's fork checks read the cached pid */
     context = zmq_ctx_new();
     if (context) {
       zmq_ctx_set(context, ZMQ_IO_THREADS, 1);
