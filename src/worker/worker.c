@@ -142,14 +142,11 @@ static int setup(worker *w, tfx_err *err) {
     return rc;
   }
   size_t dim = tfx_model_input_size(w->model);
-  if ((rc = tfx_labels_train_input(w->model, &w->cfg, w->n->index, n_workers, &w->data, &w->batcher, err)) ||
+  w->n_workers = n_workers;
+  if ((rc = worker__open_train(w, p->step, stream_idle, err)) ||
       (rc = worker__eval_open(&w->eval, &w->cfg, w->ps, w->n->cluster, p->shards, p->n_shards, err))) {
     return rc;
   }
-  int64_t done = w->cfg.mode == TFX_MODE_SYNC ? p->step : p->step / n_workers;
-  tfx_batcher_set_idle(w->batcher, stream_idle, w);
-  tfx_batcher_skip(w->batcher, done * w->cfg.accumulate, w->cfg.batch_size);
-  w->seen_base = done * w->cfg.accumulate * w->cfg.batch_size;
   if ((rc = open_metrics(w, err))) {
     return rc;
   }
@@ -303,16 +300,20 @@ static int stopped_by_signal(int rc) {
  * `rows` (a batch's row pull was cut short) the batch's rows are pulled again too, from the ps that are back. */
 static int resync(worker *w, int rows, const tfx_err *why, tfx_err *err) {
   tfx_log(TFX_LOG_WARN, "WORKER-PS-WAIT", "%s; pulling until every ps answers", why->msg);
-  int64_t deadline = tfx_now_ms() + (int64_t)w->cfg.register_timeout_s * 1000;
+  int64_t before = w->version, deadline = tfx_now_ms() + (int64_t)w->cfg.register_timeout_s * 1000;
   while (!w->stop && !tfx_stop_requested()) {
     worker__serve_control(w);
     tfx_err perr;
     int rc = tfx_psclient_pull(w->ps, 0, &w->version, &perr);
+    if (rc == TFX_OK && w->cfg.mode == TFX_MODE_SYNC && !tfx_psclient_steps_agree(w->ps)) {
+      rc = tfx_err_set(&perr, TFX_ESTATE, "the ps answer at different steps (the chief is rolling them back)");
+    }
     if (rc == TFX_OK && rows) {
       rc = tfx_psclient_pull_rows(w->ps, &perr);
     }
     if (rc == TFX_OK) {
       tfx_log(TFX_LOG_INFO, "WORKER-PS-BACK", "every ps answers: continuing from step %lld", (long long)w->version);
+      worker__note_version(w, before);
       return TFX_OK;
     }
     if (stopped_by_signal(rc)) {
@@ -441,8 +442,10 @@ static int wait_at_max_steps(worker *w) {
       return 0;
     }
     tfx_err perr;
+    int64_t before = w->version;
     if (chief == CHIEF_TRAINING && chief_step < w->cfg.max_steps &&
         tfx_psclient_pull(w->ps, 0, &w->version, &perr) == TFX_OK && w->version < w->cfg.max_steps) {
+      worker__note_version(w, before);
       tfx_log(TFX_LOG_WARN, "WORKER-ROLLBACK",
               "the ps went back to step %lld (a ps or the chief restarted before the final checkpoint): training on",
               (long long)w->version);
@@ -577,9 +580,15 @@ static int train_steps(worker *w, tfx_err *err) {
   w->lent = 0; /* a batch lent before a rollback has rows of the old version */
   while (!w->stop && !tfx_stop_requested() && w->version < w->cfg.max_steps) {
     tfx_step_stats st;
+    if (w->rewind && (rc = worker__rewind(w, stream_idle, err))) {
+      return rc;
+    }
     tfx_timing_mark(&w->timing, TFX_TIMING_OTHER);
     compute(w, &st);
     tfx_timing_mark(&w->timing, TFX_TIMING_COMPUTE);
+    if (w->rewind) {
+      continue; /* a batch whose rows were pulled across a rollback: read again after the rewind */
+    }
     if ((rc = tfx_batcher_status(w->batcher, err)) == TFX_EINTR && (w->stop || tfx_stop_requested())) {
       break; /* stopped while a batch's rows were pulled or waited for */
     }

@@ -99,7 +99,9 @@ typedef struct worker {
   worker_eval eval;        /* eval.distributed: the eval set's slice this worker scores when the chief asks */
   uint64_t reported_bytes; /* bytes on the wire (sent + received) as of the last report */
   window win;              /* the sums since the last report */
-  int64_t seen_base;       /* examples this worker's shard held before this process (the resumed position) */
+  int64_t seen_base;       /* examples_seen less this process's steps (the resumed or rewound position) */
+  int n_workers;           /* the cluster's workers: this worker reads shard n->index of them */
+  int rewind;              /* the ps went back to an earlier step: the data is opened again there (worker__rewind) */
   int64_t last_step;       /* the step of the last gradient pushed */
   uint64_t route_epoch;    /* cluster.replicas: the chief's plan epoch whose routes the ps links follow */
   tfx_progressive *pv;     /* progressive validation (training.progressive_window), or NULL */
@@ -114,5 +116,12 @@ void worker__serve_control(worker *w);
  * epoch moved past the one followed (a promotion, or a roll-back after a primary and its backup were lost together),
  * moves the ps links there, so a link that failed over to a backup never promoted comes home after a roll-back. */
 void worker__follow_routes(worker *w);
+/* Opens the training data (w->data, w->batcher) at the batches global step `step` stands for, with `idle` called
+ * while a followed stream waits; sets seen_base. */
+int worker__open_train(worker *w, int64_t step, tfx_idle_fn idle, tfx_err *err);
+/* After a pull that set w->version: marks a rewind when the version went below `before` (a rollback). */
+void worker__note_version(worker *w, int64_t before);
+/* Opens the training data again at w->version's position (a rollback went back there), as a restart would. */
+int worker__rewind(worker *w, tfx_idle_fn idle, tfx_err *err);
 
 #endif
