@@ -2,7 +2,8 @@
  * they are served there and ps k rejoined, on ps k again). A request
  * whose ps died (the link dropped, or the ps came back empty) is sent again, once accepted, to the backup, which
  * refuses it until the master promoted it; a push is tagged with its worker and step, so the ps applies a resent
- * push once (sync: a second arrival of the step is dropped and answered with the step's values). */
+ * push once (sync: a second arrival of the step is dropped and answered with the step's values). After a roll-back
+ * (no replicas) the links are checked to answer at one step. */
 #include <stdio.h>
 #include <unistd.h>
 
@@ -64,5 +65,18 @@ int psclient__failover(tfx_psclient *c, int p, int rc, int64_t *deadline) {
     return to_backup(c, p, NULL) == TFX_OK;
   }
   usleep(20000); /* the backup is not promoted yet: the master confirms the loss first */
+  return 1;
+}
+
+int tfx_psclient_steps_agree(const tfx_psclient *c) {
+  int64_t first = -1;
+  for (int p = 0; p < c->n_ps; p++) {
+    if (c->ps[p].client && c->ps[p].since >= 0) {
+      if (first >= 0 && c->ps[p].since != first) {
+        return 0;
+      }
+      first = c->ps[p].since;
+    }
+  }
   return 1;
 }

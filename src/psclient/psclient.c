@@ -470,19 +470,6 @@ int tfx_psclient_pull(tfx_psclient *c, int64_t min_version, int64_t *version, tf
   return rc;
 }
 
-int tfx_psclient_steps_agree(const tfx_psclient *c) {
-  int64_t first = -1;
-  for (int p = 0; p < c->n_ps; p++) {
-    if (c->ps[p].client && c->ps[p].since >= 0) {
-      if (first >= 0 && c->ps[p].since != first) {
-        return 0;
-      }
-      first = c->ps[p].since;
-    }
-  }
-  return 1;
-}
-
 /* Whether a push-pull to l may ask only for the shards changed since its last reply: never when it holds a variable
  * the model writes itself (batch-norm statistics, whose pushed values a ps may skip or overwrite). */
 static int may_skip_unchanged(const ps_link *l) {
