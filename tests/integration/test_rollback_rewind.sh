@@ -27,12 +27,14 @@ run() {
 run a none
 run b ps0
 B=$WORK/b
-grep -q "MASTER-RESUME resuming from .*ckpt-000000000200 at step 200" "$B/logs/master-0.log" ||
-  fail "b: no rollback to the checkpoint of step 200: $(grep -h 'MASTER-RESUME\|MASTER-PS-LOST' "$B/logs/master-0.log")"
+# the checkpoint rolled back to: 200 (100 on a machine so loaded that the one of step 200 was not collected yet)
+back=$(sed -n 's/.*MASTER-RESUME resuming from .*ckpt-0*\([0-9]*\) at step .*/\1/p' "$B/logs/master-0.log" | tail -1)
+[ -n "$back" ] && [ "$back" -lt 250 ] ||
+  fail "b: no rollback to a checkpoint before step 250: $(grep -h 'MASTER-RESUME\|MASTER-PS-LOST' "$B/logs/master-0.log")"
 for w in 0 1; do
-  grep -q "WORKER-REWIND the cluster went back to step 200: reading the training data again from batch 200" \
-    "$B/logs/worker-$w.log" || fail "b: worker $w did not read its data again from step 200"
+  grep -q "WORKER-REWIND the cluster went back to step $back: reading the training data again from batch $back" \
+    "$B/logs/worker-$w.log" || fail "b: worker $w did not read its data again from step $back"
 done
 cmp -s "$WORK/a.digest" "$WORK/b.digest" ||
   fail "b: weights differ from the undisturbed run's: $(diff "$WORK/a.digest" "$WORK/b.digest" | head -4)"
-pass "kill -9 of ps 0 past step 250: rolled back to step 200, both workers read their data again from there, weights bit-identical to the undisturbed run"
+pass "kill -9 of ps 0 past step 250: rolled back to step $back, both workers read their data again from there, weights bit-identical to the undisturbed run"
