@@ -33,15 +33,20 @@ stop_after_final_ckpt() {
   kill -STOP $WORKERS
   local manifest
   manifest=$(printf "%s/checkpoints/ckpt-%012d/manifest.json" "$RUN" $MAX)
-  python3 - "$manifest" "$CHIEF" <<'PY' &
+  rm -f "$WORK/watcher.ready"
+  python3 - "$manifest" "$CHIEF" "$WORK/watcher.ready" <<'PY' &
 import os, signal, sys, time
 path, pid = sys.argv[1], int(sys.argv[2])
+open(sys.argv[3], "w").close()  # watching: the chief may go on
 end = time.time() + 120
 while not os.path.exists(path) and time.time() < end:
     time.sleep(0.002)
 os.kill(pid, signal.SIGSTOP)
 PY
   local watcher=$!
+  # python3's start can take longer than the window (1.3 s through a pyenv shim on a busy machine): the chief goes
+  # on only once the watcher watches.
+  wait_for 120 test -e "$WORK/watcher.ready" || fail "$1: the watcher did not start"
   kill -CONT "$CHIEF"
   wait "$watcher"
   [ -f "$manifest" ] || fail "$1: no final checkpoint at $MAX"
