@@ -1,7 +1,6 @@
 /* The worker's training data: opened at the position a run resumes from, and opened again at the step a rollback
- * went back to, so a worker that lived through a rollback reads what a restarted one would. */
-#include <stdlib.h>
-
+ * went back to, so a worker that lived through a rollback reads what a restarted one would; and the pull of the
+ * values that notices the rollback. */
 #include "common/log.h"
 #include "train/labels.h"
 #include "worker/worker_impl.h"
@@ -25,10 +24,16 @@ int worker__open_train(worker *w, int64_t step, tfx_idle_fn idle, tfx_err *err) 
   return TFX_OK;
 }
 
-void worker__note_version(worker *w, int64_t before) {
-  if (w->version < before) {
-    w->rewind = 1;
+int worker__pull(worker *w, tfx_err *err) {
+  int64_t before = w->version;
+  int rc = tfx_psclient_pull(w->ps, 0, &w->version, err);
+  if (rc == TFX_OK && w->version < before) {
+    w->rewind = 1; /* kept until the rewind, also when the ps do not agree yet */
   }
+  if (rc == TFX_OK && w->cfg.mode == TFX_MODE_SYNC && !tfx_psclient_steps_agree(w->ps)) {
+    rc = tfx_err_set(err, TFX_ESTATE, "the ps answer at different steps (the chief is rolling them back)");
+  }
+  return rc;
 }
 
 int worker__rewind(worker *w, tfx_idle_fn idle, tfx_err *err) {

@@ -300,20 +300,16 @@ static int stopped_by_signal(int rc) {
  * `rows` (a batch's row pull was cut short) the batch's rows are pulled again too, from the ps that are back. */
 static int resync(worker *w, int rows, const tfx_err *why, tfx_err *err) {
   tfx_log(TFX_LOG_WARN, "WORKER-PS-WAIT", "%s; pulling until every ps answers", why->msg);
-  int64_t before = w->version, deadline = tfx_now_ms() + (int64_t)w->cfg.register_timeout_s * 1000;
+  int64_t deadline = tfx_now_ms() + (int64_t)w->cfg.register_timeout_s * 1000;
   while (!w->stop && !tfx_stop_requested()) {
     worker__serve_control(w);
     tfx_err perr;
-    int rc = tfx_psclient_pull(w->ps, 0, &w->version, &perr);
-    if (rc == TFX_OK && w->cfg.mode == TFX_MODE_SYNC && !tfx_psclient_steps_agree(w->ps)) {
-      rc = tfx_err_set(&perr, TFX_ESTATE, "the ps answer at different steps (the chief is rolling them back)");
-    }
+    int rc = worker__pull(w, &perr);
     if (rc == TFX_OK && rows) {
       rc = tfx_psclient_pull_rows(w->ps, &perr);
     }
     if (rc == TFX_OK) {
       tfx_log(TFX_LOG_INFO, "WORKER-PS-BACK", "every ps answers: continuing from step %lld", (long long)w->version);
-      worker__note_version(w, before);
       return TFX_OK;
     }
     if (stopped_by_signal(rc)) {
@@ -442,10 +438,8 @@ static int wait_at_max_steps(worker *w) {
       return 0;
     }
     tfx_err perr;
-    int64_t before = w->version;
-    if (chief == CHIEF_TRAINING && chief_step < w->cfg.max_steps &&
-        tfx_psclient_pull(w->ps, 0, &w->version, &perr) == TFX_OK && w->version < w->cfg.max_steps) {
-      worker__note_version(w, before);
+    if (chief == CHIEF_TRAINING && chief_step < w->cfg.max_steps && worker__pull(w, &perr) == TFX_OK &&
+        w->version < w->cfg.max_steps) {
       tfx_log(TFX_LOG_WARN, "WORKER-ROLLBACK",
               "the ps went back to step %lld (a ps or the chief restarted before the final checkpoint): training on",
               (long long)w->version);
@@ -460,7 +454,7 @@ static int wait_at_max_steps(worker *w) {
 static int first_pull(worker *w, int *go, tfx_err *err) {
   double t_call = tfx_now_s();
   tfx_err perr;
-  int rc = tfx_psclient_pull(w->ps, 0, &w->version, &perr);
+  int rc = worker__pull(w, &perr);
   *go = 0;
   if (stopped_by_signal(rc)) {
     return TFX_OK;

@@ -119,8 +119,9 @@ void worker__follow_routes(worker *w);
 /* Opens the training data (w->data, w->batcher) at the batches global step `step` stands for, with `idle` called
  * while a followed stream waits; sets seen_base. */
 int worker__open_train(worker *w, int64_t step, tfx_idle_fn idle, tfx_err *err);
-/* After a pull that set w->version: marks a rewind when the version went below `before` (a rollback). */
-void worker__note_version(worker *w, int64_t before);
+/* Pulls every ps's values and the global step into w->version; marks a rewind when the step went back (a
+ * rollback); in sync, TFX_ESTATE while the ps answer at different steps (the chief rolls them back one by one). */
+int worker__pull(worker *w, tfx_err *err);
 /* Opens the training data again at w->version's position (a rollback went back there), as a restart would. */
 int worker__rewind(worker *w, tfx_idle_fn idle, tfx_err *err);
 
