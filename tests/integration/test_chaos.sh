@@ -11,7 +11,7 @@
 STEPS=${TFX_CHAOS_STEPS:-3000}
 EVERY=${TFX_CHAOS_EVERY:-4}
 KILLS_PER_PROCESS=3
-experiment "$WORK/exp.json" training.max_steps="$STEPS" eval.every_steps=0 checkpoint.every_steps=100 \
+small_mlp "$WORK/exp.json" training.max_steps="$STEPS" eval.every_steps=0 checkpoint.every_steps=100 \
   checkpoint.keep_max=3 training.report_every=50 cluster.request_timeout_s=5 cluster.register_timeout_s=60 \
   cluster.replicas="${TFX_CHAOS_REPLICAS:-0}"
 RUN=$WORK/run

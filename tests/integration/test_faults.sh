@@ -4,7 +4,7 @@
 # to the newest checkpoint; a new master adopts the live ps when they agree on a step, else resumes from it) and
 # the run completes at max_steps with a model that learned.
 . "$(dirname "$0")/lib.sh"
-experiment "$WORK/exp.json" training.max_steps=1500 eval.every_steps=0 checkpoint.every_steps=200 \
+small_mlp "$WORK/exp.json" training.max_steps=1500 eval.every_steps=0 checkpoint.every_steps=200 \
   training.report_every=50 cluster.request_timeout_s=5 cluster.register_timeout_s=30 \
   cluster.replicas=0 # the roll-back path (replicas, auto on here, fail over instead: test_replicas*.sh)
 run_with_kill() { # NAME ROLE INDEX LOGNAME (the role as logs name it)

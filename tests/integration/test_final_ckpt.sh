@@ -9,7 +9,7 @@
 # stopped chief itself is killed -9; the supervisor restarts either.
 . "$(dirname "$0")/lib.sh"
 MAX=2000
-experiment "$WORK/exp.json" training.max_steps=$MAX eval.every_steps=0 checkpoint.every_steps=400 \
+small_mlp "$WORK/exp.json" training.max_steps=$MAX eval.every_steps=0 checkpoint.every_steps=400 \
   training.report_every=1000000 cluster.request_timeout_s=60 cluster.register_timeout_s=60 \
   cluster.replicas=0 # the roll-back path (replicas, auto on here, fail over instead: test_replicas*.sh)
 

@@ -10,7 +10,7 @@
 #    checkpoint at max_steps and must evaluate and finish without waiting for the workers (which never come back).
 . "$(dirname "$0")/lib.sh"
 MAX=600
-experiment "$WORK/exp.json" training.max_steps=$MAX eval.every_steps=200 checkpoint.every_steps=200 \
+small_mlp "$WORK/exp.json" training.max_steps=$MAX eval.every_steps=200 checkpoint.every_steps=200 \
   training.report_every=1000000 cluster.request_timeout_s=20 cluster.register_timeout_s=20
 workers_exited() { [ "$(grep -c "LOCAL-EXIT worker" "$LOG")" -ge 2 ]; }
 stopped() { [ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" = T ]; }

@@ -7,6 +7,8 @@
 # TF_CONFIG='{}' in the environment means local mode, as in TensorFlow; a master failing after the run ended is not
 # restarted, and local exits with its error line.
 . "$(dirname "$0")/lib.sh"
+small_mlp "$WORK/small.json" # every run below trains the suite's small MLP
+EXAMPLE=$WORK/small.json
 train_step() { metric "$1/metrics.jsonl" train step 2>/dev/null | grep -E '^[0-9]+$' || echo 0; }
 # wait_step RUN N PID: until RUN's train step reaches N (progress, not the clock), or PID exits.
 wait_step() {
