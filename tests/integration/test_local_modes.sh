@@ -1,10 +1,11 @@
 #!/bin/bash
-# tfx-node local: sync, async (whole and in parts) and sync with a backup worker each train (a real signal in 300 steps), with
-# 5+ real processes; bad experiment keys are rejected with exit 2 naming the key.
+# tfx-node local: sync, async (whole and in parts) and sync with a backup worker each train (a real signal in 300
+# steps), with 5+ real processes; bad experiment keys are rejected with exit 2 naming the key. The modes train
+# lib.sh's small_mlp unless they name their model (MAKE_EXP=experiment: the example's).
 . "$(dirname "$0")/lib.sh"
 run_mode() {
   local name=$1 workers=$2; shift 2
-  experiment "$WORK/$name.json" training.max_steps=300 eval.every_steps=0 training.report_every=100 "$@"
+  "${MAKE_EXP:-small_mlp}" "$WORK/$name.json" training.max_steps=300 eval.every_steps=0 training.report_every=100 "$@"
   "$TFX_NODE" local --config "$WORK/$name.json" --workers "$workers" --run-dir "$WORK/run-$name" >"$WORK/$name.log" 2>&1 \
     || fail "$name: $(tail -2 "$WORK/$name.log")"
   local acc; acc=$(metric "$WORK/run-$name/metrics.jsonl" eval accuracy)
@@ -15,10 +16,10 @@ run_mode sync 2 training.mode=sync
 run_mode async 2 training.mode=async
 run_mode backup 3 training.mode=sync training.replicas_to_aggregate=2
 # Async push-pulls in pipelined parts (bench/datapath's fast path at 4 MiB and up), forced on by a small part size.
-run_mode parts 2 training.mode=async training.push_part_bytes=65536
+run_mode parts 2 training.mode=async training.push_part_bytes=16384
 grep -q "PUSH-PARTS .* in [0-9]* pipelined parts" "$WORK/run-parts/logs/worker-0.log" || fail "parts: no push-pull went in parts"
 # ssp in parts: a worker too far ahead gets its last part's reply parked (then carrying every value).
-run_mode ssp_parts 2 training.mode=ssp training.staleness=1 training.push_part_bytes=65536
+run_mode ssp_parts 2 training.mode=ssp training.staleness=1 training.push_part_bytes=16384
 grep -h "PS-STOP" "$WORK"/run-backup/logs/ps-*.log | grep -q "[1-9][0-9]* stale dropped" || fail "backup worker: no stale gradient dropped"
 grep -q "PS-STOP stopping at step 300" "$WORK/run-sync/logs/ps-0.log" || fail "sync: ps did not stop at step 300"
 # Async stops at max_steps, not one past when both workers push the last step together.
@@ -36,12 +37,12 @@ for m in lines:
     assert m["compute_ms"] > 0 and m["push_pull_ms"] > 0 and abs(parts - m["step_ms"]) <= 1e-3 * m["step_ms"], m
 PY
 grep -q "WORKER-TIMING steps=300 " "$WORK/run-sync/logs/worker-0.log" || fail "sync: no WORKER-TIMING line for 300 steps"
-EXAMPLE=$SRC/examples/fashion_mnist_embedding.json run_mode embedding 2 training.mode=sync
+MAKE_EXP=experiment EXAMPLE=$SRC/examples/fashion_mnist_embedding.json run_mode embedding 2 training.mode=sync
 EXAMPLE=$SRC/examples/fashion_mnist_embedding.json "$TFX_NODE" plan --config "$SRC/examples/fashion_mnist_embedding.json" --ps 2 | grep -q "embedding_1/embeddings/part_1" || fail "embedding table not partitioned"
 run_mode batchnorm 2 training.mode=sync 'model.layers=[{"type":"flatten"},{"type":"dense","units":128},{"type":"batch_norm"},{"type":"relu"},{"type":"dense","units":10}]'
 var_values "$WORK/run-batchnorm" batch_norm_1/moving_mean >"$WORK/moving_mean.txt" || fail "inspect moving_mean"
 all_zero "$WORK/moving_mean.txt" && fail "moving statistics were not assigned at the ps"
-MIN_ACC=0.5 run_mode frozen 2 training.mode=sync 'training.trainable="dense_2,dense_3"' training.max_steps=100
+MAKE_EXP=experiment MIN_ACC=0.5 run_mode frozen 2 training.mode=sync 'training.trainable="dense_2,dense_3"' training.max_steps=100
 # Frozen dense_1 keeps its initial values (a bias starts at zero anyway: the kernel tells). Its initial values are
 # those of a 1-step run at learning rate 0 (initialization depends only on the seed and the variable's name);
 # dense_2, which trains, must differ from its own, or the comparison could not see a change.

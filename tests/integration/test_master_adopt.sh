@@ -7,7 +7,7 @@
 # checkpoint behind the ps, is test_final_ckpt.sh's chief-lost case.)
 . "$(dirname "$0")/lib.sh"
 MAX=1200
-experiment "$WORK/exp.json" training.max_steps=$MAX eval.every_steps=100 checkpoint.every_steps=0 \
+small_mlp "$WORK/exp.json" training.max_steps=$MAX eval.every_steps=100 checkpoint.every_steps=0 \
   training.report_every=1000000 cluster.request_timeout_s=20 cluster.register_timeout_s=20
 RUN=$WORK/run
 LOG=$WORK/run.log

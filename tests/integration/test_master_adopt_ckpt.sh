@@ -6,7 +6,7 @@
 # end is a complete checkpoint.
 . "$(dirname "$0")/lib.sh"
 MAX=1200
-experiment "$WORK/exp.json" training.max_steps=$MAX eval.every_steps=0 checkpoint.every_steps=20 \
+small_mlp "$WORK/exp.json" training.max_steps=$MAX eval.every_steps=0 checkpoint.every_steps=20 \
   checkpoint.keep_max=1000 training.report_every=1000000 cluster.request_timeout_s=20 cluster.register_timeout_s=20
 RUN=$WORK/run
 LOG=$WORK/run.log

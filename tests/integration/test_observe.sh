@@ -4,7 +4,7 @@
 # (the live page); the run leaves a TensorBoard event file that an independent decoder (below, straight from
 # the TFRecord and protobuf wire formats) reads back equal to metrics.jsonl; `tfx-node runs` lists the run.
 . "$(dirname "$0")/lib.sh"
-experiment "$WORK/exp.json" training.max_steps=1500 eval.every_steps=500 training.report_every=100
+small_mlp "$WORK/exp.json" training.max_steps=1500 eval.every_steps=500 training.report_every=100
 "$TFX_NODE" local --config "$WORK/exp.json" --run-dir "$WORK/runs/r1" >"$WORK/local.log" 2>&1 &
 PIDS+=($!)
 url=""

@@ -6,8 +6,8 @@
 # corrupt index only costs a warning (the table comes from metrics.jsonl) until --rebuild recreates it.
 . "$(dirname "$0")/lib.sh"
 root=$WORK/runs
-experiment "$WORK/a.json" training.max_steps=300 eval.every_steps=100 training.report_every=50
-experiment "$WORK/b.json" training.max_steps=200 eval.every_steps=100 training.report_every=50 optimizer.learning_rate=0.01
+small_mlp "$WORK/a.json" training.max_steps=300 eval.every_steps=100 training.report_every=50
+small_mlp "$WORK/b.json" training.max_steps=200 eval.every_steps=100 training.report_every=50 optimizer.learning_rate=0.01
 "$TFX_NODE" local --config "$WORK/a.json" --run-dir "$root/r1" >"$WORK/r1.log" 2>&1 || fail "local r1: $(tail -1 "$WORK/r1.log")"
 python3 - "$root/tfx-runs.sqlite" "$root/r1/metrics.jsonl" <<'PY' || fail "the index does not hold r1 as metrics.jsonl has it"
 import json, re, sqlite3, sys
@@ -57,7 +57,7 @@ PY
 PIDS+=($!)
 for _ in $(seq 1 100); do [ -f "$WORK/unlock.held" ] && break; sleep 0.1; done
 [ -f "$WORK/unlock.held" ] || fail "could not lock the index"
-experiment "$WORK/c.json" training.max_steps=100 eval.every_steps=100 training.report_every=50
+small_mlp "$WORK/c.json" training.max_steps=100 eval.every_steps=100 training.report_every=50
 "$TFX_NODE" local --config "$WORK/c.json" --run-dir "$root/r3" >"$WORK/r3.log" 2>&1 || fail "local r3 with a locked index: $(tail -1 "$WORK/r3.log")"
 grep -q "MASTER-INDEX.*locked by another process" "$root/r3/logs/master-0.log" || fail "r3: no warning about the locked index"
 "$TFX_NODE" runs --root "$root" >"$WORK/locked.txt" 2>&1 || fail "runs with a locked index: $(cat "$WORK/locked.txt")"

@@ -2,7 +2,7 @@
 # Resume after stopping the whole cluster continues the global step and the weights; thres_loss aborts with exit
 # 3 and a clear error and keeps the last checkpoint; a partitioned variable trains like an unpartitioned one.
 . "$(dirname "$0")/lib.sh"
-experiment "$WORK/exp.json" training.max_steps=200 eval.every_steps=0 checkpoint.every_steps=100 training.report_every=50
+small_mlp "$WORK/exp.json" training.max_steps=200 eval.every_steps=0 checkpoint.every_steps=100 training.report_every=50
 "$TFX_NODE" local --config "$WORK/exp.json" --run-dir "$WORK/run" >"$WORK/first.log" 2>&1 || fail "first run"
 acc1=$(metric "$WORK/run/metrics.jsonl" eval accuracy)
 lines1=$(wc -l <"$WORK/run/metrics.jsonl")
@@ -29,7 +29,7 @@ echo "resume: step 200 accuracy $acc1 -> step 400 accuracy $acc2"
 # thres_loss: the run resumed at 400 with a learning rate that explodes aborts with exit 3 (an aborted run, not a
 # failure to retry), naming thres_loss, and keeps its last good checkpoint: nothing newer than step 400, and
 # evaluating the run gives step 400's accuracy.
-experiment "$WORK/boom.json" training.max_steps=600 eval.every_steps=0 optimizer.name='"sgd"' \
+small_mlp "$WORK/boom.json" training.max_steps=600 eval.every_steps=0 optimizer.name='"sgd"' \
   optimizer.learning_rate=9 training.thres_loss=20 training.report_every=1
 "$TFX_NODE" local --config "$WORK/boom.json" --run-dir "$WORK/run" >"$WORK/boom.log" 2>&1; rc=$?
 [ "$rc" = 3 ] || fail "exploding loss: exit $rc, want 3: $(tail -2 "$WORK/boom.log")"

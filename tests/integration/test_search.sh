@@ -32,7 +32,7 @@ t = json.load(open(sys.argv[1]))["trials"]
 assert len(t) == 9, len(t)   # lr at 3 points x units at 3 values
 assert len({x["hyperparameters"] for x in t}) == 9
 PY
-experiment "$WORK/median.json" 'hyperparameters={"lr": {"type": "categorical", "values": [0.002, 0.002, 0.000001]}}' \
+small_mlp "$WORK/median.json" 'hyperparameters={"lr": {"type": "categorical", "values": [0.002, 0.002, 0.000001]}}' \
   optimizer.learning_rate='"$lr"' training.max_steps=3000 eval.every_steps=100 checkpoint.every_steps=0
 "$TFX_NODE" search --config "$WORK/median.json" --trials 3 --parallel 3 --run-dir "$WORK/median" \
   --set search.method=grid --workers 1 --ps 1 >"$WORK/median.log" 2>&1 || fail "median search: $(tail -3 "$WORK/median.log")"

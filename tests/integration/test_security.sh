@@ -35,7 +35,7 @@ echo "$out" | grep -q "mode 0640" || fail "local loose key message: $out"
 ls "$WORK/run-loose/logs/"*.log >/dev/null 2>&1 && fail "local started processes despite a loose key"
 
 # A secured TF_CONFIG cluster: every node has the server key and its client key; the servers admit keys/nodes/*.pub.
-experiment "$WORK/exp.json" training.max_steps=200 eval.every_steps=0 training.report_every=50 \
+small_mlp "$WORK/exp.json" training.max_steps=200 eval.every_steps=0 training.report_every=50 \
   cluster.register_timeout_s=300
 m0=$(free_port); p0=$(free_port); w0=$(free_port)
 cluster="\"cluster\":{\"chief\":[\"127.0.0.1:$m0\"],\"ps\":[\"127.0.0.1:$p0\"],\"worker\":[\"127.0.0.1:$w0\"]}"
@@ -111,7 +111,7 @@ unset TFX_SECURITY_SERVER_KEY TFX_SECURITY_CLIENT_KEY
 
 # tfx-node local over Unix sockets (the default): a private 0700 directory, no keys; another uid cannot connect,
 # and the directory is gone when the run ends.
-experiment "$WORK/ipc.json" training.max_steps=300 eval.every_steps=0 training.report_every=50
+small_mlp "$WORK/ipc.json" training.max_steps=300 eval.every_steps=0 training.report_every=50
 timeout 300 "$TFX_NODE" local --config "$WORK/ipc.json" --run-dir "$WORK/run-ipc" --workers 1 --ps 1 >"$WORK/ipc.log" 2>&1 &
 ip=$!; PIDS+=($ip)
 wait_for 120 grep -q "LOCAL-SPAWN ps 0" "$WORK/ipc.log"
@@ -143,7 +143,7 @@ grep -q "NET-PLAINTEXT" "$WORK/run-ipc/logs/"*.log && fail "a Unix-socket cluste
 [ "$(metric "$WORK/run-ipc/metrics.jsonl" eval step)" = 300 ] || fail "the ipc local run did not finish"
 
 # tfx-node local over TCP: CURVE by default, with keys it generates in RUN/keys.
-experiment "$WORK/local.json" training.max_steps=300 eval.every_steps=0 training.report_every=50 \
+small_mlp "$WORK/local.json" training.max_steps=300 eval.every_steps=0 training.report_every=50 \
   cluster.local_transport='"tcp"'
 timeout 300 "$TFX_NODE" local --config "$WORK/local.json" --run-dir "$WORK/run-local" --workers 1 --ps 1 >"$WORK/local.log" 2>&1 &
 lp=$!; PIDS+=($lp)
