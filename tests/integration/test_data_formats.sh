@@ -27,7 +27,7 @@ for kind, n in (("train", 6000), ("t10k", 1000)):
 PY
 for fmt in csv libsvm; do
   ext=$([ $fmt = csv ] && echo csv || echo svm)
-  experiment "$WORK/$fmt.json" data.format="\"$fmt\"" data.train.images="\"$WORK/train.$ext\"" data.eval.images="\"$WORK/t10k.$ext\"" \
+  small_mlp "$WORK/$fmt.json" data.format="\"$fmt\"" data.train.images="\"$WORK/train.$ext\"" data.eval.images="\"$WORK/t10k.$ext\"" \
     data.label_column='"label"' training.max_steps=300 eval.every_steps=0 model.input_shape='[784]'
   "$TFX_NODE" train --config "$WORK/$fmt.json" --run-dir "$WORK/run-$fmt" >"$WORK/$fmt.log" 2>&1 || fail "$fmt train: $(tail -1 "$WORK/$fmt.log")"
   acc=$(metric "$WORK/run-$fmt/metrics.jsonl" eval accuracy)
@@ -40,7 +40,7 @@ ge "$(metric "$WORK/run-csv-local/metrics.jsonl" eval accuracy)" 0.7 || fail "cs
 [ "$(head -1 "$WORK/pred.csv" | cut -d, -f1-3)" = "index,class,p0" ] || fail "CSV predictions lack their header"
 [ "$(tail -n +2 "$WORK/pred.csv" | grep -c .)" = 1000 ] || fail "CSV predictions: want 1000 rows"
 # Streaming: the 4 shard files a window at a time, each of the 2 workers reading whole files of its own.
-experiment "$WORK/stream.json" data.format='"csv"' data.train.images="\"$WORK/train-*.csv\"" data.eval.images="\"$WORK/t10k.csv\"" \
+small_mlp "$WORK/stream.json" data.format='"csv"' data.train.images="\"$WORK/train-*.csv\"" data.eval.images="\"$WORK/t10k.csv\"" \
   data.label_column='"label"' data.stream=true data.shard_by='"file"' data.shuffle_buffer=500 training.max_steps=300 \
   eval.every_steps=0 model.input_shape='[784]'
 "$TFX_NODE" local --config "$WORK/stream.json" --run-dir "$WORK/run-stream" >"$WORK/stream.log" 2>&1 || fail "streamed local: $(tail -1 "$WORK/stream.log")"

@@ -2,7 +2,7 @@
 # TF_CONFIG with an evaluator task: the evaluator (outside the training cluster) evaluates every checkpoint the
 # run writes, the chief does not evaluate, and the evaluator stops after the checkpoint at max_steps.
 . "$(dirname "$0")/lib.sh"
-experiment "$WORK/exp.json" training.max_steps=200 checkpoint.every_steps=100 eval.every_steps=100 training.report_every=50
+small_mlp "$WORK/exp.json" training.max_steps=200 checkpoint.every_steps=100 eval.every_steps=100 training.report_every=50
 c0=$(free_port); p0=$(free_port); w0=$(free_port); e0=$(free_port)
 cluster="\"cluster\":{\"chief\":[\"127.0.0.1:$c0\"],\"ps\":[\"127.0.0.1:$p0\"],\"worker\":[\"127.0.0.1:$w0\"],\"evaluator\":[\"127.0.0.1:$e0\"]}"
 start() { # start NAME TYPE ARGS...

@@ -4,7 +4,7 @@
 # _count, and its byte counters equal the model's size times the pushes and pulls it counted (all labelled
 # role="worker",index="0"); the ps shows its applied pushes; every process exits cleanly (sanitizers).
 . "$(dirname "$0")/lib.sh"
-experiment "$WORK/exp.json" training.max_steps=1000 eval.every_steps=500 training.report_every=50
+small_mlp "$WORK/exp.json" training.max_steps=1000 eval.every_steps=500 training.report_every=50
 c0=$(free_port); p0=$(free_port); w0=$(free_port)
 cp=$(free_port); pp=$(free_port); wp=$(free_port)
 cluster="\"cluster\":{\"chief\":[\"127.0.0.1:$c0\"],\"ps\":[\"127.0.0.1:$p0\"],\"worker\":[\"127.0.0.1:$w0\"]}"
@@ -29,7 +29,7 @@ for f in worker ps chief; do promtool check metrics <"$WORK/$f.txt" || fail "pro
 grep -q '^tfx_ps_pushes_applied_total{role="ps",index="0"} [1-9]' "$WORK/ps.txt" || fail "ps /metrics: no pushes applied"
 python3 - "$WORK/worker.txt" <<'PY' || fail "worker /metrics"
 import re, sys
-model_bytes = 4 * (784 * 256 + 256 + 256 * 128 + 128 + 128 * 10 + 10)  # the example MLP's variables, float32
+model_bytes = 4 * (784 * 64 + 64 + 64 * 10 + 10)  # small_mlp's variables, float32
 vals, buckets = {}, {}
 for line in open(sys.argv[1]):
     if line.startswith("#"): continue
