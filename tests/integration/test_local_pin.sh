@@ -4,10 +4,20 @@
 # worker j on the (ps + j)-th, modulo their count. Under `taskset` to one CPU, all share that one. With 0, nothing
 # is pinned and no LOCAL-PIN line is written.
 . "$(dirname "$0")/lib.sh"
-experiment "$WORK/exp.json" training.max_steps=1000000 eval.every_steps=0 checkpoint.every_steps=0 \
+small_mlp "$WORK/exp.json" training.max_steps=1000000 eval.every_steps=0 checkpoint.every_steps=0 \
   training.report_every=20
-# allowed PID: the CPUs a process (its main thread) may run on, as a sorted comma list.
-allowed() { python3 -c "import os, sys; print(','.join(map(str, sorted(os.sched_getaffinity(int(sys.argv[1]))))))" "$1"; }
+# allowed ID: the CPUs a process or thread may run on, as a sorted comma list (the kernel's Cpus_allowed_list,
+# "0-1,3", with its ranges written out; fails once the thread is gone).
+allowed() {
+  local list part i out=()
+  list=$(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' "/proc/$1/status" 2>/dev/null)
+  [ -n "$list" ] || return 1
+  IFS=, read -r -a parts <<<"$list"
+  for part in "${parts[@]}"; do
+    for ((i = ${part%-*}; i <= ${part#*-}; i++)); do out+=("$i"); done
+  done
+  (IFS=,; echo "${out[*]}")
+}
 # start NAME PIN [TASKSET_CPU]: runs local in the background until it trained a few steps; sets LP.
 start() {
   local pre=()

@@ -6,7 +6,7 @@
 # killed with kill -9 at a third of the run promotes the backup, rolls nothing back, and exports weights
 # bit-identical to the same run undisturbed.
 . "$(dirname "$0")/lib.sh"
-MAX=600
+MAX=300
 python3 "$(dirname "$0")/sparse_data.py" "$WORK" --train 2000 --test 200
 sparse_lr_experiment "$WORK/lr.json" training.report_every=10 \
   model.layers='[{"type": "embedding_bag", "units": 256, "combiner": "sum"}, {"type": "dense", "units": 4}]'
