@@ -68,15 +68,13 @@ int psclient__failover(tfx_psclient *c, int p, int rc, int64_t *deadline) {
   return 1;
 }
 
-int tfx_psclient_steps_agree(const tfx_psclient *c) {
-  int64_t first = -1;
+int64_t tfx_psclient_steps_apart(const tfx_psclient *c) {
+  int64_t lo = INT64_MAX, hi = -1;
   for (int p = 0; p < c->n_ps; p++) {
     if (c->ps[p].client && c->ps[p].since >= 0) {
-      if (first >= 0 && c->ps[p].since != first) {
-        return 0;
-      }
-      first = c->ps[p].since;
+      lo = c->ps[p].since < lo ? c->ps[p].since : lo;
+      hi = c->ps[p].since > hi ? c->ps[p].since : hi;
     }
   }
-  return 1;
+  return hi < 0 ? 0 : hi - lo;
 }

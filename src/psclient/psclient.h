@@ -22,9 +22,9 @@ int tfx_psclient_create(const tfx_cluster *cluster, Tfx__Shard *const *shards, s
 void tfx_psclient_destroy(tfx_psclient *c);
 /* Pulls every shard at version >= min_version into the model's values; *version gets the smallest version. */
 int tfx_psclient_pull(tfx_psclient *c, int64_t min_version, int64_t *version, tfx_err *err);
-/* Whether every ps answered the last pull at the same step (in sync they do, but while the chief rolls them back
- * to a checkpoint one at a time). */
-int tfx_psclient_steps_agree(const tfx_psclient *c);
+/* How many steps apart the ps answered the last pull: in sync 0, or 1 when a worker died between its pushes of a
+ * step (only the push of its successor completes it), or more while the chief rolls them back one at a time. */
+int64_t tfx_psclient_steps_apart(const tfx_psclient *c);
 /* Pulls into each lazy table the rows the model's current batch touches (the variables' `rows`, set when the
  * batch is lent), from the ps holding each id: bytes on the wire grow with the ids, never with the table. */
 int tfx_psclient_pull_rows(tfx_psclient *c, tfx_err *err);

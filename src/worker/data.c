@@ -30,8 +30,10 @@ int worker__pull(worker *w, tfx_err *err) {
   if (rc == TFX_OK && w->version < before) {
     w->rewind = 1; /* kept until the rewind, also when the ps do not agree yet */
   }
-  if (rc == TFX_OK && w->cfg.mode == TFX_MODE_SYNC && !tfx_psclient_steps_agree(w->ps)) {
-    rc = tfx_err_set(err, TFX_ESTATE, "the ps answer at different steps (the chief is rolling them back)");
+  /* Two ps a step apart: a worker died between its pushes of that step, and only a push completes it (waiting
+   * here, every worker restarted in that window waited forever); further apart: a rollback under way. */
+  if (rc == TFX_OK && w->cfg.mode == TFX_MODE_SYNC && tfx_psclient_steps_apart(w->ps) > 1) {
+    rc = tfx_err_set(err, TFX_ESTATE, "the ps answer steps apart (the chief is rolling them back)");
   }
   return rc;
 }

@@ -120,7 +120,8 @@ void worker__follow_routes(worker *w);
  * while a followed stream waits; sets seen_base. */
 int worker__open_train(worker *w, int64_t step, tfx_idle_fn idle, tfx_err *err);
 /* Pulls every ps's values and the global step into w->version; marks a rewind when the step went back (a
- * rollback); in sync, TFX_ESTATE while the ps answer at different steps (the chief rolls them back one by one). */
+ * rollback); in sync, TFX_ESTATE while the ps answer more than a step apart (the chief rolls them back one by
+ * one). */
 int worker__pull(worker *w, tfx_err *err);
 /* Opens the training data again at w->version's position (a rollback went back there), as a restart would. */
 int worker__rewind(worker *w, tfx_idle_fn idle, tfx_err *err);
