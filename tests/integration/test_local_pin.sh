@@ -9,7 +9,7 @@ small_mlp "$WORK/exp.json" training.max_steps=1000000 eval.every_steps=0 checkpo
 # allowed ID: the CPUs a process or thread may run on, as a sorted comma list (the kernel's Cpus_allowed_list,
 # "0-1,3", with its ranges written out; fails once the thread is gone).
 allowed() {
-  local list part i out=()
+  local list part i parts out=()
   list=$(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' "/proc/$1/status" 2>/dev/null)
   [ -n "$list" ] || return 1
   IFS=, read -r -a parts <<<"$list"
