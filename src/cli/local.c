@@ -358,6 +358,8 @@ static int handle_failures(cluster_run *r) {
         k->started_at = tfx_now_ms();
         k->restarts_total++;
         write_restarts(r);
+        tfx_log(TFX_LOG_INFO, "LOCAL-RESPAWN", "%s %d: pid %d (restart %d of %d)", tfx_role_name(k->role), k->index,
+                (int)pid, k->restarts, RESTART_BUDGET);
       }
     }
   }

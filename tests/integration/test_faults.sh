@@ -22,6 +22,7 @@ run_with_kill() { # NAME ROLE INDEX LOGNAME (the role as logs name it)
   kill -9 "$victim"
   wait_exit 300 "$lp" || fail "$1: the run did not survive kill -9 of $2 $3: $(tail -3 "$WORK/$1.log")"
   grep -q "LOCAL-RESTART ${4:-$2} $3 exited with status 137" "$WORK/$1.log" || fail "$1: no restart logged for $2 $3"
+  grep -q "LOCAL-RESPAWN ${4:-$2} $3: pid [0-9]* (restart 1 of 5)" "$WORK/$1.log" || fail "$1: $2 $3 was not started again"
   local step acc
   step=$(metric "$run/metrics.jsonl" eval step); acc=$(metric "$run/metrics.jsonl" eval accuracy)
   [ "$step" = 1500 ] || fail "$1: ended at step $step"
