@@ -69,11 +69,11 @@ int ps__push_ordered(ps_state *p, tfx_inmsg *m, tfx_err *err) {
   return rc;
 }
 
-void ps__order_drop(ps_state *p, const char *why) {
+void ps__order_drop(ps_state *p, int code, const char *why) {
   while (p->n_held > 0) {
     tfx_inmsg m = take(p, p->n_held - 1);
     if (why) {
-      tfx_server_reply_error(p->sock, &m, TFX_ESTATE, why, NULL);
+      tfx_server_reply_error(p->sock, &m, code, why, NULL);
     }
     tfx_inmsg_fini(&m);
   }

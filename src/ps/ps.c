@@ -151,8 +151,8 @@ static int handle_init(ps_state *p, const tfx_envelope *e, tfx_err *err) {
     free_shards(&next);
     return rc;
   }
-  ps__fail_pending(p, "the ps was re-initialized (rolled back to a checkpoint)");
-  ps__order_drop(p, "the ps was re-initialized (rolled back to a checkpoint)");
+  ps__fail_pending(p, TFX_ESTATE, "the ps was re-initialized (rolled back to a checkpoint)");
+  ps__order_drop(p, TFX_ESTATE, "the ps was re-initialized (rolled back to a checkpoint)");
   ps__log_free(p);
   p->fwd_steps = 0;
   free_shards(p);
@@ -271,7 +271,7 @@ static void mirror_destroy(ps_state *m) {
   }
   ps__log_free(m);
   ps__backup_close(m);
-  ps__order_drop(m, NULL);
+  ps__order_drop(m, 0, NULL);
   ps__drop_pending(m);
   ps__ckpt_finish(m);
   ps__ckpt_drop(m);
@@ -365,7 +365,11 @@ static int handle_data(ps_state *own, ps_state *p, tfx_inmsg *m, tfx_err *err) {
 static int handle(ps_state *own, tfx_inmsg *m, tfx_err *err) {
   const tfx_envelope *e = m->env;
   if (e->type == TFX__MSG_TYPE__MSG_STOP) {
+    /* The chief checkpointed before: a push held for a step the other workers stopped short of is answered so,
+     * and its worker stops instead of failing over to a backup that is stopping too. */
     own->stopping = 1;
+    ps__order_drop(own, TFX_EINTR, "the ps stopped: the chief ended the run");
+    ps__fail_pending(own, TFX_EINTR, "the ps stopped: the chief ended the run");
     return reply_simple(own, m, own->version, 0, NULL, err);
   }
   ps_state *p = NULL;
@@ -642,7 +646,7 @@ int tfx_ps_run(tfx_node *n, tfx_err *err) {
   }
   tfx_http_stop(p.http);
   pthread_mutex_destroy(&p.view.lock);
-  ps__order_drop(&p, NULL);
+  ps__order_drop(&p, 0, NULL);
   ps__drop_pending(&p);
   ps__ckpt_finish(&p); /* the checkpoint the writer thread is writing is written whole */
   ps__ckpt_drop(&p);

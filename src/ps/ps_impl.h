@@ -348,8 +348,8 @@ int ps__sync_hold(const ps_state *p, const tfx_envelope *e);
 /* MSG_PUSH in worker order (training.deterministic): holds a push that came before a lower worker's (m is then
  * moved out and left empty), else pushes it and then every held push whose turn came (order.c). */
 int ps__push_ordered(ps_state *p, tfx_inmsg *m, tfx_err *err);
-/* Drops the held pushes, answering each with TFX_ESTATE and why (NULL: not answered, at shutdown). */
-void ps__order_drop(ps_state *p, const char *why);
+/* Drops the held pushes, answering each with code and why (NULL: not answered, at shutdown). */
+void ps__order_drop(ps_state *p, int code, const char *why);
 /* MSG_PUSH: validates every tensor first, then accumulates (sync) or applies (async, ssp). */
 int ps__push(ps_state *p, tfx_inmsg *m, tfx_err *err);
 /* MSG_CHECKPOINT: answers at once for a step this ps has written, else writes the shard once the version
@@ -357,8 +357,8 @@ int ps__push(ps_state *p, tfx_inmsg *m, tfx_err *err);
 int ps__checkpoint_request(ps_state *p, tfx_inmsg *m, tfx_err *err);
 /* Answers parked pulls whose deadline passed with TFX_EPEER. */
 void ps__expire_pulls(ps_state *p);
-/* Answers every parked pull with TFX_ESTATE and the text (re-initialization). */
-void ps__fail_pending(ps_state *p, const char *text);
+/* Answers every parked pull with code and the text (TFX_ESTATE: re-initialization; TFX_EINTR: the run ended). */
+void ps__fail_pending(ps_state *p, int code, const char *text);
 /* Drops every parked pull (shutdown). */
 void ps__drop_pending(ps_state *p);
 /* Drops a parked checkpoint request unanswered (shutdown). */

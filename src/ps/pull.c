@@ -139,13 +139,13 @@ void ps__expire_pulls(ps_state *p) {
   }
 }
 
-void ps__fail_pending(ps_state *p, const char *text) {
+void ps__fail_pending(ps_state *p, int code, const char *text) {
   while (p->n_pending) {
     pending_pull *q = &p->pending[p->n_pending - 1];
     tfx_envelope env;
     tfx_wire_request(&env, TFX__MSG_TYPE__MSG_REPLY);
     env.request_id = q->request_id;
-    env.code = TFX_ESTATE;
+    env.code = code;
     env.error = (char *)text;
     tfx_wire_send(p->sock, &q->identity, &env, NULL, 0, NULL);
     remove_pending(p, p->n_pending - 1);

@@ -52,7 +52,7 @@ int psclient__ready(tfx_psclient *c, int p, tfx_err *err) {
 
 int psclient__failover(tfx_psclient *c, int p, int rc, int64_t *deadline) {
   ps_link *l = &c->ps[p];
-  if (!c->replicas || (rc != TFX_EPEER && rc != TFX_ESTATE)) {
+  if (!c->replicas || (rc != TFX_EPEER && rc != TFX_ESTATE) || (c->abort && c->abort(c->abort_ctx))) {
     return 0;
   }
   if (!*deadline) {

@@ -1,6 +1,7 @@
 /* Pull and push across every ps of the plan. */
 #include "psclient/psclient.h"
 
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -613,7 +614,8 @@ int tfx_psclient_push_send(tfx_psclient *c, int64_t step, int rows, tfx_err *err
 /* The link of `left` (at most 64) whose reply came or whose connection dropped first, waiting up to the client's
  * timeout; the first of `left` when none did (its receive then fails as it would), -1 when none is left. With
  * replicas a link that failed over sends its kept pushes again, each answered only once every worker sent it: a
- * worker that waited on another link in order could hold back a step the others wait for there. */
+ * worker that waited on another link in order could hold back a step the others wait for there. -2 when the
+ * client's abort predicate asked to stop waiting. */
 static int next_reply(tfx_psclient *c, const char *left) {
   zmq_pollitem_t items[64];
   int at[64], n = 0;
@@ -627,7 +629,13 @@ static int next_reply(tfx_psclient *c, const char *left) {
     }
   }
   int64_t deadline = tfx_now_ms() + c->timeout_ms;
-  while (n && tfx_now_ms() < deadline && zmq_poll(items, n, 50) >= 0) {
+  while (n && tfx_now_ms() < deadline) {
+    if (c->abort && c->abort(c->abort_ctx)) {
+      return -2;
+    }
+    if (zmq_poll(items, n, 50) < 0 && errno != EINTR) {
+      break;
+    }
     for (int i = 0; i < n; i++) {
       if ((items[i].revents & ZMQ_POLLIN) || tfx_client_lost(c->ps[at[i]].client)) {
         return at[i];
@@ -652,7 +660,10 @@ int tfx_psclient_push_recv(tfx_psclient *c, int64_t *version, tfx_err *err) {
       rc = left[p] ? TFX_OK : recv_or_failover(c, p, &q, &lowest, err);
     }
   }
-  for (int p; !rc && (p = next_reply(c, left)) >= 0;) {
+  for (int p; !rc && (p = next_reply(c, left)) != -1;) {
+    if (p == -2) {
+      return tfx_err_set(err, TFX_EINTR, "stopped while waiting for the ps' replies");
+    }
     left[p] = 0;
     rc = recv_or_failover(c, p, &q, &lowest, err);
   }
@@ -662,6 +673,11 @@ int tfx_psclient_push_recv(tfx_psclient *c, int64_t *version, tfx_err *err) {
     *version = lowest == INT64_MAX ? 0 : lowest;
   }
   return rc;
+}
+
+void tfx_psclient_set_abort(tfx_psclient *c, int (*abort)(void *ctx), void *ctx) {
+  c->abort = abort;
+  c->abort_ctx = ctx;
 }
 
 void tfx_psclient_set_replicas(tfx_psclient *c, int on) {

@@ -55,6 +55,9 @@ int tfx_psclient_use_parts(tfx_psclient *c, size_t part_bytes, tfx_err *err);
  * dropped, or it came back empty) is sent again to the backup, waiting (up to the client's deadline) until the
  * master promoted it; push-pulls then never travel in parts. Call right after create. */
 void tfx_psclient_set_replicas(tfx_psclient *c, int on);
+/* From now on a wait for push-pull replies, and a failover, end with TFX_EINTR once abort(ctx) is nonzero (asked
+ * every 50 ms while waiting): a worker told to stop does not wait out a reply that a stopped peer holds back. */
+void tfx_psclient_set_abort(tfx_psclient *c, int (*abort)(void *ctx), void *ctx);
 /* Sends plan instance p's requests to ps `at` from now on (the master's routes after a failover). */
 int tfx_psclient_route(tfx_psclient *c, int p, int at, tfx_err *err);
 /* How many parts a push-pull to ps `ps` is sent in (0: one whole message). */

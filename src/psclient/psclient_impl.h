@@ -84,6 +84,8 @@ struct tfx_psclient {
   uint64_t resent;            /* replicas: kept pushes sent again to a promoted backup (keep.c) */
   int64_t sent_step;          /* the last push-pull's step and rows flag (to send it again after a failover) */
   int sent_rows;
+  int (*abort)(void *); /* nonzero: stop waiting for replies (tfx_psclient_set_abort), with its context */
+  void *abort_ctx;
 };
 
 /* Whether this slot's ps holds id (its share of the ids and its range): the test every id of every batch takes
@@ -109,7 +111,7 @@ slot *psclient__reply_tensor(ps_link *l, const tfx_inmsg *m, size_t i, int *part
 int psclient__ready(tfx_psclient *c, int p, tfx_err *err);
 /* After link p's reply failed with rc: with replicas, moves a lost (or emptied) ps's link to its backup, or waits
  * a little for the master to promote it, and returns 1 when the request should be sent again (until *deadline,
- * set on the first call from 0); 0 to give up with rc. */
+ * set on the first call from 0); 0 to give up with rc (at once when the client's abort predicate asks to stop). */
 int psclient__failover(tfx_psclient *c, int p, int rc, int64_t *deadline);
 /* Points link p at ps `at` (a new DEALER); its values are taken whole from the next reply. */
 int psclient__relink(tfx_psclient *c, int p, int at, tfx_err *err);

@@ -113,6 +113,13 @@ static int open_metrics(worker *w, tfx_err *err) {
   return TFX_OK;
 }
 
+/* The psclient's abort predicate: a worker told to stop (a signal) stops waiting for replies a stopped peer may
+ * hold back (sync: the other workers stopped before pushing the step this one pushed). */
+static int stop_asked(void *ctx) {
+  const worker *w = ctx;
+  return w->stop || tfx_stop_requested();
+}
+
 static int setup(worker *w, tfx_err *err) {
   const tfx_envelope *p = w->plan.env;
   tfx_config_init(&w->cfg);
@@ -127,6 +134,7 @@ static int setup(worker *w, tfx_err *err) {
                            err);
   if (!rc) {
     tfx_psclient_set_replicas(w->ps, w->cfg.ps_replicas);
+    tfx_psclient_set_abort(w->ps, stop_asked, w);
   }
   if (!rc && tfx_psclient_has_lazy(w->ps)) {
     /* Lazy tables: each batch pulls the rows it touches (psclient's row source, wrapped to wait for a lost ps),
@@ -489,7 +497,7 @@ typedef enum pushed { PUSHED_DONE, PUSHED_AGAIN, PUSHED_STOP } pushed;
 
 /* Pushes the gradients computed at `step` and receives the new values and version: PUSHED_DONE, PUSHED_AGAIN
  * after waiting for a ps that was gone or rolled back (the step is not counted), or PUSHED_STOP when a stop
- * signal cut it short. */
+ * signal cut it short or a ps answered that the chief ended the run (after the chief's STOP to this worker). */
 static int push_pull(worker *w, int64_t step, pushed *out, tfx_err *err) {
   int rows = lend_next(w);
   tfx_timing_mark(&w->timing, TFX_TIMING_COMPUTE);
@@ -499,7 +507,10 @@ static int push_pull(worker *w, int64_t step, pushed *out, tfx_err *err) {
   tfx_timing_mark(&w->timing, TFX_TIMING_PUSH);
   rc = rc ? rc : tfx_psclient_push_recv(w->ps, &w->version, &perr);
   w->lent = w->lent && !rc; /* a failed reply brought no rows: the next step takes a new batch */
-  if (stopped_by_signal(rc)) {
+  if (rc == TFX_EINTR && !tfx_stop_requested()) {
+    worker__serve_control(w); /* a ps that stopped with the run answers so; the chief's STOP came first */
+  }
+  if (stopped_by_signal(rc) || (rc == TFX_EINTR && w->stop)) {
     *out = PUSHED_STOP;
     return TFX_OK;
   }

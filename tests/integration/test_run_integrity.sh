@@ -45,6 +45,10 @@ n=$(ls "$WORK/run-int/checkpoints" 2>/dev/null | wc -l)
 step=$(ls "$WORK/run-int/checkpoints" | sed 's/ckpt-0*//')
 [ "$step" -ge 300 ] || fail "Ctrl-C checkpoint at step $step"
 grep -q "ERROR" "$WORK/run-int/logs/"*.log && fail "a process failed on Ctrl-C: $(grep -h ERROR "$WORK/run-int/logs/"*.log)"
+# A worker whose push the stopping ps held (the other worker stopped short of that step) is answered and stops;
+# it does not fail over to a backup that is stopping too (that cost ~3 s a Ctrl-C).
+grep -q "PSCLIENT-FAILOVER" "$WORK/run-int/logs/"worker-*.log &&
+  fail "Ctrl-C: a worker failed over to a stopping ps: $(grep -h PSCLIENT-FAILOVER "$WORK/run-int/logs/"*.log | head -2)"
 
 # 3. SIGTERM to one ps: passed to the supervisor, the same graceful stop.
 start_local run-term
