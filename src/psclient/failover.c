@@ -4,11 +4,13 @@
  * refuses it until the master promoted it; a push is tagged with its worker and step, so the ps applies a resent
  * push once (sync: a second arrival of the step is dropped and answered with the step's values). After a roll-back
  * (no replicas) the links are checked to answer at one step. */
+#include <errno.h>
 #include <stdio.h>
 #include <unistd.h>
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "net/net.h"
 #include "psclient/psclient_impl.h"
 
 int psclient__relink(tfx_psclient *c, int p, int at, tfx_err *err) {
@@ -77,4 +79,33 @@ int64_t tfx_psclient_steps_apart(const tfx_psclient *c) {
     }
   }
   return hi < 0 ? 0 : hi - lo;
+}
+
+int psclient__next_reply(tfx_psclient *c, const char *left) {
+  zmq_pollitem_t items[64];
+  int at[64], n = 0;
+  for (int p = 0; p < c->n_ps && n < 64; p++) {
+    if (left[p] && tfx_client_lost(c->ps[p].client)) {
+      return p;
+    }
+    if (left[p]) {
+      items[n] = (zmq_pollitem_t){tfx_client_socket(c->ps[p].client), 0, ZMQ_POLLIN, 0};
+      at[n++] = p;
+    }
+  }
+  int64_t deadline = tfx_now_ms() + c->timeout_ms;
+  while (n && tfx_now_ms() < deadline) {
+    if (c->abort && c->abort(c->abort_ctx)) {
+      return -2;
+    }
+    if (zmq_poll(items, n, 50) < 0 && errno != EINTR) {
+      break;
+    }
+    for (int i = 0; i < n; i++) {
+      if ((items[i].revents & ZMQ_POLLIN) || tfx_client_lost(c->ps[at[i]].client)) {
+        return at[i];
+      }
+    }
+  }
+  return n ? at[0] : -1;
 }

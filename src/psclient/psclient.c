@@ -1,7 +1,6 @@
 /* Pull and push across every ps of the plan. */
 #include "psclient/psclient.h"
 
-#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -611,40 +610,6 @@ int tfx_psclient_push_send(tfx_psclient *c, int64_t step, int rows, tfx_err *err
   return rc;
 }
 
-/* The link of `left` (at most 64) whose reply came or whose connection dropped first, waiting up to the client's
- * timeout; the first of `left` when none did (its receive then fails as it would), -1 when none is left. With
- * replicas a link that failed over sends its kept pushes again, each answered only once every worker sent it: a
- * worker that waited on another link in order could hold back a step the others wait for there. -2 when the
- * client's abort predicate asked to stop waiting. */
-static int next_reply(tfx_psclient *c, const char *left) {
-  zmq_pollitem_t items[64];
-  int at[64], n = 0;
-  for (int p = 0; p < c->n_ps && n < 64; p++) {
-    if (left[p] && tfx_client_lost(c->ps[p].client)) {
-      return p;
-    }
-    if (left[p]) {
-      items[n] = (zmq_pollitem_t){tfx_client_socket(c->ps[p].client), 0, ZMQ_POLLIN, 0};
-      at[n++] = p;
-    }
-  }
-  int64_t deadline = tfx_now_ms() + c->timeout_ms;
-  while (n && tfx_now_ms() < deadline) {
-    if (c->abort && c->abort(c->abort_ctx)) {
-      return -2;
-    }
-    if (zmq_poll(items, n, 50) < 0 && errno != EINTR) {
-      break;
-    }
-    for (int i = 0; i < n; i++) {
-      if ((items[i].revents & ZMQ_POLLIN) || tfx_client_lost(c->ps[at[i]].client)) {
-        return at[i];
-      }
-    }
-  }
-  return n ? at[0] : -1;
-}
-
 int tfx_psclient_push_recv(tfx_psclient *c, int64_t *version, tfx_err *err) {
   int rc = TFX_OK;
   int64_t lowest = INT64_MAX;
@@ -660,7 +625,7 @@ int tfx_psclient_push_recv(tfx_psclient *c, int64_t *version, tfx_err *err) {
       rc = left[p] ? TFX_OK : recv_or_failover(c, p, &q, &lowest, err);
     }
   }
-  for (int p; !rc && (p = next_reply(c, left)) != -1;) {
+  for (int p; !rc && (p = psclient__next_reply(c, left)) != -1;) {
     if (p == -2) {
       return tfx_err_set(err, TFX_EINTR, "stopped while waiting for the ps' replies");
     }

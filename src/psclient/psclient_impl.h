@@ -113,6 +113,12 @@ int psclient__ready(tfx_psclient *c, int p, tfx_err *err);
  * a little for the master to promote it, and returns 1 when the request should be sent again (until *deadline,
  * set on the first call from 0); 0 to give up with rc (at once when the client's abort predicate asks to stop). */
 int psclient__failover(tfx_psclient *c, int p, int rc, int64_t *deadline);
+/* The link of `left` (at most 64) whose reply came or whose connection dropped first, waiting up to the client's
+ * timeout; the first of `left` when none did (its receive then fails as it would), -1 when none is left. With
+ * replicas a link that failed over sends its kept pushes again, each answered only once every worker sent it: a
+ * worker that waited on another link in order could hold back a step the others wait for there. -2 when the
+ * client's abort predicate asked to stop waiting. */
+int psclient__next_reply(tfx_psclient *c, const char *left);
 /* Points link p at ps `at` (a new DEALER); its values are taken whole from the next reply. */
 int psclient__relink(tfx_psclient *c, int p, int at, tfx_err *err);
 

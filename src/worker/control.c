@@ -76,3 +76,8 @@ void worker__follow_routes(worker *w) {
   }
   tfx_inmsg_fini(&r);
 }
+
+int worker__stop_asked(void *ctx) {
+  const worker *w = ctx;
+  return w->stop || tfx_stop_requested();
+}

@@ -113,13 +113,6 @@ static int open_metrics(worker *w, tfx_err *err) {
   return TFX_OK;
 }
 
-/* The psclient's abort predicate: a worker told to stop (a signal) stops waiting for replies a stopped peer may
- * hold back (sync: the other workers stopped before pushing the step this one pushed). */
-static int stop_asked(void *ctx) {
-  const worker *w = ctx;
-  return w->stop || tfx_stop_requested();
-}
-
 static int setup(worker *w, tfx_err *err) {
   const tfx_envelope *p = w->plan.env;
   tfx_config_init(&w->cfg);
@@ -134,7 +127,7 @@ static int setup(worker *w, tfx_err *err) {
                            err);
   if (!rc) {
     tfx_psclient_set_replicas(w->ps, w->cfg.ps_replicas);
-    tfx_psclient_set_abort(w->ps, stop_asked, w);
+    tfx_psclient_set_abort(w->ps, worker__stop_asked, w);
   }
   if (!rc && tfx_psclient_has_lazy(w->ps)) {
     /* Lazy tables: each batch pulls the rows it touches (psclient's row source, wrapped to wait for a lost ps),

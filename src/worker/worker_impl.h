@@ -116,6 +116,9 @@ void worker__serve_control(worker *w);
  * epoch moved past the one followed (a promotion, or a roll-back after a primary and its backup were lost together),
  * moves the ps links there, so a link that failed over to a backup never promoted comes home after a roll-back. */
 void worker__follow_routes(worker *w);
+/* The psclient's abort predicate (ctx: the worker): told to stop (a signal, or STOP seen), it stops waiting for
+ * replies a stopped peer may hold back (sync: the other workers stopped before pushing this one's step). */
+int worker__stop_asked(void *ctx);
 /* Opens the training data (w->data, w->batcher) at the batches global step `step` stands for, with `idle` called
  * while a followed stream waits; sets seen_base. */
 int worker__open_train(worker *w, int64_t step, tfx_idle_fn idle, tfx_err *err);
