@@ -1,7 +1,8 @@
 /* Drives a real `tfx-node --role=ps` through its protocol and checks the update semantics exactly.
  * Usage: tfx-ps-driver TFX_NODE CASE   with CASE one of async-sum, sync, ssp, optim, reject, checkpoint,
  * restore-shape, restore-slot-shape, nan-policy, nan-skip-fused, status, pulls, since, client-since, assign, sparse,
- * split, parts, parts-reject, lazy-async, lazy-sync, lazy-reject, lazy-checkpoint, deterministic, stale-epoch. Prints "ok: ..." and exits 0, or
+ * split, parts, parts-reject, lazy-async, lazy-sync, lazy-reject, lazy-checkpoint, deterministic, stale-epoch,
+ * stop-held. Prints "ok: ..." and exits 0, or
  * "FAIL: ..." and exits 1. */
 #include <math.h>
 #include <signal.h>
@@ -1798,6 +1799,42 @@ static void case_deterministic(void) {
          "%g and %g)\n", on[0], off_a, off_b);
 }
 
+/* The chief's STOP answers a sync push the ps holds for a step the other workers stopped short of (here held for
+ * worker order, training.deterministic): TFX_EINTR naming the end of the run, so its worker stops with the others
+ * instead of failing over to a backup that is stopping too; the ps then exits 0. */
+static void case_stop_held(void) {
+  tfx_client *w1 = connect_ps(), *chief = connect_ps();
+  tfx_err err;
+  int64_t shape[1] = {N};
+  CHECK(init_shaped(chief,
+                    "{\"training\": {\"mode\": \"sync\", \"deterministic\": true}, \"optimizer\": {\"name\": "
+                    "\"sgd\", \"learning_rate\": 1}}",
+                    shape, 1, 2, NULL, &err) == 0,
+        "init: %s", err.msg);
+  float g[N];
+  fill(g, 1);
+  send_push(w1, 1, g); /* held until worker 0's push, which never comes */
+  for (int k = 0; k < 600 && stat_of(chief, "held_in_order") < 1; k++) {
+    usleep(50000);
+  }
+  CHECK(stat_of(chief, "held_in_order") == 1, "worker 1's push was not held");
+  tfx_envelope env;
+  tfx_inmsg r;
+  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_STOP);
+  CHECK(tfx_client_call(chief, &env, NULL, 0, &r, 5000, &err) == 0, "stop: %s", err.msg);
+  tfx_inmsg_fini(&r);
+  int rc = tfx_client_recv(w1, &r, 20000, &err);
+  tfx_inmsg_fini(&r);
+  CHECK(rc == TFX_EINTR && strstr(err.msg, "ended the run"), "the held push after STOP: code %d (%s)", rc,
+        rc ? err.msg : "answered as applied");
+  int status = -1;
+  CHECK(waitpid(ps_pid, &status, 0) == ps_pid && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+        "the ps did not exit 0 after STOP (status %d)", status);
+  ps_pid = 0;
+  printf("ok: STOP answers a held sync push with TFX_EINTR (%s) and the ps exits 0\n", err.msg);
+  tfx_client_destroy(w1), tfx_client_destroy(chief);
+}
+
 /* Sends an async push forwarded by a primary (flag 2) at plan epoch `epoch`; returns the ps's code. */
 static int forwarded_push(tfx_client *c, uint64_t epoch, const float *g, tfx_err *err) {
   Tfx__Tensor t, *tp = &t;
@@ -1971,6 +2008,8 @@ int main(int argc, char **argv) {
     case_deterministic();
   } else if (!strcmp(cs, "stale-epoch")) {
     case_stale_epoch();
+  } else if (!strcmp(cs, "stop-held")) {
+    case_stop_held();
   } else {
     CHECK(0, "unknown case %s", cs);
   }
