@@ -38,7 +38,6 @@ static int to_backup(tfx_psclient *c, int p, tfx_err *err) {
   int at = c->ps[p].at == p ? (p + 1) % c->n_ps : p;
   int rc = psclient__relink(c, p, at, err);
   c->ps[p].moved = 1;
-  c->ps[p].resend_due = 1; /* a backup already promoted answers at once: no failed reply sends them */
   if (!rc) {
     tfx_log(TFX_LOG_WARN, "PSCLIENT-FAILOVER", "ps %d lost: its shards are asked of its backup, ps %d", p, at);
   }

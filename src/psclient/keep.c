@@ -197,7 +197,6 @@ int psclient__resend(tfx_psclient *c, int p, int64_t below, tfx_err *err) {
     }
   }
   int64_t step;
-  l->resend_due = 0;
   while (!rc && (step = next_step(c, p, from, below)) != INT64_MAX) {
     rc = resend_step(c, p, step, err);
     if (rc && psclient__failover(c, p, rc, &deadline)) {

@@ -447,11 +447,6 @@ static int recv_or_failover(tfx_psclient *c, int p, const request *q, int64_t *l
     rc = rc ? rc : send_lost(c, p, q, err);
     rc = rc ? rc : recv_values(c, p, lowest, err);
   }
-  if (!rc && c->ps[p].resend_due) {
-    /* The link moved before its request went and the promoted backup answered it: the steps it lacks (a worker
-     * at max_steps sends no push that would fail there) go now, or the chief waits for them forever. */
-    rc = psclient__resend(c, p, q->push ? q->step : INT64_MAX, err);
-  }
   return rc;
 }
 

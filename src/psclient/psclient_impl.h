@@ -71,7 +71,6 @@ typedef struct ps_link {
   kept_push *kept; /* replicas, sync: pushes whose step the backup may not hold yet, oldest first (keep.c) */
   int n_kept, cap_kept;
   int acks; /* the last reply told the backup's acknowledgement (Envelope.acked): pushes are kept */
-  int resend_due; /* moved to its backup before a request went: its kept pushes go once the request is answered */
 } ps_link;
 
 struct tfx_psclient {
