@@ -340,7 +340,7 @@ int ps__log_snapshot(ps_state *p, const tfx_inmsg *m, tfx_err *err) {
   log_drop(p, p->n_log); /* every step the snapshot holds */
   p->log_stale = 0;
   p->version = e->step;
-  if (full) {
+  if (full || e->n_stats) {
     workers_take(p, e);
   }
   return TFX_OK;

@@ -41,10 +41,11 @@ int64_t ps__kept_steps(const ps_state *p) {
 }
 
 int ps__forward_holds(const ps_state *p) {
-  if (!ps__is_sync(p)) {
-    return p->fwd_pending > 0; /* async, ssp: each push waits for the backup (replica.c) */
-  }
   return p->backup && p->version - p->acked >= ps__kept_steps(p);
+}
+
+int ps__async_snaps(const ps_state *p) {
+  return p->cfg.ps_replicas && !ps__is_sync(p);
 }
 
 /* The log's bound: the summed steps it may hold, in bytes and in steps. */
@@ -105,12 +106,17 @@ int ps__ckpt_acks(const ps_state *p) {
          p->cfg.ckpt_every_steps <= TFX_REPLICA_CKPT_STEPS_MAX && ps__tables_plain(p);
 }
 
-Tfx__Since *ps__acked(const ps_state *p, Tfx__Since *buf) {
-  if (!p->cfg.ps_replicas || !ps__is_sync(p)) {
+Tfx__Since *ps__acked(const ps_state *p, int worker, Tfx__Since *buf) {
+  if (!p->cfg.ps_replicas || (!ps__is_sync(p) && (worker < 0 || worker >= PS_MAX_WORKERS))) {
     return NULL;
   }
   tfx__since__init(buf);
-  buf->version = (uint64_t)(p->backup ? p->acked : p->version);
+  if (ps__is_sync(p)) {
+    buf->version = (uint64_t)(p->backup ? p->acked : p->version);
+  } else {
+    int64_t last = p->backup ? p->acked_last[worker] : p->last_push[worker];
+    buf->version = (uint64_t)(last + 1);
+  }
   return buf;
 }
 
