@@ -79,6 +79,9 @@ typedef struct pending_pull {
   X(SHOWN, shards, "shards", "tfx_ps_shards", "Variables or slices held.", "gauge")                                  \
   X(SHOWN, bytes, "bytes", "tfx_ps_bytes", "Bytes of variable values held.", "gauge")                                \
   X(COUNT, applied, "pushes_applied", "tfx_ps_pushes_applied_total", "Gradient pushes applied.", "counter")          \
+  X(COUNT, ledger, "ledger_pushes", "tfx_ps_ledger_pushes_total",                                                   \
+    "Worker pushes this ps instance took over the run (a promoted backup goes on from its primary's count).",       \
+    "counter")                                                                                                     \
   X(COUNT, stale, "stale_dropped", "tfx_ps_stale_dropped_total", "Stale or duplicate gradients dropped.", "counter") \
   X(COUNT, rejected, "rejected", "tfx_ps_rejected_total", "Requests rejected (bad names, shapes, NaN).", "counter")  \
   X(COUNT, pulls, "pulls_served", "tfx_ps_pulls_served_total", "Pulls answered.", "counter")                         \
@@ -464,6 +467,10 @@ Tfx__Since *ps__acked(const ps_state *p, int worker, Tfx__Since *buf);
  * (ps__acked), and resends them to a promoted backup, which drops those it holds (ps__async_duplicate). No push
  * waits for the backup. */
 int ps__async_snaps(const ps_state *p);
+/* Whether worker push e (answered; stale: the sync step it was for had passed) counts in the instance's ledger: a
+ * worker's whole push (or the last part of one), once. A stale sync push where every worker counts in each step is
+ * a resend the instance holds already (a failover): not again. */
+int ps__ledger_counts(const ps_state *p, const tfx_envelope *e, int stale);
 /* Async and ssp with a backup: sends the next acknowledged snapshot when cluster.replica_batch_steps pushes (or,
  * idle, any) went since the last one and none awaits its acknowledgement. */
 void ps__async_snapshot(ps_state *p, int idle);

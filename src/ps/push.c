@@ -646,6 +646,9 @@ int ps__push(ps_state *p, tfx_inmsg *m, tfx_err *err) {
     ps__keep_measure(p, m);
     rc = ps__is_sync(p) ? push_sync(p, m, targets, &stale, err) : push_async(p, m, targets, err);
     ps__async_applied(p, m->env);
+    p->stats.ledger += !rc && ps__ledger_counts(p, m->env, stale);
+  } else if (!rc) {
+    p->stats.ledger += ps__ledger_counts(p, m->env, 0); /* past max_steps: answered, so taken */
   }
   if (targets != stack) {
     free(targets);

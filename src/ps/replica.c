@@ -271,7 +271,8 @@ static void snapshot_add(step_msg *sm, const shard *s, int k, size_t *bytes) {
   *bytes += meta->nbytes;
 }
 
-/* A full (or async) snapshot's worker state (workers_take): stats "last.W" and "clock.W" into kv, kvp and keys. */
+/* A snapshot's worker state (workers_take): stats "last.W" and "clock.W", and the instance's ledger ("ledger"),
+ * into kv, kvp and keys. */
 static size_t snapshot_workers(const ps_state *p, Tfx__KeyValue *kv, Tfx__KeyValue **kvp, char (*keys)[24]) {
   for (int w = 0; w < p->n_workers; w++) {
     for (int j = 0; j < 2; j++) {
@@ -283,14 +284,19 @@ static size_t snapshot_workers(const ps_state *p, Tfx__KeyValue *kv, Tfx__KeyVal
       kvp[at] = &kv[at];
     }
   }
-  return 2 * (size_t)p->n_workers;
+  size_t at = 2 * (size_t)p->n_workers;
+  tfx__key_value__init(&kv[at]);
+  kv[at].key = "ledger";
+  kv[at].value = (double)p->stats.ledger;
+  kvp[at] = &kv[at];
+  return at + 1;
 }
 
-/* Sends the snapshot of every dense shard (values and slots, copied) at the current version, flagged `flag`
- * (PS_FLAG_ACKED: answered; else not). A full one (PS_FLAG_FULL: a new backup; the lazy tables' rows follow,
- * ps__forward_full) also carries the workers' state; *bytes adds the bytes sent. */
+/* Sends the snapshot of every dense shard (values and slots, copied) and the workers' state (snapshot_workers) at
+ * the current version, flagged `flag` (PS_FLAG_ACKED: answered; else not; PS_FLAG_FULL: a new backup, the lazy
+ * tables' rows follow, ps__forward_full), with the rows of lazy tables touched since rows_since (>= 0); *bytes adds
+ * the bytes sent. */
 static int snapshot_send(ps_state *p, int64_t flag, int64_t rows_since, size_t *bytes, tfx_err *err) {
-  int full = (flag & PS_FLAG_FULL) != 0;
   int slots = tfx_optim_slots(&p->opt);
   step_msg sm;
   int rc = msg_alloc(&sm, (size_t)p->n_shards * (size_t)(1 + slots)) ? tfx_err_set(err, TFX_ENOMEM, "out of memory")
@@ -307,10 +313,10 @@ static int snapshot_send(ps_state *p, int64_t flag, int64_t rows_since, size_t *
   tfx_envelope env;
   tfx_wire_request(&env, TFX__MSG_TYPE__MSG_PUSH);
   env.flag = PS_FLAG_FORWARDED | PS_FLAG_SNAPSHOT | flag;
-  char keys[2 * PS_MAX_WORKERS][24];
-  Tfx__KeyValue kv[2 * PS_MAX_WORKERS], *kvp[2 * PS_MAX_WORKERS];
+  char keys[2 * PS_MAX_WORKERS + 1][24];
+  Tfx__KeyValue kv[2 * PS_MAX_WORKERS + 1], *kvp[2 * PS_MAX_WORKERS + 1];
   env.stats = kvp;
-  env.n_stats = full || ps__async_snaps(p) ? snapshot_workers(p, kv, kvp, keys) : 0;
+  env.n_stats = snapshot_workers(p, kv, kvp, keys);
   env.step = p->version;
   env.target = p->index + 1;
   env.epoch = p->epoch;

@@ -44,6 +44,13 @@ int ps__forward_holds(const ps_state *p) {
   return p->backup && p->version - p->acked >= ps__kept_steps(p);
 }
 
+int ps__ledger_counts(const ps_state *p, const tfx_envelope *e, int stale) {
+  if (ps__worker_of(e) < 0 || !ps__completes_step(e)) {
+    return 0;
+  }
+  return !stale || p->replicas < p->n_workers || !ps__is_sync(p);
+}
+
 int ps__async_snaps(const ps_state *p) {
   return p->cfg.ps_replicas && !ps__is_sync(p);
 }
@@ -184,6 +191,9 @@ float ps__sync_scale(int n_grads) {
 }
 
 void ps__sync_end_step(ps_state *p) {
+  if (p->backup_of && !p->promoted) {
+    p->stats.ledger += (uint64_t)p->n_grads; /* a backup replaying its primary's summed steps (its pushes) */
+  }
   p->version++;
   p->stats.applied++;
   p->n_acc = 0;

@@ -217,6 +217,27 @@ Test(ps_replica, an_async_reply_tells_each_worker_its_last_push_the_backup_holds
   free(p);
 }
 
+Test(ps_replica, the_ledger_counts_each_worker_push_once) {
+  ps_state *p = make(1, 0, 1);
+  ps__sync_start(p, 2);
+  tfx_envelope e = request(TFX__MSG_TYPE__MSG_PUSH, TFX__ROLE__ROLE_WORKER, 1, 0, 1);
+  e.sender_index = 1;
+  cr_assert(ps__ledger_counts(p, &e, 0), "a fresh sync push");
+  cr_assert_not(ps__ledger_counts(p, &e, 1), "every worker in each step: a stale push is a resend the step holds");
+  p->replicas = 1;
+  cr_assert(ps__ledger_counts(p, &e, 1), "backup workers: a straggler's stale push was taken, and answered");
+  p->cfg.mode = TFX_MODE_ASYNC;
+  cr_assert(ps__ledger_counts(p, &e, 0));
+  e.parts = 3;
+  e.part = 1;
+  cr_assert_not(ps__ledger_counts(p, &e, 0), "a push in parts counts at its last part");
+  e.part = 2;
+  cr_assert(ps__ledger_counts(p, &e, 0));
+  e.sender_role = TFX__ROLE__ROLE_MASTER;
+  cr_assert_not(ps__ledger_counts(p, &e, 0), "not a worker's");
+  free(p);
+}
+
 Test(ps_replica, a_plain_lazy_instance_is_kept_by_checkpoints_and_its_workers_keep_an_interval_and_a_half) {
   ps_state *p = make(1, 0, 1);
   Tfx__Since buf;
