@@ -41,7 +41,7 @@
 
 #define TFX_CHOICE_VALUE(value, text) value,
 /* The most a backup's log of a lazy instance's sync steps holds until a checkpoint holds them, in bytes of received
- * batches (cluster.replicas 1, #27: ps/replog.c keeps it, master/plan.c prints it); past it the oldest are applied. */
+ * batches (cluster.replicas 1: ps/replog.c keeps it, master/plan.c prints it); past it the oldest are applied. */
 #define TFX_REPLICA_LOG_BYTES ((size_t)64 << 20)
 /* The largest checkpoint.every_steps under which a lazy table's backup is kept by the checkpoints (ps/rules.c): the
  * workers keep every push since the last one. */

@@ -266,7 +266,7 @@ int tfx_config_sparse_input(const tfx_config *cfg) {
 }
 
 const char *tfx_config_eval_file(const tfx_config *cfg) {
-  /* Only IDX has a labels file; other formats hold labels and inputs in one file (#30: a CSV eval error named the
+  /* Only IDX has a labels file; other formats hold labels and inputs in one file (a CSV eval error would name the
    * default IDX labels file). */
   return cfg->data_format == TFX_FORMAT_IDX && cfg->eval_labels[0] ? cfg->eval_labels : cfg->eval_images;
 }

@@ -101,7 +101,7 @@ static int finish(master *m, int checkpointed, tfx_err *err) {
     rc = rc ? rc : ev;
   }
   master__validate(m, 1);
-  if (saved) { /* a run whose final checkpoint failed is not "done": its error says why (#30: ENOSPC after it) */
+  if (saved) { /* a run whose final checkpoint failed is not "done": its error says why (ENOSPC, say) */
     tfx_progress_done(&m->progress, m->global_step, m->last_acc, no_acc_reason(m));
   }
   tfx_plugin_hook(m->n->plugin, TFX_HOOK_TRAIN_END, m->global_step, m->last_loss, m->last_acc, m->n->run_dir);

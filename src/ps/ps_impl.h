@@ -484,7 +484,7 @@ void ps__batch_free(ps_state *p);
 /* The steps between snapshots of an instance (its sums held meanwhile, at most 64 MiB of dense ones, or a batch of
  * cluster.replica_batch_steps when larger): 0 with a lazy table, or shards too large (every step is then applied once
  * the own replies went, and no snapshot is sent: on the Debian LR the rows touched since a snapshot, with their
- * slots, cost the backup more than applying the steps, bench/README.md "bench/replicas", fifth round). */
+ * slots, cost the backup more than applying the steps, measured by bench/replicas, bench/README.md). */
 int ps__log_steps(const ps_state *p);
 /* Steps held in p's log (p may be NULL): the state's version plus this is the step the primary forwarded. */
 int ps__log_pending(const ps_state *p);

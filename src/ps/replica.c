@@ -1,4 +1,4 @@
-/* Replicated shards (cluster.replicas 1, #27): every ps holds its own instance of the plan and a mirror of the
+/* Replicated shards (cluster.replicas 1): every ps holds its own instance of the plan and a mirror of the
  * previous ps's (ps k backs up instance k - 1 on the ring). In async and ssp mode a primary forwards each worker's
  * push to its backup and waits for the acknowledgement before it answers, so the backup runs the same code on the
  * same messages in the same order. In sync mode the summed steps go in batches (repbatch.c) and the workers keep

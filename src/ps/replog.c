@@ -1,4 +1,4 @@
-/* A backup's log of forwarded sync steps (cluster.replicas 1, #27). The primary forwards its summed steps in
+/* A backup's log of forwarded sync steps (cluster.replicas 1). The primary forwards its summed steps in
  * batches of cluster.replica_batch_steps (one message each, repbatch.c); the backup acknowledges a batch on receipt
  * with its version after it and keeps its message; every ps__log_steps steps the primary sends a snapshot (the
  * values and optimizer slots of its dense shards), which replaces the log, so the backup applies no step at all
