@@ -304,3 +304,7 @@ for p in workers.values():
 print(f"killed ps {ps} (pid {victim}) at step {s}")
 PY
 }
+# ledger_balanced RUN [PUSHES]: RUN's ledger record balances (lib/ledger_balanced.py); prints it.
+ledger_balanced() { python3 "$SRC/tests/integration/lib/ledger_balanced.py" "$@"; }
+# pushes_made RUN: the pushes RUN's workers made (their local steps, from WORKER-DONE), summed.
+pushes_made() { cat "$1"/logs/worker-*.log | sed -n 's/.*WORKER-DONE.* after \([0-9]*\) local steps.*/\1/p' | awk '{s+=$1} END {print s+0}'; }
