@@ -368,6 +368,7 @@ static int push_sync(ps_state *p, const tfx_inmsg *m, shard **targets, int *stal
   if (verdict == PS_SYNC_VERDICT_STALE) {
     p->stats.stale++;
     *stale = 1;
+    p->stats.ledger += ps__ledger_counts(p, e, 1);
     return TFX_OK;
   }
   for (size_t i = 0; i < e->n_tensors; i++) {
@@ -378,6 +379,7 @@ static int push_sync(ps_state *p, const tfx_inmsg *m, shard **targets, int *stal
     }
   }
   p->n_grads++;
+  p->stats.ledger += ps__ledger_counts(p, e, 0); /* before the arrival that completes a step sends its snapshot */
   sync_arrive(p, w);
   return TFX_OK;
 }
@@ -561,6 +563,7 @@ static int push_async(ps_state *p, tfx_inmsg *m, shard **targets, tfx_err *err) 
   }
   p->version++;
   p->stats.applied++;
+  p->stats.ledger += ps__ledger_counts(p, e, 0);
   ps__clock_tick(p, ps__worker_of(e));
   return TFX_OK;
 }
@@ -598,6 +601,7 @@ static int answer_push(ps_state *p, tfx_inmsg *m, int stale, tfx_err *err) {
  * whose other parts were applied. */
 static void skip_step(ps_state *p, const tfx_envelope *e) {
   int w = ps__worker_of(e);
+  p->stats.ledger += ps__ledger_counts(p, e, 0); /* answered as taken */
   if (ps__is_sync(p)) {
     if (ps__sync_verdict(p, e->step, w) == PS_SYNC_VERDICT_FRESH) {
       sync_arrive(p, w);
@@ -646,7 +650,6 @@ int ps__push(ps_state *p, tfx_inmsg *m, tfx_err *err) {
     ps__keep_measure(p, m);
     rc = ps__is_sync(p) ? push_sync(p, m, targets, &stale, err) : push_async(p, m, targets, err);
     ps__async_applied(p, m->env);
-    p->stats.ledger += !rc && ps__ledger_counts(p, m->env, stale);
   } else if (!rc) {
     p->stats.ledger += ps__ledger_counts(p, m->env, 0); /* past max_steps: answered, so taken */
   }
