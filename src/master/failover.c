@@ -141,6 +141,7 @@ void master__rolled_back(master *m) {
     return;
   }
   m->epoch++;
+  m->rollback_epoch = m->epoch; /* the workers' kept pushes are void from here (worker__follow_routes) */
   /* Every ps is initialized again from the checkpoint: each instance goes back to its own ps, backed up by the
    * next (a promoted copy left where it was would serve without a backup, its old ps holding a copy never fed). */
   pthread_mutex_lock(&m->obs.lock);

@@ -132,6 +132,7 @@ typedef struct master {
   int64_t stop_seen_ms; /* when the master first saw a stop signal (master__stop_deadline), or 0 */
   int stop_gave_up;     /* a ps did not answer within MASTER_STOP_GRACE_MS of the stop (logged once) */
   uint64_t epoch;     /* the plan epoch: 1 at the start, + 1 per promotion and roll-back (cluster.replicas 1) */
+  uint64_t rollback_epoch; /* the plan epoch of the last roll-back (0: none), told in STATUS replies */
   int64_t failovers;  /* promotions of a backup (tfx_failovers_total); under obs.lock */
   int64_t degraded_at; /* the global step at the last promotion */
   tfx_watch best, early; /* checkpoint.keep_best, training.early_stopping (watch.c) */

@@ -148,15 +148,15 @@ static void on_report(master *m, const tfx_inmsg *in) {
 static int reply_status(master *m, const tfx_inmsg *in) {
   tfx_envelope env;
   tfx_reply_init(&env, in);
-  enum { N_FIXED = 3, N_ROUTES = 64 };
+  enum { N_FIXED = 4, N_ROUTES = 64 };
   Tfx__KeyValue kv[N_FIXED + N_ROUTES], *kvp[N_FIXED + N_ROUTES];
   char keys[N_ROUTES][16];
-  const char *names[] = {"uptime_s", "workers_registered", "last_eval_accuracy"};
+  const char *names[] = {"uptime_s", "workers_registered", "last_eval_accuracy", "rollback_epoch"};
   int reg = 0;
   for (int w = 0; w < m->n_workers; w++) {
     reg += m->workers[w].registered;
   }
-  double vals[] = {(tfx_now_ms() - m->progress.start_ms) / 1000.0, reg, m->last_acc};
+  double vals[] = {(tfx_now_ms() - m->progress.start_ms) / 1000.0, reg, m->last_acc, (double)m->rollback_epoch};
   int n = 0;
   for (; n < N_FIXED; n++) {
     tfx__key_value__init(&kv[n]);

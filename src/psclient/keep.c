@@ -95,6 +95,15 @@ int psclient__keep(ps_link *l, int64_t step, Tfx__Tensor *const *ptrs, const tfx
   return TFX_OK;
 }
 
+int tfx_psclient_drop_kept(tfx_psclient *c) {
+  int n = 0;
+  for (int p = 0; c && p < c->n_ps; p++) {
+    n += c->ps[p].n_kept;
+    c->ps[p].n_kept = 0; /* their buffers are reused */
+  }
+  return n;
+}
+
 void psclient__acked(ps_link *l, const tfx_envelope *reply) {
   l->acks = reply->acked != NULL;
   int drop = 0;

@@ -58,6 +58,9 @@ void tfx_psclient_set_replicas(tfx_psclient *c, int on);
 /* From now on a wait for push-pull replies, and a failover, end with TFX_EINTR once abort(ctx) is nonzero (asked
  * every 50 ms while waiting): a worker told to stop does not wait out a reply that a stopped peer holds back. */
 void tfx_psclient_set_abort(tfx_psclient *c, int (*abort)(void *ctx), void *ctx);
+/* Drops every push kept for a backup (the chief rolled every ps back: the steps since are trained again); returns
+ * how many. */
+int tfx_psclient_drop_kept(tfx_psclient *c);
 /* Sends plan instance p's requests to ps `at` from now on (the master's routes after a failover). */
 int tfx_psclient_route(tfx_psclient *c, int p, int at, tfx_err *err);
 /* How many parts a push-pull to ps `ps` is sent in (0: one whole message). */

@@ -79,6 +79,11 @@ void worker__follow_routes(worker *w) {
   for (size_t i = 0; epoch > w->route_epoch && i < r.env->n_stats; i++) {
     const char *k = r.env->stats[i]->key ? r.env->stats[i]->key : "";
     tfx_err rerr;
+    if (!strcmp(k, "rollback_epoch") && (uint64_t)r.env->stats[i]->value > w->route_epoch) {
+      int dropped = tfx_psclient_drop_kept(w->ps); /* the ps went back: those steps are trained again */
+      tfx_log(TFX_LOG_WARN, "WORKER-KEPT-VOID", "the chief rolled every ps back at plan epoch %llu: %d kept push(es) "
+              "dropped", (unsigned long long)r.env->stats[i]->value, dropped);
+    }
     if (!strncmp(k, "route.", 6) && tfx_psclient_route(w->ps, atoi(k + 6), (int)r.env->stats[i]->value, &rerr)) {
       tfx_log(TFX_LOG_WARN, "WORKER-ROUTES", "ps instance %s: %s", k + 6, rerr.msg);
       epoch = w->route_epoch; /* asked again next round */

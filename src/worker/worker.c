@@ -439,6 +439,9 @@ static int wait_at_max_steps(worker *w) {
       return 0;
     }
     tfx_err perr;
+    if (chief == CHIEF_TRAINING && chief_step < w->cfg.max_steps) {
+      worker__follow_routes(w); /* a roll-back: each instance back on its own ps, the kept pushes void */
+    }
     if (chief == CHIEF_TRAINING && chief_step < w->cfg.max_steps && worker__pull(w, &perr) == TFX_OK &&
         w->version < w->cfg.max_steps) {
       tfx_log(TFX_LOG_WARN, "WORKER-ROLLBACK",
