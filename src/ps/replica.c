@@ -328,7 +328,8 @@ static int snapshot_send(ps_state *p, int64_t flag, int64_t rows_since, size_t *
 }
 
 void ps__async_snapshot(ps_state *p, int idle) {
-  if (!p || !p->backup || !ps__async_snaps(p) || p->fwd_pending || p->version <= p->snap_sent ||
+  if (!p || !p->backup || !ps__async_snaps(p) || p->fwd_pending ||
+      (p->version <= p->snap_sent && p->stats.ledger == p->snap_ledger) || /* pushes past max_steps: its ledger */
       (!idle && p->version - p->snap_sent < ps__batch_steps(p))) {
     return;
   }
@@ -341,6 +342,7 @@ void ps__async_snapshot(ps_state *p, int idle) {
   }
   p->stats.replica_bytes += bytes;
   p->snap_sent = p->version;
+  p->snap_ledger = p->stats.ledger;
   ps__forward_awaits(p);
 }
 

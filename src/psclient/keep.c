@@ -95,6 +95,19 @@ int psclient__keep(ps_link *l, int64_t step, Tfx__Tensor *const *ptrs, const tfx
   return TFX_OK;
 }
 
+int tfx_psclient_resend_lost(tfx_psclient *c, tfx_err *err) {
+  int rc = TFX_OK;
+  for (int p = 0; c && c->replicas && p < c->n_ps && !rc; p++) {
+    ps_link *l = &c->ps[p];
+    if (!l->client || !l->n_kept || tfx_client_disconnects(l->client) == l->seen) {
+      continue;
+    }
+    rc = psclient__ready(c, p, err); /* moved to the backup, which the master promotes */
+    rc = rc ? rc : psclient__resend(c, p, INT64_MAX, err);
+  }
+  return rc;
+}
+
 int tfx_psclient_drop_kept(tfx_psclient *c) {
   int n = 0;
   for (int p = 0; c && p < c->n_ps; p++) {

@@ -58,6 +58,9 @@ void tfx_psclient_set_replicas(tfx_psclient *c, int on);
 /* From now on a wait for push-pull replies, and a failover, end with TFX_EINTR once abort(ctx) is nonzero (asked
  * every 50 ms while waiting): a worker told to stop does not wait out a reply that a stopped peer holds back. */
 void tfx_psclient_set_abort(tfx_psclient *c, int (*abort)(void *ctx), void *ctx);
+/* Between requests (a worker waiting at max_steps): a link whose ps was lost moves to its backup and sends it the
+ * pushes it kept, so the promoted copy holds every push the lost ps answered. TFX_OK when nothing was lost. */
+int tfx_psclient_resend_lost(tfx_psclient *c, tfx_err *err);
 /* Drops every push kept for a backup (the chief rolled every ps back: the steps since are trained again); returns
  * how many. */
 int tfx_psclient_drop_kept(tfx_psclient *c);
