@@ -10,9 +10,12 @@ source "$(dirname "$0")/lib.sh"
 python3 "$(dirname "$0")/recsys_data.py" "$WORK" --train 20000 --test 4000 || fail "recsys_data.py"
 D=(--set data.train.images="$WORK/train.csv" --set data.eval.images="$WORK/test.csv" --set training.epochs=2
   --set training.report_every=50)
+for i in $(seq 0 25); do D+=(--set "model.features[$i].hash_bucket_size=4096"); done # 30 tokens a column here
 declare -A A
 for m in lr dlrm dcnv2 din; do
-  "$TFX_NODE" train --config "$TFX_SOURCE_DIR/examples/criteo_$m.json" --run-dir "$WORK/$m" "${D[@]}" \
+  S=()
+  [ $m = din ] && S=(--set "model.features[26].hash_bucket_size=4096" --set "model.features[27].hash_bucket_size=4096")
+  "$TFX_NODE" train --config "$TFX_SOURCE_DIR/examples/criteo_$m.json" --run-dir "$WORK/$m" "${D[@]}" "${S[@]}" \
     >"$WORK/$m.log" 2>&1 || fail "criteo_$m: $(tail -3 "$WORK/$m.log")"
   A[$m]=$(metric "$WORK/$m/metrics.jsonl" eval auc)
   ll=$(metric "$WORK/$m/metrics.jsonl" eval log_loss)
