@@ -39,7 +39,8 @@ const config__option config__options[] = {
      "evaluation metrics reported (comma-separated): loss, accuracy, top_K, auc, log_loss, precision, recall, f1 "
      "(class 1 of a binary classifier, else the mean over classes), precision_K, recall_K, f1_K (class K), auc_K "
      "(output K of a multi_label model), per_class (those of every class), confusion (the confusion matrix in eval "
-     "records); per-class counts up to 128 classes"},
+     "records); per-class counts up to 128 classes; above, recall_K is recall@K (K 1, 5, 10, 20, 50, 100) and "
+     "baseline_recall_K the popularity ranking's (labels numbered most popular first)"},
     {"model.plugin", OPT_STR, O(plugin), 0, 0, "",
      "shared object whose tfx_plugin_entry builds the model and hooks the run"},
     {"model.plugin_metrics", OPT_STR, O(plugin_metrics), 0, 0, "",
