@@ -15,8 +15,9 @@ int nn__attn_shape(tfx_model *m, layer *l, tfx_err *err) {
   int ps = l->in[0], pt = l->in[1];
   const layer *seq = ps >= 0 ? &m->layers[ps] : NULL;
   if (!seq || seq->kind != L_EMBAG || seq->combiner != NN_COMBINER_SEQUENCE) {
-    return tfx_err_set(err, TFX_ECONFIG, "layer %s: its first input '%s' is not an embedding_bag with combiner sequence",
-                       l->name, seq ? seq->name : "input");
+    return tfx_err_set(err, TFX_ECONFIG,
+                       "layer %s: its first input '%s' is not an embedding_bag with combiner sequence", l->name,
+                       seq ? seq->name : "input");
   }
   int k = seq->oc, tw = pt < 0 ? m->ih * m->iw * m->ic : layer_out_size(&m->layers[pt]);
   int trank = pt < 0 ? m->in_rank : m->layers[pt].out_rank;
@@ -95,8 +96,8 @@ void nn__attn_forward(tfx_model *m, layer *l, const float *x, int batch) {
 }
 
 /* Example b's gradients: the rows' into dh [L, k], and dq into the step buffer (its q slot's neighbour). */
-static void example_backward(const float *h, const float *q, const float *a, const float *y, const float *dy,
-                             int len, int k, float *dh, float *dq, float *dp) {
+static void example_backward(const float *h, const float *q, const float *a, const float *y, const float *dy, int len,
+                             int k, float *dh, float *dq, float *dp) {
   float c = 1.0f / sqrtf((float)k), sum = 0;
   for (int j = 0; j < k; j++) {
     dp[j] = dy[j] + dy[k + j] * q[j];
@@ -131,11 +132,11 @@ void nn__attn_backward(tfx_model *m, layer *l, const float *x, int batch) {
   }
   /* dW = t^T dq, dt = dq W^T, with dq in each example's dout second half */
   const float *t = in_of(m, pt, x);
-  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, k, k, batch, 1.0f, t, k, l->dout + k, 2 * k, 0.0f,
-              l->w->grad, k);
+  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, k, k, batch, 1.0f, t, k, l->dout + k, 2 * k, 0.0f, l->w->grad,
+              k);
   if (pt >= 0 && m->layers[pt].needs_grad) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, batch, k, k, 1.0f, l->dout + k, 2 * k, l->w->value, k, 0.0f,
-                g, k);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, batch, k, k, 1.0f, l->dout + k, 2 * k, l->w->value, k, 0.0f, g,
+                k);
     nn__graph_give_grad(m, pt, g, batch, k, k);
   }
 }

@@ -42,12 +42,10 @@ int nn__cross_shape(tfx_model *m, layer *l, const tfx_layer_spec *s, tfx_err *er
     }
   }
   if (d < 1) {
-    return tfx_err_set(err, TFX_ESHAPE, "layer %s: cross on a zero-width input '%s'", l->name,
-                       input_name(m, l->in[0]));
+    return tfx_err_set(err, TFX_ESHAPE, "layer %s: cross on a zero-width input '%s'", l->name, input_name(m, l->in[0]));
   }
   if (s->rank < 0 || s->rank >= d) {
-    return tfx_err_set(err, TFX_ECONFIG, "layer %s: rank %d, want 0 (full) or 1..%d", l->name, s->rank,
-                       d - 1);
+    return tfx_err_set(err, TFX_ECONFIG, "layer %s: rank %d, want 0 (full) or 1..%d", l->name, s->rank, d - 1);
   }
   const char *init = s->initializer[0] ? s->initializer : "glorot_uniform";
   l->out_rank = 1;

@@ -75,8 +75,7 @@ void nn__dot_backward(tfx_model *m, layer *l, const float *x, int batch) {
   for (int i = 0; i < n; i++) {
     int p = l->in[i];
     if (p >= 0 && m->layers[p].needs_grad) {
-      nn__graph_give_grad(m, p, l->cols + (size_t)n * k + (size_t)n * n + (size_t)i * k, batch,
-                          k, (int)stride);
+      nn__graph_give_grad(m, p, l->cols + (size_t)n * k + (size_t)n * n + (size_t)i * k, batch, k, (int)stride);
     }
   }
 }

@@ -393,8 +393,7 @@ void nn__graph_give_grad(tfx_model *m, int p, const float *g, int batch, int n, 
 
 static void merge_backward(tfx_model *m, layer *l, const float *x, int batch) {
   if (l->kind == L_CROSS || l->kind == L_DOT || l->kind == L_ATTN) {
-    (l->kind == L_CROSS ? nn__cross_backward : l->kind == L_DOT ? nn__dot_backward : nn__attn_backward)(m, l, x,
-                                                                                                        batch);
+    (l->kind == L_CROSS ? nn__cross_backward : l->kind == L_DOT ? nn__dot_backward : nn__attn_backward)(m, l, x, batch);
     return;
   }
   if (l->kind == L_FM) {

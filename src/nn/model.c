@@ -210,7 +210,8 @@ static int shape_embag(tfx_model *m, layer *l, const tfx_layer_spec *s, int last
   const char *init = s->initializer[0] ? s->initializer : last ? "zeros" : "uniform:0.05";
   l->w = add_var(m, l, "embeddings", 2, ws, init, l->vocab, s->units);
   l->w->sparse = l->w->lazy = 1;
-  l->b = s->use_bias && l->combiner != NN_COMBINER_SEQUENCE ? add_var(m, l, "bias", 1, bs, "zeros", l->vocab, s->units) : NULL;
+  l->b = s->use_bias && l->combiner != NN_COMBINER_SEQUENCE ? add_var(m, l, "bias", 1, bs, "zeros", l->vocab, s->units)
+                                                            : NULL;
   return TFX_OK;
 }
 
@@ -394,9 +395,10 @@ static int alloc_buffers(tfx_model *m) {
         (!(l->mask = malloc(sizeof(float) * n)) || !(l->bn = calloc(2 * (size_t)l->ic, sizeof(float))))) {
       return -1;
     }
-    size_t cols = l->kind == L_CROSS ? nn__cross_cols(l) : l->kind == L_DOT ? nn__dot_cols(l)
-                : l->kind == L_ATTN  ? nn__attn_cols(l)
-                                     : 0;
+    size_t cols = l->kind == L_CROSS  ? nn__cross_cols(l)
+                  : l->kind == L_DOT  ? nn__dot_cols(l)
+                  : l->kind == L_ATTN ? nn__attn_cols(l)
+                                      : 0;
     if (cols && !(l->cols = malloc(sizeof(float) * B * cols))) {
       return -1;
     }

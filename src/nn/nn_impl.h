@@ -11,27 +11,27 @@
 
 /* The layer kinds and the type each is written as in model.layers (L_ACT: the activation layers, named by their
  * function; L_FM is also written bi_interaction, its vector form): one list for the parser and the printer. */
-#define NN_LAYER_KINDS(X)                                                                                     \
-  X(L_DENSE, "dense")                                                                                         \
-  X(L_CONV, "conv2d")                                                                                         \
-  X(L_MAXPOOL, "max_pool2d")                                                                                  \
-  X(L_AVGPOOL, "avg_pool2d")                                                                                  \
-  X(L_FLATTEN, "flatten")                                                                                     \
-  X(L_ACT, "activation")                                                                                      \
-  X(L_DROPOUT, "dropout")                                                                                     \
-  X(L_EMBED, "embedding")                                                                                     \
-  X(L_BN, "batch_norm")                                                                                       \
-  X(L_MATMUL, "matmul")       /* x W with a declared variable W [in, units] (no bias), optional activation */ \
-  X(L_BIAS, "bias_add")       /* x + b with a declared variable b [channels], optional activation */          \
-  X(L_LOOKUP, "lookup")       /* embedding lookup in a declared table [vocab, dim]: row-sparse gradient */    \
-  X(L_SCALE, "scale")         /* x * rate */                                                                  \
-  X(L_CONCAT, "concat")       /* rank-1 inputs side by side */                                                \
-  X(L_ADD, "add")             /* the sum of equally shaped inputs */                                          \
-  X(L_EMBAG, "embedding_bag") /* a combined row per example over a sparse field (tfx_csr), plus a bias */     \
-  X(L_FM, "fm")               /* factorization machine over field embeddings: the pairwise term, or its vector */ \
-  X(L_CROSS, "cross")         /* DCN-v2's cross: x0 * (W xl + b) + xl, full or low rank (cross.c) */              \
-  X(L_DOT, "dot_interaction") /* DLRM: the pairwise dots of its inputs, upper triangle (dot.c) */               \
-  X(L_ATTN, "target_attention") /* DIN: a sequence's rows pooled by attention to a target (attention.c) */
+#define NN_LAYER_KINDS(X)                                                                                       \
+  X(L_DENSE, "dense")                                                                                           \
+  X(L_CONV, "conv2d")                                                                                           \
+  X(L_MAXPOOL, "max_pool2d")                                                                                    \
+  X(L_AVGPOOL, "avg_pool2d")                                                                                    \
+  X(L_FLATTEN, "flatten")                                                                                       \
+  X(L_ACT, "activation")                                                                                        \
+  X(L_DROPOUT, "dropout")                                                                                       \
+  X(L_EMBED, "embedding")                                                                                       \
+  X(L_BN, "batch_norm")                                                                                         \
+  X(L_MATMUL, "matmul")         /* x W with a declared variable W [in, units] (no bias), optional activation */ \
+  X(L_BIAS, "bias_add")         /* x + b with a declared variable b [channels], optional activation */          \
+  X(L_LOOKUP, "lookup")         /* embedding lookup in a declared table [vocab, dim]: row-sparse gradient */    \
+  X(L_SCALE, "scale")           /* x * rate */                                                                  \
+  X(L_CONCAT, "concat")         /* rank-1 inputs side by side */                                                \
+  X(L_ADD, "add")               /* the sum of equally shaped inputs */                                          \
+  X(L_EMBAG, "embedding_bag")   /* a combined row per example over a sparse field (tfx_csr), plus a bias */     \
+  X(L_FM, "fm")                 /* factorization machine over field embeddings: pairwise term or vector */      \
+  X(L_CROSS, "cross")           /* DCN-v2: x0 * (xl W + b) + xl, W full or low rank (cross.c) */                \
+  X(L_DOT, "dot_interaction")   /* DLRM: the pairwise dots of its inputs, upper triangle (dot.c) */             \
+  X(L_ATTN, "target_attention") /* DIN: sequence rows pooled by attention to a target (attention.c) */
 
 #define NN_KIND_VALUE(kind, name) kind,
 typedef enum lkind { NN_LAYER_KINDS(NN_KIND_VALUE) L_NKINDS } lkind;

@@ -7,8 +7,8 @@
 static const int recall_ks[TFX_RECALL_KS] = {1, 5, 10, 20, 50, 100};
 
 void tfx_recall_init(const tfx_model *m, tfx_eval_result *r) {
-  r->ranked = !tfx_model_multi_label(m) && tfx_model_label_classes(m) > TFX_EVAL_MAX_CLASSES &&
-              tfx_model_output_size(m) > 1;
+  r->ranked =
+      !tfx_model_multi_label(m) && tfx_model_label_classes(m) > TFX_EVAL_MAX_CLASSES && tfx_model_output_size(m) > 1;
   memset(r->rank_hits, 0, sizeof r->rank_hits);
   memset(r->pop_hits, 0, sizeof r->pop_hits);
 }

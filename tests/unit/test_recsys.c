@@ -129,20 +129,22 @@ Test(recsys, cross_full_rank_stack_gradients) {
 
 Test(recsys, cross_low_rank_gradients) {
   ctx c;
-  setup(&c,
-        "{\"input_shape\": [6], \"layers\": [{\"type\": \"dense\", \"name\": \"x0\", \"units\": 6, \"activation\": "
-        "\"tanh\"}, {\"type\": \"cross\", \"name\": \"c1\", \"rank\": 2, \"inputs\": \"x0\"},"
-        " {\"type\": \"cross\", \"name\": \"c2\", \"rank\": 3, \"inputs\": \"x0,c1\"}, {\"type\": \"dense\", \"units\": "
-        "2}]}",
-        0);
+  setup(
+      &c,
+      "{\"input_shape\": [6], \"layers\": [{\"type\": \"dense\", \"name\": \"x0\", \"units\": 6, \"activation\": "
+      "\"tanh\"}, {\"type\": \"cross\", \"name\": \"c1\", \"rank\": 2, \"inputs\": \"x0\"},"
+      " {\"type\": \"cross\", \"name\": \"c2\", \"rank\": 3, \"inputs\": \"x0,c1\"}, {\"type\": \"dense\", \"units\": "
+      "2}]}",
+      0);
   check_grads(&c);
   teardown(&c);
 }
 
 Test(recsys, cross_computes_x0_times_affine_plus_xl) {
   ctx c;
-  setup(&c, "{\"input_shape\": [3], \"layers\": [{\"type\": \"cross\", \"name\": \"c\"}, {\"type\": \"dense\", "
-            "\"units\": 1}]}",
+  setup(&c,
+        "{\"input_shape\": [3], \"layers\": [{\"type\": \"cross\", \"name\": \"c\"}, {\"type\": \"dense\", "
+        "\"units\": 1}]}",
         0);
   tfx_var *w = tfx_model_find_var(c.m, "c/kernel"), *b = tfx_model_find_var(c.m, "c/bias");
   tfx_var *k = tfx_model_find_var(c.m, "dense_1/kernel"), *kb = tfx_model_find_var(c.m, "dense_1/bias");
@@ -236,7 +238,8 @@ Test(recsys, target_attention_pools_by_softmax_and_an_empty_history_gives_zeros)
         1);
   cr_assert_eq(tfx_model_set_csr(c.m, fields, 2, NULL), TFX_OK);
   const float *y = tfx_model_forward(c.m, c.x, BATCH, 0, 0);
-  const float *E = tfx_model_find_var(c.m, "seq/embeddings")->value, *T = tfx_model_find_var(c.m, "tgt/embeddings")->value;
+  const float *E = tfx_model_find_var(c.m, "seq/embeddings")->value,
+              *T = tfx_model_find_var(c.m, "tgt/embeddings")->value;
   const float *W = tfx_model_find_var(c.m, "att/kernel")->value;
   /* example 0: hist 1, 5; target 5 */
   float q[2] = {T[10] * W[0] + T[11] * W[2], T[10] * W[1] + T[11] * W[3]};
@@ -263,33 +266,40 @@ static void expect_error(const char *json, int code, const char *fragment) {
 }
 
 Test(recsys, errors_name_the_layer_and_the_shapes) {
-  expect_error("{\"input_shape\": [5], \"layers\": [{\"type\": \"dense\", \"name\": \"a\", \"units\": 3},"
-               " {\"type\": \"cross\", \"name\": \"c\", \"inputs\": \"input,a\"}]}",
-               TFX_ESHAPE, "layer c: cross of 'a' (rank 1, 3 values) with x0 'input' of 5 values");
-  expect_error("{\"input_shape\": [4], \"layers\": [{\"type\": \"cross\", \"name\": \"c\", \"rank\": 4}]}",
-               TFX_ECONFIG, "layer c: rank 4, want 0 (full) or 1..3");
+  expect_error(
+      "{\"input_shape\": [5], \"layers\": [{\"type\": \"dense\", \"name\": \"a\", \"units\": 3},"
+      " {\"type\": \"cross\", \"name\": \"c\", \"inputs\": \"input,a\"}]}",
+      TFX_ESHAPE, "layer c: cross of 'a' (rank 1, 3 values) with x0 'input' of 5 values");
+  expect_error("{\"input_shape\": [4], \"layers\": [{\"type\": \"cross\", \"name\": \"c\", \"rank\": 4}]}", TFX_ECONFIG,
+               "layer c: rank 4, want 0 (full) or 1..3");
   expect_error("{\"input_shape\": [2, 2, 1], \"layers\": [{\"type\": \"cross\", \"name\": \"c\"}]}", TFX_ESHAPE,
                "layer c: cross of 'input' (rank 3");
-  expect_error("{\"input_shape\": [4], \"layers\": [{\"type\": \"dense\", \"name\": \"a\", \"units\": 3},"
-               " {\"type\": \"cross\", \"name\": \"c\", \"inputs\": \"input,a,a\"}]}",
-               TFX_ECONFIG, "layer c: 3 inputs (a cross takes x0, or x0 and xl)");
-  expect_error("{\"input_shape\": [4], \"layers\": [{\"type\": \"dense\", \"name\": \"a\", \"units\": 3},"
-               " {\"type\": \"dot_interaction\", \"name\": \"d\", \"inputs\": \"a,input\"}]}",
-               TFX_ESHAPE, "layer d: dot_interaction of 'input' (rank 1, 4 values) with 'a' of 3");
-  expect_error("{\"input_shape\": [4], \"layers\": [{\"type\": \"dense\", \"name\": \"a\", \"units\": 4},"
-               " {\"type\": \"target_attention\", \"name\": \"t\", \"inputs\": \"a,input\"}]}",
-               TFX_ECONFIG, "layer t: its first input 'a' is not an embedding_bag with combiner sequence");
-  expect_error("{\"features\": [{\"key\": \"h\", \"type\": \"hash\", \"hash_bucket_size\": 8, \"separator\": \"|\"}],"
-               " \"layers\": [{\"type\": \"embedding_bag\", \"name\": \"s\", \"inputs\": \"h\", \"units\": 2,"
-               " \"combiner\": \"sequence\"}, {\"type\": \"flatten\"}]}",
-               TFX_ECONFIG, "layer s: combiner sequence reads a column with max_len (h has none)");
-  expect_error("{\"features\": [{\"key\": \"h\", \"type\": \"hash\", \"hash_bucket_size\": 8, \"max_len\": 3},"
-               " {\"key\": \"t\", \"type\": \"hash\", \"hash_bucket_size\": 8}],"
-               " \"layers\": [{\"type\": \"embedding_bag\", \"name\": \"s\", \"inputs\": \"h\", \"units\": 2,"
-               " \"combiner\": \"sequence\"}, {\"type\": \"embedding_bag\", \"name\": \"e\", \"inputs\": \"t\","
-               " \"units\": 3}, {\"type\": \"target_attention\", \"name\": \"att\", \"inputs\": \"s,e\"}]}",
-               TFX_ESHAPE, "layer att: target 'e' has 3 values (rank 1), the sequence's rows 2");
-  expect_error("{\"features\": [{\"key\": \"n\", \"type\": \"numeric\", \"max_len\": 3}],"
-               " \"layers\": [{\"type\": \"dense\", \"units\": 1}]}",
-               TFX_ECONFIG, "model.features[0] (n): max_len is for identity and hash columns");
+  expect_error(
+      "{\"input_shape\": [4], \"layers\": [{\"type\": \"dense\", \"name\": \"a\", \"units\": 3},"
+      " {\"type\": \"cross\", \"name\": \"c\", \"inputs\": \"input,a,a\"}]}",
+      TFX_ECONFIG, "layer c: 3 inputs (a cross takes x0, or x0 and xl)");
+  expect_error(
+      "{\"input_shape\": [4], \"layers\": [{\"type\": \"dense\", \"name\": \"a\", \"units\": 3},"
+      " {\"type\": \"dot_interaction\", \"name\": \"d\", \"inputs\": \"a,input\"}]}",
+      TFX_ESHAPE, "layer d: dot_interaction of 'input' (rank 1, 4 values) with 'a' of 3");
+  expect_error(
+      "{\"input_shape\": [4], \"layers\": [{\"type\": \"dense\", \"name\": \"a\", \"units\": 4},"
+      " {\"type\": \"target_attention\", \"name\": \"t\", \"inputs\": \"a,input\"}]}",
+      TFX_ECONFIG, "layer t: its first input 'a' is not an embedding_bag with combiner sequence");
+  expect_error(
+      "{\"features\": [{\"key\": \"h\", \"type\": \"hash\", \"hash_bucket_size\": 8, \"separator\": \"|\"}],"
+      " \"layers\": [{\"type\": \"embedding_bag\", \"name\": \"s\", \"inputs\": \"h\", \"units\": 2,"
+      " \"combiner\": \"sequence\"}, {\"type\": \"flatten\"}]}",
+      TFX_ECONFIG, "layer s: combiner sequence reads a column with max_len (h has none)");
+  expect_error(
+      "{\"features\": [{\"key\": \"h\", \"type\": \"hash\", \"hash_bucket_size\": 8, \"max_len\": 3},"
+      " {\"key\": \"t\", \"type\": \"hash\", \"hash_bucket_size\": 8}],"
+      " \"layers\": [{\"type\": \"embedding_bag\", \"name\": \"s\", \"inputs\": \"h\", \"units\": 2,"
+      " \"combiner\": \"sequence\"}, {\"type\": \"embedding_bag\", \"name\": \"e\", \"inputs\": \"t\","
+      " \"units\": 3}, {\"type\": \"target_attention\", \"name\": \"att\", \"inputs\": \"s,e\"}]}",
+      TFX_ESHAPE, "layer att: target 'e' has 3 values (rank 1), the sequence's rows 2");
+  expect_error(
+      "{\"features\": [{\"key\": \"n\", \"type\": \"numeric\", \"max_len\": 3}],"
+      " \"layers\": [{\"type\": \"dense\", \"units\": 1}]}",
+      TFX_ECONFIG, "model.features[0] (n): max_len is for identity and hash columns");
 }
