@@ -647,9 +647,11 @@ static size_t describe_vars(const layer *l, char *buf, size_t n) {
   const char *slash = strrchr(v->name, '/');
   snprintf(buf, n, "%s%s", slash ? slash + 1 : v->name,
            l->kind == L_BN ? ", beta, moving mean/var"
+           : l->u          ? ", kernel_u, bias"
            : l->b          ? ", bias"
-                           : " (row-sparse)");
-  return v->count + (l->b ? l->b->count : 0) + (l->mmean ? 2 * l->mmean->count : 0);
+           : v->sparse     ? " (row-sparse)"
+                           : "");
+  return v->count + (l->b ? l->b->count : 0) + (l->mmean ? 2 * l->mmean->count : 0) + (l->u ? l->u->count : 0);
 }
 
 /* What a layer reading the model input reads: an embedding bag's feature column, or "input". */
