@@ -4,13 +4,13 @@ retrieval set, for examples/debian_two_tower.json.
 
 Each pair is (a package's fields -> one package it Depends on): the query is the package's section, priority,
 maintainer, debtags and the words of its short description; the item is the dependency (its first alternative,
-without version or architecture). Packages are split, not pairs: a package whose name hashes to 0 mod 5 is a
-test package, so the test queries are packages the model never saw. Items are numbered by how many training
-packages depend on them, most depended-on first (label 0 is the most popular), so a popularity ranking is the
-labels' own order; only the --items most depended-on items are kept (ties by name; the example's item tower has
-that many rows), with their pairs (the test pairs of the other items are counted and printed). Writes OUT/train.csv and OUT/test.csv
-(label,section,priority,maintainer,tags,desc; multi-valued cells joined by spaces) and OUT/items.txt (the item of
-each label, one a line)."""
+without version or architecture). Packages are split, not pairs: a package whose name hashes to 0 mod 5 is a test
+package, so the test queries are packages the model never saw. Items are numbered by how many training packages
+depend on them, most depended-on first (label 0 is the most popular), so a popularity ranking is the labels' own
+order; only the --items most depended-on items are kept (ties by name; the example's item tower has that many
+rows), with their pairs (the test pairs of the other items are counted and printed). Writes OUT/train.csv and
+OUT/test.csv (label,section,priority,maintainer,tags,desc; multi-valued cells joined by spaces) and OUT/items.txt
+(the item of each label, one a line)."""
 import collections, os, re, subprocess, sys, zlib
 
 
@@ -80,8 +80,9 @@ def main():
                 written[split[n]] += 1
     with open(f"{out}/items.txt", "w") as f:
         f.write("\n".join(items) + "\n")
-    print(f"{len(pkgs)} packages, {len(items)} items (the most depended-on, by >= {count[items[-1]]} training packages), "
-          f"{written['train']} training pairs, {written['test']} test pairs ({dropped} test pairs of other items left out)")
+    print(f"{len(pkgs)} packages, {len(items)} items (the most depended-on, by >= {count[items[-1]]} training "
+          f"packages), {written['train']} training pairs, {written['test']} test pairs ({dropped} test pairs of "
+          "other items left out)")
 
 
 main()

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""Writes a small click log in Criteo's layout plus hist,item (label,I1..I13,C1..C26,hist,item) with a planted
-model, pure Python, for test_recsys_models.sh: a first-order weight per token of C1..C4 (what logistic regression learns),
-the dot products of 4-wide latent vectors of C5 with C6 and C7 with C8 (what a dot interaction or a cross learns),
-and the best match of the item with the history's items in a latent space (what target attention learns; a sum
-over the history dilutes it). Histories hold 0 to 30 items (the examples keep 20: longer ones are truncated),
-and the test set's histories hold items the training set never shows. The other columns are noise.
+"""Writes a small click log in Criteo's layout plus hist,item (label,I1..I13,C1..C26,hist,item) with a planted model,
+pure Python, for test_recsys_models.sh: a first-order weight per token of C1..C4 (what logistic regression
+learns), the dot products of 4-wide latent vectors of C5 with C6 and C7 with C8 (what a dot interaction or a cross
+learns), and the best match of the item with the history's items in a latent space (what target attention learns;
+a sum over the history dilutes it). Histories hold 0 to 30 items (the examples keep 20: longer ones are
+truncated), and the test set's histories hold items the training set never shows. The other columns are noise.
 
     recsys_data.py DIR [--train 30000] [--test 6000]"""
 import math, random, sys
