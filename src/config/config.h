@@ -84,8 +84,9 @@ typedef struct tfx_layer_spec {
   double rate;                                                    /* dropout rate, leaky_relu alpha, scale factor */
   char inputs[512];  /* comma-separated names of earlier layers or "input"; empty: the previous layer */
   char variable[64]; /* matmul, bias_add, lookup: the model.variables entry the op computes with */
-  char combiner[8];  /* embedding_bag: sum | mean | sqrtn (TensorFlow's embedding_lookup_sparse combiners) */
+  char combiner[12]; /* embedding_bag: sum | mean | sqrtn | sequence (TensorFlow's embedding_lookup_sparse combiners) */
   int use_bias;      /* embedding_bag: adds a bias of units values (default true: the wide/linear model) */
+  int rank;          /* cross: the rank r of its kernel V [d, r] U [r, d] (0: a full [d, d] kernel) */
   /* embedding_bag's lazy table on each ps (docs/experiment.md, "Training that never ends"): */
   int64_t max_rows;         /* a hard cap of rows per ps, least recently touched evicted first (0: none) */
   int64_t ttl_steps;        /* rows untouched for this many steps are evicted (0: never) */
@@ -123,6 +124,7 @@ typedef struct tfx_feature_spec {
   int required;             /* an empty cell is an error (else an empty bag, or default_value) */
   double default_value;     /* numeric: the value of an empty cell */
   char normalizer[8];       /* numeric: "" (as is) or log1p (sign(x) * log(1 + |x|), for counts) */
+  int64_t max_len;          /* identity, hash: a sequence of at most max_len ids in the cell's order (0: a bag) */
 } tfx_feature_spec;
 
 #define TFX_MAX_VALSETS 8
@@ -154,7 +156,7 @@ typedef struct tfx_config {
   char class_weights[4096]; /* model.class_weights: comma-separated loss weights of classes 0, 1, ... ("": all 1) */
   double label_smoothing;   /* model.label_smoothing: targets (1 - e) one-hot + e / classes (0: off) */
   int multi_label;          /* model.multi_label: several sigmoid outputs, a label is a set (common/labelset.h) */
-  char metrics[64];          /* model.metrics: reported evaluation metrics, e.g. "loss,accuracy,top_5" */
+  char metrics[128];         /* model.metrics: reported evaluation metrics, e.g. "loss,accuracy,top_5" */
   char plugin[TFX_PATH_MAX]; /* model.plugin: a shared object that builds the model (see include/tfx/plugin.h) */
   char plugin_params[2048];  /* model.params as JSON text */
   char plugin_metrics[200];  /* model.plugin_metrics: the plugin's own metrics (set by tfx_plugin_load) */

@@ -227,6 +227,10 @@ static int check_feature(const tfx_config *cfg, tfx_feature_spec *f, int i, tfx_
     return tfx_err_set(err, TFX_ECONFIG, "model.features[%d] (%s): %s must be >= 1", i, f->name,
                        !strcmp(f->type, "identity") ? "num_buckets" : "hash_bucket_size");
   }
+  if (f->max_len > 0 && strcmp(f->type, "identity") && strcmp(f->type, "hash")) {
+    return tfx_err_set(err, TFX_ECONFIG, "model.features[%d] (%s): max_len is for identity and hash columns", i,
+                       f->name);
+  }
   if (!strcmp(f->normalizer, "none")) {
     f->normalizer[0] = '\0'; /* as it is, the same as leaving it out */
   }

@@ -39,7 +39,8 @@ const config__option config__options[] = {
      "evaluation metrics reported (comma-separated): loss, accuracy, top_K, auc, log_loss, precision, recall, f1 "
      "(class 1 of a binary classifier, else the mean over classes), precision_K, recall_K, f1_K (class K), auc_K "
      "(output K of a multi_label model), per_class (those of every class), confusion (the confusion matrix in eval "
-     "records); per-class counts up to 128 classes"},
+     "records); per-class counts up to 128 classes; above, recall_K is recall@K (K 1, 5, 10, 20, 50, 100) and "
+     "baseline_recall_K the popularity ranking's (labels numbered most popular first)"},
     {"model.plugin", OPT_STR, O(plugin), 0, 0, "",
      "shared object whose tfx_plugin_entry builds the model and hooks the run"},
     {"model.plugin_metrics", OPT_STR, O(plugin_metrics), 0, 0, "",
@@ -238,8 +239,10 @@ const config__option config__layer_options[] = {
     {"inputs", OPT_STR, L(inputs), 0, 0, "",
      "earlier layers by name, comma-separated, or input; embedding_bag: a feature column (default: the previous)"},
     {"variable", OPT_STR, L(variable), 0, 0, "", "matmul, bias_add, lookup: the model.variables entry used"},
-    {"combiner", OPT_STR, L(combiner), 0, 0, "sum", "embedding_bag: sum | mean | sqrtn"},
+    {"combiner", OPT_STR, L(combiner), 0, 0, "sum",
+     "embedding_bag: sum | mean | sqrtn | sequence (a row per position of a max_len column)"},
     {"use_bias", OPT_BOOL, L(use_bias), 0, 1, "true", "embedding_bag: add a bias of units values"},
+    {"rank", OPT_INT, L(rank), 0, 1 << 16, "0", "cross: the rank of its kernel V U (0: full)"},
     {"max_rows", OPT_I64, L(max_rows), 0, BIG, "0",
      "embedding_bag: hard cap of rows per ps, the least recently touched evicted first (0: none)"},
     {"ttl_steps", OPT_I64, L(ttl_steps), 0, BIG, "0", "embedding_bag: evict rows untouched for N steps (0: never)"},
@@ -273,6 +276,8 @@ const config__option config__feature_options[] = {
     {"required", OPT_BOOL, F(required), 0, 1, "false", "an empty cell is an error"},
     {"default_value", OPT_DBL, F(default_value), -BIG, BIG, "0", "numeric: the value of an empty cell"},
     {"normalizer", OPT_STR, F(normalizer), 0, 0, "", "numeric: log1p, or none"},
+    {"max_len", OPT_I64, F(max_len), 0, 4096, "0",
+     "identity, hash: a sequence column, its first max_len values in order (the rest dropped, counted)"},
 };
 const size_t config__n_feature_options = sizeof config__feature_options / sizeof config__feature_options[0];
 

@@ -36,7 +36,7 @@ int config__is_metric(const char *m, size_t n) {
   }
   const int last = TFX_MAX_CLASSES - 1;
   return indexed(m, n, "top_", 1, 100) || indexed(m, n, "precision_", 0, last) || indexed(m, n, "recall_", 0, last) ||
-         indexed(m, n, "f1_", 0, last) || indexed(m, n, "auc_", 0, 30);
+         indexed(m, n, "f1_", 0, last) || indexed(m, n, "auc_", 0, 30) || indexed(m, n, "baseline_recall_", 1, 100);
 }
 
 /* Parses comma-separated numbers into out[0..*n); errors name the key and the entry. */

@@ -11,6 +11,7 @@
 #include <xxhash.h>
 
 #include "common/labelset.h"
+#include "common/log.h"
 #include "data/csv.h"
 #include "data/data_impl.h"
 #include "data/example.h"
@@ -46,6 +47,7 @@ typedef struct reader {
   int32_t *y;
   float *w; /* example weights (data.weight_key), or NULL */
   size_t n, cap;
+  size_t truncated; /* ids past a sequence column's max_len, dropped */
 } reader;
 
 /* Grows *p (of *cap elements of size bytes) to hold need. */
@@ -206,6 +208,10 @@ static int split_categorical(reader *r, int i, char *key, char *weights, const c
       if (end == wv || *end || !isfinite(weight)) {
         return bad_cell(r, r->p.weight[i], wv, "is not a finite weight", err);
       }
+    }
+    if (f->max_len > 0 && count >= f->max_len) {
+      r->truncated++; /* a sequence keeps its first max_len values */
+      continue;
     }
     if (!(rc = value_id(r, f, r->p.key[i], v, &id, err))) {
       rc = push_id(b, id, weight) ? tfx_err_set(err, TFX_ENOMEM, "%s: out of memory", r->path) : TFX_OK;
@@ -581,6 +587,10 @@ void tfx_columns_close(tfx_columns_reader *c) {
   }
   for (size_t i = 0; i < c->keys.n; i++) {
     free(c->cells[i]);
+  }
+  if (c->r.truncated) {
+    tfx_log(TFX_LOG_INFO, "DATA-SEQ-TRUNCATED", "%s: %zu ids past their sequence column's max_len dropped", c->path,
+            c->r.truncated);
   }
   reader_free(&c->r);
   tfx_csv_rows_close(c->rows);

@@ -187,6 +187,7 @@ static void merged(const slice_sums *s, tfx_eval_result *out) {
   out->accuracy = s->correct / s->examples;
   out->top5 = s->topk / s->examples;
   out->top_k = (int)s->top_k;
+  out->ranked = 0; /* recall@K (train/recall.h) is counted by one evaluator over the whole set */
   out->examples = (size_t)s->examples;
   out->classes = s->classes > 0 ? s->classes : 0;
   out->multi_label = s->multi_label;

@@ -81,10 +81,33 @@ static inline const float *bag_row(const layer *l, int64_t k, int64_t id) {
   return l->w->value + (size_t)id * (size_t)l->oc;
 }
 
+/* The sequence combiner: position j of example b is the row of its j-th id (zeros past its ids, or for an id
+ * outside the table, reported as a bag's); ids past max_len (l->ow) are not read. */
+static void sequence_forward(layer *l, int batch) {
+  const tfx_csr *c = l->csr;
+  int d = l->oc, len = l->ow;
+  memset(l->out, 0, sizeof(float) * (size_t)batch * len * d);
+  for (int b = 0; b < batch; b++) {
+    for (int64_t k = c->off[b]; k < c->off[b + 1] && k - c->off[b] < len; k++) {
+      int64_t id = c->ids[k];
+      if (id < 0 || id >= l->vocab) {
+        l->bad_id = l->n_bad_ids++ ? l->bad_id : (float)id;
+        l->bad_example = l->n_bad_ids == 1 ? b : l->bad_example;
+        continue;
+      }
+      memcpy(l->out + ((size_t)b * len + (size_t)(k - c->off[b])) * d, bag_row(l, k, id), sizeof(float) * d);
+    }
+  }
+}
+
 void nn__embag_forward(layer *l, int batch) {
   const tfx_csr *c = l->csr;
   int d = l->oc;
   l->n_bad_ids = 0;
+  if (l->combiner == NN_COMBINER_SEQUENCE) {
+    sequence_forward(l, batch);
+    return;
+  }
   for (int b = 0; b < batch; b++) {
     float *out = l->out + (size_t)b * d;
     memset(out, 0, sizeof(float) * (size_t)d);
@@ -187,12 +210,21 @@ void nn__embag_backward(layer *l, int batch) {
   v->n_rows = 0;
   for (size_t i = 0; i < n; i++) {
     const bag_pair *p = &pairs[i];
+    size_t slot = (size_t)(base + p->pos - c->off[p->example]); /* its position in the example's cell */
+    if (l->combiner == NN_COMBINER_SEQUENCE && slot >= (size_t)l->ow) {
+      continue; /* past max_len: not read, no gradient */
+    }
     if (!v->n_rows || v->rows[v->n_rows - 1] != p->id) {
       v->rows[v->n_rows++] = p->id;
       memset(v->grad + (v->n_rows - 1) * (size_t)d, 0, sizeof(float) * (size_t)d);
     }
+    float *g = v->grad + (v->n_rows - 1) * (size_t)d;
+    if (l->combiner == NN_COMBINER_SEQUENCE) {
+      axpy(1.0f, l->dout + ((size_t)p->example * l->ow + slot) * d, g, d);
+      continue;
+    }
     float a = l->bag_scale[p->example] * (c->vals ? c->vals[base + p->pos] : 1.0f);
-    axpy(a, l->dout + (size_t)p->example * d, v->grad + (v->n_rows - 1) * (size_t)d, d);
+    axpy(a, l->dout + (size_t)p->example * d, g, d);
   }
   if (l->b) {
     memset(l->b->grad, 0, sizeof(float) * (size_t)d);

@@ -90,10 +90,14 @@ int nn__graph_link(tfx_model *m, int i, const tfx_layer_spec *s, tfx_err *err) {
   if (l->n_in == 0) {
     l->in[l->n_in++] = i - 1;
   }
-  int merge = layer_is_merge(l);
-  if (merge ? l->n_in < 2 : l->n_in != 1) {
+  int merge = layer_is_merge(l), lo = l->kind == L_CROSS ? 1 : merge ? 2 : 1;
+  int hi = l->kind == L_CROSS || l->kind == L_ATTN ? 2 : merge ? TFX_MAX_INPUTS : 1;
+  if (l->n_in < lo || l->n_in > hi) {
     return tfx_err_set(err, TFX_ECONFIG, "layer %s: %d inputs (%s)", l->name, l->n_in,
-                       merge ? "a merge takes 2 or more" : "takes exactly one");
+                       l->kind == L_CROSS  ? "a cross takes x0, or x0 and xl"
+                       : l->kind == L_ATTN ? "a target_attention takes a sequence and a target"
+                       : merge             ? "a merge takes 2 or more"
+                                           : "takes exactly one");
   }
   for (int k = 0; k < l->n_in; k++) {
     if (l->in[k] >= 0) {
@@ -205,6 +209,15 @@ static int shape_op(tfx_model *m, layer *l, const tfx_layer_spec *s, tfx_err *er
 }
 
 int nn__graph_shape(tfx_model *m, layer *l, const tfx_layer_spec *s, tfx_err *err) {
+  if (l->kind == L_CROSS) {
+    return nn__cross_shape(m, l, s, err);
+  }
+  if (l->kind == L_DOT) {
+    return nn__dot_shape(m, l, err);
+  }
+  if (l->kind == L_ATTN) {
+    return nn__attn_shape(m, l, err);
+  }
   if (layer_is_merge(l)) {
     return shape_merge(m, l, err);
   }
@@ -330,6 +343,10 @@ static void fm_backward(tfx_model *m, layer *l, int batch) {
 }
 
 void nn__graph_merge_forward(tfx_model *m, layer *l, const float *x, int batch) {
+  if (l->kind == L_CROSS || l->kind == L_DOT || l->kind == L_ATTN) {
+    (l->kind == L_CROSS ? nn__cross_forward : l->kind == L_DOT ? nn__dot_forward : nn__attn_forward)(m, l, x, batch);
+    return;
+  }
   if (l->kind == L_FM) {
     fm_forward(m, l, x, batch);
     return;
@@ -370,7 +387,15 @@ static void give_grad(tfx_model *m, int p, const float *g, int batch, int n, int
   }
 }
 
-static void merge_backward(tfx_model *m, layer *l, int batch) {
+void nn__graph_give_grad(tfx_model *m, int p, const float *g, int batch, int n, int stride) {
+  give_grad(m, p, g, batch, n, stride);
+}
+
+static void merge_backward(tfx_model *m, layer *l, const float *x, int batch) {
+  if (l->kind == L_CROSS || l->kind == L_DOT || l->kind == L_ATTN) {
+    (l->kind == L_CROSS ? nn__cross_backward : l->kind == L_DOT ? nn__dot_backward : nn__attn_backward)(m, l, x, batch);
+    return;
+  }
   if (l->kind == L_FM) {
     fm_backward(m, l, batch);
     return;
@@ -416,7 +441,7 @@ void nn__graph_backward(tfx_model *m, const float *x, int batch) {
       continue;
     }
     if (layer_is_merge(l)) {
-      merge_backward(m, l, batch);
+      merge_backward(m, l, x, batch);
     } else {
       layer_backward(m, l, x, batch);
     }

@@ -180,28 +180,38 @@ static int shape_embed(tfx_model *m, layer *l, const tfx_layer_spec *s, tfx_err 
  * gives the logits (last: the linear model) starts at zeros as TF's LinearModel, one feeding deeper layers
  * uniform in +-0.05 as Keras's Embedding. */
 static int shape_embag(tfx_model *m, layer *l, const tfx_layer_spec *s, int last, tfx_err *err) {
-  static const char *const combiners[] = {"sum", "mean", "sqrtn"};
+  static const char *const combiners[] = {"sum", "mean", "sqrtn", "sequence"};
   int rc = need_rank(l, 1, err);
   if (rc) {
     return rc;
   }
   l->combiner = -1;
-  for (int k = 0; k < 3; k++) {
+  for (int k = 0; k < 4; k++) {
     l->combiner = strcmp(s->combiner, combiners[k]) ? l->combiner : k;
   }
   if (l->combiner < 0) {
-    return tfx_err_set(err, TFX_ECONFIG, "layer %s: combiner '%s' (want sum, mean or sqrtn)", l->name, s->combiner);
+    return tfx_err_set(err, TFX_ECONFIG, "layer %s: combiner '%s' (want sum, mean, sqrtn or sequence)", l->name,
+                       s->combiner);
+  }
+  if (l->combiner == NN_COMBINER_SEQUENCE && (l->field < 0 || m->field_len[l->field] < 1)) {
+    return tfx_err_set(err, TFX_ECONFIG, "layer %s: combiner sequence reads a column with max_len (%s has none)",
+                       l->name, l->field >= 0 ? m->field_name[l->field] : "input");
   }
   l->vocab = s->input_dim > 1 ? s->input_dim : layer_in_size(l);
   l->out_rank = 1;
   l->oh = 1;
   l->ow = 1;
   l->oc = s->units;
+  if (l->combiner == NN_COMBINER_SEQUENCE) { /* [max_len, units]: a row per position, no bias */
+    l->out_rank = 3;
+    l->ow = m->field_len[l->field];
+  }
   int64_t ws[2] = {l->vocab, s->units}, bs[1] = {s->units};
   const char *init = s->initializer[0] ? s->initializer : last ? "zeros" : "uniform:0.05";
   l->w = add_var(m, l, "embeddings", 2, ws, init, l->vocab, s->units);
   l->w->sparse = l->w->lazy = 1;
-  l->b = s->use_bias ? add_var(m, l, "bias", 1, bs, "zeros", l->vocab, s->units) : NULL;
+  l->b = s->use_bias && l->combiner != NN_COMBINER_SEQUENCE ? add_var(m, l, "bias", 1, bs, "zeros", l->vocab, s->units)
+                                                            : NULL;
   return TFX_OK;
 }
 
@@ -252,6 +262,9 @@ static int shape_layer(tfx_model *m, layer *l, const tfx_layer_spec *s, tfx_err 
     case L_CONCAT:
     case L_ADD:
     case L_FM:
+    case L_CROSS:
+    case L_DOT:
+    case L_ATTN:
       return nn__graph_shape(m, l, s, err);
     default:
       return TFX_OK;
@@ -382,6 +395,13 @@ static int alloc_buffers(tfx_model *m) {
         (!(l->mask = malloc(sizeof(float) * n)) || !(l->bn = calloc(2 * (size_t)l->ic, sizeof(float))))) {
       return -1;
     }
+    size_t cols = l->kind == L_CROSS  ? nn__cross_cols(l)
+                  : l->kind == L_DOT  ? nn__dot_cols(l)
+                  : l->kind == L_ATTN ? nn__attn_cols(l)
+                                      : 0;
+    if (cols && !(l->cols = malloc(sizeof(float) * B * cols))) {
+      return -1;
+    }
     if (l->kind == L_EMBAG && !(l->bag_scale = malloc(sizeof(float) * B))) {
       return -1;
     }
@@ -404,6 +424,7 @@ static void set_input_shape(tfx_model *m, const tfx_config *cfg) {
       const tfx_feature_spec *f = &cfg->features[i];
       if (strcmp(f->type, "numeric")) {
         snprintf(m->field_name[m->n_fields], sizeof m->field_name[0], "%s", f->name);
+        m->field_len[m->n_fields] = (int)f->max_len;
         m->field_dim[m->n_fields++] = !strcmp(f->type, "identity") ? f->num_buckets : f->hash_bucket_size;
       }
     }
@@ -441,7 +462,7 @@ static int start_pool(tfx_model *m, int threads, tfx_err *err) {
 
 int tfx_model_create(const tfx_config *cfg, int max_batch, tfx_model **out, tfx_err *err) {
   tfx_model *m = calloc(1, sizeof *m);
-  int counts[16] = {0}, rc = TFX_OK;
+  int counts[L_NKINDS] = {0}, rc = TFX_OK;
   if (!m) {
     return tfx_err_set(err, TFX_ENOMEM, "out of memory");
   }
@@ -626,9 +647,11 @@ static size_t describe_vars(const layer *l, char *buf, size_t n) {
   const char *slash = strrchr(v->name, '/');
   snprintf(buf, n, "%s%s", slash ? slash + 1 : v->name,
            l->kind == L_BN ? ", beta, moving mean/var"
+           : l->u          ? ", kernel_u, bias"
            : l->b          ? ", bias"
-                           : " (row-sparse)");
-  return v->count + (l->b ? l->b->count : 0) + (l->mmean ? 2 * l->mmean->count : 0);
+           : v->sparse     ? " (row-sparse)"
+                           : "");
+  return v->count + (l->b ? l->b->count : 0) + (l->mmean ? 2 * l->mmean->count : 0) + (l->u ? l->u->count : 0);
 }
 
 /* What a layer reading the model input reads: an embedding bag's feature column, or "input". */

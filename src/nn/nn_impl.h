@@ -11,24 +11,27 @@
 
 /* The layer kinds and the type each is written as in model.layers (L_ACT: the activation layers, named by their
  * function; L_FM is also written bi_interaction, its vector form): one list for the parser and the printer. */
-#define NN_LAYER_KINDS(X)                                                                                     \
-  X(L_DENSE, "dense")                                                                                         \
-  X(L_CONV, "conv2d")                                                                                         \
-  X(L_MAXPOOL, "max_pool2d")                                                                                  \
-  X(L_AVGPOOL, "avg_pool2d")                                                                                  \
-  X(L_FLATTEN, "flatten")                                                                                     \
-  X(L_ACT, "activation")                                                                                      \
-  X(L_DROPOUT, "dropout")                                                                                     \
-  X(L_EMBED, "embedding")                                                                                     \
-  X(L_BN, "batch_norm")                                                                                       \
-  X(L_MATMUL, "matmul")       /* x W with a declared variable W [in, units] (no bias), optional activation */ \
-  X(L_BIAS, "bias_add")       /* x + b with a declared variable b [channels], optional activation */          \
-  X(L_LOOKUP, "lookup")       /* embedding lookup in a declared table [vocab, dim]: row-sparse gradient */    \
-  X(L_SCALE, "scale")         /* x * rate */                                                                  \
-  X(L_CONCAT, "concat")       /* rank-1 inputs side by side */                                                \
-  X(L_ADD, "add")             /* the sum of equally shaped inputs */                                          \
-  X(L_EMBAG, "embedding_bag") /* a combined row per example over a sparse field (tfx_csr), plus a bias */     \
-  X(L_FM, "fm")               /* factorization machine over field embeddings: the pairwise term, or its vector */
+#define NN_LAYER_KINDS(X)                                                                                       \
+  X(L_DENSE, "dense")                                                                                           \
+  X(L_CONV, "conv2d")                                                                                           \
+  X(L_MAXPOOL, "max_pool2d")                                                                                    \
+  X(L_AVGPOOL, "avg_pool2d")                                                                                    \
+  X(L_FLATTEN, "flatten")                                                                                       \
+  X(L_ACT, "activation")                                                                                        \
+  X(L_DROPOUT, "dropout")                                                                                       \
+  X(L_EMBED, "embedding")                                                                                       \
+  X(L_BN, "batch_norm")                                                                                         \
+  X(L_MATMUL, "matmul")         /* x W with a declared variable W [in, units] (no bias), optional activation */ \
+  X(L_BIAS, "bias_add")         /* x + b with a declared variable b [channels], optional activation */          \
+  X(L_LOOKUP, "lookup")         /* embedding lookup in a declared table [vocab, dim]: row-sparse gradient */    \
+  X(L_SCALE, "scale")           /* x * rate */                                                                  \
+  X(L_CONCAT, "concat")         /* rank-1 inputs side by side */                                                \
+  X(L_ADD, "add")               /* the sum of equally shaped inputs */                                          \
+  X(L_EMBAG, "embedding_bag")   /* a combined row per example over a sparse field (tfx_csr), plus a bias */     \
+  X(L_FM, "fm")                 /* factorization machine over field embeddings: pairwise term or vector */      \
+  X(L_CROSS, "cross")           /* DCN-v2: x0 * (xl W + b) + xl, W full or low rank (cross.c) */                \
+  X(L_DOT, "dot_interaction")   /* DLRM: the pairwise dots of its inputs, upper triangle (dot.c) */             \
+  X(L_ATTN, "target_attention") /* DIN: sequence rows pooled by attention to a target (attention.c) */
 
 #define NN_KIND_VALUE(kind, name) kind,
 typedef enum lkind { NN_LAYER_KINDS(NN_KIND_VALUE) L_NKINDS } lkind;
@@ -74,6 +77,7 @@ typedef struct layer {
   int32_t *row_of;  /* embedding bag with a row source: the row in w->batch_vals of each id of the batch */
   size_t batch_cap; /* embedding bag: the ids row_of has room for */
   int from_batch;   /* embedding bag: reads its rows from w->batch_vals (a row source is set) */
+  tfx_var *u;       /* cross of low rank: the second factor [rank, d] (w is [d, rank]) */
 } layer;
 
 /* Row chunks of a bias gradient: each sums its rows, then the chunks are added in order, so the result does
@@ -102,6 +106,7 @@ struct tfx_model {
   int n_fields; /* the sparse fields: the categorical feature columns, or the one of a LibSVM row ("input") */
   char field_name[TFX_MAX_FEATURES][64];
   int64_t field_dim[TFX_MAX_FEATURES];
+  int field_len[TFX_MAX_FEATURES]; /* a sequence column's max_len (0: a bag) */
 };
 
 /* Elements per example of a layer's input and output. */
@@ -130,6 +135,9 @@ void nn__pool_forward(layer *l, const float *in, int batch);
 /* Pooling backward: the input gradient din from l->dout (pool.c). */
 void nn__pool_backward(layer *l, float *din, int batch);
 
+/* The sequence combiner of an embedding bag: a row per position [max_len, units], in the cell's order. */
+#define NN_COMBINER_SEQUENCE 3
+
 /* Embedding bag: grows the step buffers for a batch of n ids; -1 when memory runs out. */
 int nn__embag_reserve(layer *l, size_t nnz);
 /* Embedding bag forward of l->csr into l->out: bias + combiner(sum of weight * row) per example. */
@@ -140,10 +148,32 @@ void nn__embag_batch_rows(layer *l, int batch);
 /* Embedding bag backward from l->dout: the touched rows (ascending, duplicates summed) and the bias gradient. */
 void nn__embag_backward(layer *l, int batch);
 
-/* 1 for the layers the graph runs from several inputs (concat, add, fm). */
+/* 1 for the layers the graph runs from several inputs (concat, add, fm, and the recommendation layers). */
 static inline int layer_is_merge(const layer *l) {
-  return l->kind == L_CONCAT || l->kind == L_ADD || l->kind == L_FM;
+  return l->kind == L_CONCAT || l->kind == L_ADD || l->kind == L_FM || l->kind == L_CROSS || l->kind == L_DOT ||
+         l->kind == L_ATTN;
 }
+
+/* Hands the gradient g [batch, n] (row stride `stride`) to producer p (graph.c): copies it when p has one reader,
+ * adds it otherwise. */
+void nn__graph_give_grad(tfx_model *m, int p, const float *g, int batch, int n, int stride);
+
+/* cross.c: shape and variables of a cross layer (rank: of its kernel, 0 for full), its step floats per example, and
+ * forward / backward (the input gradients go to the producers through nn__graph_give_grad). */
+int nn__cross_shape(tfx_model *m, layer *l, const tfx_layer_spec *s, tfx_err *err);
+size_t nn__cross_cols(const layer *l);
+void nn__cross_forward(tfx_model *m, layer *l, const float *x, int batch);
+void nn__cross_backward(tfx_model *m, layer *l, const float *x, int batch);
+/* dot.c: shape of a dot_interaction (n inputs of one width k -> n(n-1)/2 dots), forward and backward. */
+int nn__dot_shape(tfx_model *m, layer *l, tfx_err *err);
+size_t nn__dot_cols(const layer *l);
+void nn__dot_forward(tfx_model *m, layer *l, const float *x, int batch);
+void nn__dot_backward(tfx_model *m, layer *l, const float *x, int batch);
+/* attention.c: shape of a target_attention (a sequence bag [L, k] and a target [k] -> [2k]), forward, backward. */
+int nn__attn_shape(tfx_model *m, layer *l, tfx_err *err);
+size_t nn__attn_cols(const layer *l);
+void nn__attn_forward(tfx_model *m, layer *l, const float *x, int batch);
+void nn__attn_backward(tfx_model *m, layer *l, const float *x, int batch);
 
 /* Resolves layer i's inputs (names of earlier layers, "input", or the previous layer) and copies the first
  * input's shape into l; counts consumers. Errors (TFX_ECONFIG) name the layer and the unknown input. */

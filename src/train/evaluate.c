@@ -9,6 +9,7 @@
 
 #include "common/labelset.h"
 #include "train/classes.h"
+#include "train/recall.h"
 
 int tfx_forward_examples(tfx_model *m, const tfx_dataset *d, size_t i, int b, int *at, tfx_err *err) {
   tfx_csr csr[TFX_MAX_FIELDS];
@@ -156,6 +157,7 @@ static int score_range(tfx_model *m, const tfx_dataset *d, int batch, size_t lo,
     }
     cols = cols && tfx_model_scores(m, b, scores + (i - lo) * w) ? cols : 0;
     count_classes(m, d->y + i, b, pred, acc);
+    tfx_recall_add(m, d->y + i, b, acc);
     tfx_pmetrics_update(pm, &acc->pm, m, d->y + i, d->w ? d->w + i : NULL, b, 0);
     sums[0] += st.loss * b;
     sums[1] += (double)st.correct;
@@ -184,6 +186,7 @@ int tfx_evaluate_scored(tfx_model *m, const tfx_dataset *d, int batch, size_t lo
   if (!rc) {
     tfx_confusion_init(acc, tfx_model_predictions(m, 0, NULL), tfx_model_multi_label(m)); /* 0: a regression */
     tfx_pm_state_init(pm, &acc->pm);
+    tfx_recall_init(m, acc);
     rc = score_range(m, d, batch, lo, hi, scores, pm, pred, sums, acc, err);
   }
   if (!rc) {
@@ -192,6 +195,7 @@ int tfx_evaluate_scored(tfx_model *m, const tfx_dataset *d, int batch, size_t lo
     acc->accuracy = n ? sums[1] / (double)n : 0;
     acc->top5 = n ? sums[2] / (double)n : 0;
     acc->top_k = tfx_model_top_k(m);
+    tfx_recall_finish(acc, n);
     *out = *acc;
   }
   free(pred);
@@ -273,6 +277,7 @@ int tfx_evaluate_agg(tfx_model *m, const tfx_dataset *d, int batch, size_t max_e
   out->has_auc = 0; /* per-batch aggregation has no AUC */
   out->n_auc = 0;
   out->scored = 0;
+  out->ranked = 0; /* recall@K is counted over whole sets only */
   out->loss = acc[0];
   out->accuracy = acc[1];
   out->top5 = acc[2];
@@ -325,7 +330,10 @@ void tfx_eval_report_init(tfx_eval_report *out, const char *metrics, const tfx_e
   out->n = 0;
   for (const char *p = metrics; *p && out->n < TFX_EVAL_MAX_FIELDS - 1;) {
     size_t len = strcspn(p, ",:");
-    if (add_class_fields(out, p, len, r)) {
+    double v;
+    if (tfx_recall_named(r, p, len, &v)) {
+      add_field(out, p, len, v);
+    } else if (add_class_fields(out, p, len, r)) {
     } else if (len == 4 && !strncmp(p, "loss", 4)) {
       out->names[out->n] = "loss";
       out->values[out->n++] = r->loss;

@@ -11,6 +11,9 @@
 /* The most classes whose counts an evaluation keeps (per-class metrics, the confusion matrix): config.h's bound. */
 #define TFX_EVAL_MAX_CLASSES TFX_MAX_CLASSES
 
+/* The K of the recall@K an evaluation counts (train/recall.h). */
+#define TFX_RECALL_KS 6
+
 typedef struct tfx_eval_result {
   double loss, accuracy, top5; /* top5: the top-K accuracy, K = top_k */
   int top_k;
@@ -24,6 +27,8 @@ typedef struct tfx_eval_result {
   int multi_label; /* sets of classes: row k of confusion holds class k's tp, fp, fn, tn */
   double confusion[TFX_EVAL_MAX_CLASSES][TFX_EVAL_MAX_CLASSES]; /* [label][predicted]: examples (train/classes.h) */
   tfx_pm_state pm; /* the plugin's own metrics (n 0: none asked) */
+  int ranked;      /* a softmax over a catalogue: rank_hits and pop_hits hold recall@K (train/recall.h) */
+  double rank_hits[TFX_RECALL_KS], pop_hits[TFX_RECALL_KS];
 } tfx_eval_result;
 
 /* Room for every named metric, and per_class's three of each class (four with a multi-label AUC). */

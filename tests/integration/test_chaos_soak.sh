@@ -17,8 +17,21 @@ sparse_lr_experiment "$WORK/lr.json" training.mode='"async"' training.report_eve
 schedule() { python3 -c "import random; r = random.Random($SEED * 7919 + $1); print('\n'.join(map(str, sorted(r.sample(range($2, $3), $1)))))"; }
 # pick WORD...: one of the words, drawn with the seed and the step ($STEP).
 pick() { python3 -c "import random, sys; print(random.Random($SEED * 104729 + $STEP).choice(sys.argv[1:]))" "$@"; }
-# reached RUN STEP LP: whether RUN's train records reached STEP while LP still runs.
-reached() { local s; s=$(metric "$1/metrics.jsonl" train step); [ "$s" != none ] && [ "$s" -ge "$2" ] || ! kill -0 "$3"; }
+# await_step RUN STEP LP: waits (polling every 20 ms, up to 300 s) until RUN's train records reach STEP; 1 when LP
+# ended first.
+await_step() {
+  local s i
+  for i in $(seq 15000); do
+    kill -0 "$3" 2>/dev/null || return 1
+    s=$(grep -o '"kind": "train", "step": [0-9]*' "$1/metrics.jsonl" 2>/dev/null | tail -1 | grep -o '[0-9]*$')
+    [ -n "$s" ] && [ "$s" -ge "$2" ] && return 0
+    sleep 0.02
+  done
+  return 1
+}
+# healed RUN N LP: waits until RUN's chief re-replicated N times (a ps killed came back and took its backups
+# again), so that the next kill is a single loss, not a pair lost together (which rolls back, by design).
+healed() { wait_for 120 bash -c "[ \$(grep -c MASTER-REREPLICATED '$1/logs/master-0.log') -ge $2 ] || ! kill -0 $3"; }
 # fault RUN KIND:ROLE: kill9 (kill -9) or stop (SIGSTOP for 1 s, then SIGCONT) of ROLE 0 or 1, drawn; noted in
 # $WORK/faults.
 fault() {
@@ -35,7 +48,8 @@ fault() {
 }
 # soak NAME FAULTS CONFIG [ARGS...]: a run of CONFIG in $WORK/NAME with FAULTS faults at drawn steps (0:
 # undisturbed), and with END set one more kill -9 of a ps once a worker waits at max_steps (the end window); it
-# must end at max_steps, exit 0, with nothing rolled back.
+# must end at max_steps, exit 0, with nothing rolled back. A killed ps is let heal (rejoin, its backups streamed)
+# before the next fault.
 soak() {
   local name=$1 n=$2 cfg=$3 run=$WORK/$1 lp
   shift 3
@@ -44,10 +58,12 @@ soak() {
     --set checkpoint.every_steps=0 --set cluster.request_timeout_s=20 "$@" >"$WORK/$name.log" 2>&1 &
   lp=$!
   PIDS+=($lp)
+  local kills=0 what
   for STEP in $([ "$n" -gt 0 ] && schedule "$n" $((MAX / 10)) $((MAX * 8 / 10))); do
-    wait_for 300 reached "$run" "$STEP" $lp
-    kill -0 $lp 2>/dev/null || break
-    fault "$run" "$(pick kill9:ps kill9:ps stop:worker stop:ps stop:chief)"
+    await_step "$run" "$STEP" $lp || break
+    what=$(pick kill9:ps kill9:ps stop:worker stop:ps stop:chief)
+    fault "$run" "$what"
+    [ "${what%%:*}" = kill9 ] && kills=$((kills + 1)) && healed "$run" $kills $lp
   done
   if [ -n "${END:-}" ]; then
     wait_for 300 bash -c "grep -q WORKER-AT-MAX '$run'/logs/worker-*.log 2>/dev/null || ! kill -0 $lp"

@@ -92,6 +92,6 @@ bad() { # bad NAME EXPECTED-MESSAGE CONFIG-KEY=VALUE...
 bad bad-index "bad-index.libsvm: line 2, column 7: index 1048577 exceeds dim 1048576"
 bad bad-nan "bad-nan.libsvm: line 2, column 3: '4:nan': the value is not a finite number"
 cp "$WORK/train.libsvm" "$WORK/combiner.libsvm"
-bad combiner "combiner 'max' (want sum, mean or sqrtn)" \
+bad combiner "combiner 'max' (want sum, mean, sqrtn or sequence)" \
   model.layers='[{"type": "embedding_bag", "units": 4, "combiner": "max"}]'
 pass "sparse logistic regression: accuracy $acc in 563 steps ($sacc streamed, $lacc after 40 cluster steps; feature columns $cacc, streamed $csacc), evaluate/predict/resume on CSR, bad input exits 2"

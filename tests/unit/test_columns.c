@@ -267,3 +267,25 @@ Test(columns, weight_key_needs_feature_columns) {
   cr_assert_eq(tfx_config_validate(&cfg, &err), TFX_ECONFIG);
   cr_assert(strstr(err.msg, "data.weight_key 'w'") && strstr(err.msg, "model.features"), "%s", err.msg);
 }
+
+Test(columns, a_sequence_keeps_its_first_max_len_ids_in_order) {
+  tmpdir_create("columns-seq");
+  const char *path = write_csv("s.csv", "y,hist\n1,5|3|9|3|7\n0,\n1,2\n");
+  tfx_config cfg;
+  tfx_config_init(&cfg);
+  tfx_err err = {0};
+  cr_assert_eq(tfx_config_parse(&cfg,
+                                "{\"model\": {\"features\": [{\"key\": \"hist\", \"type\": \"identity\", "
+                                "\"num_buckets\": 10, \"separator\": \"|\", \"max_len\": 3}],"
+                                " \"layers\": [{\"type\": \"embedding_bag\", \"inputs\": \"hist\", \"units\": 2}]},"
+                                " \"data\": {\"format\": \"csv\", \"label_column\": \"y\"}}",
+                                "test", &err),
+               TFX_OK, "%s", err.msg);
+  tfx_dataset *d = NULL;
+  cr_assert_eq(tfx_columns_load_csv(&cfg, path, &d, &err), TFX_OK, "%s", err.msg);
+  const tfx_field *h = &d->fields[0];
+  cr_assert(h->off[1] == 3 && h->off[2] == 3 && h->off[3] == 4, "3 of 5 ids, none, one");
+  cr_assert(h->ids[0] == 5 && h->ids[1] == 3 && h->ids[2] == 9 && h->ids[3] == 2, "the cell's order, repeats kept");
+  tfx_dataset_destroy(d);
+  tmpdir_remove();
+}
