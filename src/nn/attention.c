@@ -116,7 +116,7 @@ static void example_backward(const float *h, const float *q, const float *a, con
   }
 }
 
-void nn__attn_backward(tfx_model *m, layer *l, const float *x, int batch) {
+void nn__attn_backward(tfx_model *m, layer *l, const float *x, int batch, const nn_grad_sink *sink) {
   const layer *seq = &m->layers[l->in[0]];
   int k = seq->oc, L = seq->ow, ps = l->in[0], pt = l->in[1];
   size_t cs = nn__attn_cols(l);
@@ -128,7 +128,7 @@ void nn__attn_backward(tfx_model *m, layer *l, const float *x, int batch) {
                      seq_len(m, l, b), k, g + (size_t)b * L * k, l->dout + (size_t)b * 2 * k + k, dp);
   }
   if (m->layers[ps].needs_grad) {
-    nn__graph_give_grad(m, ps, g, batch, L * k, L * k);
+    sink->give(sink->ctx, ps, g, batch, L * k, L * k);
   }
   /* dW = t^T dq, dt = dq W^T, with dq in each example's dout second half */
   const float *t = in_of(m, pt, x);
@@ -137,6 +137,6 @@ void nn__attn_backward(tfx_model *m, layer *l, const float *x, int batch) {
   if (pt >= 0 && m->layers[pt].needs_grad) {
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, batch, k, k, 1.0f, l->dout + k, 2 * k, l->w->value, k, 0.0f, g,
                 k);
-    nn__graph_give_grad(m, pt, g, batch, k, k);
+    sink->give(sink->ctx, pt, g, batch, k, k);
   }
 }

@@ -87,7 +87,7 @@ void nn__cross_forward(tfx_model *m, layer *l, const float *x, int batch) {
 
 /* du = dy * x0 into scratch; the bias gradient; the kernels' gradients; then dxl = dy + du W^T (and, with one
  * input, + dy * u), each handed to its producer. */
-void nn__cross_backward(tfx_model *m, layer *l, const float *x, int batch) {
+void nn__cross_backward(tfx_model *m, layer *l, const float *x, int batch, const nn_grad_sink *sink) {
   int d = l->oc, r = l->pool, p0 = l->in[0], pl = l->in[l->n_in - 1];
   const float *x0 = in_of(m, p0, x), *xl = in_of(m, pl, x), *u = l->cols, *t = l->cols + (size_t)batch * d;
   float *g = m->scratch, *du = l->dout; /* du overwrites dy once dy's uses are done */
@@ -95,7 +95,7 @@ void nn__cross_backward(tfx_model *m, layer *l, const float *x, int batch) {
     g[i] = l->dout[i] * u[i]; /* dx0 */
   }
   if (l->n_in == 2 && p0 >= 0 && m->layers[p0].needs_grad) {
-    nn__graph_give_grad(m, p0, g, batch, d, d);
+    sink->give(sink->ctx, p0, g, batch, d, d);
   }
   for (size_t i = 0; i < (size_t)batch * d; i++) { /* g: dxl's direct part (plus dx0 with one input) */
     g[i] = l->dout[i] + (l->n_in == 1 ? g[i] : 0.0f);
@@ -118,6 +118,6 @@ void nn__cross_backward(tfx_model *m, layer *l, const float *x, int batch) {
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, batch, d, d, 1.0f, du, d, l->w->value, d, 1.0f, g, d);
   }
   if (pl >= 0 && m->layers[pl].needs_grad) {
-    nn__graph_give_grad(m, pl, g, batch, d, d);
+    sink->give(sink->ctx, pl, g, batch, d, d);
   }
 }

@@ -57,7 +57,7 @@ void nn__dot_forward(tfx_model *m, layer *l, const float *x, int batch) {
 }
 
 /* dV = S V with S symmetric: S_ij = S_ji = dy of pair (i, j), zero diagonal; each input gets its row of dV. */
-void nn__dot_backward(tfx_model *m, layer *l, const float *x, int batch) {
+void nn__dot_backward(tfx_model *m, layer *l, const float *x, int batch, const nn_grad_sink *sink) {
   (void)x;
   int n = l->n_in, k = layer_in_size(l);
   size_t stride = 2 * (size_t)n * k + (size_t)n * n;
@@ -75,7 +75,7 @@ void nn__dot_backward(tfx_model *m, layer *l, const float *x, int batch) {
   for (int i = 0; i < n; i++) {
     int p = l->in[i];
     if (p >= 0 && m->layers[p].needs_grad) {
-      nn__graph_give_grad(m, p, l->cols + (size_t)n * k + (size_t)n * n + (size_t)i * k, batch, k, (int)stride);
+      sink->give(sink->ctx, p, l->cols + (size_t)n * k + (size_t)n * n + (size_t)i * k, batch, k, (int)stride);
     }
   }
 }

@@ -387,13 +387,16 @@ static void give_grad(tfx_model *m, int p, const float *g, int batch, int n, int
   }
 }
 
-void nn__graph_give_grad(tfx_model *m, int p, const float *g, int batch, int n, int stride) {
-  give_grad(m, p, g, batch, n, stride);
+/* The graph's gradient sink (ctx: the model): give_grad. */
+static void sink_give(void *ctx, int p, const float *g, int batch, int n, int stride) {
+  give_grad(ctx, p, g, batch, n, stride);
 }
 
 static void merge_backward(tfx_model *m, layer *l, const float *x, int batch) {
   if (l->kind == L_CROSS || l->kind == L_DOT || l->kind == L_ATTN) {
-    (l->kind == L_CROSS ? nn__cross_backward : l->kind == L_DOT ? nn__dot_backward : nn__attn_backward)(m, l, x, batch);
+    nn_grad_sink sink = {sink_give, m};
+    (l->kind == L_CROSS ? nn__cross_backward : l->kind == L_DOT ? nn__dot_backward : nn__attn_backward)(m, l, x, batch,
+                                                                                                        &sink);
     return;
   }
   if (l->kind == L_FM) {

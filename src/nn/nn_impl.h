@@ -154,26 +154,29 @@ static inline int layer_is_merge(const layer *l) {
          l->kind == L_ATTN;
 }
 
-/* Hands the gradient g [batch, n] (row stride `stride`) to producer p (graph.c): copies it when p has one reader,
- * adds it otherwise. */
-void nn__graph_give_grad(tfx_model *m, int p, const float *g, int batch, int n, int stride);
+/* Where a merge layer's backward hands the gradient g [batch, n] (row stride `stride`) of its input producer p: the
+ * graph's give (graph.c: copied when p has one reader, added otherwise), with its context. */
+typedef struct nn_grad_sink {
+  void (*give)(void *ctx, int p, const float *g, int batch, int n, int stride);
+  void *ctx;
+} nn_grad_sink;
 
 /* cross.c: shape and variables of a cross layer (rank: of its kernel, 0 for full), its step floats per example, and
- * forward / backward (the input gradients go to the producers through nn__graph_give_grad). */
+ * forward / backward (the input gradients go to the producers through the sink). */
 int nn__cross_shape(tfx_model *m, layer *l, const tfx_layer_spec *s, tfx_err *err);
 size_t nn__cross_cols(const layer *l);
 void nn__cross_forward(tfx_model *m, layer *l, const float *x, int batch);
-void nn__cross_backward(tfx_model *m, layer *l, const float *x, int batch);
+void nn__cross_backward(tfx_model *m, layer *l, const float *x, int batch, const nn_grad_sink *sink);
 /* dot.c: shape of a dot_interaction (n inputs of one width k -> n(n-1)/2 dots), forward and backward. */
 int nn__dot_shape(tfx_model *m, layer *l, tfx_err *err);
 size_t nn__dot_cols(const layer *l);
 void nn__dot_forward(tfx_model *m, layer *l, const float *x, int batch);
-void nn__dot_backward(tfx_model *m, layer *l, const float *x, int batch);
+void nn__dot_backward(tfx_model *m, layer *l, const float *x, int batch, const nn_grad_sink *sink);
 /* attention.c: shape of a target_attention (a sequence bag [L, k] and a target [k] -> [2k]), forward, backward. */
 int nn__attn_shape(tfx_model *m, layer *l, tfx_err *err);
 size_t nn__attn_cols(const layer *l);
 void nn__attn_forward(tfx_model *m, layer *l, const float *x, int batch);
-void nn__attn_backward(tfx_model *m, layer *l, const float *x, int batch);
+void nn__attn_backward(tfx_model *m, layer *l, const float *x, int batch, const nn_grad_sink *sink);
 
 /* Resolves layer i's inputs (names of earlier layers, "input", or the previous layer) and copies the first
  * input's shape into l; counts consumers. Errors (TFX_ECONFIG) name the layer and the unknown input. */
