@@ -463,6 +463,19 @@ int tfx_ckpt_verify(const char *dir, int64_t *step, int *n_ps, tfx_err *err) {
 }
 
 int tfx_ckpt_check(const char *dir, int full, int64_t *step, int *n_ps, tfx_err *err) {
+  int64_t s;
+  int nps, rc = store__ckpt_check_files(dir, full, &s, &nps, err);
+  if (!rc) {
+    rc = store__ckpt_check_chain(dir, s, nps, full, err); /* checkpoint.incremental: every link it is a delta of */
+  }
+  if (!rc) {
+    *step = s;
+    *n_ps = nps;
+  }
+  return rc;
+}
+
+int store__ckpt_check_files(const char *dir, int full, int64_t *step, int *n_ps, tfx_err *err) {
   char path[1100];
   snprintf(path, sizeof path, "%s/manifest.json", dir);
   json_object *root = json_object_from_file(path), *st, *shards;
