@@ -240,7 +240,7 @@ const config__option config__layer_options[] = {
     {"variable", OPT_STR, L(variable), 0, 0, "", "matmul, bias_add, lookup: the model.variables entry used"},
     {"combiner", OPT_STR, L(combiner), 0, 0, "sum", "embedding_bag: sum | mean | sqrtn"},
     {"use_bias", OPT_BOOL, L(use_bias), 0, 1, "true", "embedding_bag: add a bias of units values"},
-    {"max_rows", OPT_I64, L(max_rows), 0, BIG, "0",
+    {"max_rows", OPT_I64, L(max_rows), 0, 1099511627776.0 /* 2^40: the most ids a table has */, "0",
      "embedding_bag: hard cap of rows per ps, the least recently touched evicted first (0: none)"},
     {"ttl_steps", OPT_I64, L(ttl_steps), 0, BIG, "0", "embedding_bag: evict rows untouched for N steps (0: never)"},
     {"admit_min_count", OPT_INT, L(admit_min_count), 0, 1000000, "0",
