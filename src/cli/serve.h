@@ -23,6 +23,9 @@
 
 #define TFX_SERVE_MAX_INSTANCES 10000         /* instances in one request */
 #define TFX_SERVE_MAX_BODY (64u * 1024 * 1024) /* bytes of one request body (larger: 413) */
+/* JSON values in a body that is not a valid dense request, before json-c parses it (more: 400); a model of feature
+ * columns may take more (serve_request.c). */
+#define TFX_SERVE_MAX_JSON_VALUES ((size_t)1 << 20)
 
 /* The model's name in URLs (/v1/models/NAME) into out (n bytes): the experiment's name, else the basename of dir
  * (the run or export directory). */
@@ -30,8 +33,9 @@ void tfx_serve_model_name(const tfx_config *cfg, const char *dir, char *out, siz
 
 /* Parses a predict body (len bytes, not NUL-terminated) for the model of cfg taking dim dense inputs into a dataset
  * of its instances; caller owns *out; free with tfx_dataset_destroy. TFX_EINVAL naming what is wrong: not JSON,
- * truncated JSON, no "instances" list, none or more than TFX_SERVE_MAX_INSTANCES, mixed forms, a form the model does
- * not read, a vector of the wrong width, a value that is not a number, an unknown column, a line the reader refuses. */
+ * truncated JSON, no "instances" list, none or more than TFX_SERVE_MAX_INSTANCES, more JSON values than such a
+ * request holds (counted before json-c builds them), mixed forms, a form the model does not read, a vector of the
+ * wrong width, a value that is not a finite number, an unknown column, a line the reader refuses. */
 int tfx_serve_parse(const tfx_config *cfg, size_t dim, const char *body, size_t len, tfx_dataset **out, tfx_err *err);
 /* Joins n datasets parsed for one model (same width and fields) into one, in order; caller owns *out; the parts
  * are borrowed. */
