@@ -19,6 +19,10 @@ void data__files_free(char **paths, size_t n);
  * start with '.', into name[len] (*found 1), or *found 0 when none has landed yet. TFX_ENOTFOUND naming dir when it
  * cannot be read. */
 int data__follow_next(const char *dir, const char *after, char *name, size_t len, int *found, tfx_err *err);
+/* Whether path, a file just taken from a followed directory, may be read: opened without following a link and
+ * without blocking (a FIFO), it must be a regular file. TFX_ENOTFOUND when it cannot be opened (unreadable),
+ * TFX_EINVAL for a link or another kind of file, each naming the path escaped. */
+int data__follow_check(const char *path, tfx_err *err);
 
 /* A window of a stream: its examples and their serving order (d->n indices). Owned by whoever holds it. */
 typedef struct data__window {
@@ -50,7 +54,8 @@ int data__prefetch_dry(data__prefetch *p, uint64_t ticket);
 /* Stops and joins the reader thread, frees the queued windows and p; NULL does nothing. */
 void data__prefetch_stop(data__prefetch *p);
 /* data__follow_next from the reader thread of p, looking again each time the consumer asks or every 100 ms until
- * such a file lands; TFX_EINTR when the thread is stopped. */
+ * such a file lands; a directory that cannot be read (removed, to be made again) is waited for, named once in a
+ * DATA-FOLLOW-GONE warning. TFX_EINTR when the thread is stopped. */
 int data__follow_wait(const char *dir, const char *after, char *name, size_t len, data__prefetch *p, tfx_err *err);
 
 #endif

@@ -7,8 +7,9 @@
  * while reading and made dense ([n, dim] floats) at the end.
  *
  * Ownership: the dataset is the caller's (tfx_dataset_destroy). Thread-safety: no shared state. Errors:
- * TFX_EINVAL (NULL arguments), TFX_ENOTFOUND / TFX_ESYS (open, read), TFX_ECORRUPT (a NUL byte, a bad label, token,
- * index or value, indices out of order, no rows; the message names the file, the 1-based line and byte column),
+ * TFX_EINVAL (NULL arguments), TFX_ENOTFOUND / TFX_ESYS (open, read), TFX_ECORRUPT (a NUL byte, a line longer than
+ * TFX_LIBSVM_MAX_LINE, a bad label, token, index or value, indices out of order, no rows; the message names the
+ * file, the 1-based line and byte column, and at most a short escaped prefix of a bad token),
  * TFX_ESHAPE (an index above the given dim), TFX_ECONFIG (dim 0 and no index to infer it from), TFX_ENOMEM. */
 #ifndef TFX_LIBSVM_H
 #define TFX_LIBSVM_H
@@ -18,6 +19,9 @@
 
 #include "common/err.h"
 #include "data/dataset.h"
+
+/* The longest line read (bytes, its newline included): a longer one is refused, never held whole. */
+#define TFX_LIBSVM_MAX_LINE (64 << 20)
 
 typedef struct tfx_libsvm_reader tfx_libsvm_reader;
 

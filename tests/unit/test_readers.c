@@ -391,6 +391,36 @@ Test(libsvm, bad_tokens_name_line_and_column) {
   cr_assert_null(d);
 }
 
+/* A bad token is shown by a short escaped prefix, never whole: the data may be a file others can read only through
+ * the run's logs. */
+Test(libsvm, a_bad_token_is_shown_by_a_short_escaped_prefix) {
+  tfx_dataset *d = NULL;
+  tfx_err e = {0};
+  int rc = svm_load("1 1:1\nsecret\x1b[31mAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA 1:1\n", 0, &d, &e);
+  assert_fails(rc, &e, TFX_ECORRUPT, "line 2, column 1: 'secret\\x1b[31mAAAAAAAAAAAAA...': the label", NULL);
+  cr_assert_null(d);
+}
+
+/* A line longer than TFX_LIBSVM_MAX_LINE is refused by its number, never held whole (a 2 GB file without a newline
+ * took 1.7 GB a worker). */
+Test(libsvm, a_line_past_the_bound_is_refused) {
+  FILE *f = fopen(tmp("long.svm"), "wb");
+  cr_assert_not_null(f);
+  fputs("1 1:1\n2 ", f);
+  static char chunk[1 << 16];
+  memset(chunk, '7', sizeof chunk);
+  for (size_t at = 0; at <= TFX_LIBSVM_MAX_LINE; at += sizeof chunk) {
+    cr_assert_eq(fwrite(chunk, 1, sizeof chunk, f), sizeof chunk);
+  }
+  fclose(f);
+  tfx_dataset *d = NULL;
+  tfx_err e = {0};
+  int rc = tfx_libsvm_load(tmp("long.svm"), 0, &d, &e);
+  assert_fails(rc, &e, TFX_ECORRUPT, "long.svm: line 2: longer than 67108864 bytes", NULL);
+  cr_assert_null(d);
+  unlink(tmp("long.svm"));
+}
+
 /* A NUL byte inside a line is refused naming the line and column: the parser stopped at it and dropped the rest of
  * the line unread (#30, item 18). */
 Test(libsvm, nul_byte_names_line_and_column) {
