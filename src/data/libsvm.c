@@ -68,6 +68,9 @@ static int parse_label(svm *s, const char *tok, tfx_err *err) {
     return tfx_label_set_parse(tok, ',', &s->y[s->n]) ? bad(s, tok, "the label is not an int32 or a set (1,4)", err)
                                                       : TFX_OK;
   }
+  if (v < 0) { /* every negative int32 is a label set (labelset.h): -1 would be all 31 classes on */
+    return bad(s, tok, "a negative label: classes are 0 and up (map LibSVM's -1/+1 to 0/1)", err);
+  }
   s->y[s->n] = (int32_t)v;
   return TFX_OK;
 }

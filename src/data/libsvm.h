@@ -1,7 +1,8 @@
 /* LibSVM / SVMlight sparse text datasets: one example per line, "label idx:val idx:val ...".
  *
  * Indices are 1-based and strictly ascending within a line; absent features are 0. The label is an integer
- * (written "+1", "-1", "3" or "3.0") stored as is: no remapping of -1/+1 to 0/1. A "#" starts a comment to the
+ * (written "+1", "3" or "3.0") stored as is, a negative one refused (every negative int32 is a label set,
+ * common/labelset.h: LibSVM's -1 would be a set of every class; map -1/+1 to 0/1). A "#" starts a comment to the
  * end of the line, "qid:N" tokens are skipped, blank lines are ignored. dim is the number of features: given,
  * then an index above it is an error; or 0, then it is the largest index in the file. The rows are kept sparse
  * while reading and made dense ([n, dim] floats) at the end.
