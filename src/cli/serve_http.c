@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <time.h>
 
@@ -273,6 +274,25 @@ static enum MHD_Result route(request *r, const char *url, const char *method) {
   return reply_error(r->conn, MHD_HTTP_NOT_FOUND, msg);
 }
 
+/* The Content-Length headers of a request: how many, and whether they disagree. */
+typedef struct lengths {
+  int n, differ;
+  char first[32];
+} lengths;
+
+static enum MHD_Result count_length(void *cls, enum MHD_ValueKind kind, const char *key, const char *value) {
+  (void)kind;
+  lengths *l = cls;
+  if (key && !strcasecmp(key, "Content-Length")) {
+    if (l->n++ == 0) {
+      snprintf(l->first, sizeof l->first, "%s", value ? value : "");
+    } else {
+      l->differ |= strcmp(l->first, value ? value : "") != 0;
+    }
+  }
+  return MHD_YES;
+}
+
 static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                               const char *version, const char *upload, size_t *upload_size, void **state) {
   (void)version;
@@ -285,7 +305,10 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
     r->conn = c;
     r->t0 = now_s();
     *state = r;
-    return MHD_YES;
+    lengths l = {0};
+    MHD_get_connection_values(c, MHD_HEADER_KIND, count_length, &l);
+    /* RFC 7230 3.3.2: lengths that disagree leave the body's end to whoever reads it (request smuggling) */
+    return l.differ ? reply_error(c, MHD_HTTP_BAD_REQUEST, "Content-Length headers that differ") : MHD_YES;
   }
   if (*upload_size) {
     take_upload(r, upload, *upload_size);
