@@ -3,7 +3,7 @@
 # a final checkpoint and the run ends, its lock released. One killed with kill -9 takes its cluster with it: every
 # child (master, ps, workers) gets SIGKILL from the kernel (PR_SET_PDEATHSIG), with the default request deadlines
 # (no master waits minutes for ps that are gone, holding the run directory's lock), so the next `local` on the
-# directory starts at once.
+# directory starts at once. A search is refused a live run's directory (the run's lock).
 . "$(dirname "$0")/lib.sh"
 small_mlp "$WORK/exp.json" training.max_steps=1000000 eval.every_steps=0 checkpoint.every_steps=20 \
   training.report_every=20
@@ -24,6 +24,11 @@ start_local() {
 }
 
 start_local
+# The live run's directory is locked against a search too (it wrote its trials into it).
+out=$(timeout 120 "$TFX_NODE" search --config "$SRC/examples/fashion_mnist_search.json" --run-dir "$WORK/run" 2>&1); rc=$?
+[ "$rc" = 2 ] && echo "$out" | grep -q "is in use by another run" ||
+  fail "search on a live run's directory: exit $rc: $(echo "$out" | tail -2)"
+[ ! -e "$WORK/run/trial-000" ] || fail "search wrote into a live run's directory"
 kill -HUP "$LP"
 wait_exit 120 "$LP" >"$WORK/hup.rc"; rc=$?
 [ "$rc" = 0 ] || fail "local on SIGHUP: exit $rc, want 0 as on SIGTERM: $(tail -3 "$WORK/local.log")"
