@@ -49,6 +49,7 @@ struct tfx_stream {
   char follow[TFX_PATH_MAX]; /* data.train.follow: the directory, or "" */
   char last[256];            /* the name of the last file of the directory taken (any worker's turn) */
   uint64_t landed;           /* files of the directory taken so far (sharding by file: whose turn) */
+  uint64_t late_named;       /* files sorting before the last taken when they were last named (landed late) */
   tfx_idle_fn idle;          /* called while waiting for a file */
   void *idle_ctx;
   int skip_bad;              /* data.on_error skip */
@@ -255,7 +256,7 @@ static void shuffle_files(tfx_stream *s) {
 static int follow_file(tfx_stream *s, tfx_err *err) {
   char name[256], path[TFX_PATH_MAX + 260];
   for (int mine = 0; !mine;) {
-    int rc = data__follow_wait(s->follow, s->last, name, sizeof name, s->pf, err);
+    int rc = data__follow_wait(s->follow, s->last, s->landed, &s->late_named, name, sizeof name, s->pf, err);
     if (rc) {
       return rc;
     }

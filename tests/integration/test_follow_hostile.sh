@@ -1,8 +1,9 @@
 #!/bin/bash
 # A followed directory others can write into (data.on_error skip): a symbolic link to a file outside it is never
 # read (none of that file's lines reaches a log); a file whose name holds a newline is read, its name escaped in
-# every log line (no line is forged); `rm -rf DIR; mkdir DIR` is waited for (DATA-FOLLOW-GONE), not a stop: the
-# files landing in the new directory are trained on and Ctrl-C then stops the run with exit 0.
+# every log line (no line is forged); a file landing late is named (DATA-FOLLOW-LATE); `rm -rf DIR; mkdir DIR` is
+# waited for (DATA-FOLLOW-GONE), not a stop: the files landing in the new directory are trained on and Ctrl-C then
+# stops the run with exit 0.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/follow_setup.sh"
 python3 - "$WORK/follow.json" <<'PY'
@@ -24,6 +25,10 @@ wait_for 240 near "$landed" || fail "examples_seen $(seen), rows landed $landed"
 ! grep -rq "SECRET-ROW" "$WORK/run" "$WORK/local.log" || fail "a line of the linked file reached a log"
 ! grep -rqa "^FORGED-LINE" "$WORK/run/logs" || fail "a file name forged a log line"
 grep -q 'part-3\\x0aFORGED-LINE' "$WORK"/run/logs/worker-*.log || fail "the newline of the name was not escaped"
+# A file landing late (sorting before the last one taken) is never read, and said so.
+cp "$WORK/parts/part-1.libsvm" "$WORK/in/.l.tmp" && mv "$WORK/in/.l.tmp" "$WORK/in/part-0a.libsvm"
+wait_for 60 grep -q "DATA-FOLLOW-LATE 1 file(s) of .* sort before 'part-3" "$WORK"/run/logs/worker-0.log ||
+  fail "no DATA-FOLLOW-LATE for a file that landed late: $(grep -h DATA-FOLLOW "$WORK"/run/logs/worker-0.log | tail -3)"
 rm -rf "$WORK/in"
 wait_for 60 grep -q DATA-FOLLOW-GONE "$WORK"/run/logs/worker-0.log ||
   fail "no DATA-FOLLOW-GONE once the directory was removed"
