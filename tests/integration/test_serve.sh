@@ -23,6 +23,8 @@ PIDS+=($SP)
 URL=http://127.0.0.1:$port/v1/models/fashion_mnist_mlp
 wait_for 60 curl -sf "$URL" -o "$WORK/status.json" || fail "serve never answered GET $URL"
 grep -q '"step": 200' "$WORK/status.json" || fail "GET $URL: $(cat "$WORK/status.json")"
+listen=$(ss -ltnH "sport = :$port" | awk '{print $4}')
+[ "$listen" = "127.0.0.1:$port" ] || fail "serve without --bind listens on '$listen', want 127.0.0.1:$port"
 
 python3 - "$WORK/q.idx" "$WORK/p.jsonl" "$URL:predict" <<'PY' || fail "dense: served predictions differ"
 import json, struct, sys, threading, urllib.request
