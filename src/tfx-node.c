@@ -159,7 +159,8 @@ static int lock_run(const tfx_args *a, tfx_err *err) {
      * killed with -9 does not free the directory while its children still write there. */
     fcntl(lock_fd, F_SETFD, 0);
   }
-  if (!rc && trains && !a->node.resume && !(rc = tfx_run_set_aside(a->node.run_dir, &moved, where, sizeof where, err)) && moved) {
+  if (!rc && trains && !a->node.resume &&
+      !(rc = tfx_run_set_aside(a->node.run_dir, &moved, where, sizeof where, err)) && moved) {
     tfx_log(TFX_LOG_INFO, "RUN-FRESH", "--fresh: the earlier run's %d entries moved to %s", moved, where);
   }
   return rc;

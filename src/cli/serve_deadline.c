@@ -51,8 +51,10 @@ static void *watch(void *arg) {
   while (!d->stop) {
     int n = sweep(d, tfx_now_ms());
     if (n) {
-      tfx_log(TFX_LOG_WARN, "SERVE-HEADER-TIMEOUT", "%d connection(s) closed: headers not in within %lld ms (%llu "
-              "so far)", n, (long long)d->limit_ms, (unsigned long long)d->closed);
+      tfx_log(TFX_LOG_WARN, "SERVE-HEADER-TIMEOUT",
+              "%d connection(s) closed: headers not in within %lld ms (%llu "
+              "so far)",
+              n, (long long)d->limit_ms, (unsigned long long)d->closed);
     }
     struct timespec until;
     clock_gettime(CLOCK_REALTIME, &until);

@@ -20,8 +20,8 @@ typedef struct tfx_node {
   int chief_pid;                    /* worker 0 acting as chief: the pid of the master it forked (0: none) */
 } tfx_node;
 
-/* Installs SIGTERM/SIGINT/SIGHUP handlers that set the stop flag; ignores SIGPIPE, and SIGXFSZ (a write past a file-size
- * limit then fails with EFBIG). */
+/* Installs SIGTERM/SIGINT/SIGHUP handlers that set the stop flag; ignores SIGPIPE, and SIGXFSZ (a write past a
+ * file-size limit then fails with EFBIG). */
 void tfx_signals_install(void);
 /* The environment variable `local` sets in its ps and workers: the supervisor's pid, which their stop signals go to. */
 #define TFX_SUPERVISOR_ENV "TFX_SUPERVISOR_PID"

@@ -58,7 +58,7 @@ void data__prefetch_stop(data__prefetch *p);
  * such a file lands; a directory that cannot be read (removed, to be made again) is waited for, named once in a
  * DATA-FOLLOW-GONE warning; more files at or before `after` than the `taken` so far are named in a
  * DATA-FOLLOW-LATE warning (once for each count, kept in *late_named). TFX_EINTR when the thread is stopped. */
-int data__follow_wait(const char *dir, const char *after, uint64_t taken, uint64_t *late_named, char *name,
-                      size_t len, data__prefetch *p, tfx_err *err);
+int data__follow_wait(const char *dir, const char *after, uint64_t taken, uint64_t *late_named, char *name, size_t len,
+                      data__prefetch *p, tfx_err *err);
 
 #endif

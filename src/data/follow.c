@@ -8,8 +8,8 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "common/log.h"
 #include "config/config.h"
@@ -56,7 +56,7 @@ int data__follow_check(const char *path, tfx_err *err) {
                           : tfx_err_sys(err, TFX_ENOTFOUND, "%s: cannot be opened", name);
   }
   struct stat st;
-  int rc = fstat(fd, &st) ? tfx_err_sys(err, TFX_ENOTFOUND, "%s: cannot be read", name)
+  int rc = fstat(fd, &st)         ? tfx_err_sys(err, TFX_ENOTFOUND, "%s: cannot be read", name)
            : !S_ISREG(st.st_mode) ? tfx_err_set(err, TFX_EINVAL, "%s: not a regular file", name)
                                   : TFX_OK;
   close(fd);
@@ -93,8 +93,8 @@ static void name_late(const char *dir, const char *after, uint64_t older, uint64
   }
 }
 
-int data__follow_wait(const char *dir, const char *after, uint64_t taken, uint64_t *late_named, char *name,
-                      size_t len, data__prefetch *p, tfx_err *err) {
+int data__follow_wait(const char *dir, const char *after, uint64_t taken, uint64_t *late_named, char *name, size_t len,
+                      data__prefetch *p, tfx_err *err) {
   follow_dir state = FOLLOW_DIR_THERE;
   char shown[512];
   tfx_log_escape(after, strlen(after), shown, sizeof shown);

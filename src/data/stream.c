@@ -399,7 +399,7 @@ static int reporter(const tfx_stream *s) {
 static void name_bad(tfx_stream *s, const char *msg, const char *what, int mine) {
   if (mine) {
     uint64_t bad = atomic_fetch_add(&s->bad, 1) + 1;
-    char shown[sizeof ((tfx_err *)0)->msg * 4];
+    char shown[sizeof((tfx_err *)0)->msg * 4];
     tfx_log_escape(msg, strlen(msg), shown, sizeof shown); /* file names and record bytes are the data's */
     tfx_log(TFX_LOG_WARN, "DATA-BAD-RECORD", "%s; %s (data.on_error skip; %llu bad so far)", shown, what,
             (unsigned long long)bad);
@@ -467,7 +467,10 @@ static int skip_bad(tfx_stream *s, int rc, const tfx_err *err) {
     return 0;
   }
   int per_line = s->reader && !s->columns && (s->format == TFX_FORMAT_CSV || s->format == TFX_FORMAT_LIBSVM);
-  name_bad(s, err->msg, per_line ? "skipped" : s->reader ? "the rest of the file skipped" : "the file skipped whole",
+  name_bad(s, err->msg,
+           per_line    ? "skipped"
+           : s->reader ? "the rest of the file skipped"
+                       : "the file skipped whole",
            reporter(s));
   if (!per_line) {
     close_reader(s);

@@ -22,8 +22,8 @@ double tfx_progress_rate(tfx_progress *p, int64_t step) {
   return rate;
 }
 
-void tfx_progress_format(const tfx_progress *p, int64_t step, double loss, double acc, double ex_per_s,
-                         double elapsed, char *out, size_t n) {
+void tfx_progress_format(const tfx_progress *p, int64_t step, double loss, double acc, double ex_per_s, double elapsed,
+                         char *out, size_t n) {
   double per_step = step > p->start_step ? elapsed / (double)(step - p->start_step) : 0;
   double eta = per_step * (double)(p->max_steps - step);
   char accs[16] = "-", of[32] = "", etas[32] = "-";

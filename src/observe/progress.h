@@ -20,8 +20,8 @@ double tfx_progress_rate(tfx_progress *p, int64_t step);
 /* An ETA this long or longer (seconds, a year) says nothing: shown as "-". */
 #define TFX_PROGRESS_MAX_ETA_S (365.0 * 86400)
 /* The line for this step into out[n], elapsed seconds since the start (acc may be NaN: no eval yet). */
-void tfx_progress_format(const tfx_progress *p, int64_t step, double loss, double acc, double ex_per_s,
-                         double elapsed, char *out, size_t n);
+void tfx_progress_format(const tfx_progress *p, int64_t step, double loss, double acc, double ex_per_s, double elapsed,
+                         char *out, size_t n);
 /* Shows the line for this step (acc may be NaN: no eval yet). */
 void tfx_progress_show(const tfx_progress *p, int64_t step, double loss, double acc, double ex_per_s);
 /* Ends the line and prints the summary; a NaN acc prints as "n/a (why)" (why borrowed, NULL: "no evaluation"). */

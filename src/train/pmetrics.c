@@ -113,10 +113,9 @@ int tfx_pmetrics_values(const tfx_pmetrics *p, const tfx_pm_state *s, const char
     const char *name = p->set->metrics[i].name;
     double v = value_of(p, s, i);
     if (!isfinite(v)) {
-      tfx_log(TFX_LOG_ERROR, "PLUGIN-METRIC", "%s: metric %s %s over %.0f examples (%s): left out", p->plugin,
-              name, s->failed & (1u << i) ? "failed (its update returned nonzero, or its state was NaN)" : "is not finite",
-              s->examples,
-              what);
+      tfx_log(TFX_LOG_ERROR, "PLUGIN-METRIC", "%s: metric %s %s over %.0f examples (%s): left out", p->plugin, name,
+              s->failed & (1u << i) ? "failed (its update returned nonzero, or its state was NaN)" : "is not finite",
+              s->examples, what);
       continue;
     }
     names[n] = name;
@@ -130,7 +129,7 @@ int tfx_pm_state_stats(const tfx_pmetrics *p, const tfx_pm_state *s, char keys[]
     return 0;
   }
   unsigned failed = s->failed; /* a NaN state goes as its metric failed: on the wire NaN is a missing key, which
-                                 * would drop every metric's state, not that one's */
+                                * would drop every metric's state, not that one's */
   for (int i = 0; i < s->n; i++) {
     for (int j = 0; j < p->set->metrics[i].state_size; j++) {
       failed |= isnan(s->s[i][j]) ? 1u << i : 0;
