@@ -75,12 +75,12 @@ static int link_checked(checked_links *c, int64_t step) {
 
 /* Checks the links of ps's chain below checkpoint dir (at step): each parent step, older than its child, must be
  * a checkpoint whose own files check. */
-static int check_ps_chain(const char *dir, int64_t step, int ps, int full, checked_links *seen, tfx_err *err) {
+static int check_ps_chain(const char *dir, int64_t step, int ps, store__ckpt_files_fn files, void *ctx,
+                          checked_links *seen, tfx_err *err) {
   char link[1200], rows[1300], next[1200];
   snprintf(link, sizeof link, "%s", dir);
   for (int64_t at = step;;) {
-    int64_t file_step = 0, parent = -1, s;
-    int nps;
+    int64_t file_step = 0, parent = -1;
     tfx_ckpt_part_path(rows, sizeof rows, link, ps, TFX_CKPT_ROWS);
     tfx_err why;
     int rc = tfx_rowfile_parent(rows, &file_step, &parent, &why);
@@ -95,7 +95,7 @@ static int check_ps_chain(const char *dir, int64_t step, int ps, int full, check
                          (long long)parent, (long long)at);
     }
     tfx_ckpt_sibling(link, parent, next, sizeof next);
-    if (!link_checked(seen, parent) && (rc = store__ckpt_check_files(next, full, &s, &nps, &why))) {
+    if (!link_checked(seen, parent) && (rc = files(next, ctx, &why))) {
       return tfx_err_set(err, TFX_ECORRUPT, "%s is a delta of step %lld, whose checkpoint is not usable: %s", rows,
                          (long long)parent, why.msg);
     }
@@ -104,14 +104,15 @@ static int check_ps_chain(const char *dir, int64_t step, int ps, int full, check
   }
 }
 
-int store__ckpt_check_chain(const char *dir, int64_t step, int n_ps, int full, tfx_err *err) {
+int store__ckpt_check_chain(const char *dir, int64_t step, int n_ps, store__ckpt_files_fn files, void *ctx,
+                            tfx_err *err) {
   checked_links seen = {.n = 0};
   char path[1200];
   int rc = TFX_OK;
   for (int ps = 0; ps < n_ps && !rc; ps++) {
     tfx_ckpt_part_path(path, sizeof path, dir, ps, TFX_CKPT_ROWS);
     if (access(path, F_OK) == 0) { /* a ps without lazy tables writes no row file */
-      rc = check_ps_chain(dir, step, ps, full, &seen, err);
+      rc = check_ps_chain(dir, step, ps, files, ctx, &seen, err);
     }
   }
   return rc;
