@@ -138,15 +138,17 @@ static void bound_messages(const tfx_node *n) {
                                    : "the default before the experiment is known");
 }
 
-/* One owner per run directory: `local`, `train` and a chief take RUN/.lock before writing anything there (a
- * child of `local` runs under its supervisor's lock). The lock lives until the process exits. With --fresh, the
- * owner then moves the earlier run aside (previous-N/), so no old checkpoint mixes with the new run's. */
+/* One owner per run directory: `local`, `train`, `search` and a chief take RUN/.lock before writing anything
+ * there (a child of `local` runs under its supervisor's lock). The lock lives until the process exits. With
+ * --fresh, a run's owner then moves the earlier run aside (previous-N/), so no old checkpoint mixes with the new
+ * run's (a search's trials are run directories of their own, each locked by its `local`). */
 static int lock_fd = -1, made_run_dir;
 
 static int lock_run(const tfx_args *a, tfx_err *err) {
   const char *cmd = a->command;
   int trains = cmd ? !strcmp(cmd, "local") || !strcmp(cmd, "train") : a->node.role == TFX_ROLE_MASTER;
-  if (!trains || getenv(TFX_RUN_LOCK_HELD_ENV) || lock_fd >= 0) {
+  int searches = cmd && !strcmp(cmd, "search");
+  if ((!trains && !searches) || getenv(TFX_RUN_LOCK_HELD_ENV) || lock_fd >= 0) {
     return TFX_OK;
   }
   char where[1100];
@@ -157,7 +159,8 @@ static int lock_run(const tfx_args *a, tfx_err *err) {
      * killed with -9 does not free the directory while its children still write there. */
     fcntl(lock_fd, F_SETFD, 0);
   }
-  if (!rc && !a->node.resume && !(rc = tfx_run_set_aside(a->node.run_dir, &moved, where, sizeof where, err)) && moved) {
+  if (!rc && trains && !a->node.resume &&
+      !(rc = tfx_run_set_aside(a->node.run_dir, &moved, where, sizeof where, err)) && moved) {
     tfx_log(TFX_LOG_INFO, "RUN-FRESH", "--fresh: the earlier run's %d entries moved to %s", moved, where);
   }
   return rc;

@@ -44,6 +44,7 @@ static const char usage[] =
     "  predict  --run-dir RUN [--checkpoint STEP|DIR|best]|--export DIR --input IDX [--output FILE]\n"
     "           [--keys probabilities,classes]\n"
     "  serve    --run-dir RUN|--export DIR --port N [--bind HOST] [--max-batch N] [--batch-wait-us N]\n"
+    "           (listens on 127.0.0.1 unless --bind says otherwise)\n"
     "           TensorFlow Serving's REST API (POST /v1/models/NAME:predict, GET /v1/models/NAME, /metrics),\n"
     "           following the run to each newer checkpoint\n"
     "  keygen   --out DIR [--name NAME]                         CURVE key pair: DIR/NAME.key (0600), DIR/NAME.pub\n"

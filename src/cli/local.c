@@ -135,9 +135,11 @@ static int build_cluster(int n_ps, int n_workers, const char *sock_dir, tfx_clus
 
 static void exec_child(const tfx_node *n, const tfx_cluster *c, const child *ch, const char *self, const char *exp) {
   /* The cluster dies with its supervisor: when `tfx-node local` is killed with kill -9 (or by the OOM killer)
-   * every child gets SIGTERM and stops (the master's last checkpoint may fail with the ps gone, within its
-   * request deadlines), so no orphan trains on. The flag survives execv. */
-  prctl(PR_SET_PDEATHSIG, SIGTERM);
+   * every child gets SIGKILL, so no orphan trains on or holds the run's lock (which it inherited). SIGTERM would
+   * have the master attempt a final checkpoint with the ps stopping beside it, waiting out its request deadlines
+   * (minutes) with the run directory locked; the last periodic checkpoint is kept either way. The flag survives
+   * execv. */
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
   /* A process group of its own: a terminal's Ctrl-C (SIGINT to the foreground group) reaches the supervisor only,
    * which asks the master for a final checkpoint; a ps or worker signalled by hand passes it on to us. */
   setpgid(0, 0);

@@ -110,7 +110,7 @@ static int start(server *s, tfx_scorer *sc, tfx_err *err) {
   tfx_serve_model_name(tfx_scorer_config(sc), o->target[0] ? o->target : s->n->run_dir, name, sizeof name);
   int64_t step = tfx_scorer_step(sc);
   size_t dim = tfx_scorer_inputs(sc), rows = tfx_scorer_lazy_rows(sc), bytes = tfx_scorer_lazy_bytes(sc);
-  const char *bind = s->n->bind_host;
+  const char *bind = s->n->bind_host[0] ? s->n->bind_host : "127.0.0.1"; /* loopback unless --bind says otherwise */
   tfx_config *cfg = malloc(sizeof *cfg); /* the scorer is the queue's once handed over */
   if (!cfg) {
     tfx_scorer_close(sc);
@@ -126,7 +126,7 @@ static int start(server *s, tfx_scorer *sc, tfx_err *err) {
     tfx_log(TFX_LOG_INFO, "SERVE-START",
             "serving '%s' step %lld on %s:%d (POST /v1/models/%s:predict); batches of up to %d, wait %d us; lazy "
             "tables: %zu rows indexed in %.1f MiB, read in place",
-            name, (long long)step, bind[0] ? bind : "*", o->port, name, o->max_batch, o->batch_wait_us, rows,
+            name, (long long)step, bind, o->port, name, o->max_batch, o->batch_wait_us, rows,
             (double)bytes / (1 << 20));
   }
   free(cfg);

@@ -14,6 +14,7 @@
 #ifndef TFX_CLI_SERVE_H
 #define TFX_CLI_SERVE_H
 
+#include <microhttpd.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -23,6 +24,9 @@
 
 #define TFX_SERVE_MAX_INSTANCES 10000         /* instances in one request */
 #define TFX_SERVE_MAX_BODY (64u * 1024 * 1024) /* bytes of one request body (larger: 413) */
+/* JSON values in a body that is not a valid dense request, before json-c parses it (more: 400); a model of feature
+ * columns may take more (serve_request.c). */
+#define TFX_SERVE_MAX_JSON_VALUES ((size_t)1 << 20)
 
 /* The model's name in URLs (/v1/models/NAME) into out (n bytes): the experiment's name, else the basename of dir
  * (the run or export directory). */
@@ -30,8 +34,9 @@ void tfx_serve_model_name(const tfx_config *cfg, const char *dir, char *out, siz
 
 /* Parses a predict body (len bytes, not NUL-terminated) for the model of cfg taking dim dense inputs into a dataset
  * of its instances; caller owns *out; free with tfx_dataset_destroy. TFX_EINVAL naming what is wrong: not JSON,
- * truncated JSON, no "instances" list, none or more than TFX_SERVE_MAX_INSTANCES, mixed forms, a form the model does
- * not read, a vector of the wrong width, a value that is not a number, an unknown column, a line the reader refuses. */
+ * truncated JSON, no "instances" list, none or more than TFX_SERVE_MAX_INSTANCES, more JSON values than such a
+ * request holds (counted before json-c builds them), mixed forms, a form the model does not read, a vector of the
+ * wrong width, a value that is not a finite number, an unknown column, a line the reader refuses. */
 int tfx_serve_parse(const tfx_config *cfg, size_t dim, const char *body, size_t len, tfx_dataset **out, tfx_err *err);
 /* Joins n datasets parsed for one model (same width and fields) into one, in order; caller owns *out; the parts
  * are borrowed. */
@@ -75,6 +80,25 @@ void tfx_serve_queue_stop(tfx_serve_queue *q);
 /* Stops (if not yet) and frees the queue and its scorers; NULL does nothing. */
 void tfx_serve_queue_destroy(tfx_serve_queue *q);
 
+
+/* The header deadline (serve_deadline.c): each request's headers must be in within TFX_SERVE_HEADER_MS of its
+ * connection's start (or of its previous request's end), else the connection is shut down (SERVE-HEADER-TIMEOUT):
+ * MHD's own timeout is one of inactivity, which a client trickling its headers (slowloris) never meets. */
+#define TFX_SERVE_HEADER_MS 10000
+typedef struct tfx_serve_deadlines tfx_serve_deadlines;
+
+/* Starts the watcher thread that shuts down connections past their headers' due time; caller owns *out; free
+ * with tfx_serve_deadlines_destroy, after the MHD daemon it watches has stopped. */
+int tfx_serve_deadlines_create(int64_t limit_ms, tfx_serve_deadlines **out, tfx_err *err);
+/* Stops the watcher and frees d; NULL does nothing. */
+void tfx_serve_deadlines_destroy(tfx_serve_deadlines *d);
+/* MHD_OPTION_NOTIFY_CONNECTION's callback (cls: the tfx_serve_deadlines): a connection's record made and dropped. */
+void tfx_serve_deadlines_notify(void *cls, struct MHD_Connection *c, void **socket_context,
+                                enum MHD_ConnectionNotificationCode code);
+/* Marks connection c's headers in (headers_in 1: its request is answered) or due again (0: its request ended). */
+void tfx_serve_deadlines_mark(tfx_serve_deadlines *d, struct MHD_Connection *c, int headers_in);
+/* The connections shut down so far for their headers. */
+uint64_t tfx_serve_deadlines_closed(tfx_serve_deadlines *d);
 
 /* The HTTP side (serve_http.c, libmicrohttpd on its own thread): POST /v1/models/NAME:predict, GET /v1/models/NAME
  * (state and the step served), GET /metrics (Prometheus). A predict request is parsed on the HTTP thread, its

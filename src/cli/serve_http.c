@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <time.h>
 
@@ -41,6 +42,7 @@ struct tfx_serve_http {
   int64_t step;
   double written_at;
   int have_model;
+  tfx_serve_deadlines *deadlines; /* each request's headers in within TFX_SERVE_HEADER_MS */
 };
 
 /* One connection's request: its body as it arrives, then the job it waits on. */
@@ -119,6 +121,8 @@ static char *metrics_body(tfx_serve_http *h) {
 #undef METRIC
   tfx_prom_metric(&t, "tfx_serve_batches_total", "batches scored (requests that arrive together share one)",
                   "counter", "serve", 0, (double)batches);
+  tfx_prom_metric(&t, "tfx_serve_header_timeouts_total", "connections closed: their headers not in within 10 s",
+                  "counter", "serve", 0, (double)tfx_serve_deadlines_closed(h->deadlines));
   tfx_prom_histogram(&t, "tfx_serve_request_seconds", "predict latency, body received to answer queued", "serve", 0,
                      &lat);
   tfx_prom_metric(&t, "tfx_serve_model_step", "the step of the checkpoint served", "gauge", "serve", 0,
@@ -273,6 +277,25 @@ static enum MHD_Result route(request *r, const char *url, const char *method) {
   return reply_error(r->conn, MHD_HTTP_NOT_FOUND, msg);
 }
 
+/* The Content-Length headers of a request: how many, and whether they disagree. */
+typedef struct lengths {
+  int n, differ;
+  char first[32];
+} lengths;
+
+static enum MHD_Result count_length(void *cls, enum MHD_ValueKind kind, const char *key, const char *value) {
+  (void)kind;
+  lengths *l = cls;
+  if (key && !strcasecmp(key, "Content-Length")) {
+    if (l->n++ == 0) {
+      snprintf(l->first, sizeof l->first, "%s", value ? value : "");
+    } else {
+      l->differ |= strcmp(l->first, value ? value : "") != 0;
+    }
+  }
+  return MHD_YES;
+}
+
 static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                               const char *version, const char *upload, size_t *upload_size, void **state) {
   (void)version;
@@ -285,7 +308,11 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
     r->conn = c;
     r->t0 = now_s();
     *state = r;
-    return MHD_YES;
+    tfx_serve_deadlines_mark(r->h->deadlines, c, 1);
+    lengths l = {0};
+    MHD_get_connection_values(c, MHD_HEADER_KIND, count_length, &l);
+    /* RFC 7230 3.3.2: lengths that disagree leave the body's end to whoever reads it (request smuggling) */
+    return l.differ ? reply_error(c, MHD_HTTP_BAD_REQUEST, "Content-Length headers that differ") : MHD_YES;
   }
   if (*upload_size) {
     take_upload(r, upload, *upload_size);
@@ -296,9 +323,9 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
 }
 
 static void completed(void *cls, struct MHD_Connection *c, void **state, enum MHD_RequestTerminationCode why) {
-  (void)cls;
-  (void)c;
+  tfx_serve_http *h = cls;
   (void)why;
+  tfx_serve_deadlines_mark(h->deadlines, c, 0); /* a kept-alive connection's next request: its headers are due */
   request *r = *state;
   if (r) {
     free(r->body);
@@ -328,13 +355,20 @@ int tfx_serve_http_start(const char *host, int port, const char *name, const tfx
   snprintf(h->name, sizeof h->name, "%s", name);
   snprintf(h->status_path, sizeof h->status_path, "/v1/models/%s", name);
   snprintf(h->predict_path, sizeof h->predict_path, "/v1/models/%s:predict", name);
+  if ((rc = tfx_serve_deadlines_create(TFX_SERVE_HEADER_MS, &h->deadlines, err))) {
+    free(h->cfg);
+    free(h);
+    return rc;
+  }
   unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG |
                    (sa.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0);
   h->daemon = MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, answer, h, MHD_OPTION_SOCK_ADDR,
                                (struct sockaddr *)&sa, MHD_OPTION_CONNECTION_LIMIT, (unsigned)2048,
                                MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10, MHD_OPTION_NOTIFY_COMPLETED, completed,
-                               NULL, MHD_OPTION_END);
+                               h, MHD_OPTION_NOTIFY_CONNECTION, tfx_serve_deadlines_notify, h->deadlines,
+                               MHD_OPTION_END);
   if (!h->daemon) {
+    tfx_serve_deadlines_destroy(h->deadlines);
     pthread_mutex_destroy(&h->mu);
     free(h->cfg);
     free(h);
@@ -366,6 +400,7 @@ void tfx_serve_http_stop(tfx_serve_http *h) {
   MHD_quiesce_daemon(h->daemon);
   tfx_serve_queue_stop(h->q); /* answers every suspended request, so none is left when the daemon stops */
   MHD_stop_daemon(h->daemon);
+  tfx_serve_deadlines_destroy(h->deadlines);
   pthread_mutex_destroy(&h->mu);
   free(h->cfg);
   free(h);

@@ -1,5 +1,6 @@
 /* Predict bodies to datasets, through the run's own readers (serve.h). */
 #include <json-c/json.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,7 +63,12 @@ static int parse_dense(const tfx_config *cfg, size_t dim, json_object *list, tfx
         tfx_dataset_destroy(d);
         return tfx_err_set(err, TFX_EINVAL, "instances[%zu][%zu]: not a number", i, j);
       }
-      d->x[i * dim + j] = (float)json_object_get_double(v);
+      double x = json_object_get_double(v);
+      if (!isfinite(x) || !isfinite((float)x)) { /* NaN, Infinity, 1e400: no input a model was trained on */
+        tfx_dataset_destroy(d);
+        return tfx_err_set(err, TFX_EINVAL, "instances[%zu][%zu]: %g is not a finite number", i, j, x);
+      }
+      d->x[i * dim + j] = (float)x;
     }
   }
   tfx_scorer_scale(cfg, d->x, n * dim);
@@ -330,7 +336,7 @@ static int number(scan *s, float *v) {
   tok[len] = '\0';
   char *stop;
   double d = strtod(tok, &stop);
-  if (stop != tok + len) {
+  if (stop != tok + len || !isfinite((float)d)) { /* 1e400: json-c's path names it */
     return 0;
   }
   *v = (float)d;
@@ -380,9 +386,41 @@ static int fast_dense(const tfx_config *cfg, size_t dim, const char *body, size_
   return 1;
 }
 
+/* The most JSON values (and object members) body can hold: one more than its commas and opening brackets outside
+ * strings. json-c makes an object of ~100 bytes for each, so a body is measured before it is parsed. */
+static size_t values_at_most(const char *body, size_t len) {
+  size_t n = 1;
+  int in_string = 0;
+  for (size_t i = 0; i < len; i++) {
+    char c = body[i];
+    if (in_string) {
+      i += c == '\\';
+      in_string = c != '"';
+    } else {
+      in_string = c == '"';
+      n += c == ',' || c == '[' || c == '{';
+    }
+  }
+  return n;
+}
+
+/* The most values a request the model reads may hold: its instances, each a dense list, a line or an object of
+ * columns (some of which are lists). A dense request within it never reaches json-c (fast_dense). */
+static size_t values_budget(const tfx_config *cfg) {
+  size_t per = cfg->n_features > 0 ? 16 * (size_t)cfg->n_features + 2 : 2, budget = TFX_SERVE_MAX_INSTANCES * per;
+  return budget > TFX_SERVE_MAX_JSON_VALUES ? budget : TFX_SERVE_MAX_JSON_VALUES;
+}
+
 int tfx_serve_parse(const tfx_config *cfg, size_t dim, const char *body, size_t len, tfx_dataset **out, tfx_err *err) {
   if (fast_dense(cfg, dim, body, len, out)) {
     return TFX_OK;
+  }
+  size_t values = values_at_most(body, len), budget = values_budget(cfg);
+  if (values > budget) { /* a 64 MB body of one-byte numbers took 2.4 GB as json-c objects */
+    return tfx_err_set(err, TFX_EINVAL,
+                       "the body holds up to %zu JSON values, more than %zu: a request holds at most %d instances "
+                       "the model reads (a dense one as lists of exactly %zu numbers)",
+                       values, budget, TFX_SERVE_MAX_INSTANCES, dim);
   }
   json_tokener *tok = json_tokener_new();
   if (!tok) {

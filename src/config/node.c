@@ -32,6 +32,7 @@ void tfx_signals_install(void) {
   sigemptyset(&sa.sa_mask);
   sigaction(SIGTERM, &sa, NULL);
   sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGHUP, &sa, NULL); /* a closed terminal or `kill -HUP` stops as SIGTERM does: with a checkpoint */
   signal(SIGPIPE, SIG_IGN);
   signal(SIGXFSZ, SIG_IGN); /* a file-size limit (ulimit -f) fails the write with EFBIG, named, not the process */
 }

@@ -1,5 +1,5 @@
 /* What every role needs to start: the cluster, this task, the resolved experiment, the run directory; and the
- * process-wide stop flag set by SIGTERM/SIGINT. A tfx_node is filled by the command line and owned by main. */
+ * process-wide stop flag set by SIGTERM/SIGINT/SIGHUP. A tfx_node is filled by the command line and owned by main. */
 #ifndef TFX_NODE_H
 #define TFX_NODE_H
 
@@ -20,14 +20,14 @@ typedef struct tfx_node {
   int chief_pid;                    /* worker 0 acting as chief: the pid of the master it forked (0: none) */
 } tfx_node;
 
-/* Installs SIGTERM/SIGINT handlers that set the stop flag; ignores SIGPIPE, and SIGXFSZ (a write past a file-size
- * limit then fails with EFBIG). */
+/* Installs SIGTERM/SIGINT/SIGHUP handlers that set the stop flag; ignores SIGPIPE, and SIGXFSZ (a write past a
+ * file-size limit then fails with EFBIG). */
 void tfx_signals_install(void);
 /* The environment variable `local` sets in its ps and workers: the supervisor's pid, which their stop signals go to. */
 #define TFX_SUPERVISOR_ENV "TFX_SUPERVISOR_PID"
-/* How many SIGINT/SIGTERM this process has received (a second one stops the supervisor at once). */
+/* How many SIGINT/SIGTERM/SIGHUP this process has received (a second one stops the supervisor at once). */
 int tfx_signals_seen(void);
-/* Nonzero once SIGTERM or SIGINT arrived. */
+/* Nonzero once SIGTERM, SIGINT or SIGHUP arrived. */
 int tfx_stop_requested(void);
 
 #endif

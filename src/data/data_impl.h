@@ -16,9 +16,14 @@ int data__files_expand(const char *spec, char ***paths, size_t *n, tfx_err *err)
 void data__files_free(char **paths, size_t n);
 
 /* data.train.follow: the first regular file of dir whose name sorts after `after` (strcmp order) and does not
- * start with '.', into name[len] (*found 1), or *found 0 when none has landed yet. TFX_ENOTFOUND naming dir when it
- * cannot be read. */
-int data__follow_next(const char *dir, const char *after, char *name, size_t len, int *found, tfx_err *err);
+ * start with '.', into name[len] (*found 1), or *found 0 when none has landed yet; *older gets the number of such
+ * files sorting at or before `after` (0 when after is ""). TFX_ENOTFOUND naming dir when it cannot be read. */
+int data__follow_next(const char *dir, const char *after, char *name, size_t len, int *found, uint64_t *older,
+                      tfx_err *err);
+/* Whether path, a file just taken from a followed directory, may be read: opened without following a link and
+ * without blocking (a FIFO), it must be a regular file. TFX_ENOTFOUND when it cannot be opened (unreadable),
+ * TFX_EINVAL for a link or another kind of file, each naming the path escaped. */
+int data__follow_check(const char *path, tfx_err *err);
 
 /* A window of a stream: its examples and their serving order (d->n indices). Owned by whoever holds it. */
 typedef struct data__window {
@@ -50,7 +55,10 @@ int data__prefetch_dry(data__prefetch *p, uint64_t ticket);
 /* Stops and joins the reader thread, frees the queued windows and p; NULL does nothing. */
 void data__prefetch_stop(data__prefetch *p);
 /* data__follow_next from the reader thread of p, looking again each time the consumer asks or every 100 ms until
- * such a file lands; TFX_EINTR when the thread is stopped. */
-int data__follow_wait(const char *dir, const char *after, char *name, size_t len, data__prefetch *p, tfx_err *err);
+ * such a file lands; a directory that cannot be read (removed, to be made again) is waited for, named once in a
+ * DATA-FOLLOW-GONE warning; more files at or before `after` than the `taken` so far are named in a
+ * DATA-FOLLOW-LATE warning (once for each count, kept in *late_named). TFX_EINTR when the thread is stopped. */
+int data__follow_wait(const char *dir, const char *after, uint64_t taken, uint64_t *late_named, char *name, size_t len,
+                      data__prefetch *p, tfx_err *err);
 
 #endif

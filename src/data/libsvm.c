@@ -8,9 +8,12 @@
 #include <string.h>
 
 #include "common/labelset.h"
+#include "common/log.h"
 
 /* Indices above this are rejected: LibSVM itself stores them as int. */
 #define MAX_INDEX 2147483647UL
+/* The bytes of a bad token a message shows. */
+#define BAD_TOKEN_SHOWN 24
 
 typedef struct svm {
   const char *path;
@@ -48,9 +51,14 @@ static int reserve(void **p, size_t *cap, size_t need, size_t size) {
   return 0;
 }
 
+/* A bad token is named by a short escaped prefix: the data may be anyone's (a followed directory's), and the
+ * message goes to logs others read. */
 static int bad(const svm *s, const char *tok, const char *what, tfx_err *err) {
-  return tfx_err_set(err, TFX_ECORRUPT, "%s: line %zu, column %zu: '%s': %s", s->path, s->lineno,
-                     (size_t)(tok - s->line) + 1, tok, what);
+  char shown[4 * BAD_TOKEN_SHOWN + 1];
+  size_t len = strcspn(tok, " \t\r\n");
+  tfx_log_escape(tok, len < BAD_TOKEN_SHOWN ? len : BAD_TOKEN_SHOWN, shown, sizeof shown);
+  return tfx_err_set(err, TFX_ECORRUPT, "%s: line %zu, column %zu: '%s%s': %s", s->path, s->lineno,
+                     (size_t)(tok - s->line) + 1, shown, len > BAD_TOKEN_SHOWN ? "..." : "", what);
 }
 
 static int parse_label(svm *s, const char *tok, tfx_err *err) {
@@ -59,6 +67,9 @@ static int parse_label(svm *s, const char *tok, tfx_err *err) {
   if (end == tok || *end || !isfinite(v) || v != floor(v) || v < INT32_MIN || v > INT32_MAX) {
     return tfx_label_set_parse(tok, ',', &s->y[s->n]) ? bad(s, tok, "the label is not an int32 or a set (1,4)", err)
                                                       : TFX_OK;
+  }
+  if (v < 0) { /* every negative int32 is a label set (labelset.h): -1 would be all 31 classes on */
+    return bad(s, tok, "a negative label: classes are 0 and up (map LibSVM's -1/+1 to 0/1)", err);
   }
   s->y[s->n] = (int32_t)v;
   return TFX_OK;
@@ -175,25 +186,53 @@ static int add_line(svm *s, tfx_err *err) {
   return rc;
 }
 
+/* The next line into s->line (NUL-terminated, its newline kept) and its length into *len; a line longer than
+ * TFX_LIBSVM_MAX_LINE is read to its end but not kept (*len is then past the bound). *eof at the end of the file. */
+static int read_line(svm *s, size_t *len, int *eof, tfx_err *err) {
+  size_t n = 0;
+  int c = 0;
+  while ((c = getc_unlocked(s->f)) != EOF) {
+    if (n < TFX_LIBSVM_MAX_LINE && reserve((void **)&s->line, &s->line_cap, n + 2, 1)) {
+      return tfx_err_set(err, TFX_ENOMEM, "%s: line %zu: out of memory", s->path, s->lineno + 1);
+    }
+    if (n < TFX_LIBSVM_MAX_LINE) {
+      s->line[n] = (char)c;
+    }
+    n++;
+    if (c == '\n') {
+      break;
+    }
+  }
+  if (ferror(s->f)) {
+    return tfx_err_sys(err, TFX_ESYS, "%s: read error after line %zu", s->path, s->lineno);
+  }
+  *eof = n == 0;
+  if (n && n <= TFX_LIBSVM_MAX_LINE) {
+    s->line[n] = '\0';
+  }
+  *len = n;
+  return TFX_OK;
+}
+
 /* Reads lines until `max` rows are held or the file ends (*eof). */
 static int read_rows(svm *s, size_t max, int *eof, tfx_err *err) {
   while (s->n < max) {
-    ssize_t len = getline(&s->line, &s->line_cap, s->f);
-    if (len < 0) {
-      if (ferror(s->f)) {
-        return tfx_err_sys(err, TFX_ESYS, "%s: read error after line %zu", s->path, s->lineno);
-      }
-      *eof = 1;
-      return TFX_OK;
+    size_t len = 0;
+    int rc = read_line(s, &len, eof, err);
+    if (rc || *eof) {
+      return rc;
     }
     s->lineno++;
-    const char *nul = memchr(s->line, '\0', (size_t)len); /* the text after it would be dropped unread */
+    if (len > TFX_LIBSVM_MAX_LINE) { /* a line with no bound held a whole file in memory */
+      return tfx_err_set(err, TFX_ECORRUPT, "%s: line %zu: longer than %d bytes", s->path, s->lineno,
+                         TFX_LIBSVM_MAX_LINE);
+    }
+    const char *nul = memchr(s->line, '\0', len); /* the text after it would be dropped unread */
     if (nul) {
       return tfx_err_set(err, TFX_ECORRUPT, "%s: line %zu, column %zu: a NUL byte", s->path, s->lineno,
                          (size_t)(nul - s->line) + 1);
     }
-    int rc = add_line(s, err);
-    if (rc) {
+    if ((rc = add_line(s, err))) {
       return rc;
     }
   }

@@ -1,14 +1,16 @@
 /* LibSVM / SVMlight sparse text datasets: one example per line, "label idx:val idx:val ...".
  *
  * Indices are 1-based and strictly ascending within a line; absent features are 0. The label is an integer
- * (written "+1", "-1", "3" or "3.0") stored as is: no remapping of -1/+1 to 0/1. A "#" starts a comment to the
+ * (written "+1", "3" or "3.0") stored as is, a negative one refused (every negative int32 is a label set,
+ * common/labelset.h: LibSVM's -1 would be a set of every class; map -1/+1 to 0/1). A "#" starts a comment to the
  * end of the line, "qid:N" tokens are skipped, blank lines are ignored. dim is the number of features: given,
  * then an index above it is an error; or 0, then it is the largest index in the file. The rows are kept sparse
  * while reading and made dense ([n, dim] floats) at the end.
  *
  * Ownership: the dataset is the caller's (tfx_dataset_destroy). Thread-safety: no shared state. Errors:
- * TFX_EINVAL (NULL arguments), TFX_ENOTFOUND / TFX_ESYS (open, read), TFX_ECORRUPT (a NUL byte, a bad label, token,
- * index or value, indices out of order, no rows; the message names the file, the 1-based line and byte column),
+ * TFX_EINVAL (NULL arguments), TFX_ENOTFOUND / TFX_ESYS (open, read), TFX_ECORRUPT (a NUL byte, a line longer than
+ * TFX_LIBSVM_MAX_LINE, a bad label, token, index or value, indices out of order, no rows; the message names the
+ * file, the 1-based line and byte column, and at most a short escaped prefix of a bad token),
  * TFX_ESHAPE (an index above the given dim), TFX_ECONFIG (dim 0 and no index to infer it from), TFX_ENOMEM. */
 #ifndef TFX_LIBSVM_H
 #define TFX_LIBSVM_H
@@ -18,6 +20,9 @@
 
 #include "common/err.h"
 #include "data/dataset.h"
+
+/* The longest line read (bytes, its newline included): a longer one is refused, never held whole. */
+#define TFX_LIBSVM_MAX_LINE (64 << 20)
 
 typedef struct tfx_libsvm_reader tfx_libsvm_reader;
 

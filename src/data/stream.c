@@ -1,6 +1,7 @@
 /* The streaming input: a list of files read one window at a time through the readers' chunk interfaces. */
 #include "data/stream.h"
 
+#include <dirent.h>
 #include <glob.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -48,6 +49,7 @@ struct tfx_stream {
   char follow[TFX_PATH_MAX]; /* data.train.follow: the directory, or "" */
   char last[256];            /* the name of the last file of the directory taken (any worker's turn) */
   uint64_t landed;           /* files of the directory taken so far (sharding by file: whose turn) */
+  uint64_t late_named;       /* files sorting before the last taken when they were last named (landed late) */
   tfx_idle_fn idle;          /* called while waiting for a file */
   void *idle_ctx;
   int skip_bad;              /* data.on_error skip */
@@ -141,8 +143,13 @@ static void keep_shard(file_list *l, int index, int count) {
 }
 
 static int list_files(tfx_stream *s, const tfx_config *cfg, tfx_err *err) {
-  if (s->follow[0]) {
-    return TFX_OK; /* the files come as they land */
+  if (s->follow[0]) { /* the files come as they land; a directory that is not there at the start is a mistake */
+    DIR *d = opendir(s->follow);
+    if (!d) {
+      return tfx_err_sys(err, TFX_ENOTFOUND, "data.train.follow: open directory %s", s->follow);
+    }
+    closedir(d);
+    return TFX_OK;
   }
   int rc = expand(&s->images, cfg->train_images, err);
   if (!rc && s->format == TFX_FORMAT_IDX) {
@@ -249,7 +256,7 @@ static void shuffle_files(tfx_stream *s) {
 static int follow_file(tfx_stream *s, tfx_err *err) {
   char name[256], path[TFX_PATH_MAX + 260];
   for (int mine = 0; !mine;) {
-    int rc = data__follow_wait(s->follow, s->last, name, sizeof name, s->pf, err);
+    int rc = data__follow_wait(s->follow, s->last, s->landed, &s->late_named, name, sizeof name, s->pf, err);
     if (rc) {
       return rc;
     }
@@ -269,8 +276,11 @@ static int follow_file(tfx_stream *s, tfx_err *err) {
   }
   s->order[s->images.n - 1] = s->images.n - 1;
   s->next_file = s->images.n;
-  tfx_log(TFX_LOG_INFO, "DATA-FOLLOW", "reading %s", path);
-  return open_reader(s, s->images.n - 1, err);
+  char shown[TFX_PATH_MAX + 260];
+  tfx_log_escape(path, strlen(path), shown, sizeof shown); /* a name may hold a newline */
+  tfx_log(TFX_LOG_INFO, "DATA-FOLLOW", "reading %s", shown);
+  rc = data__follow_check(path, err); /* a link, a FIFO or an unreadable file: a bad file, skipped whole */
+  return rc ? rc : open_reader(s, s->images.n - 1, err);
 }
 
 /* Moves to the next file (or the next epoch after the last one) and opens it. */
@@ -389,7 +399,9 @@ static int reporter(const tfx_stream *s) {
 static void name_bad(tfx_stream *s, const char *msg, const char *what, int mine) {
   if (mine) {
     uint64_t bad = atomic_fetch_add(&s->bad, 1) + 1;
-    tfx_log(TFX_LOG_WARN, "DATA-BAD-RECORD", "%s; %s (data.on_error skip; %llu bad so far)", msg, what,
+    char shown[sizeof((tfx_err *)0)->msg * 4];
+    tfx_log_escape(msg, strlen(msg), shown, sizeof shown); /* file names and record bytes are the data's */
+    tfx_log(TFX_LOG_WARN, "DATA-BAD-RECORD", "%s; %s (data.on_error skip; %llu bad so far)", shown, what,
             (unsigned long long)bad);
   }
 }
@@ -455,7 +467,11 @@ static int skip_bad(tfx_stream *s, int rc, const tfx_err *err) {
     return 0;
   }
   int per_line = s->reader && !s->columns && (s->format == TFX_FORMAT_CSV || s->format == TFX_FORMAT_LIBSVM);
-  name_bad(s, err->msg, per_line ? "skipped" : "the rest of the file skipped", reporter(s));
+  name_bad(s, err->msg,
+           per_line    ? "skipped"
+           : s->reader ? "the rest of the file skipped"
+                       : "the file skipped whole",
+           reporter(s));
   if (!per_line) {
     close_reader(s);
   }

@@ -114,7 +114,9 @@ int tfx_rowtable_create(const tfx_rowtable_spec *spec, tfx_rowtable **out, tfx_e
   t->n_slots = spec->n_slots;
   t->slot_init = spec->slot_init;
   t->row_floats = (size_t)spec->dim * (size_t)(1 + spec->n_slots);
-  t->max_rows = spec->max_rows > 0 ? spec->max_rows : 0;
+  /* A cap above the table's ids can never bind: the cap is at most vocab rows, so that its books and map (sized
+   * for the cap at once) reserve nothing the table may never use. */
+  t->max_rows = spec->max_rows > 0 ? (spec->max_rows < spec->vocab ? spec->max_rows : spec->vocab) : 0;
   t->track_gone = spec->track_gone;
   t->gone_max = t->max_rows ? tfx_table_gone_max(t->max_rows) : 0;
   t->marked_at = -1;

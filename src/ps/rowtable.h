@@ -28,7 +28,7 @@ typedef struct tfx_rowtable_spec {
   uint64_t seed;           /* the experiment seed */
   int64_t fan_in, fan_out; /* as the plan gives them for the whole table */
   float slot_init;         /* every slot element's initial value (Adagrad's initial accumulator, else 0) */
-  int64_t max_rows;        /* a hard cap: a new row past it first evicts the least recently touched (0: none) */
+  int64_t max_rows;        /* a hard cap, at most vocab: a new row past it evicts the least recently used (0: none) */
   int track_gone;          /* remember the ids evicted since tfx_rowtable_mark (incremental checkpoints) */
   int64_t ttl_steps;       /* tfx_rowtable_expire drops rows untouched for this many steps (0: never) */
   int admit_min_count;     /* tfx_rowtable_update makes a row once its id came this many times (<= 1: at once) */

@@ -462,7 +462,30 @@ int tfx_ckpt_verify(const char *dir, int64_t *step, int *n_ps, tfx_err *err) {
   return tfx_ckpt_check(dir, 1, step, n_ps, err);
 }
 
+static int check_files(const char *dir, int full, int64_t *step, int *n_ps, tfx_err *err);
+
+/* A link of a chain of deltas: its own files checked as the checkpoint that needs it is (ctx: full or not). */
+static int check_link(const char *dir, void *ctx, tfx_err *err) {
+  int64_t step;
+  int n_ps;
+  return check_files(dir, *(const int *)ctx, &step, &n_ps, err);
+}
+
 int tfx_ckpt_check(const char *dir, int full, int64_t *step, int *n_ps, tfx_err *err) {
+  int64_t s;
+  int nps, rc = check_files(dir, full, &s, &nps, err);
+  if (!rc) { /* checkpoint.incremental: every link it is a delta of */
+    rc = store__ckpt_check_chain(dir, s, nps, check_link, &full, err);
+  }
+  if (!rc) {
+    *step = s;
+    *n_ps = nps;
+  }
+  return rc;
+}
+
+/* tfx_ckpt_check of dir's own files only (its manifest and the files it lists), not the links it is a delta of. */
+static int check_files(const char *dir, int full, int64_t *step, int *n_ps, tfx_err *err) {
   char path[1100];
   snprintf(path, sizeof path, "%s/manifest.json", dir);
   json_object *root = json_object_from_file(path), *st, *shards;

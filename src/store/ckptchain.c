@@ -4,9 +4,11 @@
 #include <dirent.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "store/ckpt.h"
 #include "store/rowfile.h"
+#include "store/store_impl.h"
 
 static const char *const part_ext[] = {"shard", "rows"};
 
@@ -50,6 +52,70 @@ static int read_link(const char *dir, int ps, tfx_rowfile_fn fn, void *ctx, int 
     }
   }
   return rc ? rc : tfx_rowfile_read(path, fn, ctx, &step, err);
+}
+
+/* The links already checked by one store__ckpt_check_chain: every ps's chain goes through the same checkpoints,
+ * which are read once. Past its capacity a link is checked again, which costs time, not correctness. */
+typedef struct checked_links {
+  int64_t step[64];
+  int n;
+} checked_links;
+
+static int link_checked(checked_links *c, int64_t step) {
+  for (int i = 0; i < c->n; i++) {
+    if (c->step[i] == step) {
+      return 1;
+    }
+  }
+  if (c->n < (int)(sizeof c->step / sizeof c->step[0])) {
+    c->step[c->n++] = step;
+  }
+  return 0;
+}
+
+/* Checks the links of ps's chain below checkpoint dir (at step): each parent step, older than its child, must be
+ * a checkpoint whose own files check. */
+static int check_ps_chain(const char *dir, int64_t step, int ps, store__ckpt_files_fn files, void *ctx,
+                          checked_links *seen, tfx_err *err) {
+  char link[1200], rows[1300], next[1200];
+  snprintf(link, sizeof link, "%s", dir);
+  for (int64_t at = step;;) {
+    int64_t file_step = 0, parent = -1;
+    tfx_ckpt_part_path(rows, sizeof rows, link, ps, TFX_CKPT_ROWS);
+    tfx_err why;
+    int rc = tfx_rowfile_parent(rows, &file_step, &parent, &why);
+    if (rc) {
+      return tfx_err_set(err, TFX_ECORRUPT, "%s: a link of a chain of deltas is not readable: %s", link, why.msg);
+    }
+    if (parent < 0) {
+      return TFX_OK;
+    }
+    if (parent >= at) {
+      return tfx_err_set(err, TFX_ECORRUPT, "%s: a delta of step %lld, not older than its own step %lld", rows,
+                         (long long)parent, (long long)at);
+    }
+    tfx_ckpt_sibling(link, parent, next, sizeof next);
+    if (!link_checked(seen, parent) && (rc = files(next, ctx, &why))) {
+      return tfx_err_set(err, TFX_ECORRUPT, "%s is a delta of step %lld, whose checkpoint is not usable: %s", rows,
+                         (long long)parent, why.msg);
+    }
+    snprintf(link, sizeof link, "%s", next);
+    at = parent;
+  }
+}
+
+int store__ckpt_check_chain(const char *dir, int64_t step, int n_ps, store__ckpt_files_fn files, void *ctx,
+                            tfx_err *err) {
+  checked_links seen = {.n = 0};
+  char path[1200];
+  int rc = TFX_OK;
+  for (int ps = 0; ps < n_ps && !rc; ps++) {
+    tfx_ckpt_part_path(path, sizeof path, dir, ps, TFX_CKPT_ROWS);
+    if (access(path, F_OK) == 0) { /* a ps without lazy tables writes no row file */
+      rc = check_ps_chain(dir, step, ps, files, ctx, &seen, err);
+    }
+  }
+  return rc;
 }
 
 int tfx_rowfile_read_chain(const char *dir, int ps, tfx_rowfile_fn fn, void *ctx, tfx_err *err) {

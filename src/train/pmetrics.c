@@ -113,9 +113,9 @@ int tfx_pmetrics_values(const tfx_pmetrics *p, const tfx_pm_state *s, const char
     const char *name = p->set->metrics[i].name;
     double v = value_of(p, s, i);
     if (!isfinite(v)) {
-      tfx_log(TFX_LOG_ERROR, "PLUGIN-METRIC", "%s: metric %s %s over %.0f examples (%s): left out", p->plugin,
-              name, s->failed & (1u << i) ? "failed (its update returned nonzero)" : "is not finite", s->examples,
-              what);
+      tfx_log(TFX_LOG_ERROR, "PLUGIN-METRIC", "%s: metric %s %s over %.0f examples (%s): left out", p->plugin, name,
+              s->failed & (1u << i) ? "failed (its update returned nonzero, or its state was NaN)" : "is not finite",
+              s->examples, what);
       continue;
     }
     names[n] = name;
@@ -128,15 +128,22 @@ int tfx_pm_state_stats(const tfx_pmetrics *p, const tfx_pm_state *s, char keys[]
   if (!p || s->examples <= 0) {
     return 0;
   }
+  unsigned failed = s->failed; /* a NaN state goes as its metric failed: on the wire NaN is a missing key, which
+                                * would drop every metric's state, not that one's */
+  for (int i = 0; i < s->n; i++) {
+    for (int j = 0; j < p->set->metrics[i].state_size; j++) {
+      failed |= isnan(s->s[i][j]) ? 1u << i : 0;
+    }
+  }
   int n = 0;
   snprintf(keys[n], 16, "pm_examples");
   vals[n++] = s->examples;
   snprintf(keys[n], 16, "pm_failed");
-  vals[n++] = s->failed;
+  vals[n++] = failed;
   for (int i = 0; i < s->n; i++) {
     for (int j = 0; j < p->set->metrics[i].state_size; j++) {
       snprintf(keys[n], 16, "pm_%d_%d", i, j);
-      vals[n++] = s->s[i][j];
+      vals[n++] = failed & (1u << i) ? 0 : s->s[i][j];
     }
   }
   return n;

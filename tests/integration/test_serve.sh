@@ -23,6 +23,8 @@ PIDS+=($SP)
 URL=http://127.0.0.1:$port/v1/models/fashion_mnist_mlp
 wait_for 60 curl -sf "$URL" -o "$WORK/status.json" || fail "serve never answered GET $URL"
 grep -q '"step": 200' "$WORK/status.json" || fail "GET $URL: $(cat "$WORK/status.json")"
+listen=$(ss -ltnH "sport = :$port" | awk '{print $4}')
+[ "$listen" = "127.0.0.1:$port" ] || fail "serve without --bind listens on '$listen', want 127.0.0.1:$port"
 
 python3 - "$WORK/q.idx" "$WORK/p.jsonl" "$URL:predict" <<'PY' || fail "dense: served predictions differ"
 import json, struct, sys, threading, urllib.request
@@ -53,6 +55,17 @@ head -c $((65 << 20)) /dev/zero | tr '\0' ' ' >"$WORK/big.json"
 code=$(curl -s -o "$WORK/err.json" -w '%{http_code}' --data-binary @"$WORK/big.json" "$URL:predict")
 rm -f "$WORK/big.json"
 [ "$code" = 413 ] && grep -q '"error"' "$WORK/err.json" || fail "a 65 MiB body answered $code: $(cat "$WORK/err.json")"
+# Two Content-Length headers that differ (RFC 7230 3.3.2; a smuggling vector): 400, before the body is read.
+python3 - "$port" "${URL#http://127.0.0.1:$port}:predict" <<'PY' || fail "two different Content-Length headers were not refused"
+import socket, sys
+body = b'{"instances": [[' + b",".join([b"0"] * 784) + b"]]}"
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=30)
+s.sendall(b"POST " + sys.argv[2].encode() + b" HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+          + b"Content-Length: %d\r\nContent-Length: 5\r\n\r\n" % len(body) + body)
+status = s.recv(4096).split(b"\r\n")[0]
+print(status.decode())
+sys.exit(0 if b" 400 " in status else 1)
+PY
 code=$(curl -s -o "$WORK/err.json" -w '%{http_code}' "http://127.0.0.1:$port/v1/models/nobody")
 [ "$code" = 404 ] || fail "an unknown model answered $code, want 404"
 

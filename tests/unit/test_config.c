@@ -389,6 +389,8 @@ Test(config, range_errors_give_the_value_and_the_bounds) {
       {"{\"training\": {\"seed\": -1}}", "training.seed: -1 out of range"},
       {"{\"model\": {\"layers\": [{\"type\": \"dense\", \"units\": 0}]}}", "model.layers[0].units: 0 out of range"},
       {"{\"model\": {\"layers\": [{\"type\": \"dropout\", \"rate\": 1.5}]}}", "model.layers[0].rate: 1.5 out of range"},
+      {"{\"model\": {\"layers\": [{\"type\": \"embedding_bag\", \"max_rows\": 1000000000000000000}]}}",
+       "model.layers[0].max_rows: 1e+18 out of range [0, 1.09951e+12]"},
       {"{\"optimizer\": {\"name\": \"a-name-much-longer-than-sixteen\"}}",
        "optimizer.name: unknown value 'a-name-much-longer-than-sixteen'"},
   };

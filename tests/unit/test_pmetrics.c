@@ -108,6 +108,14 @@ Test(pmetrics, stats_round_trip) {
   tfx_err err = {0};
   cr_assert_eq(tfx_pm_state_read(p, lookup, &r, &back, &err), TFX_EPROTO);
   cr_assert(strstr(err.msg, "pm_3_1 missing (metric hit_rate)"), "%s", err.msg);
+  a.s[1][0] = NAN; /* frac's update added NaN: frac alone is left out, as in one process */
+  r.n = tfx_pm_state_stats(p, &a, keys, r.values);
+  cr_assert_eq(tfx_pm_state_read(p, lookup, &r, &back, &err), TFX_OK, "%s", err.msg);
+  const char *names[8];
+  double v[8];
+  cr_assert_eq(tfx_pmetrics_values(p, &back, "test", names, v, 8), 3, "count, peak and hit_rate stay");
+  cr_assert(!strcmp(names[0], "count") && v[0] == 10 && !strcmp(names[1], "peak"), "%s %g %s", names[0], v[0],
+            names[1]);
   r.n = 0; /* no states at all: an empty one */
   cr_assert_eq(tfx_pm_state_read(p, lookup, &r, &back, NULL), TFX_OK);
   cr_assert_eq(back.examples, 0);

@@ -307,12 +307,12 @@ static int svm_load(const char *text, size_t dim, tfx_dataset **d, tfx_err *e) {
 Test(libsvm, inferred_dim_comments_qid_and_blank_lines) {
   tfx_dataset *d = NULL;
   tfx_err e = {0};
-  int rc = svm_load("1 1:0.5 3:2\n-1 2:1 # a comment\n\n# only a comment\n+1 qid:3 4:-1.5\r\n0\n", 0, &d, &e);
+  int rc = svm_load("1 1:0.5 3:2\n2 2:1 # a comment\n\n# only a comment\n+1 qid:3 4:-1.5\r\n0\n", 0, &d, &e);
   cr_assert_eq(rc, TFX_OK, "%s", e.msg);
   cr_assert_eq(d->n, 4);
   cr_assert_eq(d->dim, 4);
   const float x[] = {0.5f, 0, 2, 0, 0, 1, 0, 0, 0, 0, 0, -1.5f, 0, 0, 0, 0};
-  const int32_t y[] = {1, -1, 1, 0};
+  const int32_t y[] = {1, 2, 1, 0};
   for (int i = 0; i < 16; i++) {
     cr_assert_float_eq(d->x[i], x[i], 0, "x[%d] = %g", i, d->x[i]);
   }
@@ -380,6 +380,8 @@ Test(libsvm, bad_tokens_name_line_and_column) {
   assert_fails(rc, &e, TFX_ECORRUPT, "line 1, column 3: '2:abc': the value is not a finite number", NULL);
   rc = svm_load("1 2:\n", 0, &d, &e);
   assert_fails(rc, &e, TFX_ECORRUPT, "the value is not a finite number", NULL);
+  rc = svm_load("1 1:1\n-1 1:1\n", 0, &d, &e); /* a negative int32 is a label set: -1 all 31 classes */
+  assert_fails(rc, &e, TFX_ECORRUPT, "line 2, column 1: '-1': a negative label", NULL);
   rc = svm_load("1 1:1\nyes 1:1\n", 0, &d, &e);
   assert_fails(rc, &e, TFX_ECORRUPT, "line 2, column 1: 'yes': the label is not an int32", NULL);
   rc = svm_load("1 99999999999:1\n", 0, &d, &e);
@@ -389,6 +391,36 @@ Test(libsvm, bad_tokens_name_line_and_column) {
   rc = svm_load("1 :1\n", 0, &d, &e);
   assert_fails(rc, &e, TFX_ECORRUPT, "want index:value", NULL);
   cr_assert_null(d);
+}
+
+/* A bad token is shown by a short escaped prefix, never whole: the data may be a file others can read only through
+ * the run's logs. */
+Test(libsvm, a_bad_token_is_shown_by_a_short_escaped_prefix) {
+  tfx_dataset *d = NULL;
+  tfx_err e = {0};
+  int rc = svm_load("1 1:1\nsecret\x1b[31mAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA 1:1\n", 0, &d, &e);
+  assert_fails(rc, &e, TFX_ECORRUPT, "line 2, column 1: 'secret\\x1b[31mAAAAAAAAAAAAA...': the label", NULL);
+  cr_assert_null(d);
+}
+
+/* A line longer than TFX_LIBSVM_MAX_LINE is refused by its number, never held whole (a 2 GB file without a newline
+ * took 1.7 GB a worker). */
+Test(libsvm, a_line_past_the_bound_is_refused) {
+  FILE *f = fopen(tmp("long.svm"), "wb");
+  cr_assert_not_null(f);
+  fputs("1 1:1\n2 ", f);
+  static char chunk[1 << 16];
+  memset(chunk, '7', sizeof chunk);
+  for (size_t at = 0; at <= TFX_LIBSVM_MAX_LINE; at += sizeof chunk) {
+    cr_assert_eq(fwrite(chunk, 1, sizeof chunk, f), sizeof chunk);
+  }
+  fclose(f);
+  tfx_dataset *d = NULL;
+  tfx_err e = {0};
+  int rc = tfx_libsvm_load(tmp("long.svm"), 0, &d, &e);
+  assert_fails(rc, &e, TFX_ECORRUPT, "long.svm: line 2: longer than 67108864 bytes", NULL);
+  cr_assert_null(d);
+  unlink(tmp("long.svm"));
 }
 
 /* A NUL byte inside a line is refused naming the line and column: the parser stopped at it and dropped the rest of

@@ -4,6 +4,7 @@
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -225,4 +226,79 @@ Test(rowfile, fp16_rows_restore_within_half_precision_and_floats_stay_exact) {
     }
   }
   cr_assert_neq(memcmp(a.rows, b.rows, sizeof a.rows), 0, "halves are not the floats");
+}
+
+/* Completes the checkpoint of link step: an empty dense shard and the manifest listing it and its row file. */
+static void complete_link(int64_t step) {
+  char dir[1100], shard[1200], rows[1200];
+  link_dir(step, dir, sizeof dir);
+  tfx_ckpt_part_path(shard, sizeof shard, dir, 0, TFX_CKPT_SHARD);
+  tfx_ckpt_part_path(rows, sizeof rows, dir, 0, TFX_CKPT_ROWS);
+  uint32_t crc, rows_crc;
+  uint64_t bytes, rows_bytes;
+  tfx_err err = {0};
+  cr_assert_eq(tfx_ckpt_write(shard, step, NULL, 0, &crc, &bytes, &err), TFX_OK, "%s", err.msg);
+  cr_assert_eq(tfx_file_crc32(rows, &rows_crc, &rows_bytes, &err), TFX_OK, "%s", err.msg);
+  cr_assert_eq(tfx_ckpt_write_manifest_rows(dir, step, 1, &crc, &bytes, &rows_crc, &rows_bytes, &err), TFX_OK, "%s",
+               err.msg);
+}
+
+/* A good full checkpoint at 50, then the chain 100 <- 200 <- 300, every link complete. */
+static void complete_chain(void) {
+  int64_t old[] = {7};
+  char dir[1100];
+  state s = {0};
+  write_link(50, -1, old, 1, NULL, 0);
+  complete_link(50);
+  write_chain(dir, sizeof dir, &s);
+  complete_link(100);
+  complete_link(200);
+  complete_link(300);
+}
+
+/* Flips one byte inside the values of a row of the base file at step 100 (its manifest still lists the old crc). */
+static void corrupt_base(void) {
+  char dir[1100], path[1200];
+  link_dir(100, dir, sizeof dir);
+  tfx_ckpt_part_path(path, sizeof path, dir, 0, TFX_CKPT_ROWS);
+  struct stat st;
+  cr_assert_eq(stat(path, &st), 0);
+  FILE *f = fopen(path, "r+b");
+  cr_assert_not_null(f);
+  fseek(f, st.st_size - 12 - 5, SEEK_SET); /* the last row's last float, before the 12-byte trailer */
+  int c = fgetc(f);
+  fseek(f, st.st_size - 12 - 5, SEEK_SET);
+  fputc(c ^ 0x10, f);
+  fclose(f);
+}
+
+/* Every reader verifies every link of a chain of deltas: a checkpoint whose base is corrupt, or whose link is
+ * gone, is not one; reading commands skip it with CKPT-SKIP and take the newest whole one. */
+Test(rowfile, a_corrupt_or_missing_link_makes_every_checkpoint_on_it_unusable) {
+  complete_chain();
+  char run[128], dir[1100], found[1100];
+  snprintf(run, sizeof run, "%s/run", tmp);
+  link_dir(300, dir, sizeof dir);
+  int64_t step = 0;
+  int nps = 0;
+  tfx_err err = {0};
+  cr_assert_eq(tfx_ckpt_verify(dir, &step, &nps, &err), TFX_OK, "%s", err.msg);
+  cr_assert_eq(tfx_ckpt_read_point(run, &step, found, sizeof found, &err), TFX_OK, "%s", err.msg);
+  cr_assert_eq(step, 300);
+  corrupt_base();
+  cr_assert_eq(tfx_ckpt_verify(dir, &step, &nps, &err), TFX_ECORRUPT, "a corrupt base verifies");
+  cr_assert(strstr(err.msg, "ckpt-000000000100") && strstr(err.msg, "checksum"), "%s", err.msg);
+  cr_assert_eq(tfx_ckpt_read_point(run, &step, found, sizeof found, &err), TFX_OK, "%s", err.msg);
+  cr_assert_eq(step, 50, "the newest whole checkpoint is 50, not %lld", (long long)step);
+  char cmd[1300];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s/run'", tmp);
+  cr_assert_eq(system(cmd), 0);
+  complete_chain();
+  link_dir(200, dir, sizeof dir);
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir); /* the middle link deleted */
+  cr_assert_eq(system(cmd), 0);
+  cr_assert_eq(tfx_ckpt_resume_point(run, &step, found, sizeof found, &err), TFX_OK, "%s", err.msg);
+  cr_assert_eq(step, 100, "300 needs the deleted 200: resume from 100, not %lld", (long long)step);
+  link_dir(300, dir, sizeof dir);
+  cr_assert(access(dir, F_OK) != 0, "the unusable 300 is set aside");
 }

@@ -406,3 +406,17 @@ Test(rowtable, a_capped_table_holds_what_its_cap_states_and_no_more) {
   (void)grew;
   tfx_rowtable_destroy(t);
 }
+
+/* A cap above the table's ids can never bind, so it reserves no more than a cap of every id: max_rows 10^15 on a
+ * 2^20-id table makes rows (its books are not mapped for 10^15 rows) and holds what a cap of 2^20 states. */
+Test(rowtable, a_cap_above_the_ids_reserves_only_the_ids) {
+  tfx_rowtable *t = make_bounded(1000000000000000LL, 0, 0, 1, 1);
+  for (int64_t i = 0; i < 5000; i++) {
+    cr_assert_not_null(tfx_rowtable_touch(t, (i * 7919) % (1 << 20), 1), "row %lld: out of memory", (long long)i);
+  }
+  tfx_table_bound b;
+  tfx_table_cap_bound(1 << 20, 4, 0, 0, 1, 0, &b);
+  cr_assert_leq(tfx_rowtable_bytes(t), b.total + 4096, "held %zu bytes, a cap of every id states %zu",
+                tfx_rowtable_bytes(t), b.total);
+  tfx_rowtable_destroy(t);
+}

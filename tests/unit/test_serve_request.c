@@ -88,6 +88,36 @@ Test(serve, malformed_bodies_are_refused_naming_what_is_wrong) {
   refused(dense_json, 4, "{\"instances\": [[1,2,3,4], \"1:2\"]}", "instances[1]: not a list of numbers");
   refused(dense_json, 4, "{\"instances\": [{\"a\": 1}]}", "this model reads lists of numbers or LibSVM lines");
   refused(dense_json, 4, "{\"instances\": [true]}", "not a list, a string or an object");
+  refused(dense_json, 4, "{\"instances\": [[1,2,3,4], [1,NaN,3,4]]}", "instances[1][1]: nan is not a finite number");
+  refused(dense_json, 4, "{\"instances\": [[1,2,Infinity,4]]}", "instances[0][2]: inf is not a finite number");
+  refused(dense_json, 4, "{\"instances\": [[1,2,3,1e400]]}", "instances[0][3]");
+  refused(dense_json, 4, "{\"instances\": [[1,2,3,1e39]]}", "instances[0][3]: 1e+39 is not a finite number");
+}
+
+/* A body is measured before json-c builds an object of ~100 bytes per value: a dense list of the wrong width
+ * holding 2^21 numbers (4 MB; 64 MB took serve to 2.4 GB) is refused by its count. Strings count once. */
+Test(serve, a_body_of_more_values_than_a_request_holds_is_refused_before_parsing) {
+  size_t n = (size_t)1 << 21;
+  char *body = malloc(n * 2 + 32);
+  size_t at = (size_t)sprintf(body, "{\"instances\": [[0");
+  for (size_t i = 1; i < n; i++) {
+    memcpy(body + at, ",0", 2);
+    at += 2;
+  }
+  sprintf(body + at, "]]}");
+  tfx_dataset *d = NULL;
+  tfx_err err = {0};
+  cr_assert_eq(parse(dense_json, 4, body, &d, &err), TFX_EINVAL);
+  cr_assert(strstr(err.msg, "JSON values, more than 1048576"), "%.200s", err.msg); /* (not the 4 MB body) */
+  at = (size_t)sprintf(body, "{\"instances\": [\"");
+  for (size_t i = 1; i < n; i++) {
+    memcpy(body + at, "[,", 2); /* inside a string: no values */
+    at += 2;
+  }
+  sprintf(body + at, "\"]}");
+  cr_assert_eq(parse(sparse_json, 100, body, &d, &err), TFX_EINVAL);
+  cr_assert(strstr(err.msg, "instances[0]"), "%.200s", err.msg);
+  free(body);
 }
 
 Test(serve, too_many_instances_are_refused) {

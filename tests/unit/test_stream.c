@@ -10,6 +10,7 @@
 
 #include "common/labelset.h"
 #include "config/config.h"
+#include "data/data_impl.h"
 #include "data/dataset.h"
 #include "data/example.h"
 #include "data/idx.h"
@@ -671,4 +672,28 @@ Test(stream, follow_reads_two_windows_ahead_on_its_thread) {
   cr_assert_eq(idles, 0, "no take waited");
   cr_assert_eq(tfx_stream_next(s, 1, x, y, &err), TFX_EINTR, "the directory is dry: %s", err.msg);
   tfx_stream_close(s);
+}
+
+/* A file taken from a followed directory is checked as opened for reading, without following a link and without
+ * blocking: a FIFO (which would block the reader thread in open) and a link (which could lead out of the directory)
+ * are refused by name, as a bad file (TFX_EINVAL); a regular file passes. */
+Test(stream, a_followed_file_must_be_a_regular_file_opened_without_blocking) {
+  char fifo[512], link[512], file[512];
+  snprintf(fifo, sizeof fifo, "%s/fifo", tmp);
+  snprintf(link, sizeof link, "%s/link", tmp);
+  snprintf(file, sizeof file, "%s/file", tmp);
+  cr_assert_eq(mkfifo(fifo, 0600), 0);
+  FILE *f = fopen(file, "w");
+  cr_assert_not_null(f);
+  fclose(f);
+  cr_assert_eq(symlink(file, link), 0);
+  tfx_err err = {0};
+  cr_assert_eq(data__follow_check(file, &err), TFX_OK, "%s", err.msg);
+  cr_assert_eq(data__follow_check(fifo, &err), TFX_EINVAL);
+  cr_assert(strstr(err.msg, "fifo: not a regular file"), "%s", err.msg);
+  cr_assert_eq(data__follow_check(link, &err), TFX_EINVAL);
+  cr_assert(strstr(err.msg, "link: a symbolic link, not followed"), "%s", err.msg);
+  snprintf(file, sizeof file, "%s/gone", tmp);
+  cr_assert_eq(data__follow_check(file, &err), TFX_ENOTFOUND);
+  cr_assert(strstr(err.msg, "gone: cannot be opened"), "%s", err.msg);
 }
