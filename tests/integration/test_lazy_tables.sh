@@ -71,8 +71,10 @@ ge "$racc" 0.85 || fail "after resuming onto 3 ps the accuracy is $racc"
 "$TFX_NODE" local --config "$WORK/lr.json" --run-dir "$WORK/run-async" --ps 2 --workers 2 --set training.mode=async \
   >"$WORK/async.log" 2>&1 || fail "async cluster: $(tail -2 "$WORK/async.log")"
 aacc=$(metric "$WORK/run-async/metrics.jsonl" eval accuracy)
-# Async runs differ by timing (sync ones never): 26 runs of this one gave 0.846-0.883, so its bar is lower.
-ge "$aacc" 0.83 || fail "async reached accuracy $aacc"
+# Async runs differ by timing (sync ones never), so the bar is the same-seed sync run's accuracy less a margin
+# below their spread: 60 runs (release, release on one core, ASan) gave 0.810-0.873 against sync's 0.869, and a
+# fresh machine 0.815. Async that learns nothing stays near chance (0.25).
+ge "$aacc" "$(python3 -c "print($acc - 0.12)")" || fail "async reached accuracy $aacc, the sync run $acc (want >= sync - 0.12)"
 
 # kill -9 of a ps holding rows: restarted, rolled back to the checkpoint, the run still ends and learns.
 "$TFX_NODE" local --config "$WORK/lr.json" --run-dir "$WORK/run-kill" --ps 2 --workers 2 --set training.epochs=20 \
