@@ -586,16 +586,13 @@ static int train_steps(worker *w, tfx_err *err) {
     tfx_timing_mark(&w->timing, TFX_TIMING_OTHER);
     rc = compute(w, &st, err);
     tfx_timing_mark(&w->timing, TFX_TIMING_COMPUTE);
-    if (rc == TFX_EINTR && (w->stop || tfx_stop_requested())) {
-      break; /* stopped while a batch's rows were pulled or waited for */
-    }
-    if (rc) {
-      return rc;
-    }
-    if (w->rewind) {
+    if (!rc && w->rewind) {
       continue; /* a batch whose rows were pulled across a rollback: read again after the rewind */
     }
-    if ((rc = tfx_batcher_status(w->batcher, err)) || (rc = check_loss(w, &st, err))) {
+    if ((rc = rc ? rc : tfx_batcher_status(w->batcher, err)) == TFX_EINTR && (w->stop || tfx_stop_requested())) {
+      break; /* stopped while a batch's rows were pulled or waited for, or while a followed stream waited */
+    }
+    if (rc || (rc = check_loss(w, &st, err))) {
       return rc;
     }
     int64_t step = w->version;
