@@ -19,7 +19,7 @@
 #include "store/weights.h"
 
 /* Pulls every variable from the ps into the master's model, through the workers' client code; the client stays
- * (*pc, the caller's: end_pull) as the model's row source while lazy tables are evaluated batch by batch. */
+ * (*pc, the caller's: end_pull) to pull each batch's rows of lazy tables as they are evaluated (evaluate_span). */
 static int pull_model(master *m, int64_t *version, tfx_psclient **pc, tfx_err *err) {
   *pc = NULL;
   int rc = tfx_psclient_create(m->n->cluster, m->plan.ptrs, (size_t)m->plan.n, m->model,

@@ -1,9 +1,9 @@
 /* The embedding bag over sparse examples: forward against a hand-computed reference for each combiner (weights
  * from the LibSVM values, empty bags), the row-sparse backward (ascending unique rows, duplicates summed) checked
  * by finite differences, ids outside the table refused by name, untouched rows left bit for bit by the lazy
- * update, a row source's batch rows read instead of the table (a worker's), the CSR data path (LibSVM kept
- * sparse, the batcher's sparse batches), and what a lazy table adds to the bound on a message's frames
- * (tfx_model_extent). */
+ * update, a lent batch's rows filled by the caller read instead of the table (a worker's, or gathered from the
+ * model's own), the CSR data path (LibSVM kept sparse, the batcher's sparse batches), and what a lazy table adds to
+ * the bound on a message's frames (tfx_model_extent). */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
