@@ -80,14 +80,11 @@ ge "$aacc" "$(python3 -c "print($acc - 0.12)")" || fail "async reached accuracy 
 "$TFX_NODE" local --config "$WORK/lr.json" --run-dir "$WORK/run-kill" --ps 2 --workers 2 --set training.epochs=20 \
   --set checkpoint.every_steps=200 >"$WORK/kill.log" 2>&1 &
 LP=$!; PIDS+=($LP)
-ps1=""
-for _ in $(seq 600); do
-  ps1=$(sed -n 's/.*LOCAL-SPAWN ps 1: pid \([0-9]*\).*/\1/p' "$WORK/kill.log" | head -1)
-  [ -n "$ps1" ] && ls "$WORK/run-kill/checkpoints" 2>/dev/null | grep -q ckpt- && break
-  sleep 0.1
-done
-[ -n "$ps1" ] || fail "no ps 1 and checkpoint to kill after: $(tail -2 "$WORK/kill.log")"
-kill -9 "$ps1"
+# A complete checkpoint first, polled tightly (a release build trains the 1875 steps in a few seconds), then ps 1,
+# the workers held until it is dead (kill_ps_at), so the kill lands inside the run however fast it trains.
+for _ in $(seq 6000); do has_ckpt "$WORK/run-kill" || ! kill -0 "$LP" 2>/dev/null && break; sleep 0.02; done
+has_ckpt "$WORK/run-kill" || fail "no checkpoint to kill after: $(tail -2 "$WORK/kill.log")"
+kill_ps_at "$WORK/kill.log" "$WORK/run-kill" 0 "$LP" 1
 wait "$LP" || fail "the run did not survive kill -9 of ps 1: $(tail -3 "$WORK/kill.log")"
 grep -q "ps 1 exited\|ps 1 .*signal\|LOCAL-RESTART ps 1" "$WORK/kill.log" || fail "the supervisor saw no ps exit"
 kacc=$(metric "$WORK/run-kill/metrics.jsonl" eval accuracy)
