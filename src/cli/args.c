@@ -77,7 +77,7 @@ static int option_applies(const char *opt, const char *text, size_t n) {
 }
 
 /* The command's own help: its lines of the usage's command list (and their continuation lines), then the options
- * it takes (#25: every command listed every global option). */
+ * it takes, not every global option. */
 static void print_command_help(const char *cmd) {
   char head[32];
   snprintf(head, sizeof head, "  %s ", cmd);

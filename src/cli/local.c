@@ -17,6 +17,7 @@
 #include "cli/cli.h"
 #include "cli/pin.h"
 #include "cli/serve.h"
+#include "common/clock.h"
 #include "common/fs.h"
 #include "common/log.h"
 #include "data/epochs.h"
@@ -366,8 +367,13 @@ static int handle_failures(cluster_run *r) {
   return -1;
 }
 
+/* How long after a stop signal the supervisor waits for the master's graceful stop (its final checkpoint) before it
+ * kills every process: a master waits at most MASTER_STOP_GRACE_MS for a ps that does not answer. */
+#define LOCAL_STOP_GRACE_MS 17000
+
 static int supervise(cluster_run *r, tfx_err *err) {
   int forwarded = 0;
+  int64_t stop_at = 0;
   child *kids = r->kids;
   for (;;) {
     reap(kids, r->total);
@@ -390,9 +396,18 @@ static int supervise(cluster_run *r, tfx_err *err) {
     }
     if (tfx_stop_requested() && !forwarded) {
       forwarded = tfx_signals_seen();
+      stop_at = tfx_now_ms();
       tfx_log(TFX_LOG_INFO, "LOCAL-SIGNAL",
               "stopping: the master checkpoints, then the cluster stops (a second Ctrl-C stops at once)");
       kill(kids[0].pid, SIGTERM);
+    }
+    if (forwarded && tfx_now_ms() - stop_at > LOCAL_STOP_GRACE_MS) {
+      tfx_log(TFX_LOG_WARN, "LOCAL-STOP-DEADLINE", "the master has not stopped the cluster %d s after the stop signal: "
+              "stopping every process now (the last complete checkpoint is kept)", LOCAL_STOP_GRACE_MS / 1000);
+      signal_all(kids, r->total, SIGKILL);
+      drain(kids, r->total, 1000);
+      return tfx_err_set(err, TFX_EINTR, "the master did not stop within %d s of the stop signal",
+                         LOCAL_STOP_GRACE_MS / 1000);
     }
     if (forwarded && tfx_signals_seen() > forwarded) {
       tfx_log(TFX_LOG_WARN, "LOCAL-SIGNAL", "a second stop signal: stopping every process now, without a checkpoint");

@@ -1,4 +1,4 @@
-/* The spool command (#28): standard input into a directory that a run follows (data.train.follow), so a stream
+/* The spool command: standard input into a directory that a run follows (data.train.follow), so a stream
  * from a pipe keeps what a followed directory gives: where each worker stands is part of the checkpoint, and a
  * resumed run neither skips nor repeats a line. Every --lines lines (10000 by default) become one file, written
  * as DIR/.NAME.tmp, fsync'ed and renamed to DIR/NAME; NAME is spool-<the spool's start in ns, 20 digits>-<part,

@@ -609,7 +609,7 @@ static int loop(trainer *t, int64_t max_steps, tfx_err *err) {
   }
   rc = t->eval_step == t->step ? TFX_OK : evaluate(t, &acc, err); /* early stopping has just scored it */
   validate(t, 1);
-  rc = rc ? rc : save_now(t, err); /* "done:" only once the final checkpoint is on disk (#30: it preceded ENOSPC) */
+  rc = rc ? rc : save_now(t, err); /* "done:" only once the final checkpoint is on disk (not before an ENOSPC) */
   if (!rc) {
     tfx_progress_done(&prog, t->step, acc, "eval data refused, see the log"); /* the only way to a NaN here */
   }

@@ -41,7 +41,7 @@
 
 #define TFX_CHOICE_VALUE(value, text) value,
 /* The most a backup's log of a lazy instance's sync steps holds until a checkpoint holds them, in bytes of received
- * batches (cluster.replicas 1, #27: ps/replog.c keeps it, master/plan.c prints it); past it the oldest are applied. */
+ * batches (cluster.replicas 1: ps/replog.c keeps it, master/plan.c prints it); past it the oldest are applied. */
 #define TFX_REPLICA_LOG_BYTES ((size_t)64 << 20)
 /* The largest checkpoint.every_steps under which a lazy table's backup is kept by the checkpoints (ps/rules.c): the
  * workers keep every push since the last one. */
@@ -284,9 +284,8 @@ int tfx_config_validate(const tfx_config *cfg, tfx_err *err);
 /* The rules that need the cluster's size (a sync step aggregates at most n_workers replicas), checked wherever it
  * is known before a process starts: a chief from TF_CONFIG, local from its flags. */
 int tfx_config_validate_cluster(const tfx_config *cfg, int n_workers, tfx_err *err);
-/* Why cluster.replicas auto stays off for this experiment on n_ps ps and n_workers workers (a static string), or
- * NULL where replicas are cheap (bench/replicas: within 10% of off): sync, 2 ps or more, every worker aggregated,
- * training.deterministic or at most two workers, no embedding table. */
+/* Why cluster.replicas auto stays off for this experiment on n_ps ps and n_workers workers (a static string: one
+ * ps, no other to hold a backup), or NULL: auto is on wherever there are 2 ps or more, in every mode. */
 const char *tfx_config_replicas_off(const tfx_config *cfg, int n_ps, int n_workers);
 /* Turns cluster.replicas auto (-1) into 0 or 1 by tfx_config_replicas_off (and marks cfg->replicas_auto); an
  * explicit 0 or 1 is kept. Every role calls it with the cluster's counts, so all decide alike. */

@@ -62,7 +62,7 @@ static json_object *list_json(const void *first, size_t stride, int n, const con
 }
 
 /* model.input_shape as the model reads it: with feature columns, the dense input is their numeric columns
- * ([count], at least 1), not the IDX default [28, 28, 1] (#25). */
+ * ([count], at least 1), not the IDX default [28, 28, 1]. */
 static json_object *shape_json(const tfx_config *cfg) {
   json_object *shape = json_object_new_array();
   if (cfg->n_features > 0) {

@@ -1,4 +1,4 @@
-/* A followed stream's reader thread (#28): it reads and parses the next windows while the worker computes or waits
+/* A followed stream's reader thread: it reads and parses the next windows while the worker computes or waits
  * on the ps, and hands them over a bounded queue of PREFETCH_DEPTH windows. The worker (the consumer) alone calls
  * the stream's idle function, and only once the reader has looked at the directory after the worker asked and
  * found no file: a take never reports "waiting for a file" while a landed file is still being parsed. */

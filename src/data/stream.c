@@ -395,7 +395,7 @@ static void name_bad(tfx_stream *s, const char *msg, const char *what, int mine)
 }
 
 /* Checks a chunk's labels as it is read, naming the file and record of the first outside [0, classes), as the
- * whole-file loaders do (#30: found only at the batch before, as "example N of the batch"); under data.on_error
+ * whole-file loaders do (rather than later, at the batch, as "example N of the batch"); under data.on_error
  * skip each is named, counted and marked in s->dropped for the filters to drop. */
 /* The first class of a multi-label label outside [0, classes), or -1 when it has none. */
 static int class_outside(int32_t y, int classes) {

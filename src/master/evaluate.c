@@ -18,6 +18,12 @@
 #include "store/ckpt.h"
 #include "store/weights.h"
 
+/* Whether a stopping master's evaluation should stop waiting for the ps (ctx: the master). */
+static int eval_abort(void *ctx) {
+  master *m = ctx;
+  return tfx_now_ms() >= master__stop_deadline(m);
+}
+
 /* Pulls every variable from the ps into the master's model, through the workers' client code; the client stays
  * (*pc, the caller's: end_pull) to pull each batch's rows of lazy tables as they are evaluated (evaluate_span). */
 static int pull_model(master *m, int64_t *version, tfx_psclient **pc, tfx_err *err) {
@@ -26,6 +32,7 @@ static int pull_model(master *m, int64_t *version, tfx_psclient **pc, tfx_err *e
                                m->cfg.request_timeout_s * 1000, pc, err);
   if (!rc) {
     tfx_psclient_set_replicas(*pc, master__replicated(m));
+    tfx_psclient_set_abort(*pc, eval_abort, m);
   }
   for (int p = 0; !rc && p < m->n_ps; p++) {
     rc = tfx_psclient_route(*pc, p, m->ps[p].at, err); /* instances served by a promoted backup */

@@ -1,4 +1,4 @@
-/* Replicated shards (cluster.replicas 1, #27): every plan instance k lives on ps k and, as a backup, on ps k + 1
+/* Replicated shards (cluster.replicas 1): every plan instance k lives on ps k and, as a backup, on ps k + 1
  * (ring). The master INITs both, routes its calls for k to whichever serves it (Envelope.target), and when ps k is
  * lost promotes the backup (MSG_PROMOTE, a new plan epoch) instead of taking every ps back to a checkpoint. Calls
  * nothing else of the room; pscalls.c, startup.c, evaluate.c and observe.c call it. */

@@ -46,7 +46,9 @@ static void stop_workers(master *m) {
     tfx_envelope env;
     tfx_inmsg r;
     tfx_wire_request(&env, TFX__MSG_TYPE__MSG_STOP);
-    tfx_client_call(m->workers[w].client, &env, NULL, 0, &r, 500, NULL);
+    if (tfx_client_call(m->workers[w].client, &env, NULL, 0, &r, 500, NULL) == TFX_OK) {
+      master__ledger_note_worker(m, r.env); /* its pushes each instance answered */
+    }
     tfx_inmsg_fini(&r);
     /* Done with the workers: a socket left open would keep reconnecting to a worker that has exited, and
      * libzmq resolves its host name in the I/O thread every ps request shares (a slow DNS answer for a
@@ -87,6 +89,7 @@ static int final_evaluate(master *m, tfx_err *err) {
 static int finish(master *m, int checkpointed, tfx_err *err) {
   m->finished = 1;
   stop_workers(m);
+  master__ledger_write(m);
   int rc = checkpointed ? TFX_OK : master__poll_versions(m, err);
   if (!rc && !checkpointed) {
     master__collect_written(m, tfx_now_ms(), INT_MAX); /* the multiples passed since the last tick first */
@@ -98,7 +101,7 @@ static int finish(master *m, int checkpointed, tfx_err *err) {
     rc = rc ? rc : ev;
   }
   master__validate(m, 1);
-  if (saved) { /* a run whose final checkpoint failed is not "done": its error says why (#30: ENOSPC after it) */
+  if (saved) { /* a run whose final checkpoint failed is not "done": its error says why (ENOSPC, say) */
     tfx_progress_done(&m->progress, m->global_step, m->last_acc, no_acc_reason(m));
   }
   tfx_plugin_hook(m->n->plugin, TFX_HOOK_TRAIN_END, m->global_step, m->last_loss, m->last_acc, m->n->run_dir);

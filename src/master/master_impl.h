@@ -71,6 +71,8 @@ typedef struct ps_peer {
   int gone;           /* replicas: ps p (the process) was lost and has not rejoined */
   int rejoin_asked;   /* replicas, gone: a STATUS is out to ps p (through home) to see it back */
   ps_stats stats;     /* kept for the first OBS_MAX_PS ps only */
+  int64_t ledger_applied; /* the run's ledger: the pushes the instance took (its last status), or -1 unknown */
+  int64_t ledger_acked;   /* the run's ledger: the pushes the workers saw it answer (summed from their STOP replies) */
 } ps_peer;
 
 /* One worker, as the master knows it. registered and hb_warned are written under obs.lock. */
@@ -127,6 +129,8 @@ typedef struct master {
   int over;          /* the newest checkpoint is at max_steps: the run only evaluates and finishes */
   int abort_code, hook_stop, ps_lost;
   int lost_ps;        /* the instance whose call failed or came back empty in the last ps call, or -1 */
+  int64_t stop_seen_ms; /* when the master first saw a stop signal (master__stop_deadline), or 0 */
+  int stop_gave_up;     /* a ps did not answer within MASTER_STOP_GRACE_MS of the stop (logged once) */
   uint64_t epoch;     /* the plan epoch: 1 at the start, + 1 per promotion and roll-back (cluster.replicas 1) */
   int64_t failovers;  /* promotions of a backup (tfx_failovers_total); under obs.lock */
   int64_t degraded_at; /* the global step at the last promotion */
@@ -216,6 +220,21 @@ const char *master__replica_status(const master *m);
 
 /* Sends req to every ps, collects each reply (on_reply(ctx, ...) sees each; may be NULL), serving the master's
  * socket meanwhile. */
+/* A stopping master gives up on a ps that has not answered this long after the stop (frozen, or overloaded), so one
+ * Ctrl-C ends any run: the final checkpoint then names the ps it lacks. */
+#define MASTER_STOP_GRACE_MS 5000
+/* Past that grace, each call to a ps still gets this long (one that answers at once is not given up on). */
+#define MASTER_STOP_LAST_MS 200
+/* The time (tfx_now_ms) by which every wait of a stopping master ends: MASTER_STOP_GRACE_MS after it first saw the
+ * stop signal; INT64_MAX while no stop was asked for. */
+int64_t master__stop_deadline(master *m);
+/* The run's ledger (ledger.c). */
+
+/* Adds a worker's STOP (or STATUS) reply's "acked.P" counts to each instance's ledger_acked. */
+void master__ledger_note_worker(master *m, const tfx_envelope *reply);
+/* Asks every instance for its ledger_applied, then appends {"kind": "ledger", "step": S, "instances": [{"instance":
+ * P, "applied": N, "acked": M}, ...]} to metrics.jsonl and logs MASTER-LEDGER (a WARN where N != M). */
+void master__ledger_write(master *m);
 int master__call_ps(master *m, tfx_envelope *req, int timeout_ms, master__on_reply *on_reply, void *ctx, tfx_err *err);
 /* Refreshes every ps's version; global_step = the smallest, max_version = the largest. A ps back empty rolls
  * every ps back to the newest checkpoint first. */

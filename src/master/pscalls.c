@@ -11,8 +11,18 @@
  * registration are answered and never wait on the ps that waits on them. */
 static int await_ps(master *m, int p, tfx_inmsg *r, int timeout_ms, tfx_err *err) {
   tfx_client *c = m->ps[p].client;
-  int64_t deadline = tfx_now_ms() + timeout_ms;
+  int64_t now = tfx_now_ms(), deadline = now + timeout_ms;
   for (;;) {
+    int64_t stop = master__stop_deadline(m);
+    stop = stop < now + MASTER_STOP_LAST_MS ? now + MASTER_STOP_LAST_MS : stop; /* past it: a last short window */
+    if (tfx_now_ms() >= stop) {
+      if (!m->stop_gave_up++) {
+        tfx_log(TFX_LOG_WARN, "MASTER-PS-UNRESPONSIVE", "ps %d (%s) has not answered %d s after the stop: giving up on it",
+                p, tfx_client_endpoint(c), MASTER_STOP_GRACE_MS / 1000);
+      }
+      return tfx_err_set(err, TFX_EPEER, "ps %d (%s) did not answer within %d s of the stop signal", p,
+                         tfx_client_endpoint(c), MASTER_STOP_GRACE_MS / 1000);
+    }
     zmq_pollitem_t items[2] = {{tfx_client_socket(c), 0, ZMQ_POLLIN, 0}, {m->sock, 0, ZMQ_POLLIN, 0}};
     int64_t left = deadline - tfx_now_ms();
     if (left <= 0) {
@@ -32,6 +42,14 @@ static int await_ps(master *m, int p, tfx_inmsg *r, int timeout_ms, tfx_err *err
       return tfx_client_recv(c, r, (int)(left > 1 ? left : 1), err);
     }
   }
+}
+
+int64_t master__stop_deadline(master *m) {
+  if (!tfx_stop_requested()) {
+    return INT64_MAX;
+  }
+  m->stop_seen_ms = m->stop_seen_ms ? m->stop_seen_ms : tfx_now_ms();
+  return m->stop_seen_ms + MASTER_STOP_GRACE_MS;
 }
 
 int master__call_ps(master *m, tfx_envelope *req, int timeout_ms, master__on_reply *on_reply, void *ctx, tfx_err *err) {

@@ -1,4 +1,4 @@
-/* The merged rolling record (#28): each worker's report carries its progressive-validation window (the
+/* The merged rolling record: each worker's report carries its progressive-validation window (the
  * examples, their mean log loss and their scores as counts per logit bin, train/progressive.h); the chief keeps
  * the last of each worker and, once every worker with a window has sent a new one, writes one record of kind
  * "rolling" (metrics.jsonl and TensorBoard) over the union of the windows: rolling_auc from the summed

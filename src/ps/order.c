@@ -1,4 +1,4 @@
-/* Sync steps summed in worker order (training.deterministic, #27): floating-point addition is not associative,
+/* Sync steps summed in worker order (training.deterministic): floating-point addition is not associative,
  * so with three or more workers the sum of a step depends on the order its pushes arrive in. With the option,
  * a fresh push that comes before a lower worker's push of the same step is held (the whole message, moved here)
  * and accumulated once every lower worker's push was: the step is summed ((g0 + g1) + g2) + ..., every time.

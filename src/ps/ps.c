@@ -306,9 +306,8 @@ static int init_and_reply(ps_state *own, ps_state *p, const tfx_inmsg *m, tfx_er
   return rc ? rc : reply_simple(p, m, p->version, 0, NULL, err);
 }
 
-static void forward(ps_state *own, ps_state *p, const tfx_inmsg *m);
-/* Serves requests for an initialized state; a push goes to the backup first (replicas). */
-static int handle_data(ps_state *own, ps_state *p, tfx_inmsg *m, tfx_err *err) {
+/* Serves requests for an initialized state. */
+static int handle_data(ps_state *p, tfx_inmsg *m, tfx_err *err) {
   const tfx_envelope *e = m->env;
   if (!p->initialized) {
     return tfx_err_set(err, TFX_ESTATE, "no plan yet: the master has not initialized this ps");
@@ -350,9 +349,6 @@ static int handle_data(ps_state *own, ps_state *p, tfx_inmsg *m, tfx_err *err) {
         }
         ps__push(p, m, NULL); /* a refusal here is the primary's too, answered there */
         return rc;
-      }
-      if (!ps__is_sync(p)) { /* sync: the summed step goes, once (ps__forward_step) */
-        forward(own, p, m);
       }
       return ps__push_ordered(p, m, err);
     case TFX__MSG_TYPE__MSG_CHECKPOINT:
@@ -398,7 +394,7 @@ static int handle(ps_state *own, tfx_inmsg *m, tfx_err *err) {
     case TFX__MSG_TYPE__MSG_PROMOTE:
       return ps__promote(p, m, err);
     default:
-      return handle_data(own, p, m, err);
+      return handle_data(p, m, err);
   }
 }
 
@@ -436,68 +432,6 @@ static void serve_one(ps_state *p) {
   tfx_err_clear(&err);
   int rc = tfx_wire_recv(p->sock, 1, &m, &err);
   serve_msg(p, &m, rc, &err, t0);
-}
-
-/* Serves the requests deferred while a forward waited, in the order they came. */
-static void serve_deferred(ps_state *p) {
-  while (p->n_deferred > 0) {
-    tfx_inmsg m = p->deferred[0];
-    memmove(p->deferred, p->deferred + 1, sizeof *p->deferred * (size_t)--p->n_deferred);
-    tfx_err err;
-    tfx_err_clear(&err);
-    serve_msg(p, &m, TFX_OK, &err, tfx_now_us());
-  }
-}
-
-/* Keeps a request (moved out of *m) to serve once the forward is acknowledged; dropped when memory runs out. */
-static void defer(ps_state *own, tfx_inmsg *m) {
-  if (own->n_deferred == own->cap_deferred) {
-    int cap = own->cap_deferred * 2 + 8;
-    tfx_inmsg *d = cap <= PS_MAX_PARKED ? realloc(own->deferred, sizeof *d * (size_t)cap) : NULL;
-    if (!d) {
-      own->stats.bad_frames++;
-      tfx_inmsg_fini(m);
-      return;
-    }
-    own->deferred = d;
-    own->cap_deferred = cap;
-  }
-  tfx_inmsg *slot = &own->deferred[own->n_deferred++];
-  *slot = *m;
-  zmq_msg_init(&slot->identity);
-  zmq_msg_move(&slot->identity, &m->identity);
-  memset(m, 0, sizeof *m);
-}
-
-/* While a forward waits: a request for the mirror (the previous ps's forwards, which may be waiting on ours) is
- * served at once; anything else waits its turn. */
-static void take_one(ps_state *own) {
-  double t0 = tfx_now_us();
-  tfx_inmsg m;
-  tfx_err err;
-  tfx_err_clear(&err);
-  int rc = tfx_wire_recv(own->sock, 1, &m, &err);
-  if (rc || (own->mirror && m.env->target - 1 == own->mirror->index)) {
-    serve_msg(own, &m, rc, &err, t0);
-    return;
-  }
-  defer(own, &m);
-}
-
-/* Forwards a push of state p to its backup. A push-pull's reply then waits, parked, for the acknowledgement
- * (ps__pull_ready); a bare push, acknowledged at once, waits here for it. */
-static void forward(ps_state *own, ps_state *p, const tfx_inmsg *m) {
-  if (!ps__forward_send(p, m) || (m->env->flag & 1)) {
-    return;
-  }
-  while (p->fwd_pending > 0 && p->backup) {
-    zmq_pollitem_t items[2] = {{tfx_client_socket(p->backup), 0, ZMQ_POLLIN, 0}, {own->sock, 0, ZMQ_POLLIN, 0}};
-    zmq_poll(items, 2, 20);
-    if (items[1].revents & ZMQ_POLLIN) {
-      take_one(own);
-    }
-    ps__forward_acks(p);
-  }
 }
 
 /* Copies the state the HTTP thread shows. */
@@ -568,11 +502,10 @@ static void serve(ps_state *p) {
     zmq_pollitem_t items[3];
     int n = poll_items(p, items);
     int wait_ms = ps__ckpt_writing(p) || ps__ckpt_writing(p->mirror) ? 2 : n > 1 ? 20 : 100;
-    int ready = p->n_deferred ? 0 : zmq_poll(items, n, wait_ms);
+    int ready = zmq_poll(items, n, wait_ms);
     if (ready > 0 && (items[0].revents & ZMQ_POLLIN)) {
       serve_one(p);
     }
-    serve_deferred(p);
     acknowledged(p);
     if (p->mirror) {
       acknowledged(p->mirror);
@@ -654,10 +587,6 @@ int tfx_ps_run(tfx_node *n, tfx_err *err) {
   ps__helper_destroy(p.helper);
   mirror_destroy(p.mirror);
   ps__log_free(&p); /* a restarted ps's own instance held as a backup */
-  for (int i = 0; i < p.n_deferred; i++) {
-    tfx_inmsg_fini(&p.deferred[i]);
-  }
-  free(p.deferred);
   ps__backup_close(&p);
   tfx_net_close(p.sock);
   free_shards(&p);

@@ -79,6 +79,9 @@ typedef struct pending_pull {
   X(SHOWN, shards, "shards", "tfx_ps_shards", "Variables or slices held.", "gauge")                                  \
   X(SHOWN, bytes, "bytes", "tfx_ps_bytes", "Bytes of variable values held.", "gauge")                                \
   X(COUNT, applied, "pushes_applied", "tfx_ps_pushes_applied_total", "Gradient pushes applied.", "counter")          \
+  X(COUNT, ledger, "ledger_pushes", "tfx_ps_ledger_pushes_total",                                                   \
+    "Worker pushes this ps instance took over the run (a promoted backup goes on from its primary's count).",       \
+    "counter")                                                                                                     \
   X(COUNT, stale, "stale_dropped", "tfx_ps_stale_dropped_total", "Stale or duplicate gradients dropped.", "counter") \
   X(COUNT, rejected, "rejected", "tfx_ps_rejected_total", "Requests rejected (bad names, shapes, NaN).", "counter")  \
   X(COUNT, pulls, "pulls_served", "tfx_ps_pulls_served_total", "Pulls answered.", "counter")                         \
@@ -199,15 +202,18 @@ typedef struct ps_state {
   int ckpt_acks_off;      /* the own state's: the backup cannot take the checkpoints as its state (it was sent the
                              whole state instead, and the summed steps since) */
   ps_batch batch;         /* the own state's, sync: summed steps waiting to go to the backup in one message */
-  int64_t acked;          /* the own state's, sync: the backup holds every step below this version (told in replies) */
+  int64_t acked;          /* the own state's, sync: the backup holds every step below this version (told in replies);
+                             async and ssp: the version of the newest snapshot the backup acknowledged */
+  int64_t snap_last[PS_MAX_WORKERS];  /* the own state's, async and ssp: each worker's last push in the snapshot
+                                         awaiting its acknowledgement */
+  int64_t acked_last[PS_MAX_WORKERS]; /* the own state's, async and ssp: each worker's last push its backup holds
+                                         (told to that worker in replies: it keeps the pushes after it) */
   int log_steps;          /* a mirror's: the steps its log holds (a forwarded message carries one batch of them) */
   size_t log_bytes;       /* a mirror's: the bytes of the messages its log holds */
   int log_stale;          /* a mirror's: its state is the checkpoint of its version and the log, not its memory */
   int log_mode;           /* a mirror's ps__log_until_ckpt, once known: 0 not yet, 1 yes, 2 no */
   tfx_inmsg *held;        /* sync, training.deterministic: pushes that came before a lower worker's (order.c) */
   int n_held, cap_held;
-  tfx_inmsg *deferred;    /* the own state's: requests that came while a forward waited (served next, in order) */
-  int n_deferred, cap_deferred;
   tfx_config cfg;
   tfx_optim opt;
   int initialized, stopping;
@@ -263,11 +269,11 @@ int ps__own_value(ps_state *p, shard *s);
 size_t ps__bytes(const ps_state *p);
 /* The shard with this key (borrowed), or NULL. */
 shard *ps__find(ps_state *p, const char *key);
-/* Replies to a pull with the values of the named shards (all if none named), sent in place; with changed_only,
+/* Replies to a pull of `worker` (-1: not a worker) with the values of the named shards (all if none named), sent in place; with changed_only,
  * non-trainable shards never assigned are left out; with since >= 0 (at most the version), shards unchanged since
  * that version are left out. Lazy tables are never sent whole: the rows of each want (Envelope.want) are. */
-int ps__send_values(ps_state *p, const zmq_msg_t *identity, uint64_t request_id, char **names, size_t n_names,
-                    int changed_only, int64_t since, Tfx__Tensor *const *want, size_t n_want, tfx_err *err);
+int ps__send_values(ps_state *p, const zmq_msg_t *identity, uint64_t request_id, int worker, char **names,
+                    size_t n_names, int changed_only, int64_t since, Tfx__Tensor *const *want, size_t n_want, tfx_err *err);
 /* The Envelope.since of a request as a version, or -1 when absent (or out of range). */
 int64_t ps__since(const tfx_envelope *e);
 /* Marks a shard changed by an update made now (see shard.changed). */
@@ -399,10 +405,6 @@ void ps__backup_close(ps_state *p);
 /* Refuses what a state may not serve: a worker's request to a mirror not promoted, a forwarded push of an older
  * plan epoch (or to a promoted mirror, or to a primary). Counts stale epochs. */
 int ps__gate(ps_state *p, const tfx_envelope *e, tfx_err *err);
-/* Forwards a worker's push (m borrowed) to the backup, before it is applied here: 1 when an acknowledgement is
- * awaited (fwd_pending; ps__forward_acks), 0 when nothing went (no backup, or lost). Until it comes no reply or
- * pull is answered (ps__pull_ready), so the backup holds every push a worker will see acknowledged. */
-int ps__forward_send(ps_state *p, const tfx_inmsg *m);
 /* Takes the backup's acknowledgements that arrived (one per forward, in order); an overdue one or a lost link
  * leaves the instance unreplicated. The caller serves the parked replies once none is pending. */
 void ps__forward_acks(ps_state *p);
@@ -455,9 +457,23 @@ int ps__ckpt_acks(const ps_state *p);
  * cluster.replica_batch_steps + 2, and, ps__ckpt_acks, 1.5 x checkpoint.every_steps more (the next checkpoint's
  * write and its acknowledgement may take half an interval before replies wait). */
 int64_t ps__kept_steps(const ps_state *p);
-/* The acknowledgement a reply of p carries (sync with replicas: the version below which the backup holds every
- * step, written into *buf; its version when p has no backup), or NULL (async, ssp, no replicas). Borrows buf. */
-Tfx__Since *ps__acked(const ps_state *p, Tfx__Since *buf);
+/* The acknowledgement a reply of p to `worker` carries (sync with replicas: the version below which the backup holds
+ * every step; async and ssp: 1 + the worker's last push the backup holds; all when p has no backup), written into
+ * *buf, or NULL (no replicas, or not a worker). Borrows buf. */
+Tfx__Since *ps__acked(const ps_state *p, int worker, Tfx__Since *buf);
+/* Whether p's backup is kept by acknowledged snapshots in async and ssp mode (upstream backup): every
+ * cluster.replica_batch_steps pushes (and when idle) the primary sends its values, slots, the rows touched since the
+ * last snapshot and each worker's last push; each worker keeps its pushes until a reply says the backup holds them
+ * (ps__acked), and resends them to a promoted backup, which drops those it holds (ps__async_duplicate). No push
+ * waits for the backup. */
+int ps__async_snaps(const ps_state *p);
+/* Whether worker push e (answered; stale: the sync step it was for had passed) counts in the instance's ledger: a
+ * worker's whole push (or the last part of one), once. A stale sync push where every worker counts in each step is
+ * a resend the instance holds already (a failover): not again. */
+int ps__ledger_counts(const ps_state *p, const tfx_envelope *e, int stale);
+/* Async and ssp with a backup: sends the next acknowledged snapshot when cluster.replica_batch_steps pushes (or,
+ * idle, any) went since the last one and none awaits its acknowledgement. */
+void ps__async_snapshot(ps_state *p, int idle);
 /* Sync with a backup: tells it that this instance's files of the checkpoint of step are complete (PS_FLAG_CKPT),
  * so it may drop the steps below step from its log. A failed send loses the backup (ps__forward_fail). */
 void ps__forward_ckpt(ps_state *p, int64_t step);
@@ -468,7 +484,7 @@ void ps__batch_free(ps_state *p);
 /* The steps between snapshots of an instance (its sums held meanwhile, at most 64 MiB of dense ones, or a batch of
  * cluster.replica_batch_steps when larger): 0 with a lazy table, or shards too large (every step is then applied once
  * the own replies went, and no snapshot is sent: on the Debian LR the rows touched since a snapshot, with their
- * slots, cost the backup more than applying the steps, bench/README.md "bench/replicas", fifth round). */
+ * slots, cost the backup more than applying the steps, measured by bench/replicas, bench/README.md). */
 int ps__log_steps(const ps_state *p);
 /* Steps held in p's log (p may be NULL): the state's version plus this is the step the primary forwarded. */
 int ps__log_pending(const ps_state *p);

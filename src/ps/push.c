@@ -579,7 +579,7 @@ static int answer_push(ps_state *p, tfx_inmsg *m, int stale, tfx_err *err) {
   if (e->flag & 1) {
     int64_t want = ps__push_pull_version(p, e);
     if (ps__pull_ready(p, want, ps__worker_of(e))) {
-      return ps__send_values(p, &m->identity, e->request_id, NULL, 0, 1, ps__since(e), e->want, e->n_want, err);
+      return ps__send_values(p, &m->identity, e->request_id, ps__worker_of(e), NULL, 0, 1, ps__since(e), e->want, e->n_want, err);
     }
     return ps__park(p, m, want, 1, err);
   }
@@ -588,7 +588,7 @@ static int answer_push(ps_state *p, tfx_inmsg *m, int stale, tfx_err *err) {
   env.step = p->version;
   env.flag = stale;
   Tfx__Since acked;
-  env.acked = ps__acked(p, &acked);
+  env.acked = ps__acked(p, ps__worker_of(e), &acked);
   return tfx_wire_send(p->sock, &m->identity, &env, NULL, 0, err);
 }
 
@@ -646,6 +646,9 @@ int ps__push(ps_state *p, tfx_inmsg *m, tfx_err *err) {
     ps__keep_measure(p, m);
     rc = ps__is_sync(p) ? push_sync(p, m, targets, &stale, err) : push_async(p, m, targets, err);
     ps__async_applied(p, m->env);
+    p->stats.ledger += !rc && ps__ledger_counts(p, m->env, stale);
+  } else if (!rc) {
+    p->stats.ledger += ps__ledger_counts(p, m->env, 0); /* past max_steps: answered, so taken */
   }
   if (targets != stack) {
     free(targets);
@@ -657,6 +660,7 @@ int ps__push(ps_state *p, tfx_inmsg *m, tfx_err *err) {
     return rc;
   }
   rc = answer_push(p, m, stale, err);
+  ps__async_snapshot(p, 0); /* replicas, async and ssp: every cluster.replica_batch_steps pushes */
   ps__service(p);
   return rc;
 }

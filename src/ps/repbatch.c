@@ -1,4 +1,4 @@
-/* Replicas, the primary's sync steps in batches (cluster.replicas 1, cluster.replica_batch_steps K, #27). A primary
+/* Replicas, the primary's sync steps in batches (cluster.replicas 1, cluster.replica_batch_steps K). A primary
  * applies a step and answers its workers at once; the step, as summed, joins a batch that goes to the backup in one
  * message every K steps (or when the ps is idle, or before a snapshot), which the backup logs and acknowledges with
  * its version. Every reply tells the workers that version (Envelope.acked): a worker keeps each push until the

@@ -1,4 +1,4 @@
-/* Replicated shards (cluster.replicas 1, #27): every ps holds its own instance of the plan and a mirror of the
+/* Replicated shards (cluster.replicas 1): every ps holds its own instance of the plan and a mirror of the
  * previous ps's (ps k backs up instance k - 1 on the ring). In async and ssp mode a primary forwards each worker's
  * push to its backup and waits for the acknowledgement before it answers, so the backup runs the same code on the
  * same messages in the same order. In sync mode the summed steps go in batches (repbatch.c) and the workers keep
@@ -54,6 +54,7 @@ int ps__backup_open(ps_state *p, tfx_err *err) {
     return TFX_OK;
   }
   p->acked = p->snap_sent = p->version;
+  memcpy(p->acked_last, p->last_push, sizeof p->acked_last); /* the backup starts where the primary does */
   p->ckpt_told = 0;
   p->ckpt_acks_off = 0;
   return backup_connect(p, (p->index + 1) % n, err);
@@ -84,6 +85,7 @@ static int reattach(ps_state *p, const tfx_inmsg *m, tfx_err *err) {
   p->unreplicated = 0;
   p->fwd_steps = 0;
   p->acked = p->snap_sent = p->version;
+  memcpy(p->acked_last, p->last_push, sizeof p->acked_last); /* streamed whole, the workers' state too */
   p->ckpt_acks_off = 0; /* a new backup: it may read the checkpoints */
   tfx_log(TFX_LOG_WARN, "PS-REREPLICATED", "ps instance %d: ps %lld is its backup again: %zu bytes streamed at step "
           "%lld in %lld ms", p->index, (long long)e->step, bytes, (long long)p->version, (long long)(tfx_now_ms() - t0));
@@ -108,61 +110,6 @@ int ps__gate(ps_state *p, const tfx_envelope *e, tfx_err *err) {
                        p->node->index, p->index);
   }
   return TFX_OK;
-}
-
-/* ZeroMQ's free callback of a forwarded frame: drops the share of the received frame. */
-static void release_share(void *data, void *hint) {
-  (void)data;
-  zmq_msg_close(hint);
-  free(hint);
-}
-
-int ps__forward_send(ps_state *p, const tfx_inmsg *m) {
-  if (!p->backup || (m->env->flag & PS_FLAG_FORWARDED)) {
-    return 0;
-  }
-  if (tfx_client_disconnects(p->backup) != p->backup_seen) {
-    ps__forward_fail(p, "its connection dropped");
-    return 0;
-  }
-  tfx_envelope env = *m->env; /* borrows the request's fields until the send returns */
-  env.flag = PS_FLAG_FORWARDED;
-  env.target = p->index + 1;
-  env.epoch = p->epoch;
-  env.since = NULL;
-  env.want = NULL;
-  env.n_want = 0;
-  tfx_payload stack[64], *pl = m->n_parts <= 64 ? stack : calloc((size_t)m->n_parts, sizeof *pl);
-  tfx_err ferr;
-  int rc = pl ? TFX_OK : tfx_err_set(&ferr, TFX_ENOMEM, "out of memory");
-  int n = 0;
-  for (; !rc && n < m->n_parts; n++) {
-    zmq_msg_t *share = malloc(sizeof *share); /* the received frame, shared (no copy) until ZeroMQ sent it */
-    if (!share || zmq_msg_init(share) || zmq_msg_copy(share, &m->parts[n])) {
-      free(share);
-      rc = tfx_err_set(&ferr, TFX_ENOMEM, "out of memory");
-      break;
-    }
-    pl[n] = (tfx_payload){zmq_msg_data(share), zmq_msg_size(share), 0, release_share, share};
-  }
-  if (rc) {
-    for (int i = 0; i < n; i++) {
-      release_share(NULL, pl[i].hint);
-    }
-  }
-  rc = rc ? rc : tfx_client_send(p->backup, &env, pl, m->n_parts, &ferr);
-  if (pl != stack) {
-    free(pl);
-  }
-  if (rc) {
-    ps__forward_fail(p, ferr.msg);
-    return 0;
-  }
-  for (int i = 0; i < m->n_parts; i++) {
-    p->stats.replica_bytes += zmq_msg_size(&m->parts[i]);
-  }
-  ps__forward_awaits(p);
-  return 1;
 }
 
 /* ps__ckpt_acks no longer holds for p (why): its backup is sent the whole state now, then the summed steps. */
@@ -202,6 +149,9 @@ void ps__forward_acks(ps_state *p) {
     p->fwd_pending--; /* one acknowledgement per forward, in order */
     p->stats.forwarded++;
     p->acked = holds > p->acked ? holds : p->acked;
+    if (ps__async_snaps(p)) { /* the snapshot's workers' pushes are held: they need not keep them */
+      memcpy(p->acked_last, p->snap_last, sizeof p->acked_last);
+    }
   }
   if (p->backup && !p->fwd_pending && p->ckpt_told > p->acked && ps__ckpt_acks(p)) {
     ckpt_acks_end(p, "it cannot read this ps's checkpoint files");
@@ -321,7 +271,8 @@ static void snapshot_add(step_msg *sm, const shard *s, int k, size_t *bytes) {
   *bytes += meta->nbytes;
 }
 
-/* A full snapshot's worker state (workers_take): stats "last.W" and "clock.W" into kv, kvp and keys. */
+/* A snapshot's worker state (workers_take): stats "last.W" and "clock.W", and the instance's ledger ("ledger"),
+ * into kv, kvp and keys. */
 static size_t snapshot_workers(const ps_state *p, Tfx__KeyValue *kv, Tfx__KeyValue **kvp, char (*keys)[24]) {
   for (int w = 0; w < p->n_workers; w++) {
     for (int j = 0; j < 2; j++) {
@@ -333,14 +284,19 @@ static size_t snapshot_workers(const ps_state *p, Tfx__KeyValue *kv, Tfx__KeyVal
       kvp[at] = &kv[at];
     }
   }
-  return 2 * (size_t)p->n_workers;
+  size_t at = 2 * (size_t)p->n_workers;
+  tfx__key_value__init(&kv[at]);
+  kv[at].key = "ledger";
+  kv[at].value = (double)p->stats.ledger;
+  kvp[at] = &kv[at];
+  return at + 1;
 }
 
-/* Sends the snapshot of every dense shard (values and slots, copied) at the current version, flagged `flag`
- * (PS_FLAG_ACKED: answered; else not). A full one (PS_FLAG_FULL: a new backup; the lazy tables' rows follow,
- * ps__forward_full) also carries the workers' state; *bytes adds the bytes sent. */
+/* Sends the snapshot of every dense shard (values and slots, copied) and the workers' state (snapshot_workers) at
+ * the current version, flagged `flag` (PS_FLAG_ACKED: answered; else not; PS_FLAG_FULL: a new backup, the lazy
+ * tables' rows follow, ps__forward_full), with the rows of lazy tables touched since rows_since (>= 0); *bytes adds
+ * the bytes sent. */
 static int snapshot_send(ps_state *p, int64_t flag, int64_t rows_since, size_t *bytes, tfx_err *err) {
-  int full = (flag & PS_FLAG_FULL) != 0;
   int slots = tfx_optim_slots(&p->opt);
   step_msg sm;
   int rc = msg_alloc(&sm, (size_t)p->n_shards * (size_t)(1 + slots)) ? tfx_err_set(err, TFX_ENOMEM, "out of memory")
@@ -357,10 +313,10 @@ static int snapshot_send(ps_state *p, int64_t flag, int64_t rows_since, size_t *
   tfx_envelope env;
   tfx_wire_request(&env, TFX__MSG_TYPE__MSG_PUSH);
   env.flag = PS_FLAG_FORWARDED | PS_FLAG_SNAPSHOT | flag;
-  char keys[2 * PS_MAX_WORKERS][24];
-  Tfx__KeyValue kv[2 * PS_MAX_WORKERS], *kvp[2 * PS_MAX_WORKERS];
+  char keys[2 * PS_MAX_WORKERS + 1][24];
+  Tfx__KeyValue kv[2 * PS_MAX_WORKERS + 1], *kvp[2 * PS_MAX_WORKERS + 1];
   env.stats = kvp;
-  env.n_stats = full ? snapshot_workers(p, kv, kvp, keys) : 0;
+  env.n_stats = snapshot_workers(p, kv, kvp, keys);
   env.step = p->version;
   env.target = p->index + 1;
   env.epoch = p->epoch;
@@ -369,6 +325,23 @@ static int snapshot_send(ps_state *p, int64_t flag, int64_t rows_since, size_t *
   rc = rc ? rc : tfx_client_send(p->backup, &env, sm.pl, (int)sm.n, err);
   msg_free(&sm);
   return rc;
+}
+
+void ps__async_snapshot(ps_state *p, int idle) {
+  if (!p || !p->backup || !ps__async_snaps(p) || p->fwd_pending || p->version <= p->snap_sent ||
+      (!idle && p->version - p->snap_sent < ps__batch_steps(p))) {
+    return;
+  }
+  tfx_err err;
+  size_t bytes = 0;
+  memcpy(p->snap_last, p->last_push, sizeof p->snap_last);
+  if (snapshot_send(p, PS_FLAG_ACKED, p->snap_sent, &bytes, &err)) { /* the rows touched since the last one */
+    ps__forward_fail(p, err.msg);
+    return;
+  }
+  p->stats.replica_bytes += bytes;
+  p->snap_sent = p->version;
+  ps__forward_awaits(p);
 }
 
 void ps__snap_ack_send(ps_state *p) {
@@ -401,6 +374,7 @@ static void rows_catch_up(ps_state *p, const char *why) {
 }
 
 void ps__forward_idle(ps_state *p) {
+  ps__async_snapshot(p, 1);
   if (!p || !p->backup || !ps__ckpt_acks(p) || p->version <= p->acked || p->fwd_pending) {
     ps__forward_catch_up(p);
     return;

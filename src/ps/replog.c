@@ -1,4 +1,4 @@
-/* A backup's log of forwarded sync steps (cluster.replicas 1, #27). The primary forwards its summed steps in
+/* A backup's log of forwarded sync steps (cluster.replicas 1). The primary forwards its summed steps in
  * batches of cluster.replica_batch_steps (one message each, repbatch.c); the backup acknowledges a batch on receipt
  * with its version after it and keeps its message; every ps__log_steps steps the primary sends a snapshot (the
  * values and optimizer slots of its dense shards), which replaces the log, so the backup applies no step at all
@@ -287,13 +287,15 @@ static int snapshot_check(ps_state *p, const tfx_inmsg *m, size_t i, shard **s, 
   return TFX_OK;
 }
 
-/* A full snapshot's worker state: each worker's last applied push (async dedup) and clock (ssp), as stats
- * "last.W" and "clock.W". */
+/* A snapshot's worker state: each worker's last applied push (async dedup) and clock (ssp), as stats "last.W" and
+ * "clock.W", and the primary's ledger ("ledger"). */
 static void workers_take(ps_state *p, const tfx_envelope *e) {
   for (size_t i = 0; i < e->n_stats; i++) {
     const char *k = e->stats[i]->key ? e->stats[i]->key : "";
     int w = atoi(strchr(k, '.') ? strchr(k, '.') + 1 : "-1");
-    if (w >= 0 && w < PS_MAX_WORKERS && !strncmp(k, "last.", 5)) {
+    if (!strcmp(k, "ledger")) {
+      p->stats.ledger = (uint64_t)e->stats[i]->value;
+    } else if (w >= 0 && w < PS_MAX_WORKERS && !strncmp(k, "last.", 5)) {
       p->last_push[w] = (int64_t)e->stats[i]->value;
     } else if (w >= 0 && w < PS_MAX_WORKERS && !strncmp(k, "clock.", 6)) {
       p->clock[w] = (int64_t)e->stats[i]->value;
@@ -340,9 +342,7 @@ int ps__log_snapshot(ps_state *p, const tfx_inmsg *m, tfx_err *err) {
   log_drop(p, p->n_log); /* every step the snapshot holds */
   p->log_stale = 0;
   p->version = e->step;
-  if (full) {
-    workers_take(p, e);
-  }
+  workers_take(p, e);
   return TFX_OK;
 }
 

@@ -41,10 +41,18 @@ int64_t ps__kept_steps(const ps_state *p) {
 }
 
 int ps__forward_holds(const ps_state *p) {
-  if (!ps__is_sync(p)) {
-    return p->fwd_pending > 0; /* async, ssp: each push waits for the backup (replica.c) */
-  }
   return p->backup && p->version - p->acked >= ps__kept_steps(p);
+}
+
+int ps__ledger_counts(const ps_state *p, const tfx_envelope *e, int stale) {
+  if (ps__worker_of(e) < 0 || !ps__completes_step(e)) {
+    return 0;
+  }
+  return !stale || p->replicas < p->n_workers || !ps__is_sync(p);
+}
+
+int ps__async_snaps(const ps_state *p) {
+  return p->cfg.ps_replicas && !ps__is_sync(p);
 }
 
 /* The log's bound: the summed steps it may hold, in bytes and in steps. */
@@ -105,12 +113,17 @@ int ps__ckpt_acks(const ps_state *p) {
          p->cfg.ckpt_every_steps <= TFX_REPLICA_CKPT_STEPS_MAX && ps__tables_plain(p);
 }
 
-Tfx__Since *ps__acked(const ps_state *p, Tfx__Since *buf) {
-  if (!p->cfg.ps_replicas || !ps__is_sync(p)) {
+Tfx__Since *ps__acked(const ps_state *p, int worker, Tfx__Since *buf) {
+  if (!p->cfg.ps_replicas || (!ps__is_sync(p) && (worker < 0 || worker >= PS_MAX_WORKERS))) {
     return NULL;
   }
   tfx__since__init(buf);
-  buf->version = (uint64_t)(p->backup ? p->acked : p->version);
+  if (ps__is_sync(p)) {
+    buf->version = (uint64_t)(p->backup ? p->acked : p->version);
+  } else {
+    int64_t last = p->backup ? p->acked_last[worker] : p->last_push[worker];
+    buf->version = (uint64_t)(last + 1);
+  }
   return buf;
 }
 
@@ -178,6 +191,9 @@ float ps__sync_scale(int n_grads) {
 }
 
 void ps__sync_end_step(ps_state *p) {
+  if (p->backup_of && !p->promoted) {
+    p->stats.ledger += (uint64_t)p->n_grads; /* a backup replaying its primary's summed steps (its pushes) */
+  }
   p->version++;
   p->stats.applied++;
   p->n_acc = 0;

@@ -168,8 +168,8 @@ static void add_values(const ps_state *p, shard *s, Tfx__Tensor *meta, int64_t *
   *payload = (tfx_payload){s->value->data, s->count * sizeof(float), 0, ps__vbuf_release, s->value};
 }
 
-int ps__send_values(ps_state *p, const zmq_msg_t *identity, uint64_t request_id, char **names, size_t n_names,
-                    int changed_only, int64_t since, Tfx__Tensor *const *want, size_t n_want, tfx_err *err) {
+int ps__send_values(ps_state *p, const zmq_msg_t *identity, uint64_t request_id, int worker, char **names,
+                    size_t n_names, int changed_only, int64_t since, Tfx__Tensor *const *want, size_t n_want, tfx_err *err) {
   int n = (n_names ? (int)n_names : p->n_shards) + (int)n_want, rc, k = 0;
   Tfx__Tensor *metas = calloc((size_t)n, sizeof *metas);
   Tfx__Tensor **ptrs = calloc((size_t)n, sizeof *ptrs);
@@ -203,8 +203,8 @@ int ps__send_values(ps_state *p, const zmq_msg_t *identity, uint64_t request_id,
   tfx_wire_request(&env, TFX__MSG_TYPE__MSG_REPLY);
   env.request_id = request_id;
   env.step = p->version;
-  Tfx__Since acked; /* replicas, sync: the steps the backup holds (a worker keeps its later pushes) */
-  env.acked = ps__acked(p, &acked);
+  Tfx__Since acked; /* replicas: what the backup holds (a worker keeps its later pushes) */
+  env.acked = ps__acked(p, worker, &acked);
   env.n_tensors = (size_t)n;
   env.tensors = ptrs;
   rc = tfx_wire_send(p->sock, identity, &env, pl, n, err);

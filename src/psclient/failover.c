@@ -1,4 +1,4 @@
-/* Failover of the client's links (cluster.replicas 1, #27): ps k's shards have a backup on ps k + 1 (and, once
+/* Failover of the client's links (cluster.replicas 1): ps k's shards have a backup on ps k + 1 (and, once
  * they are served there and ps k rejoined, on ps k again). A request
  * whose ps died (the link dropped, or the ps came back empty) is sent again, once accepted, to the backup, which
  * refuses it until the master promoted it; a push is tagged with its worker and step, so the ps applies a resent

@@ -1,4 +1,4 @@
-/* The pushes a worker keeps until its ps's backup holds them (cluster.replicas 1, sync, #27). A replicated sync
+/* The pushes a worker keeps until its ps's backup holds them (cluster.replicas 1, sync). A replicated sync
  * primary answers a step at once and forwards it to its backup in batches; each reply says up to which version the
  * backup holds every step (Envelope.acked). A link keeps a copy of each push (its tensors' descriptions and bytes)
  * and drops it once the acknowledgement passes its step; after a failover the pushes kept are sent again to the

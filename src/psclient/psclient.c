@@ -610,6 +610,16 @@ int tfx_psclient_push_send(tfx_psclient *c, int64_t step, int rows, tfx_err *err
   return rc;
 }
 
+/* Counts link l's answer to the push of `step` into the worker's ledger, once per step: a step pushed again after
+ * another link failed over (the worker redoes it) was answered here already. */
+static void count_acked(ps_link *l, int64_t step) {
+  if (!l->acked_any || step > l->acked_step) {
+    l->pushes_acked++;
+    l->acked_step = step;
+    l->acked_any = 1;
+  }
+}
+
 int tfx_psclient_push_recv(tfx_psclient *c, int64_t *version, tfx_err *err) {
   int rc = TFX_OK;
   int64_t lowest = INT64_MAX;
@@ -624,6 +634,9 @@ int tfx_psclient_push_recv(tfx_psclient *c, int64_t *version, tfx_err *err) {
       left[p] = c->replicas && c->n_ps <= 64; /* replicas: in the order replies come (next_reply) */
       rc = left[p] ? TFX_OK : recv_or_failover(c, p, &q, &lowest, err);
     }
+    if (c->ps[p].client && !left[p] && !rc) {
+      count_acked(&c->ps[p], c->sent_step);
+    }
   }
   for (int p; !rc && (p = psclient__next_reply(c, left)) != -1;) {
     if (p == -2) {
@@ -631,6 +644,9 @@ int tfx_psclient_push_recv(tfx_psclient *c, int64_t *version, tfx_err *err) {
     }
     left[p] = 0;
     rc = recv_or_failover(c, p, &q, &lowest, err);
+    if (!rc) {
+      count_acked(&c->ps[p], c->sent_step);
+    }
   }
   c->bytes += c->row_bytes; /* the rows of the lent batch that came with the values */
   c->row_bytes = 0;
@@ -667,6 +683,10 @@ int tfx_psclient_push_pull(tfx_psclient *c, int64_t step, int64_t *version, tfx_
 
 int tfx_psclient_parts(const tfx_psclient *c, int ps) {
   return ps >= 0 && ps < c->n_ps ? c->ps[ps].n_parts : 0;
+}
+
+uint64_t tfx_psclient_pushes_acked(const tfx_psclient *c, int instance) {
+  return instance >= 0 && instance < c->n_ps ? c->ps[instance].pushes_acked : 0;
 }
 
 uint64_t tfx_psclient_bytes(const tfx_psclient *c) {

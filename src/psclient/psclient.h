@@ -58,6 +58,9 @@ void tfx_psclient_set_abort(tfx_psclient *c, int (*abort)(void *ctx), void *ctx)
 int tfx_psclient_route(tfx_psclient *c, int p, int at, tfx_err *err);
 /* How many parts a push-pull to ps `ps` is sent in (0: one whole message). */
 int tfx_psclient_parts(const tfx_psclient *c, int ps);
+/* The pushes ps instance `instance` answered (each once, whichever ps served it; kept pushes sent again after a
+ * failover not counted again): the worker's side of the run's ledger. */
+uint64_t tfx_psclient_pushes_acked(const tfx_psclient *c, int instance);
 /* Bytes moved by the last pull and push. */
 uint64_t tfx_psclient_bytes(const tfx_psclient *c);
 

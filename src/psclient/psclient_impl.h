@@ -71,6 +71,9 @@ typedef struct ps_link {
   kept_push *kept; /* replicas, sync: pushes whose step the backup may not hold yet, oldest first (keep.c) */
   int n_kept, cap_kept;
   int acks; /* the last reply told the backup's acknowledgement (Envelope.acked): pushes are kept */
+  uint64_t pushes_acked; /* the pushes this instance answered (the ledger; resent kept pushes not again) */
+  int64_t acked_step;    /* the step of the last push counted in pushes_acked (valid once acked_any) */
+  int acked_any;
 } ps_link;
 
 struct tfx_psclient {

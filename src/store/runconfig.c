@@ -25,7 +25,7 @@ static void differing_keys(json_object *a, json_object *b, char *out, size_t n) 
       json_object *other = NULL;
       int in_other = json_object_object_get_ex(pass ? a : b, key, &other);
       if ((pass && in_other) || (in_other && json_object_equal(val, other))) {
-        continue; /* the second pass only adds keys the first side lacks */
+        continue; /* on b's side, only keys that a lacks are added */
       }
       if (at < n) {
         at += (size_t)snprintf(out + at, n - at, "%smodel.%s", at ? ", " : "", key);

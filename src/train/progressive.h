@@ -1,4 +1,4 @@
-/* Progressive validation (#28): on a stream there is no held-out set, so each batch is scored before it is
+/* Progressive validation: on a stream there is no held-out set, so each batch is scored before it is
  * trained on (the forward pass of the training step runs on the values before its update) and the scores of the
  * last `window` examples give a rolling AUC (binary classifiers; a multi-label model's per output and their
  * mean) and log loss (the mean loss of those examples).
@@ -33,7 +33,7 @@ void tfx_progressive_add(tfx_progressive *p, const int32_t *labels, int batch, d
  * outputs' AUCs that are defined) and mean log loss (NAN: empty). */
 void tfx_progressive_get(const tfx_progressive *p, double *auc, double *log_loss);
 
-/* The chief merges the workers' windows (#28): each report carries its window as counts per logit bin, so the
+/* The chief merges the workers' windows: each report carries its window as counts per logit bin, so the
  * union's AUC is the histograms' sum's (pairs within a bin, 1/32 of a logit wide, count half, as ties do). */
 #define TFX_PROGRESSIVE_BINS 1024
 #define TFX_PROGRESSIVE_LOGIT 16.0 /* bins span logits -16 .. 16; those beyond fall into the end bins */

@@ -1,4 +1,5 @@
 /* The worker's control socket (worker_impl.h): STATUS, STOP and the chief's EVALUATE, answered between steps. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zmq.h>
@@ -8,21 +9,35 @@
 #include "net/wire.h"
 #include "worker/worker_impl.h"
 
-/* Answers a STATUS (or STOP): state, global step, uptime and local steps. */
+/* The most ps instances a status reply names the worker's ledger of ("acked.P"). */
+#define WORKER_LEDGER_MAX 64
+
+/* Answers a STATUS (or STOP): state, global step, uptime, local steps, and for each ps instance the pushes it
+ * answered ("acked.P", the worker's side of the run's ledger). */
 static int reply_status(worker *w, const tfx_inmsg *m) {
   tfx_envelope env;
   tfx_reply_init(&env, m);
-  Tfx__KeyValue kv[2], *kvp[2] = {&kv[0], &kv[1]};
-  tfx__key_value__init(&kv[0]);
-  tfx__key_value__init(&kv[1]);
+  Tfx__KeyValue kv[2 + WORKER_LEDGER_MAX], *kvp[2 + WORKER_LEDGER_MAX];
+  char keys[WORKER_LEDGER_MAX][24];
+  int n_ps = w->ps ? tfx_cluster_count(w->n->cluster, TFX_ROLE_PS) : 0;
+  n_ps = n_ps < WORKER_LEDGER_MAX ? n_ps : WORKER_LEDGER_MAX;
+  for (int i = 0; i < 2 + n_ps; i++) {
+    tfx__key_value__init(&kv[i]);
+    kvp[i] = &kv[i];
+  }
   kv[0].key = "uptime_s";
   kv[0].value = (tfx_now_ms() - w->start_ms) / 1000.0;
   kv[1].key = "local_steps";
   kv[1].value = (double)w->steps;
+  for (int p = 0; p < n_ps; p++) {
+    snprintf(keys[p], sizeof keys[p], "acked.%d", p);
+    kv[2 + p].key = keys[p];
+    kv[2 + p].value = (double)tfx_psclient_pushes_acked(w->ps, p);
+  }
   env.text = (char *)(w->model ? "training" : "registering");
   env.step = w->version;
   env.stats = kvp;
-  env.n_stats = 2;
+  env.n_stats = 2 + (size_t)n_ps;
   return tfx_wire_send(w->sock, &m->identity, &env, NULL, 0, NULL);
 }
 

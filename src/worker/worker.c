@@ -490,6 +490,17 @@ static int check_loss(worker *w, const tfx_step_stats *st, tfx_err *err) {
 /* How a push-pull ended when it returned TFX_OK. */
 typedef enum pushed { PUSHED_DONE, PUSHED_AGAIN, PUSHED_STOP } pushed;
 
+/* The step a push is tagged with: the version its gradient was computed from. In async and ssp with replicas, a
+ * worker's tags also rise push by push (a promoted backup dedups the pushes resent after a failover by them): just
+ * after a failover the promoted copy may stand a little behind the version this worker's last push was made at,
+ * until every worker's kept pushes are replayed. */
+static int64_t push_step(const worker *w) {
+  if (w->cfg.mode == TFX_MODE_SYNC || !w->cfg.ps_replicas || !w->steps) {
+    return w->version;
+  }
+  return w->version > w->last_step ? w->version : w->last_step + 1;
+}
+
 /* Pushes the gradients computed at `step` and receives the new values and version: PUSHED_DONE, PUSHED_AGAIN
  * after waiting for a ps that was gone or rolled back (the step is not counted), or PUSHED_STOP when a stop
  * signal cut it short or a ps answered that the chief ended the run (after the chief's STOP to this worker). */
@@ -595,7 +606,7 @@ static int train_steps(worker *w, tfx_err *err) {
     if (rc || (rc = check_loss(w, &st, err))) {
       return rc;
     }
-    int64_t step = w->version;
+    int64_t step = push_step(w);
     pushed out = PUSHED_DONE;
     if ((rc = push_pull(w, step, &out, err))) {
       return rc;

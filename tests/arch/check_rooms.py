@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""The room rules of src/ (docs/design.md), checked on every #include.
+"""The room rules of src/ (docs/design.md), checked on every #include and every room's README.
 
 Each folder of src/ is a room. A file includes tfx headers as "room/name.h"; the table below says which rooms
-each room may use. A violation is printed as FILE:LINE: what and which rule, and the exit code is 1.
+each room may use. Each room has a README.md that names every .c and .h file of the room, so a reader finds each
+file's line there. A violation is printed as FILE[:LINE]: what and which rule, and the exit code is 1.
 
 Usage: check_rooms.py [SRC_DIR]     (default: the src/ beside this script's tests/ folder)
        check_rooms.py --self-test   (builds small trees with and without violations and checks the verdicts)
@@ -80,6 +81,23 @@ def violations(src):
                         yield f"{os.path.relpath(path, os.path.dirname(src))}:{no}: {why}"
 
 
+def readme_gaps(src):
+    """Each room's README.md names every .c and .h file of the room (as a word: `pid.c`, src/net/pid.c)."""
+    for room in sorted(os.listdir(src)):
+        folder = os.path.join(src, room)
+        if not os.path.isdir(folder):
+            continue
+        readme = os.path.join(folder, "README.md")
+        if not os.path.isfile(readme):
+            yield f"src/{room}: no README.md (it says what the room owns and names each of its files)"
+            continue
+        with open(readme, encoding="utf-8") as f:
+            text = f.read()
+        for name in sorted(os.listdir(folder)):
+            if name.endswith((".c", ".h")) and not re.search(r"(?<![\w-])" + re.escape(name) + r"(?!\w)", text):
+                yield f"src/{room}/README.md: does not name {name} (one line on what it holds)"
+
+
 def file_cycles(src):
     """Within a room, files call each other one way: a cycle of calls between its .c files is a violation."""
     for room in sorted(os.listdir(src)):
@@ -140,7 +158,26 @@ def self_test():
             if got != want:
                 print(f"self-test: {path} with {text!r}: {got} violations, want {want}")
                 return 1
-    print(f"self-test: {len(cases)} cases as expected")
+    readmes = [  # (files of src/nn, its README, gaps wanted)
+        (["a.c", "a.h"], "- `a.c`, `a.h`: the a.\n", 0),
+        (["a.c", "pa.c"], "- `pa.c`: the pa.\n", 1),  # a.c is not named: pa.c does not count for it
+        (["a.c", "a.h"], "- `a.c`: the a.\n", 1),
+        (["a.c"], None, 1),
+    ]
+    for files, readme, want in readmes:
+        with tempfile.TemporaryDirectory() as d:
+            src = os.path.join(d, "src")
+            os.makedirs(os.path.join(src, "nn"))
+            for name in files:
+                open(os.path.join(src, "nn", name), "w").close()
+            if readme is not None:
+                with open(os.path.join(src, "nn", "README.md"), "w") as f:
+                    f.write(readme)
+            got = len(list(readme_gaps(src)))
+            if got != want:
+                print(f"self-test: src/nn with {files} and README {readme!r}: {got} gaps, want {want}")
+                return 1
+    print(f"self-test: {len(cases) + len(readmes)} cases as expected")
     return 0
 
 
@@ -149,7 +186,8 @@ def main():
         return self_test()
     here = os.path.dirname(os.path.abspath(__file__))
     src = sys.argv[1] if len(sys.argv) > 1 else os.path.join(here, "..", "..", "src")
-    bad = list(violations(os.path.normpath(src))) + list(file_cycles(os.path.normpath(src)))
+    src = os.path.normpath(src)
+    bad = list(violations(src)) + list(file_cycles(src)) + list(readme_gaps(src))
     for line in bad:
         print(line)
     print(f"rooms: {len(bad)} violations")

@@ -254,3 +254,8 @@ wait_and_digest() {
 # over: the master's MASTER-PS-LOST or MASTER-NO-FAILOVER, a ROLLBACK, "rolling every ps back"); exit 0 when one
 # does, 1 when none.
 rolled_back() { grep -hiE 'ROLLBACK|rolling every ps back|MASTER-PS-LOST|MASTER-NO-FAILOVER' "$@"; }
+
+# ledger_balanced RUN [PUSHES]: RUN's ledger record balances (lib/ledger_balanced.py); prints it.
+ledger_balanced() { python3 "$SRC/tests/integration/lib/ledger_balanced.py" "$@"; }
+# pushes_made RUN: the pushes RUN's workers made (their local steps, from WORKER-DONE), summed.
+pushes_made() { cat "$1"/logs/worker-*.log | sed -n 's/.*WORKER-DONE.* after \([0-9]*\) local steps.*/\1/p' | awk '{s+=$1} END {print s+0}'; }

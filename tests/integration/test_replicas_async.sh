@@ -4,7 +4,8 @@
 # PS-PROMOTED), nothing rolled back (no MASTER-PS-LOST), no worker's step going back. What async lets us assert of
 # the updates: the promoted copy of instance 0 and instance 1 end at the same step, max_steps (every worker push
 # goes to both instances once, and the run's last step is not passed), and the resent pushes dropped as already
-# applied are at most one per worker (a resend is never applied twice).
+# applied are at most one per worker (a resend is never applied twice); the run's ledger balances (each instance
+# took every push the workers saw it answer, each once).
 . "$(dirname "$0")/lib.sh"
 MAX=600
 experiment "$WORK/mlp.json" training.report_every=10 eval.every_steps=0 model.layers='[{"type": "flatten"},
@@ -27,6 +28,7 @@ for mode in async ssp; do
   dropped=$(sed -n 's/.*PS-STOP-COPY .* \([0-9]*\) stale dropped.*/\1/p' "$run"/logs/ps-1.log | tail -1)
   [ "$own" = $MAX ] && [ "$copy" = $MAX ] || fail "$mode: instances ended at steps $own (ps 1) and $copy (ps 0's copy), not $MAX"
   [ "${dropped:-9}" -le 2 ] || fail "$mode: $dropped resent pushes dropped (at most one per worker)"
+  led=$(ledger_balanced "$run" "$(pushes_made "$run")" 2>&1) || fail "$mode: the ledger does not balance: $led"
   echo "$mode: both instances at $MAX, $dropped resend(s) dropped as applied"
 done
 pass "kill -9 of ps 0 in async and ssp: promoted, no rollback, both instances at max_steps, resends applied once"

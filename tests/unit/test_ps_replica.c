@@ -170,12 +170,12 @@ Test(ps_replica, a_sync_reply_tells_the_backups_step_and_waits_only_when_it_lags
   p->cfg.replica_batch_steps = 4;
   p->version = 20;
   p->acked = 12;
-  Tfx__Since *a = ps__acked(p, &buf);
+  Tfx__Since *a = ps__acked(p, 0, &buf);
   cr_assert_not_null(a);
   cr_assert_eq(a->version, 20, "no backup (lost, or never had one): the reply is the acknowledgement");
   cr_assert_not(ps__forward_holds(p));
   p->backup = (tfx_client *)&buf; /* only tested for NULL here */
-  a = ps__acked(p, &buf);
+  a = ps__acked(p, 0, &buf);
   cr_assert_eq(a->version, 12, "the backup holds every step below 12");
   cr_assert_not(ps__forward_holds(p), "8 steps behind: under 2 x 4 + 2");
   p->version = 22;
@@ -183,15 +183,58 @@ Test(ps_replica, a_sync_reply_tells_the_backups_step_and_waits_only_when_it_lags
   cr_assert_not(ps__pull_ready(p, 0, 0));
   p->acked = 16;
   cr_assert(ps__pull_ready(p, 0, 0));
-  p->cfg.mode = TFX_MODE_ASYNC;
-  cr_assert_null(ps__acked(p, &buf), "async: each push is acknowledged by its reply");
-  cr_assert_not(ps__forward_holds(p));
-  p->fwd_pending = 1;
-  cr_assert(ps__forward_holds(p), "async: a push's reply waits for its forward's acknowledgement");
   p->cfg.mode = TFX_MODE_SYNC;
   p->cfg.ps_replicas = 0;
-  cr_assert_null(ps__acked(p, &buf));
+  cr_assert_null(ps__acked(p, 0, &buf));
   p->backup = NULL;
+  free(p);
+}
+
+Test(ps_replica, an_async_reply_tells_each_worker_its_last_push_the_backup_holds) {
+  ps_state *p = make(1, 0, 1);
+  Tfx__Since buf;
+  p->cfg.mode = TFX_MODE_ASYNC;
+  p->cfg.replica_batch_steps = 4;
+  ps__sync_start(p, 2);
+  p->last_push[0] = 30;
+  p->last_push[1] = 31;
+  Tfx__Since *a = ps__acked(p, 1, &buf);
+  cr_assert_eq(a->version, 32, "no backup: the reply holds every push, the worker keeps none");
+  p->backup = (tfx_client *)&buf; /* only tested for NULL here */
+  p->acked_last[0] = 20;
+  p->acked_last[1] = -1;
+  cr_assert_eq(ps__acked(p, 0, &buf)->version, 21, "worker 0 keeps its pushes after 20");
+  cr_assert_eq(ps__acked(p, 1, &buf)->version, 0, "worker 1 keeps every push: no snapshot holds one yet");
+  cr_assert_null(ps__acked(p, -1, &buf), "the master's pulls keep nothing");
+  p->version = 40;
+  p->acked = 36;
+  cr_assert_not(ps__forward_holds(p), "no push waits for the backup");
+  p->acked = 0;
+  cr_assert(ps__forward_holds(p), "40 pushes past the backup's snapshot: replies wait");
+  p->cfg.ps_replicas = 0;
+  cr_assert_null(ps__acked(p, 0, &buf));
+  p->backup = NULL;
+  free(p);
+}
+
+Test(ps_replica, the_ledger_counts_each_worker_push_once) {
+  ps_state *p = make(1, 0, 1);
+  ps__sync_start(p, 2);
+  tfx_envelope e = request(TFX__MSG_TYPE__MSG_PUSH, TFX__ROLE__ROLE_WORKER, 1, 0, 1);
+  e.sender_index = 1;
+  cr_assert(ps__ledger_counts(p, &e, 0), "a fresh sync push");
+  cr_assert_not(ps__ledger_counts(p, &e, 1), "every worker in each step: a stale push is a resend the step holds");
+  p->replicas = 1;
+  cr_assert(ps__ledger_counts(p, &e, 1), "backup workers: a straggler's stale push was taken, and answered");
+  p->cfg.mode = TFX_MODE_ASYNC;
+  cr_assert(ps__ledger_counts(p, &e, 0));
+  e.parts = 3;
+  e.part = 1;
+  cr_assert_not(ps__ledger_counts(p, &e, 0), "a push in parts counts at its last part");
+  e.part = 2;
+  cr_assert(ps__ledger_counts(p, &e, 0));
+  e.sender_role = TFX__ROLE__ROLE_MASTER;
+  cr_assert_not(ps__ledger_counts(p, &e, 0), "not a worker's");
   free(p);
 }
 
