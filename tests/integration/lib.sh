@@ -245,7 +245,8 @@ start_local() {
 wait_and_digest() {
   local name=$1 lp=$2 run=$3
   wait "$lp" || fail "$name: local exited $?: $(tail -2 "$WORK/$name.log")"
-  "$TFX_NODE" export --run-dir "$run" --out "$WORK/$name.export" >/dev/null 2>&1 || fail "$name: export failed"
+  "$TFX_NODE" export --run-dir "$run" --out "$WORK/$name.export" >"$WORK/$name.export.log" 2>&1 ||
+    fail "$name: export failed: $(tail -2 "$WORK/$name.export.log")"
   digest "$WORK/$name.export" >"$WORK/$name.digest"
   [ -s "$WORK/$name.digest" ] || fail "$name: no tensors exported"
 }
