@@ -19,9 +19,9 @@ ALLOWED = [
     ("not root", r"\bnot root\b|a private dockerd needs root"),
     # A chroot without the control-group file system: dockerd cannot run.
     ("chroot without cgroups", r"no cgroup file system"),
-    # An unprivileged container: the docker engine runs but cannot make a container's namespaces
-    # ("Error creating mount namespace before pivot: operation not permitted").
-    ("unprivileged container", r"docker engine cannot start a container"),
+    # An unprivileged container: the docker engine runs but cannot make the namespaces a container, or the import
+    # of an image's layer, needs ("Error creating mount namespace before pivot: operation not permitted").
+    ("unprivileged container", r"docker engine cannot (start a container|import an image)"),
     # A kernel or container without network namespaces, bridges or veth pairs.
     ("no network namespaces", r"cannot create a network namespace|no bridge support|no veth support"),
     # A container whose hard open-file limit is itself low: a process cannot raise its soft limit past it, so a

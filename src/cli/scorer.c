@@ -29,11 +29,9 @@ struct tfx_scorer {
   char source[1100];
 };
 
-/* The row source of a lazy table: each row the batch touches (its batch_ids) into its batch_vals, from the
- * checkpoint's row files, or as the ps would make it (the initializer) when the checkpoint does not hold it. */
-static int fetch_rows(void *ctx, tfx_model *m, tfx_err *err) {
-  tfx_scorer *s = ctx;
-  (void)err;
+/* The rows of lazy tables the lent block touches (their batch_ids) into their batch_vals, from the checkpoint's
+ * row files, or as the ps would make it (the initializer) when the checkpoint does not hold it. */
+static void fetch_rows(tfx_scorer *s, tfx_model *m) {
   for (int i = 0; i < tfx_model_nvars(m); i++) {
     tfx_var *v = tfx_model_var(m, i);
     if (!v->lazy || v->rank != 2) {
@@ -48,7 +46,6 @@ static int fetch_rows(void *ctx, tfx_model *m, tfx_err *err) {
       }
     }
   }
-  return TFX_OK;
 }
 
 /* The number of ps that wrote the checkpoint in dir (its ps-K.shard files). */
@@ -98,7 +95,7 @@ static int load_checkpoint(tfx_scorer *s, const char *dir, tfx_err *err) {
       !(rc = tfx_rowindex_open(dir, shard_count(dir), &s->rows, err))) {
     s->step = ws.step;
     snprintf(s->source, sizeof s->source, "%s", dir);
-    tfx_model_set_row_source(s->model, fetch_rows, s);
+    tfx_model_set_rows(s->model, TFX_ROWS_BATCH); /* lazy tables: each block's rows from the row index */
   }
   tfx_weights_fini(&ws);
   return rc;
@@ -198,6 +195,9 @@ static int forward_block(tfx_scorer *s, const tfx_dataset *d, size_t i, int b, i
   int rc = d->n_fields ? tfx_model_set_csr(s->model, csr, d->n_fields, err) : TFX_OK;
   if (rc) {
     return rc;
+  }
+  if (d->n_fields && s->rows) {
+    fetch_rows(s, s->model);
   }
   tfx_model_forward(s->model, d->x ? s->x : NULL, BLOCK, 0, 0);
   return tfx_model_input_status(s->model, at, err);

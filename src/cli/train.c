@@ -293,6 +293,9 @@ static int setup_model(trainer *t, tfx_err *err) {
     return rc;
   }
   tfx_model_init_vars(t->model, (uint64_t)c->seed);
+  /* A batch reads the rows of lazy tables it touches, gathered from the model's own tables as a worker gathers
+   * them from its ps (tfx_compute_gradients). */
+  tfx_model_set_rows(t->model, TFX_ROWS_BATCH);
   char dir[1100];
   int64_t at;
   if (c->warm_from[0] && tfx_ckpt_latest(t->run_dir, &at, dir, sizeof dir, NULL) != TFX_OK &&

@@ -25,7 +25,7 @@ static int eval_abort(void *ctx) {
 }
 
 /* Pulls every variable from the ps into the master's model, through the workers' client code; the client stays
- * (*pc, the caller's: end_pull) as the model's row source while lazy tables are evaluated batch by batch. */
+ * (*pc, the caller's: end_pull) to pull each batch's rows of lazy tables as they are evaluated (evaluate_span). */
 static int pull_model(master *m, int64_t *version, tfx_psclient **pc, tfx_err *err) {
   *pc = NULL;
   int rc = tfx_psclient_create(m->n->cluster, m->plan.ptrs, (size_t)m->plan.n, m->model,
@@ -37,16 +37,34 @@ static int pull_model(master *m, int64_t *version, tfx_psclient **pc, tfx_err *e
   for (int p = 0; !rc && p < m->n_ps; p++) {
     rc = tfx_psclient_route(*pc, p, m->ps[p].at, err); /* instances served by a promoted backup */
   }
-  if (!rc && !(rc = tfx_psclient_pull(*pc, 0, version, err))) {
-    tfx_psclient_lend_rows(*pc, m->model);
+  if (!rc && !(rc = tfx_psclient_pull(*pc, 0, version, err)) && tfx_psclient_has_lazy(*pc)) {
+    tfx_model_set_rows(m->model, TFX_ROWS_BATCH); /* each batch's rows pulled from the ps (evaluate_span) */
   }
   return rc;
 }
 
-/* Ends an evaluation's pull: the model reads no more rows from the ps. */
+/* Ends an evaluation's pull: the model reads its own tables again. */
 static void end_pull(master *m, tfx_psclient *pc) {
-  tfx_model_set_row_source(m->model, NULL, NULL);
+  tfx_model_set_rows(m->model, TFX_ROWS_TABLE);
   tfx_psclient_destroy(pc);
+}
+
+/* Evaluates span of d with the master's model, each batch's rows of lazy tables pulled from the ps through pc
+ * (NULL, or a plan without lazy tables: the model's own values) before it is scored. */
+static int evaluate_span(master *m, tfx_psclient *pc, const tfx_dataset *d, const tfx_eval_span *span,
+                         tfx_eval_result *r, tfx_err *err) {
+  int rows = pc && tfx_psclient_has_lazy(pc), lent = 0;
+  tfx_eval_pass *p = NULL;
+  int rc = tfx_eval_pass_create(m->model, d, span, &p, err);
+  while (!rc && !(rc = tfx_eval_pass_next(p, &lent, err)) && lent) {
+    rc = rows ? tfx_psclient_pull_rows(pc, err) : TFX_OK;
+    rc = rc ? rc : tfx_eval_pass_score(p, err);
+  }
+  if (!rc) {
+    tfx_eval_pass_result(p, r);
+  }
+  tfx_eval_pass_destroy(p);
+  return rc;
 }
 
 /* Whether the eval set scores a checkpoint rather than the live variables: with keep_best while the workers
@@ -108,7 +126,8 @@ int master__evaluate(master *m) {
     tfx_log(TFX_LOG_WARN, "MASTER-EVAL-FAIL", "cannot pull the variables: %s", err.msg);
     return rc;
   }
-  rc = workers ? TFX_OK : tfx_evaluate_range(m->model, m->eval, 1000, 0, m->eval->n, m->pm, &r, &err);
+  tfx_eval_span span = {1000, 0, m->eval->n, NULL, NULL, m->pm};
+  rc = workers ? TFX_OK : evaluate_span(m, pc, m->eval, &span, &r, &err);
   end_pull(m, pc);
   ms = workers ? ms : tfx_now_ms() - start;
   if (rc) {
@@ -156,7 +175,10 @@ void master__validate(master *m, int force) {
       m->next_val[i] = v->every_steps ? m->next_val[i] + v->every_steps : INT64_MAX;
     }
     tfx_eval_result r;
-    if (tfx_evaluate_agg(m->model, m->valsets[i], 1000, (size_t)v->batches * 1000, v->agg, m->pm, &r, &err)) {
+    size_t n =
+        v->batches && (size_t)v->batches * 1000 < m->valsets[i]->n ? (size_t)v->batches * 1000 : m->valsets[i]->n;
+    tfx_eval_span span = {1000, 0, n, NULL, v->agg, m->pm};
+    if (evaluate_span(m, pc, m->valsets[i], &span, &r, &err)) {
       tfx_log(TFX_LOG_ERROR, "MASTER-VALIDATE-DATA", "step %lld: validation set %s (%s) not scored: %s",
               (long long)version, v->name, v->labels[0] ? v->labels : v->images, err.msg);
       continue;

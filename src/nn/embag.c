@@ -1,8 +1,8 @@
 /* The embedding bag over sparse examples (tfx_csr): TensorFlow's embedding_lookup_sparse and PyTorch's
  * EmbeddingBag with per-sample weights. Forward combines the weighted rows of each example's ids; backward gives
  * the gradient of the touched rows only, ascending and with duplicates summed, and never touches the others.
- * The model lends each bag its field of the batch here (tfx_model_set_csr), and a lazy table's rows are fetched
- * through the model's row source. */
+ * The model lends each bag its field of the batch here (tfx_model_set_csr); with TFX_ROWS_BATCH it lists the rows
+ * of each lazy table the batch touches, which the caller fills before forward (nn does no I/O). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,7 +15,7 @@ typedef struct bag_pair {
   int32_t pos, example;
 } bag_pair;
 
-/* Grows the batch's rows of a bag read from a row source (row_of per id; batch_ids and batch_vals per row, as
+/* Grows the batch's rows of a bag read from them (TFX_ROWS_BATCH) (row_of per id; batch_ids and batch_vals per row, as
  * many as the gradient's rows); -1 when memory runs out. */
 static int reserve_batch(layer *l, size_t cap, size_t rows) {
   tfx_var *v = l->w;
@@ -165,7 +165,7 @@ static bag_pair *radix_sort(bag_pair *p, bag_pair *tmp, size_t n, int64_t max_id
 }
 
 /* The batch's valid ids as (id, position, example), sorted by id then position, into *out; returns how many.
- * Sorted once per lent batch (tfx_model_set_csr clears l->sorted): the row pull and backward share it. */
+ * Sorted once per lent batch (tfx_model_set_csr clears l->sorted): the batch's rows and backward share it. */
 static size_t sorted_pairs(layer *l, int batch, const bag_pair **out) {
   if (l->sorted) {
     *out = l->sorted;
@@ -256,21 +256,37 @@ int tfx_model_set_csr(tfx_model *m, const tfx_csr *fields, int n_fields, tfx_err
                          n_fields, l->field);
     }
     const tfx_csr *c = &fields[l->field];
-    l->from_batch = m->row_source != NULL;
+    l->from_batch = m->rows == TFX_ROWS_BATCH;
     size_t nnz = (size_t)(c->off[c->n] - c->off[0]);
     if (nn__embag_reserve(l, nnz)) {
       return tfx_err_set(err, TFX_ENOMEM, "layer %s: out of memory for a batch of %zu ids", l->name, nnz);
     }
     l->csr = c;
     l->sorted = NULL; /* a new batch: its ids are sorted when first needed */
-    if (m->row_source) {
+    if (l->from_batch) {
       nn__embag_batch_rows(l, c->n);
     }
   }
-  return m->row_source ? m->row_source(m->row_ctx, m, err) : TFX_OK;
+  return TFX_OK;
 }
 
-void tfx_model_set_row_source(tfx_model *m, tfx_row_source fn, void *ctx) {
-  m->row_source = fn;
-  m->row_ctx = ctx;
+void tfx_model_set_rows(tfx_model *m, tfx_rows rows) {
+  m->rows = rows;
+}
+
+void tfx_model_gather_rows(tfx_model *m) {
+  for (int i = 0; m->rows == TFX_ROWS_BATCH && i < m->n_layers; i++) {
+    const layer *l = &m->layers[i];
+    if (l->kind != L_EMBAG || !l->from_batch) {
+      continue;
+    }
+    const tfx_var *v = l->w;
+    size_t width = (size_t)l->oc;
+    for (size_t k = 0; k < v->n_batch; k++) {
+      if (k + 4 < v->n_batch) { /* a scattered row of the table, four ahead */
+        __builtin_prefetch(v->value + (size_t)v->batch_ids[k + 4] * width);
+      }
+      memcpy(v->batch_vals + k * width, v->value + (size_t)v->batch_ids[k] * width, sizeof(float) * width);
+    }
+  }
 }

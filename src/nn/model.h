@@ -41,9 +41,9 @@ typedef struct tfx_var {
                      the rows it touches (listed in `rows` when the batch is lent, tfx_model_set_csr) */
   int64_t *rows;  /* sparse: the touched rows, ascending (owned by the model) */
   size_t n_rows;
-  /* A lazy table whose rows come from a row source (a worker, the master's evaluation): the lent batch's rows,
-   * not the table. batch_ids: its unique ids, ascending; batch_vals: their values, row k at batch_vals + k * width,
-   * which the row source fills. Sized for the batch's ids and reused batch after batch (owned by the model): the
+  /* A lazy table read from the lent batch's rows (TFX_ROWS_BATCH: a worker, the master's evaluation), not the
+   * table. batch_ids: its unique ids, ascending; batch_vals: their values, row k at batch_vals + k * width, which
+   * the caller fills before forward. Sized for the batch's ids and reused batch after batch (owned by the model): the
    * copy costs the rows of one batch, never pages of the table. */
   int64_t *batch_ids;
   float *batch_vals;
@@ -121,13 +121,19 @@ int tfx_model_sparse_input(const tfx_model *m);
 /* Lends the model the sparse batch, one CSR per field (borrowed until the next call), its next forward and
  * backward read; grows the bag buffers to their ids (TFX_ENOMEM naming the layer when that fails). */
 int tfx_model_set_csr(tfx_model *m, const tfx_csr *fields, int n_fields, tfx_err *err);
-/* Fetches the rows of the lazy tables a batch touches (each lazy variable's `rows`) into their values, from
- * wherever they live (a worker: its parameter servers); TFX_OK or an error code with err set. */
-typedef int (*tfx_row_source)(void *ctx, tfx_model *m, tfx_err *err);
-/* Makes tfx_model_set_csr call fn (ctx borrowed) once the batch's rows are known (each lazy variable's
- * batch_ids), before any forward reads them; lazy tables are then read from their batch_vals, which fn fills.
- * NULL: the values are local (one process: the whole table in value). */
-void tfx_model_set_row_source(tfx_model *m, tfx_row_source fn, void *ctx);
+/* Where forward reads the rows of lazy tables from (tfx_model_set_rows). */
+typedef enum tfx_rows {
+  TFX_ROWS_TABLE, /* the table itself, in value: a process that holds the whole table (the default) */
+  TFX_ROWS_BATCH, /* the lent batch's rows, batch_vals, which the caller fills after tfx_model_set_csr and before
+                     forward: from its parameter servers, a checkpoint's row files, or tfx_model_gather_rows */
+} tfx_rows;
+/* Sets where forward reads the rows of lazy tables from, from the next tfx_model_set_csr on; with TFX_ROWS_BATCH
+ * tfx_model_set_csr lists each lazy table's rows the batch touches in its batch_ids. */
+void tfx_model_set_rows(tfx_model *m, tfx_rows rows);
+/* With TFX_ROWS_BATCH, copies the lent batch's rows of each lazy table (batch_ids) from the table's own values
+ * into batch_vals: a process that holds its tables gathers them as a worker gathers them from its ps; does
+ * nothing with TFX_ROWS_TABLE. */
+void tfx_model_gather_rows(tfx_model *m);
 /* Backward pass after forward+loss: writes every variable's grad (overwrites). */
 void tfx_model_backward(tfx_model *m, const float *x, int batch);
 /* For a binary classifier (one sigmoid output, or two softmax classes): a score of class 1 per example of the

@@ -74,9 +74,9 @@ typedef struct layer {
   size_t pairs_cap;
   const struct bag_pair *sorted; /* embedding bag: the lent batch's pairs once sorted (NULL: not yet) */
   size_t n_sorted;
-  int32_t *row_of;  /* embedding bag with a row source: the row in w->batch_vals of each id of the batch */
+  int32_t *row_of;  /* embedding bag read from the batch's rows: the row in w->batch_vals of each id of the batch */
   size_t batch_cap; /* embedding bag: the ids row_of has room for */
-  int from_batch;   /* embedding bag: reads its rows from w->batch_vals (a row source is set) */
+  int from_batch;   /* embedding bag: reads its rows from w->batch_vals (TFX_ROWS_BATCH) */
   tfx_var *u;       /* cross of low rank: the second factor [rank, d] (w is [d, rank]) */
 } layer;
 
@@ -101,8 +101,7 @@ struct tfx_model {
   float *probs;
   float *scratch;            /* an input gradient on its way into a producer with several consumers */
   tfx_par *par;              /* the worker pool of cfg->threads > 1 (owned), else NULL */
-  tfx_row_source row_source; /* fetches a batch's rows of lazy tables (tfx_model_set_row_source), or NULL */
-  void *row_ctx;
+  tfx_rows rows;             /* where forward reads the rows of lazy tables from (tfx_model_set_rows) */
   int n_fields; /* the sparse fields: the categorical feature columns, or the one of a LibSVM row ("input") */
   char field_name[TFX_MAX_FEATURES][64];
   int64_t field_dim[TFX_MAX_FEATURES];
@@ -142,7 +141,7 @@ void nn__pool_backward(layer *l, float *din, int batch);
 int nn__embag_reserve(layer *l, size_t nnz);
 /* Embedding bag forward of l->csr into l->out: bias + combiner(sum of weight * row) per example. */
 void nn__embag_forward(layer *l, int batch);
-/* Embedding bag read from a row source: the batch's valid ids, ascending and unique, into l->w->batch_ids /
+/* Embedding bag read from the batch's rows: the batch's valid ids, ascending and unique, into l->w->batch_ids /
  * n_batch, and each id's row among them into l->row_of (before forward). */
 void nn__embag_batch_rows(layer *l, int batch);
 /* Embedding bag backward from l->dout: the touched rows (ascending, duplicates summed) and the bias gradient. */

@@ -28,13 +28,9 @@ int64_t tfx_psclient_steps_apart(const tfx_psclient *c);
 /* Pulls into each lazy table the rows the model's current batch touches (the variables' `rows`, set when the
  * batch is lent), from the ps holding each id: bytes on the wire grow with the ids, never with the table. */
 int tfx_psclient_pull_rows(tfx_psclient *c, tfx_err *err);
-/* Whether the plan placed a lazy table (then set tfx_psclient_pull_rows as the model's row source). */
+/* Whether the plan placed a lazy table (then the model reads each batch's rows, TFX_ROWS_BATCH, which
+ * tfx_psclient_pull_rows or a push-pull fills). */
 int tfx_psclient_has_lazy(const tfx_psclient *c);
-/* A tfx_row_source (ctx: the client): tfx_psclient_pull_rows. */
-int tfx_psclient_row_source(void *ctx, tfx_model *m, tfx_err *err);
-/* When the plan placed a lazy table, makes the client the model's row source: each batch lent to the model
- * pulls the rows it touches (c must outlive that use). */
-void tfx_psclient_lend_rows(tfx_psclient *c, tfx_model *m);
 /* Pushes the grads tagged `step` and receives the updated values in the same round trip: at version >= step+1
  * in sync mode (the ps answers once the step is applied), the latest otherwise. *version as in pull. */
 int tfx_psclient_push_pull(tfx_psclient *c, int64_t step, int64_t *version, tfx_err *err);

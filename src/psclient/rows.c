@@ -1,6 +1,6 @@
-/* The row pulls of lazy tables: a batch pulls the rows it touches from the ps that hold them (the model's row
- * source), into the batch's rows of each table (tfx_var.batch_vals), when they did not ride on the push-pull of
- * the step before (wants.c). */
+/* The row pulls of lazy tables: a batch pulls the rows it touches from the ps that hold them (asked by the worker
+ * or the master before the model computes on it), into the batch's rows of each table (tfx_var.batch_vals), when
+ * they did not ride on the push-pull of the step before (wants.c). */
 #include <stdint.h>
 #include <string.h>
 
@@ -81,17 +81,6 @@ int tfx_psclient_pull_rows(tfx_psclient *c, tfx_err *err) {
     }
   }
   return rc;
-}
-
-int tfx_psclient_row_source(void *ctx, tfx_model *m, tfx_err *err) {
-  (void)m;
-  return tfx_psclient_pull_rows(ctx, err);
-}
-
-void tfx_psclient_lend_rows(tfx_psclient *c, tfx_model *m) {
-  if (tfx_psclient_has_lazy(c)) {
-    tfx_model_set_row_source(m, tfx_psclient_row_source, c);
-  }
 }
 
 int tfx_psclient_has_lazy(const tfx_psclient *c) {

@@ -11,35 +11,6 @@
 #include "train/classes.h"
 #include "train/recall.h"
 
-int tfx_forward_examples(tfx_model *m, const tfx_dataset *d, size_t i, int b, int *at, tfx_err *err) {
-  tfx_csr csr[TFX_MAX_FIELDS];
-  if (d->n_fields) { /* sparse examples: views of the set's own arrays */
-    tfx_dataset_csr(d, i, b, csr);
-    int rc = tfx_model_set_csr(m, csr, d->n_fields, err);
-    if (rc) {
-      return rc;
-    }
-  }
-  tfx_model_forward(m, d->x ? d->x + i * d->dim : NULL, b, 0, 0);
-  return tfx_model_input_status(m, at, err);
-}
-
-/* Forward and loss of examples [i, i + b) of d; TFX_EINVAL naming the example (its index in d, from 0) and the
- * label outside the classes or the embedding id outside its table (which tfx_model_loss would skip without a word). */
-static int eval_batch(tfx_model *m, const tfx_dataset *d, size_t i, int b, tfx_step_stats *st, tfx_err *err) {
-  tfx_err e = {0};
-  int at = 0;
-  int rc = tfx_model_check_labels(m, d->y + i, b, &at, &e);
-  if (!rc) {
-    rc = tfx_forward_examples(m, d, i, b, &at, &e);
-  }
-  if (rc) {
-    return tfx_err_set(err, rc, "example %zu: %s", i + (size_t)at, e.msg);
-  }
-  tfx_model_loss(m, d->y + i, b, 0, st);
-  return TFX_OK;
-}
-
 typedef struct scored {
   float score;
   int32_t label;
@@ -142,67 +113,6 @@ static void count_classes(const tfx_model *m, const int32_t *labels, int b, int3
   }
 }
 
-/* Sums of examples [lo, hi) into acc (its confusion matrix started), their scores (hi - lo rows of the score
- * columns; NULL: none kept) and the AUC they give. */
-static int score_range(tfx_model *m, const tfx_dataset *d, int batch, size_t lo, size_t hi, float *scores,
-                       const tfx_pmetrics *pm, int32_t *pred, double sums[3], tfx_eval_result *acc, tfx_err *err) {
-  size_t w = tfx_model_multi_label(m) ? tfx_model_output_size(m) : 1; /* score columns an example */
-  int cols = scores ? (int)w : 0;
-  for (size_t i = lo; i < hi; i += (size_t)batch) {
-    int b = (int)(hi - i < (size_t)batch ? hi - i : (size_t)batch);
-    tfx_step_stats st;
-    int rc = eval_batch(m, d, i, b, &st, err);
-    if (rc) {
-      return rc;
-    }
-    cols = cols && tfx_model_scores(m, b, scores + (i - lo) * w) ? cols : 0;
-    count_classes(m, d->y + i, b, pred, acc);
-    tfx_recall_add(m, d->y + i, b, acc);
-    tfx_pmetrics_update(pm, &acc->pm, m, d->y + i, d->w ? d->w + i : NULL, b, 0);
-    sums[0] += st.loss * b;
-    sums[1] += (double)st.correct;
-    sums[2] += (double)st.top5;
-  }
-  tfx_eval_auc(scores, d->y + lo, hi - lo, cols, acc);
-  return TFX_OK;
-}
-
-int tfx_evaluate_range(tfx_model *m, const tfx_dataset *d, int batch, size_t lo, size_t hi, const tfx_pmetrics *pm,
-                       tfx_eval_result *out, tfx_err *err) {
-  size_t n = hi - lo;
-  float *scores = malloc(sizeof(float) * (n ? n : 1) * tfx_model_output_size(m));
-  int rc = tfx_evaluate_scored(m, d, batch, lo, hi, scores, pm, out, err);
-  free(scores);
-  return rc;
-}
-
-int tfx_evaluate_scored(tfx_model *m, const tfx_dataset *d, int batch, size_t lo, size_t hi, float *scores,
-                        const tfx_pmetrics *pm, tfx_eval_result *out, tfx_err *err) {
-  size_t n = hi - lo;
-  int32_t *pred = malloc(sizeof(int32_t) * (size_t)batch);
-  tfx_eval_result *acc = malloc(sizeof *acc);
-  double sums[3] = {0, 0, 0};
-  int rc = pred && acc ? TFX_OK : tfx_err_set(err, TFX_ENOMEM, "out of memory");
-  if (!rc) {
-    tfx_confusion_init(acc, tfx_model_predictions(m, 0, NULL), tfx_model_multi_label(m)); /* 0: a regression */
-    tfx_pm_state_init(pm, &acc->pm);
-    tfx_recall_init(m, acc);
-    rc = score_range(m, d, batch, lo, hi, scores, pm, pred, sums, acc, err);
-  }
-  if (!rc) {
-    acc->examples = n;
-    acc->loss = n ? sums[0] / (double)n : 0;
-    acc->accuracy = n ? sums[1] / (double)n : 0;
-    acc->top5 = n ? sums[2] / (double)n : 0;
-    acc->top_k = tfx_model_top_k(m);
-    tfx_recall_finish(acc, n);
-    *out = *acc;
-  }
-  free(pred);
-  free(acc);
-  return rc;
-}
-
 static void fold(const char *agg, double *acc, double v, int first) {
   if (first) {
     *acc = v;
@@ -228,61 +138,182 @@ static void agg_for(const char *agg, const char *metric, char out[8]) {
   }
 }
 
-/* Folds examples [0, n) of d batch by batch into acc by aggs (per-batch loss, accuracy, top-K) and counts their
- * classes into out's confusion matrix (started). */
-static int fold_batches(tfx_model *m, const tfx_dataset *d, int batch, size_t n, char aggs[3][8], double acc[3],
-                        const tfx_pmetrics *pm, int32_t *pred, tfx_eval_result *out, tfx_err *err) {
-  for (size_t i = 0; i < n; i += (size_t)batch) {
-    int b = (int)(n - i < (size_t)batch ? n - i : (size_t)batch);
-    tfx_step_stats st;
-    int rc = eval_batch(m, d, i, b, &st, err);
-    if (rc) {
-      return rc;
-    }
-    count_classes(m, d->y + i, b, pred, out);
-    tfx_pmetrics_update(pm, &out->pm, m, d->y + i, d->w ? d->w + i : NULL, b, 0);
-    double vals[3] = {st.loss, (double)st.correct / b, (double)st.top5 / b};
-    for (int k = 0; k < 3; k++) {
-      fold(aggs[k], &acc[k], vals[k] * (strcmp(aggs[k], "mean") ? 1.0 : (double)b), i == 0);
-    }
+/* A pass: where it is in its span, the lent batch, and the sums so far. */
+struct tfx_eval_pass {
+  tfx_model *m;
+  const tfx_dataset *d;
+  tfx_eval_span span;
+  size_t next;  /* the first example of the next batch */
+  int lent;     /* examples in the batch lent last and not yet scored (0: none) */
+  size_t width; /* score columns an example */
+  int cols;     /* score columns kept (0: none, no AUC) */
+  float *own;   /* the scores when span.scores is NULL */
+  int32_t *pred;
+  char aggs[3][8];
+  double sums[3];
+  tfx_csr csr[TFX_MAX_FIELDS]; /* the lent batch's sparse fields, lent to the model until it is scored */
+  tfx_eval_result acc;
+};
+
+int tfx_eval_pass_create(tfx_model *m, const tfx_dataset *d, const tfx_eval_span *span, tfx_eval_pass **out,
+                         tfx_err *err) {
+  tfx_eval_pass *p = calloc(1, sizeof *p);
+  size_t n = span->hi > span->lo ? span->hi - span->lo : 0;
+  int keep = !span->agg && !span->scores;
+  if (!p || !(p->pred = malloc(sizeof(int32_t) * (size_t)span->batch)) ||
+      (keep && !(p->own = malloc(sizeof(float) * (n ? n : 1) * tfx_model_output_size(m))))) {
+    tfx_eval_pass_destroy(p);
+    return tfx_err_set(err, TFX_ENOMEM, "out of memory");
   }
-  for (int k = 0; k < 3; k++) {
-    acc[k] = !strcmp(aggs[k], "mean") && n ? acc[k] / (double)n : acc[k];
+  p->m = m;
+  p->d = d;
+  p->span = *span;
+  p->span.scores = span->agg ? NULL : span->scores ? span->scores : p->own;
+  p->next = span->lo;
+  p->width = tfx_model_multi_label(m) ? tfx_model_output_size(m) : 1;
+  p->cols = p->span.scores ? (int)p->width : 0;
+  static const char *const metrics[3] = {"loss", "accuracy", "top_"};
+  for (int k = 0; span->agg && k < 3; k++) {
+    agg_for(span->agg, metrics[k], p->aggs[k]);
   }
+  /* counts are whole-set sums whatever agg says */
+  tfx_confusion_init(&p->acc, tfx_model_predictions(m, 0, NULL), tfx_model_multi_label(m)); /* 0: a regression */
+  tfx_pm_state_init(span->pm, &p->acc.pm);
+  if (!span->agg) {
+    tfx_recall_init(m, &p->acc); /* recall@K is counted over whole sets only */
+  }
+  *out = p;
   return TFX_OK;
+}
+
+void tfx_eval_pass_destroy(tfx_eval_pass *p) {
+  if (p) {
+    free(p->pred);
+    free(p->own);
+    free(p);
+  }
+}
+
+int tfx_eval_pass_next(tfx_eval_pass *p, int *lent, tfx_err *err) {
+  size_t i = p->next, hi = p->span.hi;
+  int b = (int)(hi - i < (size_t)p->span.batch ? hi - i : (size_t)p->span.batch), at = 0;
+  tfx_err e = {0};
+  p->lent = *lent = 0;
+  if (i >= hi) {
+    return TFX_OK;
+  }
+  int rc = tfx_model_check_labels(p->m, p->d->y + i, b, &at, &e);
+  if (!rc && p->d->n_fields) { /* sparse examples: views of the set's own arrays */
+    tfx_dataset_csr(p->d, i, b, p->csr);
+    rc = tfx_model_set_csr(p->m, p->csr, p->d->n_fields, &e);
+  }
+  if (rc) {
+    return tfx_err_set(err, rc, "example %zu: %s", i + (size_t)at, e.msg);
+  }
+  p->lent = *lent = b;
+  return TFX_OK;
+}
+
+/* Adds the scored batch [i, i + b) to the pass's sums (example-weighted) or folds (agg). */
+static void add_batch(tfx_eval_pass *p, size_t i, int b, const tfx_step_stats *st) {
+  if (!p->span.agg) {
+    p->sums[0] += st->loss * b;
+    p->sums[1] += (double)st->correct;
+    p->sums[2] += (double)st->top5;
+    return;
+  }
+  double vals[3] = {st->loss, (double)st->correct / b, (double)st->top5 / b};
+  for (int k = 0; k < 3; k++) {
+    fold(p->aggs[k], &p->sums[k], vals[k] * (strcmp(p->aggs[k], "mean") ? 1.0 : (double)b), i == p->span.lo);
+  }
+}
+
+int tfx_eval_pass_score(tfx_eval_pass *p, tfx_err *err) {
+  tfx_model *m = p->m;
+  const tfx_dataset *d = p->d;
+  size_t i = p->next;
+  int b = p->lent, at = 0;
+  tfx_err e = {0};
+  if (!b) {
+    return tfx_err_set(err, TFX_ESTATE, "evaluation: no batch lent to score");
+  }
+  tfx_model_forward(m, d->x ? d->x + i * d->dim : NULL, b, 0, 0);
+  int rc = tfx_model_input_status(m, &at, &e);
+  if (rc) {
+    return tfx_err_set(err, rc, "example %zu: %s", i + (size_t)at, e.msg);
+  }
+  tfx_step_stats st;
+  tfx_model_loss(m, d->y + i, b, 0, &st);
+  p->cols = p->cols && tfx_model_scores(m, b, p->span.scores + (i - p->span.lo) * p->width) ? p->cols : 0;
+  count_classes(m, d->y + i, b, p->pred, &p->acc);
+  if (!p->span.agg) {
+    tfx_recall_add(m, d->y + i, b, &p->acc);
+  }
+  tfx_pmetrics_update(p->span.pm, &p->acc.pm, m, d->y + i, d->w ? d->w + i : NULL, b, 0);
+  add_batch(p, i, b, &st);
+  p->next += (size_t)b;
+  p->lent = 0;
+  return TFX_OK;
+}
+
+void tfx_eval_pass_result(tfx_eval_pass *p, tfx_eval_result *out) {
+  size_t n = p->span.hi > p->span.lo ? p->span.hi - p->span.lo : 0;
+  tfx_eval_result *r = &p->acc;
+  double v[3];
+  for (int k = 0; k < 3; k++) {
+    int mean = !p->span.agg || !strcmp(p->aggs[k], "mean");
+    v[k] = mean && n ? p->sums[k] / (double)n : p->sums[k];
+  }
+  if (p->span.agg) {
+    r->auc = NAN;
+    r->has_auc = 0; /* per-batch aggregation has no AUC */
+    r->n_auc = 0;
+    r->scored = 0;
+    r->ranked = 0;
+  } else {
+    tfx_eval_auc(p->span.scores, p->d->y + p->span.lo, n, p->cols, r);
+    tfx_recall_finish(r, n);
+  }
+  r->examples = n;
+  r->loss = v[0];
+  r->accuracy = v[1];
+  r->top5 = v[2];
+  r->top_k = tfx_model_top_k(p->m);
+  *out = *r;
+}
+
+/* A whole pass over the span, the rows of lazy tables from the model's own tables (tfx_model_gather_rows). */
+static int evaluate_local(tfx_model *m, const tfx_dataset *d, const tfx_eval_span *span, tfx_eval_result *out,
+                          tfx_err *err) {
+  tfx_eval_pass *p = NULL;
+  int lent = 0, rc = tfx_eval_pass_create(m, d, span, &p, err);
+  while (!rc && !(rc = tfx_eval_pass_next(p, &lent, err)) && lent) {
+    tfx_model_gather_rows(m);
+    rc = tfx_eval_pass_score(p, err);
+  }
+  if (!rc) {
+    tfx_eval_pass_result(p, out);
+  }
+  tfx_eval_pass_destroy(p);
+  return rc;
+}
+
+int tfx_evaluate_range(tfx_model *m, const tfx_dataset *d, int batch, size_t lo, size_t hi, const tfx_pmetrics *pm,
+                       tfx_eval_result *out, tfx_err *err) {
+  return tfx_evaluate_scored(m, d, batch, lo, hi, NULL, pm, out, err);
+}
+
+int tfx_evaluate_scored(tfx_model *m, const tfx_dataset *d, int batch, size_t lo, size_t hi, float *scores,
+                        const tfx_pmetrics *pm, tfx_eval_result *out, tfx_err *err) {
+  tfx_eval_span span = {batch, lo, hi, scores, NULL, pm};
+  return evaluate_local(m, d, &span, out, err);
 }
 
 int tfx_evaluate_agg(tfx_model *m, const tfx_dataset *d, int batch, size_t max_examples, const char *agg,
                      const tfx_pmetrics *pm, tfx_eval_result *out, tfx_err *err) {
   size_t n = max_examples && max_examples < d->n ? max_examples : d->n;
-  char aggs[3][8];
-  agg_for(agg, "loss", aggs[0]);
-  agg_for(agg, "accuracy", aggs[1]);
-  agg_for(agg, "top_", aggs[2]);
-  double acc[3] = {0, 0, 0};
-  int32_t *pred = malloc(sizeof(int32_t) * (size_t)batch);
-  if (!pred) {
-    return tfx_err_set(err, TFX_ENOMEM, "out of memory");
-  }
-  /* counts are whole-set sums whatever agg says */
-  tfx_confusion_init(out, tfx_model_predictions(m, 0, NULL), tfx_model_multi_label(m));
-  tfx_pm_state_init(pm, &out->pm);
-  int rc = fold_batches(m, d, batch, n, aggs, acc, pm, pred, out, err);
-  free(pred);
-  if (rc) {
-    return rc;
-  }
-  out->examples = n;
-  out->auc = NAN;
-  out->has_auc = 0; /* per-batch aggregation has no AUC */
-  out->n_auc = 0;
-  out->scored = 0;
-  out->ranked = 0; /* recall@K is counted over whole sets only */
-  out->loss = acc[0];
-  out->accuracy = acc[1];
-  out->top5 = acc[2];
-  out->top_k = tfx_model_top_k(m);
-  return TFX_OK;
+  tfx_eval_span span = {batch, 0, n, NULL, agg, pm};
+  return evaluate_local(m, d, &span, out, err);
 }
 
 /* Appends the field `name` (copied into the report's text) with value v, when v is defined and there is room

@@ -42,10 +42,6 @@ typedef struct tfx_eval_report {
   int n;
 } tfx_eval_report;
 
-/* Forward (inference) of examples [i, i + b) of d, dense or sparse; TFX_EINVAL from tfx_model_input_status (an
- * id outside a table, its batch position in *at), TFX_ENOMEM; the outputs stay in the model. */
-int tfx_forward_examples(tfx_model *m, const tfx_dataset *d, size_t i, int b, int *at, tfx_err *err);
-
 /* Runs the model (borrowed, its current weights) over every example of d in batches of at most the model's
  * batch size `batch`; writes example-weighted means into *out. TFX_EINVAL (out untouched) naming the examples
  * and the value when a label is outside the model's classes or an embedding id outside its table: such an
@@ -57,8 +53,8 @@ int tfx_evaluate(tfx_model *m, const tfx_dataset *d, int batch, tfx_eval_result 
 int tfx_evaluate_range(tfx_model *m, const tfx_dataset *d, int batch, size_t lo, size_t hi, const tfx_pmetrics *pm,
                        tfx_eval_result *out, tfx_err *err);
 /* As tfx_evaluate_range, keeping the scores of examples [lo, hi) in scores (the caller's, (hi - lo) x
- * tfx_model_output_size floats, tfx_model_scores's; NULL: none kept, no AUC); out->scored says how many an example
- * were written (0: none, a model without AUC). */
+ * tfx_model_output_size floats, tfx_model_scores's; NULL: the evaluation's own); out->scored says how many an
+ * example were written (0: none, a model without AUC). */
 int tfx_evaluate_scored(tfx_model *m, const tfx_dataset *d, int batch, size_t lo, size_t hi, float *scores,
                         const tfx_pmetrics *pm, tfx_eval_result *out, tfx_err *err);
 /* Slice index of count of n examples: [*lo, *hi), contiguous, sizes differing by at most one, covering all. */
@@ -69,6 +65,38 @@ void tfx_eval_slice(size_t n, int index, int count, size_t *lo, size_t *hi);
  * pm's metrics (NULL: none) over the same examples by their own aggregation. */
 int tfx_evaluate_agg(tfx_model *m, const tfx_dataset *d, int batch, size_t max_examples, const char *agg,
                      const tfx_pmetrics *pm, tfx_eval_result *out, tfx_err *err);
+
+/* What an evaluation pass covers: examples [lo, hi) of its dataset in batches of at most `batch` (the model's
+ * batch size); with agg (tfx_evaluate_agg's) the per-batch metrics folded by it and no scores, else
+ * example-weighted means with each example's scores kept in `scores` (the caller's, as tfx_evaluate_scored's;
+ * NULL: the pass's own) for the AUC; pm's metrics (NULL: none). Everything borrowed for the pass's life. */
+typedef struct tfx_eval_span {
+  int batch;
+  size_t lo, hi;
+  float *scores;
+  const char *agg;
+  const tfx_pmetrics *pm;
+} tfx_eval_span;
+
+/* An evaluation driven batch by batch by its caller, which fills the rows of the lazy tables each lent batch
+ * touches (TFX_ROWS_BATCH: from its ps) between tfx_eval_pass_next and tfx_eval_pass_score: the functions above
+ * are one such pass whose rows come from the model's own tables. */
+typedef struct tfx_eval_pass tfx_eval_pass;
+/* Starts a pass of model m (borrowed, its current weights) over span of d (borrowed); caller owns *out; free with
+ * tfx_eval_pass_destroy. TFX_ENOMEM. */
+int tfx_eval_pass_create(tfx_model *m, const tfx_dataset *d, const tfx_eval_span *span, tfx_eval_pass **out,
+                         tfx_err *err);
+/* Frees the pass; NULL does nothing. */
+void tfx_eval_pass_destroy(tfx_eval_pass *p);
+/* Lends the model the next batch (*lent: its examples; 0 when the span is done): its labels checked, its sparse
+ * fields set (tfx_model_set_csr: the lazy tables' batch_ids). TFX_EINVAL naming the example (its index in the
+ * dataset) and the label outside the model's classes; tfx_model_set_csr's errors. */
+int tfx_eval_pass_next(tfx_eval_pass *p, int *lent, tfx_err *err);
+/* Scores the lent batch (forward, loss, counts, scores) into the pass's sums. TFX_EINVAL naming the example and
+ * the embedding id outside its table; TFX_ESTATE when no batch is lent. */
+int tfx_eval_pass_score(tfx_eval_pass *p, tfx_err *err);
+/* The pass's result, once every batch is scored, into *out. */
+void tfx_eval_pass_result(tfx_eval_pass *p, tfx_eval_result *out);
 
 /* The exact ROC AUC of scores against binary labels (1 positive), n of each: the Mann-Whitney statistic with tied
  * scores at their mean rank (scores and labels are left as they are). NaN when a class is absent. */

@@ -106,7 +106,11 @@ void tfx_compute_gradients(tfx_model *m, tfx_batcher *b, const tfx_grad_step *g,
   int k = g->accumulate;
   tfx_step_stats one, sum = {0};
   for (int a = 0; a < k; a++) {
-    if (tfx_lend_batch(m, b, g) || lent_gradients(m, b, g, seed * (uint64_t)k + (uint64_t)a, &one)) {
+    if (tfx_lend_batch(m, b, g)) {
+      break;
+    }
+    tfx_model_gather_rows(m); /* the lazy tables' rows from the model's own tables (TFX_ROWS_BATCH) */
+    if (lent_gradients(m, b, g, seed * (uint64_t)k + (uint64_t)a, &one)) {
       break;
     }
     sum.loss += one.loss / k;

@@ -23,7 +23,7 @@ int worker__eval_open(worker_eval *e, const tfx_config *cfg, const tfx_psclient 
   int rc = tfx_model_create(cfg, 1000, &e->model, err);
   if (!rc && tfx_psclient_has_lazy(train_ps) &&
       !(rc = tfx_psclient_create(cluster, shards, n_shards, e->model, cfg->request_timeout_s * 1000, &e->ps, err))) {
-    tfx_psclient_lend_rows(e->ps, e->model);
+    tfx_model_set_rows(e->model, TFX_ROWS_BATCH); /* each eval batch's rows pulled from the ps (worker__eval_slice) */
   }
   rc = rc ? rc : tfx_labels_load(e->model, cfg, 1, &e->data, err);
   if (!rc) {
@@ -58,7 +58,18 @@ int worker__eval_slice(worker_eval *e, tfx_model *train, int index, int count, t
   }
   size_t hi;
   tfx_eval_slice(e->data->n, index, count, &e->lo, &hi);
-  return tfx_evaluate_scored(e->model, e->data, 1000, e->lo, hi, e->scores, e->pm, r, err);
+  tfx_eval_span span = {1000, e->lo, hi, e->scores, NULL, e->pm};
+  tfx_eval_pass *p = NULL;
+  int lent = 0, rc = tfx_eval_pass_create(e->model, e->data, &span, &p, err);
+  while (!rc && !(rc = tfx_eval_pass_next(p, &lent, err)) && lent) {
+    rc = e->ps ? tfx_psclient_pull_rows(e->ps, err) : TFX_OK; /* the batch's rows of lazy tables */
+    rc = rc ? rc : tfx_eval_pass_score(p, err);
+  }
+  if (!rc) {
+    tfx_eval_pass_result(p, r);
+  }
+  tfx_eval_pass_destroy(p);
+  return rc;
 }
 
 /* The stat key of a request (NaN when absent). */

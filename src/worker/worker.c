@@ -23,9 +23,6 @@
 #include "worker/worker_impl.h"
 #include "train/labels.h"
 
-
-static int batch_rows(void *ctx, tfx_model *m, tfx_err *err);
-
 /* Registers until the master answers start (flag 1) or stop (flag 2), within the deadline. */
 static int register_with_master(worker *w, tfx_err *err) {
   tfx_notify_ready("worker: registering with the chief");
@@ -130,10 +127,10 @@ static int setup(worker *w, tfx_err *err) {
     tfx_psclient_set_abort(w->ps, worker__stop_asked, w);
   }
   if (!rc && tfx_psclient_has_lazy(w->ps)) {
-    /* Lazy tables: each batch pulls the rows it touches (psclient's row source, wrapped to wait for a lost ps),
-     * or gets them with the push-pull of the step before (rows_with_push). */
-    tfx_psclient_lend_rows(w->ps, w->model);
-    tfx_model_set_row_source(w->model, batch_rows, w);
+    /* Lazy tables: the model reads each batch's rows, which the worker gathers from the ps before it computes
+     * (gather_rows) or gets with the push-pull of the step before (rows_with_push). */
+    tfx_model_set_rows(w->model, TFX_ROWS_BATCH);
+    w->lazy = 1;
     w->rows_with_push = w->cfg.rows_with_push;
   }
   if (!rc && w->cfg.mode != TFX_MODE_SYNC) { /* sync pushes stay whole: the ps averages them per step */
@@ -170,19 +167,30 @@ static int setup(worker *w, tfx_err *err) {
   return TFX_OK;
 }
 
+static int gather_rows(worker *w, tfx_err *err);
+
 /* Forward/backward over `accumulate` minibatches (or the batch lent with its rows at the last push-pull); leaves
- * the mean grads in the model. */
-static void compute(worker *w, tfx_step_stats *st) {
+ * the mean grads in the model. With lazy tables the batch is lent first and its rows gathered from the ps
+ * (gather_rows), whose failure is returned; a bad input fails the batcher (tfx_batcher_status says why). */
+static int compute(worker *w, tfx_step_stats *st, tfx_err *err) {
   const tfx_config *c = &w->cfg;
   tfx_grad_step g = {c->batch_size, c->accumulate, c->clip_value, c->clip_norm, w->x, w->y, w->acc, w->pv,
                      w->pm, &w->pm_win};
   uint64_t seed = (uint64_t)w->version * 1024 + (uint64_t)w->n->index;
-  if (w->lent) {
-    tfx_compute_lent(w->model, w->batcher, &g, seed, st);
-  } else {
+  int rc = TFX_OK;
+  memset(st, 0, sizeof *st);
+  if (!w->lazy) {
     tfx_compute_gradients(w->model, w->batcher, &g, seed, st);
+    return TFX_OK;
+  }
+  if (!w->lent && !tfx_lend_batch(w->model, w->batcher, &g)) {
+    rc = gather_rows(w, err);
   }
   w->lent = 0;
+  if (!rc && !w->rewind) { /* a batch whose rows were pulled across a rollback: read again after the rewind */
+    tfx_compute_lent(w->model, w->batcher, &g, seed, st);
+  }
+  return rc;
 }
 
 /* With rows_with_push, lends the model the next batch before the push-pull, its rows to come in the reply;
@@ -195,9 +203,7 @@ static int lend_next(worker *w) {
     return 0;
   }
   tfx_grad_step g = {c->batch_size, 1, c->clip_value, c->clip_norm, w->x, w->y, w->acc, w->pv, w->pm, &w->pm_win};
-  w->defer_rows = 1;
   int bad = tfx_lend_batch(w->model, w->batcher, &g);
-  w->defer_rows = 0;
   w->lent = 1;
   return !bad;
 }
@@ -327,16 +333,12 @@ static int resync(worker *w, int rows, const tfx_err *why, tfx_err *err) {
   return TFX_OK;
 }
 
-/* The model's row source: the rows of the lazy tables a batch touches, from the ps that hold them. A ps that is
- * gone or rolled back is waited for as on the dense path (resync, which then pulls the rows again), and the batch
- * goes on from the version the ps are back at; a stop meanwhile ends the batch (TFX_EINTR). */
-static int batch_rows(void *ctx, tfx_model *m, tfx_err *err) {
-  worker *w = ctx;
+/* The rows of the lazy tables the lent batch touches, from the ps that hold them, into the model's batch rows
+ * before it computes. A ps that is gone or rolled back is waited for as on the dense path (resync, which then
+ * pulls the rows again), and the batch goes on from the version the ps are back at; a stop meanwhile ends the
+ * batch (TFX_EINTR). */
+static int gather_rows(worker *w, tfx_err *err) {
   tfx_err perr;
-  (void)m;
-  if (w->defer_rows) {
-    return TFX_OK; /* lend_next: the push-pull brings them */
-  }
   tfx_timing_mark(&w->timing, TFX_TIMING_COMPUTE); /* the data so far */
   int rc = tfx_psclient_pull_rows(w->ps, &perr);
   tfx_timing_mark(&w->timing, TFX_TIMING_ROWS);
@@ -598,13 +600,13 @@ static int train_steps(worker *w, tfx_err *err) {
       return rc;
     }
     tfx_timing_mark(&w->timing, TFX_TIMING_OTHER);
-    compute(w, &st);
+    rc = compute(w, &st, err);
     tfx_timing_mark(&w->timing, TFX_TIMING_COMPUTE);
-    if (w->rewind) {
+    if (!rc && w->rewind) {
       continue; /* a batch whose rows were pulled across a rollback: read again after the rewind */
     }
-    if ((rc = tfx_batcher_status(w->batcher, err)) == TFX_EINTR && (w->stop || tfx_stop_requested())) {
-      break; /* stopped while a batch's rows were pulled or waited for */
+    if ((rc = rc ? rc : tfx_batcher_status(w->batcher, err)) == TFX_EINTR && (w->stop || tfx_stop_requested())) {
+      break; /* stopped while a batch's rows were pulled or waited for, or while a followed stream waited */
     }
     if (rc || (rc = check_loss(w, &st, err))) {
       return rc;

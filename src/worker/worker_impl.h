@@ -93,7 +93,7 @@ typedef struct worker {
   tfx_timing timing;
   int stop;
   int rows_with_push; /* lazy tables: the next batch is lent before the push-pull, which brings its rows */
-  int defer_rows;     /* the batch being lent gets its rows from the coming push-pull, not a row pull */
+  int lazy;           /* the model has lazy tables: each batch's rows are gathered from the ps before it computes */
   int lent;           /* a batch is lent to the model with its rows: the next step computes on it */
   worker_obs obs;          /* what --http-port shows */
   worker_eval eval;        /* eval.distributed: the eval set's slice this worker scores when the chief asks */

@@ -24,20 +24,29 @@ deploy_cleanup() {
 trap deploy_cleanup EXIT
 trap 'exit 143' TERM INT HUP
 
-# probe_container: a trivial container (an image of /bin/true and its libraries, imported from a tar: no
-# registry, no build) runs, or the test skips naming why when the engine cannot make a container's namespaces
-# (in an unprivileged container: "Error creating mount namespace before pivot: operation not permitted"). Any
-# other failure is one.
+# unprivileged FILE WHAT: skips the test, in the engine's own words, when FILE (an engine's output) says this
+# container may not make the namespaces WHAT needs ("Error creating mount namespace before pivot: operation not
+# permitted": an unprivileged container, where the engine starts but neither imports a layer nor runs a container).
+unprivileged() {
+  grep -q "operation not permitted" "$1" &&
+    skip "the docker engine cannot $2 here (an unprivileged container?): $(grep -m1 "operation not permitted" "$1")"
+}
+
+# probe_container: a trivial image (/bin/true and its libraries, imported from a tar: no registry, no build) is
+# imported and runs as a container, or the test skips naming why when the engine cannot make the namespaces either
+# needs (unprivileged). Any other failure is one.
 probe_container() {
   local root=$WORK/probe-root f
   for f in /bin/true $(ldd /bin/true | grep -o '/[^ ]*'); do
     mkdir -p "$root$(dirname "$f")" && cp -L "$f" "$root$f" || fail "probe image: cannot copy $f"
   done
-  tar -C "$root" -c . | dk import - tfx-probe:latest >"$WORK/probe.txt" 2>&1 || fail "docker import: $(cat "$WORK/probe.txt")"
+  if ! tar -C "$root" -c . | dk import - tfx-probe:latest >"$WORK/probe.txt" 2>&1; then
+    unprivileged "$WORK/probe.txt" "import an image"
+    fail "docker import: $(cat "$WORK/probe.txt")"
+  fi
   at_exit "dk rmi -f tfx-probe:latest"
   dk run --rm --network none tfx-probe:latest /bin/true >"$WORK/probe.txt" 2>&1 && return 0
-  grep -q "operation not permitted" "$WORK/probe.txt" &&
-    skip "the docker engine cannot start a container here (an unprivileged container?): $(grep -m1 "operation not permitted" "$WORK/probe.txt")"
+  unprivileged "$WORK/probe.txt" "start a container"
   fail "a trivial container (/bin/true) did not run: $(tail -3 "$WORK/probe.txt")"
 }
 

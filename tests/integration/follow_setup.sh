@@ -22,18 +22,7 @@ cat >"$WORK/follow.json" <<JSON
  "training": {"mode": "sync", "batch_size": 16, "report_every": 5, "seed": 1}, "eval": {"every_steps": 0}}
 JSON
 # seen: the sum over workers of their last examples_seen in the run's metrics.jsonl (-1: none yet).
-seen() {
-  python3 - "$WORK/run/metrics.jsonl" <<'PY'
-import json, sys
-last = {}
-try:
-    for line in open(sys.argv[1]):
-        r = json.loads(line)
-        if r.get("kind") == "train" and "examples_seen" in r: last[r["worker"]] = r["examples_seen"]
-except OSError: pass
-print(int(sum(last.values())) if last else -1)
-PY
-}
+seen() { python3 "$PYLIB/train_sum.py" "$WORK/run/metrics.jsonl" examples_seen; }
 land() { for f in "$@"; do cp "$WORK/parts/$f.libsvm" "$WORK/in/.$f.tmp" && mv "$WORK/in/.$f.tmp" "$WORK/in/$f.libsvm"; done; }
 # near ROWS: every landed row trained on but for the partial batches (each worker fewer than one batch, and a
 # step one worker could not complete).

@@ -4,6 +4,7 @@
 set -u
 : "${TFX_NODE:?set TFX_NODE to the tfx-node binary}"
 SRC=${TFX_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+PYLIB=$SRC/tests/integration/lib # the Python helpers of these functions and of the tests, one file each
 EXAMPLE=$SRC/examples/fashion_mnist_mlp.json
 WORK=$(mktemp -d /tmp/tfx-it.XXXXXX)
 # Debian's python3 (scripts/install-deps.sh installs it) ahead of a version manager's shim on PATH, for python3 alone:
@@ -112,20 +113,7 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 # experiment OUT KEY=VALUE...: a copy of the MLP example with dotted keys set (values are JSON).
 experiment() {
   local out=$1; shift
-  python3 - "$EXAMPLE" "$out" "$@" <<'PY'
-import json, sys
-src, dst, *sets = sys.argv[1:]
-exp = json.load(open(src))
-for item in sets:
-    key, _, raw = item.partition("=")
-    try: val = json.loads(raw)
-    except ValueError: val = raw
-    node = exp
-    *parents, leaf = key.split(".")
-    for p in parents: node = node.setdefault(p, {})
-    node[leaf] = val
-json.dump(exp, open(dst, "w"), indent=1)
-PY
+  python3 "$PYLIB/experiment.py" "$EXAMPLE" "$out" "$@"
 }
 
 # small_mlp OUT KEY=VALUE...: experiment's copy with a 784-64-10 MLP in place of the example's 784-256-128-10 (0.81
@@ -141,15 +129,7 @@ small_mlp() {
 
 # metric FILE KIND FIELD: the FIELD of the last line of KIND in a metrics.jsonl ("none" if absent).
 metric() {
-  python3 - "$1" "$2" "$3" <<'PY'
-import json, sys
-path, kind, field = sys.argv[1:]
-val = None
-for line in open(path):
-    rec = json.loads(line)
-    if rec.get("kind") == kind and field in rec: val = rec[field]
-print("none" if val is None else val)
-PY
+  python3 "$PYLIB/metric.py" "$1" "$2" "$3"
 }
 
 # var_values RUN VAR: the values of VAR in RUN's newest checkpoint (or in an export), one a line; returns 1 with
@@ -183,29 +163,13 @@ PY
 # digest EXPORT: one line per tensor of its model.safetensors (name and sha256 of its bytes): two runs' weights
 # are bit-identical when their digests are.
 digest() {
-  python3 - "$(find "$1" -name model.safetensors | head -1)" <<'PY'
-import hashlib, json, struct, sys
-data = open(sys.argv[1], "rb").read()
-(n,) = struct.unpack("<Q", data[:8])
-head = json.loads(data[8:8 + n])
-for k in sorted(k for k in head if k != "__metadata__"):
-    a, b = head[k]["data_offsets"]
-    print(k, hashlib.sha256(data[8 + n + a:8 + n + b]).hexdigest())
-PY
+  python3 "$PYLIB/digest.py" "$(find "$1" -name model.safetensors | head -1)"
 }
 
 # same_exports DIR_A DIR_B: exit 0 when the two exports' model.safetensors hold the same tensors (header without
 # its metadata, and the data bytes).
 same_exports() {
-  python3 - "$1" "$2" <<'PY'
-import glob, json, struct, sys
-def tensors(d):
-    b = open(glob.glob(d + "/*/model.safetensors")[0], "rb").read()
-    n = struct.unpack("<Q", b[:8])[0]
-    h = json.loads(b[8:8 + n]); h.pop("__metadata__", None)
-    return h, b[8 + n:]
-sys.exit(0 if tensors(sys.argv[1]) == tensors(sys.argv[2]) else 1)
-PY
+  python3 "$PYLIB/same_exports.py" "$1" "$2"
 }
 
 # sparse_lr_experiment FILE [KEY=VALUE ...]: the logistic regression over $WORK's sparse_data.py LibSVM set (a lazy
@@ -233,18 +197,7 @@ same_at_step() {
 # steps_never_back METRICS [WORKERS MIN_STEP]: exit 0 when no worker's train step goes back in METRICS (no
 # rollback); with WORKERS and MIN_STEP, also that that many workers reported and one reached MIN_STEP.
 steps_never_back() {
-  python3 - "$@" <<'PY'
-import json, sys
-last = {}
-for l in open(sys.argv[1]):
-    r = json.loads(l)
-    if r.get("kind") == "train":
-        w = r.get("worker", 0)
-        if r["step"] < last.get(w, -1): sys.exit(1)
-        last[w] = r["step"]
-if len(sys.argv) > 3:
-    sys.exit(0 if len(last) == int(sys.argv[2]) and max(last.values()) >= int(sys.argv[3]) else 1)
-PY
+  python3 "$PYLIB/steps_never_back.py" "$@"
 }
 
 # start_ps_cluster EXPERIMENT: starts `tfx-node local` on it in $WORK/run (RUN; the supervisor's pid LP) and waits
@@ -266,44 +219,43 @@ start_ps_cluster() {
   [ -n "$PS_PID" ] && kill -0 "$PS_PID" || fail "no ps 0 in the cluster: $(tail -3 "$WORK/local.log")"
 }
 
-# kill_ps_at LOG RUN STEP LP [PS]: kill -9 of ps PS (default 0) of the `local` cluster whose output is LOG
-# (supervisor pid LP, run directory RUN) once RUN/metrics.jsonl has a train step >= STEP. The workers are held
-# (SIGSTOP) from the moment the step is seen until the ps is dead, so the kill lands inside the run however fast
-# it trains (a release build trains the sparse LR's 900 steps in 0.7 s, past a poll of 0.5 s). Prints the step
+# kill_ps_at LOG RUN STEP LP [PS [MOD:LO-HI]]: kill -9 of ps PS (default 0) of the `local` cluster whose output is
+# LOG (supervisor pid LP, run directory RUN) once RUN/metrics.jsonl has a train step >= STEP (and, with MOD:LO-HI, a
+# step whose remainder modulo MOD lies in LO..HI, polled tightly: a kill inside a batch of MOD steps). The workers
+# are held (SIGSTOP) from the moment the step is seen until the ps is dead, so the kill lands inside the run however
+# fast it trains (a release build trains the sparse LR's 900 steps in 0.7 s, past a poll of 0.5 s). Prints the step
 # seen; fails the test when the run ended first.
 kill_ps_at() {
-  python3 - "$@" <<'PY' || fail "no step $3 before the run ended: ps ${5:-0} not killed"
-import json, os, re, signal, sys, time
-log, run, at, lp = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-ps = sys.argv[5] if len(sys.argv) > 5 else "0"
-def alive(pid):
-    try:
-        os.kill(pid, 0)
-        return True
-    except OSError:
-        return False
-def step():
-    try:
-        steps = [json.loads(l).get("step", 0) for l in open(run + "/metrics.jsonl") if '"train"' in l]
-    except (OSError, ValueError):
-        return -1
-    return max(steps, default=-1)
-while step() < at:
-    if not alive(lp):
-        sys.exit(1)
-    time.sleep(0.02)
-text = open(log).read()
-workers = {w: int(p) for w, p in re.findall(r"LOCAL-SPAWN worker ([0-9]+): pid ([0-9]+)", text)}
-victim = int(re.findall(r"LOCAL-SPAWN ps " + ps + r": pid ([0-9]+)", text)[-1])
-for p in workers.values():
-    os.kill(p, signal.SIGSTOP)
-s = step()
-os.kill(victim, signal.SIGKILL)
-for p in workers.values():
-    os.kill(p, signal.SIGCONT)
-print(f"killed ps {ps} (pid {victim}) at step {s}")
-PY
+  python3 "$PYLIB/kill_ps_at.py" "$@" || fail "no step $3${6:+ (in $6)} before the run ended: ps ${5:-0} not killed"
 }
+
+# start_local NAME ARGS...: starts `tfx-node local ARGS...` in the background, its output in WORK/NAME.log; its pid
+# in LP (and in PIDS, which cleanup kills).
+start_local() {
+  local name=$1
+  shift
+  "$TFX_NODE" local "$@" >"$WORK/$name.log" 2>&1 &
+  LP=$!
+  PIDS+=($LP)
+}
+
+# wait_and_digest NAME LP RUN: waits for the cluster LP (start_local NAME), exports RUN's model to WORK/NAME.export
+# and writes its digest to WORK/NAME.digest; fails naming NAME when the run fails, the export fails, or it holds no
+# tensor (so two runs compared by their digests are bit-identical, never two empty files).
+wait_and_digest() {
+  local name=$1 lp=$2 run=$3
+  wait "$lp" || fail "$name: local exited $?: $(tail -2 "$WORK/$name.log")"
+  "$TFX_NODE" export --run-dir "$run" --out "$WORK/$name.export" >"$WORK/$name.export.log" 2>&1 ||
+    fail "$name: export failed: $(tail -2 "$WORK/$name.export.log")"
+  digest "$WORK/$name.export" >"$WORK/$name.digest"
+  [ -s "$WORK/$name.digest" ] || fail "$name: no tensors exported"
+}
+
+# rolled_back FILE...: prints the lines of the logs FILE that tell of a rollback (a ps lost without a backup taking
+# over: the master's MASTER-PS-LOST or MASTER-NO-FAILOVER, a ROLLBACK, "rolling every ps back"); exit 0 when one
+# does, 1 when none.
+rolled_back() { grep -hiE 'ROLLBACK|rolling every ps back|MASTER-PS-LOST|MASTER-NO-FAILOVER' "$@"; }
+
 # ledger_balanced RUN [PUSHES]: RUN's ledger record balances (lib/ledger_balanced.py); prints it.
 ledger_balanced() { python3 "$SRC/tests/integration/lib/ledger_balanced.py" "$@"; }
 # pushes_made RUN: the pushes RUN's workers made (their local steps, from WORKER-DONE), summed.

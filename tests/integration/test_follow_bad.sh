@@ -30,18 +30,7 @@ cat >"$WORK/follow.json" <<JSON
  "eval": {"every_steps": 0}}
 JSON
 # last FIELD: the sum over workers of their last FIELD in the train records (-1: none yet).
-last() {
-  python3 - "$WORK/run/metrics.jsonl" "$1" <<'PY'
-import json, sys
-last = {}
-try:
-    for line in open(sys.argv[1]):
-        r = json.loads(line)
-        if r.get("kind") == "train" and sys.argv[2] in r: last[r["worker"]] = r[sys.argv[2]]
-except OSError: pass
-print(int(sum(last.values())) if last else -1)
-PY
-}
+last() { python3 "$PYLIB/train_sum.py" "$WORK/run/metrics.jsonl" "$1"; }
 setsid "$TFX_NODE" local --config "$WORK/follow.json" --run-dir "$WORK/run" --ps 1 --workers 2 >"$WORK/local.log" 2>&1 &
 lp=$!
 PIDS+=("$lp")

@@ -5,14 +5,7 @@
 # ships it; early stopping ends train and a local sync cluster with one line saying why, a final checkpoint and
 # exit 0; the chief's best checkpoint is exactly the one its evaluation scored.
 . "$(dirname "$0")/lib.sh"
-python3 - "$WORK" <<'PY'
-import random, sys
-random.seed(7)
-with open(f"{sys.argv[1]}/all.csv", "w") as f:
-    f.write("a,b,c,d,label\n")
-    for i in range(150):
-        f.write(",".join(f"{random.gauss(i % 3, 0.8):.3f}" for _ in range(4)) + f",{i % 3}\n")
-PY
+python3 "$PYLIB/blobs_csv.py" "$WORK/all.csv" 7
 LAYERS='[{"type": "dense", "units": 8, "activation": "relu"}, {"type": "dense", "units": 3}]'
 exp() { # exp OUT KEY=VALUE...: the 4-feature, 3-class experiment on the CSV, eval every 10 steps
   local out=$1; shift

@@ -4,16 +4,8 @@
 # (class or example), or label smoothing, change the trained variables; a weight column a run cannot read is refused
 # naming it (exit 2).
 . "$(dirname "$0")/lib.sh"
-python3 - "$WORK" <<'PY'
-import random, sys
-random.seed(11)
-for name, w in (("ones", "1"), ("twos", "2")):
-    random.seed(11)
-    with open(f"{sys.argv[1]}/{name}.csv", "w") as f:
-        f.write("a,b,c,d,w,label\n")
-        for i in range(150):
-            f.write(",".join(f"{random.gauss(i % 3, 0.8):.3f}" for _ in range(4)) + f",{w},{i % 3}\n")
-PY
+python3 "$PYLIB/blobs_csv.py" "$WORK/ones.csv" 11 1
+python3 "$PYLIB/blobs_csv.py" "$WORK/twos.csv" 11 2
 FEATURES='[{"key": "a", "type": "numeric"}, {"key": "b", "type": "numeric"}, {"key": "c", "type": "numeric"}, {"key": "d", "type": "numeric"}]'
 run() { # run NAME CSV KEY=VALUE...: 30 steps of a 4-8-3 MLP on CSV; the kernel of its first layer into NAME.vals
   local name=$1 csv=$2; shift 2

@@ -15,27 +15,23 @@ sparse_lr_experiment "$WORK/lr.json" training.report_every=50
 run() {
   local max=$MAX
   local run=$WORK/$1 url
-  "$TFX_NODE" local --config "$2" --run-dir "$run" --max-steps $max --set cluster.replicas=1 \
-    --set training.seed=7 --set checkpoint.every_steps=0 --set cluster.request_timeout_s=20 >"$WORK/$1.log" 2>&1 &
-  local lp=$!
-  PIDS+=($lp)
+  start_local "$1" --config "$2" --run-dir "$run" --max-steps $max --set cluster.replicas=1 \
+    --set training.seed=7 --set checkpoint.every_steps=0 --set cluster.request_timeout_s=20
+  local lp=$LP
   if [ "$3" = 1 ]; then
     kill_ps_at "$WORK/$1.log" "$run" $((max / 3)) $lp
     wait_for 60 bash -c "grep -q MASTER-FAILOVER '$run/logs/master-0.log' || ! kill -0 $lp" || fail "$1: no failover"
     url=$(grep -o 'http://127.0.0.1:[0-9]*' "$WORK/$1.log" | head -1)
     curl -s "$url/metrics" >"$WORK/$1.metrics" 2>/dev/null
   fi
-  wait "$lp" || fail "$1: local exited $?: $(tail -2 "$WORK/$1.log")"
-  "$TFX_NODE" export --run-dir "$run" --out "$WORK/$1.export" >/dev/null 2>&1 || fail "$1: export failed"
-  digest "$WORK/$1.export" >"$WORK/$1.digest"
-  [ -s "$WORK/$1.digest" ] || fail "$1: no tensors exported"
+  wait_and_digest "$1" "$lp" "$run"
 }
 # after_kill LABEL: the checks of a run whose ps 0 was killed.
 after_kill() {
   local run=$WORK/$1
   [ "$(metric "$run/metrics.jsonl" train step)" -ge $((MAX - 50)) ] || fail "$1: did not train to $MAX"
   grep -q PS-PROMOTED "$run"/logs/ps-1.log || fail "$1: ps 1 was not promoted"
-  grep -hiE 'ROLLBACK|rolling every ps back|MASTER-PS-LOST' "$WORK/$1.log" "$run"/logs/*.log && fail "$1: rolled back"
+  rolled_back "$WORK/$1.log" "$run"/logs/*.log && fail "$1: rolled back"
   steps_never_back "$run/metrics.jsonl" || fail "$1: a worker's step went back"
   grep -q '^tfx_failovers_total{role="master",index="0"} 1' "$WORK/$1.metrics" ||
     fail "$1: /metrics has no failover: $(grep -E 'failover|unreplicated' "$WORK/$1.metrics")"

@@ -21,8 +21,7 @@ for mode in async ssp; do
   wait "$lp" || fail "$mode: local exited $?: $(tail -2 "$WORK/$mode.log")"
   grep -q MASTER-FAILOVER "$run"/logs/master-0.log || fail "$mode: no failover"
   grep -q PS-PROMOTED "$run"/logs/ps-1.log || fail "$mode: ps 1 was not promoted"
-  grep -hiE 'ROLLBACK|rolling every ps back|MASTER-PS-LOST|MASTER-NO-FAILOVER' "$WORK/$mode.log" "$run"/logs/*.log &&
-    fail "$mode: rolled back"
+  rolled_back "$WORK/$mode.log" "$run"/logs/*.log && fail "$mode: rolled back"
   steps_never_back "$run/metrics.jsonl" || fail "$mode: a worker's step went back"
   own=$(sed -n 's/.*PS-STOP stopping at step \([0-9]*\):.*/\1/p' "$run"/logs/ps-1.log | tail -1)
   copy=$(sed -n 's/.*PS-STOP-COPY promoted copy of ps instance 0 at step \([0-9]*\):.*/\1/p' "$run"/logs/ps-1.log | tail -1)

@@ -13,11 +13,10 @@ experiment "$WORK/mlp.json" training.report_every=10 eval.every_steps=0 model.la
 # restarted process as soon as local spawned it)
 run() {
   local run=$WORK/$1 lp pid
-  "$TFX_NODE" local --config "$WORK/mlp.json" --run-dir "$run" --workers 3 --max-steps $MAX --set cluster.replicas=1 \
+  start_local "$1" --config "$WORK/mlp.json" --run-dir "$run" --workers 3 --max-steps $MAX --set cluster.replicas=1 \
     --set training.deterministic=true --set training.seed=7 --set checkpoint.every_steps=0 \
-    --set cluster.request_timeout_s=20 >"$WORK/$1.log" 2>&1 &
-  lp=$!
-  PIDS+=($lp)
+    --set cluster.request_timeout_s=20
+  lp=$LP
   if [ "$2" != none ]; then
     kill_ps_at "$WORK/$1.log" "$run" $((MAX / 3)) $lp "${2#ps}" >"$WORK/$1.kill"
     pid=$(sed -n 's/.*(pid \([0-9]*\)).*/\1/p' "$WORK/$1.kill")
@@ -37,16 +36,12 @@ run() {
     pid=$(grep -o 'pid=[0-9]*' "$run/logs/ps-1.log" | tail -1)
     kill -9 "${pid#pid=}"
   fi
-  wait "$lp" || fail "$1: local exited $?: $(tail -2 "$WORK/$1.log")"
-  "$TFX_NODE" export --run-dir "$run" --out "$WORK/$1.export" >/dev/null 2>&1 || fail "$1: export failed"
-  digest "$WORK/$1.export" >"$WORK/$1.digest"
-  [ -s "$WORK/$1.digest" ] || fail "$1: no tensors exported"
+  wait_and_digest "$1" "$lp" "$run"
 }
 # after_kill LABEL: trained to the end, no rollback, no worker step going back, weights as undisturbed
 after_kill() {
   local R=$WORK/$1
-  grep -hiE 'ROLLBACK|rolling every ps back|MASTER-PS-LOST|MASTER-NO-FAILOVER' "$WORK/$1.log" "$R"/logs/*.log &&
-    fail "$1: rolled back"
+  rolled_back "$WORK/$1.log" "$R"/logs/*.log && fail "$1: rolled back"
   steps_never_back "$R/metrics.jsonl" 3 $((MAX - 20)) || fail "$1: a worker's step went back, or the run stopped short"
   cmp -s "$WORK/a.digest" "$WORK/$1.digest" || fail "$1: weights differ from the undisturbed run's: $(diff "$WORK/a.digest" "$WORK/$1.digest")"
 }

@@ -26,21 +26,17 @@ lr "$WORK/capped.json" ', "max_rows": 150'
 # run LABEL CONFIG KILL(0|1) [CHECKPOINT-EVERY]
 run() {
   local run=$WORK/$1
-  "$TFX_NODE" local --config "$2" --run-dir "$run" --max-steps $MAX --set cluster.replicas=1 \
+  start_local "$1" --config "$2" --run-dir "$run" --max-steps $MAX --set cluster.replicas=1 \
     --set training.seed=7 --set checkpoint.every_steps="${4:-0}" \
     --set checkpoint.incremental="$([ "${4:-0}" = 0 ] && echo false || echo true)" \
-    --set cluster.request_timeout_s=20 >"$WORK/$1.log" 2>&1 &
-  local lp=$!
-  PIDS+=($lp)
+    --set cluster.request_timeout_s=20
+  local lp=$LP
   [ "$3" = 1 ] && kill_ps_at "$WORK/$1.log" "$run" $((MAX / 3)) $lp
-  wait "$lp" || fail "$1: local exited $?: $(tail -2 "$WORK/$1.log")"
-  "$TFX_NODE" export --run-dir "$run" --out "$WORK/$1.export" >/dev/null 2>&1 || fail "$1: export failed"
-  digest "$WORK/$1.export" >"$WORK/$1.digest"
-  [ -s "$WORK/$1.digest" ] || fail "$1: no tensors exported"
+  wait_and_digest "$1" "$lp" "$run"
   if [ "$3" = 1 ]; then
     [ "$(metric "$run/metrics.jsonl" train step)" -ge $((MAX - 20)) ] || fail "$1: did not train to $MAX"
     grep -q PS-PROMOTED "$run"/logs/ps-1.log || fail "$1: ps 1 was not promoted"
-    grep -hiE 'ROLLBACK|rolling every ps back|MASTER-PS-LOST' "$WORK/$1.log" "$run"/logs/*.log && fail "$1: rolled back"
+    rolled_back "$WORK/$1.log" "$run"/logs/*.log && fail "$1: rolled back"
     steps_never_back "$run/metrics.jsonl" || fail "$1: a worker's step went back"
   fi
 }

@@ -18,10 +18,9 @@ kill_ps() {
 }
 run() {
   local run=$WORK/$1
-  "$TFX_NODE" local --config "$WORK/mlp.json" --run-dir "$run" --max-steps $MAX --set cluster.replicas=1 \
-    --set training.seed=7 --set checkpoint.every_steps=0 --set cluster.request_timeout_s=20 >"$WORK/$1.log" 2>&1 &
-  local lp=$!
-  PIDS+=($lp)
+  start_local "$1" --config "$WORK/mlp.json" --run-dir "$run" --max-steps $MAX --set cluster.replicas=1 \
+    --set training.seed=7 --set checkpoint.every_steps=0 --set cluster.request_timeout_s=20
+  local lp=$LP
   if [ "$2" = 1 ]; then
     kill_ps_at "$WORK/$1.log" "$run" $((MAX / 10)) $lp
     wait_for 120 bash -c "[ \$(grep -c MASTER-REREPLICATED '$run/logs/master-0.log') -ge 2 ] || ! kill -0 $lp" ||
@@ -34,10 +33,7 @@ run() {
       [ \"\$s\" -ge $((at + 10)) ] || ! kill -0 $lp" || fail "$1: no progress after the rejoin"
     kill_ps "$1" $lp 1
   fi
-  wait "$lp" || fail "$1: local exited $?: $(tail -2 "$WORK/$1.log")"
-  "$TFX_NODE" export --run-dir "$run" --out "$WORK/$1.export" >/dev/null 2>&1 || fail "$1: export failed"
-  digest "$WORK/$1.export" >"$WORK/$1.digest"
-  [ -s "$WORK/$1.digest" ] || fail "$1: no tensors exported"
+  wait_and_digest "$1" "$lp" "$run"
 }
 run a 0
 run b 1
@@ -46,7 +42,7 @@ grep -q 'PS-REREPLICATED ps instance 0: ps 0' "$R"/logs/ps-1.log || fail "ps 1 d
 grep -q 'PS-REREPLICATED ps instance 1: ps 0' "$R"/logs/ps-1.log || fail "ps 1 did not stream instance 1 to ps 0"
 [ "$(grep -c MASTER-FAILOVER "$R"/logs/master-0.log)" -ge 3 ] ||
   fail "the second kill was not a failover: $(grep -h FAILOVER "$R"/logs/master-0.log)"
-grep -hiE 'ROLLBACK|rolling every ps back|MASTER-PS-LOST|MASTER-NO-FAILOVER' "$WORK/b.log" "$R"/logs/*.log && fail "rolled back"
+rolled_back "$WORK/b.log" "$R"/logs/*.log && fail "rolled back"
 steps_never_back "$R/metrics.jsonl" || fail "a worker's step went back"
 [ "$(step_of "$R")" -ge $((MAX - 20)) ] || fail "did not train to $MAX"
 cmp -s "$WORK/a.digest" "$WORK/b.digest" || fail "weights differ after kill, rejoin and a second kill: $(diff "$WORK/a.digest" "$WORK/b.digest")"

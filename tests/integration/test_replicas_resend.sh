@@ -14,39 +14,14 @@ sparse_lr_experiment "$WORK/lr.json" training.report_every=1
 # run LABEL KILL(0|1): MAX steps with replicas on; with KILL, kill -9 of ps 0 in the middle of a batch
 run() {
   local run=$WORK/$1
-  "$TFX_NODE" local --config "$WORK/lr.json" --run-dir "$run" --max-steps $MAX --set cluster.replicas=1 \
+  start_local "$1" --config "$WORK/lr.json" --run-dir "$run" --max-steps $MAX --set cluster.replicas=1 \
     --set cluster.replica_batch_steps=64 --set training.deterministic=true --set training.seed=7 \
-    --set checkpoint.every_steps=0 --set cluster.request_timeout_s=20 >"$WORK/$1.log" 2>&1 &
-  local lp=$!
-  PIDS+=($lp)
+    --set checkpoint.every_steps=0 --set cluster.request_timeout_s=20
+  local lp=$LP
   if [ "$2" = 1 ]; then # polled tightly: the step must still be inside the batch when the kill lands
-    python3 - "$run/metrics.jsonl" "$WORK/$1.log" "$lp" $MAX <<'PY' || fail "$1: no moment to kill ps 0 came"
-import os, re, signal, sys, time
-metrics, log, lp, top = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-end = time.time() + 300
-while time.time() < end:
-    try:
-        steps = [int(s) for s in re.findall(r'"step": *([0-9]+)', open(metrics).read())]
-    except OSError:
-        steps = []
-    s = max(steps) if steps else 0
-    if s >= top // 4 and 16 <= s % 64 <= 40:
-        pid = re.findall(r"LOCAL-SPAWN ps 0: pid ([0-9]+)", open(log).read())[-1]
-        os.kill(int(pid), signal.SIGKILL)
-        print(f"killed ps 0 at step {s}")
-        sys.exit(0)
-    try:
-        os.kill(lp, 0)
-    except OSError:
-        sys.exit(1)
-    time.sleep(0.002)
-sys.exit(1)
-PY
+    kill_ps_at "$WORK/$1.log" "$run" $((MAX / 4)) $lp 0 64:16-40
   fi
-  wait "$lp" || fail "$1: local exited $?: $(tail -2 "$WORK/$1.log")"
-  "$TFX_NODE" export --run-dir "$run" --out "$WORK/$1.export" >/dev/null 2>&1 || fail "$1: export failed"
-  digest "$WORK/$1.export" >"$WORK/$1.digest"
-  [ -s "$WORK/$1.digest" ] || fail "$1: no tensors exported"
+  wait_and_digest "$1" "$lp" "$run"
 }
 # resent_applied LABEL: the promoted backup's step at promotion is below the last step a worker sent again
 resent_applied() {
@@ -70,7 +45,7 @@ else
   set -- b
 fi
 R=$WORK/$1
-grep -hiE 'ROLLBACK|rolling every ps back|MASTER-PS-LOST' "$WORK/$1.log" "$R"/logs/*.log && fail "$1: rolled back"
+rolled_back "$WORK/$1.log" "$R"/logs/*.log && fail "$1: rolled back"
 steps_never_back "$R/metrics.jsonl" || fail "$1: a worker's step went back"
 [ "$(metric "$R/metrics.jsonl" train step)" -ge $((MAX - 5)) ] || fail "$1: did not train to $MAX"
 cmp -s "$WORK/a.digest" "$WORK/$1.digest" ||

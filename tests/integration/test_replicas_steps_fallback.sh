@@ -13,15 +13,11 @@ sparse_lr_experiment "$WORK/lr.json" training.report_every=10 \
 # run LABEL KILL(0|1)
 run() {
   local run=$WORK/$1
-  "$TFX_NODE" local --config "$WORK/lr.json" --run-dir "$run" --max-steps $MAX --set cluster.replicas=1 \
-    --set training.seed=7 --set checkpoint.every_steps=4096 --set cluster.request_timeout_s=20 >"$WORK/$1.log" 2>&1 &
-  local lp=$!
-  PIDS+=($lp)
+  start_local "$1" --config "$WORK/lr.json" --run-dir "$run" --max-steps $MAX --set cluster.replicas=1 \
+    --set training.seed=7 --set checkpoint.every_steps=4096 --set cluster.request_timeout_s=20
+  local lp=$LP
   [ "$2" = 1 ] && kill_ps_at "$WORK/$1.log" "$run" $((MAX / 3)) $lp
-  wait "$lp" || fail "$1: local exited $?: $(tail -2 "$WORK/$1.log")"
-  "$TFX_NODE" export --run-dir "$run" --out "$WORK/$1.export" >/dev/null 2>&1 || fail "$1: export failed"
-  digest "$WORK/$1.export" >"$WORK/$1.digest"
-  [ -s "$WORK/$1.digest" ] || fail "$1: no tensors exported"
+  wait_and_digest "$1" "$lp" "$run"
   grep -q "PS-REPLICA-STEPS ps instance 1: .*a worker could keep more than 64 MiB" "$run"/logs/ps-1.log ||
     fail "$1: ps 1 did not leave the checkpoint-kept mode: $(grep -h 'PS-REPLICA\|PS-STOP ' "$run"/logs/ps-1.log)"
 }

@@ -12,17 +12,12 @@ experiment "$WORK/mlp.json" training.report_every=10 eval.every_steps=0 model.la
 # run LABEL KILL: KILL is none or ps0 (kill -9 of ps 0 once step 250 is reported)
 run() {
   local run=$WORK/$1 lp
-  "$TFX_NODE" local --config "$WORK/mlp.json" --run-dir "$run" --ps 2 --workers 2 --max-steps $MAX \
+  start_local "$1" --config "$WORK/mlp.json" --run-dir "$run" --ps 2 --workers 2 --max-steps $MAX \
     --set cluster.replicas=0 --set training.deterministic=true --set training.seed=7 \
-    --set checkpoint.every_steps=100 --set checkpoint.every_secs=0 --set cluster.request_timeout_s=20 \
-    >"$WORK/$1.log" 2>&1 &
-  lp=$!
-  PIDS+=($lp)
+    --set checkpoint.every_steps=100 --set checkpoint.every_secs=0 --set cluster.request_timeout_s=20
+  lp=$LP
   [ "$2" = none ] || kill_ps_at "$WORK/$1.log" "$run" 250 $lp 0 >"$WORK/$1.kill"
-  wait "$lp" || fail "$1: local exited $?: $(tail -2 "$WORK/$1.log")"
-  "$TFX_NODE" export --run-dir "$run" --out "$WORK/$1.export" >/dev/null 2>&1 || fail "$1: export failed"
-  digest "$WORK/$1.export" >"$WORK/$1.digest"
-  [ -s "$WORK/$1.digest" ] || fail "$1: no tensors exported"
+  wait_and_digest "$1" "$lp" "$run"
 }
 run a none
 run b ps0

@@ -4,14 +4,15 @@
 # each ps in turn is killed with kill -9 mid-run. A worker whose row pull finds its ps gone (or back empty) logs
 # WORKER-PS-WAIT and pulls until every ps answers, then asks for its batch's rows again: no worker exits
 # ("training input: ... connection was lost", exit 1, was 2 of 4 tries with one kill), and the run finishes with
-# exit 0 and learns.
+# exit 0 and learns. Without replicas (cluster.replicas 0; with them a lost ps's backup takes over and nobody
+# waits: test_replicas_lazy.sh).
 . "$(dirname "$0")/lib.sh"
 python3 "$(dirname "$0")/sparse_data.py" "$WORK"
 experiment "$WORK/lr.json" model.input_shape='[1048576]' \
   model.layers='[{"type": "embedding_bag", "units": 4, "combiner": "sum"}]' model.loss='"softmax_cross_entropy"' \
   data.format='"libsvm"' data.train.images="\"$WORK/train.libsvm\"" data.eval.images="\"$WORK/test.libsvm\"" \
   data.scale=1 optimizer.name='"adagrad"' optimizer.learning_rate=0.5 training.batch_size=32 training.epochs=60 cluster.request_timeout_s=10 \
-  training.report_every=50 eval.every_steps=0 checkpoint.every_steps=500
+  training.report_every=50 eval.every_steps=0 checkpoint.every_steps=500 cluster.replicas=0
 RUN=$WORK/run
 "$TFX_NODE" local --config "$WORK/lr.json" --run-dir "$RUN" --ps 2 --workers 2 >"$WORK/local.log" 2>&1 &
 LP=$!

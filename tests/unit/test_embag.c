@@ -1,9 +1,9 @@
 /* The embedding bag over sparse examples: forward against a hand-computed reference for each combiner (weights
  * from the LibSVM values, empty bags), the row-sparse backward (ascending unique rows, duplicates summed) checked
  * by finite differences, ids outside the table refused by name, untouched rows left bit for bit by the lazy
- * update, a row source's batch rows read instead of the table (a worker's), the CSR data path (LibSVM kept
- * sparse, the batcher's sparse batches), and what a lazy table adds to the bound on a message's frames
- * (tfx_model_extent). */
+ * update, a lent batch's rows filled by the caller read instead of the table (a worker's, or gathered from the
+ * model's own), the CSR data path (LibSVM kept sparse, the batcher's sparse batches), and what a lazy table adds to
+ * the bound on a message's frames (tfx_model_extent). */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -128,8 +128,8 @@ Test(embag, backward_gives_touched_rows_that_match_finite_differences) {
   tfx_model_destroy(m);
 }
 
-/* A row source as a worker's: checks the lent batch's ids and copies their rows from a table that holds the
- * values (ctx) into the batch's rows, counting its calls. */
+/* A worker's ps: checks the lent batch's ids and copies their rows from a table that holds the values into the
+ * batch's rows, counting its calls. */
 typedef struct fake_ps {
   const tfx_var *table;
   const int64_t *want;
@@ -137,42 +137,46 @@ typedef struct fake_ps {
   int calls;
 } fake_ps;
 
-static int fake_rows(void *ctx, tfx_model *m, tfx_err *err) {
-  fake_ps *ps = ctx;
+static void fake_rows(fake_ps *ps, tfx_model *m) {
   tfx_var *v = tfx_model_find_var(m, "embedding_bag_1/embeddings");
-  (void)err;
   ps->calls++;
   cr_assert_eq(v->n_batch, ps->n_want, "the batch's rows: %zu", v->n_batch);
   for (size_t k = 0; k < v->n_batch; k++) {
     cr_assert_eq(v->batch_ids[k], ps->want[k], "row %zu is id %lld", k, (long long)v->batch_ids[k]);
     memcpy(v->batch_vals + k * K, ps->table->value + v->batch_ids[k] * K, sizeof(float) * K);
   }
-  return TFX_OK;
 }
 
-/* One forward/backward of batch c with labels y; the logits into out. */
-static void bag_step(tfx_model *m, const tfx_csr *c, const int32_t *y, float *out) {
+/* One forward/backward of batch c with labels y; the logits into out. The batch's rows, between lending it and
+ * forward: from ps (a worker's), or gathered from the model's own table (gather), or none (read in place). */
+static void bag_step(tfx_model *m, const tfx_csr *c, const int32_t *y, float *out, fake_ps *ps, int gather) {
   tfx_step_stats st;
   cr_assert_eq(tfx_model_set_csr(m, c, 1, NULL), TFX_OK);
+  if (ps) {
+    fake_rows(ps, m);
+  }
+  if (gather) {
+    tfx_model_gather_rows(m);
+  }
   memcpy(out, tfx_model_forward(m, NULL, (int)c->n, 1, 0), sizeof(float) * (size_t)c->n * K);
   tfx_model_loss(m, y, (int)c->n, 1, &st);
   tfx_model_backward(m, NULL, (int)c->n);
 }
 
-Test(embag, a_row_source_fills_the_batch_rows_which_forward_reads_instead_of_the_table) {
+Test(embag, the_batch_rows_filled_after_lending_are_what_forward_reads_instead_of_the_table) {
   tfx_model *local = bag_model("mean", 1), *worker = bag_model("mean", 1);
   tfx_var *lt = tfx_model_find_var(local, "embedding_bag_1/embeddings");
   tfx_var *wt = tfx_model_find_var(worker, "embedding_bag_1/embeddings");
   for (size_t i = 0; i < wt->count; i++) {
-    wt->value[i] = NAN; /* the worker's own table is never read: its rows come from the source */
+    wt->value[i] = NAN; /* the worker's own table is never read: its rows come from the ps */
   }
   const int64_t want3[] = {0, 1, 4, 9};
   fake_ps ps = {lt, want3, 4, 0};
-  tfx_model_set_row_source(worker, fake_rows, &ps);
+  tfx_model_set_rows(worker, TFX_ROWS_BATCH);
   int32_t y[4] = {0, 2, 1, 1};
   float a[4 * K], b[4 * K];
-  bag_step(local, &batch3, y, a);
-  bag_step(worker, &batch3, y, b);
+  bag_step(local, &batch3, y, a, NULL, 0);
+  bag_step(worker, &batch3, y, b, &ps, 0);
   cr_assert_eq(ps.calls, 1);
   cr_assert_eq(memcmp(a, b, sizeof(float) * 3 * K), 0, "the logits differ from the table's");
   cr_assert_eq(wt->n_rows, lt->n_rows);
@@ -185,13 +189,31 @@ Test(embag, a_row_source_fills_the_batch_rows_which_forward_reads_instead_of_the
   const int64_t want4[] = {1, 2, 3, 5, 6, 7, 8, 9};
   ps.want = want4;
   ps.n_want = 8;
-  bag_step(local, &batch4, y, a);
-  bag_step(worker, &batch4, y, b);
+  bag_step(local, &batch4, y, a, NULL, 0);
+  bag_step(worker, &batch4, y, b, &ps, 0);
   cr_assert_eq(ps.calls, 2);
   cr_assert_eq(memcmp(a, b, sizeof a), 0, "the second batch's logits differ from the table's");
   cr_assert_eq(memcmp(wt->grad, lt->grad, sizeof(float) * lt->n_rows * K), 0);
   tfx_model_destroy(local);
   tfx_model_destroy(worker);
+}
+
+Test(embag, rows_gathered_from_the_models_own_table_train_as_the_table_read_in_place) {
+  tfx_model *local = bag_model("sqrtn", 1), *one = bag_model("sqrtn", 1);
+  tfx_var *lt = tfx_model_find_var(local, "embedding_bag_1/embeddings");
+  tfx_var *ot = tfx_model_find_var(one, "embedding_bag_1/embeddings");
+  tfx_model_set_rows(one, TFX_ROWS_BATCH);
+  int32_t y[3] = {0, 2, 1};
+  float a[3 * K], b[3 * K];
+  bag_step(local, &batch3, y, a, NULL, 0);
+  cr_assert_eq(tfx_model_set_csr(one, &batch3, 1, NULL), TFX_OK);
+  cr_assert_eq(ot->n_batch, 4, "the batch's rows listed: %zu", ot->n_batch);
+  bag_step(one, &batch3, y, b, NULL, 1);
+  cr_assert_eq(memcmp(a, b, sizeof a), 0, "the logits of the gathered rows differ from the table's");
+  cr_assert_eq(ot->n_rows, lt->n_rows);
+  cr_assert_eq(memcmp(ot->grad, lt->grad, sizeof(float) * lt->n_rows * K), 0, "the row gradients differ");
+  tfx_model_destroy(local);
+  tfx_model_destroy(one);
 }
 
 Test(embag, an_id_outside_the_table_is_named) {

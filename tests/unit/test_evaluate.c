@@ -274,3 +274,59 @@ Test(evaluate, a_binary_sigmoid_classifier_takes_labels_0_and_1_and_reports_auc)
   cr_assert_eq(tfx_model_check_labels(m, two, 1, NULL, NULL), TFX_EINVAL, "a binary label is 0 or 1");
   tfx_model_destroy(m);
 }
+
+/* An embedding bag over 10 ids with 3 outputs, its table drawn uniform in +-0.5, reading its rows as `rows` says. */
+static tfx_model *bag_model(tfx_rows rows) {
+  tfx_config cfg;
+  tfx_config_init(&cfg);
+  tfx_err err = {0};
+  cr_assert_eq(tfx_config_parse(&cfg,
+                                "{\"model\": {\"input_shape\": [10], \"layers\": [{\"type\": \"embedding_bag\", "
+                                "\"units\": 3, \"initializer\": \"uniform:0.5\"}]}}",
+                                "bag", &err),
+               TFX_OK, "%s", err.msg);
+  tfx_model *m = NULL;
+  cr_assert_eq(tfx_model_create(&cfg, 2, &m, &err), TFX_OK, "%s", err.msg);
+  tfx_model_init_vars(m, 5);
+  tfx_model_set_rows(m, rows);
+  return m;
+}
+
+/* The master's and the workers' evaluation: a pass whose caller fills each lent batch's rows of the lazy table (from
+ * its ps; here from another model's table) between next and score scores what tfx_evaluate scores on the table read
+ * in place, bit for bit; score without a lent batch is refused. */
+Test(evaluate, a_pass_whose_caller_fills_each_batchs_rows_scores_as_the_table_read_in_place) {
+  tfx_model *local = bag_model(TFX_ROWS_TABLE), *remote = bag_model(TFX_ROWS_BATCH);
+  tfx_var *lt = tfx_model_find_var(local, "embedding_bag_1/embeddings");
+  tfx_var *rt = tfx_model_find_var(remote, "embedding_bag_1/embeddings");
+  for (size_t i = 0; i < rt->count; i++) {
+    rt->value[i] = NAN; /* never read: the rows come from the caller */
+  }
+  int64_t off[] = {0, 2, 2, 5, 6, 8}, ids[] = {1, 7, 3, 3, 9, 0, 7, 2};
+  int32_t y[] = {0, 2, 1, 1, 0};
+  tfx_dataset d = {.n = 5, .y = y, .n_fields = 1};
+  d.fields[0] = (tfx_field){off, ids, NULL};
+  tfx_eval_result a, b;
+  tfx_err err = {0};
+  cr_assert_eq(tfx_evaluate(local, &d, 2, &a, &err), TFX_OK, "%s", err.msg);
+  tfx_eval_span span = {2, 0, d.n, NULL, NULL, NULL};
+  tfx_eval_pass *p = NULL;
+  cr_assert_eq(tfx_eval_pass_create(remote, &d, &span, &p, &err), TFX_OK, "%s", err.msg);
+  cr_assert_eq(tfx_eval_pass_score(p, &err), TFX_ESTATE, "no batch lent yet");
+  int lent = 0, batches = 0;
+  while (tfx_eval_pass_next(p, &lent, &err) == TFX_OK && lent) {
+    for (size_t k = 0; k < rt->n_batch; k++) {
+      memcpy(rt->batch_vals + k * 3, lt->value + rt->batch_ids[k] * 3, sizeof(float) * 3);
+    }
+    cr_assert_eq(tfx_eval_pass_score(p, &err), TFX_OK, "%s", err.msg);
+    batches++;
+  }
+  cr_assert_eq(batches, 3, "5 examples in batches of 2");
+  tfx_eval_pass_result(p, &b);
+  tfx_eval_pass_destroy(p);
+  cr_assert_eq(b.examples, 5);
+  cr_assert(a.loss == b.loss && a.accuracy == b.accuracy, "loss %g/%g accuracy %g/%g", a.loss, b.loss, a.accuracy,
+            b.accuracy);
+  tfx_model_destroy(local);
+  tfx_model_destroy(remote);
+}

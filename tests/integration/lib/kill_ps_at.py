@@ -1,0 +1,33 @@
+"""kill_ps_at.py LOG RUN STEP LP [PS [MOD:LO-HI]]: kill -9 of ps PS of a `local` cluster once RUN/metrics.jsonl has a
+train step >= STEP (and in the window MOD:LO-HI), the workers held meanwhile; exit 1 when the run ended first.
+lib.sh's kill_ps_at says more."""
+import json, os, re, signal, sys, time
+log, run, at, lp = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+ps = sys.argv[5] if len(sys.argv) > 5 else "0"
+mod, lo, hi = (int(x) for x in re.split("[:-]", sys.argv[6])) if len(sys.argv) > 6 else (1, 0, 0)
+def alive(pid):
+    try:
+        os.kill(pid, 0)
+        return True
+    except OSError:
+        return False
+def step():
+    try:
+        steps = [json.loads(l).get("step", 0) for l in open(run + "/metrics.jsonl") if '"train"' in l]
+    except (OSError, ValueError):
+        return -1
+    return max(steps, default=-1)
+while step() < at or not lo <= step() % mod <= hi:
+    if not alive(lp):
+        sys.exit(1)
+    time.sleep(0.02 if mod == 1 else 0.002)
+text = open(log).read()
+workers = {w: int(p) for w, p in re.findall(r"LOCAL-SPAWN worker ([0-9]+): pid ([0-9]+)", text)}
+victim = int(re.findall(r"LOCAL-SPAWN ps " + ps + r": pid ([0-9]+)", text)[-1])
+for p in workers.values():
+    os.kill(p, signal.SIGSTOP)
+s = step()
+os.kill(victim, signal.SIGKILL)
+for p in workers.values():
+    os.kill(p, signal.SIGCONT)
+print(f"killed ps {ps} (pid {victim}) at step {s}")
