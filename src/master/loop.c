@@ -85,6 +85,20 @@ static int final_evaluate(master *m, tfx_err *err) {
   }
 }
 
+/* Whether a ps said that updates could not be applied (out of memory, PS-NOMEM): the model is then not what
+ * training asked for, and the run does not end as a success (err says so). */
+static int updates_lost(master *m, tfx_err *err) {
+  double lost = 0;
+  for (int p = 0; p < m->n_ps && p < OBS_MAX_PS; p++) {
+    lost += m->ps[p].stats.update_failures;
+  }
+  if (lost > 0) {
+    tfx_err_set(err, TFX_ENOMEM, "%.0f update(s) could not be applied on the ps (out of memory: PS-NOMEM in their "
+                "logs): the model is not what training asked for; its checkpoints are kept", lost);
+  }
+  return lost > 0;
+}
+
 /* Stops the workers, then (unless `checkpointed`) checkpoints where the ps stand, and evaluates the final step. */
 static int finish(master *m, int checkpointed, tfx_err *err) {
   m->finished = 1;
@@ -101,6 +115,9 @@ static int finish(master *m, int checkpointed, tfx_err *err) {
     rc = rc ? rc : ev;
   }
   master__validate(m, 1);
+  int lost = saved && !rc ? updates_lost(m, err) : 0;
+  rc = lost ? TFX_ENOMEM : rc;
+  saved = saved && !lost;
   if (saved) { /* a run whose final checkpoint failed is not "done": its error says why (ENOSPC, say) */
     tfx_progress_done(&m->progress, m->global_step, m->last_acc, no_acc_reason(m));
   }

@@ -27,7 +27,8 @@
   X(pulls_served, "tfx_pulls_served_total", "Pulls each ps answered.")                                   \
   X(nan_rejected, "tfx_nan_rejected_pushes_total",                                                       \
     "Pushes with NaN/Inf each ps rejected (training.nan_policy = reject).")                              \
-  X(nan_skipped, "tfx_nan_skipped_pushes_total", "Pushes with NaN/Inf each ps skipped (training.nan_policy = skip).")
+  X(nan_skipped, "tfx_nan_skipped_pushes_total", "Pushes with NaN/Inf each ps skipped (training.nan_policy = skip).") \
+  X(update_failures, "tfx_update_failures_total", "Updates each ps could not apply (out of memory: PS-NOMEM).")
 
 /* The counters of one ps's last STATUS reply (master__observe_ps). */
 typedef struct ps_stats {

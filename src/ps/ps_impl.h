@@ -82,6 +82,8 @@ typedef struct pending_pull {
   X(COUNT, ledger, "ledger_pushes", "tfx_ps_ledger_pushes_total",                                                   \
     "Worker pushes this ps instance took over the run (a promoted backup goes on from its primary's count).",       \
     "counter")                                                                                                     \
+  X(COUNT, update_failures, "update_failures", "tfx_ps_update_failures_total",                                     \
+    "Updates not applied for want of memory (PS-NOMEM): the run then does not end as a success.", "counter")       \
   X(COUNT, stale, "stale_dropped", "tfx_ps_stale_dropped_total", "Stale or duplicate gradients dropped.", "counter") \
   X(COUNT, rejected, "rejected", "tfx_ps_rejected_total", "Requests rejected (bad names, shapes, NaN).", "counter")  \
   X(COUNT, pulls, "pulls_served", "tfx_ps_pulls_served_total", "Pulls answered.", "counter")                         \

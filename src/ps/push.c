@@ -308,12 +308,14 @@ static void apply_accumulated(ps_state *p) {
     if (s->table) {
       if (ps__lazy_apply_accumulated(p, s, scale)) {
         tfx_log(TFX_LOG_ERROR, "PS-NOMEM", "table %s: out of memory for new rows; some not applied", s->var);
+        p->stats.update_failures++;
       }
       continue;
     }
     int sparse = !s->acc_dense;
     if (sparse ? apply_touched_rows(p, s, scale) : apply_one(p, s, s->acc, scale)) {
       tfx_log(TFX_LOG_ERROR, "PS-NOMEM", "'%s': out of memory copying for an update; not applied", s->key);
+      p->stats.update_failures++;
     }
     if (!sparse) {
       memset(s->acc, 0, sizeof(float) * s->count);
@@ -659,6 +661,7 @@ int ps__push(ps_state *p, tfx_inmsg *m, tfx_err *err) {
   if (rc == TFX_ENAN) {
     rc = nan_outcome(p, m, err);
   }
+  p->stats.update_failures += rc == TFX_ENOMEM;
   if (rc) {
     return rc;
   }
