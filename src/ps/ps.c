@@ -340,15 +340,14 @@ static int handle_data(ps_state *p, tfx_inmsg *m, tfx_err *err) {
         p->behind |= rc != TFX_OK;
         return rc || !(e->flag & PS_FLAG_ACKED) ? rc : reply_simple(p, m, p->version, 0, NULL, err);
       }
-      if (e->flag & PS_FLAG_FORWARDED) { /* held once received: the primary applies it meanwhile */
-        int64_t holds = p->version + p->log_steps + ((e->flag & PS_FLAG_STEP) ? (int64_t)e->n_stats : 0);
-        rc = reply_simple(p, m, holds, 0, NULL, err); /* a batch's acknowledgement: the steps below are held */
-        if (e->flag & PS_FLAG_STEP) {
-          ps__log_hold(p, m);
-          return rc;
-        }
-        ps__push(p, m, NULL); /* a refusal here is the primary's too, answered there */
+      if ((e->flag & PS_FLAG_STEP) && (e->flag & PS_FLAG_FORWARDED)) { /* held once received, applied later */
+        rc = reply_simple(p, m, p->version + p->log_steps + (int64_t)e->n_stats, 0, NULL, err); /* its steps held */
+        ps__log_hold(p, m);
         return rc;
+      }
+      if (e->flag & PS_FLAG_FORWARDED) {
+        return tfx_err_set(err, TFX_EPROTO, "a forwarded push that is neither a batch of steps, a snapshot, rows nor "
+                           "a checkpoint's news: no primary sends one");
       }
       return ps__push_ordered(p, m, err);
     case TFX__MSG_TYPE__MSG_CHECKPOINT:
