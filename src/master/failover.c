@@ -92,11 +92,12 @@ void master__note_replica(master *m, int p, const tfx_envelope *status) {
 
 int master__promote(master *m, int p, const char *why, tfx_err *err) {
   int b = m->ps[p].backup;
-  int rc = b < 0 ? tfx_err_set(err, TFX_ESTATE, "ps instance %d has no backup left (lost earlier, not re-replicated yet)", p)
-           : m->ps[b].gone ? tfx_err_set(err, TFX_ESTATE, "ps instance %d has no live backup (ps %d is lost too)", p, b)
-           : m->ps[p].unreplicated
-               ? tfx_err_set(err, TFX_ESTATE, "ps instance %d had lost its backup on ps %d before it was lost", p, b)
-               : TFX_OK;
+  int rc =
+      b < 0 ? tfx_err_set(err, TFX_ESTATE, "ps instance %d has no backup left (lost earlier, not re-replicated yet)", p)
+      : m->ps[b].gone ? tfx_err_set(err, TFX_ESTATE, "ps instance %d has no live backup (ps %d is lost too)", p, b)
+      : m->ps[p].unreplicated
+          ? tfx_err_set(err, TFX_ESTATE, "ps instance %d had lost its backup on ps %d before it was lost", p, b)
+          : TFX_OK;
   if (rc) {
     tfx_log(TFX_LOG_WARN, "MASTER-NO-FAILOVER", "ps %d lost (%s) and not promoted: %s", p, why, err->msg);
     return rc;

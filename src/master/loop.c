@@ -93,8 +93,10 @@ static int updates_lost(master *m, tfx_err *err) {
     lost += m->ps[p].stats.update_failures;
   }
   if (lost > 0) {
-    tfx_err_set(err, TFX_ENOMEM, "%.0f update(s) could not be applied on the ps (out of memory: PS-NOMEM in their "
-                "logs): the model is not what training asked for; its checkpoints are kept", lost);
+    tfx_err_set(err, TFX_ENOMEM,
+                "%.0f update(s) could not be applied on the ps (out of memory: PS-NOMEM in their "
+                "logs): the model is not what training asked for; its checkpoints are kept",
+                lost);
   }
   return lost > 0;
 }

@@ -20,13 +20,13 @@
 #define OBS_MAX_PS 64 /* ps whose counters /metrics shows */
 
 /* The counters of a ps's STATUS reply that /metrics shows: X(field and STATUS key, metric name, help). */
-#define MASTER_PS_STATS(X)                                                                               \
-  X(stale_dropped, "tfx_stale_gradients_dropped_total", "Stale or duplicate gradients each ps dropped.") \
-  X(rejected, "tfx_rejected_requests_total", "Requests each ps rejected (bad names, shapes, NaN).")      \
-  X(bad_frames, "tfx_rejected_frames_total", "Malformed frames each ps dropped.")                        \
-  X(pulls_served, "tfx_pulls_served_total", "Pulls each ps answered.")                                   \
-  X(nan_rejected, "tfx_nan_rejected_pushes_total",                                                       \
-    "Pushes with NaN/Inf each ps rejected (training.nan_policy = reject).")                              \
+#define MASTER_PS_STATS(X)                                                                                            \
+  X(stale_dropped, "tfx_stale_gradients_dropped_total", "Stale or duplicate gradients each ps dropped.")              \
+  X(rejected, "tfx_rejected_requests_total", "Requests each ps rejected (bad names, shapes, NaN).")                   \
+  X(bad_frames, "tfx_rejected_frames_total", "Malformed frames each ps dropped.")                                     \
+  X(pulls_served, "tfx_pulls_served_total", "Pulls each ps answered.")                                                \
+  X(nan_rejected, "tfx_nan_rejected_pushes_total",                                                                    \
+    "Pushes with NaN/Inf each ps rejected (training.nan_policy = reject).")                                           \
   X(nan_skipped, "tfx_nan_skipped_pushes_total", "Pushes with NaN/Inf each ps skipped (training.nan_policy = skip).") \
   X(update_failures, "tfx_update_failures_total", "Updates each ps could not apply (out of memory: PS-NOMEM).")
 

@@ -346,7 +346,8 @@ static int handle_data(ps_state *p, tfx_inmsg *m, tfx_err *err) {
         return rc;
       }
       if (e->flag & PS_FLAG_FORWARDED) {
-        return tfx_err_set(err, TFX_EPROTO, "a forwarded push that is neither a batch of steps, a snapshot, rows nor "
+        return tfx_err_set(err, TFX_EPROTO,
+                           "a forwarded push that is neither a batch of steps, a snapshot, rows nor "
                            "a checkpoint's news: no primary sends one");
       }
       return ps__push_ordered(p, m, err);

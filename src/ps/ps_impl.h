@@ -79,11 +79,11 @@ typedef struct pending_pull {
   X(SHOWN, shards, "shards", "tfx_ps_shards", "Variables or slices held.", "gauge")                                  \
   X(SHOWN, bytes, "bytes", "tfx_ps_bytes", "Bytes of variable values held.", "gauge")                                \
   X(COUNT, applied, "pushes_applied", "tfx_ps_pushes_applied_total", "Gradient pushes applied.", "counter")          \
-  X(COUNT, ledger, "ledger_pushes", "tfx_ps_ledger_pushes_total",                                                   \
-    "Worker pushes this ps instance took over the run (a promoted backup goes on from its primary's count).",       \
-    "counter")                                                                                                     \
-  X(COUNT, update_failures, "update_failures", "tfx_ps_update_failures_total",                                     \
-    "Updates not applied for want of memory (PS-NOMEM): the run then does not end as a success.", "counter")       \
+  X(COUNT, ledger, "ledger_pushes", "tfx_ps_ledger_pushes_total",                                                    \
+    "Worker pushes this ps instance took over the run (a promoted backup goes on from its primary's count).",        \
+    "counter")                                                                                                       \
+  X(COUNT, update_failures, "update_failures", "tfx_ps_update_failures_total",                                       \
+    "Updates not applied for want of memory (PS-NOMEM): the run then does not end as a success.", "counter")         \
   X(COUNT, stale, "stale_dropped", "tfx_ps_stale_dropped_total", "Stale or duplicate gradients dropped.", "counter") \
   X(COUNT, rejected, "rejected", "tfx_ps_rejected_total", "Requests rejected (bad names, shapes, NaN).", "counter")  \
   X(COUNT, pulls, "pulls_served", "tfx_ps_pulls_served_total", "Pulls answered.", "counter")                         \
@@ -94,16 +94,16 @@ typedef struct pending_pull {
     "Pushes rejected for NaN/Inf (training.nan_policy = reject).", "counter")                                        \
   X(COUNT, nan_skipped, "nan_skipped", "tfx_ps_nan_skipped_total",                                                   \
     "Pushes skipped for NaN/Inf (training.nan_policy = skip).", "counter")                                           \
-  X(COUNT, forwarded, "pushes_forwarded", "tfx_ps_pushes_forwarded_total",                                          \
-    "Pushes forwarded to the backup before they were applied (cluster.replicas 1).", "counter")                    \
-  X(COUNT, replica_bytes, "replica_bytes", "tfx_ps_replica_bytes_total",                                          \
-    "Bytes sent to this ps's backup: steps, snapshots, forwarded pushes (cluster.replicas 1).", "counter")        \
-  X(COUNT, stale_epoch, "stale_epoch", "tfx_ps_stale_epoch_total",                                                 \
-    "Forwarded pushes refused for an older plan epoch (or a promoted backup).", "counter")                         \
-  X(COUNT, held, "held_in_order", "tfx_ps_held_in_order_total",                                                  \
-    "Sync pushes held until a lower worker's came (training.deterministic).", "counter")                          \
-  X(SHOWN, unreplicated, "unreplicated", "tfx_ps_unreplicated",                                                    \
-    "1 when cluster.replicas is 1 and this ps's own shards have no backup (lost).", "gauge")                       \
+  X(COUNT, forwarded, "pushes_forwarded", "tfx_ps_pushes_forwarded_total",                                           \
+    "Pushes forwarded to the backup before they were applied (cluster.replicas 1).", "counter")                      \
+  X(COUNT, replica_bytes, "replica_bytes", "tfx_ps_replica_bytes_total",                                             \
+    "Bytes sent to this ps's backup: steps, snapshots, forwarded pushes (cluster.replicas 1).", "counter")           \
+  X(COUNT, stale_epoch, "stale_epoch", "tfx_ps_stale_epoch_total",                                                   \
+    "Forwarded pushes refused for an older plan epoch (or a promoted backup).", "counter")                           \
+  X(COUNT, held, "held_in_order", "tfx_ps_held_in_order_total",                                                      \
+    "Sync pushes held until a lower worker's came (training.deterministic).", "counter")                             \
+  X(SHOWN, unreplicated, "unreplicated", "tfx_ps_unreplicated",                                                      \
+    "1 when cluster.replicas is 1 and this ps's own shards have no backup (lost).", "gauge")                         \
   X(SHOWN, busy_seconds, NULL, "tfx_ps_busy_seconds_total", "Time spent handling messages.", "counter")              \
   X(COUNT, handled, NULL, "tfx_ps_messages_total", "Messages handled.", "counter")                                   \
   X(COUNT, cow_copies, NULL, NULL, NULL, NULL)
@@ -272,11 +272,13 @@ int ps__own_value(ps_state *p, shard *s);
 size_t ps__bytes(const ps_state *p);
 /* The shard with this key (borrowed), or NULL. */
 shard *ps__find(ps_state *p, const char *key);
-/* Replies to a pull of `worker` (-1: not a worker) with the values of the named shards (all if none named), sent in place; with changed_only,
- * non-trainable shards never assigned are left out; with since >= 0 (at most the version), shards unchanged since
- * that version are left out. Lazy tables are never sent whole: the rows of each want (Envelope.want) are. */
+/* Replies to a pull of `worker` (-1: not a worker) with the values of the named shards (all if none named), sent in
+ * place; with changed_only, non-trainable shards never assigned are left out; with since >= 0 (at most the version),
+ * shards unchanged since that version are left out. Lazy tables are never sent whole: the rows of each want
+ * (Envelope.want) are. */
 int ps__send_values(ps_state *p, const zmq_msg_t *identity, uint64_t request_id, int worker, char **names,
-                    size_t n_names, int changed_only, int64_t since, Tfx__Tensor *const *want, size_t n_want, tfx_err *err);
+                    size_t n_names, int changed_only, int64_t since, Tfx__Tensor *const *want, size_t n_want,
+                    tfx_err *err);
 /* The Envelope.since of a request as a version, or -1 when absent (or out of range). */
 int64_t ps__since(const tfx_envelope *e);
 /* Marks a shard changed by an update made now (see shard.changed). */

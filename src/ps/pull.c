@@ -88,8 +88,8 @@ int ps__park(ps_state *p, tfx_inmsg *m, int64_t min_version, int changed_only, t
 int ps__pull(ps_state *p, tfx_inmsg *m, tfx_err *err) {
   const tfx_envelope *e = m->env;
   if (ps__pull_ready(p, e->step, ps__worker_of(e))) {
-    return ps__send_values(p, &m->identity, e->request_id, ps__worker_of(e), e->names, e->n_names, 0, ps__since(e), e->want, e->n_want,
-                           err);
+    return ps__send_values(p, &m->identity, e->request_id, ps__worker_of(e), e->names, e->n_names, 0, ps__since(e),
+                           e->want, e->n_want, err);
   }
   return ps__park(p, m, e->step, 0, err);
 }
@@ -109,8 +109,8 @@ void ps__service(ps_state *p) {
       continue;
     }
     tfx_err err;
-    if (ps__send_values(p, &q->identity, q->request_id, q->worker, q->names, q->n_names, q->changed_only, q->since, q->want,
-                        q->n_want, &err)) {
+    if (ps__send_values(p, &q->identity, q->request_id, q->worker, q->names, q->n_names, q->changed_only, q->since,
+                        q->want, q->n_want, &err)) {
       tfx_log(TFX_LOG_WARN, "PS-PULL-FAIL", "%s", err.msg);
     }
     remove_pending(p, i);

@@ -584,7 +584,8 @@ static int answer_push(ps_state *p, tfx_inmsg *m, int stale, tfx_err *err) {
   if (e->flag & 1) {
     int64_t want = ps__push_pull_version(p, e);
     if (ps__pull_ready(p, want, ps__worker_of(e))) {
-      return ps__send_values(p, &m->identity, e->request_id, ps__worker_of(e), NULL, 0, 1, ps__since(e), e->want, e->n_want, err);
+      return ps__send_values(p, &m->identity, e->request_id, ps__worker_of(e), NULL, 0, 1, ps__since(e), e->want,
+                             e->n_want, err);
     }
     return ps__park(p, m, want, 1, err);
   }

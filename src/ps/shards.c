@@ -169,7 +169,8 @@ static void add_values(const ps_state *p, shard *s, Tfx__Tensor *meta, int64_t *
 }
 
 int ps__send_values(ps_state *p, const zmq_msg_t *identity, uint64_t request_id, int worker, char **names,
-                    size_t n_names, int changed_only, int64_t since, Tfx__Tensor *const *want, size_t n_want, tfx_err *err) {
+                    size_t n_names, int changed_only, int64_t since, Tfx__Tensor *const *want, size_t n_want,
+                    tfx_err *err) {
   int n = (n_names ? (int)n_names : p->n_shards) + (int)n_want, rc, k = 0;
   Tfx__Tensor *metas = calloc((size_t)n, sizeof *metas);
   Tfx__Tensor **ptrs = calloc((size_t)n, sizeof *ptrs);

@@ -81,8 +81,10 @@ void worker__follow_routes(worker *w) {
     tfx_err rerr;
     if (!strcmp(k, "rollback_epoch") && (uint64_t)r.env->stats[i]->value > w->route_epoch) {
       int dropped = tfx_psclient_drop_kept(w->ps); /* the ps went back: those steps are trained again */
-      tfx_log(TFX_LOG_WARN, "WORKER-KEPT-VOID", "the chief rolled every ps back at plan epoch %llu: %d kept push(es) "
-              "dropped", (unsigned long long)r.env->stats[i]->value, dropped);
+      tfx_log(TFX_LOG_WARN, "WORKER-KEPT-VOID",
+              "the chief rolled every ps back at plan epoch %llu: %d kept push(es) "
+              "dropped",
+              (unsigned long long)r.env->stats[i]->value, dropped);
     }
     if (!strncmp(k, "route.", 6) && tfx_psclient_route(w->ps, atoi(k + 6), (int)r.env->stats[i]->value, &rerr)) {
       tfx_log(TFX_LOG_WARN, "WORKER-ROUTES", "ps instance %s: %s", k + 6, rerr.msg);
