@@ -15,11 +15,12 @@ run_mode() {
 run_mode sync 2 training.mode=sync
 run_mode async 2 training.mode=async
 run_mode backup 3 training.mode=sync training.replicas_to_aggregate=2
-# Async push-pulls in pipelined parts (bench/datapath's fast path at 4 MiB and up), forced on by a small part size.
-run_mode parts 2 training.mode=async training.push_part_bytes=16384
+# Async push-pulls in pipelined parts (bench/datapath's fast path at 4 MiB and up), forced on by a small part size;
+# without replicas (with them a push-pull goes whole: a part is not sent again to a promoted backup).
+run_mode parts 2 training.mode=async training.push_part_bytes=16384 cluster.replicas=0
 grep -q "PUSH-PARTS .* in [0-9]* pipelined parts" "$WORK/run-parts/logs/worker-0.log" || fail "parts: no push-pull went in parts"
 # ssp in parts: a worker too far ahead gets its last part's reply parked (then carrying every value).
-run_mode ssp_parts 2 training.mode=ssp training.staleness=1 training.push_part_bytes=16384
+run_mode ssp_parts 2 training.mode=ssp training.staleness=1 training.push_part_bytes=16384 cluster.replicas=0
 grep -h "PS-STOP" "$WORK"/run-backup/logs/ps-*.log | grep -q "[1-9][0-9]* stale dropped" || fail "backup worker: no stale gradient dropped"
 grep -q "PS-STOP stopping at step 300" "$WORK/run-sync/logs/ps-0.log" || fail "sync: ps did not stop at step 300"
 # Async stops at max_steps, not one past when both workers push the last step together.
