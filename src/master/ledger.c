@@ -11,7 +11,8 @@
 #include "common/text.h"
 #include "master/master_impl.h"
 
-void master__ledger_note_worker(master *m, const tfx_envelope *reply) {
+/* Adds a worker's STATUS reply's "acked.P" counts to each instance's ledger_acked. */
+static void note_worker(master *m, const tfx_envelope *reply) {
   for (size_t i = 0; i < reply->n_stats; i++) {
     const char *k = reply->stats[i]->key ? reply->stats[i]->key : "";
     int p = strncmp(k, "acked.", 6) ? -1 : atoi(k + 6);
@@ -19,6 +20,32 @@ void master__ledger_note_worker(master *m, const tfx_envelope *reply) {
       m->ps[p].ledger_acked += (int64_t)reply->stats[i]->value;
     }
   }
+}
+
+int master__ledger_workers(master *m) {
+  for (int p = 0; p < m->n_ps; p++) {
+    m->ps[p].ledger_acked = 0;
+  }
+  for (int w = 0; w < m->n_workers; w++) {
+    tfx_envelope env;
+    tfx_inmsg r;
+    tfx_err err;
+    memset(&r, 0, sizeof r); /* a failed send leaves it untouched */
+    tfx_wire_request(&env, TFX__MSG_TYPE__MSG_STATUS);
+    int rc = m->workers[w].client ? tfx_client_call(m->workers[w].client, &env, NULL, 0, &r,
+                                                    m->cfg.request_timeout_s * 1000, &err)
+                                  : TFX_EPEER; /* a worker at max_steps may be resending to a promoted backup */
+    if (!rc) {
+      note_worker(m, r.env);
+    }
+    tfx_inmsg_fini(&r);
+    if (rc) {
+      tfx_log(TFX_LOG_WARN, "MASTER-LEDGER", "no ledger for this run: worker %d did not tell its side (%s)", w,
+              m->workers[w].client ? err.msg : "no link");
+      return 0;
+    }
+  }
+  return 1;
 }
 
 /* A status reply of instance p (ctx: the master): its ledger. */

@@ -46,9 +46,7 @@ static void stop_workers(master *m) {
     tfx_envelope env;
     tfx_inmsg r;
     tfx_wire_request(&env, TFX__MSG_TYPE__MSG_STOP);
-    if (tfx_client_call(m->workers[w].client, &env, NULL, 0, &r, 500, NULL) == TFX_OK) {
-      master__ledger_note_worker(m, r.env); /* its pushes each instance answered */
-    }
+    tfx_client_call(m->workers[w].client, &env, NULL, 0, &r, 500, NULL);
     tfx_inmsg_fini(&r);
     /* Done with the workers: a socket left open would keep reconnecting to a worker that has exited, and
      * libzmq resolves its host name in the I/O thread every ps request shares (a slow DNS answer for a
@@ -103,9 +101,14 @@ static int updates_lost(master *m, tfx_err *err) {
 
 /* Stops the workers, then (unless `checkpointed`) checkpoints where the ps stand, and evaluates the final step. */
 static int finish(master *m, int checkpointed, tfx_err *err) {
+  /* The workers' side of the ledger before they are told the run is over: each waits at max_steps (or trains),
+   * serving its control socket, until the chief's status says finished. */
+  int ledger = master__ledger_workers(m);
   m->finished = 1;
   stop_workers(m);
-  master__ledger_write(m);
+  if (ledger) {
+    master__ledger_write(m);
+  }
   int rc = checkpointed ? TFX_OK : master__poll_versions(m, err);
   if (!rc && !checkpointed) {
     master__collect_written(m, tfx_now_ms(), INT_MAX); /* the multiples passed since the last tick first */

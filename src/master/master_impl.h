@@ -232,8 +232,9 @@ const char *master__replica_status(const master *m);
 int64_t master__stop_deadline(master *m);
 /* The run's ledger (ledger.c). */
 
-/* Adds a worker's STOP (or STATUS) reply's "acked.P" counts to each instance's ledger_acked. */
-void master__ledger_note_worker(master *m, const tfx_envelope *reply);
+/* Asks every worker for its side of the ledger (a STATUS: "acked.P" for each instance) into each instance's
+ * ledger_acked; 0 (with a WARN naming the worker) when one does not answer. */
+int master__ledger_workers(master *m);
 /* Asks every instance for its ledger_applied, then appends {"kind": "ledger", "step": S, "instances": [{"instance":
  * P, "applied": N, "acked": M}, ...]} to metrics.jsonl and logs MASTER-LEDGER (a WARN where N != M). */
 void master__ledger_write(master *m);

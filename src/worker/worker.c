@@ -441,10 +441,11 @@ static int wait_at_max_steps(worker *w) {
       return 0;
     }
     tfx_err perr;
+    if (tfx_psclient_resend_lost(w->ps, &perr)) { /* first: a promoted backup takes what this worker kept */
+      tfx_log(TFX_LOG_WARN, "WORKER-RESEND-FAIL", "at max_steps: %s", perr.msg);
+    }
     if (chief == CHIEF_TRAINING && chief_step < w->cfg.max_steps) {
       worker__follow_routes(w); /* a roll-back: each instance back on its own ps, the kept pushes void */
-    } else if (tfx_psclient_resend_lost(w->ps, &perr)) {
-      tfx_log(TFX_LOG_WARN, "WORKER-RESEND-FAIL", "at max_steps: %s", perr.msg);
     }
     if (chief == CHIEF_TRAINING && chief_step < w->cfg.max_steps && worker__pull(w, &perr) == TFX_OK &&
         w->version < w->cfg.max_steps) {

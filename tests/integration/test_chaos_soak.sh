@@ -9,7 +9,7 @@
 # bench/chaos runs the long schedule (hundreds of faults).
 . "$(dirname "$0")/lib.sh"
 SEED=${TFX_CHAOS_SEED:-1}
-MAX=${TFX_SOAK_STEPS:-900}
+MAX=${TFX_SOAK_STEPS:-2400}
 small_mlp "$WORK/mlp.json" training.report_every=10 eval.every_steps=0 training.deterministic=true
 python3 "$SRC/tests/integration/sparse_data.py" "$WORK" >/dev/null 2>&1 || fail "sparse_data.py"
 sparse_lr_experiment "$WORK/lr.json" training.mode='"async"' training.report_every=20
@@ -29,9 +29,13 @@ await_step() {
   done
   return 1
 }
-# healed RUN N LP: waits until RUN's chief re-replicated N times (a ps killed came back and took its backups
-# again), so that the next kill is a single loss, not a pair lost together (which rolls back, by design).
-healed() { wait_for 120 bash -c "[ \$(grep -c MASTER-REREPLICATED '$1/logs/master-0.log') -ge $2 ] || ! kill -0 $3"; }
+# healed RUN N LP: waits until RUN's chief healed the cluster N times (a ps killed came back and took its backups
+# again: no shard left unreplicated), so that the next kill is a single loss, not a pair lost together (which rolls
+# back, by design).
+healed() {
+  wait_for 120 bash -c "[ \$(grep -c 'MASTER-REREPLICATED.* 0 shard(s) unreplicated' '$1/logs/master-0.log') -ge $2 ] ||
+    ! kill -0 $3"
+}
 # fault RUN KIND:ROLE: kill9 (kill -9) or stop (SIGSTOP for 1 s, then SIGCONT) of ROLE 0 or 1, drawn; noted in
 # $WORK/faults.
 fault() {
@@ -46,6 +50,21 @@ fault() {
   esac
   echo "step $STEP: $2 $idx" >>"$WORK/faults"
 }
+# end_window RUN LP: the moment a worker waits at max_steps, the chief is held (SIGSTOP) while a ps is killed, and
+# let go a second later: the kill lands between the workers' last step and the final checkpoint.
+end_window() {
+  local i chief
+  chief=$(pid_of "$1" chief 0) # found first: the window between a worker's last step and the checkpoint is short
+  for i in $(seq 30000); do
+    grep -q WORKER-AT-MAX "$1"/logs/worker-*.log 2>/dev/null && break
+    kill -0 "$2" 2>/dev/null || return 0
+    sleep 0.005
+  done
+  [ -n "$chief" ] && kill -STOP "$chief"
+  STEP=$MAX fault "$1" kill9:ps
+  sleep 1
+  [ -n "$chief" ] && kill -CONT "$chief"
+}
 # soak NAME FAULTS CONFIG [ARGS...]: a run of CONFIG in $WORK/NAME with FAULTS faults at drawn steps (0:
 # undisturbed), and with END set one more kill -9 of a ps once a worker waits at max_steps (the end window); it
 # must end at max_steps, exit 0, with nothing rolled back. A killed ps is let heal (rejoin, its backups streamed)
@@ -59,16 +78,13 @@ soak() {
   lp=$!
   PIDS+=($lp)
   local kills=0 what
-  for STEP in $([ "$n" -gt 0 ] && schedule "$n" $((MAX / 10)) $((MAX * 8 / 10))); do
+  for STEP in $([ "$n" -gt 0 ] && schedule "$n" $((MAX / 10)) $((MAX / 2))); do
     await_step "$run" "$STEP" $lp || break
     what=$(pick kill9:ps kill9:ps stop:worker stop:ps stop:chief)
     fault "$run" "$what"
     [ "${what%%:*}" = kill9 ] && kills=$((kills + 1)) && healed "$run" $kills $lp
   done
-  if [ -n "${END:-}" ]; then
-    wait_for 300 bash -c "grep -q WORKER-AT-MAX '$run'/logs/worker-*.log 2>/dev/null || ! kill -0 $lp"
-    STEP=$MAX fault "$run" kill9:ps
-  fi
+  [ -n "${END:-}" ] && end_window "$run" $lp
   wait_exit 300 $lp || fail "$name: local exited $? (or hung) after $(tr '\n' ';' <"$WORK/faults" 2>/dev/null): $(tail -2 "$WORK/$name.log")"
   ! grep -hiE 'ROLLBACK|rolling every ps back|MASTER-PS-LOST|MASTER-NO-FAILOVER' "$WORK/$name.log" "$run"/logs/*.log ||
     fail "$name: rolled back after $(tr '\n' ';' <"$WORK/faults" 2>/dev/null)"
@@ -79,6 +95,8 @@ soak calm 0 "$WORK/mlp.json"
 digest "$WORK/calm.export" >"$WORK/calm.digest"
 END=1 soak sync 3 "$WORK/mlp.json"
 sync_faults=$(tr '\n' ';' <"$WORK/faults")
+grep -q "step $MAX: kill9" "$WORK/faults" || fail "sync: the end window's kill did not land ($sync_faults)"
+
 "$TFX_NODE" export --run-dir "$WORK/sync" --out "$WORK/sync.export" >/dev/null 2>&1 || fail "sync: export failed"
 digest "$WORK/sync.export" >"$WORK/sync.digest"
 cmp -s "$WORK/calm.digest" "$WORK/sync.digest" || fail "sync: weights differ from the undisturbed run's after $sync_faults"
