@@ -1835,8 +1835,9 @@ static void case_stop_held(void) {
   tfx_client_destroy(w1), tfx_client_destroy(chief);
 }
 
-/* Sends an async push forwarded by a primary (flag 2) at plan epoch `epoch`; returns the ps's code. */
-static int forwarded_push(tfx_client *c, uint64_t epoch, const float *g, tfx_err *err) {
+/* Sends an acknowledged snapshot from a primary (flags 2 | 8 | 128: forwarded, snapshot, answered) of the values g
+ * at step 1 and plan epoch `epoch`, the message that keeps an async backup; returns the ps's code. */
+static int forwarded_snapshot(tfx_client *c, uint64_t epoch, const float *g, tfx_err *err) {
   Tfx__Tensor t, *tp = &t;
   int64_t shape[1] = {N};
   tfx__tensor__init(&t);
@@ -1846,7 +1847,7 @@ static int forwarded_push(tfx_client *c, uint64_t epoch, const float *g, tfx_err
   tfx_inmsg r;
   tfx_wire_set_sender(TFX__ROLE__ROLE_PS, 1);
   tfx_wire_request(&env, TFX__MSG_TYPE__MSG_PUSH);
-  env.flag = 2, env.epoch = epoch, env.tensors = &tp, env.n_tensors = 1;
+  env.flag = 2 | 8 | 128, env.epoch = epoch, env.step = 1, env.tensors = &tp, env.n_tensors = 1;
   int rc = tfx_client_call(c, &env, &pl, 1, &r, 5000, err);
   tfx_inmsg_fini(&r);
   return rc;
@@ -1864,7 +1865,7 @@ static int promote(tfx_client *c, uint64_t epoch, tfx_err *err) {
   return rc;
 }
 
-/* A backup copy (INIT with TFX_INIT_BACKUP at plan epoch 5) takes a forward of its epoch, refuses and counts one
+/* A backup copy (INIT with TFX_INIT_BACKUP at plan epoch 5) takes a snapshot of its epoch, refuses and counts one
  * of an older epoch, a promotion of an older epoch, and any forward once promoted; a worker is refused until the
  * promotion. */
 static void case_stale_epoch(void) {
@@ -1885,18 +1886,18 @@ static void case_stale_epoch(void) {
   env.shards = &shp, env.n_shards = 1, env.flag = 1 | TFX_INIT_BACKUP, env.epoch = 5, env.path = "";
   CHECK(tfx_client_call(c, &env, NULL, 0, &r, 20000, &err) == 0, "init as a backup: %s", err.msg);
   tfx_inmsg_fini(&r);
-  CHECK(forwarded_push(c, 3, g, &err) == TFX_ESTATE, "a forward of epoch 3 at epoch 5 was taken");
-  CHECK(stat_of(c, "stale_epoch") == 1, "the stale forward was not counted");
-  CHECK(forwarded_push(c, 5, g, &err) == 0, "a forward of the backup's epoch: %s", err.msg);
+  CHECK(forwarded_snapshot(c, 3, g, &err) == TFX_ESTATE, "a snapshot of epoch 3 at epoch 5 was taken");
+  CHECK(stat_of(c, "stale_epoch") == 1, "the stale snapshot was not counted");
+  CHECK(forwarded_snapshot(c, 5, g, &err) == 0, "a snapshot of the backup's epoch: %s", err.msg);
   CHECK(push(c, 0, 0, g, "v", N, NULL, &err) == TFX_ESTATE, "a worker's push to an unpromoted backup was taken");
   CHECK(promote(c, 4, &err) == TFX_ESTATE && stat_of(c, "stale_epoch") == 2, "a promotion of epoch 4 was taken");
   CHECK(promote(c, 6, &err) == 0, "promote at epoch 6: %s", err.msg);
-  CHECK(forwarded_push(c, 6, g, &err) == TFX_ESTATE && stat_of(c, "stale_epoch") == 3,
+  CHECK(forwarded_snapshot(c, 6, g, &err) == TFX_ESTATE && stat_of(c, "stale_epoch") == 3,
         "a promoted copy took a forward");
   int64_t version = -1;
-  CHECK(pull(c, 0, 0, v, &version, 5000, &err) == 0 && version == 1 && v[0] == -1.0f,
-        "after one forward applied: version %lld, v = %g (want 1, -1)", (long long)version, v[0]);
-  printf("ok: stale-epoch forwards and promotions refused and counted (3), the epoch's forward applied once\n");
+  CHECK(pull(c, 0, 0, v, &version, 5000, &err) == 0 && version == 1 && v[0] == 1.0f,
+        "after the epoch's snapshot: version %lld, v = %g (want 1, 1)", (long long)version, v[0]);
+  printf("ok: stale-epoch snapshots and promotions refused and counted (3), the epoch's snapshot taken\n");
   tfx_client_destroy(c);
 }
 
