@@ -32,9 +32,8 @@ int master__ledger_workers(master *m) {
     tfx_err err;
     memset(&r, 0, sizeof r); /* a failed send leaves it untouched */
     tfx_wire_request(&env, TFX__MSG_TYPE__MSG_STATUS);
-    int rc = m->workers[w].client ? tfx_client_call(m->workers[w].client, &env, NULL, 0, &r,
-                                                    m->cfg.request_timeout_s * 1000, &err)
-                                  : TFX_EPEER; /* a worker at max_steps may be resending to a promoted backup */
+    int rc = m->workers[w].client ? tfx_client_call(m->workers[w].client, &env, NULL, 0, &r, MASTER_LEDGER_WAIT_MS, &err)
+                                  : TFX_EPEER;
     if (!rc) {
       note_worker(m, r.env);
     }

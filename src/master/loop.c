@@ -101,9 +101,9 @@ static int updates_lost(master *m, tfx_err *err) {
 
 /* Stops the workers, then (unless `checkpointed`) checkpoints where the ps stand, and evaluates the final step. */
 static int finish(master *m, int checkpointed, tfx_err *err) {
-  /* The workers' side of the ledger before they are told the run is over: each waits at max_steps (or trains),
-   * serving its control socket, until the chief's status says finished. */
-  int ledger = master__ledger_workers(m);
+  /* The workers' side of the ledger before they are told the run is over: each waits at max_steps, serving its
+   * control socket, until the chief's status says finished. A run stopped short has pushes in flight: no ledger. */
+  int ledger = m->global_step >= m->cfg.max_steps && !tfx_stop_requested() && master__ledger_workers(m);
   m->finished = 1;
   stop_workers(m);
   if (ledger) {

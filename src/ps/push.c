@@ -654,7 +654,7 @@ int ps__push(ps_state *p, tfx_inmsg *m, tfx_err *err) {
     rc = ps__is_sync(p) ? push_sync(p, m, targets, &stale, err) : push_async(p, m, targets, err);
     ps__async_applied(p, m->env);
   } else if (!rc) {
-    p->stats.ledger += ps__ledger_counts(p, m->env, 0); /* past max_steps: answered, so taken */
+    p->reply_not_applied = 1; /* past max_steps: the reply says so, and neither side's ledger counts it */
   }
   if (targets != stack) {
     free(targets);
@@ -667,6 +667,7 @@ int ps__push(ps_state *p, tfx_inmsg *m, tfx_err *err) {
     return rc;
   }
   rc = answer_push(p, m, stale, err);
+  p->reply_not_applied = 0;
   ps__async_snapshot(p, 0); /* replicas, async and ssp: every cluster.replica_batch_steps pushes */
   ps__service(p);
   return rc;

@@ -377,6 +377,7 @@ static int recv_values(tfx_psclient *c, int p, int64_t *lowest, tfx_err *err) {
     l->slots[i].fresh = 0;
   }
   rc = take_values(c, l, &m, err);
+  l->not_applied = !rc && m.env->flag == 1; /* a push past max_steps: not in the ledger */
   for (int i = 0; i < l->n; i++) {
     tfx_var *v = l->slots[i].var;
     /* Left out of this reply (unchanged) but living in the previous reply's frame: keep it in storage. */
@@ -613,7 +614,7 @@ int tfx_psclient_push_send(tfx_psclient *c, int64_t step, int rows, tfx_err *err
 /* Counts link l's answer to the push of `step` into the worker's ledger, once per step: a step pushed again after
  * another link failed over (the worker redoes it) was answered here already. */
 static void count_acked(ps_link *l, int64_t step) {
-  if (!l->acked_any || step > l->acked_step) {
+  if (!l->not_applied && (!l->acked_any || step > l->acked_step)) {
     l->pushes_acked++;
     l->acked_step = step;
     l->acked_any = 1;

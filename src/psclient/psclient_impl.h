@@ -74,6 +74,7 @@ typedef struct ps_link {
   uint64_t pushes_acked; /* the pushes this instance answered (the ledger; resent kept pushes not again) */
   int64_t acked_step;    /* the step of the last push counted in pushes_acked (valid once acked_any) */
   int acked_any;
+  int not_applied; /* the last values reply said its push was not applied (past max_steps) */
 } ps_link;
 
 struct tfx_psclient {
