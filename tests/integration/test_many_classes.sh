@@ -44,7 +44,10 @@ PY
 }
 "$TFX_NODE" train --config "$WORK/exp.json" --run-dir "$WORK/train" >"$WORK/train.log" 2>&1 || fail "train: $(tail -2 "$WORK/train.log")"
 n=$(check "$WORK/train") || fail "train: eval records: $n"
-"$TFX_NODE" local --config "$WORK/exp.json" --run-dir "$WORK/run" --set eval.distributed=true >"$WORK/local.log" 2>&1 ||
+# Long enough that the chief's 200 ms tick sees an evaluation step pass while the workers train (a run of 300 async
+# steps can end between two ticks; its final evaluation is then the chief's own, the workers stopped).
+"$TFX_NODE" local --config "$WORK/exp.json" --run-dir "$WORK/run" --set eval.distributed=true \
+  --set training.max_steps=3000 --set eval.every_steps=500 >"$WORK/local.log" 2>&1 ||
   fail "local: $(tail -2 "$WORK/local.log")"
 grep -q "MASTER-EVAL.*by the workers" "$WORK/run/logs/master-0.log" || fail "no evaluation by the workers"
 m=$(check "$WORK/run") || fail "cluster: eval records: $m"
