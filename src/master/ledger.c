@@ -32,7 +32,8 @@ int master__ledger_workers(master *m) {
     tfx_err err;
     memset(&r, 0, sizeof r); /* a failed send leaves it untouched */
     tfx_wire_request(&env, TFX__MSG_TYPE__MSG_STATUS);
-    int rc = m->workers[w].client ? tfx_client_call(m->workers[w].client, &env, NULL, 0, &r, MASTER_LEDGER_WAIT_MS, &err)
+    int rc = m->workers[w].client ? tfx_client_call(m->workers[w].client, &env, NULL, 0, &r,
+                                                    m->cfg.request_timeout_s * 1000 + MASTER_LEDGER_SLACK_MS, &err)
                                   : TFX_EPEER;
     if (!rc) {
       note_worker(m, r.env);
@@ -64,7 +65,13 @@ void master__ledger_write(master *m) {
   tfx_envelope env;
   tfx_err err;
   tfx_wire_request(&env, TFX__MSG_TYPE__MSG_STATUS);
-  if (master__call_ps(m, &env, m->cfg.request_timeout_s * 1000, note_applied, m, &err)) {
+  int rc = master__call_ps(m, &env, m->cfg.request_timeout_s * 1000, note_applied, m, &err);
+  if (rc == TFX_EPEER) { /* a link that dropped since the last poll (a ps lost and back): the poll takes it first */
+    tfx_err perr;
+    master__poll_versions(m, &perr);
+    rc = master__call_ps(m, &env, m->cfg.request_timeout_s * 1000, note_applied, m, &err);
+  }
+  if (rc) {
     tfx_log(TFX_LOG_WARN, "MASTER-LEDGER", "no ledger for this run: %s", err.msg);
     return;
   }

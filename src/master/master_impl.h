@@ -232,9 +232,10 @@ const char *master__replica_status(const master *m);
 int64_t master__stop_deadline(master *m);
 /* The run's ledger (ledger.c). */
 
-/* How long the chief waits for a worker's side of the ledger: one at max_steps answers between its 200 ms waits,
- * or once it has sent a promoted backup the pushes it kept. */
-#define MASTER_LEDGER_WAIT_MS 5000
+/* How long beyond cluster.request_timeout_s the chief waits for a worker's side of the ledger: one at max_steps
+ * answers between its 200 ms waits, or once its kept pushes went to a promoted backup (each resend waits at most
+ * the request timeout for the promotion). */
+#define MASTER_LEDGER_SLACK_MS 5000
 /* Asks every worker for its side of the ledger (a STATUS: "acked.P" for each instance) into each instance's
  * ledger_acked; 0 (with a WARN naming the worker) when one does not answer. */
 int master__ledger_workers(master *m);
