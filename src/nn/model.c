@@ -347,66 +347,81 @@ static int alloc_model_buffers(tfx_model *m) {
   return m->probs && m->scratch ? 0 : -1;
 }
 
-static int alloc_buffers(tfx_model *m) {
+/* A variable's value (mapped lazily for a lazy table) and gradient buffers; a row-sparse one's rows too. */
+static int alloc_var_buffers(tfx_model *m, tfx_var *v) {
   size_t B = (size_t)m->max_batch;
-  for (int i = 0; i < m->n_vars; i++) {
-    tfx_var *v = &m->vars[i];
-    size_t grad = v->count;
-    if (v->sparse) {
-      size_t width = v->count / (size_t)v->shape[0], touched = B * (size_t)layer_in_size(&m->layers[0]) * 64;
-      for (int k = 0; k < m->n_layers; k++) {
-        if (m->layers[k].w == v) { /* a bag's rows grow with its batches' ids (tfx_model_set_csr) */
-          touched = B * (m->layers[k].kind == L_EMBAG ? 64 : (size_t)layer_in_size(&m->layers[k]));
-        }
-      }
-      if (touched > (size_t)v->shape[0]) {
-        touched = (size_t)v->shape[0];
-      }
-      grad = touched * width;
-      if (!(v->rows = calloc(touched, sizeof(int64_t)))) {
-        return -1;
+  size_t grad = v->count;
+  if (v->sparse) {
+    size_t width = v->count / (size_t)v->shape[0], touched = B * (size_t)layer_in_size(&m->layers[0]) * 64;
+    for (int k = 0; k < m->n_layers; k++) {
+      if (m->layers[k].w == v) { /* a bag's rows grow with its batches' ids (tfx_model_set_csr) */
+        touched = B * (m->layers[k].kind == L_EMBAG ? 64 : (size_t)layer_in_size(&m->layers[k]));
       }
     }
-    v->mapped = v->lazy ? v->count * sizeof(float) : 0; /* a lazy table costs the rows written, not its size */
-    v->storage = v->value = v->lazy ? tfx_map_zeroed(v->mapped) : tfx_calloc_large(v->count, sizeof(float));
-    if (!v->storage || !(v->grad = calloc(grad, sizeof(float)))) {
+    if (touched > (size_t)v->shape[0]) {
+      touched = (size_t)v->shape[0];
+    }
+    grad = touched * width;
+    if (!(v->rows = calloc(touched, sizeof(int64_t)))) {
+      return -1;
+    }
+  }
+  v->mapped = v->lazy ? v->count * sizeof(float) : 0; /* a lazy table costs the rows written, not its size */
+  v->storage = v->value = v->lazy ? tfx_map_zeroed(v->mapped) : tfx_calloc_large(v->count, sizeof(float));
+  if (!v->storage || !(v->grad = calloc(grad, sizeof(float)))) {
+    return -1;
+  }
+  return 0;
+}
+
+/* A layer's step buffers: its output and gradient, and what its kind needs (columns, masks, ids). */
+static int alloc_layer_buffers(tfx_model *m, layer *l) {
+  size_t B = (size_t)m->max_batch;
+  size_t n = B * (size_t)layer_out_size(l);
+  if (!(l->out = calloc(n, sizeof(float))) || !(l->dout = calloc(n, sizeof(float)))) {
+    return -1;
+  }
+  if (l->b && !(l->dbpart = malloc(sizeof(float) * TFX_NN_CHUNKS * (size_t)l->b->count))) {
+    return -1;
+  }
+  if (l->kind == L_CONV && !(l->cols = malloc(sizeof(float) * B * l->oh * l->ow * l->k * l->k * l->ic))) {
+    return -1;
+  }
+  if ((l->kind == L_MAXPOOL || l->kind == L_AVGPOOL) && !(l->argmax = malloc(sizeof(int32_t) * n))) {
+    return -1;
+  }
+  if (l->kind == L_DROPOUT && !(l->mask = malloc(sizeof(float) * n))) {
+    return -1;
+  }
+  if (l->kind == L_BN &&
+      (!(l->mask = malloc(sizeof(float) * n)) || !(l->bn = calloc(2 * (size_t)l->ic, sizeof(float))))) {
+    return -1;
+  }
+  size_t cols = l->kind == L_CROSS  ? nn__cross_cols(l)
+                : l->kind == L_DOT  ? nn__dot_cols(l)
+                : l->kind == L_ATTN ? nn__attn_cols(l)
+                                    : 0;
+  if (cols && !(l->cols = malloc(sizeof(float) * B * cols))) {
+    return -1;
+  }
+  if (l->kind == L_EMBAG && !(l->bag_scale = malloc(sizeof(float) * B))) {
+    return -1;
+  }
+  if ((l->kind == L_EMBED || l->kind == L_LOOKUP) &&
+      !(l->ids = malloc(2 * sizeof(int32_t) * B * (size_t)layer_in_size(l)))) {
+    return -1;
+  }
+  return 0;
+}
+
+static int alloc_buffers(tfx_model *m) {
+  for (int i = 0; i < m->n_vars; i++) {
+    if (alloc_var_buffers(m, &m->vars[i])) {
       return -1;
     }
   }
   for (int i = 0; i < m->n_layers; i++) {
-    layer *l = &m->layers[i];
-    size_t n = B * (size_t)layer_out_size(l);
-    if (!(l->out = calloc(n, sizeof(float))) || !(l->dout = calloc(n, sizeof(float)))) {
-      return -1;
-    }
-    if (l->b && !(l->dbpart = malloc(sizeof(float) * TFX_NN_CHUNKS * (size_t)l->b->count))) {
-      return -1;
-    }
-    if (l->kind == L_CONV && !(l->cols = malloc(sizeof(float) * B * l->oh * l->ow * l->k * l->k * l->ic))) {
-      return -1;
-    }
-    if ((l->kind == L_MAXPOOL || l->kind == L_AVGPOOL) && !(l->argmax = malloc(sizeof(int32_t) * n))) {
-      return -1;
-    }
-    if (l->kind == L_DROPOUT && !(l->mask = malloc(sizeof(float) * n))) {
-      return -1;
-    }
-    if (l->kind == L_BN &&
-        (!(l->mask = malloc(sizeof(float) * n)) || !(l->bn = calloc(2 * (size_t)l->ic, sizeof(float))))) {
-      return -1;
-    }
-    size_t cols = l->kind == L_CROSS  ? nn__cross_cols(l)
-                  : l->kind == L_DOT  ? nn__dot_cols(l)
-                  : l->kind == L_ATTN ? nn__attn_cols(l)
-                                      : 0;
-    if (cols && !(l->cols = malloc(sizeof(float) * B * cols))) {
-      return -1;
-    }
-    if (l->kind == L_EMBAG && !(l->bag_scale = malloc(sizeof(float) * B))) {
-      return -1;
-    }
-    if ((l->kind == L_EMBED || l->kind == L_LOOKUP) &&
-        !(l->ids = malloc(2 * sizeof(int32_t) * B * (size_t)layer_in_size(l)))) {
+    if (alloc_layer_buffers(m, &m->layers[i])) {
       return -1;
     }
   }
