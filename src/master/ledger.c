@@ -1,8 +1,8 @@
 /* The run's ledger: each ps instance counts the worker pushes it took over the run's life (a promoted backup goes
  * on from its primary's count: "ledger_pushes" in its status), each worker counts the pushes each instance answered
- * ("acked.P" in its STOP reply). At the end of the run the chief writes both side by side: in a run that lost
- * nothing they are equal; a push lost with a ps (a roll-back) shows as acked above applied. Calls pscalls.c and
- * observe.c of this room; the loop calls it. */
+ * ("acked.P" in its status, asked while it waits at max_steps). At the end of the run the chief writes both side
+ * by side: in a run that lost nothing they are equal; a push lost with a ps (a roll-back) shows as acked above
+ * applied. Calls pscalls.c and observe.c of this room; the loop calls it. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -95,7 +95,7 @@ typedef struct pending_pull {
   X(COUNT, nan_skipped, "nan_skipped", "tfx_ps_nan_skipped_total",                                                   \
     "Pushes skipped for NaN/Inf (training.nan_policy = skip).", "counter")                                           \
   X(COUNT, forwarded, "pushes_forwarded", "tfx_ps_pushes_forwarded_total",                                           \
-    "Pushes forwarded to the backup before they were applied (cluster.replicas 1).", "counter")                      \
+    "Messages to the backup it acknowledged: batches of steps, snapshots (cluster.replicas 1).", "counter")                      \
   X(COUNT, replica_bytes, "replica_bytes", "tfx_ps_replica_bytes_total",                                             \
     "Bytes sent to this ps's backup: steps, snapshots, forwarded pushes (cluster.replicas 1).", "counter")           \
   X(COUNT, stale_epoch, "stale_epoch", "tfx_ps_stale_epoch_total",                                                   \
@@ -441,8 +441,8 @@ void ps__forward_flush(ps_state *p);
 void ps__forward_awaits(ps_state *p);
 /* The sync steps a primary batches for its backup: cluster.replica_batch_steps, at least 1. */
 int ps__batch_steps(const ps_state *p);
-/* Whether replies and pulls must wait for the backup: async and ssp, while a forwarded push is not acknowledged;
- * sync, while the steps the backup lacks reach ps__kept_steps (the pushes a worker keeps). */
+/* Whether replies and pulls must wait for the backup (flow control): while the versions its acknowledgements lack
+ * reach ps__kept_steps (the pushes a worker keeps). */
 int ps__forward_holds(const ps_state *p);
 /* Whether p's backup is kept by acknowledged snapshots alone (sync; dense shards only, at most 16 MiB of them,
  * ps__log_steps, since each snapshot is a copy; every worker's push in each step; a sum the workers' resent pushes

@@ -1,8 +1,8 @@
 /* Replicated shards (cluster.replicas 1): every ps holds its own instance of the plan and a mirror of the
- * previous ps's (ps k backs up instance k - 1 on the ring). In async and ssp mode a primary forwards each worker's
- * push to its backup and waits for the acknowledgement before it answers, so the backup runs the same code on the
- * same messages in the same order. In sync mode the summed steps go in batches (repbatch.c) and the workers keep
- * their pushes until the backup acknowledged them. The master promotes a mirror when its primary is lost
+ * previous ps's (ps k backs up instance k - 1 on the ring). In async and ssp mode a primary sends its backup an
+ * acknowledged snapshot every cluster.replica_batch_steps pushes (ps__async_snapshot): no push waits for it. In sync
+ * mode the summed steps go in batches (repbatch.c), or snapshots, or the news of checkpoints. In every mode the
+ * workers keep their pushes until a reply says the backup holds them, and resend them to a promoted backup. The master promotes a mirror when its primary is lost
  * (MSG_PROMOTE with a new plan epoch); a forward of an older epoch is refused. */
 #include <stdio.h>
 #include <stdlib.h>

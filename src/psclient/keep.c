@@ -1,6 +1,6 @@
-/* The pushes a worker keeps until its ps's backup holds them (cluster.replicas 1, sync). A replicated sync
- * primary answers a step at once and forwards it to its backup in batches; each reply says up to which version the
- * backup holds every step (Envelope.acked). A link keeps a copy of each push (its tensors' descriptions and bytes)
+/* The pushes a worker keeps until its ps's backup holds them (cluster.replicas 1). A replicated primary answers at
+ * once and keeps its backup by batches of steps or snapshots; each reply says what the backup holds
+ * (Envelope.acked: in sync every step below it, in async and ssp this worker's pushes tagged below it). A link keeps a copy of each push (its tensors' descriptions and bytes)
  * and drops it once the acknowledgement passes its step; after a failover the pushes kept are sent again to the
  * promoted backup, oldest first, before the step's own, so it applies the steps its log lacks with the same bytes
  * (and a push of a step it holds is stale there: dropped, answered with its values). A ps holds its replies when the

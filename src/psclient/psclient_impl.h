@@ -126,7 +126,7 @@ int psclient__next_reply(tfx_psclient *c, const char *left);
 /* Points link p at ps `at` (a new DEALER); its values are taken whole from the next reply. */
 int psclient__relink(tfx_psclient *c, int p, int at, tfx_err *err);
 
-/* The pushes kept for a backup (keep.c, cluster.replicas 1, sync). */
+/* The pushes kept for a backup (keep.c, cluster.replicas 1). */
 
 /* Keeps a copy of link l's push of `step` (its n tensors and payloads, borrowed) when its ps tells
  * acknowledgements and it is not kept already; TFX_ENOMEM naming the step and the ps when memory runs out. */
