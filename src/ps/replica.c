@@ -327,50 +327,50 @@ static int snapshot_send(ps_state *p, int64_t flag, int64_t rows_since, size_t *
   return rc;
 }
 
+/* Sends the backup one acknowledged snapshot with the rows of lazy tables touched since rows_since (-1: none),
+ * counts its bytes (*bytes) and awaits its acknowledgement; -1 when the send failed (the backup is then lost). */
+static int send_acked(ps_state *p, int64_t rows_since, size_t *bytes) {
+  tfx_err err;
+  *bytes = 0;
+  if (snapshot_send(p, PS_FLAG_ACKED, rows_since, bytes, &err)) {
+    ps__forward_fail(p, err.msg);
+    return -1;
+  }
+  p->stats.replica_bytes += *bytes;
+  ps__forward_awaits(p);
+  return 0;
+}
+
 void ps__async_snapshot(ps_state *p, int idle) {
   if (!p || !p->backup || !ps__async_snaps(p) || p->fwd_pending ||
       (p->version <= p->snap_sent && p->stats.ledger == p->snap_ledger) || /* pushes past max_steps: its ledger */
       (!idle && p->version - p->snap_sent < ps__batch_steps(p))) {
     return;
   }
-  tfx_err err;
-  size_t bytes = 0;
+  size_t bytes;
   memcpy(p->snap_last, p->last_push, sizeof p->snap_last);
-  if (snapshot_send(p, PS_FLAG_ACKED, p->snap_sent, &bytes, &err)) { /* the rows touched since the last one */
-    ps__forward_fail(p, err.msg);
-    return;
+  if (send_acked(p, p->snap_sent, &bytes) == 0) { /* the rows touched since the last one */
+    p->snap_sent = p->version;
+    p->snap_ledger = p->stats.ledger;
   }
-  p->stats.replica_bytes += bytes;
-  p->snap_sent = p->version;
-  p->snap_ledger = p->stats.ledger;
-  ps__forward_awaits(p);
 }
 
 void ps__snap_ack_send(ps_state *p) {
-  tfx_err err;
-  size_t bytes = 0;
-  if (snapshot_send(p, PS_FLAG_ACKED, -1, &bytes, &err)) {
-    ps__forward_fail(p, err.msg);
-    return;
+  size_t bytes;
+  if (send_acked(p, -1, &bytes) == 0) {
+    p->snap_sent = p->version;
+    p->snap_due = 0;
   }
-  p->stats.replica_bytes += bytes;
-  p->snap_sent = p->version;
-  p->snap_due = 0;
-  ps__forward_awaits(p);
 }
 
 /* ps__ckpt_acks: sends the backup the values, slots and rows touched since its checkpoint (why: the log's words),
  * in one acknowledged snapshot, so no replay needs the pushes a worker kept since. */
 static void rows_catch_up(ps_state *p, const char *why) {
-  tfx_err err;
-  size_t bytes = 0;
+  size_t bytes;
   p->catch_up_due = 0;
-  if (snapshot_send(p, PS_FLAG_ACKED, p->acked, &bytes, &err)) {
-    ps__forward_fail(p, err.msg);
+  if (send_acked(p, p->acked, &bytes)) {
     return;
   }
-  p->stats.replica_bytes += bytes;
-  ps__forward_awaits(p);
   tfx_log(TFX_LOG_INFO, "PS-REPLICA-CATCH-UP", "ps instance %d: %s at step %lld, its backup at %lld: the %zu bytes of "
           "rows touched since sent to it", p->index, why, (long long)p->version, (long long)p->acked, bytes);
 }
