@@ -318,6 +318,38 @@ static int child_failed(const cluster_run *r, const child *k, tfx_err *err) {
                      tfx_role_name(k->role), k->index);
 }
 
+/* Starts child k again with the same role and address. */
+static void respawn(cluster_run *r, child *k) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    exec_child(r->n, r->c, k, r->self, r->exp);
+  }
+  if (pid > 0) {
+    k->pid = pid;
+    k->exited = k->failed = 0;
+    k->restart_at = 0;
+    k->restarts++;
+    k->started_at = tfx_now_ms();
+    k->restarts_total++;
+    write_restarts(r);
+    tfx_log(TFX_LOG_INFO, "LOCAL-RESPAWN", "%s %d: pid %d (restart %d of %d)", tfx_role_name(k->role), k->index,
+            (int)pid, k->restarts, RESTART_BUDGET);
+  }
+}
+
+/* A ps that a failed master had stopped (it exited 0 on the master's STOP) is started again with the restarted
+ * master: the new master resumes from the newest checkpoint and needs every ps to answer, if only to evaluate it. */
+static void respawn_stopped_ps(cluster_run *r) {
+  for (int i = 1; i < r->total; i++) {
+    child *k = &r->kids[i];
+    if (k->role == TFX_ROLE_PS && k->exited && !k->failed) {
+      tfx_log(TFX_LOG_WARN, "LOCAL-RESTART-STOPPED", "ps %d had stopped on the failed master's STOP: starting it again",
+              k->index);
+      respawn(r, k);
+    }
+  }
+}
+
 /* A failed process is restarted with the same role and address after a backoff (0.5 s doubling), at most
  * RESTART_BUDGET times in a row of quick failures (each within RESTART_STABLE_MS of its start); returns the index
  * of one whose budget is spent, or -1. */
@@ -349,20 +381,9 @@ static int handle_failures(cluster_run *r) {
       return i; /* the run was over */
     }
     if (k->restart_at && tfx_now_ms() >= k->restart_at) {
-      pid_t pid = fork();
-      if (pid == 0) {
-        exec_child(r->n, r->c, k, r->self, r->exp);
-      }
-      if (pid > 0) {
-        k->pid = pid;
-        k->exited = k->failed = 0;
-        k->restart_at = 0;
-        k->restarts++;
-        k->started_at = tfx_now_ms();
-        k->restarts_total++;
-        write_restarts(r);
-        tfx_log(TFX_LOG_INFO, "LOCAL-RESPAWN", "%s %d: pid %d (restart %d of %d)", tfx_role_name(k->role), k->index,
-                (int)pid, k->restarts, RESTART_BUDGET);
+      respawn(r, k);
+      if (k->role == TFX_ROLE_MASTER) {
+        respawn_stopped_ps(r);
       }
     }
   }
