@@ -199,7 +199,9 @@ typedef struct ps_state {
   int reply_not_applied;  /* while a push past max_steps is answered: its reply says so (Envelope.flag 1) */
   int snap_due;           /* the own state's, ps__snap_acks: values were assigned, so a snapshot goes now */
   int64_t ckpt_told;      /* the own state's, ps__ckpt_acks: the step of the last checkpoint the backup was told */
-  size_t push_bytes;      /* the own state's, sync with a backup: a worker's push, on average (ps__keep_measure) */
+  size_t push_bytes;      /* the own state's, with a backup: a worker's push, on average (ps__keep_measure) */
+  size_t snap_push_bytes; /* the own state's, async and ssp: the bytes of the pushes applied since the last snapshot */
+  size_t snap_bytes;      /* the own state's, async and ssp: the bytes of the last snapshot sent */
   int64_t idle_version, idle_since; /* the own state's, ps__ckpt_acks: the version last seen idle, and since when */
   uint64_t worker_conn[PS_MAX_WORKERS]; /* the own state's: each worker's connection (its identity's hash), 0 unseen */
   int catch_up_due;       /* the own state's, ps__ckpt_acks: a worker came back on a new connection */
@@ -459,9 +461,10 @@ int ps__tables_plain(const ps_state *p);
  * summed steps after it): nothing goes to the backup but the news of each checkpoint, which it answers, and after a
  * failover it loads that checkpoint and the workers' kept pushes replay the steps since. */
 int ps__ckpt_acks(const ps_state *p);
-/* The steps a sync primary may run ahead of its backup's acknowledgement (the pushes a worker keeps): 2 x
+/* The steps a primary may run ahead of its backup's acknowledgement (the pushes a worker keeps): in sync 2 x
  * cluster.replica_batch_steps + 2, and, ps__ckpt_acks, 1.5 x checkpoint.every_steps more (the next checkpoint's
- * write and its acknowledgement may take half an interval before replies wait). */
+ * write and its acknowledgement may take half an interval before replies wait); in async and ssp 2 x
+ * PS_SNAP_MAX_PUSHES + 2. */
 int64_t ps__kept_steps(const ps_state *p);
 /* The acknowledgement a reply of p to `worker` carries (sync with replicas: the version below which the backup holds
  * every step; async and ssp: 1 + the worker's last push the backup holds; all when p has no backup), written into
@@ -477,9 +480,14 @@ int ps__async_snaps(const ps_state *p);
  * worker's whole push (or the last part of one), once. A stale sync push where every worker counts in each step is
  * a resend the instance holds already (a failover): not again. */
 int ps__ledger_counts(const ps_state *p, const tfx_envelope *e, int stale);
-/* Async and ssp with a backup: sends the next acknowledged snapshot when cluster.replica_batch_steps pushes (or,
- * idle, any) went since the last one and none awaits its acknowledgement. */
+/* Async and ssp with a backup: sends the next acknowledged snapshot when none awaits its acknowledgement and, since
+ * the last one, cluster.replica_batch_steps pushes went and their bytes reached PS_SNAP_COST times the last
+ * snapshot's (so snapshots cost at most ~1/PS_SNAP_COST of the pushes' traffic: a table's touched rows outweigh
+ * a dense shard's), or PS_SNAP_MAX_PUSHES pushes went, or (idle) any. */
 void ps__async_snapshot(ps_state *p, int idle);
+#define PS_SNAP_COST 8
+/* The most pushes between two async snapshots: what a worker keeps for one ps is bounded by 2 x this. */
+#define PS_SNAP_MAX_PUSHES 256
 /* Sync with a backup: tells it that this instance's files of the checkpoint of step are complete (PS_FLAG_CKPT),
  * so it may drop the steps below step from its log. A failed send loses the backup (ps__forward_fail). */
 void ps__forward_ckpt(ps_state *p, int64_t step);

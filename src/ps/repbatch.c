@@ -270,7 +270,7 @@ static uint64_t identity_hash(const tfx_inmsg *m) {
 
 void ps__keep_measure(ps_state *p, const tfx_inmsg *m) {
   const tfx_envelope *e = m->env;
-  if (!p->backup || !ps__is_sync(p) || (e->flag & PS_FLAG_FORWARDED)) {
+  if (!p->backup || (e->flag & PS_FLAG_FORWARDED)) {
     return;
   }
   int w = ps__worker_of(e);
@@ -284,6 +284,7 @@ void ps__keep_measure(ps_state *p, const tfx_inmsg *m) {
     bytes += e->tensors[i]->nbytes + e->tensors[i]->n_rows * sizeof(int64_t);
   }
   p->push_bytes = p->push_bytes ? p->push_bytes - p->push_bytes / 64 + bytes / 64 : bytes;
+  p->snap_push_bytes += bytes;
 }
 
 void ps__forward_step(ps_state *p) {

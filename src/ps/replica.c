@@ -341,10 +341,17 @@ static int send_acked(ps_state *p, int64_t rows_since, size_t *bytes) {
   return 0;
 }
 
+/* Whether enough pushes went since the last async snapshot for the next one to be worth its bytes. */
+static int async_snapshot_due(const ps_state *p) {
+  int64_t pushes = p->version - p->snap_sent;
+  return pushes >= PS_SNAP_MAX_PUSHES ||
+         (pushes >= ps__batch_steps(p) && p->snap_push_bytes >= PS_SNAP_COST * p->snap_bytes);
+}
+
 void ps__async_snapshot(ps_state *p, int idle) {
   if (!p || !p->backup || !ps__async_snaps(p) || p->fwd_pending ||
       (p->version <= p->snap_sent && p->stats.ledger == p->snap_ledger) || /* pushes past max_steps: its ledger */
-      (!idle && p->version - p->snap_sent < ps__batch_steps(p))) {
+      (!idle && !async_snapshot_due(p))) {
     return;
   }
   size_t bytes;
@@ -352,6 +359,8 @@ void ps__async_snapshot(ps_state *p, int idle) {
   if (send_acked(p, p->snap_sent, &bytes) == 0) { /* the rows touched since the last one */
     p->snap_sent = p->version;
     p->snap_ledger = p->stats.ledger;
+    p->snap_bytes = bytes;
+    p->snap_push_bytes = 0;
   }
 }
 

@@ -36,6 +36,9 @@ int ps__batch_steps(const ps_state *p) {
 }
 
 int64_t ps__kept_steps(const ps_state *p) {
+  if (ps__async_snaps(p)) { /* a snapshot goes within PS_SNAP_MAX_PUSHES, while the previous one is acknowledged */
+    return 2 * (int64_t)PS_SNAP_MAX_PUSHES + 2;
+  }
   int64_t k = 2 * (int64_t)ps__batch_steps(p) + 2;
   return ps__ckpt_acks(p) ? k + p->cfg.ckpt_every_steps + p->cfg.ckpt_every_steps / 2 : k;
 }

@@ -207,10 +207,10 @@ Test(ps_replica, an_async_reply_tells_each_worker_its_last_push_the_backup_holds
   cr_assert_eq(ps__acked(p, 1, &buf)->version, 0, "worker 1 keeps every push: no snapshot holds one yet");
   cr_assert_null(ps__acked(p, -1, &buf), "the master's pulls keep nothing");
   p->version = 40;
-  p->acked = 36;
-  cr_assert_not(ps__forward_holds(p), "no push waits for the backup");
   p->acked = 0;
-  cr_assert(ps__forward_holds(p), "40 pushes past the backup's snapshot: replies wait");
+  cr_assert_not(ps__forward_holds(p), "a snapshot goes within PS_SNAP_MAX_PUSHES: no push waits for the backup");
+  p->version = 2 * PS_SNAP_MAX_PUSHES + 2;
+  cr_assert(ps__forward_holds(p), "two snapshots' worth of pushes past the backup's: replies wait");
   p->cfg.ps_replicas = 0;
   cr_assert_null(ps__acked(p, 0, &buf));
   p->backup = NULL;
