@@ -163,17 +163,15 @@ static int handle_init(ps_state *p, const tfx_envelope *e, tfx_err *err) {
   p->version = next.version;
   ps__ckpt_reset(p);
   p->epoch = e->epoch;
-  p->promoted = 0;
-  p->behind = 0;
   if (p->index == p->node->index) { /* a restarted ps's own instance may come back as a backup copy */
     p->backup_of = (e->flag & TFX_INIT_BACKUP) != 0;
   }
   ps__sync_reset(p, (int)(e->flag & 0xffff));
-  p->initialized = 1;
-  tfx_log(TFX_LOG_INFO, "PS-INIT", "%s%d: %d shard(s), %zu bytes, mode %s, step %lld%s%s",
-          p->backup_of ? "backup of ps instance " : "ps instance ", p->index, p->n_shards, ps__bytes(p),
-          tfx_config_choice_name("training.mode", cfg.mode), (long long)p->version,
-          e->path && *e->path ? " restored from " : "", e->path ? e->path : "");
+  p->state = PS_WAITING; /* a new INIT starts the instance afresh, whatever it was */
+  ps__set_state(p, p->backup_of ? PS_BACKUP : PS_SERVING, TFX_LOG_INFO, "PS-INIT",
+                "%s%d: %d shard(s), %zu bytes, mode %s, step %lld%s%s", p->backup_of ? "backup of ps instance " : "ps instance ",
+                p->index, p->n_shards, ps__bytes(p), tfx_config_choice_name("training.mode", cfg.mode),
+                (long long)p->version, e->path && *e->path ? " restored from " : "", e->path ? e->path : "");
   return TFX_OK;
 }
 
@@ -219,7 +217,7 @@ static void snapshot(const ps_state *p, ps_shown *s) {
   s->shards = p->n_shards;
   s->bytes = (double)ps__bytes(p);
   s->version = (double)p->version;
-  s->unreplicated = p->unreplicated;
+  s->unreplicated = ps__reports_unreplicated(p);
   s->busy_us_per_message = p->stats.handled ? p->stats.busy_us / (double)p->stats.handled : 0;
   s->busy_seconds = p->stats.busy_us / 1e6;
 }
@@ -240,9 +238,7 @@ static int handle_status(ps_state *p, const tfx_inmsg *m, tfx_err *err) {
   }
   tfx_envelope env;
   tfx_reply_init(&env, m);
-  env.text = (char *)(!p->initialized                  ? "waiting-for-plan"
-                      : p->backup_of && !p->promoted ? "backup"
-                                                     : "serving");
+  env.text = (char *)(!ps__initialized(p) ? "waiting-for-plan" : ps__is_copy(p) ? "backup" : "serving");
   env.epoch = p->epoch;
   env.step = p->version + ps__log_pending(p); /* a backup's steps held count: its primary is there */
   env.stats = kvp;
@@ -309,7 +305,7 @@ static int init_and_reply(ps_state *own, ps_state *p, const tfx_inmsg *m, tfx_er
 /* Serves requests for an initialized state. */
 static int handle_data(ps_state *p, tfx_inmsg *m, tfx_err *err) {
   const tfx_envelope *e = m->env;
-  if (!p->initialized) {
+  if (!ps__initialized(p)) {
     return tfx_err_set(err, TFX_ESTATE, "no plan yet: the master has not initialized this ps");
   }
   int rc = ps__gate(p, e, err);
@@ -321,13 +317,16 @@ static int handle_data(ps_state *p, tfx_inmsg *m, tfx_err *err) {
       return ps__pull(p, m, err);
     case TFX__MSG_TYPE__MSG_PUSH:
       if ((e->flag & PS_FLAG_STEP) && e->step != p->version + p->log_steps) {
-        p->behind = 1;
+        ps__fall_behind(p, TFX_LOG_WARN, "PS-BEHIND", "backup of ps instance %d: forwarded step %lld, at step %lld",
+                        p->index, (long long)e->step, (long long)(p->version + p->log_steps));
         return tfx_err_set(err, TFX_ESTATE, "forwarded step %lld: the backup of ps instance %d is at step %lld",
                            (long long)e->step, p->index, (long long)(p->version + p->log_steps));
       }
       if (e->flag & PS_FLAG_ROWS) {
         rc = ps__log_rows(p, m, err); /* not answered (a refusal is, and cuts the primary's link) */
-        p->behind |= rc != TFX_OK;
+        if (rc) {
+          ps__fall_behind(p, TFX_LOG_WARN, "PS-BEHIND", "backup of ps instance %d: rows refused: %s", p->index, err->msg);
+        }
         return rc;
       }
       if (e->flag & PS_FLAG_CKPT) { /* answered when acknowledged (ps__ckpt_acks): the version it holds now */
@@ -337,7 +336,10 @@ static int handle_data(ps_state *p, tfx_inmsg *m, tfx_err *err) {
       }
       if (e->flag & PS_FLAG_SNAPSHOT) { /* answered only when acknowledged (a refusal is, and cuts the link) */
         rc = ps__log_snapshot(p, m, err);
-        p->behind |= rc != TFX_OK;
+        if (rc) {
+          ps__fall_behind(p, TFX_LOG_WARN, "PS-BEHIND", "backup of ps instance %d: a snapshot refused: %s", p->index,
+                          err->msg);
+        }
         return rc || !(e->flag & PS_FLAG_ACKED) ? rc : reply_simple(p, m, p->version, 0, NULL, err);
       }
       if ((e->flag & PS_FLAG_STEP) && (e->flag & PS_FLAG_FORWARDED)) { /* held once received, applied later */
@@ -440,7 +442,7 @@ static void publish(ps_state *p) {
   ps_shown s;
   snapshot(p, &s);
   pthread_mutex_lock(&v->lock);
-  v->initialized = p->initialized;
+  v->initialized = ps__initialized(p);
   v->shown = s;
   pthread_mutex_unlock(&v->lock);
 }
@@ -529,7 +531,7 @@ static void serve(ps_state *p) {
       ps__expire_pulls(p->mirror);
     }
     publish(p);
-    if (p->initialized) {
+    if (ps__initialized(p)) {
       tfx_notify_status("ps %d: step %lld, %d shard(s), %llu pushes applied", p->node->index, (long long)p->version,
                         p->n_shards, (unsigned long long)p->stats.applied);
     } else {
@@ -569,11 +571,11 @@ int tfx_ps_run(tfx_node *n, tfx_err *err) {
           (long long)p.version, (unsigned long long)p.stats.applied, (unsigned long long)p.stats.stale,
           (unsigned long long)p.stats.rejected, (unsigned long long)p.stats.cow_copies,
           (unsigned long long)p.stats.replica_bytes);
-  if (p.mirror && p.mirror->initialized) {
+  if (ps__initialized(p.mirror)) {
     tfx_log(TFX_LOG_INFO, "PS-STOP-COPY",
             "%s of ps instance %d at step %lld: %llu pushes applied, %llu stale dropped, %d steps in its log (%.2f "
             "MiB)",
-            p.mirror->promoted ? "promoted copy" : "backup", p.mirror->index,
+            ps__promoted(p.mirror) ? "promoted copy" : "backup", p.mirror->index,
             (long long)(p.mirror->version + p.mirror->log_steps), (unsigned long long)p.mirror->stats.applied,
             (unsigned long long)p.mirror->stats.stale, p.mirror->log_steps, (double)p.mirror->log_bytes / 1048576.0);
   }

@@ -176,15 +176,30 @@ typedef struct ps_batch {
   int64_t first; /* the version (step) of its first step */
 } ps_batch;
 
+/* What a ps instance (the own one, or a mirror: a copy of another ps's) is doing. It changes only through
+ * ps__set_state, which logs each change once, in the line of the event that caused it (PS-INIT, PS-PROMOTED,
+ * PS-BACKUP-LOST, PS-REREPLICATED, PS-BEHIND, PS-BACKUP-BASE, PS-BACKUP-BROKEN):
+ *
+ *   WAITING --INIT--> SERVING <--backup taken again (re-replicated)-- UNREPLICATED
+ *      |                 `--its backup lost---------------------------------^  ^
+ *      `--INIT as a copy--> BACKUP --PROMOTE----------------------------------'
+ *                             `--a forward refused, a checkpoint not loaded--> BEHIND (never promoted; a new INIT)
+ */
+typedef enum ps_instance_state {
+  PS_WAITING,      /* no plan yet: the master has not sent INIT */
+  PS_SERVING,      /* serves workers; with replicas on, its backup holds what it acknowledges */
+  PS_UNREPLICATED, /* serves workers with replicas on but no backup: lost or refused, or a promoted copy alone */
+  PS_BACKUP,       /* a copy of an instance served elsewhere, taking its primary's forwards; serves no worker */
+  PS_BEHIND,       /* a copy that refused a forward or could not load a checkpoint: it may not be promoted */
+} ps_instance_state;
+
 typedef struct ps_state {
   tfx_node *node;
   void *sock;
   int index;              /* the plan's ps instance this state holds (file names): the node's own, or, in a
                              mirror, the instance it backs up */
-  int backup_of;          /* a mirror: another instance's backup copy (cluster.replicas 1) */
-  int promoted;           /* a mirror the master promoted: it serves workers as that instance's primary */
-  int unreplicated;       /* replicas on, and this instance has no backup (lost, or a promoted mirror) */
-  int behind;             /* a mirror that refused a forwarded step or snapshot: it may not be promoted */
+  int backup_of;          /* a copy of another ps's instance (a mirror, or the own instance restarted as a copy) */
+  ps_instance_state state; /* changed only by ps__set_state */
   uint64_t epoch;         /* the plan epoch of the last INIT or PROMOTE */
   struct ps_state *mirror; /* the own state's: the instance this ps backs up, or NULL */
   tfx_client *backup;     /* the own state's: DEALER to the ps holding its backup, or NULL */
@@ -222,7 +237,7 @@ typedef struct ps_state {
   int n_held, cap_held;
   tfx_config cfg;
   tfx_optim opt;
-  int initialized, stopping;
+  int stopping;
   shard *shards;
   int n_shards;
   int64_t version, start_ms;
@@ -289,6 +304,29 @@ void ps__touch(ps_state *p, shard *s);
 /* Replies to one part of a push-pull with the current values of the ranges it pushed (checked by the caller),
  * sent in place. */
 int ps__send_ranges(ps_state *p, const tfx_inmsg *m, tfx_err *err);
+/* A ps instance's state (state.c). */
+
+/* The state's name as the logs and STATUS say it; static. */
+const char *ps__state_name(ps_instance_state s);
+/* Moves p to state `to` on event `id` (a log ID), logged once at `level` in the caller's words (printf format) with
+ * the change ("[backup -> unreplicated]") when p was in another state. */
+void ps__set_state(ps_state *p, ps_instance_state to, int level, const char *id, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+/* Event `id` that puts a copy BEHIND (never promoted), logged as ps__set_state does; any other state stays. */
+void ps__fall_behind(ps_state *p, int level, const char *id, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* Whether p has had its INIT (p may be NULL). */
+int ps__initialized(const ps_state *p);
+/* Whether p serves workers: SERVING or UNREPLICATED. */
+int ps__serves(const ps_state *p);
+/* Whether p is a copy of another ps's instance that the master promoted: it serves that instance's workers. */
+int ps__promoted(const ps_state *p);
+/* Whether p is a copy not promoted: BACKUP or BEHIND. */
+int ps__is_copy(const ps_state *p);
+/* What STATUS says as "unreplicated": the instance has no backup (UNREPLICATED, or the own instance restarted as a
+ * copy while its promoted backup serves it alone). */
+int ps__reports_unreplicated(const ps_state *p);
+
 /* The ps's decisions that need no socket (rules.c). */
 
 /* Whether the experiment's training.mode is sync / ssp. */

@@ -460,10 +460,9 @@ static int push_step(ps_state *p, const tfx_inmsg *m, tfx_err *err) {
   for (size_t j = 0; !rc && j < m->env->n_stats; j++) {
     rc = batch_step(p, m, m->env->step + (int64_t)j, (int)m->env->stats[j]->value, &i, err);
     if (rc) { /* out of memory part way: this copy is no longer the primary's */
-      tfx_log(TFX_LOG_ERROR, "PS-BACKUP-BROKEN", "backup of ps instance %d: step %lld applied in part: %s", p->index,
-              (long long)p->version, err ? err->msg : "out of memory");
+      ps__fall_behind(p, TFX_LOG_ERROR, "PS-BACKUP-BROKEN", "backup of ps instance %d: step %lld applied in part: %s",
+                      p->index, (long long)p->version, err ? err->msg : "out of memory"); /* no promotion */
       ps__sync_reset(p, p->n_workers);
-      p->behind = 1; /* every later step is refused, so the primary serves unreplicated; no promotion */
     }
   }
   return rc;

@@ -45,10 +45,9 @@ void ps__forward_awaits(ps_state *p) {
 }
 
 void ps__forward_fail(ps_state *p, const char *why) {
-  tfx_log(TFX_LOG_WARN, "PS-BACKUP-LOST", "ps instance %d: its backup is lost (%s); serving unreplicated", p->index,
-          why);
+  ps__set_state(p, PS_UNREPLICATED, TFX_LOG_WARN, "PS-BACKUP-LOST",
+                "ps instance %d: its backup is lost (%s); serving unreplicated", p->index, why);
   ps__backup_close(p);
-  p->unreplicated = 1;
   p->fwd_pending = 0;
 }
 

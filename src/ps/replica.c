@@ -48,9 +48,7 @@ static int backup_connect(ps_state *p, int at, tfx_err *err) {
 int ps__backup_open(ps_state *p, tfx_err *err) {
   int n = tfx_cluster_count(p->node->cluster, TFX_ROLE_PS);
   ps__backup_close(p);
-  p->unreplicated = 0;
   if (!p->cfg.ps_replicas || n < 2 || p->backup_of) {
-    p->unreplicated = p->cfg.ps_replicas && p->backup_of;
     return TFX_OK;
   }
   p->acked = p->snap_sent = p->version;
@@ -65,7 +63,7 @@ int ps__backup_open(ps_state *p, tfx_err *err) {
 static int reattach(ps_state *p, const tfx_inmsg *m, tfx_err *err) {
   const tfx_envelope *e = m->env;
   int n = tfx_cluster_count(p->node->cluster, TFX_ROLE_PS);
-  if (!p->initialized || (p->backup_of && !p->promoted) || e->step < 0 || e->step >= n ||
+  if (!ps__serves(p) || e->step < 0 || e->step >= n ||
       e->step == p->node->index) {
     return tfx_err_set(err, TFX_ESTATE, "re-replicate ps instance %d on ps %lld: ps %d does not serve it", p->index,
                        (long long)e->step, p->node->index);
@@ -82,13 +80,13 @@ static int reattach(ps_state *p, const tfx_inmsg *m, tfx_err *err) {
     return rc;
   }
   p->stats.replica_bytes += bytes;
-  p->unreplicated = 0;
   p->fwd_steps = 0;
   p->acked = p->snap_sent = p->version;
   memcpy(p->acked_last, p->last_push, sizeof p->acked_last); /* streamed whole, the workers' state too */
   p->ckpt_acks_off = 0; /* a new backup: it may read the checkpoints */
-  tfx_log(TFX_LOG_WARN, "PS-REREPLICATED", "ps instance %d: ps %lld is its backup again: %zu bytes streamed at step "
-          "%lld in %lld ms", p->index, (long long)e->step, bytes, (long long)p->version, (long long)(tfx_now_ms() - t0));
+  ps__set_state(p, PS_SERVING, TFX_LOG_WARN, "PS-REREPLICATED",
+                "ps instance %d: ps %lld is its backup again: %zu bytes streamed at step %lld in %lld ms", p->index,
+                (long long)e->step, bytes, (long long)p->version, (long long)(tfx_now_ms() - t0));
   tfx_envelope env;
   tfx_reply_init(&env, m);
   env.step = p->version;
@@ -98,14 +96,14 @@ static int reattach(ps_state *p, const tfx_inmsg *m, tfx_err *err) {
 
 int ps__gate(ps_state *p, const tfx_envelope *e, tfx_err *err) {
   int forwarded = e->type == TFX__MSG_TYPE__MSG_PUSH && (e->flag & PS_FLAG_FORWARDED);
-  if (forwarded && (!p->backup_of || p->promoted || e->epoch < p->epoch)) {
+  if (forwarded && (!ps__is_copy(p) || e->epoch < p->epoch)) {
     p->stats.stale_epoch++;
     return tfx_err_set(err, TFX_ESTATE,
                        "forwarded push of plan epoch %llu refused: ps instance %d here is %s at epoch %llu",
                        (unsigned long long)e->epoch, p->index, p->backup_of ? "promoted" : "a primary",
                        (unsigned long long)p->epoch);
   }
-  if (!forwarded && p->backup_of && !p->promoted && e->sender_role != TFX__ROLE__ROLE_MASTER) {
+  if (!forwarded && ps__is_copy(p) && e->sender_role != TFX__ROLE__ROLE_MASTER) {
     return tfx_err_set(err, TFX_ESTATE, "ps %d holds ps instance %d as its backup: not promoted (yet)",
                        p->node->index, p->index);
   }
@@ -166,11 +164,11 @@ int ps__promote(ps_state *p, const tfx_inmsg *m, tfx_err *err) {
   if (e->flag & 1) {
     return reattach(p, m, err);
   }
-  if (!p->backup_of || !p->initialized) {
+  if (!p->backup_of || !ps__initialized(p)) {
     return tfx_err_set(err, TFX_ESTATE, "promote ps instance %d: ps %d holds no initialized backup of it", p->index,
                        p->node->index);
   }
-  if (p->behind) {
+  if (p->state == PS_BEHIND) {
     return tfx_err_set(err, TFX_ESTATE,
                        "promote ps instance %d: the backup on ps %d refused a forwarded step and is behind its primary",
                        p->index, p->node->index);
@@ -181,12 +179,11 @@ int ps__promote(ps_state *p, const tfx_inmsg *m, tfx_err *err) {
                        (unsigned long long)e->epoch, (unsigned long long)p->epoch);
   }
   p->epoch = e->epoch;
-  if (!p->promoted) {
-    tfx_log(TFX_LOG_WARN, "PS-PROMOTED", "ps %d now serves ps instance %d as its primary at step %lld (plan epoch %llu)",
-            p->node->index, p->index, (long long)p->version, (unsigned long long)p->epoch);
+  if (!ps__promoted(p)) {
+    ps__set_state(p, PS_UNREPLICATED, TFX_LOG_WARN, "PS-PROMOTED",
+                  "ps %d now serves ps instance %d as its primary at step %lld (plan epoch %llu)", p->node->index,
+                  p->index, (long long)p->version, (unsigned long long)p->epoch);
   }
-  p->promoted = 1;
-  p->unreplicated = 1;
   tfx_envelope env;
   tfx_reply_init(&env, m);
   env.step = p->version;

@@ -94,11 +94,9 @@ static int log_base(ps_state *p) {
   rc = rc ? rc : ps__restore_shards(p, path, &err);
   p->log_stale = 0;
   if (rc || p->version != at) {
-    tfx_log(TFX_LOG_ERROR, "PS-BACKUP-BASE",
-            "backup of ps instance %d: checkpoint of step %lld not loaded (%s): "
-            "this copy may not be promoted",
-            p->index, (long long)at, rc ? err.msg : "another step");
-    p->behind = 1;
+    ps__fall_behind(p, TFX_LOG_ERROR, "PS-BACKUP-BASE",
+                    "backup of ps instance %d: checkpoint of step %lld not loaded (%s): this copy may not be promoted",
+                    p->index, (long long)at, rc ? err.msg : "another step");
     p->version = at + p->log_steps;
     log_drop(p, p->n_log);
     return -1;
@@ -171,7 +169,7 @@ int ps__log_checkpoint(ps_state *p, int64_t step, int acked) {
   for (; n < p->n_log && at < step; n++) {
     at += (int64_t)p->log[n].env->n_stats;
   }
-  int ahead = acked && !p->n_log && step > p->version && !p->behind; /* ps__ckpt_acks: no step is forwarded */
+  int ahead = acked && !p->n_log && step > p->version && p->state != PS_BEHIND; /* ps__ckpt_acks: no step is forwarded */
   if (!ps__log_until_ckpt(p) || (!ahead && (!n || at != step))) {
     return 0; /* nothing to drop, or not at a batch's end (a batch is replayed whole) */
   }

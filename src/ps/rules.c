@@ -194,7 +194,7 @@ float ps__sync_scale(int n_grads) {
 }
 
 void ps__sync_end_step(ps_state *p) {
-  if (p->backup_of && !p->promoted) {
+  if (ps__is_copy(p)) {
     p->stats.ledger += (uint64_t)p->n_grads; /* a backup replaying its primary's summed steps (its pushes) */
   }
   p->version++;

@@ -36,7 +36,7 @@ static ps_state *make(int index, int backup_of, uint64_t epoch) {
   p->index = index;
   p->backup_of = backup_of;
   p->epoch = epoch;
-  p->initialized = 1;
+  p->state = backup_of ? PS_BACKUP : PS_SERVING;
   p->cfg.mode = TFX_MODE_SYNC;
   p->cfg.ps_replicas = 1;
   ps__sync_start(p, 2);
@@ -105,7 +105,7 @@ Test(ps_replica, a_backup_not_promoted_refuses_workers_and_takes_forwards_of_its
 
 Test(ps_replica, a_promoted_backup_serves_workers_and_refuses_the_old_primarys_forwards) {
   ps_state *m = make(0, 1, 1);
-  m->promoted = 1;
+  m->state = PS_UNREPLICATED; /* promoted: a copy that serves, with no backup of its own yet */
   m->epoch = 2;
   tfx_err err = {0};
   tfx_envelope push = request(TFX__MSG_TYPE__MSG_PUSH, TFX__ROLE__ROLE_WORKER, 1, 0, 1);

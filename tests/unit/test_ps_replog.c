@@ -36,7 +36,7 @@ static void setup(void) {
   snprintf(node.run_dir, sizeof node.run_dir, "/tmp/test_ps_replog.%d", (int)getpid());
   p->node = &node;
   p->backup_of = 1;
-  p->initialized = 1;
+  p->state = PS_BACKUP;
   p->cfg.mode = TFX_MODE_SYNC;
   p->cfg.ps_replicas = 1;
   p->cfg.replica_batch_steps = 4;
@@ -180,7 +180,7 @@ Test(ps_replog, a_checkpoint_drops_the_batches_below_it_and_a_lost_one_bars_prom
   cr_assert_eq(ps__log_checkpoint(p, 3, 0), 0, "the same notice again: nothing more");
   cr_assert_eq(tfx_rowtable_rows(p->shards[0].table), 0, "nothing applied");
   ps__log_apply(p, 0); /* a promotion: the checkpoint of step 3 holds no shard (an empty file): not loaded */
-  cr_assert(p->behind, "a checkpoint that cannot be loaded: the copy may not be promoted");
+  cr_assert_eq(p->state, PS_BEHIND, "a checkpoint that cannot be loaded: the copy may not be promoted");
   cr_assert_eq(p->n_log, 0);
   cr_assert_eq(p->version, 9, "its step still counts every step acknowledged");
 }
@@ -197,7 +197,7 @@ Test(ps_replog, a_checkpoint_that_holds_the_whole_log_is_loaded_on_promotion) {
   cr_assert_eq(p->n_log, 0);
   cr_assert(p->log_stale);
   ps__log_apply(p, 0); /* a promotion with an empty log still loads the checkpoint (here an empty file: fails) */
-  cr_assert(p->behind, "the checkpoint of step 3 was not loaded: the copy may not be promoted");
+  cr_assert_eq(p->state, PS_BEHIND, "the checkpoint of step 3 was not loaded: the copy may not be promoted");
   cr_assert_not(p->log_stale);
   cr_assert_eq(p->version, 3);
 }
@@ -216,7 +216,7 @@ Test(ps_replog, an_acknowledged_checkpoint_is_the_state_of_a_backup_sent_no_step
   ps__log_checkpoint(p, 50, 1);
   cr_assert_eq(p->version, 100, "an older checkpoint never takes the backup back");
   ps__log_apply(p, 0); /* a promotion: the shard file is empty here, so the load fails */
-  cr_assert(p->behind, "a checkpoint that cannot be loaded: the copy may not be promoted");
+  cr_assert_eq(p->state, PS_BEHIND, "a checkpoint that cannot be loaded: the copy may not be promoted");
   cr_assert_eq(p->version, 100);
 }
 
