@@ -26,7 +26,9 @@ int psclient__relink(tfx_psclient *c, int p, int at, tfx_err *err) {
   l->client = nc;
   l->at = at;
   l->moved = at != p; /* at its own ps again (the chief's routes): a failure there moves it to the backup */
-  l->lost = l->waiting; /* its request went with the old connection */
+  if (l->state == LINK_WAITING) { /* its request went with the old connection */
+    psclient__link_state(l, LINK_LOST, "relinked while waiting for a reply");
+  }
   l->seen = tfx_client_disconnects(nc);
   l->since = -1;
   return TFX_OK;
