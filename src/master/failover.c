@@ -47,10 +47,12 @@ int master__init_backup(master *m, int p, tfx_envelope *init, tfx_err *err) {
   if (rc || b < 0 || m->ps[b].state == MASTER_PS_LOST || !ps_link(m, b)) {
     return rc; /* no live backup: instance p runs without one */
   }
-  int64_t flag = init->flag;
-  init->flag |= b == p ? TFX_INIT_BACKUP : 0; /* ps p rejoined as its own shards' backup */
+  Tfx__Init body = *init->init;
+  Tfx__Init *own = init->init;
+  body.as_backup = b == p; /* ps p rejoined as its own shards' backup */
+  init->init = &body;
   rc = call_instance(m, ps_link(m, b), p, init, err);
-  init->flag = flag;
+  init->init = own;
   return rc;
 }
 
@@ -192,7 +194,7 @@ const char *master__replica_status(const master *m) {
 }
 
 /* Makes ps x the backup of instance p (served by ps m->ps[p].at): INIT of the copy on x, then the primary streams
- * it its state (MSG_PROMOTE, flag 1, step x). */
+ * it its state (MSG_REREPLICATE to ps x). */
 static int reattach(master *m, int x, int p, tfx_err *err) {
   size_t n;
   Tfx__Shard **mine = tfx_plan_for_ps(&m->plan, p, &n);
@@ -204,13 +206,17 @@ static int reattach(master *m, int x, int p, tfx_err *err) {
   init.text = m->config_json;
   init.shards = mine;
   init.n_shards = n;
-  init.flag = m->n_workers | (x == p ? TFX_INIT_BACKUP : 0);
+  Tfx__Init body = TFX__INIT__INIT;
+  body.workers = (uint32_t)m->n_workers;
+  body.as_backup = x == p;
+  init.init = &body;
   int rc = call_instance(m, m->ps[x].home ? m->ps[x].home : m->ps[x].client, p, &init, err);
   free(mine);
   tfx_envelope env;
-  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_PROMOTE);
-  env.flag = 1;
-  env.step = x;
+  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_REREPLICATE);
+  Tfx__Rereplicate to = TFX__REREPLICATE__INIT;
+  to.to_ps = x;
+  env.rereplicate = &to;
   rc = rc ? rc : call_instance(m, m->ps[p].client, p, &env, err);
   if (!rc) {
     m->ps[p].backup = x;
@@ -254,7 +260,7 @@ void master__rejoin(master *m) {
     tfx_inmsg r;
     tfx_err err;
     if (m->ps[x].rejoin_asked && tfx_client_recv(c, &r, 1, &err) == TFX_OK) {
-      int empty = r.env->text && !strcmp(r.env->text, "waiting-for-plan");
+      int empty = r.env->instance_state == TFX__INSTANCE_STATE__INSTANCE_WAITING;
       tfx_inmsg_fini(&r);
       m->ps[x].rejoin_asked = 0;
       if (empty) {

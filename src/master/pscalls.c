@@ -86,7 +86,7 @@ static void note_version(void *ctx, int p, const tfx_envelope *e) {
   master__lock(m, 0);
   master__note_replica(m, p, e);
   master__observe_ps(m, p, e);
-  if (m->running && e->text && !strcmp(e->text, "waiting-for-plan")) {
+  if (m->running && e->instance_state == TFX__INSTANCE_STATE__INSTANCE_WAITING) {
     m->ps_lost = 1;
     m->lost_ps = p;
   }

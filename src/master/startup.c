@@ -117,7 +117,9 @@ static int init_one(master *m, int p, const char *restore_dir, tfx_err *err) {
   env.shards = mine;
   env.n_shards = n;
   env.path = path;
-  env.flag = m->n_workers;
+  Tfx__Init init = TFX__INIT__INIT;
+  init.workers = (uint32_t)m->n_workers;
+  env.init = &init;
   master__route(m, p, &env);
   int rc = tfx_client_call(m->ps[p].client, &env, NULL, 0, &r, m->cfg.request_timeout_s * 1000, err);
   tfx_inmsg_fini(&r);
@@ -246,7 +248,8 @@ static int status_of(master *m, int p, live_ps *l) {
   int ok = tfx_client_call(m->ps[p].client, &env, NULL, 0, &r, 1000, NULL) == TFX_OK && r.env;
   if (ok) {
     double shards = master__stat(r.env, "shards");
-    l->serving[p] = r.env->text && !strcmp(r.env->text, "serving");
+    l->serving[p] = r.env->instance_state == TFX__INSTANCE_STATE__INSTANCE_SERVING ||
+                    r.env->instance_state == TFX__INSTANCE_STATE__INSTANCE_UNREPLICATED;
     l->shards[p] = isfinite(shards) ? (int64_t)shards : -1;
     l->version[p] = r.env->step;
   }

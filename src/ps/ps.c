@@ -123,6 +123,9 @@ static int check_message_bound(const tfx_config *cfg, tfx_err *err) {
 
 /* MSG_INIT: (re)builds every shard from the plan, fresh or from a checkpoint shard. */
 static int handle_init(ps_state *p, const tfx_envelope *e, tfx_err *err) {
+  if (!e->init) {
+    return tfx_err_set(err, TFX_EPROTO, "an INIT without its Init body (the worker count)");
+  }
   tfx_config cfg;
   tfx_config_init(&cfg);
   int rc = tfx_config_parse(&cfg, e->text ? e->text : "", "init experiment", err);
@@ -164,9 +167,9 @@ static int handle_init(ps_state *p, const tfx_envelope *e, tfx_err *err) {
   ps__ckpt_reset(p);
   p->epoch = e->epoch;
   if (p->index == p->node->index) { /* a restarted ps's own instance may come back as a backup copy */
-    p->backup_of = (e->flag & TFX_INIT_BACKUP) != 0;
+    p->backup_of = e->init->as_backup;
   }
-  ps__sync_reset(p, (int)(e->flag & 0xffff));
+  ps__sync_reset(p, (int)e->init->workers);
   p->state = PS_WAITING; /* a new INIT starts the instance afresh, whatever it was */
   ps__set_state(p, p->backup_of ? PS_BACKUP : PS_SERVING, TFX_LOG_INFO, "PS-INIT",
                 "%s%d: %d shard(s), %zu bytes, mode %s, step %lld%s%s", p->backup_of ? "backup of ps instance " : "ps instance ",
@@ -239,6 +242,7 @@ static int handle_status(ps_state *p, const tfx_inmsg *m, tfx_err *err) {
   tfx_envelope env;
   tfx_reply_init(&env, m);
   env.text = (char *)(!ps__initialized(p) ? "waiting-for-plan" : ps__is_copy(p) ? "backup" : "serving");
+  env.instance_state = ps__wire_state(p->state);
   env.epoch = p->epoch;
   env.step = p->version + ps__log_pending(p); /* a backup's steps held count: its primary is there */
   env.stats = kvp;
@@ -302,6 +306,46 @@ static int init_and_reply(ps_state *own, ps_state *p, const tfx_inmsg *m, tfx_er
   return rc ? rc : reply_simple(p, m, p->version, 0, NULL, err);
 }
 
+/* The backup of a kind of MSG_REPLICATE that changes it, refusing it (why) and falling BEHIND: TFX_ESTATE. */
+static int refuse_replicate(ps_state *p, int rc, const char *what, tfx_err *err) {
+  ps__fall_behind(p, TFX_LOG_WARN, "PS-BEHIND", "backup of ps instance %d: %s refused: %s", p->index, what, err->msg);
+  return rc;
+}
+
+/* MSG_REPLICATE on a backup copy (its kind in Envelope.replicate): summed sync steps are held and answered with
+ * the steps it holds; a snapshot or rows are taken in (a snapshot answered when acked); a checkpoint's news lets
+ * it drop its log below that step (answered when acked). A refusal cuts the primary's link. */
+static int handle_replicate(ps_state *p, tfx_inmsg *m, tfx_err *err) {
+  const tfx_envelope *e = m->env;
+  const Tfx__Replicate *r = e->replicate;
+  int rc = TFX_OK;
+  switch (r ? r->kind : TFX__REPLICATE_KIND__REPLICATE_NONE) {
+    case TFX__REPLICATE_KIND__REPLICATE_STEPS:
+      if (e->step != p->version + p->log_steps) {
+        rc = tfx_err_set(err, TFX_ESTATE, "forwarded step %lld: the backup of ps instance %d is at step %lld",
+                         (long long)e->step, p->index, (long long)(p->version + p->log_steps));
+        return refuse_replicate(p, rc, "a batch of steps", err);
+      }
+      rc = reply_simple(p, m, p->version + p->log_steps + (int64_t)e->n_stats, 0, NULL, err); /* its steps held */
+      ps__log_hold(p, m);
+      return rc;
+    case TFX__REPLICATE_KIND__REPLICATE_SNAPSHOT:
+      rc = ps__log_snapshot(p, m, err);
+      if (rc) {
+        return refuse_replicate(p, rc, "a snapshot", err);
+      }
+      return r->acked ? reply_simple(p, m, p->version, 0, NULL, err) : TFX_OK;
+    case TFX__REPLICATE_KIND__REPLICATE_ROWS:
+      rc = ps__log_rows(p, m, err);
+      return rc ? refuse_replicate(p, rc, "rows", err) : TFX_OK;
+    case TFX__REPLICATE_KIND__REPLICATE_CHECKPOINT:
+      ps__log_checkpoint(p, e->step, r->acked);
+      return r->acked ? reply_simple(p, m, p->version + p->log_steps, 0, NULL, err) : TFX_OK;
+    default:
+      return tfx_err_set(err, TFX_EPROTO, "a MSG_REPLICATE of kind %d: no primary sends one", r ? (int)r->kind : 0);
+  }
+}
+
 /* Serves requests for an initialized state. */
 static int handle_data(ps_state *p, tfx_inmsg *m, tfx_err *err) {
   const tfx_envelope *e = m->env;
@@ -316,43 +360,9 @@ static int handle_data(ps_state *p, tfx_inmsg *m, tfx_err *err) {
     case TFX__MSG_TYPE__MSG_PULL:
       return ps__pull(p, m, err);
     case TFX__MSG_TYPE__MSG_PUSH:
-      if ((e->flag & PS_FLAG_STEP) && e->step != p->version + p->log_steps) {
-        ps__fall_behind(p, TFX_LOG_WARN, "PS-BEHIND", "backup of ps instance %d: forwarded step %lld, at step %lld",
-                        p->index, (long long)e->step, (long long)(p->version + p->log_steps));
-        return tfx_err_set(err, TFX_ESTATE, "forwarded step %lld: the backup of ps instance %d is at step %lld",
-                           (long long)e->step, p->index, (long long)(p->version + p->log_steps));
-      }
-      if (e->flag & PS_FLAG_ROWS) {
-        rc = ps__log_rows(p, m, err); /* not answered (a refusal is, and cuts the primary's link) */
-        if (rc) {
-          ps__fall_behind(p, TFX_LOG_WARN, "PS-BEHIND", "backup of ps instance %d: rows refused: %s", p->index, err->msg);
-        }
-        return rc;
-      }
-      if (e->flag & PS_FLAG_CKPT) { /* answered when acknowledged (ps__ckpt_acks): the version it holds now */
-        int acked = (e->flag & PS_FLAG_ACKED) != 0;
-        ps__log_checkpoint(p, e->step, acked);
-        return acked ? reply_simple(p, m, p->version + p->log_steps, 0, NULL, err) : TFX_OK;
-      }
-      if (e->flag & PS_FLAG_SNAPSHOT) { /* answered only when acknowledged (a refusal is, and cuts the link) */
-        rc = ps__log_snapshot(p, m, err);
-        if (rc) {
-          ps__fall_behind(p, TFX_LOG_WARN, "PS-BEHIND", "backup of ps instance %d: a snapshot refused: %s", p->index,
-                          err->msg);
-        }
-        return rc || !(e->flag & PS_FLAG_ACKED) ? rc : reply_simple(p, m, p->version, 0, NULL, err);
-      }
-      if ((e->flag & PS_FLAG_STEP) && (e->flag & PS_FLAG_FORWARDED)) { /* held once received, applied later */
-        rc = reply_simple(p, m, p->version + p->log_steps + (int64_t)e->n_stats, 0, NULL, err); /* its steps held */
-        ps__log_hold(p, m);
-        return rc;
-      }
-      if (e->flag & PS_FLAG_FORWARDED) {
-        return tfx_err_set(err, TFX_EPROTO,
-                           "a forwarded push that is neither a batch of steps, a snapshot, rows nor "
-                           "a checkpoint's news: no primary sends one");
-      }
       return ps__push_ordered(p, m, err);
+    case TFX__MSG_TYPE__MSG_REPLICATE:
+      return handle_replicate(p, m, err);
     case TFX__MSG_TYPE__MSG_CHECKPOINT:
       return ps__checkpoint_request(p, m, err);
     default:
@@ -378,6 +388,7 @@ static int handle(ps_state *own, tfx_inmsg *m, tfx_err *err) {
     tfx_envelope env;
     tfx_reply_init(&env, m);
     env.text = "waiting-for-plan";
+    env.instance_state = TFX__INSTANCE_STATE__INSTANCE_WAITING;
     env.epoch = own->epoch;
     return tfx_wire_send(own->sock, &m->identity, &env, NULL, 0, err);
   }
@@ -385,7 +396,7 @@ static int handle(ps_state *own, tfx_inmsg *m, tfx_err *err) {
     return rc;
   }
   if (e->type != TFX__MSG_TYPE__MSG_STATUS && e->type != TFX__MSG_TYPE__MSG_INIT &&
-      !(e->type == TFX__MSG_TYPE__MSG_PUSH && (e->flag & PS_FLAG_FORWARDED))) {
+      e->type != TFX__MSG_TYPE__MSG_REPLICATE) {
     ps__log_apply(p, 0); /* a mirror is brought up to its primary's step before it serves anything else */
   }
   switch (e->type) {
@@ -395,6 +406,8 @@ static int handle(ps_state *own, tfx_inmsg *m, tfx_err *err) {
       return init_and_reply(own, p, m, err);
     case TFX__MSG_TYPE__MSG_PROMOTE:
       return ps__promote(p, m, err);
+    case TFX__MSG_TYPE__MSG_REREPLICATE:
+      return ps__rereplicate(p, m, err);
     default:
       return handle_data(p, m, err);
   }

@@ -145,24 +145,6 @@ typedef struct ps_ckpt_sums {
 /* How many written checkpoints a ps remembers for the master: 256 x every_steps steps of master absence. */
 #define PS_CKPT_DONE 256
 
-/* Envelope.flag bit of a push forwarded by a primary to its backup (answered with a bare acknowledgement). */
-#define PS_FLAG_FORWARDED 2
-/* With PS_FLAG_FORWARDED: a whole sync step, summed (ps__forward_step), not one worker's push. */
-#define PS_FLAG_STEP 4
-/* With PS_FLAG_FORWARDED: the primary's values and slots at Envelope.step (ps__forward_snapshot); not answered. */
-#define PS_FLAG_SNAPSHOT 8
-/* With PS_FLAG_SNAPSHOT: a new backup's whole state (any step; the workers' clocks too); not answered. */
-#define PS_FLAG_FULL 16
-/* With PS_FLAG_FORWARDED: rows of a lazy table (values and slots) for a new backup; not answered. */
-#define PS_FLAG_ROWS 32
-/* With PS_FLAG_FORWARDED: the primary's files of the checkpoint of Envelope.step are complete (fsynced), so its
- * backup may drop the steps below it from its log (ps__log_checkpoint); not answered, but with PS_FLAG_ACKED
- * (ps__ckpt_acks: the checkpoint is then the backup's state), answered with the backup's version. */
-#define PS_FLAG_CKPT 64
-/* With PS_FLAG_SNAPSHOT: a snapshot that stands for the steps since the last one (ps__snap_acks): answered with
- * the backup's version, which the primary's replies tell the workers (their kept pushes are the log between). */
-#define PS_FLAG_ACKED 128
-
 /* The own state's summed sync steps not forwarded yet (cluster.replicas 1): one message per
  * cluster.replica_batch_steps steps (replica.c). Each tensor's bytes are a copy it owns; Tensor.version is its step. */
 typedef struct ps_batch {
@@ -323,6 +305,8 @@ int ps__serves(const ps_state *p);
 int ps__promoted(const ps_state *p);
 /* Whether p is a copy not promoted: BACKUP or BEHIND. */
 int ps__is_copy(const ps_state *p);
+/* The state as the protocol's InstanceState says it. */
+Tfx__InstanceState ps__wire_state(ps_instance_state s);
 /* What STATUS says as "unreplicated": the instance has no backup (UNREPLICATED, or the own instance restarted as a
  * copy while its promoted backup serves it alone). */
 int ps__reports_unreplicated(const ps_state *p);
@@ -459,7 +443,7 @@ void ps__forward_fail(ps_state *p, const char *why);
 /* Sync mode: adds the step about to be applied to the batch for the backup, as the primary summed it (the dense
  * sums, the rows looked up, a lazy table's summed rows in the order the sum lists them, values assigned this step,
  * and the number of gradients averaged); every cluster.replica_batch_steps steps the batch goes in one message, which
- * the backup applies step by step with the same code (ps__push, PS_FLAG_STEP), bit for bit, and acknowledges with
+ * the backup applies step by step with the same code (ps__push, REPLICATE_STEPS), bit for bit, and acknowledges with
  * its version (p->acked). Replies do not wait for it: they tell the workers p->acked (ps__acked), and a worker keeps
  * its pushes until then. Without a backup: clears step_assigned. */
 void ps__forward_step(ps_state *p);
@@ -526,7 +510,7 @@ void ps__async_snapshot(ps_state *p, int idle);
 #define PS_SNAP_COST 8
 /* The most pushes between two async snapshots: what a worker keeps for one ps is bounded by 2 x this. */
 #define PS_SNAP_MAX_PUSHES 256
-/* Sync with a backup: tells it that this instance's files of the checkpoint of step are complete (PS_FLAG_CKPT),
+/* Sync with a backup: tells it that this instance's files of the checkpoint of step are complete (REPLICATE_CHECKPOINT),
  * so it may drop the steps below step from its log. A failed send loses the backup (ps__forward_fail). */
 void ps__forward_ckpt(ps_state *p, int64_t step);
 /* Frees the steps batched and not sent (the backup link closed). */
@@ -562,7 +546,7 @@ void ps__log_free(ps_state *p);
 /* A snapshot from the primary: replaces the values and slots of the shards it names and drops the held steps it
  * holds. TFX_ESTATE (nothing changed) when it does not fit this backup or its step. */
 int ps__log_snapshot(ps_state *p, const tfx_inmsg *m, tfx_err *err);
-/* Rows of lazy tables for a new backup (PS_FLAG_ROWS): stored whole, values and slots. TFX_ESTATE when a tensor
+/* Rows of lazy tables for a new backup (REPLICATE_ROWS): stored whole, values and slots. TFX_ESTATE when a tensor
  * does not fit. */
 int ps__log_rows(ps_state *p, const tfx_inmsg *m, tfx_err *err);
 /* Sends a new backup the whole state of p (values, slots, lazy rows, version, worker clocks): *bytes gets the
@@ -583,6 +567,9 @@ void ps__forward_catch_up(ps_state *p);
  * for PS_STALL_MS (a worker that died lost the pushes it kept for them), the values, slots and rows touched since
  * that checkpoint in one acknowledged snapshot, so no replay needs those pushes; p may be NULL. */
 void ps__forward_idle(ps_state *p);
+/* MSG_REREPLICATE: the primary of the instance (its own, or a promoted copy) takes ps Envelope.rereplicate.to_ps
+ * as its backup (just INIT'd empty there) and streams it its whole state; replies with the step. */
+int ps__rereplicate(ps_state *p, const tfx_inmsg *m, tfx_err *err);
 /* MSG_PROMOTE: the mirror becomes its instance's primary at the message's plan epoch; replies with the step. */
 int ps__promote(ps_state *p, const tfx_inmsg *m, tfx_err *err);
 

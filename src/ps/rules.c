@@ -170,7 +170,7 @@ ps_sync_verdict ps__sync_verdict(const ps_state *p, int64_t step, int w) {
 int ps__sync_hold(const ps_state *p, const tfx_envelope *e) {
   int w = ps__worker_of(e);
   if (!p->cfg.deterministic || !ps__is_sync(p) || e->type != TFX__MSG_TYPE__MSG_PUSH ||
-      (e->flag & PS_FLAG_FORWARDED) || p->replicas < p->n_workers || w <= 0 || w >= p->n_workers ||
+      e->type == TFX__MSG_TYPE__MSG_REPLICATE || p->replicas < p->n_workers || w <= 0 || w >= p->n_workers ||
       ps__sync_verdict(p, e->step, w) != PS_SYNC_VERDICT_FRESH) {
     return 0;
   }

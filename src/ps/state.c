@@ -22,6 +22,22 @@ const char *ps__state_name(ps_instance_state s) {
   return "unknown";
 }
 
+Tfx__InstanceState ps__wire_state(ps_instance_state s) {
+  switch (s) {
+    case PS_WAITING:
+      return TFX__INSTANCE_STATE__INSTANCE_WAITING;
+    case PS_SERVING:
+      return TFX__INSTANCE_STATE__INSTANCE_SERVING;
+    case PS_UNREPLICATED:
+      return TFX__INSTANCE_STATE__INSTANCE_UNREPLICATED;
+    case PS_BACKUP:
+      return TFX__INSTANCE_STATE__INSTANCE_BACKUP;
+    case PS_BEHIND:
+      return TFX__INSTANCE_STATE__INSTANCE_BEHIND;
+  }
+  return TFX__INSTANCE_STATE__INSTANCE_NONE;
+}
+
 /* Logs event `id` at `level`: the caller's words, and the change of state when there is one. */
 static void log_change(const ps_state *p, ps_instance_state to, int level, const char *id, const char *fmt,
                        va_list ap) {

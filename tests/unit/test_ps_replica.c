@@ -89,15 +89,15 @@ Test(ps_replica, a_backup_not_promoted_refuses_workers_and_takes_forwards_of_its
   cr_assert_eq(ps__gate(m, &push, &err), TFX_ESTATE, "a worker's own push-pull");
   tfx_envelope eval = request(TFX__MSG_TYPE__MSG_PULL, TFX__ROLE__ROLE_MASTER, 1, 3, 0);
   cr_assert_eq(ps__gate(m, &eval, &err), TFX_OK, "the master may ask");
-  tfx_envelope fwd = request(TFX__MSG_TYPE__MSG_PUSH, TFX__ROLE__ROLE_WORKER, 1, 3, PS_FLAG_FORWARDED);
+  tfx_envelope fwd = request(TFX__MSG_TYPE__MSG_REPLICATE, TFX__ROLE__ROLE_PS, 1, 3, 0);
   cr_assert_eq(ps__gate(m, &fwd, &err), TFX_OK);
   fwd.epoch = 4;
   cr_assert_eq(ps__gate(m, &fwd, &err), TFX_OK, "a newer epoch is fine");
   cr_assert_eq(m->stats.stale_epoch, 0);
   fwd.epoch = 2;
   cr_assert_eq(ps__gate(m, &fwd, &err), TFX_ESTATE);
-  cr_assert(strstr(err.msg, "forwarded push of plan epoch 2 refused: ps instance 0 here is a backup at epoch 3") ||
-                strstr(err.msg, "forwarded push of plan epoch 2 refused"),
+  cr_assert(strstr(err.msg, "replication of plan epoch 2 refused: ps instance 0 here is promoted at epoch 3") ||
+                strstr(err.msg, "replication of plan epoch 2 refused"),
             "%s", err.msg);
   cr_assert_eq(m->stats.stale_epoch, 1, "counted");
   free(m);
@@ -110,7 +110,7 @@ Test(ps_replica, a_promoted_backup_serves_workers_and_refuses_the_old_primarys_f
   tfx_err err = {0};
   tfx_envelope push = request(TFX__MSG_TYPE__MSG_PUSH, TFX__ROLE__ROLE_WORKER, 1, 0, 1);
   cr_assert_eq(ps__gate(m, &push, &err), TFX_OK);
-  tfx_envelope fwd = request(TFX__MSG_TYPE__MSG_PUSH, TFX__ROLE__ROLE_WORKER, 1, 1, PS_FLAG_FORWARDED);
+  tfx_envelope fwd = request(TFX__MSG_TYPE__MSG_REPLICATE, TFX__ROLE__ROLE_PS, 1, 1, 0);
   cr_assert_eq(ps__gate(m, &fwd, &err), TFX_ESTATE);
   cr_assert(strstr(err.msg, "epoch 1 refused: ps instance 0 here is promoted at epoch 2"), "%s", err.msg);
   fwd.epoch = 2;
