@@ -97,7 +97,7 @@ int psclient__next_reply(tfx_psclient *c, const char *left) {
   }
   int64_t deadline = tfx_now_ms() + c->timeout_ms;
   while (n && tfx_now_ms() < deadline) {
-    if (c->abort && c->abort(c->abort_ctx)) {
+    if (c->abort && (c->aborted = c->abort(c->abort_ctx)) != TFX_PSCLIENT_WAIT) {
       return -2;
     }
     if (zmq_poll(items, n, 50) < 0 && errno != EINTR) {

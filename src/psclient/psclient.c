@@ -640,6 +640,9 @@ int tfx_psclient_push_recv(tfx_psclient *c, int64_t *version, tfx_err *err) {
     }
   }
   for (int p; !rc && (p = psclient__next_reply(c, left)) != -1;) {
+    if (p == -2 && c->aborted == TFX_PSCLIENT_ABORT_ROLLBACK) {
+      return tfx_err_set(err, TFX_ESTATE, "the chief rolled every ps back while this worker waited for their replies");
+    }
     if (p == -2) {
       return tfx_err_set(err, TFX_EINTR, "stopped while waiting for the ps' replies");
     }

@@ -99,6 +99,7 @@ struct tfx_psclient {
   int sent_rows;
   int (*abort)(void *); /* nonzero: stop waiting for replies (tfx_psclient_set_abort), with its context */
   void *abort_ctx;
+  int aborted; /* what the abort predicate last answered to end a wait (TFX_PSCLIENT_ABORT_*) */
 };
 
 /* Whether this slot's ps holds id (its share of the ids and its range): the test every id of every batch takes
