@@ -145,6 +145,7 @@ typedef struct master {
   uint64_t rollback_epoch; /* the plan epoch of the last roll-back (0: none), told in STATUS replies */
   int64_t failovers;  /* promotions of a backup (tfx_failovers_total); under obs.lock */
   int64_t degraded_at; /* the global step at the last promotion */
+  int ledger_written; /* the run's ledger was written: the chief's status shows it ("ledger.applied.P", ".acked.P") */
   int64_t apart_since, apart_lo; /* sync, replicas: since when the ps stand steps apart, and the lowest step then */
   tfx_watch best, early; /* checkpoint.keep_best, training.early_stopping (watch.c) */
   int early_stop;        /* early stopping's patience is spent: the loop finishes the run */
