@@ -105,6 +105,7 @@ typedef struct worker {
   int64_t last_step;       /* the step of the last gradient pushed */
   uint64_t route_epoch;    /* cluster.replicas: the chief's plan epoch whose routes the ps links follow */
   int64_t rollback_asked;  /* cluster.replicas: when a long wait for a ps last asked the chief for a roll-back */
+  uint64_t rollback_seen;  /* cluster.replicas: the newest roll-back epoch the chief named (kept until followed) */
   tfx_progressive *pv;     /* progressive validation (training.progressive_window), or NULL */
   int64_t *pv_hist;        /* [2 * TFX_PROGRESSIVE_BINS] the window a report carries to the chief, with pv */
   tfx_pmetrics *pm;        /* the plugin's own metrics (model.plugin_metrics), or NULL */
