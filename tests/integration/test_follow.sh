@@ -16,7 +16,7 @@ follow() {
     land "$f"
     landed=$((landed + $(wc -l <"$WORK/parts/$f.libsvm")))
     wait_for 240 near "$landed" || fail "examples_seen $(seen), rows landed $landed"
-    sleep 1.5 # a checkpoint (every_secs 1) while the stream is dry
+    wait_for 60 checkpointed || fail "no checkpoint of the dry stream's step (every_secs 1): $(ls "$WORK/run/checkpoints")"
   done
   kill -INT -- -"$lp"
   wait_exit 120 "$lp" || fail "Ctrl-C did not stop the following cluster"
