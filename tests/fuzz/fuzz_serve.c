@@ -3,7 +3,8 @@
  * picks the model the body is parsed for: dense (4 inputs, scaled by 0.5), sparse (LibSVM lines) or feature
  * columns (objects); the rest is the body. Checked on success: 1 to TFX_SERVE_MAX_INSTANCES instances of the
  * model's width with finite values, and, for the dense model, that json-c reads the same body as the same numbers
- * (the scanner never accepts what is not JSON, nor reads a number differently); on failure, a message. */
+ * (the scanner never accepts what is not JSON, nor reads a number differently; LibSVM lines are the reader's); on
+ * failure, a message. */
 #include <json-c/json.h>
 #include <math.h>
 #include <stdint.h>
@@ -34,6 +35,11 @@ static void same_as_json(const char *body, size_t len, const tfx_dataset *d) {
   if (json_tokener_get_error(tok) != json_tokener_success || !json_object_object_get_ex(root, "instances", &list) ||
       json_object_array_length(list) != d->n) {
     abort(); /* the scanner accepted a body json-c refuses, or read another number of instances */
+  }
+  if (json_object_is_type(json_object_array_get_idx(list, 0), json_type_string)) {
+    json_object_put(root); /* LibSVM lines, read by the LibSVM reader */
+    json_tokener_free(tok);
+    return;
   }
   for (size_t i = 0; i < d->n; i++) {
     json_object *row = json_object_array_get_idx(list, i);

@@ -42,6 +42,8 @@ final() { curl -sf "$URL" -o "$WORK/model.json" && grep -q '"step": 600' "$WORK/
 wait_for 300 final || fail "the server did not move to the final checkpoint: $(cat "$WORK/model.json"; tail -3 "$RUN/logs/serve-0.log")"
 "$TFX_NODE" predict --run-dir "$RUN" --checkpoint 600 --input "$WORK/q.idx" --output "$WORK/p600.jsonl" \
   >"$WORK/predict.log" 2>&1 || fail "predict at 600: $(tail -1 "$WORK/predict.log")"
+python3 -c 'import json,sys; sys.exit(all(abs(v - 0.1) < 1e-3 for l in open(sys.argv[1]) for v in json.loads(l)["probabilities"]))' \
+  "$WORK/p600.jsonl" || fail "predict on the final checkpoint answers 0.1 for every class: the weights were not trained"
 python3 "$PYLIB/served_as_predicted.py" "$WORK/q.idx" "$WORK/p600.jsonl" "$URL:predict" 600 ||
   fail "the served predictions are not predict's on the final checkpoint"
 kill -CONT "$LP" || fail "could not release local"
