@@ -1,11 +1,13 @@
-"""ckpt_digest.py CKPT_DIR [--no-slots]: one line per tensor of a checkpoint, optimizer slots included: each shard
+"""ckpt_digest.py CKPT_DIR [--no-slots | --rows]: one line per tensor of a checkpoint, optimizer slots included: each shard
 entry (values "KEY", slots "KEY@SLOT") by name and row range with the sha256 of its float32 bytes, and each lazy
 table of the row files with its row count and the sha256 of its rows sorted by id. An incremental checkpoint's row
 files are read with their chain (the parent's rows first, then each delta's changed rows over them and its deleted
 ids taken out), read here independently of src/store. Two checkpoints hold the same state, Adagrad/Adam slots
 included, when their digests are equal; what `export` leaves out (slots) is thus compared too. Exits 1 naming the
 file on a malformed checkpoint or one that holds no tensor. --no-slots leaves the slot entries (and the rows' slot
-floats cannot be split from the values, so rows are kept whole) out: for runs whose slots differ by design."""
+floats cannot be split from the values, so rows are kept whole) out: for runs whose slots differ by design. --rows
+prints instead one line per row of the lazy tables: the table, the id and the sha256 of its floats (values and
+slots), sorted."""
 import hashlib, os, re, struct, sys
 
 
@@ -105,6 +107,10 @@ def main():
             for name, rows in rows_of(ckpt, f).items():
                 var = re.sub(r"/(mod|range)_[0-9]+$", "", name)  # a table's partitions, on any ps, are one table
                 tables.setdefault(var, {}).update(rows)
+    if "--rows" in sys.argv[2:]:
+        print("\n".join(f"{var} {i} {hashlib.sha256(r).hexdigest()}" for var, rows in sorted(tables.items())
+                        for i, r in sorted(rows.items())))
+        return
     for var, rows in sorted(tables.items()):
         h = hashlib.sha256()
         for i in sorted(rows):
