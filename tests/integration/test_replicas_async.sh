@@ -19,7 +19,8 @@ for mode in async ssp; do
     --set cluster.request_timeout_s=20 >"$WORK/$mode.log" 2>&1 &
   lp=$!
   PIDS+=($lp)
-  killed=$(kill_ps_at "$WORK/$mode.log" "$run" $((MAX / 3)) $lp) && echo "$mode: $killed"
+  # at a third of the run, the workers held until an evaluation (the one to compare with) is recorded
+  killed=$(KILL_PS_AFTER_EVAL=1 kill_ps_at "$WORK/$mode.log" "$run" $((MAX / 3)) $lp) && echo "$mode: $killed"
   at=${killed##* }
   wait "$lp" || fail "$mode: local exited $?: $(tail -2 "$WORK/$mode.log")"
   grep -q MASTER-FAILOVER "$run"/logs/master-0.log || fail "$mode: no failover"
@@ -32,13 +33,13 @@ for mode in async ssp; do
   [ "$own" = $MAX ] && [ "$copy" = $MAX ] || fail "$mode: instances ended at steps $own (ps 1) and $copy (ps 0's copy), not $MAX"
   [ "${dropped:-9}" -le 2 ] || fail "$mode: $dropped resent pushes dropped (at most one per worker)"
   led=$(ledger_balanced "$run" "$(pushes_made "$run")" 2>&1) || fail "$mode: the ledger does not balance: $led"
-  evals=$(python3 - "$run/metrics.jsonl" "$at" <<'PY'
+  evals=$(python3 - "$run/metrics.jsonl" "$at" 2>&1 <<'PY'
 import json, sys
 ev = [(r["step"], r["accuracy"]) for r in map(json.loads, open(sys.argv[1])) if r.get("kind") == "eval"]
 at = int(sys.argv[2])
 before = [a for s, a in ev if s <= at]
 after = [(s, a) for s, a in ev if s > at]
-print(" ".join("%d:%.4f" % e for e in ev))
+print(" ".join("%d:%.4f" % e for e in ev), flush=True)
 if not before or not after or after[-1][0] != 600:
     sys.exit("no evaluation before the kill, after it, or at the end")
 worse = [(s, a) for s, a in after if a < before[-1] - 0.03]
