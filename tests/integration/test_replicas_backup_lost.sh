@@ -20,9 +20,11 @@ wait_and_digest calm "$LP" "$WORK/calm"
 run=$WORK/run
 start run
 lp=$LP
-python3 - "$WORK/run.log" "$run" "$lp" <<'PY' || fail "the kills did not happen before the run ended"
+python3 - "$WORK/run.log" "$run" "$lp" "$PYLIB" <<'PY' || fail "the kills did not happen before the run ended"
 import glob, json, os, re, signal, sys, time
 log, run, lp = sys.argv[1], sys.argv[2], int(sys.argv[3])
+sys.path.insert(0, sys.argv[4])
+from cluster_pid import pid_of as task_pid
 def count(word):
     return sum(open(f).read().count(word) for f in glob.glob(run + "/logs/*.log"))
 def wait(cond):
@@ -34,21 +36,18 @@ def step():
         return max([json.loads(l).get("step", 0) for l in open(run + "/metrics.jsonl") if '"train"' in l], default=-1)
     except (OSError, ValueError):
         return -1
-def pid_of(kind, index):  # the supervisor's child for that task (a restarted one too), from its TF_CONFIG
-    want = f'"type":"{kind}","index":{index}'
-    for d in os.listdir("/proc"):
-        try:
-            ppid = int(re.search(r"PPid:\s+([0-9]+)", open(f"/proc/{d}/status").read()).group(1))
-            if ppid == lp and want in open(f"/proc/{d}/environ", "rb").read().decode(errors="replace"):
-                return int(d)
-        except (OSError, ValueError, AttributeError):
-            continue
-    return None
-def kill(kind, index):
-    wait(lambda: pid_of(kind, index) is not None)
-    p = pid_of(kind, index)
+def pid_of(kind, index):  # the supervisor's child for that task (a restarted one too)
+    return task_pid(lp, kind, index)
+def kill(kind, index):  # the workers held meanwhile, so that the kill lands at the step seen
+    wait(lambda: pid_of(kind, index) is not None and None not in (pid_of("worker", 0), pid_of("worker", 1)))
+    p, workers = pid_of(kind, index), [pid_of("worker", 0), pid_of("worker", 1)]
+    for w in workers:
+        os.kill(w, signal.SIGSTOP)
+    at = step()
     os.kill(p, signal.SIGKILL)
-    print(f"{kind} {index} (pid {p}) killed at step {step()}", flush=True)
+    for w in workers:
+        os.kill(w, signal.SIGCONT)
+    print(f"{kind} {index} (pid {p}) killed at step {at}", flush=True)
 wait(lambda: step() >= 200)
 kill("ps", 0)
 wait(lambda: count("MASTER-REREPLICATED") >= 2)

@@ -22,9 +22,11 @@ wait_and_digest calm "$LP" "$WORK/calm"
 run=$WORK/run
 start run
 lp=$LP
-python3 - "$WORK/run.log" "$run" "$lp" <<'PY' || fail "the kills did not happen before the run ended"
+python3 - "$WORK/run.log" "$run" "$lp" "$PYLIB" <<'PY' || fail "the kills did not happen before the run ended"
 import json, os, re, signal, sys, time
 log, run, lp = sys.argv[1], sys.argv[2], int(sys.argv[3])
+sys.path.insert(0, sys.argv[4])
+from cluster_pid import pid_of
 def step():
     try:
         return max([json.loads(l).get("step", 0) for l in open(run + "/metrics.jsonl") if '"train"' in l], default=-1)
@@ -41,8 +43,16 @@ os.kill(pid("worker 1"), signal.SIGKILL)
 back = step()
 print(f"worker 1 killed at step {back}")
 wait_step(back + 80)  # back and training, past the catch-up; the next checkpoint is at 600
+workers = [pid_of(lp, "worker", 0), pid_of(lp, "worker", 1)]
+if None in workers:
+    sys.exit(f"no worker to hold: {workers}")
+for w in workers:  # held, so that the kill lands at the step seen however fast the run trains
+    os.kill(w, signal.SIGSTOP)
+at = step()
 os.kill(pid("ps 0"), signal.SIGKILL)
-print(f"ps 0 killed at step {step()}")
+for w in workers:
+    os.kill(w, signal.SIGCONT)
+print(f"ps 0 killed at step {at}")
 PY
 wait_and_digest run "$lp" "$run"
 [ "$(metric "$run/metrics.jsonl" train step)" -ge $((MAX - 10)) ] || fail "did not train to $MAX"
