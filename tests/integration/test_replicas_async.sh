@@ -21,7 +21,7 @@ for mode in async ssp; do
   PIDS+=($lp)
   # at a third of the run, the workers held until an evaluation (the one to compare with) is recorded
   killed=$(KILL_PS_AFTER_EVAL=1 kill_ps_at "$WORK/$mode.log" "$run" $((MAX / 3)) $lp) && echo "$mode: $killed"
-  at=${killed##* }
+  at=$(echo "$killed" | sed -n 's/.* after \([0-9]*\) evaluations$/\1/p')
   wait "$lp" || fail "$mode: local exited $?: $(tail -2 "$WORK/$mode.log")"
   grep -q MASTER-FAILOVER "$run"/logs/master-0.log || fail "$mode: no failover"
   grep -q PS-PROMOTED "$run"/logs/ps-1.log || fail "$mode: ps 1 was not promoted"
@@ -36,15 +36,15 @@ for mode in async ssp; do
   evals=$(python3 - "$run/metrics.jsonl" "$at" 2>&1 <<'PY'
 import json, sys
 ev = [(r["step"], r["accuracy"]) for r in map(json.loads, open(sys.argv[1])) if r.get("kind") == "eval"]
-at = int(sys.argv[2])
-before = [a for s, a in ev if s <= at]
-after = [(s, a) for s, a in ev if s > at]
+at = int(sys.argv[2])  # the evaluations recorded before the kill
+before = [a for s, a in ev[:at]]
+after = ev[at:]
 print(" ".join("%d:%.4f" % e for e in ev), flush=True)
 if not before or not after or after[-1][0] != 600:
     sys.exit("no evaluation before the kill, after it, or at the end")
 worse = [(s, a) for s, a in after if a < before[-1] - 0.03]
 if worse:
-    sys.exit("evaluations after the kill at step %d fell below %.4f: %s" % (at, before[-1], worse))
+    sys.exit("evaluations after the kill (after %d evaluations) fell below %.4f: %s" % (at, before[-1], worse))
 PY
   ) || fail "$mode: $evals"
   echo "$mode: both instances at $MAX, $dropped resend(s) dropped as applied; evaluations (step:accuracy) $evals"
