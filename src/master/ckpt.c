@@ -32,14 +32,11 @@ static void on_ckpt_reply(void *ctx, int p, const tfx_envelope *e) {
   if (p >= 1024) {
     return;
   }
-  double crc = master__stat(e, "crc32");
-  double bytes = master__stat(e, "bytes");
-  double rows_crc = master__stat(e, "rows_crc32");
-  double rows_bytes = master__stat(e, "rows_bytes");
-  acc->crc[p] = isfinite(crc) ? (uint32_t)crc : 0;
-  acc->bytes[p] = isfinite(bytes) ? (uint64_t)bytes : 0;
-  acc->rows_crc[p] = isfinite(rows_crc) ? (uint32_t)rows_crc : 0;
-  acc->rows_bytes[p] = isfinite(rows_bytes) ? (uint64_t)rows_bytes : 0;
+  const Tfx__ShardWritten *w = e->written;
+  acc->crc[p] = w ? w->crc32 : 0;
+  acc->bytes[p] = w ? w->bytes : 0;
+  acc->rows_crc[p] = w ? w->rows_crc32 : 0;
+  acc->rows_bytes[p] = w ? w->rows_bytes : 0;
   acc->step[p] = e->step;
 }
 

@@ -44,22 +44,17 @@ static int write_shard(ps_state *p, int64_t step, const char *path, uint32_t *cr
 /* Answers a checkpoint request (identity, request_id) for step with the shard's path and sums, or the error. */
 static void answer_checkpoint(ps_state *p, zmq_msg_t *identity, uint64_t request_id, int64_t step, const char *path,
                               const ps_ckpt_sums *sums, int rc, const char *text) {
-  const char *keys[4] = {"crc32", "bytes", "rows_crc32", "rows_bytes"};
-  double values[4] = {sums->crc, (double)sums->bytes, sums->rows_crc, (double)sums->rows_bytes};
-  Tfx__KeyValue kv[4], *kvp[4];
-  for (int i = 0; i < 4; i++) {
-    tfx__key_value__init(&kv[i]);
-    kv[i].key = (char *)keys[i];
-    kv[i].value = values[i];
-    kvp[i] = &kv[i];
-  }
+  Tfx__ShardWritten written = TFX__SHARD_WRITTEN__INIT;
+  written.crc32 = sums->crc;
+  written.bytes = sums->bytes;
+  written.rows_crc32 = sums->rows_crc; /* 0 with rows_bytes 0: this ps holds no lazy table */
+  written.rows_bytes = sums->rows_bytes;
   tfx_envelope env;
   tfx_wire_request(&env, TFX__MSG_TYPE__MSG_REPLY);
   env.request_id = request_id;
   env.step = step;
   env.path = (char *)path;
-  env.stats = kvp;
-  env.n_stats = sums->rows_bytes ? 4 : 2; /* rows only when this ps holds lazy tables */
+  env.written = &written;
   if (rc) {
     env.code = rc;
     env.error = (char *)text;

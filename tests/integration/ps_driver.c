@@ -1717,15 +1717,9 @@ static void checkpoint_lazy(tfx_client *c, int64_t step, int tag, char *shard, s
   tfx_wire_request(&env, TFX__MSG_TYPE__MSG_CHECKPOINT);
   env.step = step, env.path = dir;
   CHECK(tfx_client_call(c, &env, NULL, 0, &r, 10000, &err) == 0, "checkpoint: %s", err.msg);
-  uint32_t crc[1] = {0}, rows_crc[1] = {0};
-  uint64_t bytes[1] = {0}, rows_bytes[1] = {0};
-  for (size_t i = 0; i < r.env->n_stats; i++) {
-    const Tfx__KeyValue *kv = r.env->stats[i];
-    if (!strcmp(kv->key, "crc32")) crc[0] = (uint32_t)kv->value;
-    if (!strcmp(kv->key, "bytes")) bytes[0] = (uint64_t)kv->value;
-    if (!strcmp(kv->key, "rows_crc32")) rows_crc[0] = (uint32_t)kv->value;
-    if (!strcmp(kv->key, "rows_bytes")) rows_bytes[0] = (uint64_t)kv->value;
-  }
+  CHECK(r.env->written != NULL, "the checkpoint's reply says nothing of what was written");
+  uint32_t crc[1] = {r.env->written->crc32}, rows_crc[1] = {r.env->written->rows_crc32};
+  uint64_t bytes[1] = {r.env->written->bytes}, rows_bytes[1] = {r.env->written->rows_bytes};
   tfx_inmsg_fini(&r);
   CHECK(rows_bytes[0] > 0, "the ps reported no row file for its lazy table");
   CHECK(tfx_ckpt_write_manifest_rows(dir, tag, 1, crc, bytes, rows_crc, rows_bytes, &err) == 0, "manifest: %s",
