@@ -22,10 +22,6 @@ run() {
     local at
     at=$(step_of "$run")
     [ "$at" -lt $((MAX - 20)) ] || fail "$1: ps 0 rejoined only at step $at of $MAX (raise TFX_REJOIN_STEPS)"
-    # KNOWN FAILURE, left to the replication rework (src/ps, src/psclient): killed this soon after the rejoin with
-    # the workers held, about one run in two (branch base 4304b3c and main f122f22 alike) the workers' pushes of the
-    # step at the promotion are not sent again at the failover; each waits out a pull (cluster.request_timeout_s),
-    # then resends and rewinds (WORKER-PS-WAIT, WORKER-REWIND): "a worker's step went back" or "weights differ".
     kill_ps_at "$WORK/$1.log" "$run" $((at + 10)) $lp 1 # the workers held while ps 1 dies
   fi
   wait_and_digest "$1" "$lp" "$run"
