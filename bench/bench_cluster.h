@@ -148,7 +148,9 @@ static int init_ps(tfx_cluster *c, const tfx_config *cfg, tfx_plan *plan, int n_
     tfx_envelope env;
     tfx_inmsg r;
     tfx_wire_request(&env, TFX__MSG_TYPE__MSG_INIT);
-    env.text = json, env.shards = mine, env.n_shards = n, env.flag = n_workers;
+    Tfx__Init init = TFX__INIT__INIT;
+    init.workers = (uint32_t)n_workers;
+    env.text = json, env.shards = mine, env.n_shards = n, env.init = &init;
     tfx_err err;
     rc = tfx_client_call(cl, &env, NULL, 0, &r, 20000, &err);
     if (rc) fprintf(stderr, "init ps %d: %s\n", p, err.msg);

@@ -21,7 +21,7 @@ static int reply_register(master *m, const tfx_inmsg *in) {
   tfx__key_value__init(&kv);
   kv.key = "workers";
   kv.value = m->n_workers;
-  env.flag = m->finished ? 2 : m->running ? 1 : 0;
+  env.run = m->finished ? TFX__RUN_STATE__RUN_STOP : m->running ? TFX__RUN_STATE__RUN_START : TFX__RUN_STATE__RUN_WAIT;
   if (m->running && !m->finished) {
     env.text = m->config_json;
     env.step = m->global_step;
@@ -253,7 +253,7 @@ static void serve_report(master *m, int w, const tfx_inmsg *in) {
   on_report(m, in);
   tfx_envelope env;
   tfx_reply_init(&env, in);
-  env.flag = m->finished || m->abort_code;
+  env.run = m->finished || m->abort_code ? TFX__RUN_STATE__RUN_STOP : TFX__RUN_STATE__RUN_START;
   tfx_wire_send(m->sock, &in->identity, &env, NULL, 0, NULL);
 }
 

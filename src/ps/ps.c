@@ -178,11 +178,10 @@ static int handle_init(ps_state *p, const tfx_envelope *e, tfx_err *err) {
   return TFX_OK;
 }
 
-static int reply_simple(ps_state *p, const tfx_inmsg *m, int64_t step, int64_t flag, const char *path, tfx_err *err) {
+static int reply_simple(ps_state *p, const tfx_inmsg *m, int64_t step, const char *path, tfx_err *err) {
   tfx_envelope env;
   tfx_reply_init(&env, m);
   env.step = step;
-  env.flag = flag;
   env.path = (char *)(path ? path : "");
   return tfx_wire_send(p->sock, &m->identity, &env, NULL, 0, err);
 }
@@ -303,7 +302,7 @@ static int init_and_reply(ps_state *own, ps_state *p, const tfx_inmsg *m, tfx_er
   if (!rc && p == own) {
     rc = ps__backup_open(own, err);
   }
-  return rc ? rc : reply_simple(p, m, p->version, 0, NULL, err);
+  return rc ? rc : reply_simple(p, m, p->version, NULL, err);
 }
 
 /* The backup of a kind of MSG_REPLICATE that changes it, refusing it (why) and falling BEHIND: TFX_ESTATE. */
@@ -326,7 +325,7 @@ static int handle_replicate(ps_state *p, tfx_inmsg *m, tfx_err *err) {
                          (long long)e->step, p->index, (long long)(p->version + p->log_steps));
         return refuse_replicate(p, rc, "a batch of steps", err);
       }
-      rc = reply_simple(p, m, p->version + p->log_steps + (int64_t)e->n_stats, 0, NULL, err); /* its steps held */
+      rc = reply_simple(p, m, p->version + p->log_steps + (int64_t)e->n_stats, NULL, err); /* its steps held */
       ps__log_hold(p, m);
       return rc;
     case TFX__REPLICATE_KIND__REPLICATE_SNAPSHOT:
@@ -334,13 +333,13 @@ static int handle_replicate(ps_state *p, tfx_inmsg *m, tfx_err *err) {
       if (rc) {
         return refuse_replicate(p, rc, "a snapshot", err);
       }
-      return r->acked ? reply_simple(p, m, p->version, 0, NULL, err) : TFX_OK;
+      return r->acked ? reply_simple(p, m, p->version, NULL, err) : TFX_OK;
     case TFX__REPLICATE_KIND__REPLICATE_ROWS:
       rc = ps__log_rows(p, m, err);
       return rc ? refuse_replicate(p, rc, "rows", err) : TFX_OK;
     case TFX__REPLICATE_KIND__REPLICATE_CHECKPOINT:
       ps__log_checkpoint(p, e->step, r->acked);
-      return r->acked ? reply_simple(p, m, p->version + p->log_steps, 0, NULL, err) : TFX_OK;
+      return r->acked ? reply_simple(p, m, p->version + p->log_steps, NULL, err) : TFX_OK;
     default:
       return tfx_err_set(err, TFX_EPROTO, "a MSG_REPLICATE of kind %d: no primary sends one", r ? (int)r->kind : 0);
   }
@@ -378,7 +377,7 @@ static int handle(ps_state *own, tfx_inmsg *m, tfx_err *err) {
     own->stopping = 1;
     ps__order_drop(own, TFX_EINTR, "the ps stopped: the chief ended the run");
     ps__fail_pending(own, TFX_EINTR, "the ps stopped: the chief ended the run");
-    return reply_simple(own, m, own->version, 0, NULL, err);
+    return reply_simple(own, m, own->version, NULL, err);
   }
   ps_state *p = NULL;
   int rc = instance_of(own, e, &p, err);

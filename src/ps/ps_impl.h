@@ -193,7 +193,7 @@ typedef struct ps_state {
   int64_t fwd_steps;      /* the own state's: sync steps forwarded (a snapshot goes every ps__log_steps) */
   int64_t snap_sent;      /* the own state's, ps__snap_acks: the version of the last snapshot sent */
   uint64_t snap_ledger;   /* the own state's, async and ssp: its ledger in the last snapshot sent */
-  int reply_not_applied;  /* while a push past max_steps is answered: its reply says so (Envelope.flag 1) */
+  int reply_not_applied;  /* while a push past max_steps is answered: its reply says so (PUSH_NOT_APPLIED) */
   int snap_due;           /* the own state's, ps__snap_acks: values were assigned, so a snapshot goes now */
   int64_t ckpt_told;      /* the own state's, ps__ckpt_acks: the step of the last checkpoint the backup was told */
   size_t push_bytes;      /* the own state's, with a backup: a worker's push, on average (ps__keep_measure) */

@@ -569,7 +569,7 @@ static int push_async(ps_state *p, tfx_inmsg *m, shard **targets, tfx_err *err) 
   return TFX_OK;
 }
 
-/* A push with flag 1 is a push-pull: its reply carries every value at version >= step + 1 (sync) or the
+/* A push with push_pull set is a push-pull: its reply carries every value at version >= step + 1 (sync) or the
  * latest (async, ssp), parked like a pull until then; a part's reply carries the updated ranges it pushed (the
  * last part's, when ssp parks it, every value). Otherwise the reply is a bare acknowledgement. */
 static int answer_push(ps_state *p, tfx_inmsg *m, int stale, tfx_err *err) {
@@ -577,10 +577,10 @@ static int answer_push(ps_state *p, tfx_inmsg *m, int stale, tfx_err *err) {
   if (e->type == TFX__MSG_TYPE__MSG_REPLICATE) {
     return TFX_OK; /* a backup acknowledges a batch of steps on receipt (ps.c) */
   }
-  if ((e->flag & 1) && ps__is_part(e) && (!ps__completes_step(e) || ps__pull_ready(p, 0, ps__worker_of(e)))) {
+  if (e->push_pull && ps__is_part(e) && (!ps__completes_step(e) || ps__pull_ready(p, 0, ps__worker_of(e)))) {
     return ps__send_ranges(p, m, err);
   }
-  if (e->flag & 1) {
+  if (e->push_pull) {
     int64_t want = ps__push_pull_version(p, e);
     if (ps__pull_ready(p, want, ps__worker_of(e))) {
       return ps__send_values(p, &m->identity, e->request_id, ps__worker_of(e), NULL, 0, 1, ps__since(e), e->want,
@@ -591,7 +591,7 @@ static int answer_push(ps_state *p, tfx_inmsg *m, int stale, tfx_err *err) {
   tfx_envelope env;
   tfx_reply_init(&env, m);
   env.step = p->version;
-  env.flag = stale;
+  env.outcome = stale ? TFX__PUSH_OUTCOME__PUSH_STALE : TFX__PUSH_OUTCOME__PUSH_APPLIED;
   Tfx__Since acked;
   env.acked = ps__acked(p, ps__worker_of(e), &acked);
   return tfx_wire_send(p->sock, &m->identity, &env, NULL, 0, err);

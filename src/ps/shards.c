@@ -203,7 +203,7 @@ int ps__send_values(ps_state *p, const zmq_msg_t *identity, uint64_t request_id,
   tfx_envelope env;
   tfx_wire_request(&env, TFX__MSG_TYPE__MSG_REPLY);
   env.request_id = request_id;
-  env.flag = p->reply_not_applied; /* a push-pull's reply: 1 when the push was not applied (past max_steps) */
+  env.outcome = p->reply_not_applied ? TFX__PUSH_OUTCOME__PUSH_NOT_APPLIED : TFX__PUSH_OUTCOME__PUSH_APPLIED;
   env.step = p->version;
   Tfx__Since acked; /* replicas: what the backup holds (a worker keeps its later pushes) */
   env.acked = ps__acked(p, worker, &acked);

@@ -150,7 +150,7 @@ static int send_kept(ps_link *l, kept_push *k, tfx_err *err) {
   env.step = k->step;
   env.tensors = l->ptrs;
   env.n_tensors = k->n;
-  env.flag = 1;
+  env.push_pull = 1;
   env.target = l->target;
   return tfx_client_send(l->client, &env, k->pl, (int)k->n, err);
 }

@@ -377,7 +377,7 @@ static int recv_values(tfx_psclient *c, int p, int64_t *lowest, tfx_err *err) {
     l->slots[i].fresh = 0;
   }
   rc = take_values(c, l, &m, err);
-  l->not_applied = !rc && m.env->flag == 1; /* a push past max_steps: not in the ledger */
+  l->not_applied = !rc && m.env->outcome == TFX__PUSH_OUTCOME__PUSH_NOT_APPLIED; /* past max_steps: not in the ledger */
   for (int i = 0; i < l->n; i++) {
     tfx_var *v = l->slots[i].var;
     /* Left out of this reply (unchanged) but living in the previous reply's frame: keep it in storage. */
@@ -516,7 +516,7 @@ static int send_push(tfx_psclient *c, int p, int64_t step, int rows, tfx_err *er
   env.step = step;
   env.tensors = l->ptrs;
   env.n_tensors = (size_t)n;
-  env.flag = 1;
+  env.push_pull = 1;
   env.want = wants;
   env.n_want = n_want;
   env.target = l->target;
@@ -555,7 +555,7 @@ static int send_parts(ps_link *l, int64_t step, tfx_err *err) {
     env.step = step;
     env.tensors = l->ptrs;
     env.n_tensors = (size_t)n;
-    env.flag = 1;
+    env.push_pull = 1;
     env.part = (uint32_t)j;
     env.parts = (uint32_t)l->n_parts;
     rc = j ? tfx_client_send_part(l->client, &env, l->payloads, n, err)

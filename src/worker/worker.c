@@ -23,7 +23,7 @@
 #include "worker/worker_impl.h"
 #include "train/labels.h"
 
-/* Registers until the master answers start (flag 1) or stop (flag 2), within the deadline. */
+/* Registers until the master answers start or stop (Envelope.run), within the deadline. */
 static int register_with_master(worker *w, tfx_err *err) {
   tfx_notify_ready("worker: registering with the chief");
   int64_t deadline = tfx_now_ms() + (int64_t)w->cfg.register_timeout_s * 1000, last_log = 0;
@@ -33,10 +33,10 @@ static int register_with_master(worker *w, tfx_err *err) {
     tfx_wire_request(&env, TFX__MSG_TYPE__MSG_REGISTER);
     tfx_err cerr;
     int rc = tfx_client_call(w->master, &env, NULL, 0, &w->plan, 1000, &cerr);
-    if (rc == TFX_OK && w->plan.env->flag == 1) {
+    if (rc == TFX_OK && w->plan.env->run == TFX__RUN_STATE__RUN_START) {
       return TFX_OK;
     }
-    if (rc == TFX_OK && w->plan.env->flag == 2) {
+    if (rc == TFX_OK && w->plan.env->run == TFX__RUN_STATE__RUN_STOP) {
       w->stop = 1;
       return TFX_OK;
     }
@@ -272,7 +272,7 @@ static int report(worker *w, int64_t step, double loss, double acc, double eps, 
   int n_pl = attach_window(w, &env, &meta, &mp, &shape, &pl);
   tfx_inmsg m;
   int rc = tfx_client_call(w->master, &env, &pl, n_pl, &m, w->cfg.request_timeout_s * 1000, err);
-  if (!rc && m.env->flag == 1) {
+  if (!rc && m.env->run == TFX__RUN_STATE__RUN_STOP) {
     w->stop = 1;
   }
   tfx_inmsg_fini(&m);
@@ -280,14 +280,14 @@ static int report(worker *w, int64_t step, double loss, double acc, double eps, 
 }
 
 /* Registers again (idempotent): a restarted master waits for every worker's registration before it initializes
- * the ps that this worker waits for. A stop answer (flag 2) stops the worker. */
+ * the ps that this worker waits for. A stop answer stops the worker. */
 static void announce(worker *w) {
   tfx_envelope env;
   tfx_inmsg r;
   memset(&r, 0, sizeof r); /* a failed send leaves it untouched */
   tfx_wire_request(&env, TFX__MSG_TYPE__MSG_REGISTER);
   int rc = tfx_client_call(w->master, &env, NULL, 0, &r, 1000, NULL);
-  if (rc == TFX_OK && r.env->flag == 2) {
+  if (rc == TFX_OK && r.env->run == TFX__RUN_STATE__RUN_STOP) {
     w->stop = 1;
   }
   tfx_inmsg_fini(&r);

@@ -71,10 +71,13 @@ static void wire_seeds(void) {
   Tfx__KeyValue kv = TFX__KEY_VALUE__INIT, *kvs[1] = {&kv};
   kv.key = "loss", kv.value = 0.5;
   tfx_wire_request(&env, TFX__MSG_TYPE__MSG_INIT);
+  Tfx__Init init = TFX__INIT__INIT;
+  init.workers = 2, init.as_backup = 1;
   env.n_shards = 1, env.shards = ss, env.n_stats = 1, env.stats = kvs, env.text = "{}", env.path = "/tmp/x";
+  env.init = &init;
   wire_seed("init", &env, NULL, 0);
   tfx_wire_request(&env, TFX__MSG_TYPE__MSG_REPLY);
-  env.code = 3, env.error = "bad", env.flag = 1;
+  env.code = 3, env.error = "bad", env.outcome = TFX__PUSH_OUTCOME__PUSH_STALE;
   wire_seed("reply", &env, NULL, 0);
   /* The other kinds, so that every message type has a seed. */
   tfx_wire_request(&env, TFX__MSG_TYPE__MSG_REGISTER);
@@ -89,6 +92,21 @@ static void wire_seeds(void) {
   tfx_wire_request(&env, TFX__MSG_TYPE__MSG_REPORT);
   env.step = 50, env.n_stats = 1, env.stats = kvs;
   wire_seed("report", &env, NULL, 0);
+  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_REPLICATE);
+  Tfx__Replicate how = TFX__REPLICATE__INIT;
+  how.kind = TFX__REPLICATE_KIND__REPLICATE_SNAPSHOT, how.acked = 1;
+  env.replicate = &how, env.step = 16, env.target = 1, env.epoch = 7;
+  wire_seed("replicate", &env, NULL, 0);
+  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_REREPLICATE);
+  Tfx__Rereplicate to = TFX__REREPLICATE__INIT;
+  to.to_ps = 1;
+  env.rereplicate = &to, env.target = 1, env.epoch = 8;
+  wire_seed("rereplicate", &env, NULL, 0);
+  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_REPLY);
+  Tfx__ShardWritten written = TFX__SHARD_WRITTEN__INIT;
+  written.crc32 = 0xdeadbeef, written.bytes = 4096;
+  env.written = &written, env.instance_state = TFX__INSTANCE_STATE__INSTANCE_SERVING;
+  wire_seed("reply_written", &env, NULL, 0);
 }
 
 /* Writes the file at path (written by a real encoder) as a seed of target, then removes it. */

@@ -167,7 +167,7 @@ static int push(tfx_client *c, int w, int64_t step, const float *g, const char *
   env.step = step, env.tensors = &tp, env.n_tensors = 1;
   int rc = tfx_client_call(c, &env, &pl, 1, &r, 20000, err);
   if (!rc && stale) {
-    *stale = (int)r.env->flag;
+    *stale = r.env->outcome == TFX__PUSH_OUTCOME__PUSH_STALE;
   }
   tfx_inmsg_fini(&r);
   return rc;
@@ -246,7 +246,7 @@ static int push_tensor(tfx_client *c, int w, int64_t step, Tfx__Tensor *t, const
   tfx_envelope env;
   tfx_wire_set_sender(TFX__ROLE__ROLE_WORKER, w);
   tfx_wire_request(&env, TFX__MSG_TYPE__MSG_PUSH);
-  env.step = step, env.tensors = &t, env.n_tensors = 1, env.flag = flag;
+  env.step = step, env.tensors = &t, env.n_tensors = 1, env.push_pull = flag != 0;
   memset(r, 0, sizeof *r);
   return tfx_client_call(c, &env, &pl, 1, r, 20000, err);
 }
@@ -759,7 +759,7 @@ static int push_many(tfx_client *c, int w, int64_t step, int flag, int64_t since
   tfx_envelope env;
   tfx_wire_set_sender(TFX__ROLE__ROLE_WORKER, w);
   tfx_wire_request(&env, TFX__MSG_TYPE__MSG_PUSH);
-  env.step = step, env.tensors = tp, env.n_tensors = (size_t)n, env.flag = flag;
+  env.step = step, env.tensors = tp, env.n_tensors = (size_t)n, env.push_pull = flag != 0;
   Tfx__Since s = TFX__SINCE__INIT;
   s.version = (uint64_t)since, env.since = since >= 0 ? &s : NULL;
   memset(r, 0, sizeof *r);
@@ -1424,7 +1424,7 @@ static int push_part(tfx_client *c, int w, uint32_t part, uint32_t parts, const 
   tfx_envelope env;
   tfx_wire_set_sender(TFX__ROLE__ROLE_WORKER, w);
   tfx_wire_request(&env, TFX__MSG_TYPE__MSG_PUSH);
-  env.tensors = &tp, env.n_tensors = 1, env.flag = 1, env.part = part, env.parts = parts;
+  env.tensors = &tp, env.n_tensors = 1, env.push_pull = 1, env.part = part, env.parts = parts;
   return part ? tfx_client_send_part(c, &env, &pl, 1, err) : tfx_client_send(c, &env, &pl, 1, err);
 }
 

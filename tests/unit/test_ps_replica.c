@@ -49,7 +49,7 @@ static tfx_envelope request(Tfx__MsgType type, Tfx__Role role, int target, uint6
   e.sender_role = role;
   e.target = target;
   e.epoch = epoch;
-  e.flag = flag;
+  e.push_pull = flag != 0; /* 1: a push-pull */
   return e;
 }
 

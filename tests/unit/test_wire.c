@@ -57,7 +57,7 @@ static void sample_init(sample *s, int with_trailing_fields) {
     kv.value = 0.25;
     s->env.stats = kvp, s->env.n_stats = 1;
     s->env.names = names, s->env.n_names = 2;
-    s->env.flag = 1;
+    s->env.push_pull = 1;
     s->env.path = "/tmp/x";
   }
 }
@@ -112,7 +112,7 @@ Test(wire, pack_unpack_round_trip) {
   cr_assert_eq(out->stats[0]->value, 0.25);
   cr_assert_eq(out->n_names, 2);
   cr_assert_str_eq(out->names[1], "dense_1/bias");
-  cr_assert_eq(out->flag, 1);
+  cr_assert(out->push_pull);
   cr_assert_str_eq(out->path, "/tmp/x");
   tfx_wire_free_envelope(out);
   tfx_wire_free_envelope(NULL);
