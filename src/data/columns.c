@@ -547,8 +547,7 @@ int tfx_columns_open(const tfx_config *cfg, const char *path, tfx_columns_reader
   return rc ? rc : data__columns_open_file(cfg, f, path, out, err);
 }
 
-int data__columns_open_file(const tfx_config *cfg, FILE *f, const char *path, tfx_columns_reader **out,
-                            tfx_err *err) {
+int data__columns_open_file(const tfx_config *cfg, FILE *f, const char *path, tfx_columns_reader **out, tfx_err *err) {
   tfx_columns_reader *c = calloc(1, sizeof *c);
   if (!c || !(c->path = strdup(path))) {
     fclose(f);

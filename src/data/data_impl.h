@@ -35,8 +35,7 @@ int data__libsvm_open_file(FILE *f, const char *path, size_t dim, tfx_libsvm_rea
 int data__tfrecord_open_file(FILE *f, const char *path, tfx_tfrecord_reader **out, tfx_err *err);
 int data__example_open_file(FILE *f, const char *path, const char *feature_key, const char *label_key, double scale,
                             tfx_example_reader **out, tfx_err *err);
-int data__columns_open_file(const tfx_config *cfg, FILE *f, const char *path, tfx_columns_reader **out,
-                            tfx_err *err);
+int data__columns_open_file(const tfx_config *cfg, FILE *f, const char *path, tfx_columns_reader **out, tfx_err *err);
 
 /* The names a followed stream took from its directory (any worker's turn), in the order taken, which is name order
  * (each sorts after the one before), and the files it named as landed late, sorted. Zeroed is empty; owned by the

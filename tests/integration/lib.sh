@@ -260,3 +260,16 @@ rolled_back() { grep -hiE 'ROLLBACK|rolling every ps back|MASTER-PS-LOST|MASTER-
 ledger_balanced() { python3 "$SRC/tests/integration/lib/ledger_balanced.py" "$@"; }
 # pushes_made RUN: the pushes RUN's workers made (their local steps, from WORKER-DONE), summed.
 pushes_made() { cat "$1"/logs/worker-*.log | sed -n 's/.*WORKER-DONE.* after \([0-9]*\) local steps.*/\1/p' | awk '{s+=$1} END {print s+0}'; }
+
+# kill_at LOG RUN LP PHASE [-- PHASE ...]: kill -9 of processes of the `local` cluster whose output is LOG
+# (supervisor pid LP, run directory RUN), phase after phase: `step STEP VICTIM...` once RUN/metrics.jsonl has a train
+# step >= STEP, `respawn ROLE:K DELAY_MS VICTIM...` DELAY_MS after `local` spawned ROLE K again (killed in an earlier
+# phase: LOCAL-RESPAWN). A VICTIM is ps:K or worker:K; a phase's victims die at once, the workers held (SIGSTOP) from
+# the moment it is due until they are dead (lib/kill_at.py). Prints a line a phase (the caller may keep it in a
+# file: a failure goes to stderr); fails the test when the run ended first.
+kill_at() {
+  python3 "$PYLIB/kill_at.py" "$@" || fail "the run ended (or 120 s passed) before a kill was due: kill_at ${*:4}" >&2
+}
+# rewind_gap RUN: the seconds from the chief's last roll-back (MASTER-RESUME) to the slowest worker's WORKER-REWIND
+# after it, and each worker's (lib/rewind_gap.py); returns 1 naming what is missing.
+rewind_gap() { python3 "$PYLIB/rewind_gap.py" "$1"; }

@@ -2,12 +2,12 @@
  * record's global id, so every test can tell exactly which records each shard saw; and the real Fashion-MNIST
  * IDX files streamed against the whole-file loader when they are installed. */
 #include <criterion/criterion.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -919,7 +919,7 @@ Test(stream, a_file_landing_late_is_named_once) {
   tfx_stream_set_idle(s, stop_at_once, &idles);
   start_log(logp);
   cr_assert_eq(take_until_dry(s, seen, order, &n_order), TFX_EINTR);
-  land_csv(dir, "part-1.csv", 100, 10); /* late: never read */
+  land_csv(dir, "part-1.csv", 100, 10);  /* late: never read */
   land_csv(dir, "part-0a.csv", 100, 10); /* late too */
   snprintf(link, sizeof link, "%s/part-00.csv", dir);
   cr_assert_eq(symlink("part-2.csv", link), 0); /* not a file of the directory: never named */
