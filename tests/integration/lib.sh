@@ -239,12 +239,15 @@ start_local() {
   PIDS+=($LP)
 }
 
-# wait_and_digest NAME LP RUN: waits for the cluster LP (start_local NAME), exports RUN's model to WORK/NAME.export
-# and writes its digest to WORK/NAME.digest; fails naming NAME when the run fails, the export fails, or it holds no
-# tensor (so two runs compared by their digests are bit-identical, never two empty files).
+# wait_and_digest NAME LP RUN [SECONDS]: waits for the cluster LP (start_local NAME; with SECONDS, that long at most:
+# a hang fails naming it), exports RUN's model to WORK/NAME.export and writes its digest to WORK/NAME.digest; fails
+# naming NAME when the run fails, the export fails, or it holds no tensor (so two runs compared by their digests are
+# bit-identical, never two empty files).
 wait_and_digest() {
-  local name=$1 lp=$2 run=$3
-  wait "$lp" || fail "$name: local exited $?: $(tail -2 "$WORK/$name.log")"
+  local name=$1 lp=$2 run=$3 rc=0
+  if [ -n "${4:-}" ]; then wait_exit "$4" "$lp" || rc=$?; else wait "$lp" || rc=$?; fi
+  [ "$rc" != 124 ] || fail "$name: the run still went on $4 s later, at step $(metric "$run/metrics.jsonl" train step): $(grep -h 'NODE-FAIL' "$run"/logs/*.log | cut -c1-200 | head -2)"
+  [ "$rc" = 0 ] || fail "$name: local exited $rc: $(tail -2 "$WORK/$name.log")"
   "$TFX_NODE" export --run-dir "$run" --out "$WORK/$name.export" >"$WORK/$name.export.log" 2>&1 ||
     fail "$name: export failed: $(tail -2 "$WORK/$name.export.log")"
   digest "$WORK/$name.export" >"$WORK/$name.digest"
@@ -262,8 +265,8 @@ ledger_balanced() { python3 "$SRC/tests/integration/lib/ledger_balanced.py" "$@"
 pushes_made() { cat "$1"/logs/worker-*.log | sed -n 's/.*WORKER-DONE.* after \([0-9]*\) local steps.*/\1/p' | awk '{s+=$1} END {print s+0}'; }
 
 # kill_at LOG RUN LP PHASE [-- PHASE ...]: kill -9 of processes of the `local` cluster whose output is LOG
-# (supervisor pid LP, run directory RUN), phase after phase: `step STEP VICTIM...` once RUN/metrics.jsonl has a train
-# step >= STEP, `respawn ROLE:K DELAY_MS VICTIM...` DELAY_MS after `local` spawned ROLE K again (killed in an earlier
+# (supervisor pid LP, run directory RUN), phase after phase: `step STEP[@MOD:LO-HI] VICTIM...` once RUN/metrics.jsonl
+# has a train step >= STEP (and in LO..HI modulo MOD: training.report_every 1), `respawn ROLE:K DELAY_MS VICTIM...` DELAY_MS after `local` spawned ROLE K again (killed in an earlier
 # phase: LOCAL-RESPAWN). A VICTIM is ps:K or worker:K; a phase's victims die at once, the workers held (SIGSTOP) from
 # the moment it is due until they are dead (lib/kill_at.py). Prints a line a phase (the caller may keep it in a
 # file: a failure goes to stderr); fails the test when the run ended first.

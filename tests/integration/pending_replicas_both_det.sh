@@ -22,7 +22,7 @@ run() {
     --set checkpoint.every_secs=0 --set cluster.request_timeout_s=20
   lp=$LP
   [ $# = 0 ] || kill_at "$WORK/$name.log" "$run" "$lp" step $((MAX * 2 / 5)) "$@" >"$WORK/$name.kill"
-  wait_and_digest "$name" "$lp" "$run"
+  wait_and_digest "$name" "$lp" "$run" 240
   [ "$(metric "$run/metrics.jsonl" train step)" -ge $((MAX - 10)) ] ||
     fail "$name: stopped at step $(metric "$run/metrics.jsonl" train step) of $MAX"
 }

@@ -21,7 +21,7 @@ run() {
   if [ $# = 2 ]; then
     kill_at "$WORK/$name.log" "$run" "$lp" step $((MAX * 2 / 5)) ps:0 -- respawn ps:0 "$2" ps:1 >"$WORK/$name.kill"
   fi
-  wait_and_digest "$name" "$lp" "$run"
+  wait_and_digest "$name" "$lp" "$run" 240
   [ "$(metric "$run/metrics.jsonl" train step)" -ge $((MAX - 10)) ] ||
     fail "$name: stopped at step $(metric "$run/metrics.jsonl" train step) of $MAX"
 }

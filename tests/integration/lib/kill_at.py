@@ -1,6 +1,7 @@
 """kill_at.py LOG RUN LP PHASE [-- PHASE ...]: kill -9 of processes of a `local` cluster (output LOG, supervisor pid
-LP, run directory RUN) at chosen moments, one PHASE after the other. A PHASE is `step STEP VICTIM...` (once
-RUN/metrics.jsonl has a train step >= STEP) or `respawn ROLE:K DELAY_MS VICTIM...` (DELAY_MS after `local` spawned
+LP, run directory RUN) at chosen moments, one PHASE after the other. A PHASE is `step STEP[@MOD:LO-HI] VICTIM...`
+(once RUN/metrics.jsonl has a train step >= STEP, and with @MOD:LO-HI one whose remainder modulo MOD lies in LO..HI:
+a kill inside a batch of MOD steps, which wants training.report_every 1) or `respawn ROLE:K DELAY_MS VICTIM...` (DELAY_MS after `local` spawned
 ROLE K again, since it was killed in an earlier phase, or since this phase began). A VICTIM is ps:K or worker:K; a
 phase's victims die at once, the workers held (SIGSTOP) from the moment it is due until they are dead, so that no
 step runs in between however fast the run trains. Prints a line a phase (what it killed, at which step); exits 1
@@ -58,8 +59,10 @@ for a in sys.argv[4:] + ["--"]:
         cur.append(a)
 for ph in phases:
     if ph[0] == "step":
-        at, victims, due = int(ph[1]), ph[2:], ""
-        wait_until(lambda: step() >= at)
+        at, _, window = ph[1].partition("@")
+        mod, lo, hi = (int(x) for x in re.split("[:-]", window)) if window else (1, 0, 0)
+        at, victims, due = int(at), ph[2:], ""
+        wait_until(lambda: (lambda s: s >= at and lo <= s % mod <= hi)(step()))
     else:
         who, delay, victims = ph[1], int(ph[2]), ph[3:]
         before = killed_at.get(who, len(spawns(who)))
