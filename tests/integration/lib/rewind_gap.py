@@ -1,5 +1,5 @@
-"""rewind_gap.py RUN: the seconds from the chief's last roll-back (MASTER-RESUME after MASTER-PS-LOST in
-RUN/logs/master-0.log) to the slowest worker's WORKER-REWIND after it (every RUN/logs/worker-*.log): how long the
+"""rewind_gap.py RUN: the seconds from the chief's last roll-back (MASTER-RESUME after MASTER-PS-LOST or
+MASTER-PS-APART in RUN/logs/master-0.log) to the slowest worker's WORKER-REWIND after it (every RUN/logs/worker-*.log): how long the
 cluster stood still once the ps were back. Prints the gap and each worker's; exits 1 naming what is missing."""
 import glob, re, sys
 from datetime import datetime
@@ -12,10 +12,10 @@ def when(line):
 
 
 master = open(f"{run}/logs/master-0.log").read().splitlines()
-lost = [i for i, l in enumerate(master) if "MASTER-PS-LOST" in l]
+lost = [i for i, l in enumerate(master) if "MASTER-PS-LOST" in l or "MASTER-PS-APART" in l]
 resume = [when(l) for l in master[lost[-1]:] if "MASTER-RESUME" in l] if lost else []
 if not resume:
-    sys.exit("no MASTER-RESUME after a MASTER-PS-LOST in master-0.log")
+    sys.exit("no MASTER-RESUME after a MASTER-PS-LOST or MASTER-PS-APART in master-0.log")
 gaps = {}
 for path in sorted(glob.glob(f"{run}/logs/worker-*.log")):
     rewinds = [when(l) for l in open(path) if "WORKER-REWIND" in l and when(l) >= resume[0]]
