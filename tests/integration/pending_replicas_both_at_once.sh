@@ -10,6 +10,8 @@
 # bit-identical, but the workers stand still 40 s (twice cluster.request_timeout_s) after the roll-back: each waits
 # out a request resending its kept push of the kill's step for instance 0 to ps 1 (PSCLIENT-RESEND; WORKER-PS-WAIT
 # "ps 1 holds ps instance 0 as its backup: not promoted (yet)"), twice, before WORKER-KEPT-VOID and WORKER-ROUTES.
+# Against main at dbf0d9f the same 40 s: WORKER-PS-WAIT comes after one request timeout (20 s), then the kept push
+# is resent once a second (PSCLIENT-RESEND) for another 20 s before WORKER-KEPT-VOID.
 . "$(dirname "$0")/lib.sh"
 MAX=${TFX_BOTH_STEPS:-600}
 small_mlp "$WORK/mlp.json" training.report_every=10 eval.every_steps=0

@@ -7,7 +7,9 @@
 # hung 60 s and more in 2 of 5 tries.
 # Pending: it fails: both delays end in a roll-back (MASTER-REREPLICATE-FAIL, then MASTER-PS-LOST), and the run ends
 # bit-identical, but the workers stand still ~40 s (twice cluster.request_timeout_s) after it, as in
-# pending_replicas_both_det.
+# pending_replicas_both_at_once. Against main at dbf0d9f, 20.7 s (d0): the worker's first answer after the roll-back
+# says so (WORKER-PS-WAIT "push from worker 0 for step 335, but the ps is at step 200"), yet WORKER-KEPT-VOID comes
+# one request timeout later.
 . "$(dirname "$0")/lib.sh"
 MAX=${TFX_RESTART_KILL_STEPS:-600}
 small_mlp "$WORK/mlp.json" training.report_every=10 eval.every_steps=0
