@@ -17,7 +17,7 @@ cmake -S . -B "$BUILD" -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInf
   >/dev/null
 cmake --build "$BUILD" -j"$(nproc)" --target tfx_fuzz_all >/dev/null
 TARGETS=("$@")
-[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(wire cluster config tfrecord idx csv libsvm ckpt safetensors rowfile where columns)
+[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(wire cluster config tfrecord idx csv libsvm ckpt safetensors rowfile rowchain where columns serve)
 OUT=$BUILD/fuzz-out
 mkdir -p "$OUT" "$BUILD/fuzz-artifacts"
 rm -rf "$OUT/tmp" && mkdir -p "$OUT/tmp"

@@ -20,7 +20,7 @@ cd ..
 # reason is not on scripts/ctest_skips.py's list of environments (not root, no cgroups, no network namespaces,
 # an unprivileged container) fails the run: CI installs everything else the suite needs.
 python3 scripts/ctest_skips.py "$BUILD/ctest-junit.xml" || rc=1
-# libFuzzer targets from their seed corpora, two at a time (12 targets x 25 s / 2 = 150 s); a crash fails. They run
+# libFuzzer targets from their seed corpora, two at a time (14 targets x 25 s / 2 = 175 s); a crash fails. They run
 # whatever CTest said, so that a failing test never hides what they find; the command fails if either failed.
 fuzz=0
 bash scripts/fuzz.sh "${TFX_FUZZ_SECONDS:-25}" || fuzz=$?

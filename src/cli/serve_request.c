@@ -327,7 +327,10 @@ static int number(scan *s, float *v) {
   }
   char tok[64];
   const char *dot = memchr(s->p, '.', len);
-  size_t sign = len && s->p[0] == '-', digits = strspn(s->p + sign, "0123456789");
+  size_t sign = len && s->p[0] == '-', digits = 0;
+  while (sign + digits < len && s->p[sign + digits] >= '0' && s->p[sign + digits] <= '9') {
+    digits++; /* within the token: at the body's end, strspn read past it (the body has no NUL) */
+  }
   if (!len || len >= sizeof tok || !digits || (digits > 1 && s->p[sign] == '0') || (digits > 15 && len == sign + digits) ||
       (dot && (dot + 1 == s->p + len || !strchr("0123456789", dot[1])))) {
     return 0;

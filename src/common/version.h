@@ -5,7 +5,7 @@
 
 /* The cluster protocol's version, carried in every envelope (net/wire.h refuses another; proto/README.md says
  * when it changes). */
-#define TFX_PROTOCOL_VERSION 3
+#define TFX_PROTOCOL_VERSION 4
 
 /* The release version, e.g. "0.1.0" (static). */
 const char *tfx_version(void);

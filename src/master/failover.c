@@ -44,13 +44,15 @@ int master__init_backup(master *m, int p, tfx_envelope *init, tfx_err *err) {
     tfx_wire_request(&env, TFX__MSG_TYPE__MSG_PROMOTE);
     rc = call_instance(m, m->ps[p].client, p, &env, err);
   }
-  if (rc || b < 0 || m->ps[b].gone || !ps_link(m, b)) {
+  if (rc || b < 0 || m->ps[b].state == MASTER_PS_LOST || !ps_link(m, b)) {
     return rc; /* no live backup: instance p runs without one */
   }
-  int64_t flag = init->flag;
-  init->flag |= b == p ? TFX_INIT_BACKUP : 0; /* ps p rejoined as its own shards' backup */
+  Tfx__Init body = *init->init;
+  Tfx__Init *own = init->init;
+  body.as_backup = b == p; /* ps p rejoined as its own shards' backup */
+  init->init = &body;
   rc = call_instance(m, ps_link(m, b), p, init, err);
-  init->flag = flag;
+  init->init = own;
   return rc;
 }
 
@@ -64,18 +66,17 @@ static void backup_only_lost(master *m, int p) {
       return; /* it serves an instance: its loss is seen there (failover or roll-back) */
     }
   }
-  if (b < 0 || !m->ps[b].home || m->ps[b].gone) {
+  if (b < 0 || !m->ps[b].home || m->ps[b].state == MASTER_PS_LOST) {
     return;
   }
   pthread_mutex_lock(&m->obs.lock);
   for (int q = 0; q < m->n_ps; q++) {
     m->ps[q].backup = m->ps[q].backup == b ? -1 : m->ps[q].backup; /* every backup it held */
   }
-  m->ps[b].gone = 1;
   m->ps[b].rejoin_asked = 0;
+  master__ps_state(m, b, MASTER_PS_LOST, TFX_LOG_WARN, "MASTER-BACKUP-LOST",
+                   "ps %d, which held backups only, is lost (ps instance %d has no backup): it is asked to rejoin", b, p);
   pthread_mutex_unlock(&m->obs.lock);
-  tfx_log(TFX_LOG_WARN, "MASTER-BACKUP-LOST",
-          "ps %d, which held backups only, is lost (ps instance %d has no backup): it is asked to rejoin", b, p);
 }
 
 void master__note_replica(master *m, int p, const tfx_envelope *status) {
@@ -94,7 +95,7 @@ int master__promote(master *m, int p, const char *why, tfx_err *err) {
   int b = m->ps[p].backup;
   int rc =
       b < 0 ? tfx_err_set(err, TFX_ESTATE, "ps instance %d has no backup left (lost earlier, not re-replicated yet)", p)
-      : m->ps[b].gone ? tfx_err_set(err, TFX_ESTATE, "ps instance %d has no live backup (ps %d is lost too)", p, b)
+      : m->ps[b].state == MASTER_PS_LOST ? tfx_err_set(err, TFX_ESTATE, "ps instance %d has no live backup (ps %d is lost too)", p, b)
       : m->ps[p].unreplicated
           ? tfx_err_set(err, TFX_ESTATE, "ps instance %d had lost its backup on ps %d before it was lost", p, b)
           : TFX_OK;
@@ -121,19 +122,19 @@ int master__promote(master *m, int p, const char *why, tfx_err *err) {
   m->ps[p].home = m->ps[p].client;
   m->ps[p].client = c;
   m->ps[p].seen = tfx_client_disconnects(c);
-  m->ps[m->ps[p].at].gone = 1; /* the ps that served p */
-  m->ps[m->ps[p].at].rejoin_asked = 0;
+  int was = m->ps[p].at; /* the ps that served p */
+  m->ps[was].rejoin_asked = 0;
   for (int i = 0; i < m->n_ps; i++) {
-    m->ps[i].backup = m->ps[i].backup == m->ps[p].at ? -1 : m->ps[i].backup; /* backups it held are lost too */
+    m->ps[i].backup = m->ps[i].backup == was ? -1 : m->ps[i].backup; /* backups it held are lost too */
   }
   m->ps[p].at = b;
   m->ps[p].backup = -1;
   m->failovers++;
   m->degraded_at = m->global_step;
+  master__ps_state(m, was, MASTER_PS_LOST, TFX_LOG_WARN, "MASTER-FAILOVER",
+                   "ps %d lost (%s): its backup on ps %d now serves its shards at plan epoch %llu; nothing is trained "
+                   "again", p, why, b, (unsigned long long)m->epoch);
   pthread_mutex_unlock(&m->obs.lock);
-  tfx_log(TFX_LOG_WARN, "MASTER-FAILOVER",
-          "ps %d lost (%s): its backup on ps %d now serves its shards at plan epoch %llu; nothing is trained again", p,
-          why, b, (unsigned long long)m->epoch);
   return TFX_OK;
 }
 
@@ -154,7 +155,11 @@ void master__rolled_back(master *m) {
       m->ps[p].at = p;
     }
     m->ps[p].backup = tfx_plan_backup(p, m->n_ps, m->cfg.ps_replicas);
-    m->ps[p].gone = 0;
+    if (m->ps[p].state == MASTER_PS_LOST) {
+      master__ps_state(m, p, MASTER_PS_UP, TFX_LOG_WARN, "MASTER-PS-BACK",
+                       "ps %d is initialized again from the checkpoint (roll-back, plan epoch %llu)", p,
+                       (unsigned long long)m->epoch);
+    }
     m->ps[p].rejoin_asked = 0;
     m->ps[p].unreplicated = 0;
     m->ps[p].seen = tfx_client_disconnects(m->ps[p].client);
@@ -189,7 +194,7 @@ const char *master__replica_status(const master *m) {
 }
 
 /* Makes ps x the backup of instance p (served by ps m->ps[p].at): INIT of the copy on x, then the primary streams
- * it its state (MSG_PROMOTE, flag 1, step x). */
+ * it its state (MSG_REREPLICATE to ps x). */
 static int reattach(master *m, int x, int p, tfx_err *err) {
   size_t n;
   Tfx__Shard **mine = tfx_plan_for_ps(&m->plan, p, &n);
@@ -201,13 +206,17 @@ static int reattach(master *m, int x, int p, tfx_err *err) {
   init.text = m->config_json;
   init.shards = mine;
   init.n_shards = n;
-  init.flag = m->n_workers | (x == p ? TFX_INIT_BACKUP : 0);
+  Tfx__Init body = TFX__INIT__INIT;
+  body.workers = (uint32_t)m->n_workers;
+  body.as_backup = x == p;
+  init.init = &body;
   int rc = call_instance(m, m->ps[x].home ? m->ps[x].home : m->ps[x].client, p, &init, err);
   free(mine);
   tfx_envelope env;
-  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_PROMOTE);
-  env.flag = 1;
-  env.step = x;
+  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_REREPLICATE);
+  Tfx__Rereplicate to = TFX__REREPLICATE__INIT;
+  to.to_ps = x;
+  env.rereplicate = &to;
   rc = rc ? rc : call_instance(m, m->ps[p].client, p, &env, err);
   if (!rc) {
     m->ps[p].backup = x;
@@ -223,7 +232,7 @@ static void rejoin_one(master *m, int x) {
   tfx_err_clear(&err);
   for (int p = 0; p < m->n_ps; p++) {
     int want = (p == x && m->ps[p].at != x) || (p == prev && m->ps[p].at == p);
-    if (!want || m->ps[p].backup >= 0 || m->ps[m->ps[p].at].gone) {
+    if (!want || m->ps[p].backup >= 0 || m->ps[m->ps[p].at].state == MASTER_PS_LOST) {
       continue;
     }
     if (reattach(m, x, p, &err)) {
@@ -236,20 +245,22 @@ static void rejoin_one(master *m, int x) {
             "ps %d rejoined: it is the backup of ps instance %d (served by ps %d) again, %d shard(s) unreplicated",
             x, p, m->ps[p].at, master__unreplicated_shards(m));
   }
-  m->ps[x].gone = 0;
-  (void)done;
+  pthread_mutex_lock(&m->obs.lock);
+  master__ps_state(m, x, MASTER_PS_UP, TFX_LOG_WARN, "MASTER-PS-REJOINED",
+                   "ps %d rejoined empty and holds %d backup(s) again", x, done);
+  pthread_mutex_unlock(&m->obs.lock);
 }
 
 void master__rejoin(master *m) {
   for (int x = 0; master__replicated(m) && x < m->n_ps; x++) {
     tfx_client *c = m->ps[x].home;
-    if (!m->ps[x].gone || !c) {
+    if (m->ps[x].state != MASTER_PS_LOST || !c) {
       continue;
     }
     tfx_inmsg r;
     tfx_err err;
     if (m->ps[x].rejoin_asked && tfx_client_recv(c, &r, 1, &err) == TFX_OK) {
-      int empty = r.env->text && !strcmp(r.env->text, "waiting-for-plan");
+      int empty = r.env->instance_state == TFX__INSTANCE_STATE__INSTANCE_WAITING;
       tfx_inmsg_fini(&r);
       m->ps[x].rejoin_asked = 0;
       if (empty) {

@@ -88,6 +88,7 @@ void master__ledger_write(master *m) {
   if (t.s) {
     master__record(m, "ledger", m->global_step, NULL, NULL, 0, t.s);
   }
+  m->ledger_written = 1;
   tfx_log(balanced ? TFX_LOG_INFO : TFX_LOG_WARN, "MASTER-LEDGER", "step %lld: %s%s", (long long)m->global_step,
           t.s ? t.s : "(out of memory)", balanced ? "" : ": pushes the workers saw answered were not all kept");
   free(t.s);

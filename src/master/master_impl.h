@@ -59,18 +59,27 @@ typedef struct peer_id {
   size_t n;
 } peer_id;
 
-/* One parameter server, as the master knows it. up, version and stats are written under obs.lock. */
+/* A ps process as the master sees it. It changes only through master__ps_state, which logs each change once in the
+ * line of the event that caused it:
+ *   STARTING --answers a STATUS (MASTER-PS-UP)--> UP --lost (MASTER-FAILOVER, MASTER-BACKUP-LOST)--> LOST
+ *   LOST --answers empty and takes its backups again (MASTER-REREPLICATED), or a roll-back (MASTER-ROUTES)--> UP */
+typedef enum master_ps_state {
+  MASTER_PS_STARTING, /* has not answered yet */
+  MASTER_PS_UP,       /* answers; serves its instance, or a backup, or both */
+  MASTER_PS_LOST,     /* replicas: lost and not rejoined (its instance served by its backup, if any) */
+} master_ps_state;
+
+/* One parameter server, as the master knows it. state, version and stats are written under obs.lock. */
 typedef struct ps_peer {
   tfx_client *client; /* DEALER to the ps serving this plan instance (its own, or the backup promoted) */
   tfx_client *home;   /* after a failover: the DEALER to the instance's own ps (for STOP), else NULL */
   int at;             /* the ps serving the instance: its own index, or the next on the ring once promoted */
   unsigned seen;      /* replicas: the client's disconnections as of the last look (a change: the ps died) */
-  int up;             /* answered a STATUS while the master waited for the cluster */
+  master_ps_state state; /* of ps p, the process; changed only by master__ps_state */
   int64_t version;    /* its step at the last version poll */
   int unreplicated;   /* replicas: its last status said its instance had lost its backup (no promotion then) */
   int backup;         /* replicas: the ps holding this instance's backup, or -1 (lost, or promoted) */
-  int gone;           /* replicas: ps p (the process) was lost and has not rejoined */
-  int rejoin_asked;   /* replicas, gone: a STATUS is out to ps p (through home) to see it back */
+  int rejoin_asked;   /* replicas, LOST: a STATUS is out to ps p (through home) to see it back */
   ps_stats stats;     /* kept for the first OBS_MAX_PS ps only */
   int64_t ledger_applied; /* the run's ledger: the pushes the instance took (its last status), or -1 unknown */
   int64_t ledger_acked;   /* the run's ledger: the pushes the workers saw it answer (summed from their STOP replies) */
@@ -136,6 +145,8 @@ typedef struct master {
   uint64_t rollback_epoch; /* the plan epoch of the last roll-back (0: none), told in STATUS replies */
   int64_t failovers;  /* promotions of a backup (tfx_failovers_total); under obs.lock */
   int64_t degraded_at; /* the global step at the last promotion */
+  int ledger_written; /* the run's ledger was written: the chief's status shows it ("ledger.applied.P", ".acked.P") */
+  int64_t apart_since, apart_lo; /* sync, replicas: since when the ps stand steps apart, and the lowest step then */
   tfx_watch best, early; /* checkpoint.keep_best, training.early_stopping (watch.c) */
   int early_stop;        /* early stopping's patience is spent: the loop finishes the run */
   observed obs;
@@ -203,6 +214,12 @@ int master__init_backup(master *m, int p, tfx_envelope *init, tfx_err *err);
 /* A roll-back of every ps (a primary and its backup lost together): a new plan epoch, so that workers asking the
  * chief's routes (its status: "route.P" = the ps serving instance P, and Envelope.epoch) follow them again. */
 void master__rolled_back(master *m);
+/* Moves ps x (the process) to state `to` on event `id` (a log ID), logged once at `level` in the caller's words
+ * (printf format) with the change ("[up -> lost]"); the caller holds obs.lock. */
+void master__ps_state(master *m, int x, master_ps_state to, int level, const char *id, const char *fmt, ...)
+    __attribute__((format(printf, 6, 7)));
+/* The state's name as logs and /status say it; static. */
+const char *master__ps_state_name(master_ps_state s);
 /* Promotes the backup of instance p (lost: why) to its primary at a new plan epoch and routes p's calls there.
  * TFX_ESTATE when it has no live backup (already promoted, or the next ps is lost too). */
 int master__promote(master *m, int p, const char *why, tfx_err *err);

@@ -204,8 +204,9 @@ static char *render_status(master *m) {
   }
   put(&b, "], \"ps\": [");
   for (int p = 0; p < m->n_ps; p++) {
-    put(&b, "%s{\"index\": %d, \"address\": \"%s\", \"up\": %s, \"version\": %lld, \"served_by\": %d}", p ? ", " : "",
-        p, tfx_cluster_address(m->n->cluster, TFX_ROLE_PS, p), m->ps[p].up ? "true" : "false",
+    put(&b, "%s{\"index\": %d, \"address\": \"%s\", \"up\": %s, \"state\": \"%s\", \"version\": %lld, \"served_by\": %d}",
+        p ? ", " : "", p, tfx_cluster_address(m->n->cluster, TFX_ROLE_PS, p),
+        m->ps[p].state != MASTER_PS_STARTING ? "true" : "false", master__ps_state_name(m->ps[p].state),
         (long long)m->ps[p].version, m->ps[p].at);
   }
   put(&b, "], \"plan\": [");

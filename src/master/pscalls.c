@@ -4,8 +4,10 @@
 #include <math.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "master/master_impl.h"
+#include "master/rules.h"
 
 /* Waits for ps p's reply while still serving the master's own socket, so workers blocked on a report or a
  * registration are answered and never wait on the ps that waits on them. */
@@ -86,7 +88,7 @@ static void note_version(void *ctx, int p, const tfx_envelope *e) {
   master__lock(m, 0);
   master__note_replica(m, p, e);
   master__observe_ps(m, p, e);
-  if (m->running && e->text && !strcmp(e->text, "waiting-for-plan")) {
+  if (m->running && e->instance_state == TFX__INSTANCE_STATE__INSTANCE_WAITING) {
     m->ps_lost = 1;
     m->lost_ps = p;
   }
@@ -124,6 +126,17 @@ int master__poll_versions(master *m, tfx_err *err) {
   for (int p = 1; p < m->n_ps; p++) {
     lo = m->ps[p].version < lo ? m->ps[p].version : lo;
     hi = m->ps[p].version > hi ? m->ps[p].version : hi;
+  }
+  if (m->running && master__replicated(m) && m->cfg.mode == TFX_MODE_SYNC &&
+      master__apart_stuck(lo, hi, tfx_now_ms(), MASTER_APART_STUCK_MS, &m->apart_since, &m->apart_lo)) {
+    tfx_log(TFX_LOG_WARN, "MASTER-PS-APART",
+            "the ps stand at steps %lld to %lld, the lowest not moving for %d s: a promoted backup the workers' kept "
+            "pushes cannot bring up (a worker lost with them); rolling every ps back to the newest checkpoint",
+            (long long)lo, (long long)hi, MASTER_APART_STUCK_MS / 1000);
+    m->apart_since = 0;
+    master__rolled_back(m);
+    int rc2 = master__init_ps(m, err);
+    return rc2 ? rc2 : master__poll_versions(m, err);
   }
   m->global_step = lo;
   m->max_version = hi;

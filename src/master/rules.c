@@ -92,3 +92,15 @@ int64_t master__adopt_step(int n, const int *serving, const int64_t *shards, con
 int master__log_drop(int64_t n) {
   return n <= 10 || (n & (n - 1)) == 0;
 }
+
+int master__apart_stuck(int64_t lo, int64_t hi, int64_t now_ms, int64_t limit_ms, int64_t *since, int64_t *at) {
+  if (hi - lo <= 1) {
+    *since = 0;
+    return 0;
+  }
+  if (!*since || lo != *at) { /* apart from now on, or the lowest moved: the clock starts again */
+    *since = now_ms;
+    *at = lo;
+  }
+  return now_ms - *since >= limit_ms;
+}

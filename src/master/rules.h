@@ -8,6 +8,13 @@
 
 #include <stdint.h>
 
+/* How long sync ps may stand more than a step apart, the lowest not moving, before the chief rolls them back. */
+#define MASTER_APART_STUCK_MS 10000
+
+/* Sync with replicas: whether the ps have stood more than a step apart (hi - lo > 1) with the lowest at one step for
+ * limit_ms: a promoted backup that the workers' kept pushes cannot bring to the others' step (a worker died with the
+ * pushes it kept). *since (0: not apart) and *at (the lowest step then) are the caller's, updated here. */
+int master__apart_stuck(int64_t lo, int64_t hi, int64_t now_ms, int64_t limit_ms, int64_t *since, int64_t *at);
 /* How many times a checkpoint is asked again further ahead, and a final checkpoint after a lost ps. */
 #define MASTER_CKPT_ATTEMPTS 8
 

@@ -148,9 +148,9 @@ static void on_report(master *m, const tfx_inmsg *in) {
 static int reply_status(master *m, const tfx_inmsg *in) {
   tfx_envelope env;
   tfx_reply_init(&env, in);
-  enum { N_FIXED = 4, N_ROUTES = 64 };
-  Tfx__KeyValue kv[N_FIXED + N_ROUTES], *kvp[N_FIXED + N_ROUTES];
-  char keys[N_ROUTES][16];
+  enum { N_FIXED = 4, N_ROUTES = 64, N_MAX = N_FIXED + 3 * N_ROUTES };
+  Tfx__KeyValue kv[N_MAX], *kvp[N_MAX];
+  char keys[3 * N_ROUTES][32];
   const char *names[] = {"uptime_s", "workers_registered", "last_eval_accuracy", "rollback_epoch"};
   int reg = 0;
   for (int w = 0; w < m->n_workers; w++) {
@@ -170,6 +170,18 @@ static int reply_status(master *m, const tfx_inmsg *in) {
     kv[n].key = keys[p];
     kv[n].value = m->ps[p].at;
     kvp[n] = &kv[n];
+  }
+  for (int p = 0; m->ledger_written && p < m->n_ps && p < N_ROUTES; p++) { /* the run's ledger, once written */
+    const char *side[2] = {"applied", "acked"};
+    int64_t count[2] = {m->ps[p].ledger_applied, m->ps[p].ledger_acked};
+    for (int s = 0; s < 2; s++, n++) {
+      char *key = keys[N_ROUTES + 2 * p + s];
+      snprintf(key, sizeof keys[0], "ledger.%s.%d", side[s], p);
+      tfx__key_value__init(&kv[n]);
+      kv[n].key = key;
+      kv[n].value = (double)count[s];
+      kvp[n] = &kv[n];
+    }
   }
   env.text = (char *)(m->finished ? "finished" : m->running ? "training" : "waiting-for-cluster");
   env.step = m->global_step;

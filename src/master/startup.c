@@ -17,7 +17,7 @@
 
 static void probe_ps(master *m) {
   for (int p = 0; p < m->n_ps; p++) {
-    if (m->ps[p].up) {
+    if (m->ps[p].state != MASTER_PS_STARTING) {
       continue;
     }
     tfx_envelope env;
@@ -25,9 +25,9 @@ static void probe_ps(master *m) {
     tfx_wire_request(&env, TFX__MSG_TYPE__MSG_STATUS);
     if (tfx_client_call(m->ps[p].client, &env, NULL, 0, &r, 200, NULL) == TFX_OK) {
       master__lock(m, 1);
-      m->ps[p].up = 1;
+      master__ps_state(m, p, MASTER_PS_UP, TFX_LOG_INFO, "MASTER-PS-UP", "ps %d at %s answers", p,
+                       tfx_client_endpoint(m->ps[p].client));
       master__lock(m, 0);
-      tfx_log(TFX_LOG_INFO, "MASTER-PS-UP", "ps %d at %s answers", p, tfx_client_endpoint(m->ps[p].client));
     }
     tfx_inmsg_fini(&r);
   }
@@ -49,7 +49,7 @@ static int missing(master *m, char *buf, size_t n) {
   size_t len = 0;
   buf[0] = '\0';
   for (int p = 0; p < m->n_ps; p++) {
-    if (!m->ps[p].up) {
+    if (m->ps[p].state == MASTER_PS_STARTING) {
       name_missing(m, TFX_ROLE_PS, p, buf, n, &len, &count);
     }
   }
@@ -117,7 +117,9 @@ static int init_one(master *m, int p, const char *restore_dir, tfx_err *err) {
   env.shards = mine;
   env.n_shards = n;
   env.path = path;
-  env.flag = m->n_workers;
+  Tfx__Init init = TFX__INIT__INIT;
+  init.workers = (uint32_t)m->n_workers;
+  env.init = &init;
   master__route(m, p, &env);
   int rc = tfx_client_call(m->ps[p].client, &env, NULL, 0, &r, m->cfg.request_timeout_s * 1000, err);
   tfx_inmsg_fini(&r);
@@ -246,7 +248,8 @@ static int status_of(master *m, int p, live_ps *l) {
   int ok = tfx_client_call(m->ps[p].client, &env, NULL, 0, &r, 1000, NULL) == TFX_OK && r.env;
   if (ok) {
     double shards = master__stat(r.env, "shards");
-    l->serving[p] = r.env->text && !strcmp(r.env->text, "serving");
+    l->serving[p] = r.env->instance_state == TFX__INSTANCE_STATE__INSTANCE_SERVING ||
+                    r.env->instance_state == TFX__INSTANCE_STATE__INSTANCE_UNREPLICATED;
     l->shards[p] = isfinite(shards) ? (int64_t)shards : -1;
     l->version[p] = r.env->step;
   }

@@ -162,7 +162,7 @@ static int validate(const tfx_envelope *env, const size_t *part_sizes, int n_par
   if (env->version != TFX_PROTOCOL_VERSION) {
     return tfx_err_set(err, TFX_EPROTO, "protocol version %u, this node speaks %d", env->version, TFX_PROTOCOL_VERSION);
   }
-  if (env->type <= TFX__MSG_TYPE__MSG_NONE || env->type > TFX__MSG_TYPE__MSG_PROMOTE) {
+  if (env->type <= TFX__MSG_TYPE__MSG_NONE || env->type > TFX__MSG_TYPE__MSG_REREPLICATE) {
     return tfx_err_set(err, TFX_EPROTO, "unknown message type %d", env->type);
   }
   int part = 0;

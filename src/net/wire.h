@@ -13,9 +13,6 @@
 #include "common/version.h"
 #include "tfx.pb-c.h"
 
-/* MSG_INIT's Envelope.flag holds the worker count; this bit (cluster.replicas 1) makes the ps's own plan instance a
- * backup copy (a restarted ps rejoining as the backup of the shards its old backup now serves). */
-#define TFX_INIT_BACKUP ((int64_t)1 << 32)
 #define TFX_MAX_FRAME ((size_t)1 << 31) /* 2 GiB: the largest tensor frame accepted */
 #define TFX_MAX_PARTS 4096
 /* The largest frame of a process that does not know its experiment (tfx_wire_set_max_frame): enough for the

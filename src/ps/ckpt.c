@@ -242,7 +242,7 @@ static void write_checkpoint(ps_state *p) {
  * writes the manifest), unless the directory is already complete (written before a roll-back: kept). */
 static void write_own(ps_state *p) {
   int64_t every = p->cfg.ckpt_every_steps, step = p->version;
-  if (!every || !p->initialized || (p->backup_of && !p->promoted) || step <= p->ckpt_auto_from || step % every ||
+  if (!every || !ps__serves(p) || step <= p->ckpt_auto_from || step % every ||
       recall(p, step)) {
     return;
   }

@@ -123,6 +123,9 @@ static int check_message_bound(const tfx_config *cfg, tfx_err *err) {
 
 /* MSG_INIT: (re)builds every shard from the plan, fresh or from a checkpoint shard. */
 static int handle_init(ps_state *p, const tfx_envelope *e, tfx_err *err) {
+  if (!e->init) {
+    return tfx_err_set(err, TFX_EPROTO, "an INIT without its Init body (the worker count)");
+  }
   tfx_config cfg;
   tfx_config_init(&cfg);
   int rc = tfx_config_parse(&cfg, e->text ? e->text : "", "init experiment", err);
@@ -163,17 +166,15 @@ static int handle_init(ps_state *p, const tfx_envelope *e, tfx_err *err) {
   p->version = next.version;
   ps__ckpt_reset(p);
   p->epoch = e->epoch;
-  p->promoted = 0;
-  p->behind = 0;
   if (p->index == p->node->index) { /* a restarted ps's own instance may come back as a backup copy */
-    p->backup_of = (e->flag & TFX_INIT_BACKUP) != 0;
+    p->backup_of = e->init->as_backup;
   }
-  ps__sync_reset(p, (int)(e->flag & 0xffff));
-  p->initialized = 1;
-  tfx_log(TFX_LOG_INFO, "PS-INIT", "%s%d: %d shard(s), %zu bytes, mode %s, step %lld%s%s",
-          p->backup_of ? "backup of ps instance " : "ps instance ", p->index, p->n_shards, ps__bytes(p),
-          tfx_config_choice_name("training.mode", cfg.mode), (long long)p->version,
-          e->path && *e->path ? " restored from " : "", e->path ? e->path : "");
+  ps__sync_reset(p, (int)e->init->workers);
+  p->state = PS_WAITING; /* a new INIT starts the instance afresh, whatever it was */
+  ps__set_state(p, p->backup_of ? PS_BACKUP : PS_SERVING, TFX_LOG_INFO, "PS-INIT",
+                "%s%d: %d shard(s), %zu bytes, mode %s, step %lld%s%s", p->backup_of ? "backup of ps instance " : "ps instance ",
+                p->index, p->n_shards, ps__bytes(p), tfx_config_choice_name("training.mode", cfg.mode),
+                (long long)p->version, e->path && *e->path ? " restored from " : "", e->path ? e->path : "");
   return TFX_OK;
 }
 
@@ -219,7 +220,7 @@ static void snapshot(const ps_state *p, ps_shown *s) {
   s->shards = p->n_shards;
   s->bytes = (double)ps__bytes(p);
   s->version = (double)p->version;
-  s->unreplicated = p->unreplicated;
+  s->unreplicated = ps__reports_unreplicated(p);
   s->busy_us_per_message = p->stats.handled ? p->stats.busy_us / (double)p->stats.handled : 0;
   s->busy_seconds = p->stats.busy_us / 1e6;
 }
@@ -240,9 +241,8 @@ static int handle_status(ps_state *p, const tfx_inmsg *m, tfx_err *err) {
   }
   tfx_envelope env;
   tfx_reply_init(&env, m);
-  env.text = (char *)(!p->initialized                  ? "waiting-for-plan"
-                      : p->backup_of && !p->promoted ? "backup"
-                                                     : "serving");
+  env.text = (char *)(!ps__initialized(p) ? "waiting-for-plan" : ps__is_copy(p) ? "backup" : "serving");
+  env.instance_state = ps__wire_state(p->state);
   env.epoch = p->epoch;
   env.step = p->version + ps__log_pending(p); /* a backup's steps held count: its primary is there */
   env.stats = kvp;
@@ -306,10 +306,50 @@ static int init_and_reply(ps_state *own, ps_state *p, const tfx_inmsg *m, tfx_er
   return rc ? rc : reply_simple(p, m, p->version, 0, NULL, err);
 }
 
+/* The backup of a kind of MSG_REPLICATE that changes it, refusing it (why) and falling BEHIND: TFX_ESTATE. */
+static int refuse_replicate(ps_state *p, int rc, const char *what, tfx_err *err) {
+  ps__fall_behind(p, TFX_LOG_WARN, "PS-BEHIND", "backup of ps instance %d: %s refused: %s", p->index, what, err->msg);
+  return rc;
+}
+
+/* MSG_REPLICATE on a backup copy (its kind in Envelope.replicate): summed sync steps are held and answered with
+ * the steps it holds; a snapshot or rows are taken in (a snapshot answered when acked); a checkpoint's news lets
+ * it drop its log below that step (answered when acked). A refusal cuts the primary's link. */
+static int handle_replicate(ps_state *p, tfx_inmsg *m, tfx_err *err) {
+  const tfx_envelope *e = m->env;
+  const Tfx__Replicate *r = e->replicate;
+  int rc = TFX_OK;
+  switch (r ? r->kind : TFX__REPLICATE_KIND__REPLICATE_NONE) {
+    case TFX__REPLICATE_KIND__REPLICATE_STEPS:
+      if (e->step != p->version + p->log_steps) {
+        rc = tfx_err_set(err, TFX_ESTATE, "forwarded step %lld: the backup of ps instance %d is at step %lld",
+                         (long long)e->step, p->index, (long long)(p->version + p->log_steps));
+        return refuse_replicate(p, rc, "a batch of steps", err);
+      }
+      rc = reply_simple(p, m, p->version + p->log_steps + (int64_t)e->n_stats, 0, NULL, err); /* its steps held */
+      ps__log_hold(p, m);
+      return rc;
+    case TFX__REPLICATE_KIND__REPLICATE_SNAPSHOT:
+      rc = ps__log_snapshot(p, m, err);
+      if (rc) {
+        return refuse_replicate(p, rc, "a snapshot", err);
+      }
+      return r->acked ? reply_simple(p, m, p->version, 0, NULL, err) : TFX_OK;
+    case TFX__REPLICATE_KIND__REPLICATE_ROWS:
+      rc = ps__log_rows(p, m, err);
+      return rc ? refuse_replicate(p, rc, "rows", err) : TFX_OK;
+    case TFX__REPLICATE_KIND__REPLICATE_CHECKPOINT:
+      ps__log_checkpoint(p, e->step, r->acked);
+      return r->acked ? reply_simple(p, m, p->version + p->log_steps, 0, NULL, err) : TFX_OK;
+    default:
+      return tfx_err_set(err, TFX_EPROTO, "a MSG_REPLICATE of kind %d: no primary sends one", r ? (int)r->kind : 0);
+  }
+}
+
 /* Serves requests for an initialized state. */
 static int handle_data(ps_state *p, tfx_inmsg *m, tfx_err *err) {
   const tfx_envelope *e = m->env;
-  if (!p->initialized) {
+  if (!ps__initialized(p)) {
     return tfx_err_set(err, TFX_ESTATE, "no plan yet: the master has not initialized this ps");
   }
   int rc = ps__gate(p, e, err);
@@ -320,37 +360,9 @@ static int handle_data(ps_state *p, tfx_inmsg *m, tfx_err *err) {
     case TFX__MSG_TYPE__MSG_PULL:
       return ps__pull(p, m, err);
     case TFX__MSG_TYPE__MSG_PUSH:
-      if ((e->flag & PS_FLAG_STEP) && e->step != p->version + p->log_steps) {
-        p->behind = 1;
-        return tfx_err_set(err, TFX_ESTATE, "forwarded step %lld: the backup of ps instance %d is at step %lld",
-                           (long long)e->step, p->index, (long long)(p->version + p->log_steps));
-      }
-      if (e->flag & PS_FLAG_ROWS) {
-        rc = ps__log_rows(p, m, err); /* not answered (a refusal is, and cuts the primary's link) */
-        p->behind |= rc != TFX_OK;
-        return rc;
-      }
-      if (e->flag & PS_FLAG_CKPT) { /* answered when acknowledged (ps__ckpt_acks): the version it holds now */
-        int acked = (e->flag & PS_FLAG_ACKED) != 0;
-        ps__log_checkpoint(p, e->step, acked);
-        return acked ? reply_simple(p, m, p->version + p->log_steps, 0, NULL, err) : TFX_OK;
-      }
-      if (e->flag & PS_FLAG_SNAPSHOT) { /* answered only when acknowledged (a refusal is, and cuts the link) */
-        rc = ps__log_snapshot(p, m, err);
-        p->behind |= rc != TFX_OK;
-        return rc || !(e->flag & PS_FLAG_ACKED) ? rc : reply_simple(p, m, p->version, 0, NULL, err);
-      }
-      if ((e->flag & PS_FLAG_STEP) && (e->flag & PS_FLAG_FORWARDED)) { /* held once received, applied later */
-        rc = reply_simple(p, m, p->version + p->log_steps + (int64_t)e->n_stats, 0, NULL, err); /* its steps held */
-        ps__log_hold(p, m);
-        return rc;
-      }
-      if (e->flag & PS_FLAG_FORWARDED) {
-        return tfx_err_set(err, TFX_EPROTO,
-                           "a forwarded push that is neither a batch of steps, a snapshot, rows nor "
-                           "a checkpoint's news: no primary sends one");
-      }
       return ps__push_ordered(p, m, err);
+    case TFX__MSG_TYPE__MSG_REPLICATE:
+      return handle_replicate(p, m, err);
     case TFX__MSG_TYPE__MSG_CHECKPOINT:
       return ps__checkpoint_request(p, m, err);
     default:
@@ -376,6 +388,7 @@ static int handle(ps_state *own, tfx_inmsg *m, tfx_err *err) {
     tfx_envelope env;
     tfx_reply_init(&env, m);
     env.text = "waiting-for-plan";
+    env.instance_state = TFX__INSTANCE_STATE__INSTANCE_WAITING;
     env.epoch = own->epoch;
     return tfx_wire_send(own->sock, &m->identity, &env, NULL, 0, err);
   }
@@ -383,7 +396,7 @@ static int handle(ps_state *own, tfx_inmsg *m, tfx_err *err) {
     return rc;
   }
   if (e->type != TFX__MSG_TYPE__MSG_STATUS && e->type != TFX__MSG_TYPE__MSG_INIT &&
-      !(e->type == TFX__MSG_TYPE__MSG_PUSH && (e->flag & PS_FLAG_FORWARDED))) {
+      e->type != TFX__MSG_TYPE__MSG_REPLICATE) {
     ps__log_apply(p, 0); /* a mirror is brought up to its primary's step before it serves anything else */
   }
   switch (e->type) {
@@ -393,6 +406,8 @@ static int handle(ps_state *own, tfx_inmsg *m, tfx_err *err) {
       return init_and_reply(own, p, m, err);
     case TFX__MSG_TYPE__MSG_PROMOTE:
       return ps__promote(p, m, err);
+    case TFX__MSG_TYPE__MSG_REREPLICATE:
+      return ps__rereplicate(p, m, err);
     default:
       return handle_data(p, m, err);
   }
@@ -440,7 +455,7 @@ static void publish(ps_state *p) {
   ps_shown s;
   snapshot(p, &s);
   pthread_mutex_lock(&v->lock);
-  v->initialized = p->initialized;
+  v->initialized = ps__initialized(p);
   v->shown = s;
   pthread_mutex_unlock(&v->lock);
 }
@@ -529,7 +544,7 @@ static void serve(ps_state *p) {
       ps__expire_pulls(p->mirror);
     }
     publish(p);
-    if (p->initialized) {
+    if (ps__initialized(p)) {
       tfx_notify_status("ps %d: step %lld, %d shard(s), %llu pushes applied", p->node->index, (long long)p->version,
                         p->n_shards, (unsigned long long)p->stats.applied);
     } else {
@@ -569,11 +584,11 @@ int tfx_ps_run(tfx_node *n, tfx_err *err) {
           (long long)p.version, (unsigned long long)p.stats.applied, (unsigned long long)p.stats.stale,
           (unsigned long long)p.stats.rejected, (unsigned long long)p.stats.cow_copies,
           (unsigned long long)p.stats.replica_bytes);
-  if (p.mirror && p.mirror->initialized) {
+  if (ps__initialized(p.mirror)) {
     tfx_log(TFX_LOG_INFO, "PS-STOP-COPY",
             "%s of ps instance %d at step %lld: %llu pushes applied, %llu stale dropped, %d steps in its log (%.2f "
             "MiB)",
-            p.mirror->promoted ? "promoted copy" : "backup", p.mirror->index,
+            ps__promoted(p.mirror) ? "promoted copy" : "backup", p.mirror->index,
             (long long)(p.mirror->version + p.mirror->log_steps), (unsigned long long)p.mirror->stats.applied,
             (unsigned long long)p.mirror->stats.stale, p.mirror->log_steps, (double)p.mirror->log_bytes / 1048576.0);
   }

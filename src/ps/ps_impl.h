@@ -145,24 +145,6 @@ typedef struct ps_ckpt_sums {
 /* How many written checkpoints a ps remembers for the master: 256 x every_steps steps of master absence. */
 #define PS_CKPT_DONE 256
 
-/* Envelope.flag bit of a push forwarded by a primary to its backup (answered with a bare acknowledgement). */
-#define PS_FLAG_FORWARDED 2
-/* With PS_FLAG_FORWARDED: a whole sync step, summed (ps__forward_step), not one worker's push. */
-#define PS_FLAG_STEP 4
-/* With PS_FLAG_FORWARDED: the primary's values and slots at Envelope.step (ps__forward_snapshot); not answered. */
-#define PS_FLAG_SNAPSHOT 8
-/* With PS_FLAG_SNAPSHOT: a new backup's whole state (any step; the workers' clocks too); not answered. */
-#define PS_FLAG_FULL 16
-/* With PS_FLAG_FORWARDED: rows of a lazy table (values and slots) for a new backup; not answered. */
-#define PS_FLAG_ROWS 32
-/* With PS_FLAG_FORWARDED: the primary's files of the checkpoint of Envelope.step are complete (fsynced), so its
- * backup may drop the steps below it from its log (ps__log_checkpoint); not answered, but with PS_FLAG_ACKED
- * (ps__ckpt_acks: the checkpoint is then the backup's state), answered with the backup's version. */
-#define PS_FLAG_CKPT 64
-/* With PS_FLAG_SNAPSHOT: a snapshot that stands for the steps since the last one (ps__snap_acks): answered with
- * the backup's version, which the primary's replies tell the workers (their kept pushes are the log between). */
-#define PS_FLAG_ACKED 128
-
 /* The own state's summed sync steps not forwarded yet (cluster.replicas 1): one message per
  * cluster.replica_batch_steps steps (replica.c). Each tensor's bytes are a copy it owns; Tensor.version is its step. */
 typedef struct ps_batch {
@@ -176,15 +158,30 @@ typedef struct ps_batch {
   int64_t first; /* the version (step) of its first step */
 } ps_batch;
 
+/* What a ps instance (the own one, or a mirror: a copy of another ps's) is doing. It changes only through
+ * ps__set_state, which logs each change once, in the line of the event that caused it (PS-INIT, PS-PROMOTED,
+ * PS-BACKUP-LOST, PS-REREPLICATED, PS-BEHIND, PS-BACKUP-BASE, PS-BACKUP-BROKEN):
+ *
+ *   WAITING --INIT--> SERVING <--backup taken again (re-replicated)-- UNREPLICATED
+ *      |                 `--its backup lost---------------------------------^  ^
+ *      `--INIT as a copy--> BACKUP --PROMOTE----------------------------------'
+ *                             `--a forward refused, a checkpoint not loaded--> BEHIND (never promoted; a new INIT)
+ */
+typedef enum ps_instance_state {
+  PS_WAITING,      /* no plan yet: the master has not sent INIT */
+  PS_SERVING,      /* serves workers; with replicas on, its backup holds what it acknowledges */
+  PS_UNREPLICATED, /* serves workers with replicas on but no backup: lost or refused, or a promoted copy alone */
+  PS_BACKUP,       /* a copy of an instance served elsewhere, taking its primary's forwards; serves no worker */
+  PS_BEHIND,       /* a copy that refused a forward or could not load a checkpoint: it may not be promoted */
+} ps_instance_state;
+
 typedef struct ps_state {
   tfx_node *node;
   void *sock;
   int index;              /* the plan's ps instance this state holds (file names): the node's own, or, in a
                              mirror, the instance it backs up */
-  int backup_of;          /* a mirror: another instance's backup copy (cluster.replicas 1) */
-  int promoted;           /* a mirror the master promoted: it serves workers as that instance's primary */
-  int unreplicated;       /* replicas on, and this instance has no backup (lost, or a promoted mirror) */
-  int behind;             /* a mirror that refused a forwarded step or snapshot: it may not be promoted */
+  int backup_of;          /* a copy of another ps's instance (a mirror, or the own instance restarted as a copy) */
+  ps_instance_state state; /* changed only by ps__set_state */
   uint64_t epoch;         /* the plan epoch of the last INIT or PROMOTE */
   struct ps_state *mirror; /* the own state's: the instance this ps backs up, or NULL */
   tfx_client *backup;     /* the own state's: DEALER to the ps holding its backup, or NULL */
@@ -199,7 +196,9 @@ typedef struct ps_state {
   int reply_not_applied;  /* while a push past max_steps is answered: its reply says so (Envelope.flag 1) */
   int snap_due;           /* the own state's, ps__snap_acks: values were assigned, so a snapshot goes now */
   int64_t ckpt_told;      /* the own state's, ps__ckpt_acks: the step of the last checkpoint the backup was told */
-  size_t push_bytes;      /* the own state's, sync with a backup: a worker's push, on average (ps__keep_measure) */
+  size_t push_bytes;      /* the own state's, with a backup: a worker's push, on average (ps__keep_measure) */
+  size_t snap_push_bytes; /* the own state's, async and ssp: the bytes of the pushes applied since the last snapshot */
+  size_t snap_bytes;      /* the own state's, async and ssp: the bytes of the last snapshot sent */
   int64_t idle_version, idle_since; /* the own state's, ps__ckpt_acks: the version last seen idle, and since when */
   uint64_t worker_conn[PS_MAX_WORKERS]; /* the own state's: each worker's connection (its identity's hash), 0 unseen */
   int catch_up_due;       /* the own state's, ps__ckpt_acks: a worker came back on a new connection */
@@ -220,7 +219,7 @@ typedef struct ps_state {
   int n_held, cap_held;
   tfx_config cfg;
   tfx_optim opt;
-  int initialized, stopping;
+  int stopping;
   shard *shards;
   int n_shards;
   int64_t version, start_ms;
@@ -287,6 +286,31 @@ void ps__touch(ps_state *p, shard *s);
 /* Replies to one part of a push-pull with the current values of the ranges it pushed (checked by the caller),
  * sent in place. */
 int ps__send_ranges(ps_state *p, const tfx_inmsg *m, tfx_err *err);
+/* A ps instance's state (state.c). */
+
+/* The state's name as the logs and STATUS say it; static. */
+const char *ps__state_name(ps_instance_state s);
+/* Moves p to state `to` on event `id` (a log ID), logged once at `level` in the caller's words (printf format) with
+ * the change ("[backup -> unreplicated]") when p was in another state. */
+void ps__set_state(ps_state *p, ps_instance_state to, int level, const char *id, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+/* Event `id` that puts a copy BEHIND (never promoted), logged as ps__set_state does; any other state stays. */
+void ps__fall_behind(ps_state *p, int level, const char *id, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* Whether p has had its INIT (p may be NULL). */
+int ps__initialized(const ps_state *p);
+/* Whether p serves workers: SERVING or UNREPLICATED. */
+int ps__serves(const ps_state *p);
+/* Whether p is a copy of another ps's instance that the master promoted: it serves that instance's workers. */
+int ps__promoted(const ps_state *p);
+/* Whether p is a copy not promoted: BACKUP or BEHIND. */
+int ps__is_copy(const ps_state *p);
+/* The state as the protocol's InstanceState says it. */
+Tfx__InstanceState ps__wire_state(ps_instance_state s);
+/* What STATUS says as "unreplicated": the instance has no backup (UNREPLICATED, or the own instance restarted as a
+ * copy while its promoted backup serves it alone). */
+int ps__reports_unreplicated(const ps_state *p);
+
 /* The ps's decisions that need no socket (rules.c). */
 
 /* Whether the experiment's training.mode is sync / ssp. */
@@ -419,7 +443,7 @@ void ps__forward_fail(ps_state *p, const char *why);
 /* Sync mode: adds the step about to be applied to the batch for the backup, as the primary summed it (the dense
  * sums, the rows looked up, a lazy table's summed rows in the order the sum lists them, values assigned this step,
  * and the number of gradients averaged); every cluster.replica_batch_steps steps the batch goes in one message, which
- * the backup applies step by step with the same code (ps__push, PS_FLAG_STEP), bit for bit, and acknowledges with
+ * the backup applies step by step with the same code (ps__push, REPLICATE_STEPS), bit for bit, and acknowledges with
  * its version (p->acked). Replies do not wait for it: they tell the workers p->acked (ps__acked), and a worker keeps
  * its pushes until then. Without a backup: clears step_assigned. */
 void ps__forward_step(ps_state *p);
@@ -459,9 +483,10 @@ int ps__tables_plain(const ps_state *p);
  * summed steps after it): nothing goes to the backup but the news of each checkpoint, which it answers, and after a
  * failover it loads that checkpoint and the workers' kept pushes replay the steps since. */
 int ps__ckpt_acks(const ps_state *p);
-/* The steps a sync primary may run ahead of its backup's acknowledgement (the pushes a worker keeps): 2 x
+/* The steps a primary may run ahead of its backup's acknowledgement (the pushes a worker keeps): in sync 2 x
  * cluster.replica_batch_steps + 2, and, ps__ckpt_acks, 1.5 x checkpoint.every_steps more (the next checkpoint's
- * write and its acknowledgement may take half an interval before replies wait). */
+ * write and its acknowledgement may take half an interval before replies wait); in async and ssp 2 x
+ * PS_SNAP_MAX_PUSHES + 2. */
 int64_t ps__kept_steps(const ps_state *p);
 /* The acknowledgement a reply of p to `worker` carries (sync with replicas: the version below which the backup holds
  * every step; async and ssp: 1 + the worker's last push the backup holds; all when p has no backup), written into
@@ -477,10 +502,15 @@ int ps__async_snaps(const ps_state *p);
  * worker's whole push (or the last part of one), once. A stale sync push where every worker counts in each step is
  * a resend the instance holds already (a failover): not again. */
 int ps__ledger_counts(const ps_state *p, const tfx_envelope *e, int stale);
-/* Async and ssp with a backup: sends the next acknowledged snapshot when cluster.replica_batch_steps pushes (or,
- * idle, any) went since the last one and none awaits its acknowledgement. */
+/* Async and ssp with a backup: sends the next acknowledged snapshot when none awaits its acknowledgement and, since
+ * the last one, cluster.replica_batch_steps pushes went and their bytes reached PS_SNAP_COST times the last
+ * snapshot's (so snapshots cost at most ~1/PS_SNAP_COST of the pushes' traffic: a table's touched rows outweigh
+ * a dense shard's), or PS_SNAP_MAX_PUSHES pushes went, or (idle) any. */
 void ps__async_snapshot(ps_state *p, int idle);
-/* Sync with a backup: tells it that this instance's files of the checkpoint of step are complete (PS_FLAG_CKPT),
+#define PS_SNAP_COST 8
+/* The most pushes between two async snapshots: what a worker keeps for one ps is bounded by 2 x this. */
+#define PS_SNAP_MAX_PUSHES 256
+/* Sync with a backup: tells it that this instance's files of the checkpoint of step are complete (REPLICATE_CHECKPOINT),
  * so it may drop the steps below step from its log. A failed send loses the backup (ps__forward_fail). */
 void ps__forward_ckpt(ps_state *p, int64_t step);
 /* Frees the steps batched and not sent (the backup link closed). */
@@ -516,7 +546,7 @@ void ps__log_free(ps_state *p);
 /* A snapshot from the primary: replaces the values and slots of the shards it names and drops the held steps it
  * holds. TFX_ESTATE (nothing changed) when it does not fit this backup or its step. */
 int ps__log_snapshot(ps_state *p, const tfx_inmsg *m, tfx_err *err);
-/* Rows of lazy tables for a new backup (PS_FLAG_ROWS): stored whole, values and slots. TFX_ESTATE when a tensor
+/* Rows of lazy tables for a new backup (REPLICATE_ROWS): stored whole, values and slots. TFX_ESTATE when a tensor
  * does not fit. */
 int ps__log_rows(ps_state *p, const tfx_inmsg *m, tfx_err *err);
 /* Sends a new backup the whole state of p (values, slots, lazy rows, version, worker clocks): *bytes gets the
@@ -537,6 +567,9 @@ void ps__forward_catch_up(ps_state *p);
  * for PS_STALL_MS (a worker that died lost the pushes it kept for them), the values, slots and rows touched since
  * that checkpoint in one acknowledged snapshot, so no replay needs those pushes; p may be NULL. */
 void ps__forward_idle(ps_state *p);
+/* MSG_REREPLICATE: the primary of the instance (its own, or a promoted copy) takes ps Envelope.rereplicate.to_ps
+ * as its backup (just INIT'd empty there) and streams it its whole state; replies with the step. */
+int ps__rereplicate(ps_state *p, const tfx_inmsg *m, tfx_err *err);
 /* MSG_PROMOTE: the mirror becomes its instance's primary at the message's plan epoch; replies with the step. */
 int ps__promote(ps_state *p, const tfx_inmsg *m, tfx_err *err);
 

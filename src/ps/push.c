@@ -453,17 +453,16 @@ static int batch_step(ps_state *p, const tfx_inmsg *m, int64_t step, int n_grads
   return TFX_OK;
 }
 
-/* A batch of sync steps forwarded by the primary (replicas, PS_FLAG_STEP, repbatch.c), applied step by step. */
+/* A batch of sync steps forwarded by the primary (REPLICATE_STEPS, repbatch.c), applied step by step. */
 static int push_step(ps_state *p, const tfx_inmsg *m, tfx_err *err) {
   int rc = check_batch(p, m, err);
   size_t i = 0;
   for (size_t j = 0; !rc && j < m->env->n_stats; j++) {
     rc = batch_step(p, m, m->env->step + (int64_t)j, (int)m->env->stats[j]->value, &i, err);
     if (rc) { /* out of memory part way: this copy is no longer the primary's */
-      tfx_log(TFX_LOG_ERROR, "PS-BACKUP-BROKEN", "backup of ps instance %d: step %lld applied in part: %s", p->index,
-              (long long)p->version, err ? err->msg : "out of memory");
+      ps__fall_behind(p, TFX_LOG_ERROR, "PS-BACKUP-BROKEN", "backup of ps instance %d: step %lld applied in part: %s",
+                      p->index, (long long)p->version, err ? err->msg : "out of memory"); /* no promotion */
       ps__sync_reset(p, p->n_workers);
-      p->behind = 1; /* every later step is refused, so the primary serves unreplicated; no promotion */
     }
   }
   return rc;
@@ -575,8 +574,8 @@ static int push_async(ps_state *p, tfx_inmsg *m, shard **targets, tfx_err *err) 
  * last part's, when ssp parks it, every value). Otherwise the reply is a bare acknowledgement. */
 static int answer_push(ps_state *p, tfx_inmsg *m, int stale, tfx_err *err) {
   const tfx_envelope *e = m->env;
-  if (e->flag & PS_FLAG_FORWARDED) {
-    return TFX_OK; /* a backup acknowledges a forwarded push on receipt (ps.c) */
+  if (e->type == TFX__MSG_TYPE__MSG_REPLICATE) {
+    return TFX_OK; /* a backup acknowledges a batch of steps on receipt (ps.c) */
   }
   if ((e->flag & 1) && ps__is_part(e) && (!ps__completes_step(e) || ps__pull_ready(p, 0, ps__worker_of(e)))) {
     return ps__send_ranges(p, m, err);
@@ -638,7 +637,7 @@ static int nan_outcome(ps_state *p, const tfx_inmsg *m, tfx_err *err) {
 }
 
 int ps__push(ps_state *p, tfx_inmsg *m, tfx_err *err) {
-  if (m->env->flag & PS_FLAG_STEP) {
+  if (m->env->type == TFX__MSG_TYPE__MSG_REPLICATE) { /* a batch of steps its log held (ps__log_apply) */
     return push_step(p, m, err);
   }
   shard *stack[64], **targets = m->env->n_tensors <= 64 ? stack : calloc(m->env->n_tensors, sizeof *targets);

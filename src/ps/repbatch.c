@@ -45,10 +45,9 @@ void ps__forward_awaits(ps_state *p) {
 }
 
 void ps__forward_fail(ps_state *p, const char *why) {
-  tfx_log(TFX_LOG_WARN, "PS-BACKUP-LOST", "ps instance %d: its backup is lost (%s); serving unreplicated", p->index,
-          why);
+  ps__set_state(p, PS_UNREPLICATED, TFX_LOG_WARN, "PS-BACKUP-LOST",
+                "ps instance %d: its backup is lost (%s); serving unreplicated", p->index, why);
   ps__backup_close(p);
-  p->unreplicated = 1;
   p->fwd_pending = 0;
 }
 
@@ -200,8 +199,10 @@ static int batch_send(ps_state *p, tfx_err *err) {
     pl[i] = (tfx_payload){b->data[i], b->metas[i].nbytes, 0, free_owned, b->owned[i]};
   }
   tfx_envelope env;
-  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_PUSH);
-  env.flag = PS_FLAG_FORWARDED | PS_FLAG_STEP;
+  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_REPLICATE);
+  Tfx__Replicate how = TFX__REPLICATE__INIT;
+  how.kind = TFX__REPLICATE_KIND__REPLICATE_STEPS;
+  env.replicate = &how;
   env.step = b->first;
   env.target = p->index + 1;
   env.epoch = p->epoch;
@@ -243,8 +244,11 @@ void ps__forward_ckpt(ps_state *p, int64_t step) {
   }
   int acked = ps__ckpt_acks(p) && step > p->acked;
   tfx_envelope env;
-  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_PUSH);
-  env.flag = PS_FLAG_FORWARDED | PS_FLAG_CKPT | (acked ? PS_FLAG_ACKED : 0);
+  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_REPLICATE);
+  Tfx__Replicate how = TFX__REPLICATE__INIT;
+  how.kind = TFX__REPLICATE_KIND__REPLICATE_CHECKPOINT;
+  how.acked = acked != 0;
+  env.replicate = &how;
   env.step = step;
   env.target = p->index + 1;
   env.epoch = p->epoch;
@@ -270,7 +274,7 @@ static uint64_t identity_hash(const tfx_inmsg *m) {
 
 void ps__keep_measure(ps_state *p, const tfx_inmsg *m) {
   const tfx_envelope *e = m->env;
-  if (!p->backup || !ps__is_sync(p) || (e->flag & PS_FLAG_FORWARDED)) {
+  if (!p->backup || e->type == TFX__MSG_TYPE__MSG_REPLICATE) {
     return;
   }
   int w = ps__worker_of(e);
@@ -284,6 +288,7 @@ void ps__keep_measure(ps_state *p, const tfx_inmsg *m) {
     bytes += e->tensors[i]->nbytes + e->tensors[i]->n_rows * sizeof(int64_t);
   }
   p->push_bytes = p->push_bytes ? p->push_bytes - p->push_bytes / 64 + bytes / 64 : bytes;
+  p->snap_push_bytes += bytes;
 }
 
 void ps__forward_step(ps_state *p) {

@@ -48,9 +48,7 @@ static int backup_connect(ps_state *p, int at, tfx_err *err) {
 int ps__backup_open(ps_state *p, tfx_err *err) {
   int n = tfx_cluster_count(p->node->cluster, TFX_ROLE_PS);
   ps__backup_close(p);
-  p->unreplicated = 0;
   if (!p->cfg.ps_replicas || n < 2 || p->backup_of) {
-    p->unreplicated = p->cfg.ps_replicas && p->backup_of;
     return TFX_OK;
   }
   p->acked = p->snap_sent = p->version;
@@ -60,35 +58,33 @@ int ps__backup_open(ps_state *p, tfx_err *err) {
   return backup_connect(p, (p->index + 1) % n, err);
 }
 
-/* MSG_PROMOTE with flag 1: the primary of the instance (its own, or a promoted copy) takes ps Envelope.step as its
- * backup (just INIT'd empty there) and streams it its whole state; replies with the step. */
-static int reattach(ps_state *p, const tfx_inmsg *m, tfx_err *err) {
+int ps__rereplicate(ps_state *p, const tfx_inmsg *m, tfx_err *err) {
   const tfx_envelope *e = m->env;
   int n = tfx_cluster_count(p->node->cluster, TFX_ROLE_PS);
-  if (!p->initialized || (p->backup_of && !p->promoted) || e->step < 0 || e->step >= n ||
-      e->step == p->node->index) {
-    return tfx_err_set(err, TFX_ESTATE, "re-replicate ps instance %d on ps %lld: ps %d does not serve it", p->index,
-                       (long long)e->step, p->node->index);
+  int to = e->rereplicate ? e->rereplicate->to_ps : -1;
+  if (!ps__serves(p) || to < 0 || to >= n || to == p->node->index) {
+    return tfx_err_set(err, TFX_ESTATE, "re-replicate ps instance %d on ps %d: ps %d does not serve it, or that is "
+                       "no other ps", p->index, to, p->node->index);
   }
   p->epoch = e->epoch > p->epoch ? e->epoch : p->epoch;
   ps__backup_close(p);
   p->fwd_pending = 0;
   size_t bytes = 0;
   int64_t t0 = tfx_now_ms();
-  int rc = backup_connect(p, (int)e->step, err);
+  int rc = backup_connect(p, to, err);
   rc = rc ? rc : ps__forward_full(p, &bytes, err);
   if (rc) {
     ps__forward_fail(p, err->msg);
     return rc;
   }
   p->stats.replica_bytes += bytes;
-  p->unreplicated = 0;
   p->fwd_steps = 0;
   p->acked = p->snap_sent = p->version;
   memcpy(p->acked_last, p->last_push, sizeof p->acked_last); /* streamed whole, the workers' state too */
   p->ckpt_acks_off = 0; /* a new backup: it may read the checkpoints */
-  tfx_log(TFX_LOG_WARN, "PS-REREPLICATED", "ps instance %d: ps %lld is its backup again: %zu bytes streamed at step "
-          "%lld in %lld ms", p->index, (long long)e->step, bytes, (long long)p->version, (long long)(tfx_now_ms() - t0));
+  ps__set_state(p, PS_SERVING, TFX_LOG_WARN, "PS-REREPLICATED",
+                "ps instance %d: ps %d is its backup again: %zu bytes streamed at step %lld in %lld ms", p->index,
+                to, bytes, (long long)p->version, (long long)(tfx_now_ms() - t0));
   tfx_envelope env;
   tfx_reply_init(&env, m);
   env.step = p->version;
@@ -97,15 +93,15 @@ static int reattach(ps_state *p, const tfx_inmsg *m, tfx_err *err) {
 }
 
 int ps__gate(ps_state *p, const tfx_envelope *e, tfx_err *err) {
-  int forwarded = e->type == TFX__MSG_TYPE__MSG_PUSH && (e->flag & PS_FLAG_FORWARDED);
-  if (forwarded && (!p->backup_of || p->promoted || e->epoch < p->epoch)) {
+  int forwarded = e->type == TFX__MSG_TYPE__MSG_REPLICATE;
+  if (forwarded && (!ps__is_copy(p) || e->epoch < p->epoch)) {
     p->stats.stale_epoch++;
     return tfx_err_set(err, TFX_ESTATE,
-                       "forwarded push of plan epoch %llu refused: ps instance %d here is %s at epoch %llu",
+                       "replication of plan epoch %llu refused: ps instance %d here is %s at epoch %llu",
                        (unsigned long long)e->epoch, p->index, p->backup_of ? "promoted" : "a primary",
                        (unsigned long long)p->epoch);
   }
-  if (!forwarded && p->backup_of && !p->promoted && e->sender_role != TFX__ROLE__ROLE_MASTER) {
+  if (!forwarded && ps__is_copy(p) && e->sender_role != TFX__ROLE__ROLE_MASTER) {
     return tfx_err_set(err, TFX_ESTATE, "ps %d holds ps instance %d as its backup: not promoted (yet)",
                        p->node->index, p->index);
   }
@@ -163,14 +159,11 @@ void ps__forward_acks(ps_state *p) {
 
 int ps__promote(ps_state *p, const tfx_inmsg *m, tfx_err *err) {
   const tfx_envelope *e = m->env;
-  if (e->flag & 1) {
-    return reattach(p, m, err);
-  }
-  if (!p->backup_of || !p->initialized) {
+  if (!p->backup_of || !ps__initialized(p)) {
     return tfx_err_set(err, TFX_ESTATE, "promote ps instance %d: ps %d holds no initialized backup of it", p->index,
                        p->node->index);
   }
-  if (p->behind) {
+  if (p->state == PS_BEHIND) {
     return tfx_err_set(err, TFX_ESTATE,
                        "promote ps instance %d: the backup on ps %d refused a forwarded step and is behind its primary",
                        p->index, p->node->index);
@@ -181,12 +174,11 @@ int ps__promote(ps_state *p, const tfx_inmsg *m, tfx_err *err) {
                        (unsigned long long)e->epoch, (unsigned long long)p->epoch);
   }
   p->epoch = e->epoch;
-  if (!p->promoted) {
-    tfx_log(TFX_LOG_WARN, "PS-PROMOTED", "ps %d now serves ps instance %d as its primary at step %lld (plan epoch %llu)",
-            p->node->index, p->index, (long long)p->version, (unsigned long long)p->epoch);
+  if (!ps__promoted(p)) {
+    ps__set_state(p, PS_UNREPLICATED, TFX_LOG_WARN, "PS-PROMOTED",
+                  "ps %d now serves ps instance %d as its primary at step %lld (plan epoch %llu)", p->node->index,
+                  p->index, (long long)p->version, (unsigned long long)p->epoch);
   }
-  p->promoted = 1;
-  p->unreplicated = 1;
   tfx_envelope env;
   tfx_reply_init(&env, m);
   env.step = p->version;
@@ -293,10 +285,10 @@ static size_t snapshot_workers(const ps_state *p, Tfx__KeyValue *kv, Tfx__KeyVal
 }
 
 /* Sends the snapshot of every dense shard (values and slots, copied) and the workers' state (snapshot_workers) at
- * the current version, flagged `flag` (PS_FLAG_ACKED: answered; else not; PS_FLAG_FULL: a new backup, the lazy
- * tables' rows follow, ps__forward_full), with the rows of lazy tables touched since rows_since (>= 0); *bytes adds
- * the bytes sent. */
-static int snapshot_send(ps_state *p, int64_t flag, int64_t rows_since, size_t *bytes, tfx_err *err) {
+ * the current version, as the snapshot `how` says (acked: answered; else not; full: a new backup, the lazy tables'
+ * rows follow, ps__forward_full), with the rows of lazy tables touched since rows_since (>= 0); *bytes adds the
+ * bytes sent. */
+static int snapshot_send(ps_state *p, int acked, int full, int64_t rows_since, size_t *bytes, tfx_err *err) {
   int slots = tfx_optim_slots(&p->opt);
   step_msg sm;
   int rc = msg_alloc(&sm, (size_t)p->n_shards * (size_t)(1 + slots)) ? tfx_err_set(err, TFX_ENOMEM, "out of memory")
@@ -311,8 +303,12 @@ static int snapshot_send(ps_state *p, int64_t flag, int64_t rows_since, size_t *
     }
   }
   tfx_envelope env;
-  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_PUSH);
-  env.flag = PS_FLAG_FORWARDED | PS_FLAG_SNAPSHOT | flag;
+  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_REPLICATE);
+  Tfx__Replicate how = TFX__REPLICATE__INIT;
+  how.kind = TFX__REPLICATE_KIND__REPLICATE_SNAPSHOT;
+  how.acked = acked != 0;
+  how.full = full != 0;
+  env.replicate = &how;
   char keys[2 * PS_MAX_WORKERS + 1][24];
   Tfx__KeyValue kv[2 * PS_MAX_WORKERS + 1], *kvp[2 * PS_MAX_WORKERS + 1];
   env.stats = kvp;
@@ -332,7 +328,7 @@ static int snapshot_send(ps_state *p, int64_t flag, int64_t rows_since, size_t *
 static int send_acked(ps_state *p, int64_t rows_since, size_t *bytes) {
   tfx_err err;
   *bytes = 0;
-  if (snapshot_send(p, PS_FLAG_ACKED, rows_since, bytes, &err)) {
+  if (snapshot_send(p, 1, 0, rows_since, bytes, &err)) {
     ps__forward_fail(p, err.msg);
     return -1;
   }
@@ -341,10 +337,17 @@ static int send_acked(ps_state *p, int64_t rows_since, size_t *bytes) {
   return 0;
 }
 
+/* Whether enough pushes went since the last async snapshot for the next one to be worth its bytes. */
+static int async_snapshot_due(const ps_state *p) {
+  int64_t pushes = p->version - p->snap_sent;
+  return pushes >= PS_SNAP_MAX_PUSHES ||
+         (pushes >= ps__batch_steps(p) && p->snap_push_bytes >= PS_SNAP_COST * p->snap_bytes);
+}
+
 void ps__async_snapshot(ps_state *p, int idle) {
   if (!p || !p->backup || !ps__async_snaps(p) || p->fwd_pending ||
       (p->version <= p->snap_sent && p->stats.ledger == p->snap_ledger) || /* pushes past max_steps: its ledger */
-      (!idle && p->version - p->snap_sent < ps__batch_steps(p))) {
+      (!idle && !async_snapshot_due(p))) {
     return;
   }
   size_t bytes;
@@ -352,6 +355,8 @@ void ps__async_snapshot(ps_state *p, int idle) {
   if (send_acked(p, p->snap_sent, &bytes) == 0) { /* the rows touched since the last one */
     p->snap_sent = p->version;
     p->snap_ledger = p->stats.ledger;
+    p->snap_bytes = bytes;
+    p->snap_push_bytes = 0;
   }
 }
 
@@ -423,7 +428,7 @@ void ps__forward_snapshot(ps_state *p) {
   tfx_err err;
   size_t bytes = 0;
   ps__forward_flush(p); /* the steps before the snapshot go first: the backup takes it at its version */
-  if (p->backup && snapshot_send(p, 0, -1, &bytes, &err)) {
+  if (p->backup && snapshot_send(p, 0, 0, -1, &bytes, &err)) {
     ps__forward_fail(p, err.msg);
   } else {
     p->stats.replica_bytes += bytes;
@@ -457,8 +462,10 @@ static int rows_flush(rows_job *j) {
   meta.nbytes = j->n * j->width * sizeof(float);
   tfx_payload pl = {j->data, meta.nbytes, 1, NULL, NULL};
   tfx_envelope env;
-  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_PUSH);
-  env.flag = PS_FLAG_FORWARDED | PS_FLAG_ROWS;
+  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_REPLICATE);
+  Tfx__Replicate how = TFX__REPLICATE__INIT;
+  how.kind = TFX__REPLICATE_KIND__REPLICATE_ROWS;
+  env.replicate = &how;
   env.step = j->p->version;
   env.target = j->p->index + 1;
   env.epoch = j->p->epoch;
@@ -499,6 +506,6 @@ static int rows_send(ps_state *p, size_t *bytes, tfx_err *err) {
 
 int ps__forward_full(ps_state *p, size_t *bytes, tfx_err *err) {
   *bytes = 0;
-  int rc = snapshot_send(p, PS_FLAG_FULL, -1, bytes, err);
+  int rc = snapshot_send(p, 0, 1, -1, bytes, err);
   return rc ? rc : rows_send(p, bytes, err);
 }

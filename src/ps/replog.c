@@ -10,10 +10,10 @@
  * An instance with a lazy table has no snapshots (a copy of the rows touched would cost more). With plain tables
  * (no max_rows, ttl_steps or admission) and checkpoint.fp16 off, a checkpoint restores the primary's state bit for
  * bit. Where the workers' pushes rebuild each step too (ps__ckpt_acks), no step is forwarded at all: the news of a
- * checkpoint (PS_FLAG_CKPT | PS_FLAG_ACKED) makes it the backup's state (stale, loaded to serve) and is answered,
+ * checkpoint (REPLICATE_CHECKPOINT, acked) makes it the backup's state (stale, loaded to serve) and is answered,
  * and after a promotion the workers resend what they kept since. Otherwise the backup keeps the log until a
  * checkpoint holds it: the batches as received (no copy, no apply), at most
- * TFX_REPLICA_LOG_BYTES; when the primary's files of checkpoint c are complete it says so (PS_FLAG_CKPT) and the
+ * TFX_REPLICA_LOG_BYTES; when the primary's files of checkpoint c are complete it says so (REPLICATE_CHECKPOINT) and the
  * backup drops the steps below c (its state is then checkpoint c and the log: "stale" in memory). To serve (a
  * promotion), or past the bound, it loads instance k's shard of checkpoint c with the rollback's code (restore.c)
  * and replays the log with the primary's code. Other lazy instances keep one batch, applied once the own replies
@@ -94,11 +94,9 @@ static int log_base(ps_state *p) {
   rc = rc ? rc : ps__restore_shards(p, path, &err);
   p->log_stale = 0;
   if (rc || p->version != at) {
-    tfx_log(TFX_LOG_ERROR, "PS-BACKUP-BASE",
-            "backup of ps instance %d: checkpoint of step %lld not loaded (%s): "
-            "this copy may not be promoted",
-            p->index, (long long)at, rc ? err.msg : "another step");
-    p->behind = 1;
+    ps__fall_behind(p, TFX_LOG_ERROR, "PS-BACKUP-BASE",
+                    "backup of ps instance %d: checkpoint of step %lld not loaded (%s): this copy may not be promoted",
+                    p->index, (long long)at, rc ? err.msg : "another step");
     p->version = at + p->log_steps;
     log_drop(p, p->n_log);
     return -1;
@@ -171,7 +169,7 @@ int ps__log_checkpoint(ps_state *p, int64_t step, int acked) {
   for (; n < p->n_log && at < step; n++) {
     at += (int64_t)p->log[n].env->n_stats;
   }
-  int ahead = acked && !p->n_log && step > p->version && !p->behind; /* ps__ckpt_acks: no step is forwarded */
+  int ahead = acked && !p->n_log && step > p->version && p->state != PS_BEHIND; /* ps__ckpt_acks: no step is forwarded */
   if (!ps__log_until_ckpt(p) || (!ahead && (!n || at != step))) {
     return 0; /* nothing to drop, or not at a batch's end (a batch is replayed whole) */
   }
@@ -228,7 +226,7 @@ void ps__log_hold(ps_state *p, tfx_inmsg *m) {
   m->n_parts = 0;
 }
 
-/* Checks rows tensor i of m (PS_FLAG_ROWS, or a snapshot's rows): a lazy table of this backup, whole rows (values
+/* Checks rows tensor i of m (REPLICATE_ROWS, or a snapshot's rows): a lazy table of this backup, whole rows (values
  * and slots) for the ids listed. */
 static int rows_check(ps_state *p, const tfx_inmsg *m, size_t i, shard **s, tfx_err *err) {
   const Tfx__Tensor *t = m->env->tensors[i];
@@ -306,13 +304,13 @@ static void workers_take(ps_state *p, const tfx_envelope *e) {
 int ps__log_snapshot(ps_state *p, const tfx_inmsg *m, tfx_err *err) {
   const tfx_envelope *e = m->env;
   shard *s = NULL;
-  int full = (e->flag & PS_FLAG_FULL) != 0;
+  int full = e->replicate && e->replicate->full;
   if (!full && p->log_stale && log_base(p)) { /* rows since its checkpoint go onto that checkpoint, loaded first */
     return tfx_err_set(err, TFX_ESTATE, "snapshot of ps instance %d at step %lld: the checkpoint under it did not load",
                        p->index, (long long)e->step);
   }
   int64_t at = p->version + p->log_steps;
-  int rc = full || e->step == at || ((e->flag & PS_FLAG_ACKED) && e->step >= at && !p->n_log)
+  int rc = full || e->step == at || (e->replicate && e->replicate->acked && e->step >= at && !p->n_log)
                ? TFX_OK
                : tfx_err_set(err, TFX_ESTATE, "snapshot of ps instance %d at step %lld: the backup is at step %lld",
                              p->index, (long long)e->step, (long long)at);

@@ -36,6 +36,9 @@ int ps__batch_steps(const ps_state *p) {
 }
 
 int64_t ps__kept_steps(const ps_state *p) {
+  if (ps__async_snaps(p)) { /* a snapshot goes within PS_SNAP_MAX_PUSHES, while the previous one is acknowledged */
+    return 2 * (int64_t)PS_SNAP_MAX_PUSHES + 2;
+  }
   int64_t k = 2 * (int64_t)ps__batch_steps(p) + 2;
   return ps__ckpt_acks(p) ? k + p->cfg.ckpt_every_steps + p->cfg.ckpt_every_steps / 2 : k;
 }
@@ -167,7 +170,7 @@ ps_sync_verdict ps__sync_verdict(const ps_state *p, int64_t step, int w) {
 int ps__sync_hold(const ps_state *p, const tfx_envelope *e) {
   int w = ps__worker_of(e);
   if (!p->cfg.deterministic || !ps__is_sync(p) || e->type != TFX__MSG_TYPE__MSG_PUSH ||
-      (e->flag & PS_FLAG_FORWARDED) || p->replicas < p->n_workers || w <= 0 || w >= p->n_workers ||
+      e->type == TFX__MSG_TYPE__MSG_REPLICATE || p->replicas < p->n_workers || w <= 0 || w >= p->n_workers ||
       ps__sync_verdict(p, e->step, w) != PS_SYNC_VERDICT_FRESH) {
     return 0;
   }
@@ -191,7 +194,7 @@ float ps__sync_scale(int n_grads) {
 }
 
 void ps__sync_end_step(ps_state *p) {
-  if (p->backup_of && !p->promoted) {
+  if (ps__is_copy(p)) {
     p->stats.ledger += (uint64_t)p->n_grads; /* a backup replaying its primary's summed steps (its pushes) */
   }
   p->version++;

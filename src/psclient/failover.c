@@ -26,7 +26,9 @@ int psclient__relink(tfx_psclient *c, int p, int at, tfx_err *err) {
   l->client = nc;
   l->at = at;
   l->moved = at != p; /* at its own ps again (the chief's routes): a failure there moves it to the backup */
-  l->lost = l->waiting; /* its request went with the old connection */
+  if (l->state == LINK_WAITING) { /* its request went with the old connection */
+    psclient__link_state(l, LINK_LOST, "relinked while waiting for a reply");
+  }
   l->seen = tfx_client_disconnects(nc);
   l->since = -1;
   return TFX_OK;
@@ -95,7 +97,7 @@ int psclient__next_reply(tfx_psclient *c, const char *left) {
   }
   int64_t deadline = tfx_now_ms() + c->timeout_ms;
   while (n && tfx_now_ms() < deadline) {
-    if (c->abort && c->abort(c->abort_ctx)) {
+    if (c->abort && (c->aborted = c->abort(c->abort_ctx)) != TFX_PSCLIENT_WAIT) {
       return -2;
     }
     if (zmq_poll(items, n, 50) < 0 && errno != EINTR) {

@@ -169,7 +169,7 @@ static kept_push *next_kept(ps_link *l, int64_t from, int64_t below) {
  * no live request of its own waits there (a kept push sent on it would take that request's place). */
 static int moved_with(tfx_psclient *c, int p, int o) {
   const ps_link *l = &c->ps[o];
-  return o == p || (o < 64 && l->moved && l->at == c->ps[p].at && l->n_kept && (!l->waiting || l->lost));
+  return o == p || (o < 64 && l->moved && l->at == c->ps[p].at && l->n_kept && l->state != LINK_WAITING);
 }
 
 /* The lowest step in from .. below - 1 kept on a link that moved with p, or INT64_MAX. */

@@ -395,7 +395,9 @@ static int recv_values(tfx_psclient *c, int p, int64_t *lowest, tfx_err *err) {
   if (!rc && c->replicas) {
     psclient__acked(l, m.env); /* sync: the pushes the backup holds are no longer kept */
   }
-  l->waiting = rc != TFX_OK;
+  if (!rc) {
+    psclient__link_state(l, LINK_IDLE, "its reply taken");
+  }
   tfx_inmsg_fini(&l->held);
   l->held = m;
   return rc;
@@ -409,8 +411,7 @@ static int send_pull(tfx_psclient *c, int p, int64_t min_version, tfx_err *err) 
   env.step = min_version;
   env.target = c->ps[p].target;
   rc = rc ? rc : tfx_client_send(c->ps[p].client, &env, NULL, 0, err);
-  c->ps[p].waiting = rc == TFX_OK;
-  c->ps[p].lost = 0;
+  psclient__link_sent(&c->ps[p], rc);
   return rc;
 }
 
@@ -434,7 +435,7 @@ static int send_again(tfx_psclient *c, int p, const request *q, tfx_err *err) {
 static int send_lost(tfx_psclient *c, int p, const request *q, tfx_err *err) {
   int rc = send_again(c, p, q, err);
   for (int o = 0; o < c->n_ps && !rc; o++) {
-    rc = o != p && c->ps[o].lost ? send_again(c, o, q, err) : TFX_OK;
+    rc = o != p && c->ps[o].state == LINK_LOST ? send_again(c, o, q, err) : TFX_OK;
   }
   return rc;
 }
@@ -525,8 +526,7 @@ static int send_push(tfx_psclient *c, int p, int64_t step, int rows, tfx_err *er
     env.since = &since;
   }
   rc = tfx_client_send(l->client, &env, l->payloads, n, err);
-  l->waiting = rc == TFX_OK;
-  l->lost = 0;
+  psclient__link_sent(l, rc);
   /* replicas, sync: kept until the backup holds it, copied while the ps works (the frames went in place) */
   return rc || !c->replicas ? rc : psclient__keep(l, step, l->ptrs, l->payloads, n, err);
 }
@@ -640,6 +640,9 @@ int tfx_psclient_push_recv(tfx_psclient *c, int64_t *version, tfx_err *err) {
     }
   }
   for (int p; !rc && (p = psclient__next_reply(c, left)) != -1;) {
+    if (p == -2 && c->aborted == TFX_PSCLIENT_ABORT_ROLLBACK) {
+      return tfx_err_set(err, TFX_ESTATE, "the chief rolled every ps back while this worker waited for their replies");
+    }
     if (p == -2) {
       return tfx_err_set(err, TFX_EINTR, "stopped while waiting for the ps' replies");
     }

@@ -51,8 +51,14 @@ int tfx_psclient_use_parts(tfx_psclient *c, size_t part_bytes, tfx_err *err);
  * dropped, or it came back empty) is sent again to the backup, waiting (up to the client's deadline) until the
  * master promoted it; push-pulls then never travel in parts. Call right after create. */
 void tfx_psclient_set_replicas(tfx_psclient *c, int on);
-/* From now on a wait for push-pull replies, and a failover, end with TFX_EINTR once abort(ctx) is nonzero (asked
- * every 50 ms while waiting): a worker told to stop does not wait out a reply that a stopped peer holds back. */
+/* What an abort predicate answers: go on waiting (0), stop (a signal, STOP), or give up on the ps's reply because
+ * the chief rolled every ps back (a kept push resent to a backup that will never be promoted). */
+#define TFX_PSCLIENT_WAIT 0
+#define TFX_PSCLIENT_ABORT_STOP 1
+#define TFX_PSCLIENT_ABORT_ROLLBACK 2
+/* From now on a wait for push-pull replies, and a failover, end once abort(ctx) is nonzero (asked every 50 ms while
+ * waiting): with TFX_EINTR when it says stop (a worker told to stop does not wait out a reply that a stopped peer
+ * holds back), with TFX_ESTATE when it says the chief rolled the ps back. */
 void tfx_psclient_set_abort(tfx_psclient *c, int (*abort)(void *ctx), void *ctx);
 /* Between requests (a worker waiting at max_steps): a link whose ps was lost moves to its backup and sends it the
  * pushes it kept, so the promoted copy holds every push the lost ps answered. TFX_OK when nothing was lost. */

@@ -47,6 +47,16 @@ typedef struct kept_push {
   size_t cap_mem;
 } kept_push;
 
+/* A link's request, as one state changed only by psclient__link_state (each change logged once, at debug level
+ * but for a request lost with its ps):
+ *   IDLE --a pull, push-pull or row pull sent--> WAITING --its reply taken--> IDLE
+ *   WAITING --relinked to another ps (a failover, the chief's routes)--> LOST --sent again there--> WAITING */
+typedef enum link_state {
+  LINK_IDLE,    /* no request of its own out */
+  LINK_WAITING, /* a pull, push-pull or row pull went out and its reply was not taken yet */
+  LINK_LOST,    /* relinked while waiting: its request went to the lost ps, to be sent again (send_lost) */
+} link_state;
+
 typedef struct ps_link {
   tfx_client *client;
   part_unit *units; /* push-pull in parts: message j holds units part_first[j] .. part_first[j + 1] - 1 */
@@ -62,8 +72,7 @@ typedef struct ps_link {
   int n_push;
   int64_t since; /* the version as of which the variables hold every value of this ps (last reply), or -1 */
   int row_pull;  /* a row pull (tfx_psclient_pull_rows) was sent and awaits its reply */
-  int waiting;   /* a pull, push-pull or row pull went out and its reply was not taken yet */
-  int lost;      /* relinked while waiting: its request went to the lost ps, to be sent again (send_lost) */
+  link_state state; /* its request's; changed only by psclient__link_state */
   int at;        /* the ps serving this plan instance: its own index, or the next on the ring after a failover */
   int moved;     /* failed over at least once: only a lost link moves it again (a backup refuses until promoted) */
   int target;    /* Envelope.target of its requests: instance + 1 with replicas, else 0 */
@@ -90,6 +99,7 @@ struct tfx_psclient {
   int sent_rows;
   int (*abort)(void *); /* nonzero: stop waiting for replies (tfx_psclient_set_abort), with its context */
   void *abort_ctx;
+  int aborted; /* what the abort predicate last answered to end a wait (TFX_PSCLIENT_ABORT_*) */
 };
 
 /* Whether this slot's ps holds id (its share of the ids and its range): the test every id of every batch takes
@@ -123,6 +133,11 @@ int psclient__failover(tfx_psclient *c, int p, int rc, int64_t *deadline);
  * worker that waited on another link in order could hold back a step the others wait for there. -2 when the
  * client's abort predicate asked to stop waiting. */
 int psclient__next_reply(tfx_psclient *c, const char *left);
+/* Moves link l's request to state `to` (why: the event), logged once: a request lost with its ps at warn level,
+ * every other change at debug. */
+void psclient__link_state(ps_link *l, link_state to, const char *why);
+/* A request sent on link l (rc: the send's outcome): WAITING when it went out, else IDLE. */
+void psclient__link_sent(ps_link *l, int rc);
 /* Points link p at ps `at` (a new DEALER); its values are taken whole from the next reply. */
 int psclient__relink(tfx_psclient *c, int p, int at, tfx_err *err);
 

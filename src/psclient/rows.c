@@ -27,8 +27,7 @@ static int send_row_pull(ps_link *l, int *sent, tfx_err *err) {
   env.target = l->target;
   *sent = 1;
   rc = tfx_client_send(l->client, &env, NULL, 0, err);
-  l->waiting = rc == TFX_OK;
-  l->lost = 0;
+  psclient__link_sent(l, rc);
   return rc;
 }
 
@@ -38,7 +37,7 @@ static int send_lost_row_pulls(tfx_psclient *c, int p, tfx_err *err) {
   int rc = TFX_OK;
   for (int o = 0; o < c->n_ps && !rc; o++) {
     ps_link *l = &c->ps[o];
-    rc = o != p && l->lost && l->row_pull ? send_row_pull(l, &l->row_pull, err) : TFX_OK;
+    rc = o != p && l->state == LINK_LOST && l->row_pull ? send_row_pull(l, &l->row_pull, err) : TFX_OK;
   }
   return rc;
 }
@@ -71,7 +70,9 @@ int tfx_psclient_pull_rows(tfx_psclient *c, tfx_err *err) {
       tfx_inmsg m;
       rc = tfx_client_recv(c->ps[p].client, &m, c->timeout_ms, err);
       rc = rc ? rc : take_rows(c, &c->ps[p], &m, err);
-      c->ps[p].waiting = rc != TFX_OK;
+      if (!rc) {
+        psclient__link_state(&c->ps[p], LINK_IDLE, "its rows taken");
+      }
       tfx_inmsg_fini(&m);
       sent = rc && psclient__failover(c, p, rc, &deadline); /* replicas: asked again of the backup, */
       rc = sent ? psclient__resend(c, p, INT64_MAX, err) : rc; /* once it has the steps kept for it */

@@ -34,18 +34,25 @@ void tfx_ckpt_sibling(const char *dir, int64_t step, char *out, size_t n) {
   snprintf(out, n, "%.*s/ckpt-%012lld", len, slash ? dir : ".", (long long)step);
 }
 
-/* Reads ps's row file of checkpoint dir after the files of the checkpoints it is a delta of, depth links deep. */
-static int read_link(const char *dir, int ps, tfx_rowfile_fn fn, void *ctx, int depth, tfx_err *err) {
+/* Reads ps's row file of checkpoint dir after the files of the checkpoints it is a delta of, depth links deep; a
+ * link (depth > 0) must be the file of the step its child named (expect): each link's step is then below its
+ * child's, so a chain ends (a file naming a parent whose file claims a later step made a cycle, and a stack
+ * overflow). */
+static int read_link(const char *dir, int ps, tfx_rowfile_fn fn, void *ctx, int depth, int64_t expect, tfx_err *err) {
   char path[1200], parent_dir[1200];
   int64_t step = 0, parent = -1;
   tfx_ckpt_part_path(path, sizeof path, dir, ps, TFX_CKPT_ROWS);
   int rc = tfx_rowfile_parent(path, &step, &parent, err);
+  if (!rc && depth && step != expect) {
+    rc = tfx_err_set(err, TFX_ECORRUPT, "%s: a link of a chain of deltas at step %lld, where its child names step %lld",
+                     path, (long long)step, (long long)expect);
+  }
   if (!rc && parent >= 0) {
     if (depth > 100000) {
       return tfx_err_set(err, TFX_ECORRUPT, "%s: a chain of deltas without a full checkpoint", path);
     }
     tfx_ckpt_sibling(dir, parent, parent_dir, sizeof parent_dir);
-    rc = read_link(parent_dir, ps, fn, ctx, depth + 1, err);
+    rc = read_link(parent_dir, ps, fn, ctx, depth + 1, parent, err);
     if (rc == TFX_ENOTFOUND) {
       rc = tfx_err_set(err, TFX_ECORRUPT, "%s is a delta of step %lld, whose checkpoint is gone: %s", path,
                        (long long)parent, err ? err->msg : "");
@@ -119,7 +126,7 @@ int store__ckpt_check_chain(const char *dir, int64_t step, int n_ps, store__ckpt
 }
 
 int tfx_rowfile_read_chain(const char *dir, int ps, tfx_rowfile_fn fn, void *ctx, tfx_err *err) {
-  return read_link(dir, ps, fn, ctx, 0, err);
+  return read_link(dir, ps, fn, ctx, 0, -1, err);
 }
 
 int64_t tfx_rowfile_base(const char *dir) {

@@ -130,7 +130,9 @@ static int cmp_ref(const void *a, const void *b) {
  * older one of its id, a deletion removes it. The rows stay sorted by id with no deletion left. */
 static int merge_rows(table *t, size_t from) {
   size_t n_new = t->n - from, a = 0, b = from, k = 0;
-  qsort(t->rows + from, n_new, sizeof(row_ref), cmp_ref);
+  if (n_new > 1) { /* (a table of no rows may have no array yet) */
+    qsort(t->rows + from, n_new, sizeof(row_ref), cmp_ref);
+  }
   size_t alloc = t->n ? t->n : 1;
   row_ref *out = malloc(sizeof *out * alloc);
   if (!out) {
@@ -268,8 +270,9 @@ static int index_file(tfx_rowindex *x, const char *path, tfx_err *err) {
 }
 
 /* Indexes ps k's row file of checkpoint dir after the files of the checkpoints it is a delta of, depth links
- * deep (a chain of checkpoint.incremental deltas, base first). */
-static int index_chain(tfx_rowindex *x, const char *dir, int k, int depth, tfx_err *err) {
+ * deep (a chain of checkpoint.incremental deltas, base first); a link must be the file of the step its child named
+ * (expect), so that the steps fall along the chain and it ends (read_link in ckptchain.c says why). */
+static int index_chain(tfx_rowindex *x, const char *dir, int k, int depth, int64_t expect, tfx_err *err) {
   char path[1200], parent_dir[1200];
   int64_t step = 0, parent = -1;
   tfx_ckpt_part_path(path, sizeof path, dir, k, TFX_CKPT_ROWS);
@@ -277,12 +280,16 @@ static int index_chain(tfx_rowindex *x, const char *dir, int k, int depth, tfx_e
     return depth ? tfx_err_set(err, TFX_ECORRUPT, "%s: a link of an incremental chain is gone", path) : TFX_OK;
   }
   int rc = tfx_rowfile_parent(path, &step, &parent, err);
+  if (!rc && depth && step != expect) {
+    rc = tfx_err_set(err, TFX_ECORRUPT, "%s: a link of a chain of deltas at step %lld, where its child names step %lld",
+                     path, (long long)step, (long long)expect);
+  }
   if (!rc && parent >= 0) {
     if (depth > MAX_CHAIN) {
       return tfx_err_set(err, TFX_ECORRUPT, "%s: a chain of deltas without a full checkpoint", path);
     }
     tfx_ckpt_sibling(dir, parent, parent_dir, sizeof parent_dir);
-    rc = index_chain(x, parent_dir, k, depth + 1, err);
+    rc = index_chain(x, parent_dir, k, depth + 1, parent, err);
   }
   return rc ? rc : index_file(x, path, err);
 }
@@ -294,7 +301,7 @@ int tfx_rowindex_open(const char *dir, int n_ps, tfx_rowindex **out, tfx_err *er
   }
   int rc = TFX_OK;
   for (int k = 0; !rc && k < n_ps; k++) {
-    rc = index_chain(x, dir, k, 0, err);
+    rc = index_chain(x, dir, k, 0, -1, err);
   }
   for (int i = 0; !rc && i < x->n_tables; i++) {
     x->rows += x->tables[i].n;

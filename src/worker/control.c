@@ -99,7 +99,33 @@ void worker__follow_routes(worker *w) {
   tfx_inmsg_fini(&r);
 }
 
+/* Whether the chief named a roll-back (rollback_epoch) past the routes w follows: remembered until w follows them;
+ * asked at most once a second, and never of a chief that does not answer within 300 ms. */
+static int rolled_back(worker *w) {
+  if (!w->cfg.ps_replicas || !w->master) {
+    return 0;
+  }
+  if (w->rollback_seen <= w->route_epoch && tfx_now_ms() - w->rollback_asked >= 1000) {
+    w->rollback_asked = tfx_now_ms();
+    tfx_envelope env;
+    tfx_inmsg r;
+    tfx_wire_request(&env, TFX__MSG_TYPE__MSG_STATUS);
+    if (tfx_client_call(w->master, &env, NULL, 0, &r, 300, NULL) == TFX_OK) {
+      for (size_t i = 0; i < r.env->n_stats; i++) {
+        const char *k = r.env->stats[i]->key ? r.env->stats[i]->key : "";
+        uint64_t epoch = (uint64_t)r.env->stats[i]->value;
+        w->rollback_seen = !strcmp(k, "rollback_epoch") && epoch > w->rollback_seen ? epoch : w->rollback_seen;
+      }
+    }
+    tfx_inmsg_fini(&r);
+  }
+  return w->rollback_seen > w->route_epoch;
+}
+
 int worker__stop_asked(void *ctx) {
-  const worker *w = ctx;
-  return w->stop || tfx_stop_requested();
+  worker *w = ctx;
+  if (w->stop || tfx_stop_requested()) {
+    return TFX_PSCLIENT_ABORT_STOP;
+  }
+  return rolled_back(w) ? TFX_PSCLIENT_ABORT_ROLLBACK : TFX_PSCLIENT_WAIT;
 }

@@ -104,6 +104,8 @@ typedef struct worker {
   int rewind;              /* the ps went back to an earlier step: the data is opened again there (worker__rewind) */
   int64_t last_step;       /* the step of the last gradient pushed */
   uint64_t route_epoch;    /* cluster.replicas: the chief's plan epoch whose routes the ps links follow */
+  int64_t rollback_asked;  /* cluster.replicas: when a long wait for a ps last asked the chief for a roll-back */
+  uint64_t rollback_seen;  /* cluster.replicas: the newest roll-back epoch the chief named (kept until followed) */
   tfx_progressive *pv;     /* progressive validation (training.progressive_window), or NULL */
   int64_t *pv_hist;        /* [2 * TFX_PROGRESSIVE_BINS] the window a report carries to the chief, with pv */
   tfx_pmetrics *pm;        /* the plugin's own metrics (model.plugin_metrics), or NULL */
@@ -116,8 +118,10 @@ void worker__serve_control(worker *w);
  * epoch moved past the one followed (a promotion, or a roll-back after a primary and its backup were lost together),
  * moves the ps links there, so a link that failed over to a backup never promoted comes home after a roll-back. */
 void worker__follow_routes(worker *w);
-/* The psclient's abort predicate (ctx: the worker): told to stop (a signal, or STOP seen), it stops waiting for
- * replies a stopped peer may hold back (sync: the other workers stopped before pushing this one's step). */
+/* The psclient's abort predicate (ctx: the worker; TFX_PSCLIENT_ABORT_* or WAIT): told to stop (a signal, or STOP seen), it stops waiting for
+ * replies a stopped peer may hold back (sync: the other workers stopped before pushing this one's step); with
+ * replicas, also when the chief rolled the ps back since the routes it follows (asked at most once a second: a
+ * push kept for a backup that will never be promoted is void, WORKER-KEPT-VOID, and the caller follows the routes). */
 int worker__stop_asked(void *ctx);
 /* Opens the training data (w->data, w->batcher) at the batches global step `step` stands for, with `idle` called
  * while a followed stream waits; sets seen_base. */

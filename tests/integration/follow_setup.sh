@@ -27,3 +27,11 @@ land() { for f in "$@"; do cp "$WORK/parts/$f.libsvm" "$WORK/in/.$f.tmp" && mv "
 # near ROWS: every landed row trained on but for the partial batches (each worker fewer than one batch, and a
 # step one worker could not complete).
 near() { local s; s=$(seen); [ "$s" -ge $(($1 - 64)) ] && [ "$s" -le "$1" ]; }
+# checkpointed: the newest complete checkpoint is at or past every train step reported (the dry stream's state is
+# in a checkpoint: what a Ctrl-C or a kill then finds).
+checkpointed() {
+  local c s
+  c=$(newest_ckpt "$WORK/run") || return 1
+  s=$(python3 -c 'import json,sys; print(max([json.loads(l).get("step", 0) for l in open(sys.argv[1]) if "\"train\"" in l], default=0))' "$WORK/run/metrics.jsonl") || return 1
+  [ "$((10#${c##*-}))" -ge "$s" ]
+}

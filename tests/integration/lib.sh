@@ -13,6 +13,12 @@ WORK=$(mktemp -d /tmp/tfx-it.XXXXXX)
 if [ -x /usr/bin/python3 ] && [ "$(command -v python3)" != /usr/bin/python3 ]; then
   mkdir -p "$WORK/.bin" && ln -s /usr/bin/python3 "$WORK/.bin/python3" && PATH=$WORK/.bin:$PATH
 fi
+# Every sanitizer report of every process the test starts lands under WORK/sanitizer (one file a process, named for
+# its pid), whatever its stderr was sent to ($(...), /dev/null, a pipe): pass fails on any. UBSan halts on the first
+# report (the sanitizer build also compiles with -fno-sanitize-recover=undefined).
+mkdir -p "$WORK/sanitizer"
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}log_path=$WORK/sanitizer/asan"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}halt_on_error=1:print_stacktrace=1:log_path=$WORK/sanitizer/ubsan"
 PIDS=()
 # cleanup: kills what the test started; a script that ends with status 0 without going through pass (and so
 # without its sanitizer check) fails.
@@ -30,7 +36,7 @@ trap 'exit 143' TERM INT HUP # the watchdog's (or a user's) signal runs the EXIT
 # descendants PID: every process under PID (children first walked by parent pid, not by name).
 descendants() { local c; for c in $(pgrep -P "$1"); do echo "$c"; descendants "$c"; done; }
 # show_logs: the tails of the test's logs (what fail prints).
-show_logs() { for f in "$WORK"/*.log "$WORK"/run*/logs/*.log; do [ -f "$f" ] && { echo "--- $f"; tail -20 "$f"; }; done; }
+show_logs() { for f in "$WORK"/*.log "$WORK"/run*/logs/*.log "$WORK"/sanitizer/*; do [ -f "$f" ] && { echo "--- $f"; tail -20 "$f"; }; done; }
 # The watchdog: a background shell that, after TFX_TEST_TIMEOUT seconds, names the timeout, shows the logs and
 # sends SIGTERM to the test and everything under it (SIGKILL 5 s later). Its sleep writes nowhere, so that once
 # stopped it holds no pipe of CTest's open.
@@ -56,11 +62,19 @@ stop_watchdog() {
   [ -z "$s" ] || kill $s 2>/dev/null
 }
 fail() { echo "FAIL: $*"; show_logs; exit 1; }
-# sanitizer_reports: fails the test on an ASan, LSan or UBSan report in any log the test wrote ($WORK/**/*.log,
-# which holds RUN/logs/*.log). A supervised child that reports exits 1 and `tfx-node local` restarts it, so the
-# run itself can succeed over the report: the logs are the only place it is seen.
+# sanitizer_reports: fails the test on an ASan, LSan or UBSan report of any process the test started (a file in
+# $WORK/sanitizer, where ASAN_OPTIONS/UBSAN_OPTIONS's log_path sends them) or in any log the test wrote
+# ($WORK/**/*.log, which holds RUN/logs/*.log). A supervised child that reports exits 1 and `tfx-node local`
+# restarts it, so the run itself can succeed over the report; a process whose failure the test expects may have
+# failed on a report: the files are the only place it is seen.
 sanitizer_reports() {
   local f hit
+  for f in "$WORK"/sanitizer/*; do
+    [ -s "$f" ] || continue
+    echo "FAIL: sanitizer report in ${f#"$WORK"/}: $(grep -a -m1 -E 'Sanitizer|runtime error:' "$f")"
+    head -40 "$f"
+    exit 1
+  done
   while IFS= read -r -d '' f; do
     hit=$(grep -a -m1 -E 'AddressSanitizer|LeakSanitizer|runtime error:' "$f") || continue
     echo "FAIL: sanitizer report in ${f#"$WORK"/}: $hit"
@@ -239,12 +253,20 @@ start_local() {
   PIDS+=($LP)
 }
 
+# newest_ckpt RUN: the directory of RUN's newest complete checkpoint (nothing when it has none).
+newest_ckpt() { local m; m=$(compgen -G "$1/checkpoints/ckpt-*/manifest.json" | sort | tail -1); [ -n "$m" ] && dirname "$m"; }
+# ckpt_digest CKPT_DIR [--no-slots]: one line per tensor of the checkpoint, optimizer slots ("KEY@m") and lazy tables'
+# rows (an incremental checkpoint's chain applied) included (lib/ckpt_digest.py): two checkpoints hold the same
+# training state when their digests are equal. Fails the test when the checkpoint cannot be read.
+ckpt_digest() { python3 "$PYLIB/ckpt_digest.py" "$@" || fail "ckpt_digest $1 failed"; }
+
 # wait_and_digest NAME LP RUN [SECONDS]: waits for the cluster LP (start_local NAME; with SECONDS, that long at most:
-# a hang fails naming it), exports RUN's model to WORK/NAME.export and writes its digest to WORK/NAME.digest; fails
-# naming NAME when the run fails, the export fails, or it holds no tensor (so two runs compared by their digests are
-# bit-identical, never two empty files).
+# a hang fails naming it), exports RUN's model to WORK/NAME.export and writes its digest to WORK/NAME.digest, then
+# the digest of RUN's newest checkpoint (the exported one), whose optimizer slots the export leaves out; fails naming
+# NAME when the run fails, the export fails, or it holds no tensor (so two runs compared by their digests are
+# bit-identical, slots included, never two empty files).
 wait_and_digest() {
-  local name=$1 lp=$2 run=$3 rc=0
+  local name=$1 lp=$2 run=$3 ckpt rc=0
   if [ -n "${4:-}" ]; then wait_exit "$4" "$lp" || rc=$?; else wait "$lp" || rc=$?; fi
   [ "$rc" != 124 ] || fail "$name: the run still went on $4 s later, at step $(metric "$run/metrics.jsonl" train step): $(grep -h 'NODE-FAIL' "$run"/logs/*.log | cut -c1-200 | head -2)"
   [ "$rc" = 0 ] || fail "$name: local exited $rc: $(tail -2 "$WORK/$name.log")"
@@ -252,6 +274,9 @@ wait_and_digest() {
     fail "$name: export failed: $(tail -2 "$WORK/$name.export.log")"
   digest "$WORK/$name.export" >"$WORK/$name.digest"
   [ -s "$WORK/$name.digest" ] || fail "$name: no tensors exported"
+  ckpt=$(newest_ckpt "$run") || fail "$name: no checkpoint"
+  echo "checkpoint step ${ckpt##*-}" | sed 's/ 0*\([0-9]\)/ \1/' >>"$WORK/$name.digest"
+  ckpt_digest "$ckpt" >>"$WORK/$name.digest"
 }
 
 # rolled_back FILE...: prints the lines of the logs FILE that tell of a rollback (a ps lost without a backup taking

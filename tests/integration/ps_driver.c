@@ -105,6 +105,16 @@ static void start_ps(void) {
   }
 }
 
+/* An INIT's body for `workers` workers (as_backup: the ps's own instance as a copy); static, valid until the next
+ * call. */
+static Tfx__Init *init_of(int workers, int as_backup) {
+  static Tfx__Init body;
+  tfx__init__init(&body);
+  body.workers = (uint32_t)workers;
+  body.as_backup = as_backup != 0;
+  return &body;
+}
+
 static tfx_client *connect_ps(void) {
   tfx_client *c;
   tfx_err err;
@@ -123,7 +133,7 @@ static int init_shaped(tfx_client *c, const char *json, const int64_t *shape, in
   tfx_envelope env;
   tfx_inmsg r;
   tfx_wire_request(&env, TFX__MSG_TYPE__MSG_INIT);
-  env.text = (char *)json, env.shards = &shp, env.n_shards = 1, env.flag = workers;
+  env.text = (char *)json, env.shards = &shp, env.n_shards = 1, env.init = init_of(workers, 0);
   env.path = (char *)(path ? path : "");
   int rc = tfx_client_call(c, &env, NULL, 0, &r, 20000, err);
   tfx_inmsg_fini(&r);
@@ -410,7 +420,7 @@ static void reject_plan_dtype(tfx_client *c) {
   tfx__shard__init(&sh);
   sh.key = sh.var = "v", sh.shape = shape, sh.n_shape = 1, sh.row_end = N, sh.trainable = 1, sh.dtype = "int64";
   tfx_wire_request(&env, TFX__MSG_TYPE__MSG_INIT);
-  env.text = "{}", env.shards = &shp, env.n_shards = 1, env.flag = 1;
+  env.text = "{}", env.shards = &shp, env.n_shards = 1, env.init = init_of(1, 0);
   int rc = tfx_client_call(c, &env, NULL, 0, &r, 5000, &err);
   tfx_inmsg_fini(&r);
   CHECK(rc == TFX_EPROTO && strstr(err.msg, "'v'") && strstr(err.msg, "dtype 'int64'"),
@@ -618,7 +628,7 @@ static void init_plan(tfx_client *c, const char *json, const char *const *names,
   tfx_inmsg r;
   tfx_err err;
   tfx_wire_request(&env, TFX__MSG_TYPE__MSG_INIT);
-  env.text = (char *)json, env.shards = shp, env.n_shards = (size_t)n, env.flag = workers;
+  env.text = (char *)json, env.shards = shp, env.n_shards = (size_t)n, env.init = init_of(workers, 0);
   CHECK(tfx_client_call(c, &env, NULL, 0, &r, 20000, &err) == 0, "init: %s", err.msg);
   tfx_inmsg_fini(&r);
 }
@@ -964,7 +974,7 @@ static void case_client_since(void) {
   tfx_envelope env;
   tfx_inmsg r;
   tfx_wire_request(&env, TFX__MSG_TYPE__MSG_INIT);
-  env.text = (char *)json, env.shards = shp, env.n_shards = (size_t)n, env.flag = 1;
+  env.text = (char *)json, env.shards = shp, env.n_shards = (size_t)n, env.init = init_of(1, 0);
   CHECK(tfx_client_call(c, &env, NULL, 0, &r, 20000, &err) == 0, "init: %s", err.msg);
   tfx_inmsg_fini(&r);
   tfx_cluster *cl = tfx_cluster_create();
@@ -1308,7 +1318,7 @@ static void split_case(const char *opt_name, int threads) {
   tfx_envelope env;
   tfx_inmsg r;
   tfx_wire_request(&env, TFX__MSG_TYPE__MSG_INIT);
-  env.text = json, env.shards = &shp, env.n_shards = 1, env.flag = 1;
+  env.text = json, env.shards = &shp, env.n_shards = 1, env.init = init_of(1, 0);
   CHECK(tfx_client_call(c, &env, NULL, 0, &r, 20000, &err) == 0, "init: %s", err.msg);
   tfx_inmsg_fini(&r);
   tfx_config cfg;
@@ -1363,7 +1373,7 @@ static void split_two(void) {
   tfx_envelope env;
   tfx_inmsg r;
   tfx_wire_request(&env, TFX__MSG_TYPE__MSG_INIT);
-  env.text = (char *)json, env.shards = shp, env.n_shards = 2, env.flag = 1;
+  env.text = (char *)json, env.shards = shp, env.n_shards = 2, env.init = init_of(1, 0);
   CHECK(tfx_client_call(c, &env, NULL, 0, &r, 20000, &err) == 0, "init: %s", err.msg);
   tfx_inmsg_fini(&r);
   for (int i = 0; i < BIG; i++) {
@@ -1537,7 +1547,7 @@ static int init_lazy_from(tfx_client *c, const char *mode, int workers, int64_t 
   tfx_envelope env;
   tfx_inmsg r;
   tfx_wire_request(&env, TFX__MSG_TYPE__MSG_INIT);
-  env.text = json, env.shards = &shp, env.n_shards = 1, env.flag = workers, env.path = (char *)(restore ? restore : "");
+  env.text = json, env.shards = &shp, env.n_shards = 1, env.init = init_of(workers, 0), env.path = (char *)(restore ? restore : "");
   int rc = tfx_client_call(c, &env, NULL, 0, &r, 20000, err);
   tfx_inmsg_fini(&r);
   return rc;
@@ -1558,7 +1568,7 @@ static void init_lazy(tfx_client *c, const char *mode, int workers) {
   tfx_inmsg r;
   tfx_err err;
   tfx_wire_request(&env, TFX__MSG_TYPE__MSG_INIT);
-  env.text = json, env.shards = &shp, env.n_shards = 1, env.flag = workers;
+  env.text = json, env.shards = &shp, env.n_shards = 1, env.init = init_of(workers, 0);
   CHECK(tfx_client_call(c, &env, NULL, 0, &r, 20000, &err) == 0, "init lazy: %s", err.msg);
   tfx_inmsg_fini(&r);
 }
@@ -1835,8 +1845,8 @@ static void case_stop_held(void) {
   tfx_client_destroy(w1), tfx_client_destroy(chief);
 }
 
-/* Sends an acknowledged snapshot from a primary (flags 2 | 8 | 128: forwarded, snapshot, answered) of the values g
- * at step 1 and plan epoch `epoch`, the message that keeps an async backup; returns the ps's code. */
+/* Sends an acknowledged snapshot from a primary (MSG_REPLICATE, a snapshot, acked) of the values g at step 1 and
+ * plan epoch `epoch`, the message that keeps an async backup; returns the ps's code. */
 static int forwarded_snapshot(tfx_client *c, uint64_t epoch, const float *g, tfx_err *err) {
   Tfx__Tensor t, *tp = &t;
   int64_t shape[1] = {N};
@@ -1846,8 +1856,10 @@ static int forwarded_snapshot(tfx_client *c, uint64_t epoch, const float *g, tfx
   tfx_envelope env;
   tfx_inmsg r;
   tfx_wire_set_sender(TFX__ROLE__ROLE_PS, 1);
-  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_PUSH);
-  env.flag = 2 | 8 | 128, env.epoch = epoch, env.step = 1, env.tensors = &tp, env.n_tensors = 1;
+  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_REPLICATE);
+  Tfx__Replicate how = TFX__REPLICATE__INIT;
+  how.kind = TFX__REPLICATE_KIND__REPLICATE_SNAPSHOT, how.acked = 1;
+  env.replicate = &how, env.epoch = epoch, env.step = 1, env.tensors = &tp, env.n_tensors = 1;
   int rc = tfx_client_call(c, &env, &pl, 1, &r, 5000, err);
   tfx_inmsg_fini(&r);
   return rc;
@@ -1865,7 +1877,7 @@ static int promote(tfx_client *c, uint64_t epoch, tfx_err *err) {
   return rc;
 }
 
-/* A backup copy (INIT with TFX_INIT_BACKUP at plan epoch 5) takes a snapshot of its epoch, refuses and counts one
+/* A backup copy (INIT as_backup at plan epoch 5) takes a snapshot of its epoch, refuses and counts one
  * of an older epoch, a promotion of an older epoch, and any forward once promoted; a worker is refused until the
  * promotion. */
 static void case_stale_epoch(void) {
@@ -1883,7 +1895,7 @@ static void case_stale_epoch(void) {
   tfx_wire_request(&env, TFX__MSG_TYPE__MSG_INIT);
   env.text = "{\"training\": {\"mode\": \"async\"}, \"cluster\": {\"replicas\": 1}, \"optimizer\": {\"name\": "
              "\"sgd\", \"learning_rate\": 1}}";
-  env.shards = &shp, env.n_shards = 1, env.flag = 1 | TFX_INIT_BACKUP, env.epoch = 5, env.path = "";
+  env.shards = &shp, env.n_shards = 1, env.init = init_of(1, 1), env.epoch = 5, env.path = "";
   CHECK(tfx_client_call(c, &env, NULL, 0, &r, 20000, &err) == 0, "init as a backup: %s", err.msg);
   tfx_inmsg_fini(&r);
   CHECK(forwarded_snapshot(c, 3, g, &err) == TFX_ESTATE, "a snapshot of epoch 3 at epoch 5 was taken");

@@ -45,6 +45,11 @@ while kill -0 "$LP" 2>/dev/null; do
   done
   [ ${#candidates[@]} -gt 0 ] || continue
   pick=${candidates[RANDOM % ${#candidates[@]}]}
+  # With replicas, the first kill is a ps's, so that every run has a failover to check (a random pick may miss
+  # both ps).
+  if [ "${TFX_CHAOS_REPLICAS:-0}" = 1 ] && [ "$killed" = 0 ]; then
+    for c in "${candidates[@]}"; do [[ "$c" == *:ps-* ]] && pick=$c && break; done
+  fi
   kill -9 "${pick%%:*}" 2>/dev/null || continue
   KILLS[${pick#*:}]=$(( ${KILLS[${pick#*:}]:-0} + 1 ))
   killed=$((killed + 1))
@@ -59,5 +64,16 @@ restarts=$(grep -c "LOCAL-RESTART" "$WORK/local.log")
 step=$(metric "$RUN/metrics.jsonl" eval step); acc=$(metric "$RUN/metrics.jsonl" eval accuracy)
 [ "$step" = "$STEPS" ] || fail "the run ended at step $step, want $STEPS"
 ge "$acc" 0.85 || fail "accuracy $acc after $killed kills, want >= 0.85"
+if [ "${TFX_CHAOS_REPLICAS:-0}" = 1 ]; then
+  # A lost ps fails over to its backup; the cluster rolls back only when a ps and its backup were lost together
+  # (MASTER-NO-FAILOVER names it): a failover that never happens, or a roll-back that stands in for it, fails.
+  failovers=$(cat "$RUN"/logs/master-*.log | grep -c MASTER-FAILOVER)
+  [ "$failovers" -ge 1 ] || fail "no failover in $killed kills (ps kills: ${KILLS[ps-0]:-0}+${KILLS[ps-1]:-0})"
+  if grep -hqiE 'ROLLBACK|rolling every ps back|MASTER-PS-LOST' "$WORK/local.log" "$RUN"/logs/*.log &&
+    ! grep -hq MASTER-NO-FAILOVER "$RUN"/logs/*.log; then
+    fail "rolled back without a MASTER-NO-FAILOVER: $(rolled_back "$WORK/local.log" "$RUN"/logs/*.log | head -3)"
+  fi
+  echo "chaos: $failovers failover(s), $(cat "$RUN"/logs/*.log | grep -c MASTER-NO-FAILOVER) without a backup"
+fi
 for t in "${!KILLS[@]}"; do echo "chaos: $t killed ${KILLS[$t]} time(s)"; done
 pass "$killed kills in ${elapsed}s (${restarts} restarts), finished at step $step with accuracy $acc"

@@ -15,7 +15,8 @@ run_with_kill() { # NAME ROLE INDEX LOGNAME (the role as logs name it)
   # Killed past step 450 with a complete checkpoint (200 or 400) behind it: recovery has something to go back to.
   past() { [ "$(metric "$run/metrics.jsonl" train step 2>/dev/null || echo 0)" -ge 450 ] 2>/dev/null; }
   wait_for 120 past || fail "$1: the run did not reach step 450: $(tail -3 "$WORK/$1.log")"
-  ls "$run"/checkpoints/ckpt-*/manifest.json >/dev/null 2>&1 || fail "$1: no complete checkpoint at step 450"
+  # The chief writes a checkpoint's manifest once every ps wrote its files: on a loaded machine that lags the steps.
+  wait_for 120 has_ckpt "$run" || fail "$1: no complete checkpoint past step 450"
   local victim; victim=$(pid_of "$run" "$2" "$3")
   [ -n "$victim" ] || fail "$1: no $2 $3 process to kill"
   date +%s.%N >"$WORK/$1.killed"

@@ -21,11 +21,11 @@ feed() {
 }
 # kill9 ROLE: kill -9 of ROLE 0 once a checkpoint has passed, then wait for local's restart of it.
 kill9() {
-  sleep 1.5
+  wait_for 60 checkpointed || fail "no checkpoint of the dry stream's step (every_secs 1): $(ls "$WORK/run/checkpoints")"
   local pid
   pid=$(pid_of "$WORK/run" "$1" 0)
   [ -n "$pid" ] || fail "no $1 0 to kill"
-  kill -9 "$pid"
+  kill -9 "$pid" || fail "kill -9 of $1 0 (pid $pid) failed"
   wait_for 120 grep -q "LOCAL-RESTART $1 0 exited with status 137" "$WORK/local.log" || fail "no restart of $1 0"
 }
 feed part-0 part-1 part-2

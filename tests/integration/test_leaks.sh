@@ -35,9 +35,9 @@ start worker 1
 start chief 0
 for t in chief-0 ps-0 ps-1 worker-0 worker-1; do
   wait_exit 400 "${PID_OF[$t]}"; rc=$?
-  [ "$rc" = 0 ] || fail "$t exited $rc under $checker: $(grep -A12 -m1 'LeakSanitizer\|definitely lost\|ERROR' "$WORK/$t.log")"
+  [ "$rc" = 0 ] || fail "$t exited $rc under $checker: $(cat "$WORK"/sanitizer/* 2>/dev/null | grep -A12 -m1 'LeakSanitizer'; grep -A12 -m1 'LeakSanitizer\|definitely lost\|ERROR' "$WORK/$t.log")"
 done
-grep -l "LeakSanitizer\|definitely lost" "$WORK"/*.log && fail "a leak report in a log"
+grep -l "LeakSanitizer\|definitely lost" "$WORK"/*.log "$WORK"/sanitizer/* 2>/dev/null && fail "a leak report in a log"
 step=$(metric "$WORK/run/metrics.jsonl" eval step)
 [ "$step" = 300 ] || fail "the run ended at step $step"
 pass "master, 2 ps and 2 workers ran 300 steps and exited 0 with no leak ($checker)"

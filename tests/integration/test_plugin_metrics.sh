@@ -69,9 +69,21 @@ while i < len(data):
 assert tags.get("eval/seen") == int(sys.argv[2]) and tags.get("train/seen") == 320 and "train/max_label" in tags, tags
 PY
 
-# A cluster: the workers' windows and eval slices, merged by the chief; /metrics while it runs.
+# A cluster: the workers' windows and eval slices, merged by the chief; /metrics while it runs. The eval set is the
+# test set reordered so that every label 9 is in the second half (worker 1's slice): max_label is 9 only when the
+# chief merges worker 0's slice (largest 8) with the plugin's own maximum, not when it keeps worker 0's state.
+python3 - "$D" "$WORK" <<'PY'
+import gzip, sys
+d, out = sys.argv[1], sys.argv[2]
+img, lab = gzip.open(f"{d}/t10k-images-idx3-ubyte.gz").read(), gzip.open(f"{d}/t10k-labels-idx1-ubyte.gz").read()
+order = sorted(range(len(lab) - 8), key=lambda i: lab[8 + i] == 9)
+gzip.open(f"{out}/eval-images.gz", "wb").write(img[:16] + b"".join(img[16 + i * 784:16 + (i + 1) * 784] for i in order))
+gzip.open(f"{out}/eval-labels.gz", "wb").write(lab[:8] + bytes(lab[8 + i] for i in order))
+assert max(lab[8 + i] for i in order[:len(order) // 2]) == 8
+PY
 hp=$(free_port)
 "$TFX_NODE" local --config "$EX" --run-dir "$WORK/run" --set model.plugin="\"$PLUG\"" --set training.max_steps=1000000 \
+  --set data.eval.images="\"$WORK/eval-images.gz\"" --set data.eval.labels="\"$WORK/eval-labels.gz\"" \
   --set training.mode=async --set training.batch_size=32 --set training.report_every=20 --set eval.every_steps=200 \
   --set eval.distributed=true --set checkpoint.every_steps=0 --set observe.http_port="$hp" >"$WORK/local.log" 2>&1 &
 PIDS+=($!)

@@ -31,4 +31,5 @@ grep -q "RESUME-BINARY.*0123456789abcdef.*resuming with commit $commit" "$WORK/r
 "$TFX_NODE" train --config "$EXAMPLE" --run-dir "$RUN" --max-steps 80 >"$WORK/same.log" 2>&1 || fail "second resume failed"
 grep -q RESUME-BINARY "$WORK/same.log" && fail "a resume with the same binary logged RESUME-BINARY"
 out=$("$TFX_NODE" config --config "$EXAMPLE" --set provenance=x 2>&1) && fail "--set provenance= accepted: $out"
+echo "$out" | grep -qF "TFX_ECONFIG: --set provenance: not an option" || fail "--set provenance= refused without naming why: $out"
 pass "--version: $v; config.json, manifests and the export record it; another binary's run named on resume"

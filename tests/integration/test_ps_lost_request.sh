@@ -1,6 +1,6 @@
 #!/bin/bash
-# A ps that dies holding the master's request (replicas off): ps 0 is stopped (SIGSTOP) long enough for the master's
-# version poll (every 200 ms) to reach its socket unread, then killed with kill -9, so the request dies with it. The
+# A ps that dies holding the master's request (replicas off): ps 0 is stopped (SIGSTOP) until the master's version
+# poll (every 200 ms) waits unread in its socket (lib/unread.py), then killed with kill -9, so the request dies with it. The
 # master sees the connection drop (linkwatch) and rolls every ps back at once (MASTER-PS-LOST) instead of waiting
 # cluster.request_timeout_s (60 s, the default, kept here) for a reply that can never come ("no reply within
 # 60000 ms" before the fix; 1 bench/replicas roll-back in 3 stalled 62 s so). The run then trains to max_steps.
@@ -13,9 +13,11 @@ run=$WORK/run
   --set training.seed=7 --set checkpoint.every_steps=100 >"$WORK/run.log" 2>&1 &
 lp=$!
 PIDS+=($lp)
-python3 - "$WORK/run.log" "$run" 200 "$lp" <<'PY' || fail "no step 200 before the run ended: ps 0 not killed"
+python3 - "$WORK/run.log" "$run" 200 "$lp" "$PYLIB" <<'PY' || fail "ps 0 not killed with a request of the master's unread"
 import json, os, re, signal, sys, time
 log, run, at, lp = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+sys.path.insert(0, sys.argv[5])
+from unread import unread_from
 def step():
     try:
         return max([json.loads(l).get("step", 0) for l in open(run + "/metrics.jsonl") if '"train"' in l], default=-1)
@@ -24,11 +26,17 @@ def step():
 while step() < at:
     os.kill(lp, 0)  # the run ended: OSError, exit 1
     time.sleep(0.02)
-victim = int(re.findall(r"LOCAL-SPAWN ps 0: pid ([0-9]+)", open(log).read())[-1])
+text = open(log).read()
+victim = int(re.findall(r"LOCAL-SPAWN ps 0: pid ([0-9]+)", text)[-1])
+master = int(re.findall(r"LOCAL-SPAWN master 0: pid ([0-9]+)", text)[-1])
 os.kill(victim, signal.SIGSTOP)
-time.sleep(0.6)  # three of the master's polls: one waits unread in the stopped ps's socket
+t0 = time.time()
+while not unread_from(victim, master):  # a version poll (every 200 ms) waits unread in the stopped ps's socket
+    if time.time() - t0 > 30:
+        sys.exit("no request of the master's reached the stopped ps 0 within 30 s")
+    time.sleep(0.05)
 os.kill(victim, signal.SIGKILL)
-print(f"ps 0 (pid {victim}) stopped at step {step()}, killed 0.6 s later")
+print(f"ps 0 (pid {victim}) stopped at step {step()}, killed {time.time() - t0:.2f} s later, a request of the master's unread")
 PY
 wait "$lp" || fail "local exited $?: $(tail -2 "$WORK/run.log")"
 grep -h "no reply within 60000 ms" "$WORK/run.log" "$run"/logs/*.log && fail "the master waited out the request timeout for a request lost with its ps"

@@ -20,9 +20,15 @@ run() {
   local lp=$LP
   if [ "$3" = 1 ]; then
     kill_ps_at "$WORK/$1.log" "$run" $((max / 3)) $lp
+    # /metrics is read while the workers are held, so that the run cannot end before it (the master fails over
+    # without them)
+    local workers
+    workers=$(sed -n 's/.*LOCAL-SPAWN worker [01]: pid \([0-9]*\).*/\1/p' "$WORK/$1.log")
+    kill -STOP $workers || fail "$1: could not hold the workers"
     wait_for 60 bash -c "grep -q MASTER-FAILOVER '$run/logs/master-0.log' || ! kill -0 $lp" || fail "$1: no failover"
     url=$(grep -o 'http://127.0.0.1:[0-9]*' "$WORK/$1.log" | head -1)
-    curl -s "$url/metrics" >"$WORK/$1.metrics" 2>/dev/null
+    curl -sf "$url/metrics" >"$WORK/$1.metrics" || fail "$1: /metrics did not answer"
+    kill -CONT $workers || fail "$1: could not release the workers"
   fi
   wait_and_digest "$1" "$lp" "$run"
 }

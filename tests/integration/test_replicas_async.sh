@@ -5,10 +5,12 @@
 # the updates: the promoted copy of instance 0 and instance 1 end at the same step, max_steps (every worker push
 # goes to both instances once, and the run's last step is not passed), and the resent pushes dropped as already
 # applied are at most one per worker (a resend is never applied twice); the run's ledger balances (each instance
-# took every push the workers saw it answer, each once).
+# took every push the workers saw it answer, each once). Evaluation is on (every 100 steps: the master's
+# evaluation pulls, which no worker's clock counts, reach the promoted copy too), and no evaluation after the kill
+# is worse than the last before it by more than 0.03 accuracy: a promoted copy with lost or zeroed values would be.
 . "$(dirname "$0")/lib.sh"
 MAX=600
-experiment "$WORK/mlp.json" training.report_every=10 eval.every_steps=0 model.layers='[{"type": "flatten"},
+experiment "$WORK/mlp.json" training.report_every=10 eval.every_steps=100 model.layers='[{"type": "flatten"},
   {"type": "dense", "units": 64, "activation": "relu"}, {"type": "dense", "units": 10}]' placement.min_slice_bytes=65536
 for mode in async ssp; do
   run=$WORK/$mode
@@ -17,7 +19,9 @@ for mode in async ssp; do
     --set cluster.request_timeout_s=20 >"$WORK/$mode.log" 2>&1 &
   lp=$!
   PIDS+=($lp)
-  kill_ps_at "$WORK/$mode.log" "$run" $((MAX / 3)) $lp
+  # at a third of the run, the workers held until an evaluation (the one to compare with) is recorded
+  killed=$(KILL_PS_AFTER_EVAL=1 kill_ps_at "$WORK/$mode.log" "$run" $((MAX / 3)) $lp) && echo "$mode: $killed"
+  at=$(echo "$killed" | sed -n 's/.* after \([0-9]*\) evaluations$/\1/p')
   wait "$lp" || fail "$mode: local exited $?: $(tail -2 "$WORK/$mode.log")"
   grep -q MASTER-FAILOVER "$run"/logs/master-0.log || fail "$mode: no failover"
   grep -q PS-PROMOTED "$run"/logs/ps-1.log || fail "$mode: ps 1 was not promoted"
@@ -29,6 +33,20 @@ for mode in async ssp; do
   [ "$own" = $MAX ] && [ "$copy" = $MAX ] || fail "$mode: instances ended at steps $own (ps 1) and $copy (ps 0's copy), not $MAX"
   [ "${dropped:-9}" -le 2 ] || fail "$mode: $dropped resent pushes dropped (at most one per worker)"
   led=$(ledger_balanced "$run" "$(pushes_made "$run")" 2>&1) || fail "$mode: the ledger does not balance: $led"
-  echo "$mode: both instances at $MAX, $dropped resend(s) dropped as applied"
+  evals=$(python3 - "$run/metrics.jsonl" "$at" 2>&1 <<'PY'
+import json, sys
+ev = [(r["step"], r["accuracy"]) for r in map(json.loads, open(sys.argv[1])) if r.get("kind") == "eval"]
+at = int(sys.argv[2])  # the evaluations recorded before the kill
+before = [a for s, a in ev[:at]]
+after = ev[at:]
+print(" ".join("%d:%.4f" % e for e in ev), flush=True)
+if not before or not after or after[-1][0] != 600:
+    sys.exit("no evaluation before the kill, after it, or at the end")
+worse = [(s, a) for s, a in after if a < before[-1] - 0.03]
+if worse:
+    sys.exit("evaluations after the kill (after %d evaluations) fell below %.4f: %s" % (at, before[-1], worse))
+PY
+  ) || fail "$mode: $evals"
+  echo "$mode: both instances at $MAX, $dropped resend(s) dropped as applied; evaluations (step:accuracy) $evals"
 done
 pass "kill -9 of ps 0 in async and ssp: promoted, no rollback, both instances at max_steps, resends applied once"

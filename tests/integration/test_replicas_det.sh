@@ -21,8 +21,11 @@ run() {
     kill_ps_at "$WORK/$1.log" "$run" $((MAX / 3)) $lp "${2#ps}" >"$WORK/$1.kill"
     pid=$(sed -n 's/.*(pid \([0-9]*\)).*/\1/p' "$WORK/$1.kill")
   fi
-  if [ "$2" = ps1 ]; then # degraded until ps 1 is back: /metrics says so
+  local workers=""
+  if [ "$2" = ps1 ]; then # degraded until ps 1 is back: /metrics says so, read while the workers are held
     local url
+    workers=$(sed -n 's/.*LOCAL-SPAWN worker [0-9]*: pid \([0-9]*\).*/\1/p' "$WORK/$1.log")
+    kill -STOP $workers || fail "$1: could not hold the workers"
     url=$(grep -o 'http://127.0.0.1:[0-9]*' "$WORK/$1.log" | head -1)
     wait_for 30 bash -c "curl -s '$url/metrics' | grep -qE '^tfx_shards_unreplicated\{[^}]*\} [1-9]' || ! kill -0 $lp" ||
       fail "$1: /metrics never said shards were unreplicated"
@@ -34,7 +37,8 @@ run() {
       ! kill -0 $lp" || fail "$1: ps 1 was not restarted"
     kill -0 $lp 2>/dev/null || fail "$1: the run ended before ps 1 was restarted (raise TFX_DET_STEPS)"
     pid=$(grep -o 'pid=[0-9]*' "$run/logs/ps-1.log" | tail -1)
-    kill -9 "${pid#pid=}"
+    kill -9 "${pid#pid=}" || fail "$1: kill -9 of the restarted ps 1 failed"
+    kill -CONT $workers || fail "$1: could not release the workers"
   fi
   wait_and_digest "$1" "$lp" "$run"
 }

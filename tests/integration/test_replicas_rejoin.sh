@@ -9,13 +9,6 @@ MAX=${TFX_REJOIN_STEPS:-2000}
 experiment "$WORK/mlp.json" training.report_every=10 eval.every_steps=0 model.layers='[{"type": "flatten"},
   {"type": "dense", "units": 64, "activation": "relu"}, {"type": "dense", "units": 10}]' placement.min_slice_bytes=65536
 step_of() { grep -o '"step": *[0-9]*' "$1/metrics.jsonl" 2>/dev/null | tail -1 | grep -o '[0-9]*$'; }
-# kill_ps LABEL LP PS: kill -9 of ps PS's newest process
-kill_ps() {
-  local pid
-  pid=$(sed -n "s/.*LOCAL-SPAWN ps $3: pid \([0-9]*\).*/\1/p" "$WORK/$1.log" | tail -1)
-  [ -n "$pid" ] || fail "$1: no ps $3 to kill"
-  kill -9 "$pid"
-}
 run() {
   local run=$WORK/$1
   start_local "$1" --config "$WORK/mlp.json" --run-dir "$run" --max-steps $MAX --set cluster.replicas=1 \
@@ -29,9 +22,11 @@ run() {
     local at
     at=$(step_of "$run")
     [ "$at" -lt $((MAX - 20)) ] || fail "$1: ps 0 rejoined only at step $at of $MAX (raise TFX_REJOIN_STEPS)"
-    wait_for 120 bash -c "s=\$(grep -o '\"step\": *[0-9]*' '$run/metrics.jsonl' | tail -1 | grep -o '[0-9]*\$');
-      [ \"\$s\" -ge $((at + 10)) ] || ! kill -0 $lp" || fail "$1: no progress after the rejoin"
-    kill_ps "$1" $lp 1
+    # KNOWN FAILURE, left to the replication rework (src/ps, src/psclient): killed this soon after the rejoin with
+    # the workers held, about one run in two (branch base 4304b3c and main f122f22 alike) the workers' pushes of the
+    # step at the promotion are not sent again at the failover; each waits out a pull (cluster.request_timeout_s),
+    # then resends and rewinds (WORKER-PS-WAIT, WORKER-REWIND): "a worker's step went back" or "weights differ".
+    kill_ps_at "$WORK/$1.log" "$run" $((at + 10)) $lp 1 # the workers held while ps 1 dies
   fi
   wait_and_digest "$1" "$lp" "$run"
 }

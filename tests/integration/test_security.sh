@@ -19,7 +19,8 @@ before=$(md5sum <"$K/server.key")
 out=$("$TFX_NODE" keygen --out "$K" --name server 2>&1) && fail "keygen overwrote a key"
 echo "$out" | grep -q "server.pub exists" || fail "keygen over an existing key: $out"
 [ "$(md5sum <"$K/server.key")" = "$before" ] || fail "keygen changed an existing key"
-"$TFX_NODE" keygen --name x >/dev/null 2>&1 && fail "keygen without --out"
+out=$("$TFX_NODE" keygen --name x 2>&1) && fail "keygen without --out"
+echo "$out" | grep -qF "keygen needs --out DIR" || fail "keygen without --out failed without naming why: $out"
 
 # A secret key that group or others may read is refused, naming the file and its mode (exit 2, bad input).
 cp "$K/server.key" "$WORK/loose.key"; chmod 640 "$WORK/loose.key"
@@ -154,7 +155,8 @@ lps=$(grep -o "LOCAL-SPAWN ps 0: pid [0-9]* at [0-9.:]*" "$WORK/local.log" | awk
 answers_l() { "$TFX_NODE" status --address "$lps" --config "$WORK/run-local/experiment.json" >"$WORK/l-status.txt" 2>&1; }
 wait_for 120 answers_l
 grep -q "role=ps index=0" "$WORK/l-status.txt" || fail "status --config RUN/experiment.json: $(cat "$WORK/l-status.txt")"
-"$TFX_NODE" status --address "$lps" >/dev/null 2>&1 && fail "status without keys got an answer from the secured local cluster"
+out=$("$TFX_NODE" status --address "$lps" 2>&1) && fail "status without keys got an answer from the secured local cluster"
+echo "$out" | grep -q "a secured cluster needs its keys" || fail "status without keys (local cluster): $out"
 wait "$lp" || fail "secured local run: $(tail -3 "$WORK/local.log")"
 for k in server client; do
   [ "$(stat -c %a "$WORK/run-local/keys/$k.key")" = 600 ] || fail "local $k.key mode $(stat -c %a "$WORK/run-local/keys/$k.key")"

@@ -2,7 +2,7 @@
 # tfx-node serve (#29): TensorFlow Serving's REST API over a run. Dense: the served probabilities are predict's on
 # the same checkpoint (every digit predict prints), an instance's answer is the same bits alone, in a batch of 64 and
 # among concurrent requests (batched together); bad bodies are 400 with a JSON error, one over 64 MiB 413; a corrupt newer checkpoint is
-# logged while the old model serves on; a resumed run's newer checkpoint is picked up; SIGTERM stops it cleanly.
+# logged while the old model serves on; a resumed run's newer checkpoint is picked up (its answers are predict's on it); SIGTERM stops it cleanly.
 # Sparse: lazy tables of a 2-ps cluster read in place from the row files answer what the export (tables gathered
 # whole, untrained rows at their initial values) answers, for LibSVM lines with ids never trained; the checkpoints
 # are incremental, so the newest is a delta read with its chain.
@@ -80,6 +80,12 @@ rm -rf "$bad"
 "$TFX_NODE" train --config "$WORK/mlp.json" --run-dir "$WORK/mlp" --max-steps 300 >"$WORK/train2.log" 2>&1 ||
   fail "resume: $(tail -1 "$WORK/train2.log")"
 wait_for 20 sh -c "curl -sf '$URL' | grep -q '\"step\": 300'" || fail "serve did not move to step 300: $(curl -s "$URL")"
+# ... with the new weights: its answers are predict's on checkpoint 300 (which differ from 200's)
+"$TFX_NODE" predict --run-dir "$WORK/mlp" --checkpoint 300 --input "$WORK/q.idx" --output "$WORK/p300.jsonl" \
+  >"$WORK/predict300.log" 2>&1 || fail "predict at 300: $(tail -1 "$WORK/predict300.log")"
+cmp -s "$WORK/p.jsonl" "$WORK/p300.jsonl" && fail "predict at 300 equals 200's: the check below proves nothing"
+python3 "$PYLIB/served_as_predicted.py" "$WORK/q.idx" "$WORK/p300.jsonl" "$URL:predict" 300 ||
+  fail "after the swap to step 300, the served predictions are not predict's on checkpoint 300"
 curl -sf "http://127.0.0.1:$port/metrics" >"$WORK/metrics.txt" || fail "/metrics"
 grep -q '^tfx_serve_model_step{role="serve",index="0"} 300' "$WORK/metrics.txt" || fail "metrics: step"
 grep -q '^tfx_serve_model_swap_failures_total{role="serve",index="0"} 1' "$WORK/metrics.txt" || fail "metrics: failures"

@@ -18,24 +18,19 @@ RUN=$WORK/run
 LP=$!
 PIDS+=($LP)
 waits() { cat "$RUN"/logs/worker-*.log 2>/dev/null | grep -c "WORKER-PS-BACK"; }
-# kill_ps K: kill -9 ps K once a checkpoint exists, then waits until the workers are back on every ps.
+# kill_ps K AT: kill -9 of ps K at step AT or later, the workers held meanwhile (kill_ps_at: the kill lands inside
+# the run however fast it trains, and fails the test when it cannot), then waits until the workers are back on
+# every ps.
 kill_ps() {
-  local pid="" back
-  for _ in $(seq 600); do
-    pid=$(sed -n "s/.*LOCAL-SPAWN ps $1: pid \([0-9]*\).*/\1/p" "$WORK/local.log" | tail -1)
-    [ -n "$pid" ] && ls "$RUN/checkpoints" 2>/dev/null | grep -q ckpt- && break
-    sleep 0.1
-  done
-  [ -n "$pid" ] || fail "no ps $1 and checkpoint to kill after: $(tail -2 "$WORK/local.log")"
+  local back
   back=$(waits)
-  sleep 1
-  kill -9 "$pid"
-  echo "killed ps $1 (pid $pid)"
+  kill_ps_at "$WORK/local.log" "$RUN" "$2" "$LP" "$1"
   wait_for 120 bash -c "[ \$(cat '$RUN'/logs/worker-*.log | grep -c WORKER-PS-BACK) -gt $back ] || ! kill -0 $LP" ||
     fail "the workers did not come back after ps $1 was killed"
 }
-kill_ps 1
-kill_ps 0
+wait_for 300 has_ckpt "$RUN" || fail "no checkpoint to kill after: $(tail -2 "$WORK/local.log")"
+kill_ps 1 $(($(step) + 50))
+kill_ps 0 $(($(step) + 200))
 wait "$LP" || fail "the run did not survive kill -9 of the ps: $(tail -3 "$WORK/local.log")"
 grep -h "NODE-FAIL" "$RUN"/logs/worker-*.log && fail "a worker exited instead of waiting for its ps"
 grep -q "WORKER-PS-WAIT" "$RUN"/logs/worker-*.log || fail "no worker waited for a ps"

@@ -201,3 +201,17 @@ Test(master_rules, first_eval_catches_up_a_point_passed_while_down) {
   cr_assert_eq(master__first_eval(2500, -1, 1000), 3000);    /* no evaluation recorded */
   cr_assert_eq(master__first_eval(2500, 100, 0), INT64_MAX); /* eval.every_steps 0: only at the end */
 }
+
+Test(master_rules, ps_apart_with_the_lowest_still_for_the_limit_are_stuck) {
+  int64_t since = 0, at = 0;
+  cr_assert_not(master__apart_stuck(100, 101, 1000, 10000, &since, &at), "a step apart is sync's normal");
+  cr_assert_eq(since, 0);
+  cr_assert_not(master__apart_stuck(240, 248, 1000, 10000, &since, &at), "apart from now on: the clock starts");
+  cr_assert_eq(since, 1000);
+  cr_assert_not(master__apart_stuck(240, 248, 10999, 10000, &since, &at));
+  cr_assert(master__apart_stuck(240, 248, 11000, 10000, &since, &at), "10 s apart, the lowest at 240: stuck");
+  cr_assert_not(master__apart_stuck(243, 248, 11500, 10000, &since, &at), "the lowest moved: catching up");
+  cr_assert_eq(since, 11500);
+  cr_assert_not(master__apart_stuck(248, 248, 12000, 10000, &since, &at), "caught up");
+  cr_assert_eq(since, 0);
+}

@@ -36,7 +36,7 @@ static ps_state *make(int index, int backup_of, uint64_t epoch) {
   p->index = index;
   p->backup_of = backup_of;
   p->epoch = epoch;
-  p->initialized = 1;
+  p->state = backup_of ? PS_BACKUP : PS_SERVING;
   p->cfg.mode = TFX_MODE_SYNC;
   p->cfg.ps_replicas = 1;
   ps__sync_start(p, 2);
@@ -89,15 +89,15 @@ Test(ps_replica, a_backup_not_promoted_refuses_workers_and_takes_forwards_of_its
   cr_assert_eq(ps__gate(m, &push, &err), TFX_ESTATE, "a worker's own push-pull");
   tfx_envelope eval = request(TFX__MSG_TYPE__MSG_PULL, TFX__ROLE__ROLE_MASTER, 1, 3, 0);
   cr_assert_eq(ps__gate(m, &eval, &err), TFX_OK, "the master may ask");
-  tfx_envelope fwd = request(TFX__MSG_TYPE__MSG_PUSH, TFX__ROLE__ROLE_WORKER, 1, 3, PS_FLAG_FORWARDED);
+  tfx_envelope fwd = request(TFX__MSG_TYPE__MSG_REPLICATE, TFX__ROLE__ROLE_PS, 1, 3, 0);
   cr_assert_eq(ps__gate(m, &fwd, &err), TFX_OK);
   fwd.epoch = 4;
   cr_assert_eq(ps__gate(m, &fwd, &err), TFX_OK, "a newer epoch is fine");
   cr_assert_eq(m->stats.stale_epoch, 0);
   fwd.epoch = 2;
   cr_assert_eq(ps__gate(m, &fwd, &err), TFX_ESTATE);
-  cr_assert(strstr(err.msg, "forwarded push of plan epoch 2 refused: ps instance 0 here is a backup at epoch 3") ||
-                strstr(err.msg, "forwarded push of plan epoch 2 refused"),
+  cr_assert(strstr(err.msg, "replication of plan epoch 2 refused: ps instance 0 here is promoted at epoch 3") ||
+                strstr(err.msg, "replication of plan epoch 2 refused"),
             "%s", err.msg);
   cr_assert_eq(m->stats.stale_epoch, 1, "counted");
   free(m);
@@ -105,12 +105,12 @@ Test(ps_replica, a_backup_not_promoted_refuses_workers_and_takes_forwards_of_its
 
 Test(ps_replica, a_promoted_backup_serves_workers_and_refuses_the_old_primarys_forwards) {
   ps_state *m = make(0, 1, 1);
-  m->promoted = 1;
+  m->state = PS_UNREPLICATED; /* promoted: a copy that serves, with no backup of its own yet */
   m->epoch = 2;
   tfx_err err = {0};
   tfx_envelope push = request(TFX__MSG_TYPE__MSG_PUSH, TFX__ROLE__ROLE_WORKER, 1, 0, 1);
   cr_assert_eq(ps__gate(m, &push, &err), TFX_OK);
-  tfx_envelope fwd = request(TFX__MSG_TYPE__MSG_PUSH, TFX__ROLE__ROLE_WORKER, 1, 1, PS_FLAG_FORWARDED);
+  tfx_envelope fwd = request(TFX__MSG_TYPE__MSG_REPLICATE, TFX__ROLE__ROLE_PS, 1, 1, 0);
   cr_assert_eq(ps__gate(m, &fwd, &err), TFX_ESTATE);
   cr_assert(strstr(err.msg, "epoch 1 refused: ps instance 0 here is promoted at epoch 2"), "%s", err.msg);
   fwd.epoch = 2;
@@ -207,10 +207,10 @@ Test(ps_replica, an_async_reply_tells_each_worker_its_last_push_the_backup_holds
   cr_assert_eq(ps__acked(p, 1, &buf)->version, 0, "worker 1 keeps every push: no snapshot holds one yet");
   cr_assert_null(ps__acked(p, -1, &buf), "the master's pulls keep nothing");
   p->version = 40;
-  p->acked = 36;
-  cr_assert_not(ps__forward_holds(p), "no push waits for the backup");
   p->acked = 0;
-  cr_assert(ps__forward_holds(p), "40 pushes past the backup's snapshot: replies wait");
+  cr_assert_not(ps__forward_holds(p), "a snapshot goes within PS_SNAP_MAX_PUSHES: no push waits for the backup");
+  p->version = 2 * PS_SNAP_MAX_PUSHES + 2;
+  cr_assert(ps__forward_holds(p), "two snapshots' worth of pushes past the backup's: replies wait");
   p->cfg.ps_replicas = 0;
   cr_assert_null(ps__acked(p, 0, &buf));
   p->backup = NULL;

@@ -36,7 +36,7 @@ static void setup(void) {
   snprintf(node.run_dir, sizeof node.run_dir, "/tmp/test_ps_replog.%d", (int)getpid());
   p->node = &node;
   p->backup_of = 1;
-  p->initialized = 1;
+  p->state = PS_BACKUP;
   p->cfg.mode = TFX_MODE_SYNC;
   p->cfg.ps_replicas = 1;
   p->cfg.replica_batch_steps = 4;
@@ -65,9 +65,9 @@ static void teardown(void) {
 
 TestSuite(ps_replog, .init = setup, .fini = teardown);
 
-/* Sends a forwarded message (flags, step, n_stats steps) with one rows tensor of `n` ids and `floats` floats, and
+/* Sends a MSG_REPLICATE (of `kind`, step, n_stats steps) with one rows tensor of `n` ids and `floats` floats, and
  * receives it into *m as the ps would. */
-static void message(tfx_inmsg *m, int64_t flag, int64_t step, int n_stats, const int64_t *ids, size_t n,
+static void message(tfx_inmsg *m, Tfx__ReplicateKind kind, int64_t step, int n_stats, const int64_t *ids, size_t n,
                     const float *data, size_t floats) {
   int64_t shape[2] = {1000, (int64_t)(floats / n)}; /* rows of floats / n floats each */
   Tfx__Tensor t = TFX__TENSOR__INIT, *tp = &t;
@@ -86,8 +86,10 @@ static void message(tfx_inmsg *m, int64_t flag, int64_t step, int n_stats, const
     kvp[i] = &kv[i];
   }
   tfx_envelope env;
-  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_PUSH);
-  env.flag = PS_FLAG_FORWARDED | flag;
+  tfx_wire_request(&env, TFX__MSG_TYPE__MSG_REPLICATE);
+  Tfx__Replicate how = TFX__REPLICATE__INIT;
+  how.kind = kind;
+  env.replicate = &how;
   env.step = step;
   env.target = 1;
   env.tensors = &tp;
@@ -104,7 +106,7 @@ Test(ps_replog, a_batch_is_held_whole_and_a_snapshot_of_rows_replaces_it) {
   const int64_t ids[2] = {3, 8};
   const float sums[4] = {0.5f, -0.5f, 1.0f, 2.0f};
   tfx_inmsg m;
-  message(&m, PS_FLAG_STEP, 0, 3, ids, 2, sums, 4); /* steps 0, 1, 2: the summed rows (2 floats each) */
+  message(&m, TFX__REPLICATE_KIND__REPLICATE_STEPS, 0, 3, ids, 2, sums, 4); /* steps 0, 1, 2: the summed rows (2 floats each) */
   ps__log_hold(p, &m);
   tfx_inmsg_fini(&m);
   cr_assert_eq(ps__log_pending(p), 3, "a batch of 3 steps: the backup is at step 3");
@@ -112,13 +114,13 @@ Test(ps_replog, a_batch_is_held_whole_and_a_snapshot_of_rows_replaces_it) {
   const int64_t touched[2] = {3, 999};
   const float rows[8] = {1, 2, 3, 4, 5, 6, 7, 8}; /* values then the Adagrad slot, per row */
   tfx_err err = {0};
-  message(&m, PS_FLAG_SNAPSHOT, 2, 0, touched, 2, rows, 8);
+  message(&m, TFX__REPLICATE_KIND__REPLICATE_SNAPSHOT, 2, 0, touched, 2, rows, 8);
   cr_assert_eq(ps__log_snapshot(p, &m, &err), TFX_ESTATE, "a snapshot at step 2, the backup at 3");
   cr_assert(strstr(err.msg, "at step 2: the backup is at step 3"), "%s", err.msg);
   tfx_inmsg_fini(&m);
   cr_assert_eq(ps__log_pending(p), 3);
   cr_assert_null(tfx_rowtable_find(p->shards[0].table, 3), "nothing stored");
-  message(&m, PS_FLAG_SNAPSHOT, 3, 0, touched, 2, rows, 8);
+  message(&m, TFX__REPLICATE_KIND__REPLICATE_SNAPSHOT, 3, 0, touched, 2, rows, 8);
   cr_assert_eq(ps__log_snapshot(p, &m, &err), TFX_OK, "%s", err.msg);
   tfx_inmsg_fini(&m);
   cr_assert_eq(ps__log_pending(p), 0, "the snapshot holds every step of the log");
@@ -135,7 +137,7 @@ Test(ps_replog, snapshot_rows_that_do_not_fit_the_table_change_nothing) {
   const float rows[6] = {1, 2, 3, 4, 5, 6}; /* 3 floats a row: the table stores 4 */
   tfx_inmsg m;
   tfx_err err = {0};
-  message(&m, PS_FLAG_SNAPSHOT, 0, 0, ids, 2, rows, 6);
+  message(&m, TFX__REPLICATE_KIND__REPLICATE_SNAPSHOT, 0, 0, ids, 2, rows, 6);
   cr_assert_eq(ps__log_snapshot(p, &m, &err), TFX_ESTATE);
   cr_assert(strstr(err.msg, "'emb/part_0' does not fit this backup"), "%s", err.msg);
   tfx_inmsg_fini(&m);
@@ -161,7 +163,7 @@ Test(ps_replog, a_checkpoint_drops_the_batches_below_it_and_a_lost_one_bars_prom
   cr_assert(ps__log_until_ckpt(p), "a plain lazy table, sync, checkpoint.fp16 off: kept until a checkpoint");
   for (int b = 0; b < 3; b++) { /* steps 0..2, 3..5, 6..8 */
     tfx_inmsg m;
-    message(&m, PS_FLAG_STEP, 3 * b, 3, ids, 2, sums, 4);
+    message(&m, TFX__REPLICATE_KIND__REPLICATE_STEPS, 3 * b, 3, ids, 2, sums, 4);
     ps__log_hold(p, &m);
     tfx_inmsg_fini(&m);
   }
@@ -180,7 +182,7 @@ Test(ps_replog, a_checkpoint_drops_the_batches_below_it_and_a_lost_one_bars_prom
   cr_assert_eq(ps__log_checkpoint(p, 3, 0), 0, "the same notice again: nothing more");
   cr_assert_eq(tfx_rowtable_rows(p->shards[0].table), 0, "nothing applied");
   ps__log_apply(p, 0); /* a promotion: the checkpoint of step 3 holds no shard (an empty file): not loaded */
-  cr_assert(p->behind, "a checkpoint that cannot be loaded: the copy may not be promoted");
+  cr_assert_eq(p->state, PS_BEHIND, "a checkpoint that cannot be loaded: the copy may not be promoted");
   cr_assert_eq(p->n_log, 0);
   cr_assert_eq(p->version, 9, "its step still counts every step acknowledged");
 }
@@ -189,7 +191,7 @@ Test(ps_replog, a_checkpoint_that_holds_the_whole_log_is_loaded_on_promotion) {
   const int64_t ids[2] = {3, 8};
   const float sums[4] = {0.5f, -0.5f, 1.0f, 2.0f};
   tfx_inmsg m;
-  message(&m, PS_FLAG_STEP, 0, 3, ids, 2, sums, 4);
+  message(&m, TFX__REPLICATE_KIND__REPLICATE_STEPS, 0, 3, ids, 2, sums, 4);
   ps__log_hold(p, &m);
   tfx_inmsg_fini(&m);
   shard_file(3);
@@ -197,7 +199,7 @@ Test(ps_replog, a_checkpoint_that_holds_the_whole_log_is_loaded_on_promotion) {
   cr_assert_eq(p->n_log, 0);
   cr_assert(p->log_stale);
   ps__log_apply(p, 0); /* a promotion with an empty log still loads the checkpoint (here an empty file: fails) */
-  cr_assert(p->behind, "the checkpoint of step 3 was not loaded: the copy may not be promoted");
+  cr_assert_eq(p->state, PS_BEHIND, "the checkpoint of step 3 was not loaded: the copy may not be promoted");
   cr_assert_not(p->log_stale);
   cr_assert_eq(p->version, 3);
 }
@@ -216,7 +218,7 @@ Test(ps_replog, an_acknowledged_checkpoint_is_the_state_of_a_backup_sent_no_step
   ps__log_checkpoint(p, 50, 1);
   cr_assert_eq(p->version, 100, "an older checkpoint never takes the backup back");
   ps__log_apply(p, 0); /* a promotion: the shard file is empty here, so the load fails */
-  cr_assert(p->behind, "a checkpoint that cannot be loaded: the copy may not be promoted");
+  cr_assert_eq(p->state, PS_BEHIND, "a checkpoint that cannot be loaded: the copy may not be promoted");
   cr_assert_eq(p->version, 100);
 }
 

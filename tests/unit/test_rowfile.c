@@ -151,6 +151,44 @@ Test(rowfile, a_missing_link_or_a_corrupt_delta_is_named) {
   cr_assert_eq(tfx_rowfile_create_delta(path, 100, 100, 1, &w, &err), TFX_EINVAL, "a delta follows an older step");
 }
 
+/* A link whose file claims another step than its directory's (ckpt-100 holding a file of step 300, a delta of 200)
+ * would lead a chain at 200 back to itself: both readers refuse it, naming the link, instead of recursing until the
+ * stack overflows (fuzz_rowchain found it). */
+Test(rowfile, a_link_of_another_step_is_refused_not_followed_round) {
+  int64_t rows[] = {1};
+  write_link(200, 100, rows, 1, NULL, 0);
+  write_link(300, 200, rows, 1, NULL, 0);
+  char dir[1100], from[1200], to[1200], at100[1100];
+  link_dir(300, dir, sizeof dir);
+  tfx_ckpt_part_path(from, sizeof from, dir, 0, TFX_CKPT_ROWS);
+  link_dir(100, at100, sizeof at100);
+  cr_assert_eq(tfx_mkdirs(at100, NULL), TFX_OK);
+  tfx_ckpt_part_path(to, sizeof to, at100, 0, TFX_CKPT_ROWS);
+  cr_assert_eq(rename(from, to), 0);
+  link_dir(200, dir, sizeof dir);
+  state s = {0};
+  tfx_err err = {0};
+  cr_assert_eq(tfx_rowfile_read_chain(dir, 0, apply, &s, &err), TFX_ECORRUPT);
+  cr_assert(strstr(err.msg, "at step 300, where its child names step 100"), "%s", err.msg);
+  tfx_rowindex *x = NULL;
+  cr_assert_eq(tfx_rowindex_open(dir, 1, &x, &err), TFX_ECORRUPT);
+  cr_assert(strstr(err.msg, "at step 300, where its child names step 100"), "%s", err.msg);
+}
+
+/* A table of no rows is indexed (no rows, and nothing sorted from a NULL array). */
+Test(rowfile, a_table_of_no_rows_is_indexed) {
+  write_link(100, -1, NULL, 0, NULL, 0);
+  char dir[1100];
+  link_dir(100, dir, sizeof dir);
+  tfx_rowindex *x = NULL;
+  tfx_err err = {0};
+  cr_assert_eq(tfx_rowindex_open(dir, 1, &x, &err), TFX_OK, "%s", err.msg);
+  cr_assert_eq(tfx_rowindex_rows(x), 0);
+  float row[RF];
+  cr_assert_eq(tfx_rowindex_get(x, "emb/embeddings", 1, RF, row), 0);
+  tfx_rowindex_close(x);
+}
+
 Test(rowfile, a_full_file_records_no_deletion) {
   char path[128];
   snprintf(path, sizeof path, "%s/full.rows", tmp);

@@ -145,11 +145,13 @@ Test(wire, unpack_rejects_wrong_version) {
   tfx_err err;
   sample_init(&s, 0);
   s.env.version = TFX_PROTOCOL_VERSION + 1;
-  assert_proto_error(repack(&s.env, sample_parts, 2, &err), err, "protocol version 4");
+  assert_proto_error(repack(&s.env, sample_parts, 2, &err), err, "protocol version 5, this node speaks 4");
+  s.env.version = 3; /* replication rode on MSG_PUSH flag bits then: refused by name */
+  assert_proto_error(repack(&s.env, sample_parts, 2, &err), err, "protocol version 3, this node speaks 4");
   s.env.version = 2; /* async acknowledgements were not per worker then: refused by name */
-  assert_proto_error(repack(&s.env, sample_parts, 2, &err), err, "protocol version 2, this node speaks 3");
+  assert_proto_error(repack(&s.env, sample_parts, 2, &err), err, "protocol version 2, this node speaks 4");
   s.env.version = 1; /* rows were varints then: refused, not misread */
-  assert_proto_error(repack(&s.env, sample_parts, 2, &err), err, "protocol version 1, this node speaks 3");
+  assert_proto_error(repack(&s.env, sample_parts, 2, &err), err, "protocol version 1, this node speaks 4");
   s.env.version = 0;
   assert_proto_error(repack(&s.env, sample_parts, 2, &err), err, "protocol version 0");
 }
