@@ -21,8 +21,8 @@ run() {
   lp=$LP
   [ $# = 0 ] || kill_at "$WORK/$name.log" "$run" "$lp" step $((MAX * 2 / 5))@16:6-10 "$@" >"$WORK/$name.kill"
   wait_and_digest "$name" "$lp" "$run" 240
-  [ "$(metric "$run/metrics.jsonl" train step)" -ge $((MAX - 10)) ] ||
-    fail "$name: stopped at step $(metric "$run/metrics.jsonl" train step) of $MAX"
+  grep -q "^done: step $MAX," "$WORK/$name.log" ||
+    fail "$name: did not end at step $MAX: $(grep -a '^done:' "$WORK/$name.log") (last train record at $(metric "$run/metrics.jsonl" train step))"
 }
 run a
 run b worker:1 ps:1
