@@ -542,8 +542,15 @@ static int next_cells(tfx_columns_reader *c, char ***cells, tfx_err *err) {
 }
 
 int tfx_columns_open(const tfx_config *cfg, const char *path, tfx_columns_reader **out, tfx_err *err) {
+  FILE *f = NULL;
+  int rc = data__file_open(path, &f, err);
+  return rc ? rc : data__columns_open_file(cfg, f, path, out, err);
+}
+
+int data__columns_open_file(const tfx_config *cfg, FILE *f, const char *path, tfx_columns_reader **out, tfx_err *err) {
   tfx_columns_reader *c = calloc(1, sizeof *c);
   if (!c || !(c->path = strdup(path))) {
+    fclose(f);
     free(c);
     return tfx_err_set(err, TFX_ENOMEM, "%s: out of memory", path);
   }
@@ -552,7 +559,7 @@ int tfx_columns_open(const tfx_config *cfg, const char *path, tfx_columns_reader
   c->r = (reader){.path = c->path, .unit = csv ? "line" : "record", .label_name = cfg->label_column};
   if (csv) {
     c->lists = *cfg;
-    rc = tfx_csv_rows_open(path, &c->rows, err);
+    rc = data__csv_rows_open_file(f, path, &c->rows, err);
     c->r.names = rc ? NULL : tfx_csv_rows_header(c->rows, &ncols);
   } else {
     as_lists(cfg, &c->lists);
@@ -560,7 +567,7 @@ int tfx_columns_open(const tfx_config *cfg, const char *path, tfx_columns_reader
     c->r.names = c->keys.ptr;
     c->r.label_name = c->lists.label_key;
     ncols = c->keys.n;
-    rc = tfx_tfrecord_reader_open(path, &c->tr, err);
+    rc = data__tfrecord_open_file(f, path, &c->tr, err);
   }
   rc = rc ? rc : make_plan(&c->r, &c->lists, ncols, err);
   if (rc) {

@@ -415,18 +415,23 @@ int tfx_csv_open(const char *path, const char *label_column, int has_header, tfx
   if (!path || !label_column || !out) {
     return tfx_err_set(err, TFX_EINVAL, "csv open: NULL path, label column or out");
   }
+  FILE *f = NULL;
+  int rc = data__file_open(path, &f, err);
+  return rc ? rc : data__csv_open_file(f, path, label_column, has_header, out, err);
+}
+
+int data__csv_open_file(FILE *f, const char *path, const char *label_column, int has_header, tfx_csv_reader **out,
+                        tfx_err *err) {
   tfx_csv_reader *r = calloc(1, sizeof *r);
   char *name = strdup(path);
   if (!r || !name) {
+    fclose(f);
     free(r);
     free(name);
     return tfx_err_set(err, TFX_ENOMEM, "%s: out of memory", path);
   }
   r->c.path = name;
-  if (!(r->c.f = fopen(path, "r"))) {
-    tfx_csv_close(r);
-    return tfx_err_sys(err, errno == ENOENT ? TFX_ENOTFOUND : TFX_ESYS, "open %s", path);
-  }
+  r->c.f = f;
   int rc = start(&r->c, label_column, has_header, err);
   if (rc) {
     tfx_csv_close(r);
@@ -512,18 +517,24 @@ struct tfx_csv_rows {
 };
 
 int tfx_csv_rows_open(const char *path, tfx_csv_rows **out, tfx_err *err) {
+  FILE *f = NULL;
+  int rc = data__file_open(path, &f, err);
+  return rc ? rc : data__csv_rows_open_file(f, path, out, err);
+}
+
+int data__csv_rows_open_file(FILE *f, const char *path, tfx_csv_rows **out, tfx_err *err) {
   tfx_csv_rows *r = calloc(1, sizeof *r);
   char *name = strdup(path);
   if (!r || !name) {
+    fclose(f);
     free(r);
     free(name);
     return tfx_err_set(err, TFX_ENOMEM, "%s: out of memory", path);
   }
   r->c.path = name;
-  int eof = 0, rc = (r->c.f = fopen(path, "r"))
-                        ? TFX_OK
-                        : tfx_err_sys(err, errno == ENOENT ? TFX_ENOTFOUND : TFX_ESYS, "open %s", path);
-  if (!rc && !(rc = next_line(&r->c, &eof, err)) && eof) {
+  r->c.f = f;
+  int eof = 0, rc = next_line(&r->c, &eof, err);
+  if (!rc && eof) {
     rc = tfx_err_set(err, TFX_ECORRUPT, "%s: empty file (a header of column names is needed)", path);
   }
   if (!rc && !(rc = take_header(&r->c, err))) {

@@ -1,9 +1,19 @@
-/* In-memory datasets: the normalization every reader applies, and freeing one. */
+/* In-memory datasets: the normalization every reader applies, and freeing one; opening a reader's file. */
 #include "data/dataset.h"
 
+#include <errno.h>
 #include <stdlib.h>
 
 #include "data/data_impl.h"
+
+int data__file_open(const char *path, FILE **out, tfx_err *err) {
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    return tfx_err_sys(err, errno == ENOENT ? TFX_ENOTFOUND : TFX_ESYS, "open %s", path);
+  }
+  *out = f;
+  return TFX_OK;
+}
 
 int data__dataset_take(size_t n, size_t dim, float **x, int32_t **y, const char *path, tfx_dataset **out,
                        tfx_err *err) {

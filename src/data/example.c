@@ -484,9 +484,17 @@ int tfx_example_open(const char *path, const char *feature_key, const char *labe
   if (!path || !feature_key || !label_key || !out) {
     return tfx_err_set(err, TFX_EINVAL, "example open: NULL path, feature key, label key or out");
   }
+  FILE *f = NULL;
+  int rc = data__file_open(path, &f, err);
+  return rc ? rc : data__example_open_file(f, path, feature_key, label_key, scale, out, err);
+}
+
+int data__example_open_file(FILE *f, const char *path, const char *feature_key, const char *label_key, double scale,
+                            tfx_example_reader **out, tfx_err *err) {
   tfx_example_reader *er = calloc(1, sizeof *er);
   char *name = strdup(path), *fk = strdup(feature_key), *lk = strdup(label_key);
   if (!er || !name || !fk || !lk) {
+    fclose(f);
     free(er);
     free(name);
     free(fk);
@@ -494,7 +502,7 @@ int tfx_example_open(const char *path, const char *feature_key, const char *labe
     return tfx_err_set(err, TFX_ENOMEM, "%s: out of memory", path);
   }
   er->l = (loader){.path = name, .feature_key = fk, .label_key = lk, .scale = scale};
-  int rc = tfx_tfrecord_reader_open(path, &er->r, err);
+  int rc = data__tfrecord_open_file(f, path, &er->r, err);
   if (rc) {
     tfx_example_close(er);
     return rc;

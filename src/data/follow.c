@@ -1,12 +1,14 @@
 /* data.train.follow: the files of a followed directory, taken in name order as they land. A file being written is
  * invisible until it is renamed into place: names starting with '.' are never read, nor anything but regular
- * files (a symbolic link is not followed: it could lead out of the directory). A file whose name sorts before the
- * last one taken (it landed late) is never read, and named in a warning. A directory removed and made again is
- * waited for. */
+ * files (a symbolic link is not followed: it could lead out of the directory). A file taken is opened once, without
+ * following a link and without blocking, and read from that descriptor: what was checked is what is read. A file
+ * whose name sorts before the last one taken (it landed late) is never read, and named in a warning; so is a file
+ * found shorter at its end than when it was taken. A directory removed and made again is waited for. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -21,48 +23,154 @@ static int regular(DIR *d, const char *name) {
   return fstatat(dirfd(d), name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode);
 }
 
-int data__follow_next(const char *dir, const char *after, char *name, size_t len, int *found, uint64_t *older,
-                      tfx_err *err) {
+/* The index in the sorted names[0..n) where name is, or would go; *at_it says whether it is there. */
+static size_t find(char *const *names, size_t n, const char *name, int *at_it) {
+  size_t lo = 0, hi = n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    int c = strcmp(names[mid], name);
+    if (c == 0) {
+      *at_it = 1;
+      return mid;
+    }
+    if (c < 0) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  *at_it = 0;
+  return lo;
+}
+
+/* Puts a copy of name into the sorted list names[0..*n) at index at. */
+static int insert(char ***names, size_t *n, size_t at, const char *name, tfx_err *err) {
+  char **grown = realloc(*names, (*n + 1) * sizeof *grown), *copy = strdup(name);
+  if (grown) {
+    *names = grown;
+  }
+  if (!grown || !copy) {
+    free(copy);
+    return tfx_err_set(err, TFX_ENOMEM, "out of memory following a directory (%zu names)", *n);
+  }
+  memmove(grown + at + 1, grown + at, (*n - at) * sizeof *grown);
+  grown[at] = copy;
+  ++*n;
+  return TFX_OK;
+}
+
+const char *data__follow_last(const data__follow_names *names) {
+  return names->n_taken ? names->taken[names->n_taken - 1] : "";
+}
+
+int data__follow_take(data__follow_names *names, const char *name, tfx_err *err) {
+  return insert(&names->taken, &names->n_taken, names->n_taken, name, err);
+}
+
+void data__follow_names_fini(data__follow_names *names) {
+  for (size_t i = 0; i < names->n_taken; i++) {
+    free(names->taken[i]);
+  }
+  for (size_t i = 0; i < names->n_late; i++) {
+    free(names->late[i]);
+  }
+  free(names->taken);
+  free(names->late);
+  *names = (data__follow_names){0};
+}
+
+/* Names file n of dir, sorting at or before the last one taken, in a DATA-FOLLOW-LATE warning when it is a regular
+ * file neither taken nor named before (it landed late: it is never read); remembers it as named. */
+static int name_late(DIR *d, const char *dir, const struct dirent *e, data__follow_names *names, tfx_err *err) {
+  int taken = 0, named = 0;
+  find(names->taken, names->n_taken, e->d_name, &taken);
+  size_t at = taken ? 0 : find(names->late, names->n_late, e->d_name, &named);
+  if (taken || named || !(e->d_type == DT_REG || (e->d_type == DT_UNKNOWN && regular(d, e->d_name)))) {
+    return TFX_OK;
+  }
+  int rc = insert(&names->late, &names->n_late, at, e->d_name, err);
+  if (!rc) {
+    char shown[512], last[512];
+    tfx_log_escape(e->d_name, strlen(e->d_name), shown, sizeof shown); /* a name may hold a newline */
+    tfx_log_escape(data__follow_last(names), strlen(data__follow_last(names)), last, sizeof last);
+    tfx_log(TFX_LOG_WARN, "DATA-FOLLOW-LATE",
+            "%s/%s landed after '%s' was taken and sorts before it: it is never read (give files growing names)", dir,
+            shown, last);
+  }
+  return rc;
+}
+
+int data__follow_next(const char *dir, data__follow_names *names, char *name, size_t len, int *found, tfx_err *err) {
   DIR *d = opendir(dir);
   if (!d) {
     return tfx_err_sys(err, TFX_ENOTFOUND, "data.train.follow: open directory %s", dir);
   }
+  const char *after = data__follow_last(names);
+  int rc = TFX_OK;
   *found = 0;
-  *older = 0;
-  for (struct dirent *e; (e = readdir(d));) {
+  for (struct dirent *e; !rc && (e = readdir(d));) {
     const char *n = e->d_name;
     if (n[0] == '.' || strlen(n) >= len) {
       continue;
     }
-    if (strcmp(n, after) <= 0) { /* taken, or landed late: counted by its type alone (no stat a file a scan) */
-      *older += after[0] && (e->d_type == DT_REG || e->d_type == DT_UNKNOWN);
-      continue;
-    }
-    if ((!*found || strcmp(n, name) < 0) && regular(d, n)) {
+    if (strcmp(n, after) <= 0) { /* taken, or landed late */
+      rc = name_late(d, dir, e, names, err);
+    } else if ((!*found || strcmp(n, name) < 0) && regular(d, n)) {
       snprintf(name, len, "%s", n);
       *found = 1;
     }
   }
   closedir(d);
-  return TFX_OK;
+  return rc;
 }
 
-int data__follow_check(const char *path, tfx_err *err) {
+/* A file of a followed directory that cannot be read as a regular file, named (escaped) in err. */
+static int refuse(int fd, const char *name, int code, const char *why, tfx_err *err) {
+  int saved = errno;
+  if (fd >= 0) {
+    close(fd);
+  }
+  errno = saved;
+  return code == TFX_EINVAL ? tfx_err_set(err, code, "%s: %s", name, why) : tfx_err_sys(err, code, "%s: %s", name, why);
+}
+
+int data__follow_open(const char *path, FILE **out, int64_t *size, tfx_err *err) {
   char name[512];
   tfx_log_escape(path, strlen(path), name, sizeof name);
   int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC); /* a FIFO does not block it */
   if (fd < 0) {
-    return errno == ELOOP ? tfx_err_set(err, TFX_EINVAL, "%s: a symbolic link, not followed", name)
-                          : tfx_err_sys(err, TFX_ENOTFOUND, "%s: cannot be opened", name);
+    return errno == ELOOP ? refuse(fd, name, TFX_EINVAL, "a symbolic link, not followed", err)
+                          : refuse(fd, name, TFX_ENOTFOUND, "cannot be opened", err);
   }
   struct stat st;
-  int rc = fstat(fd, &st)         ? tfx_err_sys(err, TFX_ENOTFOUND, "%s: cannot be read", name)
-           : !S_ISREG(st.st_mode) ? tfx_err_set(err, TFX_EINVAL, "%s: not a regular file", name)
-                                  : TFX_OK;
-  close(fd);
-  return rc;
+  if (fstat(fd, &st) != 0) {
+    return refuse(fd, name, TFX_ENOTFOUND, "cannot be read", err);
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return refuse(fd, name, TFX_EINVAL, "not a regular file", err);
+  }
+  int flags = fcntl(fd, F_GETFL); /* a regular file's reads never block: the flag goes, as no reader expects it */
+  FILE *f = flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0 ? NULL : fdopen(fd, "rb");
+  if (!f) {
+    return refuse(fd, name, TFX_ESYS, "cannot be read", err);
+  }
+  *out = f;
+  *size = (int64_t)st.st_size;
+  return TFX_OK;
 }
 
+void data__follow_end(FILE *f, const char *path, int64_t size) {
+  struct stat st;
+  if (fstat(fileno(f), &st) == 0 && (int64_t)st.st_size < size) {
+    char name[512];
+    tfx_log_escape(path, strlen(path), name, sizeof name);
+    tfx_log(TFX_LOG_WARN, "DATA-FOLLOW-TRUNCATED",
+            "%s was cut from %lld to %lld bytes while it was read: the rows past its new end were not read, and "
+            "every position counted after it (the rows of the files that follow, split by record among the workers, "
+            "and where a restart resumes) is shifted (a file is to be whole when renamed into place, and stay so)",
+            name, (long long)size, (long long)st.st_size);
+  }
+}
 /* The directory's state as the reader thread last saw it, named once in the log as it changes. */
 typedef enum follow_dir { FOLLOW_DIR_THERE, FOLLOW_DIR_GONE } follow_dir;
 
@@ -79,36 +187,19 @@ static void follow_dir_set(follow_dir *state, follow_dir next, const char *dir, 
   *state = next;
 }
 
-/* Names files that landed late (sorting before the last one taken, more of them than were taken), once for each
- * count of them: they are never read. */
-static void name_late(const char *dir, const char *after, uint64_t older, uint64_t taken, uint64_t *late_named) {
-  if (older > taken && older > *late_named) {
-    char shown[512];
-    tfx_log_escape(after, strlen(after), shown, sizeof shown);
-    tfx_log(TFX_LOG_WARN, "DATA-FOLLOW-LATE",
-            "%llu file(s) of %s sort before '%s', the last taken, but %llu were taken: a file that lands with a name "
-            "sorting before one already read is never read (give files growing names)",
-            (unsigned long long)(older - taken), dir, shown, (unsigned long long)taken);
-    *late_named = older;
-  }
-}
-
-int data__follow_wait(const char *dir, const char *after, uint64_t taken, uint64_t *late_named, char *name, size_t len,
-                      data__prefetch *p, tfx_err *err) {
+int data__follow_wait(const char *dir, data__follow_names *names, char *name, size_t len, data__prefetch *p,
+                      tfx_err *err) {
   follow_dir state = FOLLOW_DIR_THERE;
   char shown[512];
-  tfx_log_escape(after, strlen(after), shown, sizeof shown);
+  tfx_log_escape(data__follow_last(names), strlen(data__follow_last(names)), shown, sizeof shown);
   for (int64_t waited = 0;; waited++) {
-    uint64_t ticket = data__prefetch_ticket(p), older = 0;
+    uint64_t ticket = data__prefetch_ticket(p);
     tfx_err why = {0};
-    int found = 0, rc = data__follow_next(dir, after, name, len, &found, &older, &why);
+    int found = 0, rc = data__follow_next(dir, names, name, len, &found, &why);
     if (rc && rc != TFX_ENOTFOUND) {
       return tfx_err_set(err, rc, "%s", why.msg);
     }
     follow_dir_set(&state, rc ? FOLLOW_DIR_GONE : FOLLOW_DIR_THERE, dir, why.msg);
-    if (!rc) {
-      name_late(dir, after, older, taken, late_named);
-    }
     if (found) {
       return TFX_OK;
     }

@@ -9,6 +9,7 @@
 
 #include "common/labelset.h"
 #include "common/log.h"
+#include "data/data_impl.h"
 
 /* Indices above this are rejected: LibSVM itself stores them as int. */
 #define MAX_INDEX 2147483647UL
@@ -321,19 +322,27 @@ int tfx_libsvm_open(const char *path, size_t dim, tfx_libsvm_reader **out, tfx_e
   if (dim > MAX_INDEX) {
     return tfx_err_set(err, TFX_EINVAL, "%s: dim %zu is too large", path, dim);
   }
+  FILE *f = NULL;
+  int rc = data__file_open(path, &f, err);
+  return rc ? rc : data__libsvm_open_file(f, path, dim, out, err);
+}
+
+int data__libsvm_open_file(FILE *f, const char *path, size_t dim, tfx_libsvm_reader **out, tfx_err *err) {
+  if (dim > MAX_INDEX) {
+    fclose(f);
+    return tfx_err_set(err, TFX_EINVAL, "%s: dim %zu is too large", path, dim);
+  }
   tfx_libsvm_reader *r = calloc(1, sizeof *r);
   char *name = strdup(path);
   if (!r || !name) {
+    fclose(f);
     free(r);
     free(name);
     return tfx_err_set(err, TFX_ENOMEM, "%s: out of memory", path);
   }
   r->s.path = name;
   r->s.dim = dim;
-  if (!(r->s.f = fopen(path, "r"))) {
-    tfx_libsvm_close(r);
-    return tfx_err_sys(err, errno == ENOENT ? TFX_ENOTFOUND : TFX_ESYS, "open %s", path);
-  }
+  r->s.f = f;
   *out = r;
   return TFX_OK;
 }

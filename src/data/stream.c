@@ -47,9 +47,9 @@ struct tfx_stream {
   size_t pos;               /* the next index of cur.perm to serve */
   data__prefetch *pf;       /* a followed stream's reader thread, from the first take; NULL before and otherwise */
   char follow[TFX_PATH_MAX]; /* data.train.follow: the directory, or "" */
-  char last[256];            /* the name of the last file of the directory taken (any worker's turn) */
-  uint64_t landed;           /* files of the directory taken so far (sharding by file: whose turn) */
-  uint64_t late_named;       /* files sorting before the last taken when they were last named (landed late) */
+  data__follow_names names;  /* the directory's files taken (any worker's turn: sharding by file, whose turn) */
+  FILE *held;                /* the open followed file (its reader's: borrowed while s->reader is open), or NULL */
+  int64_t held_size;         /* its size when it was taken */
   tfx_idle_fn idle;          /* called while waiting for a file */
   void *idle_ctx;
   int skip_bad;              /* data.on_error skip */
@@ -173,6 +173,7 @@ static int list_files(tfx_stream *s, const tfx_config *cfg, tfx_err *err) {
 }
 
 static void close_reader(tfx_stream *s) {
+  s->held = NULL;
   if (!s->reader) {
     return;
   }
@@ -197,22 +198,35 @@ static void close_reader(tfx_stream *s) {
   s->reader = NULL;
 }
 
+/* The reader of file f (path), which it takes. */
+static int open_file(tfx_stream *s, FILE *f, const char *path, tfx_err *err) {
+  if (s->columns) {
+    return data__columns_open_file(s->columns, f, path, (tfx_columns_reader **)&s->reader, err);
+  }
+  switch (s->format) {
+    case TFX_FORMAT_CSV:
+      return data__csv_open_file(f, path, s->label_column, s->header, (tfx_csv_reader **)&s->reader, err);
+    case TFX_FORMAT_LIBSVM:
+      return data__libsvm_open_file(f, path, s->dim, (tfx_libsvm_reader **)&s->reader, err);
+    default:
+      return data__example_open_file(f, path, s->feature_key, s->label_key, 1.0, (tfx_example_reader **)&s->reader,
+                                     err);
+  }
+}
+
+/* Opens the reader of this shard's file `file`: a followed one through data__follow_open (one open, checked, read
+ * from; held for its end's check), IDX as its image and label pair, the others by path. */
 static int open_reader(tfx_stream *s, size_t file, tfx_err *err) {
   const char *path = s->images.paths[file];
   s->file_record = 0;
-  if (s->columns) {
-    return tfx_columns_open(s->columns, path, (tfx_columns_reader **)&s->reader, err);
+  if (s->format == TFX_FORMAT_IDX && !s->columns) {
+    return tfx_idx_open(path, s->labels.paths[file], s->scale, s->dim, (tfx_idx_reader **)&s->reader, err);
   }
-  switch (s->format) {
-    case TFX_FORMAT_IDX:
-      return tfx_idx_open(path, s->labels.paths[file], s->scale, s->dim, (tfx_idx_reader **)&s->reader, err);
-    case TFX_FORMAT_CSV:
-      return tfx_csv_open(path, s->label_column, s->header, (tfx_csv_reader **)&s->reader, err);
-    case TFX_FORMAT_LIBSVM:
-      return tfx_libsvm_open(path, s->dim, (tfx_libsvm_reader **)&s->reader, err);
-    default:
-      return tfx_example_open(path, s->feature_key, s->label_key, 1.0, (tfx_example_reader **)&s->reader, err);
-  }
+  FILE *f = NULL;
+  int rc = s->follow[0] ? data__follow_open(path, &f, &s->held_size, err) : data__file_open(path, &f, err);
+  rc = rc ? rc : open_file(s, f, path, err);
+  s->held = !rc && s->follow[0] ? f : NULL;
+  return rc;
 }
 
 static int read_chunk(tfx_stream *s, tfx_dataset **out, tfx_err *err) {
@@ -256,13 +270,11 @@ static void shuffle_files(tfx_stream *s) {
 static int follow_file(tfx_stream *s, tfx_err *err) {
   char name[256], path[TFX_PATH_MAX + 260];
   for (int mine = 0; !mine;) {
-    int rc = data__follow_wait(s->follow, s->last, s->landed, &s->late_named, name, sizeof name, s->pf, err);
-    if (rc) {
+    int rc = data__follow_wait(s->follow, &s->names, name, sizeof name, s->pf, err);
+    if (rc || (rc = data__follow_take(&s->names, name, err))) {
       return rc;
     }
-    snprintf(s->last, sizeof s->last, "%s", name);
-    mine = !s->by_file || s->landed % (uint64_t)s->count == (uint64_t)s->index;
-    s->landed++;
+    mine = !s->by_file || (s->names.n_taken - 1) % (uint64_t)s->count == (uint64_t)s->index;
   }
   snprintf(path, sizeof path, "%s/%s", s->follow, name);
   size_t *order = realloc(s->order, (s->images.n + 1) * sizeof *order);
@@ -279,8 +291,7 @@ static int follow_file(tfx_stream *s, tfx_err *err) {
   char shown[TFX_PATH_MAX + 260];
   tfx_log_escape(path, strlen(path), shown, sizeof shown); /* a name may hold a newline */
   tfx_log(TFX_LOG_INFO, "DATA-FOLLOW", "reading %s", shown);
-  rc = data__follow_check(path, err); /* a link, a FIFO or an unreadable file: a bad file, skipped whole */
-  return rc ? rc : open_reader(s, s->images.n - 1, err);
+  return open_reader(s, s->images.n - 1, err); /* a link, a FIFO or an unreadable file: a bad file, skipped whole */
 }
 
 /* Moves to the next file (or the next epoch after the last one) and opens it. */
@@ -497,6 +508,9 @@ static int produce(void *ctx, data__window *w, tfx_err *err) {
       return rc;
     }
     if (!d) {
+      if (s->held) {
+        data__follow_end(s->held, s->images.paths[s->order[s->next_file - 1]], s->held_size);
+      }
       close_reader(s);
       continue;
     }
@@ -669,5 +683,6 @@ void tfx_stream_close(tfx_stream *s) {
   data__window_free(&s->cur);
   free(s->order);
   free(s->columns);
+  data__follow_names_fini(&s->names);
   free(s);
 }

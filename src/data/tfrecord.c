@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "common/fs.h"
+#include "data/data_impl.h"
 
 /* Header: u64 length and its u32 masked CRC; footer: the data's u32 masked CRC. */
 #define HEADER_BYTES 12
@@ -107,10 +108,12 @@ int tfx_tfrecord_reader_open(const char *path, tfx_tfrecord_reader **out, tfx_er
   if (!path || !out) {
     return tfx_err_set(err, TFX_EINVAL, "tfrecord reader: NULL path or out");
   }
-  FILE *f = fopen(path, "rb");
-  if (!f) {
-    return tfx_err_sys(err, errno == ENOENT ? TFX_ENOTFOUND : TFX_ESYS, "open %s", path);
-  }
+  FILE *f = NULL;
+  int rc = data__file_open(path, &f, err);
+  return rc ? rc : data__tfrecord_open_file(f, path, out, err);
+}
+
+int data__tfrecord_open_file(FILE *f, const char *path, tfx_tfrecord_reader **out, tfx_err *err) {
   tfx_tfrecord_reader *r = calloc(1, sizeof *r);
   if (!r || !(r->path = strdup(path))) {
     fclose(f);

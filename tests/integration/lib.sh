@@ -260,13 +260,16 @@ newest_ckpt() { local m; m=$(compgen -G "$1/checkpoints/ckpt-*/manifest.json" | 
 # training state when their digests are equal. Fails the test when the checkpoint cannot be read.
 ckpt_digest() { python3 "$PYLIB/ckpt_digest.py" "$@" || fail "ckpt_digest $1 failed"; }
 
-# wait_and_digest NAME LP RUN: waits for the cluster LP (start_local NAME), exports RUN's model to WORK/NAME.export
-# and writes its digest to WORK/NAME.digest, then the digest of RUN's newest checkpoint (the exported one), whose
-# optimizer slots the export leaves out; fails naming NAME when the run fails, the export fails, or it holds no
-# tensor (so two runs compared by their digests are bit-identical, slots included, never two empty files).
+# wait_and_digest NAME LP RUN [SECONDS]: waits for the cluster LP (start_local NAME; with SECONDS, that long at most:
+# a hang fails naming it), exports RUN's model to WORK/NAME.export and writes its digest to WORK/NAME.digest, then
+# the digest of RUN's newest checkpoint (the exported one), whose optimizer slots the export leaves out; fails naming
+# NAME when the run fails, the export fails, or it holds no tensor (so two runs compared by their digests are
+# bit-identical, slots included, never two empty files).
 wait_and_digest() {
-  local name=$1 lp=$2 run=$3 ckpt
-  wait "$lp" || fail "$name: local exited $?: $(tail -2 "$WORK/$name.log")"
+  local name=$1 lp=$2 run=$3 ckpt rc=0
+  if [ -n "${4:-}" ]; then wait_exit "$4" "$lp" || rc=$?; else wait "$lp" || rc=$?; fi
+  [ "$rc" != 124 ] || fail "$name: the run still went on $4 s later, at step $(metric "$run/metrics.jsonl" train step): $(grep -h 'NODE-FAIL' "$run"/logs/*.log | cut -c1-200 | head -2)"
+  [ "$rc" = 0 ] || fail "$name: local exited $rc: $(tail -2 "$WORK/$name.log")"
   "$TFX_NODE" export --run-dir "$run" --out "$WORK/$name.export" >"$WORK/$name.export.log" 2>&1 ||
     fail "$name: export failed: $(tail -2 "$WORK/$name.export.log")"
   digest "$WORK/$name.export" >"$WORK/$name.digest"
@@ -285,3 +288,16 @@ rolled_back() { grep -hiE 'ROLLBACK|rolling every ps back|MASTER-PS-LOST|MASTER-
 ledger_balanced() { python3 "$SRC/tests/integration/lib/ledger_balanced.py" "$@"; }
 # pushes_made RUN: the pushes RUN's workers made (their local steps, from WORKER-DONE), summed.
 pushes_made() { cat "$1"/logs/worker-*.log | sed -n 's/.*WORKER-DONE.* after \([0-9]*\) local steps.*/\1/p' | awk '{s+=$1} END {print s+0}'; }
+
+# kill_at LOG RUN LP PHASE [-- PHASE ...]: kill -9 of processes of the `local` cluster whose output is LOG
+# (supervisor pid LP, run directory RUN), phase after phase: `step STEP[@MOD:LO-HI] VICTIM...` once RUN/metrics.jsonl
+# has a train step >= STEP (and in LO..HI modulo MOD: training.report_every 1), `respawn ROLE:K DELAY_MS VICTIM...` DELAY_MS after `local` spawned ROLE K again (killed in an earlier
+# phase: LOCAL-RESPAWN). A VICTIM is ps:K or worker:K; a phase's victims die at once, the workers held (SIGSTOP) from
+# the moment it is due until they are dead (lib/kill_at.py). Prints a line a phase (the caller may keep it in a
+# file: a failure goes to stderr); fails the test when the run ended first.
+kill_at() {
+  python3 "$PYLIB/kill_at.py" "$@" || fail "the run ended (or 120 s passed) before a kill was due: kill_at ${*:4}" >&2
+}
+# rewind_gap RUN: the seconds from the chief's last roll-back (MASTER-RESUME) to the slowest worker's WORKER-REWIND
+# after it, and each worker's (lib/rewind_gap.py); returns 1 naming what is missing.
+rewind_gap() { python3 "$PYLIB/rewind_gap.py" "$1"; }

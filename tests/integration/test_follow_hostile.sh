@@ -1,7 +1,7 @@
 #!/bin/bash
 # A followed directory others can write into (data.on_error skip): a symbolic link to a file outside it is never
 # read (none of that file's lines reaches a log); a file whose name holds a newline is read, its name escaped in
-# every log line (no line is forged); a file landing late is named (DATA-FOLLOW-LATE); `rm -rf DIR; mkdir DIR` is
+# every log line (no line is forged); a file landing late is named by its name (DATA-FOLLOW-LATE); `rm -rf DIR; mkdir DIR` is
 # waited for (DATA-FOLLOW-GONE), not a stop: the files landing in the new directory are trained on and Ctrl-C then
 # stops the run with exit 0.
 . "$(dirname "$0")/lib.sh"
@@ -27,7 +27,7 @@ wait_for 240 near "$landed" || fail "examples_seen $(seen), rows landed $landed"
 grep -q 'part-3\\x0aFORGED-LINE' "$WORK"/run/logs/worker-*.log || fail "the newline of the name was not escaped"
 # A file landing late (sorting before the last one taken) is never read, and said so.
 cp "$WORK/parts/part-1.libsvm" "$WORK/in/.l.tmp" && mv "$WORK/in/.l.tmp" "$WORK/in/part-0a.libsvm"
-wait_for 60 grep -q "DATA-FOLLOW-LATE 1 file(s) of .* sort before 'part-3" "$WORK"/run/logs/worker-0.log ||
+wait_for 60 grep -q "DATA-FOLLOW-LATE .*/in/part-0a.libsvm landed after 'part-3" "$WORK"/run/logs/worker-0.log ||
   fail "no DATA-FOLLOW-LATE for a file that landed late: $(grep -h DATA-FOLLOW "$WORK"/run/logs/worker-0.log | tail -3)"
 rm -rf "$WORK/in"
 wait_for 60 grep -q DATA-FOLLOW-GONE "$WORK"/run/logs/worker-0.log ||
