@@ -87,6 +87,7 @@ typedef struct tfx_layer_spec {
   char combiner[12]; /* embedding_bag: sum | mean | sqrtn | sequence (TensorFlow's embedding_lookup_sparse combiners) */
   int use_bias;      /* embedding_bag: adds a bias of units values (default true: the wide/linear model) */
   int rank;          /* cross: the rank r of its kernel V [d, r] U [r, d] (0: a full [d, d] kernel) */
+  char table[64];    /* embedding_bag: an earlier embedding_bag whose table it reads (one id space); empty: its own */
   /* embedding_bag's lazy table on each ps (docs/experiment.md, "Training that never ends"): */
   int64_t max_rows;         /* a hard cap of rows per ps, least recently touched evicted first (0: none) */
   int64_t ttl_steps;        /* rows untouched for this many steps are evicted (0: never) */

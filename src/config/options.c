@@ -243,6 +243,8 @@ const config__option config__layer_options[] = {
      "embedding_bag: sum | mean | sqrtn | sequence (a row per position of a max_len column)"},
     {"use_bias", OPT_BOOL, L(use_bias), 0, 1, "true", "embedding_bag: add a bias of units values"},
     {"rank", OPT_INT, L(rank), 0, 1 << 16, "0", "cross: the rank of its kernel V U (0: full)"},
+    {"table", OPT_STR, L(table), 0, 0, "",
+     "embedding_bag: an earlier embedding_bag whose table it shares (same rows and units; empty: its own table)"},
     {"max_rows", OPT_I64, L(max_rows), 0, 1099511627776.0 /* 2^40: the most ids a table has */, "0",
      "embedding_bag: hard cap of rows per ps, the least recently touched evicted first (0: none)"},
     {"ttl_steps", OPT_I64, L(ttl_steps), 0, BIG, "0", "embedding_bag: evict rows untouched for N steps (0: never)"},

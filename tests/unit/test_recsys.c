@@ -256,6 +256,81 @@ Test(recsys, target_attention_pools_by_softmax_and_an_empty_history_gives_zeros)
   teardown(&c);
 }
 
+static void expect_error(const char *json, int code, const char *fragment);
+
+/* din_json with the target item's bag reading the history's table (one id space). */
+static const char *shared_json =
+    "{\"features\": [{\"key\": \"hist\", \"type\": \"identity\", \"num_buckets\": 10, \"separator\": \"|\","
+    " \"max_len\": 4}, {\"key\": \"item\", \"type\": \"identity\", \"num_buckets\": 10}],"
+    " \"layers\": [{\"type\": \"embedding_bag\", \"name\": \"seq\", \"inputs\": \"hist\", \"units\": 3,"
+    " \"combiner\": \"sequence\"},"
+    " {\"type\": \"embedding_bag\", \"name\": \"tgt\", \"inputs\": \"item\", \"units\": 3, \"use_bias\": false,"
+    " \"table\": \"seq\"},"
+    " {\"type\": \"target_attention\", \"name\": \"att\", \"inputs\": \"seq,tgt\"},"
+    " {\"type\": \"concat\", \"inputs\": \"att,tgt\"}, {\"type\": \"dense\", \"units\": 2}]}";
+
+Test(recsys, a_shared_table_is_one_variable_and_sums_both_columns_gradients) {
+  ctx c;
+  setup(&c, shared_json, 1);
+  cr_assert_null(tfx_model_find_var(c.m, "tgt/embeddings"), "the target bag declares no table of its own");
+  check_grads(&c); /* finite differences on the one table see both columns' uses of a row */
+  tfx_var *t = tfx_model_find_var(c.m, "seq/embeddings");
+  loss_at(&c, 1);
+  /* rows read: hist 1, 5 | - | 2, 3, 1, 7 (8, 9 past max_len) and items 5, 2, 3, each once, ascending */
+  const int64_t want[] = {1, 2, 3, 5, 7};
+  cr_assert_eq(t->n_rows, 5, "rows %zu", t->n_rows);
+  for (size_t r = 0; r < 5; r++) {
+    cr_assert_eq(t->rows[r], want[r], "row %zu is %lld", r, (long long)t->rows[r]);
+  }
+  teardown(&c);
+}
+
+Test(recsys, a_shared_table_read_from_the_batchs_rows_gives_the_tables_outputs) {
+  ctx c;
+  setup(&c, shared_json, 1);
+  size_t n = tfx_model_output_size(c.m) * BATCH;
+  cr_assert_eq(tfx_model_set_csr(c.m, fields, 2, NULL), TFX_OK);
+  float *direct = malloc(sizeof(float) * n);
+  memcpy(direct, tfx_model_forward(c.m, c.x, BATCH, 0, 0), sizeof(float) * n);
+  tfx_model_set_rows(c.m, TFX_ROWS_BATCH);
+  cr_assert_eq(tfx_model_set_csr(c.m, fields, 2, NULL), TFX_OK);
+  tfx_var *t = tfx_model_find_var(c.m, "seq/embeddings");
+  const int64_t want[] = {1, 2, 3, 5, 7, 8, 9}; /* every valid id of both columns, once */
+  cr_assert_eq(t->n_batch, 7, "batch rows %zu", t->n_batch);
+  for (size_t r = 0; r < 7; r++) {
+    cr_assert_eq(t->batch_ids[r], want[r], "batch row %zu is %lld", r, (long long)t->batch_ids[r]);
+  }
+  tfx_model_gather_rows(c.m);
+  const float *y = tfx_model_forward(c.m, c.x, BATCH, 0, 0);
+  for (size_t j = 0; j < n; j++) {
+    cr_assert_eq(y[j], direct[j], "output %zu: %g from the batch's rows, %g from the table", j, y[j], direct[j]);
+  }
+  free(direct);
+  teardown(&c);
+}
+
+Test(recsys, a_shared_table_whose_columns_disagree_is_a_named_error) {
+  static const char *head =
+      "{\"features\": [{\"key\": \"hist\", \"type\": \"hash\", \"hash_bucket_size\": 16, \"separator\": \"|\","
+      " \"max_len\": 4}, {\"key\": \"item\", \"type\": \"hash\", \"hash_bucket_size\": %d}],"
+      " \"layers\": [{\"type\": \"embedding_bag\", \"name\": \"seq\", \"inputs\": \"hist\", \"units\": 3,"
+      " \"combiner\": \"sequence\"}, {\"type\": \"%s\", \"name\": \"tgt\", \"inputs\": \"%s\", \"units\": %d,"
+      " \"table\": \"%s\"}]}";
+  char json[2048];
+  snprintf(json, sizeof json, head, 16, "embedding_bag", "item", 2, "seq");
+  expect_error(json, TFX_ECONFIG,
+               "layer tgt: shares the table of seq (16 rows x 3 units), its own column and units "
+               "give 16 rows x 2 units");
+  snprintf(json, sizeof json, head, 32, "embedding_bag", "item", 3, "seq");
+  expect_error(json, TFX_ECONFIG,
+               "layer tgt: shares the table of seq (16 rows x 3 units), its own column and units "
+               "give 32 rows x 3 units");
+  snprintf(json, sizeof json, head, 16, "embedding_bag", "item", 3, "nothing");
+  expect_error(json, TFX_ECONFIG, "layer tgt: table 'nothing' is not an earlier embedding_bag");
+  snprintf(json, sizeof json, head, 16, "dense", "seq", 3, "seq");
+  expect_error(json, TFX_ECONFIG, "layer tgt: only embedding_bag takes a table");
+}
+
 static void expect_error(const char *json, int code, const char *fragment) {
   tfx_model *m = NULL;
   tfx_err err = {0};
