@@ -343,6 +343,14 @@ static int build_layer(tfx_model *m, int i, const tfx_layer_spec *s, const tfx_c
   if (rc) {
     return rc;
   }
+  for (int k = 0; l->kind != L_EMBAG && cfg->n_features > 0 && k < l->n_in; k++) {
+    if (l->in[k] < 0 && tfx_config_numeric_features(cfg) == 0) { /* the input's one placeholder value reads as 0 */
+      return tfx_err_set(err, TFX_ESHAPE,
+                         "layer %s: reads a zero-width input 'input' (model.features has no numeric "
+                         "column)",
+                         l->name);
+    }
+  }
   if (l->kind != L_EMBAG && (int64_t)l->ih * l->iw * l->ic > TFX_MAX_LAYER_VALUES) {
     return tfx_err_set(err, TFX_ESHAPE, "layer %s: input of %lld values per example (at most %d)", l->name,
                        (long long)l->ih * l->iw * l->ic, TFX_MAX_LAYER_VALUES);

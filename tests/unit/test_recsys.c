@@ -1,7 +1,8 @@
 /* The recommendation layers (src/nn/cross.c, dot.c, attention.c, and the embedding bag's sequence combiner):
  * finite-difference gradient checks of every variable, the values they compute against a direct recomputation,
- * masking of short and empty histories and of ids past max_len, and the errors that name the layer and the
- * shapes. */
+ * masking of short and empty histories and of ids past max_len, a table shared by two columns (one variable, the
+ * union of their rows, read from the table or from the batch's rows alike), and the errors that name the layer and
+ * the shapes (a shared table whose columns disagree, a layer reading a zero-width dense input). */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -373,6 +374,16 @@ Test(recsys, errors_name_the_layer_and_the_shapes) {
       " \"combiner\": \"sequence\"}, {\"type\": \"embedding_bag\", \"name\": \"e\", \"inputs\": \"t\","
       " \"units\": 3}, {\"type\": \"target_attention\", \"name\": \"att\", \"inputs\": \"s,e\"}]}",
       TFX_ESHAPE, "layer att: target 'e' has 3 values (rank 1), the sequence's rows 2");
+  /* a model of categorical columns only has no dense input: a layer reading it is refused, not fed a placeholder */
+  expect_error(
+      "{\"features\": [{\"key\": \"c\", \"type\": \"hash\", \"hash_bucket_size\": 8}],"
+      " \"layers\": [{\"type\": \"embedding_bag\", \"name\": \"e\", \"inputs\": \"c\", \"units\": 2},"
+      " {\"type\": \"cross\", \"name\": \"x\", \"inputs\": \"input\"}, {\"type\": \"concat\", \"inputs\": \"e,x\"}]}",
+      TFX_ESHAPE, "layer x: reads a zero-width input 'input' (model.features has no numeric column)");
+  expect_error(
+      "{\"features\": [{\"key\": \"c\", \"type\": \"hash\", \"hash_bucket_size\": 8}],"
+      " \"layers\": [{\"type\": \"dense\", \"name\": \"d\", \"units\": 2}]}",
+      TFX_ESHAPE, "layer d: reads a zero-width input 'input'");
   expect_error(
       "{\"features\": [{\"key\": \"n\", \"type\": \"numeric\", \"max_len\": 3}],"
       " \"layers\": [{\"type\": \"dense\", \"units\": 1}]}",
