@@ -157,6 +157,8 @@ typedef struct tfx_config {
   char class_weights[4096]; /* model.class_weights: comma-separated loss weights of classes 0, 1, ... ("": all 1) */
   double label_smoothing;   /* model.label_smoothing: targets (1 - e) one-hot + e / classes (0: off) */
   int multi_label;          /* model.multi_label: several sigmoid outputs, a label is a set (common/labelset.h) */
+  int in_batch_negatives; /* model.in_batch_negatives: a softmax trained against the batch's labels only */
+  int logq_correction;    /* model.logq_correction: in-batch logits less log of the label's trained share */
   char metrics[128];         /* model.metrics: reported evaluation metrics, e.g. "loss,accuracy,top_5" */
   char plugin[TFX_PATH_MAX]; /* model.plugin: a shared object that builds the model (see include/tfx/plugin.h) */
   char plugin_params[2048];  /* model.params as JSON text */

@@ -32,6 +32,11 @@ const config__option config__options[] = {
      "loss weight of each class, [w0, w1, ...] (one per class; empty: all 1)"},
     {"model.label_smoothing", OPT_DBL, O(label_smoothing), 0, 1, "0",
      "softmax/sigmoid cross-entropy: targets become (1 - e) * onehot + e / classes (sigmoid: e / 2)"},
+    {"model.in_batch_negatives", OPT_BOOL, O(in_batch_negatives), 0, 1, "false",
+     "softmax_cross_entropy over a catalogue (retrieval): training scores each example against the batch's own labels "
+     "only (in-batch softmax), evaluation against every class"},
+    {"model.logq_correction", OPT_BOOL, O(logq_correction), 0, 1, "true",
+     "in_batch_negatives: subtract log Q(item), the item's share of the labels trained so far (Yi et al. 2019)"},
     {"model.multi_label", OPT_BOOL, O(multi_label), 0, 1, "false",
      "each example has a set of classes (CSV \"1|4\", LibSVM 1,4): one sigmoid_cross_entropy output per class "
      "(up to 31), loss the mean over outputs, accuracy the exact match"},

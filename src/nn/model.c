@@ -589,6 +589,9 @@ void tfx_model_destroy(tfx_model *m) {
     free(m->vars[i].batch_vals);
   }
   free(m->class_w);
+  free(m->label_count);
+  free(m->batch_labels);
+  free(m->label_mark);
   for (int i = 0; i < m->n_layers; i++) {
     layer *l = &m->layers[i];
     free(l->out);

@@ -101,6 +101,12 @@ struct tfx_model {
   float smoothing;         /* model.label_smoothing */
   int multi_label;         /* model.multi_label: labels are sets (common/labelset.h), one sigmoid output a class */
   const float *example_w;  /* the batch's example weights (tfx_model_set_example_weights, borrowed), or NULL */
+  int in_batch;            /* model.in_batch_negatives: training's softmax runs over the batch's labels only */
+  int logq;                /* model.logq_correction: those logits less log Q(label), Q from label_count */
+  int64_t *label_count;    /* in_batch: the labels trained so far, per class (owned), and their total */
+  int64_t label_total;
+  int32_t *batch_labels;   /* in_batch: the batch's distinct valid labels (owned, [max_batch]) */
+  int32_t *label_mark;     /* in_batch: per class, the batch's column + 1 while a batch is scored (owned) */
   int in_rank, ih, iw, ic; /* the model input */
   float *probs;
   float *scratch;            /* an input gradient on its way into a producer with several consumers */

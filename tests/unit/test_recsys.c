@@ -389,3 +389,59 @@ Test(recsys, errors_name_the_layer_and_the_shapes) {
       " \"layers\": [{\"type\": \"dense\", \"units\": 1}]}",
       TFX_ECONFIG, "model.features[0] (n): max_len is for identity and hash columns");
 }
+
+/* In-batch softmax (model.in_batch_negatives): example b's loss is -log softmax over the batch's distinct labels
+ * only, each logit less log Q(label) (Q: the label's share of the labels trained so far, this batch's included),
+ * and no other class gets a gradient; evaluation (no gradient) scores every class. */
+static double in_batch_case(int logq) {
+  char json[512];
+  snprintf(json, sizeof json,
+           "{\"input_shape\": [3], \"layers\": [{\"type\": \"dense\", \"name\": \"d\", \"units\": 6}],"
+           " \"loss\": \"softmax_cross_entropy\", \"in_batch_negatives\": true, \"logq_correction\": %s}",
+           logq ? "true" : "false");
+  ctx c;
+  setup(&c, json, 0);
+  c.y[0] = 1, c.y[1] = 4, c.y[2] = 1;
+  const float *z = tfx_model_forward(c.m, c.x, BATCH, 1, 0);
+  double want = 0, lq[6] = {0};
+  lq[1] = logq ? log(2.0 / 3.0) : 0, lq[4] = logq ? log(1.0 / 3.0) : 0;
+  for (int b = 0; b < BATCH; b++) {
+    const float *zb = z + b * 6;
+    double s1 = zb[1] - lq[1], s4 = zb[4] - lq[4], own = c.y[b] == 1 ? s1 : s4;
+    want += log(exp(s1) + exp(s4)) - own;
+  }
+  want /= BATCH;
+  tfx_step_stats st;
+  tfx_model_loss(c.m, c.y, BATCH, 1, &st);
+  tfx_model_backward(c.m, c.x, BATCH);
+  cr_assert(fabs(st.loss - want) < 1e-5, "in-batch loss %g, want %g", st.loss, want);
+  const tfx_var *k = tfx_model_find_var(c.m, "d/kernel"), *bias = tfx_model_find_var(c.m, "d/bias");
+  for (int j = 0; j < 6; j++) {
+    int in_batch = j == 1 || j == 4;
+    cr_assert_eq(bias->grad[j] != 0.0f, in_batch, "class %d: bias gradient %g", j, bias->grad[j]);
+    for (int i = 0; i < 3; i++) {
+      cr_assert(in_batch || k->grad[i * 6 + j] == 0.0f, "class %d: kernel gradient %g", j, k->grad[i * 6 + j]);
+    }
+  }
+  tfx_model_loss(c.m, c.y, BATCH, 0, &st); /* evaluation: the full softmax */
+  double full = 0;
+  for (int b = 0; b < BATCH; b++) {
+    double sum = 0;
+    for (int j = 0; j < 6; j++) {
+      sum += exp(z[b * 6 + j]);
+    }
+    full += log(sum) - z[b * 6 + c.y[b]];
+  }
+  cr_assert(fabs(st.loss - full / BATCH) < 1e-5, "evaluation loss %g, want the full softmax's %g", st.loss,
+            full / BATCH);
+  teardown(&c);
+  return want;
+}
+
+Test(recsys, in_batch_softmax_scores_the_batchs_labels_less_log_q) {
+  double with = in_batch_case(1), without = in_batch_case(0);
+  cr_assert(fabs(with - without) > 1e-4, "the log-Q correction changes nothing (%g)", with);
+  expect_error("{\"input_shape\": [3], \"layers\": [{\"type\": \"dense\", \"units\": 1}],"
+               " \"loss\": \"sigmoid_cross_entropy\", \"in_batch_negatives\": true}",
+               TFX_ECONFIG, "model.in_batch_negatives: for a softmax_cross_entropy over 2 or more classes");
+}
