@@ -121,6 +121,24 @@ def init_(t, spec, fan_in, fan_out):
             raise SystemExit(f"torch_recsys: initializer {spec} not in the twin")
 
 
+class Vars(nn.Module):
+    """The graph's variables by tfx name ("items", "cross0/kernel"): a ParameterDict under prefixed keys, since a
+    name may be one of the dict's own attributes."""
+
+    def __init__(self):
+        super().__init__()
+        self.p = nn.ParameterDict()
+
+    def __setitem__(self, k, v):
+        self.p["v_" + k] = v
+
+    def __getitem__(self, k):
+        return self.p["v_" + k]
+
+    def __contains__(self, k):
+        return "v_" + k in self.p
+
+
 ACT = {"none": lambda x: x, "relu": F.relu, "sigmoid": torch.sigmoid, "tanh": torch.tanh}
 
 
@@ -130,7 +148,7 @@ class Twin(nn.Module):
     def __init__(self, exp, cols, n_dense):
         super().__init__()
         self.plan, self.tables, self.mods, self.owner = [], nn.ModuleDict(), nn.ModuleDict(), {}
-        self.vars = nn.ParameterDict()
+        self.vars = Vars()
         for v in exp["model"].get("variables", []):
             p = nn.Parameter(torch.empty(v["shape"]))
             init_(p, v.get("initializer") or ("glorot_uniform" if len(v["shape"]) == 2 else "zeros"),
@@ -298,26 +316,31 @@ def auc_of(p, y):
 
 
 def evaluate(exp, model, test, train_y):
+    """The eval record's metrics, scored 4096 examples at a time (a softmax keeps each chunk's top 50 only)."""
     y, cols, dense = test
+    sigmoid = exp["model"]["loss"] == "sigmoid_cross_entropy"
     model.eval()
-    outs = []
+    outs, ce = [], 0.0
     with torch.no_grad():
         for s in range(0, len(y), 4096):
             idx = torch.arange(s, min(s + 4096, len(y)))
-            outs.append(model(*batch_of(cols, dense, idx)))
+            z = model(*batch_of(cols, dense, idx))
+            if sigmoid:
+                outs.append(z.reshape(-1))
+            else:
+                ce += F.cross_entropy(z, y[idx], reduction="sum").item()
+                outs.append(torch.topk(z, 50, 1).indices)
     model.train()
-    z = torch.cat(outs)
-    if exp["model"]["loss"] == "sigmoid_cross_entropy":
-        z = z.reshape(-1)
+    if sigmoid:
+        z = torch.cat(outs)
         ll = F.binary_cross_entropy_with_logits(z, y.float()).item()
         return {"auc": round(auc_of(z.numpy().astype(np.float64), y.numpy()), 5), "log_loss": round(ll, 5)}
-    top = torch.topk(z, 50, 1).indices
-    hit = top == y.unsqueeze(1)
-    pop = torch.bincount(train_y, minlength=z.shape[1]).argsort(descending=True)[:50]
+    hit = torch.cat(outs) == y.unsqueeze(1)
+    pop = torch.bincount(train_y).argsort(descending=True)[:50]
     return {"recall_10": round(hit[:, :10].any(1).float().mean().item(), 5),
             "recall_50": round(hit.any(1).float().mean().item(), 5),
             "baseline_recall_50": round(torch.isin(y, pop).float().mean().item(), 5),
-            "log_loss": round(F.cross_entropy(z, y).item(), 5)}
+            "log_loss": round(ce / len(y), 5)}
 
 
 def train(a, rank, world):
