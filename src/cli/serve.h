@@ -32,12 +32,18 @@
  * (the run or export directory). */
 void tfx_serve_model_name(const tfx_config *cfg, const char *dir, char *out, size_t n);
 
+#define TFX_SERVE_MAX_TOP_K 1000 /* a request's "top_k": the most labels answered per instance */
+
 /* Parses a predict body (len bytes, not NUL-terminated) for the model of cfg taking dim dense inputs into a dataset
- * of its instances; caller owns *out; free with tfx_dataset_destroy. TFX_EINVAL naming what is wrong: not JSON,
- * truncated JSON, no "instances" list, none or more than TFX_SERVE_MAX_INSTANCES, more JSON values than such a
- * request holds (counted before json-c builds them), mixed forms, a form the model does not read, a vector of the
- * wrong width, a value that is not a finite number, an unknown column, a line the reader refuses. */
-int tfx_serve_parse(const tfx_config *cfg, size_t dim, const char *body, size_t len, tfx_dataset **out, tfx_err *err);
+ * of its instances, and its optional "top_k" K into *top_k (0 without one; NULL: refused): the answer is then each
+ * instance's K highest-scoring labels (a retrieval model's items: examples/debian_two_tower.json scores the query
+ * tower's output against every row of its item table) instead of every probability; caller owns *out; free with
+ * tfx_dataset_destroy. TFX_EINVAL naming what is wrong: not JSON, truncated JSON, no "instances" list, none or more
+ * than TFX_SERVE_MAX_INSTANCES, more JSON values than such a request holds (counted before json-c builds them),
+ * mixed forms, a form the model does not read, a vector of the wrong width, a value that is not a finite number, an
+ * unknown column, a line the reader refuses, a top_k that is not an integer in 1..TFX_SERVE_MAX_TOP_K. */
+int tfx_serve_parse(const tfx_config *cfg, size_t dim, const char *body, size_t len, tfx_dataset **out, int *top_k,
+                    tfx_err *err);
 /* Joins n datasets parsed for one model (same width and fields) into one, in order; caller owns *out; the parts
  * are borrowed. */
 int tfx_serve_join(tfx_dataset *const *parts, int n, tfx_dataset **out, tfx_err *err);
@@ -52,6 +58,7 @@ typedef struct tfx_serve_job {
   float *probs;  /* [data->n, classes] on success */
   size_t classes;
   int64_t step;  /* the checkpoint the predictions were computed at */
+  int top_k;     /* the request's top_k (0: every probability is answered) */
   int rc;        /* TFX_OK, or the error (message in error) */
   char error[256];
   struct tfx_serve_job *next;

@@ -163,8 +163,58 @@ static int float_text(char *out, float v) {
   return snprintf(out, 24, "%.9g", v);
 }
 
+/* The k highest of p[0..n) into top[0..k) (indexes, highest first; ties: the lower index first). */
+static void top_of(const float *p, size_t n, size_t k, size_t *top) {
+  size_t have = 0;
+  for (size_t c = 0; c < n; c++) {
+    if (have == k && !(p[c] > p[top[k - 1]])) {
+      continue;
+    }
+    size_t at = have < k ? have++ : k - 1;
+    while (at > 0 && p[c] > p[top[at - 1]]) {
+      top[at] = top[at - 1];
+      at--;
+    }
+    top[at] = c;
+  }
+}
+
+/* The top_k answer: {"predictions": [{"labels": [l0, ...], "scores": [p0, ...]}, ...], "step": S}, each instance's
+ * K most probable labels, highest first (K at most the classes). */
+static char *top_k_body(const tfx_serve_job *j, size_t n) {
+  size_t k = (size_t)j->top_k < j->classes ? (size_t)j->top_k : j->classes;
+  size_t *top = malloc(sizeof *top * k);
+  tfx_text t = {0};
+  tfx_text_put(&t, "{\"predictions\": [");
+  for (size_t i = 0; top && i < n; i++) {
+    const float *p = j->probs + i * j->classes;
+    char num[32];
+    top_of(p, j->classes, k, top);
+    tfx_text_put(&t, "%s{\"labels\": [", i ? ", " : "");
+    for (size_t c = 0; c < k; c++) {
+      tfx_text_put(&t, "%s%zu", c ? ", " : "", top[c]);
+    }
+    tfx_text_put(&t, "], \"scores\": [");
+    for (size_t c = 0; c < k; c++) {
+      float_text(num, p[top[c]]);
+      tfx_text_put(&t, "%s%s", c ? ", " : "", num);
+    }
+    tfx_text_put(&t, "]}");
+  }
+  tfx_text_put(&t, "], \"step\": %lld}\n", (long long)j->step);
+  if (!top) {
+    free(t.s);
+    return NULL; /* (the connection is closed: no memory for an answer) */
+  }
+  free(top);
+  return t.s;
+}
+
 /* The predict answer: {"predictions": [[p0, ...], ...], "step": S}, floats printed to round-trip. */
 static char *predictions_body(const tfx_serve_job *j, size_t n) {
+  if (j->top_k > 0) {
+    return top_k_body(j, n);
+  }
   tfx_text t = {0};
   tfx_text_put(&t, "{\"predictions\": [");
   char *row = malloc(j->classes * 26 + 4);
@@ -220,7 +270,7 @@ static enum MHD_Result start_predict(request *r) {
   }
   tfx_err err = {0};
   tfx_dataset *d = NULL;
-  if (tfx_serve_parse(h->cfg, h->dim, r->body ? r->body : "", r->len, &d, &err)) {
+  if (tfx_serve_parse(h->cfg, h->dim, r->body ? r->body : "", r->len, &d, &r->job.top_k, &err)) {
     count_request(h, err.code == TFX_EINVAL ? MHD_HTTP_BAD_REQUEST : 500, now_s() - r->t0, 0);
     return reply_error(r->conn, err.code == TFX_EINVAL ? MHD_HTTP_BAD_REQUEST : 500, err.msg);
   }

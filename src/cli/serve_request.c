@@ -414,8 +414,28 @@ static size_t values_budget(const tfx_config *cfg) {
   return budget > TFX_SERVE_MAX_JSON_VALUES ? budget : TFX_SERVE_MAX_JSON_VALUES;
 }
 
-int tfx_serve_parse(const tfx_config *cfg, size_t dim, const char *body, size_t len, tfx_dataset **out, tfx_err *err) {
+/* The body's "top_k" (absent: 0) into *k. */
+static int read_top_k(json_object *root, int *k, tfx_err *err) {
+  json_object *v = NULL;
+  if (!json_object_object_get_ex(root, "top_k", &v)) {
+    *k = 0;
+    return TFX_OK;
+  }
+  int64_t n = json_object_get_int64(v);
+  if (!json_object_is_type(v, json_type_int) || n < 1 || n > TFX_SERVE_MAX_TOP_K) {
+    return tfx_err_set(err, TFX_EINVAL, "\"top_k\" is %s: want an integer in 1..%d",
+                       json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN), TFX_SERVE_MAX_TOP_K);
+  }
+  *k = (int)n;
+  return TFX_OK;
+}
+
+int tfx_serve_parse(const tfx_config *cfg, size_t dim, const char *body, size_t len, tfx_dataset **out, int *top_k,
+                    tfx_err *err) {
   if (fast_dense(cfg, dim, body, len, out)) {
+    if (top_k) {
+      *top_k = 0;
+    }
     return TFX_OK;
   }
   size_t values = values_at_most(body, len), budget = values_budget(cfg);
@@ -430,6 +450,7 @@ int tfx_serve_parse(const tfx_config *cfg, size_t dim, const char *body, size_t 
     return tfx_err_set(err, TFX_ENOMEM, "out of memory");
   }
   json_object *root = json_tokener_parse_ex(tok, body, (int)len), *list = NULL;
+  int k = 0;
   enum json_tokener_error je = json_tokener_get_error(tok);
   size_t used = json_tokener_get_parse_end(tok);
   json_tokener_free(tok);
@@ -441,8 +462,13 @@ int tfx_serve_parse(const tfx_config *cfg, size_t dim, const char *body, size_t 
     rc = tfx_err_set(err, TFX_EINVAL, "the body is not JSON: bytes after the value at byte %zu", used);
   } else if (!json_object_object_get_ex(root, "instances", &list) || !json_object_is_type(list, json_type_array)) {
     rc = tfx_err_set(err, TFX_EINVAL, "the body has no \"instances\" list (want {\"instances\": [...]})");
-  } else {
+  } else if (!top_k && json_object_object_get_ex(root, "top_k", NULL)) {
+    rc = tfx_err_set(err, TFX_EINVAL, "\"top_k\" is not taken here");
+  } else if (!top_k || !(rc = read_top_k(root, &k, err))) {
     rc = parse_instances(cfg, dim, list, out, err);
+  }
+  if (!rc && top_k) {
+    *top_k = k;
   }
   json_object_put(root);
   return rc;

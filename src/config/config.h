@@ -87,6 +87,7 @@ typedef struct tfx_layer_spec {
   char combiner[12]; /* embedding_bag: sum | mean | sqrtn | sequence (TensorFlow's embedding_lookup_sparse combiners) */
   int use_bias;      /* embedding_bag: adds a bias of units values (default true: the wide/linear model) */
   int rank;          /* cross: the rank r of its kernel V [d, r] U [r, d] (0: a full [d, d] kernel) */
+  char table[64];    /* embedding_bag: an earlier embedding_bag whose table it reads (one id space); empty: its own */
   /* embedding_bag's lazy table on each ps (docs/experiment.md, "Training that never ends"): */
   int64_t max_rows;         /* a hard cap of rows per ps, least recently touched evicted first (0: none) */
   int64_t ttl_steps;        /* rows untouched for this many steps are evicted (0: never) */
@@ -156,6 +157,8 @@ typedef struct tfx_config {
   char class_weights[4096]; /* model.class_weights: comma-separated loss weights of classes 0, 1, ... ("": all 1) */
   double label_smoothing;   /* model.label_smoothing: targets (1 - e) one-hot + e / classes (0: off) */
   int multi_label;          /* model.multi_label: several sigmoid outputs, a label is a set (common/labelset.h) */
+  int in_batch_negatives; /* model.in_batch_negatives: a softmax trained against the batch's labels only */
+  int logq_correction;    /* model.logq_correction: in-batch logits less log of the label's trained share */
   char metrics[128];         /* model.metrics: reported evaluation metrics, e.g. "loss,accuracy,top_5" */
   char plugin[TFX_PATH_MAX]; /* model.plugin: a shared object that builds the model (see include/tfx/plugin.h) */
   char plugin_params[2048];  /* model.params as JSON text */

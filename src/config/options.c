@@ -32,6 +32,11 @@ const config__option config__options[] = {
      "loss weight of each class, [w0, w1, ...] (one per class; empty: all 1)"},
     {"model.label_smoothing", OPT_DBL, O(label_smoothing), 0, 1, "0",
      "softmax/sigmoid cross-entropy: targets become (1 - e) * onehot + e / classes (sigmoid: e / 2)"},
+    {"model.in_batch_negatives", OPT_BOOL, O(in_batch_negatives), 0, 1, "false",
+     "softmax_cross_entropy over a catalogue (retrieval): training scores each example against the batch's own labels "
+     "only (in-batch softmax), evaluation against every class"},
+    {"model.logq_correction", OPT_BOOL, O(logq_correction), 0, 1, "true",
+     "in_batch_negatives: subtract log Q(item), the item's share of the labels trained so far (Yi et al. 2019)"},
     {"model.multi_label", OPT_BOOL, O(multi_label), 0, 1, "false",
      "each example has a set of classes (CSV \"1|4\", LibSVM 1,4): one sigmoid_cross_entropy output per class "
      "(up to 31), loss the mean over outputs, accuracy the exact match"},
@@ -243,6 +248,8 @@ const config__option config__layer_options[] = {
      "embedding_bag: sum | mean | sqrtn | sequence (a row per position of a max_len column)"},
     {"use_bias", OPT_BOOL, L(use_bias), 0, 1, "true", "embedding_bag: add a bias of units values"},
     {"rank", OPT_INT, L(rank), 0, 1 << 16, "0", "cross: the rank of its kernel V U (0: full)"},
+    {"table", OPT_STR, L(table), 0, 0, "",
+     "embedding_bag: an earlier embedding_bag whose table it shares (same rows and units; empty: its own table)"},
     {"max_rows", OPT_I64, L(max_rows), 0, 1099511627776.0 /* 2^40: the most ids a table has */, "0",
      "embedding_bag: hard cap of rows per ps, the least recently touched evicted first (0: none)"},
     {"ttl_steps", OPT_I64, L(ttl_steps), 0, BIG, "0", "embedding_bag: evict rows untouched for N steps (0: never)"},

@@ -15,13 +15,17 @@ typedef struct bag_pair {
   int32_t pos, example;
 } bag_pair;
 
-/* Grows the batch's rows of a bag read from them (TFX_ROWS_BATCH) (row_of per id; batch_ids and batch_vals per row, as
+/* Grows row_of to cap ids, and, for a table's owner, the batch's rows of its table (batch_ids and batch_vals, as
  * many as the gradient's rows); -1 when memory runs out. */
 static int reserve_batch(layer *l, size_t cap, size_t rows) {
-  tfx_var *v = l->w;
   int32_t *of = realloc(l->row_of, sizeof *of * cap);
   l->row_of = of ? of : l->row_of;
-  int64_t *ids = of ? realloc(v->batch_ids, sizeof *ids * rows) : NULL;
+  if (!of || l->owner != l) {
+    l->batch_cap = of ? cap : l->batch_cap;
+    return of ? 0 : -1;
+  }
+  tfx_var *v = l->w;
+  int64_t *ids = realloc(v->batch_ids, sizeof *ids * rows);
   v->batch_ids = ids ? ids : v->batch_ids;
   float *vals = ids ? realloc(v->batch_vals, sizeof *vals * rows * (size_t)l->oc) : NULL;
   v->batch_vals = vals ? vals : v->batch_vals;
@@ -42,6 +46,9 @@ int nn__embag_reserve(layer *l, size_t nnz) {
   }
   l->pairs = p;
   l->pairs_cap = cap;
+  if (l->owner != l) { /* a bag sharing another's table: the owner sizes the table's buffers for every bag */
+    return !l->from_batch || !reserve_batch(l, cap, rows) ? 0 : -1;
+  }
   int64_t *r = realloc(v->rows, sizeof(int64_t) * rows);
   v->rows = r ? r : v->rows;
   float *g = r ? realloc(v->grad, sizeof(float) * rows * width) : NULL;
@@ -187,44 +194,94 @@ static size_t sorted_pairs(layer *l, int batch, const bag_pair **out) {
   return l->n_sorted = n;
 }
 
-void nn__embag_batch_rows(layer *l, int batch) {
-  const bag_pair *pairs;
-  size_t n = sorted_pairs(l, batch, &pairs);
-  tfx_var *v = l->w;
-  v->n_batch = 0;
-  for (size_t i = 0; i < n; i++) {
-    if (!v->n_batch || v->batch_ids[v->n_batch - 1] != pairs[i].id) {
-      v->batch_ids[v->n_batch++] = pairs[i].id;
-    }
-    l->row_of[pairs[i].pos] = (int32_t)(v->n_batch - 1);
+/* The bags reading one table (its owner's mates, itself first) walked together by id: each bag's valid ids sorted,
+ * and a cursor per bag, so a table shared by several columns sees one ascending list of the batch's ids. */
+typedef struct mate_walk {
+  const bag_pair *pairs[NN_MAX_SHARE];
+  size_t n[NN_MAX_SHARE], at[NN_MAX_SHARE];
+  int count;
+} mate_walk;
+
+static void walk_start(layer *owner, mate_walk *w) {
+  w->count = owner->n_mates;
+  for (int i = 0; i < w->count; i++) {
+    layer *l = owner->mates[i];
+    w->n[i] = sorted_pairs(l, l->csr->n, &w->pairs[i]);
+    w->at[i] = 0;
   }
 }
 
-void nn__embag_backward(layer *l, int batch) {
-  const tfx_csr *c = l->csr;
+/* The bag holding the smallest id not walked yet (the first such bag on a tie), or -1 when all are walked. */
+static int walk_next(const mate_walk *w) {
+  int best = -1;
+  for (int i = 0; i < w->count; i++) {
+    if (w->at[i] < w->n[i] && (best < 0 || w->pairs[i][w->at[i]].id < w->pairs[best][w->at[best]].id)) {
+      best = i;
+    }
+  }
+  return best;
+}
+
+void nn__embag_batch_rows(layer *l, int batch) {
+  (void)batch; /* each bag's own lent batch (l->csr) gives its ids */
+  mate_walk w;
+  walk_start(l, &w);
   tfx_var *v = l->w;
+  v->n_batch = 0;
+  for (int i = walk_next(&w); i >= 0; i = walk_next(&w)) {
+    const bag_pair *p = &w.pairs[i][w.at[i]++];
+    if (!v->n_batch || v->batch_ids[v->n_batch - 1] != p->id) {
+      v->batch_ids[v->n_batch++] = p->id;
+    }
+    l->mates[i]->row_of[p->pos] = (int32_t)(v->n_batch - 1);
+  }
+}
+
+/* Adds the gradient of bag l's pair p into g (the row of p's id). */
+static void pair_grad(const layer *l, const bag_pair *p, float *g) {
+  const tfx_csr *c = l->csr;
   int d = l->oc;
-  const bag_pair *pairs;
-  size_t n = sorted_pairs(l, batch, &pairs);
-  int64_t base = c->off[0];
+  if (l->combiner == NN_COMBINER_SEQUENCE) {
+    size_t slot = (size_t)(c->off[0] + p->pos - c->off[p->example]); /* its position in the example's cell */
+    axpy(1.0f, l->dout + ((size_t)p->example * l->ow + slot) * d, g, d);
+    return;
+  }
+  float a = l->bag_scale[p->example] * (c->vals ? c->vals[c->off[0] + p->pos] : 1.0f);
+  axpy(a, l->dout + (size_t)p->example * d, g, d);
+}
+
+/* 1 when bag l reads pair p: a sequence reads no id past max_len. */
+static int pair_read(const layer *l, const bag_pair *p) {
+  const tfx_csr *c = l->csr;
+  return l->combiner != NN_COMBINER_SEQUENCE || c->off[0] + p->pos - c->off[p->example] < l->ow;
+}
+
+/* The table's row gradient, one row per id the batch touched in any of the bags reading it, ascending, summed. A
+ * table's owner computes it when its own backward comes, after every other bag's (they come later in the layer
+ * list, and backward runs from the last layer). */
+static void table_backward(layer *owner) {
+  tfx_var *v = owner->w;
+  int d = owner->oc;
+  mate_walk w;
+  walk_start(owner, &w);
   v->n_rows = 0;
-  for (size_t i = 0; i < n; i++) {
-    const bag_pair *p = &pairs[i];
-    size_t slot = (size_t)(base + p->pos - c->off[p->example]); /* its position in the example's cell */
-    if (l->combiner == NN_COMBINER_SEQUENCE && slot >= (size_t)l->ow) {
+  for (int i = walk_next(&w); i >= 0; i = walk_next(&w)) {
+    const bag_pair *p = &w.pairs[i][w.at[i]++];
+    if (!pair_read(owner->mates[i], p)) {
       continue; /* past max_len: not read, no gradient */
     }
     if (!v->n_rows || v->rows[v->n_rows - 1] != p->id) {
       v->rows[v->n_rows++] = p->id;
       memset(v->grad + (v->n_rows - 1) * (size_t)d, 0, sizeof(float) * (size_t)d);
     }
-    float *g = v->grad + (v->n_rows - 1) * (size_t)d;
-    if (l->combiner == NN_COMBINER_SEQUENCE) {
-      axpy(1.0f, l->dout + ((size_t)p->example * l->ow + slot) * d, g, d);
-      continue;
-    }
-    float a = l->bag_scale[p->example] * (c->vals ? c->vals[base + p->pos] : 1.0f);
-    axpy(a, l->dout + (size_t)p->example * d, g, d);
+    pair_grad(owner->mates[i], p, v->grad + (v->n_rows - 1) * (size_t)d);
+  }
+}
+
+void nn__embag_backward(layer *l, int batch) {
+  int d = l->oc;
+  if (l->owner == l) {
+    table_backward(l);
   }
   if (l->b) {
     memset(l->b->grad, 0, sizeof(float) * (size_t)d);
@@ -245,26 +302,40 @@ int tfx_model_sparse_input(const tfx_model *m) {
   return 0;
 }
 
+/* The ids of field f of the lent batch. */
+static size_t field_nnz(const tfx_csr *fields, int f) {
+  const tfx_csr *c = &fields[f];
+  return (size_t)(c->off[c->n] - c->off[0]);
+}
+
 int tfx_model_set_csr(tfx_model *m, const tfx_csr *fields, int n_fields, tfx_err *err) {
+  for (int i = 0; i < m->n_layers; i++) {
+    layer *l = &m->layers[i];
+    if (l->kind == L_EMBAG && l->field >= n_fields) {
+      return tfx_err_set(err, TFX_EINVAL, "layer %s: the data has %d sparse fields, it reads field %d", l->name,
+                         n_fields, l->field);
+    }
+  }
   for (int i = 0; i < m->n_layers; i++) {
     layer *l = &m->layers[i];
     if (l->kind != L_EMBAG) {
       continue;
     }
-    if (l->field >= n_fields) {
-      return tfx_err_set(err, TFX_EINVAL, "layer %s: the data has %d sparse fields, it reads field %d", l->name,
-                         n_fields, l->field);
-    }
-    const tfx_csr *c = &fields[l->field];
     l->from_batch = m->rows == TFX_ROWS_BATCH;
-    size_t nnz = (size_t)(c->off[c->n] - c->off[0]);
+    size_t nnz = field_nnz(fields, l->field);
+    for (int k = 1; l->owner == l && k < l->n_mates; k++) { /* a table's owner holds every reader's rows */
+      nnz += field_nnz(fields, l->mates[k]->field);
+    }
     if (nn__embag_reserve(l, nnz)) {
       return tfx_err_set(err, TFX_ENOMEM, "layer %s: out of memory for a batch of %zu ids", l->name, nnz);
     }
-    l->csr = c;
+    l->csr = &fields[l->field];
     l->sorted = NULL; /* a new batch: its ids are sorted when first needed */
-    if (l->from_batch) {
-      nn__embag_batch_rows(l, c->n);
+  }
+  for (int i = 0; i < m->n_layers; i++) { /* every bag has its batch: the owners list their tables' rows */
+    layer *l = &m->layers[i];
+    if (l->kind == L_EMBAG && l->from_batch && l->owner == l) {
+      nn__embag_batch_rows(l, l->csr->n);
     }
   }
   return TFX_OK;
@@ -277,7 +348,7 @@ void tfx_model_set_rows(tfx_model *m, tfx_rows rows) {
 void tfx_model_gather_rows(tfx_model *m) {
   for (int i = 0; m->rows == TFX_ROWS_BATCH && i < m->n_layers; i++) {
     const layer *l = &m->layers[i];
-    if (l->kind != L_EMBAG || !l->from_batch) {
+    if (l->kind != L_EMBAG || !l->from_batch || l->owner != l) {
       continue;
     }
     const tfx_var *v = l->w;

@@ -177,6 +177,67 @@ void tfx_model_set_example_weights(tfx_model *m, const float *w) {
   m->example_w = w;
 }
 
+/* The in-batch softmax's state (model.in_batch_negatives): a softmax over more than one class only. */
+static int in_batch_setup(tfx_model *m, const tfx_config *cfg, int outputs, tfx_err *err) {
+  if (!cfg->in_batch_negatives) {
+    return TFX_OK;
+  }
+  if (m->loss != 0 || m->multi_label || outputs < 2) {
+    return tfx_err_set(err, TFX_ECONFIG,
+                       "model.in_batch_negatives: for a softmax_cross_entropy over 2 or more classes (this model: "
+                       "%d outputs%s)",
+                       outputs, m->loss != 0 ? ", another loss" : m->multi_label ? ", multi_label" : "");
+  }
+  m->in_batch = 1;
+  m->logq = cfg->logq_correction;
+  m->label_count = calloc((size_t)outputs, sizeof *m->label_count);
+  m->batch_labels = malloc(sizeof *m->batch_labels * (size_t)(m->max_batch > 0 ? m->max_batch : 1));
+  m->label_mark = calloc((size_t)outputs, sizeof *m->label_mark);
+  if (!m->label_count || !m->batch_labels || !m->label_mark) {
+    return tfx_err_set(err, TFX_ENOMEM, "out of memory for the in-batch softmax's %d classes", outputs);
+  }
+  return TFX_OK;
+}
+
+/* The batch's distinct valid labels into m->batch_labels (marked in label_mark) and, with the log-Q correction,
+ * into the label counts; returns how many. */
+static int batch_columns(tfx_model *m, const int32_t *labels, int batch, int c) {
+  int n = 0;
+  for (int b = 0; b < batch; b++) {
+    int32_t y = labels[b];
+    if (y < 0 || y >= c) {
+      continue;
+    }
+    m->label_count[y]++;
+    m->label_total++;
+    if (!m->label_mark[y]) {
+      m->batch_labels[n++] = y;
+      m->label_mark[y] = n;
+    }
+  }
+  return n;
+}
+
+/* Example b's in-batch softmax: its logits at the batch's n label columns, less log Q(label) with the correction;
+ * the loss -log softmax at its own label, and dz (zero outside those columns) scaled by inv_b. */
+static double in_batch_row(const tfx_model *m, const float *z, int label, int n, float *dz, float inv_b, int c) {
+  double zc[n > 0 ? n : 1], mx = -INFINITY, sum = 0;
+  for (int k = 0; k < n; k++) {
+    int j = m->batch_labels[k];
+    zc[k] = (double)z[j] - (m->logq ? log((double)m->label_count[j] / (double)m->label_total) : 0.0);
+    mx = zc[k] > mx ? zc[k] : mx;
+  }
+  for (int k = 0; k < n; k++) {
+    sum += exp(zc[k] - mx);
+  }
+  memset(dz, 0, sizeof(float) * (size_t)c);
+  for (int k = 0; k < n; k++) {
+    int j = m->batch_labels[k];
+    dz[j] = (float)(exp(zc[k] - mx) / sum - (j == label)) * inv_b;
+  }
+  return mx + log(sum) - zc[m->label_mark[label] - 1];
+}
+
 int nn__loss_setup(tfx_model *m, const tfx_config *cfg, tfx_err *err) {
   int c = label_classes(m, m->layers[m->n_layers - 1].oc), n;
   double w[TFX_MAX_CLASS_WEIGHTS];
@@ -197,7 +258,7 @@ int nn__loss_setup(tfx_model *m, const tfx_config *cfg, tfx_err *err) {
     rc = tfx_err_set(err, TFX_ECONFIG, "model.multi_label: the last layer has %d outputs (want 1 to %d, one per class)",
                      outputs, TFX_LABEL_SET_MAX);
   }
-  return rc;
+  return rc ? rc : in_batch_setup(m, cfg, outputs, err);
 }
 
 /* The weight of example b's training loss: its class's (model.class_weights) times its own (data.weight_key). */
@@ -215,6 +276,7 @@ void tfx_model_loss(tfx_model *m, const int32_t *labels, int batch, int grad, tf
     m->probs[j] = 1.0f / (1.0f + expf(-last->out[j])); /* binary: the probability of class 1; each class's */
   }
   double total = 0;
+  int n_cols = m->in_batch && grad ? batch_columns(m, labels, batch, c) : 0; /* training only: eval scores all */
   for (int b = 0; b < batch; b++) {
     float *dz = grad ? last->dout + (size_t)b * c : NULL;
     if (!label_ok(m, label_classes(m, c), labels[b])) {
@@ -227,9 +289,14 @@ void tfx_model_loss(tfx_model *m, const int32_t *labels, int batch, int grad, tf
     float w = grad ? example_weight(m, labels, b) : 1.0f;
     const float *z = last->out + (size_t)b * c;
     float e = grad ? m->smoothing : 0.0f;
-    double l = m->multi_label ? multi_row_loss(z, tfx_label_bits(labels[b]), c, dz, 1.0f / (float)batch * w, e)
-                              : row_loss(m->loss, z, m->probs + (size_t)b * c, labels[b], c, dz, 1.0f / (float)batch * w, e);
+    double l = n_cols ? in_batch_row(m, z, labels[b], n_cols, dz, 1.0f / (float)batch * w, c)
+               : m->multi_label
+                   ? multi_row_loss(z, tfx_label_bits(labels[b]), c, dz, 1.0f / (float)batch * w, e)
+                   : row_loss(m->loss, z, m->probs + (size_t)b * c, labels[b], c, dz, 1.0f / (float)batch * w, e);
     total += grad ? w * l : l;
+  }
+  for (int k = 0; k < n_cols; k++) {
+    m->label_mark[m->batch_labels[k]] = 0;
   }
   memset(st, 0, sizeof *st);
   st->loss = total / batch;

@@ -176,6 +176,35 @@ static int shape_embed(tfx_model *m, layer *l, const tfx_layer_spec *s, tfx_err 
   return TFX_OK;
 }
 
+/* A bag reading the table of an earlier bag (model.layers[].table): the columns of one id space (a history and its
+ * target item), so the table's rows and units must be the bag's own; the table keeps its owner's name, initializer
+ * and lazy-table options. Each bag keeps its own bias. */
+static int share_table(tfx_model *m, layer *l, const tfx_layer_spec *s, tfx_err *err) {
+  layer *o = NULL;
+  for (layer *p = m->layers; p < l; p++) {
+    o = strcmp(p->name, s->table) ? o : p;
+  }
+  if (!o || o->kind != L_EMBAG) {
+    return tfx_err_set(err, TFX_ECONFIG, "layer %s: table '%s' is not an earlier embedding_bag", l->name, s->table);
+  }
+  o = o->owner;
+  if (o->vocab != l->vocab || o->oc != s->units) {
+    return tfx_err_set(err, TFX_ECONFIG,
+                       "layer %s: shares the table of %s (%d rows x %d units), its own column and units give %d rows "
+                       "x %d units",
+                       l->name, o->name, o->vocab, o->oc, l->vocab, s->units);
+  }
+  if (o->n_mates == NN_MAX_SHARE) {
+    return tfx_err_set(err, TFX_ECONFIG, "layer %s: the table of %s is read by %d bags already (at most %d)", l->name,
+                       o->name, NN_MAX_SHARE, NN_MAX_SHARE);
+  }
+  o->mates[o->n_mates++] = l;
+  l->owner = o;
+  l->n_mates = 0;
+  l->w = o->w;
+  return TFX_OK;
+}
+
 /* Embedding bag over the sparse model input [D]: a table [input_dim (default D), units] and a bias; a bag that
  * gives the logits (last: the linear model) starts at zeros as TF's LinearModel, one feeding deeper layers
  * uniform in +-0.05 as Keras's Embedding. */
@@ -208,11 +237,20 @@ static int shape_embag(tfx_model *m, layer *l, const tfx_layer_spec *s, int last
   }
   int64_t ws[2] = {l->vocab, s->units}, bs[1] = {s->units};
   const char *init = s->initializer[0] ? s->initializer : last ? "zeros" : "uniform:0.05";
-  l->w = add_var(m, l, "embeddings", 2, ws, init, l->vocab, s->units);
-  l->w->sparse = l->w->lazy = 1;
-  l->b = s->use_bias && l->combiner != NN_COMBINER_SEQUENCE ? add_var(m, l, "bias", 1, bs, "zeros", l->vocab, s->units)
-                                                            : NULL;
-  return TFX_OK;
+  l->owner = l;
+  l->mates[0] = l;
+  l->n_mates = 1;
+  if (s->table[0]) {
+    rc = share_table(m, l, s, err);
+  } else {
+    l->w = add_var(m, l, "embeddings", 2, ws, init, l->vocab, s->units);
+    l->w->sparse = l->w->lazy = 1;
+  }
+  l->b = rc ? NULL
+         : s->use_bias && l->combiner != NN_COMBINER_SEQUENCE
+             ? add_var(m, l, "bias", 1, bs, "zeros", l->vocab, s->units)
+             : NULL;
+  return rc;
 }
 
 /* Batch norm over the last axis (channels, or features of a rank-1 input): gamma, beta, moving mean/variance. */
@@ -298,9 +336,20 @@ static int build_layer(tfx_model *m, int i, const tfx_layer_spec *s, const tfx_c
   if (s->variable[0] && l->kind != L_MATMUL && l->kind != L_BIAS && l->kind != L_LOOKUP) {
     return tfx_err_set(err, TFX_ECONFIG, "layer %s: only matmul, bias_add and lookup take a variable", l->name);
   }
+  if (s->table[0] && l->kind != L_EMBAG) {
+    return tfx_err_set(err, TFX_ECONFIG, "layer %s: only embedding_bag takes a table", l->name);
+  }
   int rc = nn__graph_link(m, i, s, err);
   if (rc) {
     return rc;
+  }
+  for (int k = 0; l->kind != L_EMBAG && cfg->n_features > 0 && k < l->n_in; k++) {
+    if (l->in[k] < 0 && tfx_config_numeric_features(cfg) == 0) { /* the input's one placeholder value reads as 0 */
+      return tfx_err_set(err, TFX_ESHAPE,
+                         "layer %s: reads a zero-width input 'input' (model.features has no numeric "
+                         "column)",
+                         l->name);
+    }
   }
   if (l->kind != L_EMBAG && (int64_t)l->ih * l->iw * l->ic > TFX_MAX_LAYER_VALUES) {
     return tfx_err_set(err, TFX_ESHAPE, "layer %s: input of %lld values per example (at most %d)", l->name,
@@ -540,6 +589,9 @@ void tfx_model_destroy(tfx_model *m) {
     free(m->vars[i].batch_vals);
   }
   free(m->class_w);
+  free(m->label_count);
+  free(m->batch_labels);
+  free(m->label_mark);
   for (int i = 0; i < m->n_layers; i++) {
     layer *l = &m->layers[i];
     free(l->out);

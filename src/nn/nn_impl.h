@@ -36,6 +36,7 @@
 #define NN_KIND_VALUE(kind, name) kind,
 typedef enum lkind { NN_LAYER_KINDS(NN_KIND_VALUE) L_NKINDS } lkind;
 
+#define NN_MAX_SHARE 8    /* embedding bags reading one table (model.layers[].table) */
 #define TFX_MAX_INPUTS 40 /* inputs of one merge layer (a DeepFM over Criteo's 26 fields and more) */
 typedef enum act { A_NONE, A_RELU, A_TANH, A_SIGMOID, A_LEAKY, A_SOFTMAX } act;
 
@@ -74,10 +75,13 @@ typedef struct layer {
   size_t pairs_cap;
   const struct bag_pair *sorted; /* embedding bag: the lent batch's pairs once sorted (NULL: not yet) */
   size_t n_sorted;
-  int32_t *row_of;  /* embedding bag read from the batch's rows: the row in w->batch_vals of each id of the batch */
-  size_t batch_cap; /* embedding bag: the ids row_of has room for */
-  int from_batch;   /* embedding bag: reads its rows from w->batch_vals (TFX_ROWS_BATCH) */
-  tfx_var *u;       /* cross of low rank: the second factor [rank, d] (w is [d, rank]) */
+  int32_t *row_of;     /* embedding bag read from the batch's rows: the row in w->batch_vals of each id of the batch */
+  size_t batch_cap;    /* embedding bag: the ids row_of has room for */
+  int from_batch;      /* embedding bag: reads its rows from w->batch_vals (TFX_ROWS_BATCH) */
+  tfx_var *u;          /* cross of low rank: the second factor [rank, d] (w is [d, rank]) */
+  struct layer *owner; /* embedding bag: the bag whose table it reads (itself unless model.layers[].table names one) */
+  struct layer *mates[NN_MAX_SHARE]; /* a table's owner: every bag reading its table, itself first */
+  int n_mates;                       /* a table's owner: how many (1: the table is not shared) */
 } layer;
 
 /* Row chunks of a bias gradient: each sums its rows, then the chunks are added in order, so the result does
@@ -97,6 +101,12 @@ struct tfx_model {
   float smoothing;         /* model.label_smoothing */
   int multi_label;         /* model.multi_label: labels are sets (common/labelset.h), one sigmoid output a class */
   const float *example_w;  /* the batch's example weights (tfx_model_set_example_weights, borrowed), or NULL */
+  int in_batch;            /* model.in_batch_negatives: training's softmax runs over the batch's labels only */
+  int logq;                /* model.logq_correction: those logits less log Q(label), Q from label_count */
+  int64_t *label_count;    /* in_batch: the labels trained so far, per class (owned), and their total */
+  int64_t label_total;
+  int32_t *batch_labels;   /* in_batch: the batch's distinct valid labels (owned, [max_batch]) */
+  int32_t *label_mark;     /* in_batch: per class, the batch's column + 1 while a batch is scored (owned) */
   int in_rank, ih, iw, ic; /* the model input */
   float *probs;
   float *scratch;            /* an input gradient on its way into a producer with several consumers */
@@ -141,10 +151,12 @@ void nn__pool_backward(layer *l, float *din, int batch);
 int nn__embag_reserve(layer *l, size_t nnz);
 /* Embedding bag forward of l->csr into l->out: bias + combiner(sum of weight * row) per example. */
 void nn__embag_forward(layer *l, int batch);
-/* Embedding bag read from the batch's rows: the batch's valid ids, ascending and unique, into l->w->batch_ids /
- * n_batch, and each id's row among them into l->row_of (before forward). */
+/* Embedding bag read from the batch's rows, called on a table's owner: the valid ids of every bag reading the
+ * table, ascending and unique, into l->w->batch_ids / n_batch, and each id's row among them into each bag's row_of
+ * (before forward). */
 void nn__embag_batch_rows(layer *l, int batch);
-/* Embedding bag backward from l->dout: the touched rows (ascending, duplicates summed) and the bias gradient. */
+/* Embedding bag backward: the bias gradient from l->dout and, on a table's owner (the first of the bags reading
+ * it, so the last whose backward runs), the touched rows of every reader (ascending, duplicates summed). */
 void nn__embag_backward(layer *l, int batch);
 
 /* 1 for the layers the graph runs from several inputs (concat, add, fm, and the recommendation layers). */

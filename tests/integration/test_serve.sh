@@ -1,8 +1,9 @@
 #!/bin/bash
 # tfx-node serve (#29): TensorFlow Serving's REST API over a run. Dense: the served probabilities are predict's on
 # the same checkpoint (every digit predict prints), an instance's answer is the same bits alone, in a batch of 64 and
-# among concurrent requests (batched together); bad bodies are 400 with a JSON error, one over 64 MiB 413; a corrupt newer checkpoint is
-# logged while the old model serves on; a resumed run's newer checkpoint is picked up (its answers are predict's on it); SIGTERM stops it cleanly.
+# among concurrent requests (batched together); with "top_k" the K most probable labels and their scores; bad
+# bodies are 400 with a JSON error, one over 64 MiB 413; a corrupt newer checkpoint is logged while the old model
+# serves on; a resumed run's newer checkpoint is picked up (its answers are predict's on it); SIGTERM stops it cleanly.
 # Sparse: lazy tables of a 2-ps cluster read in place from the row files answer what the export (tables gathered
 # whole, untrained rows at their initial values) answers, for LibSVM lines with ids never trained; the checkpoints
 # are incremental, so the newest is a delta read with its chain.
@@ -39,6 +40,13 @@ assert batch["step"] == 200, batch["step"]
 want = [json.loads(l)["probabilities"] for l in open(sys.argv[2])]
 for i, (g, w) in enumerate(zip(batch["predictions"], want)):
     assert ["%.6g" % f32(v) for v in g] == ["%.6g" % v for v in w], ("instance", i, g, w)
+req = urllib.request.Request(sys.argv[3], json.dumps({"instances": inst[:8], "top_k": 3}).encode())
+top = json.load(urllib.request.urlopen(req, timeout=120))["predictions"]
+assert len(top) == 8, len(top)
+for i, t in enumerate(top):  # top_k: the 3 most probable labels of the full answer, highest first, same bits
+    full = batch["predictions"][i]
+    want = sorted(range(len(full)), key=lambda c: (-full[c], c))[:3]
+    assert t["labels"] == want and t["scores"] == [full[c] for c in want], ("top_k", i, t, want)
 alone = [None] * 16
 def one(i): alone[i] = ask([inst[i]])["predictions"][0]
 threads = [threading.Thread(target=one, args=(i,)) for i in range(16)]

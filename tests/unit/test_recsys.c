@@ -1,7 +1,8 @@
 /* The recommendation layers (src/nn/cross.c, dot.c, attention.c, and the embedding bag's sequence combiner):
  * finite-difference gradient checks of every variable, the values they compute against a direct recomputation,
- * masking of short and empty histories and of ids past max_len, and the errors that name the layer and the
- * shapes. */
+ * masking of short and empty histories and of ids past max_len, a table shared by two columns (one variable, the
+ * union of their rows, read from the table or from the batch's rows alike), and the errors that name the layer and
+ * the shapes (a shared table whose columns disagree, a layer reading a zero-width dense input). */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -256,6 +257,81 @@ Test(recsys, target_attention_pools_by_softmax_and_an_empty_history_gives_zeros)
   teardown(&c);
 }
 
+static void expect_error(const char *json, int code, const char *fragment);
+
+/* din_json with the target item's bag reading the history's table (one id space). */
+static const char *shared_json =
+    "{\"features\": [{\"key\": \"hist\", \"type\": \"identity\", \"num_buckets\": 10, \"separator\": \"|\","
+    " \"max_len\": 4}, {\"key\": \"item\", \"type\": \"identity\", \"num_buckets\": 10}],"
+    " \"layers\": [{\"type\": \"embedding_bag\", \"name\": \"seq\", \"inputs\": \"hist\", \"units\": 3,"
+    " \"combiner\": \"sequence\"},"
+    " {\"type\": \"embedding_bag\", \"name\": \"tgt\", \"inputs\": \"item\", \"units\": 3, \"use_bias\": false,"
+    " \"table\": \"seq\"},"
+    " {\"type\": \"target_attention\", \"name\": \"att\", \"inputs\": \"seq,tgt\"},"
+    " {\"type\": \"concat\", \"inputs\": \"att,tgt\"}, {\"type\": \"dense\", \"units\": 2}]}";
+
+Test(recsys, a_shared_table_is_one_variable_and_sums_both_columns_gradients) {
+  ctx c;
+  setup(&c, shared_json, 1);
+  cr_assert_null(tfx_model_find_var(c.m, "tgt/embeddings"), "the target bag declares no table of its own");
+  check_grads(&c); /* finite differences on the one table see both columns' uses of a row */
+  tfx_var *t = tfx_model_find_var(c.m, "seq/embeddings");
+  loss_at(&c, 1);
+  /* rows read: hist 1, 5 | - | 2, 3, 1, 7 (8, 9 past max_len) and items 5, 2, 3, each once, ascending */
+  const int64_t want[] = {1, 2, 3, 5, 7};
+  cr_assert_eq(t->n_rows, 5, "rows %zu", t->n_rows);
+  for (size_t r = 0; r < 5; r++) {
+    cr_assert_eq(t->rows[r], want[r], "row %zu is %lld", r, (long long)t->rows[r]);
+  }
+  teardown(&c);
+}
+
+Test(recsys, a_shared_table_read_from_the_batchs_rows_gives_the_tables_outputs) {
+  ctx c;
+  setup(&c, shared_json, 1);
+  size_t n = tfx_model_output_size(c.m) * BATCH;
+  cr_assert_eq(tfx_model_set_csr(c.m, fields, 2, NULL), TFX_OK);
+  float *direct = malloc(sizeof(float) * n);
+  memcpy(direct, tfx_model_forward(c.m, c.x, BATCH, 0, 0), sizeof(float) * n);
+  tfx_model_set_rows(c.m, TFX_ROWS_BATCH);
+  cr_assert_eq(tfx_model_set_csr(c.m, fields, 2, NULL), TFX_OK);
+  tfx_var *t = tfx_model_find_var(c.m, "seq/embeddings");
+  const int64_t want[] = {1, 2, 3, 5, 7, 8, 9}; /* every valid id of both columns, once */
+  cr_assert_eq(t->n_batch, 7, "batch rows %zu", t->n_batch);
+  for (size_t r = 0; r < 7; r++) {
+    cr_assert_eq(t->batch_ids[r], want[r], "batch row %zu is %lld", r, (long long)t->batch_ids[r]);
+  }
+  tfx_model_gather_rows(c.m);
+  const float *y = tfx_model_forward(c.m, c.x, BATCH, 0, 0);
+  for (size_t j = 0; j < n; j++) {
+    cr_assert_eq(y[j], direct[j], "output %zu: %g from the batch's rows, %g from the table", j, y[j], direct[j]);
+  }
+  free(direct);
+  teardown(&c);
+}
+
+Test(recsys, a_shared_table_whose_columns_disagree_is_a_named_error) {
+  static const char *head =
+      "{\"features\": [{\"key\": \"hist\", \"type\": \"hash\", \"hash_bucket_size\": 16, \"separator\": \"|\","
+      " \"max_len\": 4}, {\"key\": \"item\", \"type\": \"hash\", \"hash_bucket_size\": %d}],"
+      " \"layers\": [{\"type\": \"embedding_bag\", \"name\": \"seq\", \"inputs\": \"hist\", \"units\": 3,"
+      " \"combiner\": \"sequence\"}, {\"type\": \"%s\", \"name\": \"tgt\", \"inputs\": \"%s\", \"units\": %d,"
+      " \"table\": \"%s\"}]}";
+  char json[2048];
+  snprintf(json, sizeof json, head, 16, "embedding_bag", "item", 2, "seq");
+  expect_error(json, TFX_ECONFIG,
+               "layer tgt: shares the table of seq (16 rows x 3 units), its own column and units "
+               "give 16 rows x 2 units");
+  snprintf(json, sizeof json, head, 32, "embedding_bag", "item", 3, "seq");
+  expect_error(json, TFX_ECONFIG,
+               "layer tgt: shares the table of seq (16 rows x 3 units), its own column and units "
+               "give 32 rows x 3 units");
+  snprintf(json, sizeof json, head, 16, "embedding_bag", "item", 3, "nothing");
+  expect_error(json, TFX_ECONFIG, "layer tgt: table 'nothing' is not an earlier embedding_bag");
+  snprintf(json, sizeof json, head, 16, "dense", "seq", 3, "seq");
+  expect_error(json, TFX_ECONFIG, "layer tgt: only embedding_bag takes a table");
+}
+
 static void expect_error(const char *json, int code, const char *fragment) {
   tfx_model *m = NULL;
   tfx_err err = {0};
@@ -298,8 +374,74 @@ Test(recsys, errors_name_the_layer_and_the_shapes) {
       " \"combiner\": \"sequence\"}, {\"type\": \"embedding_bag\", \"name\": \"e\", \"inputs\": \"t\","
       " \"units\": 3}, {\"type\": \"target_attention\", \"name\": \"att\", \"inputs\": \"s,e\"}]}",
       TFX_ESHAPE, "layer att: target 'e' has 3 values (rank 1), the sequence's rows 2");
+  /* a model of categorical columns only has no dense input: a layer reading it is refused, not fed a placeholder */
+  expect_error(
+      "{\"features\": [{\"key\": \"c\", \"type\": \"hash\", \"hash_bucket_size\": 8}],"
+      " \"layers\": [{\"type\": \"embedding_bag\", \"name\": \"e\", \"inputs\": \"c\", \"units\": 2},"
+      " {\"type\": \"cross\", \"name\": \"x\", \"inputs\": \"input\"}, {\"type\": \"concat\", \"inputs\": \"e,x\"}]}",
+      TFX_ESHAPE, "layer x: reads a zero-width input 'input' (model.features has no numeric column)");
+  expect_error(
+      "{\"features\": [{\"key\": \"c\", \"type\": \"hash\", \"hash_bucket_size\": 8}],"
+      " \"layers\": [{\"type\": \"dense\", \"name\": \"d\", \"units\": 2}]}",
+      TFX_ESHAPE, "layer d: reads a zero-width input 'input'");
   expect_error(
       "{\"features\": [{\"key\": \"n\", \"type\": \"numeric\", \"max_len\": 3}],"
       " \"layers\": [{\"type\": \"dense\", \"units\": 1}]}",
       TFX_ECONFIG, "model.features[0] (n): max_len is for identity and hash columns");
+}
+
+/* In-batch softmax (model.in_batch_negatives): example b's loss is -log softmax over the batch's distinct labels
+ * only, each logit less log Q(label) (Q: the label's share of the labels trained so far, this batch's included),
+ * and no other class gets a gradient; evaluation (no gradient) scores every class. */
+static double in_batch_case(int logq) {
+  char json[512];
+  snprintf(json, sizeof json,
+           "{\"input_shape\": [3], \"layers\": [{\"type\": \"dense\", \"name\": \"d\", \"units\": 6}],"
+           " \"loss\": \"softmax_cross_entropy\", \"in_batch_negatives\": true, \"logq_correction\": %s}",
+           logq ? "true" : "false");
+  ctx c;
+  setup(&c, json, 0);
+  c.y[0] = 1, c.y[1] = 4, c.y[2] = 1;
+  const float *z = tfx_model_forward(c.m, c.x, BATCH, 1, 0);
+  double want = 0, lq[6] = {0};
+  lq[1] = logq ? log(2.0 / 3.0) : 0, lq[4] = logq ? log(1.0 / 3.0) : 0;
+  for (int b = 0; b < BATCH; b++) {
+    const float *zb = z + b * 6;
+    double s1 = zb[1] - lq[1], s4 = zb[4] - lq[4], own = c.y[b] == 1 ? s1 : s4;
+    want += log(exp(s1) + exp(s4)) - own;
+  }
+  want /= BATCH;
+  tfx_step_stats st;
+  tfx_model_loss(c.m, c.y, BATCH, 1, &st);
+  tfx_model_backward(c.m, c.x, BATCH);
+  cr_assert(fabs(st.loss - want) < 1e-5, "in-batch loss %g, want %g", st.loss, want);
+  const tfx_var *k = tfx_model_find_var(c.m, "d/kernel"), *bias = tfx_model_find_var(c.m, "d/bias");
+  for (int j = 0; j < 6; j++) {
+    int in_batch = j == 1 || j == 4;
+    cr_assert_eq(bias->grad[j] != 0.0f, in_batch, "class %d: bias gradient %g", j, bias->grad[j]);
+    for (int i = 0; i < 3; i++) {
+      cr_assert(in_batch || k->grad[i * 6 + j] == 0.0f, "class %d: kernel gradient %g", j, k->grad[i * 6 + j]);
+    }
+  }
+  tfx_model_loss(c.m, c.y, BATCH, 0, &st); /* evaluation: the full softmax */
+  double full = 0;
+  for (int b = 0; b < BATCH; b++) {
+    double sum = 0;
+    for (int j = 0; j < 6; j++) {
+      sum += exp(z[b * 6 + j]);
+    }
+    full += log(sum) - z[b * 6 + c.y[b]];
+  }
+  cr_assert(fabs(st.loss - full / BATCH) < 1e-5, "evaluation loss %g, want the full softmax's %g", st.loss,
+            full / BATCH);
+  teardown(&c);
+  return want;
+}
+
+Test(recsys, in_batch_softmax_scores_the_batchs_labels_less_log_q) {
+  double with = in_batch_case(1), without = in_batch_case(0);
+  cr_assert(fabs(with - without) > 1e-4, "the log-Q correction changes nothing (%g)", with);
+  expect_error("{\"input_shape\": [3], \"layers\": [{\"type\": \"dense\", \"units\": 1}],"
+               " \"loss\": \"sigmoid_cross_entropy\", \"in_batch_negatives\": true}",
+               TFX_ECONFIG, "model.in_batch_negatives: for a softmax_cross_entropy over 2 or more classes");
 }

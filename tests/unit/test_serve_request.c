@@ -31,12 +31,16 @@ static void config(tfx_config *cfg, const char *json) {
   cr_assert_eq(tfx_config_parse(cfg, json, "test", &err), TFX_OK, "%s", err.msg);
 }
 
-/* Parses body for the model of json (dim dense inputs); returns the code, the dataset in *out on success. */
+static int top_k = -1; /* the last parse's top_k (-1: not written) */
+
+/* Parses body for the model of json (dim dense inputs); returns the code, the dataset in *out and the body's top_k
+ * in top_k on success. */
 static int parse(const char *json, size_t dim, const char *body, tfx_dataset **out, tfx_err *err) {
   tfx_config cfg;
   config(&cfg, json);
   *out = NULL;
-  return tfx_serve_parse(&cfg, dim, body, strlen(body), out, err);
+  top_k = -1;
+  return tfx_serve_parse(&cfg, dim, body, strlen(body), out, &top_k, err);
 }
 
 static void refused(const char *json, size_t dim, const char *body, const char *fragment) {
@@ -166,9 +170,10 @@ Test(serve, column_objects_read_as_the_csv_reader_reads_their_row) {
   tfx_dataset *want = NULL, *got = NULL;
   tfx_err err = {0};
   cr_assert_eq(tfx_columns_load_csv(&cfg, path, &want, &err), TFX_OK, "%s", err.msg);
-  const char *body = "{\"instances\": [{\"cat\": 3, \"words\": [\"a\", \"b\"], \"w\": [0.5, 2], \"x\": 1.5},"
-                     " {\"cat\": \"0\"}]}";
-  cr_assert_eq(tfx_serve_parse(&cfg, 1, body, strlen(body), &got, &err), TFX_OK, "%s", err.msg);
+  const char *body =
+      "{\"instances\": [{\"cat\": 3, \"words\": [\"a\", \"b\"], \"w\": [0.5, 2], \"x\": 1.5},"
+      " {\"cat\": \"0\"}]}";
+  cr_assert_eq(tfx_serve_parse(&cfg, 1, body, strlen(body), &got, NULL, &err), TFX_OK, "%s", err.msg);
   cr_assert_eq(got->n, 2);
   cr_assert_eq(got->n_fields, want->n_fields);
   for (int k = 0; k < got->n_fields; k++) {
@@ -214,4 +219,28 @@ Test(serve, parsed_requests_join_into_one_batch_in_order) {
   tfx_dataset_destroy(b);
   tfx_dataset_destroy(s1);
   tfx_dataset_destroy(s2);
+}
+
+Test(serve, top_k_is_read_checked_and_refused_where_not_taken) {
+  tfx_dataset *d;
+  tfx_err err = {0};
+  cr_assert_eq(parse(dense_json, 4, "{\"instances\": [[1, 2, 3, 4]], \"top_k\": 7}", &d, &err), TFX_OK, "%s", err.msg);
+  cr_assert_eq(top_k, 7);
+  cr_assert_eq(d->n, 1);
+  tfx_dataset_destroy(d);
+  cr_assert_eq(parse(dense_json, 4, "{\"instances\": [[1, 2, 3, 4]]}", &d, &err), TFX_OK, "%s", err.msg);
+  cr_assert_eq(top_k, 0, "no top_k: every probability");
+  tfx_dataset_destroy(d);
+  refused(dense_json, 4, "{\"instances\": [[1, 2, 3, 4]], \"top_k\": 0}", "\"top_k\" is 0: want an integer in 1..1000");
+  refused(dense_json, 4, "{\"instances\": [[1, 2, 3, 4]], \"top_k\": 1001}", "\"top_k\" is 1001");
+  refused(dense_json, 4, "{\"instances\": [[1, 2, 3, 4]], \"top_k\": 2.5}", "\"top_k\" is 2.5");
+  refused(dense_json, 4, "{\"instances\": [[1, 2, 3, 4]], \"top_k\": \"3\"}", "\"top_k\" is \"3\"");
+  cr_assert_eq(top_k, -1, "a refused body writes no top_k");
+  tfx_config cfg;
+  config(&cfg, dense_json);
+  const char *body = "{\"instances\": [[1, 2, 3, 4]], \"top_k\": 3}";
+  d = NULL;
+  cr_assert_eq(tfx_serve_parse(&cfg, 4, body, strlen(body), &d, NULL, &err), TFX_EINVAL);
+  cr_assert(strstr(err.msg, "\"top_k\" is not taken here"), "%s", err.msg);
+  cr_assert_null(d);
 }
