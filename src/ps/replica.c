@@ -223,11 +223,15 @@ static int snapshot_rows(step_msg *sm, const shard *s, int64_t since, size_t *by
   if (!n) {
     return 0;
   }
-  if (!(g.ids = malloc(n * sizeof(int64_t) + n * g.width * sizeof(float)))) {
+  if (!(g.ids = malloc(2 * n * sizeof(int64_t) + n * g.width * sizeof(float)))) {
     return -1;
   }
-  g.data = (float *)(g.ids + n);
+  int64_t *touched = g.ids + n;
+  g.data = (float *)(touched + n);
   tfx_rowtable_each_since(s->table, since, ps__gather_row, &g);
+  for (size_t k = 0; k < g.n; k++) {
+    touched[k] = tfx_rowtable_touched(s->table, g.ids[k]);
+  }
   Tfx__Tensor *t = &sm->metas[sm->n];
   int64_t *shape = sm->shapes + 2 * sm->n;
   tfx__tensor__init(t);
@@ -238,6 +242,9 @@ static int snapshot_rows(step_msg *sm, const shard *s, int64_t since, size_t *by
   t->n_shape = 2;
   t->rows = g.ids;
   t->n_rows = g.n;
+  t->touched = touched;
+  t->n_touched = g.n;
+  t->ttl_scanned = tfx_rowtable_scanned(s->table);
   t->nbytes = g.n * g.width * sizeof(float);
   sm->pl[sm->n] = (tfx_payload){g.data, t->nbytes, 1, NULL, NULL};
   sm->owned[sm->n] = g.ids;
@@ -439,7 +446,7 @@ void ps__forward_snapshot(ps_state *p) {
 typedef struct rows_job {
   ps_state *p;
   const shard *s;
-  int64_t *ids;
+  int64_t *ids, *touched;
   float *data;
   size_t n, cap, width, *bytes;
   int rc;
@@ -459,6 +466,9 @@ static int rows_flush(rows_job *j) {
   meta.n_shape = 2;
   meta.rows = j->ids;
   meta.n_rows = j->n;
+  meta.touched = j->touched;
+  meta.n_touched = j->n;
+  meta.ttl_scanned = tfx_rowtable_scanned(j->s->table);
   meta.nbytes = j->n * j->width * sizeof(float);
   tfx_payload pl = {j->data, meta.nbytes, 1, NULL, NULL};
   tfx_envelope env;
@@ -480,6 +490,7 @@ static int rows_flush(rows_job *j) {
 static int rows_add(int64_t id, const float *row, void *ctx) {
   rows_job *j = ctx;
   j->ids[j->n] = id;
+  j->touched[j->n] = tfx_rowtable_touched(j->s->table, id);
   memcpy(j->data + j->n * j->width, row, j->width * sizeof(float));
   return ++j->n == j->cap ? rows_flush(j) : 0;
 }
@@ -495,10 +506,12 @@ static int rows_send(ps_state *p, size_t *bytes, tfx_err *err) {
     rows_job j = {.p = p, .s = s, .width = tfx_rowtable_row_floats(s->table), .bytes = bytes, .err = err};
     j.cap = ((size_t)4 << 20) / (j.width * sizeof(float)) + 1;
     j.ids = malloc(j.cap * sizeof *j.ids);
+    j.touched = malloc(j.cap * sizeof *j.touched);
     j.data = malloc(j.cap * j.width * sizeof(float));
-    rc = j.ids && j.data ? tfx_rowtable_each(s->table, rows_add, &j) : tfx_err_set(err, TFX_ENOMEM, "out of memory");
+    rc = j.ids && j.touched && j.data ? tfx_rowtable_each(s->table, rows_add, &j) : tfx_err_set(err, TFX_ENOMEM, "out of memory");
     rc = rc ? rc : rows_flush(&j);
     free(j.ids);
+    free(j.touched);
     free(j.data);
   }
   return rc;

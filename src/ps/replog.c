@@ -227,21 +227,23 @@ void ps__log_hold(ps_state *p, tfx_inmsg *m) {
 }
 
 /* Checks rows tensor i of m (REPLICATE_ROWS, or a snapshot's rows): a lazy table of this backup, whole rows (values
- * and slots) for the ids listed. */
+ * and slots) for the ids listed, and each row's touch step (or none). */
 static int rows_check(ps_state *p, const tfx_inmsg *m, size_t i, shard **s, tfx_err *err) {
   const Tfx__Tensor *t = m->env->tensors[i];
   size_t size = 0;
   tfx_inmsg_part(m, (int)i, &size);
   *s = ps__find(p, t->name);
   size_t width = *s && (*s)->table ? tfx_rowtable_row_floats((*s)->table) : 0;
-  if (!width || size != t->n_rows * width * sizeof(float) || size != t->nbytes) {
+  if (!width || size != t->n_rows * width * sizeof(float) || size != t->nbytes ||
+      (t->n_touched && t->n_touched != t->n_rows)) {
     return tfx_err_set(err, TFX_ESTATE, "rows of ps instance %d: tensor '%.64s' does not fit this backup", p->index,
                        t->name);
   }
   return TFX_OK;
 }
 
-/* Stores rows tensor i of m (checked) whole into its table, as touched at the step before m's. */
+/* Stores rows tensor i of m (checked) whole into its table, each as touched when its primary last touched it (or,
+ * without those steps, at the step before m's), and the primary's last age scan. */
 static int rows_put(ps_state *p, const tfx_inmsg *m, size_t i, shard *s, tfx_err *err) {
   const Tfx__Tensor *t = m->env->tensors[i];
   size_t size = 0, width = tfx_rowtable_row_floats(s->table);
@@ -255,9 +257,10 @@ static int rows_put(ps_state *p, const tfx_inmsg *m, size_t i, shard *s, tfx_err
     if (!aligned) {
       memcpy(row, data + k * width * sizeof(float), width * sizeof(float));
     }
-    rc = tfx_rowtable_put_at(s->table, t->rows[k], at, step, err);
+    rc = tfx_rowtable_put_at(s->table, t->rows[k], at, t->n_touched == t->n_rows ? t->touched[k] : step, err);
   }
   free(row);
+  tfx_rowtable_set_scanned(s->table, t->ttl_scanned); /* the primary's last age scan: rows expire as there */
   if (rc) {
     return tfx_err_set(err, TFX_ESTATE, "rows of ps instance %d: '%.64s' not stored", p->index, t->name);
   }

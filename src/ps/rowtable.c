@@ -204,6 +204,19 @@ float *tfx_rowtable_find(const tfx_rowtable *t, int64_t id) {
   return r ? row_at(t, r - 1) : NULL;
 }
 
+int64_t tfx_rowtable_touched(const tfx_rowtable *t, int64_t id) {
+  uint32_t r = t->map[probe(t, id)].row;
+  return r ? t->touched[r - 1] : -1;
+}
+
+int64_t tfx_rowtable_scanned(const tfx_rowtable *t) {
+  return t->expired_at;
+}
+
+void tfx_rowtable_set_scanned(tfx_rowtable *t, int64_t step) {
+  t->expired_at = step;
+}
+
 void tfx_rowtable_read(const tfx_rowtable *t, int64_t id, float *out) {
   const float *row = tfx_rowtable_find(t, id);
   if (row) {
@@ -416,6 +429,35 @@ static int64_t kth_touch(const tfx_rowtable *t, size_t k) {
   return lo;
 }
 
+static int cmp_id(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* Of the stored rows touched at step `last`, the need-th lowest id (INT64_MAX when need covers them all, or memory
+ * is short: then the rows' order decides): eviction among rows of one step goes by id, not by where a row sits, so a
+ * copy of the table streamed to a backup, or restored from a checkpoint, evicts the rows its primary does. */
+static int64_t tied_threshold(const tfx_rowtable *t, int64_t last, size_t need) {
+  size_t n = 0;
+  for (size_t r = 0; r < t->n_rows; r++) {
+    n += t->touched[r] == last;
+  }
+  int64_t *ids = n > need && need ? malloc(n * sizeof *ids) : NULL;
+  if (!ids) {
+    return INT64_MAX;
+  }
+  n = 0;
+  for (size_t r = 0; r < t->n_rows; r++) {
+    if (t->touched[r] == last) {
+      ids[n++] = t->ids[r];
+    }
+  }
+  qsort(ids, n, sizeof *ids, cmp_id);
+  int64_t below = ids[need - 1];
+  free(ids);
+  return below;
+}
+
 /* The cap is reached: evicts the max_rows / 16 (at least one) least recently touched rows, so a new row fits and
  * the next ones do too without ranking every row again. */
 static void make_room(tfx_rowtable *t) {
@@ -429,8 +471,9 @@ static void make_room(tfx_rowtable *t) {
       dropped++;
     }
   }
-  for (size_t r = 0; r < t->n_rows && dropped < k; r++) { /* then as many of its step as needed */
-    if (t->touched[r] == last) {
+  int64_t below = tied_threshold(t, last, k - dropped);
+  for (size_t r = 0; r < t->n_rows && dropped < k; r++) { /* then as many of its step as needed, lowest ids first */
+    if (t->touched[r] == last && t->ids[r] <= below) {
       remove_row(t, r);
       dropped++;
     }

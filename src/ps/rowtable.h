@@ -67,6 +67,11 @@ float *tfx_rowtable_update(tfx_rowtable *t, int64_t id, int64_t step, int *refus
 /* With ttl_steps, drops the rows untouched for ttl_steps at step `now` (the scan runs every ttl_steps / 4 steps at
  * most); returns how many were dropped. */
 size_t tfx_rowtable_expire(tfx_rowtable *t, int64_t now);
+/* The step id's row was last touched, or -1 when it is not stored. */
+int64_t tfx_rowtable_touched(const tfx_rowtable *t, int64_t id);
+/* The step of the table's last age scan (ttl_steps), and its setter (a backup takes its primary's). */
+int64_t tfx_rowtable_scanned(const tfx_rowtable *t);
+void tfx_rowtable_set_scanned(tfx_rowtable *t, int64_t step);
 /* The stored row of id, or NULL when it was never touched (or evicted). Borrowed as for tfx_rowtable_touch. */
 float *tfx_rowtable_find(const tfx_rowtable *t, int64_t id);
 /* Adds g (row_floats of them) into the row of id, made on first touch as zeros plus g, bit for bit what
