@@ -80,14 +80,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   size_t len = size - 1;
   tfx_dataset *d = NULL;
   tfx_err err = {0};
-  if (tfx_serve_parse(&cfg[m], dim[m], body, len, &d, &err) != TFX_OK) {
+  int top_k = -1;
+  if (tfx_serve_parse(&cfg[m], dim[m], body, len, &d, &top_k, &err) != TFX_OK) {
     if (!err.msg[0] || d) {
       abort();
     }
     return 0;
   }
-  if (!d || d->n < 1 || d->n > TFX_SERVE_MAX_INSTANCES) {
-    abort();
+  if (!d || d->n < 1 || d->n > TFX_SERVE_MAX_INSTANCES || top_k < 0 || top_k > TFX_SERVE_MAX_TOP_K) {
+    abort(); /* top_k: 0 when absent, else an integer in 1..TFX_SERVE_MAX_TOP_K */
   }
   if (d->x && d->dim) {
     for (size_t i = 0; i < d->n * d->dim; i++) {
