@@ -25,6 +25,15 @@ static int has_unknown(const tfx_envelope *env) {
   for (size_t i = 0; i < env->n_stats; i++) {
     n += env->stats[i]->base.n_unknown_fields;
   }
+  for (size_t i = 0; i < env->n_want; i++) {
+    n += env->want[i]->base.n_unknown_fields;
+  }
+  const ProtobufCMessage *subs[] = {(const ProtobufCMessage *)env->since,   (const ProtobufCMessage *)env->acked,
+                                    (const ProtobufCMessage *)env->replicate, (const ProtobufCMessage *)env->init,
+                                    (const ProtobufCMessage *)env->rereplicate, (const ProtobufCMessage *)env->written};
+  for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++) {
+    n += subs[i] ? subs[i]->n_unknown_fields : 0;
+  }
   return n > 0;
 }
 
