@@ -509,7 +509,7 @@ int ps__ledger_counts(const ps_state *p, const tfx_envelope *e, int stale);
 void ps__async_snapshot(ps_state *p, int idle);
 #define PS_SNAP_COST 8
 /* The most pushes between two async snapshots: what a worker keeps for one ps is bounded by 2 x this. */
-#define PS_SNAP_MAX_PUSHES 256
+#define PS_SNAP_MAX_PUSHES 512
 /* Sync with a backup: tells it that this instance's files of the checkpoint of step are complete (REPLICATE_CHECKPOINT),
  * so it may drop the steps below step from its log. A failed send loses the backup (ps__forward_fail). */
 void ps__forward_ckpt(ps_state *p, int64_t step);
