@@ -197,6 +197,18 @@ sparse_lr_experiment() {
     data.scale=1 optimizer.name='"adagrad"' optimizer.learning_rate=0.5 training.batch_size=32 eval.every_steps=0 "$@"
 }
 
+# lazy_lr OUT LAYER-EXTRA [KEY=VALUE...]: a sync LR over $WORK/train.libsvm (sparse_data.py) whose embedding_bag
+# (4 units, sum) takes the JSON members LAYER-EXTRA (', "max_rows": 150', say): the replicated lazy tables' tests.
+lazy_lr() {
+  local out=$1 extra=$2
+  shift 2
+  experiment "$out" model.input_shape='[1048576]' \
+    model.layers="[{\"type\": \"embedding_bag\", \"units\": 4, \"combiner\": \"sum\"$extra}]" \
+    model.loss='"softmax_cross_entropy"' data.format='"libsvm"' data.train.images="\"$WORK/train.libsvm\"" \
+    data.eval.images="\"$WORK/test.libsvm\"" data.scale=1 optimizer.name='"adagrad"' optimizer.learning_rate=0.5 \
+    training.batch_size=32 eval.every_steps=0 "$@"
+}
+
 # same_at_step STEP RUN_A RUN_B: exports checkpoint STEP of the runs $WORK/RUN_A and $WORK/RUN_B (a failed export
 # fails the test, naming it) and exits 0 when the two hold the same tensors.
 same_at_step() {

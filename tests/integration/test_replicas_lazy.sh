@@ -13,16 +13,9 @@
 . "$(dirname "$0")/lib.sh"
 MAX=900
 python3 "$(dirname "$0")/sparse_data.py" "$WORK" --train 2000 --test 200
-lr() { # lr FILE LAYER-EXTRA
-  experiment "$1" model.input_shape='[1048576]' \
-    model.layers="[{\"type\": \"embedding_bag\", \"units\": 4, \"combiner\": \"sum\"$2}]" \
-    model.loss='"softmax_cross_entropy"' data.format='"libsvm"' data.train.images="\"$WORK/train.libsvm\"" \
-    data.eval.images="\"$WORK/test.libsvm\"" data.scale=1 optimizer.name='"adagrad"' optimizer.learning_rate=0.5 \
-    training.batch_size=32 training.report_every=20 eval.every_steps=0
-}
-lr "$WORK/plain.json" ""
-lr "$WORK/aged.json" ', "ttl_steps": 60, "admit_min_count": 2'
-lr "$WORK/capped.json" ', "max_rows": 150'
+lazy_lr "$WORK/plain.json" "" training.report_every=20
+lazy_lr "$WORK/aged.json" ', "ttl_steps": 60, "admit_min_count": 2' training.report_every=20
+lazy_lr "$WORK/capped.json" ', "max_rows": 150' training.report_every=20
 # run LABEL CONFIG KILL(0|1) [CHECKPOINT-EVERY]
 run() {
   local run=$WORK/$1
