@@ -94,6 +94,13 @@ static void note_version(void *ctx, int p, const tfx_envelope *e) {
   }
 }
 
+/* Rolls every ps back to the newest complete checkpoint at a new plan epoch (the caller named why), then polls. */
+static int roll_back(master *m, tfx_err *err) {
+  master__rolled_back(m);
+  int rc = master__init_ps(m, err);
+  return rc ? rc : master__poll_versions(m, err);
+}
+
 int master__poll_versions(master *m, tfx_err *err) {
   tfx_envelope env;
   tfx_wire_request(&env, TFX__MSG_TYPE__MSG_STATUS);
@@ -115,11 +122,7 @@ int master__poll_versions(master *m, tfx_err *err) {
      * replicas, only when the ps and its backup are both lost. */
     tfx_log(TFX_LOG_WARN, "MASTER-PS-LOST", "a ps lost its state%s: rolling every ps back to the newest checkpoint",
             master__replicated(m) ? " and so did its backup" : "");
-    master__rolled_back(m);
-    if ((rc = master__init_ps(m, err))) {
-      return rc;
-    }
-    return master__poll_versions(m, err);
+    return roll_back(m, err);
   }
   int64_t lo = m->ps[0].version;
   int64_t hi = lo;
@@ -134,9 +137,7 @@ int master__poll_versions(master *m, tfx_err *err) {
             "pushes cannot bring up (a worker lost with them); rolling every ps back to the newest checkpoint",
             (long long)lo, (long long)hi, MASTER_APART_STUCK_MS / 1000);
     m->apart_since = 0;
-    master__rolled_back(m);
-    int rc2 = master__init_ps(m, err);
-    return rc2 ? rc2 : master__poll_versions(m, err);
+    return roll_back(m, err);
   }
   m->global_step = lo;
   m->max_version = hi;

@@ -170,7 +170,6 @@ static int handle_init(ps_state *p, const tfx_envelope *e, tfx_err *err) {
     p->backup_of = e->init->as_backup;
   }
   ps__sync_reset(p, (int)e->init->workers);
-  p->state = PS_WAITING; /* a new INIT starts the instance afresh, whatever it was */
   ps__set_state(p, p->backup_of ? PS_BACKUP : PS_SERVING, TFX_LOG_INFO, "PS-INIT",
                 "%s%d: %d shard(s), %zu bytes, mode %s, step %lld%s%s", p->backup_of ? "backup of ps instance " : "ps instance ",
                 p->index, p->n_shards, ps__bytes(p), tfx_config_choice_name("training.mode", cfg.mode),
