@@ -6,25 +6,15 @@ ROLE K again, since it was killed in an earlier phase, or since this phase began
 phase's victims die at once, the workers held (SIGSTOP) from the moment it is due until they are dead, so that no
 step runs in between however fast the run trains. Prints a line a phase (what it killed, at which step); exits 1
 when the run ended (or 120 s passed) before a phase was due. lib.sh's kill_at says more."""
-import json, os, re, signal, sys, time
+import os, re, signal, sys, time
+
+from run_state import alive, train_step
 
 log, run, lp = sys.argv[1], sys.argv[2], int(sys.argv[3])
 
 
-def alive(pid):
-    try:
-        os.kill(pid, 0)
-        return True
-    except OSError:
-        return False
-
-
 def step():
-    try:
-        steps = [json.loads(l).get("step", 0) for l in open(run + "/metrics.jsonl") if '"train"' in l]
-    except (OSError, ValueError):
-        return -1
-    return max(steps, default=-1)
+    return train_step(run)
 
 
 def spawns(victim):

@@ -3,22 +3,14 @@ train step >= STEP (and in the window MOD:LO-HI), the workers held meanwhile (wi
 environment, held until RUN/metrics.jsonl has an evaluation too, and the evaluations recorded by then are counted
 in the line printed); exit 1 when the run ended first.
 lib.sh's kill_ps_at says more."""
-import json, os, re, signal, sys, time
+import os, re, signal, sys, time
+
+from run_state import alive, train_step
 log, run, at, lp = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 ps = sys.argv[5] if len(sys.argv) > 5 else "0"
 mod, lo, hi = (int(x) for x in re.split("[:-]", sys.argv[6])) if len(sys.argv) > 6 else (1, 0, 0)
-def alive(pid):
-    try:
-        os.kill(pid, 0)
-        return True
-    except OSError:
-        return False
 def step():
-    try:
-        steps = [json.loads(l).get("step", 0) for l in open(run + "/metrics.jsonl") if '"train"' in l]
-    except (OSError, ValueError):
-        return -1
-    return max(steps, default=-1)
+    return train_step(run)
 while step() < at or not lo <= step() % mod <= hi:
     if not alive(lp):
         sys.exit(1)
